@@ -1,0 +1,30 @@
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench lint clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m kanedyn demo --out demo_output
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[test,bench]'
+	$(BIN)/python bench/rbd_vs_pinocchio.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench examples
+
+clean:
+	rm -rf $(VENV) demo_output

@@ -1,0 +1,80 @@
+"""kanedyn: rigid multibody dynamics — spatial algebra, recursive algorithms, Kane's method,
+constrained DAEs, energy-conserving integration and Stribeck friction.
+
+>>> import kanedyn as kd
+>>> model = kd.models.pendulum_chain(2)
+>>> q, v = kd.neutral(model), [1.0, 0.0]
+>>> M = kd.crba(model, q)
+"""
+
+from .dynamics import (
+    aba,
+    center_of_mass,
+    crba,
+    forward_kinematics,
+    frame_placement,
+    gravity_torques,
+    jacobian,
+    kinetic_energy,
+    nonlinear_effects,
+    potential_energy,
+    rnea,
+    spatial_momentum,
+)
+from .errors import (
+    ConstraintError,
+    DivergenceError,
+    FrictionError,
+    KanedynError,
+    ModelError,
+    ScenarioError,
+    SolverError,
+    StateError,
+    SymbolicError,
+    URDFError,
+)
+from .model import (
+    Model,
+    ModelBuilder,
+    difference,
+    integrate_configuration,
+    neutral,
+    q_dot,
+    random_configuration,
+)
+from .model import builders as models
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConstraintError",
+    "DivergenceError",
+    "FrictionError",
+    "KanedynError",
+    "Model",
+    "ModelBuilder",
+    "ModelError",
+    "ScenarioError",
+    "SolverError",
+    "StateError",
+    "SymbolicError",
+    "URDFError",
+    "aba",
+    "center_of_mass",
+    "crba",
+    "difference",
+    "forward_kinematics",
+    "frame_placement",
+    "gravity_torques",
+    "integrate_configuration",
+    "jacobian",
+    "kinetic_energy",
+    "models",
+    "neutral",
+    "nonlinear_effects",
+    "potential_energy",
+    "q_dot",
+    "random_configuration",
+    "rnea",
+    "spatial_momentum",
+]

@@ -1,0 +1,1 @@
+"""kanedyn.constraints (see DESIGN.md)."""

@@ -1,0 +1,24 @@
+"""Numeric algorithms on a Model: kinematics, RNEA, CRBA, ABA, Jacobians, energy, momentum."""
+
+from .aba import aba
+from .crba import crba
+from .energy import kinetic_energy, potential_energy, spatial_momentum
+from .jacobian import jacobian
+from .kinematics import Kinematics, center_of_mass, forward_kinematics, frame_placement
+from .rnea import gravity_torques, nonlinear_effects, rnea
+
+__all__ = [
+    "Kinematics",
+    "aba",
+    "center_of_mass",
+    "crba",
+    "forward_kinematics",
+    "frame_placement",
+    "gravity_torques",
+    "jacobian",
+    "kinetic_energy",
+    "nonlinear_effects",
+    "potential_energy",
+    "rnea",
+    "spatial_momentum",
+]

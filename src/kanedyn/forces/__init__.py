@@ -1,0 +1,1 @@
+"""kanedyn.forces (see DESIGN.md)."""

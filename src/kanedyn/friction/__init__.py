@@ -1,0 +1,1 @@
+"""kanedyn.friction (see DESIGN.md)."""

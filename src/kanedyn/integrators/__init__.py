@@ -1,0 +1,1 @@
+"""kanedyn.integrators (see DESIGN.md)."""

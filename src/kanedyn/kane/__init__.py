@@ -1,0 +1,1 @@
+"""kanedyn.kane (see DESIGN.md)."""

@@ -1,0 +1,38 @@
+"""The multibody model: joints, bodies, tree topology, builders and the URDF loader."""
+
+from .configuration import difference, integrate_configuration, neutral, q_dot, random_configuration
+from .joints import (
+    JOINT_TYPES,
+    Fixed,
+    Free,
+    Helical,
+    Joint,
+    JointLimits,
+    Planar,
+    Prismatic,
+    Revolute,
+    Spherical,
+)
+from .model import Body, Frame, Model, ModelBuilder
+
+__all__ = [
+    "JOINT_TYPES",
+    "Body",
+    "Fixed",
+    "Frame",
+    "Free",
+    "Helical",
+    "Joint",
+    "JointLimits",
+    "Model",
+    "ModelBuilder",
+    "Planar",
+    "Prismatic",
+    "Revolute",
+    "Spherical",
+    "difference",
+    "integrate_configuration",
+    "neutral",
+    "q_dot",
+    "random_configuration",
+]

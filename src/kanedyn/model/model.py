@@ -1,0 +1,309 @@
+"""The Model: an immutable tree of rigid bodies joined by joints.
+
+Bodies are numbered in tree order (a parent before its children); body i is
+moved by joint i relative to its parent ``parent[i]`` (-1: the world).
+Fixed joints never appear here: :class:`ModelBuilder` merges a body on a
+fixed joint into its parent, adding its inertia and keeping its frame in
+``model.frames`` so its pose can still be asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ..errors import ModelError
+from ..spatial import (
+    Transform,
+    inertia_parameters,
+    rotational_inertia_is_physical,
+    spatial_inertia,
+    transform_inertia,
+)
+from .joints import Fixed, Joint
+
+
+@dataclass(frozen=True)
+class Body:
+    """One rigid body and the joint that moves it.
+
+    ``X_tree`` is the Plücker transform from the parent body's coordinates to
+    the joint frame (``jointframe_X_parent``); ``inertia`` is the body's 6x6
+    spatial inertia about its own origin, in its own coordinates.
+    """
+
+    name: str
+    index: int
+    parent: int
+    joint: Joint
+    placement: Transform
+    inertia: NDArray
+    iq: slice
+    iv: slice
+
+    @property
+    def X_tree(self) -> NDArray:
+        return self.placement.matrix()
+
+    @property
+    def mass(self) -> float:
+        return float(self.inertia[5, 5])
+
+    @property
+    def com(self) -> NDArray:
+        return inertia_parameters(self.inertia)[1]
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A named frame fixed to a body: ``placement`` is frame_X_body."""
+
+    name: str
+    body: int
+    placement: Transform
+
+
+@dataclass(frozen=True)
+class Model:
+    """A rigid-body tree. Build one with :class:`ModelBuilder`, a builder in
+    :mod:`kanedyn.models`, or :func:`kanedyn.load_urdf`; no algorithm changes it."""
+
+    name: str
+    bodies: tuple[Body, ...]
+    gravity: NDArray
+    frames: dict = field(default_factory=dict)
+    root_name: str = "world"
+
+    def __post_init__(self):
+        object.__setattr__(self, "gravity", np.asarray(self.gravity, dtype=float).reshape(3))
+
+    @property
+    def nb(self) -> int:
+        return len(self.bodies)
+
+    @property
+    def nq(self) -> int:
+        return sum(b.joint.nq for b in self.bodies)
+
+    @property
+    def nv(self) -> int:
+        return sum(b.joint.nv for b in self.bodies)
+
+    @property
+    def parents(self) -> tuple[int, ...]:
+        return tuple(b.parent for b in self.bodies)
+
+    @property
+    def joint_names(self) -> list[str]:
+        """Names of the moving joints, in the order of their entries in q and v."""
+        return [b.joint.name for b in self.bodies]
+
+    @property
+    def body_names(self) -> list[str]:
+        return [b.name for b in self.bodies]
+
+    @property
+    def gravity_spatial(self) -> NDArray:
+        """Gravity as a spatial acceleration in world coordinates, ``[0; g]``."""
+        return np.concatenate([np.zeros(3), self.gravity])
+
+    @property
+    def total_mass(self) -> float:
+        return float(sum(b.mass for b in self.bodies))
+
+    @property
+    def has_quaternions(self) -> bool:
+        return any(b.joint.nq != b.joint.nv for b in self.bodies)
+
+    def body_index(self, name: str | int) -> int:
+        """Index of a body given by name (a merged link's name gives the body it is part of)."""
+        if isinstance(name, (int, np.integer)):
+            if not 0 <= name < self.nb:
+                raise ModelError(f"body index {name} out of range 0..{self.nb - 1}")
+            return int(name)
+        for b in self.bodies:
+            if b.name == name:
+                return b.index
+        if name in self.frames:
+            return self.frames[name].body
+        raise ModelError(
+            f"no body or frame named {name!r}; bodies are {self.body_names}"
+        )
+
+    def joint_index(self, name: str) -> int:
+        for b in self.bodies:
+            if b.joint.name == name:
+                return b.index
+        raise ModelError(f"no joint named {name!r}; joints are {self.joint_names}")
+
+    def children(self, i: int) -> list[int]:
+        return [b.index for b in self.bodies if b.parent == i]
+
+    def subtree(self, i: int) -> list[int]:
+        """Body i and all its descendants, in tree order."""
+        out = [i]
+        for b in self.bodies[i + 1 :]:
+            if b.parent in out:
+                out.append(b.index)
+        return out
+
+    def support(self, i: int) -> list[int]:
+        """The bodies from the root down to body i, in tree order."""
+        out = []
+        while i >= 0:
+            out.append(i)
+            i = self.bodies[i].parent
+        return out[::-1]
+
+    def with_gravity(self, gravity: ArrayLike) -> Model:
+        """A copy of this model with another gravity vector."""
+        return Model(self.name, self.bodies, np.asarray(gravity, float), dict(self.frames),
+                     self.root_name)
+
+    def __repr__(self) -> str:
+        kinds = {}
+        for b in self.bodies:
+            kinds[b.joint.kind] = kinds.get(b.joint.kind, 0) + 1
+        desc = ", ".join(f"{n} {k}" for k, n in kinds.items())
+        return f"Model({self.name!r}: {self.nb} bodies, nq={self.nq}, nv={self.nv}; {desc})"
+
+
+def _as_transform(placement) -> Transform:
+    if placement is None:
+        return Transform.identity()
+    if isinstance(placement, Transform):
+        return placement
+    R, p = placement
+    return Transform.from_pose(R, p)
+
+
+class ModelBuilder:
+    """Builds a :class:`Model` body by body, parents first.
+
+    ``placement`` is the pose of the joint frame in the parent body's frame,
+    given as a :class:`~kanedyn.spatial.Transform` or a pair ``(R, p)`` (R the
+    joint frame's axes in parent coordinates, p its origin). Inertia is given
+    as mass, centre of mass and rotational inertia about the centre of mass,
+    all in the body's own frame.
+    """
+
+    def __init__(self, name: str = "model", gravity: ArrayLike = (0.0, 0.0, -9.81),
+                 root_name: str = "world"):
+        self.name = name
+        self.gravity = np.asarray(gravity, dtype=float)
+        self.root_name = root_name
+        self._bodies: list[dict] = []
+        # every named frame: name -> (body index or -1, frame_X_body)
+        self._frames: dict[str, tuple[int, Transform]] = {root_name: (-1, Transform.identity())}
+
+    def _resolve(self, parent) -> tuple[int, Transform]:
+        if parent is None:
+            parent = self.root_name
+        if isinstance(parent, (int, np.integer)):
+            if not -1 <= parent < len(self._bodies):
+                raise ModelError(f"parent body index {parent} does not exist yet")
+            return int(parent), Transform.identity()
+        if parent not in self._frames:
+            raise ModelError(
+                f"parent {parent!r} does not exist (known: {sorted(self._frames)}); "
+                "add parents before their children"
+            )
+        return self._frames[parent]
+
+    def add_body(self, name: str, parent=None, joint: Joint | None = None, placement=None,
+                 mass: float = 0.0, com: ArrayLike = (0.0, 0.0, 0.0),
+                 inertia: ArrayLike = ((0.0, 0.0, 0.0),) * 3) -> int:
+        """Add a body moved by ``joint`` relative to ``parent`` (a name, an index, or None
+        for the world). A :class:`~kanedyn.model.joints.Fixed` joint merges the body into
+        its parent. Returns the index of the body that now carries this link."""
+        if name in self._frames:
+            raise ModelError(f"body {name!r} is defined twice")
+        if joint is None:
+            joint = Fixed(name=f"{name}_fixed")
+        m = float(mass)
+        if not np.isfinite(m) or m < 0.0:
+            raise ModelError(f"body {name!r}: mass {mass} is negative or not finite")
+        Ic = np.asarray(inertia, dtype=float).reshape(3, 3)
+        c = np.asarray(com, dtype=float).reshape(3)
+        if not (np.all(np.isfinite(Ic)) and np.all(np.isfinite(c))):
+            raise ModelError(f"body {name!r}: inertia or centre of mass is not finite")
+        ok, why = rotational_inertia_is_physical(Ic)
+        if not ok:
+            raise ModelError(f"body {name!r}: rotational inertia {Ic.tolist()} is {why}")
+        pbody, X_pf = self._resolve(parent)
+        # joint frame relative to the *body* that carries the parent frame
+        X_tree = _as_transform(placement) @ X_pf
+        I_local = spatial_inertia(m, c, Ic)
+        if isinstance(joint, Fixed):
+            if pbody < 0:
+                raise ModelError(
+                    f"link {name!r} is fixed to the world; a fixed link has no dynamics "
+                    "(drop it or give it a moving joint)"
+                )
+            pb = self._bodies[pbody]
+            pb["inertia"] = pb["inertia"] + transform_inertia(X_tree.inverse().matrix(), I_local)
+            self._frames[name] = (pbody, X_tree)
+            return pbody
+        idx = len(self._bodies)
+        self._bodies.append(dict(name=name, parent=pbody, joint=joint, placement=X_tree,
+                                 inertia=I_local))
+        self._frames[name] = (idx, Transform.identity())
+        return idx
+
+    def add_frame(self, name: str, parent, placement=None) -> None:
+        """A massless named frame (a sensor, a tool point) fixed to ``parent``."""
+        if name in self._frames:
+            raise ModelError(f"frame {name!r} is defined twice")
+        pbody, X_pf = self._resolve(parent)
+        self._frames[name] = (pbody, _as_transform(placement) @ X_pf)
+
+    def build(self, check_singular: bool = True) -> Model:
+        if not self._bodies:
+            raise ModelError(f"model {self.name!r} has no moving body")
+        names = [b["joint"].name for b in self._bodies]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ModelError(f"joint names used twice: {sorted(dup)}")
+        bodies, iq, iv = [], 0, 0
+        for i, d in enumerate(self._bodies):
+            j = d["joint"]
+            bodies.append(Body(d["name"], i, d["parent"], j, d["placement"],
+                               np.asarray(d["inertia"], dtype=float), slice(iq, iq + j.nq),
+                               slice(iv, iv + j.nv)))
+            iq += j.nq
+            iv += j.nv
+        frames = {n: Frame(n, b, X) for n, (b, X) in self._frames.items() if b >= 0}
+        model = Model(self.name, tuple(bodies), self.gravity, frames, self.root_name)
+        if check_singular:
+            _check_nonsingular(model)
+        return model
+
+
+def _check_nonsingular(model: Model) -> None:
+    """Every joint must move some inertia: S_iᵀ I^c_i S_i > 0 at the neutral configuration.
+
+    I^c_i is the composite inertia of the subtree of body i. A failure here
+    (e.g. a massless leaf on a revolute joint) makes M(q) singular.
+    """
+    from ..spatial import plucker
+
+    Ic = [b.inertia.copy() for b in model.bodies]
+    for b in reversed(model.bodies):
+        j = b.joint
+        qn = j.neutral()
+        S = j.motion_subspace(qn)
+        K = S.T @ Ic[b.index] @ S
+        ev = np.linalg.eigvalsh(0.5 * (K + K.T)) if K.size else np.ones(1)
+        scale = max(1.0, float(np.abs(Ic[b.index]).max()))
+        if ev[0] <= 1e-12 * scale:
+            raise ModelError(
+                f"joint {j.name!r} (body {b.name!r}) moves no inertia: the bodies it carries "
+                f"are massless or their mass lies on its axis, so M(q) would be singular "
+                f"(smallest eigenvalue of S^T I^c S = {ev[0]:.3g})"
+            )
+        if b.parent >= 0:
+            R, p = j.pose(qn)
+            X_up = plucker(R.T, p) @ b.X_tree
+            Ic[b.parent] = Ic[b.parent] + X_up.T @ Ic[b.index] @ X_up

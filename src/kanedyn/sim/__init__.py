@@ -1,0 +1,1 @@
+"""kanedyn.sim (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""kanedyn.verify (see DESIGN.md)."""

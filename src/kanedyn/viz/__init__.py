@@ -1,0 +1,1 @@
+"""kanedyn.viz (see DESIGN.md)."""
