@@ -21,7 +21,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[test,bench]'
-	$(BIN)/python bench/rbd_vs_pinocchio.py
+	@for f in bench/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench examples
