@@ -45,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kanedyn", description="Rigid multibody dynamics.")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("demo", help="run the built-in demonstration",
-                       description="Run the built-in demonstration. Example: kanedyn demo --out out/")
+                       description="Run the built-in demonstration. "
+                                   "Example: kanedyn demo --out out/")
     p.add_argument("--out", default="demo_output", help="output folder")
     p.set_defaults(func=_demo)
     args = parser.parse_args(argv)

@@ -87,6 +87,22 @@ def _random_inertia(rng: np.random.Generator) -> tuple[float, np.ndarray, np.nda
     return m, rng.uniform(-0.3, 0.3, 3), R @ np.diag(moments) @ R.T
 
 
+def _joint_of_kind(kind: str, name: str, axis: tuple, pitch: float):
+    if kind == "revolute":
+        return Revolute(name, axis=axis)
+    if kind == "prismatic":
+        return Prismatic(name, axis=axis)
+    if kind == "helical":
+        return Helical(name, axis=axis, pitch=pitch)
+    if kind == "spherical":
+        return Spherical(name)
+    if kind == "planar":
+        return Planar(name)
+    if kind == "free":
+        return Free(name)
+    raise ModelError(f"random_tree: unknown joint type {kind!r}")
+
+
 def random_tree(n: int, seed: int | None = 0, floating_base: bool = False,
                 joint_types: tuple[str, ...] = ("revolute", "prismatic", "helical",
                                                 "spherical", "planar"),
@@ -104,15 +120,7 @@ def random_tree(n: int, seed: int | None = 0, floating_base: bool = False,
             kind = joint_types[rng.integers(len(joint_types))]
             axis = rng.normal(size=3)
             axis /= np.linalg.norm(axis)
-            jt = {
-                "revolute": lambda: Revolute(f"joint{i}", axis=tuple(axis)),
-                "prismatic": lambda: Prismatic(f"joint{i}", axis=tuple(axis)),
-                "helical": lambda: Helical(f"joint{i}", axis=tuple(axis),
-                                           pitch=float(rng.uniform(-0.2, 0.2))),
-                "spherical": lambda: Spherical(f"joint{i}"),
-                "planar": lambda: Planar(f"joint{i}"),
-                "free": lambda: Free(f"joint{i}"),
-            }[kind]()
+            jt = _joint_of_kind(kind, f"joint{i}", tuple(axis), float(rng.uniform(-0.2, 0.2)))
         parent = None if i == 0 else int(rng.integers(0, i))
         qr = rng.normal(size=4)
         placement = (quat_to_matrix(qr / np.linalg.norm(qr)), rng.uniform(-0.5, 0.5, 3))

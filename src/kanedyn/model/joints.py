@@ -84,7 +84,7 @@ class Joint:
         return np.zeros(self.nq)
 
     def integrate(self, qj: NDArray, vj: NDArray, dt: float) -> NDArray:
-        """Configuration reached from q_j moving with constant speed v_j for dt (on the manifold)."""
+        """Configuration reached from q_j at constant speed v_j after dt (on the manifold)."""
         return qj + dt * vj
 
     def difference(self, q0: NDArray, q1: NDArray) -> NDArray:
@@ -228,6 +228,18 @@ class Planar(Joint):
         dx, dy = a * vx - b * vy, b * vx + a * vy
         c, s = np.cos(th), np.sin(th)
         return np.array([qj[0] + c * dx - s * dy, qj[1] + s * dx + c * dy, th + w])
+
+    def difference(self, q0, q1):
+        w = float(q1[2] - q0[2])
+        c, s = np.cos(q0[2]), np.sin(q0[2])
+        dx0, dy0 = q1[0] - q0[0], q1[1] - q0[1]
+        dx, dy = c * dx0 + s * dy0, -s * dx0 + c * dy0  # displacement in the start's axes
+        if abs(w) < 1e-9:
+            a, b = 1.0 - w * w / 6.0, w / 2.0
+        else:
+            a, b = np.sin(w) / w, (1.0 - np.cos(w)) / w
+        det = a * a + b * b  # [a -b; b a]⁻¹ = [a b; -b a] / det
+        return np.array([(a * dx + b * dy) / det, (-b * dx + a * dy) / det, w])
 
 
 @dataclass(frozen=True)
