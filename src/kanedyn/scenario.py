@@ -1,0 +1,338 @@
+"""Scenario files (TOML): a model, an initial state, forces, an integrator, what to write.
+
+A scenario is read with :func:`load_scenario` (from a file) or
+:func:`parse_scenario` (from a dict), validated against :data:`SCHEMA`, and
+errors name the key and, for files, the line::
+
+    [model]
+    builder = "pendulum_chain"      # or: urdf = "arm.urdf"
+    n = 3
+    planar = true
+
+    [initial]
+    q = [0.5, 0.0, 0.0]             # or "neutral", or "random" (with seed)
+    v = "zero"
+
+    [[forces]]
+    type = "damper"
+    joint = "joint1"
+    damping = 0.05
+
+    [[forces]]
+    type = "torque"
+    joint = "joint2"
+    expression = "0.2 * sin(2 * t) - 0.1 * v[1]"
+
+    [integrator]
+    method = "avf"
+    dt = 1e-3
+
+    [run]
+    t_final = 2.0
+
+    [output]
+    folder = "out"
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import ScenarioError
+
+# key -> (type(s), required, description); tables map to nested dicts
+SCHEMA: dict[str, dict[str, tuple]] = {
+    "model": {
+        "builder": (str, False, "name of a builder in kanedyn.models (pendulum_chain, ...)"),
+        "urdf": (str, False, "path of a URDF file (relative to the scenario file)"),
+        "robot": (str, False, "name of a robot shipped with kanedyn"),
+        "floating_base": (bool, False, "URDF: put a free joint under the root link"),
+        "gravity": (list, False, "gravity vector [gx, gy, gz]"),
+        "*": (object, False, "further keyword arguments of the builder"),
+    },
+    "initial": {
+        "q": ((list, str), False, "list of nq numbers, 'neutral' or 'random'"),
+        "v": ((list, str), False, "list of nv numbers, 'zero' or 'random'"),
+        "seed": (int, False, "seed for 'random'"),
+    },
+    "forces": {  # an array of tables
+        "type": (str, True, "torque | spring | damper | friction | wrench"),
+        "joint": (str, False, "joint name"),
+        "body": (str, False, "body name (wrench)"),
+        "expression": (str, False, "torque as an expression of t, q, v (torque)"),
+        "stiffness": ((int, float), False, "spring stiffness"),
+        "rest": ((int, float), False, "spring rest position"),
+        "damping": ((int, float), False, "viscous damping coefficient"),
+        "wrench": (list, False, "[nx, ny, nz, fx, fy, fz] in body coordinates (wrench)"),
+        "*": (object, False, "friction model parameters (Fc, Fs, vs, delta, Fv, ...)"),
+    },
+    "constraints": {
+        "type": (str, True, "constraint type"),
+        "*": (object, False, "constraint parameters"),
+    },
+    "integrator": {
+        "method": (str, True, "integration method name"),
+        "dt": ((int, float), False, "step size (fixed-step methods)"),
+        "rtol": ((int, float), False, "relative tolerance (adaptive methods)"),
+        "atol": ((int, float), False, "absolute tolerance (adaptive methods)"),
+        "project": ((str, list), False, "'energy' or ['energy', 'momentum']"),
+        "formulation": (str, False, "DAE formulation for constrained systems"),
+    },
+    "run": {
+        "t_final": ((int, float), True, "duration in seconds"),
+        "progress": (bool, False, "show a progress bar"),
+    },
+    "output": {
+        "folder": (str, False, "where results are written"),
+        "formats": (list, False, "any of 'npz', 'csv'"),
+        "plots": (bool, False, "write plots"),
+        "report": (bool, False, "write report.html"),
+        "animate": (str, False, "write an animation (.gif or .mp4)"),
+    },
+}
+ARRAY_TABLES = {"forces", "constraints"}
+REQUIRED_TABLES = {"model", "integrator", "run"}
+
+
+def _key_line(text: str | None, table: str, key: str | None, index: int | None = None) -> str:
+    """' (line N)' of a key inside a table of the TOML text, or '' if it cannot be found."""
+    if not text:
+        return ""
+    lines = text.splitlines()
+    header_seen, count = None, -1
+    for n, raw in enumerate(lines, 1):
+        s = raw.split("#", 1)[0].strip()
+        if s in (f"[{table}]", f"[[{table}]]"):
+            count += 1
+            if index is None or count == index:
+                header_seen = n
+                if key is None:
+                    return f" (line {n})"
+                continue
+            header_seen = None
+        elif s.startswith("["):
+            header_seen = None
+        elif header_seen and key and s.split("=", 1)[0].strip() == key:
+            return f" (line {n})"
+    return f" (line {header_seen})" if header_seen else ""
+
+
+def _check_table(name: str, tab: Any, text: str | None, index: int | None = None) -> None:
+    where = f"[{name}]" if index is None else f"[[{name}]] #{index + 1}"
+    if not isinstance(tab, dict):
+        raise ScenarioError(f"{where} must be a table{_key_line(text, name, None, index)}")
+    spec = SCHEMA[name]
+    for key, val in tab.items():
+        if key not in spec:
+            if "*" in spec:
+                continue
+            raise ScenarioError(
+                f"unknown key {key!r} in {where}{_key_line(text, name, key, index)}; "
+                f"valid keys: {', '.join(k for k in spec if k != '*')}"
+            )
+        types = spec[key][0]
+        types = types if isinstance(types, tuple) else (types,)
+        if object not in types and (not isinstance(val, types) or isinstance(val, bool)
+                                    and bool not in types):
+            names = " or ".join(t.__name__ for t in types)
+            raise ScenarioError(
+                f"{where}.{key} must be {names}, got {val!r}{_key_line(text, name, key, index)}"
+            )
+    for key, (_, required, desc) in spec.items():
+        if required and key not in tab:
+            raise ScenarioError(
+                f"{where} needs {key!r} ({desc}){_key_line(text, name, None, index)}"
+            )
+
+
+@dataclass
+class Scenario:
+    """A validated scenario. ``base`` is the folder relative paths are taken from."""
+
+    data: dict
+    base: Path = field(default_factory=Path.cwd)
+    text: str | None = None
+    source: str = "<dict>"
+
+    def line(self, table: str, key: str | None = None, index: int | None = None) -> str:
+        return _key_line(self.text, table, key, index)
+
+    def get(self, table: str, key: str, default: Any = None) -> Any:
+        return self.data.get(table, {}).get(key, default)
+
+
+def parse_scenario(data: dict, base: str | Path | None = None, text: str | None = None,
+                   source: str = "<dict>") -> Scenario:
+    """Validate a scenario given as a dict (as TOML would give it)."""
+    if not isinstance(data, dict):
+        raise ScenarioError("a scenario must be a table of tables")
+    for name in data:
+        if name not in SCHEMA:
+            raise ScenarioError(
+                f"unknown table [{name}]{_key_line(text, name, None)}; "
+                f"valid tables: {', '.join(SCHEMA)}"
+            )
+    for name in REQUIRED_TABLES:
+        if name not in data:
+            raise ScenarioError(f"{source}: the scenario needs a [{name}] table")
+    for name, tab in data.items():
+        if name in ARRAY_TABLES:
+            if not isinstance(tab, list):
+                raise ScenarioError(f"{name} must be an array of tables: write [[{name}]]")
+            for i, t in enumerate(tab):
+                _check_table(name, t, text, i)
+        else:
+            _check_table(name, tab, text)
+    m = data["model"]
+    given = [k for k in ("builder", "urdf", "robot") if k in m]
+    if len(given) != 1:
+        raise ScenarioError(
+            f"[model] needs exactly one of 'builder', 'urdf' or 'robot'"
+            f"{_key_line(text, 'model', None)}; got {given or 'none'}"
+        )
+    if data["run"]["t_final"] < 0:
+        raise ScenarioError(f"[run] t_final must be ≥ 0{_key_line(text, 'run', 't_final')}")
+    dt = data["integrator"].get("dt")
+    if dt is not None and dt <= 0:
+        raise ScenarioError(f"[integrator] dt must be > 0{_key_line(text, 'integrator', 'dt')}")
+    return Scenario(data, Path(base) if base else Path.cwd(), text, source)
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a TOML scenario file."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ScenarioError(f"cannot read scenario {str(path)!r}: {e.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"{path}: malformed TOML: {e}") from None
+    return parse_scenario(data, path.parent, text, str(path))
+
+
+# --- expressions of t, q, v ---------------------------------------------------
+
+_FUNCS = {name: getattr(np, name) for name in (
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh",
+    "exp", "log", "sqrt", "abs", "sign", "minimum", "maximum", "clip", "where", "hypot")}
+_CONSTS = {"pi": math.pi, "e": math.e}
+_ALLOWED = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp,
+            ast.Call, ast.Name, ast.Load, ast.Constant, ast.Subscript, ast.Index, ast.Slice,
+            ast.Tuple, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+
+
+def compile_expression(expr: str, where: str = "expression"):
+    """A function f(t, q, v) of a safe arithmetic expression (numpy functions, q[i], v[i]).
+
+    Only arithmetic, comparisons, indexing of q and v, the constants pi and e
+    and the functions in ``_FUNCS`` are allowed; anything else is an error
+    naming the offending name.
+    """
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError as e:
+        raise ScenarioError(f"{where}: cannot parse {expr!r}: {e.msg}") from None
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED):
+            raise ScenarioError(f"{where}: {type(node).__name__} is not allowed in {expr!r}")
+        if isinstance(node, ast.Name) and node.id not in ("t", "q", "v", *_FUNCS, *_CONSTS):
+            raise ScenarioError(
+                f"{where}: unknown name {node.id!r} in {expr!r}; use t, q, v, "
+                f"{', '.join(_CONSTS)} and {', '.join(sorted(_FUNCS))}"
+            )
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name)
+                                               and node.func.id in _FUNCS):
+            raise ScenarioError(f"{where}: only the listed functions may be called in {expr!r}")
+    code = compile(tree, where, "eval")
+    env = {"__builtins__": {}, **_FUNCS, **_CONSTS}
+
+    def f(t: float, q: np.ndarray, v: np.ndarray):
+        return eval(code, env, {"t": t, "q": q, "v": v})  # noqa: S307 - validated AST above
+
+    f.source = expr
+    return f
+
+
+# --- building what a scenario names --------------------------------------------
+
+def build_model(sc: Scenario):
+    """The Model a scenario's [model] table describes."""
+    import kanedyn as kd
+
+    m = dict(sc.data["model"])
+    gravity = m.pop("gravity", None)
+    if gravity is not None and (len(gravity) != 3
+                                or not all(isinstance(g, (int, float)) for g in gravity)):
+        raise ScenarioError(f"[model] gravity must be 3 numbers{sc.line('model', 'gravity')}")
+    if "builder" in m:
+        name = m.pop("builder")
+        builders = [n for n in ("pendulum_chain", "random_tree", "free_body")]
+        if name not in builders:
+            raise ScenarioError(
+                f"[model] unknown builder {name!r}{sc.line('model', 'builder')}; "
+                f"valid builders: {', '.join(builders)}"
+            )
+        if gravity is not None:
+            m["gravity"] = gravity
+        try:
+            return getattr(kd.models, name)(**m)
+        except TypeError as e:
+            raise ScenarioError(f"[model] {name}: {e}{sc.line('model')}") from None
+    fb = m.pop("floating_base", False)
+    if "urdf" in m:
+        path = Path(m.pop("urdf"))
+        path = path if path.is_absolute() else sc.base / path
+        if not path.exists():
+            raise ScenarioError(f"[model] URDF file {str(path)!r} does not exist"
+                                f"{sc.line('model', 'urdf')}")
+        model = kd.load_urdf(path, floating_base=fb)
+    else:
+        model = kd.models.robot(m.pop("robot"), floating_base=fb)
+    if m:
+        raise ScenarioError(f"[model] unknown keys for a URDF model: {sorted(m)}{sc.line('model')}")
+    return model.with_gravity(gravity) if gravity is not None else model
+
+
+def initial_state(sc: Scenario, model) -> tuple[np.ndarray, np.ndarray]:
+    """(q0, v0) from the [initial] table (default: neutral configuration, at rest)."""
+    import kanedyn as kd
+
+    ini = sc.data.get("initial", {})
+    rng = np.random.default_rng(ini.get("seed", 0))
+    q = ini.get("q", "neutral")
+    if q == "neutral":
+        q0 = kd.neutral(model)
+    elif q == "random":
+        q0 = kd.random_configuration(model, rng)
+    elif isinstance(q, list):
+        q0 = np.asarray(q, dtype=float)
+        if q0.shape != (model.nq,):
+            raise ScenarioError(f"[initial] q has {q0.size} entries, the model needs "
+                                f"{model.nq} ({', '.join(model.joint_names)})"
+                                f"{sc.line('initial', 'q')}")
+    else:
+        raise ScenarioError(f"[initial] q must be a list, 'neutral' or 'random', got {q!r}"
+                            f"{sc.line('initial', 'q')}")
+    v = ini.get("v", "zero")
+    if v == "zero":
+        v0 = np.zeros(model.nv)
+    elif v == "random":
+        v0 = rng.normal(size=model.nv)
+    elif isinstance(v, list):
+        v0 = np.asarray(v, dtype=float)
+        if v0.shape != (model.nv,):
+            raise ScenarioError(f"[initial] v has {v0.size} entries, the model needs "
+                                f"{model.nv}{sc.line('initial', 'v')}")
+    else:
+        raise ScenarioError(f"[initial] v must be a list, 'zero' or 'random', got {v!r}"
+                            f"{sc.line('initial', 'v')}")
+    return q0, v0

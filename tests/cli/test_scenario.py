@@ -1,0 +1,90 @@
+"""Scenario files: validation messages name the key and the line."""
+
+import numpy as np
+import pytest
+
+import kanedyn as kd
+from kanedyn.scenario import (
+    build_model,
+    compile_expression,
+    initial_state,
+    load_scenario,
+    parse_scenario,
+)
+
+GOOD = """\
+[model]
+builder = "pendulum_chain"
+n = 3
+planar = true
+
+[initial]
+q = [0.5, 0.0, 0.0]
+
+[integrator]
+method = "rk4"
+dt = 1e-3
+
+[run]
+t_final = 0.1
+"""
+
+
+def write(tmp_path, text):
+    p = tmp_path / "s.toml"
+    p.write_text(text)
+    return p
+
+
+def test_good_scenario_builds_model_and_state(tmp_path):
+    sc = load_scenario(write(tmp_path, GOOD))
+    model = build_model(sc)
+    assert model.nv == 3
+    q0, v0 = initial_state(sc, model)
+    assert np.allclose(q0, [0.5, 0, 0]) and np.allclose(v0, 0)
+
+
+@pytest.mark.parametrize("text, message", [
+    (GOOD.replace('method = "rk4"', 'methd = "rk4"'), r"unknown key 'methd' in \[integrator\] \(line 10\); "
+     r"valid keys: method"),
+    (GOOD.replace("dt = 1e-3", "dt = -1.0"), r"dt must be > 0 \(line 11\)"),
+    (GOOD.replace("t_final = 0.1", "t_final = 'long'"), r"\[run\]\.t_final must be int or float, "
+     r"got 'long' \(line 14\)"),
+    (GOOD + "\n[extra]\nx = 1\n", r"unknown table \[extra\] \(line 16\)"),
+    (GOOD.replace("[run]\nt_final = 0.1\n", ""), r"needs a \[run\] table"),
+    (GOOD.replace("q = [0.5, 0.0, 0.0]", "q = [0.5]"), r"q has 1 entries, "
+     r"the model needs 3 .* \(line 7\)"),
+    (GOOD.replace('builder = "pendulum_chain"', 'builder = "pendulum"'), r"unknown builder 'pendulum' "
+     r"\(line 2\); valid builders: pendulum_chain"),
+    (GOOD.replace("n = 3", "n = 3\nwheels = 2"), r"pendulum_chain: .*wheels"),
+    ("[model\nbuilder=1", r"malformed TOML"),
+])
+def test_bad_scenarios_name_key_and_line(tmp_path, text, message):
+    with pytest.raises(kd.ScenarioError, match=message):
+        sc = load_scenario(write(tmp_path, text))
+        m = build_model(sc)
+        initial_state(sc, m)
+
+
+def test_missing_file_is_a_scenario_error(tmp_path):
+    with pytest.raises(kd.ScenarioError, match="cannot read scenario"):
+        load_scenario(tmp_path / "nope.toml")
+
+
+def test_parse_requires_one_model_source():
+    data = {"model": {"builder": "pendulum_chain", "urdf": "x.urdf"},
+            "integrator": {"method": "rk4"}, "run": {"t_final": 1.0}}
+    with pytest.raises(kd.ScenarioError, match="exactly one of"):
+        parse_scenario(data)
+
+
+def test_expressions_are_evaluated_safely():
+    f = compile_expression("0.5 * sin(2 * t) - 0.1 * v[1] + q[0] ** 2")
+    q, v = np.array([2.0, 0.0]), np.array([0.0, 3.0])
+    assert f(0.25, q, v) == pytest.approx(0.5 * np.sin(0.5) - 0.3 + 4.0)
+    for bad, msg in [("__import__('os')", "only the listed functions"),
+                     ("q.__class__", "Attribute is not allowed"),
+                     ("open('x')", "only the listed functions"), ("t + w", "unknown name 'w'"),
+                     ("1 +", "cannot parse")]:
+        with pytest.raises(kd.ScenarioError, match=msg):
+            compile_expression(bad)
