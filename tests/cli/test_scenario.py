@@ -45,8 +45,8 @@ def test_good_scenario_builds_model_and_state(tmp_path):
 
 
 @pytest.mark.parametrize("text, message", [
-    (GOOD.replace('method = "rk4"', 'methd = "rk4"'), r"unknown key 'methd' in \[integrator\] \(line 10\); "
-     r"valid keys: method"),
+    (GOOD.replace('method = "rk4"', 'methd = "rk4"'),
+     r"unknown key 'methd' in \[integrator\] \(line 10\); valid keys: method"),
     (GOOD.replace("dt = 1e-3", "dt = -1.0"), r"dt must be > 0 \(line 11\)"),
     (GOOD.replace("t_final = 0.1", "t_final = 'long'"), r"\[run\]\.t_final must be int or float, "
      r"got 'long' \(line 14\)"),
@@ -54,8 +54,8 @@ def test_good_scenario_builds_model_and_state(tmp_path):
     (GOOD.replace("[run]\nt_final = 0.1\n", ""), r"needs a \[run\] table"),
     (GOOD.replace("q = [0.5, 0.0, 0.0]", "q = [0.5]"), r"q has 1 entries, "
      r"the model needs 3 .* \(line 7\)"),
-    (GOOD.replace('builder = "pendulum_chain"', 'builder = "pendulum"'), r"unknown builder 'pendulum' "
-     r"\(line 2\); valid builders: pendulum_chain"),
+    (GOOD.replace('builder = "pendulum_chain"', 'builder = "pendulum"'),
+     r"unknown builder 'pendulum' \(line 2\); valid builders: pendulum_chain"),
     (GOOD.replace("n = 3", "n = 3\nwheels = 2"), r"pendulum_chain: .*wheels"),
     ("[model\nbuilder=1", r"malformed TOML"),
 ])
