@@ -2,5 +2,33 @@
 constraints, auxiliary speeds, code generation."""
 
 from .eom import EquationsOfMotion
+from .linearize import linearize
+from .loads import Force, Particle, RigidBody, Torque, inertia
+from .system import (
+    KaneSystem,
+    generalized_active_forces,
+    generalized_inertia_forces,
+    kanes_equations,
+    kinematics,
+    kinetic_energy,
+    partial_velocities,
+    udot_symbol,
+)
 
-__all__ = ["EquationsOfMotion"]
+__all__ = [
+    "EquationsOfMotion",
+    "Force",
+    "KaneSystem",
+    "Particle",
+    "RigidBody",
+    "Torque",
+    "generalized_active_forces",
+    "generalized_inertia_forces",
+    "inertia",
+    "kanes_equations",
+    "kinematics",
+    "kinetic_energy",
+    "linearize",
+    "partial_velocities",
+    "udot_symbol",
+]

@@ -1,0 +1,90 @@
+"""Linearization of Kane's equations about an operating point.
+
+The equations ``q̇ = f_q(q, u)``, ``M(q) u̇ = f_u(q, u, r)`` (u the independent
+speeds: dependent speeds are already eliminated by :func:`kanes_equations`)
+give, for the state ``x = [q; u]`` and inputs r, ``δẋ = A δx + B δr`` with
+
+    A = [ ∂f_q/∂q                        ∂f_q/∂u      ]
+        [ M⁻¹ (∂f_u/∂q − ∂(M w)/∂q)       M⁻¹ ∂f_u/∂u  ],   w = M⁻¹ f_u (fixed),
+    B = [ 0 ; M⁻¹ ∂f_u/∂r ],
+
+all evaluated at the operating point. The term ``∂(M w)/∂q`` with ``w = u̇₀``
+held fixed is the derivative of M⁻¹ (∂M⁻¹ = −M⁻¹ ∂M M⁻¹); it vanishes at an
+equilibrium but not on a steady motion with u̇₀ ≠ 0. This is the form of
+``sympy.physics.mechanics`` ``KanesMethod.linearize(A_and_B=True)``: the state
+is ``[q_ind; u_ind]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import sympy as sp
+from sympy.core.function import AppliedUndef
+
+from ..errors import SymbolicError
+from .eom import EquationsOfMotion
+
+__all__ = ["linearize"]
+
+
+def _plain(key):
+    if isinstance(key, AppliedUndef):
+        return sp.Symbol(key.func.__name__)
+    return key
+
+
+def linearize(
+    eom: EquationsOfMotion,
+    op_point: Mapping,
+    *,
+    A_and_B: bool = True,
+    simplify: bool = False,
+):
+    """Linearize ``eom`` about ``op_point`` ({q, u or input symbol: value}).
+
+    Values may be numbers or expressions; symbols not given stay symbolic.
+    Keys may be the plain symbols of ``eom`` or the dynamicsymbols they came
+    from. Returns ``(A, B)`` for ``δẋ = A δx + B δr``, x = [q; u], r =
+    ``eom.inputs``; with ``A_and_B=False`` the implicit form ``(M_x, A_x, B_x)``
+    with ``M_x δẋ = A_x δx + B_x δr`` and ``M_x = diag(1, M)``.
+    """
+    op = {_plain(k): sp.sympify(v) for k, v in op_point.items()}
+    states = list(eom.q) + list(eom.u)
+    known = set(states) | set(eom.inputs)
+    for k in op:
+        if k not in known:
+            raise SymbolicError(
+                f"operating point names {k}, which is not a coordinate, speed or input of "
+                f"{eom.name!r}"
+            )
+    nq, nu = len(eom.q), len(eom.u)
+    M, f, fq = eom.mass_matrix, eom.forcing, eom.qdot
+    # intermediates are in evaluation order: substituting the last first leaves
+    # only earlier ones behind, so one reverse pass removes them all
+    for sym, expr in reversed(eom.intermediates):
+        M, f, fq = (m.subs(sym, expr) for m in (M, f, fq))
+
+    M0 = M.subs(op)
+    f0 = f.subs(op)
+    udot0 = sp.Matrix(sp.symbols(f"_w0:{nu}"))
+    Mw = M * udot0
+    Jf_x = f.jacobian(states).subs(op)
+    JMw_x = Mw.jacobian(states).subs(op)
+    w_value = M0.LUsolve(f0)
+    JMw_x = JMw_x.subs(dict(zip(udot0, w_value, strict=True)))
+    A_u = Jf_x - JMw_x
+    A_q = fq.jacobian(states).subs(op)
+    r = list(eom.inputs)
+    B_u = f.jacobian(r).subs(op) if r else sp.zeros(nu, 0)
+
+    if not A_and_B:
+        Mx = sp.diag(sp.eye(nq), M0)
+        Ax = A_q.col_join(A_u)
+        Bx = sp.zeros(nq, len(r)).col_join(B_u)
+        return Mx, Ax, Bx
+    A = A_q.col_join(M0.LUsolve(A_u))
+    B = sp.zeros(nq, len(r)).col_join(M0.LUsolve(B_u)) if r else sp.zeros(nq + nu, 0)
+    if simplify:
+        A, B = A.applyfunc(sp.simplify), B.applyfunc(sp.simplify)
+    return A, B
