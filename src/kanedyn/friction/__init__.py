@@ -1,1 +1,40 @@
-"""kanedyn.friction (see DESIGN.md)."""
+"""Joint friction: Stribeck laws and their variants, smoothing, LuGre, exact stick–slip,
+identification from data and feed-forward compensation.
+
+>>> from kanedyn import friction
+>>> law = friction.Stribeck(Fc=1.0, Fs=1.5, vs=0.01, delta=2.0, Fv=0.1)
+>>> round(law(0.02), 6) == round(1.0 + 0.5 * 2.718281828459045 ** -4 + 0.002, 6)
+True
+"""
+
+from .laws import (
+    Asymmetric,
+    FrictionLaw,
+    RationalStribeck,
+    SimscapeFriction,
+    Stribeck,
+    TanhStribeck,
+    exponential,
+    gaussian,
+)
+from .lugre import LuGre
+from .smoothing import Smoothing, creep_velocity, make_smoothing
+from .stickslip import FrictionTrajectory, Switch, simulate
+
+__all__ = [
+    "Asymmetric",
+    "FrictionLaw",
+    "FrictionTrajectory",
+    "LuGre",
+    "RationalStribeck",
+    "SimscapeFriction",
+    "Smoothing",
+    "Stribeck",
+    "Switch",
+    "TanhStribeck",
+    "creep_velocity",
+    "exponential",
+    "gaussian",
+    "make_smoothing",
+    "simulate",
+]

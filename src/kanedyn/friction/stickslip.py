@@ -1,0 +1,347 @@
+"""Simulation with joint friction: exact stick–slip by event-driven mode switching.
+
+Each friction joint j is in one of three modes: sliding forward (+1), sliding
+backward (-1) or stuck (0), with relative speed w_j = v_j - v_belt,j (the
+belt, or the surface the joint rubs on, moves at a constant speed).
+
+- Sliding, direction d: the friction is the smooth branch
+  τ_f,j = -[g_d(|w_j|) d + Fv,d w_j] of the law, integrated until w_j d
+  reaches 0 (an event).
+- Stuck: w_j ≡ 0 is a constraint, v̇_j = 0, and the friction τ_f,j = λ_j is the
+  force that holds it. With S the stuck speeds and F the others,
+
+      M_FF v̇_F = b_F,        λ_S = M_SF v̇_F - b_S,        b = τ - h + τ_f,slip,
+
+  (the partitioned form of M v̇ + h = τ + τ_f with v̇_S = 0). The joint stays
+  stuck while -Fs,+ <= λ_j <= Fs,- and breaks free in direction d = -sgn λ_j
+  when a bound is reached (an event). When several joints are stuck, the
+  one furthest beyond its bound is released first and the others are
+  re-checked (a sequential, not a full LCP, resolution).
+
+Because v̇_S is set to exactly zero, a stuck joint does not move at all: no
+creep, to the last bit. Smooth laws (smoothed sgn, Tanh/Simscape forms) and
+LuGre need no modes; they are integrated as an ordinary ODE in the same
+function so that all treatments run on the same footing.
+
+The energy budget is integrated alongside: ``friction_work`` = ∫ τ_fᵀ v dt
+(the friction's work on the mechanism, which is what changes its energy),
+``other_work`` = ∫ (τ + τ_nc)ᵀ v dt for the applied and non-conservative
+forces, and ``dissipated`` = -∫ τ_fᵀ w dt >= 0 (the heat in the contact).
+E(t) - E(0) = friction_work + other_work to integration accuracy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.integrate import solve_ivp
+
+from ..errors import FrictionError, SolverError
+from ..forces.base import ForceElement
+from ._system import as_system, joint_speed_index
+from .laws import FrictionLaw
+from .lugre import LuGre
+
+
+@dataclass(frozen=True)
+class Switch:
+    """A mode change of one friction joint: kind "stick", "slip" (break-away from
+    stick) or "reverse" (velocity passes through 0 without sticking)."""
+
+    t: float
+    joint: int
+    kind: str
+    direction: int
+
+
+@dataclass
+class FrictionTrajectory:
+    """Result of :func:`simulate`. Rows are output times; friction columns follow
+    ``joints`` (speed indices)."""
+
+    t: NDArray
+    q: NDArray
+    v: NDArray
+    joints: list[int]
+    friction: NDArray
+    mode: NDArray
+    energy: NDArray
+    friction_work: NDArray
+    other_work: NDArray
+    dissipated: NDArray
+    z: NDArray
+    switches: list[Switch] = field(default_factory=list)
+
+    @property
+    def energy_residual(self) -> NDArray:
+        """E(t) - E(0) - W_friction(t) - W_other(t); zero up to integration error."""
+        return self.energy - self.energy[0] - self.friction_work - self.other_work
+
+    def switch_times(self, kind: str | None = None) -> NDArray:
+        return np.array([s.t for s in self.switches if kind is None or s.kind == kind])
+
+
+class _Problem:
+    def __init__(self, system, joints, tau, forces, surface_velocity):
+        self.sys = as_system(system)
+        if not joints:
+            raise FrictionError("simulate: no friction joints given")
+        self.idx: list[int] = []
+        self.laws: list = []
+        for name, law in joints.items():
+            if not isinstance(law, (FrictionLaw, LuGre)):
+                raise FrictionError(f"joint {name!r}: {law!r} is not a friction law")
+            j = joint_speed_index(self.sys, name)
+            if j in self.idx:
+                raise FrictionError(f"joint {name!r} has two friction laws")
+            self.idx.append(j)
+            self.laws.append(law)
+        sv = surface_velocity or {}
+        self.vb = np.zeros(len(self.idx))
+        for name, val in sv.items():
+            j = joint_speed_index(self.sys, name)
+            if j not in self.idx:
+                raise FrictionError(f"surface velocity given for {name!r}, which has no friction")
+            self.vb[self.idx.index(j)] = float(val)
+        self.tau = tau
+        self.forces: list[ForceElement] = [f.bind(self.sys) for f in (forces or ())]
+        self.exact = [isinstance(law, FrictionLaw) and law.discontinuous for law in self.laws]
+        self.lugre = [k for k, law in enumerate(self.laws) if isinstance(law, LuGre)]
+        self.nq, self.nv, self.nz = self.sys.nq, self.sys.nv, len(self.lugre)
+
+    # --- state layout: q, v, z (LuGre), W_f, W_other, D -----------------------
+    def split(self, y):
+        nq, nv, nz = self.nq, self.nv, self.nz
+        return y[:nq], y[nq:nq + nv], y[nq + nv:nq + nv + nz]
+
+    def applied(self, t, q, v):
+        """(τ that does work counted in other_work, τ of conservative elements)."""
+        tau_nc = np.zeros(self.nv)
+        tau_c = np.zeros(self.nv)
+        if self.tau is not None:
+            tau_nc += np.asarray(self.tau(t, q, v), dtype=float).reshape(self.nv)
+        for f in self.forces:
+            g = np.asarray(f.generalized_force(t, q, v), dtype=float)
+            if f.conservative:
+                tau_c += g
+            else:
+                tau_nc += g
+        return tau_nc, tau_c
+
+    def energy(self, q, v):
+        return self.sys.energy(q, v) + sum(f.potential(q) for f in self.forces if f.conservative)
+
+    def evaluate(self, t, y, mode):
+        """(v̇, ż, τ_f at the friction joints, τ_nc) for the given modes."""
+        q, v, z = self.split(y)
+        M = np.asarray(self.sys.mass_matrix(q), dtype=float)
+        h = np.asarray(self.sys.nonlinear_effects(q, v), dtype=float)
+        tau_nc, tau_c = self.applied(t, q, v)
+        b = tau_nc + tau_c - h
+        tf = np.zeros(len(self.idx))
+        zdot = np.zeros(self.nz)
+        stuck = []
+        for k, (j, law) in enumerate(zip(self.idx, self.laws, strict=True)):
+            w = v[j] - self.vb[k]
+            if isinstance(law, LuGre):
+                kz = self.lugre.index(k)
+                zdot[kz] = law.z_dot(z[kz], w)
+                tf[k] = -float(law.force(z[kz], w))
+            elif self.exact[k]:
+                d = mode[k]
+                if d == 0:
+                    stuck.append(k)
+                    continue
+                side = law.direction(d)
+                tf[k] = -(float(side.curve(abs(w))) * d + side.Fv * w)
+            else:
+                tf[k] = -float(law(w))
+            b[j] += tf[k]
+        if not stuck:
+            vdot = np.linalg.solve(M, b)
+        else:
+            S = [self.idx[k] for k in stuck]
+            F = [i for i in range(self.nv) if i not in S]
+            vdot = np.zeros(self.nv)
+            if F:
+                vdot[F] = np.linalg.solve(M[np.ix_(F, F)], b[F])
+            lam = M[np.ix_(S, F)] @ vdot[F] - b[S] if F else -b[S]
+            tf[stuck] = lam
+        return vdot, zdot, tf, tau_nc
+
+    def rhs(self, t, y, mode):
+        q, v, _ = self.split(y)
+        vdot, zdot, tf, tau_nc = self.evaluate(t, y, mode)
+        w = v[self.idx] - self.vb
+        qd = np.asarray(self.sys.q_dot(q, v), dtype=float)
+        return np.concatenate([qd, vdot, zdot,
+                               [tf @ v[self.idx], tau_nc @ v, -(tf @ w)]])
+
+    def holding_limits(self, k):
+        law = self.laws[k]
+        return law.direction(+1).static_level, law.direction(-1).static_level
+
+    def resolve(self, t, y, mode, switches, candidates, arrival_kind="reverse"):
+        """Stick the candidate joints, then release whichever cannot be held."""
+        for k in candidates:
+            mode[k] = 0
+        new = set(candidates)
+        for _ in range(len(self.idx) + 1):
+            stuck = [k for k in range(len(self.idx)) if self.exact[k] and mode[k] == 0]
+            if not stuck:
+                break
+            _, _, tf, _ = self.evaluate(t, y, mode)
+            worst, excess = None, 0.0
+            for k in stuck:
+                fp, fn = self.holding_limits(k)
+                e = max(tf[k] - fn, -fp - tf[k])
+                if e > excess:
+                    worst, excess = k, e
+            if worst is None:
+                break
+            d = -1 if tf[worst] > 0 else 1
+            mode[worst] = d
+            # a joint that arrived at w = 0 sliding and cannot be held passes through
+            kind = arrival_kind if worst in new else "slip"
+            new.discard(worst)
+            switches.append(Switch(t, self.idx[worst], kind, d))
+        for k in new:
+            if mode[k] == 0:
+                switches.append(Switch(t, self.idx[k], "stick", 0))
+
+
+def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, joints: dict,
+             tau=None, forces=(), surface_velocity: dict | None = None,
+             method: str | None = None, rtol: float = 1e-10, atol: float = 1e-12,
+             max_step: float = np.inf, dt_out: float | None = None,
+             max_switches: int = 100_000) -> FrictionTrajectory:
+    """Simulate a Model (or any system of the protocol) with friction on 1-DOF joints.
+
+    ``joints`` maps a joint (name, or speed index for a non-Model system) to a
+    friction law: an exact law (sgn) gets event-driven stick–slip, a smoothed
+    or continuous law and :class:`~kanedyn.friction.LuGre` are integrated as
+    they are. ``tau(t, q, v)`` is an applied generalized force, ``forces`` more
+    :class:`~kanedyn.forces.base.ForceElement` s, ``surface_velocity`` the
+    constant speed of the surface each joint rubs on (default 0).
+
+    ``method`` is a solve_ivp method: "DOP853" by default, "Radau" when a
+    smoothed law or LuGre makes the problem stiff. A joint is stuck at t = 0
+    if its relative speed is exactly 0 and the load can be held.
+    """
+    pb = _Problem(system, joints, tau, forces, surface_velocity)
+    q0 = np.asarray(q0, dtype=float).reshape(pb.nq)
+    v0 = np.asarray(v0, dtype=float).reshape(pb.nv)
+    t_final = float(t_final)
+    if not np.isfinite(t_final) or t_final <= 0:
+        raise FrictionError(f"t_final={t_final} must be finite and > 0")
+    if method is None:
+        smooth = any(not e for e in pb.exact)
+        method = "Radau" if smooth else "DOP853"
+    mode = np.zeros(len(pb.idx), dtype=int)
+    switches: list[Switch] = []
+    z0 = np.zeros(pb.nz)
+    y = np.concatenate([q0, v0, z0, [0.0, 0.0, 0.0]])
+    stick0 = []
+    for k, j in enumerate(pb.idx):
+        w = v0[j] - pb.vb[k]
+        mode[k] = int(np.sign(w))
+        if pb.exact[k] and w == 0.0:
+            stick0.append(k)
+    if stick0:
+        pb.resolve(0.0, y, mode, switches, stick0, arrival_kind="slip")
+    grid = None if dt_out is None else np.arange(0.0, t_final + 0.5 * dt_out, dt_out)
+
+    T, Y, MODE = [], [], []
+    t = 0.0
+    same_time = 0
+    while t < t_final:
+        events, meta = [], []
+        for k in range(len(pb.idx)):
+            if not pb.exact[k]:
+                continue
+            j = pb.idx[k]
+            if mode[k] != 0:
+                d = mode[k]
+                off = pb.nq + j
+
+                def ev(tt, yy, off=off, d=d, vb=pb.vb[k]):
+                    return (yy[off] - vb) * d
+                ev.terminal, ev.direction = True, -1
+                events.append(ev)
+                meta.append((k, "zero"))
+            else:
+                fp, fn = pb.holding_limits(k)
+                m = mode.copy()
+
+                def ev_n(tt, yy, k=k, fn=fn, m=m):
+                    return fn - pb.evaluate(tt, yy, m)[2][k]
+
+                def ev_p(tt, yy, k=k, fp=fp, m=m):
+                    return pb.evaluate(tt, yy, m)[2][k] + fp
+                for e in (ev_n, ev_p):
+                    e.terminal, e.direction = True, -1
+                    events.append(e)
+                    meta.append((k, "break"))
+        m_seg = mode.copy()
+        sol = solve_ivp(lambda tt, yy, m=m_seg: pb.rhs(tt, yy, m), (t, t_final), y, method=method,
+                        rtol=rtol, atol=atol, max_step=max_step, events=events or None,
+                        dense_output=grid is not None)
+        if sol.status == -1:
+            raise SolverError(f"friction simulate: integration failed at t={sol.t[-1]:.6g}: "
+                              f"{sol.message}")
+        t_end = float(sol.t[-1])
+        if grid is None:
+            T.append(sol.t)
+            Y.append(sol.y.T)
+        else:
+            sel = grid[(grid >= t) & (grid < t_end)] if sol.status == 1 else grid[grid >= t]
+            if sel.size:
+                T.append(sel)
+                Y.append(sol.sol(sel).T)
+        MODE.append(np.repeat(m_seg[None, :], len(T[-1]) if T else 0, axis=0))
+        y = sol.y[:, -1].copy()
+        if not np.all(np.isfinite(y)):
+            raise SolverError(f"friction simulate: state not finite at t={t_end:.6g}")
+        if sol.status != 1:
+            break
+        same_time = same_time + 1 if t_end - t <= 1e-14 * max(1.0, abs(t)) else 0
+        if same_time > 20 or len(switches) > max_switches:
+            raise SolverError(
+                f"friction simulate: {len(switches)} mode switches, the last ones at "
+                f"t={t_end:.9g} without progress (Zeno behaviour or a chattering contact)"
+            )
+        t = t_end
+        fired = [meta[i] for i, te in enumerate(sol.t_events) if te.size]
+        stick, release = [], []
+        for k, what in fired:
+            if what == "zero":
+                y[pb.nq + pb.idx[k]] = pb.vb[k]
+                stick.append(k)
+            else:
+                release.append(k)
+        for k in release:
+            lam = pb.evaluate(t, y, mode)[2][k]
+            mode[k] = -1 if lam > 0 else 1
+            switches.append(Switch(t, pb.idx[k], "slip", int(mode[k])))
+        pb.resolve(t, y, mode, switches, stick)
+
+    t_all = np.concatenate(T)
+    Y_all = np.vstack(Y)
+    modes = np.vstack(MODE)
+    n = len(t_all)
+    fr = np.empty((n, len(pb.idx)))
+    E = np.empty(n)
+    for i in range(n):
+        fr[i] = pb.evaluate(t_all[i], Y_all[i], modes[i])[2]
+        q, v, _ = pb.split(Y_all[i])
+        E[i] = pb.energy(q, v)
+    o = pb.nq + pb.nv + pb.nz
+    modes_out = np.where(np.array(pb.exact)[None, :], modes,
+                         np.sign(Y_all[:, [pb.nq + j for j in pb.idx]] - pb.vb)).astype(int)
+    return FrictionTrajectory(
+        t=t_all, q=Y_all[:, :pb.nq], v=Y_all[:, pb.nq:pb.nq + pb.nv], joints=list(pb.idx),
+        friction=fr, mode=modes_out, energy=E, friction_work=Y_all[:, o],
+        other_work=Y_all[:, o + 1], dissipated=Y_all[:, o + 2],
+        z=Y_all[:, pb.nq + pb.nv:o], switches=switches)
