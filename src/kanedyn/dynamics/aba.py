@@ -1,4 +1,8 @@
-"""Forward dynamics by the articulated-body algorithm (Featherstone 2008, Table 7.1)."""
+"""Forward dynamics by the articulated-body algorithm (Featherstone 2008, Table 7.1).
+
+The computation is :func:`kanedyn.dynamics.kernels.aba_into` (numba); the
+readable definition is :func:`kanedyn.dynamics.reference.aba`.
+"""
 
 from __future__ import annotations
 
@@ -6,19 +10,40 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from . import reference
-from ._state import external_forces, states
+from ._dispatch import K, fail, general
+from .flat import flatten
 
 
 def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
         f_ext: ArrayLike | None = None) -> NDArray:
     """Accelerations ``v̇ = M(q)⁻¹ (τ - h(q, v) + Σ J_iᵀ f_ext,i)``, in O(n).
 
-    ``f_ext`` as in :func:`kanedyn.rnea`. Accepts one state or a batch.
+    ``f_ext`` as in :func:`kanedyn.rnea`. Accepts one state or a batch
+    (leading axis; the batch runs in parallel).
     """
-    (Q, V, T), single = states(model, q, (v, "v"), (tau, "tau"))
-    F = external_forces(model, f_ext, Q.shape[0])
-    out = np.empty((Q.shape[0], model.nv))
-    for k in range(Q.shape[0]):
-        out[k] = reference.aba(model, Q[k], V[k], T[k], None if F is None else F[k])
+    fm = flatten(model)
+    qdd = np.empty(fm.nv)
+    try:
+        if f_ext is None:
+            s = K.aba1(fm.data, q, v, tau, qdd)
+        else:
+            s = K.aba1_fext(fm.data, q, v, tau, f_ext, qdd)
+    except TypeError:
+        return _aba_general(model, q, v, tau, f_ext)
+    if s:
+        fail(model, s, "aba", q, ((v, "v"), (tau, "tau")), f_ext)
+    return qdd
+
+
+def _aba_general(model, q, v, tau, f_ext):
+    fm = flatten(model)
+    speeds = ((v, "v"), (tau, "tau"))
+    (Q, V, T), F, single = general(model, q, speeds, f_ext)
+    N = Q.shape[0]
+    out = np.empty((N, fm.nv))
+    status = np.zeros(N, dtype=np.int64)
+    Fk = F if F is not None else np.zeros((1, fm.nb, 6))
+    K.aba_batch(fm.data, Q, V, T, Fk, F is not None, out, status)
+    if status.any():
+        fail(model, status, "aba", Q, ((V, "v"), (T, "tau")), F)
     return out[0] if single else out

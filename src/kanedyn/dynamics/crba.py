@@ -1,4 +1,8 @@
-"""Joint-space inertia matrix by the composite-rigid-body algorithm (Featherstone 2008, Table 6.2)."""
+"""Joint-space inertia matrix by the composite-rigid-body algorithm (Featherstone 2008, Table 6.2).
+
+The computation is :func:`kanedyn.dynamics.kernels.crba_into` (numba); the
+readable definition is :func:`kanedyn.dynamics.reference.crba`.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,25 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from . import reference
-from ._state import states
+from ._dispatch import K, fail, general
+from .flat import flatten
 
 
 def crba(model: Model, q: ArrayLike) -> NDArray:
     """M(q), symmetric positive definite (nv x nv; (N, nv, nv) for a batch)."""
-    (Q,), single = states(model, q)
-    out = np.empty((Q.shape[0], model.nv, model.nv))
-    for k in range(Q.shape[0]):
-        out[k] = reference.crba(model, Q[k])
-    return out[0] if single else out
+    fm = flatten(model)
+    M = np.empty((fm.nv, fm.nv))
+    try:
+        s = K.crba1(fm.data, q, M)
+    except TypeError:
+        (Q,), _, single = general(model, q, ())
+        N = Q.shape[0]
+        out = np.empty((N, fm.nv, fm.nv))
+        status = np.zeros(N, dtype=np.int64)
+        K.crba_batch(fm.data, Q, out, status)
+        if status.any():
+            fail(model, status, "crba", Q, ())
+        return out[0] if single else out
+    if s:
+        fail(model, s, "crba", q, ())
+    return M

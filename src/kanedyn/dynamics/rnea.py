@@ -1,4 +1,8 @@
-"""Inverse dynamics by the recursive Newton–Euler algorithm (Featherstone 2008, Table 5.1)."""
+"""Inverse dynamics by the recursive Newton–Euler algorithm (Featherstone 2008, Table 5.1).
+
+The computation is :func:`kanedyn.dynamics.kernels.rnea_into` (numba); the
+readable definition it is tested against is :func:`kanedyn.dynamics.reference.rnea`.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from . import reference
-from ._state import external_forces, states
+from ._dispatch import K, fail, general
+from .flat import flatten
 
 
 def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
@@ -16,21 +20,63 @@ def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
 
     ``f_ext`` (nb x 6, optional) is the external spatial force ``[n; f]`` on
     each body, in that body's coordinates (Pinocchio's LOCAL convention).
-    Accepts one state or a batch (leading axis).
+    Accepts one state or a batch (leading axis; the batch runs in parallel).
     """
-    (Q, V, A), single = states(model, q, (v, "v"), (a, "a"))
-    F = external_forces(model, f_ext, Q.shape[0])
-    out = np.empty((Q.shape[0], model.nv))
-    for k in range(Q.shape[0]):
-        out[k] = reference.rnea(model, Q[k], V[k], A[k], None if F is None else F[k])
-    return out[0] if single else out
+    fm = flatten(model)
+    tau = np.empty(fm.nv)
+    try:
+        if f_ext is None:
+            s = K.rnea1(fm.data, q, v, a, tau)
+        else:
+            s = K.rnea1_fext(fm.data, q, v, a, f_ext, tau)
+    except TypeError:  # not float64 C-contiguous 1-D arrays: a batch, a list, ints, ...
+        return _rnea_general(model, q, v, a, f_ext, True, True, "rnea")
+    if s:
+        fail(model, s, "rnea", q, ((v, "v"), (a, "a")), f_ext)
+    return tau
 
 
 def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray:
     """``h(q, v) = C(q, v) v + g(q)`` = RNEA with zero acceleration."""
-    return rnea(model, q, v, np.zeros(model.nv))
+    fm = flatten(model)
+    tau = np.empty(fm.nv)
+    try:
+        s = K.nle1(fm.data, q, v, tau)
+    except TypeError:
+        return _rnea_general(model, q, v, None, None, True, False, "nonlinear_effects")
+    if s:
+        fail(model, s, "nonlinear_effects", q, ((v, "v"),))
+    return tau
 
 
 def gravity_torques(model: Model, q: ArrayLike) -> NDArray:
     """``g(q)``: the joint forces that hold the model still against gravity."""
-    return rnea(model, q, np.zeros(model.nv), np.zeros(model.nv))
+    fm = flatten(model)
+    tau = np.empty(fm.nv)
+    try:
+        s = K.gravity1(fm.data, q, tau)
+    except TypeError:
+        return _rnea_general(model, q, None, None, None, False, False, "gravity_torques")
+    if s:
+        fail(model, s, "gravity_torques", q, ())
+    return tau
+
+
+def _rnea_general(model, q, v, a, f_ext, use_v, use_a, what):
+    """Any array-like input, one state or a batch: validate, then the parallel kernel."""
+    fm = flatten(model)
+    speeds = tuple(x for x in ((v, "v"), (a, "a")) if x[0] is not None)
+    (Q, *X), F, single = general(model, q, speeds, f_ext)
+    N = Q.shape[0]
+    zeros = None
+    if len(X) < 2:
+        zeros = np.zeros((N, fm.nv))
+    V = X[0] if use_v else zeros
+    A = X[1] if use_a else zeros
+    out = np.empty((N, fm.nv))
+    status = np.zeros(N, dtype=np.int64)
+    Fk = F if F is not None else np.zeros((1, fm.nb, 6))
+    K.rnea_batch(fm.data, Q, V, A, Fk, use_v, use_a, F is not None, out, status)
+    if status.any():
+        fail(model, status, what, Q, tuple((x, n) for x, (_, n) in zip(X, speeds)), F)
+    return out[0] if single else out

@@ -1,0 +1,728 @@
+"""numba kernels of the recursive algorithms, on the flat model of :mod:`.flat`.
+
+The same algorithms as :mod:`.reference` (Featherstone 2008: RNEA Table 5.1,
+CRBA Table 6.2, ABA Table 7.1), written for speed:
+
+- every Plücker transform is kept as (E, r), ``X = [E 0; -E r× E]``, and
+  applied in that form (a 6x6 matrix is never built);
+- rigid-body inertias are their 10 parameters (m, h = m c, Ī) and are moved
+  to the parent with the (E, r) formula of Xᵀ I X (Featherstone 2008,
+  Table 2.5); articulated inertias (ABA) are general symmetric 6x6 and are
+  moved block-wise;
+- each call allocates its workspace once (a handful of arrays), never per
+  body; the loops are explicit, no BLAS on tiny matrices.
+
+Every kernel returns a status: 0 ok, ``i + 1`` the quaternion of body i is
+not of unit norm, :data:`BAD_SHAPE` an input has the wrong length,
+:data:`NOT_FINITE` the result is not finite. The Python wrappers turn a
+non-zero status into a :class:`~kanedyn.StateError` naming the culprit.
+
+Spatial vectors of body i are in body i coordinates and rows of (nb, 6)
+arrays. ``fastmath`` is off: the kernels must agree with the reference
+implementation to rounding.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from ..model.joints import QUAT_TOL
+from .flat import (
+    AXIS,
+    E_TREE,
+    FREE,
+    GRAV,
+    HELICAL,
+    IBAR,
+    IQ,
+    IV,
+    MASS,
+    NB,
+    NQ,
+    NV,
+    NVJ,
+    PARENT,
+    PITCH,
+    PLANAR,
+    PRISMATIC,
+    R_TREE,
+    REVOLUTE,
+    SPHERICAL,
+    H,
+    JTYPE,
+)
+
+NOT_FINITE = -1
+BAD_SHAPE = -2
+
+
+# --- joints ------------------------------------------------------------------
+
+@njit(cache=True)
+def joint_transform(data, i, q, XE, Xr):
+    """``X_up[i] = X_J(q_i) X_tree[i]`` into (XE[i], Xr[i]); 1 if a quaternion is not unit.
+
+    ``X_J = plucker(Rᵀ, p)`` with (R, p) the pose of the child in the joint
+    frame, so ``E = Rᵀ E_tree`` and ``r = r_tree + E_treeᵀ p``.
+    """
+    jt = int(data[i, JTYPE])
+    k = int(data[i, IQ])
+    p0 = 0.0
+    p1 = 0.0
+    p2 = 0.0
+    if jt == REVOLUTE or jt == HELICAL or jt == PRISMATIC:
+        ax = data[i, AXIS]
+        ay = data[i, AXIS + 1]
+        az = data[i, AXIS + 2]
+        th = q[k]
+        if jt == PRISMATIC:
+            r00, r01, r02 = 1.0, 0.0, 0.0
+            r10, r11, r12 = 0.0, 1.0, 0.0
+            r20, r21, r22 = 0.0, 0.0, 1.0
+            p0, p1, p2 = th * ax, th * ay, th * az
+        else:
+            # Rodrigues: R = c 1 + s a× + (1 - c) a aᵀ
+            c = np.cos(th)
+            s = np.sin(th)
+            t = 1.0 - c
+            r00, r01, r02 = c + t * ax * ax, t * ax * ay - s * az, t * ax * az + s * ay
+            r10, r11, r12 = t * ax * ay + s * az, c + t * ay * ay, t * ay * az - s * ax
+            r20, r21, r22 = t * ax * az - s * ay, t * ay * az + s * ax, c + t * az * az
+            if jt == HELICAL:
+                d = data[i, PITCH] * th
+                p0, p1, p2 = d * ax, d * ay, d * az
+    elif jt == PLANAR:
+        c = np.cos(q[k + 2])
+        s = np.sin(q[k + 2])
+        r00, r01, r02 = c, -s, 0.0
+        r10, r11, r12 = s, c, 0.0
+        r20, r21, r22 = 0.0, 0.0, 1.0
+        p0, p1 = q[k], q[k + 1]
+    else:  # SPHERICAL or FREE: a unit quaternion (w, x, y, z)
+        if jt == FREE:
+            p0, p1, p2 = q[k], q[k + 1], q[k + 2]
+            k += 3
+        w, x, y, z = q[k], q[k + 1], q[k + 2], q[k + 3]
+        n = np.sqrt(w * w + x * x + y * y + z * z)
+        if abs(n - 1.0) > QUAT_TOL:
+            return 1
+        w, x, y, z = w / n, x / n, y / n, z / n
+        r00, r01, r02 = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
+        r10, r11, r12 = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
+        r20, r21, r22 = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
+    for b in range(3):
+        t0 = data[i, E_TREE + b]
+        t1 = data[i, E_TREE + 3 + b]
+        t2 = data[i, E_TREE + 6 + b]
+        XE[i, 0, b] = r00 * t0 + r10 * t1 + r20 * t2
+        XE[i, 1, b] = r01 * t0 + r11 * t1 + r21 * t2
+        XE[i, 2, b] = r02 * t0 + r12 * t1 + r22 * t2
+        Xr[i, b] = (data[i, R_TREE + b] + data[i, E_TREE + b] * p0
+                    + data[i, E_TREE + 3 + b] * p1 + data[i, E_TREE + 6 + b] * p2)
+    return 0
+
+
+@njit(cache=True)
+def s_column(data, i, c, dst, k):
+    """``dst[k] = S_i[:, c]``, column c of the motion subspace of joint i."""
+    for m in range(6):
+        dst[k, m] = 0.0
+    jt = int(data[i, JTYPE])
+    if jt == REVOLUTE or jt == HELICAL:
+        for m in range(3):
+            dst[k, m] = data[i, AXIS + m]
+        if jt == HELICAL:
+            for m in range(3):
+                dst[k, 3 + m] = data[i, PITCH] * data[i, AXIS + m]
+    elif jt == PRISMATIC:
+        for m in range(3):
+            dst[k, 3 + m] = data[i, AXIS + m]
+    elif jt == PLANAR:  # speeds (v_x, v_y, ω_z)
+        dst[k, (3, 4, 2)[c]] = 1.0
+    else:  # SPHERICAL: [1; 0]; FREE: 1 (6x6)
+        dst[k, c] = 1.0
+
+
+@njit(cache=True)
+def s_times(data, i, x, dst, k):
+    """``dst[k] = S_i x_i`` with x_i the joint's part of the speed-sized vector x."""
+    jt = int(data[i, JTYPE])
+    o = int(data[i, IV])
+    if jt == REVOLUTE or jt == HELICAL or jt == PRISMATIC:
+        u = x[o]
+        for m in range(3):
+            dst[k, m] = 0.0 if jt == PRISMATIC else u * data[i, AXIS + m]
+            if jt == PRISMATIC:
+                dst[k, 3 + m] = u * data[i, AXIS + m]
+            elif jt == HELICAL:
+                dst[k, 3 + m] = u * data[i, PITCH] * data[i, AXIS + m]
+            else:
+                dst[k, 3 + m] = 0.0
+    elif jt == PLANAR:
+        dst[k, 0] = 0.0
+        dst[k, 1] = 0.0
+        dst[k, 2] = x[o + 2]
+        dst[k, 3] = x[o]
+        dst[k, 4] = x[o + 1]
+        dst[k, 5] = 0.0
+    elif jt == SPHERICAL:
+        for m in range(3):
+            dst[k, m] = x[o + m]
+            dst[k, 3 + m] = 0.0
+    else:
+        for m in range(6):
+            dst[k, m] = x[o + m]
+
+
+@njit(cache=True)
+def s_dot(data, i, c, F, k):
+    """``S_i[:, c]ᵀ F[k]``: the power-conjugate component c of a force on joint i."""
+    jt = int(data[i, JTYPE])
+    if jt == REVOLUTE:
+        return data[i, AXIS] * F[k, 0] + data[i, AXIS + 1] * F[k, 1] + data[i, AXIS + 2] * F[k, 2]
+    if jt == PRISMATIC:
+        return data[i, AXIS] * F[k, 3] + data[i, AXIS + 1] * F[k, 4] + data[i, AXIS + 2] * F[k, 5]
+    if jt == HELICAL:
+        h = data[i, PITCH]
+        return (data[i, AXIS] * (F[k, 0] + h * F[k, 3]) + data[i, AXIS + 1] * (F[k, 1] + h * F[k, 4])
+                + data[i, AXIS + 2] * (F[k, 2] + h * F[k, 5]))
+    if jt == PLANAR:
+        return F[k, (3, 4, 2)[c]]
+    return F[k, c]
+
+
+# --- spatial algebra on rows, transforms as (E, r) ---------------------------
+
+@njit(cache=True)
+def x_motion(XE, Xr, i, src, j, dst, k):
+    """``dst[k] = X_i src[j]``: ω' = E ω, v' = E (v - r × ω)."""
+    w0, w1, w2 = src[j, 0], src[j, 1], src[j, 2]
+    r0, r1, r2 = Xr[i, 0], Xr[i, 1], Xr[i, 2]
+    u0 = src[j, 3] - (r1 * w2 - r2 * w1)
+    u1 = src[j, 4] - (r2 * w0 - r0 * w2)
+    u2 = src[j, 5] - (r0 * w1 - r1 * w0)
+    for a in range(3):
+        dst[k, a] = XE[i, a, 0] * w0 + XE[i, a, 1] * w1 + XE[i, a, 2] * w2
+        dst[k, 3 + a] = XE[i, a, 0] * u0 + XE[i, a, 1] * u1 + XE[i, a, 2] * u2
+
+
+@njit(cache=True)
+def xt_force_add(XE, Xr, i, src, j, dst, k):
+    """``dst[k] += X_iᵀ src[j]``: f' = Eᵀ f, n' = Eᵀ n + r × f'."""
+    n0 = XE[i, 0, 0] * src[j, 0] + XE[i, 1, 0] * src[j, 1] + XE[i, 2, 0] * src[j, 2]
+    n1 = XE[i, 0, 1] * src[j, 0] + XE[i, 1, 1] * src[j, 1] + XE[i, 2, 1] * src[j, 2]
+    n2 = XE[i, 0, 2] * src[j, 0] + XE[i, 1, 2] * src[j, 1] + XE[i, 2, 2] * src[j, 2]
+    f0 = XE[i, 0, 0] * src[j, 3] + XE[i, 1, 0] * src[j, 4] + XE[i, 2, 0] * src[j, 5]
+    f1 = XE[i, 0, 1] * src[j, 3] + XE[i, 1, 1] * src[j, 4] + XE[i, 2, 1] * src[j, 5]
+    f2 = XE[i, 0, 2] * src[j, 3] + XE[i, 1, 2] * src[j, 4] + XE[i, 2, 2] * src[j, 5]
+    r0, r1, r2 = Xr[i, 0], Xr[i, 1], Xr[i, 2]
+    dst[k, 0] += n0 + r1 * f2 - r2 * f1
+    dst[k, 1] += n1 + r2 * f0 - r0 * f2
+    dst[k, 2] += n2 + r0 * f1 - r1 * f0
+    dst[k, 3] += f0
+    dst[k, 4] += f1
+    dst[k, 5] += f2
+
+
+@njit(cache=True)
+def cross_motion_add(v, i, m, j, dst, k):
+    """``dst[k] += v[i] × m[j]`` = (ω × m_ω, ω × m_v + v_O × m_ω)."""
+    w0, w1, w2, u0, u1, u2 = v[i, 0], v[i, 1], v[i, 2], v[i, 3], v[i, 4], v[i, 5]
+    a0, a1, a2, b0, b1, b2 = m[j, 0], m[j, 1], m[j, 2], m[j, 3], m[j, 4], m[j, 5]
+    dst[k, 0] += w1 * a2 - w2 * a1
+    dst[k, 1] += w2 * a0 - w0 * a2
+    dst[k, 2] += w0 * a1 - w1 * a0
+    dst[k, 3] += w1 * b2 - w2 * b1 + u1 * a2 - u2 * a1
+    dst[k, 4] += w2 * b0 - w0 * b2 + u2 * a0 - u0 * a2
+    dst[k, 5] += w0 * b1 - w1 * b0 + u0 * a1 - u1 * a0
+
+
+@njit(cache=True)
+def cross_force_add(v, i, f, j, dst, k):
+    """``dst[k] += v[i] ×* f[j]`` = (ω × n + v_O × f, ω × f)."""
+    w0, w1, w2, u0, u1, u2 = v[i, 0], v[i, 1], v[i, 2], v[i, 3], v[i, 4], v[i, 5]
+    n0, n1, n2, f0, f1, f2 = f[j, 0], f[j, 1], f[j, 2], f[j, 3], f[j, 4], f[j, 5]
+    dst[k, 0] += w1 * n2 - w2 * n1 + u1 * f2 - u2 * f1
+    dst[k, 1] += w2 * n0 - w0 * n2 + u2 * f0 - u0 * f2
+    dst[k, 2] += w0 * n1 - w1 * n0 + u0 * f1 - u1 * f0
+    dst[k, 3] += w1 * f2 - w2 * f1
+    dst[k, 4] += w2 * f0 - w0 * f2
+    dst[k, 5] += w0 * f1 - w1 * f0
+
+
+@njit(cache=True)
+def inertia_times(P, i, m, j, dst, k):
+    """``dst[k] = I m[j]`` for the rigid inertia of parameters P[i] = (m, h, Ī):
+    n = Ī ω + h × v_O, f = m v_O - h × ω."""
+    M = P[i, 0]
+    h0, h1, h2 = P[i, 1], P[i, 2], P[i, 3]
+    w0, w1, w2, u0, u1, u2 = m[j, 0], m[j, 1], m[j, 2], m[j, 3], m[j, 4], m[j, 5]
+    dst[k, 0] = P[i, 4] * w0 + P[i, 5] * w1 + P[i, 6] * w2 + h1 * u2 - h2 * u1
+    dst[k, 1] = P[i, 7] * w0 + P[i, 8] * w1 + P[i, 9] * w2 + h2 * u0 - h0 * u2
+    dst[k, 2] = P[i, 10] * w0 + P[i, 11] * w1 + P[i, 12] * w2 + h0 * u1 - h1 * u0
+    dst[k, 3] = M * u0 - (h1 * w2 - h2 * w1)
+    dst[k, 4] = M * u1 - (h2 * w0 - h0 * w2)
+    dst[k, 5] = M * u2 - (h0 * w1 - h1 * w0)
+
+
+@njit(cache=True)
+def inertia_params(data, P):
+    """P[i] = (m, h, Ī row-major) of body i, copied from the flat model."""
+    for i in range(P.shape[0]):
+        P[i, 0] = data[i, MASS]
+        for m in range(3):
+            P[i, 1 + m] = data[i, H + m]
+        for m in range(9):
+            P[i, 4 + m] = data[i, IBAR + m]
+
+
+@njit(cache=True)
+def inertia_to_parent_add(XE, Xr, i, P, src, dst):
+    """``P[dst] += X_iᵀ I(P[src]) X_i`` in parameter form (Featherstone 2008, Table 2.5):
+    with y = Eᵀ h, h' = y + m r and
+    Ī' = Eᵀ Ī E - r× y× - (y + m r)× r× = Eᵀ Ī E - (y rᵀ + r yᵀ + m r rᵀ) + (2 r·y + m r·r) 1.
+    """
+    m = P[src, 0]
+    r0, r1, r2 = Xr[i, 0], Xr[i, 1], Xr[i, 2]
+    h0, h1, h2 = P[src, 1], P[src, 2], P[src, 3]
+    y0 = XE[i, 0, 0] * h0 + XE[i, 1, 0] * h1 + XE[i, 2, 0] * h2
+    y1 = XE[i, 0, 1] * h0 + XE[i, 1, 1] * h1 + XE[i, 2, 1] * h2
+    y2 = XE[i, 0, 2] * h0 + XE[i, 1, 2] * h1 + XE[i, 2, 2] * h2
+    P[dst, 0] += m
+    P[dst, 1] += y0 + m * r0
+    P[dst, 2] += y1 + m * r1
+    P[dst, 3] += y2 + m * r2
+    diag = 2.0 * (r0 * y0 + r1 * y1 + r2 * y2) + m * (r0 * r0 + r1 * r1 + r2 * r2)
+    # Eᵀ Ī E, with T = Ī E first
+    for a in range(3):
+        ya = (y0, y1, y2)[a]
+        ra = (r0, r1, r2)[a]
+        for b in range(a, 3):
+            s = 0.0
+            for c in range(3):
+                t = (P[src, 4 + 3 * c] * XE[i, 0, b] + P[src, 5 + 3 * c] * XE[i, 1, b]
+                     + P[src, 6 + 3 * c] * XE[i, 2, b])
+                s += XE[i, c, a] * t
+            yb = (y0, y1, y2)[b]
+            rb = (r0, r1, r2)[b]
+            s -= ya * rb + ra * yb + m * ra * rb
+            if a == b:
+                s += diag
+            P[dst, 4 + 3 * a + b] += s
+            if a != b:
+                P[dst, 4 + 3 * b + a] += s
+
+
+@njit(cache=True)
+def all_finite(x):
+    for k in range(x.size):
+        if not np.isfinite(x.flat[k]):
+            return False
+    return True
+
+
+# --- RNEA ---------------------------------------------------------------------
+
+@njit(cache=True)
+def rnea_into(data, q, v, a, fext, use_v, use_a, use_fext, tau):
+    """``τ = M(q) a + h(q, v) - Σ J_iᵀ f_ext,i`` into tau (Table 5.1).
+
+    ``use_v``/``use_a`` False treat v/a as zero (nonlinear_effects, gravity_torques).
+    """
+    nb = data.shape[0] - 1
+    XE = np.empty((nb, 3, 3))
+    Xr = np.empty((nb, 3))
+    P = np.empty((nb, 13))
+    vel = np.zeros((nb, 6))
+    acc = np.empty((nb, 6))
+    f = np.empty((nb, 6))
+    vJ = np.zeros((2, 6))  # row 0: S v_i, row 1: S a_i
+    inertia_params(data, P)
+    g = data[nb, GRAV:GRAV + 3]
+    for i in range(nb):  # forward pass: parent before child
+        if joint_transform(data, i, q, XE, Xr):
+            return i + 1
+        p = int(data[i, PARENT])
+        if use_v:
+            s_times(data, i, v, vJ, 0)
+        if p < 0:
+            # a_0 = -a_grav = [0; -g], seen from body i
+            vJ[1, 0:3] = 0.0
+            vJ[1, 3] = -g[0]
+            vJ[1, 4] = -g[1]
+            vJ[1, 5] = -g[2]
+            x_motion(XE, Xr, i, vJ, 1, acc, i)
+            vel[i] = vJ[0]
+        else:
+            x_motion(XE, Xr, i, acc, p, acc, i)
+            if use_v:
+                x_motion(XE, Xr, i, vel, p, vel, i)
+                for m in range(6):
+                    vel[i, m] += vJ[0, m]
+                cross_motion_add(vel, i, vJ, 0, acc, i)
+        if use_a:
+            s_times(data, i, a, vJ, 1)
+            for m in range(6):
+                acc[i, m] += vJ[1, m]
+        inertia_times(P, i, acc, i, f, i)
+        if use_v:
+            inertia_times(P, i, vel, i, vJ, 1)  # I v, parked in the spare row
+            cross_force_add(vel, i, vJ, 1, f, i)
+        if use_fext:
+            for m in range(6):
+                f[i, m] -= fext[i, m]
+    for i in range(nb - 1, -1, -1):  # backward pass: child before parent
+        o = int(data[i, IV])
+        for c in range(int(data[i, NVJ])):
+            tau[o + c] = s_dot(data, i, c, f, i)
+        p = int(data[i, PARENT])
+        if p >= 0:
+            xt_force_add(XE, Xr, i, f, i, f, p)
+    return 0 if all_finite(tau) else NOT_FINITE
+
+
+@njit(cache=True)
+def _shape_ok(data, q, nx, x):
+    nb = data.shape[0] - 1
+    return q.shape[0] == int(data[nb, NQ]) and x.shape[0] == nx
+
+
+@njit(cache=True)
+def rnea1(data, q, v, a, tau):
+    """One state, no external forces; status (see module doc)."""
+    nv = int(data[data.shape[0] - 1, NV])
+    if not (_shape_ok(data, q, nv, v) and a.shape[0] == nv and tau.shape[0] == nv):
+        return BAD_SHAPE
+    return rnea_into(data, q, v, a, data, True, True, False, tau)  # data: unused f_ext
+
+
+@njit(cache=True)
+def rnea1_fext(data, q, v, a, fext, tau):
+    nb = data.shape[0] - 1
+    nv = int(data[nb, NV])
+    if not (_shape_ok(data, q, nv, v) and a.shape[0] == nv and tau.shape[0] == nv
+            and fext.shape[0] == nb and fext.shape[1] == 6):
+        return BAD_SHAPE
+    return rnea_into(data, q, v, a, fext, True, True, True, tau)
+
+
+@njit(cache=True)
+def nle1(data, q, v, tau):
+    """h(q, v) = RNEA(q, v, 0)."""
+    nv = int(data[data.shape[0] - 1, NV])
+    if not (_shape_ok(data, q, nv, v) and tau.shape[0] == nv):
+        return BAD_SHAPE
+    return rnea_into(data, q, v, v, data, True, False, False, tau)
+
+
+@njit(cache=True)
+def gravity1(data, q, tau):
+    """g(q) = RNEA(q, 0, 0)."""
+    nv = int(data[data.shape[0] - 1, NV])
+    if not _shape_ok(data, q, nv, tau):
+        return BAD_SHAPE
+    return rnea_into(data, q, tau, tau, data, False, False, False, tau)
+
+
+@njit(cache=True, parallel=True)
+def rnea_batch(data, Q, V, A, F, use_v, use_a, use_fext, out, status):
+    """RNEA over a batch of states (rows), in parallel; per-state status."""
+    for k in prange(Q.shape[0]):
+        status[k] = rnea_into(data, Q[k], V[k], A[k], F[k if use_fext else 0],
+                              use_v, use_a, use_fext, out[k])
+
+
+# --- CRBA ---------------------------------------------------------------------
+
+@njit(cache=True)
+def crba_into(data, q, M):
+    """Joint-space inertia matrix (Table 6.2): composite inertias I^c_i, then
+    ``M_ij = S_iᵀ (X ... X)ᵀ I^c_j S_j`` up the support of each body."""
+    nb = data.shape[0] - 1
+    XE = np.empty((nb, 3, 3))
+    Xr = np.empty((nb, 3))
+    P = np.empty((nb, 13))
+    F = np.empty((2, 6))
+    for i in range(nb):
+        if joint_transform(data, i, q, XE, Xr):
+            return i + 1
+    inertia_params(data, P)
+    for i in range(nb - 1, -1, -1):
+        p = int(data[i, PARENT])
+        if p >= 0:
+            inertia_to_parent_add(XE, Xr, i, P, i, p)
+    M[:, :] = 0.0
+    for i in range(nb):
+        oi = int(data[i, IV])
+        for c in range(int(data[i, NVJ])):
+            s_column(data, i, c, F, 1)
+            inertia_times(P, i, F, 1, F, 0)  # F = I^c_i S_i[:, c]
+            for r in range(int(data[i, NVJ])):
+                M[oi + r, oi + c] = s_dot(data, i, r, F, 0)
+            j = i
+            p = int(data[j, PARENT])
+            while p >= 0:
+                F[1, :] = 0.0
+                xt_force_add(XE, Xr, j, F, 0, F, 1)
+                F[0, :] = F[1, :]
+                j = p
+                oj = int(data[j, IV])
+                for r in range(int(data[j, NVJ])):
+                    x = s_dot(data, j, r, F, 0)
+                    M[oj + r, oi + c] = x
+                    M[oi + c, oj + r] = x
+                p = int(data[j, PARENT])
+    return 0 if all_finite(M) else NOT_FINITE
+
+
+@njit(cache=True)
+def crba1(data, q, M):
+    nb = data.shape[0] - 1
+    nv = int(data[nb, NV])
+    if not (q.shape[0] == int(data[nb, NQ]) and M.shape[0] == nv and M.shape[1] == nv):
+        return BAD_SHAPE
+    return crba_into(data, q, M)
+
+
+@njit(cache=True, parallel=True)
+def crba_batch(data, Q, out, status):
+    for k in prange(Q.shape[0]):
+        status[k] = crba_into(data, Q[k], out[k])
+
+
+# --- ABA ----------------------------------------------------------------------
+
+@njit(cache=True)
+def _rotate_block(XE, i, S, o0, o1, T):
+    """``T = Eᵀ S[o0:o0+3, o1:o1+3] E`` (3x3)."""
+    for a in range(3):
+        for b in range(3):
+            s = 0.0
+            for c in range(3):
+                t = (S[o0 + c, o1] * XE[i, 0, b] + S[o0 + c, o1 + 1] * XE[i, 1, b]
+                     + S[o0 + c, o1 + 2] * XE[i, 2, b])
+                s += XE[i, c, a] * t
+            T[a, b] = s
+
+
+@njit(cache=True)
+def articulated_to_parent_add(XE, Xr, i, Ia, IAp, T):
+    """``IAp += X_iᵀ Ia X_i`` for a symmetric 6x6 ``Ia = [A B; Bᵀ C]``.
+
+    With X = rot(E) xlt(r): rotate the blocks (A', B', C' = Eᵀ · E), then shift,
+    ``A'' = A' - B' r× - (B' r×)ᵀ - r× C' r×``, ``B'' = B' + r× C'``, ``C'' = C'``.
+    """
+    _rotate_block(XE, i, Ia, 0, 0, T[0])
+    _rotate_block(XE, i, Ia, 0, 3, T[1])
+    _rotate_block(XE, i, Ia, 3, 3, T[2])
+    r0, r1, r2 = Xr[i, 0], Xr[i, 1], Xr[i, 2]
+    # T[3] = B' r×, T[4] = r× C'  (r× = [[0,-r2,r1],[r2,0,-r0],[-r1,r0,0]])
+    for a in range(3):
+        b0, b1, b2 = T[1, a, 0], T[1, a, 1], T[1, a, 2]
+        T[3, a, 0] = b1 * r2 - b2 * r1
+        T[3, a, 1] = b2 * r0 - b0 * r2
+        T[3, a, 2] = b0 * r1 - b1 * r0
+        c0, c1, c2 = T[2, 0, a], T[2, 1, a], T[2, 2, a]
+        T[4, 0, a] = r1 * c2 - r2 * c1
+        T[4, 1, a] = r2 * c0 - r0 * c2
+        T[4, 2, a] = r0 * c1 - r1 * c0
+    # r× C' r× = T[4] r×
+    for a in range(3):
+        d0, d1, d2 = T[4, a, 0], T[4, a, 1], T[4, a, 2]
+        T[0, a, 0] -= d1 * r2 - d2 * r1
+        T[0, a, 1] -= d2 * r0 - d0 * r2
+        T[0, a, 2] -= d0 * r1 - d1 * r0
+    for a in range(3):
+        for b in range(3):
+            A2 = T[0, a, b] - T[3, a, b] - T[3, b, a]
+            B2 = T[1, a, b] + T[4, a, b]
+            IAp[a, b] += A2
+            IAp[a, 3 + b] += B2
+            IAp[3 + b, a] += B2
+            IAp[3 + a, 3 + b] += T[2, a, b]
+
+
+@njit(cache=True)
+def aba_into(data, q, v, tau, fext, use_fext, qdd):
+    """Forward dynamics by the articulated-body algorithm (Table 7.1), O(n).
+
+    ``D_i = S_iᵀ U_i`` (U_i = I^A_i S_i) is factored ``D_i = L_i L_iᵀ``; with
+    ``W_i = L_i⁻¹ U_iᵀ`` and ``y_i = L_i⁻¹ u_i`` the book's ``U D⁻¹ Uᵀ = Wᵀ W``,
+    ``U D⁻¹ u = Wᵀ y`` and ``q̈_i = L_i⁻ᵀ (y_i - W_i a'_i)``.
+    """
+    nb = data.shape[0] - 1
+    XE = np.empty((nb, 3, 3))
+    Xr = np.empty((nb, 3))
+    P = np.empty((nb, 13))
+    vel = np.empty((nb, 6))
+    cb = np.zeros((nb, 6))      # velocity-product accelerations c_i = v_i × v_J
+    acc = np.empty((nb, 6))
+    pA = np.empty((nb, 6))      # articulated bias forces
+    IA = np.zeros((nb, 6, 6))   # articulated inertias
+    L = np.empty((nb, 6, 6))    # Cholesky factor of D_i
+    W = np.empty((nb, 6, 6))    # rows 0..nv_i-1: L⁻¹ Uᵀ
+    y = np.empty(qdd.shape[0])
+    tmp = np.empty((2, 6))
+    T = np.empty((5, 3, 3))
+    inertia_params(data, P)
+    g = data[nb, GRAV:GRAV + 3]
+    for i in range(nb):  # pass 1: velocities and bias forces, parent before child
+        if joint_transform(data, i, q, XE, Xr):
+            return i + 1
+        p = int(data[i, PARENT])
+        s_times(data, i, v, tmp, 0)
+        if p < 0:
+            vel[i] = tmp[0]
+        else:
+            x_motion(XE, Xr, i, vel, p, vel, i)
+            for m in range(6):
+                vel[i, m] += tmp[0, m]
+            cross_motion_add(vel, i, tmp, 0, cb, i)
+        # I^A_i = I_i as a 6x6 matrix; p^A_i = v_i ×* I_i v_i - f_ext,i
+        for c in range(6):
+            for m in range(6):
+                tmp[0, m] = 1.0 if m == c else 0.0
+            inertia_times(P, i, tmp, 0, tmp, 1)
+            for m in range(6):
+                IA[i, m, c] = tmp[1, m]
+        inertia_times(P, i, vel, i, tmp, 0)
+        pA[i, :] = 0.0
+        cross_force_add(vel, i, tmp, 0, pA, i)
+        if use_fext:
+            for m in range(6):
+                pA[i, m] -= fext[i, m]
+    for i in range(nb - 1, -1, -1):  # pass 2: articulated inertias, child before parent
+        n = int(data[i, NVJ])
+        o = int(data[i, IV])
+        # W rows hold U columns first: W[i, c] = U_i[:, c] = I^A_i S_i[:, c]
+        for c in range(n):
+            s_column(data, i, c, tmp, 0)
+            for m in range(6):
+                s = 0.0
+                for l in range(6):
+                    s += IA[i, m, l] * tmp[0, l]
+                W[i, c, m] = s
+        # D = Sᵀ U, then its Cholesky factor L (D is SPD for a model that moves inertia)
+        for c in range(n):
+            for r in range(c, n):
+                d = s_dot(data, i, r, W[i], c)
+                for l in range(c):
+                    d -= L[i, r, l] * L[i, c, l]
+                if r == c:
+                    L[i, c, c] = np.sqrt(d)
+                else:
+                    L[i, r, c] = d / L[i, c, c]
+        # u = τ_i - Sᵀ p^A; y = L⁻¹ u; W = L⁻¹ Uᵀ (forward substitution, in place)
+        for r in range(n):
+            u = tau[o + r] - s_dot(data, i, r, pA, i)
+            for l in range(r):
+                u -= L[i, r, l] * y[o + l]
+            y[o + r] = u / L[i, r, r]
+            for m in range(6):
+                w = W[i, r, m]
+                for l in range(r):
+                    w -= L[i, r, l] * W[i, l, m]
+                W[i, r, m] = w / L[i, r, r]
+        p = int(data[i, PARENT])
+        if p >= 0:
+            # I^a = I^A - Wᵀ W (in place); p^a = p^A + I^a c + Wᵀ y
+            for a in range(6):
+                for b in range(6):
+                    s = 0.0
+                    for l in range(n):
+                        s += W[i, l, a] * W[i, l, b]
+                    IA[i, a, b] -= s
+            for a in range(6):
+                s = pA[i, a]
+                for b in range(6):
+                    s += IA[i, a, b] * cb[i, b]
+                for l in range(n):
+                    s += W[i, l, a] * y[o + l]
+                tmp[0, a] = s
+            articulated_to_parent_add(XE, Xr, i, IA[i], IA[p], T)
+            xt_force_add(XE, Xr, i, tmp, 0, pA, p)
+    for i in range(nb):  # pass 3: accelerations, parent before child
+        n = int(data[i, NVJ])
+        o = int(data[i, IV])
+        p = int(data[i, PARENT])
+        if p < 0:
+            tmp[1, 0:3] = 0.0
+            tmp[1, 3] = -g[0]
+            tmp[1, 4] = -g[1]
+            tmp[1, 5] = -g[2]
+            x_motion(XE, Xr, i, tmp, 1, acc, i)
+        else:
+            x_motion(XE, Xr, i, acc, p, acc, i)
+        for m in range(6):
+            acc[i, m] += cb[i, m]
+        # q̈ = L⁻ᵀ (y - W a')  (back substitution)
+        for r in range(n - 1, -1, -1):
+            s = y[o + r]
+            for m in range(6):
+                s -= W[i, r, m] * acc[i, m]
+            for l in range(r + 1, n):
+                s -= L[i, l, r] * qdd[o + l]
+            qdd[o + r] = s / L[i, r, r]
+        s_times(data, i, qdd, tmp, 0)
+        for m in range(6):
+            acc[i, m] += tmp[0, m]
+    return 0 if all_finite(qdd) else NOT_FINITE
+
+
+@njit(cache=True)
+def aba1(data, q, v, tau, qdd):
+    nv = int(data[data.shape[0] - 1, NV])
+    if not (_shape_ok(data, q, nv, v) and tau.shape[0] == nv and qdd.shape[0] == nv):
+        return BAD_SHAPE
+    return aba_into(data, q, v, tau, data, False, qdd)
+
+
+@njit(cache=True)
+def aba1_fext(data, q, v, tau, fext, qdd):
+    nb = data.shape[0] - 1
+    nv = int(data[nb, NV])
+    if not (_shape_ok(data, q, nv, v) and tau.shape[0] == nv and qdd.shape[0] == nv
+            and fext.shape[0] == nb and fext.shape[1] == 6):
+        return BAD_SHAPE
+    return aba_into(data, q, v, tau, fext, True, qdd)
+
+
+@njit(cache=True, parallel=True)
+def aba_batch(data, Q, V, Tau, F, use_fext, out, status):
+    for k in prange(Q.shape[0]):
+        status[k] = aba_into(data, Q[k], V[k], Tau[k], F[k if use_fext else 0], use_fext,
+                             out[k])
+
+
+# --- entry points: compiled for one signature each, on first use -----------------
+
+_V = "float64[::1]"
+_M = "float64[:, ::1]"
+_T3 = "float64[:, :, ::1]"
+_I = "int64[::1]"
+_B = "boolean"
+SIGNATURES = {
+    "rnea1": f"int64({_M}, {_V}, {_V}, {_V}, {_V})",
+    "rnea1_fext": f"int64({_M}, {_V}, {_V}, {_V}, {_M}, {_V})",
+    "nle1": f"int64({_M}, {_V}, {_V}, {_V})",
+    "gravity1": f"int64({_M}, {_V}, {_V})",
+    "crba1": f"int64({_M}, {_V}, {_M})",
+    "aba1": f"int64({_M}, {_V}, {_V}, {_V}, {_V})",
+    "aba1_fext": f"int64({_M}, {_V}, {_V}, {_V}, {_M}, {_V})",
+    "rnea_batch": f"void({_M}, {_M}, {_M}, {_M}, {_T3}, {_B}, {_B}, {_B}, {_M}, {_I})",
+    "crba_batch": f"void({_M}, {_M}, {_T3}, {_I})",
+    "aba_batch": f"void({_M}, {_M}, {_M}, {_M}, {_T3}, {_B}, {_M}, {_I})",
+}
+
+
+def ready(name: str):
+    """The dispatcher of entry point ``name``, compiled (or loaded from the on-disk
+    cache) for its one signature, with further compilation disabled: an argument of
+    another type (not float64, not C-contiguous, wrong number of dimensions) raises
+    TypeError at once instead of compiling a new specialisation, and the Python
+    wrapper then takes its general path."""
+    disp = globals()[name]
+    disp.compile(SIGNATURES[name])
+    disp.disable_compile()
+    return disp
