@@ -170,13 +170,27 @@ class Model:
         return f"Model({self.name!r}: {self.nb} bodies, nq={self.nq}, nv={self.nv}; {desc})"
 
 
-def _as_transform(placement) -> Transform:
+def _as_transform(placement, name: str = "") -> Transform:
     if placement is None:
         return Transform.identity()
     if isinstance(placement, Transform):
-        return placement
-    R, p = placement
-    return Transform.from_pose(R, p)
+        X = placement
+    else:
+        try:
+            R, p = placement
+            X = Transform.from_pose(R, p)
+        except (TypeError, ValueError):
+            raise ModelError(
+                f"{name}: placement must be a Transform or a pair (R, p) of a 3x3 rotation "
+                f"and a 3-vector, got {placement!r}"
+            ) from None
+    E = X.E
+    if not (np.all(np.isfinite(E)) and np.all(np.isfinite(X.r))):
+        raise ModelError(f"{name}: placement is not finite")
+    if not (np.allclose(E @ E.T, np.eye(3), atol=1e-9) and np.linalg.det(E) > 0):
+        raise ModelError(f"{name}: placement rotation {E.T.tolist()} is not a proper rotation "
+                         "(R Rᵀ = 1, det R = +1)")
+    return X
 
 
 class ModelBuilder:
@@ -234,7 +248,7 @@ class ModelBuilder:
             raise ModelError(f"body {name!r}: rotational inertia {Ic.tolist()} is {why}")
         pbody, X_pf = self._resolve(parent)
         # joint frame relative to the *body* that carries the parent frame
-        X_tree = _as_transform(placement) @ X_pf
+        X_tree = _as_transform(placement, f"body {name!r}") @ X_pf
         I_local = spatial_inertia(m, c, Ic)
         if isinstance(joint, Fixed):
             if pbody < 0:
@@ -257,7 +271,7 @@ class ModelBuilder:
         if name in self._frames:
             raise ModelError(f"frame {name!r} is defined twice")
         pbody, X_pf = self._resolve(parent)
-        self._frames[name] = (pbody, _as_transform(placement) @ X_pf)
+        self._frames[name] = (pbody, _as_transform(placement, f"frame {name!r}") @ X_pf)
 
     def build(self, check_singular: bool = True) -> Model:
         if not self._bodies:
@@ -298,11 +312,13 @@ def _check_nonsingular(model: Model) -> None:
         ev = np.linalg.eigvalsh(0.5 * (K + K.T)) if K.size else np.ones(1)
         scale = max(1.0, float(np.abs(Ic[b.index]).max()))
         if ev[0] <= 1e-12 * scale:
-            raise ModelError(
+            err = ModelError(
                 f"joint {j.name!r} (body {b.name!r}) moves no inertia: the bodies it carries "
                 f"are massless or their mass lies on its axis, so M(q) would be singular "
                 f"(smallest eigenvalue of S^T I^c S = {ev[0]:.3g})"
             )
+            err.joint = j.name  # lets loaders (URDF) point at the joint in their own file
+            raise err
         if b.parent >= 0:
             R, p = j.pose(qn)
             X_up = plucker(R.T, p) @ b.X_tree

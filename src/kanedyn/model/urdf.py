@@ -1,0 +1,633 @@
+"""URDF import: a robot description file to a :class:`~kanedyn.model.Model`.
+
+The URDF (Unified Robot Description Format, ROS ``urdfdom`` specification)
+describes a tree of *links* joined by *joints*. Each joint has an ``<origin>``
+(the pose of the joint frame in the parent link's frame, ``xyz`` and
+fixed-axis ``rpy``), an ``<axis>`` in the joint frame, and moves the child
+link, whose frame *is* the joint frame displaced by the joint motion. A
+link's ``<inertial>`` gives the mass, the centre of mass (``origin xyz``) and
+the rotational inertia about the centre of mass in axes rotated by
+``origin rpy``.
+
+Loading is done in two steps, both public:
+
+1. :func:`parse_urdf` reads the XML (with line numbers, so every error names
+   the element and its line), checks every attribute and the topology, and
+   returns a :class:`URDFRobot` — the file's content as plain data, including
+   what the Model does not carry (``<mimic>`` couplings, the world-fixed links);
+2. :func:`build_model` walks the tree depth first, children in document
+   order, and adds the bodies to a :class:`~kanedyn.model.ModelBuilder`, which
+   merges links on fixed joints into their parent (their frames are kept in
+   ``model.frames``).
+
+:func:`load_urdf` does both. Meshes (``package://`` or file names) are never
+opened; ``<visual>``, ``<collision>``, ``<material>``, ``<transmission>``,
+``<gazebo>``, ``<calibration>`` and ``<safety_controller>`` are ignored.
+
+Choices made here (and where they differ from other loaders):
+
+- Fixed base: the root link is the world. Its inertia, and that of links fixed
+  to it, moves nothing and is dropped; those links are listed in
+  :attr:`URDFRobot.world_links` and are not frames of the Model.
+- ``floating_base=True`` puts a free joint named ``root_joint`` (as in
+  Pinocchio) between the world and the root link. If the root link is a dummy
+  named ``world`` (no mass) with a single fixed joint to the real base, the
+  free joint moves that base instead, so ``q[:7]`` is the base link's pose.
+  (Pinocchio attaches its free flyer to the ``world`` link itself; the two
+  agree when that fixed joint's origin is the identity.)
+- A ``<mimic>`` joint stays an independent joint (as in Pinocchio by default);
+  the coupling is recorded in :attr:`URDFRobot.mimic`.
+- ``planar``: URDF moves the child in the plane normal to ``axis``; kanedyn's
+  :class:`~kanedyn.model.joints.Planar` moves in its joint frame's xy-plane.
+  The joint frame is turned by the shortest rotation A taking z to the axis,
+  and the child link is attached to the moving body by the fixed rotation Aᵀ,
+  so the link's frame is exactly where URDF puts it. The moving body is then
+  named ``<child>_planar`` and the link is a merged frame of it. q = (x, y, θ)
+  has x, y along A's first two columns (in the joint frame) and θ about the axis.
+  (Pinocchio 4.1 ignores the axis of a planar joint and always uses the xy-plane.)
+- Joint order in q and v: depth first from the root, the children of a link
+  in the order their joints appear in the file. (Pinocchio, through urdfdom,
+  takes the children of a link in alphabetical order of their joint names.)
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from xml.parsers import expat
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ..errors import ModelError, URDFError
+from ..spatial import rotational_inertia_is_physical
+from .joints import Fixed, Free, Joint, JointLimits, Planar, Prismatic, Revolute
+from .model import Model, ModelBuilder
+
+#: joint types of the URDF specification
+URDF_JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
+
+#: robot descriptions shipped with kanedyn (``src/kanedyn/data/robots/<name>.urdf``)
+ROBOTS = ("panda", "ur5", "humanoid", "quadruped", "chain20")
+
+_ROBOT_DIR = Path(__file__).resolve().parent.parent / "data" / "robots"
+
+
+# --------------------------------------------------------------------------------------
+# XML with line numbers
+# --------------------------------------------------------------------------------------
+
+@dataclass
+class _Element:
+    tag: str
+    attrib: dict
+    line: int
+    children: list = field(default_factory=list)
+
+    def find(self, tag: str) -> _Element | None:
+        for c in self.children:
+            if c.tag == tag:
+                return c
+        return None
+
+    def findall(self, tag: str) -> list[_Element]:
+        return [c for c in self.children if c.tag == tag]
+
+
+def _parse_xml(text: str | bytes, source: str) -> _Element:
+    """A light element tree from expat, each element knowing its line number."""
+    parser = expat.ParserCreate()
+    stack: list[_Element] = []
+    root: list[_Element] = []
+
+    def start(tag, attrib):
+        el = _Element(tag, dict(attrib), parser.CurrentLineNumber)
+        if stack:
+            stack[-1].children.append(el)
+        else:
+            root.append(el)
+        stack.append(el)
+
+    def end(tag):
+        stack.pop()
+
+    parser.StartElementHandler = start
+    parser.EndElementHandler = end
+    try:
+        parser.Parse(text, True)
+    except expat.ExpatError as e:
+        raise URDFError(
+            f"{source}, line {e.lineno}, column {e.offset + 1}: malformed XML "
+            f"({expat.errors.messages[e.code]})"
+        ) from None
+    return root[0]
+
+
+# --------------------------------------------------------------------------------------
+# The file's content as data
+# --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class URDFInertial:
+    """Mass, centre of mass and rotational inertia about the centre of mass, all in
+    link axes (the ``<inertial><origin rpy>`` rotation already applied)."""
+
+    mass: float
+    com: NDArray
+    inertia: NDArray
+
+
+@dataclass(frozen=True)
+class URDFLink:
+    name: str
+    inertial: URDFInertial | None
+    line: int
+
+    @property
+    def mass(self) -> float:
+        return 0.0 if self.inertial is None else self.inertial.mass
+
+
+@dataclass(frozen=True)
+class URDFMimic:
+    """``q[joint] = multiplier * q[mimicked] + offset`` — recorded, not enforced."""
+
+    joint: str
+    multiplier: float = 1.0
+    offset: float = 0.0
+
+
+@dataclass(frozen=True)
+class URDFJoint:
+    name: str
+    type: str
+    parent: str
+    child: str
+    origin_R: NDArray
+    origin_p: NDArray
+    axis: NDArray
+    limits: JointLimits
+    damping: float
+    friction: float
+    mimic: URDFMimic | None
+    line: int
+
+
+@dataclass(frozen=True)
+class URDFRobot:
+    """The content of a URDF file, checked: links and joints in document order,
+    ``root`` the one link without a parent, ``children`` the joints leaving each link
+    in document order."""
+
+    name: str
+    links: dict
+    joints: dict
+    root: str
+    children: dict
+    source: str
+
+    @property
+    def mimic(self) -> dict[str, URDFMimic]:
+        """``{joint: URDFMimic}`` for every joint with a ``<mimic>`` element."""
+        return {n: j.mimic for n, j in self.joints.items() if j.mimic is not None}
+
+    @property
+    def parent_joint(self) -> dict[str, URDFJoint]:
+        return {j.child: j for j in self.joints.values()}
+
+    @property
+    def world_links(self) -> list[str]:
+        """Links rigidly fixed to the root (with a fixed base, they are the world)."""
+        out, todo = [], [self.root]
+        while todo:
+            name = todo.pop(0)
+            out.append(name)
+            todo += [j.child for j in self.children[name] if j.type == "fixed"]
+        return out
+
+    @property
+    def total_mass(self) -> float:
+        return float(sum(link.mass for link in self.links.values()))
+
+
+class _Where:
+    """Formats error locations: ``<source>, line N, <joint name='x'>``."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def __call__(self, el: _Element | None, what: str = "") -> str:
+        if el is None:
+            return f"{self.source}: {what}"
+        name = el.attrib.get("name")
+        tag = f"<{el.tag} name={name!r}>" if name is not None else f"<{el.tag}>"
+        return f"{self.source}, line {el.line}, {tag}{what}"
+
+
+def _floats(el: _Element, attr: str, n: int, where: _Where, default=None,
+            context: _Element | None = None) -> NDArray:
+    """Attribute ``attr`` of ``el`` as n floats (``default`` if absent; required if None)."""
+    raw = el.attrib.get(attr)
+    ctx = context if context is not None else el
+    sub = "" if ctx is el else f" <{el.tag}>"
+    if raw is None:
+        if default is None:
+            raise URDFError(f"{where(ctx)}:{sub} missing required attribute {attr!r}")
+        return np.asarray(default, dtype=float)
+    try:
+        vals = np.array([float(t) for t in raw.split()], dtype=float)
+    except ValueError:
+        vals = None
+    if vals is None or vals.size != n or not np.all(np.isfinite(vals)):
+        raise URDFError(
+            f"{where(ctx)}:{sub} attribute {attr}={raw!r} is not {n} finite number"
+            f"{'s' if n > 1 else ''} (line {el.line})"
+        )
+    return vals
+
+
+def _float(el: _Element, attr: str, where: _Where, default: float | None = None,
+           context: _Element | None = None) -> float | None:
+    if attr not in el.attrib and default is None:
+        return None
+    return float(_floats(el, attr, 1, where, None if default is None else [default],
+                         context)[0])
+
+
+def rpy_matrix(rpy: ArrayLike) -> NDArray:
+    """URDF fixed-axis roll-pitch-yaw: ``R = Rz(yaw) Ry(pitch) Rx(roll)``."""
+    r, p, y = (float(t) for t in rpy)
+    cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
+    Rx = np.array([[1, 0, 0], [0, cr, -sr], [0, sr, cr]])
+    Ry = np.array([[cp, 0, sp], [0, 1, 0], [-sp, 0, cp]])
+    Rz = np.array([[cy, -sy, 0], [sy, cy, 0], [0, 0, 1]])
+    return Rz @ Ry @ Rx
+
+
+def _origin(el: _Element, where: _Where) -> tuple[NDArray, NDArray]:
+    o = el.find("origin")
+    if o is None:
+        return np.eye(3), np.zeros(3)
+    xyz = _floats(o, "xyz", 3, where, (0.0, 0.0, 0.0), context=el)
+    rpy = _floats(o, "rpy", 3, where, (0.0, 0.0, 0.0), context=el)
+    return rpy_matrix(rpy), xyz
+
+
+def _name(el: _Element, where: _Where) -> str:
+    name = el.attrib.get("name")
+    if not name:
+        raise URDFError(f"{where(el)}: missing required attribute 'name'")
+    return name
+
+
+def _link(el: _Element, where: _Where) -> URDFLink:
+    name = _name(el, where)
+    ie = el.find("inertial")
+    if ie is None:
+        return URDFLink(name, None, el.line)
+    R, c = _origin(ie, where)
+    me = ie.find("mass")
+    if me is None:
+        raise URDFError(f"{where(el)}: <inertial> (line {ie.line}) has no <mass>")
+    m = _float(me, "value", where, context=el)
+    if m is None:
+        raise URDFError(f"{where(el)}: <mass> (line {me.line}) missing required attribute "
+                        "'value'")
+    if m < 0.0:
+        raise URDFError(f"{where(el)}: mass {m} (line {me.line}) is negative")
+    te = ie.find("inertia")
+    if te is None:
+        raise URDFError(f"{where(el)}: <inertial> (line {ie.line}) has no <inertia>")
+    comp = {}
+    for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"):
+        val = _float(te, k, where, context=el)
+        if val is None:
+            raise URDFError(f"{where(el)}: <inertia> (line {te.line}) missing required "
+                            f"attribute {k!r}")
+        comp[k] = val
+    I = np.array([[comp["ixx"], comp["ixy"], comp["ixz"]],
+                  [comp["ixy"], comp["iyy"], comp["iyz"]],
+                  [comp["ixz"], comp["iyz"], comp["izz"]]])
+    ok, why = rotational_inertia_is_physical(I)
+    if not ok:
+        raise URDFError(f"{where(el)}: <inertia> (line {te.line}) is not a rigid body's "
+                        f"rotational inertia: it is {why}")
+    # the tensor is given in the inertial frame's axes; turn it into link axes
+    return URDFLink(name, URDFInertial(m, c, R @ I @ R.T), el.line)
+
+
+def _joint(el: _Element, where: _Where) -> URDFJoint:
+    name = _name(el, where)
+    jtype = el.attrib.get("type")
+    if jtype is None:
+        raise URDFError(f"{where(el)}: missing required attribute 'type'")
+    if jtype not in URDF_JOINT_TYPES:
+        raise URDFError(f"{where(el)}: unknown joint type {jtype!r} "
+                        f"(URDF joint types are {', '.join(URDF_JOINT_TYPES)})")
+    links = []
+    for tag in ("parent", "child"):
+        e = el.find(tag)
+        if e is None:
+            raise URDFError(f"{where(el)}: missing <{tag} link='...'>")
+        if not e.attrib.get("link"):
+            raise URDFError(f"{where(el)}: <{tag}> (line {e.line}) missing required "
+                            "attribute 'link'")
+        links.append(e.attrib["link"])
+    R, p = _origin(el, where)
+    ae = el.find("axis")
+    axis = np.array([1.0, 0.0, 0.0]) if ae is None else _floats(ae, "xyz", 3, where,
+                                                               (1.0, 0.0, 0.0), context=el)
+    if jtype in ("revolute", "continuous", "prismatic", "planar") and \
+            not np.linalg.norm(axis) > 1e-12:
+        raise URDFError(f"{where(el)}: <axis xyz='{ae.attrib.get('xyz')}'> is zero")
+    le = el.find("limit")
+    if le is None:
+        if jtype in ("revolute", "prismatic"):
+            raise URDFError(f"{where(el)}: a {jtype} joint needs a <limit> element "
+                            "(with effort and velocity)")
+        limits = JointLimits()
+    else:
+        vals = {}
+        for k in ("effort", "velocity"):
+            vals[k] = _float(le, k, where, context=el)
+            if vals[k] is None and jtype in ("revolute", "prismatic"):
+                raise URDFError(f"{where(el)}: <limit> (line {le.line}) missing required "
+                                f"attribute {k!r}")
+        lower = upper = None
+        if jtype in ("revolute", "prismatic"):
+            lower = _float(le, "lower", where, 0.0, context=el)
+            upper = _float(le, "upper", where, 0.0, context=el)
+            if lower > upper:
+                raise URDFError(f"{where(el)}: <limit> (line {le.line}) lower {lower} > "
+                                f"upper {upper}")
+        limits = JointLimits(lower, upper, vals["effort"], vals["velocity"])
+    de = el.find("dynamics")
+    damping = friction = 0.0
+    if de is not None:
+        damping = _float(de, "damping", where, 0.0, context=el)
+        friction = _float(de, "friction", where, 0.0, context=el)
+        if damping < 0 or friction < 0:
+            raise URDFError(f"{where(el)}: <dynamics> (line {de.line}) damping and friction "
+                            f"must be >= 0, got {damping} and {friction}")
+    mimic = None
+    mi = el.find("mimic")
+    if mi is not None:
+        if not mi.attrib.get("joint"):
+            raise URDFError(f"{where(el)}: <mimic> (line {mi.line}) missing required "
+                            "attribute 'joint'")
+        mimic = URDFMimic(mi.attrib["joint"], _float(mi, "multiplier", where, 1.0, el),
+                          _float(mi, "offset", where, 0.0, el))
+    return URDFJoint(name, jtype, links[0], links[1], R, p, axis, limits, damping, friction,
+                     mimic, el.line)
+
+
+def parse_urdf(path: str | os.PathLike | None = None, *, string: str | None = None
+               ) -> URDFRobot:
+    """Read and check a URDF file (or an XML string): attributes, inertias and topology.
+
+    Raises :class:`~kanedyn.errors.URDFError` naming the element and its line.
+    """
+    if (path is None) == (string is None):
+        raise URDFError("give either a path or string=<xml>, not both or neither")
+    if string is None:
+        source = str(path)
+        try:
+            text = Path(path).read_bytes()
+        except OSError as e:
+            raise URDFError(f"cannot read URDF file {source!r}: {e.strerror}") from None
+    else:
+        source, text = "<string>", string
+    where = _Where(source)
+    root = _parse_xml(text, source)
+    if root.tag != "robot":
+        raise URDFError(f"{where(root)}: the root element must be <robot>, not <{root.tag}>")
+    _reject_xacro(root, where)
+
+    links: dict[str, URDFLink] = {}
+    link_el: dict[str, _Element] = {}
+    for el in root.findall("link"):
+        link = _link(el, where)
+        if link.name in links:
+            raise URDFError(f"{where(el)}: link {link.name!r} is defined twice "
+                            f"(first on line {links[link.name].line})")
+        links[link.name] = link
+        link_el[link.name] = el
+    if not links:
+        raise URDFError(f"{where(root)}: the robot has no <link>")
+
+    joints: dict[str, URDFJoint] = {}
+    parent_of: dict[str, URDFJoint] = {}
+    children: dict[str, list[URDFJoint]] = {n: [] for n in links}
+    for el in root.findall("joint"):
+        j = _joint(el, where)
+        if j.name in joints:
+            raise URDFError(f"{where(el)}: joint {j.name!r} is defined twice "
+                            f"(first on line {joints[j.name].line})")
+        for role, ln in (("parent", j.parent), ("child", j.child)):
+            if ln not in links:
+                raise URDFError(f"{where(el)}: {role} link {ln!r} does not exist")
+        if j.child in parent_of:
+            first = parent_of[j.child]
+            raise URDFError(
+                f"{where(el)}: link {j.child!r} has two parents: joint {first.name!r} "
+                f"(line {first.line}) already attaches it to {first.parent!r}; a URDF is a "
+                "tree (close loops with kanedyn.constraints instead)"
+            )
+        joints[j.name] = j
+        parent_of[j.child] = j
+        children[j.parent].append(j)
+    for j in joints.values():
+        if j.mimic is not None and j.mimic.joint not in joints:
+            raise URDFError(f"{source}, line {j.line}, <joint name={j.name!r}>: <mimic> "
+                            f"names joint {j.mimic.joint!r}, which does not exist")
+
+    roots = [n for n in links if n not in parent_of]
+    if not roots:
+        raise URDFError(f"{source}: every link has a parent joint, so the joints form a "
+                        f"cycle ({_cycle(next(iter(links)), parent_of)})")
+    if len(roots) > 1:
+        desc = ", ".join(f"{n!r} (line {links[n].line})" for n in roots)
+        raise URDFError(f"{source}: several root links (links without a parent joint): {desc}; "
+                        "a URDF has exactly one root")
+    reached, todo = set(), [roots[0]]
+    while todo:
+        n = todo.pop()
+        reached.add(n)
+        todo += [j.child for j in children[n]]
+    if len(reached) != len(links):
+        lost = next(n for n in links if n not in reached)
+        raise URDFError(f"{source}: the joints form a cycle ({_cycle(lost, parent_of)})")
+    return URDFRobot(root.attrib.get("name", "robot"), links, joints, roots[0], children,
+                     source)
+
+
+def _cycle(start: str, parent_of: dict) -> str:
+    seen, n = [], start
+    while n not in seen:
+        seen.append(n)
+        n = parent_of[n].parent
+    loop = seen[seen.index(n):] + [n]
+    through = [parent_of[x] for x in loop[:-1]]
+    return ("links " + " <- ".join(repr(x) for x in loop) + " through joints "
+            + ", ".join(f"{j.name!r} (line {j.line})" for j in through))
+
+
+def _reject_xacro(root: _Element, where: _Where) -> None:
+    todo = [root]
+    while todo:
+        el = todo.pop()
+        if el.tag.startswith("xacro:"):
+            raise URDFError(f"{where(el)}: this is an unexpanded xacro file; "
+                            "run `xacro file.urdf.xacro > file.urdf` first")
+        todo += el.children
+
+
+# --------------------------------------------------------------------------------------
+# From the description to a Model
+# --------------------------------------------------------------------------------------
+
+def _plane_alignment(axis: NDArray) -> NDArray:
+    """The shortest rotation A with A e_z = axis (columns: the plane's x, y and the normal)."""
+    n = axis / np.linalg.norm(axis)
+    z = np.array([0.0, 0.0, 1.0])
+    c = float(n @ z)
+    if c > 1.0 - 1e-12:
+        return np.eye(3)
+    if c < -1.0 + 1e-12:
+        return np.diag([1.0, -1.0, -1.0])  # half turn about x
+    k = np.cross(z, n)
+    s = np.linalg.norm(k)
+    k /= s
+    K = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+    return np.eye(3) + s * K + (1.0 - c) * K @ K
+
+
+def _moving_joint(j: URDFJoint) -> Joint:
+    common = dict(name=j.name, damping=j.damping, friction=j.friction, limits=j.limits)
+    if j.type in ("revolute", "continuous"):
+        return Revolute(axis=tuple(j.axis), continuous=j.type == "continuous", **common)
+    if j.type == "prismatic":
+        return Prismatic(axis=tuple(j.axis), **common)
+    if j.type == "floating":
+        return Free(**common)
+    if j.type == "planar":
+        return Planar(**common)
+    raise AssertionError(j.type)  # parse_urdf admits no other type
+
+
+def build_model(robot: URDFRobot, floating_base: bool = False,
+                gravity: ArrayLike = (0.0, 0.0, -9.81)) -> Model:
+    """The Model of a parsed URDF (see the module docstring for the conventions)."""
+    src = robot.source
+
+    def at(j: URDFJoint | None, link: URDFLink) -> str:
+        if j is None:
+            return f"{src}, line {link.line}, <link name={link.name!r}>"
+        return f"{src}, line {j.line}, <joint name={j.name!r}>"
+
+    root = robot.links[robot.root]
+    base = root
+    world_name = root.name
+    if floating_base:
+        kids = robot.children[root.name]
+        if root.name == "world" and root.mass == 0.0:
+            if len(kids) != 1 or kids[0].type != "fixed":
+                raise URDFError(
+                    f"{at(None, root)}: floating_base=True with a dummy 'world' root needs "
+                    "exactly one fixed joint from it to the base link; found "
+                    f"{[(k.name, k.type) for k in kids]}"
+                )
+            base = robot.links[kids[0].child]
+        else:
+            world_name = "world" if "world" not in robot.links else "__world__"
+    b = ModelBuilder(robot.name, gravity=gravity, root_name=world_name)
+    on_world = set()  # links that are the world (fixed base) or rigidly fixed to it
+    todo: list[tuple[URDFJoint | None, URDFLink]] = []
+    if floating_base:
+        name = "root_joint" if "root_joint" not in robot.joints else f"{base.name}_root_joint"
+        _add(b, at(None, base), base, None, Free(name), None)
+        todo += [(j, robot.links[j.child]) for j in reversed(robot.children[base.name])]
+        if base is not root:
+            on_world.add(root.name)
+    else:
+        on_world.add(root.name)
+        todo += [(j, robot.links[j.child]) for j in reversed(robot.children[root.name])]
+
+    while todo:  # depth first, children in document order
+        j, link = todo.pop()
+        where = at(j, link)
+        placement = (j.origin_R, j.origin_p)
+        if j.type == "fixed" and j.parent in on_world:
+            b.add_frame(link.name, j.parent, placement)
+            on_world.add(link.name)
+        elif j.type == "fixed":
+            _add(b, where, link, j.parent, Fixed(j.name), placement)
+        elif j.type == "planar":
+            A = _plane_alignment(j.axis)
+            if np.allclose(A, np.eye(3)):
+                _add(b, where, link, j.parent, _moving_joint(j), placement)
+            else:
+                plane = f"{link.name}_planar"
+                _add(b, where, None, j.parent, _moving_joint(j), (j.origin_R @ A, j.origin_p),
+                     name=plane)
+                _add(b, where, link, plane, Fixed(f"{j.name}_plane_alignment"),
+                     (A.T, np.zeros(3)))
+        else:
+            _add(b, where, link, j.parent, _moving_joint(j), placement)
+        todo += [(c, robot.links[c.child]) for c in reversed(robot.children[link.name])]
+
+    try:
+        return b.build()
+    except ModelError as e:
+        jn = getattr(e, "joint", None)
+        if jn in robot.joints:
+            j = robot.joints[jn]
+            raise URDFError(f"{at(j, robot.links[j.child])}: {e}") from None
+        if jn is not None:
+            raise URDFError(f"{at(None, base)}: {e}") from None
+        raise URDFError(f"{src}: {e}") from None
+
+
+def _add(b: ModelBuilder, where: str, link: URDFLink | None, parent: str | None, joint: Joint,
+         placement, name: str | None = None) -> None:
+    try:
+        if link is None or link.inertial is None:
+            b.add_body(name or link.name, parent, joint, placement)
+        else:
+            ine = link.inertial
+            b.add_body(link.name, parent, joint, placement, ine.mass, ine.com, ine.inertia)
+    except ModelError as e:
+        raise URDFError(f"{where}: {e}") from None
+
+
+def load_urdf(path: str | os.PathLike | None = None, floating_base: bool = False,
+              gravity: ArrayLike = (0.0, 0.0, -9.81), *, string: str | None = None) -> Model:
+    """Load a URDF file (or ``string=`` XML) as a Model.
+
+    ``floating_base=True`` adds a free joint ``root_joint`` between the world and
+    the root link (q starts with its position and unit quaternion (w, x, y, z), v with
+    its body-frame (ω, v)). Joints are ordered depth first, children in document
+    order; ``model.joint_names`` lists them. See :mod:`kanedyn.model.urdf` for the rest.
+    """
+    return build_model(parse_urdf(path, string=string), floating_base, gravity)
+
+
+def load_urdf_string(xml: str, floating_base: bool = False,
+                     gravity: ArrayLike = (0.0, 0.0, -9.81)) -> Model:
+    """:func:`load_urdf` of an XML string."""
+    return load_urdf(None, floating_base, gravity, string=xml)
+
+
+def robot_path(name: str) -> Path:
+    """Path of a robot description shipped with kanedyn (one of :data:`ROBOTS`)."""
+    if name not in ROBOTS:
+        raise ModelError(f"no robot description named {name!r}; available: {', '.join(ROBOTS)}")
+    return _ROBOT_DIR / f"{name}.urdf"
+
+
+def load_robot(name: str, floating_base: bool = False,
+               gravity: ArrayLike = (0.0, 0.0, -9.81)) -> Model:
+    """A shipped robot description (``panda``, ``ur5``, ``humanoid``, ``quadruped``,
+    ``chain20``) as a Model."""
+    return load_urdf(robot_path(name), floating_base, gravity)
