@@ -43,6 +43,7 @@ from .model import (
     random_configuration,
 )
 from .model import builders as models
+from .model.urdf import load_robot, load_urdf, load_urdf_string
 
 __version__ = "0.1.0"
 
@@ -69,6 +70,9 @@ __all__ = [
     "integrate_configuration",
     "jacobian",
     "kinetic_energy",
+    "load_robot",
+    "load_urdf",
+    "load_urdf_string",
     "models",
     "neutral",
     "nonlinear_effects",
