@@ -7,6 +7,14 @@ identification from data and feed-forward compensation.
 True
 """
 
+from .identify import (
+    MODELS,
+    FitResult,
+    fit,
+    fit_joint,
+    fit_trajectory,
+    joint_friction_samples,
+)
 from .laws import (
     Asymmetric,
     FrictionLaw,
@@ -23,9 +31,11 @@ from .stickslip import FrictionTrajectory, Switch, simulate
 
 __all__ = [
     "Asymmetric",
+    "FitResult",
     "FrictionLaw",
     "FrictionTrajectory",
     "LuGre",
+    "MODELS",
     "RationalStribeck",
     "SimscapeFriction",
     "Smoothing",
@@ -34,6 +44,10 @@ __all__ = [
     "TanhStribeck",
     "creep_velocity",
     "exponential",
+    "fit",
+    "fit_joint",
+    "fit_trajectory",
+    "joint_friction_samples",
     "gaussian",
     "make_smoothing",
     "simulate",
