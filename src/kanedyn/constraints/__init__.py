@@ -5,7 +5,7 @@ four-bar, Andrews' squeezer, car axis) with their published reference solutions.
 """
 
 from . import problems
-from .formulations import FORMULATIONS, DAE, baumgarte_parameters, formulate, index1_ode
+from .formulations import DAE, FORMULATIONS, baumgarte_parameters, formulate, index1_ode
 from .system import ConstrainedMechanics, DescriptorSystem
 
 __all__ = [

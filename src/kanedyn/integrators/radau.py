@@ -140,7 +140,7 @@ def radau5(fun: Callable, t_span: tuple[float, float], y0: ArrayLike,
     def F(t, Y):
         if vectorized:
             return fun(t, Y)
-        return np.array([fun(ti, Yi) for ti, Yi in zip(np.broadcast_to(t, len(Y)), Y)])
+        return np.array([fun(ti, Yi) for ti, Yi in zip(np.broadcast_to(t, len(Y)), Y, strict=True)])
 
     def jacobian(t, y, f0):
         if jac is not None:
