@@ -41,3 +41,7 @@ class FrictionError(KanedynError, ValueError):
 
 class ScenarioError(KanedynError):
     """A scenario file is malformed or inconsistent."""
+
+
+class CompilerError(SymbolicError):
+    """Generated code cannot be built: no C compiler (or cffi) found, or compiling failed."""

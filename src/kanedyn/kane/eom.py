@@ -13,7 +13,8 @@ specified quantities) and the parameters with their values.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import sympy as sp
 
@@ -61,6 +62,9 @@ class EquationsOfMotion:
     #: expressions never swell)
     intermediates: list = field(default_factory=list)
     name: str = "kane"
+    #: kinetic and potential energy separately, when known (their sum is ``energy``)
+    kinetic_energy: sp.Expr | None = None
+    potential_energy: sp.Expr | None = None
 
     @property
     def nq(self) -> int:
@@ -69,3 +73,60 @@ class EquationsOfMotion:
     @property
     def nu(self) -> int:
         return len(self.u)
+
+    # --- working with the expressions ----------------------------------------------------
+    def expanded(self) -> EquationsOfMotion:
+        """The same equations with every intermediate substituted: plain expressions in q,
+        u, inputs and parameters (for comparison with other derivations; can be large)."""
+        env: dict = {}
+        for s, e in self.intermediates:
+            env[s] = sp.sympify(e).xreplace(env)
+
+        def sub(x):
+            return None if x is None else sp.sympify(x).xreplace(env)
+
+        return replace(self, qdot=self.qdot.xreplace(env),
+                       mass_matrix=self.mass_matrix.xreplace(env),
+                       forcing=self.forcing.xreplace(env), energy=sub(self.energy),
+                       kinetic_energy=sub(self.kinetic_energy),
+                       potential_energy=sub(self.potential_energy),
+                       auxiliary={k: sub(v) for k, v in self.auxiliary.items()},
+                       dependent_speeds={k: sub(v) for k, v in self.dependent_speeds.items()},
+                       intermediates=[])
+
+    def operation_count(self, which=("mass_matrix", "forcing"),
+                        parameters: dict | None = None) -> int:
+        """Arithmetic operations (``sympy.count_ops``) in the code that computes ``which``
+        (any of "mass_matrix", "forcing", "qdot", "energy") after parameter folding and
+        common-subexpression elimination, intermediates included."""
+        from .codegen import operation_count
+
+        return operation_count(self, tuple(which), parameters)
+
+    def compile(self, backend: str = "numba", parameters: dict | None = None,
+                cse: bool = True):
+        """Generated code implementing the system protocol of DESIGN.md.
+
+        ``backend``: "numpy" (vectorised over a batch axis), "numba" (scalar
+        kernels, ``njit(cache=True)``) or "c" (C99 built through cffi with the
+        system compiler). ``parameters``: values for parameters without one,
+        or to override the stored ones (by symbol or name); all parameters are
+        folded in as constants. See :class:`kanedyn.kane.codegen.CompiledSystem`.
+        """
+        from .codegen import compile_eom
+
+        return compile_eom(self, backend, parameters, cse)
+
+    def to_c(self, path: str | Path, parameters: dict | None = None, prefix: str = "") -> Path:
+        """Write standalone C99 source (functions ``mass_matrix``, ``forcing``, ``dynamics``,
+        ``qdot``, ``energy``, ``forward_dynamics`` on double arrays; operation counts in
+        the header comment) to ``path``."""
+        from .codegen import to_c
+
+        return to_c(self, path, parameters, prefix)
+
+    def to_latex(self, max_terms: int | None = None) -> str:
+        """LaTeX of the intermediates (the first ``max_terms``), q̇ and M u̇ = forcing."""
+        from .codegen import to_latex
+
+        return to_latex(self, max_terms)
