@@ -7,6 +7,7 @@ identification from data and feed-forward compensation.
 True
 """
 
+from .compensation import feedforward_torque, friction_feedforward
 from .identify import (
     MODELS,
     FitResult,
@@ -44,9 +45,11 @@ __all__ = [
     "TanhStribeck",
     "creep_velocity",
     "exponential",
+    "feedforward_torque",
     "fit",
     "fit_joint",
     "fit_trajectory",
+    "friction_feedforward",
     "joint_friction_samples",
     "gaussian",
     "make_smoothing",
