@@ -27,7 +27,7 @@ PI = np.pi
 
 
 def fmt(x) -> str:
-    return " ".join(f"{float(t):.9g}" for t in np.atleast_1d(x))
+    return " ".join(repr(float(t)) for t in np.atleast_1d(x))  # round-trips exactly
 
 
 def cylinder(m, r, l, axis="z"):
