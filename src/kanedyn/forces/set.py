@@ -1,0 +1,53 @@
+"""A set of bound force elements, summed: τ = τ_cons(q) + τ_nc(t, q, v)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import ModelError
+from .base import ForceElement
+
+
+class ForceSet:
+    """Force elements bound to one system, split into conservative and non-conservative.
+
+    Conservative elements (springs) contribute their potential to the energy E;
+    the others do the work ``W_nc = ∫ vᵀ τ_nc dt`` of the energy budget.
+    """
+
+    def __init__(self, system, elements: Iterable[ForceElement] | None = None):
+        els = list(elements or [])
+        for e in els:
+            if not isinstance(e, ForceElement):
+                raise ModelError(f"forces must be ForceElement instances; got {e!r}")
+        bound = [e.bind(system) for e in els]
+        self.nv = system.nv
+        self.elements = bound
+        self.conservative = [e for e in bound if e.conservative]
+        self.nonconservative = [e for e in bound if not e.conservative]
+        self.discontinuous = any(e.discontinuous for e in bound)
+
+    def __bool__(self) -> bool:
+        return bool(self.elements)
+
+    def tau_conservative(self, q: NDArray) -> NDArray:
+        """Σ of the conservative forces, ``−∂V_springs/∂q``."""
+        tau = np.zeros(self.nv)
+        for e in self.conservative:
+            tau += e.generalized_force(0.0, q, None)
+        return tau
+
+    def tau_nonconservative(self, t: float, q: NDArray, v: NDArray) -> NDArray:
+        tau = np.zeros(self.nv)
+        for e in self.nonconservative:
+            tau += e.generalized_force(t, q, v)
+        return tau
+
+    def tau(self, t: float, q: NDArray, v: NDArray) -> NDArray:
+        return self.tau_conservative(q) + self.tau_nonconservative(t, q, v)
+
+    def potential(self, q: NDArray) -> float:
+        return float(sum(e.potential(q) for e in self.conservative))

@@ -1,0 +1,316 @@
+"""What every integration method shares: the problem, the solution, Newton, the step loop.
+
+A method sees a :class:`Problem` (a system of the DESIGN.md protocol, forces
+already summed into callables, initial state, span, step) and returns a
+:class:`Solution`. Fixed-step methods subclass :class:`FixedStepMethod` and
+implement one step; :func:`run_fixed` drives them, checks for divergence and
+turns Newton failures into a :class:`~kanedyn.SolverError` that names the step.
+
+Tangent coordinates. Implicit and Hamiltonian methods work in a chart around
+the configuration q_n at the start of the step, ``q = q_n ⊕ ξ`` =
+``system.integrate_configuration(q_n, ξ, 1)``, so a quaternion is only ever
+moved by the exponential map and the dynamic equations are untouched by that
+choice. Along the chart ``v = J(ξ) ξ̇`` (:func:`chart_jacobian`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import DivergenceError, SolverError
+
+
+# ---------------------------------------------------------------------------- problem
+@dataclass
+class Problem:
+    """An initial value problem for ``q̇ = W(q) v``, ``M v̇ + h = τ(t, q, v)``.
+
+    ``tau_cons(q)`` are conservative joint forces (springs, −∂V_s/∂q) whose
+    potential ``potential(q)`` is part of the energy; ``tau_nc(t, q, v)`` the
+    others, whose power ``vᵀ τ_nc`` is integrated into W_nc.
+    """
+
+    system: object
+    q0: NDArray
+    v0: NDArray
+    t_final: float
+    dt: float | None = None
+    t0: float = 0.0
+    tau_cons: Callable[[NDArray], NDArray] | None = None
+    tau_nc: Callable[[float, NDArray, NDArray], NDArray] | None = None
+    potential: Callable[[NDArray], float] | None = None
+    progress: Callable[[float], None] | None = None
+    blowup: float = 1e8
+    save_every: int = 1
+    #: ∂τ/∂(q, v) of the force elements, when they all provide it (else None)
+    force_jacobians: Callable | None = None
+
+    @property
+    def has_nc(self) -> bool:
+        return self.tau_nc is not None
+
+    def tau(self, t: float, q: NDArray, v: NDArray) -> NDArray:
+        tau = np.zeros(self.system.nv)
+        if self.tau_cons is not None:
+            tau += self.tau_cons(q)
+        if self.tau_nc is not None:
+            tau += self.tau_nc(t, q, v)
+        return tau
+
+    def acceleration(self, t: float, q: NDArray, v: NDArray) -> NDArray:
+        return self.system.forward_dynamics(q, v, self.tau(t, q, v))
+
+    def power_nc(self, t: float, q: NDArray, v: NDArray) -> float:
+        if self.tau_nc is None:
+            return 0.0
+        return float(v @ self.tau_nc(t, q, v))
+
+    def energy(self, q: NDArray, v: NDArray) -> float:
+        """E = T + V_gravity + V_springs."""
+        e = float(self.system.energy(q, v))
+        if self.potential is not None:
+            e += self.potential(q)
+        return e
+
+    def energy_gradient(self, q: NDArray, v: NDArray) -> tuple[NDArray, NDArray]:
+        """(∂E/∂q at fixed v in the tangent space, ∂E/∂v = M v), springs included."""
+        s = self.system
+        if hasattr(s, "energy_gradient"):
+            dq, dv = s.energy_gradient(q, v)
+        else:
+            dq = kinetic_energy_gradient(s, q, v) + gravity_torques(s, q)
+            dv = s.mass_matrix(q) @ v
+        if self.tau_cons is not None:
+            dq = dq - self.tau_cons(q)
+        return dq, dv
+
+    def hamiltonian_gradient(self, q: NDArray, p: NDArray) -> tuple[NDArray, NDArray, NDArray]:
+        """(∂H/∂q, ∂H/∂p = v, v) for H(q, p) = ½ pᵀM⁻¹p + V, in additive coordinates.
+
+        ``∂H/∂q|_p = −∂T/∂q|_v + ∂V/∂q`` (Legendre transform: ∂H/∂q = −∂L/∂q).
+        """
+        s = self.system
+        v = np.linalg.solve(s.mass_matrix(q), p)
+        dq = -kinetic_energy_gradient(s, q, v) + gravity_torques(s, q)
+        if self.tau_cons is not None:
+            dq = dq - self.tau_cons(q)
+        return dq, v, v
+
+
+# ------------------------------------------------------------------- system helpers
+def kinetic_energy_gradient(system, q: NDArray, v: NDArray) -> NDArray:
+    """∂T/∂q at fixed v in the tangent space: the system's own, or central differences."""
+    if hasattr(system, "kinetic_energy_gradient"):
+        return system.kinetic_energy_gradient(q, v)
+    ke = getattr(system, "kinetic_energy", None)
+    if ke is None:
+        def ke(qq, vv):
+            return system.energy(qq, vv) - system.energy(qq, np.zeros_like(vv))
+    eps = 1e-6
+    out = np.empty(system.nv)
+    for k in range(system.nv):
+        e = np.zeros(system.nv)
+        e[k] = eps
+        out[k] = (ke(system.integrate_configuration(q, e, 1.0), v)
+                  - ke(system.integrate_configuration(q, -e, 1.0), v)) / (2 * eps)
+    return out
+
+
+def gravity_torques(system, q: NDArray) -> NDArray:
+    """∂V/∂q in the tangent space: the system's own, or ``nonlinear_effects(q, 0)``."""
+    if hasattr(system, "gravity_torques"):
+        return system.gravity_torques(q)
+    return system.nonlinear_effects(q, np.zeros(system.nv))
+
+
+def chart_is_additive(system) -> bool:
+    """True when ``q ⊕ ξ = q + ξ`` (no quaternion or planar joints)."""
+    flag = getattr(system, "chart_is_additive", None)
+    if flag is not None:
+        return bool(flag)
+    return system.nq == system.nv
+
+
+def chart_jacobian(system, q0: NDArray, xi: NDArray) -> NDArray | None:
+    """J(ξ) with ``v = J ξ̇`` along ``q0 ⊕ ξ``; None means the identity."""
+    if chart_is_additive(system):
+        return None
+    if hasattr(system, "chart_jacobian"):
+        return system.chart_jacobian(q0, xi)
+    raise SolverError(
+        f"system {system!r} has nq={system.nq} != nv={system.nv} but no chart_jacobian(q0, xi); "
+        "this method needs it to move in tangent coordinates"
+    )
+
+
+def momentum(system, q: NDArray, v: NDArray) -> NDArray:
+    if hasattr(system, "momentum"):
+        return np.asarray(system.momentum(q, v), dtype=float)
+    raise SolverError(f"system {system!r} offers no momentum(q, v)")
+
+
+# ------------------------------------------------------------------------------ newton
+class NewtonFailure(Exception):
+    """Raised by :func:`newton` inside a step; the step loop adds step, time and method."""
+
+    def __init__(self, residual: float, iterations: int, reason: str):
+        super().__init__(reason)
+        self.residual, self.iterations, self.reason = residual, iterations, reason
+
+
+def fd_jacobian(residual: Callable[[NDArray], NDArray], x: NDArray, r: NDArray) -> NDArray:
+    """Forward-difference Jacobian of ``residual`` at x (r = residual(x))."""
+    n = x.size
+    Jm = np.empty((r.size, n))
+    for k in range(n):
+        h = 1e-7 * max(1.0, abs(x[k]))
+        xk = x.copy()
+        xk[k] += h
+        Jm[:, k] = (residual(xk) - r) / h
+    return Jm
+
+
+def newton(residual: Callable[[NDArray], NDArray], x0: NDArray,
+           jacobian: NDArray | Callable[[NDArray], NDArray] | None = None,
+           tol: float = 1e-14, maxiter: int = 50) -> tuple[NDArray, int]:
+    """Solve ``residual(x) = 0`` by (simplified) Newton; returns (x, iterations).
+
+    ``jacobian`` is a matrix (kept for the whole solve), a function of x, or
+    None (forward differences at x0). When the iteration contracts slowly
+    (ratio > 0.5) with a frozen matrix it is refreshed by forward differences
+    once. Converged when the update is below ``tol`` relative to x (plus
+    roundoff stagnation: an update that no longer shrinks below 1e-11).
+    """
+    x = np.array(x0, dtype=float)
+    r = residual(x)
+    if not np.all(np.isfinite(r)):
+        raise NewtonFailure(float("nan"), 0, "the residual is not finite at the initial guess")
+    if callable(jacobian):
+        Jm = jacobian(x)
+    elif jacobian is None:
+        Jm = fd_jacobian(residual, x, r)
+    else:
+        Jm = jacobian
+    refreshed = jacobian is None
+    last = np.inf
+    for it in range(1, maxiter + 1):
+        try:
+            dx = -np.linalg.solve(Jm, r)
+        except np.linalg.LinAlgError:
+            raise NewtonFailure(float(np.abs(r).max()), it,
+                                "the Newton matrix is singular") from None
+        x += dx
+        r = residual(x)
+        if not np.all(np.isfinite(r)):
+            raise NewtonFailure(float("nan"), it, "the residual became NaN or infinite")
+        size = float(np.abs(dx).max())
+        scale = 1.0 + float(np.abs(x).max())
+        if size <= tol * scale or (size <= 1e-11 * scale and size >= 0.5 * last):
+            return x, it
+        if it >= 2 and size > 0.5 * last and not refreshed:
+            Jm = jacobian(x) if callable(jacobian) else fd_jacobian(residual, x, r)
+            refreshed = True
+        last = size
+    raise NewtonFailure(float(np.abs(r).max()), maxiter,
+                        f"no convergence in {maxiter} iterations (last update {last:.3g})")
+
+
+# ---------------------------------------------------------------------------- solution
+@dataclass
+class Solution:
+    """What a method returns: states at output times, W_nc, and per-step statistics."""
+
+    t: NDArray
+    q: NDArray
+    v: NDArray
+    work_nc: NDArray
+    stats: dict[str, NDArray] = field(default_factory=dict)
+    method: str = ""
+    message: str = ""
+
+
+class FixedStepMethod:
+    """A one-step method with fixed step ``dt``. Subclasses set ``name``, ``order`` and
+    implement :meth:`step`; unknown options raise a SolverError listing the known ones."""
+
+    name = "fixed"
+    order = 0
+    options: dict = {}
+
+    def __init__(self, problem: Problem, **options):
+        unknown = set(options) - set(self.options)
+        if unknown:
+            raise SolverError(
+                f"method {self.name!r} does not take option(s) {sorted(unknown)}; "
+                f"it takes {sorted(self.options) or 'none'}"
+            )
+        self.problem = problem
+        self.system = problem.system
+        self.opts = {**self.options, **options}
+        self.newton_iterations = 0
+
+    def step(self, t: float, q: NDArray, v: NDArray, h: float) -> tuple[NDArray, NDArray, float]:
+        """One step from (t, q, v) of size h: returns (q1, v1, ΔW_nc)."""
+        raise NotImplementedError
+
+
+def check_state(problem: Problem, method: str, n: int, t: float, q: NDArray, v: NDArray,
+                vmax0: float) -> None:
+    """Stop with a DivergenceError on NaN/inf or a speed beyond ``blowup`` x the initial scale."""
+    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
+        raise DivergenceError(
+            f"{method}: the state became NaN or infinite at step {n}, t = {t:.6g}: "
+            f"q = {np.array2string(q, precision=4)}, v = {np.array2string(v, precision=4)}; "
+            "reduce dt or use an implicit method"
+        )
+    vm = float(np.abs(v).max()) if v.size else 0.0
+    if vm > problem.blowup * (1.0 + vmax0):
+        raise DivergenceError(
+            f"{method}: blow-up at step {n}, t = {t:.6g}: max |v| = {vm:.3g} exceeds "
+            f"{problem.blowup:g} x (1 + max|v0|); q = {np.array2string(q, precision=4)}, "
+            f"v = {np.array2string(v, precision=4)}; reduce dt or raise blowup="
+        )
+
+
+def run_fixed(method: FixedStepMethod, problem: Problem) -> Solution:
+    """Drive a fixed-step method from t0 to t_final; the last step is shortened to land on it."""
+    dt, t0, tf = problem.dt, problem.t0, problem.t_final
+    n_steps = int(np.ceil((tf - t0) / dt - 1e-9)) if tf > t0 else 0
+    every = max(1, int(problem.save_every))
+    n_out = n_steps // every + 1 + (1 if n_steps % every else 0)
+    T = np.empty(n_out)
+    Q = np.empty((n_out, problem.system.nq))
+    V = np.empty((n_out, problem.system.nv))
+    Wn = np.empty(n_out)
+    iters = np.zeros(n_steps, dtype=np.int32)
+    q, v, w, t = np.array(problem.q0, float), np.array(problem.v0, float), 0.0, t0
+    T[0], Q[0], V[0], Wn[0] = t, q, v, w
+    vmax0 = float(np.abs(v).max()) if v.size else 0.0
+    k_out = 1
+    for n in range(n_steps):
+        h = min(dt, tf - t) if n == n_steps - 1 else dt
+        before = method.newton_iterations
+        try:
+            q, v, dw = method.step(t, q, v, h)
+        except NewtonFailure as e:
+            raise SolverError(
+                f"{method.name}: Newton failed at step {n} (t = {t:.6g}, h = {h:.3g}) after "
+                f"{e.iterations} iterations, residual {e.residual:.3g}: {e.reason}. "
+                "Reduce dt, or choose a method with a smaller stage system "
+                "(midpoint rather than gauss4), or an explicit one (rk4, dopri5)"
+            ) from None
+        iters[n] = method.newton_iterations - before
+        t = t0 + (n + 1) * dt if n < n_steps - 1 else tf
+        w += dw
+        check_state(problem, method.name, n + 1, t, q, v, vmax0)
+        if (n + 1) % every == 0 or n == n_steps - 1:
+            T[k_out], Q[k_out], V[k_out], Wn[k_out] = t, q, v, w
+            k_out += 1
+        if problem.progress is not None:
+            problem.progress(t)
+    stats = {"newton_iterations": iters}
+    return Solution(T[:k_out], Q[:k_out], V[:k_out], Wn[:k_out], stats, method.name)

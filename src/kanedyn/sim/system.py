@@ -1,0 +1,177 @@
+"""A Model wrapped in the system protocol of DESIGN.md, plus the gradients integrators need.
+
+The protocol (what every integrator relies on):
+``nq, nv, mass_matrix(q), nonlinear_effects(q, v), forward_dynamics(q, v, tau),
+energy(q, v), q_dot(q, v), integrate_configuration(q, v, dt)``.
+
+Optional members an integrator uses when a system offers them (with a
+documented fallback otherwise):
+
+- ``kinetic_energy_gradient(q, v)``: ∂T/∂q at fixed v, in the tangent space
+  (the derivative along ``q ⊕ εe_k`` = ``integrate_configuration(q, e_k, ε)``).
+  Fallback: central differences of ``energy(q ⊕ εe_k, v) - energy(q ⊕ εe_k, 0)``.
+- ``gravity_torques(q)`` = ∂V/∂q in the tangent space. Fallback:
+  ``nonlinear_effects(q, 0)``.
+- ``chart_jacobian(q0, xi)``: the matrix J(ξ) with ``v = J(ξ) ξ̇`` along
+  ``q(t) = integrate_configuration(q0, ξ(t), 1)``. Fallback: the identity when
+  ``nq == nv`` (the chart is then assumed additive, ``q0 + ξ``).
+- ``momentum(q, v)``: spatial momentum ``[L; P]`` in world coordinates.
+- ``chart_is_additive``: True when ``q0 ⊕ ξ = q0 + ξ`` (no quaternions, no planar
+  joints); the Hamiltonian methods then work in canonical coordinates (q, p).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .. import dynamics as dyn
+from ..model import Model
+from ..model import configuration as cfg
+from ..spatial import crf
+
+# Gauss–Legendre nodes on [0, 1] for the integral J(ξ) = ∫₀¹ Ad_{exp(-sξ)} ds.
+# The integrand is entire in s; 8 nodes (exact to degree 15) leave an error
+# below 1e-16 for |ξ| ≲ 1 rad, far beyond any step an integrator takes.
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
+_GL_S = 0.5 * (_GL_X + 1.0)
+_GL_W = 0.5 * _GL_W
+
+
+def _additive(joint) -> bool:
+    return joint.kind in ("revolute", "prismatic", "helical")
+
+
+class ModelSystem:
+    """A :class:`~kanedyn.Model` seen as a dynamical system (the protocol of DESIGN.md).
+
+    Every method takes one state (1-D arrays) and calls the public batched
+    functions of :mod:`kanedyn` (``kd.aba``, ``kd.crba``, ...), so it uses the fast
+    kernels when they are present. The Model itself is not changed.
+    """
+
+    def __init__(self, model: Model):
+        self.model = model
+        self.nq = model.nq
+        self.nv = model.nv
+        self.joint_names = model.joint_names
+        self.chart_is_additive = all(_additive(b.joint) for b in model.bodies)
+        self._curved = [b for b in model.bodies if not _additive(b.joint)]
+        self._zero_v = np.zeros(model.nv)
+
+    def __repr__(self) -> str:
+        return f"ModelSystem({self.model.name!r}, nq={self.nq}, nv={self.nv})"
+
+    # --- the protocol -----------------------------------------------------
+    def mass_matrix(self, q: NDArray) -> NDArray:
+        return dyn.crba(self.model, q)
+
+    def nonlinear_effects(self, q: NDArray, v: NDArray) -> NDArray:
+        return dyn.nonlinear_effects(self.model, q, v)
+
+    def forward_dynamics(self, q: NDArray, v: NDArray, tau: NDArray,
+                         f_ext: NDArray | None = None) -> NDArray:
+        """v̇ = ABA(q, v, τ, f_ext)."""
+        return dyn.aba(self.model, q, v, tau, f_ext)
+
+    def kinetic_energy(self, q: NDArray, v: NDArray) -> float:
+        return dyn.kinetic_energy(self.model, q, v)
+
+    def potential_energy(self, q: NDArray) -> float:
+        return dyn.potential_energy(self.model, q)
+
+    def energy(self, q: NDArray, v: NDArray) -> float:
+        """E = T + V (gravity); potentials of springs are added by the simulation."""
+        return self.kinetic_energy(q, v) + self.potential_energy(q)
+
+    def momentum(self, q: NDArray, v: NDArray) -> NDArray:
+        """Spatial momentum [L; P] in world coordinates, L about the world origin."""
+        return dyn.spatial_momentum(self.model, q, v)
+
+    def q_dot(self, q: NDArray, v: NDArray) -> NDArray:
+        return cfg.q_dot(self.model, q, v)
+
+    def integrate_configuration(self, q: NDArray, v: NDArray, dt: float) -> NDArray:
+        return cfg.integrate_configuration(self.model, q, v, dt)
+
+    def neutral(self) -> NDArray:
+        return cfg.neutral(self.model)
+
+    # --- gradients ------------------------------------------------------------
+    def gravity_torques(self, q: NDArray) -> NDArray:
+        """g(q) = ∂V/∂q in the tangent space (V̇ = gᵀ v)."""
+        return dyn.gravity_torques(self.model, q)
+
+    def kinetic_energy_gradient(self, q: NDArray, v: NDArray) -> NDArray:
+        """∂T/∂q at fixed speeds v, in the tangent space of each joint.
+
+        Perturbing joint k by ``q_k ⊕ ε e`` turns the world-frame velocity of
+        every body i in the subtree of k by ``σ = S_k e``:
+        ``δV_i = ε σ × (V_i − V_λ(k))``, while its inertia turns as
+        ``δI_i = ε (σ×* I_i − I_i σ×)``. Summing ``h_iᵀ δV_i + ½ V_iᵀ δI_i V_i``
+        over the subtree, the terms in V_i cancel and what is left is
+
+            ∂T/∂ξ_k = S_kᵀ crm(V_λ)ᵀ H_k = −S_kᵀ crf(V_λ) H_k,
+
+        with ``V_λ`` the velocity of k's parent and ``H_k`` the momentum of k's
+        subtree, both in body k coordinates (derived here; it is the term
+        ``vᵀ ∂M/∂q v / 2`` of Lagrange's equations for 1-dof joints, and includes
+        the gyroscopic ``ad*`` term of Boltzmann–Hamel for ball and free joints).
+        O(n): one forward and one backward pass.
+        """
+        model = self.model
+        q = np.asarray(q, dtype=float)
+        v = np.asarray(v, dtype=float)
+        nb = model.nb
+        X_up = [None] * nb
+        V = np.empty((nb, 6))
+        Vp = np.zeros((nb, 6))
+        for b in model.bodies:
+            i, p = b.index, b.parent
+            X_up[i] = b.joint.transform(q[b.iq]) @ b.X_tree
+            vJ = b.joint.motion_subspace() @ v[b.iv]
+            if p >= 0:
+                Vp[i] = X_up[i] @ V[p]
+            V[i] = Vp[i] + vJ
+        H = np.array([b.inertia @ V[b.index] for b in model.bodies])
+        dT = np.zeros(model.nv)
+        for b in reversed(model.bodies):
+            i, p = b.index, b.parent
+            dT[b.iv] = -b.joint.motion_subspace().T @ (crf(Vp[i]) @ H[i])
+            if p >= 0:
+                H[p] += X_up[i].T @ H[i]
+        return dT
+
+    def energy_gradient(self, q: NDArray, v: NDArray) -> tuple[NDArray, NDArray]:
+        """(∂E/∂q at fixed v in the tangent space, ∂E/∂v = M v)."""
+        return (self.kinetic_energy_gradient(q, v) + self.gravity_torques(q),
+                self.mass_matrix(q) @ v)
+
+    def chart_jacobian(self, q0: NDArray, xi: NDArray) -> NDArray:
+        """J(ξ) with ``v = J(ξ) ξ̇`` along ``q = q0 ⊕ ξ`` (block diagonal by joint).
+
+        For a joint whose configuration is a group element moved on the right
+        by ``exp(ξ)`` (SO(3), SE(3), SE(2)), J is the right Jacobian of the
+        exponential, ``J_r(ξ) = ∫₀¹ Ad_{exp(−sξ)} ds`` (Hairer–Lubich–Wanner
+        2006, III.4; Barfoot 2017, 7.1.5), with ``Ad_{exp(−sξ)}`` the Plücker
+        transform from the child frame at ξ = 0 to the child frame at sξ. It is
+        evaluated by 8-point Gauss–Legendre quadrature. 1-dof joints have J = 1.
+        """
+        J = np.eye(self.nv)
+        for b in self._curved:
+            jt = b.joint
+            S = jt.motion_subspace()
+            qa, xa = np.asarray(q0, float)[b.iq], np.asarray(xi, float)[b.iv]
+            X0inv = np.linalg.inv(jt.transform(qa))
+            A = np.zeros((6, 6))
+            for s, w in zip(_GL_S, _GL_W, strict=True):
+                A += w * (jt.transform(jt.integrate(qa, xa, s)) @ X0inv)
+            J[b.iv, b.iv] = S.T @ A @ S  # S has orthonormal columns for these joints
+        return J
+
+
+def as_system(system_or_model) -> object:
+    """A Model is wrapped in a :class:`ModelSystem`; anything else is taken as is."""
+    if isinstance(system_or_model, Model):
+        return ModelSystem(system_or_model)
+    return system_or_model
