@@ -312,7 +312,7 @@ def _link(el: _Element, where: _Where) -> URDFLink:
     ok, why = rotational_inertia_is_physical(I)
     if not ok:
         raise URDFError(f"{where(el)}: <inertia> (line {te.line}) is not a rigid body's "
-                        f"rotational inertia: it is {why}")
+                        f"rotational inertia ({why})")
     # the tensor is given in the inertial frame's axes; turn it into link axes
     return URDFLink(name, URDFInertial(m, c, R @ I @ R.T), el.line)
 
