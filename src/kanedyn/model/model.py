@@ -206,7 +206,10 @@ class ModelBuilder:
     def __init__(self, name: str = "model", gravity: ArrayLike = (0.0, 0.0, -9.81),
                  root_name: str = "world"):
         self.name = name
-        self.gravity = np.asarray(gravity, dtype=float)
+        g = np.asarray(gravity, dtype=float)
+        if g.shape != (3,) or not np.all(np.isfinite(g)):
+            raise ModelError(f"model {name!r}: gravity must be a finite 3-vector, got {gravity!r}")
+        self.gravity = g
         self.root_name = root_name
         self._bodies: list[dict] = []
         # every named frame: name -> (body index or -1, frame_X_body)
@@ -232,15 +235,25 @@ class ModelBuilder:
         """Add a body moved by ``joint`` relative to ``parent`` (a name, an index, or None
         for the world). A :class:`~kanedyn.model.joints.Fixed` joint merges the body into
         its parent. Returns the index of the body that now carries this link."""
+        if not isinstance(name, str) or not name:
+            raise ModelError(f"a body needs a non-empty name, got {name!r}")
         if name in self._frames:
             raise ModelError(f"body {name!r} is defined twice")
         if joint is None:
             joint = Fixed(name=f"{name}_fixed")
-        m = float(mass)
+        if not isinstance(joint, Joint):
+            raise ModelError(f"body {name!r}: joint must be a kanedyn Joint, got {joint!r}")
+        try:
+            m = float(mass)
+            Ic = np.asarray(inertia, dtype=float).reshape(3, 3)
+            c = np.asarray(com, dtype=float).reshape(3)
+        except (TypeError, ValueError):
+            raise ModelError(
+                f"body {name!r}: mass must be a number, com a 3-vector and inertia a 3x3 "
+                f"matrix; got mass={mass!r}, com={com!r}, inertia={inertia!r}"
+            ) from None
         if not np.isfinite(m) or m < 0.0:
             raise ModelError(f"body {name!r}: mass {mass} is negative or not finite")
-        Ic = np.asarray(inertia, dtype=float).reshape(3, 3)
-        c = np.asarray(com, dtype=float).reshape(3)
         if not (np.all(np.isfinite(Ic)) and np.all(np.isfinite(c))):
             raise ModelError(f"body {name!r}: inertia or centre of mass is not finite")
         ok, why = rotational_inertia_is_physical(Ic)
