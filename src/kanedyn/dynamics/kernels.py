@@ -59,9 +59,9 @@ BAD_SHAPE = -2
 
 # --- joints ------------------------------------------------------------------
 
-@njit(cache=True)
-def joint_transform(data, i, q, XE, Xr):
-    """``X_up[i] = X_J(q_i) X_tree[i]`` into (XE[i], Xr[i]); 1 if a quaternion is not unit.
+@njit(cache=True, _nrt=False)
+def joint_transform(data, i, q, X):
+    """``X_up[i] = X_J(q_i) X_tree[i]`` into X[i] = (E row-major, r); 1 if a quaternion is not unit.
 
     ``X_J = plucker(Rᵀ, p)`` with (R, p) the pose of the child in the joint
     frame, so ``E = Rᵀ E_tree`` and ``r = r_tree + E_treeᵀ p``.
@@ -115,15 +115,15 @@ def joint_transform(data, i, q, XE, Xr):
         t0 = data[i, E_TREE + b]
         t1 = data[i, E_TREE + 3 + b]
         t2 = data[i, E_TREE + 6 + b]
-        XE[i, 0, b] = r00 * t0 + r10 * t1 + r20 * t2
-        XE[i, 1, b] = r01 * t0 + r11 * t1 + r21 * t2
-        XE[i, 2, b] = r02 * t0 + r12 * t1 + r22 * t2
-        Xr[i, b] = (data[i, R_TREE + b] + data[i, E_TREE + b] * p0
+        X[i, b] = r00 * t0 + r10 * t1 + r20 * t2
+        X[i, 3 + b] = r01 * t0 + r11 * t1 + r21 * t2
+        X[i, 6 + b] = r02 * t0 + r12 * t1 + r22 * t2
+        X[i, 9 + b] = (data[i, R_TREE + b] + data[i, E_TREE + b] * p0
                     + data[i, E_TREE + 3 + b] * p1 + data[i, E_TREE + 6 + b] * p2)
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def s_column(data, i, c, dst, k):
     """``dst[k] = S_i[:, c]``, column c of the motion subspace of joint i."""
     for m in range(6):
@@ -144,7 +144,7 @@ def s_column(data, i, c, dst, k):
         dst[k, c] = 1.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def s_times(data, i, x, dst, k):
     """``dst[k] = S_i x_i`` with x_i the joint's part of the speed-sized vector x."""
     jt = int(data[i, JTYPE])
@@ -175,7 +175,7 @@ def s_times(data, i, x, dst, k):
             dst[k, m] = x[o + m]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def s_dot(data, i, c, F, k):
     """``S_i[:, c]ᵀ F[k]``: the power-conjugate component c of a force on joint i."""
     jt = int(data[i, JTYPE])
@@ -194,29 +194,29 @@ def s_dot(data, i, c, F, k):
 
 # --- spatial algebra on rows, transforms as (E, r) ---------------------------
 
-@njit(cache=True)
-def x_motion(XE, Xr, i, src, j, dst, k):
+@njit(cache=True, _nrt=False)
+def x_motion(X, i, src, j, dst, k):
     """``dst[k] = X_i src[j]``: ω' = E ω, v' = E (v - r × ω)."""
     w0, w1, w2 = src[j, 0], src[j, 1], src[j, 2]
-    r0, r1, r2 = Xr[i, 0], Xr[i, 1], Xr[i, 2]
+    r0, r1, r2 = X[i, 9], X[i, 10], X[i, 11]
     u0 = src[j, 3] - (r1 * w2 - r2 * w1)
     u1 = src[j, 4] - (r2 * w0 - r0 * w2)
     u2 = src[j, 5] - (r0 * w1 - r1 * w0)
     for a in range(3):
-        dst[k, a] = XE[i, a, 0] * w0 + XE[i, a, 1] * w1 + XE[i, a, 2] * w2
-        dst[k, 3 + a] = XE[i, a, 0] * u0 + XE[i, a, 1] * u1 + XE[i, a, 2] * u2
+        dst[k, a] = X[i, 3 * a] * w0 + X[i, 3 * a + 1] * w1 + X[i, 3 * a + 2] * w2
+        dst[k, 3 + a] = X[i, 3 * a] * u0 + X[i, 3 * a + 1] * u1 + X[i, 3 * a + 2] * u2
 
 
-@njit(cache=True)
-def xt_force_add(XE, Xr, i, src, j, dst, k):
+@njit(cache=True, _nrt=False)
+def xt_force_add(X, i, src, j, dst, k):
     """``dst[k] += X_iᵀ src[j]``: f' = Eᵀ f, n' = Eᵀ n + r × f'."""
-    n0 = XE[i, 0, 0] * src[j, 0] + XE[i, 1, 0] * src[j, 1] + XE[i, 2, 0] * src[j, 2]
-    n1 = XE[i, 0, 1] * src[j, 0] + XE[i, 1, 1] * src[j, 1] + XE[i, 2, 1] * src[j, 2]
-    n2 = XE[i, 0, 2] * src[j, 0] + XE[i, 1, 2] * src[j, 1] + XE[i, 2, 2] * src[j, 2]
-    f0 = XE[i, 0, 0] * src[j, 3] + XE[i, 1, 0] * src[j, 4] + XE[i, 2, 0] * src[j, 5]
-    f1 = XE[i, 0, 1] * src[j, 3] + XE[i, 1, 1] * src[j, 4] + XE[i, 2, 1] * src[j, 5]
-    f2 = XE[i, 0, 2] * src[j, 3] + XE[i, 1, 2] * src[j, 4] + XE[i, 2, 2] * src[j, 5]
-    r0, r1, r2 = Xr[i, 0], Xr[i, 1], Xr[i, 2]
+    n0 = X[i, 0] * src[j, 0] + X[i, 3] * src[j, 1] + X[i, 6] * src[j, 2]
+    n1 = X[i, 1] * src[j, 0] + X[i, 4] * src[j, 1] + X[i, 7] * src[j, 2]
+    n2 = X[i, 2] * src[j, 0] + X[i, 5] * src[j, 1] + X[i, 8] * src[j, 2]
+    f0 = X[i, 0] * src[j, 3] + X[i, 3] * src[j, 4] + X[i, 6] * src[j, 5]
+    f1 = X[i, 1] * src[j, 3] + X[i, 4] * src[j, 4] + X[i, 7] * src[j, 5]
+    f2 = X[i, 2] * src[j, 3] + X[i, 5] * src[j, 4] + X[i, 8] * src[j, 5]
+    r0, r1, r2 = X[i, 9], X[i, 10], X[i, 11]
     dst[k, 0] += n0 + r1 * f2 - r2 * f1
     dst[k, 1] += n1 + r2 * f0 - r0 * f2
     dst[k, 2] += n2 + r0 * f1 - r1 * f0
@@ -225,7 +225,7 @@ def xt_force_add(XE, Xr, i, src, j, dst, k):
     dst[k, 5] += f2
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def cross_motion_add(v, i, m, j, dst, k):
     """``dst[k] += v[i] × m[j]`` = (ω × m_ω, ω × m_v + v_O × m_ω)."""
     w0, w1, w2, u0, u1, u2 = v[i, 0], v[i, 1], v[i, 2], v[i, 3], v[i, 4], v[i, 5]
@@ -238,7 +238,7 @@ def cross_motion_add(v, i, m, j, dst, k):
     dst[k, 5] += w0 * b1 - w1 * b0 + u0 * a1 - u1 * a0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def cross_force_add(v, i, f, j, dst, k):
     """``dst[k] += v[i] ×* f[j]`` = (ω × n + v_O × f, ω × f)."""
     w0, w1, w2, u0, u1, u2 = v[i, 0], v[i, 1], v[i, 2], v[i, 3], v[i, 4], v[i, 5]
@@ -251,22 +251,22 @@ def cross_force_add(v, i, f, j, dst, k):
     dst[k, 5] += w0 * f1 - w1 * f0
 
 
-@njit(cache=True)
-def inertia_times(P, i, m, j, dst, k):
-    """``dst[k] = I m[j]`` for the rigid inertia of parameters P[i] = (m, h, Ī):
+@njit(cache=True, _nrt=False)
+def inertia_times(P, i, o, m, j, dst, k):
+    """``dst[k] = I m[j]`` for the rigid inertia of parameters P[i, o:o+13] = (m, h, Ī):
     n = Ī ω + h × v_O, f = m v_O - h × ω."""
-    M = P[i, 0]
-    h0, h1, h2 = P[i, 1], P[i, 2], P[i, 3]
+    M = P[i, o]
+    h0, h1, h2 = P[i, o + 1], P[i, o + 2], P[i, o + 3]
     w0, w1, w2, u0, u1, u2 = m[j, 0], m[j, 1], m[j, 2], m[j, 3], m[j, 4], m[j, 5]
-    dst[k, 0] = P[i, 4] * w0 + P[i, 5] * w1 + P[i, 6] * w2 + h1 * u2 - h2 * u1
-    dst[k, 1] = P[i, 7] * w0 + P[i, 8] * w1 + P[i, 9] * w2 + h2 * u0 - h0 * u2
-    dst[k, 2] = P[i, 10] * w0 + P[i, 11] * w1 + P[i, 12] * w2 + h0 * u1 - h1 * u0
+    dst[k, 0] = P[i, o + 4] * w0 + P[i, o + 5] * w1 + P[i, o + 6] * w2 + h1 * u2 - h2 * u1
+    dst[k, 1] = P[i, o + 7] * w0 + P[i, o + 8] * w1 + P[i, o + 9] * w2 + h2 * u0 - h0 * u2
+    dst[k, 2] = P[i, o + 10] * w0 + P[i, o + 11] * w1 + P[i, o + 12] * w2 + h0 * u1 - h1 * u0
     dst[k, 3] = M * u0 - (h1 * w2 - h2 * w1)
     dst[k, 4] = M * u1 - (h2 * w0 - h0 * w2)
     dst[k, 5] = M * u2 - (h0 * w1 - h1 * w0)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def inertia_params(data, P):
     """P[i] = (m, h, Ī row-major) of body i, copied from the flat model."""
     for i in range(P.shape[0]):
@@ -277,44 +277,51 @@ def inertia_params(data, P):
             P[i, 4 + m] = data[i, IBAR + m]
 
 
-@njit(cache=True)
-def inertia_to_parent_add(XE, Xr, i, P, src, dst):
+@njit(cache=True, _nrt=False)
+def inertia_to_parent_add(X, i, P, src, dst):
     """``P[dst] += X_iᵀ I(P[src]) X_i`` in parameter form (Featherstone 2008, Table 2.5):
     with y = Eᵀ h, h' = y + m r and
     Ī' = Eᵀ Ī E - r× y× - (y + m r)× r× = Eᵀ Ī E - (y rᵀ + r yᵀ + m r rᵀ) + (2 r·y + m r·r) 1.
     """
     m = P[src, 0]
-    r0, r1, r2 = Xr[i, 0], Xr[i, 1], Xr[i, 2]
+    r0, r1, r2 = X[i, 9], X[i, 10], X[i, 11]
     h0, h1, h2 = P[src, 1], P[src, 2], P[src, 3]
-    y0 = XE[i, 0, 0] * h0 + XE[i, 1, 0] * h1 + XE[i, 2, 0] * h2
-    y1 = XE[i, 0, 1] * h0 + XE[i, 1, 1] * h1 + XE[i, 2, 1] * h2
-    y2 = XE[i, 0, 2] * h0 + XE[i, 1, 2] * h1 + XE[i, 2, 2] * h2
+    y0 = X[i, 0] * h0 + X[i, 3] * h1 + X[i, 6] * h2
+    y1 = X[i, 1] * h0 + X[i, 4] * h1 + X[i, 7] * h2
+    y2 = X[i, 2] * h0 + X[i, 5] * h1 + X[i, 8] * h2
     P[dst, 0] += m
     P[dst, 1] += y0 + m * r0
     P[dst, 2] += y1 + m * r1
     P[dst, 3] += y2 + m * r2
     diag = 2.0 * (r0 * y0 + r1 * y1 + r2 * y2) + m * (r0 * r0 + r1 * r1 + r2 * r2)
-    # Eᵀ Ī E, with T = Ī E first
+    # Eᵀ Ī E, with T = Ī E first (T[c, b] = tcb)
+    I = 4
+    t00 = P[src, I] * X[i, 0] + P[src, I + 1] * X[i, 3] + P[src, I + 2] * X[i, 6]
+    t01 = P[src, I] * X[i, 1] + P[src, I + 1] * X[i, 4] + P[src, I + 2] * X[i, 7]
+    t02 = P[src, I] * X[i, 2] + P[src, I + 1] * X[i, 5] + P[src, I + 2] * X[i, 8]
+    t10 = P[src, I + 3] * X[i, 0] + P[src, I + 4] * X[i, 3] + P[src, I + 5] * X[i, 6]
+    t11 = P[src, I + 3] * X[i, 1] + P[src, I + 4] * X[i, 4] + P[src, I + 5] * X[i, 7]
+    t12 = P[src, I + 3] * X[i, 2] + P[src, I + 4] * X[i, 5] + P[src, I + 5] * X[i, 8]
+    t20 = P[src, I + 6] * X[i, 0] + P[src, I + 7] * X[i, 3] + P[src, I + 8] * X[i, 6]
+    t21 = P[src, I + 6] * X[i, 1] + P[src, I + 7] * X[i, 4] + P[src, I + 8] * X[i, 7]
+    t22 = P[src, I + 6] * X[i, 2] + P[src, I + 7] * X[i, 5] + P[src, I + 8] * X[i, 8]
     for a in range(3):
         ya = (y0, y1, y2)[a]
         ra = (r0, r1, r2)[a]
+        ea0, ea1, ea2 = X[i, a], X[i, 3 + a], X[i, 6 + a]  # column a of E
         for b in range(a, 3):
-            s = 0.0
-            for c in range(3):
-                t = (P[src, 4 + 3 * c] * XE[i, 0, b] + P[src, 5 + 3 * c] * XE[i, 1, b]
-                     + P[src, 6 + 3 * c] * XE[i, 2, b])
-                s += XE[i, c, a] * t
+            s = ea0 * (t00, t01, t02)[b] + ea1 * (t10, t11, t12)[b] + ea2 * (t20, t21, t22)[b]
             yb = (y0, y1, y2)[b]
             rb = (r0, r1, r2)[b]
             s -= ya * rb + ra * yb + m * ra * rb
             if a == b:
                 s += diag
-            P[dst, 4 + 3 * a + b] += s
+            P[dst, I + 3 * a + b] += s
             if a != b:
-                P[dst, 4 + 3 * b + a] += s
+                P[dst, I + 3 * b + a] += s
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def all_finite(x):
     for k in range(x.size):
         if not np.isfinite(x.flat[k]):
@@ -331,33 +338,35 @@ def rnea_into(data, q, v, a, fext, use_v, use_a, use_fext, tau):
     ``use_v``/``use_a`` False treat v/a as zero (nonlinear_effects, gravity_torques).
     """
     nb = data.shape[0] - 1
-    XE = np.empty((nb, 3, 3))
-    Xr = np.empty((nb, 3))
-    P = np.empty((nb, 13))
+    X = np.empty((nb, 12))      # X_up[i] = (E row-major, r)
     vel = np.zeros((nb, 6))
     acc = np.empty((nb, 6))
     f = np.empty((nb, 6))
     vJ = np.zeros((2, 6))  # row 0: S v_i, row 1: S a_i
-    inertia_params(data, P)
-    g = data[nb, GRAV:GRAV + 3]
+    g0 = data[nb, GRAV]
+    g1 = data[nb, GRAV + 1]
+    g2 = data[nb, GRAV + 2]
     for i in range(nb):  # forward pass: parent before child
-        if joint_transform(data, i, q, XE, Xr):
+        if joint_transform(data, i, q, X):
             return i + 1
         p = int(data[i, PARENT])
         if use_v:
             s_times(data, i, v, vJ, 0)
         if p < 0:
             # a_0 = -a_grav = [0; -g], seen from body i
-            vJ[1, 0:3] = 0.0
-            vJ[1, 3] = -g[0]
-            vJ[1, 4] = -g[1]
-            vJ[1, 5] = -g[2]
-            x_motion(XE, Xr, i, vJ, 1, acc, i)
-            vel[i] = vJ[0]
+            vJ[1, 0] = 0.0
+            vJ[1, 1] = 0.0
+            vJ[1, 2] = 0.0
+            vJ[1, 3] = -g0
+            vJ[1, 4] = -g1
+            vJ[1, 5] = -g2
+            x_motion(X, i, vJ, 1, acc, i)
+            for m in range(6):
+                vel[i, m] = vJ[0, m]
         else:
-            x_motion(XE, Xr, i, acc, p, acc, i)
+            x_motion(X, i, acc, p, acc, i)
             if use_v:
-                x_motion(XE, Xr, i, vel, p, vel, i)
+                x_motion(X, i, vel, p, vel, i)
                 for m in range(6):
                     vel[i, m] += vJ[0, m]
                 cross_motion_add(vel, i, vJ, 0, acc, i)
@@ -365,9 +374,9 @@ def rnea_into(data, q, v, a, fext, use_v, use_a, use_fext, tau):
             s_times(data, i, a, vJ, 1)
             for m in range(6):
                 acc[i, m] += vJ[1, m]
-        inertia_times(P, i, acc, i, f, i)
+        inertia_times(data, i, MASS, acc, i, f, i)
         if use_v:
-            inertia_times(P, i, vel, i, vJ, 1)  # I v, parked in the spare row
+            inertia_times(data, i, MASS, vel, i, vJ, 1)  # I v, parked in the spare row
             cross_force_add(vel, i, vJ, 1, f, i)
         if use_fext:
             for m in range(6):
@@ -378,11 +387,11 @@ def rnea_into(data, q, v, a, fext, use_v, use_a, use_fext, tau):
             tau[o + c] = s_dot(data, i, c, f, i)
         p = int(data[i, PARENT])
         if p >= 0:
-            xt_force_add(XE, Xr, i, f, i, f, p)
+            xt_force_add(X, i, f, i, f, p)
     return 0 if all_finite(tau) else NOT_FINITE
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _shape_ok(data, q, nx, x):
     nb = data.shape[0] - 1
     return q.shape[0] == int(data[nb, NQ]) and x.shape[0] == nx
@@ -440,32 +449,35 @@ def crba_into(data, q, M):
     """Joint-space inertia matrix (Table 6.2): composite inertias I^c_i, then
     ``M_ij = S_iᵀ (X ... X)ᵀ I^c_j S_j`` up the support of each body."""
     nb = data.shape[0] - 1
-    XE = np.empty((nb, 3, 3))
-    Xr = np.empty((nb, 3))
+    X = np.empty((nb, 12))      # X_up[i] = (E row-major, r)
     P = np.empty((nb, 13))
     F = np.empty((2, 6))
     for i in range(nb):
-        if joint_transform(data, i, q, XE, Xr):
+        if joint_transform(data, i, q, X):
             return i + 1
     inertia_params(data, P)
     for i in range(nb - 1, -1, -1):
         p = int(data[i, PARENT])
         if p >= 0:
-            inertia_to_parent_add(XE, Xr, i, P, i, p)
-    M[:, :] = 0.0
+            inertia_to_parent_add(X, i, P, i, p)
+    for a in range(M.shape[0]):
+        for b in range(M.shape[1]):
+            M[a, b] = 0.0
     for i in range(nb):
         oi = int(data[i, IV])
         for c in range(int(data[i, NVJ])):
             s_column(data, i, c, F, 1)
-            inertia_times(P, i, F, 1, F, 0)  # F = I^c_i S_i[:, c]
+            inertia_times(P, i, 0, F, 1, F, 0)  # F = I^c_i S_i[:, c]
             for r in range(int(data[i, NVJ])):
                 M[oi + r, oi + c] = s_dot(data, i, r, F, 0)
             j = i
             p = int(data[j, PARENT])
             while p >= 0:
-                F[1, :] = 0.0
-                xt_force_add(XE, Xr, j, F, 0, F, 1)
-                F[0, :] = F[1, :]
+                for m in range(6):
+                    F[1, m] = 0.0
+                xt_force_add(X, j, F, 0, F, 1)
+                for m in range(6):
+                    F[0, m] = F[1, m]
                 j = p
                 oj = int(data[j, IV])
                 for r in range(int(data[j, NVJ])):
@@ -493,30 +505,29 @@ def crba_batch(data, Q, out, status):
 
 # --- ABA ----------------------------------------------------------------------
 
-@njit(cache=True)
-def _rotate_block(XE, i, S, o0, o1, T):
-    """``T = Eᵀ S[o0:o0+3, o1:o1+3] E`` (3x3)."""
+@njit(cache=True, _nrt=False)
+def _rotate_block(X, i, S, o0, o1, T, t):
+    """``T[t] = Eᵀ S[o0:o0+3, o1:o1+3] E`` (3x3), using T[5] as scratch."""
+    for c in range(3):
+        for b in range(3):
+            T[5, c, b] = (S[o0 + c, o1] * X[i, b] + S[o0 + c, o1 + 1] * X[i, 3 + b]
+                          + S[o0 + c, o1 + 2] * X[i, 6 + b])
     for a in range(3):
         for b in range(3):
-            s = 0.0
-            for c in range(3):
-                t = (S[o0 + c, o1] * XE[i, 0, b] + S[o0 + c, o1 + 1] * XE[i, 1, b]
-                     + S[o0 + c, o1 + 2] * XE[i, 2, b])
-                s += XE[i, c, a] * t
-            T[a, b] = s
+            T[t, a, b] = X[i, a] * T[5, 0, b] + X[i, 3 + a] * T[5, 1, b] + X[i, 6 + a] * T[5, 2, b]
 
 
-@njit(cache=True)
-def articulated_to_parent_add(XE, Xr, i, Ia, IAp, T):
-    """``IAp += X_iᵀ Ia X_i`` for a symmetric 6x6 ``Ia = [A B; Bᵀ C]``.
+@njit(cache=True, _nrt=False)
+def articulated_to_parent_add(X, i, IA, src, dst, T):
+    """``IA[dst:dst+6] += X_iᵀ IA[src:src+6] X_i`` for a symmetric 6x6 ``[A B; Bᵀ C]``.
 
     With X = rot(E) xlt(r): rotate the blocks (A', B', C' = Eᵀ · E), then shift,
     ``A'' = A' - B' r× - (B' r×)ᵀ - r× C' r×``, ``B'' = B' + r× C'``, ``C'' = C'``.
     """
-    _rotate_block(XE, i, Ia, 0, 0, T[0])
-    _rotate_block(XE, i, Ia, 0, 3, T[1])
-    _rotate_block(XE, i, Ia, 3, 3, T[2])
-    r0, r1, r2 = Xr[i, 0], Xr[i, 1], Xr[i, 2]
+    _rotate_block(X, i, IA, src, 0, T, 0)
+    _rotate_block(X, i, IA, src, 3, T, 1)
+    _rotate_block(X, i, IA, src + 3, 3, T, 2)
+    r0, r1, r2 = X[i, 9], X[i, 10], X[i, 11]
     # T[3] = B' r×, T[4] = r× C'  (r× = [[0,-r2,r1],[r2,0,-r0],[-r1,r0,0]])
     for a in range(3):
         b0, b1, b2 = T[1, a, 0], T[1, a, 1], T[1, a, 2]
@@ -537,10 +548,10 @@ def articulated_to_parent_add(XE, Xr, i, Ia, IAp, T):
         for b in range(3):
             A2 = T[0, a, b] - T[3, a, b] - T[3, b, a]
             B2 = T[1, a, b] + T[4, a, b]
-            IAp[a, b] += A2
-            IAp[a, 3 + b] += B2
-            IAp[3 + b, a] += B2
-            IAp[3 + a, 3 + b] += T[2, a, b]
+            IA[dst + a, b] += A2
+            IA[dst + a, 3 + b] += B2
+            IA[dst + 3 + b, a] += B2
+            IA[dst + 3 + a, 3 + b] += T[2, a, b]
 
 
 @njit(cache=True)
@@ -550,32 +561,33 @@ def aba_into(data, q, v, tau, fext, use_fext, qdd):
     ``D_i = S_iᵀ U_i`` (U_i = I^A_i S_i) is factored ``D_i = L_i L_iᵀ``; with
     ``W_i = L_i⁻¹ U_iᵀ`` and ``y_i = L_i⁻¹ u_i`` the book's ``U D⁻¹ Uᵀ = Wᵀ W``,
     ``U D⁻¹ u = Wᵀ y`` and ``q̈_i = L_i⁻ᵀ (y_i - W_i a'_i)``.
+    The 6x6 blocks of body i (I^A_i, L_i, W_i) are rows 6i..6i+5 of (6 nb, 6) arrays.
     """
     nb = data.shape[0] - 1
-    XE = np.empty((nb, 3, 3))
-    Xr = np.empty((nb, 3))
-    P = np.empty((nb, 13))
+    X = np.empty((nb, 12))      # X_up[i] = (E row-major, r)
     vel = np.empty((nb, 6))
-    cb = np.zeros((nb, 6))      # velocity-product accelerations c_i = v_i × v_J
+    cb = np.zeros((nb, 6))          # velocity-product accelerations c_i = v_i × v_J
     acc = np.empty((nb, 6))
-    pA = np.empty((nb, 6))      # articulated bias forces
-    IA = np.zeros((nb, 6, 6))   # articulated inertias
-    L = np.empty((nb, 6, 6))    # Cholesky factor of D_i
-    W = np.empty((nb, 6, 6))    # rows 0..nv_i-1: L⁻¹ Uᵀ
+    pA = np.empty((nb, 6))          # articulated bias forces
+    IA = np.empty((6 * nb, 6))      # articulated inertias
+    L = np.empty((6 * nb, 6))       # Cholesky factors of D_i
+    W = np.empty((6 * nb, 6))       # rows 0..nv_i-1 of each block: L⁻¹ Uᵀ
     y = np.empty(qdd.shape[0])
-    tmp = np.empty((2, 6))
-    T = np.empty((5, 3, 3))
-    inertia_params(data, P)
-    g = data[nb, GRAV:GRAV + 3]
+    tmp = np.empty((8, 6))          # rows 0, 1: vectors; rows 2..7: U_i columns
+    T = np.empty((6, 3, 3))
+    g0 = data[nb, GRAV]
+    g1 = data[nb, GRAV + 1]
+    g2 = data[nb, GRAV + 2]
     for i in range(nb):  # pass 1: velocities and bias forces, parent before child
-        if joint_transform(data, i, q, XE, Xr):
+        if joint_transform(data, i, q, X):
             return i + 1
         p = int(data[i, PARENT])
         s_times(data, i, v, tmp, 0)
         if p < 0:
-            vel[i] = tmp[0]
+            for m in range(6):
+                vel[i, m] = tmp[0, m]
         else:
-            x_motion(XE, Xr, i, vel, p, vel, i)
+            x_motion(X, i, vel, p, vel, i)
             for m in range(6):
                 vel[i, m] += tmp[0, m]
             cross_motion_add(vel, i, tmp, 0, cb, i)
@@ -583,11 +595,12 @@ def aba_into(data, q, v, tau, fext, use_fext, qdd):
         for c in range(6):
             for m in range(6):
                 tmp[0, m] = 1.0 if m == c else 0.0
-            inertia_times(P, i, tmp, 0, tmp, 1)
+            inertia_times(data, i, MASS, tmp, 0, tmp, 1)
             for m in range(6):
-                IA[i, m, c] = tmp[1, m]
-        inertia_times(P, i, vel, i, tmp, 0)
-        pA[i, :] = 0.0
+                IA[6 * i + m, c] = tmp[1, m]
+        inertia_times(data, i, MASS, vel, i, tmp, 0)
+        for m in range(6):
+            pA[i, m] = 0.0
         cross_force_add(vel, i, tmp, 0, pA, i)
         if use_fext:
             for m in range(6):
@@ -595,75 +608,79 @@ def aba_into(data, q, v, tau, fext, use_fext, qdd):
     for i in range(nb - 1, -1, -1):  # pass 2: articulated inertias, child before parent
         n = int(data[i, NVJ])
         o = int(data[i, IV])
-        # W rows hold U columns first: W[i, c] = U_i[:, c] = I^A_i S_i[:, c]
+        b = 6 * i
+        # tmp[2 + c] = U_i[:, c] = I^A_i S_i[:, c]
         for c in range(n):
             s_column(data, i, c, tmp, 0)
             for m in range(6):
                 s = 0.0
                 for l in range(6):
-                    s += IA[i, m, l] * tmp[0, l]
-                W[i, c, m] = s
+                    s += IA[b + m, l] * tmp[0, l]
+                tmp[2 + c, m] = s
         # D = Sᵀ U, then its Cholesky factor L (D is SPD for a model that moves inertia)
         for c in range(n):
             for r in range(c, n):
-                d = s_dot(data, i, r, W[i], c)
+                d = s_dot(data, i, r, tmp, 2 + c)
                 for l in range(c):
-                    d -= L[i, r, l] * L[i, c, l]
+                    d -= L[b + r, l] * L[b + c, l]
                 if r == c:
-                    L[i, c, c] = np.sqrt(d)
+                    L[b + c, c] = np.sqrt(d)
                 else:
-                    L[i, r, c] = d / L[i, c, c]
-        # u = τ_i - Sᵀ p^A; y = L⁻¹ u; W = L⁻¹ Uᵀ (forward substitution, in place)
+                    L[b + r, c] = d / L[b + c, c]
+        # u = τ_i - Sᵀ p^A; y = L⁻¹ u; W = L⁻¹ Uᵀ (forward substitution)
         for r in range(n):
             u = tau[o + r] - s_dot(data, i, r, pA, i)
             for l in range(r):
-                u -= L[i, r, l] * y[o + l]
-            y[o + r] = u / L[i, r, r]
+                u -= L[b + r, l] * y[o + l]
+            y[o + r] = u / L[b + r, r]
             for m in range(6):
-                w = W[i, r, m]
+                w = tmp[2 + r, m]
                 for l in range(r):
-                    w -= L[i, r, l] * W[i, l, m]
-                W[i, r, m] = w / L[i, r, r]
+                    w -= L[b + r, l] * W[b + l, m]
+                W[b + r, m] = w / L[b + r, r]
         p = int(data[i, PARENT])
         if p >= 0:
             # I^a = I^A - Wᵀ W (in place); p^a = p^A + I^a c + Wᵀ y
             for a in range(6):
-                for b in range(6):
+                for c in range(6):
                     s = 0.0
                     for l in range(n):
-                        s += W[i, l, a] * W[i, l, b]
-                    IA[i, a, b] -= s
+                        s += W[b + l, a] * W[b + l, c]
+                    IA[b + a, c] -= s
             for a in range(6):
                 s = pA[i, a]
-                for b in range(6):
-                    s += IA[i, a, b] * cb[i, b]
+                for c in range(6):
+                    s += IA[b + a, c] * cb[i, c]
                 for l in range(n):
-                    s += W[i, l, a] * y[o + l]
+                    s += W[b + l, a] * y[o + l]
                 tmp[0, a] = s
-            articulated_to_parent_add(XE, Xr, i, IA[i], IA[p], T)
-            xt_force_add(XE, Xr, i, tmp, 0, pA, p)
+            articulated_to_parent_add(X, i, IA, b, 6 * p, T)
+            xt_force_add(X, i, tmp, 0, pA, p)
     for i in range(nb):  # pass 3: accelerations, parent before child
         n = int(data[i, NVJ])
         o = int(data[i, IV])
         p = int(data[i, PARENT])
+        b = 6 * i
         if p < 0:
-            tmp[1, 0:3] = 0.0
-            tmp[1, 3] = -g[0]
-            tmp[1, 4] = -g[1]
-            tmp[1, 5] = -g[2]
-            x_motion(XE, Xr, i, tmp, 1, acc, i)
+            tmp[1, 0] = 0.0
+            tmp[1, 1] = 0.0
+            tmp[1, 2] = 0.0
+            tmp[1, 3] = -g0
+            tmp[1, 4] = -g1
+            tmp[1, 5] = -g2
+            x_motion(X, i, tmp, 1, acc, i)
         else:
-            x_motion(XE, Xr, i, acc, p, acc, i)
+            x_motion(X, i, acc, p, acc, i)
         for m in range(6):
             acc[i, m] += cb[i, m]
         # q̈ = L⁻ᵀ (y - W a')  (back substitution)
         for r in range(n - 1, -1, -1):
             s = y[o + r]
             for m in range(6):
-                s -= W[i, r, m] * acc[i, m]
+                s -= W[b + r, m] * acc[i, m]
             for l in range(r + 1, n):
-                s -= L[i, l, r] * qdd[o + l]
-            qdd[o + r] = s / L[i, r, r]
+                s -= L[b + l, r] * qdd[o + l]
+            qdd[o + r] = s / L[b + r, r]
         s_times(data, i, qdd, tmp, 0)
         for m in range(6):
             acc[i, m] += tmp[0, m]
