@@ -316,3 +316,14 @@ def test_panda_flange_pose_at_zero():
     np.testing.assert_allclose(R, np.diag([1.0, -1.0, -1.0]), atol=1e-12)
     assert parse_urdf(kd.model.urdf.robot_path("panda")).mimic["panda_finger_joint2"].joint \
         == "panda_finger_joint1"
+
+
+def test_docs_example_runs_and_is_right(capsys):
+    """docs/urdf.md's example: the hand's TCP is 0.1034 m below the flange (Franka)."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "urdf.md").read_text()
+    code = doc.split("```python")[1].split("```")[0]
+    ns: dict = {}
+    exec(compile(code, "docs/urdf.md", "exec"), ns)
+    np.testing.assert_allclose(ns["p"], [0.088, 0, 0.926 - 0.1034], atol=1e-12)
+    assert (ns["legged"].nq, ns["legged"].nv, ns["humanoid"].nv) == (19, 18, 38)
+    capsys.readouterr()
