@@ -44,6 +44,7 @@ from .model import (
 )
 from .model import builders as models
 from .model.urdf import load_robot, load_urdf, load_urdf_string
+from .sim import ModelSystem, Trajectory, simulate
 
 __version__ = "0.1.0"
 
@@ -55,10 +56,12 @@ __all__ = [
     "Model",
     "ModelBuilder",
     "ModelError",
+    "ModelSystem",
     "ScenarioError",
     "SolverError",
     "StateError",
     "SymbolicError",
+    "Trajectory",
     "URDFError",
     "aba",
     "center_of_mass",
@@ -80,5 +83,6 @@ __all__ = [
     "q_dot",
     "random_configuration",
     "rnea",
+    "simulate",
     "spatial_momentum",
 ]

@@ -1,1 +1,122 @@
-"""kanedyn.integrators (see DESIGN.md)."""
+"""kanedyn.integrators — every method behind ``kd.simulate(..., method=name)``.
+
+Built in (one file per family; each docstring gives the order and what is conserved):
+
+=================  =========================================  ======  ==========================
+name               family (file)                              order   conserves exactly
+=================  =========================================  ======  ==========================
+``rk4``            explicit Runge–Kutta (rk4.py)              4       nothing
+``dopri5``         adaptive Dormand–Prince 5(4) (dopri5.py)   5       nothing
+``RK45`` ...       SciPy solve_ivp methods (scipy_ivp.py)     —       nothing
+``verlet``         Störmer–Verlet / leapfrog (verlet.py)      2       symplectic, quadratic momenta
+``midpoint``       Gauss–Legendre (gauss.py)                  2       symplectic, quadratic momenta
+``gauss4``         Gauss–Legendre (gauss.py)                  4       symplectic, quadratic momenta
+``avf``            discrete gradient (discrete_gradient.py)   2       energy
+``itoh_abe``       discrete gradient (discrete_gradient.py)   1       energy
+``energy_momentum`` midpoint + projection (energy_momentum.py) 2      energy and momentum
+=================  =========================================  ======  ==========================
+
+``project="energy"`` (or a tuple with ``"momentum"``, ``"angular_momentum"``,
+``"linear_momentum"``) wraps any fixed-step method in a projection
+(projection.py).
+
+Registering a method
+--------------------
+``register_method(name, fn_or_class, kind)``:
+
+- ``kind="fixed"``: a subclass of :class:`~kanedyn.integrators.base.FixedStepMethod`;
+  ``simulate`` builds it as ``cls(problem, **options)`` and drives it with
+  :func:`~kanedyn.integrators.base.run_fixed` (a ``dt`` is required).
+- ``kind="adaptive"`` or ``"dae"``: a callable ``fn(problem, **options) ->
+  Solution``. The :class:`~kanedyn.integrators.base.Problem` carries the system
+  (any object of the DESIGN.md protocol, e.g. a constrained system), q0, v0,
+  t0, t_final, ``dt`` (the output spacing, or None) and the force callables.
+
+``kd.simulate(system, q0, v0, t_final, method=name, **options)`` forwards
+every keyword it does not know itself (``formulation=``, ``rtol=``, ``atol=``,
+...) to the method, which validates them and raises a SolverError for the
+ones it does not take. "radau5" and "ida" are looked up lazily in
+``kanedyn.integrators.radau`` / ``kanedyn.integrators.ida``: those modules
+register themselves on import.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ..errors import SolverError
+from .base import FixedStepMethod, Problem, Solution, run_fixed
+from .discrete_gradient import AVF, ItohAbe
+from .dopri5 import dopri5
+from .energy_momentum import EnergyMomentum
+from .gauss import Gauss4, Midpoint
+from .projection import Projected
+from .rk4 import RK4
+from .scipy_ivp import SCIPY_METHODS, scipy_method
+from .verlet import Verlet
+
+KINDS = ("fixed", "adaptive", "dae")
+_REGISTRY: dict[str, tuple[object, str]] = {}
+#: methods provided by modules that register themselves when imported
+_LAZY = {"radau5": "kanedyn.integrators.radau", "ida": "kanedyn.integrators.ida"}
+
+
+def register_method(name: str, fn_or_class, kind: str = "fixed") -> None:
+    """Make ``method=name`` available to :func:`kanedyn.simulate` (see module doc)."""
+    if kind not in KINDS:
+        raise SolverError(f"register_method: kind must be one of {KINDS}, got {kind!r}")
+    if not isinstance(name, str) or not name:
+        raise SolverError(f"register_method: name must be a non-empty string, got {name!r}")
+    if kind == "fixed" and not (isinstance(fn_or_class, type)
+                                and issubclass(fn_or_class, FixedStepMethod)):
+        raise SolverError(f"register_method({name!r}): a fixed-step method must be a "
+                          "FixedStepMethod subclass")
+    if kind != "fixed" and not callable(fn_or_class):
+        raise SolverError(f"register_method({name!r}): {fn_or_class!r} is not callable")
+    _REGISTRY[name] = (fn_or_class, kind)
+
+
+def available_methods() -> list[str]:
+    """Names accepted by ``simulate(method=...)`` (lazily registered ones included)."""
+    return sorted(set(_REGISTRY) | set(_LAZY))
+
+
+def get_method(name: str) -> tuple[object, str]:
+    """(fn_or_class, kind) registered under ``name``; unknown names list the available ones."""
+    if name not in _REGISTRY and name in _LAZY:
+        try:
+            importlib.import_module(_LAZY[name])
+        except ImportError as e:
+            raise SolverError(f"method {name!r} is not available: {e}") from None
+        if name not in _REGISTRY:
+            raise SolverError(f"method {name!r}: module {_LAZY[name]} did not register it "
+                              f"(it should call register_method({name!r}, fn, kind='dae'))")
+    if name not in _REGISTRY:
+        raise SolverError(f"unknown method {name!r}; available: {', '.join(available_methods())}")
+    return _REGISTRY[name]
+
+
+for _cls in (RK4, Verlet, Midpoint, Gauss4, AVF, ItohAbe, EnergyMomentum):
+    register_method(_cls.name, _cls, "fixed")
+register_method("dopri5", dopri5, "adaptive")
+for _n in SCIPY_METHODS:
+    register_method(_n, scipy_method(_n), "adaptive")
+
+__all__ = [
+    "AVF",
+    "EnergyMomentum",
+    "FixedStepMethod",
+    "Gauss4",
+    "ItohAbe",
+    "Midpoint",
+    "Problem",
+    "Projected",
+    "RK4",
+    "Solution",
+    "Verlet",
+    "available_methods",
+    "dopri5",
+    "get_method",
+    "register_method",
+    "run_fixed",
+]

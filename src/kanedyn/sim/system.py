@@ -38,6 +38,10 @@ _GL_S = 0.5 * (_GL_X + 1.0)
 _GL_W = 0.5 * _GL_W
 
 
+def _c(x) -> NDArray:
+    return np.ascontiguousarray(x, dtype=float)
+
+
 def _additive(joint) -> bool:
     return joint.kind in ("revolute", "prismatic", "helical")
 
@@ -63,22 +67,24 @@ class ModelSystem:
         return f"ModelSystem({self.model.name!r}, nq={self.nq}, nv={self.nv})"
 
     # --- the protocol -----------------------------------------------------
+    # Inputs are made contiguous float64 (integrators pass slices of state
+    # vectors) so that the public functions take their fast path without copies.
     def mass_matrix(self, q: NDArray) -> NDArray:
-        return dyn.crba(self.model, q)
+        return dyn.crba(self.model, _c(q))
 
     def nonlinear_effects(self, q: NDArray, v: NDArray) -> NDArray:
-        return dyn.nonlinear_effects(self.model, q, v)
+        return dyn.nonlinear_effects(self.model, _c(q), _c(v))
 
     def forward_dynamics(self, q: NDArray, v: NDArray, tau: NDArray,
                          f_ext: NDArray | None = None) -> NDArray:
         """v̇ = ABA(q, v, τ, f_ext)."""
-        return dyn.aba(self.model, q, v, tau, f_ext)
+        return dyn.aba(self.model, _c(q), _c(v), _c(tau), f_ext)
 
     def kinetic_energy(self, q: NDArray, v: NDArray) -> float:
-        return dyn.kinetic_energy(self.model, q, v)
+        return float(dyn.kinetic_energy(self.model, _c(q), _c(v)))
 
     def potential_energy(self, q: NDArray) -> float:
-        return dyn.potential_energy(self.model, q)
+        return float(dyn.potential_energy(self.model, _c(q)))
 
     def energy(self, q: NDArray, v: NDArray) -> float:
         """E = T + V (gravity); potentials of springs are added by the simulation."""
@@ -86,13 +92,13 @@ class ModelSystem:
 
     def momentum(self, q: NDArray, v: NDArray) -> NDArray:
         """Spatial momentum [L; P] in world coordinates, L about the world origin."""
-        return dyn.spatial_momentum(self.model, q, v)
+        return dyn.spatial_momentum(self.model, _c(q), _c(v))
 
     def q_dot(self, q: NDArray, v: NDArray) -> NDArray:
-        return cfg.q_dot(self.model, q, v)
+        return cfg.q_dot(self.model, _c(q), _c(v))
 
     def integrate_configuration(self, q: NDArray, v: NDArray, dt: float) -> NDArray:
-        return cfg.integrate_configuration(self.model, q, v, dt)
+        return cfg.integrate_configuration(self.model, _c(q), _c(v), dt)
 
     def neutral(self) -> NDArray:
         return cfg.neutral(self.model)
@@ -100,7 +106,7 @@ class ModelSystem:
     # --- gradients ------------------------------------------------------------
     def gravity_torques(self, q: NDArray) -> NDArray:
         """g(q) = ∂V/∂q in the tangent space (V̇ = gᵀ v)."""
-        return dyn.gravity_torques(self.model, q)
+        return dyn.gravity_torques(self.model, _c(q))
 
     def kinetic_energy_gradient(self, q: NDArray, v: NDArray) -> NDArray:
         """∂T/∂q at fixed speeds v, in the tangent space of each joint.

@@ -1,0 +1,118 @@
+"""SciPy's ``solve_ivp`` methods ("RK45", "RK23", "DOP853", "Radau", "BDF", "LSODA") by name.
+
+The solver classes of :mod:`scipy.integrate` are stepped one step at a time
+on ``y = (ξ, v, w)``: ``q = q_c ⊕ ξ`` in the tangent chart of a centre
+configuration q_c, ``ξ̇ = J(ξ)⁻¹ v``, ``v̇`` from ``forward_dynamics``, and
+``ẇ = vᵀ τ_nc``. For additive coordinates the chart is global; with ball or
+free joints the solver is restarted on a new centre whenever ``|ξ|`` exceeds
+0.5 rad, so quaternions only ever move by the exponential map. Orders and
+properties are SciPy's (RK45: 5(4); DOP853: 8(5,3); Radau: 5, L-stable;
+BDF: 1–5, variable order; LSODA: Adams/BDF switching); none conserves energy
+exactly. Options (``rtol``, ``atol``, ``first_step``, ``max_step``, and for the
+implicit ones ``jac``) go to the SciPy class, which validates them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.integrate as si
+
+from ..errors import SolverError
+from .base import Problem, Solution, chart_is_additive, chart_jacobian, check_state
+
+SCIPY_METHODS = ("RK45", "RK23", "DOP853", "Radau", "BDF", "LSODA")
+
+
+def scipy_method(name: str):
+    """The kanedyn method that runs ``scipy.integrate.<name>``."""
+    cls = getattr(si, name)
+
+    def run(problem: Problem, **options) -> Solution:
+        return _run(cls, name, problem, **options)
+
+    run.__name__ = f"scipy_{name}"
+    run.__doc__ = f"scipy.integrate.{name}, stepped in tangent coordinates."
+    return run
+
+
+def _run(cls, name: str, problem: Problem, recentre: float = 0.5, **options) -> Solution:
+    P, s = problem, problem.system
+    nv = s.nv
+    additive = chart_is_additive(s)
+    centre = {"q": np.array(P.q0, float)}
+
+    def f(t, y):
+        xi, v = y[:nv], y[nv:2 * nv]
+        q0 = centre["q"]
+        q = q0 + xi if additive else s.integrate_configuration(q0, xi, 1.0)
+        a = s.forward_dynamics(q, v, P.tau(t, q, v))
+        J = None if additive else chart_jacobian(s, q0, xi)
+        out = np.empty(2 * nv + 1)
+        out[:nv] = v if J is None else np.linalg.solve(J, v)
+        out[nv:2 * nv] = a
+        out[-1] = P.power_nc(t, q, v)
+        return out
+
+    def to_q(y):
+        q0 = centre["q"]
+        return q0 + y[:nv] if additive else s.integrate_configuration(q0, y[:nv], 1.0)
+
+    def make(t, y, first=None):
+        opts = dict(options)
+        if first is not None and "first_step" not in options:
+            opts["first_step"] = first
+        try:
+            return cls(f, t, y, P.t_final, **opts)
+        except TypeError as e:
+            raise SolverError(f"method {name!r}: {e}") from None
+        except ValueError as e:
+            raise SolverError(f"method {name!r}: {e}") from None
+
+    y = np.concatenate([np.zeros(nv), np.array(P.v0, float), [0.0]])
+    solver = make(P.t0, y)
+    Ts, Qs, Vs, Ws, nfev = [P.t0], [centre["q"].copy()], [y[nv:2 * nv].copy()], [0.0], []
+    grid = None
+    if P.dt is not None:
+        grid = P.t0 + P.dt * np.arange(1, int(np.floor((P.t_final - P.t0) / P.dt + 1e-9)) + 1)
+        gi = 0
+    vmax0 = float(np.abs(P.v0).max()) if nv else 0.0
+    n, last_nfev = 0, 0
+    while solver.status == "running" and P.t_final > P.t0:
+        msg = solver.step()
+        if solver.status == "failed":
+            raise SolverError(f"method {name!r} failed at t = {solver.t:.6g} after {n} steps: "
+                              f"{msg}; loosen rtol/atol or try a stiff method (Radau, BDF)")
+        n += 1
+        y1 = solver.y
+        q1 = to_q(y1)
+        check_state(P, name, n, solver.t, q1, y1[nv:2 * nv], vmax0)
+        if grid is not None:
+            dense = solver.dense_output()
+            while gi < grid.size and grid[gi] <= solver.t + 1e-12 * max(1.0, abs(solver.t)):
+                yd = dense(grid[gi])
+                Ts.append(grid[gi])
+                Qs.append(to_q(yd))
+                Vs.append(yd[nv:2 * nv].copy())
+                Ws.append(yd[-1])
+                gi += 1
+        else:
+            Ts.append(solver.t)
+            Qs.append(q1)
+            Vs.append(y1[nv:2 * nv].copy())
+            Ws.append(y1[-1])
+        nfev.append(solver.nfev - last_nfev)
+        last_nfev = solver.nfev
+        if P.progress is not None:
+            P.progress(solver.t)
+        if not additive and solver.status == "running" and np.abs(y1[:nv]).max() > recentre:
+            centre["q"] = q1
+            y = np.concatenate([np.zeros(nv), y1[nv:]])
+            last_nfev = 0
+            solver = make(solver.t, y, first=solver.step_size)
+    if grid is not None and Ts[-1] < solver.t:
+        Ts.append(solver.t)
+        Qs.append(to_q(solver.y))
+        Vs.append(solver.y[nv:2 * nv].copy())
+        Ws.append(solver.y[-1])
+    return Solution(np.array(Ts), np.array(Qs), np.array(Vs), np.array(Ws),
+                    {"function_evaluations": np.array(nfev, dtype=np.int64)}, name)

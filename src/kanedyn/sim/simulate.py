@@ -1,0 +1,110 @@
+"""``kd.simulate``: system + forces + method -> Trajectory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ..errors import SolverError, StateError
+from ..forces import ForceElement, ForceSet
+from ..integrators import get_method, run_fixed
+from ..integrators.base import Problem
+from ..integrators.projection import Projected, parse_invariants
+from ..model import Model
+from ..model.configuration import check_configuration
+from .progress import ProgressBar, wants_progress
+from .system import as_system
+from .trajectory import Trajectory
+
+
+def _vector(x, n: int, what: str) -> np.ndarray:
+    a = np.asarray(x, dtype=float)
+    if a.shape != (n,):
+        raise StateError(f"{what} must have shape ({n},), got {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise StateError(f"{what} contains NaN or infinity: {a}")
+    return a.copy()
+
+
+def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, method: str = "rk4",
+             dt: float | None = None, forces: Iterable[ForceElement] | None = None,
+             project: str | tuple[str, ...] | None = None, progress: bool | None = None,
+             t0: float = 0.0, save_every: int = 1, blowup: float = 1e8,
+             **options) -> Trajectory:
+    """Integrate ``q̇ = W(q) v``, ``M(q) v̇ + h(q, v) = τ`` from (q0, v0) at t0 to t_final.
+
+    ``system``: a :class:`~kanedyn.Model` (wrapped in a
+    :class:`~kanedyn.sim.system.ModelSystem`) or any object of the system
+    protocol (a compiled Kane system, a constrained system), taken as is.
+    ``method``: a registered name (:func:`kanedyn.integrators.available_methods`).
+    ``dt``: the step of fixed-step methods (required for them); for adaptive
+    ones the output spacing (dense output), or None for every accepted step.
+    ``forces``: force elements (springs, dampers, torques, wrenches);
+    ``project``: ``"energy"`` or a tuple of invariants, wraps a fixed-step method
+    in a projection. ``progress``: a bar on stderr (None: only on a terminal).
+    ``save_every``: keep every k-th step of a fixed-step method.
+    ``blowup``: a speed beyond blowup × (1 + max|v0|) stops the run with a
+    DivergenceError (as does a NaN). Other keyword options go to the method.
+    """
+    sys_ = as_system(system)
+    for attr in ("nq", "nv", "forward_dynamics", "energy", "integrate_configuration"):
+        if not hasattr(sys_, attr):
+            raise SolverError(f"simulate: {system!r} is not a system (it has no {attr!r}); "
+                              "pass a Model or an object of the system protocol")
+    nq, nv = int(sys_.nq), int(sys_.nv)
+    q0 = _vector(q0, nq, "q0")
+    v0 = _vector(v0, nv, "v0")
+    model = getattr(sys_, "model", None)
+    if isinstance(model, Model):
+        q0 = check_configuration(model, q0)[0][0]  # unit quaternions, named joint if not
+    t_final, t0 = float(t_final), float(t0)
+    if not np.isfinite(t_final) or not np.isfinite(t0):
+        raise StateError(f"simulate: t0 = {t0} and t_final = {t_final} must be finite")
+    if t_final < 0:
+        raise StateError(f"simulate: t_final = {t_final} is negative")
+    if t_final < t0:
+        raise StateError(f"simulate: t_final = {t_final} is before t0 = {t0}")
+    if dt is not None:
+        dt = float(dt)
+        if not np.isfinite(dt) or dt <= 0:
+            raise StateError(f"simulate: dt = {dt} must be a positive finite number")
+    if int(save_every) != save_every or save_every < 1:
+        raise StateError(f"simulate: save_every = {save_every!r} must be a positive integer")
+    if not (blowup > 0):
+        raise StateError(f"simulate: blowup = {blowup} must be positive")
+    fn, kind = get_method(method)
+    fs = ForceSet(sys_, forces)
+    bad = [type(e).__name__ for e in fs.elements if e.discontinuous]
+    if bad:
+        raise SolverError(
+            f"simulate: force element(s) {bad} are discontinuous in v, which method "
+            f"{method!r} cannot integrate; smooth the law, or use kanedyn.friction.simulate "
+            "for exact stick–slip")
+    bar = ProgressBar(t0, t_final, f"simulate[{method}]") if wants_progress(progress) else None
+    problem = Problem(
+        system=sys_, q0=q0, v0=v0, t_final=t_final, dt=dt, t0=t0,
+        tau_cons=fs.tau_conservative if fs.conservative else None,
+        tau_nc=fs.tau_nonconservative if fs.nonconservative else None,
+        potential=fs.potential if fs.conservative else None,
+        progress=bar, blowup=float(blowup), save_every=int(save_every),
+    )
+    try:
+        if kind == "fixed":
+            if dt is None:
+                raise StateError(f"simulate: method {method!r} is a fixed-step method; give dt")
+            stepper = fn(problem, **options)
+            if project is not None:
+                stepper = Projected(stepper, parse_invariants(project))
+            sol = run_fixed(stepper, problem)
+        else:
+            if project is not None:
+                raise SolverError(f"simulate: project= wraps fixed-step methods; {method!r} is "
+                                  f"{kind} (use rk4, midpoint, ... with project=)")
+            sol = fn(problem, **options)
+    finally:
+        if bar is not None:
+            bar.close()
+    return Trajectory(sol.t, sol.q, sol.v, sol.work_nc, sol.stats, sol.method or method,
+                      problem)

@@ -1,0 +1,199 @@
+"""The result of a simulation: states, derived quantities, the energy budget, solver statistics.
+
+``budget = E(t) − E(0) − W_nc(t)`` with E = T + V_gravity + V_springs and
+``W_nc = ∫ vᵀ τ_nc dt`` the work of the non-conservative force elements,
+integrated by the method itself. An exact method keeps the budget at
+roundoff, any method at its own accuracy.
+
+Derived arrays (``vdot``, ``energy``, ``momentum``) are computed from the
+system on first access and then kept; a loaded trajectory has them from the
+file.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import KanedynError, StateError
+
+_ARRAYS = ("t", "q", "v", "vdot", "energy", "momentum", "work_nc", "budget")
+
+
+class Trajectory:
+    """States at the output times and what follows from them.
+
+    Attributes: ``t`` (N,), ``q`` (N, nq), ``v`` (N, nv), ``vdot`` (N, nv) (v̇),
+    ``energy`` (N,), ``momentum`` (N, 6) or None, ``work_nc`` (N,), ``budget`` (N,),
+    ``stats`` (dict of per-step arrays: ``newton_iterations``, ``rejected_steps``,
+    ...), ``method`` (name), ``system`` (None after :meth:`load`).
+    """
+
+    def __init__(self, t, q, v, work_nc, stats=None, method: str = "", problem=None,
+                 vdot=None, energy=None, momentum=None):
+        self.t = np.asarray(t, dtype=float)
+        self.q = np.asarray(q, dtype=float)
+        self.v = np.asarray(v, dtype=float)
+        self.work_nc = np.asarray(work_nc, dtype=float)
+        self.stats = dict(stats or {})
+        self.method = method
+        self._problem = problem
+        self.system = None if problem is None else problem.system
+        self._vdot = None if vdot is None else np.asarray(vdot, dtype=float)
+        self._energy = None if energy is None else np.asarray(energy, dtype=float)
+        self._momentum = None if momentum is None else np.asarray(momentum, dtype=float)
+
+    def __len__(self) -> int:
+        return self.t.size
+
+    def __repr__(self) -> str:
+        return (f"Trajectory(method={self.method!r}, {len(self)} samples, "
+                f"t = {self.t[0]:.4g} .. {self.t[-1]:.4g})")
+
+    # --- derived quantities -------------------------------------------------
+    def _need(self, what: str):
+        if self._problem is None:
+            raise KanedynError(f"Trajectory.{what}: not stored and no system to compute it from")
+        return self._problem
+
+    @property
+    def vdot(self) -> NDArray:
+        """v̇ at each output time, from the system's forward dynamics with the forces."""
+        if self._vdot is None:
+            P = self._need("vdot")
+            self._vdot = np.array([P.acceleration(t, q, v)
+                                   for t, q, v in zip(self.t, self.q, self.v, strict=True)])
+        return self._vdot
+
+    @property
+    def energy(self) -> NDArray:
+        """E = T + V_gravity + V_springs at each output time."""
+        if self._energy is None:
+            P = self._need("energy")
+            self._energy = np.array([P.energy(q, v) for q, v in zip(self.q, self.v, strict=True)])
+        return self._energy
+
+    @property
+    def momentum(self) -> NDArray | None:
+        """Spatial momentum [L; P] (world coordinates) at each time, if the system offers it."""
+        if self._momentum is None and self._problem is not None:
+            s = self._problem.system
+            if hasattr(s, "momentum"):
+                self._momentum = np.array([s.momentum(q, v)
+                                           for q, v in zip(self.q, self.v, strict=True)])
+        return self._momentum
+
+    @property
+    def budget(self) -> NDArray:
+        """``E(t) − E(0) − W_nc(t)``: zero for exact dynamics."""
+        E = self.energy
+        return E - E[0] - self.work_nc
+
+    def relative_energy_error(self) -> NDArray:
+        """``|budget| / max(|E(0)|, max|E − E(0)|, tiny)``, the figure tests and benchmarks use."""
+        E = self.energy
+        scale = max(abs(E[0]), float(np.abs(E - E[0]).max()), 1e-300)
+        return np.abs(self.budget) / scale
+
+    # --- files -----------------------------------------------------------------
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write to ``.npz`` (everything, statistics included) or ``.csv`` (one row per
+        sample: t, q…, v…, v̇…, energy, work_nc, budget), atomically: a temporary file in
+        the same directory, then ``os.replace``."""
+        path = Path(path)
+        fmt = path.suffix.lower()
+        if fmt not in (".npz", ".csv"):
+            raise KanedynError(f"Trajectory.save: {path.name!r} must end in .npz or .csv")
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
+                                   dir=path.parent if str(path.parent) else ".")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                if fmt == ".npz":
+                    arrays = {k: getattr(self, k) for k in _ARRAYS if k != "momentum"}
+                    if self.momentum is not None:
+                        arrays["momentum"] = self.momentum
+                    for k, a in self.stats.items():
+                        arrays[f"stats_{k}"] = np.asarray(a)
+                    arrays["method"] = np.array(self.method)
+                    np.savez(fh, **arrays)
+                else:
+                    nq, nv = self.q.shape[1], self.v.shape[1]
+                    cols = (["t"] + [f"q{i}" for i in range(nq)] + [f"v{i}" for i in range(nv)]
+                            + [f"vdot{i}" for i in range(nv)] + ["energy", "work_nc", "budget"])
+                    data = np.column_stack([self.t, self.q, self.v, self.vdot, self.energy,
+                                            self.work_nc, self.budget])
+                    header = f"method={self.method}\n" + ",".join(cols)
+                    np.savetxt(fh, data, delimiter=",", header=header, fmt="%.17g")
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Trajectory:
+        """Read a file written by :meth:`save`."""
+        path = Path(path)
+        if path.suffix.lower() == ".npz":
+            with np.load(path, allow_pickle=False) as z:
+                stats = {k[6:]: z[k] for k in z.files if k.startswith("stats_")}
+                return cls(z["t"], z["q"], z["v"], z["work_nc"], stats, str(z["method"]),
+                           vdot=z["vdot"], energy=z["energy"],
+                           momentum=z["momentum"] if "momentum" in z.files else None)
+        if path.suffix.lower() == ".csv":
+            with open(path) as fh:
+                first = fh.readline()
+                cols = fh.readline().lstrip("# ").strip().split(",")
+            method = first.lstrip("# ").strip().removeprefix("method=")
+            data = np.loadtxt(path, delimiter=",", ndmin=2)
+            nq = sum(c.startswith("q") for c in cols)
+            nv = sum(c.startswith("v") and not c.startswith("vdot") for c in cols)
+            if data.shape[1] != 1 + nq + 3 * nv + 3:
+                raise StateError(f"{path}: {data.shape[1]} columns do not match header {cols}")
+            t, q, v = data[:, 0], data[:, 1:1 + nq], data[:, 1 + nq:1 + nq + nv]
+            vdot = data[:, 1 + nq + nv:1 + nq + 2 * nv]
+            return cls(t, q, v, data[:, -2], {}, method, vdot=vdot, energy=data[:, -3])
+        raise KanedynError(f"Trajectory.load: {path.name!r} must end in .npz or .csv")
+
+    # --- plots -------------------------------------------------------------------
+    def plot(self, path: str | os.PathLike | None = None):
+        """States against time, and the relative energy error on a log scale.
+
+        With ``path`` the figure is written there (atomically) and closed;
+        returns the matplotlib Figure.
+        """
+        import matplotlib
+
+        if path is not None:
+            matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+
+        fig, (ax1, ax2, ax3) = plt.subplots(3, 1, sharex=True, figsize=(7, 7))
+        ax1.plot(self.t, self.q)
+        ax1.set_ylabel("q")
+        ax2.plot(self.t, self.v)
+        ax2.set_ylabel("v")
+        err = np.maximum(self.relative_energy_error(), 1e-17)
+        ax3.semilogy(self.t, err)
+        ax3.set_ylabel("|E − E₀ − W_nc| / |E₀|")
+        ax3.set_xlabel("t [s]")
+        fig.suptitle(f"{self.method}")
+        fig.tight_layout()
+        if path is not None:
+            path = Path(path)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix,
+                                       dir=path.parent if str(path.parent) else ".")
+            os.close(fd)
+            try:
+                fig.savefig(tmp)
+                os.replace(tmp, path)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+                plt.close(fig)
+        return fig
