@@ -14,6 +14,8 @@ wrong sign would pass them; this line looks at the elements themselves:
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 
 from .result import CheckResult, skipped
@@ -24,6 +26,15 @@ GRADIENT_TOL = 1e-6
 
 def _label(el, k: int) -> str:
     return getattr(el, "name", None) or f"{type(el).__name__}[{k}]"
+
+
+def _binding_target(subject):
+    """What force elements resolve joint names against: the system, or for a Model an
+    object offering it the way a simulation would (``model, nq, nv, joint_names``)."""
+    if subject.system is not None:
+        return subject.system
+    m = subject.model
+    return SimpleNamespace(model=m, nq=m.nq, nv=m.nv, joint_names=m.joint_names)
 
 
 def dissipation(subject, Q, V, forces=(), eps: float = 1e-6) -> CheckResult:
@@ -37,8 +48,7 @@ def dissipation(subject, Q, V, forces=(), eps: float = 1e-6) -> CheckResult:
                 if c < 0:
                     faults.append(f"joint {b.joint.name!r} has {what} {c:g} < 0")
                     figure = max(figure, -c)
-    bound = [el.bind(subject.system if subject.system is not None else subject.model)
-             for el in forces]
+    bound = [el.bind(_binding_target(subject)) for el in forces]
     for k, el in enumerate(bound):
         label = _label(forces[k], k)
         if getattr(el, "dissipative", False):

@@ -58,7 +58,7 @@ def integrate_free_motion(subject: Subject, q0, v0, t_final: float, n_out: int =
         raise SolverError(f"verification integrator failed at t = {sol.t[-1] if sol.t.size else 0}"
                           f": {sol.message}")
     Q = np.array([subject.normalize(y) for y in sol.y[:nq].T])
-    return sol.t, Q, sol.y[nq:].T
+    return sol.t, Q, np.ascontiguousarray(sol.y[nq:].T)
 
 
 def energy_conservation(subject: Subject, trajectories) -> CheckResult:

@@ -23,6 +23,10 @@ from ..errors import ModelError
 from ..model import Model
 from ..model import configuration as cfg
 
+
+def _c(x) -> NDArray:
+    return np.ascontiguousarray(x, dtype=float)
+
 PROTOCOL = ("nq", "nv", "mass_matrix", "nonlinear_effects", "forward_dynamics", "energy",
             "q_dot", "integrate_configuration")
 
@@ -41,29 +45,30 @@ class Subject:
     # --- the equations --------------------------------------------------------
     def mass_matrix(self, q: NDArray) -> NDArray:
         if self.model is not None:
-            return np.asarray(dyn.crba(self.model, q), dtype=float)
+            return np.asarray(dyn.crba(self.model, _c(q)), dtype=float)
         return np.asarray(self.system.mass_matrix(q), dtype=float)
 
     def nonlinear_effects(self, q: NDArray, v: NDArray) -> NDArray:
         if self.model is not None:
-            return np.asarray(dyn.nonlinear_effects(self.model, q, v), dtype=float)
+            return np.asarray(dyn.nonlinear_effects(self.model, _c(q), _c(v)), dtype=float)
         return np.asarray(self.system.nonlinear_effects(q, v), dtype=float)
 
     def forward_dynamics(self, q: NDArray, v: NDArray, tau: NDArray) -> NDArray:
         if self.model is not None:
-            return np.asarray(dyn.aba(self.model, q, v, tau), dtype=float)
+            return np.asarray(dyn.aba(self.model, _c(q), _c(v), _c(tau)), dtype=float)
         return np.asarray(self.system.forward_dynamics(q, v, tau), dtype=float)
 
     # --- energy, computed apart from the equations ------------------------------
     def energy(self, q: NDArray, v: NDArray) -> float:
         if self.model is not None:
-            return float(dyn.kinetic_energy(self.model, q, v) + dyn.potential_energy(self.model, q))
+            return float(dyn.kinetic_energy(self.model, _c(q), _c(v))
+                         + dyn.potential_energy(self.model, _c(q)))
         return float(self.system.energy(q, v))
 
     def potential(self, q: NDArray) -> float:
         """V(q) = E(q, 0): the energy at rest."""
         if self.model is not None:
-            return float(dyn.potential_energy(self.model, q))
+            return float(dyn.potential_energy(self.model, _c(q)))
         return float(self.system.energy(q, np.zeros(self.nv)))
 
     # --- the configuration manifold -------------------------------------------
