@@ -88,3 +88,53 @@ def test_crba_rnea_match_pinocchio(name, floating):
         taup = pin.rnea(pmodel, pdata, qp, v[iv], a[iv])
         scale = max(1.0, np.abs(taup).max())
         np.testing.assert_allclose(tau[iv], taup, rtol=0, atol=1e-9 * scale)
+
+
+def random_urdf(seed: int, n: int = 10) -> str:
+    """A random tree URDF: every joint type Pinocchio reads the same way, random origins
+    (xyz, rpy), unnormalised axes, inertial frames turned by random rpy, fixed links with
+    mass, links without <inertial>, joints written in random document order."""
+    rng = np.random.default_rng(seed)
+    links, joints = ['<link name="l0"/>'], []
+    for i in range(1, n):
+        m = rng.uniform(0.2, 2.0)
+        d = np.sort(rng.uniform(0.01, 0.1, 3))
+        d[2] = min(d[2], 0.9 * (d[0] + d[1]))  # principal moments of a real body
+        inertial = (f'<inertial><origin xyz="{" ".join(map(str, rng.uniform(-.2, .2, 3)))}" '
+                    f'rpy="{" ".join(map(str, rng.uniform(-3, 3, 3)))}"/>'
+                    f'<mass value="{m}"/><inertia ixx="{d[0]}" ixy="0" ixz="0" iyy="{d[1]}" '
+                    f'iyz="0" izz="{d[2]}"/></inertial>')
+        kind = rng.choice(["revolute", "continuous", "prismatic", "fixed", "floating"],
+                          p=[0.35, 0.15, 0.2, 0.2, 0.1])
+        # only fixed links may lack <inertial>: a massless moving leaf would make M singular
+        bare = kind == "fixed" and rng.uniform() < 0.5
+        links.append(f'<link name="l{i}">{"" if bare else inertial}</link>')
+        limit = '<limit lower="-1" upper="1" effort="1" velocity="1"/>'
+        joints.append(
+            f'<joint name="j{i}" type="{kind}"><parent link="l{rng.integers(0, i)}"/>'
+            f'<child link="l{i}"/><origin xyz="{" ".join(map(str, rng.uniform(-.5, .5, 3)))}" '
+            f'rpy="{" ".join(map(str, rng.uniform(-3, 3, 3)))}"/>'
+            f'<axis xyz="{" ".join(map(str, rng.normal(size=3)))}"/>{limit}</joint>')
+    rng.shuffle(joints)
+    return "<robot name='random'>" + "".join(links + joints) + "</robot>"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_urdf_trees_match_pinocchio(seed, tmp_path):
+    xml = random_urdf(seed)
+    model = kd.load_urdf_string(xml, floating_base=bool(seed % 2))
+    path = tmp_path / "random.urdf"
+    path.write_text(xml)
+    pmodel = (pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()) if seed % 2
+              else pin.buildModelFromUrdf(str(path)))
+    pdata = pmodel.createData()
+    to_pin_q, iv = _maps(model, pmodel)
+    rng = np.random.default_rng(seed)
+    q = kd.random_configuration(model, rng)
+    v, a = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    Mp = pin.crba(pmodel, pdata, to_pin_q(q))
+    Mp = np.triu(Mp) + np.triu(Mp, 1).T
+    np.testing.assert_allclose(kd.crba(model, q)[np.ix_(iv, iv)], Mp, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(kd.rnea(model, q, v, a)[iv],
+                               pin.rnea(pmodel, pdata, to_pin_q(q), v[iv], a[iv]),
+                               rtol=0, atol=1e-9)
