@@ -327,3 +327,20 @@ def test_docs_example_runs_and_is_right(capsys):
     np.testing.assert_allclose(ns["p"], [0.088, 0, 0.926 - 0.1034], atol=1e-12)
     assert (ns["legged"].nq, ns["legged"].nv, ns["humanoid"].nv) == (19, 18, 38)
     capsys.readouterr()
+
+
+def test_gravity_argument():
+    """Gravity torques are linear in g: none without gravity, sign flips with it."""
+    q = np.array([0.3, -0.7, 0.02, 0.01])
+    zero = np.zeros(4)
+    down = kd.load_urdf(ARM2)
+    assert np.abs(kd.rnea(down, q, zero, zero)).max() > 1.0
+    np.testing.assert_allclose(kd.rnea(kd.load_urdf(ARM2, gravity=(0, 0, 0)), q, zero, zero),
+                               0.0, atol=1e-15)
+    np.testing.assert_allclose(kd.rnea(kd.load_urdf(ARM2, gravity=(0, 0, 9.81)), q, zero, zero),
+                               -kd.rnea(down, q, zero, zero), atol=1e-13)
+
+
+def test_xml_text_passed_as_path_gets_a_hint():
+    with pytest.raises(kd.URDFError, match="pass string="):
+        kd.load_urdf(ARM2.read_text())

@@ -395,7 +395,10 @@ def parse_urdf(path: str | os.PathLike | None = None, *, string: str | None = No
         try:
             text = Path(path).read_bytes()
         except OSError as e:
-            raise URDFError(f"cannot read URDF file {source!r}: {e.strerror}") from None
+            hint = " (to load XML text, pass string=... or use load_urdf_string)" \
+                if source.lstrip().startswith("<") else ""
+            raise URDFError(f"cannot read URDF file {source[:200]!r}: {e.strerror}{hint}"
+                            ) from None
     else:
         source, text = "<string>", string
     where = _Where(source)
