@@ -5,10 +5,26 @@ four-bar, Andrews' squeezer, car axis) with their published reference solutions.
 """
 
 from . import problems
+from .consistent import (
+    ConsistentState,
+    consistent_initial_values,
+    project_position,
+    project_velocity,
+)
 from .formulations import DAE, FORMULATIONS, baumgarte_parameters, formulate, index1_ode
+from .loops import LoopClosure, UserConstraint, VelocityConstraint
+from .model_system import ConstrainedSystem
 from .system import ConstrainedMechanics, DescriptorSystem
 
 __all__ = [
+    "ConsistentState",
+    "ConstrainedSystem",
+    "LoopClosure",
+    "UserConstraint",
+    "VelocityConstraint",
+    "consistent_initial_values",
+    "project_position",
+    "project_velocity",
     "DAE",
     "FORMULATIONS",
     "ConstrainedMechanics",
