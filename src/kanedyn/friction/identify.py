@@ -82,6 +82,16 @@ def _curve_and_jacobian(model: str, p: dict[str, float], s: NDArray) -> tuple[ND
     return f, J
 
 
+def _line_lad(x: NDArray, y: NDArray) -> tuple[float, float]:
+    """Slope and intercept of a line through (x, y) robust to outliers: Theil–Sen
+    (median of pairwise slopes; Sen, JASA 63, 1968)."""
+    i, j = np.triu_indices(x.size, 1)
+    dx = x[j] - x[i]
+    ok = dx != 0
+    slope = float(np.median((y[j] - y[i])[ok] / dx[ok]))
+    return slope, float(np.median(y - slope * x))
+
+
 def _initial_guess(model: str, s: NDArray, f: NDArray) -> dict[str, float]:
     """Guesses from one side's data: Fc, Fv from a line through the fast half, Fs from
     the slowest samples, vs where the excess over the line has fallen to 1/e."""
@@ -89,15 +99,15 @@ def _initial_guess(model: str, s: NDArray, f: NDArray) -> dict[str, float]:
     s, f = s[order], f[order]
     fast = s >= np.median(s)
     if np.ptp(s[fast]) > 0:
-        Fv, Fc = np.polyfit(s[fast], f[fast], 1)
+        Fv, Fc = _line_lad(s[fast], f[fast])
     else:
         Fv, Fc = 0.0, float(np.mean(f[fast]))
     Fv, Fc = max(float(Fv), 0.0), max(float(Fc), 0.0)
     p = {"Fc": Fc, "Fv": Fv}
     if model == "coulomb_viscous":
         return p
-    nslow = max(2, s.size // 10)
-    Fs = max(float(np.mean(f[:nslow])), Fc)
+    nslow = max(3, s.size // 10)
+    Fs = max(float(np.median(f[:nslow])), Fc)  # median: one outlier must not set Fs
     excess = f - (Fc + Fv * s)
     target = (Fs - Fc) / math.e
     below = np.nonzero(excess < target)[0]
@@ -292,18 +302,29 @@ def fit(v: ArrayLike, F: ArrayLike, model: str = "stribeck", loss: str = "soft_l
         return -Jt
 
     notes = []
+    def robust_scale(r):
+        mad = float(np.median(np.abs(r - np.median(r))))
+        return max(2.0 * 1.4826 * mad, 1e-12 * max(1.0, float(np.max(np.abs(F)))))
+
     try:
-        first = least_squares(resid, theta0, jac=jac_theta, bounds=(lo, hi), method="trf",
-                              x_scale="jac", max_nfev=max_nfev)
-        scale = f_scale
-        if scale is None:
-            mad = float(np.median(np.abs(first.fun - np.median(first.fun))))
-            scale = max(2.0 * 1.4826 * mad, 1e-12 * max(1.0, float(np.max(np.abs(F)))))
-        sol = first if loss == "linear" else least_squares(
-            resid, first.x, jac=jac_theta, bounds=(lo, hi), method="trf", x_scale="jac",
-            loss=loss, f_scale=scale, max_nfev=max_nfev)
+        if loss == "linear":
+            first = sol = least_squares(resid, theta0, jac=jac_theta, bounds=(lo, hi),
+                                        method="trf", x_scale="jac", max_nfev=max_nfev)
+            scale = 1.0 if f_scale is None else f_scale
+        else:
+            # stage 1 with the scale of the residuals at the guess, stage 2 with 2 σ̂
+            # (σ̂ from the MAD of stage 1): outliers never get a quadratic pull
+            scale = robust_scale(resid(theta0)) if f_scale is None else f_scale
+            first = least_squares(resid, theta0, jac=jac_theta, bounds=(lo, hi), method="trf",
+                                  x_scale="jac", loss=loss, f_scale=scale, max_nfev=max_nfev)
+            if f_scale is None:
+                scale = robust_scale(first.fun)
+            sol = least_squares(resid, first.x, jac=jac_theta, bounds=(lo, hi), method="trf",
+                                x_scale="jac", loss=loss, f_scale=scale, max_nfev=max_nfev)
     except (ValueError, np.linalg.LinAlgError) as exc:
         raise FrictionError(f"fit: the solver failed: {exc}") from exc
+    if first.status <= 0:
+        sol = first
     if sol.status <= 0 or not np.all(np.isfinite(sol.x)):
         raise FrictionError(
             f"fit: least_squares did not converge ({sol.message}; {sol.nfev} evaluations); "
@@ -368,7 +389,7 @@ class _ModelOnly:
         self.model, self.nv = model, model.nv
 
 
-def fit_joint(model, q: ArrayLike, v: ArrayLike, a: ArrayLike, tau: ArrayLike, joint,
+def fit_joint(model, q: ArrayLike, v: ArrayLike, a: ArrayLike, tau: ArrayLike, joint, /,
               **kwargs) -> FitResult:
     """Fit the friction of one joint of a robot from (q, v, a, τ) samples, with gravity
     and inertia compensated by RNEA (see :func:`joint_friction_samples`); other keyword
@@ -377,7 +398,7 @@ def fit_joint(model, q: ArrayLike, v: ArrayLike, a: ArrayLike, tau: ArrayLike, j
     return fit(vj, Fj, **kwargs)
 
 
-def fit_trajectory(model, t: ArrayLike, q: ArrayLike, v: ArrayLike, tau: ArrayLike, joint,
+def fit_trajectory(model, t: ArrayLike, q: ArrayLike, v: ArrayLike, tau: ArrayLike, joint, /,
                    window: int = 9, polyorder: int = 3, v_min: float = 0.0,
                    **kwargs) -> FitResult:
     """Fit friction from a free (non-constant-velocity) trajectory through the dynamics.
@@ -385,9 +406,10 @@ def fit_trajectory(model, t: ArrayLike, q: ArrayLike, v: ArrayLike, tau: ArrayLi
     The accelerations come from a Savitzky–Golay derivative of the sampled v
     (window ``window`` samples, degree ``polyorder``; Savitzky & Golay, Anal.
     Chem. 36, 1964), then F_j = τ_j - RNEA(q, v, a)_j is fitted as in
-    :func:`fit_joint`. Samples with |v_j| <= v_min, and those whose window
-    touches one, are left out: while the joint is stuck the friction is only
-    bounded by Fs, and a window across a stick–slip switch smears the
+    :func:`fit_joint`. Samples with |v_j| <= v_min or a sign change of v_j,
+    and those whose window touches one, are left out: while the joint is stuck
+    the friction is only bounded by Fs, and a window across a stick–slip switch
+    or a reversal (where the friction jumps by up to 2 Fs) smears the
     acceleration. The time grid must be uniform.
     """
     from scipy.signal import savgol_filter
@@ -406,6 +428,8 @@ def fit_trajectory(model, t: ArrayLike, q: ArrayLike, v: ArrayLike, tau: ArrayLi
     a = savgol_filter(v, window, polyorder, deriv=1, delta=float(np.mean(dt)), axis=0)
     j = joint_speed_index(_ModelOnly(model), joint)
     slow = np.abs(v[:, j]) <= v_min
+    # the friction jumps where v_j changes sign: v has a kink, a window across it smears a
+    slow[1:] |= np.sign(v[1:, j]) != np.sign(v[:-1, j])
     near = np.convolve(slow.astype(float), np.ones(window), mode="same") > 0
     half = window // 2
     keep = ~near

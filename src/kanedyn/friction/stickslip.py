@@ -293,14 +293,13 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, joints: dict,
                               f"{sol.message}")
         t_end = float(sol.t[-1])
         if grid is None:
-            T.append(sol.t)
-            Y.append(sol.y.T)
+            ts, ys = sol.t, sol.y.T
         else:
-            sel = grid[(grid >= t) & (grid < t_end)] if sol.status == 1 else grid[grid >= t]
-            if sel.size:
-                T.append(sel)
-                Y.append(sol.sol(sel).T)
-        MODE.append(np.repeat(m_seg[None, :], len(T[-1]) if T else 0, axis=0))
+            ts = grid[(grid >= t) & (grid < t_end)] if sol.status == 1 else grid[grid >= t]
+            ys = sol.sol(ts).T if ts.size else np.empty((0, y.size))
+        T.append(ts)
+        Y.append(ys)
+        MODE.append(np.repeat(m_seg[None, :], ts.size, axis=0))
         y = sol.y[:, -1].copy()
         if not np.all(np.isfinite(y)):
             raise SolverError(f"friction simulate: state not finite at t={t_end:.6g}")

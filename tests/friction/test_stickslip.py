@@ -1,0 +1,169 @@
+"""Exact stick–slip against closed-form results: the block on an incline, the Coulomb
+oscillator, the mass on a moving belt; smoothed creep against its derived scaling;
+the energy budget."""
+
+import math
+
+import numpy as np
+import pytest
+
+import kanedyn as kd
+from kanedyn import FrictionError, friction
+from kanedyn.model.joints import Prismatic
+
+G = 9.81
+
+
+def incline(theta: float, m: float = 1.0) -> kd.Model:
+    """A block on a slide inclined by theta (joint axis up the slope)."""
+    b = kd.ModelBuilder("incline")
+    b.add_body("block", None, Prismatic("slide", axis=(math.cos(theta), 0.0, math.sin(theta))),
+               mass=m, inertia=np.eye(3) * 0.01)
+    return b.build()
+
+
+def slider(m: float = 1.0) -> kd.Model:
+    b = kd.ModelBuilder("slider", gravity=(0.0, 0.0, 0.0))
+    b.add_body("block", None, Prismatic("x", axis=(1.0, 0.0, 0.0)), mass=m,
+               inertia=np.eye(3) * 0.01)
+    return b.build()
+
+
+MU_S, MU_K = 0.5, 0.4
+
+
+def incline_law(theta):
+    N = G * math.cos(theta)
+    return friction.Stribeck(MU_K * N, MU_S * N, 0.01, 2.0, 0.0)
+
+
+def test_block_below_static_coefficient_stays_exactly_put_for_10_s():
+    theta = math.atan(0.95 * MU_S)                  # tan θ below μs (and above μk)
+    tr = friction.simulate(incline(theta), [0.0], [0.0], 10.0, {"slide": incline_law(theta)})
+    assert tr.t[-1] == pytest.approx(10.0)
+    assert np.max(np.abs(tr.v)) <= 1e-12 and np.max(np.abs(tr.q)) <= 1e-12
+    assert np.all(tr.v == 0.0) and np.all(tr.q == 0.0)          # not a bit of creep
+    assert [s.kind for s in tr.switches] == ["stick"]
+    # the holding force is the slope component of gravity, m g sin θ, pushing up the slope
+    np.testing.assert_allclose(tr.friction[:, 0], G * math.sin(theta), rtol=1e-12)
+
+
+def test_block_above_static_coefficient_slides_between_the_coulomb_bounds():
+    theta = math.atan(1.05 * MU_S)
+    tr = friction.simulate(incline(theta), [0.0], [0.0], 2.0, {"slide": incline_law(theta)})
+    assert tr.switches[0].kind == "slip" and tr.switches[0].direction == -1
+    assert tr.switches[0].t == 0.0 and len(tr.switches) == 1
+    # friction lies between μk N and μs N, so the slide is bounded by constant-acceleration runs
+    a_min = G * (math.sin(theta) - MU_S * math.cos(theta))
+    a_max = G * (math.sin(theta) - MU_K * math.cos(theta))
+    d = -tr.q[-1, 0]
+    assert 0.5 * a_min * 4.0 < d < 0.5 * a_max * 4.0
+    assert np.max(np.abs(tr.energy_residual)) < 1e-8
+
+
+def test_coulomb_oscillator_matches_closed_form():
+    """m ẍ + k x = -Fc sgn ẋ from rest at X0: each half period π√(m/k) the amplitude
+    drops by 2Fc/k; the mass stops for good at the first turning point with
+    k|x| <= Fs. With Fs = 1.3 Fc it stops at x2 = X0 - 4Fc/k at t = 2π (with Fs = Fc it
+    would go on), so the breakaway level and the switch times are both tested."""
+    m, k, Fc, Fs, X0 = 1.0, 1.0, 1.0, 1.3, 5.2
+    law = friction.Stribeck(Fc, Fs, 1e-9, 2.0, 0.0)       # Fs only right at v = 0
+    tr = friction.simulate(slider(m), [X0], [0.0], 9.0, {"x": law},
+                           tau=lambda t, q, v: -k * q)
+    kinds = [(s.kind, s.direction) for s in tr.switches]
+    assert kinds == [("slip", -1), ("reverse", 1), ("stick", 0)]
+    T = math.pi * math.sqrt(m / k)
+    np.testing.assert_allclose([s.t for s in tr.switches], [0.0, T, 2 * T], atol=1e-7)
+    x_stop = X0 - 4 * Fc / k
+    assert tr.q[-1, 0] == pytest.approx(x_stop, abs=1e-7)
+    after = tr.t > 2 * T + 1e-6
+    assert np.all(tr.v[after] == 0.0) and np.ptp(tr.q[after]) == 0.0
+    # dissipated heat = Fc × path length = Fc (|X0 - x1| + |x1 - x2|)
+    x1 = -(X0 - 2 * Fc / k)
+    assert tr.dissipated[-1] == pytest.approx(Fc * ((X0 - x1) + (x_stop - x1)), rel=1e-6)
+    assert np.max(np.abs(tr.energy_residual)) < 1e-8
+
+
+def _belt(Fs, t_final=40.0):
+    law = friction.Stribeck(1.0, Fs, 0.05, 2.0, 0.5)
+    return friction.simulate(slider(), [0.0], [0.0], t_final, {"x": law},
+                             tau=lambda t, q, v: -1.0 * q, surface_velocity={"x": 0.1},
+                             dt_out=0.02, rtol=1e-9, atol=1e-11)
+
+
+def test_belt_stick_slip_limit_cycle_with_negative_stribeck_slope():
+    """Steady sliding at the belt speed 0.1 has slope F'(w) = g'(0.1) + Fv
+    = -0.5·2·0.1/0.05²·e⁻⁴ + 0.5 ≈ -0.23 < 0: negative damping, so the equilibrium
+    is unstable and a stick–slip cycle grows; the block sticks to the belt every period."""
+    tr = _belt(1.5)
+    late = [s for s in tr.switches if s.t > 15.0]
+    assert sum(s.kind == "stick" for s in late) >= 2 and sum(s.kind == "slip" for s in late) >= 2
+    w = tr.t > 20.0
+    stuck = tr.mode[w, 0] == 0
+    np.testing.assert_array_equal(tr.v[w][stuck, 0], 0.1)       # stuck = moving with the belt
+    assert np.ptp(tr.v[w, 0]) > 0.2                            # a large cycle, not a wobble
+    # it breaks away where the spring reaches Fs: k x = Fs
+    for s in late:
+        if s.kind == "slip":
+            i = np.searchsorted(tr.t, s.t)
+            assert tr.q[i - 1, 0] == pytest.approx(1.5, rel=1e-3)
+    assert np.max(np.abs(tr.energy_residual)) < 1e-7
+
+
+def test_belt_limit_cycle_disappears_when_Fs_equals_Fc():
+    """With Fs = Fc the slope is +Fv = 0.5 > 0: damped, the block settles to steady
+    sliding at x = (Fc + Fv·0.1)/k, v = 0, and never sticks again."""
+    tr = _belt(1.0)
+    assert all(s.t < 20.0 for s in tr.switches)
+    w = tr.t > 30.0
+    assert np.max(np.abs(tr.v[w, 0])) < 1e-3
+    assert np.max(np.abs(tr.q[w, 0] - (1.0 + 0.5 * 0.1))) < 1e-3
+    assert np.all(tr.mode[w, 0] == -1)                        # sliding backward on the belt
+
+
+@pytest.mark.parametrize("kind", ["tanh", "sqrt"])
+def test_smoothed_creep_matches_derived_velocity_and_scales_with_eps(kind):
+    """Smoothing lets the held block creep at the speed where Fs σ(v) = m g sin θ:
+    v = ε artanh(r) (tanh) or ε r/√(1-r²) (sqrt), r = tan θ/μs: linear in ε."""
+    theta = math.atan(0.8 * MU_S)
+    r = math.tan(theta) / MU_S
+    creep = {}
+    for eps in (1e-4, 5e-5):
+        law = incline_law(theta).smoothed(kind, eps)
+        tr = friction.simulate(incline(theta), [0.0], [0.0], 0.5, {"slide": law},
+                               rtol=1e-9, atol=1e-14)
+        creep[eps] = -tr.v[-1, 0]
+        expect = eps * (math.atanh(r) if kind == "tanh" else r / math.sqrt(1 - r * r))
+        # g(v) = Fs (1 - O((v/vs)²)) with v/vs ~ 1e-2 shifts the root by ~1e-4 relative
+        assert creep[eps] == pytest.approx(expect, rel=2e-3)
+        assert tr.q[-1, 0] < -0.4 * creep[eps] * 0.5          # it really moved
+    assert creep[1e-4] / creep[5e-5] == pytest.approx(2.0, rel=1e-3)
+
+
+def test_two_joint_pendulum_stuck_joints_do_not_move_and_budget_closes():
+    model = kd.models.pendulum_chain(2)
+    laws = {"joint1": friction.Stribeck(2.0, 3.0, 0.05, 2.0, 0.1),
+            "joint2": friction.Stribeck(0.5, 0.8, 0.05, 2.0, 0.05)}
+    tr = friction.simulate(model, [1.2, -0.4], [0.0, 0.0], 4.0, laws, dt_out=0.01)
+    assert {s.kind for s in tr.switches} >= {"stick", "slip"}
+    for c, j in enumerate(tr.joints):
+        stuck = tr.mode[:, c] == 0
+        assert np.all(tr.v[stuck, j] == 0.0)
+        assert np.all(np.abs(tr.friction[stuck, c]) <= laws[f"joint{j + 1}"].Fs * (1 + 1e-9))
+    assert np.all(np.diff(tr.dissipated) >= -1e-12)
+    assert np.max(np.abs(tr.energy_residual)) < 1e-7
+
+
+def test_simulate_bad_input():
+    model = slider()
+    law = friction.Stribeck(1.0, 1.5, 0.01)
+    with pytest.raises(FrictionError, match="no friction joints"):
+        friction.simulate(model, [0.0], [0.0], 1.0, {})
+    with pytest.raises(kd.KanedynError, match="nope"):
+        friction.simulate(model, [0.0], [0.0], 1.0, {"nope": law})
+    with pytest.raises(FrictionError, match="not a friction law"):
+        friction.simulate(model, [0.0], [0.0], 1.0, {"x": 1.0})
+    with pytest.raises(FrictionError, match="t_final"):
+        friction.simulate(model, [0.0], [0.0], -1.0, {"x": law})
+    with pytest.raises(FrictionError, match="lacks"):
+        friction.simulate(object(), [0.0], [0.0], 1.0, {0: law})
