@@ -121,6 +121,10 @@ def test_massless_moving_leaf_names_the_urdf_joint():
     xml = robot(link("a"), link("b"), '<link name="ghost"/>', joint("ab", "a", "b"),
                 joint("to_ghost", "b", "ghost"))
     check(xml, 'name="to_ghost"', "<joint name='to_ghost'>", "moves no inertia")
+    # a kinematics-only description can still be loaded on request, for kinematics
+    model = kd.load_urdf_string(xml, check_singular=False)
+    R, p = kd.frame_placement(model, [0.0, 0.0], "ghost")
+    assert p[2] == -1.0  # two joints, each 0.5 below its parent
 
 
 def test_mass_on_the_axis_moves_no_inertia():

@@ -520,8 +520,13 @@ def _moving_joint(j: URDFJoint) -> Joint:
 
 
 def build_model(robot: URDFRobot, floating_base: bool = False,
-                gravity: ArrayLike = (0.0, 0.0, -9.81)) -> Model:
-    """The Model of a parsed URDF (see the module docstring for the conventions)."""
+                gravity: ArrayLike = (0.0, 0.0, -9.81), *, check_singular: bool = True
+                ) -> Model:
+    """The Model of a parsed URDF (see the module docstring for the conventions).
+
+    ``check_singular=False`` skips the check that every joint moves some inertia, to
+    load kinematics-only descriptions (no ``<inertial>``) for kinematics; M(q) of
+    such a model is singular and forward dynamics meaningless."""
     src = robot.source
 
     def at(j: URDFJoint | None, link: URDFLink) -> str:
@@ -581,7 +586,7 @@ def build_model(robot: URDFRobot, floating_base: bool = False,
         todo += [(c, robot.links[c.child]) for c in reversed(robot.children[link.name])]
 
     try:
-        return b.build()
+        return b.build(check_singular=check_singular)
     except ModelError as e:
         jn = getattr(e, "joint", None)
         if jn in robot.joints:
@@ -605,21 +610,26 @@ def _add(b: ModelBuilder, where: str, link: URDFLink | None, parent: str | None,
 
 
 def load_urdf(path: str | os.PathLike | None = None, floating_base: bool = False,
-              gravity: ArrayLike = (0.0, 0.0, -9.81), *, string: str | None = None) -> Model:
+              gravity: ArrayLike = (0.0, 0.0, -9.81), *, string: str | None = None,
+              check_singular: bool = True) -> Model:
     """Load a URDF file (or ``string=`` XML) as a Model.
 
     ``floating_base=True`` adds a free joint ``root_joint`` between the world and
     the root link (q starts with its position and unit quaternion (w, x, y, z), v with
     its body-frame (ω, v)). Joints are ordered depth first, children in document
-    order; ``model.joint_names`` lists them. See :mod:`kanedyn.model.urdf` for the rest.
+    order; ``model.joint_names`` lists them. ``check_singular=False`` admits moving
+    joints that carry no inertia (kinematics-only files; see :func:`build_model`).
+    See :mod:`kanedyn.model.urdf` for the rest.
     """
-    return build_model(parse_urdf(path, string=string), floating_base, gravity)
+    return build_model(parse_urdf(path, string=string), floating_base, gravity,
+                       check_singular=check_singular)
 
 
 def load_urdf_string(xml: str, floating_base: bool = False,
-                     gravity: ArrayLike = (0.0, 0.0, -9.81)) -> Model:
+                     gravity: ArrayLike = (0.0, 0.0, -9.81), *, check_singular: bool = True
+                     ) -> Model:
     """:func:`load_urdf` of an XML string."""
-    return load_urdf(None, floating_base, gravity, string=xml)
+    return load_urdf(None, floating_base, gravity, string=xml, check_singular=check_singular)
 
 
 def robot_path(name: str) -> Path:
