@@ -344,3 +344,10 @@ def test_gravity_argument():
 def test_xml_text_passed_as_path_gets_a_hint():
     with pytest.raises(kd.URDFError, match="pass string="):
         kd.load_urdf(ARM2.read_text())
+
+
+def test_models_robot_is_load_robot():
+    a, b = kd.models.robot("quadruped", floating_base=True), kd.load_robot("quadruped", True)
+    assert a.joint_names == b.joint_names and a.nv == 18
+    with pytest.raises(kd.ModelError, match="no robot description named 'atlas'"):
+        kd.models.robot("atlas")

@@ -127,3 +127,13 @@ def random_tree(n: int, seed: int | None = 0, floating_base: bool = False,
         m, c, I = _random_inertia(rng)
         b.add_body(f"body{i}", parent, jt, placement, m, c, I)
     return b.build()
+
+
+def robot(name: str, floating_base: bool = False,
+          gravity: ArrayLike = (0.0, 0.0, -9.81)) -> Model:
+    """A robot description shipped with kanedyn (``panda``, ``ur5``, ``humanoid``,
+    ``quadruped``, ``chain20``), loaded from its URDF; same as :func:`kanedyn.load_robot`.
+    The file is at ``kanedyn.model.urdf.robot_path(name)``."""
+    from .urdf import load_robot  # here, not at the top: urdf imports this package
+
+    return load_robot(name, floating_base, gravity)
