@@ -76,7 +76,11 @@ def project_position(system: ConstrainedMechanics, q: ArrayLike, t: float = 0.0,
         try:
             delta[free] = -MiGT @ np.linalg.solve(S, g)
         except np.linalg.LinAlgError:
-            system.check_constraints(q, t=t)
+            try:
+                system.check_constraints(q, t=t)
+            except ConstraintError as e:
+                raise ConstraintError(f"position level (max|g| = {res:.3g}, iteration {it}): "
+                                      f"{e}") from None
             raise ConstraintError(
                 f"{system.name}: position level — G M⁻¹ Gᵀ is singular on the free "
                 f"coordinates {free.tolist()} (too many coordinates fixed?)") from None
