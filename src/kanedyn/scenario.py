@@ -336,3 +336,109 @@ def initial_state(sc: Scenario, model) -> tuple[np.ndarray, np.ndarray]:
         raise ScenarioError(f"[initial] v must be a list, 'zero' or 'random', got {v!r}"
                             f"{sc.line('initial', 'v')}")
     return q0, v0
+
+
+FORCE_TYPES = ("torque", "spring", "damper", "friction", "wrench")
+_FRICTION_KEYS = {"model", "smoothing", "eps", "surface_velocity"}
+
+
+def build_forces(sc: Scenario, model) -> list:
+    """The force elements of the scenario's [[forces]] tables."""
+    from . import forces as fe
+    from . import friction
+
+    out = []
+    for i, f in enumerate(sc.data.get("forces", [])):
+        kind = f["type"]
+        where = f"[[forces]] #{i + 1} ({kind})"
+        line = sc.line("forces", None, i)
+        if kind not in FORCE_TYPES:
+            raise ScenarioError(f"{where}: unknown force type{sc.line('forces', 'type', i)}; "
+                                f"valid types: {', '.join(FORCE_TYPES)}")
+
+        def need(key, f=f, where=where, line=line):
+            if key not in f:
+                raise ScenarioError(f"{where} needs {key!r}{line}")
+            return f[key]
+
+        if kind in ("torque", "spring", "damper", "friction") and need("joint") not in \
+                model.joint_names:
+            raise ScenarioError(f"{where}: no joint {f['joint']!r}{sc.line('forces', 'joint', i)}"
+                                f"; joints are {', '.join(model.joint_names)}")
+        if kind == "torque":
+            expr = compile_expression(need("expression"), f"{where} expression")
+            out.append(fe.JointTorque(lambda t, q, v, e=expr: np.atleast_1d(e(t, q, v)),
+                                      f["joint"]))
+        elif kind == "spring":
+            out.append(fe.JointSpring(f["joint"], float(need("stiffness")),
+                                      float(f.get("rest", 0.0))))
+        elif kind == "damper":
+            out.append(fe.JointDamper(f["joint"], f.get("damping")))
+        elif kind == "friction":
+            params = {k: v for k, v in f.items() if k not in _FRICTION_KEYS | {"type", "joint"}}
+            name = f.get("model", "stribeck")
+            laws = {"stribeck": friction.Stribeck, "rational": friction.RationalStribeck,
+                    "tanh": friction.TanhStribeck, "simscape": friction.SimscapeFriction}
+            if name not in laws:
+                raise ScenarioError(f"{where}: unknown friction model {name!r}"
+                                    f"{sc.line('forces', 'model', i)}; valid: {', '.join(laws)}")
+            try:
+                law = laws[name](**params)
+            except TypeError as e:
+                raise ScenarioError(f"{where}: {e}{line}") from None
+            if "smoothing" in f:
+                law = law.smoothed(f["smoothing"], float(f.get("eps", 1e-3)))
+            out.append(fe.JointFriction(f["joint"], law, float(f.get("surface_velocity", 0.0))))
+        else:
+            out.append(fe.ExternalWrench(need("body"), need("wrench")))
+    return out
+
+
+def integrator_options(sc: Scenario) -> dict:
+    """Keyword arguments of kd.simulate from the [integrator] and [run] tables."""
+    opts = {k: v for k, v in sc.data["integrator"].items()}
+    if isinstance(opts.get("project"), list):
+        opts["project"] = tuple(opts["project"])
+    if "progress" in sc.data["run"]:
+        opts["progress"] = sc.data["run"]["progress"]
+    return opts
+
+
+def run(sc: Scenario, progress: bool | None = None):
+    """Simulate a scenario: returns (model, trajectory)."""
+    import kanedyn as kd
+
+    model = build_model(sc)
+    q0, v0 = initial_state(sc, model)
+    forces = build_forces(sc, model)
+    opts = integrator_options(sc)
+    if progress is not None:
+        opts["progress"] = progress
+    try:
+        traj = kd.simulate(model, q0, v0, float(sc.data["run"]["t_final"]), forces=forces,
+                           **opts)
+    except TypeError as e:  # an option the method does not take
+        raise ScenarioError(f"[integrator]: {e}{sc.line('integrator')}") from None
+    return model, traj
+
+
+def summarize(traj) -> dict:
+    """Summary figures of a trajectory: final state, energy and budget errors, step count."""
+    E = traj.energy
+    scale = max(abs(float(E[0])), 1e-300)
+    return {
+        "t_final": float(traj.t[-1]),
+        "samples": int(len(traj.t)),
+        "final_q": [float(x) for x in traj.q[-1]],
+        "final_v": [float(x) for x in traj.v[-1]],
+        "energy_initial": float(E[0]),
+        "energy_final": float(E[-1]),
+        "max_energy_change": float(np.abs(E - E[0]).max() / scale),
+        "max_budget_error": float(np.abs(traj.budget).max() / scale),
+    }
+
+
+def run_summary(sc: Scenario) -> dict:
+    """Run a scenario and return only its summary (what a sweep records per run)."""
+    _, traj = run(sc, progress=False)
+    return summarize(traj)
