@@ -29,17 +29,20 @@ from .laws import (
 from .lugre import LuGre
 from .smoothing import Smoothing, creep_velocity, make_smoothing
 from .stickslip import FrictionTrajectory, Switch, simulate
+from .timestepping import Karnopp, SteppedTrajectory, time_stepping
 
 __all__ = [
     "Asymmetric",
     "FitResult",
     "FrictionLaw",
+    "Karnopp",
     "FrictionTrajectory",
     "LuGre",
     "MODELS",
     "RationalStribeck",
     "SimscapeFriction",
     "Smoothing",
+    "SteppedTrajectory",
     "Stribeck",
     "Switch",
     "TanhStribeck",
@@ -54,4 +57,5 @@ __all__ = [
     "gaussian",
     "make_smoothing",
     "simulate",
+    "time_stepping",
 ]
