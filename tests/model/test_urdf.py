@@ -351,3 +351,22 @@ def test_models_robot_is_load_robot():
     assert a.joint_names == b.joint_names and a.nv == 18
     with pytest.raises(kd.ModelError, match="no robot description named 'atlas'"):
         kd.models.robot("atlas")
+
+
+def test_shipped_files_are_what_the_generator_writes(tmp_path):
+    """The .urdf files are generated; a hand edit that the generator does not make
+    (or a generator change not rerun) shows up here."""
+    import importlib.util
+
+    from kanedyn.model.urdf import ROBOTS, robot_path
+
+    gen_path = robot_path("panda").parent / "generate.py"
+    spec = importlib.util.spec_from_file_location("kanedyn_robot_generator", gen_path)
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    gen.OUT = tmp_path
+    for make in gen.ROBOTS:
+        make()
+    assert sorted(p.stem for p in tmp_path.iterdir()) == sorted(ROBOTS)
+    for name in ROBOTS:
+        assert (tmp_path / f"{name}.urdf").read_text() == robot_path(name).read_text(), name

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+OUT = HERE  # where save() writes (a test points it elsewhere to compare)
 PI = np.pi
 
 
@@ -131,7 +132,7 @@ class Writer:
 
     def save(self):
         self.out.append("</robot>")
-        (HERE / f"{self.name}.urdf").write_text("\n".join(self.out) + "\n")
+        (OUT / f"{self.name}.urdf").write_text("\n".join(self.out) + "\n")
 
 
 # --------------------------------------------------------------------------------------
@@ -406,7 +407,9 @@ def humanoid():
     w.save()
 
 
+ROBOTS = (panda, ur5, chain20, quadruped, humanoid)
+
 if __name__ == "__main__":
-    for make in (panda, ur5, chain20, quadruped, humanoid):
+    for make in ROBOTS:
         make()
-        print("wrote", HERE / f"{make.__name__}.urdf")
+        print("wrote", OUT / f"{make.__name__}.urdf")
