@@ -110,9 +110,12 @@ def _parameter_values(eom, parameters) -> dict:
     return out
 
 
-def lower(eom, parameters: dict | None = None, cse: bool = True) -> Lowered:
-    """Fold parameters, run CSE over all outputs together, and order the definitions."""
-    subs = _parameter_values(eom, parameters)
+def lower(eom, parameters: dict | None = None, cse: bool = True, fold: bool = True) -> Lowered:
+    """Fold parameters, run CSE over all outputs together, and order the definitions.
+
+    ``fold=False`` keeps the parameters as symbols (to count operations as SymPy does;
+    such a lowering is not compiled)."""
+    subs = _parameter_values(eom, parameters) if fold else {}
     values = {s.name: float(v) for s, v in subs.items()}
     # constant propagation through the intermediates, in their order
     defs: list[tuple[sp.Symbol, sp.Expr]] = []
@@ -141,7 +144,7 @@ def lower(eom, parameters: dict | None = None, cse: bool = True) -> Lowered:
     else:
         energy_kind = "none"
         outputs["energy"] = []
-    _check_symbols(eom, defs, outputs)
+    _check_symbols(eom, defs, outputs, () if fold else tuple(eom.parameters))
     _check_shapes(eom, outputs, symmetric)
     names = list(outputs)
     flat = [e for _, e in defs] + [e for k in names for e in outputs[k]]
@@ -162,8 +165,9 @@ def lower(eom, parameters: dict | None = None, cse: bool = True) -> Lowered:
                    energy_kind, values)
 
 
-def _check_symbols(eom, defs, outputs) -> None:
+def _check_symbols(eom, defs, outputs, extra=()) -> None:
     known = set(eom.q) | set(eom.u) | set(eom.inputs) | {eom.t} | {s for s, _ in defs}
+    known |= set(extra)
     for k, exprs in [("intermediates", [e for _, e in defs])] + list(outputs.items()):
         for e in exprs:
             bad = _free(e) - known
@@ -268,16 +272,44 @@ _SIGNATURES = {
 _OUT_NAMES = {"mass_matrix": "M", "forcing": "F", "qdot": "qd", "energy": "E"}
 
 
-def _leaf_loads(low: Lowered, exprs_syms: set, style: str) -> list[str]:
+def _leaf_loads(low: Lowered, used: set, style: str, ins) -> list[str]:
+    """Loads of q, u, tau entries into named locals. In numba and C code they are
+    preceded by the input checks (status 1: an entry is not finite; 2 + k: quaternion
+    group k is off unit norm by more than QUAT_TOL) and quaternions are normalised, as
+    the Model's joints do."""
     eom = low.eom
     lines = []
+    sizes = {"q": len(eom.q), "u": len(eom.u), "tau": len(eom.inputs)}
+    quat_of = {}
+    if style != "numpy":
+        for a in ins:
+            if a in sizes and sizes[a]:
+                if style == "c":
+                    lines.append(f"for (int i = 0; i < {sizes[a]}; ++i) "
+                                 f"if (!isfinite({a}[i])) return 1;")
+                else:
+                    lines += [f"for i in range({sizes[a]}):",
+                              f"    if not math.isfinite({a}[i]):", "        return 1"]
+        for g, (qi, _) in enumerate(eom.quaternions):
+            if not any(eom.q[k] in used for k in qi):
+                continue
+            norm = " + ".join(f"q[{k}] * q[{k}]" for k in qi)
+            if style == "c":
+                lines += [f"const double nrm{g} = sqrt({norm});",
+                          f"if (!(fabs(nrm{g} - 1.0) <= {QUAT_TOL!r})) return {2 + g};"]
+            else:
+                lines += [f"nrm{g} = math.sqrt({norm})",
+                          f"if not abs(nrm{g} - 1.0) <= {QUAT_TOL!r}:", f"    return {2 + g}"]
+            for k in qi:
+                quat_of[k] = f" / nrm{g}"
     for arr, syms in (("q", eom.q), ("u", eom.u), ("tau", eom.inputs)):
         for k, s in enumerate(syms):
-            if s in exprs_syms:
+            if s in used:
                 idx = f"[..., {k}]" if style == "numpy" else f"[{k}]"
+                scale = quat_of.get(k, "") if arr == "q" else ""
                 decl = "const double " if style == "c" else ""
                 end = ";" if style == "c" else ""
-                lines.append(f"{decl}{_name(s)} = {arr}{idx}{end}")
+                lines.append(f"{decl}{_name(s)} = {arr}{idx}{scale}{end}")
     return lines
 
 
@@ -316,7 +348,7 @@ def _body(low: Lowered, func: str, style: str, printer) -> tuple[list[str], int]
     for k in outs:
         for e in low.outputs[k]:
             used |= _free(e)
-    lines = _leaf_loads(low, used, style)
+    lines = _leaf_loads(low, used, style, _SIGNATURES[func][0])
     ops = 0
     for s in defs:
         e = low.definitions[s]
@@ -379,16 +411,19 @@ def python_source(low: Lowered, style: str) -> str:
 
 _NUMBA_FD = '''@numba.njit(cache=True)
 def forward_dynamics(q, u, tau, t, udot, work):
-    """Solve M udot = F by Cholesky (M = L L^T). Returns 1 if M is not positive definite."""
+    """Solve M udot = F by Cholesky (M = L L^T). Returns -1 if M is not positive definite,
+    or the status of dynamics()."""
     n = {N}
     M = work[: n * n]
-    dynamics(q, u, tau, t, M, udot)
+    status = dynamics(q, u, tau, t, M, udot)
+    if status:
+        return status
     for j in range(n):
         d = M[j * n + j]
         for k in range(j):
             d -= M[j * n + k] * M[j * n + k]
         if not d > 0.0:
-            return 1
+            return -1
         d = math.sqrt(d)
         M[j * n + j] = d
         for i in range(j + 1, n):
@@ -411,16 +446,18 @@ def forward_dynamics(q, u, tau, t, udot, work):
 
 _C_FD = '''
 /* Solve M udot = F by Cholesky (M = L L^T, lower triangle used in place).
-   work holds nu*nu doubles. Returns 1 if M is not positive definite. */
+   work holds nu*nu doubles. Returns -1 if M is not positive definite, or the
+   status of dynamics(). */
 int {P}forward_dynamics(const double *q, const double *u, const double *tau, double t,
                       double *udot, double *work) {
     const int n = {N};
     double *M = work;
-    {P}dynamics(q, u, tau, t, M, udot);
+    const int status = {P}dynamics(q, u, tau, t, M, udot);
+    if (status) return status;
     for (int j = 0; j < n; ++j) {
         double d = M[j * n + j];
         for (int k = 0; k < j; ++k) d -= M[j * n + k] * M[j * n + k];
-        if (!(d > 0.0)) return 1;
+        if (!(d > 0.0)) return -1;
         d = sqrt(d);
         M[j * n + j] = d;
         for (int i = j + 1; i < n; ++i) {
@@ -451,7 +488,7 @@ def c_declarations(prefix: str = "") -> str:
     decl = []
     for f, (ins, outs) in _SIGNATURES.items():
         args = ", ".join([_C_ARGS[a] for a in ins] + [f"double *{_OUT_NAMES[k]}" for k in outs])
-        decl.append(f"void {prefix}{f}({args});")
+        decl.append(f"int {prefix}{f}({args});")
     decl.append(f"int {prefix}forward_dynamics(const double *q, const double *u, "
                 "const double *tau, double t, double *udot, double *work);")
     return "\n".join(decl) + "\n"
@@ -466,8 +503,8 @@ def c_source(low: Lowered, prefix: str = "") -> str:
         lines, counts[f] = _body(low, f, "c", printer)
         args = ", ".join([_C_ARGS[a] for a in ins] + [f"double *{_OUT_NAMES[k]}" for k in outs])
         unused = "".join(f"    (void){a};\n" for a in ins)  # not every input is used
-        funcs.append(f"void {prefix}{f}({args}) {{\n" + unused
-                     + "".join(f"    {x}\n" for x in lines) + "}\n")
+        funcs.append(f"int {prefix}{f}({args}) {{\n" + unused
+                     + "".join(f"    {x}\n" for x in lines) + "    return 0;\n}\n")
     eom = low.eom
     doc = [
         "",
@@ -480,8 +517,10 @@ def c_source(low: Lowered, prefix: str = "") -> str:
         "  energy(q, u, t, E)          E: " + {"split": "3: T + V, T, V", "total": "1: T + V",
                                               "none": "0 (no energy expression)"}[
                                                   low.energy_kind],
-        "  forward_dynamics(q, u, tau, t, udot, work)  Cholesky solve; work: nu*nu doubles;",
-        "                              returns 0, or 1 if M is not positive definite",
+        "  forward_dynamics(q, u, tau, t, udot, work)  Cholesky solve; work: nu*nu doubles",
+        "Every function returns 0, or 1 if an input is not finite, 2 + k if quaternion k",
+        "is off unit norm by more than " + repr(QUAT_TOL) + " (quaternions are normalised),",
+        "-1 (forward_dynamics) if M is not positive definite.",
         "Coordinates: " + ", ".join(s.name for s in eom.q),
         "Speeds: " + ", ".join(s.name for s in eom.u),
         "Inputs: " + (", ".join(s.name for s in eom.inputs) or "none"),
@@ -613,8 +652,14 @@ class CompiledSystem:
     ``mass_matrix(q)``, ``forcing(q, v, tau)``, ``nonlinear_effects(q, v)`` (= -forcing at
     τ = 0), ``gravity_torques(q)``, ``forward_dynamics(q, v, tau)`` (Cholesky solve of
     ``M u̇ = forcing``), ``energy``, ``kinetic_energy``, ``potential_energy``, ``q_dot`` and
-    ``integrate_configuration``. All take one state or a batch (leading axis). The time
-    ``t`` is a keyword (default 0) for equations that depend on it explicitly.
+    ``integrate_configuration``. All take one state or a batch (leading axis; the numpy
+    backend vectorises it, numba and C loop over it). The time ``t`` is a keyword
+    (default 0) for equations that depend on it explicitly.
+
+    Inputs are checked as the Model's algorithms check them: wrong shapes and non-finite
+    entries raise StateError, and quaternions more than ``QUAT_TOL`` off unit norm too;
+    closer ones are normalised. For numba and C the checks run inside the generated code,
+    so a call costs little more than the arithmetic.
     """
 
     def __init__(self, low: Lowered, backend: str):
@@ -624,8 +669,7 @@ class CompiledSystem:
         self.nq, self.nv, self.ninputs = len(eom.q), len(eom.u), len(eom.inputs)
         self.quaternions = [(list(a), list(b)) for a, b in eom.quaternions]
         self.parameters = dict(low.values)
-        self._energy_kind = low.energy_kind
-        self._symmetric = low.symmetric
+        self._nE = {"split": 3, "total": 1, "none": 0}[low.energy_kind]
         full = _full_matrix(low)
         self.counts = {k: full.operation_count(v) for k, v in
                        {"mass_matrix": ("mass_matrix",), "forcing": ("forcing",),
@@ -633,216 +677,211 @@ class CompiledSystem:
                         "energy": ("energy",)}.items()}
         if backend == "c":
             self.source = c_source(full)
-            self._mod = _load_c(self.source)
-            self._ffi, self._lib = self._mod.ffi, self._mod.lib
+            mod = _load_c(self.source)
+            ffi, lib = mod.ffi, mod.lib
+
+            def wrap(fn):
+                buf = ffi.from_buffer
+
+                def call(*args):
+                    return fn(*[a if isinstance(a, float) else buf("double[]", a)
+                                for a in args])
+                return call
+
+            self._k = {f: wrap(getattr(lib, f)) for f in
+                       list(_SIGNATURES) + ["forward_dynamics"]}
         elif backend in ("numpy", "numba"):
             self.source = python_source(full, backend)
-            self._mod = _load_python(self.source, backend)
+            mod = _load_python(self.source, backend)
+            names = list(_SIGNATURES) + (["forward_dynamics"] if backend == "numba" else [])
+            self._k = {f: getattr(mod, f) for f in names}
         else:
             raise SymbolicError(f"compile: backend must be one of {BACKENDS}, got {backend!r}")
-        self._nE = {"split": 3, "total": 1, "none": 0}[low.energy_kind]
-        self._empty = np.zeros(0)
-        self._work = np.empty(self.nv * self.nv)
+        self._work = np.empty(max(self.nv * self.nv, 1))
+        self._zeros_tau = np.zeros(self.ninputs)
+        self._zeros_v = np.zeros(self.nv)
 
     def __repr__(self) -> str:
         return (f"CompiledSystem({self.name!r}, backend={self.backend!r}, nq={self.nq}, "
                 f"nv={self.nv}, ops={self.counts['dynamics']})")
 
-    # --- argument checks -------------------------------------------------------------------
-    def _arr(self, x, n: int, what: str) -> tuple[NDArray, bool]:
+    # --- argument handling -----------------------------------------------------------------
+    def _arr(self, x, n: int, what: str) -> NDArray:
         a = np.asarray(x, dtype=float)
-        if a.ndim == 1 and a.shape[0] == n:
-            single = True
-        elif a.ndim == 2 and a.shape[1] == n:
-            single = False
-        else:
+        if a.shape[-1:] != (n,) or a.ndim > 2:
             raise StateError(f"{what} must have shape ({n},) or (N, {n}); got {a.shape} "
                              f"({self.name})")
-        if not np.isfinite(a).all():
-            raise StateError(f"{what} contains NaN or infinity ({self.name})")
-        return np.ascontiguousarray(a), single
+        return a
 
-    def _q(self, q) -> tuple[NDArray, bool]:
-        Q, single = self._arr(q, self.nq, "q")
-        if self.quaternions:
-            Q2 = np.atleast_2d(Q).copy()
-            for qi, _ in self.quaternions:
-                nrm = np.linalg.norm(Q2[:, qi], axis=1)
-                bad = np.abs(nrm - 1.0) > QUAT_TOL
-                if bad.any():
-                    raise StateError(
-                        f"q[{qi[0]}:{qi[-1] + 1}] is a quaternion of norm "
-                        f"{nrm[bad][0]:.6g}, not 1 (tolerance {QUAT_TOL}); normalise it or use "
-                        "integrate_configuration"
-                    )
-                Q2[:, qi] /= nrm[:, None]
-            Q = Q2[0] if single else Q2
-        return Q, single
+    def _status(self, status: int, q) -> None:
+        if status == 1:
+            raise StateError(f"{self.name}: an input contains NaN or infinity")
+        if status >= 2:
+            qi = self.quaternions[status - 2][0]
+            nrm = float(np.linalg.norm(np.asarray(q)[..., qi]))
+            raise StateError(
+                f"{self.name}: q[{qi[0]}:{qi[-1] + 1}] is a quaternion of norm {nrm:.6g}, "
+                f"not 1 (tolerance {QUAT_TOL}); normalise it or use integrate_configuration"
+            )
+        if status == -1:
+            raise SolverError(f"{self.name}: M(q) is not positive definite at q = {q}")
 
-    def _tau(self, tau, N: int | None) -> NDArray:
-        if tau is None:
-            return np.zeros(self.ninputs) if N is None else np.zeros((N, self.ninputs))
-        return self._arr(tau, self.ninputs, "tau")[0]
+    def _numpy_checks(self, *arrays) -> list:
+        out = []
+        for k, a in enumerate(arrays):
+            if not np.isfinite(a).all():
+                self._status(1, None)
+            if k == 0 and self.quaternions:
+                a = np.array(a)
+                for g, (qi, _) in enumerate(self.quaternions):
+                    nrm = np.linalg.norm(a[..., qi], axis=-1)
+                    if not np.all(np.abs(nrm - 1.0) <= QUAT_TOL):
+                        self._status(2 + g, a)
+                    a[..., qi] /= nrm[..., None]
+            out.append(a)
+        return out
 
-    @staticmethod
-    def _batch(*arrs):
-        N = max(a.shape[0] if a.ndim == 2 else 1 for a in arrs)
-        for a in arrs:
-            if a.ndim == 2 and a.shape[0] not in (1, N):
-                raise StateError(f"batch sizes differ: {[x.shape for x in arrs]}")
-        return N, [np.broadcast_to(a, (N, a.shape[-1])) if a.ndim == 2 or N > 1 else a
-                   for a in arrs]
-
-    # --- calling the kernels ---------------------------------------------------------------
-    def _run(self, func: str, arrays: list, t: float, nouts: list) -> list:
-        single = all(a.ndim == 1 for a in arrays)
+    def _eval(self, func: str, arrays: list, t: float, sizes: list) -> list:
+        """Run one generated function on one state or a batch; outputs flat per state."""
+        t = float(t)
         if self.backend == "numpy":
-            if not single:
-                _, arrays = self._batch(*arrays)
-            N = None if single else arrays[0].shape[0]
-            outs = [np.empty(n) if single else np.empty((N, n)) for n in nouts]
-            getattr(self._mod, func)(*arrays, float(t), *outs)
+            arrays = self._numpy_checks(*arrays)
+            shape = np.broadcast_shapes(*[a.shape[:-1] for a in arrays])
+            outs = [np.empty(shape + (n,)) for n in sizes]
+            self._k[func](*arrays, t, *outs)
             return outs
-        if single:
-            outs = [np.empty(n) for n in nouts]
-            self._one(func, arrays, t, outs)
+        fn = self._k[func]
+        if all(a.ndim == 1 for a in arrays):
+            outs = [np.empty(n) for n in sizes]
+            st = fn(*[np.ascontiguousarray(a) for a in arrays], t, *outs)
+            if st:
+                self._status(st, arrays[0])
             return outs
-        N, arrays = self._batch(*arrays)
-        outs = [np.empty((N, n)) for n in nouts]
-        for k in range(N):
-            self._one(func, [a[k] for a in arrays], t, [o[k] for o in outs])
+        shape = np.broadcast_shapes(*[a.shape[:-1] for a in arrays])
+        arrays = [np.ascontiguousarray(np.broadcast_to(a, shape + a.shape[-1:]))
+                  for a in arrays]
+        outs = [np.empty(shape + (n,)) for n in sizes]
+        for k in range(shape[0]):
+            st = fn(*[a[k] for a in arrays], t, *[o[k] for o in outs])
+            if st:
+                self._status(st, arrays[0][k])
         return outs
-
-    def _one(self, func, arrays, t, outs):
-        if self.backend == "numba":
-            return getattr(self._mod, func)(*arrays, float(t), *outs)
-        ffi = self._ffi
-        a = [ffi.from_buffer("double[]", np.ascontiguousarray(x)) for x in arrays]
-        o = [ffi.from_buffer("double[]", x) for x in outs]
-        return getattr(self._lib, func)(*a, float(t), *o)
 
     # --- the system protocol ---------------------------------------------------------------
     def mass_matrix(self, q: ArrayLike, t: float = 0.0) -> NDArray:
         """``M(q)``, nv x nv."""
-        Q, single = self._q(q)
-        (M,) = self._run("mass_matrix", [Q], t, [self.nv * self.nv])
+        (M,) = self._eval("mass_matrix", [self._arr(q, self.nq, "q")], t, [self.nv ** 2])
         return M.reshape(M.shape[:-1] + (self.nv, self.nv))
 
     def forcing(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike | None = None,
                 t: float = 0.0) -> NDArray:
         """``forcing(q, v, τ)`` with ``M u̇ = forcing``."""
-        Q, _ = self._q(q)
-        Vv, _ = self._arr(v, self.nv, "v")
-        T = self._tau(tau, None)
-        (F,) = self._run("forcing", [Q, Vv, T], t, [self.nv])
+        T = self._zeros_tau if tau is None else self._arr(tau, self.ninputs, "tau")
+        (F,) = self._eval("forcing", [self._arr(q, self.nq, "q"),
+                                      self._arr(v, self.nv, "v"), T], t, [self.nv])
         return F
+
+    def dynamics(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike | None = None,
+                 t: float = 0.0) -> tuple[NDArray, NDArray]:
+        """``(M, forcing)`` together, sharing their common subexpressions."""
+        T = self._zeros_tau if tau is None else self._arr(tau, self.ninputs, "tau")
+        M, F = self._eval("dynamics", [self._arr(q, self.nq, "q"), self._arr(v, self.nv, "v"),
+                                       T], t, [self.nv ** 2, self.nv])
+        return M.reshape(M.shape[:-1] + (self.nv, self.nv)), F
 
     def nonlinear_effects(self, q: ArrayLike, v: ArrayLike, t: float = 0.0) -> NDArray:
         """``h(q, v) = -forcing(q, v, τ = 0)``."""
         return -self.forcing(q, v, None, t)
 
     def gravity_torques(self, q: ArrayLike, t: float = 0.0) -> NDArray:
-        """``g(q) = h(q, 0)``."""
-        Q, _ = self._q(q)
-        return self.nonlinear_effects(Q, np.zeros(Q.shape[:-1] + (self.nv,)), t)
+        """``g(q) = h(q, 0)``: the inputs that hold the system still (when the forcing
+        holds gravity and inputs only)."""
+        return -self.forcing(q, self._zeros_v, None, t)
 
     def forward_dynamics(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike | None = None,
                          t: float = 0.0) -> NDArray:
         """``u̇ = M(q)⁻¹ forcing(q, v, τ)``, by Cholesky."""
-        Q, _ = self._q(q)
-        Vv, _ = self._arr(v, self.nv, "v")
-        T = self._tau(tau, None)
+        Q, Vv = self._arr(q, self.nq, "q"), self._arr(v, self.nv, "v")
+        T = self._zeros_tau if tau is None else self._arr(tau, self.ninputs, "tau")
         if self.backend == "numpy":
-            M, F = self._run("dynamics", [Q, Vv, T], t, [self.nv * self.nv, self.nv])
-            M = M.reshape(M.shape[:-1] + (self.nv, self.nv))
+            M, F = self.dynamics(Q, Vv, T, t)
             try:
                 L = np.linalg.cholesky(M)
-            except np.linalg.LinAlgError as exc:
-                raise SolverError(f"{self.name}: M(q) is not positive definite at q = {Q}") \
-                    from exc
+            except np.linalg.LinAlgError:
+                self._status(-1, Q)
             y = np.linalg.solve(L, F[..., None])
             return np.linalg.solve(np.swapaxes(L, -1, -2), y)[..., 0]
-        single = Q.ndim == 1 and Vv.ndim == 1 and T.ndim == 1
-        if single:
+        fd = self._k["forward_dynamics"]
+        if Q.ndim == 1 and Vv.ndim == 1 and T.ndim == 1:
             out = np.empty(self.nv)
-            self._fd(Q, Vv, T, t, out)
+            st = fd(np.ascontiguousarray(Q), np.ascontiguousarray(Vv), np.ascontiguousarray(T),
+                    float(t), out, self._work)
+            if st:
+                self._status(st, Q)
             return out
-        N, (Q, Vv, T) = self._batch(Q, Vv, T)
-        out = np.empty((N, self.nv))
-        for k in range(N):
-            self._fd(Q[k], Vv[k], T[k], t, out[k])
+        shape = np.broadcast_shapes(Q.shape[:-1], Vv.shape[:-1], T.shape[:-1])
+        Q, Vv, T = (np.ascontiguousarray(np.broadcast_to(a, shape + a.shape[-1:]))
+                    for a in (Q, Vv, T))
+        out = np.empty(shape + (self.nv,))
+        for k in range(shape[0]):
+            st = fd(Q[k], Vv[k], T[k], float(t), out[k], self._work)
+            if st:
+                self._status(st, Q[k])
         return out
 
-    def _fd(self, q, v, tau, t, out):
-        if self.backend == "numba":
-            status = self._mod.forward_dynamics(q, v, tau, float(t), out, self._work)
-        else:
-            ffi = self._ffi
-            status = self._lib.forward_dynamics(
-                ffi.from_buffer("double[]", np.ascontiguousarray(q)),
-                ffi.from_buffer("double[]", np.ascontiguousarray(v)),
-                ffi.from_buffer("double[]", np.ascontiguousarray(tau)), float(t),
-                ffi.from_buffer("double[]", out), ffi.from_buffer("double[]", self._work))
-        if status:
-            raise SolverError(f"{self.name}: M(q) is not positive definite at q = {q}")
-
-    def _energies(self, q, v, t):
+    def _energies(self, q, v, t, which: int):
         if not self._nE:
             raise SymbolicError(f"{self.name}: the equations carry no energy expression")
-        Q, _ = self._q(q)
-        Vv, _ = self._arr(v, self.nv, "v")
-        (E,) = self._run("energy", [Q, Vv], t, [self._nE])
-        return E
+        if which and self._nE != 3:
+            raise SymbolicError(f"{self.name}: kinetic and potential energy are not separated")
+        (E,) = self._eval("energy", [self._arr(q, self.nq, "q"), self._arr(v, self.nv, "v")],
+                          t, [self._nE])
+        E = E[..., which]
+        return float(E) if E.ndim == 0 else E
 
     def energy(self, q: ArrayLike, v: ArrayLike, t: float = 0.0):
         """Total mechanical energy ``T + V``."""
-        E = self._energies(q, v, t)[..., 0]
-        return float(E) if E.ndim == 0 else E
+        return self._energies(q, v, t, 0)
 
     def kinetic_energy(self, q: ArrayLike, v: ArrayLike, t: float = 0.0):
-        if self._nE != 3:
-            raise SymbolicError(f"{self.name}: kinetic and potential energy are not separated")
-        E = self._energies(q, v, t)[..., 1]
-        return float(E) if E.ndim == 0 else E
+        """``T``."""
+        return self._energies(q, v, t, 1)
 
     def potential_energy(self, q: ArrayLike, t: float = 0.0):
-        if self._nE != 3:
-            raise SymbolicError(f"{self.name}: kinetic and potential energy are not separated")
-        Q, _ = self._q(q)
-        E = self._energies(Q, np.zeros(Q.shape[:-1] + (self.nv,)), t)[..., 2]
-        return float(E) if E.ndim == 0 else E
+        """``V``."""
+        return self._energies(q, self._zeros_v, t, 2)
 
     def q_dot(self, q: ArrayLike, v: ArrayLike, t: float = 0.0) -> NDArray:
         """``q̇`` from the kinematic differential equations."""
-        Q, _ = self._q(q)
-        Vv, _ = self._arr(v, self.nv, "v")
-        (qd,) = self._run("qdot", [Q, Vv], t, [self.nq])
+        (qd,) = self._eval("qdot", [self._arr(q, self.nq, "q"), self._arr(v, self.nv, "v")],
+                           t, [self.nq])
         return qd
 
     def integrate_configuration(self, q: ArrayLike, v: ArrayLike, dt: float,
                                 t: float = 0.0) -> NDArray:
         """q after a step dt at constant speeds v.
 
-        Each quaternion group moves on SO(3) exactly, ``q ← q ⊗ exp(dt ω / 2)``
-        with ω its body angular velocity; every other coordinate takes the
-        explicit Euler step ``q ← q + dt q̇(q, v)``. (For a Model's planar and
-        free-joint positions this is first order, where the Model's own
-        ``integrate_configuration`` is the exact group flow.)
+        Each quaternion group moves on the unit sphere exactly,
+        ``q ← q ⊗ exp(dt ω)`` (``kanedyn.spatial.quat_exp``, the flow of
+        ``q̇ = ½ q ⊗ (0, ω)``) with ω its body angular velocity; every other
+        coordinate takes the explicit Euler step ``q ← q + dt q̇(q, v)``. (For a
+        Model's planar and free-joint positions this is first order in dt where
+        the Model's own ``integrate_configuration`` is the exact group flow.)
         """
-        Q, single = self._q(q)
-        Vv, _ = self._arr(v, self.nv, "v")
+        Q, Vv = self._arr(q, self.nq, "q"), self._arr(v, self.nv, "v")
         out = Q + float(dt) * self.q_dot(Q, Vv, t)
         if self.quaternions:
             from ..spatial import quat_exp, quat_multiply
 
-            Q2, V2 = np.atleast_2d(Q), np.atleast_2d(Vv)
-            N = max(Q2.shape[0], V2.shape[0])
-            Q2, V2 = np.broadcast_to(Q2, (N, self.nq)), np.broadcast_to(V2, (N, self.nv))
-            out = np.array(np.broadcast_to(np.atleast_2d(out), (N, self.nq)))
+            shape = out.shape[:-1]
+            Q2 = np.broadcast_to(Q, shape + (self.nq,)).reshape(-1, self.nq)
+            V2 = np.broadcast_to(Vv, shape + (self.nv,)).reshape(-1, self.nv)
+            out = out.reshape(-1, self.nq)
             for qi, ui in self.quaternions:
-                for k in range(N):
-                    out[k, qi] = quat_multiply(Q2[k, qi], quat_exp(float(dt) * V2[k, ui]))
-            out = out[0] if single and Vv.ndim == 1 else out
+                for k in range(out.shape[0]):
+                    qk = Q2[k, qi] / np.linalg.norm(Q2[k, qi])
+                    out[k, qi] = quat_multiply(qk, quat_exp(float(dt) * V2[k, ui]))
+            out = out.reshape(shape + (self.nq,))
         return out
 
 

@@ -112,36 +112,48 @@ class _Recorder:
 
 
 # --- 3-vector algebra on lists of SymPy expressions -------------------------------------------
+# Products with a structural zero are skipped before SymPy sees them: most entries of the
+# rotations and subspaces are zero, and SymPy's own handling of 0*x is what costs time.
+def _z(x) -> bool:
+    return x is _ZERO or (type(x) is int and x == 0)
+
+
+def _psum(*pairs):
+    """``Σ a b`` over the pairs, zero factors skipped."""
+    return sp.Add(*[a * b for a, b in pairs if not (_z(a) or _z(b))])
+
+
 def _add(a, b):
-    return [x + y for x, y in zip(a, b, strict=True)]
+    return [x if _z(y) else (y if _z(x) else x + y) for x, y in zip(a, b, strict=True)]
 
 
 def _sub(a, b):
-    return [x - y for x, y in zip(a, b, strict=True)]
+    return [x if _z(y) else (-y if _z(x) else x - y) for x, y in zip(a, b, strict=True)]
 
 
 def _scale(s, a):
-    return [s * x for x in a]
+    return [_ZERO if _z(x) or _z(s) else s * x for x in a]
 
 
 def _cross(a, b):
-    return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+    return [_psum((a[1], b[2]), (-a[2], b[1])), _psum((a[2], b[0]), (-a[0], b[2])),
+            _psum((a[0], b[1]), (-a[1], b[0]))]
 
 
 def _dot(a, b):
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+    return _psum((a[0], b[0]), (a[1], b[1]), (a[2], b[2]))
 
 
 def _matvec(A, x):
-    return [A[r][0] * x[0] + A[r][1] * x[1] + A[r][2] * x[2] for r in range(3)]
+    return [_psum((A[r][0], x[0]), (A[r][1], x[1]), (A[r][2], x[2])) for r in range(3)]
 
 
 def _matTvec(A, x):
-    return [A[0][c] * x[0] + A[1][c] * x[1] + A[2][c] * x[2] for c in range(3)]
+    return [_psum((A[0][c], x[0]), (A[1][c], x[1]), (A[2][c], x[2])) for c in range(3)]
 
 
 def _matmul(A, B):
-    return [[sum(A[r][k] * B[k][c] for k in range(3)) for c in range(3)] for r in range(3)]
+    return [[_psum(*((A[r][k], B[k][c]) for k in range(3))) for c in range(3)] for r in range(3)]
 
 
 def _transpose(A):
@@ -410,7 +422,8 @@ def derive(model: Model, parameters: str = "numeric", method: str = "recursive",
     momentum, force = [None] * nb, [None] * nb
     for b in model.bodies:
         i, n = b.index, f"{b.index}"
-        momentum[i] = tuple(rec.vec(x, f"{k}{n}") for k, x in zip("HP", inertia[i].apply(V[i]), strict=True))
+        ang, lin = inertia[i].apply(V[i])
+        momentum[i] = (rec.vec(ang, f"H{n}"), rec.vec(lin, f"P{n}"))
         IA = inertia[i].apply(A0[i])
         vf = _crf(V[i], momentum[i])
         force[i] = (_add(IA[0], vf[0]), _add(IA[1], vf[1]))
@@ -472,7 +485,8 @@ def _recursive_sums(model, E, r, S, inertia, force, rec, M, forcing) -> None:
         while True:
             bj = model.bodies[j]
             for c, k in enumerate(cols):
-                for l, x in zip(range(bj.iv.start, bj.iv.stop), _subspace_T_force(S[j], F[c]), strict=True):
+                rows = range(bj.iv.start, bj.iv.stop)
+                for l, x in zip(rows, _subspace_T_force(S[j], F[c]), strict=True):
                     M[l, k] = M[k, l] = rec(x, f"M{l}_{k}")
             if bj.parent < 0:
                 break
