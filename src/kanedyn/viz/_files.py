@@ -22,10 +22,7 @@ def write_atomic(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
     os.close(fd)
     try:
         write(tmp)
-        # mkstemp makes the file private (0600); give it the mode a plain open() would
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+        os.chmod(tmp, 0o644)  # mkstemp makes it private (0600); results are for reading
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
