@@ -324,3 +324,60 @@ def _collapse(t, h, last_err, names, idx):
         where = (f"; largest scaled {what} {ratio.max():.3g} in component {k} "
                  f"({names[k]}, index {idx[k]})")
     raise SolverError(f"radau5: step size collapsed to h = {h:.3g} at t = {t:.10g}{where}")
+
+
+# ---------------------------------------------------------------- kd.simulate entry point
+_SIM_OPTIONS = ("formulation", "rtol", "atol", "alpha", "beta", "h0", "max_step",
+                "max_steps", "initialize")
+
+
+def radau5_method(problem, formulation: str = "index3", rtol: float = 1e-6,
+                  atol: float = 1e-6, alpha: float | None = None, beta: float | None = None,
+                  h0: float | None = None, max_step: float | None = None,
+                  max_steps: int = 100_000, initialize: bool = True, **unknown):
+    """``kd.simulate(system, q0, v0, t_final, method="radau5", formulation=..., rtol=...,
+    atol=...)``: the DAE of the (constrained) system in ``formulation`` (see
+    :mod:`kanedyn.constraints.formulations`), integrated by :func:`radau5`.
+
+    ``initialize``: make (q0, v0) consistent first (minimum-distance projection); a
+    Baumgarte formulation without alpha/beta takes them from dt (or t_final/100).
+    ``dt`` of simulate is the output spacing (dense output); None keeps every step.
+    """
+    from ..constraints.formulations import formulate
+    from .dae_common import as_constrained, consistent_start, solution
+
+    if unknown:
+        raise SolverError(f"method 'radau5' does not take option(s) {sorted(unknown)}; it "
+                          f"takes {sorted(_SIM_OPTIONS)}")
+    system = as_constrained(problem, "radau5")
+    scale_dt = problem.dt if problem.dt is not None else (problem.t_final - problem.t0) / 100
+    kw = dict(alpha=alpha, beta=beta, dt=scale_dt) if formulation == "baumgarte" else {}
+    dae = formulate(system, formulation, **kw)
+    q0, v0 = consistent_start(system, problem, initialize)
+    y0 = dae.initial_state(q0, v0, problem.t0)
+    t_eval = None
+    if problem.dt is not None:
+        n = int(np.floor((problem.t_final - problem.t0) / problem.dt + 1e-9))
+        t_eval = problem.t0 + problem.dt * np.arange(n + 1)
+        if t_eval[-1] < problem.t_final - 1e-12 * max(1.0, abs(problem.t_final)):
+            t_eval = np.append(t_eval, problem.t_final)
+    names = ([f"q[{i}]" for i in range(system.nq)] + [f"v[{i}]" for i in range(system.nv)]
+             + [f"a[{i}]" for i in range(system.nv)]
+             + [f"λ[{i}] ({n})" for i, n in enumerate(system.constraint_names)]
+             + [f"μ[{i}]" for i in range(system.nc if formulation == "ggl" else 0)])
+    if problem.t_final == problem.t0:
+        res = RadauResult(np.array([problem.t0]), y0[None, :], {})
+    else:
+        res = radau5(dae.rhs, (problem.t0, problem.t_final), y0, dae.mass, dae.index,
+                     rtol=rtol, atol=atol, jac=dae.jacobian, h0=h0, max_step=max_step,
+                     t_eval=t_eval, names=names, max_steps=max_steps)
+    return solution(system, dae, res.t, res.y, res.stats, "radau5", problem)
+
+
+def _register():
+    from . import register_method
+
+    register_method("radau5", radau5_method, "dae")
+
+
+_register()
