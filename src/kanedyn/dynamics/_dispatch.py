@@ -17,7 +17,9 @@ from numpy.typing import NDArray
 
 from ..errors import StateError
 from ..model import Model
-from ._state import external_forces, states
+from ..model.configuration import as_state
+from ..model.joints import QUAT_TOL
+from ._state import external_forces
 
 
 class _Kernels:
@@ -34,18 +36,65 @@ class _Kernels:
 
 K = _Kernels()
 
+#: states per chunk of a batch; chunks go to threads as they come free, so a thread
+#: held up (on a shared machine) does not hold up a statically assigned share
+CHUNK = 64
+
+
+def run_batch(kernel, *args) -> None:
+    """Call a parallel batch kernel with dynamic scheduling in chunks of :data:`CHUNK`."""
+    import numba
+
+    old = numba.set_parallel_chunksize(CHUNK)
+    try:
+        kernel(*args)
+    finally:
+        numba.set_parallel_chunksize(old)
+
 
 def general(model: Model, q, speeds: tuple, f_ext=None):
     """Validated, contiguous float64 (N, ·) inputs: ``(Q, [X...], F or None, single)``.
 
     ``speeds`` is a tuple of (array, name) pairs of speed-sized inputs; a single
-    state broadcasts against a batch.
+    state broadcasts against a batch. Quaternions are checked (all states at
+    once) but not normalised here: the kernels normalise them, so a state gives
+    the same bits whether it comes alone or in a batch.
     """
-    arrays, single = states(model, q, *speeds)
-    arrays = [np.ascontiguousarray(x, dtype=np.float64) for x in arrays]
-    N = arrays[0].shape[0]
-    F = None if f_ext is None else np.ascontiguousarray(external_forces(model, f_ext, N))
+    Q, single = as_state(model, q, model.nq, "q")
+    check_quaternions(model, Q)
+    arrays = [Q]
+    for x, name in speeds:
+        X, s = as_state(model, x, model.nv, name)
+        single = single and s
+        arrays.append(X)
+    N = max(a.shape[0] for a in arrays)
+    for k, a in enumerate(arrays):
+        if a.shape[0] not in (1, N):
+            raise StateError(f"batch sizes differ: {[a.shape[0] for a in arrays]}")
+        if a.shape[0] == 1 and N > 1:
+            arrays[k] = np.broadcast_to(a, (N, a.shape[1]))
+    # the kernels take writeable C-contiguous float64 (numba types read-only arrays apart)
+    arrays = [np.require(x, np.float64, ["C", "W"]) for x in arrays]
+    F = None if f_ext is None else np.require(external_forces(model, f_ext, N), np.float64,
+                                              ["C", "W"])
     return arrays, F, single
+
+
+def check_quaternions(model: Model, Q: NDArray) -> None:
+    """StateError naming the joint (and the state of a batch) whose quaternion is not unit."""
+    for b in model.bodies:
+        if b.joint.kind not in ("spherical", "free"):
+            continue
+        n = np.linalg.norm(Q[:, b.iq][:, -4:], axis=1)
+        bad = np.flatnonzero(~(np.abs(n - 1.0) <= QUAT_TOL))
+        if bad.size:
+            k = int(bad[0])
+            where = f" (state {k} of the batch)" if Q.shape[0] > 1 else ""
+            raise StateError(
+                f"joint {b.joint.name!r}: quaternion {Q[k, b.iq][-4:]} has norm {n[k]:.6g}, "
+                f"not 1 (tolerance {QUAT_TOL}){where}; normalise it or integrate with "
+                "integrate_configuration"
+            )
 
 
 def fail(model: Model, status: NDArray | int, what: str, q, speeds: tuple, f_ext=None):

@@ -10,8 +10,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from ._dispatch import K, fail, general
-from .flat import flatten
+from ._dispatch import K, fail, general, run_batch
+from .flat import _CACHE, flatten
 
 
 def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
@@ -21,7 +21,7 @@ def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
     ``f_ext`` as in :func:`kanedyn.rnea`. Accepts one state or a batch
     (leading axis; the batch runs in parallel).
     """
-    fm = flatten(model)
+    fm = _CACHE.get(id(model)) or flatten(model)
     qdd = np.empty(fm.nv)
     try:
         if f_ext is None:
@@ -43,7 +43,7 @@ def _aba_general(model, q, v, tau, f_ext):
     out = np.empty((N, fm.nv))
     status = np.zeros(N, dtype=np.int64)
     Fk = F if F is not None else np.zeros((1, fm.nb, 6))
-    K.aba_batch(fm.data, Q, V, T, Fk, F is not None, out, status)
+    run_batch(K.aba_batch, fm.data, Q, V, T, Fk, F is not None, out, status)
     if status.any():
         fail(model, status, "aba", Q, ((V, "v"), (T, "tau")), F)
     return out[0] if single else out

@@ -10,13 +10,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from ._dispatch import K, fail, general
-from .flat import flatten
+from ._dispatch import K, fail, general, run_batch
+from .flat import _CACHE, flatten
 
 
 def crba(model: Model, q: ArrayLike) -> NDArray:
     """M(q), symmetric positive definite (nv x nv; (N, nv, nv) for a batch)."""
-    fm = flatten(model)
+    fm = _CACHE.get(id(model)) or flatten(model)
     M = np.empty((fm.nv, fm.nv))
     try:
         s = K.crba1(fm.data, q, M)
@@ -25,7 +25,7 @@ def crba(model: Model, q: ArrayLike) -> NDArray:
         N = Q.shape[0]
         out = np.empty((N, fm.nv, fm.nv))
         status = np.zeros(N, dtype=np.int64)
-        K.crba_batch(fm.data, Q, out, status)
+        run_batch(K.crba_batch, fm.data, Q, out, status)
         if status.any():
             fail(model, status, "crba", Q, ())
         return out[0] if single else out

@@ -37,8 +37,8 @@ from .flat import (
     IBAR,
     IQ,
     IV,
+    JTYPE,
     MASS,
-    NB,
     NQ,
     NV,
     NVJ,
@@ -50,7 +50,6 @@ from .flat import (
     REVOLUTE,
     SPHERICAL,
     H,
-    JTYPE,
 )
 
 NOT_FINITE = -1
@@ -185,7 +184,8 @@ def s_dot(data, i, c, F, k):
         return data[i, AXIS] * F[k, 3] + data[i, AXIS + 1] * F[k, 4] + data[i, AXIS + 2] * F[k, 5]
     if jt == HELICAL:
         h = data[i, PITCH]
-        return (data[i, AXIS] * (F[k, 0] + h * F[k, 3]) + data[i, AXIS + 1] * (F[k, 1] + h * F[k, 4])
+        return (data[i, AXIS] * (F[k, 0] + h * F[k, 3])
+                + data[i, AXIS + 1] * (F[k, 1] + h * F[k, 4])
                 + data[i, AXIS + 2] * (F[k, 2] + h * F[k, 5]))
     if jt == PLANAR:
         return F[k, (3, 4, 2)[c]]
@@ -264,6 +264,24 @@ def inertia_times(P, i, o, m, j, dst, k):
     dst[k, 3] = M * u0 - (h1 * w2 - h2 * w1)
     dst[k, 4] = M * u1 - (h2 * w0 - h0 * w2)
     dst[k, 5] = M * u2 - (h0 * w1 - h1 * w0)
+
+
+@njit(cache=True, _nrt=False)
+def inertia_matrix(data, i, S, o):
+    """``S[o:o+6] = [Ī, h×; h×ᵀ, m 1]``, the 6x6 spatial inertia of body i (eq. 2.63)."""
+    m = data[i, MASS]
+    h0, h1, h2 = data[i, H], data[i, H + 1], data[i, H + 2]
+    for a in range(3):
+        for b in range(3):
+            S[o + a, b] = data[i, IBAR + 3 * a + b]
+            S[o + 3 + a, 3 + b] = m if a == b else 0.0
+    # h× = [[0, -h2, h1], [h2, 0, -h0], [-h1, h0, 0]] upper right, its transpose lower left
+    S[o, 3], S[o, 4], S[o, 5] = 0.0, -h2, h1
+    S[o + 1, 3], S[o + 1, 4], S[o + 1, 5] = h2, 0.0, -h0
+    S[o + 2, 3], S[o + 2, 4], S[o + 2, 5] = -h1, h0, 0.0
+    for a in range(3):
+        for b in range(3):
+            S[o + 3 + b, a] = S[o + a, 3 + b]
 
 
 @njit(cache=True, _nrt=False)
@@ -438,8 +456,10 @@ def gravity1(data, q, tau):
 def rnea_batch(data, Q, V, A, F, use_v, use_a, use_fext, out, status):
     """RNEA over a batch of states (rows), in parallel; per-state status."""
     for k in prange(Q.shape[0]):
-        status[k] = rnea_into(data, Q[k], V[k], A[k], F[k if use_fext else 0],
-                              use_v, use_a, use_fext, out[k])
+        kf = np.int64(0)  # without external forces F has one (unused) row
+        if use_fext:
+            kf = np.int64(k)
+        status[k] = rnea_into(data, Q[k], V[k], A[k], F[kf], use_v, use_a, use_fext, out[k])
 
 
 # --- CRBA ---------------------------------------------------------------------
@@ -592,12 +612,7 @@ def aba_into(data, q, v, tau, fext, use_fext, qdd):
                 vel[i, m] += tmp[0, m]
             cross_motion_add(vel, i, tmp, 0, cb, i)
         # I^A_i = I_i as a 6x6 matrix; p^A_i = v_i ×* I_i v_i - f_ext,i
-        for c in range(6):
-            for m in range(6):
-                tmp[0, m] = 1.0 if m == c else 0.0
-            inertia_times(data, i, MASS, tmp, 0, tmp, 1)
-            for m in range(6):
-                IA[6 * i + m, c] = tmp[1, m]
+        inertia_matrix(data, i, IA, 6 * i)
         inertia_times(data, i, MASS, vel, i, tmp, 0)
         for m in range(6):
             pA[i, m] = 0.0
@@ -708,8 +723,10 @@ def aba1_fext(data, q, v, tau, fext, qdd):
 @njit(cache=True, parallel=True)
 def aba_batch(data, Q, V, Tau, F, use_fext, out, status):
     for k in prange(Q.shape[0]):
-        status[k] = aba_into(data, Q[k], V[k], Tau[k], F[k if use_fext else 0], use_fext,
-                             out[k])
+        kf = np.int64(0)
+        if use_fext:
+            kf = np.int64(k)
+        status[k] = aba_into(data, Q[k], V[k], Tau[k], F[kf], use_fext, out[k])
 
 
 # --- entry points: compiled for one signature each, on first use -----------------

@@ -10,8 +10,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from ._dispatch import K, fail, general
-from .flat import flatten
+from ._dispatch import K, fail, general, run_batch
+from .flat import _CACHE, flatten
 
 
 def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
@@ -22,7 +22,7 @@ def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
     each body, in that body's coordinates (Pinocchio's LOCAL convention).
     Accepts one state or a batch (leading axis; the batch runs in parallel).
     """
-    fm = flatten(model)
+    fm = _CACHE.get(id(model)) or flatten(model)
     tau = np.empty(fm.nv)
     try:
         if f_ext is None:
@@ -38,7 +38,7 @@ def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
 
 def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray:
     """``h(q, v) = C(q, v) v + g(q)`` = RNEA with zero acceleration."""
-    fm = flatten(model)
+    fm = _CACHE.get(id(model)) or flatten(model)
     tau = np.empty(fm.nv)
     try:
         s = K.nle1(fm.data, q, v, tau)
@@ -51,7 +51,7 @@ def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray:
 
 def gravity_torques(model: Model, q: ArrayLike) -> NDArray:
     """``g(q)``: the joint forces that hold the model still against gravity."""
-    fm = flatten(model)
+    fm = _CACHE.get(id(model)) or flatten(model)
     tau = np.empty(fm.nv)
     try:
         s = K.gravity1(fm.data, q, tau)
@@ -76,7 +76,7 @@ def _rnea_general(model, q, v, a, f_ext, use_v, use_a, what):
     out = np.empty((N, fm.nv))
     status = np.zeros(N, dtype=np.int64)
     Fk = F if F is not None else np.zeros((1, fm.nb, 6))
-    K.rnea_batch(fm.data, Q, V, A, Fk, use_v, use_a, F is not None, out, status)
+    run_batch(K.rnea_batch, fm.data, Q, V, A, Fk, use_v, use_a, F is not None, out, status)
     if status.any():
-        fail(model, status, what, Q, tuple((x, n) for x, (_, n) in zip(X, speeds)), F)
+        fail(model, status, what, Q, tuple((x, n) for x, (_, n) in zip(X, speeds, strict=True)), F)
     return out[0] if single else out

@@ -1,0 +1,237 @@
+"""RNEA, CRBA and ABA: kanedyn against Pinocchio, side by side in one process.
+
+    .venv/bin/python bench/rbd_vs_pinocchio.py [--quick] [--no-compile]
+
+Loads the robot descriptions shipped in ``kanedyn/data/robots`` into both
+libraries (``kd.load_urdf`` and ``pin.buildModelFromUrdf``, a free-flyer root
+for the floating-base cases), checks that both give the same τ, M and q̈ to
+1e-9 on random states, then times each call from Python, interleaving the two
+libraries so that machine load hits both alike, and prints µs per call and the
+ratio kanedyn / Pinocchio (≤ 1 means kanedyn is no slower). Then a batch of
+10,000 states: one batched kanedyn call against a Python loop over Pinocchio.
+Last, in subprocesses, the first-call compile time with a cold numba cache
+and the load time with a warm one.
+
+Conventions mapped between the two: Pinocchio's free flyer has
+q = (p, quaternion x, y, z, w) and v = (v_O, ω); kanedyn's free joint has
+q = (p, quaternion w, x, y, z) and v = (ω, v_O) — both in body coordinates.
+Joints are matched by name. Pinocchio's CRBA fills the upper triangle only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import timeit
+
+import numpy as np
+import pinocchio as pin
+
+import kanedyn as kd
+from kanedyn.model.urdf import robot_path
+
+CASES = [("panda", False), ("ur5", False), ("humanoid", False), ("humanoid", True),
+         ("quadruped", False), ("quadruped", True), ("chain20", False)]
+
+
+class Pair:
+    """One robot in both libraries, with the index maps between their q and v."""
+
+    def __init__(self, name: str, floating: bool):
+        path = str(robot_path(name))
+        self.name = f"{name}{' (floating)' if floating else ''}"
+        self.kd = kd.load_urdf(path, floating_base=floating)
+        if floating:
+            self.pin = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer())
+        else:
+            self.pin = pin.buildModelFromUrdf(path)
+        self.data = self.pin.createData()
+        m, pm = self.kd, self.pin
+        assert (m.nq, m.nv) == (pm.nq, pm.nv), (m.nq, m.nv, pm.nq, pm.nv)
+        # q_pin = q_kd[pq], v_pin = v_kd[pv]
+        pq = np.empty(m.nq, dtype=int)
+        pv = np.empty(m.nv, dtype=int)
+        for b in m.bodies:
+            name_j = b.joint.name
+            jid = pm.getJointId(name_j) if name_j != "root_joint" else 1
+            jp = pm.joints[jid]
+            iq, iv = b.iq.start, b.iv.start
+            if b.joint.kind == "free":
+                pq[jp.idx_q:jp.idx_q + 7] = iq + np.array([0, 1, 2, 4, 5, 6, 3])
+                pv[jp.idx_v:jp.idx_v + 6] = iv + np.array([3, 4, 5, 0, 1, 2])
+            else:
+                assert jp.nq == b.joint.nq and jp.nv == b.joint.nv, name_j
+                pq[jp.idx_q:jp.idx_q + jp.nq] = np.arange(iq, iq + b.joint.nq)
+                pv[jp.idx_v:jp.idx_v + jp.nv] = np.arange(iv, iv + b.joint.nv)
+        self.pq, self.pv = pq, pv
+
+    def random_state(self, rng):
+        q = kd.random_configuration(self.kd, rng)
+        v, a = rng.normal(size=(2, self.kd.nv))
+        return q, v, a
+
+    def to_pin(self, q, v, a):
+        return q[self.pq].copy(), v[self.pv].copy(), a[self.pv].copy()
+
+    def from_pin_v(self, x):
+        out = np.empty_like(x)
+        out[self.pv] = x
+        return out
+
+    def from_pin_M(self, M):
+        M = np.triu(M) + np.triu(M, 1).T
+        out = np.empty_like(M)
+        out[np.ix_(self.pv, self.pv)] = M
+        return out
+
+
+def check(pair: Pair, rng, n: int = 5) -> float:
+    """Largest relative difference of τ, M, q̈ between the two libraries."""
+    worst = 0.0
+    m, pm, d = pair.kd, pair.pin, pair.data
+    for _ in range(n):
+        q, v, a = pair.random_state(rng)
+        qp, vp, ap = pair.to_pin(q, v, a)
+        tau = kd.rnea(m, q, v, a)
+        tau_p = pair.from_pin_v(pin.rnea(pm, d, qp, vp, ap))
+        M = kd.crba(m, q)
+        M_p = pair.from_pin_M(pin.crba(pm, d, qp).copy())
+        qdd = kd.aba(m, q, v, tau)
+        qdd_p = pair.from_pin_v(pin.aba(pm, d, qp, vp, tau[pair.pv]))
+        for x, y in ((tau, tau_p), (M, M_p), (qdd, qdd_p), (qdd, a)):
+            worst = max(worst, float(np.abs(x - y).max() / max(1.0, np.abs(y).max())))
+    return worst
+
+
+def per_call(f, number: int, repeat: int) -> float:
+    """Best-of-``repeat`` time per call in µs (the minimum is the least disturbed)."""
+    return min(timeit.repeat(f, number=number, repeat=repeat)) / number * 1e6
+
+
+def time_pair(pair: Pair, rng, number: int, repeat: int) -> dict:
+    m, pm, d = pair.kd, pair.pin, pair.data
+    q, v, a = pair.random_state(rng)
+    qp, vp, ap = pair.to_pin(q, v, a)
+    kd.rnea(m, q, v, a), kd.crba(m, q), kd.aba(m, q, v, a)  # compile / load outside timing
+    calls = {
+        "RNEA": (lambda: kd.rnea(m, q, v, a), lambda: pin.rnea(pm, d, qp, vp, ap)),
+        "CRBA": (lambda: kd.crba(m, q), lambda: pin.crba(pm, d, qp)),
+        "ABA": (lambda: kd.aba(m, q, v, a), lambda: pin.aba(pm, d, qp, vp, ap)),
+    }
+    out = {}
+    for algo, (fk, fp) in calls.items():
+        tk, tp = [], []
+        for _ in range(repeat):  # interleave: load on the machine hits both alike
+            tk.append(per_call(fk, number, 1))
+            tp.append(per_call(fp, number, 1))
+        out[algo] = (min(tk), min(tp))
+    return out
+
+
+def batched(pair: Pair, rng, N: int) -> dict:
+    m, pm, d = pair.kd, pair.pin, pair.data
+    Q = np.array([kd.random_configuration(m, rng) for _ in range(N)])
+    V, A = rng.normal(size=(2, N, m.nv))
+    Qp, Vp, Ap = Q[:, pair.pq].copy(), V[:, pair.pv].copy(), A[:, pair.pv].copy()
+    kd.rnea(m, Q[:2], V[:2], A[:2]), kd.crba(m, Q[:2]), kd.aba(m, Q[:2], V[:2], A[:2])
+    out = {}
+    jobs = {
+        "RNEA": (lambda: kd.rnea(m, Q, V, A),
+                 lambda: [pin.rnea(pm, d, Qp[k], Vp[k], Ap[k]).copy() for k in range(N)]),
+        "CRBA": (lambda: kd.crba(m, Q),
+                 lambda: [pin.crba(pm, d, Qp[k]).copy() for k in range(N)]),
+        "ABA": (lambda: kd.aba(m, Q, V, A),
+                lambda: [pin.aba(pm, d, Qp[k], Vp[k], Ap[k]).copy() for k in range(N)]),
+    }
+    for algo, (fk, fp) in jobs.items():
+        tk = min(timeit.repeat(fk, number=1, repeat=3))
+        tp = min(timeit.repeat(fp, number=1, repeat=3))
+        out[algo] = (N / tk, N / tp)
+    return out
+
+
+COMPILE_SCRIPT = textwrap.dedent("""
+    import time
+    t0 = time.perf_counter()
+    import numpy as np
+    import kanedyn as kd
+    from kanedyn.model.urdf import robot_path
+    m = kd.load_urdf(str(robot_path("panda")))
+    q, v = kd.neutral(m), np.zeros(m.nv)
+    t1 = time.perf_counter()
+    kd.rnea(m, q, v, v); kd.crba(m, q); kd.aba(m, q, v, v)
+    t2 = time.perf_counter()
+    Q, V = np.tile(q, (4, 1)), np.zeros((4, m.nv))
+    kd.rnea(m, Q, V, V); kd.crba(m, Q); kd.aba(m, Q, V, V)
+    t3 = time.perf_counter()
+    print(t1 - t0, t2 - t1, t3 - t2)
+""")
+
+
+def compile_times() -> tuple[list[float], list[float]]:
+    """(cold, warm) seconds: [import + load, first single-state calls, first batched calls]."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+        res = []
+        for _ in range(2):
+            r = subprocess.run([sys.executable, "-c", COMPILE_SCRIPT], env=env, check=True,
+                               capture_output=True, text=True)
+            res.append([float(x) for x in r.stdout.split()])
+    return res[0], res[1]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer repeats, smaller batch")
+    ap.add_argument("--no-compile", action="store_true", help="skip the compile-time runs")
+    args = ap.parse_args()
+    number, repeat, N = (2000, 5, 2000) if args.quick else (20000, 7, 10000)
+    rng = np.random.default_rng(0)
+    import numba
+
+    print(f"kanedyn {kd.__version__}, pinocchio {pin.__version__}, numba {numba.__version__}, "
+          f"numpy {np.__version__}, {os.cpu_count()} cores, {numba.get_num_threads()} threads")
+    pairs = [Pair(n, f) for n, f in CASES]
+    print("\nagreement (max relative difference of tau, M, qdd; and ABA(RNEA(a)) = a):")
+    for p in pairs:
+        err = check(p, rng)
+        print(f"  {p.name:22s} nv={p.kd.nv:3d}  {err:.1e}  {'ok' if err < 1e-9 else 'FAIL'}")
+        if err >= 1e-9:
+            raise SystemExit(f"{p.name}: kanedyn and Pinocchio disagree ({err:.2e})")
+
+    print(f"\nper call from Python, µs (best of {repeat} x {number} calls; ratio = kanedyn/pin)")
+    heads = " | ".join(f"{a:^22s}" for a in ("RNEA", "CRBA", "ABA"))
+    print(f"  {'robot':22s} {'nv':>3s} | " + heads)
+    print(f"  {'':22s} {'':3s} | " + " | ".join(f"{'kd':>6s} {'pin':>6s} {'ratio':>6s}  "
+                                               for _ in range(3)))
+    for p in pairs:
+        t = time_pair(p, rng, number, repeat)
+        cells = [f"{t[a][0]:6.2f} {t[a][1]:6.2f} {t[a][0] / t[a][1]:6.2f}  " for a in t]
+        print(f"  {p.name:22s} {p.kd.nv:3d} | " + " | ".join(cells))
+
+    print(f"\nbatched over {N} states, states per second (kanedyn: one call, "
+          f"{numba.get_num_threads()} threads; pin: Python loop)")
+    for p in pairs:
+        b = batched(p, rng, N)
+        cells = [f"{a} {b[a][0] / 1e6:5.2f} M/s vs {b[a][1] / 1e6:5.2f} M/s "
+                 f"= {b[a][0] / b[a][1]:4.1f}x" for a in b]
+        print(f"  {p.name:22s} " + " | ".join(cells))
+
+    if not args.no_compile:
+        cold, warm = compile_times()
+        print("\nnumba compilation (panda; subprocess, fresh NUMBA_CACHE_DIR), seconds:")
+        print(f"  cold cache: import+load {cold[0]:.2f}, first rnea/crba/aba {cold[1]:.2f}, "
+              f"first batched {cold[2]:.2f}")
+        print(f"  warm cache: import+load {warm[0]:.2f}, first rnea/crba/aba {warm[1]:.2f}, "
+              f"first batched {warm[2]:.2f}")
+
+
+if __name__ == "__main__":
+    t0 = time.perf_counter()
+    main()
+    print(f"\n(total {time.perf_counter() - t0:.0f} s)")

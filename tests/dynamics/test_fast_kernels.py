@@ -1,0 +1,211 @@
+"""The numba kernels behind kd.rnea / kd.crba / kd.aba against the readable reference.
+
+The reference (kanedyn.dynamics.reference) builds 6x6 Plücker matrices and
+multiplies them as in Featherstone's tables; the kernels never form a 6x6
+transform and move inertias with the (E, r) formulas. Agreement to 1e-12
+(relative) on random trees of every joint type is therefore a check of the
+kernels' algebra, not an echo.
+"""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+import kanedyn as kd
+from kanedyn.dynamics import reference as ref
+from kanedyn.dynamics.flat import _CACHE, flatten
+
+ALL_JOINTS = ("revolute", "prismatic", "helical", "spherical", "planar", "free")
+RTOL = 1e-12
+
+
+def close(x, y, rtol=RTOL):
+    """|x - y| <= rtol * max(1, |y|_max): relative to the size of the result."""
+    x, y = np.asarray(x), np.asarray(y)
+    assert x.shape == y.shape
+    scale = max(1.0, float(np.abs(y).max()))
+    err = float(np.abs(x - y).max()) / scale
+    assert err <= rtol, f"relative error {err:.2e} > {rtol:.0e}"
+
+
+def random_state(model, rng):
+    q = kd.random_configuration(model, rng)
+    v, a = rng.normal(size=(2, model.nv))
+    f_ext = rng.normal(size=(model.nb, 6))
+    return q, v, a, f_ext
+
+
+TREES = [(n, seed, fb, jt) for n, seed, fb, jt in
+         [(1, s, False, ALL_JOINTS[:5]) for s in range(5)]
+         + [(1, 0, True, ALL_JOINTS[:5])]
+         + [(n, s, fb, ALL_JOINTS[:5]) for n in (4, 11) for s in range(6) for fb in (False, True)]
+         + [(9, s, False, ALL_JOINTS) for s in range(4)]]  # free joints inside the tree
+
+
+@pytest.mark.parametrize("n, seed, floating, joints", TREES)
+def test_kernels_equal_reference_on_random_trees(n, seed, floating, joints):
+    model = kd.models.random_tree(n, seed, floating_base=floating, joint_types=joints)
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(2):
+        q, v, a, f = random_state(model, rng)
+        close(kd.rnea(model, q, v, a), ref.rnea(model, q, v, a))
+        close(kd.rnea(model, q, v, a, f), ref.rnea(model, q, v, a, f))
+        close(kd.nonlinear_effects(model, q, v), ref.rnea(model, q, v, np.zeros(model.nv)))
+        close(kd.gravity_torques(model, q), ref.rnea(model, q, 0 * v, 0 * v))
+        close(kd.crba(model, q), ref.crba(model, q))
+        close(kd.aba(model, q, v, a), ref.aba(model, q, v, a))
+        close(kd.aba(model, q, v, a, f), ref.aba(model, q, v, a, f))
+
+
+def test_every_joint_type_is_exercised():
+    kinds = set()
+    for n, seed, floating, joints in TREES:
+        m = kd.models.random_tree(n, seed, floating_base=floating, joint_types=joints)
+        kinds |= {b.joint.kind for b in m.bodies}
+        kinds |= {f"{b.joint.kind}-child" for b in m.bodies if b.parent >= 0}
+    for k in ALL_JOINTS:
+        assert k in kinds
+        assert f"{k}-child" in kinds  # also below another body, not only at the root
+
+
+def test_other_gravity_and_slightly_nonunit_quaternion():
+    """Another gravity vector, and a root quaternion of norm 1 + 5e-5 (within the
+    tolerance; both paths normalise it) give the reference's results."""
+    model = kd.models.random_tree(6, 3, floating_base=True).with_gravity((1.0, -2.0, 3.0))
+    rng = np.random.default_rng(7)
+    q, v, a, f = random_state(model, rng)
+    qn = q.copy()
+    q[3:7] *= 1.0 + 5e-5
+    close(kd.rnea(model, q, v, a, f), ref.rnea(model, qn, v, a, f))
+    close(kd.crba(model, q), ref.crba(model, qn))
+    close(kd.aba(model, q, v, a, f), ref.aba(model, qn, v, a, f))
+
+
+@pytest.mark.parametrize("robot, floating", [("panda", False), ("humanoid", True),
+                                             ("quadruped", True)])
+def test_kernels_equal_reference_on_robots(robot, floating):
+    from kanedyn.model.urdf import robot_path
+
+    model = kd.load_urdf(str(robot_path(robot)), floating_base=floating)
+    rng = np.random.default_rng(1)
+    q, v, a, f = random_state(model, rng)
+    close(kd.rnea(model, q, v, a, f), ref.rnea(model, q, v, a, f))
+    close(kd.crba(model, q), ref.crba(model, q))
+    close(kd.aba(model, q, v, a, f), ref.aba(model, q, v, a, f))
+
+
+def test_batch_equals_single_states():
+    model = kd.models.random_tree(7, 2, floating_base=True, joint_types=ALL_JOINTS)
+    rng = np.random.default_rng(3)
+    N = 9
+    S = [random_state(model, rng) for _ in range(N)]
+    Q, V, A, F = (np.array([s[k] for s in S]) for k in range(4))
+    tau = kd.rnea(model, Q, V, A)
+    tau_f = kd.rnea(model, Q, V, A, F)
+    M = kd.crba(model, Q)
+    qdd = kd.aba(model, Q, V, A)
+    qdd_f = kd.aba(model, Q, V, A, F)
+    h = kd.nonlinear_effects(model, Q, V)
+    g = kd.gravity_torques(model, Q)
+    assert tau.shape == (N, model.nv) and M.shape == (N, model.nv, model.nv)
+    for k in range(N):
+        # the same kernel on the same numbers: equal to the last bit
+        np.testing.assert_array_equal(tau[k], kd.rnea(model, Q[k], V[k], A[k]))
+        np.testing.assert_array_equal(tau_f[k], kd.rnea(model, Q[k], V[k], A[k], F[k]))
+        np.testing.assert_array_equal(M[k], kd.crba(model, Q[k]))
+        np.testing.assert_array_equal(qdd[k], kd.aba(model, Q[k], V[k], A[k]))
+        np.testing.assert_array_equal(qdd_f[k], kd.aba(model, Q[k], V[k], A[k], F[k]))
+        np.testing.assert_array_equal(h[k], kd.nonlinear_effects(model, Q[k], V[k]))
+        np.testing.assert_array_equal(g[k], kd.gravity_torques(model, Q[k]))
+        close(tau_f[k], ref.rnea(model, Q[k], V[k], A[k], F[k]))
+        close(qdd_f[k], ref.aba(model, Q[k], V[k], A[k], F[k]))
+
+
+def test_single_state_broadcasts_against_a_batch():
+    model = kd.models.random_tree(5, 4)
+    rng = np.random.default_rng(4)
+    q, v, a, f = random_state(model, rng)
+    V = rng.normal(size=(3, model.nv))
+    tau = kd.rnea(model, q, V, a, f)  # one q, a and f_ext; three v
+    for k in range(3):
+        np.testing.assert_array_equal(tau[k], kd.rnea(model, q, V[k], a, f))
+
+
+def test_inputs_of_other_types_take_the_general_path():
+    model = kd.models.pendulum_chain(3, planar=False)
+    q, v, a = np.array([0.1, -0.2, 0.3]), np.array([1.0, 0.5, -0.5]), np.array([0.0, 1.0, 2.0])
+    tau = kd.rnea(model, q, v, a)
+    close(kd.rnea(model, list(q), tuple(v), a.astype(np.float32).astype(float)), tau)
+    close(kd.rnea(model, q, v, np.array([0, 1, 2])), tau)  # integer array
+    Z = np.zeros((3, 2))
+    Z[:, 0] = v
+    close(kd.rnea(model, q, Z[:, 0], a), tau)  # non-contiguous view
+    close(kd.aba(model, [0.1, -0.2, 0.3], v, tau), a)
+    close(kd.crba(model, q.tolist()), ref.crba(model, q))
+
+
+@pytest.mark.parametrize("call", ["rnea", "aba", "crba", "nle", "gravity"])
+def test_bad_input_raises_state_error(call):
+    model = kd.models.random_tree(4, 0, floating_base=True)
+    rng = np.random.default_rng(0)
+    q, v, a, f = random_state(model, rng)
+    fn = {
+        "rnea": lambda q, v: kd.rnea(model, q, v, a),
+        "aba": lambda q, v: kd.aba(model, q, v, a),
+        "crba": lambda q, v: kd.crba(model, q),
+        "nle": lambda q, v: kd.nonlinear_effects(model, q, v),
+        "gravity": lambda q, v: kd.gravity_torques(model, q),
+    }[call]
+    with pytest.raises(kd.StateError, match="q has"):
+        fn(q[:-1], v)
+    bad = q.copy()
+    bad[3:7] *= 1.01
+    with pytest.raises(kd.StateError, match="joint0"):
+        fn(bad, v)
+    Qb = np.array([q, bad, q])
+    with pytest.raises(kd.StateError, match="joint0"):
+        fn(Qb, np.array([v, v, v]))
+    nan_q = q.copy()
+    nan_q[-1] = np.nan
+    with pytest.raises(kd.StateError, match="NaN"):
+        fn(nan_q, v)
+    if call not in ("crba", "gravity"):
+        with pytest.raises(kd.StateError, match="v has"):
+            fn(q, v[:-1])
+        nan_v = v.copy()
+        nan_v[0] = np.inf
+        with pytest.raises(kd.StateError, match="NaN or infinity"):
+            fn(q, nan_v)
+
+
+def test_bad_external_forces():
+    model = kd.models.random_tree(3, 1)
+    q, v, a, f = random_state(model, np.random.default_rng(0))
+    with pytest.raises(kd.StateError, match="f_ext"):
+        kd.rnea(model, q, v, a, f[:-1])
+    with pytest.raises(kd.StateError, match="f_ext"):
+        kd.aba(model, q, v, a, f.T.copy())
+    f[1, 2] = np.nan
+    with pytest.raises(kd.StateError, match="f_ext"):
+        kd.rnea(model, q, v, a, f)
+
+
+def test_flat_model_is_cached_and_dropped_with_the_model():
+    model = kd.models.random_tree(5, 9, floating_base=True)
+    inertia_before = [b.inertia.copy() for b in model.bodies]
+    fm = flatten(model)
+    assert flatten(model) is fm
+    assert (fm.nb, fm.nq, fm.nv) == (model.nb, model.nq, model.nv)
+    assert fm.data.flags.c_contiguous and fm.data.dtype == np.float64
+    q, v, a, _ = random_state(model, np.random.default_rng(0))
+    kd.rnea(model, q, v, a)
+    for b, I in zip(model.bodies, inertia_before, strict=True):  # the model is not touched
+        np.testing.assert_array_equal(b.inertia, I)
+    key = id(model)
+    assert key in _CACHE
+    del model
+    gc.collect()
+    assert key not in _CACHE
