@@ -28,10 +28,11 @@ from ..errors import SolverError
 from .result import CheckResult
 from .subject import Subject
 
-#: relative energy drift allowed over the integration; DOP853 at rtol 1e-11 stays ~1e-9
+#: relative energy drift allowed over the integration; DOP853 at rtol 1e-11 measures
+#: 1e-12..1e-10 on chains, arms and floating trees, a sign error is of order 1
 ENERGY_TOL = 1e-6
-#: relative power-balance residual allowed; the O(h²) difference error is ~1e-8 at the
-#: chosen steps, rounding ~1e-10
+#: relative power-balance residual allowed; measured 1e-9..1e-8 (the O(h²) difference
+#: error, rounding ~1e-10) on 40 states of 7-link chains, ball chains, panda, floating trees
 POWER_TOL = 1e-6
 
 
@@ -83,7 +84,7 @@ def energy_conservation(subject: Subject, trajectories) -> CheckResult:
         "(DOP853 rtol 1e-11, tau = 0, no damping)", "total energy conserved")
 
 
-def power_balance(subject: Subject, Q, V, TAU, h0: float = 1e-4) -> CheckResult:
+def power_balance(subject: Subject, Q, V, TAU, h0: float = 3e-5) -> CheckResult:
     """max relative residual of ``d/dt(½vᵀMv + V) − vᵀτ`` at the sampled states.
 
     dE/dt is the derivative of E along the motion's tangent, the curve
