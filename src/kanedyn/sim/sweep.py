@@ -1,0 +1,276 @@
+"""Parameter sweeps of a scenario on a Dask cluster (a local one by default).
+
+``sweep(scenario, over={...})`` expands the sweep into runs (a grid, random
+or Latin-hypercube samples, reproducible from a seed), runs each through
+:func:`kanedyn.scenario.run_summary` on Dask workers, and writes one row per
+run to a Parquet dataset as results arrive — so an interrupted sweep keeps
+what finished and resumes by skipping the runs already done. A run that fails
+is recorded with its error; it does not stop the sweep.
+
+Parameters are dotted paths into the scenario: ``"model.length"``,
+``"integrator.dt"``, ``"initial.seed"``, ``"forces.0.damping"`` (the first
+[[forces]] table).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import inspect
+import itertools
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import KanedynError
+from ..scenario import SCHEMA, Scenario, load_scenario, parse_scenario, run_summary
+
+
+class SweepError(KanedynError):
+    """A sweep is ill-posed or its cluster cannot be reached."""
+
+
+SAMPLERS = ("grid", "random", "lhs")
+
+
+# --- expanding a sweep into runs --------------------------------------------------
+
+def _check_path(sc: Scenario, path: str) -> None:
+    parts = path.split(".")
+    table = parts[0]
+    if table not in SCHEMA:
+        raise SweepError(f"unknown parameter {path!r}: no table [{table}]; "
+                         f"tables are {', '.join(SCHEMA)}")
+    if table in ("forces", "constraints"):
+        items = sc.data.get(table, [])
+        if len(parts) != 3 or not parts[1].isdigit() or int(parts[1]) >= len(items):
+            raise SweepError(f"unknown parameter {path!r}: write {table}.<index>.<key> with "
+                             f"index < {len(items)} (the scenario's [[{table}]] tables)")
+        key, present = parts[2], items[int(parts[1])]
+    else:
+        if len(parts) != 2:
+            raise SweepError(f"unknown parameter {path!r}: write <table>.<key>")
+        key, present = parts[1], sc.data.get(table, {})
+    spec = SCHEMA[table]
+    if key in spec and key != "*" or key in present:
+        return
+    if table == "model" and "builder" in present:
+        import kanedyn as kd
+
+        fn = getattr(kd.models, present["builder"])
+        params = [p for p in inspect.signature(fn).parameters if p != "name"]
+        if key in params:
+            return
+        raise SweepError(f"unknown parameter {path!r}: {present['builder']} takes "
+                         f"{', '.join(params)}")
+    valid = sorted({k for k in spec if k != "*"} | set(present))
+    raise SweepError(f"unknown parameter {path!r}; valid keys of [{table}]: {', '.join(valid)}")
+
+
+def expand(over: dict[str, Any], samples: int | None = None, sampler: str = "grid",
+           seed: int = 0) -> list[dict[str, Any]]:
+    """The runs of a sweep, as a list of {path: value}.
+
+    ``sampler="grid"``: ``over`` maps each path to a list of values; every
+    combination is a run. ``"random"`` and ``"lhs"``: ``over`` maps each path
+    to ``(low, high)`` and ``samples`` runs are drawn uniformly or by Latin
+    hypercube (scipy.stats.qmc), reproducibly from ``seed``.
+    """
+    if not over:
+        raise SweepError("the sweep is empty: 'over' names no parameter")
+    if sampler not in SAMPLERS:
+        raise SweepError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
+    keys = list(over)
+    if sampler == "grid":
+        values = []
+        for k in keys:
+            vals = over[k]
+            if not isinstance(vals, (list, tuple)) or len(vals) == 0:
+                raise SweepError(f"grid sweep: {k!r} needs a non-empty list of values")
+            values.append(list(vals))
+        runs = [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values)]
+        if samples is not None:
+            raise SweepError("grid sweep: 'samples' is only for random and lhs sampling")
+        return runs
+    if samples is None or samples < 1:
+        raise SweepError(f"{sampler} sweep: give samples ≥ 1")
+    bounds = []
+    for k in keys:
+        b = over[k]
+        if not (isinstance(b, (list, tuple)) and len(b) == 2 and b[0] < b[1]):
+            raise SweepError(f"{sampler} sweep: {k!r} needs (low, high) with low < high")
+        bounds.append((float(b[0]), float(b[1])))
+    lo, hi = np.array(bounds).T
+    if sampler == "random":
+        u = np.random.default_rng(seed).random((samples, len(keys)))
+    else:
+        from scipy.stats import qmc
+
+        u = qmc.LatinHypercube(d=len(keys), seed=seed).random(samples)
+    x = lo + u * (hi - lo)
+    return [dict(zip(keys, map(float, row), strict=True)) for row in x]
+
+
+def apply(data: dict, params: dict[str, Any]) -> dict:
+    """A copy of a scenario dict with the dotted-path parameters set."""
+    out = copy.deepcopy(data)
+    for path, value in params.items():
+        parts = path.split(".")
+        node = out.setdefault(parts[0], [] if parts[0] in ("forces", "constraints") else {})
+        if isinstance(node, list):
+            node = node[int(parts[1])]
+            parts = parts[1:]
+        node[parts[1]] = value
+    return out
+
+
+# --- running ------------------------------------------------------------------------
+
+def run_one(run_id: int, data: dict, base: str, params: dict) -> dict:
+    """One run of a sweep, on a worker: never raises, records failures."""
+    t0 = time.perf_counter()
+    row = {"run_id": run_id, **{f"param:{k}": v for k, v in params.items()}}
+    try:
+        sc = parse_scenario(apply(data, params), base)
+        row.update(run_summary(sc))
+        row["status"], row["error"] = "ok", ""
+    except Exception as e:  # a failed run is data, not the end of the sweep
+        row["status"], row["error"] = "failed", f"{type(e).__name__}: {e}"
+    row["wall_time"] = time.perf_counter() - t0
+    return row
+
+
+def _fingerprint(data: dict, runs: list[dict]) -> str:
+    blob = json.dumps({"scenario": data, "runs": runs}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+@dataclass
+class SweepResult:
+    """The rows of a sweep (one dict per run, ordered by run_id) and where they are."""
+
+    rows: list[dict]
+    path: Path
+
+    @property
+    def failed(self) -> list[dict]:
+        return [r for r in self.rows if r["status"] != "ok"]
+
+    def column(self, name: str) -> list:
+        return [r.get(name) for r in self.rows]
+
+
+def read_results(path: str | Path) -> list[dict]:
+    """All rows written so far to a sweep's results folder, by run_id."""
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    rows = []
+    for part in sorted(path.glob("part-*.parquet")):
+        rows.extend(pq.read_table(part).to_pylist())
+    rows.sort(key=lambda r: r["run_id"])
+    return rows
+
+
+def _write_part(path: Path, row: dict) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cells = {k: [json.dumps(v) if isinstance(v, (list, dict)) else v] for k, v in row.items()}
+    tmp = path / f".part-{row['run_id']:08d}.tmp"
+    pq.write_table(pa.table(cells), tmp)
+    os.replace(tmp, path / f"part-{row['run_id']:08d}.parquet")  # atomic: whole row or none
+
+
+def _client(scheduler, timeout: float):
+    from distributed import Client, LocalCluster
+
+    if scheduler is None:
+        n = os.cpu_count() or 1
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                               dashboard_address=":0")
+        return Client(cluster), cluster
+    if isinstance(scheduler, Client):
+        return scheduler, None
+    try:
+        return Client(scheduler, timeout=timeout), None
+    except (OSError, TimeoutError) as e:
+        raise SweepError(f"no Dask scheduler answered at {scheduler!r} within {timeout:g} s "
+                         f"({type(e).__name__}: {e})") from None
+
+
+def sweep(scenario: str | Path | Scenario | dict, over: dict[str, Any],
+          samples: int | None = None, sampler: str = "grid", seed: int = 0,
+          out: str | Path = "sweep_results", scheduler=None, resume: bool = True,
+          timeout: float = 10.0, progress: bool | None = None) -> SweepResult:
+    """Run a scenario once per parameter set, on Dask, writing rows as they finish.
+
+    ``scheduler``: None for a local cluster of worker processes sized to this
+    machine's cores; an address ``"tcp://host:port"`` or a
+    ``distributed.Client`` for an existing cluster (same results either way).
+    ``out`` is a folder of Parquet files, one per run, plus ``sweep.json``;
+    re-running the same sweep there skips the runs already done
+    (``resume=True``); a folder holding a different sweep is an error.
+    """
+    sc = scenario if isinstance(scenario, Scenario) else (
+        parse_scenario(scenario) if isinstance(scenario, dict) else load_scenario(scenario))
+    for path in over:
+        _check_path(sc, path)
+    runs = expand(over, samples, sampler, seed)
+    out = Path(out)
+    fp = _fingerprint(sc.data, runs)
+    manifest = out / "sweep.json"
+    if manifest.exists():
+        old = json.loads(manifest.read_text())
+        if old.get("fingerprint") != fp:
+            raise SweepError(f"{str(out)!r} holds the results of a different sweep; "
+                             "choose another folder or delete it")
+        if not resume:
+            raise SweepError(f"{str(out)!r} already holds this sweep; pass resume=True")
+    else:
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            tmp = out / ".sweep.json.tmp"
+            tmp.write_text(json.dumps({"fingerprint": fp, "over": over, "runs": len(runs),
+                                       "sampler": sampler, "seed": seed}, default=str))
+            os.replace(tmp, manifest)
+        except OSError as e:
+            raise SweepError(f"cannot write sweep results to {str(out)!r}: {e.strerror}") from None
+    done = {r["run_id"] for r in read_results(out)}
+    todo = [i for i in range(len(runs)) if i not in done]
+    show = sys.stderr.isatty() if progress is None else progress
+    if todo:
+        from distributed import as_completed
+
+        client, cluster = _client(scheduler, timeout)
+        try:
+            futures = [client.submit(run_one, i, sc.data, str(sc.base), runs[i], pure=False)
+                       for i in todo]
+            n_ok = n_fail = 0
+            t0 = time.perf_counter()
+            seen = set(done)
+            for fut in as_completed(futures):
+                row = fut.result()
+                if row["run_id"] in seen:  # a rescheduled duplicate: keep the first
+                    continue
+                seen.add(row["run_id"])
+                _write_part(out, row)
+                n_ok += row["status"] == "ok"
+                n_fail += row["status"] != "ok"
+                if show:
+                    rate = (n_ok + n_fail) / max(time.perf_counter() - t0, 1e-9)
+                    print(f"\rsweep: {n_ok + n_fail}/{len(todo)} runs, {n_fail} failed, "
+                          f"{rate:.1f} runs/s", end="", file=sys.stderr, flush=True)
+            if show:
+                print(file=sys.stderr)
+        finally:
+            if cluster is not None:
+                client.close()
+                cluster.close()
+    return SweepResult(read_results(out), out)
