@@ -7,6 +7,7 @@ constrained DAEs, energy-conserving integration and Stribeck friction.
 >>> M = kd.crba(model, q)
 """
 
+from . import forces, friction
 from .dynamics import (
     aba,
     center_of_mass,
@@ -22,6 +23,7 @@ from .dynamics import (
     spatial_momentum,
 )
 from .errors import (
+    CompilerError,
     ConstraintError,
     DivergenceError,
     FrictionError,
@@ -45,10 +47,12 @@ from .model import (
 from .model import builders as models
 from .model.urdf import load_robot, load_urdf, load_urdf_string
 from .sim import ModelSystem, Trajectory, simulate
+from .sim.sweep import sweep
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "CompilerError",
     "ConstraintError",
     "DivergenceError",
     "FrictionError",
@@ -64,6 +68,8 @@ __all__ = [
     "Trajectory",
     "URDFError",
     "aba",
+    "forces",
+    "friction",
     "center_of_mass",
     "crba",
     "difference",
@@ -85,4 +91,5 @@ __all__ = [
     "rnea",
     "simulate",
     "spatial_momentum",
+    "sweep",
 ]
