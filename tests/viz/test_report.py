@@ -123,3 +123,20 @@ def test_write_report_refuses_bad_input(tmp_path):
     with pytest.raises(kd.KanedynError, match="summary must be a dict"):
         write_report(tmp_path / "r.html", [("a", 1)])
     assert not (tmp_path / "r.html").exists()
+
+
+def test_write_run_outputs_with_a_simulated_trajectory(tmp_path):
+    """The whole set of a run's outputs, from kd.simulate's Trajectory."""
+    from kanedyn.verify import checklist
+    from kanedyn.viz import write_run_outputs
+
+    model = kd.models.pendulum_chain(2)
+    traj = kd.simulate(model, np.array([0.6, -0.3]), np.zeros(2), 0.3, method="rk4", dt=0.01)
+    rep = checklist(model, n_samples=2, checks=["static_hand"])
+    out = write_run_outputs(tmp_path / "run", model, {"rk4": traj}, summary={"steps": 30},
+                            verify=rep)
+    assert set(out) == {"states", "energy_error", "energy_budget", "report"}
+    for p in out.values():
+        assert p.exists() and p.parent == tmp_path / "run"
+    text = out["report"].read_text(encoding="utf-8")
+    assert "static_hand" in text and text.count("data:image/png;base64,") == 3

@@ -7,6 +7,7 @@ written atomically.
 
 from .animate import animate
 from .frames import animation_frames
+from .outputs import write_run_outputs
 from .plots import plot_constraint_residuals, plot_energy_budget, plot_energy_error, plot_states
 from .report import write_report
 
@@ -18,4 +19,5 @@ __all__ = [
     "plot_energy_error",
     "plot_states",
     "write_report",
+    "write_run_outputs",
 ]
