@@ -14,6 +14,7 @@ from .joints import (
     Spherical,
 )
 from .model import Body, Frame, Model, ModelBuilder
+from .urdf import load_robot, load_urdf, load_urdf_string, parse_urdf, robot_path
 
 __all__ = [
     "JOINT_TYPES",
@@ -31,6 +32,11 @@ __all__ = [
     "Revolute",
     "Spherical",
     "difference",
+    "load_robot",
+    "load_urdf",
+    "load_urdf_string",
+    "parse_urdf",
+    "robot_path",
     "integrate_configuration",
     "neutral",
     "q_dot",
