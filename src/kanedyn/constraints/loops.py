@@ -139,10 +139,16 @@ class BodyKinematics:
     Table 5.1, with q̈ = 0 and a_0 = 0).
     """
 
-    def __init__(self, model, q: NDArray, v: NDArray):
+    def __init__(self, model, q: NDArray, v: NDArray | None = None):
         import kanedyn as kd
 
         self.model, self.q = model, q
+        if v is None:  # positions and Jacobians only
+            kin = kd.forward_kinematics(model, q)
+            self.R, self.p = kin.R, kin.p
+            self.vel = self.acc_bias = None
+            self._J: dict[int, NDArray] = {}
+            return
         kin = kd.forward_kinematics(model, q, v)
         self.R, self.p, self.vel = kin.R, kin.p, kin.velocity
         self.acc_bias = np.zeros((model.nb, 6))
@@ -155,7 +161,7 @@ class BodyKinematics:
                 self.acc_bias[i] = Xup @ self.acc_bias[par] + crm(self.vel[i]) @ vJ
             else:
                 self.acc_bias[i] = crm(self.vel[i]) @ vJ
-        self._J: dict[int, NDArray] = {}
+        self._J = {}
 
     def jacobian(self, i: int) -> NDArray:
         import kanedyn as kd
@@ -165,7 +171,8 @@ class BodyKinematics:
         return self._J[i]
 
     def point(self, i: int | None, c: NDArray):
-        """World position, Jacobian (3 x nv) and bias acceleration of body point c."""
+        """World position, Jacobian (3 x nv) and bias acceleration (None without v) of
+        body point c."""
         nv = self.model.nv
         if i is None:
             return c.copy(), np.zeros((3, nv)), np.zeros(3)
@@ -173,6 +180,8 @@ class BodyKinematics:
         r = R @ c
         J = self.jacobian(i)
         Jp = J[3:] - skew(r) @ J[:3]
+        if self.vel is None:
+            return self.p[i] + r, Jp, None
         w, vO = self.vel[i, :3], self.vel[i, 3:]
         wd, aO = self.acc_bias[i, :3], self.acc_bias[i, 3:]
         a_body = aO + np.cross(w, vO) + np.cross(wd, c) + np.cross(w, np.cross(w, c))
@@ -184,6 +193,8 @@ class BodyKinematics:
         if i is None:
             return np.eye(3), np.zeros((3, nv)), np.zeros(3), np.zeros(3)
         R = self.R[i]
+        if self.vel is None:
+            return R, self.jacobian(i)[:3], None, None
         return R, self.jacobian(i)[:3], R @ self.vel[i, :3], R @ self.acc_bias[i, :3]
 
 
@@ -194,24 +205,29 @@ def loop_rows(lc: LoopClosure, kin: BodyKinematics, ia: int | None, ib: int | No
     xa, Ja, aa = kin.point(ia, pa_f)
     xb, Jb, ab = kin.point(ib, pb_f)
     ax = list(lc.axes)
+    with_v = kin.vel is not None
     g = [(xb - xa)[ax]]
     G = [(Jb - Ja)[ax]]
-    gam = [-(ab - aa)[ax]]
+    gam = [-(ab - aa)[ax]] if with_v else []
     pairs = _ROT_PAIRS[lc.kind]
     if pairs:
         RA, JwA, wA, wdA = kin.rotation(ia)
         RB, JwB, wB, wdB = kin.rotation(ib)
         FA, FB = RA @ Ra_f, RB @ Rb_f
-        dJ, dw, dwd = JwB - JwA, wB - wA, wdB - wdA
+        dJ = JwB - JwA
+        if with_v:
+            dw, dwd = wB - wA, wdB - wdA
         gr, Gr, gamr = [], [], []
         for i, j in pairs:
             u, w = FA[:, i], FB[:, j]
             n = np.cross(w, u)
             gr.append(u @ w)
             Gr.append(n @ dJ)
-            ud, wd = np.cross(wA, u), np.cross(wB, w)
-            gamr.append(-((np.cross(wd, u) + np.cross(w, ud)) @ dw + n @ dwd))
+            if with_v:
+                ud, wd = np.cross(wA, u), np.cross(wB, w)
+                gamr.append(-((np.cross(wd, u) + np.cross(w, ud)) @ dw + n @ dwd))
         g.append(np.array(gr))
         G.append(np.array(Gr))
-        gam.append(np.array(gamr))
-    return np.concatenate(g), np.vstack(G), np.concatenate(gam)
+        if with_v:
+            gam.append(np.array(gamr))
+    return np.concatenate(g), np.vstack(G), (np.concatenate(gam) if with_v else None)

@@ -108,84 +108,81 @@ class ConstrainedSystem(ConstrainedMechanics):
         return float(V) if V.ndim == 0 else V
 
     # ---- constraints --------------------------------------------------------------------
-    def _rows(self, q: NDArray, v: NDArray):
-        """g, C, c_v, γ at one state."""
-        kin = BodyKinematics(self.model, q, v) if any(
+    def _position_rows(self, q: NDArray):
+        """g and C = [G; A] at one configuration."""
+        kin = BodyKinematics(self.model, q) if any(
             isinstance(c, LoopClosure) for c in self.constraints) else None
-        g, G, gam = [], [], []
+        g, G = [], []
         for c, bodies in zip(self.constraints, self._bodies, strict=True):
             if isinstance(c, LoopClosure):
-                gi, Gi, gami = loop_rows(c, kin, *bodies)
+                gi, Gi, _ = loop_rows(c, kin, *bodies)
             else:
                 gi, Gi = c.g(q), c.G(q)
-                gami = c.gamma(q, v) if c.gamma is not None else None
-                if gami is None:
-                    h = 1e-6 / max(1e-300, float(np.max(np.abs(v))))
-                    gami = -(c.G(q + h * v) - c.G(q - h * v)) @ v / (2 * h)
-            g.append(gi)
-            G.append(Gi)
-            gam.append(gami)
-        A, cv_nh, gam_nh = [], [], []
+            g.append(np.asarray(gi, dtype=float).reshape(c.dim))
+            G.append(np.asarray(Gi, dtype=float).reshape(c.dim, self.nv))
+        A = [np.asarray(c.A(q), dtype=float).reshape(c.dim, self.nv)
+             for c in self.velocity_constraints]
+        gv = np.concatenate(g) if g else np.zeros(0)
+        C = np.vstack(G + A) if G + A else np.zeros((0, self.nv))
+        return gv, C
+
+    def _gamma_rows(self, q: NDArray, v: NDArray):
+        """γ = −Ċ v at one state (exact for loop closures)."""
+        kin = BodyKinematics(self.model, q, v) if any(
+            isinstance(c, LoopClosure) for c in self.constraints) else None
+        gam = []
+        for c, bodies in zip(self.constraints, self._bodies, strict=True):
+            if isinstance(c, LoopClosure):
+                gam.append(loop_rows(c, kin, *bodies)[2])
+            elif c.gamma is not None:
+                gam.append(np.asarray(c.gamma(q, v), dtype=float))
+            else:
+                h = 1e-6 / max(1e-300, float(np.max(np.abs(v))))
+                gam.append(-(c.G(q + h * v) - c.G(q - h * v)) @ v / (2 * h))
         for c in self.velocity_constraints:
-            Ai = np.asarray(c.A(q), dtype=float).reshape(c.dim, self.nv)
-            b = np.zeros(c.dim) if c.b is None else np.asarray(c.b, dtype=float)
-            A.append(Ai)
-            cv_nh.append(Ai @ v - b)
             if c.gamma is not None:
-                gam_nh.append(np.asarray(c.gamma(q, v), dtype=float))
+                gam.append(np.asarray(c.gamma(q, v), dtype=float))
             else:
                 qd = self.q_dot(q, v)
                 h = 1e-6 / max(1e-300, float(np.max(np.abs(qd))))
-                gam_nh.append(-(np.asarray(c.A(q + h * qd)) - np.asarray(c.A(q - h * qd)))
-                              @ v / (2 * h))
-        cat = lambda xs, n: np.concatenate(xs) if xs else np.zeros(n)
-        gv = cat(g, 0)
-        Gm = np.vstack(G) if G else np.zeros((0, self.nv))
-        Am = np.vstack(A) if A else np.zeros((0, self.nv))
-        Cm = np.vstack([Gm, Am])
-        cv = np.concatenate([Gm @ v, cat(cv_nh, 0)])
-        return gv, Cm, cv, np.concatenate([cat(gam, 0), cat(gam_nh, 0)])
+                gam.append(-(np.asarray(c.A(q + h * qd)) - np.asarray(c.A(q - h * qd)))
+                           @ v / (2 * h))
+        return np.concatenate(gam) if gam else np.zeros(0)
 
-    def _batched(self, which: int, q, v=None):
-        """Rows ``which`` (0 g, 1 C, 2 c_v, 3 γ) for a batch. The last batch is cached:
-        a DAE residual asks for g, C, c_v (and γ) at the same states in turn."""
+    def _positions(self, q):
+        """(g, C) for a batch, the last batch cached: a DAE residual asks for g, C and
+        c_v = C v at the same configurations in turn."""
         Q, lead = self._flat(q, self.nq)
-        if v is None:
-            key = (Q.shape, Q.tobytes())
-            cached = getattr(self, "_cache_q", None)
-            if cached is None or cached[0] != key:
-                rows = [self._rows(x, np.zeros(self.nv))[:2] for x in Q]
-                cached = (key, [np.array([r[k] for r in rows]) for k in range(2)])
-                self._cache_q = cached
-            arr = cached[1][which]
-            return arr.reshape(lead + arr.shape[1:])
-        V, leadv = self._flat(v, self.nv)
-        N = max(len(Q), len(V))
-        if len(leadv) > len(lead):
-            lead = leadv
-        Q, V = np.broadcast_to(Q, (N, self.nq)), np.broadcast_to(V, (N, self.nv))
-        key = (Q.shape, Q.tobytes(), V.tobytes())
-        cached = getattr(self, "_cache_qv", None)
+        key = (Q.shape, Q.tobytes())
+        cached = getattr(self, "_cache_q", None)
         if cached is None or cached[0] != key:
-            rows = [self._rows(x, y) for x, y in zip(Q, V, strict=True)]
-            arrs = [np.array([r[k] for r in rows]) for k in range(4)]
-            cached = (key, arrs)
-            self._cache_qv = cached
-            self._cache_q = ((Q.shape, np.ascontiguousarray(Q).tobytes()), arrs[:2])
-        arr = cached[1][which]
-        return arr.reshape(lead + arr.shape[1:])
+            rows = [self._position_rows(x) for x in Q]
+            cached = (key, np.array([r[0] for r in rows]), np.array([r[1] for r in rows]))
+            self._cache_q = cached
+        return (cached[1].reshape(lead + (self.nc,)),
+                cached[2].reshape(lead + (self.m, self.nv)))
 
     def constraint(self, t, q):
-        return self._batched(0, q)
+        return self._positions(q)[0]
 
     def constraint_matrix(self, t, q):
-        return self._batched(1, q)
+        return self._positions(q)[1]
 
     def velocity_constraint(self, t, q, v):
-        return self._batched(2, q, v)
+        C = self._positions(q)[1]
+        cv = np.einsum("...ij,...j->...i", C, np.asarray(v, dtype=float))
+        if self.nn:
+            b = np.concatenate([np.zeros(c.dim) if c.b is None else np.asarray(c.b, float)
+                                for c in self.velocity_constraints])
+            cv[..., self.nc:] -= b
+        return cv
 
     def gamma(self, t, q, v):
-        return self._batched(3, q, v)
+        lead = np.broadcast_shapes(np.shape(q)[:-1], np.shape(v)[:-1])
+        Q = np.broadcast_to(q, lead + (self.nq,)).reshape(-1, self.nq)
+        V = np.broadcast_to(v, lead + (self.nv,)).reshape(-1, self.nv)
+        out = np.array([self._gamma_rows(x, y) for x, y in zip(Q, V, strict=True)])
+        return out.reshape(lead + (self.m,))
 
     # ---- reactions ----------------------------------------------------------------------
     def reactions(self, q: ArrayLike, v: ArrayLike, lam: ArrayLike | None = None,
