@@ -167,3 +167,15 @@ def test_simulate_bad_input():
         friction.simulate(model, [0.0], [0.0], -1.0, {"x": law})
     with pytest.raises(FrictionError, match="lacks"):
         friction.simulate(object(), [0.0], [0.0], 1.0, {0: law})
+
+
+def test_result_converts_to_a_sim_trajectory(tmp_path):
+    theta = math.atan(1.05 * MU_S)
+    tr = friction.simulate(incline(theta), [0.0], [0.0], 0.5, {"slide": incline_law(theta)},
+                           dt_out=0.05)
+    traj = tr.to_trajectory()
+    np.testing.assert_array_equal(traj.q, tr.q)
+    np.testing.assert_allclose(traj.budget, tr.energy_residual, rtol=0, atol=1e-15)
+    assert abs(traj.energy[-1] - traj.energy[0]) > 0.1      # it slid and lost height
+    traj.save(tmp_path / "run.npz")
+    assert (tmp_path / "run.npz").exists()

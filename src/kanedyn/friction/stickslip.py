@@ -73,6 +73,7 @@ class FrictionTrajectory:
     dissipated: NDArray
     z: NDArray
     switches: list[Switch] = field(default_factory=list)
+    vdot: NDArray | None = None
 
     @property
     def energy_residual(self) -> NDArray:
@@ -81,6 +82,16 @@ class FrictionTrajectory:
 
     def switch_times(self, kind: str | None = None) -> NDArray:
         return np.array([s.t for s in self.switches if kind is None or s.kind == kind])
+
+    def to_trajectory(self):
+        """The same run as a :class:`kanedyn.sim.Trajectory` (t, q, v, energy, and
+        work_nc = friction_work + other_work, so that its ``budget`` is
+        :attr:`energy_residual`); switches and friction forces stay here."""
+        from ..sim.trajectory import Trajectory  # sim composes friction, not the reverse
+
+        return Trajectory(self.t, self.q, self.v, self.friction_work + self.other_work,
+                          stats={"switch_times": self.switch_times()},
+                          method="friction.simulate", energy=self.energy, vdot=self.vdot)
 
 
 class _Problem:
@@ -332,8 +343,9 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, joints: dict,
     n = len(t_all)
     fr = np.empty((n, len(pb.idx)))
     E = np.empty(n)
+    A = np.empty((n, pb.nv))
     for i in range(n):
-        fr[i] = pb.evaluate(t_all[i], Y_all[i], modes[i])[2]
+        A[i], _, fr[i], _ = pb.evaluate(t_all[i], Y_all[i], modes[i])
         q, v, _ = pb.split(Y_all[i])
         E[i] = pb.energy(q, v)
     o = pb.nq + pb.nv + pb.nz
@@ -343,4 +355,4 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, joints: dict,
         t=t_all, q=Y_all[:, :pb.nq], v=Y_all[:, pb.nq:pb.nq + pb.nv], joints=list(pb.idx),
         friction=fr, mode=modes_out, energy=E, friction_work=Y_all[:, o],
         other_work=Y_all[:, o + 1], dissipated=Y_all[:, o + 2],
-        z=Y_all[:, pb.nq + pb.nv:o], switches=switches)
+        z=Y_all[:, pb.nq + pb.nv:o], switches=switches, vdot=A)
