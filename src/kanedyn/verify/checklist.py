@@ -56,7 +56,8 @@ _NEEDS_TRAJECTORY = {"energy_conservation", "momentum_conservation"}
 def checklist(model_or_system, n_samples: int = 5, seed: int | None = 0,
               checks: Sequence[str] | None = None, *, t_final: float = 0.5,
               n_runs: int = 1, forces: Sequence = (), q0=None,
-              symbolic_max_dof: int = lagrange.LAGRANGE_MAX_DOF) -> VerifyReport:
+              symbolic_max_dof: int = lagrange.LAGRANGE_MAX_DOF,
+              kane_max_dof: int = kane_check.KANE_MAX_DOF) -> VerifyReport:
     """Run the verification checklist on a Model or a system (DESIGN.md protocol).
 
     Parameters
@@ -73,6 +74,7 @@ def checklist(model_or_system, n_samples: int = 5, seed: int | None = 0,
     forces : force elements whose signs the ``dissipation`` line checks.
     q0 : base configuration for a system (random states move away from it).
     symbolic_max_dof : largest model the SymPy Lagrange derivation takes.
+    kane_max_dof : largest model given to ``kane.derive(model).compile()``.
 
     Returns a :class:`VerifyReport`; ``report.passed`` is False iff a line failed.
     A check that raises a KanedynError (e.g. a NaN in the dynamics) fails with
@@ -116,7 +118,7 @@ def checklist(model_or_system, n_samples: int = 5, seed: int | None = 0,
             "power_balance": lambda: energy.power_balance(subject, Q, V, TAU),
             "momentum_conservation": lambda: momentum.momentum_conservation(subject,
                                                                             trajectories),
-            "kane": lambda: kane_check.kane_vs_recursive(subject, Q, V, TAU),
+            "kane": lambda: kane_check.kane_vs_recursive(subject, Q, V, TAU, kane_max_dof),
             "lagrange": lambda: lagrange.lagrange_vs_recursive(subject, Q, V,
                                                                symbolic_max_dof),
             "static_hand": lambda: static.static_by_hand(subject, Q),
@@ -131,5 +133,6 @@ def checklist(model_or_system, n_samples: int = 5, seed: int | None = 0,
 
     results = [run(name) for name in CHECKS if name in wanted]
     settings = {"n_samples": int(n_samples), "seed": seed, "t_final": float(t_final),
-                "n_runs": int(n_runs)}
+                "n_runs": int(n_runs), "symbolic_max_dof": int(symbolic_max_dof),
+                "kane_max_dof": int(kane_max_dof)}
     return VerifyReport(subject.name, results, settings)
