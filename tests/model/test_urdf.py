@@ -370,3 +370,12 @@ def test_shipped_files_are_what_the_generator_writes(tmp_path):
     assert sorted(p.stem for p in tmp_path.iterdir()) == sorted(ROBOTS)
     for name in ROBOTS:
         assert (tmp_path / f"{name}.urdf").read_text() == robot_path(name).read_text(), name
+
+
+def test_parsed_description_of_world_root():
+    robot = parse_urdf(DATA / "world_root.urdf")
+    assert robot.root == "world"
+    assert robot.world_links == ["world", "base", "table"]
+    assert [j.name for j in robot.children["base"]] == ["base_to_table", "swing"]
+    assert robot.parent_joint["payload"].type == "floating"
+    assert robot.links["world"].inertial is None and robot.links["world"].mass == 0.0
