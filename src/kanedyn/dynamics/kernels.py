@@ -30,6 +30,7 @@ from numba import njit, prange
 from ..model.joints import QUAT_TOL
 from .flat import (
     AXIS,
+    AXIS_ID,
     E_TREE,
     FREE,
     GRAV,
@@ -67,6 +68,22 @@ def joint_transform(data, i, q, X):
     """
     jt = int(data[i, JTYPE])
     k = int(data[i, IQ])
+    ax = int(data[i, AXIS_ID])
+    if ax >= 0:
+        # revolute about unit axis e_ax: R = 1 on e_ax, a plane rotation on (e_u, e_w),
+        # so Eᵀ_J E_tree mixes two rows of E_tree: row_u = c T_u + s T_w, row_w = c T_w - s T_u
+        c = np.cos(q[k])
+        s = np.sin(q[k])
+        u = (ax + 1) % 3
+        w = (ax + 2) % 3
+        for b in range(3):
+            tu = data[i, E_TREE + 3 * u + b]
+            tw = data[i, E_TREE + 3 * w + b]
+            X[i, 3 * u + b] = c * tu + s * tw
+            X[i, 3 * w + b] = c * tw - s * tu
+            X[i, 3 * ax + b] = data[i, E_TREE + 3 * ax + b]
+            X[i, 9 + b] = data[i, R_TREE + b]
+        return 0
     p0 = 0.0
     p1 = 0.0
     p2 = 0.0
@@ -354,58 +371,62 @@ def rnea_into(data, q, v, a, fext, use_v, use_a, use_fext, tau):
     """``τ = M(q) a + h(q, v) - Σ J_iᵀ f_ext,i`` into tau (Table 5.1).
 
     ``use_v``/``use_a`` False treat v/a as zero (nonlinear_effects, gravity_torques).
+    The spatial vectors share one array: rows ``i`` (v_i), ``nb + i`` (a_i),
+    ``2 nb + i`` (f_i), and two spare rows at ``3 nb`` (S v_i, then S a_i or I v_i).
     """
     nb = data.shape[0] - 1
     X = np.empty((nb, 12))      # X_up[i] = (E row-major, r)
-    vel = np.zeros((nb, 6))
-    acc = np.empty((nb, 6))
-    f = np.empty((nb, 6))
-    vJ = np.zeros((2, 6))  # row 0: S v_i, row 1: S a_i
+    w = np.empty((3 * nb + 2, 6))
+    A = nb
+    F = 2 * nb
+    J = 3 * nb
     g0 = data[nb, GRAV]
     g1 = data[nb, GRAV + 1]
     g2 = data[nb, GRAV + 2]
+    for m in range(6):
+        w[J, m] = 0.0
     for i in range(nb):  # forward pass: parent before child
         if joint_transform(data, i, q, X):
             return i + 1
         p = int(data[i, PARENT])
         if use_v:
-            s_times(data, i, v, vJ, 0)
+            s_times(data, i, v, w, J)
         if p < 0:
             # a_0 = -a_grav = [0; -g], seen from body i
-            vJ[1, 0] = 0.0
-            vJ[1, 1] = 0.0
-            vJ[1, 2] = 0.0
-            vJ[1, 3] = -g0
-            vJ[1, 4] = -g1
-            vJ[1, 5] = -g2
-            x_motion(X, i, vJ, 1, acc, i)
+            w[J + 1, 0] = 0.0
+            w[J + 1, 1] = 0.0
+            w[J + 1, 2] = 0.0
+            w[J + 1, 3] = -g0
+            w[J + 1, 4] = -g1
+            w[J + 1, 5] = -g2
+            x_motion(X, i, w, J + 1, w, A + i)
             for m in range(6):
-                vel[i, m] = vJ[0, m]
+                w[i, m] = w[J, m]
         else:
-            x_motion(X, i, acc, p, acc, i)
+            x_motion(X, i, w, A + p, w, A + i)
             if use_v:
-                x_motion(X, i, vel, p, vel, i)
+                x_motion(X, i, w, p, w, i)
                 for m in range(6):
-                    vel[i, m] += vJ[0, m]
-                cross_motion_add(vel, i, vJ, 0, acc, i)
+                    w[i, m] += w[J, m]
+                cross_motion_add(w, i, w, J, w, A + i)
         if use_a:
-            s_times(data, i, a, vJ, 1)
+            s_times(data, i, a, w, J + 1)
             for m in range(6):
-                acc[i, m] += vJ[1, m]
-        inertia_times(data, i, MASS, acc, i, f, i)
+                w[A + i, m] += w[J + 1, m]
+        inertia_times(data, i, MASS, w, A + i, w, F + i)
         if use_v:
-            inertia_times(data, i, MASS, vel, i, vJ, 1)  # I v, parked in the spare row
-            cross_force_add(vel, i, vJ, 1, f, i)
+            inertia_times(data, i, MASS, w, i, w, J + 1)  # I v
+            cross_force_add(w, i, w, J + 1, w, F + i)
         if use_fext:
             for m in range(6):
-                f[i, m] -= fext[i, m]
+                w[F + i, m] -= fext[i, m]
     for i in range(nb - 1, -1, -1):  # backward pass: child before parent
         o = int(data[i, IV])
         for c in range(int(data[i, NVJ])):
-            tau[o + c] = s_dot(data, i, c, f, i)
+            tau[o + c] = s_dot(data, i, c, w, F + i)
         p = int(data[i, PARENT])
         if p >= 0:
-            xt_force_add(X, i, f, i, f, p)
+            xt_force_add(X, i, w, F + i, w, F + p)
     return 0 if all_finite(tau) else NOT_FINITE
 
 
@@ -585,15 +606,22 @@ def aba_into(data, q, v, tau, fext, use_fext, qdd):
     """
     nb = data.shape[0] - 1
     X = np.empty((nb, 12))      # X_up[i] = (E row-major, r)
-    vel = np.empty((nb, 6))
-    cb = np.zeros((nb, 6))          # velocity-product accelerations c_i = v_i × v_J
-    acc = np.empty((nb, 6))
-    pA = np.empty((nb, 6))          # articulated bias forces
-    IA = np.empty((6 * nb, 6))      # articulated inertias
-    L = np.empty((6 * nb, 6))       # Cholesky factors of D_i
-    W = np.empty((6 * nb, 6))       # rows 0..nv_i-1 of each block: L⁻¹ Uᵀ
+    # spatial vectors, rows: v_i at i, c_i = v_i × v_J at CB + i, a_i at AC + i,
+    # p^A_i (articulated bias force) at PA + i; scratch at TM (0, 1: vectors, 2..7: U_i)
+    w = np.empty((4 * nb + 8, 6))
+    CB = nb
+    AC = 2 * nb
+    PA = 3 * nb
+    TM = 4 * nb
+    # 6x6 blocks: I^A_i at rows 6i.., L_i (Cholesky factor of D_i) at LO + 6i..,
+    # W_i = L⁻¹ Uᵀ (rows 0..nv_i-1) at WO + 6i..
+    B6 = np.empty((18 * nb, 6))
+    IA = B6
+    L = B6
+    W = B6
+    LO = 6 * nb
+    WO = 12 * nb
     y = np.empty(qdd.shape[0])
-    tmp = np.empty((8, 6))          # rows 0, 1: vectors; rows 2..7: U_i columns
     T = np.empty((6, 3, 3))
     g0 = data[nb, GRAV]
     g1 = data[nb, GRAV + 1]
@@ -602,57 +630,59 @@ def aba_into(data, q, v, tau, fext, use_fext, qdd):
         if joint_transform(data, i, q, X):
             return i + 1
         p = int(data[i, PARENT])
-        s_times(data, i, v, tmp, 0)
+        s_times(data, i, v, w, TM + 0)
+        for m in range(6):
+            w[CB + i, m] = 0.0
         if p < 0:
             for m in range(6):
-                vel[i, m] = tmp[0, m]
+                w[i, m] = w[TM + 0, m]
         else:
-            x_motion(X, i, vel, p, vel, i)
+            x_motion(X, i, w, p, w, i)
             for m in range(6):
-                vel[i, m] += tmp[0, m]
-            cross_motion_add(vel, i, tmp, 0, cb, i)
+                w[i, m] += w[TM + 0, m]
+            cross_motion_add(w, i, w, TM + 0, w, CB + i)
         # I^A_i = I_i as a 6x6 matrix; p^A_i = v_i ×* I_i v_i - f_ext,i
         inertia_matrix(data, i, IA, 6 * i)
-        inertia_times(data, i, MASS, vel, i, tmp, 0)
+        inertia_times(data, i, MASS, w, i, w, TM + 0)
         for m in range(6):
-            pA[i, m] = 0.0
-        cross_force_add(vel, i, tmp, 0, pA, i)
+            w[PA + i, m] = 0.0
+        cross_force_add(w, i, w, TM + 0, w, PA + i)
         if use_fext:
             for m in range(6):
-                pA[i, m] -= fext[i, m]
+                w[PA + i, m] -= fext[i, m]
     for i in range(nb - 1, -1, -1):  # pass 2: articulated inertias, child before parent
         n = int(data[i, NVJ])
         o = int(data[i, IV])
         b = 6 * i
-        # tmp[2 + c] = U_i[:, c] = I^A_i S_i[:, c]
+        # scratch row 2 + c: U_i[:, c] = I^A_i S_i[:, c]
         for c in range(n):
-            s_column(data, i, c, tmp, 0)
+            s_column(data, i, c, w, TM + 0)
             for m in range(6):
                 s = 0.0
                 for l in range(6):
-                    s += IA[b + m, l] * tmp[0, l]
-                tmp[2 + c, m] = s
+                    s += IA[b + m, l] * w[TM + 0, l]
+                w[TM + 2 + c, m] = s
         # D = Sᵀ U, then its Cholesky factor L (D is SPD for a model that moves inertia)
         for c in range(n):
             for r in range(c, n):
-                d = s_dot(data, i, r, tmp, 2 + c)
+                d = s_dot(data, i, r, w, TM + 2 + c)
                 for l in range(c):
-                    d -= L[b + r, l] * L[b + c, l]
+                    d -= L[LO + b + r, l] * L[LO + b + c, l]
                 if r == c:
-                    L[b + c, c] = np.sqrt(d)
+                    L[LO + b + c, c] = np.sqrt(d)
                 else:
-                    L[b + r, c] = d / L[b + c, c]
+                    L[LO + b + r, c] = d / L[LO + b + c, c]
         # u = τ_i - Sᵀ p^A; y = L⁻¹ u; W = L⁻¹ Uᵀ (forward substitution)
         for r in range(n):
-            u = tau[o + r] - s_dot(data, i, r, pA, i)
+            u = tau[o + r] - s_dot(data, i, r, w, PA + i)
             for l in range(r):
-                u -= L[b + r, l] * y[o + l]
-            y[o + r] = u / L[b + r, r]
+                u -= L[LO + b + r, l] * y[o + l]
+            y[o + r] = u / L[LO + b + r, r]
             for m in range(6):
-                w = tmp[2 + r, m]
+                x = w[TM + 2 + r, m]
                 for l in range(r):
-                    w -= L[b + r, l] * W[b + l, m]
-                W[b + r, m] = w / L[b + r, r]
+                    x -= L[LO + b + r, l] * W[WO + b + l, m]
+                W[WO + b + r, m] = x / L[LO + b + r, r]
         p = int(data[i, PARENT])
         if p >= 0:
             # I^a = I^A - Wᵀ W (in place); p^a = p^A + I^a c + Wᵀ y
@@ -660,45 +690,45 @@ def aba_into(data, q, v, tau, fext, use_fext, qdd):
                 for c in range(6):
                     s = 0.0
                     for l in range(n):
-                        s += W[b + l, a] * W[b + l, c]
+                        s += W[WO + b + l, a] * W[WO + b + l, c]
                     IA[b + a, c] -= s
             for a in range(6):
-                s = pA[i, a]
+                s = w[PA + i, a]
                 for c in range(6):
-                    s += IA[b + a, c] * cb[i, c]
+                    s += IA[b + a, c] * w[CB + i, c]
                 for l in range(n):
-                    s += W[b + l, a] * y[o + l]
-                tmp[0, a] = s
+                    s += W[WO + b + l, a] * y[o + l]
+                w[TM + 0, a] = s
             articulated_to_parent_add(X, i, IA, b, 6 * p, T)
-            xt_force_add(X, i, tmp, 0, pA, p)
+            xt_force_add(X, i, w, TM + 0, w, PA + p)
     for i in range(nb):  # pass 3: accelerations, parent before child
         n = int(data[i, NVJ])
         o = int(data[i, IV])
         p = int(data[i, PARENT])
         b = 6 * i
         if p < 0:
-            tmp[1, 0] = 0.0
-            tmp[1, 1] = 0.0
-            tmp[1, 2] = 0.0
-            tmp[1, 3] = -g0
-            tmp[1, 4] = -g1
-            tmp[1, 5] = -g2
-            x_motion(X, i, tmp, 1, acc, i)
+            w[TM + 1, 0] = 0.0
+            w[TM + 1, 1] = 0.0
+            w[TM + 1, 2] = 0.0
+            w[TM + 1, 3] = -g0
+            w[TM + 1, 4] = -g1
+            w[TM + 1, 5] = -g2
+            x_motion(X, i, w, TM + 1, w, AC + i)
         else:
-            x_motion(X, i, acc, p, acc, i)
+            x_motion(X, i, w, AC + p, w, AC + i)
         for m in range(6):
-            acc[i, m] += cb[i, m]
+            w[AC + i, m] += w[CB + i, m]
         # q̈ = L⁻ᵀ (y - W a')  (back substitution)
         for r in range(n - 1, -1, -1):
             s = y[o + r]
             for m in range(6):
-                s -= W[b + r, m] * acc[i, m]
+                s -= W[WO + b + r, m] * w[AC + i, m]
             for l in range(r + 1, n):
-                s -= L[b + l, r] * qdd[o + l]
-            qdd[o + r] = s / L[b + r, r]
-        s_times(data, i, qdd, tmp, 0)
+                s -= L[LO + b + l, r] * qdd[o + l]
+            qdd[o + r] = s / L[LO + b + r, r]
+        s_times(data, i, qdd, w, TM + 0)
         for m in range(6):
-            acc[i, m] += tmp[0, m]
+            w[AC + i, m] += w[TM + 0, m]
     return 0 if all_finite(qdd) else NOT_FINITE
 
 
