@@ -1,56 +1,412 @@
-"""The ``kanedyn`` command line."""
+"""The ``kanedyn`` command line (also ``python -m kanedyn``).
+
+Exit status: 0 success, 1 the checked property failed (``verify``), 2 bad
+usage or input (one line naming the problem; ``--debug`` shows the traceback).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
-def _demo(args: argparse.Namespace) -> int:
+
+class UsageError(Exception):
+    """Bad input on the command line: reported in one line with exit status 2."""
+
+
+# --- shared pieces -------------------------------------------------------------------
+
+def _out_folder(path: str | Path) -> Path:
+    out = Path(path)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".kanedyn_write_test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise UsageError(f"cannot write to output folder {str(out)!r}: {e.strerror}") from None
+    return out
+
+
+def _parse_value(text: str):
+    """A command-line value as TOML would read it (numbers, true/false, strings)."""
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return text
+
+
+def load_model_spec(spec: str):
+    """A model from the command line: a URDF file, a scenario file, a shipped robot name,
+    or a builder with arguments, ``pendulum_chain:n=3,planar=false``."""
+    import kanedyn as kd
+    from kanedyn.scenario import build_model, load_scenario
+
+    p = Path(spec)
+    if spec.endswith(".urdf"):
+        if not p.exists():
+            raise UsageError(f"URDF file {spec!r} does not exist")
+        return kd.load_urdf(p)
+    if spec.endswith(".toml"):
+        return build_model(load_scenario(p))
+    name, _, args = spec.partition(":")
+    builders = ("pendulum_chain", "random_tree", "free_body")
+    if name in builders:
+        kwargs = {}
+        for item in filter(None, args.split(",")):
+            key, eq, val = item.partition("=")
+            if not eq:
+                raise UsageError(f"model argument {item!r} must be key=value")
+            kwargs[key.strip()] = _parse_value(val)
+        try:
+            return getattr(kd.models, name)(**kwargs)
+        except TypeError as e:
+            raise UsageError(f"model {name}: {e}") from None
+    try:
+        return kd.models.robot(spec)
+    except kd.KanedynError:
+        raise UsageError(
+            f"unknown model {spec!r}: give a .urdf or .toml file, a builder "
+            f"({', '.join(builders)}, e.g. pendulum_chain:n=3), or a shipped robot"
+        ) from None
+
+
+def write_results(out: Path, model, runs: dict, summary: dict, checks=None,
+                  animate: str | None = None, report: bool = True) -> list[Path]:
+    """Trajectories (npz, csv), plots, summary.json and report.html of one or more runs."""
+    from kanedyn import viz
+
+    written = []
+    for label, traj in runs.items():
+        for ext in ("npz", "csv"):
+            written.append(traj.save(out / f"trajectory_{label}.{ext}"))
+    first = next(iter(runs.values()))
+    plots = [viz.plot_states(first, out / "states.png", names=model.joint_names),
+             viz.plot_energy_error(runs, out / "energy_error.png"),
+             viz.plot_energy_budget(first, out / "energy_budget.png")]
+    if getattr(first, "residuals", None) is not None:
+        plots.append(viz.plot_constraint_residuals(first, out / "residuals.png"))
+    written += plots
+    tmp = out / ".summary.json.tmp"
+    tmp.write_text(json.dumps(summary, indent=2, default=str))
+    os.replace(tmp, out / "summary.json")
+    written.append(out / "summary.json")
+    if report:
+        full = dict(summary)
+        if checks is not None:
+            full["verification"] = checks.to_dict()["checks"]
+        frames = viz.animation_frames(model, first.t, first.q)
+        written.append(viz.write_report(out / "report.html", full, plots, frames))
+    if animate:
+        written.append(viz.animate(model, first, animate))
+    return written
+
+
+def _print_table(rows: list[tuple[str, str]]) -> None:
+    w = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        print(f"  {k:<{w}}  {v}")
+
+
+# --- commands --------------------------------------------------------------------------
+
+def cmd_simulate(args) -> int:
+    from kanedyn.scenario import load_scenario, run, summarize
+
+    sc = load_scenario(args.scenario)
+    out = _out_folder(args.out or sc.get("output", "folder") or "out")
+    progress = False if args.no_progress else sc.get("run", "progress")
+    t0 = time.perf_counter()
+    model, traj = run(sc, progress=progress)
+    summary = {"title": f"kanedyn simulate {Path(args.scenario).name}",
+               "scenario": str(args.scenario), "model": repr(model),
+               "method": sc.get("integrator", "method"), **summarize(traj),
+               "wall_time_s": round(time.perf_counter() - t0, 3)}
+    if getattr(traj, "interrupted", False):
+        summary["interrupted"] = True
+    written = write_results(out, model, {sc.get("integrator", "method"): traj}, summary,
+                            animate=args.animate or sc.get("output", "animate"),
+                            report=sc.get("output", "report", True))
+    _print_table([(k, str(v)) for k, v in summary.items() if k not in ("final_q", "final_v")])
+    print(f"wrote {len(written)} files to {out}/: {', '.join(Path(w).name for w in written)}")
+    if summary.get("interrupted"):
+        print("interrupted: the results above cover the run up to the interruption")
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def cmd_verify(args) -> int:
+    from kanedyn.verify import checklist
+
+    model = load_model_spec(args.model)
+    report = checklist(model, n_samples=args.samples, seed=args.seed)
+    print(report)
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.to_dict(), indent=2, default=str))
+    return EXIT_OK if report.passed else EXIT_FAILED
+
+
+def cmd_derive(args) -> int:
+    from kanedyn import kane
+
+    model = load_model_spec(args.model)
+    t0 = time.perf_counter()
+    eom = kane.derive(model, parameters=args.parameters)
+    elapsed = time.perf_counter() - t0
+    ops = eom.operation_count()
+    print(f"{model}: Kane's equations derived in {elapsed:.2f} s, {ops} operations "
+          "in M and forcing after common-subexpression elimination")
+    if args.latex:
+        Path(args.latex).write_text(eom.to_latex())
+        print(f"LaTeX: {args.latex}")
+    if args.c:
+        eom.to_c(args.c)
+        print(f"C source: {args.c}")
+    if args.python:
+        from kanedyn.kane.codegen import lower, python_source
+
+        Path(args.python).write_text(python_source(lower(eom), "numpy"))
+        print(f"Python source: {args.python}")
+    if not (args.latex or args.c or args.python):
+        print(eom.to_latex(max_terms=20))
+    return EXIT_OK
+
+
+def cmd_identify_friction(args) -> int:
+    from kanedyn import friction
+
+    path = Path(args.data)
+    if not path.exists():
+        raise UsageError(f"data file {str(path)!r} does not exist")
+    try:
+        data = np.genfromtxt(path, delimiter=",", names=True)
+    except ValueError as e:
+        raise UsageError(f"{path}: cannot read as CSV with a header line: {e}") from None
+    names = data.dtype.names or ()
+    for col in (args.velocity_column, args.force_column):
+        if col not in names:
+            raise UsageError(f"{path}: no column {col!r}; columns are {', '.join(names)}")
+    fit = friction.fit(data[args.velocity_column], data[args.force_column], model=args.model,
+                       asymmetric=args.asymmetric)
+    print(fit.report())
+    if args.plot:
+        fit.plot(args.plot)
+        print(f"plot: {args.plot}")
+    return EXIT_OK
+
+
+def cmd_bench(args) -> int:
+    bench = Path(__file__).resolve().parents[2] / "bench"
+    scripts = sorted(bench.glob("*.py")) if bench.is_dir() else []
+    if args.name:
+        scripts = [s for s in scripts if s.stem == args.name]
+    if not scripts:
+        raise UsageError(f"no benchmark {args.name or ''} found in {bench} (the benchmarks "
+                         "live in the source checkout, not in an installed package)")
+    for s in scripts:
+        print(f"== {s.name}", flush=True)
+        rc = subprocess.call([sys.executable, str(s)])
+        if rc:
+            return EXIT_FAILED
+    return EXIT_OK
+
+
+def cmd_sweep(args) -> int:
     import kanedyn as kd
 
-    model = kd.models.pendulum_chain(7, planar=False)
-    rng = np.random.default_rng(0)
-    q = kd.random_configuration(model, rng, scale=0.5)
-    v = rng.normal(size=model.nv)
-    tau = np.zeros(model.nv)
-    np.set_printoptions(precision=4, suppress=True, linewidth=120)
-    print(model)
-    print("joints:", ", ".join(model.joint_names))
-    print("\nq =", q)
-    print("v =", v)
-    M = kd.crba(model, q)
-    print("\nM(q) =\n", M, sep="")
-    print("\nforward dynamics v̇ = ABA(q, v, 0) =", kd.aba(model, q, v, tau))
-    T, V = kd.kinetic_energy(model, q, v), kd.potential_energy(model, q)
-    print(f"\nkinetic energy T = {T:.6f} J, potential energy V = {V:.6f} J, total {T + V:.6f} J")
-    print("\ntiming per call (one state, from Python):")
-    a = kd.aba(model, q, v, tau)
-    for name, fn in [("rnea", lambda: kd.rnea(model, q, v, a)),
-                     ("crba", lambda: kd.crba(model, q)),
-                     ("aba", lambda: kd.aba(model, q, v, tau))]:
+    over = {}
+    for item in args.over:
+        key, eq, vals = item.partition("=")
+        if not eq:
+            raise UsageError(f"--over {item!r}: write key=v1,v2,... or key=low:high")
+        if args.sampler == "grid":
+            over[key] = [_parse_value(v) for v in vals.split(",")]
+        else:
+            lo, colon, hi = vals.partition(":")
+            if not colon:
+                raise UsageError(f"--over {item!r}: {args.sampler} sampling needs key=low:high")
+            over[key] = (float(lo), float(hi))
+    res = kd.sweep(args.scenario, over, samples=args.samples, sampler=args.sampler,
+                   seed=args.seed, out=args.out, scheduler=args.scheduler,
+                   progress=not args.no_progress)
+    print(f"{len(res.rows)} runs, {len(res.failed)} failed; results in {res.path}/")
+    for r in res.failed[:5]:
+        print(f"  run {r['run_id']}: {r['error']}")
+    return EXIT_OK
+
+
+def _timing(fn, budget: float = 0.2) -> float:
+    fn()
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < budget:
         fn()
-        n, t0 = 0, time.perf_counter()
-        while time.perf_counter() - t0 < 0.2:
-            fn()
-            n += 1
-        print(f"  {name:5s} {1e6 * (time.perf_counter() - t0) / n:9.2f} µs")
-    return 0
+        n += 1
+    return 1e6 * (time.perf_counter() - t0) / n
+
+
+def demo_arm(links: int = 7):
+    """The demo mechanism: a 3D arm of ``links`` links hanging under gravity, each joint with
+    Stribeck friction (sgn smoothed by tanh(v/ε), ε = 0.01 rad/s), and its force elements."""
+    import kanedyn as kd
+    from kanedyn import friction
+
+    model = kd.models.pendulum_chain(links, planar=False, length=0.3, mass=1.0, radius=0.1,
+                                     name=f"arm{links}")
+    law = friction.Stribeck(Fc=0.05, Fs=0.08, vs=0.05, delta=2.0, Fv=0.01).smoothed("tanh", 1e-2)
+    forces = [kd.forces.JointFriction(j, law) for j in model.joint_names]
+    return model, forces
+
+
+def cmd_demo(args) -> int:
+    import kanedyn as kd
+    from kanedyn.scenario import summarize
+    from kanedyn.verify import checklist
+
+    out = _out_folder(args.out)
+    model, forces = demo_arm()
+    np.set_printoptions(precision=4, suppress=True, linewidth=110)
+    q0 = np.linspace(0.9, 0.3, model.nq)
+    v0 = np.zeros(model.nv)
+    print(f"{model}\njoints: {', '.join(model.joint_names)}; Stribeck friction on every joint")
+    print("\nM(q0) =\n", kd.crba(model, q0), sep="")
+    print("v̇ = ABA(q0, 0, 0) =", kd.aba(model, q0, v0, np.zeros(model.nv)))
+    T, V = kd.kinetic_energy(model, q0, v0), kd.potential_energy(model, q0)
+    print(f"T = {T:.4f} J, V = {V:.4f} J")
+    tau = np.zeros(model.nv)
+    a = kd.aba(model, q0, v0, tau)
+    print("per call (µs): " + ", ".join(
+        f"{n} {_timing(f):.2f}" for n, f in [("rnea", lambda: kd.rnea(model, q0, v0, a)),
+                                             ("crba", lambda: kd.crba(model, q0)),
+                                             ("aba", lambda: kd.aba(model, q0, v0, tau))]))
+
+    runs, rows = {}, []
+    for method in ("avf", "rk4"):
+        t0 = time.perf_counter()
+        traj = kd.simulate(model, q0, v0, args.t_final, method=method, dt=args.dt,
+                           forces=forces, progress=not args.no_progress)
+        wall = time.perf_counter() - t0
+        runs[method] = traj
+        s = summarize(traj)
+        rows.append({"method": method, "steps": len(traj.t) - 1, "wall_time_s": round(wall, 3),
+                     "energy_lost_J": s["energy_initial"] - s["energy_final"],
+                     "budget_error_rel": s["max_budget_error"]})
+    report = checklist(model, n_samples=3, seed=0, forces=forces)
+    summary = {"title": "kanedyn demo: 7-link arm with Stribeck joint friction",
+               "model": repr(model), "t_final_s": args.t_final, "dt_s": args.dt,
+               "runs": rows, "checklist_passed": report.passed}
+    written = write_results(out, model, runs, summary, checks=report)
+    print("\n" + str(report))
+    print("\nsimulation (energy lost to friction; the budget E − E0 − W_nc closes to the "
+          "method's level):")
+    for r in rows:
+        print(f"  {r['method']:4s} {r['steps']} steps in {r['wall_time_s']:.2f} s, energy lost "
+              f"{r['energy_lost_J']:.4f} J, budget error {r['budget_error_rel']:.1e}")
+    print(f"\nwrote {len(written)} files to {out}/: trajectories (npz, csv), plots, "
+          f"summary.json, report.html")
+    return EXIT_OK if report.passed else EXIT_FAILED
+
+
+# --- the parser ---------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    fmt = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(prog="kanedyn", formatter_class=fmt,
+                                     description="Rigid multibody dynamics from the command "
+                                                 "line.\n\nExample: kanedyn demo --out out/")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add(name, func, help_, example):
+        p = sub.add_parser(name, help=help_, formatter_class=fmt,
+                           description=f"{help_}.\n\nExample:\n  {example}")
+        p.set_defaults(func=func)
+        return p
+
+    p = add("simulate", cmd_simulate, "run a scenario file and write its results",
+            "kanedyn simulate examples/double_pendulum.toml --out out/")
+    p.add_argument("scenario", help="scenario file (TOML)")
+    p.add_argument("--out", help="output folder (default: [output] folder, or out/)")
+    p.add_argument("--animate", metavar="FILE", help="also write an animation (.gif or .mp4)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    p = add("verify", cmd_verify, "run the verification checklist on a model",
+            "kanedyn verify pendulum_chain:n=3,planar=false")
+    p.add_argument("model", help="a .urdf or .toml file, a shipped robot, or builder:k=v,...")
+    p.add_argument("--samples", type=int, default=5, help="random states per check")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
+
+    p = add("derive", cmd_derive, "derive Kane's equations of a model",
+            "kanedyn derive pendulum_chain:n=2 --latex eom.tex --c eom.c")
+    p.add_argument("model", help="a .urdf or .toml file, a shipped robot, or builder:k=v,...")
+    p.add_argument("--parameters", choices=("numeric", "symbolic"), default="symbolic")
+    p.add_argument("--latex", metavar="FILE", help="write the equations as LaTeX")
+    p.add_argument("--c", metavar="FILE", help="write standalone C source")
+    p.add_argument("--python", metavar="FILE", help="write NumPy source")
+
+    p = add("identify-friction", cmd_identify_friction, "fit a Stribeck model to friction data",
+            "kanedyn identify-friction data.csv --plot fit.png")
+    p.add_argument("data", help="CSV with a header line and columns of speed and force")
+    p.add_argument("--model", default="stribeck", help="friction model to fit")
+    p.add_argument("--asymmetric", action="store_true", help="direction-dependent parameters")
+    p.add_argument("--velocity-column", default="v")
+    p.add_argument("--force-column", default="F")
+    p.add_argument("--plot", metavar="FILE", help="write data against the fitted curve")
+
+    p = add("bench", cmd_bench, "run the side-by-side benchmarks (needs the bench extras)",
+            "kanedyn bench rbd_vs_pinocchio")
+    p.add_argument("name", nargs="?", help="one benchmark (file name without .py)")
+
+    p = add("sweep", cmd_sweep, "run a scenario over a parameter sweep on Dask",
+            "kanedyn sweep arm.toml --over model.length=0.5,1.0 --over integrator.dt=1e-3")
+    p.add_argument("scenario")
+    p.add_argument("--over", action="append", required=True, metavar="KEY=VALUES",
+                   help="grid: key=v1,v2,...; random/lhs: key=low:high (repeatable)")
+    p.add_argument("--sampler", choices=("grid", "random", "lhs"), default="grid")
+    p.add_argument("--samples", type=int, help="number of runs (random, lhs)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--scheduler", metavar="ADDRESS", help="tcp://host:port of a Dask cluster")
+    p.add_argument("--out", default="sweep_results", help="results folder (Parquet)")
+    p.add_argument("--no-progress", action="store_true")
+
+    p = add("demo", cmd_demo, "simulate, check and report on the built-in 7-link arm",
+            "kanedyn demo --out demo_output")
+    p.add_argument("--out", default="demo_output", help="output folder")
+    p.add_argument("--t-final", type=float, default=3.0, help="simulated time (s)")
+    p.add_argument("--dt", type=float, default=2e-3, help="step size (s)")
+    p.add_argument("--no-progress", action="store_true")
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="kanedyn", description="Rigid multibody dynamics.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("demo", help="run the built-in demonstration",
-                       description="Run the built-in demonstration. "
-                                   "Example: kanedyn demo --out out/")
-    p.add_argument("--out", default="demo_output", help="output folder")
-    p.set_defaults(func=_demo)
+    from kanedyn.errors import KanedynError
+
+    parser = build_parser()
     args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except (KanedynError, UsageError) as e:
+        if args.debug:
+            raise
+        print(f"kanedyn {args.command}: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"kanedyn {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
