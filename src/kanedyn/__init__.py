@@ -7,7 +7,7 @@ constrained DAEs, energy-conserving integration and Stribeck friction.
 >>> M = kd.crba(model, q)
 """
 
-from . import forces, friction
+from . import forces, friction, verify
 from .dynamics import (
     aba,
     center_of_mass,
@@ -92,4 +92,5 @@ __all__ = [
     "simulate",
     "spatial_momentum",
     "sweep",
+    "verify",
 ]

@@ -16,7 +16,6 @@ derivation of ``kd.crba`` and ``kd.nonlinear_effects``.
 from __future__ import annotations
 
 import numpy as np
-import sympy as sp
 
 from .. import dynamics as dyn
 from ..model import Model
@@ -31,14 +30,18 @@ LAGRANGE_MAX_DOF = 4
 _KINDS = ("revolute", "prismatic", "helical")
 
 
-def _rotation(axis, angle) -> sp.Matrix:
+def _rotation(axis, angle):
     """Rodrigues: ``R = 1 + sin θ [a]× + (1 − cos θ) [a]×²``."""
+    import sympy as sp
+
     a = sp.Matrix(axis)
     K = sp.Matrix([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
     return sp.eye(3) + sp.sin(angle) * K + (1 - sp.cos(angle)) * K * K
 
 
 def _joint_pose(joint, qj):
+    import sympy as sp
+
     a = sp.Matrix(joint.axis)
     if joint.kind == "revolute":
         return _rotation(joint.axis, qj), sp.zeros(3, 1)
@@ -49,6 +52,8 @@ def _joint_pose(joint, qj):
 
 def lagrangian(model: Model):
     """(q, q̇, L) of the model as SymPy expressions; raises ValueError if v ≠ q̇ for some joint."""
+    import sympy as sp  # imported here: `import kanedyn.verify` should not pay for SymPy
+
     bad = [b.joint.name for b in model.bodies if b.joint.kind not in _KINDS]
     if bad:
         raise ValueError(f"joints {bad} have speeds that are not coordinate rates")
@@ -80,6 +85,8 @@ def lagrangian(model: Model):
 
 def lagrange_terms(model: Model):
     """Numeric functions ``M_L(q)`` and ``h_L(q, q̇)`` from Euler–Lagrange on :func:`lagrangian`."""
+    import sympy as sp
+
     q, qd, L = lagrangian(model)
     dLdqd = sp.Matrix([L.diff(x) for x in qd])
     M = dLdqd.jacobian(qd)
