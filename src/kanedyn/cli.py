@@ -87,32 +87,31 @@ def load_model_spec(spec: str):
 
 def write_results(out: Path, model, runs: dict, summary: dict, checks=None,
                   animate: str | None = None, report: bool = True) -> list[Path]:
-    """Trajectories (npz, csv), plots, summary.json and report.html of one or more runs."""
+    """Trajectories (npz, csv) and summary.json of one or more runs, then the plots,
+    report.html and animation by :func:`kanedyn.viz.write_run_outputs`."""
     from kanedyn import viz
 
     written = []
     for label, traj in runs.items():
         for ext in ("npz", "csv"):
             written.append(traj.save(out / f"trajectory_{label}.{ext}"))
-    first = next(iter(runs.values()))
-    plots = [viz.plot_states(first, out / "states.png", names=model.joint_names),
-             viz.plot_energy_error(runs, out / "energy_error.png"),
-             viz.plot_energy_budget(first, out / "energy_budget.png")]
-    if getattr(first, "residuals", None) is not None:
-        plots.append(viz.plot_constraint_residuals(first, out / "residuals.png"))
-    written += plots
     tmp = out / ".summary.json.tmp"
     tmp.write_text(json.dumps(summary, indent=2, default=str))
     os.replace(tmp, out / "summary.json")
     written.append(out / "summary.json")
     if report:
-        full = dict(summary)
-        if checks is not None:
-            full["verification"] = checks.to_dict()["checks"]
-        frames = viz.animation_frames(model, first.t, first.q)
-        written.append(viz.write_report(out / "report.html", full, plots, frames))
-    if animate:
-        written.append(viz.animate(model, first, animate))
+        first = next(iter(runs.values()))
+        files = viz.write_run_outputs(out, model, runs, summary=summary, verify=checks,
+                                      residuals=getattr(first, "residuals", None),
+                                      animation=animate)
+        written += list(files.values())
+    else:
+        from kanedyn.viz import plot_energy_budget, plot_energy_error, plot_states
+
+        first = next(iter(runs.values()))
+        written += [plot_states(first, out / "states.png", names=model.joint_names),
+                    plot_energy_error(runs, out / "energy_error.png"),
+                    plot_energy_budget(first, out / "energy_budget.png")]
     return written
 
 
