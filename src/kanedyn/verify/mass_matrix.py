@@ -38,7 +38,7 @@ def mass_matrix_symmetric(subject: Subject, Q: np.ndarray) -> CheckResult:
 
 
 def mass_matrix_positive_definite(subject: Subject, Q: np.ndarray) -> CheckResult:
-    """min_k λ_min(M(q_k)) > 0, judged relative to λ_max (a condition-number floor)."""
+    """min_k λ_min/λ_max of M(q_k) > CONDITION_TOL: positive, and not singular to rounding."""
     lo, ratio, where = np.inf, np.inf, 0
     for k, q in enumerate(Q):
         M = subject.mass_matrix(q)
@@ -50,9 +50,9 @@ def mass_matrix_positive_definite(subject: Subject, Q: np.ndarray) -> CheckResul
         if r < ratio:
             lo, ratio, where = float(ev[0]), float(r), k
     ok = bool(ratio > CONDITION_TOL)
-    detail = (f"smallest eigenvalue over {len(Q)} configurations (lambda_min/lambda_max = "
-              f"{ratio:.3g}, must exceed {CONDITION_TOL:g})")
+    detail = (f"min lambda_min/lambda_max over {len(Q)} configurations, must exceed the "
+              f"tolerance (smallest eigenvalue {lo:.4g})")
     if not ok:
         detail += f"; at sample {where}"
-    return CheckResult("mass_matrix_positive_definite", ok, lo, 0.0, detail,
+    return CheckResult("mass_matrix_positive_definite", ok, ratio, CONDITION_TOL, detail,
                        "M(q) positive definite")
