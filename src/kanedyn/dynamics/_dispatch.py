@@ -36,22 +36,6 @@ class _Kernels:
 
 K = _Kernels()
 
-#: states per chunk of a batch; chunks go to threads as they come free, so a thread
-#: held up (on a shared machine) does not hold up a statically assigned share
-CHUNK = 64
-
-
-def run_batch(kernel, *args) -> None:
-    """Call a parallel batch kernel with dynamic scheduling in chunks of :data:`CHUNK`."""
-    import numba
-
-    old = numba.set_parallel_chunksize(CHUNK)
-    try:
-        kernel(*args)
-    finally:
-        numba.set_parallel_chunksize(old)
-
-
 def general(model: Model, q, speeds: tuple, f_ext=None):
     """Validated, contiguous float64 (N, ·) inputs: ``(Q, [X...], F or None, single)``.
 

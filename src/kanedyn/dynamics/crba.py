@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from ._dispatch import K, fail, general, run_batch
+from ._dispatch import K, fail, general
 from .flat import _CACHE, flatten
 
 
@@ -25,7 +25,7 @@ def crba(model: Model, q: ArrayLike) -> NDArray:
         N = Q.shape[0]
         out = np.empty((N, fm.nv, fm.nv))
         status = np.zeros(N, dtype=np.int64)
-        run_batch(K.crba_batch, fm.data, Q, out, status)
+        K.crba_batch(fm.data, Q, out, status)
         if status.any():
             fail(model, status, "crba", Q, ())
         return out[0] if single else out

@@ -243,6 +243,24 @@ def xt_force_add(X, i, src, j, dst, k):
 
 
 @njit(cache=True, _nrt=False)
+def xt_force_inplace(X, i, F, k):
+    """``F[k] = X_iᵀ F[k]`` (as :func:`xt_force_add`, overwriting)."""
+    n0 = X[i, 0] * F[k, 0] + X[i, 3] * F[k, 1] + X[i, 6] * F[k, 2]
+    n1 = X[i, 1] * F[k, 0] + X[i, 4] * F[k, 1] + X[i, 7] * F[k, 2]
+    n2 = X[i, 2] * F[k, 0] + X[i, 5] * F[k, 1] + X[i, 8] * F[k, 2]
+    f0 = X[i, 0] * F[k, 3] + X[i, 3] * F[k, 4] + X[i, 6] * F[k, 5]
+    f1 = X[i, 1] * F[k, 3] + X[i, 4] * F[k, 4] + X[i, 7] * F[k, 5]
+    f2 = X[i, 2] * F[k, 3] + X[i, 5] * F[k, 4] + X[i, 8] * F[k, 5]
+    r0, r1, r2 = X[i, 9], X[i, 10], X[i, 11]
+    F[k, 0] = n0 + r1 * f2 - r2 * f1
+    F[k, 1] = n1 + r2 * f0 - r0 * f2
+    F[k, 2] = n2 + r0 * f1 - r1 * f0
+    F[k, 3] = f0
+    F[k, 4] = f1
+    F[k, 5] = f2
+
+
+@njit(cache=True, _nrt=False)
 def cross_motion_add(v, i, m, j, dst, k):
     """``dst[k] += v[i] × m[j]`` = (ω × m_ω, ω × m_v + v_O × m_ω)."""
     w0, w1, w2, u0, u1, u2 = v[i, 0], v[i, 1], v[i, 2], v[i, 3], v[i, 4], v[i, 5]
@@ -514,11 +532,7 @@ def crba_into(data, q, M):
             j = i
             p = int(data[j, PARENT])
             while p >= 0:
-                for m in range(6):
-                    F[1, m] = 0.0
-                xt_force_add(X, j, F, 0, F, 1)
-                for m in range(6):
-                    F[0, m] = F[1, m]
+                xt_force_inplace(X, j, F, 0)
                 j = p
                 oj = int(data[j, IV])
                 for r in range(int(data[j, NVJ])):
