@@ -179,3 +179,17 @@ def test_result_converts_to_a_sim_trajectory(tmp_path):
     assert abs(traj.energy[-1] - traj.energy[0]) > 0.1      # it slid and lost height
     traj.save(tmp_path / "run.npz")
     assert (tmp_path / "run.npz").exists()
+
+
+def test_stuck_joint_breaks_away_when_a_time_varying_load_reaches_Fs():
+    """A stuck state does not move, so only the load's time dependence ends the phase:
+    under 2 sin(2πt) N the block must break free at 2 sin(2πt) = Fs, i.e. at
+    t = asin(Fs/2)/(2π), and (the next time it stops) at 1/2 + that for the reverse load."""
+    law = friction.Stribeck(1.0, 1.5, 0.01, 2.0, 0.1)
+    drive = lambda t, q, v: np.array([2.0 * math.sin(2 * math.pi * t)])
+    tr = friction.simulate(slider(), [0.0], [0.0], 1.0, {"x": law}, tau=drive)
+    slips = [s for s in tr.switches if s.kind == "slip"]
+    t1 = math.asin(0.75) / (2 * math.pi)
+    assert slips[0].t == pytest.approx(t1, abs=1e-9) and slips[0].direction == 1
+    assert slips[1].t == pytest.approx(0.5 + t1, abs=1e-9) and slips[1].direction == -1
+    assert np.max(np.abs(tr.energy_residual)) < 1e-8

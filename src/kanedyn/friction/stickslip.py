@@ -227,6 +227,7 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, joints: dict,
              tau=None, forces=(), surface_velocity: dict | None = None,
              method: str | None = None, rtol: float = 1e-10, atol: float = 1e-12,
              max_step: float = np.inf, dt_out: float | None = None,
+             stick_step: float | None = None,
              max_switches: int = 100_000) -> FrictionTrajectory:
     """Simulate a Model (or any system of the protocol) with friction on 1-DOF joints.
 
@@ -240,6 +241,12 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, joints: dict,
     ``method`` is a solve_ivp method: "DOP853" by default, "Radau" when a
     smoothed law or LuGre makes the problem stiff. A joint is stuck at t = 0
     if its relative speed is exactly 0 and the load can be held.
+
+    While a joint is stuck the state may not move at all, so the step-size
+    control sees nothing and only the time dependence of the load can end the
+    phase; ``stick_step`` (default t_final/1000) bounds the step then, so that
+    a break-away is not stepped over. (Events are found from sign changes
+    between steps, as in solve_ivp: two crossings within one step are missed.)
     """
     pb = _Problem(system, joints, tau, forces, surface_velocity)
     q0 = np.asarray(q0, dtype=float).reshape(pb.nq)
@@ -263,6 +270,9 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, joints: dict,
     if stick0:
         pb.resolve(0.0, y, mode, switches, stick0, arrival_kind="slip")
     grid = None if dt_out is None else np.arange(0.0, t_final + 0.5 * dt_out, dt_out)
+    stick_step = t_final / 1000.0 if stick_step is None else float(stick_step)
+    if not stick_step > 0:
+        raise FrictionError(f"stick_step={stick_step} must be > 0")
 
     T, Y, MODE = [], [], []
     t = 0.0
@@ -296,8 +306,10 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, joints: dict,
                     events.append(e)
                     meta.append((k, "break"))
         m_seg = mode.copy()
+        any_stuck = any(pb.exact[k] and mode[k] == 0 for k in range(len(pb.idx)))
+        hmax = min(max_step, stick_step) if any_stuck else max_step
         sol = solve_ivp(lambda tt, yy, m=m_seg: pb.rhs(tt, yy, m), (t, t_final), y, method=method,
-                        rtol=rtol, atol=atol, max_step=max_step, events=events or None,
+                        rtol=rtol, atol=atol, max_step=hmax, events=events or None,
                         dense_output=grid is not None)
         if sol.status == -1:
             raise SolverError(f"friction simulate: integration failed at t={sol.t[-1]:.6g}: "
