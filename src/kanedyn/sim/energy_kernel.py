@@ -12,7 +12,10 @@ axes mapped to the world; ``h_i = X_i* I_i X_i⁻¹ V_i`` its momentum and
 :meth:`ModelSystem.kinetic_energy_gradient`)
 
     T = ½ Σ_i V_iᵀ h_i,   V = −Σ_i m_i gᵀ c_i,   ∂T/∂ξ_{k,e} = −σ_eᵀ crf(V_λ(k)) H_k,
-    [L; P] = Σ_roots H.
+    ∂V/∂ξ_{k,e} = −m_k gᵀσ_{v,e} − σ_{ω,e}·(mc_k × g),   [L; P] = Σ_roots H,
+
+with m_k and mc_k = Σ m_i c_i the mass and first moment of k's subtree (a
+point x of the subtree moves with σ_v + σ_ω × x when joint k moves along σ).
 """
 
 from __future__ import annotations
@@ -62,11 +65,12 @@ class FlatEnergyModel:
         self.gravity = np.asarray(model.gravity, dtype=float).copy()
         self.nv = model.nv
 
-    def evaluate(self, q: np.ndarray, v: np.ndarray, dT: np.ndarray, out: np.ndarray) -> None:
-        """out = [T, V, L(3), P(3)]; dT ← ∂T/∂q (tangent space)."""
+    def evaluate(self, q: np.ndarray, v: np.ndarray, dT: np.ndarray, dV: np.ndarray,
+                 out: np.ndarray) -> None:
+        """out = [T, V, L(3), P(3)]; dT ← ∂T/∂q, dV ← ∂V/∂q = g(q) (tangent space)."""
         _energy_pass(self.kind, self.parent, self.iq, self.iv, self.nvj, self.axis, self.pitch,
                      self.Et, self.rt, self.inertia, self.S, self.mass, self.com, self.gravity,
-                     q, v, dT, out)
+                     q, v, dT, dV, out)
 
 
 @nb.njit(cache=True)
@@ -133,8 +137,10 @@ def _cross(a, b, out):
 
 @nb.njit(cache=True)
 def _energy_pass(kind, parent, iq, iv, nvj, axis, pitch, Et, rt, inertia, S, mass, com, g,
-                 q, v, dT, out):
+                 q, v, dT, dV, out):
     n = kind.shape[0]
+    msub = np.zeros(n)  # subtree mass and first moment Σ m c (world), for ∂V/∂q
+    mcsub = np.zeros((n, 3))
     R = np.empty((n, 3, 3))
     P = np.empty((n, 3))
     Vw = np.zeros((n, 6))
@@ -246,6 +252,8 @@ def _energy_pass(kind, parent, iq, iv, nvj, axis, pitch, Et, rt, inertia, S, mas
             for c in range(3):
                 s_ += R[i, a, c] * com[i, c]
             Vpot -= mass[i] * g[a] * s_
+            mcsub[i, a] = mass[i] * s_
+        msub[i] = mass[i]
     for a in range(6):
         out[2 + a] = 0.0
     for i in range(n - 1, -1, -1):
@@ -268,10 +276,22 @@ def _energy_pass(kind, parent, iq, iv, nvj, axis, pitch, Et, rt, inertia, S, mas
             dT[iv[i] + e] = -(sig[i, 0, e] * fn0 + sig[i, 1, e] * fn1 + sig[i, 2, e] * fn2
                               + sig[i, 3, e] * tmp[0] + sig[i, 4, e] * tmp[1]
                               + sig[i, 5, e] * tmp[2])
+        # ∂V/∂ξ_e = −Σ_subtree m gᵀ(σ_v + σ_ω × c) = −M_k gᵀσ_v − σ_ω·(mc_k × g)
+        for a in range(3):
+            tmp2[a] = mcsub[i, a]
+        _cross(tmp2, g, tmp)
+        for e in range(nvj[i]):
+            dV[iv[i] + e] = -(msub[i] * (g[0] * sig[i, 3, e] + g[1] * sig[i, 4, e]
+                                         + g[2] * sig[i, 5, e])
+                              + sig[i, 0, e] * tmp[0] + sig[i, 1, e] * tmp[1]
+                              + sig[i, 2, e] * tmp[2])
         p = parent[i]
         if p >= 0:
             for a in range(6):
                 H[p, a] += H[i, a]
+            msub[p] += msub[i]
+            for a in range(3):
+                mcsub[p, a] += mcsub[i, a]
         else:
             for a in range(6):
                 out[2 + a] += H[i, a]

@@ -66,6 +66,7 @@ class ModelSystem:
         self._zero_v = np.zeros(model.nv)
         self._flat = FlatEnergyModel(model)
         self._dT = np.zeros(model.nv)
+        self._dV = np.zeros(model.nv)
         self._out = np.zeros(8)
 
     def __repr__(self) -> str:
@@ -85,10 +86,10 @@ class ModelSystem:
         """v̇ = ABA(q, v, τ, f_ext)."""
         return dyn.aba(self.model, _c(q), _c(v), _c(tau), f_ext)
 
-    def _pass(self, q: NDArray, v: NDArray) -> tuple[float, float, NDArray, NDArray]:
-        """(T, V, ∂T/∂q, [L; P]) by one pass of the energy kernel."""
-        self._flat.evaluate(_c(q), _c(v), self._dT, self._out)
-        return self._out[0], self._out[1], self._dT, self._out[2:]
+    def _pass(self, q: NDArray, v: NDArray) -> tuple[float, float, NDArray, NDArray, NDArray]:
+        """(T, V, ∂T/∂q, [L; P], ∂V/∂q) by one pass of the energy kernel."""
+        self._flat.evaluate(_c(q), _c(v), self._dT, self._dV, self._out)
+        return self._out[0], self._out[1], self._dT, self._out[2:], self._dV
 
     # T, V and [L; P] come from the energy kernel; they equal kd.kinetic_energy,
     # kd.potential_energy and kd.spatial_momentum (tested), at a fraction of the cost.
@@ -100,7 +101,7 @@ class ModelSystem:
 
     def energy(self, q: NDArray, v: NDArray) -> float:
         """E = T + V (gravity); potentials of springs are added by the simulation."""
-        T, V, _, _ = self._pass(q, v)
+        T, V = self._pass(q, v)[:2]
         return float(T + V)
 
     def momentum(self, q: NDArray, v: NDArray) -> NDArray:
@@ -123,8 +124,9 @@ class ModelSystem:
 
     # --- gradients ------------------------------------------------------------
     def gravity_torques(self, q: NDArray) -> NDArray:
-        """g(q) = ∂V/∂q in the tangent space (V̇ = gᵀ v)."""
-        return dyn.gravity_torques(self.model, _c(q))
+        """g(q) = ∂V/∂q in the tangent space (V̇ = gᵀ v); from the energy kernel, equal to
+        ``kd.gravity_torques`` (tested)."""
+        return self._pass(q, self._zero_v)[4].copy()
 
     def kinetic_energy_gradient(self, q: NDArray, v: NDArray) -> NDArray:
         """∂T/∂q at fixed speeds v in the tangent space (see
@@ -134,8 +136,13 @@ class ModelSystem:
 
     def energy_gradient(self, q: NDArray, v: NDArray) -> tuple[NDArray, NDArray]:
         """(∂E/∂q at fixed v in the tangent space, ∂E/∂v = M v)."""
-        return (self.kinetic_energy_gradient(q, v) + self.gravity_torques(q),
-                self.mass_matrix(q) @ v)
+        _, _, dT, _, dV = self._pass(q, v)
+        return dT + dV, self.mass_matrix(q) @ v
+
+    def hamiltonian_terms(self, q: NDArray, v: NDArray) -> tuple[NDArray, NDArray]:
+        """(∂T/∂q at fixed v, g(q)) from one kernel pass (what ∂H/∂q needs)."""
+        _, _, dT, _, dV = self._pass(q, v)
+        return dT.copy(), dV.copy()
 
     def chart_jacobian(self, q0: NDArray, xi: NDArray) -> NDArray:
         """J(ξ) with ``v = J(ξ) ξ̇`` along ``q = q0 ⊕ ξ`` (block diagonal by joint).

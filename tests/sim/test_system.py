@@ -1,0 +1,95 @@
+"""ModelSystem: its kernels against the public reference functions, and ∂T/∂q and the chart
+Jacobian against independent derivations (finite differences, Lagrange's equations)."""
+
+import numpy as np
+import pytest
+
+import kanedyn as kd
+from kanedyn.sim.system import ModelSystem, kinetic_energy_gradient_reference
+
+MODELS = [
+    lambda: kd.models.pendulum_chain(3, planar=False),
+    lambda: kd.models.pendulum_chain(3, planar=False, joint="spherical"),
+    lambda: kd.models.free_body(),
+    lambda: kd.models.random_tree(7, seed=1, floating_base=True),
+    lambda: kd.models.random_tree(7, seed=4, floating_base=False),
+]
+
+
+@pytest.fixture(params=range(len(MODELS)))
+def case(request):
+    m = MODELS[request.param]()
+    rng = np.random.default_rng(request.param)
+    return m, ModelSystem(m), kd.random_configuration(m, rng), rng.normal(size=m.nv)
+
+
+def test_kernel_matches_public_energies_and_momentum(case):
+    m, s, q, v = case
+    assert s.kinetic_energy(q, v) == pytest.approx(kd.kinetic_energy(m, q, v), rel=1e-13)
+    assert s.potential_energy(q) == pytest.approx(kd.potential_energy(m, q), rel=1e-13, abs=1e-13)
+    np.testing.assert_allclose(s.momentum(q, v), kd.spatial_momentum(m, q, v), atol=1e-12)
+    np.testing.assert_allclose(s.gravity_torques(q), kd.gravity_torques(m, q), atol=1e-12)
+    # T = ½ vᵀ M v with M from CRBA
+    assert s.kinetic_energy(q, v) == pytest.approx(0.5 * v @ kd.crba(m, q) @ v, rel=1e-12)
+
+
+def test_integrate_configuration_matches_public(case):
+    m, s, q, v = case
+    for dt in (1e-3, 0.8):
+        np.testing.assert_allclose(s.integrate_configuration(q, v, dt),
+                                   kd.integrate_configuration(m, q, v, dt), atol=1e-14)
+
+
+def test_kinetic_energy_gradient_against_finite_differences(case):
+    m, s, q, v = case
+    dT = s.kinetic_energy_gradient(q, v)
+    np.testing.assert_allclose(dT, kinetic_energy_gradient_reference(m, q, v), atol=1e-12)
+    eps = 1e-5
+    fd = np.empty(m.nv)
+    for k in range(m.nv):
+        e = np.zeros(m.nv)
+        e[k] = eps
+        fd[k] = (kd.kinetic_energy(m, kd.integrate_configuration(m, q, e, 1.0), v)
+                 - kd.kinetic_energy(m, kd.integrate_configuration(m, q, -e, 1.0), v)) / (2 * eps)
+    np.testing.assert_allclose(dT, fd, rtol=1e-7, atol=1e-8 * (1 + np.abs(fd).max()))
+
+
+def test_lagrange_equations_close_with_the_gradient():
+    """For joint coordinates, d/dt(M v) = ∂T/∂q − g + τ along the motion (Lagrange).
+
+    d/dt(M v) = M v̇ + Ṁ v with v̇ from ABA and Ṁ v by central differences of CRBA
+    along q̇ = v: an independent check of the sign and factor of ∂T/∂q.
+    """
+    m = kd.models.pendulum_chain(4, planar=False)
+    s = ModelSystem(m)
+    rng = np.random.default_rng(3)
+    q, v, tau = rng.normal(size=4), rng.normal(size=4), rng.normal(size=4)
+    a = kd.aba(m, q, v, tau)
+    eps = 1e-6
+    Mdot_v = (kd.crba(m, q + eps * v) - kd.crba(m, q - eps * v)) @ v / (2 * eps)
+    lhs = kd.crba(m, q) @ a + Mdot_v
+    rhs = s.kinetic_energy_gradient(q, v) - kd.gravity_torques(m, q) + tau
+    np.testing.assert_allclose(lhs, rhs, atol=1e-7)
+
+
+def test_chart_jacobian_against_finite_differences(case):
+    m, s, q, v = case
+    rng = np.random.default_rng(7)
+    xi, xid = 0.4 * rng.normal(size=m.nv), rng.normal(size=m.nv)
+    J = s.chart_jacobian(q, xi)
+    eps = 1e-6
+    q1 = s.integrate_configuration(q, xi, 1.0)
+    qa = s.integrate_configuration(q, xi + eps * xid, 1.0)
+    qb = s.integrate_configuration(q, xi - eps * xid, 1.0)
+    # body speeds of the chart curve at ξ: the manifold difference seen from q1
+    fd = (kd.difference(m, q1, qa) - kd.difference(m, q1, qb)) / (2 * eps)
+    np.testing.assert_allclose(J @ xid, fd, atol=1e-8)
+    if s.chart_is_additive:
+        np.testing.assert_array_equal(J, np.eye(m.nv))
+
+
+def test_model_is_wrapped_and_protocol_objects_pass_through():
+    m = kd.models.pendulum_chain(2)
+    s = kd.sim.as_system(m)
+    assert isinstance(s, ModelSystem) and s.model is m
+    assert kd.sim.as_system(s) is s
