@@ -47,6 +47,7 @@ from .model import (
 from .model import builders as models
 from .model.urdf import load_robot, load_urdf, load_urdf_string
 from .sim import ModelSystem, Trajectory, simulate
+from .sim.batch import simulate_batch
 from .sim.sweep import sweep
 
 __version__ = "0.1.0"
@@ -90,6 +91,7 @@ __all__ = [
     "random_configuration",
     "rnea",
     "simulate",
+    "simulate_batch",
     "spatial_momentum",
     "sweep",
     "verify",
