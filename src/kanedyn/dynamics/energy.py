@@ -1,5 +1,11 @@
 """Kinetic and potential energy and spatial momentum, computed from the bodies directly
-(not from the equations of motion), so they check those equations independently."""
+(not from the equations of motion), so they check those equations independently.
+
+One kernel (:func:`kanedyn.dynamics.kernels.summary_into`) computes all of them
+from the body poses and velocities; the readable definitions are
+:func:`kanedyn.dynamics.reference.kinetic_energy`, ``potential_energy`` and
+``spatial_momentum``.
+"""
 
 from __future__ import annotations
 
@@ -7,26 +13,51 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from . import reference
-from ._state import states
+from ._dispatch import K, fail, general
+from .flat import _CACHE, flatten
+
+# layout of a summary row
+T, V, MOMENTUM, COM = 0, 1, slice(2, 8), slice(8, 11)
+
+
+def summary(model: Model, q: ArrayLike, v: ArrayLike | None = None) -> NDArray:
+    """``[T, V, L (3), P (3), c (3)]`` for one state (11,) or a batch (N, 11); T and the
+    momentum are zero when v is None."""
+    fm = _CACHE.get(id(model)) or flatten(model)
+    out = np.empty(11)
+    try:
+        if v is None:
+            s = K.summary1(fm.data, q, q, False, out)
+        else:
+            s = K.summary1(fm.data, q, v, True, out)
+    except TypeError:
+        speeds = () if v is None else ((v, "v"),)
+        (Q, *X), _, single = general(model, q, speeds)
+        N = Q.shape[0]
+        out = np.empty((N, 11))
+        status = np.zeros(N, dtype=np.int64)
+        K.summary_batch(fm.data, Q, X[0] if X else Q, bool(X), out, status)
+        if status.any():
+            fail(model, status, "energy", Q, tuple(zip(X, ("v",), strict=True)))
+        return out[0] if single else out
+    if s:
+        fail(model, s, "energy", q, () if v is None else ((v, "v"),))
+    return out
 
 
 def kinetic_energy(model: Model, q: ArrayLike, v: ArrayLike):
     """``T = ½ Σ_i v_iᵀ I_i v_i`` (= ½ vᵀ M(q) v)."""
-    (Q, V), single = states(model, q, (v, "v"))
-    out = np.array([reference.kinetic_energy(model, x, y) for x, y in zip(Q, V)])
-    return float(out[0]) if single else out
+    out = summary(model, q, v)
+    return float(out[T]) if out.ndim == 1 else out[:, T]
 
 
 def potential_energy(model: Model, q: ArrayLike):
     """Gravitational potential ``V = -Σ_i m_i gᵀ c_i`` (zero at the world origin)."""
-    (Q,), single = states(model, q)
-    out = np.array([reference.potential_energy(model, x) for x in Q])
-    return float(out[0]) if single else out
+    out = summary(model, q)
+    return float(out[V]) if out.ndim == 1 else out[:, V]
 
 
 def spatial_momentum(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray:
     """Total spatial momentum ``[L; P]`` in world coordinates, L about the world origin."""
-    (Q, V), single = states(model, q, (v, "v"))
-    out = np.array([reference.spatial_momentum(model, x, y) for x, y in zip(Q, V)])
-    return out[0] if single else out
+    out = summary(model, q, v)
+    return out[MOMENTUM].copy() if out.ndim == 1 else out[:, MOMENTUM].copy()

@@ -10,6 +10,9 @@ For body b with spatial velocity ``[ω; v]``:
 - ``frame="world"``: the spatial velocity in world coordinates, the linear part
   being the velocity of the body point now passing through the world origin
   (Pinocchio ``WORLD``; Featherstone's spatial velocity in base coordinates).
+
+The computation is :func:`kanedyn.dynamics.kernels.jacobian_into` (numba); the
+readable definition is :func:`kanedyn.dynamics.reference.jacobian_local`.
 """
 
 from __future__ import annotations
@@ -19,9 +22,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import KanedynError
 from ..model import Model
-from ..spatial import skew
-from . import reference
-from ._state import states
+from ._dispatch import K, fail, general
+from .flat import _CACHE, flatten
 
 FRAMES = ("local", "local_world_aligned", "world")
 
@@ -30,18 +32,21 @@ def jacobian(model: Model, q: ArrayLike, body: str | int, frame: str = "local") 
     """The 6 x nv Jacobian of ``body`` (a name or index), rows ``[ω; v]``; see module doc."""
     if frame not in FRAMES:
         raise KanedynError(f"unknown Jacobian frame {frame!r}; choose one of {FRAMES}")
+    code = FRAMES.index(frame)
     i = model.body_index(body)
-    (Q,), single = states(model, q)
-    out = np.empty((Q.shape[0], 6, model.nv))
-    for k, x in enumerate(Q):
-        J = reference.jacobian_local(model, x, i)
-        if frame != "local":
-            R, p = reference.body_placements(model, x)
-            Rb = R[i]
-            Jw = np.vstack([Rb @ J[:3], Rb @ J[3:]])
-            if frame == "world":
-                # v at the world origin = v at p + ω × (0 - p)
-                Jw[3:] += skew(p[i]) @ Jw[:3]
-            J = Jw
-        out[k] = J
-    return out[0] if single else out
+    fm = _CACHE.get(id(model)) or flatten(model)
+    J = np.empty((6, fm.nv))
+    try:
+        s = K.jacobian1(fm.data, q, i, code, J)
+    except TypeError:
+        (Q,), _, single = general(model, q, ())
+        N = Q.shape[0]
+        out = np.empty((N, 6, fm.nv))
+        status = np.zeros(N, dtype=np.int64)
+        K.jacobian_batch(fm.data, Q, i, code, out, status)
+        if status.any():
+            fail(model, status, "jacobian", Q, ())
+        return out[0] if single else out
+    if s:
+        fail(model, s, "jacobian", q, ())
+    return J

@@ -1,4 +1,9 @@
-"""Forward kinematics: where each body is, and how it moves."""
+"""Forward kinematics: where each body is, and how it moves.
+
+The computation is :func:`kanedyn.dynamics.kernels.kinematics_into` (numba); the
+readable definitions are :func:`kanedyn.dynamics.reference.body_placements` and
+:func:`~kanedyn.dynamics.reference.body_velocities`.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from . import reference
-from ._state import states
+from ._dispatch import K, fail, general
+from .energy import COM, summary
+from .flat import _CACHE, flatten
 
 
 @dataclass(frozen=True)
@@ -28,21 +34,35 @@ class Kinematics:
 
 def forward_kinematics(model: Model, q: ArrayLike, v: ArrayLike | None = None):
     """Body poses (and spatial velocities, if v is given). A batch gives a list."""
-    if v is None:
-        (Q,), single = states(model, q)
-        res = [Kinematics(*reference.body_placements(model, x), None) for x in Q]
-    else:
-        (Q, V), single = states(model, q, (v, "v"))
-        res = [Kinematics(*reference.body_placements(model, x),
-                          reference.body_velocities(model, x, y)) for x, y in zip(Q, V)]
-    return res[0] if single else res
+    fm = _CACHE.get(id(model)) or flatten(model)
+    nb = fm.nb
+    R, p, vel = np.empty((nb, 3, 3)), np.empty((nb, 3)), np.empty((nb, 6))
+    use_v = v is not None
+    try:
+        s = K.kinematics1(fm.data, q, v if use_v else q, use_v, R, p, vel)
+    except TypeError:
+        speeds = ((v, "v"),) if use_v else ()
+        (Q, *X), _, single = general(model, q, speeds)
+        N = Q.shape[0]
+        R, p, vel = np.empty((N, nb, 3, 3)), np.empty((N, nb, 3)), np.empty((N, nb, 6))
+        status = np.zeros(N, dtype=np.int64)
+        K.kinematics_batch(fm.data, Q, X[0] if use_v else Q, use_v, R, p, vel, status)
+        if status.any():
+            fail(model, status, "forward_kinematics", Q, tuple(zip(X, ("v",), strict=True)))
+        res = [Kinematics(R[k], p[k], vel[k] if use_v else None) for k in range(N)]
+        return res[0] if single else res
+    if s:
+        fail(model, s, "forward_kinematics", q, ((v, "v"),) if use_v else ())
+    return Kinematics(R, p, vel if use_v else None)
 
 
 def frame_placement(model: Model, q: ArrayLike, name: str | int) -> tuple[NDArray, NDArray]:
     """Pose (R, p) in the world of a body or of any named frame (merged fixed links,
     sensors), for one configuration."""
-    (Q,), _ = states(model, q)
-    R, p = reference.body_placements(model, Q[0])
+    kin = forward_kinematics(model, q)
+    if isinstance(kin, list):
+        kin = kin[0]
+    R, p = kin.R, kin.p
     if isinstance(name, str) and name in model.frames:
         fr = model.frames[name]
         Rb, pb = R[fr.body], p[fr.body]
@@ -53,10 +73,5 @@ def frame_placement(model: Model, q: ArrayLike, name: str | int) -> tuple[NDArra
 
 def center_of_mass(model: Model, q: ArrayLike) -> NDArray:
     """Centre of mass of the whole model in world coordinates."""
-    (Q,), single = states(model, q)
-    out = np.empty((Q.shape[0], 3))
-    for k, x in enumerate(Q):
-        R, p = reference.body_placements(model, x)
-        out[k] = sum(b.mass * (p[b.index] + R[b.index] @ b.com) for b in model.bodies)
-        out[k] /= model.total_mass
-    return out[0] if single else out
+    out = summary(model, q)
+    return out[COM].copy() if out.ndim == 1 else out[:, COM].copy()
