@@ -1,0 +1,229 @@
+"""Classic mechanisms for Kane's method, built as :class:`KaneSystem` objects.
+
+Each builder returns ``(system, info)``: the system, and a dict of the
+symbols, frames and points a user (or a test) needs to evaluate or check it.
+
+* :func:`free_rigid_body` — body-frame angular velocity as speeds, quaternion
+  kinematics: Kane's equations are Euler's ``I ω̇ + ω × I ω = T``.
+* :func:`spacecraft_reaction_wheel` — a bus with a symmetric wheel driven by an
+  internal motor (Kane & Levinson 1985, Sec. 6.3/"gyrostat"; the wheel's spin
+  relative to the bus is its own speed).
+* :func:`rolling_disk` — a thin disk rolling without slipping on a plane:
+  5 coordinates, 5 speeds, 2 nonholonomic constraints, p = 3.
+* :func:`pendulum_pin_reaction` — a rod pendulum whose pin reaction comes out
+  through two auxiliary speeds.
+* :func:`stewart_platform` — a 6-6 Stewart platform, platform twist as speeds,
+  massless prismatic legs (actuator force as input, passive stiffness) handled
+  through the partial velocities of their attachment points: an ODE with no
+  constraint equation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import sympy as sp
+from sympy.physics.vector import Point, ReferenceFrame, dynamicsymbols
+
+from .loads import RigidBody, Torque, inertia
+from .system import KaneSystem
+
+__all__ = [
+    "free_rigid_body",
+    "pendulum_pin_reaction",
+    "quaternion_kinematics",
+    "rolling_disk",
+    "spacecraft_reaction_wheel",
+    "stewart_platform",
+]
+
+
+def quaternion_kinematics(quat, omega) -> list:
+    """``q̇ = ½ q ⊗ (0, ω)`` for a scalar-first unit quaternion and the angular
+    velocity ω in body coordinates, as expressions that vanish:
+    ``q̇₀ = −½ q_v·ω``, ``q̇_v = ½ (q₀ ω + q_v × ω)`` (the convention of
+    SymPy's ``orient(..., "Quaternion", ...)`` and of kanedyn)."""
+    q0, q1, q2, q3 = quat
+    w1, w2, w3 = omega
+    rates = [
+        -(q1 * w1 + q2 * w2 + q3 * w3) / 2,
+        (q0 * w1 + q2 * w3 - q3 * w2) / 2,
+        (q0 * w2 + q3 * w1 - q1 * w3) / 2,
+        (q0 * w3 + q1 * w2 - q2 * w1) / 2,
+    ]
+    return [qi.diff() - r for qi, r in zip(quat, rates, strict=True)]
+
+
+def free_rigid_body():
+    """A free rigid body, general (non-principal) central inertia, with a
+    torque T (body axes) and a force F (world axes) as inputs.
+
+    q = (quaternion w, x, y, z; position x, y, z), u = (ω in body axes;
+    velocity of the mass centre in world axes)."""
+    q = dynamicsymbols("e0 e1 e2 e3 x y z")
+    u = dynamicsymbols("w1 w2 w3 vx vy vz")
+    T = dynamicsymbols("T1 T2 T3")
+    F = dynamicsymbols("F1 F2 F3")
+    m = sp.Symbol("m")
+    I = sp.symbols("I11 I22 I33 I12 I23 I31")
+    N = ReferenceFrame("N")
+    B = N.orientnew("B", "Quaternion", q[:4])
+    B.set_ang_vel(N, u[0] * B.x + u[1] * B.y + u[2] * B.z)
+    O = Point("O")
+    O.set_vel(N, 0)
+    G = O.locatenew("G", q[4] * N.x + q[5] * N.y + q[6] * N.z)
+    G.set_vel(N, u[3] * N.x + u[4] * N.y + u[5] * N.z)
+    body = RigidBody("body", G, B, m, inertia(B, *I))
+    kde = quaternion_kinematics(q[:4], u[:3]) + [q[4 + i].diff() - u[3 + i] for i in range(3)]
+    loads = [Torque(B, T[0] * B.x + T[1] * B.y + T[2] * B.z, "torque"),
+             (G, F[0] * N.x + F[1] * N.y + F[2] * N.z)]
+    system = KaneSystem(N, q, u, kde, [body], loads, inputs=[*T, *F],
+                        quaternions=[((0, 1, 2, 3), (0, 1, 2))], name="free_rigid_body")
+    return system, dict(N=N, B=B, G=G, q=q, u=u, T=T, F=F, m=m, I=I)
+
+
+def spacecraft_reaction_wheel():
+    """A rigid bus B carrying an axisymmetric wheel W on the bus axis B.z, both
+    mass centres at the system's mass centre G; the motor torque ``Tm`` acts on
+    W and −Tm on B (internal, does work, no potential).
+
+    q = (bus quaternion e0..e3, wheel angle qw relative to the bus),
+    u = (bus ω in bus axes w1, w2, w3; wheel spin relative to the bus uw).
+    The wheel has axial moment J and transverse moment K."""
+    q = dynamicsymbols("e0 e1 e2 e3 qw")
+    u = dynamicsymbols("w1 w2 w3 uw")
+    Tm = dynamicsymbols("Tm")
+    I11, I22, I33, I12, J, K = sp.symbols("I11 I22 I33 I12 J K", positive=True)
+    mB, mW = sp.symbols("m_B m_W", positive=True)
+    N = ReferenceFrame("N")
+    B = N.orientnew("B", "Quaternion", q[:4])
+    B.set_ang_vel(N, u[0] * B.x + u[1] * B.y + u[2] * B.z)
+    W = B.orientnew("W", "Axis", [q[4], B.z])
+    W.set_ang_vel(B, u[3] * B.z)
+    G = Point("G")
+    G.set_vel(N, 0)
+    bus = RigidBody("bus", G, B, mB, inertia(B, I11, I22, I33, I12))
+    wheel = RigidBody("wheel", G, W, mW, inertia(W, K, K, J))
+    kde = quaternion_kinematics(q[:4], u[:3]) + [q[4].diff() - u[3]]
+    loads = [Torque(W, Tm * B.z, "motor"), Torque(B, -Tm * B.z, "motor reaction")]
+    system = KaneSystem(N, q, u, kde, [bus, wheel], loads, inputs=[Tm],
+                        quaternions=[((0, 1, 2, 3), (0, 1, 2))],
+                        name="spacecraft_reaction_wheel")
+    return system, dict(N=N, B=B, W=W, q=q, u=u, Tm=Tm, J=J, K=K,
+                        I_bus=sp.Matrix([[I11, I12, 0], [I12, I22, 0], [0, 0, I33]]))
+
+
+def rolling_disk():
+    """A uniform thin disk (radius R, mass m) rolling without slipping on the
+    horizontal plane N.x–N.y, gravity −g N.z.
+
+    q = (yaw q1 about N.z, lean q2 about the yawed x axis, spin q3 about the
+    disk axis L.y, contact point x q4, y q5), u_i = q̇_i; u4, u5 are dependent:
+    the velocity of the disk's material point at the contact vanishes."""
+    q = dynamicsymbols("q1:6")
+    u = dynamicsymbols("u1:6")
+    m, g, R = sp.symbols("m g R", positive=True)
+    N = ReferenceFrame("N")
+    Y = N.orientnew("Y", "Axis", [q[0], N.z])
+    L = Y.orientnew("L", "Axis", [q[1], Y.x])
+    D = L.orientnew("D", "Axis", [q[2], L.y])
+    O = Point("O")
+    O.set_vel(N, 0)
+    C = O.locatenew("C", q[3] * N.x + q[4] * N.y)          # the contact point, in the plane
+    Dc = C.locatenew("Dc", R * L.z)                         # the disk's centre
+    Dc.set_vel(N, Dc.pos_from(O).dt(N))
+    contact = Dc.vel(N) + D.ang_vel_in(N).cross(-R * L.z)   # the disk's material point at C
+    constraints = [contact.dot(N.x), contact.dot(N.y)]
+    disk = RigidBody("disk", Dc, D, m, inertia(L, m * R**2 / 4, m * R**2 / 2, m * R**2 / 4))
+    kde = [ui - qi.diff() for qi, ui in zip(q, u, strict=True)]
+    system = KaneSystem(N, q, u, kde, [disk], [(Dc, -m * g * N.z)],
+                        u_dependent=u[3:], velocity_constraints=constraints,
+                        potential_energy=m * g * R * sp.cos(q[1]), name="rolling_disk")
+    return system, dict(N=N, Y=Y, L=L, D=D, C=C, Dc=Dc, q=q, u=u, m=m, g=g, R=R,
+                        constraints=constraints)
+
+
+def pendulum_pin_reaction():
+    """A uniform rod (mass m, length l) on a pin at O, gravity g along N.x
+    (hanging), angle q1, speed u1. Auxiliary speeds ua1 (along the rod, A.x)
+    and ua2 (across it, A.y) give the pin O a virtual velocity; the pin force
+    on the rod, ``R1 A.x + R2 A.y``, applied at O, is the reaction they expose."""
+    q1, u1 = dynamicsymbols("q1 u1")
+    ua1, ua2 = dynamicsymbols("ua1 ua2")
+    R1, R2 = sp.symbols("R1 R2")
+    m, l, g = sp.symbols("m l g", positive=True)
+    N = ReferenceFrame("N")
+    A = N.orientnew("A", "Axis", [q1, N.z])
+    A.set_ang_vel(N, u1 * N.z)
+    O = Point("O")
+    O.set_vel(N, ua1 * A.x + ua2 * A.y)       # zero in the true motion
+    G = O.locatenew("G", l / 2 * A.x)
+    G.v2pt_theory(O, N, A)
+    rod = RigidBody("rod", G, A, m, inertia(A, 0, m * l**2 / 12, m * l**2 / 12))
+    loads = [(G, m * g * N.x), (O, R1 * A.x + R2 * A.y)]
+    system = KaneSystem(N, [q1], [u1], [u1 - q1.diff()], [rod], loads,
+                        u_auxiliary=[ua1, ua2], reactions=[R1, R2],
+                        potential_energy=-m * g * l / 2 * sp.cos(q1),
+                        name="pendulum_pin_reaction")
+    return system, dict(N=N, A=A, O=O, G=G, q1=q1, u1=u1, m=m, l=l, g=g, R1=R1, R2=R2)
+
+
+def stewart_geometry(base_radius=1.0, platform_radius=0.6, base_gap=0.35, platform_gap=0.25):
+    """Leg attachment points of a 6-6 Stewart platform: pairs of points on two
+    circles, 120° apart, the platform's pairs rotated by 60° against the base's.
+    Returns (base points in N, platform points in platform axes), each (6, 3)."""
+    b, p = [], []
+    for k in range(3):
+        centre = 2 * np.pi * k / 3
+        # each base point goes to the nearer platform point of the neighbouring pair
+        for s in (-1, 1):
+            a = centre + s * base_gap
+            b.append((base_radius * np.cos(a), base_radius * np.sin(a), 0.0))
+            a = centre + s * (np.pi / 3 - platform_gap)
+            p.append((platform_radius * np.cos(a), platform_radius * np.sin(a), 0.0))
+    return np.array(b), np.array(p)
+
+
+def stewart_platform():
+    """A 6-6 Stewart platform: platform P (mass M, central inertia diag(Ixx, Iyy,
+    Izz)) at pose q = (quaternion e0..e3, position x, y, z) with the platform
+    twist as speeds u = (ω in platform axes, velocity of its mass centre in N
+    axes). Gravity −g N.z.
+
+    Each leg i joins base point b_i (fixed) to platform point p_i through
+    spherical joints, and is massless: a two-force member along its unit
+    vector n_i = (p_i − b_i)/ℓ_i. It pushes on the platform with the actuator
+    force f_i (an input) plus a passive spring −k (ℓ_i − ℓ0) (stiffness of the
+    actuator, potential ½ k (ℓ_i − ℓ0)²). The legs get no coordinates: their
+    forces enter through the partial velocities of the points p_i, so the
+    equations are an ODE in the twist with no constraint equation."""
+    q = dynamicsymbols("e0 e1 e2 e3 x y z")
+    u = dynamicsymbols("w1 w2 w3 vx vy vz")
+    f = dynamicsymbols("f1:7")
+    M, Ixx, Iyy, Izz, g, k, l0 = sp.symbols("M Ixx Iyy Izz g k l0", positive=True)
+    base, plat = stewart_geometry()
+    N = ReferenceFrame("N")
+    P = N.orientnew("P", "Quaternion", q[:4])
+    P.set_ang_vel(N, u[0] * P.x + u[1] * P.y + u[2] * P.z)
+    O = Point("O")
+    O.set_vel(N, 0)
+    G = O.locatenew("G", q[4] * N.x + q[5] * N.y + q[6] * N.z)
+    G.set_vel(N, u[3] * N.x + u[4] * N.y + u[5] * N.z)
+    bodies = [RigidBody("platform", G, P, M, inertia(P, Ixx, Iyy, Izz))]
+    loads = [(G, -M * g * N.z)]
+    V = M * g * q[6]
+    lengths = []
+    for i in range(6):
+        b_i = sum(float(v) * e for v, e in zip(base[i], (N.x, N.y, N.z), strict=True))
+        p_i = G.locatenew(f"p{i}", sum(float(v) * e for v, e in zip(plat[i], (P.x, P.y, P.z),
+                                                                   strict=True)))
+        p_i.v2pt_theory(G, N, P)
+        d = (p_i.pos_from(O) - b_i).express(N)
+        ell = sp.sqrt(d.dot(d))
+        lengths.append(ell)
+        loads.append((p_i, (f[i] - k * (ell - l0)) * d / ell))
+        V += k * (ell - l0) ** 2 / 2
+    kde = quaternion_kinematics(q[:4], u[:3]) + [q[4 + i].diff() - u[3 + i] for i in range(3)]
+    system = KaneSystem(N, q, u, kde, bodies, loads, inputs=list(f), potential_energy=V,
+                        quaternions=[((0, 1, 2, 3), (0, 1, 2))], name="stewart_platform")
+    return system, dict(N=N, P=P, G=G, q=q, u=u, f=f, base=base, platform=plat, lengths=lengths,
+                        M=M, g=g, k=k, l0=l0, I=(Ixx, Iyy, Izz))
