@@ -1,4 +1,5 @@
-"""Check (f, second half): the recursive algorithms against Lagrange's equations in SymPy.
+"""Check (f, second half): the recursive algorithms against Lagrange's equations, derived
+symbolically.
 
 For a small model whose speeds are the derivatives of its coordinates
 (revolute, prismatic and helical joints: v = q̇) the Lagrangian is built
@@ -11,6 +12,11 @@ and Euler–Lagrange gives
 
 with ``M_L q̈ + h_L = τ``. No spatial algebra, no recursion: an independent
 derivation of ``kd.crba`` and ``kd.nonlinear_effects``.
+
+The algebra is done by SymEngine when it is installed (the ``fast`` and
+``test`` extras; a 3-dof tree takes 0.02 s to differentiate and 0.3 s to
+lambdify) and by SymPy otherwise (the same expressions, 100x slower: 10-70 s
+for a 3-dof tree with skew axes), so the default size limit is kept small.
 """
 
 from __future__ import annotations
@@ -24,82 +30,134 @@ from .result import CheckResult, skipped
 
 #: relative error allowed between the lambdified Lagrange terms and the recursive ones
 LAGRANGE_TOL = 1e-9
-#: largest model (degrees of freedom) derived symbolically
-LAGRANGE_MAX_DOF = 4
+#: largest model (degrees of freedom) derived by default, by engine: SymEngine takes ~1 s at
+#: 6 dof (19 s for the 9-dof panda arm), SymPy ~3 s at 3 dof and a minute at 4 with skew axes
+LAGRANGE_MAX_DOF = {"symengine": 7, "sympy": 3}
 
 _KINDS = ("revolute", "prismatic", "helical")
 
 
-def _rotation(axis, angle):
+def _engine(name: str | None):
+    """The symbolic engine module: SymEngine if available (or asked for), else SymPy."""
+    if name in (None, "symengine"):
+        try:
+            import symengine
+
+            return "symengine", symengine
+        except ImportError:
+            if name == "symengine":
+                raise
+    import sympy
+
+    return "sympy", sympy
+
+
+# 3-vectors and 3x3 matrices as nested lists, so the same code runs on either engine
+def _mm(A, B):
+    return [[sum(A[i][k] * B[k][j] for k in range(3)) for j in range(3)] for i in range(3)]
+
+
+def _mv(A, x):
+    return [sum(A[i][k] * x[k] for k in range(3)) for i in range(3)]
+
+
+def _tr(A):
+    return [[A[j][i] for j in range(3)] for i in range(3)]
+
+
+def _add(x, y):
+    return [a + b for a, b in zip(x, y, strict=True)]
+
+
+def _rotation(sym, axis, angle):
     """Rodrigues: ``R = 1 + sin θ [a]× + (1 − cos θ) [a]×²``."""
-    import sympy as sp
+    a = [float(x) for x in axis]
+    K = [[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]]
+    K2 = [[sum(K[i][k] * K[k][j] for k in range(3)) for j in range(3)] for i in range(3)]
+    s, c = sym.sin(angle), 1 - sym.cos(angle)
+    return [[(1.0 if i == j else 0.0) + s * K[i][j] + c * K2[i][j] for j in range(3)]
+            for i in range(3)]
 
-    a = sp.Matrix(axis)
-    K = sp.Matrix([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
-    return sp.eye(3) + sp.sin(angle) * K + (1 - sp.cos(angle)) * K * K
 
-
-def _joint_pose(joint, qj):
-    import sympy as sp
-
-    a = sp.Matrix(joint.axis)
+def _joint_pose(sym, joint, qj):
+    a = [float(x) for x in joint.axis]
     if joint.kind == "revolute":
-        return _rotation(joint.axis, qj), sp.zeros(3, 1)
+        return _rotation(sym, a, qj), [0.0, 0.0, 0.0]
     if joint.kind == "prismatic":
-        return sp.eye(3), qj * a
-    return _rotation(joint.axis, qj), joint.pitch * qj * a  # helical
+        return np.eye(3).tolist(), [qj * x for x in a]
+    return _rotation(sym, a, qj), [joint.pitch * qj * x for x in a]  # helical
 
 
-def lagrangian(model: Model):
-    """(q, q̇, L) of the model as SymPy expressions; raises ValueError if v ≠ q̇ for some joint."""
-    import sympy as sp  # imported here: `import kanedyn.verify` should not pay for SymPy
+def lagrangian(model: Model, engine: str | None = None):
+    """(q, q̇, L) of the model as symbolic expressions of the chosen engine.
 
+    Raises ValueError if some joint's speeds are not coordinate rates (v ≠ q̇).
+    """
     bad = [b.joint.name for b in model.bodies if b.joint.kind not in _KINDS]
     if bad:
         raise ValueError(f"joints {bad} have speeds that are not coordinate rates")
+    _, sym = _engine(engine)
     n = model.nv
-    q = sp.symbols(f"q0:{n}")
-    qd = sp.symbols(f"qd0:{n}")
+    q = [sym.Symbol(f"q{i}") for i in range(n)]
+    qd = [sym.Symbol(f"qd{i}") for i in range(n)]
     R, p = [None] * model.nb, [None] * model.nb
-    T, V = sp.Integer(0), sp.Integer(0)
-    g = sp.Matrix(model.gravity)
+    T, V = 0, 0
+    g = [float(x) for x in model.gravity]
     for b in model.bodies:
-        qj = q[b.iq.start]
-        Rj, pj = _joint_pose(b.joint, qj)
-        Rt, pt = sp.Matrix(b.placement.rotation), sp.Matrix(b.placement.translation)
-        Rp, pp = (sp.eye(3), sp.zeros(3, 1)) if b.parent < 0 else (R[b.parent], p[b.parent])
-        R[b.index] = Rp * Rt * Rj
-        p[b.index] = pp + Rp * (pt + Rt * pj)
+        Rj, pj = _joint_pose(sym, b.joint, q[b.iq.start])
+        Rt, pt = b.placement.rotation.tolist(), b.placement.translation.tolist()
+        if b.parent < 0:
+            Rp, pp = np.eye(3).tolist(), [0.0, 0.0, 0.0]
+        else:
+            Rp, pp = R[b.parent], p[b.parent]
+        Ri = _mm(_mm(Rp, Rt), Rj)
+        pi = _add(pp, _mv(Rp, _add(pt, _mv(Rt, pj))))
+        R[b.index], p[b.index] = Ri, pi
         m, c, Ic = inertia_parameters(b.inertia)
-        ci = p[b.index] + R[b.index] * sp.Matrix(c)
-        cdot = ci.jacobian(q) * sp.Matrix(qd)
-        Rdot = sum((R[b.index].diff(qk) * qdk for qk, qdk in zip(q, qd, strict=True)),
-                   sp.zeros(3, 3))
-        W = R[b.index].T * Rdot  # [ω]× in body axes
-        w = sp.Matrix([W[2, 1], W[0, 2], W[1, 0]])
-        T += sp.Rational(1, 2) * m * (cdot.T * cdot)[0] + sp.Rational(1, 2) * (
-            w.T * sp.Matrix(Ic) * w)[0]
-        V += -m * (g.T * ci)[0]
+        ci = _add(pi, _mv(Ri, c.tolist()))
+        cdot = [sum(x.diff(qk) * qdk for qk, qdk in zip(q, qd, strict=True)) if
+                hasattr(x, "diff") else 0 for x in ci]
+        Rdot = [[sum(x.diff(qk) * qdk for qk, qdk in zip(q, qd, strict=True))
+                 if hasattr(x, "diff") else 0 for x in row] for row in Ri]
+        W = _mm(_tr(Ri), Rdot)  # [ω]× in body axes
+        w = [W[2][1], W[0][2], W[1][0]]
+        Iw = _mv(Ic.tolist(), w)
+        T = T + 0.5 * m * sum(x * x for x in cdot) + 0.5 * sum(a * b_ for a, b_ in
+                                                             zip(w, Iw, strict=True))
+        V = V - m * sum(gk * ck for gk, ck in zip(g, ci, strict=True))
     return q, qd, T - V
 
 
-def lagrange_terms(model: Model):
+def lagrange_terms(model: Model, engine: str | None = None):
     """Numeric functions ``M_L(q)`` and ``h_L(q, q̇)`` from Euler–Lagrange on :func:`lagrangian`."""
-    import sympy as sp
+    name, sym = _engine(engine)
+    q, qd, L = lagrangian(model, name)
+    n = len(q)
+    dLdqd = [L.diff(x) for x in qd]
+    M = [[dLdqd[i].diff(qd[j]) for j in range(n)] for i in range(n)]
+    h = [sum(dLdqd[i].diff(q[k]) * qd[k] for k in range(n)) - L.diff(q[i]) for i in range(n)]
+    if name == "symengine":
+        fM = sym.Lambdify(q, [x for row in M for x in row], cse=True, backend="lambda")
+        fh = sym.Lambdify(q + qd, h, cse=True, backend="lambda")
+        return (lambda x: np.asarray(fM(np.asarray(x, float)), dtype=float).reshape(n, n),
+                lambda x, y: np.asarray(fh(np.concatenate([np.asarray(x, float),
+                                                           np.asarray(y, float)])),
+                                        dtype=float).reshape(n))
+    fM = sym.lambdify([q], sym.Matrix(M), "numpy", cse=True)
+    fh = sym.lambdify([q, qd], sym.Matrix(h), "numpy", cse=True)
+    return (lambda x: np.asarray(fM(tuple(x)), dtype=float).reshape(n, n),
+            lambda x, y: np.asarray(fh(tuple(x), tuple(y)), dtype=float).reshape(n))
 
-    q, qd, L = lagrangian(model)
-    dLdqd = sp.Matrix([L.diff(x) for x in qd])
-    M = dLdqd.jacobian(qd)
-    h = dLdqd.jacobian(q) * sp.Matrix(qd) - sp.Matrix([L.diff(x) for x in q])
-    fM = sp.lambdify([q], M, "numpy", cse=True)
-    fh = sp.lambdify([q, qd], h, "numpy", cse=True)
-    return (lambda x: np.asarray(fM(tuple(x)), dtype=float),
-            lambda x, y: np.asarray(fh(tuple(x), tuple(y)), dtype=float).reshape(-1))
 
+def lagrange_vs_recursive(subject, Q, V, max_dof: int | None = None,
+                          engine: str | None = None) -> CheckResult:
+    """max relative difference of (CRBA, RNEA(q, v, 0)) from (M_L, h_L) at the samples.
 
-def lagrange_vs_recursive(subject, Q, V, max_dof: int = LAGRANGE_MAX_DOF) -> CheckResult:
-    """max relative difference of (CRBA, RNEA(q, v, 0)) from (M_L, h_L) at the samples."""
-    name, title = "lagrange", "Lagrange (SymPy) vs recursive"
+    ``max_dof`` None: :data:`LAGRANGE_MAX_DOF` of the engine in use.
+    """
+    name, title = "lagrange", "Lagrange (symbolic) vs recursive"
+    if max_dof is None:
+        max_dof = LAGRANGE_MAX_DOF[_engine(engine)[0]]
     model = subject.model
     if model is None:
         return skipped(name, title, "needs a Model (the Lagrangian is built from the tree)")
@@ -108,7 +166,7 @@ def lagrange_vs_recursive(subject, Q, V, max_dof: int = LAGRANGE_MAX_DOF) -> Che
     if model.nv > max_dof:
         return skipped(name, title, f"{model.nv} dof > {max_dof}: symbolic derivation too large")
     try:
-        fM, fh = lagrange_terms(model)
+        fM, fh = lagrange_terms(model, engine)
     except ValueError as exc:
         return skipped(name, title, str(exc))
     worst = 0.0
@@ -119,4 +177,5 @@ def lagrange_vs_recursive(subject, Q, V, max_dof: int = LAGRANGE_MAX_DOF) -> Che
                 float(np.abs(h - hL).max()) / max(float(np.abs(h).max()), 1e-300))
         worst = max(worst, r if np.isfinite(r) else np.inf)
     return CheckResult(name, worst <= LAGRANGE_TOL, worst, LAGRANGE_TOL,
-                       f"M = d2L/dqd2 and h = (d2L/dqd dq) qd - dL/dq, {len(Q)} states", title)
+                       f"M = d2L/dqd2, h = (d2L/dqd dq) qd - dL/dq by {_engine(engine)[0]}, "
+                       f"{len(Q)} states", title)
