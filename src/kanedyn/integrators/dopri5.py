@@ -100,6 +100,8 @@ def dopri5(problem: Problem, **options) -> Solution:
             raise SolverError(f"dopri5: {o['max_steps']} steps taken, t = {t:.6g} < {tf}; "
                               "raise max_steps or loosen rtol/atol")
         h = min(h, tf - t)
+        if h <= 4 * np.finfo(float).eps * max(1.0, abs(tf)):
+            break  # t_final reached up to rounding
         if h < 1e-14 * max(1.0, abs(t)):
             raise SolverError(
                 f"dopri5: step size collapsed to {h:.3g} at t = {t:.6g} (step {n_acc}); "
@@ -116,7 +118,7 @@ def dopri5(problem: Problem, **options) -> Solution:
             en = np.inf
         fac = 0.9 * en ** -0.2 if en > 0 else 10.0
         if en <= 1.0:
-            t1 = t + h
+            t1 = tf if h >= tf - t else t + h  # land on t_final exactly
             q1 = to_q(q, y1[:nv])
             check_state(P, "dopri5", n_acc + 1, t1, q1, y1[nv:2 * nv], vmax0)
             if grid is not None:  # dense output (4th order) on the sampling grid

@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 from .. import dynamics as dyn
 from ..model import Model
 from ..model import configuration as cfg
-from ..spatial import crf
+from ..spatial import crf, skew
 from .configuration_kernel import integrate_into
 from .energy_kernel import FlatEnergyModel
 
@@ -38,6 +38,52 @@ from .energy_kernel import FlatEnergyModel
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
 _GL_S = 0.5 * (_GL_X + 1.0)
 _GL_W = 0.5 * _GL_W
+
+
+def so3_right_jacobian(phi: NDArray) -> NDArray:
+    """``J_r(φ) = 1 − (1 − cos θ)/θ² φ× + (θ − sin θ)/θ³ φ×²`` (θ = |φ|), with
+    ``R exp(φ + δ) ≈ R exp(φ) exp(J_r(φ) δ)`` (Barfoot 2017, eq. 7.77b); series near 0."""
+    th = float(np.linalg.norm(phi))
+    P = skew(phi)
+    if th < 1e-4:
+        a, b = 0.5 - th * th / 24.0, 1.0 / 6.0 - th * th / 120.0
+    else:
+        a, b = (1.0 - np.cos(th)) / th**2, (th - np.sin(th)) / th**3
+    return np.eye(3) - a * P + b * (P @ P)
+
+
+def se3_right_jacobian(xi: NDArray) -> NDArray:
+    """Right Jacobian of the SE(3) exponential for a body twist ``ξ = (φ, ρ)`` (angular
+    first): ``J_r = ∫₀¹ Ad_{exp(−sξ)} ds``, by Gauss–Legendre quadrature over s of the
+    closed-form Plücker transforms (vectorised over the nodes)."""
+    phi, rho = xi[:3], xi[3:]
+    s = _GL_S[:, None]
+    w = -s * phi  # rotation vectors of exp(−sξ)
+    th = np.linalg.norm(w, axis=1)[:, None, None]
+    W = np.einsum("ijk,nk->nij", _LEVI, -w)  # skew(w) for every node: W[n] @ x = w[n] × x
+    W2 = W @ W
+    small = th < 1e-6
+    ths = np.where(small, 1.0, th)
+    a = np.where(small, 1.0 - th**2 / 6, np.sin(ths) / ths)
+    b = np.where(small, 0.5 - th**2 / 24, (1 - np.cos(ths)) / ths**2)
+    c = np.where(small, 1.0 / 6 - th**2 / 120, (ths - np.sin(ths)) / ths**3)
+    eye = np.eye(3)[None]
+    # child-0 to child-s coordinates rotate by exp(−sφ×); the origin of the child at s,
+    # in child-0 coordinates, is V(sφ) sρ (the translation of exp(sξ))
+    E = eye + a * W + b * W2
+    V = eye - b * W + c * W2
+    r = np.einsum("nij,nj->ni", V, s * rho)
+    R = np.einsum("ijk,nk->nij", _LEVI, -r)  # r×
+    X = np.zeros((_GL_S.size, 6, 6))  # the Plücker transform [E 0; −E r× E]
+    X[:, :3, :3] = E
+    X[:, 3:, 3:] = E
+    X[:, 3:, :3] = -E @ R
+    return np.einsum("n,nij->ij", _GL_W, X)
+
+
+_LEVI = np.zeros((3, 3, 3))
+_LEVI[0, 1, 2] = _LEVI[1, 2, 0] = _LEVI[2, 0, 1] = 1.0
+_LEVI[0, 2, 1] = _LEVI[2, 1, 0] = _LEVI[1, 0, 2] = -1.0
 
 
 def _c(x) -> NDArray:
@@ -155,15 +201,23 @@ class ModelSystem:
         evaluated by 8-point Gauss–Legendre quadrature. 1-dof joints have J = 1.
         """
         J = np.eye(self.nv)
+        q0 = np.asarray(q0, float)
+        xi = np.asarray(xi, float)
         for b in self._curved:
             jt = b.joint
-            S = jt.motion_subspace()
-            qa, xa = np.asarray(q0, float)[b.iq], np.asarray(xi, float)[b.iv]
-            X0inv = np.linalg.inv(jt.transform(qa))
-            A = np.zeros((6, 6))
-            for s, w in zip(_GL_S, _GL_W, strict=True):
-                A += w * (jt.transform(jt.integrate(qa, xa, s)) @ X0inv)
-            J[b.iv, b.iv] = S.T @ A @ S  # S has orthonormal columns for these joints
+            xa = xi[b.iv]
+            if jt.kind == "spherical":
+                J[b.iv, b.iv] = so3_right_jacobian(xa)
+            elif jt.kind == "free":
+                J[b.iv, b.iv] = se3_right_jacobian(xa)
+            else:  # planar (and any other group joint): the quadrature over joint transforms
+                S = jt.motion_subspace()
+                qa = q0[b.iq]
+                X0inv = np.linalg.inv(jt.transform(qa))
+                A = np.zeros((6, 6))
+                for s, w in zip(_GL_S, _GL_W, strict=True):
+                    A += w * (jt.transform(jt.integrate(qa, xa, s)) @ X0inv)
+                J[b.iv, b.iv] = S.T @ A @ S  # S has orthonormal columns
         return J
 
 
