@@ -231,3 +231,34 @@ def test_revolute_joints_about_unit_axes():
     close(kd.rnea(model, q, v, a, f), ref.rnea(model, q, v, a, f))
     close(kd.crba(model, q), ref.crba(model, q))
     close(kd.aba(model, q, v, a, f), ref.aba(model, q, v, a, f))
+
+
+def test_out_argument():
+    model = kd.models.random_tree(5, 6, floating_base=True)
+    rng = np.random.default_rng(6)
+    q, v, a, f = random_state(model, rng)
+    tau = np.empty(model.nv)
+    assert kd.rnea(model, q, v, a, f, out=tau) is tau
+    np.testing.assert_array_equal(tau, kd.rnea(model, q, v, a, f))
+    M = np.empty((model.nv, model.nv))
+    assert kd.crba(model, q, out=M) is M
+    np.testing.assert_array_equal(M, kd.crba(model, q))
+    qdd = np.empty(model.nv)
+    assert kd.aba(model, q, v, a, out=qdd) is qdd
+    np.testing.assert_array_equal(qdd, kd.aba(model, q, v, a))
+    h = np.empty(model.nv)
+    assert kd.nonlinear_effects(model, q, v, out=h) is h
+    np.testing.assert_array_equal(h, kd.nonlinear_effects(model, q, v))
+    g = np.empty(model.nv)
+    assert kd.gravity_torques(model, q, out=g) is g
+    np.testing.assert_array_equal(g, kd.gravity_torques(model, q))
+    Q, V, A = np.array([q, q]), np.array([v, -v]), np.array([a, a])
+    T = np.empty((2, model.nv))
+    assert kd.rnea(model, Q, V, A, out=T) is T
+    np.testing.assert_array_equal(T[1], kd.rnea(model, q, -v, a))
+    with pytest.raises(kd.StateError, match="out"):
+        kd.rnea(model, q, v, a, out=np.empty(model.nv + 1))
+    with pytest.raises(kd.StateError, match="out"):
+        kd.rnea(model, Q, V, A, out=np.empty(model.nv))
+    with pytest.raises(kd.StateError, match="out"):
+        kd.crba(model, q, out=np.empty((model.nv, model.nv), dtype=np.float32))

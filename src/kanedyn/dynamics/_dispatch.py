@@ -81,6 +81,18 @@ def check_quaternions(model: Model, Q: NDArray) -> None:
             )
 
 
+def store(out: NDArray | None, result: NDArray) -> NDArray:
+    """``result``, or ``out`` holding it when the caller passed ``out=``."""
+    if out is None:
+        return result
+    if not isinstance(out, np.ndarray) or out.shape != result.shape or out.dtype != np.float64:
+        raise StateError(f"out= must be a float64 array of shape {result.shape}; got "
+                         f"{getattr(out, 'dtype', type(out).__name__)} "
+                         f"{getattr(out, 'shape', '')}")
+    out[...] = result
+    return out
+
+
 def fail(model: Model, status: NDArray | int, what: str, q, speeds: tuple, f_ext=None):
     """Raise the StateError that explains a non-zero kernel status."""
     from .kernels import BAD_SHAPE, NOT_FINITE
@@ -96,7 +108,7 @@ def fail(model: Model, status: NDArray | int, what: str, q, speeds: tuple, f_ext
         n = np.linalg.norm(Q[k, model.bodies[s - 1].iq][-4:])
         raise StateError(f"joint {j.name!r}: quaternion has norm {n:.6g}, not 1{where}")
     if s == BAD_SHAPE:
-        raise StateError(f"{what}: an input has the wrong shape{where}")
+        raise StateError(f"{what}: an input or out= has the wrong shape{where}")
     assert s == NOT_FINITE
     raise StateError(f"{what}: the result is not finite for finite input{where} — "
                      "the state is far outside the model's range (overflow)")

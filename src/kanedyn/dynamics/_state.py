@@ -1,4 +1,4 @@
-"""Input checks shared by the public algorithms: shapes, finiteness, unit quaternions."""
+"""Input check of external forces, shared by RNEA and ABA."""
 
 from __future__ import annotations
 
@@ -7,27 +7,6 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import StateError
 from ..model import Model
-from ..model.configuration import as_state, check_configuration
-
-
-def states(model: Model, q: ArrayLike, *rest: tuple[ArrayLike, str]) -> tuple[list[NDArray], bool]:
-    """Validate q and any number of (array, name) speed-sized inputs to (N, ·) arrays.
-
-    A single state broadcasts against a batch of others.
-    """
-    Q, single = check_configuration(model, q)
-    out = [Q]
-    for x, name in rest:
-        X, s = as_state(model, x, model.nv, name)
-        single = single and s
-        out.append(X)
-    N = max(a.shape[0] for a in out)
-    for k, a in enumerate(out):
-        if a.shape[0] not in (1, N):
-            raise StateError(f"batch sizes differ: {[a.shape[0] for a in out]}")
-        if a.shape[0] == 1 and N > 1:
-            out[k] = np.broadcast_to(a, (N, a.shape[1]))
-    return out, single
 
 
 def external_forces(model: Model, f_ext: ArrayLike | None, N: int) -> NDArray | None:

@@ -10,26 +10,27 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from ._dispatch import K, fail, general
+from ._dispatch import K, fail, general, store
 from .flat import _CACHE, flatten
 
 
 def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
-        f_ext: ArrayLike | None = None) -> NDArray:
+        f_ext: ArrayLike | None = None, *, out: NDArray | None = None) -> NDArray:
     """Accelerations ``v̇ = M(q)⁻¹ (τ - h(q, v) + Σ J_iᵀ f_ext,i)``, in O(n).
 
     ``f_ext`` as in :func:`kanedyn.rnea`. Accepts one state or a batch
-    (leading axis; the batch runs in parallel).
+    (leading axis; the batch runs in parallel). ``out``: an array of the result's
+    shape to write into (and return).
     """
     fm = _CACHE.get(id(model)) or flatten(model)
-    qdd = np.empty(fm.nv)
+    qdd = np.empty(fm.nv) if out is None else out
     try:
         if f_ext is None:
             s = K.aba1(fm.data, q, v, tau, qdd)
         else:
             s = K.aba1_fext(fm.data, q, v, tau, f_ext, qdd)
     except TypeError:
-        return _aba_general(model, q, v, tau, f_ext)
+        return store(out, _aba_general(model, q, v, tau, f_ext))
     if s:
         fail(model, s, "aba", q, ((v, "v"), (tau, "tau")), f_ext)
     return qdd

@@ -10,25 +10,28 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from ._dispatch import K, fail, general
+from ._dispatch import K, fail, general, store
 from .flat import _CACHE, flatten
 
 
-def crba(model: Model, q: ArrayLike) -> NDArray:
-    """M(q), symmetric positive definite (nv x nv; (N, nv, nv) for a batch)."""
+def crba(model: Model, q: ArrayLike, *, out: NDArray | None = None) -> NDArray:
+    """M(q), symmetric positive definite (nv x nv; (N, nv, nv) for a batch).
+
+    ``out``: an array of the result's shape to write into (and return).
+    """
     fm = _CACHE.get(id(model)) or flatten(model)
-    M = np.empty((fm.nv, fm.nv))
+    M = np.empty((fm.nv, fm.nv)) if out is None else out
     try:
         s = K.crba1(fm.data, q, M)
     except TypeError:
         (Q,), _, single = general(model, q, ())
         N = Q.shape[0]
-        out = np.empty((N, fm.nv, fm.nv))
+        res = np.empty((N, fm.nv, fm.nv))
         status = np.zeros(N, dtype=np.int64)
-        K.crba_batch(fm.data, Q, out, status)
+        K.crba_batch(fm.data, Q, res, status)
         if status.any():
             fail(model, status, "crba", Q, ())
-        return out[0] if single else out
+        return store(out, res[0] if single else res)
     if s:
         fail(model, s, "crba", q, ())
     return M

@@ -10,53 +10,58 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from ._dispatch import K, fail, general
+from ._dispatch import K, fail, general, store
 from .flat import _CACHE, flatten
 
 
 def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
-         f_ext: ArrayLike | None = None) -> NDArray:
+         f_ext: ArrayLike | None = None, *, out: NDArray | None = None) -> NDArray:
     """Joint forces ``τ = M(q) a + C(q, v) v + g(q) - Σ_i J_iᵀ f_ext,i``.
 
     ``f_ext`` (nb x 6, optional) is the external spatial force ``[n; f]`` on
     each body, in that body's coordinates (Pinocchio's LOCAL convention).
     Accepts one state or a batch (leading axis; the batch runs in parallel).
+    ``out``: an array of the result's shape to write into (and return), which
+    saves an allocation per call in a hot loop.
     """
     fm = _CACHE.get(id(model)) or flatten(model)
-    tau = np.empty(fm.nv)
+    tau = np.empty(fm.nv) if out is None else out
     try:
         if f_ext is None:
             s = K.rnea1(fm.data, q, v, a, tau)
         else:
             s = K.rnea1_fext(fm.data, q, v, a, f_ext, tau)
     except TypeError:  # not float64 C-contiguous 1-D arrays: a batch, a list, ints, ...
-        return _rnea_general(model, q, v, a, f_ext, True, True, "rnea")
+        return store(out, _rnea_general(model, q, v, a, f_ext, True, True, "rnea"))
     if s:
         fail(model, s, "rnea", q, ((v, "v"), (a, "a")), f_ext)
     return tau
 
 
-def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray:
+def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike, *,
+                      out: NDArray | None = None) -> NDArray:
     """``h(q, v) = C(q, v) v + g(q)`` = RNEA with zero acceleration."""
     fm = _CACHE.get(id(model)) or flatten(model)
-    tau = np.empty(fm.nv)
+    tau = np.empty(fm.nv) if out is None else out
     try:
         s = K.nle1(fm.data, q, v, tau)
     except TypeError:
-        return _rnea_general(model, q, v, None, None, True, False, "nonlinear_effects")
+        return store(out, _rnea_general(model, q, v, None, None, True, False,
+                                        "nonlinear_effects"))
     if s:
         fail(model, s, "nonlinear_effects", q, ((v, "v"),))
     return tau
 
 
-def gravity_torques(model: Model, q: ArrayLike) -> NDArray:
+def gravity_torques(model: Model, q: ArrayLike, *, out: NDArray | None = None) -> NDArray:
     """``g(q)``: the joint forces that hold the model still against gravity."""
     fm = _CACHE.get(id(model)) or flatten(model)
-    tau = np.empty(fm.nv)
+    tau = np.empty(fm.nv) if out is None else out
     try:
         s = K.gravity1(fm.data, q, tau)
     except TypeError:
-        return _rnea_general(model, q, None, None, None, False, False, "gravity_torques")
+        return store(out, _rnea_general(model, q, None, None, None, False, False,
+                                        "gravity_torques"))
     if s:
         fail(model, s, "gravity_torques", q, ())
     return tau
