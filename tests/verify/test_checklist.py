@@ -180,3 +180,9 @@ def test_nan_in_the_dynamics_fails_the_line_instead_of_passing():
     r = checklist(NaNSystem(kd.models.pendulum_chain(2)), n_samples=2,
                   checks=["mass_matrix_symmetric", "mass_matrix_positive_definite"])
     assert [x.status for x in r] == ["FAIL", "FAIL"], str(r)
+
+
+def test_lagrange_line_with_sympy_itself():
+    r = checklist(kd.models.pendulum_chain(2), n_samples=2, checks=["lagrange"],
+                  symbolic_engine="sympy")
+    assert r["lagrange"].passed is True and "by sympy" in r["lagrange"].detail

@@ -56,7 +56,7 @@ _NEEDS_TRAJECTORY = {"energy_conservation", "momentum_conservation"}
 def checklist(model_or_system, n_samples: int = 5, seed: int | None = 0,
               checks: Sequence[str] | None = None, *, t_final: float = 0.5,
               n_runs: int = 1, forces: Sequence = (), q0=None,
-              symbolic_max_dof: int | None = None,
+              symbolic_max_dof: int | None = None, symbolic_engine: str | None = None,
               kane_max_dof: int = kane_check.KANE_MAX_DOF) -> VerifyReport:
     """Run the verification checklist on a Model or a system (DESIGN.md protocol).
 
@@ -75,6 +75,8 @@ def checklist(model_or_system, n_samples: int = 5, seed: int | None = 0,
     q0 : base configuration for a system (random states move away from it).
     symbolic_max_dof : largest model the symbolic Lagrange derivation takes (None: 7 dof
         with SymEngine installed, 3 with SymPy alone).
+    symbolic_engine : "sympy" or "symengine" for the Lagrange line (None: SymEngine if it
+        is installed, else SymPy).
     kane_max_dof : largest model given to ``kane.derive(model).compile()``.
 
     Returns a :class:`VerifyReport`; ``report.passed`` is False iff a line failed.
@@ -82,6 +84,8 @@ def checklist(model_or_system, n_samples: int = 5, seed: int | None = 0,
     the message as its detail.
     """
     wanted = list(CHECKS) if checks is None else list(checks)
+    if symbolic_engine not in (None, "sympy", "symengine"):
+        raise ModelError(f"symbolic_engine must be 'sympy' or 'symengine', got {symbolic_engine!r}")
     unknown = [c for c in wanted if c not in CHECKS]
     if unknown:
         raise ModelError(f"unknown check(s) {unknown}; the checks are {list(CHECKS)}")
@@ -121,7 +125,8 @@ def checklist(model_or_system, n_samples: int = 5, seed: int | None = 0,
                                                                             trajectories),
             "kane": lambda: kane_check.kane_vs_recursive(subject, Q, V, TAU, kane_max_dof),
             "lagrange": lambda: lagrange.lagrange_vs_recursive(subject, Q, V,
-                                                               symbolic_max_dof),
+                                                               symbolic_max_dof,
+                                                               symbolic_engine),
             "static_hand": lambda: static.static_by_hand(subject, Q),
             "static_potential": lambda: static.static_virtual_work(subject, Q),
             "static_symmetry": lambda: static.static_symmetry(subject),
