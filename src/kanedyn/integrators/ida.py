@@ -9,8 +9,10 @@ tolerance, IDA's equivalent of ``IDASetSuppressAlg``.
 
 Consistent initial values: for the index-1 and Baumgarte forms IDA's own ``IDACalcIC``
 (``calc_initcond="yp0"``) computes the algebraic a, λ and all of y' from (q0, v0) — the
-index-1 structure is what it needs. For GGL (index 2, where ``IDACalcIC`` does not apply)
-a, λ come from our index-1 solve and μ = 0.
+index-1 structure is what it needs. It is seeded with a, λ of our index-1 solve
+(``seed_initcond=False`` starts it from a = λ = 0, which works down to rtol ≈ 1e-10).
+For GGL (index 2, where ``IDACalcIC`` does not apply) a, λ come from our index-1 solve
+and μ = 0.
 """
 
 from __future__ import annotations
@@ -20,13 +22,14 @@ import numpy as np
 from ..errors import SolverError
 
 _SIM_OPTIONS = ("formulation", "rtol", "atol", "alpha", "beta", "max_step", "max_steps",
-                "initialize", "max_order")
+                "initialize", "max_order", "seed_initcond")
 
 
 def ida_method(problem, formulation: str = "index1", rtol: float = 1e-6, atol: float = 1e-6,
                alpha: float | None = None, beta: float | None = None,
                max_step: float | None = None, max_steps: int = 100_000,
-               initialize: bool = True, max_order: int = 5, **unknown):
+               initialize: bool = True, max_order: int = 5, seed_initcond: bool = True,
+               **unknown):
     """``kd.simulate(..., method="ida", formulation="index1" | "baumgarte" | "ggl")``."""
     try:
         from sksundae.ida import IDA
@@ -67,7 +70,10 @@ def ida_method(problem, formulation: str = "index1", rtol: float = 1e-6, atol: f
         yp0[:nd] = dae.rhs(problem.t0, y0)[:nd]
         atol_v[dae.index >= 2] = 1e10  # out of the error test (index 2)
     else:
-        y0 = dae.pack(q0, v0, np.zeros(system.nv), np.zeros(system.m))
+        # IDACalcIC corrects a, λ and y'; it starts from our index-1 solve, since from
+        # a = λ = 0 its line search fails at tolerances below ~1e-10 on Andrews
+        y0 = dae.initial_state(q0, v0, problem.t0) if seed_initcond else dae.pack(
+            q0, v0, np.zeros(system.nv), np.zeros(system.m))
         yp0 = np.zeros(dae.n)
         opts.update(calc_initcond="yp0", algebraic_idx=alg,
                     calc_init_dt=0.01 * (problem.t_final - problem.t0))
