@@ -193,3 +193,30 @@ def test_stuck_joint_breaks_away_when_a_time_varying_load_reaches_Fs():
     assert slips[0].t == pytest.approx(t1, abs=1e-9) and slips[0].direction == 1
     assert slips[1].t == pytest.approx(0.5 + t1, abs=1e-9) and slips[1].direction == -1
     assert np.max(np.abs(tr.energy_residual)) < 1e-8
+
+
+def test_lugre_joint_in_simulation_presliding_and_sliding():
+    """LuGre on a slider under a slow load ramp f(t) = 0.8 Fs t. For v > 0 with |v| ≪ vs
+    (g ≈ Fs) the bristle obeys dz/dx = 1 - σ0 z/Fs, so z = (Fs/σ0)(1 - exp(-σ0 x/Fs)):
+    the pre-sliding force σ0 z is a spring of stiffness σ0 for small x, softening
+    towards breakaway, and quasi-statically σ0 z + σ1 ż balances the load. A load above
+    Fs slides at the Coulomb level."""
+    Fc, Fs, s0 = 1.0, 1.5, 1e5
+    lg = friction.LuGre(sigma0=s0, sigma1=2 * math.sqrt(s0), Fc=Fc, Fs=Fs, vs=0.01)
+    ramp = lambda t, q, v: np.array([0.8 * Fs * t])
+    tr = friction.simulate(slider(), [0.0], [0.0], 1.0, {"x": lg}, tau=ramp, dt_out=0.01,
+                           rtol=1e-10, atol=1e-15)
+    x, z = tr.q[:, 0], tr.z[:, 0]
+    late = tr.t > 0.05
+    np.testing.assert_allclose(z[late], (Fs / s0) * (1 - np.exp(-s0 * x[late] / Fs)),
+                               rtol=1e-3)
+    assert z[5] == pytest.approx(x[5], rel=0.02)                    # small load: z ≈ x
+    f = 0.8 * Fs * tr.t
+    np.testing.assert_allclose(-tr.friction[late, 0], f[late], rtol=1e-2)   # holds the load
+    assert np.max(np.abs(tr.v[:, 0])) < 1e-2 * lg.vs               # never really sliding
+    assert x[-1] > 1.5 * 0.8 * Fs / s0                              # softer than linear
+    push = lambda t, q, v: np.array([2.0])
+    tr2 = friction.simulate(slider(), [0.0], [0.0], 1.0, {"x": lg}, tau=push, rtol=1e-9,
+                            atol=1e-14)
+    assert tr2.vdot[-1, 0] == pytest.approx(2.0 - Fc, rel=1e-3)   # g(v) → Fc once sliding
+    assert np.max(np.abs(tr2.energy_residual)) < 1e-6

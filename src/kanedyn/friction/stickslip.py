@@ -20,8 +20,8 @@ belt, or the surface the joint rubs on, moves at a constant speed).
 
 Because v̇_S is set to exactly zero, a stuck joint does not move at all: no
 creep, to the last bit. Smooth laws (smoothed sgn, Tanh/Simscape forms) and
-LuGre need no modes; they are integrated as an ordinary ODE in the same
-function so that all treatments run on the same footing.
+LuGre need no modes; they are integrated as an ordinary ODE (LSODA) in the
+same function so that all treatments run on the same footing.
 
 The energy budget is integrated alongside: ``friction_work`` = ∫ τ_fᵀ v dt
 (the friction's work on the mechanism, which is what changes its energy),
@@ -238,8 +238,10 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, joints: dict,
     :class:`~kanedyn.forces.base.ForceElement` s, ``surface_velocity`` the
     constant speed of the surface each joint rubs on (default 0).
 
-    ``method`` is a solve_ivp method: "DOP853" by default, "Radau" when a
-    smoothed law or LuGre makes the problem stiff. A joint is stuck at t = 0
+    ``method`` is a solve_ivp method: "DOP853" by default, "LSODA" (which
+    switches to BDF when it detects stiffness) when a smoothed law or LuGre is
+    present — LuGre's bristle rate σ0|v|/g makes the problem very stiff, and
+    Radau with its finite-difference Jacobian fails on it. A joint is stuck at t = 0
     if its relative speed is exactly 0 and the load can be held.
 
     While a joint is stuck the state may not move at all, so the step-size
@@ -256,7 +258,7 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, joints: dict,
         raise FrictionError(f"t_final={t_final} must be finite and > 0")
     if method is None:
         smooth = any(not e for e in pb.exact)
-        method = "Radau" if smooth else "DOP853"
+        method = "LSODA" if smooth else "DOP853"
     mode = np.zeros(len(pb.idx), dtype=int)
     switches: list[Switch] = []
     z0 = np.zeros(pb.nz)
