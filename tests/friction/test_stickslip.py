@@ -220,3 +220,20 @@ def test_lugre_joint_in_simulation_presliding_and_sliding():
                             atol=1e-14)
     assert tr2.vdot[-1, 0] == pytest.approx(2.0 - Fc, rel=1e-3)   # g(v) → Fc once sliding
     assert np.max(np.abs(tr2.energy_residual)) < 1e-6
+
+
+def test_kane_system_and_model_give_the_same_stick_slip():
+    """The simulator only uses the system protocol: a compiled Kane system of the same
+    pendulum reproduces the Model's switch times and final state."""
+    from kanedyn import kane
+
+    model = kd.models.pendulum_chain(1)
+    fast = kane.derive(model).compile()
+    law = friction.Stribeck(0.3, 0.45, 0.05, 2.0, 0.2)
+    a = friction.simulate(model, [1.0], [0.0], 1.8, {"joint1": law})
+    b = friction.simulate(fast, [1.0], [0.0], 1.8, {0: law})
+    assert len(a.switches) >= 3
+    assert [s.kind for s in a.switches] == [s.kind for s in b.switches]
+    np.testing.assert_allclose([s.t for s in a.switches], [s.t for s in b.switches],
+                               atol=1e-8)
+    np.testing.assert_allclose(a.q[-1], b.q[-1], atol=1e-8)
