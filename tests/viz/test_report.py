@@ -37,6 +37,17 @@ def test_animation_frames_put_the_links_where_the_angles_say():
                                                                                  axis=(0, 1)))
 
 
+def test_a_floating_base_has_no_anchor():
+    model = kd.models.free_body(com=(0.1, 0.0, 0.0))
+    q = np.array([kd.random_configuration(model, k) for k in range(3)])
+    D = animation_frames(model, np.arange(3.0), q)
+    assert D["roots"] == [] and D["anchors"] == []
+    for f in range(3):
+        np.testing.assert_allclose(D["origins"][f][0], q[f, :3], atol=1e-14)  # its position
+        R = kd.spatial.quat_to_matrix(q[f, 3:])
+        np.testing.assert_allclose(D["coms"][f][0], q[f, :3] + R @ [0.1, 0, 0], atol=1e-14)
+
+
 def test_animation_frames_resample_and_refuse_bad_input():
     model = kd.models.pendulum_chain(2)
     t = np.linspace(0.0, 2.0, 1001)

@@ -69,7 +69,7 @@ def animate(model: Model, traj_or_t_q, path: str | os.PathLike, fps: int = 20,
 
     def draw(f: int):
         for i, p in enumerate(D["parents"]):
-            a = anchors[i] if p < 0 else O[f, p]
+            a = anchors.get(i, O[f, i]) if p < 0 else O[f, p]  # a floating root: no segment
             seg = np.array([a, O[f, i]])
             links[i].set_data_3d(seg[:, 0], seg[:, 1], seg[:, 2])
             arm = np.array([O[f, i], C[f, i]])

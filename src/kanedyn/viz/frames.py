@@ -22,7 +22,7 @@ def animation_frames(model: Model, t: ArrayLike, q: ArrayLike, max_frames: int =
     * ``origins`` (F, nb, 3) — each body's frame origin (its joint's location) in the world;
     * ``coms`` (F, nb, 3) — each body's centre of mass in the world;
     * ``anchors`` (nr, 3) and ``roots`` — where the root bodies' joint frames are fixed in
-      the world, and which bodies they carry;
+      the world, and which bodies they carry (free-floating roots have none);
     * ``parents`` (nb,) — parent body index, -1 for a root;
     * ``names`` — body names; ``model`` — the model's name;
     * ``bounds`` — (min corner, max corner) of everything drawn.
@@ -59,8 +59,9 @@ def animation_frames(model: Model, t: ArrayLike, q: ArrayLike, max_frames: int =
         origins[f] = kin.p
         for b in model.bodies:
             coms[f, b.index] = kin.p[b.index] + kin.R[b.index] @ b.com
-    roots = [b.index for b in model.bodies if b.parent < 0]
-    # a root's joint frame is fixed in the world at the placement's origin
+    # a root's joint frame is fixed in the world at the placement's origin; a free-floating
+    # root is tied to nothing, so it gets no anchor and no segment to one
+    roots = [b.index for b in model.bodies if b.parent < 0 and b.joint.kind != "free"]
     anchors = np.array([model.bodies[i].placement.translation for i in roots]).reshape(-1, 3)
     pts = np.concatenate([origins.reshape(-1, 3), coms.reshape(-1, 3), anchors])
     return {

@@ -157,8 +157,8 @@ _JS = r"""
     for (var r = 0; r < D.roots.length; r++) anchor[D.roots[r]] = D.anchors[r];
     var items = [];
     for (var i = 0; i < nb; i++) {
-      var a = D.parents[i] < 0 ? anchor[i] : O[D.parents[i]];
-      var pa = project(a), po = project(O[i]), pc = project(C[i]);
+      var a = D.parents[i] < 0 ? anchor[i] : O[D.parents[i]];   // none: floating
+      var po = project(O[i]), pc = project(C[i]), pa = a ? project(a) : po;
       items.push({d: (pa[2] + po[2]) / 2, f: function (pa, po, pc) { return function () {
         line(pa, po, 4, '#345'); line(po, pc, 1.5, '#89a');
         dot(po, 4, '#e80'); dot(pc, 3, '#28c'); }; }(pa, po, pc)});
