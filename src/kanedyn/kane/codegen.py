@@ -71,10 +71,16 @@ class Lowered:
             stack.extend(_free(self.definitions[s]))
         return [s for s in self.order if s in need]
 
+    def ops(self, s: sp.Symbol) -> int:
+        """``count_ops`` of one definition (memoised: counting is slow on big systems)."""
+        memo = self.__dict__.setdefault("_ops", {})
+        if s not in memo:
+            memo[s] = int(sp.count_ops(self.definitions[s]))
+        return memo[s]
+
     def operation_count(self, names=("mass_matrix", "forcing")) -> int:
         """``sympy.count_ops`` of the CSE'd code that computes the outputs ``names``."""
-        defs = self.needed(names)
-        n = sum(sp.count_ops(self.definitions[s]) for s in defs)
+        n = sum(self.ops(s) for s in self.needed(names))
         return int(n + sum(sp.count_ops(e) for k in names for e in self.outputs[k]))
 
 
@@ -161,8 +167,39 @@ def lower(eom, parameters: dict | None = None, cse: bool = True, fold: bool = Tr
         pos += m
     definitions = dict(repl)
     definitions.update(red_defs)
-    return Lowered(eom, definitions, _topological(definitions), outputs, symmetric,
-                   energy_kind, values)
+    order = _topological(definitions)
+    _inline_single_use(definitions, order, outputs)
+    return Lowered(eom, definitions, [s for s in order if s in definitions], outputs,
+                   symmetric, energy_kind, values)
+
+
+def _inline_single_use(definitions: dict, order: list, outputs: dict) -> None:
+    """Substitute every definition used exactly once into its user.
+
+    The operation count is (up to sympy distributing a number over an inlined sum)
+    unchanged, but there are fewer statements: numba's compile time grows with the
+    number of statements."""
+    uses: dict = {}
+    for s in order:
+        for d in _free(definitions[s]):
+            if d in definitions:
+                uses[d] = uses.get(d, 0) + 1
+    for exprs in outputs.values():
+        for e in exprs:
+            for d in _free(e):
+                if d in definitions:
+                    uses[d] = uses.get(d, 0) + 1
+    single = {d for d, n in uses.items() if n == 1}
+    # in evaluation order, so a chain of single uses folds into its last user
+    for s in order:
+        e = definitions[s]
+        sub = {d: definitions.pop(d) for d in _free(e) & single if d in definitions}
+        if sub:
+            definitions[s] = e.xreplace(sub)
+    for k, exprs in outputs.items():
+        outputs[k] = [e.xreplace({d: definitions.pop(d) for d in _free(e) & single
+                                  if d in definitions}) if isinstance(e, sp.Basic) else e
+                      for e in exprs]
 
 
 def _check_symbols(eom, defs, outputs, extra=()) -> None:
@@ -290,9 +327,7 @@ def _leaf_loads(low: Lowered, used: set, style: str, ins) -> list[str]:
                 else:
                     lines += [f"for i in range({sizes[a]}):",
                               f"    if not math.isfinite({a}[i]):", "        return 1"]
-        for g, (qi, _) in enumerate(eom.quaternions):
-            if not any(eom.q[k] in used for k in qi):
-                continue
+        for g, (qi, _) in enumerate(eom.quaternions):  # every group, used or not
             norm = " + ".join(f"q[{k}] * q[{k}]" for k in qi)
             if style == "c":
                 lines += [f"const double nrm{g} = sqrt({norm});",
@@ -352,23 +387,32 @@ def _body(low: Lowered, func: str, style: str, printer) -> tuple[list[str], int]
     ops = 0
     for s in defs:
         e = low.definitions[s]
-        ops += sp.count_ops(e)
+        ops += low.ops(s)
         code = printer.doprint(e.xreplace(ren) if ren else e)
         if style == "c":
             lines.append(f"const double {_name(s)} = {code};")
         else:
             lines.append(f"{_name(s)} = {code}")
+    n = len(low.eom.u)
+    packed = [(r, c) for r in range(n) for c in range(r + 1)]
     for k in outs:
         arr = _OUT_NAMES[k]
         for j, e in enumerate(low.outputs[k]):
             ops += sp.count_ops(e)
             code = printer.doprint(e.xreplace(ren) if ren else e)
-            if style == "c":
-                lines.append(f"{arr}[{j}] = {code};")
-            elif style == "numpy":
-                lines.append(f"{arr}[..., {j}] = {code}")
-            else:
-                lines.append(f"{arr}[{j}] = {code}")
+            targets = [j]
+            if k == "mass_matrix" and low.symmetric:  # lower triangle computed, mirrored
+                r, c = packed[j]
+                targets = [r * n + c] + ([c * n + r] if r != c else [])
+            for m, jj in enumerate(targets):
+                rhs = code if m == 0 else (f"{arr}[..., {targets[0]}]" if style == "numpy"
+                                           else f"{arr}[{targets[0]}]")
+                if style == "c":
+                    lines.append(f"{arr}[{jj}] = {rhs};")
+                elif style == "numpy":
+                    lines.append(f"{arr}[..., {jj}] = {rhs}")
+                else:
+                    lines.append(f"{arr}[{jj}] = {rhs}")
     return lines, int(ops)
 
 
@@ -378,7 +422,8 @@ def _header(low: Lowered, counts: dict, lang: str) -> str:
     lines = [
         f"Generated by kanedyn from the equations of motion {eom.name!r}.",
         f"nq = {len(eom.q)}, nu = {len(eom.u)}, inputs = {len(eom.inputs)}; "
-        f"mass matrix {'lower triangle (symmetric)' if low.symmetric else 'full'}, row-major.",
+        "mass matrix: full nu x nu, row-major"
+        + (" (symmetric: lower triangle computed, mirrored)." if low.symmetric else "."),
         "Operation counts (sympy.count_ops after common-subexpression elimination):",
     ]
     lines += [f"  {k}: {v}" for k, v in counts.items()]
@@ -536,27 +581,10 @@ def c_source(low: Lowered, prefix: str = "") -> str:
 def to_c(eom, path, parameters=None, prefix: str = "") -> Path:
     """Write standalone C source of the equations to ``path`` (atomically); return the path."""
     low = lower(eom, parameters)
-    src = c_source(_full_matrix(low), prefix)
+    src = c_source(low, prefix)
     path = Path(path)
     _atomic_write(path, src)
     return path
-
-
-def _full_matrix(low: Lowered) -> Lowered:
-    """The same lowering with M's outputs as the full nu x nu row-major matrix."""
-    n = len(low.eom.u)
-    if not low.symmetric:
-        return low
-    packed = low.outputs["mass_matrix"]
-    idx = {}
-    k = 0
-    for r in range(n):
-        for c in range(r + 1):
-            idx[r, c] = idx[c, r] = k
-            k += 1
-    out = dict(low.outputs)
-    out["mass_matrix"] = [packed[idx[r, c]] for r in range(n) for c in range(n)]
-    return Lowered(low.eom, low.definitions, low.order, out, True, low.energy_kind, low.values)
 
 
 # --- building and loading ---------------------------------------------------------------------
@@ -670,7 +698,7 @@ class CompiledSystem:
         self.quaternions = [(list(a), list(b)) for a, b in eom.quaternions]
         self.parameters = dict(low.values)
         self._nE = {"split": 3, "total": 1, "none": 0}[low.energy_kind]
-        full = _full_matrix(low)
+        full = low
         self.counts = {k: full.operation_count(v) for k, v in
                        {"mass_matrix": ("mass_matrix",), "forcing": ("forcing",),
                         "dynamics": ("mass_matrix", "forcing"), "qdot": ("qdot",),
@@ -711,7 +739,16 @@ class CompiledSystem:
         if a.shape[-1:] != (n,) or a.ndim > 2:
             raise StateError(f"{what} must have shape ({n},) or (N, {n}); got {a.shape} "
                              f"({self.name})")
+        if not (a.flags.c_contiguous and a.flags.writeable):
+            # numba compiles anew for read-only or strided arrays; C needs contiguous ones
+            a = np.array(a, order="C")
         return a
+
+    @staticmethod
+    def _broadcast(arrays: list) -> tuple[tuple, list]:
+        shape = np.broadcast_shapes(*[a.shape[:-1] for a in arrays])
+        return shape, [a if a.shape[:-1] == shape else
+                       np.array(np.broadcast_to(a, shape + a.shape[-1:])) for a in arrays]
 
     def _status(self, status: int, q) -> None:
         if status == 1:
@@ -753,13 +790,11 @@ class CompiledSystem:
         fn = self._k[func]
         if all(a.ndim == 1 for a in arrays):
             outs = [np.empty(n) for n in sizes]
-            st = fn(*[np.ascontiguousarray(a) for a in arrays], t, *outs)
+            st = fn(*arrays, t, *outs)
             if st:
                 self._status(st, arrays[0])
             return outs
-        shape = np.broadcast_shapes(*[a.shape[:-1] for a in arrays])
-        arrays = [np.ascontiguousarray(np.broadcast_to(a, shape + a.shape[-1:]))
-                  for a in arrays]
+        shape, arrays = self._broadcast(arrays)
         outs = [np.empty(shape + (n,)) for n in sizes]
         for k in range(shape[0]):
             st = fn(*[a[k] for a in arrays], t, *[o[k] for o in outs])
@@ -814,14 +849,11 @@ class CompiledSystem:
         fd = self._k["forward_dynamics"]
         if Q.ndim == 1 and Vv.ndim == 1 and T.ndim == 1:
             out = np.empty(self.nv)
-            st = fd(np.ascontiguousarray(Q), np.ascontiguousarray(Vv), np.ascontiguousarray(T),
-                    float(t), out, self._work)
+            st = fd(Q, Vv, T, float(t), out, self._work)
             if st:
                 self._status(st, Q)
             return out
-        shape = np.broadcast_shapes(Q.shape[:-1], Vv.shape[:-1], T.shape[:-1])
-        Q, Vv, T = (np.ascontiguousarray(np.broadcast_to(a, shape + a.shape[-1:]))
-                    for a in (Q, Vv, T))
+        shape, (Q, Vv, T) = self._broadcast([Q, Vv, T])
         out = np.empty(shape + (self.nv,))
         for k in range(shape[0]):
             st = fd(Q[k], Vv[k], T[k], float(t), out[k], self._work)
