@@ -16,8 +16,7 @@ import sympy as sp
 from sympy.physics import mechanics as me
 from sympy.physics.vector import Point, ReferenceFrame, dynamicsymbols
 
-from kanedyn import SymbolicError
-from kanedyn import kane
+from kanedyn import SymbolicError, kane
 
 q1, q2, u1, u2 = dynamicsymbols("q1 q2 u1 u2")
 m1, m2, l1, l2, g = sp.symbols("m1 m2 l1 l2 g")
@@ -80,7 +79,7 @@ def _plain(expr):
     """SymPy's results are in dynamicsymbols; ours in plain symbols."""
     qd = [q1.diff(), q2.diff()]
     rep = {qd[0]: sp.Symbol("q1d"), qd[1]: sp.Symbol("q2d")}
-    rep2 = {Tt: T, q1: sp.Symbol("q1"), q2: sp.Symbol("q2"), u1: sp.Symbol("u1"), u2: sp.Symbol("u2")}
+    rep2 = {Tt: T, **{s: sp.Symbol(s.func.__name__) for s in (q1, q2, u1, u2)}}
     return sp.sympify(expr).xreplace(rep).xreplace(rep2)
 
 
