@@ -164,3 +164,20 @@ def test_fit_that_does_not_converge_raises_and_returns_nothing():
     with pytest.raises(FrictionError, match="did not converge"):
         friction.fit(v, F, model="stribeck", max_nfev=1,
                      p0={"Fc": 5.0, "Fs": 9.0, "vs": 0.5, "delta": 0.5, "Fv": 0.0})
+
+
+@pytest.mark.parametrize("model, law, truth", [
+    ("exponential", friction.exponential(1.0, 1.6, 0.03, 0.2),
+     {"Fc": 1.0, "Fs": 1.6, "vs": 0.03, "Fv": 0.2}),
+    ("rational", friction.RationalStribeck(1.0, 1.6, 0.03, 2.0, 0.2),
+     {"Fc": 1.0, "Fs": 1.6, "vs": 0.03, "Fv": 0.2}),
+    ("coulomb_viscous", friction.Stribeck(0.8, 0.8, 1.0, 2.0, 0.5), {"Fc": 0.8, "Fv": 0.5}),
+])
+def test_each_model_recovers_its_own_law(model, law, truth):
+    v = speeds(30)
+    F = law(v) + 0.01 * np.random.default_rng(9).normal(size=v.size)
+    r = friction.fit(v, F, model=model)
+    assert set(r.params) == set(truth)
+    for n, x in truth.items():
+        assert abs(r.params[n] - x) < 4 * r.stderr[n], (n, r.params[n], x, r.stderr[n])
+    np.testing.assert_allclose(r.law(v), law(v), atol=0.02)
