@@ -186,3 +186,14 @@ def test_lagrange_line_with_sympy_itself():
     r = checklist(kd.models.pendulum_chain(2), n_samples=2, checks=["lagrange"],
                   symbolic_engine="sympy")
     assert r["lagrange"].passed is True and "by sympy" in r["lagrange"].detail
+
+
+def test_a_system_that_raises_fails_its_lines_without_crashing():
+    class Singular(ModelWrapper):
+        def forward_dynamics(self, q, v, tau):
+            return np.linalg.solve(np.zeros((self.nv, self.nv)), tau)
+
+    r = checklist(Singular(kd.models.pendulum_chain(2)), n_samples=2)
+    assert r["mass_matrix_symmetric"].passed is True
+    for name in ("inverse_forward", "energy_conservation", "power_balance"):
+        assert r[name].passed is False and "LinAlgError" in r[name].detail, str(r)
