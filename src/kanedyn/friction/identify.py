@@ -148,7 +148,8 @@ class FitResult:
         """Plain-text table of estimates, standard errors, intervals and residuals."""
         lvl = int(round(100 * self.confidence))
         lines = [
-            f"friction fit: model={self.model!r}, loss={self.loss!r} (f_scale={self.f_scale:.3g}), "
+            f"friction fit: model={self.model!r}, loss={self.loss!r}"
+            + ("" if self.loss == "linear" else f" (f_scale={self.f_scale:.3g})") + ", "
             f"{self.residuals.size} samples"
             + (f", {self.dropped} at v = 0 dropped" if self.dropped else ""),
             f"{'param':>10} {'estimate':>13} {'std err':>11} {f'{lvl}% interval':>29}",

@@ -307,12 +307,12 @@ class SimscapeFriction(FrictionLaw):
 
     F_brk: float
     v_brk: float
-    Fc_: float
+    Fc: float
     f: float = 0.0
 
     def __post_init__(self):
-        Fc, Fs = _levels(self.Fc_, self.F_brk, "SimscapeFriction")
-        object.__setattr__(self, "Fc_", Fc)
+        Fc, Fs = _levels(self.Fc, self.F_brk, "SimscapeFriction")
+        object.__setattr__(self, "Fc", Fc)
         object.__setattr__(self, "F_brk", Fs)
         object.__setattr__(self, "v_brk", _positive("v_brk", self.v_brk, "SimscapeFriction"))
         object.__setattr__(self, "f", _nonneg("f", self.f, "SimscapeFriction"))
@@ -322,10 +322,6 @@ class SimscapeFriction(FrictionLaw):
     @property
     def discontinuous(self) -> bool:
         return False
-
-    @property
-    def Fc(self) -> float:  # type: ignore[override]
-        return self.Fc_
 
     @property
     def Fs(self) -> float:  # type: ignore[override]
@@ -346,20 +342,20 @@ class SimscapeFriction(FrictionLaw):
     def __call__(self, v):
         v = np.asarray(v, dtype=float)
         x = v / self.v_st
-        out = (math.sqrt(2.0 * math.e) * (self.F_brk - self.Fc_) * np.exp(-x * x) * x
-               + self.Fc_ * np.tanh(v / self.v_coul) + self.f * v)
+        out = (math.sqrt(2.0 * math.e) * (self.F_brk - self.Fc) * np.exp(-x * x) * x
+               + self.Fc * np.tanh(v / self.v_coul) + self.f * v)
         return out if out.ndim else float(out)
 
     def derivative(self, v):
         v = np.asarray(v, dtype=float)
         x = v / self.v_st
-        out = (math.sqrt(2.0 * math.e) * (self.F_brk - self.Fc_) * np.exp(-x * x)
+        out = (math.sqrt(2.0 * math.e) * (self.F_brk - self.Fc) * np.exp(-x * x)
                * (1.0 - 2.0 * x * x) / self.v_st
-               + self.Fc_ / self.v_coul * (1.0 - np.tanh(v / self.v_coul) ** 2) + self.f)
+               + self.Fc / self.v_coul * (1.0 - np.tanh(v / self.v_coul) ** 2) + self.f)
         return out if out.ndim else float(out)
 
     def to_stribeck(self, smoothing: Smoothing | None = None) -> Stribeck:
-        return Stribeck(self.Fc_, self.F_brk, self.v_st, 2.0, self.f, smoothing)
+        return Stribeck(self.Fc, self.F_brk, self.v_st, 2.0, self.f, smoothing)
 
     @classmethod
     def from_stribeck(cls, law: Stribeck) -> SimscapeFriction:
