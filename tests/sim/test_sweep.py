@@ -76,19 +76,24 @@ def test_failed_run_is_recorded_and_does_not_stop_the_sweep(client, tmp_path):
 
 
 def test_resume_runs_only_the_missing_runs(client, tmp_path):
+    from kanedyn.sim.sweep import _write_part
+
     out = tmp_path / "r"
     over = {"model.length": [0.4, 0.6, 0.8, 1.0, 1.2]}
-    sweep(SCENARIO, over, out=out, scheduler=client, progress=False)
-    parts = sorted(out.glob("part-*.parquet"))
-    stamps = {p.name: p.stat().st_mtime_ns for p in parts}
-    for p in parts[1:3]:  # as if the sweep had been interrupted before these two
+    first = sweep(SCENARIO, over, out=out, scheduler=client, progress=False)
+    # as if the sweep had been interrupted before runs 1 and 3 were written
+    for p in out.glob("part-*.parquet"):
         p.unlink()
-    time.sleep(0.05)
+    _write_part(out, [r for r in first.rows if r["run_id"] not in (1, 3)])
+    kept = {p.name for p in out.glob("part-*.parquet")}
     res = sweep(SCENARIO, over, out=out, scheduler=client, progress=False)
     assert [r["run_id"] for r in res.rows] == [0, 1, 2, 3, 4]
-    after = {p.name: p.stat().st_mtime_ns for p in out.glob("part-*.parquet")}
-    rerun = {n for n in after if after[n] != stamps[n]}
-    assert rerun == {parts[1].name, parts[2].name}
+    import pyarrow.parquet as pq
+
+    new = [p for p in out.glob("part-*.parquet") if p.name not in kept]
+    rerun = sorted(i for p in new for i in pq.read_table(p).column("run_id").to_pylist())
+    assert rerun == [1, 3]
+    assert res.rows[1]["final_q"] == first.rows[1]["final_q"]
 
 
 def test_a_killed_worker_loses_no_run(tmp_path):
@@ -108,7 +113,7 @@ def test_a_killed_worker_loses_no_run(tmp_path):
     killer = threading.Thread(target=kill_when_running, daemon=True)
     killer.start()
     try:
-        res = sweep(sc, over, out=out, scheduler=client, progress=False)
+        res = sweep(sc, over, out=out, scheduler=client, progress=False, flush_every=0.0)
     finally:
         client.close()
         cluster.close()

@@ -3,7 +3,7 @@
 ``sweep(scenario, over={...})`` expands the sweep into runs (a grid, random
 or Latin-hypercube samples, reproducible from a seed), runs each through
 :func:`kanedyn.scenario.run_summary` on Dask workers, and writes one row per
-run to a Parquet dataset as results arrive — so an interrupted sweep keeps
+run to a folder of Parquet files as results arrive — so an interrupted sweep keeps
 what finished and resumes by skipping the runs already done. A run that fails
 is recorded with its error; it does not stop the sweep.
 
@@ -178,14 +178,18 @@ def read_results(path: str | Path) -> list[dict]:
     return rows
 
 
-def _write_part(path: Path, row: dict) -> None:
+def _write_part(path: Path, rows: list[dict]) -> None:
+    """Write finished rows as one Parquet file, atomically (all the rows or none)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    cells = {k: [json.dumps(v) if isinstance(v, (list, dict)) else v] for k, v in row.items()}
-    tmp = path / f".part-{row['run_id']:08d}.tmp"
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    cells = {k: [json.dumps(r[k]) if isinstance(r.get(k), (list, dict)) else r.get(k)
+                 for r in rows] for k in keys}
+    name = f"part-{rows[0]['run_id']:08d}-{len(rows):05d}.parquet"
+    tmp = path / f".{name}.tmp"
     pq.write_table(pa.table(cells), tmp)
-    os.replace(tmp, path / f"part-{row['run_id']:08d}.parquet")  # atomic: whole row or none
+    os.replace(tmp, path / name)
 
 
 def _client(scheduler, timeout: float):
@@ -208,7 +212,8 @@ def _client(scheduler, timeout: float):
 def sweep(scenario: str | Path | Scenario | dict, over: dict[str, Any],
           samples: int | None = None, sampler: str = "grid", seed: int = 0,
           out: str | Path = "sweep_results", scheduler=None, resume: bool = True,
-          timeout: float = 10.0, progress: bool | None = None) -> SweepResult:
+          timeout: float = 10.0, progress: bool | None = None,
+          flush_every: float = 0.5) -> SweepResult:
     """Run a scenario once per parameter set, on Dask, writing rows as they finish.
 
     ``scheduler``: None for a local cluster of worker processes sized to this
@@ -216,7 +221,9 @@ def sweep(scenario: str | Path | Scenario | dict, over: dict[str, Any],
     ``distributed.Client`` for an existing cluster (same results either way).
     ``out`` is a folder of Parquet files, one per run, plus ``sweep.json``;
     re-running the same sweep there skips the runs already done
-    (``resume=True``); a folder holding a different sweep is an error.
+    (``resume=True``); a folder holding a different sweep is an error. Finished
+    rows are written at least every ``flush_every`` seconds, so an interruption
+    loses at most that much finished work.
     """
     sc = scenario if isinstance(scenario, Scenario) else (
         parse_scenario(scenario) if isinstance(scenario, dict) else load_scenario(scenario))
@@ -250,23 +257,33 @@ def sweep(scenario: str | Path | Scenario | dict, over: dict[str, Any],
 
         client, cluster = _client(scheduler, timeout)
         try:
-            futures = [client.submit(run_one, i, sc.data, str(sc.base), runs[i], pure=False)
-                       for i in todo]
+            # the scenario travels with each task (a small dict): scattered data would be
+            # lost with a killed worker, and the tasks with it
+            futures = client.map(run_one, todo, [sc.data] * len(todo),
+                                 [str(sc.base)] * len(todo), [runs[i] for i in todo], pure=False)
             n_ok = n_fail = 0
-            t0 = time.perf_counter()
-            seen = set(done)
+            t0 = last_flush = time.perf_counter()
+            seen, pending = set(done), []
             for fut in as_completed(futures):
                 row = fut.result()
                 if row["run_id"] in seen:  # a rescheduled duplicate: keep the first
                     continue
                 seen.add(row["run_id"])
-                _write_part(out, row)
+                pending.append(row)
                 n_ok += row["status"] == "ok"
                 n_fail += row["status"] != "ok"
+                now = time.perf_counter()
+                # flush finished rows often enough that an interruption loses at most
+                # flush_every seconds of work, rarely enough that writing costs little
+                if now - last_flush >= flush_every or len(pending) >= 256:
+                    _write_part(out, pending)
+                    pending, last_flush = [], now
                 if show:
-                    rate = (n_ok + n_fail) / max(time.perf_counter() - t0, 1e-9)
+                    rate = (n_ok + n_fail) / max(now - t0, 1e-9)
                     print(f"\rsweep: {n_ok + n_fail}/{len(todo)} runs, {n_fail} failed, "
                           f"{rate:.1f} runs/s", end="", file=sys.stderr, flush=True)
+            if pending:
+                _write_part(out, pending)
             if show:
                 print(file=sys.stderr)
         finally:
