@@ -331,14 +331,14 @@ def inertia_params(data, P):
 
 
 @njit(cache=True, _nrt=False)
-def inertia_to_parent_add(X, i, P, src, dst):
-    """``P[dst] += X_iᵀ I(P[src]) X_i`` in parameter form (Featherstone 2008, Table 2.5):
+def inertia_to_parent_add(X, i, Ps, src, P, dst):
+    """``P[dst] += X_iᵀ I(Ps[src]) X_i`` in parameter form (Featherstone 2008, Table 2.5):
     with y = Eᵀ h, h' = y + m r and
     Ī' = Eᵀ Ī E - r× y× - (y + m r)× r× = Eᵀ Ī E - (y rᵀ + r yᵀ + m r rᵀ) + (2 r·y + m r·r) 1.
     """
-    m = P[src, 0]
+    m = Ps[src, 0]
     r0, r1, r2 = X[i, 9], X[i, 10], X[i, 11]
-    h0, h1, h2 = P[src, 1], P[src, 2], P[src, 3]
+    h0, h1, h2 = Ps[src, 1], Ps[src, 2], Ps[src, 3]
     y0 = X[i, 0] * h0 + X[i, 3] * h1 + X[i, 6] * h2
     y1 = X[i, 1] * h0 + X[i, 4] * h1 + X[i, 7] * h2
     y2 = X[i, 2] * h0 + X[i, 5] * h1 + X[i, 8] * h2
@@ -349,15 +349,15 @@ def inertia_to_parent_add(X, i, P, src, dst):
     diag = 2.0 * (r0 * y0 + r1 * y1 + r2 * y2) + m * (r0 * r0 + r1 * r1 + r2 * r2)
     # Eᵀ Ī E, with T = Ī E first (T[c, b] = tcb)
     I = 4
-    t00 = P[src, I] * X[i, 0] + P[src, I + 1] * X[i, 3] + P[src, I + 2] * X[i, 6]
-    t01 = P[src, I] * X[i, 1] + P[src, I + 1] * X[i, 4] + P[src, I + 2] * X[i, 7]
-    t02 = P[src, I] * X[i, 2] + P[src, I + 1] * X[i, 5] + P[src, I + 2] * X[i, 8]
-    t10 = P[src, I + 3] * X[i, 0] + P[src, I + 4] * X[i, 3] + P[src, I + 5] * X[i, 6]
-    t11 = P[src, I + 3] * X[i, 1] + P[src, I + 4] * X[i, 4] + P[src, I + 5] * X[i, 7]
-    t12 = P[src, I + 3] * X[i, 2] + P[src, I + 4] * X[i, 5] + P[src, I + 5] * X[i, 8]
-    t20 = P[src, I + 6] * X[i, 0] + P[src, I + 7] * X[i, 3] + P[src, I + 8] * X[i, 6]
-    t21 = P[src, I + 6] * X[i, 1] + P[src, I + 7] * X[i, 4] + P[src, I + 8] * X[i, 7]
-    t22 = P[src, I + 6] * X[i, 2] + P[src, I + 7] * X[i, 5] + P[src, I + 8] * X[i, 8]
+    t00 = Ps[src, I] * X[i, 0] + Ps[src, I + 1] * X[i, 3] + Ps[src, I + 2] * X[i, 6]
+    t01 = Ps[src, I] * X[i, 1] + Ps[src, I + 1] * X[i, 4] + Ps[src, I + 2] * X[i, 7]
+    t02 = Ps[src, I] * X[i, 2] + Ps[src, I + 1] * X[i, 5] + Ps[src, I + 2] * X[i, 8]
+    t10 = Ps[src, I + 3] * X[i, 0] + Ps[src, I + 4] * X[i, 3] + Ps[src, I + 5] * X[i, 6]
+    t11 = Ps[src, I + 3] * X[i, 1] + Ps[src, I + 4] * X[i, 4] + Ps[src, I + 5] * X[i, 7]
+    t12 = Ps[src, I + 3] * X[i, 2] + Ps[src, I + 4] * X[i, 5] + Ps[src, I + 5] * X[i, 8]
+    t20 = Ps[src, I + 6] * X[i, 0] + Ps[src, I + 7] * X[i, 3] + Ps[src, I + 8] * X[i, 6]
+    t21 = Ps[src, I + 6] * X[i, 1] + Ps[src, I + 7] * X[i, 4] + Ps[src, I + 8] * X[i, 7]
+    t22 = Ps[src, I + 6] * X[i, 2] + Ps[src, I + 7] * X[i, 5] + Ps[src, I + 8] * X[i, 8]
     for a in range(3):
         ya = (y0, y1, y2)[a]
         ra = (r0, r1, r2)[a]
@@ -503,43 +503,90 @@ def rnea_batch(data, Q, V, A, F, use_v, use_a, use_fext, out, status):
 
 # --- CRBA ---------------------------------------------------------------------
 
+@njit(cache=True, _nrt=False)
+def compose(X, i, X0, p):
+    """``X0[i] = X[i] X0[p]`` in (E, r) form: E = E_i E_p, r = r_p + E_pᵀ r_i."""
+    for a in range(3):
+        for b in range(3):
+            X0[i, 3 * a + b] = (X[i, 3 * a] * X0[p, b] + X[i, 3 * a + 1] * X0[p, 3 + b]
+                                + X[i, 3 * a + 2] * X0[p, 6 + b])
+    for a in range(3):
+        X0[i, 9 + a] = (X0[p, 9 + a] + X0[p, a] * X[i, 9] + X0[p, 3 + a] * X[i, 10]
+                        + X0[p, 6 + a] * X[i, 11])
+
+
+@njit(cache=True, _nrt=False)
+def x_inv_motion(X, i, src, j, dst, k):
+    """``dst[k] = X_i⁻¹ src[j]``: ω' = Eᵀ ω, v' = Eᵀ v + r × ω'."""
+    w0 = X[i, 0] * src[j, 0] + X[i, 3] * src[j, 1] + X[i, 6] * src[j, 2]
+    w1 = X[i, 1] * src[j, 0] + X[i, 4] * src[j, 1] + X[i, 7] * src[j, 2]
+    w2 = X[i, 2] * src[j, 0] + X[i, 5] * src[j, 1] + X[i, 8] * src[j, 2]
+    u0 = X[i, 0] * src[j, 3] + X[i, 3] * src[j, 4] + X[i, 6] * src[j, 5]
+    u1 = X[i, 1] * src[j, 3] + X[i, 4] * src[j, 4] + X[i, 7] * src[j, 5]
+    u2 = X[i, 2] * src[j, 3] + X[i, 5] * src[j, 4] + X[i, 8] * src[j, 5]
+    r0, r1, r2 = X[i, 9], X[i, 10], X[i, 11]
+    dst[k, 0], dst[k, 1], dst[k, 2] = w0, w1, w2
+    dst[k, 3] = u0 + r1 * w2 - r2 * w1
+    dst[k, 4] = u1 + r2 * w0 - r0 * w2
+    dst[k, 5] = u2 + r0 * w1 - r1 * w0
+
+
 @njit(cache=True)
 def crba_into(data, q, M):
-    """Joint-space inertia matrix (Table 6.2): composite inertias I^c_i, then
-    ``M_ij = S_iᵀ (X ... X)ᵀ I^c_j S_j`` up the support of each body."""
+    """Joint-space inertia matrix by composite rigid bodies (Table 6.2), in world
+    coordinates: with ``S⁰_j`` the motion subspace and ``I⁰c_i`` the composite inertia
+    of the subtree of body i, both in world coordinates,
+    ``M_ji = S⁰_jᵀ I⁰c_i S⁰_i`` for every j on the path from i to the root.
+
+    In world coordinates composite inertias add without transforms, and each entry of
+    M is one dot product instead of a force transform per ancestor (the book's
+    version, in body coordinates, is :func:`kanedyn.dynamics.reference.crba`).
+    """
     nb = data.shape[0] - 1
-    X = np.empty((nb, 12))      # X_up[i] = (E row-major, r)
-    P = np.empty((nb, 13))
-    F = np.empty((2, 6))
+    nv = M.shape[0]
+    X = np.empty((nb, 12))      # X_up[i]
+    X0 = np.empty((nb, 12))     # i_X_0, world to body i coordinates
+    Pb = np.empty((nb, 13))     # body inertias (body coordinates), then composite (world)
+    P = np.zeros((nb, 13))
+    S0 = np.empty((nv + 1, 6))  # rows: world motion subspace columns; last row scratch
     for i in range(nb):
         if joint_transform(data, i, q, X):
             return i + 1
-    inertia_params(data, P)
+        par = int(data[i, PARENT])
+        if par < 0:
+            for m in range(12):
+                X0[i, m] = X[i, m]
+        else:
+            compose(X, i, X0, par)
+        o = int(data[i, IV])
+        for c in range(int(data[i, NVJ])):
+            s_column(data, i, c, S0, nv)
+            x_inv_motion(X0, i, S0, nv, S0, o + c)
+    inertia_params(data, Pb)
+    for i in range(nb):
+        inertia_to_parent_add(X0, i, Pb, i, P, i)  # I⁰_i = X0ᵀ I_i X0
     for i in range(nb - 1, -1, -1):
-        p = int(data[i, PARENT])
-        if p >= 0:
-            inertia_to_parent_add(X, i, P, i, p)
-    for a in range(M.shape[0]):
-        for b in range(M.shape[1]):
+        par = int(data[i, PARENT])
+        if par >= 0:
+            for m in range(13):
+                P[par, m] += P[i, m]
+    for a in range(nv):
+        for b in range(nv):
             M[a, b] = 0.0
     for i in range(nb):
         oi = int(data[i, IV])
         for c in range(int(data[i, NVJ])):
-            s_column(data, i, c, F, 1)
-            inertia_times(P, i, 0, F, 1, F, 0)  # F = I^c_i S_i[:, c]
-            for r in range(int(data[i, NVJ])):
-                M[oi + r, oi + c] = s_dot(data, i, r, F, 0)
+            inertia_times(P, i, 0, S0, oi + c, S0, nv)  # F = I⁰c_i S⁰_i[:, c]
             j = i
-            p = int(data[j, PARENT])
-            while p >= 0:
-                xt_force_inplace(X, j, F, 0)
-                j = p
+            while j >= 0:
                 oj = int(data[j, IV])
                 for r in range(int(data[j, NVJ])):
-                    x = s_dot(data, j, r, F, 0)
+                    x = (S0[oj + r, 0] * S0[nv, 0] + S0[oj + r, 1] * S0[nv, 1]
+                         + S0[oj + r, 2] * S0[nv, 2] + S0[oj + r, 3] * S0[nv, 3]
+                         + S0[oj + r, 4] * S0[nv, 4] + S0[oj + r, 5] * S0[nv, 5])
                     M[oj + r, oi + c] = x
                     M[oi + c, oj + r] = x
-                p = int(data[j, PARENT])
+                j = int(data[j, PARENT])
     return 0 if all_finite(M) else NOT_FINITE
 
 
