@@ -7,7 +7,7 @@ from collections.abc import Iterable
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import ModelError
+from ..errors import DivergenceError, ModelError
 from .base import ForceElement
 
 
@@ -38,12 +38,16 @@ class ForceSet:
         tau = np.zeros(self.nv)
         for e in self.conservative:
             tau += e.generalized_force(0.0, q, None)
+        if not np.all(np.isfinite(tau)):
+            _non_finite(self.conservative, None, q, None, tau)
         return tau
 
     def tau_nonconservative(self, t: float, q: NDArray, v: NDArray) -> NDArray:
         tau = np.zeros(self.nv)
         for e in self.nonconservative:
             tau += e.generalized_force(t, q, v)
+        if not np.all(np.isfinite(tau)):
+            _non_finite(self.nonconservative, t, q, v, tau)
         return tau
 
     def tau(self, t: float, q: NDArray, v: NDArray) -> NDArray:
@@ -51,3 +55,13 @@ class ForceSet:
 
     def potential(self, q: NDArray) -> float:
         return float(sum(e.potential(q) for e in self.conservative))
+
+
+def _non_finite(elements, t, q, v, tau):
+    names = [type(e).__name__ for e in elements
+             if not np.all(np.isfinite(e.generalized_force(t if t is not None else 0.0, q, v)))]
+    when = "" if t is None else f" at t = {t:.6g}"
+    raise DivergenceError(
+        f"force element(s) {names} returned a NaN or infinite τ = {tau}{when}, "
+        f"q = {np.array2string(np.asarray(q), precision=4)}"
+        + ("" if v is None else f", v = {np.array2string(np.asarray(v), precision=4)}"))

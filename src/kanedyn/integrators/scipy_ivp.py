@@ -14,6 +14,8 @@ implicit ones ``jac``) go to the SciPy class, which validates them.
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import scipy.integrate as si
 
@@ -36,6 +38,13 @@ def scipy_method(name: str):
 
 
 def _run(cls, name: str, problem: Problem, recentre: float = 0.5, **options) -> Solution:
+    # SciPy only warns about options a solver ignores; here they are errors
+    known = set(inspect.signature(cls.__init__).parameters) - {
+        "self", "fun", "t0", "y0", "t_bound", "vectorized", "extraneous"}
+    unknown = set(options) - known
+    if unknown:
+        raise SolverError(f"method {name!r} does not take option(s) {sorted(unknown)}; it takes "
+                          f"{sorted(known | {'recentre'})}")
     P, s = problem, problem.system
     nv = s.nv
     additive = chart_is_additive(s)

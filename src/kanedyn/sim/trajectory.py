@@ -153,7 +153,7 @@ class Trajectory:
             data = np.loadtxt(path, delimiter=",", ndmin=2)
             nq = sum(c.startswith("q") for c in cols)
             nv = sum(c.startswith("v") and not c.startswith("vdot") for c in cols)
-            if data.shape[1] != 1 + nq + 3 * nv + 3:
+            if data.shape[1] != 1 + nq + 2 * nv + 3:
                 raise StateError(f"{path}: {data.shape[1]} columns do not match header {cols}")
             t, q, v = data[:, 0], data[:, 1:1 + nq], data[:, 1 + nq:1 + nq + nv]
             vdot = data[:, 1 + nq + nv:1 + nq + 2 * nv]
