@@ -28,6 +28,9 @@ CASES = {
     "aba_biased": ("aba", lambda m, q, v, tau: _aba(m, q, v, tau) + 1e-3,
                    {"inverse_forward", "energy_conservation"}),
     "gravity_sign": ("gravity_torques", lambda m, q: -_g(m, q), {"static_hand"}),
+    # a torque on a chain hanging straight down, where symmetry says there is none
+    "gravity_offset": ("gravity_torques", lambda m, q: _g(m, q) + 1e-3,
+                       {"static_hand", "static_symmetry"}),
     "potential_sign": ("potential_energy", lambda m, q: -_V(m, q),
                        {"static_potential", "energy_conservation", "power_balance"}),
 }
