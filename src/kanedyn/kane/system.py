@@ -562,17 +562,19 @@ def kanes_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsO
         auxiliary = _reactions(system, kin, F[n:, 0], Fs[n:, 0], reduce)
 
     qdot = kin.qdot.applyfunc(lambda e: e.xreplace(kin.u_dep_map)) if dep else kin.qdot
-    energy = None
-    if system.potential_energy is not None or not system.loads:
-        V = sp.sympify(system.potential_energy or 0)
-        energy = reduce(kinetic_energy(system, kin)) + V
+    # the mechanical energy only when every load is accounted for by V (or there is none)
+    K = reduce(kinetic_energy(system, kin))
+    V = sp.sympify(system.potential_energy) if system.potential_energy is not None else None
+    if V is None and not system.loads:
+        V = sp.S.Zero
+    energy = K + (V if V is not None else 0) if V is not None or not system.loads else None
 
     if simplify:
         M = M.applyfunc(sp.simplify)
         forcing = forcing.applyfunc(sp.simplify)
         auxiliary = {k: sp.simplify(v) for k, v in auxiliary.items()}
 
-    return _to_plain(system, kin, ind, qdot, M, forcing, auxiliary, energy)
+    return _to_plain(system, kin, ind, qdot, M, forcing, auxiliary, (energy, K, V))
 
 
 def _check_load_symbols(system: KaneSystem, F: sp.Matrix) -> None:
@@ -604,7 +606,7 @@ def _reactions(system, kin, Fa, Fas, reduce) -> dict:
     return {_name(r): s for r, s in zip(R, sol, strict=True)}
 
 
-def _to_plain(system, kin, ind, qdot, M, forcing, auxiliary, energy) -> EquationsOfMotion:
+def _to_plain(system, kin, ind, qdot, M, forcing, auxiliary, energies) -> EquationsOfMotion:
     """Replace dynamicsymbols by plain symbols: q1(t) → q1, u1'(t) → u1_dot."""
     speeds = list(system.u)
     dyn_inputs = [s for s in system.inputs if isinstance(s, AppliedUndef)]
@@ -617,7 +619,7 @@ def _to_plain(system, kin, ind, qdot, M, forcing, auxiliary, energy) -> Equation
 
     M, forcing, qdot = M.applyfunc(conv), forcing.applyfunc(conv), qdot.applyfunc(conv)
     auxiliary = {k: conv(v) for k, v in auxiliary.items()}
-    energy = conv(energy) if energy is not None else None
+    energy, K, V = (conv(e) if e is not None else None for e in energies)
     leftover = set()
     for e in (*M, *forcing, *qdot, *auxiliary.values()):
         leftover |= e.atoms(AppliedUndef) | e.atoms(sp.Derivative)
@@ -639,8 +641,9 @@ def _to_plain(system, kin, ind, qdot, M, forcing, auxiliary, energy) -> Equation
     free = set()
     for e in (*M, *forcing, *qdot, *auxiliary.values()):
         free |= e.free_symbols
-    if energy is not None:
-        free |= energy.free_symbols
+    for e in (energy, K, V):
+        if e is not None:
+            free |= e.free_symbols
     for s in sorted(free - exclude, key=str):
         if str(s) in taken:
             raise SymbolicError(
@@ -664,4 +667,6 @@ def _to_plain(system, kin, ind, qdot, M, forcing, auxiliary, energy) -> Equation
         dependent_speeds={plain[s]: conv(e) for s, e in kin.u_dep_map.items()},
         auxiliary=auxiliary,
         name=system.name,
+        kinetic_energy=K,
+        potential_energy=V,
     )
