@@ -143,11 +143,10 @@ def planar_table(nmax_sympy: int, nmax: int) -> None:
         q, v = rng.uniform(-np.pi, np.pi, n), rng.normal(size=n)
         tau = np.zeros(n)
         M0, F0 = kd.crba(model, q), -kd.nonlinear_effects(model, q, v)
-        M1, F1 = fast.mass_matrix(q), fast.forcing(q, v, tau)
+        M1, F1 = fast.dynamics(q, v, tau)
         assert np.allclose(M1, M0, rtol=1e-10, atol=1e-12) and np.allclose(F1, F0, atol=1e-10)
-        # M and forcing together, through the public wrappers (input checks included)
-        t_fast = best(lambda f=fast, q=q, v=v, tau=tau: (f.mass_matrix(q), f.forcing(q, v, tau)),
-                      2000)
+        # M and forcing together (as lambdify returns them), through the public wrapper
+        t_fast = best(lambda f=fast, q=q, v=v, tau=tau: f.dynamics(q, v, tau), 2000)
         row = f"{n:>3} {t_kd:>11.3f} "
         if n <= nmax_sympy:
             t_sp, ops_sp, cse_sp, f = sympy_side(sympy_planar_point_mass, n)
@@ -185,8 +184,7 @@ def chain3d_table(nmax_sympy: int) -> None:
         assert np.allclose(np.array(Ms, float), kd.crba(model, q), atol=1e-9)
         assert np.allclose(np.array(Fs, float).ravel(), -kd.nonlinear_effects(model, q, v),
                            atol=1e-9)
-        t_fast = best(lambda f=fast, q=q, v=v, tau=tau: (f.mass_matrix(q), f.forcing(q, v, tau)),
-                      2000)
+        t_fast = best(lambda f=fast, q=q, v=v, tau=tau: f.dynamics(q, v, tau), 2000)
         t_lam = best(lambda f=f, q=q, v=v: f(q, v), 200)
         print(f"{n:>3} {t_kd:>11.3f} {t_sp:>9.2f} {t_sp / t_kd:>7.1f} | {ops_kd:>11} "
               f"{cse_sp:>9} | {t_fast * 1e6:>10.2f} {t_lam * 1e6:>11.1f} "

@@ -748,7 +748,8 @@ class CompiledSystem:
     def _broadcast(arrays: list) -> tuple[tuple, list]:
         shape = np.broadcast_shapes(*[a.shape[:-1] for a in arrays])
         return shape, [a if a.shape[:-1] == shape else
-                       np.array(np.broadcast_to(a, shape + a.shape[-1:])) for a in arrays]
+                       np.array(np.broadcast_to(a, shape + a.shape[-1:]), order="C")
+                       for a in arrays]
 
     def _status(self, status: int, q) -> None:
         if status == 1:
