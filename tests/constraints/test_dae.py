@@ -97,18 +97,18 @@ def test_ggl_and_projection_keep_constraint_at_tolerance():
 
 def test_midpoint_with_projection_conserves_energy_and_constraint():
     """Implicit midpoint + projection onto g = 0 and Gv = 0: |g| at the projection's
-    tolerance, the energy error bounded (O(h²), no drift) over 2000 steps."""
-    prob = problems.pendulum(t_final=20.0)
+    tolerance, the energy error bounded (O(h²), no drift) over 1000 steps (~7 periods)."""
+    prob = problems.pendulum(t_final=10.0)
     s = prob.system
     step = projected(s, implicit_midpoint_step(s))
-    _, Q, V = integrate_fixed(step, prob.q0, prob.v0, 20.0, 0.01)
+    _, Q, V = integrate_fixed(step, prob.q0, prob.v0, 10.0, 0.01)
     assert np.max(np.abs(s.constraint(0, Q))) < 1e-11
     assert np.max(np.abs(s.velocity_constraint(0, Q, V))) < 1e-11
     dE = np.abs(s.energy(Q, V) - s.energy(prob.q0, prob.v0))
     E_scale = 9.81 * (1 - np.cos(1.0))
     h = 0.01
     assert dE.max() < 5 * h ** 2 * E_scale  # measured 1.1 h² E_scale
-    assert dE[-400:].max() <= 1.5 * dE[:400].max()  # no secular growth
+    assert dE[-300:].max() <= 1.5 * dE[:300].max()  # no secular growth
 
 
 def test_pendulum_all_formulations_agree_with_angle_ode():
