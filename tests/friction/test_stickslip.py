@@ -150,6 +150,12 @@ def test_two_joint_pendulum_stuck_joints_do_not_move_and_budget_closes():
         stuck = tr.mode[:, c] == 0
         assert np.all(tr.v[stuck, j] == 0.0)
         assert np.all(np.abs(tr.friction[stuck, c]) <= laws[f"joint{j + 1}"].Fs * (1 + 1e-9))
+    # every joint that starts sliding from rest moves the way its mode says
+    for sw in tr.switches:
+        if sw.kind in ("slip", "reverse"):
+            i = np.searchsorted(tr.t, sw.t, side="right")
+            if i < tr.t.size:
+                assert tr.v[i, sw.joint] * sw.direction > 0, sw
     assert np.all(np.diff(tr.dissipated) >= -1e-12)
     assert np.max(np.abs(tr.energy_residual)) < 1e-7
 

@@ -14,9 +14,12 @@ belt, or the surface the joint rubs on, moves at a constant speed).
 
   (the partitioned form of M v̇ + h = τ + τ_f with v̇_S = 0). The joint stays
   stuck while -Fs,+ <= λ_j <= Fs,- and breaks free in direction d = -sgn λ_j
-  when a bound is reached (an event). When several joints are stuck, the
-  one furthest beyond its bound is released first and the others are
-  re-checked (a sequential, not a full LCP, resolution).
+  when a bound is reached (an event). At every event the modes of all joints
+  at w = 0 are re-solved together: up to ``ENUMERATE`` of them by trying
+  every stick/forward/backward assignment (most stuck first) for one that is
+  consistent — held forces within bounds, sliding joints accelerating the way
+  they slide; beyond that a sequential rule (release the joint furthest
+  beyond its bound, re-check the rest).
 
 Because v̇_S is set to exactly zero, a stuck joint does not move at all: no
 creep, to the last bit. Smooth laws (smoothed sgn, Tanh/Simscape forms) and
@@ -32,6 +35,7 @@ E(t) - E(0) = friction_work + other_work to integration accuracy.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,6 +47,9 @@ from ..forces.base import ForceElement
 from ._system import as_system, joint_speed_index
 from .laws import FrictionLaw
 from .lugre import LuGre
+
+#: up to this many joints at zero speed at once, modes are found by enumeration
+ENUMERATE = 4
 
 
 @dataclass(frozen=True)
@@ -194,15 +201,62 @@ class _Problem:
         law = self.laws[k]
         return law.direction(+1).static_level, law.direction(-1).static_level
 
-    def resolve(self, t, y, mode, switches, candidates, arrival_kind="reverse"):
-        """Stick the candidate joints, then release whichever cannot be held."""
+    def consistent(self, t, y, mode, zero) -> bool:
+        """Whether the modes of the joints ``zero`` (all at w = 0) are consistent:
+        stuck ones held within their bounds, sliding ones accelerating the way they
+        slide (the friction then is the ∓Fs of that direction)."""
+        vdot, _, tf, _ = self.evaluate(t, y, mode)
+        for k in zero:
+            if mode[k] == 0:
+                fp, fn = self.holding_limits(k)
+                if not -fp <= tf[k] <= fn:
+                    return False
+            else:
+                scale = 1e-12 * (1.0 + np.max(np.abs(vdot)))
+                if mode[k] * vdot[self.idx[k]] < -scale:
+                    return False
+        return True
+
+    def resolve(self, t, y, mode, switches, candidates, arrival_kind="reverse",
+                forced=()):
+        """Modes for the joints at w = 0: the candidates that just arrived there and the
+        joints already stuck (``forced`` ones were just released and keep sliding).
+
+        Up to ``ENUMERATE`` such joints, every assignment in {stick, +, -} is tried,
+        those with the most stuck joints first, and the first consistent one is taken
+        (a complementarity solve by enumeration). Beyond that, or if none is
+        consistent, a sequential rule: the joint furthest beyond its bound is released
+        first and the rest re-checked."""
+        prev = mode.copy()
+        zero = [k for k in range(len(self.idx)) if self.exact[k] and k not in forced
+                and (mode[k] == 0 or k in candidates)]
         for k in candidates:
             mode[k] = 0
-        new = set(candidates)
+        done = False
+        if 0 < len(zero) <= ENUMERATE:
+            combos = sorted(itertools.product((0, 1, -1), repeat=len(zero)),
+                            key=lambda c: sum(x != 0 for x in c))
+            for combo in combos:
+                trial = mode.copy()
+                trial[zero] = combo
+                if self.consistent(t, y, trial, zero):
+                    mode[:] = trial
+                    done = True
+                    break
+        if not done:
+            self._resolve_sequential(t, y, mode)
+        for k in zero:
+            if mode[k] == 0 and (k in candidates or prev[k] != 0):
+                switches.append(Switch(t, self.idx[k], "stick", 0))
+            elif mode[k] != 0:
+                kind = arrival_kind if k in candidates else "slip"
+                switches.append(Switch(t, self.idx[k], kind, int(mode[k])))
+
+    def _resolve_sequential(self, t, y, mode):
         for _ in range(len(self.idx) + 1):
             stuck = [k for k in range(len(self.idx)) if self.exact[k] and mode[k] == 0]
             if not stuck:
-                break
+                return
             _, _, tf, _ = self.evaluate(t, y, mode)
             worst, excess = None, 0.0
             for k in stuck:
@@ -211,16 +265,8 @@ class _Problem:
                 if e > excess:
                     worst, excess = k, e
             if worst is None:
-                break
-            d = -1 if tf[worst] > 0 else 1
-            mode[worst] = d
-            # a joint that arrived at w = 0 sliding and cannot be held passes through
-            kind = arrival_kind if worst in new else "slip"
-            new.discard(worst)
-            switches.append(Switch(t, self.idx[worst], kind, d))
-        for k in new:
-            if mode[k] == 0:
-                switches.append(Switch(t, self.idx[k], "stick", 0))
+                return
+            mode[worst] = -1 if tf[worst] > 0 else 1
 
 
 def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, joints: dict,
@@ -349,7 +395,7 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, joints: dict,
             lam = pb.evaluate(t, y, mode)[2][k]
             mode[k] = -1 if lam > 0 else 1
             switches.append(Switch(t, pb.idx[k], "slip", int(mode[k])))
-        pb.resolve(t, y, mode, switches, stick)
+        pb.resolve(t, y, mode, switches, stick, forced=release)
 
     t_all = np.concatenate(T)
     Y_all = np.vstack(Y)
