@@ -74,9 +74,10 @@ def test_flipped_gravity_in_a_user_system_fails_the_energy_lines():
     assert failed == {"energy_conservation", "power_balance", "static_potential"}, str(r)
     assert r["energy_conservation"].figure > 1e-2   # a drift of order one, not a rounding
     assert "FAILED: energy_conservation, power_balance, static_potential" in str(r)
+    assert r.exit_code == 1
     # the same wrapper without the flip passes: the failure is the sign, not the wrapper
     ok = checklist(ModelWrapper(model), n_samples=3, seed=0)
-    assert ok.passed, str(ok)
+    assert ok.passed and ok.exit_code == 0, str(ok)
     # tree-only lines are skipped for a system, and say so
     assert ok["static_hand"].skipped and "needs a Model" in ok["static_hand"].detail
 

@@ -68,6 +68,11 @@ class VerifyReport:
         return all(r.passed is not False for r in self.results)
 
     @property
+    def exit_code(self) -> int:
+        """The command line's convention: 0 if every line passed or was skipped, 1 if one failed."""
+        return 0 if self.passed else 1
+
+    @property
     def failed(self) -> list[CheckResult]:
         return [r for r in self.results if r.passed is False]
 
