@@ -115,6 +115,7 @@ def test_asymmetric_uses_each_side():
     (lambda: friction.Stribeck(1.0, 1.5, 0.01).smoothed("sqrt", -1e-3), "eps=-0.001"),
     (lambda: friction.Stribeck(1.0, 1.5, 0.01).smoothed("erf", 1e-3), "kind 'erf' unknown"),
     (lambda: friction.LuGre(0.0, 1.0, 1.0, 1.5, 0.01), "sigma0=0.0 must be > 0"),
+    (lambda: friction.Stribeck(1.0, 1.5, 0.01, 2.0, 0.0, "tanh"), "smoothing='tanh'"),
     (lambda: friction.LuGre(1e5, 1.0, 1.0, 0.5, 0.01), "below the Coulomb level"),
 ])
 def test_bad_parameters_raise_friction_error(make, match):

@@ -50,6 +50,12 @@ def _positive(name: str, x: float, law: str) -> float:
     return x
 
 
+def _check_smoothing(sm, law: str) -> None:
+    if sm is not None and not isinstance(sm, Smoothing):
+        raise FrictionError(f"{law}: smoothing={sm!r} must be None or a Smoothing; "
+                            "use law.smoothed(kind, eps)")
+
+
 def _levels(Fc: float, Fs: float, law: str) -> tuple[float, float]:
     Fc, Fs = _nonneg("Fc", Fc, law), _nonneg("Fs", Fs, law)
     if Fs < Fc:
@@ -150,6 +156,7 @@ class Stribeck(FrictionLaw):
         object.__setattr__(self, "vs", _positive("vs", self.vs, "Stribeck"))
         object.__setattr__(self, "delta", _positive("delta", self.delta, "Stribeck"))
         object.__setattr__(self, "Fv", _nonneg("Fv", self.Fv, "Stribeck"))
+        _check_smoothing(self.smoothing, "Stribeck")
 
     def curve(self, s):
         return self.Fc + (self.Fs - self.Fc) * np.exp(-((s / self.vs) ** self.delta))
@@ -204,6 +211,7 @@ class RationalStribeck(FrictionLaw):
         object.__setattr__(self, "vs", _positive("vs", self.vs, "RationalStribeck"))
         object.__setattr__(self, "delta", _positive("delta", self.delta, "RationalStribeck"))
         object.__setattr__(self, "Fv", _nonneg("Fv", self.Fv, "RationalStribeck"))
+        _check_smoothing(self.smoothing, "RationalStribeck")
 
     def curve(self, s):
         return self.Fc + (self.Fs - self.Fc) / (1.0 + (s / self.vs) ** self.delta)
