@@ -171,6 +171,10 @@ def test_simulate_bad_input():
         friction.simulate(model, [0.0], [0.0], 1.0, {"x": 1.0})
     with pytest.raises(FrictionError, match="t_final"):
         friction.simulate(model, [0.0], [0.0], -1.0, {"x": law})
+    with pytest.raises(kd.StateError, match="v0 has 2 entries"):
+        friction.simulate(model, [0.0], [0.0, 1.0], 1.0, {"x": law})
+    with pytest.raises(kd.StateError, match="q0 contains NaN"):
+        friction.simulate(model, [np.nan], [0.0], 1.0, {"x": law})
     with pytest.raises(FrictionError, match="lacks"):
         friction.simulate(object(), [0.0], [0.0], 1.0, {0: law})
 

@@ -53,6 +53,18 @@ def as_system(system):
     return system
 
 
+def checked_state(x, n: int, what: str) -> np.ndarray:
+    """``x`` as a finite float vector of length n, or a StateError naming it."""
+    from ..errors import StateError
+
+    a = np.asarray(x, dtype=float).ravel()
+    if a.size != n:
+        raise StateError(f"{what} has {a.size} entries; the system needs {n}")
+    if not np.all(np.isfinite(a)):
+        raise StateError(f"{what} contains NaN or infinity: {a}")
+    return a.copy()
+
+
 def joint_speed_index(system, joint) -> int:
     """Index into v of a 1-DOF joint given by name (Model) or by speed index."""
     model = getattr(system, "model", None)

@@ -44,7 +44,7 @@ from scipy.integrate import solve_ivp
 
 from ..errors import FrictionError, SolverError
 from ..forces.base import ForceElement
-from ._system import as_system, joint_speed_index
+from ._system import as_system, checked_state, joint_speed_index
 from .laws import FrictionLaw
 from .lugre import LuGre
 
@@ -297,8 +297,8 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, joints: dict,
     between steps, as in solve_ivp: two crossings within one step are missed.)
     """
     pb = _Problem(system, joints, tau, forces, surface_velocity)
-    q0 = np.asarray(q0, dtype=float).reshape(pb.nq)
-    v0 = np.asarray(v0, dtype=float).reshape(pb.nv)
+    q0 = checked_state(q0, pb.nq, "q0")
+    v0 = checked_state(v0, pb.nv, "v0")
     t_final = float(t_final)
     if not np.isfinite(t_final) or t_final <= 0:
         raise FrictionError(f"t_final={t_final} must be finite and > 0")

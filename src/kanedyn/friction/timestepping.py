@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import FrictionError, SolverError
-from ._system import as_system, joint_speed_index
+from ._system import as_system, checked_state, joint_speed_index
 from .laws import FrictionLaw
 
 
@@ -101,8 +101,8 @@ def time_stepping(system, q0: ArrayLike, v0: ArrayLike, t_final: float, dt: floa
              for x in items]
 
     nsteps = int(round(t_final / dt))
-    q = np.asarray(q0, dtype=float).reshape(sys_.nq).copy()
-    v = np.asarray(v0, dtype=float).reshape(sys_.nv).copy()
+    q = checked_state(q0, sys_.nq, "q0")
+    v = checked_state(v0, sys_.nv, "v0")
     Q = np.empty((nsteps + 1, sys_.nq))
     V = np.empty((nsteps + 1, sys_.nv))
     FR = np.zeros((nsteps + 1, nf))
