@@ -38,8 +38,8 @@ def projected(system: ConstrainedMechanics, step: Callable, tol: float = 1e-12) 
 
 def implicit_midpoint_step(system: ConstrainedMechanics, tol: float = 1e-13,
                            max_iter: int = 30) -> Callable:
-    """The implicit midpoint rule on ``q' = v, v' = v̇(q, v)`` (nq = nv), by Newton with a
-    forward-difference Jacobian: ``y1 = y0 + h F((y0 + y1)/2)``."""
+    """The implicit midpoint rule on ``q' = v, v' = v̇(q, v)`` (nq = nv),
+    ``y1 = y0 + h F((y0 + y1)/2)``, by simplified Newton (forward-difference Jacobian)."""
     if system.nq != system.nv:
         raise SolverError(f"implicit_midpoint_step: {system.name} has nq != nv")
     n = system.nq
@@ -51,15 +51,16 @@ def implicit_midpoint_step(system: ConstrainedMechanics, tol: float = 1e-13,
     def step(t, q, v, h):
         y0 = np.concatenate([q, v])
         y = y0 + h * F(t, y0)
+        # simplified Newton: the iteration matrix 1 − h/2 ∂F/∂y once per step
+        fm = F(t + h / 2, 0.5 * (y0 + y))
+        J = np.eye(2 * n)
+        for k in range(2 * n):
+            e = np.zeros(2 * n)
+            d = 1e-7 * max(1.0, abs(y[k]))
+            e[k] = d
+            J[:, k] -= h * (F(t + h / 2, 0.5 * (y0 + y + e)) - fm) / d
         for _ in range(max_iter):
             r = y - y0 - h * F(t + h / 2, 0.5 * (y0 + y))
-            J = np.eye(2 * n)
-            fm = F(t + h / 2, 0.5 * (y0 + y))
-            for k in range(2 * n):
-                e = np.zeros(2 * n)
-                d = 1e-7 * max(1.0, abs(y[k]))
-                e[k] = d
-                J[:, k] -= h * (F(t + h / 2, 0.5 * (y0 + y + e)) - fm) / d
             dy = np.linalg.solve(J, -r)
             y = y + dy
             if np.max(np.abs(dy)) <= tol * max(1.0, np.max(np.abs(y))):
