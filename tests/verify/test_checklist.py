@@ -198,3 +198,16 @@ def test_a_system_that_raises_fails_its_lines_without_crashing():
     assert r["mass_matrix_symmetric"].passed is True
     for name in ("inverse_forward", "energy_conservation", "power_balance"):
         assert r[name].passed is False and "LinAlgError" in r[name].detail, str(r)
+
+
+def test_a_compiled_kane_system_and_a_model_system_pass_as_systems():
+    kane = pytest.importorskip("kanedyn.kane")
+    if not hasattr(kane, "derive"):
+        pytest.skip("kanedyn.kane.derive is not available")
+    model = kd.models.pendulum_chain(2, planar=False)
+    for system in (kane.derive(model).compile(), kd.ModelSystem(model)):
+        r = checklist(system, n_samples=2)
+        assert r.passed, str(r)
+        assert r["energy_conservation"].passed is True and r["power_balance"].passed is True
+    assert checklist(kd.ModelSystem(model), n_samples=1,
+                     checks=["mass_matrix_symmetric"]).subject == f"ModelSystem({model.name})"

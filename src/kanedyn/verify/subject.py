@@ -115,5 +115,8 @@ def as_subject(obj, q0=None) -> Subject:
     q0 = np.asarray(q0, dtype=float)
     if q0.shape != (nq,):
         raise ModelError(f"base configuration q0 has shape {q0.shape}, the system needs ({nq},)")
-    name = getattr(obj, "name", None) or type(obj).__name__
+    name = getattr(obj, "name", None)
+    if not name:
+        inner = getattr(getattr(obj, "model", None), "name", None)
+        name = f"{type(obj).__name__}({inner})" if inner else type(obj).__name__
     return Subject(str(name), nq, nv, None, obj, q0)
