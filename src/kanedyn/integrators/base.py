@@ -227,7 +227,8 @@ def newton(residual: Callable[[NDArray], NDArray], x0: NDArray,
     ``jacobian`` is a matrix (kept for the whole solve), a function of x, or
     None (forward differences at x0). When the iteration contracts slowly
     (ratio > 0.5) with a frozen matrix it is refreshed by forward differences
-    once. Converged when the update, or the error estimated from the rate of
+    once; when it diverges, it restarts from x0 with that matrix. Converged when
+    the update, or the error estimated from the rate of
     contraction θ, ``θ/(1−θ)|Δx|``, is below ``tol`` relative to |x|∞ (the unknowns
     are increments over a step, so this is a bar on the step itself; or at roundoff
     stagnation: an update below 1e-9 |x| that no longer shrinks).
@@ -236,6 +237,7 @@ def newton(residual: Callable[[NDArray], NDArray], x0: NDArray,
     r = residual(x)
     if not np.all(np.isfinite(r)):
         raise NewtonFailure(float("nan"), 0, "the residual is not finite at the initial guess")
+    x_start, r_start = x.copy(), r.copy()
     if callable(jacobian):
         Jm = jacobian(x)
     elif jacobian is None:
@@ -252,9 +254,17 @@ def newton(residual: Callable[[NDArray], NDArray], x0: NDArray,
                                 "the Newton matrix is singular") from None
         x += dx
         r = residual(x)
-        if not np.all(np.isfinite(r)):
-            raise NewtonFailure(float("nan"), it, "the residual became NaN or infinite")
         size = float(np.abs(dx).max())
+        finite = bool(np.all(np.isfinite(r)))
+        if not refreshed and (not finite or (it >= 2 and size > last)):
+            # a diverging iteration with the approximate matrix (a stiff step): start
+            # again from the initial guess with the full finite-difference Jacobian
+            x, r = x_start.copy(), r_start.copy()
+            Jm = jacobian(x) if callable(jacobian) else fd_jacobian(residual, x, r)
+            refreshed, last = True, np.inf
+            continue
+        if not finite:
+            raise NewtonFailure(float("nan"), it, "the residual became NaN or infinite")
         scale = float(np.abs(x).max())  # relative to x itself: stage unknowns are increments
         if size <= tol * scale:
             return x, it
