@@ -201,6 +201,53 @@ class _Problem:
         law = self.laws[k]
         return law.direction(+1).static_level, law.direction(-1).static_level
 
+    def events(self, mode):
+        """The terminal events of a segment with these modes, and what each means:
+        a sliding joint's w·d reaching 0 ("zero"), a stuck joint's holding force
+        reaching either bound ("break")."""
+        events, meta = [], []
+        for k in range(len(self.idx)):
+            if not self.exact[k]:
+                continue
+            if mode[k] != 0:
+                def ev(tt, yy, off=self.nq + self.idx[k], d=mode[k], vb=self.vb[k]):
+                    return (yy[off] - vb) * d
+                new = [(ev, "zero")]
+            else:
+                fp, fn = self.holding_limits(k)
+                m = mode.copy()
+
+                def ev_n(tt, yy, k=k, fn=fn, m=m):
+                    return fn - self.evaluate(tt, yy, m)[2][k]
+
+                def ev_p(tt, yy, k=k, fp=fp, m=m):
+                    return self.evaluate(tt, yy, m)[2][k] + fp
+                new = [(ev_n, "break"), (ev_p, "break")]
+            for e, what in new:
+                e.terminal, e.direction = True, -1
+                events.append(e)
+                meta.append((k, what))
+        return events, meta
+
+    def assemble(self, t, Y, modes, switches) -> FrictionTrajectory:
+        """The trajectory from the stacked states, with forces, v̇ and energy recomputed
+        at each output time in the mode that was active there."""
+        n = len(t)
+        fr = np.empty((n, len(self.idx)))
+        E = np.empty(n)
+        A = np.empty((n, self.nv))
+        for i in range(n):
+            A[i], _, fr[i], _ = self.evaluate(t[i], Y[i], modes[i])
+            q, v, _ = self.split(Y[i])
+            E[i] = self.energy(q, v)
+        o = self.nq + self.nv + self.nz
+        w = Y[:, [self.nq + j for j in self.idx]] - self.vb
+        mode = np.where(np.array(self.exact)[None, :], modes, np.sign(w)).astype(int)
+        return FrictionTrajectory(
+            t=t, q=Y[:, :self.nq], v=Y[:, self.nq:self.nq + self.nv], joints=list(self.idx),
+            friction=fr, mode=mode, energy=E, friction_work=Y[:, o], other_work=Y[:, o + 1],
+            dissipated=Y[:, o + 2], z=Y[:, self.nq + self.nv:o], switches=switches, vdot=A)
+
     def consistent(self, t, y, mode, zero) -> bool:
         """Whether the modes of the joints ``zero`` (all at w = 0) are consistent:
         stuck ones held within their bounds, sliding ones accelerating the way they
@@ -326,33 +373,7 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, joints: dict,
     t = 0.0
     same_time = 0
     while t < t_final:
-        events, meta = [], []
-        for k in range(len(pb.idx)):
-            if not pb.exact[k]:
-                continue
-            j = pb.idx[k]
-            if mode[k] != 0:
-                d = mode[k]
-                off = pb.nq + j
-
-                def ev(tt, yy, off=off, d=d, vb=pb.vb[k]):
-                    return (yy[off] - vb) * d
-                ev.terminal, ev.direction = True, -1
-                events.append(ev)
-                meta.append((k, "zero"))
-            else:
-                fp, fn = pb.holding_limits(k)
-                m = mode.copy()
-
-                def ev_n(tt, yy, k=k, fn=fn, m=m):
-                    return fn - pb.evaluate(tt, yy, m)[2][k]
-
-                def ev_p(tt, yy, k=k, fp=fp, m=m):
-                    return pb.evaluate(tt, yy, m)[2][k] + fp
-                for e in (ev_n, ev_p):
-                    e.terminal, e.direction = True, -1
-                    events.append(e)
-                    meta.append((k, "break"))
+        events, meta = pb.events(mode)
         m_seg = mode.copy()
         any_stuck = any(pb.exact[k] and mode[k] == 0 for k in range(len(pb.idx)))
         hmax = min(max_step, stick_step) if any_stuck else max_step
@@ -397,22 +418,4 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, joints: dict,
             switches.append(Switch(t, pb.idx[k], "slip", int(mode[k])))
         pb.resolve(t, y, mode, switches, stick, forced=release)
 
-    t_all = np.concatenate(T)
-    Y_all = np.vstack(Y)
-    modes = np.vstack(MODE)
-    n = len(t_all)
-    fr = np.empty((n, len(pb.idx)))
-    E = np.empty(n)
-    A = np.empty((n, pb.nv))
-    for i in range(n):
-        A[i], _, fr[i], _ = pb.evaluate(t_all[i], Y_all[i], modes[i])
-        q, v, _ = pb.split(Y_all[i])
-        E[i] = pb.energy(q, v)
-    o = pb.nq + pb.nv + pb.nz
-    modes_out = np.where(np.array(pb.exact)[None, :], modes,
-                         np.sign(Y_all[:, [pb.nq + j for j in pb.idx]] - pb.vb)).astype(int)
-    return FrictionTrajectory(
-        t=t_all, q=Y_all[:, :pb.nq], v=Y_all[:, pb.nq:pb.nq + pb.nv], joints=list(pb.idx),
-        friction=fr, mode=modes_out, energy=E, friction_work=Y_all[:, o],
-        other_work=Y_all[:, o + 1], dissipated=Y_all[:, o + 2],
-        z=Y_all[:, pb.nq + pb.nv:o], switches=switches, vdot=A)
+    return pb.assemble(np.concatenate(T), np.vstack(Y), np.vstack(MODE), switches)
