@@ -6,20 +6,25 @@ CRBA Table 6.2, ABA Table 7.1), written for speed:
 - every Plücker transform is kept as (E, r), ``X = [E 0; -E r× E]``, and
   applied in that form (a 6x6 matrix is never built);
 - rigid-body inertias are their 10 parameters (m, h = m c, Ī) and are moved
-  to the parent with the (E, r) formula of Xᵀ I X (Featherstone 2008,
-  Table 2.5); articulated inertias (ABA) are general symmetric 6x6 and are
-  moved block-wise;
+  with the (E, r) formula of Xᵀ I X (Featherstone 2008, Table 2.5);
+- RNEA works in body coordinates, as the book; CRBA and ABA work in world
+  coordinates, where composite and articulated inertias pass to the parent by
+  a plain sum instead of a 6x6 congruence per body (the quantities are the
+  same, only their coordinates differ; the tests compare with the body-frame
+  reference to 1e-12);
 - each call allocates its workspace once (a handful of arrays), never per
-  body; the loops are explicit, no BLAS on tiny matrices.
+  body; the loops are explicit, no BLAS on tiny matrices;
+- the small helpers are compiled with ``_nrt=False``: they allocate nothing,
+  and without it numba reference-counts every array argument of every call
+  (atomic operations that cost ~30 ns per helper call, more than the arithmetic).
 
 Every kernel returns a status: 0 ok, ``i + 1`` the quaternion of body i is
 not of unit norm, :data:`BAD_SHAPE` an input has the wrong length,
 :data:`NOT_FINITE` the result is not finite. The Python wrappers turn a
 non-zero status into a :class:`~kanedyn.StateError` naming the culprit.
 
-Spatial vectors of body i are in body i coordinates and rows of (nb, 6)
-arrays. ``fastmath`` is off: the kernels must agree with the reference
-implementation to rounding.
+Spatial vectors are rows of (n, 6) arrays. ``fastmath`` is off: the kernels
+must agree with the reference implementation to rounding.
 """
 
 from __future__ import annotations
@@ -302,13 +307,14 @@ def inertia_times(P, i, o, m, j, dst, k):
 
 
 @njit(cache=True, _nrt=False)
-def inertia_matrix(data, i, S, o):
-    """``S[o:o+6] = [Ī, h×; h×ᵀ, m 1]``, the 6x6 spatial inertia of body i (eq. 2.63)."""
-    m = data[i, MASS]
-    h0, h1, h2 = data[i, H], data[i, H + 1], data[i, H + 2]
+def inertia_matrix(P, i, k, S, o):
+    """``S[o:o+6] = [Ī, h×; h×ᵀ, m 1]`` from the parameters P[i, k:k+13] = (m, h, Ī)
+    (Featherstone 2008, eq. 2.63)."""
+    m = P[i, k]
+    h0, h1, h2 = P[i, k + 1], P[i, k + 2], P[i, k + 3]
     for a in range(3):
         for b in range(3):
-            S[o + a, b] = data[i, IBAR + 3 * a + b]
+            S[o + a, b] = P[i, k + 4 + 3 * a + b]
             S[o + 3 + a, 3 + b] = m if a == b else 0.0
     # h× = [[0, -h2, h1], [h2, 0, -h0], [-h1, h0, 0]] upper right, its transpose lower left
     S[o, 3], S[o, 4], S[o, 5] = 0.0, -h2, h1
@@ -607,68 +613,32 @@ def crba_batch(data, Q, out, status):
 
 # --- ABA ----------------------------------------------------------------------
 
-@njit(cache=True, _nrt=False)
-def _rotate_block(X, i, S, o0, o1, T, t):
-    """``T[t] = Eᵀ S[o0:o0+3, o1:o1+3] E`` (3x3), using T[5] as scratch."""
-    for c in range(3):
-        for b in range(3):
-            T[5, c, b] = (S[o0 + c, o1] * X[i, b] + S[o0 + c, o1 + 1] * X[i, 3 + b]
-                          + S[o0 + c, o1 + 2] * X[i, 6 + b])
-    for a in range(3):
-        for b in range(3):
-            T[t, a, b] = X[i, a] * T[5, 0, b] + X[i, 3 + a] * T[5, 1, b] + X[i, 6 + a] * T[5, 2, b]
-
-
-@njit(cache=True, _nrt=False)
-def articulated_to_parent_add(X, i, IA, src, dst, T):
-    """``IA[dst:dst+6] += X_iᵀ IA[src:src+6] X_i`` for a symmetric 6x6 ``[A B; Bᵀ C]``.
-
-    With X = rot(E) xlt(r): rotate the blocks (A', B', C' = Eᵀ · E), then shift,
-    ``A'' = A' - B' r× - (B' r×)ᵀ - r× C' r×``, ``B'' = B' + r× C'``, ``C'' = C'``.
-    """
-    _rotate_block(X, i, IA, src, 0, T, 0)
-    _rotate_block(X, i, IA, src, 3, T, 1)
-    _rotate_block(X, i, IA, src + 3, 3, T, 2)
-    r0, r1, r2 = X[i, 9], X[i, 10], X[i, 11]
-    # T[3] = B' r×, T[4] = r× C'  (r× = [[0,-r2,r1],[r2,0,-r0],[-r1,r0,0]])
-    for a in range(3):
-        b0, b1, b2 = T[1, a, 0], T[1, a, 1], T[1, a, 2]
-        T[3, a, 0] = b1 * r2 - b2 * r1
-        T[3, a, 1] = b2 * r0 - b0 * r2
-        T[3, a, 2] = b0 * r1 - b1 * r0
-        c0, c1, c2 = T[2, 0, a], T[2, 1, a], T[2, 2, a]
-        T[4, 0, a] = r1 * c2 - r2 * c1
-        T[4, 1, a] = r2 * c0 - r0 * c2
-        T[4, 2, a] = r0 * c1 - r1 * c0
-    # r× C' r× = T[4] r×
-    for a in range(3):
-        d0, d1, d2 = T[4, a, 0], T[4, a, 1], T[4, a, 2]
-        T[0, a, 0] -= d1 * r2 - d2 * r1
-        T[0, a, 1] -= d2 * r0 - d0 * r2
-        T[0, a, 2] -= d0 * r1 - d1 * r0
-    for a in range(3):
-        for b in range(3):
-            A2 = T[0, a, b] - T[3, a, b] - T[3, b, a]
-            B2 = T[1, a, b] + T[4, a, b]
-            IA[dst + a, b] += A2
-            IA[dst + a, 3 + b] += B2
-            IA[dst + 3 + b, a] += B2
-            IA[dst + 3 + a, 3 + b] += T[2, a, b]
-
-
 @njit(cache=True)
 def aba_into(data, q, v, tau, fext, use_fext, qdd):
-    """Forward dynamics by the articulated-body algorithm (Table 7.1), O(n).
+    """Forward dynamics by the articulated-body algorithm (Table 7.1), O(n), in world
+    coordinates.
+
+    Every spatial quantity of body i — motion subspace S⁰_i, velocity, bias
+    acceleration ``c_i = v_i × S_i q̇_i``, inertia, articulated inertia I^A_i and bias
+    force p^A_i — is expressed in world coordinates, so the articulated inertia
+    passes to the parent by a plain sum, ``I^A_p += I^a_i``, with no 6x6 congruence
+    per body (the book's body-coordinate version is
+    :func:`kanedyn.dynamics.reference.aba`). ``c_i`` is the same vector in any
+    coordinates: a body-fixed S has ``Ṡ⁰ = v_i × S⁰``.
 
     ``D_i = S_iᵀ U_i`` (U_i = I^A_i S_i) is factored ``D_i = L_i L_iᵀ``; with
     ``W_i = L_i⁻¹ U_iᵀ`` and ``y_i = L_i⁻¹ u_i`` the book's ``U D⁻¹ Uᵀ = Wᵀ W``,
     ``U D⁻¹ u = Wᵀ y`` and ``q̈_i = L_i⁻ᵀ (y_i - W_i a'_i)``.
-    The 6x6 blocks of body i (I^A_i, L_i, W_i) are rows 6i..6i+5 of (6 nb, 6) arrays.
     """
     nb = data.shape[0] - 1
-    X = np.empty((nb, 12))      # X_up[i] = (E row-major, r)
-    # spatial vectors, rows: v_i at i, c_i = v_i × v_J at CB + i, a_i at AC + i,
-    # p^A_i (articulated bias force) at PA + i; scratch at TM (0, 1: vectors, 2..7: U_i)
+    nv = qdd.shape[0]
+    X = np.empty((nb, 12))          # X_up[i]
+    X0 = np.empty((nb, 12))         # i_X_0: world to body i coordinates
+    Pb = np.empty((nb, 13))         # body inertia parameters, body coordinates
+    P0 = np.zeros((nb, 13))         # the same in world coordinates
+    S0 = np.empty((nv, 6))          # motion subspace columns, world coordinates
+    # spatial vectors, rows: v_i at i, c_i at CB + i, a_i at AC + i, p^A_i at PA + i;
+    # scratch at TM (0, 1: vectors, 2..7: U_i columns)
     w = np.empty((4 * nb + 8, 6))
     CB = nb
     AC = 2 * nb
@@ -677,119 +647,124 @@ def aba_into(data, q, v, tau, fext, use_fext, qdd):
     # 6x6 blocks: I^A_i at rows 6i.., L_i (Cholesky factor of D_i) at LO + 6i..,
     # W_i = L⁻¹ Uᵀ (rows 0..nv_i-1) at WO + 6i..
     B6 = np.empty((18 * nb, 6))
-    IA = B6
-    L = B6
-    W = B6
     LO = 6 * nb
     WO = 12 * nb
-    y = np.empty(qdd.shape[0])
-    T = np.empty((6, 3, 3))
-    g0 = data[nb, GRAV]
-    g1 = data[nb, GRAV + 1]
-    g2 = data[nb, GRAV + 2]
+    y = np.empty(nv)
+    inertia_params(data, Pb)
     for i in range(nb):  # pass 1: velocities and bias forces, parent before child
         if joint_transform(data, i, q, X):
             return i + 1
-        p = int(data[i, PARENT])
-        s_times(data, i, v, w, TM + 0)
-        for m in range(6):
-            w[CB + i, m] = 0.0
-        if p < 0:
-            for m in range(6):
-                w[i, m] = w[TM + 0, m]
+        par = int(data[i, PARENT])
+        if par < 0:
+            for m in range(12):
+                X0[i, m] = X[i, m]
         else:
-            x_motion(X, i, w, p, w, i)
+            compose(X, i, X0, par)
+        n = int(data[i, NVJ])
+        o = int(data[i, IV])
+        for m in range(6):
+            w[TM, m] = 0.0
+        for c in range(n):
+            s_column(data, i, c, w, TM + 1)
+            x_inv_motion(X0, i, w, TM + 1, S0, o + c)
             for m in range(6):
-                w[i, m] += w[TM + 0, m]
-            cross_motion_add(w, i, w, TM + 0, w, CB + i)
-        # I^A_i = I_i as a 6x6 matrix; p^A_i = v_i ×* I_i v_i - f_ext,i
-        inertia_matrix(data, i, IA, 6 * i)
-        inertia_times(data, i, MASS, w, i, w, TM + 0)
+                w[TM, m] += S0[o + c, m] * v[o + c]  # v_J = S⁰ q̇
+        for m in range(6):
+            w[i, m] = w[TM, m] if par < 0 else w[par, m] + w[TM, m]
+            w[CB + i, m] = 0.0
+        cross_motion_add(w, i, w, TM, w, CB + i)
+        inertia_to_parent_add(X0, i, Pb, i, P0, i)  # I⁰_i = X0ᵀ I_i X0
+        inertia_matrix(P0, i, 0, B6, 6 * i)
+        # p^A_i = v_i ×* I_i v_i - f_ext,i (f_ext given in body coordinates)
+        inertia_times(P0, i, 0, w, i, w, TM)
         for m in range(6):
             w[PA + i, m] = 0.0
-        cross_force_add(w, i, w, TM + 0, w, PA + i)
+        cross_force_add(w, i, w, TM, w, PA + i)
         if use_fext:
             for m in range(6):
-                w[PA + i, m] -= fext[i, m]
+                w[TM, m] = 0.0
+            xt_force_add(X0, i, fext, i, w, TM)
+            for m in range(6):
+                w[PA + i, m] -= w[TM, m]
     for i in range(nb - 1, -1, -1):  # pass 2: articulated inertias, child before parent
         n = int(data[i, NVJ])
         o = int(data[i, IV])
         b = 6 * i
-        # scratch row 2 + c: U_i[:, c] = I^A_i S_i[:, c]
-        for c in range(n):
-            s_column(data, i, c, w, TM + 0)
+        for c in range(n):  # scratch row 2 + c: U_i[:, c] = I^A_i S_i[:, c]
             for m in range(6):
                 s = 0.0
                 for l in range(6):
-                    s += IA[b + m, l] * w[TM + 0, l]
+                    s += B6[b + m, l] * S0[o + c, l]
                 w[TM + 2 + c, m] = s
         # D = Sᵀ U, then its Cholesky factor L (D is SPD for a model that moves inertia)
         for c in range(n):
             for r in range(c, n):
-                d = s_dot(data, i, r, w, TM + 2 + c)
+                d = 0.0
+                for m in range(6):
+                    d += S0[o + r, m] * w[TM + 2 + c, m]
                 for l in range(c):
-                    d -= L[LO + b + r, l] * L[LO + b + c, l]
+                    d -= B6[LO + b + r, l] * B6[LO + b + c, l]
                 if r == c:
-                    L[LO + b + c, c] = np.sqrt(d)
+                    B6[LO + b + c, c] = np.sqrt(d)
                 else:
-                    L[LO + b + r, c] = d / L[LO + b + c, c]
+                    B6[LO + b + r, c] = d / B6[LO + b + c, c]
         # u = τ_i - Sᵀ p^A; y = L⁻¹ u; W = L⁻¹ Uᵀ (forward substitution)
         for r in range(n):
-            u = tau[o + r] - s_dot(data, i, r, w, PA + i)
+            u = tau[o + r]
+            for m in range(6):
+                u -= S0[o + r, m] * w[PA + i, m]
             for l in range(r):
-                u -= L[LO + b + r, l] * y[o + l]
-            y[o + r] = u / L[LO + b + r, r]
+                u -= B6[LO + b + r, l] * y[o + l]
+            y[o + r] = u / B6[LO + b + r, r]
             for m in range(6):
                 x = w[TM + 2 + r, m]
                 for l in range(r):
-                    x -= L[LO + b + r, l] * W[WO + b + l, m]
-                W[WO + b + r, m] = x / L[LO + b + r, r]
-        p = int(data[i, PARENT])
-        if p >= 0:
-            # I^a = I^A - Wᵀ W (in place); p^a = p^A + I^a c + Wᵀ y
-            for a in range(6):
-                for c in range(6):
-                    s = 0.0
-                    for l in range(n):
-                        s += W[WO + b + l, a] * W[WO + b + l, c]
-                    IA[b + a, c] -= s
+                    x -= B6[LO + b + r, l] * B6[WO + b + l, m]
+                B6[WO + b + r, m] = x / B6[LO + b + r, r]
+        par = int(data[i, PARENT])
+        if par >= 0:
+            # I^a = I^A - Wᵀ W, added to the parent; p^a = p^A + I^a c + Wᵀ y likewise
+            bp = 6 * par
             for a in range(6):
                 s = w[PA + i, a]
                 for c in range(6):
-                    s += IA[b + a, c] * w[CB + i, c]
+                    Ia = B6[b + a, c]
+                    for l in range(n):
+                        Ia -= B6[WO + b + l, a] * B6[WO + b + l, c]
+                    B6[bp + a, c] += Ia
+                    s += Ia * w[CB + i, c]
                 for l in range(n):
-                    s += W[WO + b + l, a] * y[o + l]
-                w[TM + 0, a] = s
-            articulated_to_parent_add(X, i, IA, b, 6 * p, T)
-            xt_force_add(X, i, w, TM + 0, w, PA + p)
+                    s += B6[WO + b + l, a] * y[o + l]
+                w[PA + par, a] += s
+    g0 = data[nb, GRAV]
+    g1 = data[nb, GRAV + 1]
+    g2 = data[nb, GRAV + 2]
     for i in range(nb):  # pass 3: accelerations, parent before child
         n = int(data[i, NVJ])
         o = int(data[i, IV])
-        p = int(data[i, PARENT])
+        par = int(data[i, PARENT])
         b = 6 * i
-        if p < 0:
-            w[TM + 1, 0] = 0.0
-            w[TM + 1, 1] = 0.0
-            w[TM + 1, 2] = 0.0
-            w[TM + 1, 3] = -g0
-            w[TM + 1, 4] = -g1
-            w[TM + 1, 5] = -g2
-            x_motion(X, i, w, TM + 1, w, AC + i)
+        if par < 0:  # a_0 = -a_grav = [0; -g], in world coordinates already
+            w[AC + i, 0] = w[CB + i, 0]
+            w[AC + i, 1] = w[CB + i, 1]
+            w[AC + i, 2] = w[CB + i, 2]
+            w[AC + i, 3] = w[CB + i, 3] - g0
+            w[AC + i, 4] = w[CB + i, 4] - g1
+            w[AC + i, 5] = w[CB + i, 5] - g2
         else:
-            x_motion(X, i, w, AC + p, w, AC + i)
-        for m in range(6):
-            w[AC + i, m] += w[CB + i, m]
+            for m in range(6):
+                w[AC + i, m] = w[AC + par, m] + w[CB + i, m]
         # q̈ = L⁻ᵀ (y - W a')  (back substitution)
         for r in range(n - 1, -1, -1):
             s = y[o + r]
             for m in range(6):
-                s -= W[WO + b + r, m] * w[AC + i, m]
+                s -= B6[WO + b + r, m] * w[AC + i, m]
             for l in range(r + 1, n):
-                s -= L[LO + b + l, r] * qdd[o + l]
-            qdd[o + r] = s / L[LO + b + r, r]
-        s_times(data, i, qdd, w, TM + 0)
-        for m in range(6):
-            w[AC + i, m] += w[TM + 0, m]
+                s -= B6[LO + b + l, r] * qdd[o + l]
+            qdd[o + r] = s / B6[LO + b + r, r]
+        for c in range(n):
+            for m in range(6):
+                w[AC + i, m] += S0[o + c, m] * qdd[o + c]
     return 0 if all_finite(qdd) else NOT_FINITE
 
 
