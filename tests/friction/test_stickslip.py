@@ -37,8 +37,9 @@ def incline_law(theta):
     return friction.Stribeck(MU_K * N, MU_S * N, 0.01, 2.0, 0.0)
 
 
-def test_block_below_static_coefficient_stays_exactly_put_for_10_s():
-    theta = math.atan(0.95 * MU_S)                  # tan θ below μs (and above μk)
+@pytest.mark.parametrize("ratio", [0.95, 0.999])
+def test_block_below_static_coefficient_stays_exactly_put_for_10_s(ratio):
+    theta = math.atan(ratio * MU_S)                 # tan θ below μs (and above μk)
     tr = friction.simulate(incline(theta), [0.0], [0.0], 10.0, {"slide": incline_law(theta)})
     assert tr.t[-1] == pytest.approx(10.0)
     assert np.max(np.abs(tr.v)) <= 1e-12 and np.max(np.abs(tr.q)) <= 1e-12
@@ -48,8 +49,9 @@ def test_block_below_static_coefficient_stays_exactly_put_for_10_s():
     np.testing.assert_allclose(tr.friction[:, 0], G * math.sin(theta), rtol=1e-12)
 
 
-def test_block_above_static_coefficient_slides_between_the_coulomb_bounds():
-    theta = math.atan(1.05 * MU_S)
+@pytest.mark.parametrize("ratio", [1.05, 1.001])
+def test_block_above_static_coefficient_slides_between_the_coulomb_bounds(ratio):
+    theta = math.atan(ratio * MU_S)
     tr = friction.simulate(incline(theta), [0.0], [0.0], 2.0, {"slide": incline_law(theta)})
     assert tr.switches[0].kind == "slip" and tr.switches[0].direction == -1
     assert tr.switches[0].t == 0.0 and len(tr.switches) == 1
