@@ -87,7 +87,9 @@ class KaneSystem:
         torques, thrusts, control inputs.
     parameters : {symbol: value}; other free symbols become parameters with
         value None.
-    potential_energy : V(q) of the conservative part of the loads, if any.
+    potential_energy : V(q) of the loads that are not inputs or reactions (gravity,
+        springs). The result's energy is K + V; without V it is K when every load
+        is an input or a reaction, and unknown (None) otherwise.
     quaternions : pairs ``(q_indices, u_indices)`` of unit quaternions and the
         body angular velocities that drive them, passed on to the result.
     """
@@ -562,12 +564,14 @@ def kanes_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsO
         auxiliary = _reactions(system, kin, F[n:, 0], Fs[n:, 0], reduce)
 
     qdot = kin.qdot.applyfunc(lambda e: e.xreplace(kin.u_dep_map)) if dep else kin.qdot
-    # the mechanical energy only when every load is accounted for by V (or there is none)
+    # E = K + V, V the potential of the loads that are not inputs or reactions (which,
+    # like joint torques of a Model, supply power from outside). Without a given V,
+    # E is known only if every load is such a specified one.
     K = reduce(kinetic_energy(system, kin))
     V = sp.sympify(system.potential_energy) if system.potential_energy is not None else None
-    if V is None and not system.loads:
+    if V is None and all(_is_specified(raw, system) for raw in system.loads):
         V = sp.S.Zero
-    energy = K + (V if V is not None else 0) if V is not None or not system.loads else None
+    energy = K + V if V is not None else None
 
     if simplify:
         M = M.applyfunc(sp.simplify)
@@ -575,6 +579,13 @@ def kanes_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsO
         auxiliary = {k: sp.simplify(v) for k, v in auxiliary.items()}
 
     return _to_plain(system, kin, ind, qdot, M, forcing, auxiliary, (energy, K, V))
+
+
+def _is_specified(raw, system: KaneSystem) -> bool:
+    """True if the load's vector is made of inputs or reactions (it vanishes with them)."""
+    vec = as_load(raw).vector
+    zero = {s: 0 for s in (*system.inputs, *system.reactions)}
+    return bool(zero) and all(m.xreplace(zero) == sp.zeros(3, 1) for m, _f in vec.args)
 
 
 def _check_load_symbols(system: KaneSystem, F: sp.Matrix) -> None:
