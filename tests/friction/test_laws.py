@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kanedyn import FrictionError, friction
 
@@ -133,3 +135,19 @@ def test_creep_velocity_formula():
         for eps in (1e-4, 1e-5):
             v = friction.creep_velocity(base.smoothed(kind, eps), f)
             assert v == pytest.approx(formula(eps), rel=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(Fc=st.floats(0.0, 10.0), dF=st.floats(0.0, 10.0), vs=st.floats(1e-3, 1.0),
+       delta=st.floats(0.3, 4.0), Fv=st.floats(0.0, 5.0), v=st.floats(1e-4, 3.0),
+       rational=st.booleans())
+def test_stribeck_family_properties(Fc, dF, vs, delta, Fv, v, rational):
+    """Odd; between the Coulomb and static bounds; derivative = central difference."""
+    cls = friction.RationalStribeck if rational else friction.Stribeck
+    law = cls(Fc, Fc + dF, vs, delta, Fv)
+    assert law(-v) == -law(v)
+    assert Fc + Fv * v - 1e-12 <= law(v) <= Fc + dF + Fv * v + 1e-12
+    h = 1e-6 * v
+    fd = (law(v + h) - law(v - h)) / (2 * h)
+    scale = 1.0 + abs(fd) + (Fc + dF) / v
+    assert abs(law.derivative(v) - fd) <= 1e-5 * scale
