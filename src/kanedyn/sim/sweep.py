@@ -264,8 +264,8 @@ def sweep(scenario: str | Path | Scenario | dict, over: dict[str, Any],
             n_ok = n_fail = 0
             t0 = last_flush = time.perf_counter()
             seen, pending = set(done), []
-            for fut in as_completed(futures):
-                row = fut.result()
+            # with_results gathers finished results in batches, not one round trip each
+            for _, row in as_completed(futures, with_results=True):
                 if row["run_id"] in seen:  # a rescheduled duplicate: keep the first
                     continue
                 seen.add(row["run_id"])
