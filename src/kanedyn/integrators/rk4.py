@@ -17,10 +17,29 @@ from .base import FixedStepMethod, chart_is_additive, chart_jacobian
 
 
 class RK4(FixedStepMethod):
-    """Classical RK4 (explicit, fixed step, 4 dynamics evaluations per step)."""
+    """Classical RK4 (explicit, fixed step, 4 dynamics evaluations per step).
+
+    ``compiled=True`` (default): when the system is a plain Model with additive
+    coordinates and no force elements, the whole run (and an energy projection)
+    goes through the compiled loop of :mod:`.rk4_compiled`; same steps, less
+    overhead.
+    """
 
     name = "rk4"
     order = 4
+    options = {"compiled": True}
+
+    def compiled_run(self, project):
+        """The Solution by the compiled loop, or None when it does not apply."""
+        from . import rk4_compiled
+
+        if not self.opts["compiled"] or not rk4_compiled.applicable(self.problem):
+            return None
+        if project is None:
+            return rk4_compiled.run(self.problem, self.name, project=False)
+        if tuple([project] if isinstance(project, str) else project) == ("energy",):
+            return rk4_compiled.run(self.problem, f"{self.name}+project('energy',)", True)
+        return None
 
     def __init__(self, problem, **options):
         super().__init__(problem, **options)

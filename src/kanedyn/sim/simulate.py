@@ -96,8 +96,13 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, method: str =
                 raise StateError(f"simulate: method {method!r} is a fixed-step method; give dt")
             stepper = fn(problem, **options)
             if project is not None:
-                stepper = Projected(stepper, parse_invariants(project))
-            sol = run_fixed(stepper, problem)
+                parse_invariants(project)
+            fast = getattr(stepper, "compiled_run", None)
+            sol = fast(project) if fast is not None else None
+            if sol is None:
+                if project is not None:
+                    stepper = Projected(stepper, parse_invariants(project))
+                sol = run_fixed(stepper, problem)
         else:
             if project is not None:
                 raise SolverError(f"simulate: project= wraps fixed-step methods; {method!r} is "

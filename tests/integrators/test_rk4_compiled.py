@@ -1,0 +1,35 @@
+"""The compiled RK4 loop takes the same steps as the Python RK4."""
+
+import numpy as np
+import pytest
+
+import kanedyn as kd
+
+
+@pytest.mark.parametrize("project", [None, "energy"])
+def test_compiled_equals_python(project):
+    m = kd.models.pendulum_chain(5, planar=False)
+    q0, v0 = np.linspace(0.4, -0.3, 5), np.linspace(-1, 1, 5)
+    a = kd.simulate(m, q0, v0, 0.3, method="rk4", dt=1e-3, project=project)
+    b = kd.simulate(m, q0, v0, 0.3, method="rk4", dt=1e-3, project=project, compiled=False)
+    np.testing.assert_allclose(a.t, b.t, atol=1e-15)
+    np.testing.assert_allclose(a.q, b.q, atol=1e-13)
+    np.testing.assert_allclose(a.v, b.v, atol=1e-12)
+    if project:
+        assert a.relative_energy_error().max() <= 1e-14
+
+
+def test_compiled_uneven_last_step_and_save_every():
+    m = kd.models.pendulum_chain(2)
+    a = kd.simulate(m, [1.0, 0.0], [0, 0], 0.1005, method="rk4", dt=0.01, save_every=3)
+    b = kd.simulate(m, [1.0, 0.0], [0, 0], 0.1005, method="rk4", dt=0.01, save_every=3,
+                    compiled=False)
+    np.testing.assert_allclose(a.t, b.t, atol=1e-15)
+    assert a.t[-1] == 0.1005
+    np.testing.assert_allclose(a.q, b.q, atol=1e-14)
+
+
+def test_compiled_divergence_is_reported():
+    m = kd.models.pendulum_chain(2)
+    with pytest.raises(kd.DivergenceError, match="t = "):
+        kd.simulate(m, [3.0, 0.0], [50.0, -80.0], 100.0, method="rk4", dt=0.5, blowup=10.0)
