@@ -58,15 +58,24 @@ def four_bar_configuration(theta1: float, l1=0.2, l2=0.5, l3=0.4, l0=0.45) -> np
 
 def four_bar_problem(theta1=np.pi / 3, omega1=2.0, t_final=1.0, **geom):
     from .consistent import consistent_initial_values
-    from .problems import Problem
+    from .problems import Problem, Reference
 
     sys = four_bar_system(**geom)
     keys = ("l1", "l2", "l3", "l0")
     q0 = four_bar_configuration(theta1, **{k: sys.geometry[k] for k in keys})
     v0 = consistent_initial_values(sys, q0, np.array([omega1, 0.0, 0.0])).v
+    g = sys.geometry
+
+    def reference():
+        th, om = four_bar_reference(theta1, v0[0], t_final, g["l1"], g["l2"], g["l3"],
+                                    g["l0"], g["m"], g["gravity"])
+        return Reference(t_final, four_bar_configuration(th, *(g[k] for k in keys)), None,
+                         {"crank_rate": om},
+                         source="one-coordinate Lagrange equation (sympy), DOP853 at 1e-13")
+
     return Problem("four_bar", sys, q0, v0, t_final,
-                   "planar four-bar linkage (kanedyn); reference: none published",
-                   lambda: _self_reference(sys, q0, v0, t_final), "q")
+                   "planar four-bar linkage (kanedyn); reference from the crank angle's "
+                   "Lagrange equation", reference, "q")
 
 
 def slider_crank_system(r=0.1, l=0.3, m=(1.0, 2.0, 0.5), gravity=9.81, tau=None):
@@ -92,13 +101,30 @@ def slider_crank_configuration(theta, r=0.1, l=0.3):
     return np.array([theta, phi_abs - theta, r * np.cos(theta) + l * np.cos(phi_abs)])
 
 
-def slider_crank_reference(theta0, omega0, t_final, r=0.1, l=0.3, m=(1.0, 2.0, 0.5),
-                           gravity=9.81):
-    """Independent solution: the crank angle's Lagrange equation in one coordinate,
-    ``μ(θ) θ̈ + ½ μ'(θ) θ̇² + V'(θ) = 0``, with μ and V from closed-form slider–crank
-    kinematics derived by sympy, integrated by DOP853 at 1e-13."""
+def one_dof_reference(theta, mu, V, theta0, omega0, t_final):
+    """Integrate ``μ(θ) θ̈ + ½ μ'(θ) θ̇² + V'(θ) = 0`` — Lagrange's equation of a mechanism
+    with one degree of freedom, ``T = ½ μ(θ) θ̇²`` — from sympy expressions μ, V in θ, by
+    DOP853 at rtol = atol = 1e-13. Returns θ, θ̇ at t_final."""
     import sympy as sp
     from scipy.integrate import solve_ivp
+
+    f_mu = sp.lambdify(theta, mu, "math")
+    f_dmu = sp.lambdify(theta, sp.diff(mu, theta), "math")
+    f_dV = sp.lambdify(theta, sp.diff(V, theta), "math")
+
+    def rhs(t, y):
+        return [y[1], -(0.5 * f_dmu(y[0]) * y[1] ** 2 + f_dV(y[0])) / f_mu(y[0])]
+
+    sol = solve_ivp(rhs, (0.0, t_final), [theta0, omega0], method="DOP853", rtol=1e-13,
+                    atol=1e-13)
+    return sol.y[:, -1]
+
+
+def slider_crank_reference(theta0, omega0, t_final, r=0.1, l=0.3, m=(1.0, 2.0, 0.5),
+                           gravity=9.81):
+    """Independent solution: the crank angle's Lagrange equation in one coordinate, with
+    μ and V from closed-form slider–crank kinematics (sympy)."""
+    import sympy as sp
 
     th = sp.symbols("theta")
     m1, m2, m3 = m
@@ -110,16 +136,35 @@ def slider_crank_reference(theta0, omega0, t_final, r=0.1, l=0.3, m=(1.0, 2.0, 0
     mu = (m1 * r ** 2 / 3 + m2 * (dG.dot(dG)) + m2 * l ** 2 / 12 * phi.diff(th) ** 2
           + m3 * xs.diff(th) ** 2)
     V = gravity * (m1 * r / 2 * sp.sin(th) + m2 * Gc[1])
-    f_mu = sp.lambdify(th, mu, "math")
-    f_dmu = sp.lambdify(th, mu.diff(th), "math")
-    f_dV = sp.lambdify(th, V.diff(th), "math")
+    return one_dof_reference(th, mu, V, theta0, omega0, t_final)
 
-    def rhs(t, y):
-        return [y[1], -(0.5 * f_dmu(y[0]) * y[1] ** 2 + f_dV(y[0])) / f_mu(y[0])]
 
-    sol = solve_ivp(rhs, (0.0, t_final), [theta0, omega0], method="DOP853", rtol=1e-13,
-                    atol=1e-13)
-    return sol.y[:, -1]
+def four_bar_reference(theta0, omega0, t_final, l1=0.2, l2=0.5, l3=0.4, l0=0.45,
+                       m=(1.0, 2.0, 1.5), gravity=9.81):
+    """Independent solution of the four-bar: θ1's Lagrange equation with the coupler and
+    rocker angles from the closed-form circle intersection (as in
+    :func:`four_bar_configuration`), differentiated by sympy."""
+    import sympy as sp
+
+    t1 = sp.symbols("theta1")
+    m1, m2, m3 = m
+    B = sp.Matrix([l1 * sp.cos(t1), l1 * sp.sin(t1)])
+    D = sp.Matrix([l0, 0])
+    d = sp.sqrt((D - B).dot(D - B))
+    a = (l2 ** 2 - l3 ** 2 + d ** 2) / (2 * d)
+    h = sp.sqrt(l2 ** 2 - a ** 2)
+    e = (D - B) / d
+    P = B + a * e + h * sp.Matrix([-e[1], e[0]])
+    t2 = sp.atan2(P[1] - B[1], P[0] - B[0])
+    t3 = sp.atan2(P[1], P[0] - l0)
+    G2 = B + (P - B) / 2
+    G3 = D + (P - D) / 2
+    dG2 = G2.diff(t1)
+    mu = (m1 * l1 ** 2 / 3 + m2 * dG2.dot(dG2) + m2 * l2 ** 2 / 12 * t2.diff(t1) ** 2
+          + m3 * l3 ** 2 / 3 * t3.diff(t1) ** 2)
+    V = gravity * (m1 * l1 / 2 * sp.sin(t1) + m2 * G2[1] + m3 * G3[1])
+    th, om = one_dof_reference(t1, mu, V, theta0, omega0, t_final)
+    return th, om
 
 
 def slider_crank_problem(theta0=np.pi / 4, omega0=5.0, t_final=1.0, **geom):
@@ -142,8 +187,3 @@ def slider_crank_problem(theta0=np.pi / 4, omega0=5.0, t_final=1.0, **geom):
     return Problem("slider_crank", sys, q0, v0, t_final,
                    "rigid planar slider–crank (kanedyn); reference from the crank angle's "
                    "Lagrange equation", reference, "q")
-
-
-def _self_reference(sys, q0, v0, t_final):
-    raise NotImplementedError("the four-bar has no independent reference trajectory; its "
-                              "test compares reaction forces with Newton–Euler instead")
