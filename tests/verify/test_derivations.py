@@ -107,3 +107,29 @@ def test_conserved_screws():
     a, p = np.array([0, 0, 1.0]), np.array([0.2, 0.5, 0.0])
     expected = np.concatenate([a, np.cross(p, a)])
     np.testing.assert_allclose(xi, expected / np.linalg.norm(expected), atol=1e-12)
+
+
+@pytest.mark.parametrize("joint, placement, n_conserved, words", [
+    ("planar", None, 3, "vertical axis and 2 linear"),            # horizontal plane
+    ("planar", "vertical", 1, "1 linear momentum"),                 # xz-plane: only x
+    ("prismatic", None, 1, "1 linear momentum"),                    # a horizontal slide
+    ("spherical", None, 1, "angular momentum about the vertical"),  # a ball at (0, 0, 1)
+])
+def test_symmetries_of_root_joints_and_their_momenta(joint, placement, n_conserved, words):
+    from kanedyn.model.joints import Planar, Prismatic, Revolute, Spherical
+    from kanedyn.spatial import rotx
+    from kanedyn.verify import checklist
+
+    jt = {"planar": Planar("base"), "prismatic": Prismatic("base", axis=(1, 0, 0)),
+          "spherical": Spherical("base")}[joint]
+    pl = {None: (np.eye(3), (0.0, 0.0, 1.0)), "vertical": (rotx(np.pi / 2), (0.0, 0.0, 0.0))}
+    b = kd.ModelBuilder("root_" + joint)
+    b.add_body("a", None, jt, pl[placement], 1.0, (0.2, 0.1, 0), np.diag([0.1, 0.2, 0.25]))
+    b.add_body("c", "a", Revolute("h", axis=(0, 1, 0)), (np.eye(3), (0.3, 0, 0)), 0.5,
+               (0, 0, -0.3), np.diag([0.02, 0.02, 0.01]))
+    model = b.build()
+    xi, why = conserved_screws(model)
+    assert xi.shape[1] == n_conserved and words in why
+    line = checklist(model, n_samples=1, checks=["momentum_conservation"])[
+        "momentum_conservation"]
+    assert line.passed is True, line.detail
