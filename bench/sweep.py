@@ -54,7 +54,7 @@ def main() -> None:
 
     # warm-up: compile or load the kernels once
     kd.simulate(model, Q0[0], V0[0], 2 * dt, method="rk4", dt=dt, forces=forces, progress=False)
-    kd.simulate_batch(model, Q0[:2], V0[:2], 2 * dt, dt, forces=forces)
+    kd.simulate_batch(model, Q0[:2], V0[:2], 2 * dt, dt=dt, forces=forces)
 
     m = min(args.sequential_sample, n)
     t0 = time.perf_counter()
@@ -65,7 +65,7 @@ def main() -> None:
     print(f"sequential kd.simulate     {seq:10.1f} runs/s   (timed on {m} runs)")
 
     t0 = time.perf_counter()
-    b = kd.simulate_batch(model, Q0, V0, t_final, dt, forces=forces)
+    b = kd.simulate_batch(model, Q0, V0, t_final, dt=dt, forces=forces)
     bat = n / (time.perf_counter() - t0)
     print(f"batched kd.simulate_batch  {bat:10.1f} runs/s   ratio to sequential "
           f"{bat / seq:6.1f}x (target >= 10x)")
@@ -101,7 +101,7 @@ def main() -> None:
         Q = rng.uniform(-1, 1, (N, 7))
         V = np.zeros((N, 7))
         t0 = time.perf_counter()
-        kd.simulate_batch(model, Q, V, t_final, dt, forces=forces, save_every=steps)
+        kd.simulate_batch(model, Q, V, t_final, dt=dt, forces=forces, save_every=steps)
         el = time.perf_counter() - t0
         print(f"  N = {N:6d}: {el:8.3f} s, {N / el:10.1f} runs/s, "
               f"{1e6 * el / (N * steps):6.2f} µs per run-step")

@@ -20,7 +20,7 @@ def _forces():
 def test_batched_runs_equal_single_runs():
     rng = np.random.default_rng(0)
     Q0, V0 = rng.uniform(-1, 1, (6, 4)), rng.normal(size=(6, 4))
-    b = simulate_batch(CHAIN, Q0, V0, 0.2, 1e-3, forces=_forces(), save_every=10)
+    b = simulate_batch(CHAIN, Q0, V0, 0.2, dt=1e-3, forces=_forces(), save_every=10)
     assert b.q.shape == (6, 21, 4) and np.allclose(b.t[-1], 0.2)
     for k in range(6):
         s = kd.simulate(CHAIN, Q0[k], V0[k], 0.2, method="rk4", dt=1e-3, forces=_forces(),
@@ -36,7 +36,7 @@ def test_batched_runs_equal_single_runs():
 def test_per_run_parameters_act_like_rebuilt_models():
     q0, v0 = np.array([0.5, -0.2, 0.3, 0.1]), np.zeros(4)
     masses, damping = np.array([0.5, 1.0, 2.0]), np.array([0.0, 0.2, 0.7])
-    b = simulate_batch(CHAIN, np.tile(q0, (3, 1)), np.tile(v0, (3, 1)), 0.1, 1e-3,
+    b = simulate_batch(CHAIN, np.tile(q0, (3, 1)), np.tile(v0, (3, 1)), 0.1, dt=1e-3,
                        forces=[kd.forces.JointDamper("joint1", 0.0)],
                        params={"mass:link2": masses, "damping:joint1": damping})
     for k in range(3):
@@ -51,17 +51,17 @@ def test_per_run_parameters_act_like_rebuilt_models():
 def test_bad_input():
     Q = np.zeros((2, 4))
     with pytest.raises(kd.StateError, match="unknown parameter 'length:joint1'"):
-        simulate_batch(CHAIN, Q, Q, 0.1, 1e-3, params={"length:joint1": [1.0, 2.0]})
+        simulate_batch(CHAIN, Q, Q, 0.1, dt=1e-3, params={"length:joint1": [1.0, 2.0]})
     with pytest.raises(kd.StateError, match="2 finite numbers"):
-        simulate_batch(CHAIN, Q, Q, 0.1, 1e-3, params={"mass:link1": [1.0]})
+        simulate_batch(CHAIN, Q, Q, 0.1, dt=1e-3, params={"mass:link1": [1.0]})
     with pytest.raises(kd.StateError, match="no JointFriction"):
-        simulate_batch(CHAIN, Q, Q, 0.1, 1e-3, params={"Fc:joint1": [1.0, 2.0]})
+        simulate_batch(CHAIN, Q, Q, 0.1, dt=1e-3, params={"Fc:joint1": [1.0, 2.0]})
     with pytest.raises(kd.KanedynError, match="batched methods: rk4"):
-        simulate_batch(CHAIN, Q, Q, 0.1, 1e-3, method="avf")
+        simulate_batch(CHAIN, Q, Q, 0.1, dt=1e-3, method="avf")
     with pytest.raises(kd.KanedynError, match="not 1-DOF additive"):
-        simulate_batch(kd.models.free_body(), np.zeros((1, 7)), np.zeros((1, 6)), 0.1, 1e-3)
+        simulate_batch(kd.models.free_body(), np.zeros((1, 7)), np.zeros((1, 6)), 0.1, dt=1e-3)
     with pytest.raises(kd.KanedynError, match="no batched kernel"):
-        simulate_batch(CHAIN, Q, Q, 0.1, 1e-3,
+        simulate_batch(CHAIN, Q, Q, 0.1, dt=1e-3,
                        forces=[kd.forces.JointTorque(lambda t, q, v: [0.0], "joint1")])
     with pytest.raises(kd.DivergenceError, match="run 1 at t"):
-        simulate_batch(CHAIN, Q, np.array([[0.0] * 4, [1e200] * 4]), 0.01, 1e-3)
+        simulate_batch(CHAIN, Q, np.array([[0.0] * 4, [1e200] * 4]), 0.01, dt=1e-3)

@@ -1,6 +1,6 @@
 """Many simulations at once: N initial states (and per-run parameters) stepped together.
 
-``simulate_batch(model, Q0, V0, t_final, dt)`` integrates N independent runs
+``simulate_batch(model, Q0, V0, t_final, dt=...)`` integrates N independent runs
 of one Model with the classical RK4 method — the same scheme as
 ``kd.simulate(..., method="rk4")``, so each run agrees with a single run to
 round-off — but the whole loop (forces, the articulated-body algorithm of
@@ -270,9 +270,9 @@ def _apply_params(model: Model, D: NDArray, P: NDArray, params: dict, N: int) ->
                              f"{', '.join(QUANTITIES)} (a joint)")
 
 
-def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float, dt: float,
-                   method: str = "rk4", forces=(), params: dict | None = None,
-                   save_every: int = 1) -> BatchTrajectory:
+def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
+                   method: str = "rk4", dt: float | None = None, forces=(),
+                   params: dict | None = None, save_every: int = 1) -> BatchTrajectory:
     """Integrate N runs of ``model`` from the rows of ``Q0`` (N, nq) and ``V0`` (N, nv).
 
     See the module docstring for ``params``. Raises :class:`DivergenceError`
@@ -296,6 +296,8 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float, d
                          f"{Q0.shape} and {V0.shape}")
     if not (np.all(np.isfinite(Q0)) and np.all(np.isfinite(V0))):
         raise StateError("simulate_batch: Q0 or V0 contains NaN or infinity")
+    if dt is None:
+        raise StateError("simulate_batch: give the step dt (the batched methods are fixed-step)")
     if not (np.isfinite(dt) and dt > 0) or not (np.isfinite(t_final) and t_final >= 0):
         raise StateError(f"simulate_batch: need dt > 0 and t_final ≥ 0, got {dt}, {t_final}")
     if int(save_every) != save_every or save_every < 1:
