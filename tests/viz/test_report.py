@@ -68,7 +68,7 @@ def report_file(chain_run, tmp_path_factory):
     plots = [plot_states(traj, out / "states.png"), plot_energy_error(traj, out / "energy.png")]
     summary = {"title": "double pendulum <test>", "model": model.name, "duration": 1.0,
                "verify": checklist(model, n_samples=2, checks=["mass_matrix_symmetric",
-                                                                "static_hand"]).to_dict()}
+                                                                "static_hand"])}
     path = write_report(out / "report.html", summary, plots,
                         animation_frames(model, traj.t, traj.q))
     return path, plots
@@ -83,6 +83,7 @@ def test_report_is_self_contained(report_file):
     blobs = re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", text)
     assert [base64.b64decode(b) for b in blobs] == [p.read_bytes() for p in plots]
     assert "double pendulum &lt;test&gt;" in text   # summary text is escaped
+    assert "<td>static_hand</td>" in text and "class='pass'" in text  # the report's table
     data = json.loads(re.search(r"id='anim-data'>(.*?)</script>", text, re.S).group(1))
     assert len(data["origins"]) == 61 and data["parents"] == [-1, 0]
 

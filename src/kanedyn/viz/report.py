@@ -40,6 +40,8 @@ def _fmt(x) -> str:
 def _table(d: Mapping) -> str:
     rows = []
     for k, v in d.items():
+        if callable(getattr(v, "to_dict", None)):  # a VerifyReport, or anything like it
+            v = v.to_dict()
         if isinstance(v, Mapping):
             cell = _table(v)
         elif isinstance(v, Sequence) and not isinstance(v, str) and v and all(
@@ -213,9 +215,9 @@ def write_report(path: str | os.PathLike, summary: Mapping, plots: Sequence = ()
     ----------
     path : the HTML file to write (atomically).
     summary : what the run was and what came of it, ``{name: value}``; a value
-        may be a nested dict (a sub-table) or a list of dicts (a table with a
-        column per key, e.g. ``VerifyReport.to_dict()["checks"]``, whose rows
-        are coloured by their ``passed`` entry).
+        may be a nested dict (a sub-table), a list of dicts (a table with a
+        column per key, rows coloured by their ``passed`` entry), or an object
+        with ``to_dict()`` such as a :class:`~kanedyn.verify.VerifyReport`.
     plots : paths of PNG files (e.g. from :mod:`kanedyn.viz.plots`), inlined as base64.
     animation : the dict of :func:`kanedyn.viz.animation_frames`, or None for no animation.
     title : the page title (default: the summary's ``"title"`` or ``"kanedyn report"``).
