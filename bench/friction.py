@@ -147,7 +147,8 @@ def creep() -> None:
     for name, L in (("exact per-step", law), ("Karnopp band 1e-3", friction.Karnopp(law, 1e-3)),
                     ("Karnopp band 1e-2", friction.Karnopp(law, 1e-2))):
         st = friction.time_stepping(slider(), [0.0], [0.05], 2.0, DT, {"x": L})
-        print(f"{name:<20} v(2 s) = {st.v[-1, 0]:10.3e} m/s (the speed it entered the band with)")
+        note = "  (the speed it entered the band with)" if "Karnopp" in name else ""
+        print(f"{name:<20} v(2 s) = {st.v[-1, 0]:10.3e} m/s{note}")
 
 
 # --- 3. cost per step -------------------------------------------------------------
