@@ -105,3 +105,19 @@ def test_smoothed_friction_budget_closes_in_other_methods(method, dt, rel):
     loss = tr.energy[-1] - tr.energy[0]
     assert loss < -0.2
     assert np.max(np.abs(tr.budget)) < rel * abs(loss)
+
+
+def test_urdf_friction_with_exact_stick_slip():
+    """The URDF's Coulomb level on j1 holds the arm at a small angle while j2 (no
+    friction) swings below it: j1's holding torque varies with j2's motion, and j1
+    stays exactly still as long as it is within ±0.7 N m."""
+    model = load_urdf_string(URDF)
+    joints = {e.joint: e.law for e in urdf_friction(model)}
+    tr = friction.simulate(model, [0.02, 0.1], [0.0, 0.0], 2.0, joints, dt_out=0.01)
+    stuck = tr.mode[:, 0] == 0
+    assert stuck.mean() > 0.5
+    assert np.all(tr.v[stuck, 0] == 0.0)
+    assert np.all(np.abs(tr.friction[stuck, 0]) <= 0.7 + 1e-12)
+    assert np.ptp(tr.q[:, 1]) > 0.15                          # j2 really swings
+    assert {s.kind for s in tr.switches} == {"stick", "slip"}   # and j1 sticks and slips
+    assert np.max(np.abs(tr.energy_residual)) < 1e-7

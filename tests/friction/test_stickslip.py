@@ -177,6 +177,11 @@ def test_simulate_bad_input():
         friction.simulate(model, [0.0], [0.0, 1.0], 1.0, {"x": law})
     with pytest.raises(kd.StateError, match="q0 contains NaN"):
         friction.simulate(model, [np.nan], [0.0], 1.0, {"x": law})
+    from kanedyn.forces import JointFriction
+
+    with pytest.raises(FrictionError, match="exact friction goes in joints"):
+        friction.simulate(model, [0.0], [0.0], 1.0, {"x": law},
+                          forces=[JointFriction("x", law)])
     with pytest.raises(FrictionError, match="lacks"):
         friction.simulate(object(), [0.0], [0.0], 1.0, {0: law})
 

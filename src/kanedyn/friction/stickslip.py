@@ -125,6 +125,13 @@ class _Problem:
             self.vb[self.idx.index(j)] = float(val)
         self.tau = tau
         self.forces: list[ForceElement] = [f.bind(self.sys) for f in (forces or ())]
+        for f in self.forces:
+            if f.discontinuous:
+                hint = (f" — pass {{{f.joint!r}: {f.law!r}}} in joints"
+                        if hasattr(f, "law") else "")
+                raise FrictionError(
+                    f"force element {f!r} is discontinuous in v; exact friction goes in "
+                    f"joints=..., where its stick–slip is resolved{hint}")
         self.exact = [isinstance(law, FrictionLaw) and law.discontinuous for law in self.laws]
         self.lugre = [k for k, law in enumerate(self.laws) if isinstance(law, LuGre)]
         self.nq, self.nv, self.nz = self.sys.nq, self.sys.nv, len(self.lugre)
