@@ -1,5 +1,6 @@
 """The command line: help with examples, exit codes, one-line errors."""
 
+import json
 import subprocess
 import sys
 
@@ -107,3 +108,21 @@ def test_usage_errors_exit_2():
     with pytest.raises(SystemExit) as e:
         build_parser().parse_args(["simulate"])
     assert e.value.code == 2
+
+
+def test_sweep_command_runs_a_grid(tmp_path, capsys):
+    from kanedyn.sim.sweep import read_results
+
+    sc = tmp_path / "s.toml"
+    sc.write_text(SCENARIO)
+    out = tmp_path / "sw"
+    assert main(["sweep", str(sc), "--over", "model.length=0.5,1.0", "--out", str(out),
+                 "--no-progress"]) == 0
+    assert "2 runs, 0 failed" in capsys.readouterr().out
+    rows = read_results(out)
+    assert [r["param:model.length"] for r in rows] == [0.5, 1.0]
+    # a longer pendulum swings more slowly: it has moved less after the same time
+    short, long_ = (json.loads(r["final_q"])[0] for r in rows)
+    assert abs(long_ - 0.4) < abs(short - 0.4)
+    assert main(["sweep", str(sc), "--over", "model.lenght=1", "--out", str(tmp_path / "b")]) == 2
+    assert "unknown parameter 'model.lenght'" in capsys.readouterr().err

@@ -1,6 +1,7 @@
 """Parameter sweeps on a Dask cluster: same results as sequential runs, robust to a lost
 worker, resumable, and clear about bad input."""
 
+import json
 import os
 import threading
 import time
@@ -47,7 +48,7 @@ def test_sweep_equals_sequential_runs(client, tmp_path):
     for row, params in zip(res.rows, expand(over), strict=True):
         seq = run_summary(parse_scenario(apply(SCENARIO, params)))
         assert row["param:model.length"] == params["model.length"]
-        assert np.array_equal(np.array(eval(row["final_q"])), np.array(seq["final_q"]))
+        assert np.array_equal(np.array(json.loads(row["final_q"])), np.array(seq["final_q"]))
         assert row["max_budget_error"] == seq["max_budget_error"]
     # the run with no damping conserves energy to RK4's error, the damped ones lose energy
     by = {(r["param:model.length"], r["param:forces.0.damping"]): r for r in res.rows}
