@@ -325,6 +325,47 @@ def test_upright_rolling_stable_iff_spin_above_routh_bound(disk):
             assert growth > 1e-3, (factor, ev)
 
 
+def test_rolling_disk_contact_force_through_auxiliary_speeds():
+    """Nonholonomic and auxiliary together: the contact force from auxiliary
+    speeds equals Newton's F = m a_G + m g e_z, with a_G the second derivative of
+    the centre's position computed here directly and the dependent u4, u5, u̇4,
+    u̇5 solved numerically from the constraints and their time derivative, at
+    random (q, u, u̇) — the identity holds for any u̇ compatible with rolling."""
+    system, info = classic.rolling_disk(contact_forces=True)
+    eom = system.derive()
+    assert set(eom.auxiliary) == {"Fx", "Fy", "Fz"} and len(eom.u) == 3
+    q, u, N, t = info["q"], info["u"], info["N"], dynamicsymbols._t
+    vals = _disk_values(info)
+    rG = (q[3] * N.x + q[4] * N.y + info["R"] * info["L"].z).to_matrix(N)
+    to_u = {qi.diff(t, 2): ui.diff(t) for qi, ui in zip(q, u, strict=True)}
+    to_u |= {qi.diff(t): ui for qi, ui in zip(q, u, strict=True)}
+    aG = rG.diff(t, 2).xreplace(to_u)
+    cons = sp.Matrix([c.xreplace(to_u) for c in info["constraints"]])
+    cons = cons.xreplace({ua: 0 for ua in info["ua"]})
+    a4, a5 = sp.symbols("a4 a5")             # u̇4, u̇5 as plain unknowns
+    dcons = cons.diff(t).xreplace(to_u).xreplace({u[3].diff(t): a4, u[4].diff(t): a5})
+    rng = np.random.default_rng(9)
+    m, g = DISK["m"], DISK["g"]
+    for _ in range(4):
+        st = {**vals, **dict(zip(q, rng.uniform(-1, 1, 5), strict=True)),
+              **dict(zip(u[:3], rng.uniform(-2, 2, 3), strict=True)),
+              **dict(zip([x.diff(t) for x in u[:3]], rng.uniform(-3, 3, 3), strict=True))}
+        c = cons.xreplace(st)
+        dep = np.linalg.solve(np.array(c.jacobian(u[3:]), float),
+                              -np.array(c.xreplace({u[3]: 0, u[4]: 0}), float)).ravel()
+        st |= {u[3]: dep[0], u[4]: dep[1]}
+        dc = dcons.xreplace(st)
+        ddep = np.linalg.solve(np.array(dc.jacobian([a4, a5]), float),
+                               -np.array(dc.xreplace({a4: 0, a5: 0}), float)).ravel()
+        st |= {u[3].diff(t): ddep[0], u[4].diff(t): ddep[1]}
+        newton = m * np.array(aG.xreplace(st), float).ravel() + np.array([0, 0, m * g])
+        plain = {**{_plain(k): v for k, v in st.items() if not isinstance(k, sp.Derivative)},
+                 **{kane.udot_symbol(k.expr): v for k, v in st.items()
+                    if isinstance(k, sp.Derivative)}}
+        ours = [float(eom.auxiliary[n].xreplace(plain)) for n in ("Fx", "Fy", "Fz")]
+        np.testing.assert_allclose(ours, newton, rtol=1e-10, atol=1e-12)
+
+
 # ----------------------------------------------------------------------------- pin reaction
 
 

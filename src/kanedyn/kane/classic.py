@@ -112,13 +112,18 @@ def spacecraft_reaction_wheel():
                         I_bus=sp.Matrix([[I11, I12, 0], [I12, I22, 0], [0, 0, I33]]))
 
 
-def rolling_disk():
+def rolling_disk(contact_forces: bool = False):
     """A uniform thin disk (radius R, mass m) rolling without slipping on the
     horizontal plane N.x–N.y, gravity −g N.z.
 
     q = (yaw q1 about N.z, lean q2 about the yawed x axis, spin q3 about the
     disk axis L.y, contact point x q4, y q5), u_i = q̇_i; u4, u5 are dependent:
-    the velocity of the disk's material point at the contact vanishes."""
+    the velocity of the disk's material point at the contact vanishes.
+
+    ``contact_forces=True`` adds auxiliary speeds ua1..ua3 (a virtual velocity
+    of the disk along N.x, N.y, N.z) and the contact force ``Fx N.x + Fy N.y +
+    Fz N.z`` on the disk's material point at the contact (Kane & Levinson
+    1985, the rolling disk with its contact forces brought into evidence)."""
     q = dynamicsymbols("q1:6")
     u = dynamicsymbols("u1:6")
     m, g, R = sp.symbols("m g R", positive=True)
@@ -130,16 +135,26 @@ def rolling_disk():
     O.set_vel(N, 0)
     C = O.locatenew("C", q[3] * N.x + q[4] * N.y)          # the contact point, in the plane
     Dc = C.locatenew("Dc", R * L.z)                         # the disk's centre
-    Dc.set_vel(N, Dc.pos_from(O).dt(N))
+    ua = dynamicsymbols("ua1:4") if contact_forces else []
+    virtual = sum((s * e for s, e in zip(ua, (N.x, N.y, N.z), strict=False)), 0 * N.x)
+    Dc.set_vel(N, Dc.pos_from(O).dt(N) + virtual)
     contact = Dc.vel(N) + D.ang_vel_in(N).cross(-R * L.z)   # the disk's material point at C
     constraints = [contact.dot(N.x), contact.dot(N.y)]
     disk = RigidBody("disk", Dc, D, m, inertia(L, m * R**2 / 4, m * R**2 / 2, m * R**2 / 4))
     kde = [ui - qi.diff() for qi, ui in zip(q, u, strict=True)]
-    system = KaneSystem(N, q, u, kde, [disk], [(Dc, -m * g * N.z)],
+    loads = [(Dc, -m * g * N.z)]
+    reactions = []
+    if contact_forces:
+        Cd = Dc.locatenew("Cd", -R * L.z)
+        Cd.set_vel(N, contact)
+        reactions = list(sp.symbols("Fx Fy Fz"))
+        loads.append((Cd, reactions[0] * N.x + reactions[1] * N.y + reactions[2] * N.z))
+    system = KaneSystem(N, q, u, kde, [disk], loads,
                         u_dependent=u[3:], velocity_constraints=constraints,
+                        u_auxiliary=ua, reactions=reactions,
                         potential_energy=m * g * R * sp.cos(q[1]), name="rolling_disk")
     return system, dict(N=N, Y=Y, L=L, D=D, C=C, Dc=Dc, q=q, u=u, m=m, g=g, R=R,
-                        constraints=constraints)
+                        constraints=constraints, ua=ua)
 
 
 def pendulum_pin_reaction():
