@@ -276,3 +276,16 @@ def test_undeclared_time_function_in_a_load_is_rejected():
                          [(P, F * N.x)], inputs=[F])
     eom = ok.derive()
     assert eom.inputs == [sp.Symbol("F")] and eom.forcing[0] == sp.Symbol("F")
+
+
+def test_parameter_named_like_a_coordinate_is_rejected():
+    N = ReferenceFrame("N")
+    O = Point("O")
+    O.set_vel(N, 0)
+    P = O.locatenew("P", q1 * N.x)
+    P.set_vel(N, u1 * N.x)
+    clash = sp.Symbol("u1")                      # a plain symbol, same name as the speed
+    s = kane.KaneSystem(N, [q1], [u1], [u1 - q1.diff()], [kane.Particle("bead", P, 1)],
+                        [(P, -clash * N.x)])
+    with pytest.raises(SymbolicError, match="symbol u1 has the name of a coordinate"):
+        s.derive()

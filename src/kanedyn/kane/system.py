@@ -643,6 +643,16 @@ def _to_plain(system, kin, ind, qdot, M, forcing, auxiliary, energies) -> Equati
     def conv(e):
         return sp.sympify(e).xreplace(derivs).xreplace(plain)
 
+    # a user symbol named like a coordinate, speed or u̇ would merge with it silently
+    reserved = {str(x) for x in (*plain.values(), *derivs.values())}
+    raw = [*M, *forcing, *qdot, *auxiliary.values(), *(e for e in energies if e is not None)]
+    clash = sorted({str(x) for e in raw for x in sp.sympify(e).free_symbols} & reserved)
+    if clash:
+        raise SymbolicError(
+            f"symbol {clash[0]} has the name of a coordinate, speed, input or u̇ of "
+            f"{system.name!r}: rename it"
+        )
+
     M, forcing, qdot = M.applyfunc(conv), forcing.applyfunc(conv), qdot.applyfunc(conv)
     auxiliary = {k: conv(v) for k, v in auxiliary.items()}
     energy, K, V = (conv(e) if e is not None else None for e in energies)
