@@ -84,17 +84,22 @@ def test_other_gravity_and_slightly_nonunit_quaternion():
     close(kd.aba(model, q, v, a, f), ref.aba(model, qn, v, a, f))
 
 
-@pytest.mark.parametrize("robot, floating", [("panda", False), ("humanoid", True),
-                                             ("quadruped", True)])
+@pytest.mark.parametrize("robot, floating", [("panda", False), ("ur5", False), ("chain20", False),
+                                             ("humanoid", True), ("quadruped", True)])
 def test_kernels_equal_reference_on_robots(robot, floating):
+    """The shipped robot descriptions. ABA gets 1e-11: the kernel works in world
+    coordinates (faster), where the articulated inertia of a light distal body (a
+    wrist) is a small difference of terms of size m |p|²; on chain20 and ur5 that
+    costs about two digits against the body-frame reference (measured 4e-12)."""
     from kanedyn.model.urdf import robot_path
 
     model = kd.load_urdf(str(robot_path(robot)), floating_base=floating)
     rng = np.random.default_rng(1)
-    q, v, a, f = random_state(model, rng)
-    close(kd.rnea(model, q, v, a, f), ref.rnea(model, q, v, a, f))
-    close(kd.crba(model, q), ref.crba(model, q))
-    close(kd.aba(model, q, v, a, f), ref.aba(model, q, v, a, f))
+    for _ in range(3):
+        q, v, a, f = random_state(model, rng)
+        close(kd.rnea(model, q, v, a, f), ref.rnea(model, q, v, a, f))
+        close(kd.crba(model, q), ref.crba(model, q))
+        close(kd.aba(model, q, v, a, f), ref.aba(model, q, v, a, f), rtol=1e-11)
 
 
 def test_batch_equals_single_states():
