@@ -54,7 +54,10 @@ class ConstrainedSystem(ConstrainedMechanics):
     @staticmethod
     def _flat(x, n):
         x = np.asarray(x, dtype=float)
-        return x.reshape(-1, n), x.shape[:-1]
+        X = x.reshape(-1, n)
+        if not (X.flags.writeable and X.flags.c_contiguous):
+            X = np.array(X)  # the fast kernels take writable contiguous arrays only
+        return X, x.shape[:-1]
 
     def mass_matrix(self, q):
         import kanedyn as kd
@@ -88,8 +91,9 @@ class ConstrainedSystem(ConstrainedMechanics):
         import kanedyn as kd
 
         lead = np.broadcast_shapes(np.shape(q)[:-1], np.shape(v)[:-1])
-        Q, _ = self._flat(np.ascontiguousarray(np.broadcast_to(q, lead + (self.nq,))), self.nq)
-        V, _ = self._flat(np.ascontiguousarray(np.broadcast_to(v, lead + (self.nv,))), self.nv)
+        # copies: the fast kernels take writable contiguous float64 arrays only
+        Q, _ = self._flat(np.array(np.broadcast_to(q, lead + (self.nq,)), dtype=float), self.nq)
+        V, _ = self._flat(np.array(np.broadcast_to(v, lead + (self.nv,)), dtype=float), self.nv)
         return np.asarray(kd.q_dot(self.model, Q, V)).reshape(lead + (self.nq,))
 
     def integrate_configuration(self, q, v, dt):
@@ -179,8 +183,8 @@ class ConstrainedSystem(ConstrainedMechanics):
 
     def gamma(self, t, q, v):
         lead = np.broadcast_shapes(np.shape(q)[:-1], np.shape(v)[:-1])
-        Q = np.broadcast_to(q, lead + (self.nq,)).reshape(-1, self.nq)
-        V = np.broadcast_to(v, lead + (self.nv,)).reshape(-1, self.nv)
+        Q = np.array(np.broadcast_to(q, lead + (self.nq,)), dtype=float).reshape(-1, self.nq)
+        V = np.array(np.broadcast_to(v, lead + (self.nv,)), dtype=float).reshape(-1, self.nv)
         out = np.array([self._gamma_rows(x, y) for x, y in zip(Q, V, strict=True)])
         return out.reshape(lead + (self.m,))
 

@@ -66,28 +66,36 @@ def as_constrained(problem, method: str) -> ConstrainedMechanics:
     """The problem's system as a constrained system (an unconstrained one gets m = 0)."""
     s = problem.system
     if not isinstance(s, ConstrainedMechanics):
-        if s.nq != s.nv:
+        base = s
+        if base.nq != base.nv:
             raise SolverError(f"{method}: an unconstrained system with nq != nv needs a "
                               "constrained-system wrapper (kanedyn.constraints.ConstrainedSystem)")
         s = DescriptorSystem(
-            s.nq, s.nv, lambda q: _batched(s.mass_matrix, q, s.nv, s.nv),
-            lambda t, q, v: -_batched2(s.nonlinear_effects, q, v, s.nv),
-            name=getattr(s, "name", type(s).__name__))
+            base.nq, base.nv, lambda q: _batched(base.mass_matrix, q, base.nv, base.nv),
+            lambda t, q, v: -_batched2(base.nonlinear_effects, q, v, base.nv),
+            potential=lambda q: _batched(_potential(base), q),
+            name=getattr(base, "name", type(base).__name__))
     if problem.tau_cons is not None or problem.tau_nc is not None:
         s = WithForces(s, problem)
     return s
 
 
+def _potential(system):
+    """V(q) of a plain system, as energy(q, 0)."""
+    return lambda q: system.energy(q, np.zeros(system.nv))
+
+
 def _batched(f, q, *shape):
     q = np.asarray(q, dtype=float)
-    Q = q.reshape(-1, q.shape[-1])
+    Q = np.array(q.reshape(-1, q.shape[-1]))
     return np.array([f(x) for x in Q]).reshape(q.shape[:-1] + shape)
 
 
 def _batched2(f, q, v, n):
     lead = np.broadcast_shapes(np.shape(q)[:-1], np.shape(v)[:-1])
-    Q = np.broadcast_to(q, lead + (np.shape(q)[-1],)).reshape(-1, np.shape(q)[-1])
-    V = np.broadcast_to(v, lead + (n,)).reshape(-1, n)
+    # copies: the fast kernels take writable contiguous float64 arrays only
+    Q = np.array(np.broadcast_to(q, lead + (np.shape(q)[-1],)).reshape(-1, np.shape(q)[-1]))
+    V = np.array(np.broadcast_to(v, lead + (n,)).reshape(-1, n))
     return np.array([f(x, y) for x, y in zip(Q, V, strict=True)]).reshape(lead + (n,))
 
 
