@@ -299,12 +299,20 @@ def test_rolling_disk_linearization_equals_sympy(disk):
     A = _disk_linearization(eom, info, spin)
     # the operating point for SymPy: all q, u (dependent ones from the constraint), q̇, u̇
     R = DISK["R"]
-    op = {**{qi: 0 for qi in q}, u[0]: 0, u[1]: 0, u[2]: spin, u[3]: -R * spin, u[4]: 0}
+    # rolling along N.x: the centre moves at R Ω (u4 = q̇4 = R Ω)
+    op = {**{qi: 0 for qi in q}, u[0]: 0, u[1]: 0, u[2]: spin, u[3]: R * spin, u[4]: 0}
     op.update({qi.diff(): op[ui] for qi, ui in zip(q, u, strict=True)})
     op.update({ui.diff(): 0 for ui in u})
     As, _Bs, _r = km.linearize(op_point=op, A_and_B=True)
     As = np.array(As.xreplace(_disk_values(info)), float)
     np.testing.assert_allclose(A, As, atol=1e-10)
+    # the same operating point with SymPy's dependent speeds (consistent) is accepted;
+    # an inconsistent one is an error naming the speed
+    A2, _ = kane.linearize(eom, {k: v for k, v in op.items() if not isinstance(k, sp.Derivative)}
+                           | {info["R"]: R})
+    np.testing.assert_allclose(np.array(A2.xreplace(_disk_values(info)), float), A, atol=1e-12)
+    with pytest.raises(SymbolicError, match="u4 = 1.0.*constraints imply"):
+        kane.linearize(eom, {**{qi: 0 for qi in q}, u[2]: spin, u[3]: 1.0, info["R"]: R})
 
 
 def test_upright_rolling_stable_iff_spin_above_routh_bound(disk):

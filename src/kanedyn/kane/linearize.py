@@ -41,22 +41,35 @@ def linearize(
     A_and_B: bool = True,
     simplify: bool = False,
 ):
-    """Linearize ``eom`` about ``op_point`` ({q, u or input symbol: value}).
+    """Linearize ``eom`` about ``op_point`` ({q, u, input or parameter symbol: value}).
 
     Values may be numbers or expressions; symbols not given stay symbolic.
     Keys may be the plain symbols of ``eom`` or the dynamicsymbols they came
-    from. Returns ``(A, B)`` for ``δẋ = A δx + B δr``, x = [q; u], r =
-    ``eom.inputs``; with ``A_and_B=False`` the implicit form ``(M_x, A_x, B_x)``
+    from. Dependent speeds may be given too; they must satisfy the velocity
+    constraints (SymPy's linearizer takes them), and are otherwise implied.
+    Returns ``(A, B)`` for ``δẋ = A δx + B δr``, x = [q; u], r = ``eom.inputs``;
+    with ``A_and_B=False`` the implicit form ``(M_x, A_x, B_x)``
     with ``M_x δẋ = A_x δx + B_x δr`` and ``M_x = diag(1, M)``.
     """
     op = {_plain(k): sp.sympify(v) for k, v in op_point.items()}
     states = list(eom.q) + list(eom.u)
-    known = set(states) | set(eom.inputs)
+    known = set(states) | set(eom.inputs) | set(eom.parameters)
+    dependent = {k: op.pop(k) for k in list(op) if k in eom.dependent_speeds}
     for k in op:
         if k not in known:
             raise SymbolicError(
-                f"operating point names {k}, which is not a coordinate, speed or input of "
-                f"{eom.name!r}"
+                f"operating point names {k}, which is not a coordinate, speed, input or "
+                f"parameter of {eom.name!r}"
+            )
+    # dependent speeds follow from the others; a value given for one (as SymPy's
+    # linearizer wants them) must agree with the velocity constraints
+    for k, given in dependent.items():
+        implied = sp.sympify(eom.dependent_speeds[k]).xreplace(op)
+        gap = sp.N(implied - given)
+        if gap.is_number and abs(complex(gap)) > 1e-9 * (1 + abs(complex(sp.N(given)))):
+            raise SymbolicError(
+                f"operating point gives {k} = {given}, but the velocity constraints imply "
+                f"{k} = {sp.N(implied, 12)}"
             )
     nq, nu = len(eom.q), len(eom.u)
     M, f, fq = eom.mass_matrix, eom.forcing, eom.qdot
