@@ -674,6 +674,9 @@ def _load_c(src: str, n_threads_hint: int = 1):
 
 
 # --- the compiled system ----------------------------------------------------------------------
+_F64 = np.dtype(np.float64)
+
+
 class CompiledSystem:
     """Generated code for an EquationsOfMotion, with the system protocol of DESIGN.md.
 
@@ -726,6 +729,7 @@ class CompiledSystem:
         else:
             raise SymbolicError(f"compile: backend must be one of {BACKENDS}, got {backend!r}")
         self._work = np.empty(max(self.nv * self.nv, 1))
+        self._scalar = backend != "numpy"
         self._zeros_tau = np.zeros(self.ninputs)
         self._zeros_v = np.zeros(self.nv)
 
@@ -735,6 +739,9 @@ class CompiledSystem:
 
     # --- argument handling -----------------------------------------------------------------
     def _arr(self, x, n: int, what: str) -> NDArray:
+        # fast path: a C-contiguous, aligned, writeable float64 vector of the right size
+        if type(x) is np.ndarray and x.dtype is _F64 and x.shape == (n,) and x.flags.carray:
+            return x
         a = np.asarray(x, dtype=float)
         if a.shape[-1:] != (n,) or a.ndim > 2:
             raise StateError(f"{what} must have shape ({n},) or (N, {n}); got {a.shape} "
@@ -821,6 +828,14 @@ class CompiledSystem:
                  t: float = 0.0) -> tuple[NDArray, NDArray]:
         """``(M, forcing)`` together, sharing their common subexpressions."""
         T = self._zeros_tau if tau is None else self._arr(tau, self.ninputs, "tau")
+        if self._scalar:  # one state, compiled kernel: the short path
+            Q, Vv = self._arr(q, self.nq, "q"), self._arr(v, self.nv, "v")
+            if Q.ndim == 1 and Vv.ndim == 1 and T.ndim == 1:
+                M, F = np.empty((self.nv, self.nv)), np.empty(self.nv)
+                st = self._k["dynamics"](Q, Vv, T, float(t), M.reshape(-1), F)
+                if st:
+                    self._status(st, Q)
+                return M, F
         M, F = self._eval("dynamics", [self._arr(q, self.nq, "q"), self._arr(v, self.nv, "v"),
                                        T], t, [self.nv ** 2, self.nv])
         return M.reshape(M.shape[:-1] + (self.nv, self.nv)), F

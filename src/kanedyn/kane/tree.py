@@ -85,8 +85,10 @@ class _Recorder:
 
     def __call__(self, expr, name: str) -> sp.Expr:
         expr = sp.expand(sp.sympify(expr))
-        if self.pythagoras and expr.has(*self.pythagoras):
-            expr = sp.expand(expr.xreplace(self.pythagoras))
+        if self.pythagoras:
+            replaced = expr.xreplace(self.pythagoras)  # one walk; the same object if no hit
+            if replaced is not expr:
+                expr = sp.expand(replaced)
         if expr.is_Number or expr.is_Symbol:
             return expr
         if expr.is_Mul and len(expr.args) == 2 and expr.args[0].is_Number \
