@@ -267,3 +267,23 @@ def test_out_argument():
         kd.rnea(model, Q, V, A, out=np.empty(model.nv))
     with pytest.raises(kd.StateError, match="out"):
         kd.crba(model, q, out=np.empty((model.nv, model.nv), dtype=np.float32))
+
+
+def test_overflow_is_an_error_not_a_silent_inf():
+    """A finite but absurd state (an arm extended 1e160 m) overflows M and τ; the kernels
+    report it instead of returning inf."""
+    from kanedyn.model.joints import Prismatic, Revolute
+
+    b = kd.ModelBuilder("telescope")
+    b.add_body("base", None, Revolute("turn", axis=(0, 0, 1)), None, 1.0, (0.1, 0, 0),
+               np.diag([0.1, 0.1, 0.1]))
+    b.add_body("arm", "base", Prismatic("extend", axis=(1, 0, 0)), None, 1.0, (0, 0, 0),
+               np.diag([0.1, 0.1, 0.1]))
+    model = b.build()
+    q, v = np.array([0.3, 1e160]), np.array([1.0, 0.0])
+    with pytest.raises(kd.StateError, match="not finite"):
+        kd.crba(model, q)
+    with pytest.raises(kd.StateError, match="not finite"):
+        kd.rnea(model, q, v, np.array([1.0, 0.0]))  # m p² q̈ overflows
+    with pytest.raises(kd.StateError, match="not finite"):
+        kd.crba(model, np.array([q, q]))
