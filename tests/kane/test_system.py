@@ -289,3 +289,19 @@ def test_parameter_named_like_a_coordinate_is_rejected():
                         [(P, -clash * N.x)])
     with pytest.raises(SymbolicError, match="symbol u1 has the name of a coordinate"):
         s.derive()
+
+
+def test_linearize_implicit_form_and_simplify(pendulum):
+    """A_and_B=False gives (M_x, A_x, B_x) with M_x⁻¹ A_x = A and M_x⁻¹ B_x = B."""
+    system, eom, _km, _lm = pendulum
+    op = {q1: 0.3, q2: -0.2, u1: 0.5, u2: 0.1, Tt: 0.2}
+    A, B = kane.linearize(eom, op)
+    Mx, Ax, Bx = kane.linearize(eom, op, A_and_B=False)
+    num = lambda X: np.array(X.xreplace(VALUES), float)  # noqa: E731
+    np.testing.assert_allclose(np.linalg.solve(num(Mx), num(Ax)), num(A), atol=1e-12)
+    np.testing.assert_allclose(np.linalg.solve(num(Mx), num(Bx)), num(B), atol=1e-12)
+    # simplify=True changes the form, not the value
+    eom_s = system.derive(simplify=True)
+    for state in _states(n=2, seed=7):
+        np.testing.assert_allclose(_num(eom_s.forcing, state), _num(eom.forcing, state),
+                                   rtol=1e-12, atol=1e-12)
