@@ -221,7 +221,8 @@ def fd_jacobian(residual: Callable[[NDArray], NDArray], x: NDArray, r: NDArray) 
 
 def newton(residual: Callable[[NDArray], NDArray], x0: NDArray,
            jacobian: NDArray | Callable[[NDArray], NDArray] | None = None,
-           tol: float = 1e-14, maxiter: int = 50) -> tuple[NDArray, int]:
+           tol: float = 1e-14, maxiter: int = 50,
+           stagnation: float = 1e-9) -> tuple[NDArray, int]:
     """Solve ``residual(x) = 0`` by (simplified) Newton; returns (x, iterations).
 
     ``jacobian`` is a matrix (kept for the whole solve), a function of x, or
@@ -231,7 +232,7 @@ def newton(residual: Callable[[NDArray], NDArray], x0: NDArray,
     the update, or the error estimated from the rate of
     contraction θ, ``θ/(1−θ)|Δx|``, is below ``tol`` relative to |x|∞ (the unknowns
     are increments over a step, so this is a bar on the step itself; or at roundoff
-    stagnation: an update below 1e-9 |x| that no longer shrinks).
+    stagnation: an update below ``stagnation`` |x| that no longer shrinks).
     """
     x = np.array(x0, dtype=float)
     r = residual(x)
@@ -272,7 +273,7 @@ def newton(residual: Callable[[NDArray], NDArray], x0: NDArray,
         # the error left after this update is about θ/(1−θ)·|Δx| (Hairer & Wanner II, IV.8)
         if theta < 0.5 and theta / (1 - theta) * size <= tol * scale:
             return x, it
-        if size <= 1e-9 * scale and theta >= 0.5:  # stagnation: the residual is roundoff
+        if size <= stagnation * scale and theta >= 0.5:  # the residual is at roundoff
             return x, it
         if it >= 2 and size > 0.5 * last and not refreshed:
             Jm = jacobian(x) if callable(jacobian) else fd_jacobian(residual, x, r)
