@@ -133,6 +133,36 @@ def time_pair(pair: Pair, rng, number: int, repeat: int) -> dict:
     return out
 
 
+def breakdown(pair: Pair, rng, number: int, repeat: int) -> list[tuple[str, float]]:
+    """Where the time of one kd.rnea call goes: the public call, with out=, the bare
+    kernel (no Python wrapper), and an empty numba function of the same signature
+    (the dispatcher's own cost of unboxing five arrays)."""
+    from numba import njit
+
+    from kanedyn.dynamics._dispatch import K
+    from kanedyn.dynamics.flat import flatten
+
+    @njit("int64(float64[:, ::1], float64[::1], float64[::1], float64[::1], float64[::1])")
+    def empty(data, q, v, a, tau):
+        return 0
+
+    m, pm, d = pair.kd, pair.pin, pair.data
+    q, v, a = pair.random_state(rng)
+    qp, vp, ap = pair.to_pin(q, v, a)
+    data, tau = flatten(m).data, np.empty(m.nv)
+    rnea1 = K.rnea1
+    rows = [("kd.rnea(model, q, v, a)", lambda: kd.rnea(m, q, v, a)),
+            ("kd.rnea(..., out=tau)", lambda: kd.rnea(m, q, v, a, out=tau)),
+            ("bare kernel rnea1(data, q, v, a, tau)", lambda: rnea1(data, q, v, a, tau)),
+            ("empty numba function, same 5 arrays", lambda: empty(data, q, v, a, tau)),
+            ("pin.rnea(model, data, q, v, a)", lambda: pin.rnea(pm, d, qp, vp, ap))]
+    best = {name: np.inf for name, _ in rows}
+    for _ in range(repeat):
+        for name, f in rows:
+            best[name] = min(best[name], per_call(f, number, 1))
+    return list(best.items())
+
+
 def batched(pair: Pair, rng, N: int) -> dict:
     m, pm, d = pair.kd, pair.pin, pair.data
     Q = np.array([kd.random_configuration(m, rng) for _ in range(N)])
@@ -148,10 +178,16 @@ def batched(pair: Pair, rng, N: int) -> dict:
         "ABA": (lambda: kd.aba(m, Q, V, A),
                 lambda: [pin.aba(pm, d, Qp[k], Vp[k], Ap[k]).copy() for k in range(N)]),
     }
+    import numba
+
+    nt = numba.get_num_threads()
     for algo, (fk, fp) in jobs.items():
         tk = min(timeit.repeat(fk, number=1, repeat=3))
         tp = min(timeit.repeat(fp, number=1, repeat=3))
-        out[algo] = (N / tk, N / tp)
+        numba.set_num_threads(1)
+        t1 = min(timeit.repeat(fk, number=1, repeat=3))
+        numba.set_num_threads(nt)
+        out[algo] = (N / tk, N / tp, N / t1)
     return out
 
 
@@ -196,6 +232,7 @@ def main() -> None:
 
     print(f"kanedyn {kd.__version__}, pinocchio {pin.__version__}, numba {numba.__version__}, "
           f"numpy {np.__version__}, {os.cpu_count()} cores, {numba.get_num_threads()} threads")
+    print("load average at start (1, 5, 15 min): {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
     pairs = [Pair(n, f) for n, f in CASES]
     print("\nagreement (max relative difference of tau, M, qdd; and ABA(RNEA(a)) = a):")
     for p in pairs:
@@ -214,13 +251,19 @@ def main() -> None:
         cells = [f"{t[a][0]:6.2f} {t[a][1]:6.2f} {t[a][0] / t[a][1]:6.2f}  " for a in t]
         print(f"  {p.name:22s} {p.kd.nv:3d} | " + " | ".join(cells))
 
-    print(f"\nbatched over {N} states, states per second (kanedyn: one call, "
-          f"{numba.get_num_threads()} threads; pin: Python loop)")
+    print(f"\nwhere the time of one call goes ({pairs[0].name}, RNEA), µs:")
+    for name, t in breakdown(pairs[0], rng, number, repeat):
+        print(f"  {name:40s} {t:6.2f}")
+
+    nt = numba.get_num_threads()
+    print(f"\nbatched over {N} states, million states per second: kanedyn one call on {nt} "
+          f"threads (and on 1), Pinocchio a Python loop; ratio = kanedyn ({nt}) / pin")
     for p in pairs:
         b = batched(p, rng, N)
-        cells = [f"{a} {b[a][0] / 1e6:5.2f} M/s vs {b[a][1] / 1e6:5.2f} M/s "
+        cells = [f"{a} {b[a][0] / 1e6:5.2f} ({b[a][2] / 1e6:4.2f}) vs {b[a][1] / 1e6:4.2f} "
                  f"= {b[a][0] / b[a][1]:4.1f}x" for a in b]
         print(f"  {p.name:22s} " + " | ".join(cells))
+    print(f"  (numba threading layer: {numba.threading_layer()})")
 
     if not args.no_compile:
         cold, warm = compile_times()
@@ -234,4 +277,5 @@ def main() -> None:
 if __name__ == "__main__":
     t0 = time.perf_counter()
     main()
-    print(f"\n(total {time.perf_counter() - t0:.0f} s)")
+    print("\nload average at end (1, 5, 15 min): {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
+    print(f"(total {time.perf_counter() - t0:.0f} s)")
