@@ -305,3 +305,67 @@ def test_linearize_implicit_form_and_simplify(pendulum):
     for state in _states(n=2, seed=7):
         np.testing.assert_allclose(_num(eom_s.forcing, state), _num(eom.forcing, state),
                                    rtol=1e-12, atol=1e-12)
+
+
+def test_drag_and_thruster_generalized_active_forces():
+    """Loads of any origin: a thruster of thrust P fixed in a planar body, at a
+    point offset d along the body's y axis and pointing along its x axis, and
+    linear drag −c v on the mass centre. Speeds: body-frame velocity (v1, v2)
+    and yaw rate w. By hand (Kane & Levinson eq. 4.4.1): F = [P − c v1, −c v2,
+    −d P] and, for mass m and yaw inertia J, the body-frame Newton–Euler
+    m (v̇1 − w v2) = P − c v1, m (v̇2 + w v1) = −c v2, J ẇ = −d P."""
+    x, y, th = dynamicsymbols("x y th")
+    v1, v2, w = dynamicsymbols("v1 v2 w")
+    P_, c, d, m, J = sp.symbols("P c d m J", positive=True)
+    N = ReferenceFrame("N")
+    B = N.orientnew("B", "Axis", [th, N.z])
+    B.set_ang_vel(N, w * N.z)
+    O = Point("O")
+    O.set_vel(N, 0)
+    G = O.locatenew("G", x * N.x + y * N.y)
+    G.set_vel(N, v1 * B.x + v2 * B.y)
+    T = G.locatenew("T", d * B.y)
+    T.v2pt_theory(G, N, B)
+    # body-frame speeds: [v1, v2] = Rᵀ [ẋ, ẏ], so the kde is linear in q̇ with Y = Rᵀ
+    kde = [v1 - (sp.cos(th) * x.diff() + sp.sin(th) * y.diff()),
+           v2 - (-sp.sin(th) * x.diff() + sp.cos(th) * y.diff()), w - th.diff()]
+    s = kane.KaneSystem(N, [x, y, th], [v1, v2, w], kde,
+                        [kane.RigidBody("craft", G, B, m, kane.inertia(B, 0, 0, J))],
+                        [kane.Force(T, P_ * B.x, "thruster"), kane.Force(G, -c * G.vel(N), "drag")],
+                        inputs=[P_])
+    F = kane.generalized_active_forces(s)
+    assert sp.simplify(F - sp.Matrix([P_ - c * v1, -c * v2, -d * P_])) == sp.zeros(3, 1)
+    eom = s.derive()
+    ps = {n: sp.Symbol(n) for n in ("v1", "v2", "w")}
+    udot = eom.mass_matrix.LUsolve(eom.forcing)
+    expected = sp.Matrix([(P_ - c * ps["v1"]) / m + ps["w"] * ps["v2"],
+                          -c * ps["v2"] / m - ps["w"] * ps["v1"], -d * P_ / J])
+    assert sp.simplify(udot - expected) == sp.zeros(3, 1)
+    assert eom.inputs == [P_] and sp.Symbol("P", positive=True) not in eom.parameters
+    # ẋ = cos θ v1 − sin θ v2: Y was inverted
+    th_ = sp.Symbol("th")
+    assert sp.simplify(eom.qdot[0] - (sp.cos(th_) * ps["v1"] - sp.sin(th_) * ps["v2"])) == 0
+
+
+def test_rheonomic_speed_and_prescribed_rotation():
+    """A bead on a hoop (radius R) spun at the prescribed rate Ω about the
+    vertical, with the speed u = θ̇ + k t (Z(q, t) ≠ 0, time explicit in the
+    kinematics). The classic result θ̈ = sin θ (Ω² cos θ − g/R) gives
+    u̇ = θ̈ + k."""
+    th, u = dynamicsymbols("th u")
+    Om, R, g, m, k = sp.symbols("Omega R g m k", positive=True)
+    t = dynamicsymbols._t
+    N = ReferenceFrame("N")
+    H = N.orientnew("H", "Axis", [Om * t, N.z])          # the hoop, driven
+    A = H.orientnew("A", "Axis", [th, H.y])
+    O = Point("O")
+    O.set_vel(N, 0)
+    P = O.locatenew("P", -R * A.z)                      # θ from the bottom
+    P.set_vel(N, P.pos_from(O).dt(N))
+    s = kane.KaneSystem(N, [th], [u], [u - th.diff() - k * t],
+                        [kane.Particle("bead", P, m)], [(P, -m * g * N.z)])
+    eom = s.derive()
+    th_ = sp.Symbol("th")
+    udot = eom.forcing[0] / eom.mass_matrix[0, 0]
+    assert sp.simplify(udot - (sp.sin(th_) * (Om**2 * sp.cos(th_) - g / R) + k)) == 0
+    assert sp.simplify(eom.qdot[0] - (sp.Symbol("u") - k * sp.Symbol("t"))) == 0
