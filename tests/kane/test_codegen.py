@@ -170,6 +170,8 @@ def test_missing_and_unknown_parameters_are_named():
         partial.compile("numpy")
     with pytest.raises(SymbolicError, match="'m_link9' is not a parameter"):
         eom.compile("numpy", parameters={"m_link9": 1.0})
+    with pytest.raises(SymbolicError, match="m_link2 = nan is not finite"):
+        eom.compile("numpy", parameters={"m_link2": float("nan")})
     # a value given at compile time, by name: the model with that mass
     heavy = partial.compile("numpy", parameters={"m_link2": 3.0})
     other = kd.models.pendulum_chain(2, point_mass=True, mass=[1.0, 3.0])

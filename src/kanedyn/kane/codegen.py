@@ -110,9 +110,12 @@ def _parameter_values(eom, parameters) -> dict:
     out = {}
     for s, v in values.items():
         try:
-            out[s] = sp.Float(float(v)) if float(v) != int(float(v)) else sp.Integer(int(v))
+            x = float(v)
         except (TypeError, ValueError) as exc:
             raise SymbolicError(f"compile: parameter {s.name} = {v!r} is not a number") from exc
+        if not np.isfinite(x):
+            raise SymbolicError(f"compile: parameter {s.name} = {v!r} is not finite")
+        out[s] = sp.Integer(int(x)) if x == int(x) and abs(x) < 2**53 else sp.Float(x)
     return out
 
 
@@ -151,7 +154,7 @@ def lower(eom, parameters: dict | None = None, cse: bool = True, fold: bool = Tr
         energy_kind = "none"
         outputs["energy"] = []
     _check_symbols(eom, defs, outputs, () if fold else tuple(eom.parameters))
-    _check_shapes(eom, outputs, symmetric)
+    _check_shapes(eom, outputs)
     names = list(outputs)
     flat = [e for _, e in defs] + [e for k in names for e in outputs[k]]
     if cse and flat:
@@ -216,7 +219,7 @@ def _check_symbols(eom, defs, outputs, extra=()) -> None:
                 )
 
 
-def _check_shapes(eom, outputs, symmetric) -> None:
+def _check_shapes(eom, outputs) -> None:
     nu = len(eom.u)
     if eom.mass_matrix.shape != (nu, nu) or eom.forcing.shape != (nu, 1):
         raise SymbolicError(
@@ -633,7 +636,7 @@ def find_c_compiler() -> str:
     )
 
 
-def _load_c(src: str, n_threads_hint: int = 1):
+def _load_c(src: str):
     try:
         import cffi
     except ImportError as exc:  # pragma: no cover - cffi is a test/extra dependency
