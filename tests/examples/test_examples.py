@@ -4,8 +4,9 @@ independent derivations.
 
 Scripts are found by glob, so an example added to ``examples/`` is run here
 without editing this file. A script with ``main(short=...)`` is imported and
-called with ``short=True``; any other script is run as ``__main__`` (argparse
-defaults, which is its full version) in a temporary working directory.
+called with ``short=True``; any other script is run as ``__main__`` in a temporary
+working directory, with the arguments of ``SCRIPT_ARGS`` that shorten it where it
+has such an option, else with its defaults (its full version).
 Scenario files (``examples/*.toml``) go through ``kanedyn simulate`` with
 their duration cut to a few hundredths of a second.
 """
@@ -37,6 +38,10 @@ WRITTEN = re.compile(r"([\w./\\-]+\.(?:png|gif|mp4|html|npz|csv|json|tex|c))\b")
 
 # the examples of this part: each must also write a plot
 OURS = ("double_pendulum", "seven_link_chain", "urdf_arm_friction")
+
+# command-line options of scripts without a short mode that make them short (the same
+# settings their own tests use)
+SCRIPT_ARGS = {"friction_compensation": ["--t-final", "3.5"]}
 
 _RUNS: dict[str, tuple[object, str, Path]] = {}
 
@@ -73,7 +78,7 @@ def run_example(path: Path, tmp_root: Path) -> tuple[object, str, Path]:
                     kwargs["out"] = folder
                 result = fn(**kwargs)
             else:
-                sys.argv = [str(path)]
+                sys.argv = [str(path), *SCRIPT_ARGS.get(path.stem, [])]
                 runpy.run_path(str(path), run_name="__main__")
                 result = None
     finally:
