@@ -96,7 +96,8 @@ def main(short: bool = False, out: str | Path | None = None) -> dict:
 
     print(f"{model}, released from rest at q = {Q0.tolist()} rad, E0 = {E0:.4f} J")
     print(f"{t_final:g} s with dt = {DT} s ({len(avf.t) - 1} steps):")
-    print(f"  avf max relative energy error {err['avf']:.2e}  (conserved to roundoff)")
+    print(f"  avf max relative energy error {err['avf']:.2e}  (exact up to roundoff and "
+          "the Newton tolerance)")
     print(f"  rk4 max relative energy error {err['rk4']:.2e}  (drift of a non-conservative "
           "method)")
     print(f"  final angles avf {np.round(avf.q[-1], 3).tolist()}, rk4 "

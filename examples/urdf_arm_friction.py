@@ -2,8 +2,9 @@
 
 The shipped ``ur5.urdf`` (the ROS description's numbers) gives every joint
 ``<dynamics damping="0" friction="0"/>``. Here the file is read, the
-``<dynamics>`` elements are given friction values of the order of a real UR5's
-gear friction, and the model is loaded from the edited XML. From those
+``<dynamics>`` elements are given illustrative values (a Coulomb level of 1.5–2 N m
+and 0.8–1 N m s/rad of viscous friction on the three large joints), and the
+model is loaded from the edited XML. From those
 elements ``kanedyn.forces.urdf_friction`` makes one friction element per
 joint: a Coulomb level ``friction`` (N m) plus viscous ``damping``
 (N m s/rad), the sign function smoothed by tanh(w/ε) so that a fixed-step
@@ -35,7 +36,7 @@ import kanedyn as kd
 from kanedyn.forces import urdf_friction
 from kanedyn.model.urdf import robot_path
 
-# (friction [N m], damping [N m s/rad]) per joint: larger gears, larger friction
+# (friction [N m], damping [N m s/rad]) per joint: illustrative, larger on larger gears
 DYNAMICS = {
     "shoulder_pan_joint": (2.0, 1.0),
     "shoulder_lift_joint": (2.0, 1.0),
