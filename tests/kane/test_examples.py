@@ -240,6 +240,38 @@ def test_rolling_disk_equals_sympy_kanes_method(disk):
         np.testing.assert_allclose(ours, dep, atol=1e-12)
 
 
+def test_rolling_disk_equals_sympy_lagranges_method(disk):
+    """Lagrange with multipliers (SymPy's LagrangesMethod, nonholonomic
+    constraints in q̇, L = T − V written independently of our kinematics code)
+    gives the same q̈1..q̈3 as our u̇ (u = q̇ here) at random consistent states."""
+    _system, info, eom, _km = disk
+    q, m, R, g = info["q"], info["m"], info["R"], info["g"]
+    body = me.RigidBody("disk", info["Dc"], info["D"], m,
+                        (me.inertia(info["L"], m * R**2 / 4, m * R**2 / 2, m * R**2 / 4),
+                         info["Dc"]))
+    body.potential_energy = m * g * R * sp.cos(q[1])
+    lm = me.LagrangesMethod(me.Lagrangian(info["N"], body), q,
+                            nonhol_coneqs=info["constraints"], frame=info["N"])
+    lm.form_lagranges_equations()
+    vals = _disk_values(info)
+    qd = [qi.diff() for qi in q]
+    rhs, *_ = _numeric(eom, vals)
+    rng = np.random.default_rng(10)
+    for _ in range(3):
+        qv, ud = rng.uniform(-1.2, 1.2, 5), rng.uniform(-2, 2, 3)
+        st = {**vals, **dict(zip(q, qv, strict=True)), **dict(zip(qd[:3], ud, strict=True))}
+        a = sp.symbols("a4 a5")        # q̇4, q̇5 as plain unknowns (xreplace is top-down)
+        c = sp.Matrix(info["constraints"]).xreplace(dict(zip(qd[3:], a, strict=True)))
+        c = c.xreplace(st)
+        dep = np.linalg.solve(np.array(c.jacobian(a), float),
+                              -np.array(c.xreplace({a[0]: 0, a[1]: 0}), float)).ravel()
+        st |= {qd[3]: dep[0], qd[4]: dep[1]}
+        Mf = np.array(lm.mass_matrix_full.xreplace(st), float)
+        ff = np.array(lm.forcing_full.xreplace(st), float).ravel()
+        qdd = np.linalg.solve(Mf, ff)[5:10]
+        np.testing.assert_allclose(rhs(np.r_[qv, ud])[5:], qdd[:3], rtol=1e-10, atol=1e-10)
+
+
 def _steady_turn_residual(theta, psid, phid, m, g, R, A_, C_):
     """Newton–Euler for the disk in steady turning (yaw 0 at this instant, lean θ,
     yaw rate ψ̇, spin φ̇ about the axle L.y): dH_G/dt − r_GC × F, zero on a
