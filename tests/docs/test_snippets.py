@@ -72,3 +72,23 @@ def test_snippets_run(page, tmp_path, monkeypatch):
             pytest.fail(f"{rel}, block at line {line} ({first!r}) raised "
                         f"{type(e).__name__}: {e}\n--- output so far ---\n{buf.getvalue()}")
     assert os.getcwd() == str(tmp_path)  # no snippet changed directory behind our back
+
+
+def test_the_index_links_every_page_and_names_every_example():
+    index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    linked = set(re.findall(r"\]\(([\w.-]+\.md)(?:#[\w-]*)?\)", index))
+    pages = {p.name for p in (ROOT / "docs").glob("*.md")} - {"index.md"}
+    assert pages <= linked, f"docs/index.md does not link {sorted(pages - linked)}"
+    assert all((ROOT / "docs" / name).is_file() for name in linked), "a link to no page"
+    examples = [p.name for p in (ROOT / "examples").iterdir() if p.suffix in (".py", ".toml")]
+    missing = [name for name in examples if name not in index]
+    assert not missing, f"docs/index.md does not mention the examples {missing}"
+
+
+def test_relative_links_of_the_guide_resolve():
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)#:\s]+)(?:#[^)]*)?\)", text):
+            if target.startswith(("http", "mailto")) or "/shared/" in target:
+                continue  # the web; DESIGN.md lives in the project's shared folder
+            assert (page.parent / target).exists(), f"{page.name}: broken link {target}"
