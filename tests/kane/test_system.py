@@ -369,3 +369,22 @@ def test_rheonomic_speed_and_prescribed_rotation():
     udot = eom.forcing[0] / eom.mass_matrix[0, 0]
     assert sp.simplify(udot - (sp.sin(th_) * (Om**2 * sp.cos(th_) - g / R) + k)) == 0
     assert sp.simplify(eom.qdot[0] - (sp.Symbol("u") - k * sp.Symbol("t"))) == 0
+
+
+def test_kinematics_with_a_restricted_domain():
+    """A bead on a circle of radius 0.2 located by its abscissa x: y = √(r² − x²)
+    is complex for |x| > r, which the first random draws (x ≥ 0.3) always are, so
+    the rank and affinity checks must draw again inside the domain.
+    Lagrange by hand, T = ½ m ẋ² r²/(r² − x²): ẍ = −x ẋ²/(r² − x²)."""
+    x, u = dynamicsymbols("x u")
+    r = sp.Rational(1, 5)
+    N = ReferenceFrame("N")
+    O = Point("O")
+    O.set_vel(N, 0)
+    P = O.locatenew("P", x * N.x + sp.sqrt(r**2 - x**2) * N.y)
+    P.set_vel(N, P.pos_from(O).dt(N))
+    eom = kane.KaneSystem(N, [x], [u], [u - x.diff()], [kane.Particle("bead", P, 2)]).derive()
+    xs, us = sp.Symbol("x"), sp.Symbol("u")
+    udot = eom.forcing[0] / eom.mass_matrix[0, 0]
+    assert sp.simplify(udot + xs * us**2 / (r**2 - xs**2)) == 0
+    assert sp.simplify(eom.energy - us**2 * r**2 / (r**2 - xs**2)) == 0     # ½ m v², m = 2

@@ -226,14 +226,25 @@ class _Sampler:
         atoms = set()
         for e in matrix:
             atoms |= {a for a in e.atoms(sp.Symbol, AppliedUndef, sp.Derivative)}
-        for a in sorted(atoms, key=str):
-            if a not in self.values:
-                self.values[a] = float(self.rng.uniform(0.3, 1.3))
-        # derivatives first, so that q(t) inside q'(t) is not replaced first
-        derivs = {k: v for k, v in self.values.items() if isinstance(k, sp.Derivative)}
-        rest = {k: v for k, v in self.values.items() if not isinstance(k, sp.Derivative)}
-        numeric = matrix.xreplace(derivs).xreplace(rest)
-        return np.array(numeric.evalf(), dtype=float)
+        for low, high in ((0.3, 1.3), (0.05, 0.6), (0.01, 0.1), (0.001, 0.01)):
+            for a in sorted(atoms, key=str):
+                if a not in self.values:
+                    self.values[a] = float(self.rng.uniform(low, high))
+            # derivatives first, so that q(t) inside q'(t) is not replaced first
+            derivs = {k: v for k, v in self.values.items() if isinstance(k, sp.Derivative)}
+            rest = {k: v for k, v in self.values.items() if not isinstance(k, sp.Derivative)}
+            try:
+                out = np.array(matrix.xreplace(derivs).xreplace(rest).evalf(), dtype=float)
+            except (TypeError, ValueError):       # complex or symbolic: outside the domain
+                out = None
+            if out is not None and np.all(np.isfinite(out)):
+                return out
+            # e.g. sqrt(1 − q²) or acos(q): draw again, nearer the origin
+            self.values = {}
+        raise SymbolicError(
+            "cannot evaluate an expression at random real points to check its rank or "
+            f"linearity (complex or infinite everywhere tried): {sp.sstr(matrix)[:200]}"
+        )
 
 
 def _linear_coefficients(exprs: Sequence, variables: Sequence, what: str, label: str):
