@@ -13,11 +13,12 @@ their duration cut to a few hundredths of a second.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import importlib.util
-import inspect
 import io
 import json
+import os
 import re
 import runpy
 import sys
@@ -53,6 +54,15 @@ def _load(path: Path):
     return mod
 
 
+def main_parameters(path: Path) -> list[str]:
+    """Parameter names of the script's module-level ``main``, read from its source (a
+    script without ``main`` may do all its work at import, so it is not imported)."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef) and node.name == "main":
+            return [a.arg for a in node.args.args + node.args.kwonlyargs]
+    return []
+
+
 def run_example(path: Path, tmp_root: Path) -> tuple[object, str, Path]:
     """(result of main or None, stdout, folder it ran in), once per script per session."""
     if path.stem in _RUNS:
@@ -62,21 +72,17 @@ def run_example(path: Path, tmp_root: Path) -> tuple[object, str, Path]:
     matplotlib.use("Agg")
     folder = tmp_root / path.stem
     folder.mkdir(parents=True, exist_ok=True)
-    mod = _load(path)
-    fn = getattr(mod, "main", None)
-    params = inspect.signature(fn).parameters if callable(fn) else {}
+    params = main_parameters(path)
     buf = io.StringIO()
     old_cwd, old_argv = Path.cwd(), sys.argv
     try:
-        import os
-
         os.chdir(folder)
         with contextlib.redirect_stdout(buf):
             if "short" in params:
                 kwargs = {"short": True}
                 if "out" in params:
                     kwargs["out"] = folder
-                result = fn(**kwargs)
+                result = _load(path).main(**kwargs)
             else:
                 sys.argv = [str(path), *SCRIPT_ARGS.get(path.stem, [])]
                 runpy.run_path(str(path), run_name="__main__")
