@@ -203,16 +203,6 @@ def _vector_xreplace(vec: Vector, rule: dict) -> Vector:
     return _vector_map(vec, lambda e: e.xreplace(rule))
 
 
-def _coefficient(vec: Vector, speed) -> Vector:
-    """∂vec/∂speed taken on the measure numbers; exact for the partial velocity
-    because direction cosines depend on q and t only, never on u."""
-    return _vector_map(vec, lambda e: sp.diff(e, speed))
-
-
-def _vector_has(vec: Vector, symbols) -> list:
-    return [s for s in symbols if any(m.has(s) for m, _f in vec.args)]
-
-
 class _Sampler:
     """Random numeric values for every symbol of an expression, to test
     generic rank (singular Y, dependent constraints) without symbolic
