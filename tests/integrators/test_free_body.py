@@ -54,6 +54,6 @@ def test_plain_midpoint_keeps_energy_but_not_spatial_angular_momentum():
     m = kd.models.free_body(mass=2.0, inertia=(0.1, 0.2, 0.3), gravity=(0, 0, 0))
     tr = kd.simulate(m, kd.neutral(m), [0.01, 2.0, 0.01, 0, 0, 0], 6.0, method="midpoint",
                      dt=0.01)
-    assert np.abs(tr.energy - tr.energy[0]).max() / tr.energy[0] < 1e-13
+    assert np.abs(tr.energy - tr.energy[0]).max() / tr.energy[0] < 1e-10  # (to Newton tol)
     h = tr.momentum
     assert np.abs(h[:, :3] - h[0, :3]).max() / np.linalg.norm(h[0, :3]) > 1e-7

@@ -222,13 +222,15 @@ def fd_jacobian(residual: Callable[[NDArray], NDArray], x: NDArray, r: NDArray) 
 def newton(residual: Callable[[NDArray], NDArray], x0: NDArray,
            jacobian: NDArray | Callable[[NDArray], NDArray] | None = None,
            tol: float = 1e-14, maxiter: int = 50,
-           stagnation: float = 1e-9) -> tuple[NDArray, int]:
+           stagnation: float = 1e-9, reuse: dict | None = None) -> tuple[NDArray, int]:
     """Solve ``residual(x) = 0`` by (simplified) Newton; returns (x, iterations).
 
     ``jacobian`` is a matrix (kept for the whole solve), a function of x, or
     None (forward differences at x0). When the iteration contracts slowly
-    (ratio > 0.5) with a frozen matrix it is refreshed by forward differences
-    once; when it diverges, it restarts from x0 with that matrix. Converged when
+    (ratio > 0.25) with a frozen matrix it is refreshed by forward differences
+    once; when it diverges, it restarts from x0 with that matrix. ``reuse`` (a dict
+    kept by the caller between steps) carries a refreshed matrix over to the next
+    solves, as Jacobians are reused from step to step in stiff solvers. Converged when
     the update, or the error estimated from the rate of
     contraction θ, ``θ/(1−θ)|Δx|``, is below ``tol`` relative to |x|∞ (the unknowns
     are increments over a step, so this is a bar on the step itself; or at roundoff
@@ -239,7 +241,9 @@ def newton(residual: Callable[[NDArray], NDArray], x0: NDArray,
     if not np.all(np.isfinite(r)):
         raise NewtonFailure(float("nan"), 0, "the residual is not finite at the initial guess")
     x_start, r_start = x.copy(), r.copy()
-    if callable(jacobian):
+    if reuse is not None and "J" in reuse:
+        Jm = reuse["J"]
+    elif callable(jacobian):
         Jm = jacobian(x)
     elif jacobian is None:
         Jm = fd_jacobian(residual, x, r)
@@ -263,6 +267,8 @@ def newton(residual: Callable[[NDArray], NDArray], x0: NDArray,
             x, r = x_start.copy(), r_start.copy()
             Jm = jacobian(x) if callable(jacobian) else fd_jacobian(residual, x, r)
             refreshed, last = True, np.inf
+            if reuse is not None:
+                reuse["J"] = Jm
             continue
         if not finite:
             raise NewtonFailure(float("nan"), it, "the residual became NaN or infinite")
@@ -275,9 +281,13 @@ def newton(residual: Callable[[NDArray], NDArray], x0: NDArray,
             return x, it
         if size <= stagnation * scale and theta >= 0.5:  # the residual is at roundoff
             return x, it
-        if it >= 2 and size > 0.5 * last and not refreshed:
+        if it >= 2 and size > 0.25 * last and not refreshed:
+            # slow contraction: a full Jacobian (2n residuals) costs less than the
+            # iterations it saves
             Jm = jacobian(x) if callable(jacobian) else fd_jacobian(residual, x, r)
             refreshed = True
+            if reuse is not None:
+                reuse["J"] = Jm
         last = size
     raise NewtonFailure(float(np.abs(r).max()), maxiter,
                         f"no convergence in {maxiter} iterations (last update {last:.3g})")

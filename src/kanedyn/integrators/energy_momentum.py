@@ -58,7 +58,7 @@ class EnergyMomentum(FixedStepMethod):
 
     name = "energy_momentum"
     order = 2
-    options = {"momentum": "auto", "tol": 1e-14, "maxiter": 30}
+    options = {"momentum": "auto", "tol": 1e-12, "maxiter": 30}
 
     def __init__(self, problem, **options):
         super().__init__(problem, **options)
