@@ -12,6 +12,7 @@ from kanedyn.constraints import (
     UserConstraint,
     VelocityConstraint,
     formulate,
+    loop_closure_from_spec,
     problems,
 )
 from kanedyn.constraints.mechanisms import four_bar_configuration, four_bar_system
@@ -186,3 +187,17 @@ def test_four_bar_matches_one_coordinate_lagrange():
     r = radau5(dae.rhs, (0, 0.5), dae.initial_state(prob.q0, prob.v0), dae.mass, dae.index,
                rtol=1e-8, atol=1e-8, jac=dae.jacobian)
     assert prob.mescd(r.y[-1, :3], rtol=1e-8, atol=1e-8) >= 7.0  # measured 8.2
+
+
+def test_loop_closure_from_a_scenario_table():
+    lc = loop_closure_from_spec({"type": "point", "body_a": "rocker", "body_b": "coupler",
+                                 "point_a": [0.4, 0, 0], "point_b": [0.5, 0, 0],
+                                 "axes": [0, 1], "name": "pin"})
+    sys = four_bar_system()
+    spec_sys = ConstrainedSystem(sys.model, [lc])
+    q = four_bar_configuration(0.8)
+    np.testing.assert_allclose(spec_sys.constraint_matrix(0, q), sys.constraint_matrix(0, q))
+    with pytest.raises(ConstraintError, match="unknown keys"):
+        loop_closure_from_spec({"type": "weld", "body_a": "crank", "colour": "red"})
+    with pytest.raises(ConstraintError, match="type 'hinge'"):
+        loop_closure_from_spec({"type": "hinge"})

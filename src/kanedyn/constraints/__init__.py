@@ -12,7 +12,7 @@ from .consistent import (
     project_velocity,
 )
 from .formulations import DAE, FORMULATIONS, baumgarte_parameters, formulate, index1_ode
-from .loops import LoopClosure, UserConstraint, VelocityConstraint
+from .loops import LoopClosure, UserConstraint, VelocityConstraint, loop_closure_from_spec
 from .model_system import ConstrainedSystem
 from .system import ConstrainedMechanics, DescriptorSystem
 
@@ -32,5 +32,6 @@ __all__ = [
     "baumgarte_parameters",
     "formulate",
     "index1_ode",
+    "loop_closure_from_spec",
     "problems",
 ]

@@ -231,3 +231,40 @@ def loop_rows(lc: LoopClosure, kin: BodyKinematics, ia: int | None, ib: int | No
         if with_v:
             gam.append(np.array(gamr))
     return np.concatenate(g), np.vstack(G), (np.concatenate(gam) if with_v else None)
+
+
+def loop_closure_from_spec(spec: dict, index: int = 0) -> LoopClosure:
+    """A :class:`LoopClosure` from a plain table (a scenario file's ``[[constraints]]``):
+
+    ``type`` = "point" | "revolute" | "weld" (or "loop" with ``kind``), ``body_a``,
+    ``body_b`` (names; omitted or "world" for the world), ``point_a``/``point_b`` (the
+    joint frame's origin in the body, default 0), ``rotation_a``/``rotation_b`` (3x3, default
+    identity), ``axes`` (world axes of a point constraint, e.g. [0, 1]), ``name``."""
+    d = dict(spec)
+    kind = d.pop("type", None)
+    if kind == "loop":
+        kind = d.pop("kind", "point")
+    name = d.pop("name", f"constraint {index}")
+    if kind not in KINDS:
+        raise ConstraintError(f"constraint {name!r}: type {kind!r} is not one of "
+                              f"{KINDS + ('loop',)}")
+
+    def frame(side):
+        R = d.pop(f"rotation_{side}", None)
+        p = d.pop(f"point_{side}", None)
+        if R is None and p is None:
+            return None
+        try:
+            return (np.eye(3) if R is None else np.asarray(R, float).reshape(3, 3),
+                    np.zeros(3) if p is None else np.asarray(p, float).reshape(3))
+        except ValueError:
+            raise ConstraintError(f"constraint {name!r}: rotation_{side} must be 3x3 and "
+                                  f"point_{side} 3 numbers") from None
+
+    body_a, body_b = d.pop("body_a", None), d.pop("body_b", None)
+    fa, fb = frame("a"), frame("b")
+    axes = tuple(int(a) for a in d.pop("axes", (0, 1, 2)))
+    if d:
+        raise ConstraintError(f"constraint {name!r}: unknown keys {sorted(d)}")
+    return LoopClosure(None if body_a in (None, "world") else body_a,
+                       None if body_b in (None, "world") else body_b, kind, fa, fb, axes, name)
