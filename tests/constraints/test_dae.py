@@ -144,3 +144,19 @@ def test_impossible_initial_state_names_the_level():
     prob = problems.pendulum()
     with pytest.raises(ConstraintError, match="position level"):
         consistent_initial_values(prob.system, np.zeros(2))  # G(0) = 0: no way back
+
+
+def test_finite_difference_gamma_fallback_matches_exact():
+    """Without an exact γ, DescriptorSystem differentiates c_v along the motion; on the
+    Andrews and car-axis problems (car axis: rheonomic) it agrees with the exact γ."""
+    rng = np.random.default_rng(2)
+    for prob in (problems.andrews(), problems.car_axis()):
+        s = prob.system
+        fd = DescriptorSystem(s.nq, s.nv, s.mass_matrix, s.applied_forces, s.constraint,
+                              lambda t, q, s=s: s.constraint_matrix(t, q)[..., : s.nc, :],
+                              nc=s.nc, g_t=s._g_t)
+        q = prob.q0 + 0.01 * rng.normal(size=s.nq)
+        v = rng.normal(size=s.nv)
+        exact = s.gamma(0.3, q, v)
+        np.testing.assert_allclose(fd.gamma(0.3, q, v), exact,
+                                   atol=1e-6 * max(1.0, np.abs(exact).max()))
