@@ -16,7 +16,8 @@ import pytest
 
 import kanedyn as kd
 from kanedyn.dynamics import reference as ref
-from kanedyn.dynamics.flat import _CACHE, AXIS_ID, flatten
+from kanedyn.dynamics.flat import _CACHE, flatten
+from kanedyn.dynamics.kernels import AXIS_ID
 
 ALL_JOINTS = ("revolute", "prismatic", "helical", "spherical", "planar", "free")
 RTOL = 1e-12

@@ -23,7 +23,9 @@ Body row i:
   x, y or z axis (URDF robots nearly always), for a cheaper transform, else -1.
 
 Model row: ``NB``, ``NQ``, ``NV``, ``GRAV`` (3) = the world gravity vector g
-(the spatial gravity acceleration is ``[0; g]``).
+(the spatial gravity acceleration is ``[0; g]``), ``QTOL`` the tolerance on the
+norm of a quaternion in q (:data:`kanedyn.model.joints.QUAT_TOL`, read at run
+time so that a change of it needs no recompilation).
 
 The flat form is computed once per Model and cached by the Model's identity
 (a Model is immutable; its entry is dropped when the Model is collected).
@@ -39,32 +41,33 @@ from numpy.typing import NDArray
 
 from ..errors import ModelError
 from ..model import Model
+from ..model.joints import QUAT_TOL
 
-#: joint type codes in ``data[i, JTYPE]``
-REVOLUTE, PRISMATIC, HELICAL, PLANAR, SPHERICAL, FREE = range(6)
-JOINT_CODES = {"revolute": REVOLUTE, "prismatic": PRISMATIC, "helical": HELICAL,
-               "planar": PLANAR, "spherical": SPHERICAL, "free": FREE}
-
-# columns of a body row
-E_TREE = 0
-R_TREE = 9
-AXIS = 12
-PITCH = 15
-MASS = 16
-H = 17
-IBAR = 20
-PARENT = 29
-JTYPE = 30
-IQ = 31
-IV = 32
-NVJ = 33
-AXIS_ID = 34
-# columns of the model row (the last row)
-NB = 0
-NQ = 1
-NV = 2
-GRAV = 3
-WIDTH = 35
+# The layout constants live in kernels.py, the module numba compiles and caches:
+# numba's on-disk cache is invalidated when that file changes, not when this one
+# does, so a layout change made here would leave stale compiled kernels behind.
+from .kernels import (
+    AXIS,
+    AXIS_ID,
+    E_TREE,
+    GRAV,
+    IBAR,
+    IQ,
+    IV,
+    JOINT_CODES,
+    JTYPE,
+    MASS,
+    NB,
+    NQ,
+    NV,
+    NVJ,
+    PARENT,
+    PITCH,
+    QTOL,
+    R_TREE,
+    WIDTH,
+    H,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -113,6 +116,7 @@ def _pack(model: Model) -> FlatModel:
     data[nb, NQ] = model.nq
     data[nb, NV] = model.nv
     data[nb, GRAV:GRAV + 3] = model.gravity
+    data[nb, QTOL] = QUAT_TOL
     return FlatModel(data, nb, model.nq, model.nv, tuple(quats))
 
 

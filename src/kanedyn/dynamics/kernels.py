@@ -32,31 +32,34 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ..model.joints import QUAT_TOL
-from .flat import (
-    AXIS,
-    AXIS_ID,
-    E_TREE,
-    FREE,
-    GRAV,
-    HELICAL,
-    IBAR,
-    IQ,
-    IV,
-    JTYPE,
-    MASS,
-    NQ,
-    NV,
-    NVJ,
-    PARENT,
-    PITCH,
-    PLANAR,
-    PRISMATIC,
-    R_TREE,
-    REVOLUTE,
-    SPHERICAL,
-    H,
-)
+# the layout of the flat model (described in flat.py), here so that a change of it
+# invalidates numba's cache of these kernels
+#: joint type codes in ``data[i, JTYPE]``
+REVOLUTE, PRISMATIC, HELICAL, PLANAR, SPHERICAL, FREE = range(6)
+JOINT_CODES = {"revolute": REVOLUTE, "prismatic": PRISMATIC, "helical": HELICAL,
+               "planar": PLANAR, "spherical": SPHERICAL, "free": FREE}
+
+# columns of a body row
+E_TREE = 0
+R_TREE = 9
+AXIS = 12
+PITCH = 15
+MASS = 16
+H = 17
+IBAR = 20
+PARENT = 29
+JTYPE = 30
+IQ = 31
+IV = 32
+NVJ = 33
+AXIS_ID = 34
+# columns of the model row (the last row)
+NB = 0
+NQ = 1
+NV = 2
+GRAV = 3
+QTOL = 6
+WIDTH = 35
 
 NOT_FINITE = -1
 BAD_SHAPE = -2
@@ -126,7 +129,7 @@ def joint_transform(data, i, q, X):
             k += 3
         w, x, y, z = q[k], q[k + 1], q[k + 2], q[k + 3]
         n = np.sqrt(w * w + x * x + y * y + z * z)
-        if abs(n - 1.0) > QUAT_TOL:
+        if abs(n - 1.0) > data[data.shape[0] - 1, QTOL]:
             return 1
         w, x, y, z = w / n, x / n, y / n, z / n
         r00, r01, r02 = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
