@@ -52,16 +52,16 @@ def test_avf_is_not_trivially_exact():
 
 @pytest.mark.parametrize("method", ["verlet", "midpoint"])
 def test_symplectic_energy_error_bounded_without_drift(method):
-    """Single pendulum, 10⁴ steps of 0.02 s (≈ 100 periods): the energy error oscillates
-    at O(dt²) and does not grow — its late maximum equals its early one, and a linear
-    fit through it has a negligible slope."""
+    """Single pendulum, 5000 steps of 0.04 s (≈ 85 periods of 2.35 s): the energy error
+    oscillates at O(dt²) and does not grow — its late maximum equals its early one, and
+    a linear fit through it has a negligible slope."""
     m = kd.models.pendulum_chain(1)
-    tr = kd.simulate(m, [2.0], [0.0], 200.0, method=method, dt=0.02)
+    tr = kd.simulate(m, [2.0], [0.0], 200.0, method=method, dt=0.04)
     E = tr.energy
     e = (E - E[0]) / abs(E[0])
     n = e.size
     early, late = np.abs(e[: n // 10]).max(), np.abs(e[-n // 10:]).max()
-    assert 1e-6 < late < 1e-2  # O(dt²) with a large amplitude, not roundoff
+    assert 1e-6 < late < 5e-2  # O(dt²) with a large amplitude, not roundoff
     assert late < 1.2 * early
     slope = np.polyfit(tr.t, e, 1)[0]
     assert abs(slope * tr.t[-1]) < 0.05 * np.abs(e).max()

@@ -22,7 +22,7 @@ def chain():
                                             ("rk4", "energy"), ("energy_momentum", None)])
 def test_budget_closes_to_roundoff(chain, method, project):
     m, q0, v0 = chain
-    tr = kd.simulate(m, q0, v0, 3.0, method=method, dt=2e-3, forces=chain_forces(),
+    tr = kd.simulate(m, q0, v0, 1.5, method=method, dt=2e-3, forces=chain_forces(),
                      project=project)
     W = tr.work_nc
     assert np.abs(W).max() > 0.5  # damping and the motor do real work
@@ -34,8 +34,8 @@ def test_work_is_the_physical_work(chain):
     """W_nc recorded by AVF against an independent quadrature of vᵀτ_nc along a fine RK4
     run (the same forces evaluated from the trajectory, trapezoidal rule)."""
     m, q0, v0 = chain
-    fine = kd.simulate(m, q0, v0, 3.0, method="rk4", dt=5e-4, forces=chain_forces())
-    avf = kd.simulate(m, q0, v0, 3.0, method="avf", dt=2e-3, forces=chain_forces())
+    fine = kd.simulate(m, q0, v0, 1.5, method="rk4", dt=5e-4, forces=chain_forces())
+    avf = kd.simulate(m, q0, v0, 1.5, method="avf", dt=2e-3, forces=chain_forces())
     nc = [f.bind(kd.ModelSystem(m)) for f in chain_forces() if not f.conservative]
     P = np.array([sum(v @ f.generalized_force(t, q, v) for f in nc)
                   for t, q, v in zip(fine.t, fine.q, fine.v, strict=True)])
