@@ -241,3 +241,15 @@ def test_every_scenario_file_simulates(path, tmp_path, capsys):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["t_final"] == pytest.approx(T_SHORT)
     assert summary["method"] == data["integrator"]["method"]
+
+
+def test_a_script_runs_from_the_shell(tmp_path):
+    """The command-line path of the examples (--short, --out), once, in a subprocess."""
+    import subprocess
+
+    r = subprocess.run([sys.executable, str(EXAMPLES / "urdf_arm_friction.py"), "--short",
+                        "--out", str(tmp_path)], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "MPLBACKEND": "Agg"})
+    assert r.returncode == 0, r.stderr
+    assert "budget max" in r.stdout
+    assert (tmp_path / "arm_energy_budget.png").stat().st_size > 0
