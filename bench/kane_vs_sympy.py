@@ -13,6 +13,7 @@ Run:  .venv/bin/python bench/kane_vs_sympy.py [--nmax-sympy 10] [--quick]
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import tempfile
 import time
@@ -101,6 +102,7 @@ def best(fn, number: int) -> float:
 
 def sympy_side(builder, n, count_expanded=True):
     clear_cache()
+    gc.collect()  # the previous size's expressions must not be collected inside the timing
     t0 = time.perf_counter()
     km, q, u, values = builder(n)
     M, F = km.mass_matrix, km.forcing
@@ -118,6 +120,7 @@ def sympy_side(builder, n, count_expanded=True):
 
 def kanedyn_side(model, backend="numba"):
     clear_cache()
+    gc.collect()
     t0 = time.perf_counter()
     eom = kane.derive(model, parameters="symbolic")
     t_derive = time.perf_counter() - t0
