@@ -92,6 +92,10 @@ class KaneSystem:
         is an input or a reaction, and unknown (None) otherwise.
     quaternions : pairs ``(q_indices, u_indices)`` of unit quaternions and the
         body angular velocities that drive them, passed on to the result.
+    generalized_forces : add inputs ``tau0 … tau{p-1}``, generalized forces
+        added to the p dynamic equations (after the other inputs). With no other
+        input, the compiled result then takes ``tau`` of length ``nv`` as a
+        Model does, which is what ``kd.simulate`` and force elements pass.
     """
 
     frame: ReferenceFrame
@@ -108,6 +112,7 @@ class KaneSystem:
     parameters: Mapping = field(default_factory=dict)
     potential_energy: sp.Expr | None = None
     quaternions: Sequence = ()
+    generalized_forces: bool = False
     name: str = "system"
 
     def __post_init__(self) -> None:
@@ -552,6 +557,12 @@ def kanes_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsO
     if any(M.has(d) for d in ud_ind):
         raise SymbolicError("generalized inertia forces are not linear in u̇ (internal error)")
     forcing = Fr + Frs.xreplace(ud_zero)
+    tau = sp.symbols(f"tau0:{len(ind)}") if system.generalized_forces else ()
+    if tau:
+        taken = {str(x) for x in forcing.free_symbols | M.free_symbols} & set(map(str, tau))
+        if taken:
+            raise SymbolicError(f"generalized_forces: the system already uses {sorted(taken)[0]}")
+        forcing += sp.Matrix(tau)
 
     auxiliary = {}
     if system.u_auxiliary:
@@ -572,7 +583,7 @@ def kanes_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsO
         forcing = forcing.applyfunc(sp.simplify)
         auxiliary = {k: sp.simplify(v) for k, v in auxiliary.items()}
 
-    return _to_plain(system, kin, ind, qdot, M, forcing, auxiliary, (energy, K, V))
+    return _to_plain(system, kin, ind, qdot, M, forcing, auxiliary, (energy, K, V), list(tau))
 
 
 def _is_specified(raw, system: KaneSystem) -> bool:
@@ -633,7 +644,8 @@ def _reactions(system, kin, Fa, Fas, reduce) -> dict:
     return {_name(r): s for r, s in zip(R, sol, strict=True)}
 
 
-def _to_plain(system, kin, ind, qdot, M, forcing, auxiliary, energies) -> EquationsOfMotion:
+def _to_plain(system, kin, ind, qdot, M, forcing, auxiliary, energies,
+              tau: list) -> EquationsOfMotion:
     """Replace dynamicsymbols by plain symbols: q1(t) → q1, u1'(t) → u1_dot."""
     speeds = list(system.u)
     dyn_inputs = [s for s in system.inputs if isinstance(s, AppliedUndef)]
@@ -668,7 +680,7 @@ def _to_plain(system, kin, ind, qdot, M, forcing, auxiliary, energies) -> Equati
 
     q_syms = [plain[s] for s in system.q]
     u_syms = [plain[s] for s in ind]
-    input_syms = [plain.get(s, s) for s in system.inputs]
+    input_syms = [plain.get(s, s) for s in system.inputs] + tau
     taken = {str(s) for s in (*plain.values(), *derivs.values())}
     params = {}
     known = {sp.Symbol(_name(k)) if isinstance(k, AppliedUndef) else k: v
