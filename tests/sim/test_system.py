@@ -93,3 +93,34 @@ def test_model_is_wrapped_and_protocol_objects_pass_through():
     s = kd.sim.as_system(m)
     assert isinstance(s, ModelSystem) and s.model is m
     assert kd.sim.as_system(s) is s
+
+
+class ProtocolOnly:
+    """Exactly the DESIGN.md protocol, nothing more (like a compiled Kane system)."""
+
+    def __init__(self, model):
+        s = kd.ModelSystem(model)
+        self.nq, self.nv = model.nq, model.nv
+        for name in ("mass_matrix", "nonlinear_effects", "forward_dynamics", "energy", "q_dot",
+                     "integrate_configuration"):
+            setattr(self, name, getattr(s, name))
+
+
+@pytest.mark.parametrize("method", ["rk4", "avf", "midpoint", "dopri5"])
+def test_protocol_only_system_planar(method):
+    """The fallbacks (∂T/∂q and g by differences) give the ModelSystem's trajectory."""
+    m = kd.models.pendulum_chain(2)
+    a = kd.simulate(ProtocolOnly(m), [1.0, 0.5], [0, 0], 0.5, method=method, dt=1e-2)
+    b = kd.simulate(m, [1.0, 0.5], [0, 0], 0.5, method=method, dt=1e-2)
+    np.testing.assert_allclose(a.q, b.q, atol=1e-8)
+
+
+@pytest.mark.parametrize("method", ["rk4", "midpoint"])
+def test_protocol_only_system_with_quaternions(method):
+    """Without chart_jacobian, J(ξ) comes from q_dot and integrate_configuration."""
+    m = kd.models.pendulum_chain(2, planar=False, joint="spherical")
+    rng = np.random.default_rng(0)
+    q0, v0 = kd.random_configuration(m, rng), rng.normal(size=6)
+    a = kd.simulate(ProtocolOnly(m), q0, v0, 0.3, method=method, dt=1e-2)
+    b = kd.simulate(m, q0, v0, 0.3, method=method, dt=1e-2)
+    np.testing.assert_allclose(a.q, b.q, atol=1e-8)

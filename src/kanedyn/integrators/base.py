@@ -186,10 +186,18 @@ def chart_jacobian(system, q0: NDArray, xi: NDArray) -> NDArray | None:
         return None
     if hasattr(system, "chart_jacobian"):
         return system.chart_jacobian(q0, xi)
-    raise SolverError(
-        f"system {system!r} has nq={system.nq} != nv={system.nv} but no chart_jacobian(q0, xi); "
-        "this method needs it to move in tangent coordinates"
-    )
+    # fallback from the protocol alone: v = W(q)⁺ q̇ along the chart curve, with the
+    # columns of W(q) from q_dot(q, e_k) and ∂(q0 ⊕ ξ)/∂ξ by central differences
+    # (accurate to ≈ 1e-10; a system that offers chart_jacobian does better)
+    nv = system.nv
+    q = system.integrate_configuration(q0, xi, 1.0)
+    eye = np.eye(nv)
+    W = np.column_stack([system.q_dot(q, eye[k]) for k in range(nv)])
+    eps = 1e-6
+    D = np.column_stack([(system.integrate_configuration(q0, xi + eps * eye[k], 1.0)
+                          - system.integrate_configuration(q0, xi - eps * eye[k], 1.0))
+                         / (2 * eps) for k in range(nv)])
+    return np.linalg.lstsq(W, D, rcond=None)[0]
 
 
 def momentum(system, q: NDArray, v: NDArray) -> NDArray:
