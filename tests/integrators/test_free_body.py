@@ -57,3 +57,17 @@ def test_plain_midpoint_keeps_energy_but_not_spatial_angular_momentum():
     assert np.abs(tr.energy - tr.energy[0]).max() / tr.energy[0] < 1e-10  # (to Newton tol)
     h = tr.momentum
     assert np.abs(h[:, :3] - h[0, :3]).max() / np.linalg.norm(h[0, :3]) > 1e-7
+
+
+@pytest.mark.parametrize("method", ["rk4", "gauss4"])
+def test_projection_onto_energy_and_momentum_together(method):
+    """project=("energy", "momentum") around a method that keeps neither exactly."""
+    m = kd.models.free_body(mass=2.0, inertia=(0.1, 0.2, 0.3), gravity=(0, 0, 0))
+    v0 = np.array([0.3, 2.0, -0.5, 0.05, 0.1, -0.02])
+    tr = kd.simulate(m, kd.neutral(m), v0, 2.0, method=method, dt=0.02,
+                     project=("energy", "momentum"))
+    plain = kd.simulate(m, kd.neutral(m), v0, 2.0, method=method, dt=0.02)
+    h, hp = tr.momentum, plain.momentum
+    assert np.abs(tr.energy - tr.energy[0]).max() / tr.energy[0] <= 1e-13
+    assert np.abs(h - h[0]).max() / np.linalg.norm(h[0]) <= 1e-13
+    assert np.abs(hp - hp[0]).max() / np.linalg.norm(hp[0]) > 1e-9  # the control drifts
