@@ -317,6 +317,17 @@ def test_rolling_disk_steady_turn_matches_newton_euler(disk):
         np.testing.assert_allclose(ud, 0, atol=1e-12)
 
 
+def test_upright_rolling_bound_for_a_hoop():
+    """The general axisymmetric bound Ω² > A m g R / (C (C + m R²)) (A diametral, C
+    axial moment) also holds for a thin hoop, A = mR²/2, C = mR²: Ω² > g/(4R)."""
+    system, info = classic.rolling_disk(axial=1, diametral=sp.Rational(1, 2))
+    eom = system.derive()
+    crit = np.sqrt(DISK["g"] / (4 * DISK["R"]))
+    for factor, stable in ((0.999, False), (1.001, True)):
+        growth = np.max(np.linalg.eigvals(_disk_linearization(eom, info, factor * crit)).real)
+        assert (growth < 1e-6) if stable else (growth > 1e-3), (factor, growth)
+
+
 def _disk_linearization(eom, info, spin):
     q, u = info["q"], info["u"]
     op = {**{qi: 0 for qi in q}, u[0]: 0, u[1]: 0, u[2]: spin}

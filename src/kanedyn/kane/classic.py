@@ -112,7 +112,7 @@ def spacecraft_reaction_wheel():
                         I_bus=sp.Matrix([[I11, I12, 0], [I12, I22, 0], [0, 0, I33]]))
 
 
-def rolling_disk(contact_forces: bool = False):
+def rolling_disk(contact_forces: bool = False, axial=None, diametral=None):
     """A uniform thin disk (radius R, mass m) rolling without slipping on the
     horizontal plane N.x–N.y, gravity −g N.z.
 
@@ -123,7 +123,11 @@ def rolling_disk(contact_forces: bool = False):
     ``contact_forces=True`` adds auxiliary speeds ua1..ua3 (a virtual velocity
     of the disk along N.x, N.y, N.z) and the contact force ``Fx N.x + Fy N.y +
     Fz N.z`` on the disk's material point at the contact (Kane & Levinson
-    1985, the rolling disk with its contact forces brought into evidence)."""
+    1985, the rolling disk with its contact forces brought into evidence).
+
+    ``axial`` and ``diametral`` are the central moments of inertia in units of
+    m R²: 1/2 and 1/4 (the default) for the uniform thin disk, 1 and 1/2 for a
+    thin hoop."""
     q = dynamicsymbols("q1:6")
     u = dynamicsymbols("u1:6")
     m, g, R = sp.symbols("m g R", positive=True)
@@ -140,7 +144,10 @@ def rolling_disk(contact_forces: bool = False):
     Dc.set_vel(N, Dc.pos_from(O).dt(N) + virtual)
     contact = Dc.vel(N) + D.ang_vel_in(N).cross(-R * L.z)   # the disk's material point at C
     constraints = [contact.dot(N.x), contact.dot(N.y)]
-    disk = RigidBody("disk", Dc, D, m, inertia(L, m * R**2 / 4, m * R**2 / 2, m * R**2 / 4))
+    axial = sp.Rational(1, 2) if axial is None else sp.nsimplify(axial)
+    diametral = sp.Rational(1, 4) if diametral is None else sp.nsimplify(diametral)
+    Id, Ia = diametral * m * R**2, axial * m * R**2
+    disk = RigidBody("disk", Dc, D, m, inertia(L, Id, Ia, Id))
     kde = [ui - qi.diff() for qi, ui in zip(q, u, strict=True)]
     loads = [(Dc, -m * g * N.z)]
     reactions = []
