@@ -120,16 +120,21 @@ class DAE:
                             - np.einsum("...ij,...j->...i", M, a) - CT_lam)
         f = self.formulation
         if f == "index3":
-            lam_eq = sysm.velocity_constraint(t, q, v)
-            lam_eq[..., : sysm.nc] = sysm.constraint(t, q)
+            if sysm.nn:
+                lam_eq = sysm.velocity_constraint_with(C, t, q, v)
+                lam_eq[..., : sysm.nc] = sysm.constraint(t, q)
+            else:  # holonomic only: the velocity rows are not needed at all
+                lam_eq = sysm.constraint(t, q)
         elif f in ("index2", "ggl"):
-            lam_eq = sysm.velocity_constraint(t, q, v)
+            lam_eq = sysm.velocity_constraint_with(C, t, q, v)
         else:
             lam_eq = np.einsum("...ij,...j->...i", C, a) - sysm.gamma(t, q, v)
             if f == "baumgarte":
-                lam_eq = lam_eq + 2.0 * self.alpha * sysm.velocity_constraint(t, q, v)
+                lam_eq = lam_eq + 2.0 * self.alpha * sysm.velocity_constraint_with(C, t, q, v)
                 lam_eq[..., : sysm.nc] += self.beta ** 2 * sysm.constraint(t, q)
         out[..., s["lam"]] = lam_eq
+        if y.ndim == 1 or (y.ndim == 2 and y.shape[0] == 1 and np.ndim(t) == 0):
+            self._last_rhs = (t, y.reshape(-1).copy(), out.reshape(-1))
         return out
 
 
@@ -146,7 +151,11 @@ class DAE:
         nd = nq + nv
         q = y[s["q"]]
         J = np.zeros((self.n, self.n))
-        f0 = self.rhs(t, y)
+        last = getattr(self, "_last_rhs", None)  # radau5 has just evaluated F(t, y)
+        if last is not None and last[0] == t and np.array_equal(last[1], y):
+            f0 = last[2]
+        else:
+            f0 = self.rhs(t, y)
         delt = np.sqrt(np.finfo(float).eps * np.maximum(1e-5, np.abs(y[:nd])))
         Yb = np.repeat(y[None, :], nd, axis=0)
         Yb[np.arange(nd), np.arange(nd)] += delt

@@ -82,6 +82,10 @@ class ConstrainedMechanics:
         C = self.constraint_matrix(t, q)
         return np.einsum("...ij,...j->...i", C, v)
 
+    def velocity_constraint_with(self, C: NDArray, t, q: ArrayLike, v: ArrayLike) -> NDArray:
+        """c_v when C = constraint_matrix(t, q) is already at hand (saves recomputing it)."""
+        return self.velocity_constraint(t, q, v)
+
     def gamma(self, t, q: ArrayLike, v: ArrayLike) -> NDArray:
         """Right side of the acceleration constraint ``C v̇ = γ``, shape (..., m).
 
@@ -271,9 +275,11 @@ class DescriptorSystem(ConstrainedMechanics):
         return np.concatenate(parts, axis=-2)
 
     def velocity_constraint(self, t, q, v):
+        return self.velocity_constraint_with(self.constraint_matrix(t, q), t, q, v)
+
+    def velocity_constraint_with(self, C, t, q, v):
         q = np.asarray(q, dtype=float)
         v = np.asarray(v, dtype=float)
-        C = self.constraint_matrix(t, q)
         cv = np.einsum("...ij,...j->...i", C, v)
         if self._g_t is not None and self.nc:
             cv[..., : self.nc] += self._g_t(t, q)
