@@ -7,7 +7,7 @@ constrained DAEs, energy-conserving integration and Stribeck friction.
 >>> M = kd.crba(model, q)
 """
 
-from . import forces, friction, verify
+from . import constraints, forces, friction, verify
 from .dynamics import (
     aba,
     center_of_mass,
@@ -72,6 +72,7 @@ __all__ = [
     "forces",
     "friction",
     "center_of_mass",
+    "constraints",
     "crba",
     "difference",
     "forward_kinematics",
