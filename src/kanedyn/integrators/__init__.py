@@ -2,19 +2,18 @@
 
 Built in (one file per family; each docstring gives the order and what is conserved):
 
-=================  =========================================  ======  ==========================
-name               family (file)                              order   conserves exactly
-=================  =========================================  ======  ==========================
-``rk4``            explicit Runge–Kutta (rk4.py)              4       nothing
-``dopri5``         adaptive Dormand–Prince 5(4) (dopri5.py)   5       nothing
-``RK45`` ...       SciPy solve_ivp methods (scipy_ivp.py)     —       nothing
-``verlet``         Störmer–Verlet / leapfrog (verlet.py)      2       symplectic, quadratic momenta
-``midpoint``       Gauss–Legendre (gauss.py)                  2       symplectic, quadratic momenta
-``gauss4``         Gauss–Legendre (gauss.py)                  4       symplectic, quadratic momenta
-``avf``            discrete gradient (discrete_gradient.py)   2       energy
-``itoh_abe``       discrete gradient (discrete_gradient.py)   1       energy
-``energy_momentum`` midpoint + projection (energy_momentum.py) 2      energy and momentum
-=================  =========================================  ======  ==========================
+- ``rk4`` — explicit Runge–Kutta, order 4, conserves nothing (rk4.py; a compiled
+  loop in rk4_compiled.py for plain models);
+- ``dopri5`` — adaptive Dormand–Prince 5(4) with dense output (dopri5.py);
+- ``RK45``, ``RK23``, ``DOP853``, ``Radau``, ``BDF``, ``LSODA`` — SciPy's solvers
+  (scipy_ivp.py);
+- ``verlet`` — Störmer–Verlet / generalized leapfrog, order 2, symplectic (verlet.py);
+- ``midpoint``, ``gauss4`` — Gauss–Legendre, orders 2 and 4, symplectic in canonical
+  coordinates (gauss.py);
+- ``avf`` (order 2), ``itoh_abe`` (order 1) — discrete gradients, exact energy
+  (discrete_gradient.py);
+- ``energy_momentum`` — midpoint + projection, order 2, exact energy and momentum
+  (energy_momentum.py).
 
 ``project="energy"`` (or a tuple with ``"momentum"``, ``"angular_momentum"``,
 ``"linear_momentum"``) wraps any fixed-step method in a projection
