@@ -67,17 +67,22 @@ def random_configuration(model: Model, rng: np.random.Generator | int | None = N
     return q
 
 
-def q_dot(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray:
-    """``q̇ = W(q) v``, joint by joint (quaternion kinematics for spherical and free joints)."""
+def _joint_by_joint(model: Model, q: ArrayLike, v: ArrayLike, width: int, fn) -> NDArray:
+    """out[k, joint part] = fn(joint, q_j, v_j) over a batch, with the checks of q and v."""
     Q, single = check_configuration(model, q)
     V, _ = as_state(model, v, model.nv, "v")
     if V.shape[0] != Q.shape[0]:
         raise StateError(f"q has {Q.shape[0]} states but v has {V.shape[0]}")
-    out = np.empty_like(Q)
+    out = np.empty((Q.shape[0], width))
     for k in range(Q.shape[0]):
         for b in model.bodies:
-            out[k, b.iq] = b.joint.kinematic_map(Q[k, b.iq]) @ V[k, b.iv]
+            out[k, b.iq] = fn(b.joint, Q[k, b.iq], V[k, b.iv])
     return out[0] if single else out
+
+
+def q_dot(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray:
+    """``q̇ = W(q) v``, joint by joint (quaternion kinematics for spherical and free joints)."""
+    return _joint_by_joint(model, q, v, model.nq, lambda j, qj, vj: j.kinematic_map(qj) @ vj)
 
 
 def integrate_configuration(model: Model, q: ArrayLike, v: ArrayLike, dt: float) -> NDArray:
@@ -87,15 +92,7 @@ def integrate_configuration(model: Model, q: ArrayLike, v: ArrayLike, dt: float)
     joints, of SE(3) for free joints (body twist held constant), of SE(2) for
     planar ones, ``q + dt v`` for the rest. Quaternions stay unit.
     """
-    Q, single = check_configuration(model, q)
-    V, _ = as_state(model, v, model.nv, "v")
-    if V.shape[0] != Q.shape[0]:
-        raise StateError(f"q has {Q.shape[0]} states but v has {V.shape[0]}")
-    out = np.empty_like(Q)
-    for k in range(Q.shape[0]):
-        for b in model.bodies:
-            out[k, b.iq] = b.joint.integrate(Q[k, b.iq], V[k, b.iv], dt)
-    return out[0] if single else out
+    return _joint_by_joint(model, q, v, model.nq, lambda j, qj, vj: j.integrate(qj, vj, dt))
 
 
 def difference(model: Model, q0: ArrayLike, q1: ArrayLike) -> NDArray:
