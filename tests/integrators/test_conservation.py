@@ -85,3 +85,22 @@ def test_rk4_energy_drift_is_visible_monotone_and_of_the_expected_order():
         assert abs(e[-1]) > 1e3 * np.finfo(float).eps * abs(tr.energy[0])  # visible
     order = np.log2(drift[0] / drift[1])
     assert 4.7 < order < 5.3
+
+
+def test_avf_on_a_quadratic_hamiltonian_is_the_cayley_map():
+    """H = p²/2m + k x²/2 (a slider on a spring, no gravity): AVF with one node is exact
+    for quadratic H and equals the midpoint rule, whose step is the Cayley transform
+    z₁ = (1 − hA/2)⁻¹(1 + hA/2) z₀ of ż = A z — an independent closed form."""
+    b = kd.ModelBuilder("slider", gravity=(0, 0, 0))
+    b.add_body("cart", None, kd.model.joints.Prismatic("x", axis=(1, 0, 0)), None, 2.0,
+               (0, 0, 0), np.eye(3) * 0.1)
+    m = b.build()
+    k, h = 3.0, 0.1
+    tr = kd.simulate(m, [0.7], [0.2], 2.0, method="avf", dt=h, nodes=1,
+                     forces=[kd.forces.JointSpring("x", k)])
+    A = np.array([[0.0, 1.0], [-k / 2.0, 0.0]])  # (x, v)
+    C = np.linalg.solve(np.eye(2) - 0.5 * h * A, np.eye(2) + 0.5 * h * A)
+    z = np.array([0.7, 0.2])
+    for _ in range(20):
+        z = C @ z
+    np.testing.assert_allclose([tr.q[-1, 0], tr.v[-1, 0]], z, atol=1e-14)
