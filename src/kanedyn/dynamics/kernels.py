@@ -163,7 +163,7 @@ def s_column(data, i, c, dst, k):
         for m in range(3):
             dst[k, 3 + m] = data[i, AXIS + m]
     elif jt == PLANAR:  # speeds (v_x, v_y, ω_z)
-        dst[k, (3, 4, 2)[c]] = 1.0
+        dst[k, 3 + c if c < 2 else 2] = 1.0
     else:  # SPHERICAL: [1; 0]; FREE: 1 (6x6)
         dst[k, c] = 1.0
 
@@ -213,7 +213,7 @@ def s_dot(data, i, c, F, k):
                 + data[i, AXIS + 1] * (F[k, 1] + h * F[k, 4])
                 + data[i, AXIS + 2] * (F[k, 2] + h * F[k, 5]))
     if jt == PLANAR:
-        return F[k, (3, 4, 2)[c]]
+        return F[k, 3 + c if c < 2 else 2]
     return F[k, c]
 
 
@@ -367,27 +367,44 @@ def inertia_to_parent_add(X, i, Ps, src, P, dst):
     t20 = Ps[src, I + 6] * X[i, 0] + Ps[src, I + 7] * X[i, 3] + Ps[src, I + 8] * X[i, 6]
     t21 = Ps[src, I + 6] * X[i, 1] + Ps[src, I + 7] * X[i, 4] + Ps[src, I + 8] * X[i, 7]
     t22 = Ps[src, I + 6] * X[i, 2] + Ps[src, I + 7] * X[i, 5] + Ps[src, I + 8] * X[i, 8]
-    for a in range(3):
-        ya = (y0, y1, y2)[a]
-        ra = (r0, r1, r2)[a]
-        ea0, ea1, ea2 = X[i, a], X[i, 3 + a], X[i, 6 + a]  # column a of E
-        for b in range(a, 3):
-            s = ea0 * (t00, t01, t02)[b] + ea1 * (t10, t11, t12)[b] + ea2 * (t20, t21, t22)[b]
-            yb = (y0, y1, y2)[b]
-            rb = (r0, r1, r2)[b]
-            s -= ya * rb + ra * yb + m * ra * rb
-            if a == b:
-                s += diag
-            P[dst, I + 3 * a + b] += s
-            if a != b:
-                P[dst, I + 3 * b + a] += s
+    # (Eᵀ T)[a, b] = Σ_c E[c, a] T[c, b], E[c, a] = X[i, 3c + a]; written out, because
+    # indexing a tuple with a loop variable is a slow switch in numba
+    e00, e01, e02 = X[i, 0], X[i, 1], X[i, 2]
+    e10, e11, e12 = X[i, 3], X[i, 4], X[i, 5]
+    e20, e21, e22 = X[i, 6], X[i, 7], X[i, 8]
+    s00 = e00 * t00 + e10 * t10 + e20 * t20 - (2.0 * y0 * r0 + m * r0 * r0) + diag
+    s11 = e01 * t01 + e11 * t11 + e21 * t21 - (2.0 * y1 * r1 + m * r1 * r1) + diag
+    s22 = e02 * t02 + e12 * t12 + e22 * t22 - (2.0 * y2 * r2 + m * r2 * r2) + diag
+    s01 = e00 * t01 + e10 * t11 + e20 * t21 - (y0 * r1 + r0 * y1 + m * r0 * r1)
+    s02 = e00 * t02 + e10 * t12 + e20 * t22 - (y0 * r2 + r0 * y2 + m * r0 * r2)
+    s12 = e01 * t02 + e11 * t12 + e21 * t22 - (y1 * r2 + r1 * y2 + m * r1 * r2)
+    P[dst, I] += s00
+    P[dst, I + 1] += s01
+    P[dst, I + 2] += s02
+    P[dst, I + 3] += s01
+    P[dst, I + 4] += s11
+    P[dst, I + 5] += s12
+    P[dst, I + 6] += s02
+    P[dst, I + 7] += s12
+    P[dst, I + 8] += s22
 
 
 @njit(cache=True, _nrt=False)
 def all_finite(x):
-    for k in range(x.size):
-        if not np.isfinite(x.flat[k]):
+    """Whether every entry of the 1-D array x is finite."""
+    for k in range(x.shape[0]):
+        if not np.isfinite(x[k]):
             return False
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def all_finite2(x):
+    """Whether every entry of the 2-D array x is finite."""
+    for a in range(x.shape[0]):
+        for b in range(x.shape[1]):
+            if not np.isfinite(x[a, b]):
+                return False
     return True
 
 
@@ -940,7 +957,7 @@ def jacobian_into(data, q, body, frame, J):
                 J[0, o + c], J[1, o + c], J[2, o + c] = w0, w1, w2
                 J[3, o + c], J[4, o + c], J[5, o + c] = u0, u1, u2
         j = int(data[j, PARENT])
-    return 0 if all_finite(J) else NOT_FINITE
+    return 0 if all_finite2(J) else NOT_FINITE
 
 
 @njit(cache=True)
