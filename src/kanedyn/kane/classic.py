@@ -20,6 +20,8 @@ symbols, frames and points a user (or a test) needs to evaluate or check it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import sympy as sp
 from sympy.physics.vector import Point, ReferenceFrame, dynamicsymbols
@@ -37,7 +39,7 @@ __all__ = [
 ]
 
 
-def quaternion_kinematics(quat, omega) -> list:
+def quaternion_kinematics(quat: Sequence, omega: Sequence) -> list:
     """``q̇ = ½ q ⊗ (0, ω)`` for a scalar-first unit quaternion and the angular
     velocity ω in body coordinates, as expressions that vanish:
     ``q̇₀ = −½ q_v·ω``, ``q̇_v = ½ (q₀ ω + q_v × ω)`` (the convention of
@@ -53,7 +55,7 @@ def quaternion_kinematics(quat, omega) -> list:
     return [qi.diff() - r for qi, r in zip(quat, rates, strict=True)]
 
 
-def free_rigid_body():
+def free_rigid_body() -> tuple[KaneSystem, dict]:
     """A free rigid body, general (non-principal) central inertia, with a
     torque T (body axes) and a force F (world axes) as inputs.
 
@@ -81,7 +83,7 @@ def free_rigid_body():
     return system, dict(N=N, B=B, G=G, q=q, u=u, T=T, F=F, m=m, I=I)
 
 
-def spacecraft_reaction_wheel():
+def spacecraft_reaction_wheel() -> tuple[KaneSystem, dict]:
     """A rigid bus B carrying an axisymmetric wheel W on the bus axis B.z, both
     mass centres at the system's mass centre G; the motor torque ``Tm`` acts on
     W and −Tm on B (internal, does work, no potential).
@@ -112,7 +114,8 @@ def spacecraft_reaction_wheel():
                         I_bus=sp.Matrix([[I11, I12, 0], [I12, I22, 0], [0, 0, I33]]))
 
 
-def rolling_disk(contact_forces: bool = False, axial=None, diametral=None):
+def rolling_disk(contact_forces: bool = False, axial=None,
+                 diametral=None) -> tuple[KaneSystem, dict]:
     """A uniform thin disk (radius R, mass m) rolling without slipping on the
     horizontal plane N.x–N.y, gravity −g N.z.
 
@@ -164,7 +167,7 @@ def rolling_disk(contact_forces: bool = False, axial=None, diametral=None):
                         constraints=constraints, ua=ua)
 
 
-def pendulum_pin_reaction():
+def pendulum_pin_reaction() -> tuple[KaneSystem, dict]:
     """A uniform rod (mass m, length l) on a pin at O, gravity g along N.x
     (hanging), angle q1, speed u1. Auxiliary speeds ua1 (along the rod, A.x)
     and ua2 (across it, A.y) give the pin O a virtual velocity; the pin force
@@ -189,7 +192,9 @@ def pendulum_pin_reaction():
     return system, dict(N=N, A=A, O=O, G=G, q1=q1, u1=u1, m=m, l=l, g=g, R1=R1, R2=R2)
 
 
-def stewart_geometry(base_radius=1.0, platform_radius=0.6, base_gap=0.35, platform_gap=0.25):
+def stewart_geometry(base_radius: float = 1.0, platform_radius: float = 0.6,
+                     base_gap: float = 0.35,
+                     platform_gap: float = 0.25) -> tuple[np.ndarray, np.ndarray]:
     """Leg attachment points of a 6-6 Stewart platform: pairs of points on two
     circles, 120° apart, the platform's pairs rotated by 60° against the base's.
     Returns (base points in N, platform points in platform axes), each (6, 3)."""
@@ -205,7 +210,7 @@ def stewart_geometry(base_radius=1.0, platform_radius=0.6, base_gap=0.35, platfo
     return np.array(b), np.array(p)
 
 
-def stewart_platform():
+def stewart_platform() -> tuple[KaneSystem, dict]:
     """A 6-6 Stewart platform: platform P (mass M, central inertia diag(Ixx, Iyy,
     Izz)) at pose q = (quaternion e0..e3, position x, y, z) with the platform
     twist as speeds u = (ω in platform axes, velocity of its mass centre in N
