@@ -143,7 +143,7 @@ def test_double_pendulum_kinematics_and_energy(pendulum):
 
 
 def test_generalized_forces_by_name(pendulum):
-    """F_r by hand (Kane & Levinson eq. 4.4.1): with u2 the absolute rate of rod 2,
+    """F_r by hand (Kane & Levinson Ch. 4): with u2 the absolute rate of rod 2,
     v_Bc = l1 u1 A.y + (l2/2) u2 B.y, so gravity on rod 2 enters F_1 through l1 A.y;
     the torque T on rod 1 only through ω_A = u1 N.z."""
     system, *_ = pendulum
@@ -311,8 +311,8 @@ def test_drag_and_thruster_generalized_active_forces():
     """Loads of any origin: a thruster of thrust P fixed in a planar body, at a
     point offset d along the body's y axis and pointing along its x axis, and
     linear drag −c v on the mass centre. Speeds: body-frame velocity (v1, v2)
-    and yaw rate w. By hand (Kane & Levinson eq. 4.4.1): F = [P − c v1, −c v2,
-    −d P] and, for mass m and yaw inertia J, the body-frame Newton–Euler
+    and yaw rate w. By hand (Kane & Levinson Ch. 4): F = [P − c v1, −c v2, −d P]
+    and, for mass m and yaw inertia J, the body-frame Newton–Euler
     m (v̇1 − w v2) = P − c v1, m (v̇2 + w v1) = −c v2, J ẇ = −d P."""
     x, y, th = dynamicsymbols("x y th")
     v1, v2, w = dynamicsymbols("v1 v2 w")

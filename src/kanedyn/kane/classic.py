@@ -6,7 +6,7 @@ symbols, frames and points a user (or a test) needs to evaluate or check it.
 * :func:`free_rigid_body` — body-frame angular velocity as speeds, quaternion
   kinematics: Kane's equations are Euler's ``I ω̇ + ω × I ω = T``.
 * :func:`spacecraft_reaction_wheel` — a bus with a symmetric wheel driven by an
-  internal motor (Kane & Levinson 1985, Sec. 6.3/"gyrostat"; the wheel's spin
+  internal motor (Kane & Levinson 1985, the gyrostat; the wheel's spin
   relative to the bus is its own speed).
 * :func:`rolling_disk` — a thin disk rolling without slipping on a plane:
   5 coordinates, 5 speeds, 2 nonholonomic constraints, p = 3.

@@ -7,15 +7,17 @@ Applications* (1985), Ch. 2–6:
    (n), tied by kinematic differential equations ``u = Y(q, t) q̇ + Z(q, t)``
    (given as expressions that vanish; any form linear in q̇ and u, e.g. the
    quaternion form ``q̇ = W(q) u``), solved for q̇;
-2. every velocity is affine in u: ``v = Σ_r v_r u_r + v_t``, ``ω = Σ_r ω_r u_r + ω_t``;
-   the *partial velocities* v_r, ω_r are the coefficients (eq. 2.14.1–2);
-3. generalized active forces ``F_r = Σ (v_r · R + ω_r · T)`` (eq. 4.4.1) and
-   generalized inertia forces ``F_r* = Σ (v_r · R* + ω_r · T*)`` with
-   ``R* = −m a``, ``T* = −α · I − ω × I · ω`` (eq. 4.11.4–6);
-4. nonholonomic constraints ``u_dep = A u_ind + B`` (eq. 2.13.1): the p = n − m
-   equations ``F̃_r + F̃_r* = 0`` with ``F̃_r = F_r + Σ_s F_s A_sr`` (eq. 6.1.2–3);
-5. auxiliary generalized speeds (Sec. 4.9 / 5.8 "non-contributing forces
-   brought into evidence"): a fictitious speed along a reaction; its equation
+2. every velocity is affine in u: ``v = Σ_r v_r u_r + v_t``,
+   ``ω = Σ_r ω_r u_r + ω_t``; the *partial velocities* v_r, ω_r are the
+   coefficients (Ch. 2, partial velocities);
+3. generalized active forces ``F_r = Σ (v_r · R + ω_r · T)`` and generalized
+   inertia forces ``F_r* = Σ (v_r · R* + ω_r · T*)`` with ``R* = −m a``,
+   ``T* = −α · I − ω × I · ω`` (Ch. 4);
+4. nonholonomic constraints ``u_dep = A u_ind + B`` (Ch. 2, motion
+   constraints): the p = n − m equations ``F̃_r + F̃_r* = 0`` with
+   ``F̃_r = F_r + Σ_s F_s A_sr`` (Ch. 6, nonholonomic systems);
+5. auxiliary generalized speeds ("bringing non-contributing
+   forces into evidence"): a fictitious speed along a reaction; its equation
    ``F_a + F_a* = 0``, with the auxiliary speed set to zero afterwards, gives
    the reaction in q, u, u̇ without solving for all multipliers.
 
@@ -265,7 +267,7 @@ def _linear_coefficients(exprs: Sequence, variables: Sequence, what: str, label:
 
 
 def _solve_kinematic_equations(system: KaneSystem, sampler: _Sampler) -> sp.Matrix:
-    """Solve ``K_q̇ q̇ + K_u u + k = 0`` for q̇ (Kane & Levinson eq. 2.12.1)."""
+    """Solve ``K_q̇ q̇ + K_u u + k = 0`` for q̇ (Kane & Levinson Ch. 2, generalized speeds)."""
     q, u = list(system.q), list(system.u)
     kde = list(system.kinematic_equations)
     if len(kde) != len(q):
@@ -315,7 +317,7 @@ def _point_velocity(point: Point, N: ReferenceFrame, owner: str) -> Vector:
 
 
 def _partials(vec: Vector, speeds: list, owner: str, sampler: _Sampler) -> list:
-    """v_r = ∂v/∂u_r (Kane & Levinson eq. 2.14.1), error if v is not affine in u.
+    """v_r = ∂v/∂u_r (Kane & Levinson Ch. 2, partial velocities), error if v is not affine in u.
 
     For an affine v the coefficient of u_r is ``v(u_r = 1, others 0) − v(u = 0)``:
     an exact substitution, much cheaper than differentiating large kinematic
@@ -361,7 +363,7 @@ def _check_kinematic_symbols(vec: Vector, allowed: set, owner: str) -> None:
 def kinematics(system: KaneSystem) -> Kinematics:
     """q̇(q, u), velocities, partial velocities and accelerations of every body.
 
-    Partial velocities (Kane & Levinson eq. 2.14.1): with q̇ eliminated,
+    Partial velocities (Kane & Levinson Ch. 2, partial velocities): with q̇ eliminated,
     ``v = Σ_r v_r u_r + v_t``; ``v_r`` is the coefficient of ``u_r``. The
     auxiliary speeds get partial velocities too, and are then set to zero
     (together with their derivatives) before accelerations are formed.
@@ -416,7 +418,8 @@ def kinematics(system: KaneSystem) -> Kinematics:
 
 
 def _eliminate_dependent_speeds(system: KaneSystem, kin: Kinematics, sampler: _Sampler) -> None:
-    """``C u + D = 0`` → ``u_dep = A u_ind + B`` (Kane & Levinson eq. 2.13.1) and u̇_dep."""
+    """``C u + D = 0`` → ``u_dep = A u_ind + B`` and u̇_dep (Kane & Levinson Ch. 2,
+    motion constraints)."""
     u = list(system.u)
     n, m = len(u), len(system.velocity_constraints)
     if m >= n:
@@ -463,7 +466,7 @@ def _eliminate_dependent_speeds(system: KaneSystem, kin: Kinematics, sampler: _S
 
 def partial_velocities(system: KaneSystem, kin: Kinematics | None = None) -> list:
     """Partial velocities ``[(v_r list, ω_r list or None) per body]`` (Kane & Levinson
-    eq. 2.14.1), indexed by u followed by the auxiliary speeds."""
+    Ch. 2, partial velocities), indexed by u followed by the auxiliary speeds."""
     kin = kin or kinematics(system)
     return [(b[2], b[3]) for b in kin.bodies]
 
@@ -472,8 +475,9 @@ def partial_velocities(system: KaneSystem, kin: Kinematics | None = None) -> lis
 
 
 def generalized_active_forces(system: KaneSystem, kin: Kinematics | None = None) -> sp.Matrix:
-    """``F_r = Σ_loads (v_r · R + ω_r · T)`` (Kane & Levinson eq. 4.4.1), one per
-    speed (u, then auxiliary); dependent speeds not yet eliminated."""
+    """``F_r = Σ_loads (v_r · R + ω_r · T)`` (Kane & Levinson Ch. 4, generalized
+    active forces), one per speed (u, then auxiliary); dependent speeds not yet
+    eliminated."""
     kin = kin or kinematics(system)
     F = [sp.S.Zero] * len(kin.speeds)
     for parts, load in kin.loads:
@@ -484,7 +488,7 @@ def generalized_active_forces(system: KaneSystem, kin: Kinematics | None = None)
 
 def generalized_inertia_forces(system: KaneSystem, kin: Kinematics | None = None) -> sp.Matrix:
     """``F_r* = Σ (v_r · (−m a) + ω_r · (−α · I − ω × I · ω))`` (Kane & Levinson
-    eq. 4.11.4–6), I the central inertia dyadic; one per speed."""
+    Ch. 4, generalized inertia forces), I the central inertia dyadic; one per speed."""
     kin = kin or kinematics(system)
     Fs = [sp.S.Zero] * len(kin.speeds)
     for body, (_v, w, v_r, w_r, a, alpha) in zip(system.bodies, kin.bodies, strict=True):
@@ -518,7 +522,7 @@ def kanes_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsO
 
     With nonholonomic constraints ``u_dep = A u_ind + B`` the p = n − m
     equations are ``F̃_r + F̃_r* = 0`` for the independent speeds, with
-    ``F̃_r = F_r + Σ_s F_s A_sr`` (Kane & Levinson eq. 6.1.2–3), and u_dep, u̇_dep
+    ``F̃_r = F_r + Σ_s F_s A_sr`` (Kane & Levinson Ch. 6, nonholonomic systems), and u_dep, u̇_dep
     eliminated. Auxiliary speeds give the reactions: ``F_a + F_a* = 0`` solved
     for the reaction symbols, returned in ``auxiliary`` as expressions in q, u
     and u̇ (``udot_symbol(u)``).
