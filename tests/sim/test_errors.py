@@ -59,6 +59,11 @@ def test_options_reach_the_method(pend):
     assert len(tight) > 3 * len(loose)
 
 
+def test_save_every_is_for_fixed_step_methods(pend):
+    with pytest.raises(StateError, match="save_every"):
+        kd.simulate(pend, [0.1, 0], [0, 0], 0.1, method="dopri5", save_every=5)
+
+
 def test_project_needs_a_fixed_step_method_and_known_invariants(pend):
     with pytest.raises(SolverError, match="fixed-step"):
         kd.simulate(pend, [0.1, 0], [0, 0], 0.1, method="dopri5", project="energy")

@@ -107,6 +107,9 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, method: str =
             if project is not None:
                 raise SolverError(f"simulate: project= wraps fixed-step methods; {method!r} is "
                                   f"{kind} (use rk4, midpoint, ... with project=)")
+            if save_every != 1:
+                raise StateError(f"simulate: save_every is for fixed-step methods; {method!r} "
+                                 "samples every dt by dense output (give dt)")
             sol = fn(problem, **options)
     finally:
         if bar is not None:
