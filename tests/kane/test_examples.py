@@ -360,10 +360,13 @@ def test_rolling_disk_linearization_equals_sympy(disk):
 
 def test_upright_rolling_stable_iff_spin_above_routh_bound(disk):
     """A uniform thin disk rolling upright is stable iff its spin Ω satisfies
-    Ω² > g / (3R) (Routh, *Advanced Rigid Dynamics* §244; for a general
-    axisymmetric wheel Ω² > A m g R / (C (C + m R²)), which gives g/(3R) for
-    A = mR²/4, C = mR²/2). Checked on the eigenvalues of our linearization a
-    tenth of a percent on either side of the bound."""
+    Ω² > g / (3R) (Routh, *Advanced Part of a Treatise on the Dynamics of a
+    System of Rigid Bodies*, art. 244; K. T. McDonald, "The rolling motion of a
+    disk on a horizontal plane", arXiv:physics/0008227). For a general
+    axisymmetric wheel the bound reads Ω² > A m g R / (C (C + m R²)), A and C
+    the diametral and axial moments, which gives g/(3R) for A = mR²/4,
+    C = mR²/2 (the hoop is checked below). Checked on the eigenvalues of our
+    linearization a tenth of a percent on either side of the bound."""
     _system, info, eom, _km = disk
     g, R = DISK["g"], DISK["R"]
     crit = np.sqrt(g / (3 * R))
