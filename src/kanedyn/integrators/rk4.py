@@ -31,15 +31,26 @@ class RK4(FixedStepMethod):
 
     def compiled_run(self, project):
         """The Solution by the compiled loop, or None when it does not apply."""
+        import warnings
+
+        from numba.core.errors import NumbaError
+
         from . import rk4_compiled
 
         if not self.opts["compiled"] or not rk4_compiled.applicable(self.problem):
             return None
-        if project is None:
-            return rk4_compiled.run(self.problem, self.name, project=False)
-        if tuple([project] if isinstance(project, str) else project) == ("energy",):
+        invariants = None if project is None else tuple(
+            [project] if isinstance(project, str) else project)
+        if invariants not in (None, ("energy",)):
+            return None
+        try:
+            if invariants is None:
+                return rk4_compiled.run(self.problem, self.name, project=False)
             return rk4_compiled.run(self.problem, f"{self.name}+project('energy',)", True)
-        return None
+        except NumbaError as e:  # the kernels changed under us: the Python loop still works
+            warnings.warn(f"rk4: compiled loop unavailable ({type(e).__name__}); using the "
+                          "Python step loop", RuntimeWarning, stacklevel=3)
+            return None
 
     def __init__(self, problem, **options):
         super().__init__(problem, **options)
