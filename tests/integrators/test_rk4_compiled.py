@@ -5,6 +5,9 @@ import pytest
 
 import kanedyn as kd
 
+# the compiled loop must really run: its fallback warns, and a warning fails these tests
+pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
+
 
 @pytest.mark.parametrize("project", [None, "energy"])
 def test_compiled_equals_python(project):
