@@ -174,15 +174,12 @@ def s_times(data, i, x, dst, k):
     jt = int(data[i, JTYPE])
     o = int(data[i, IV])
     if jt == REVOLUTE or jt == HELICAL or jt == PRISMATIC:
-        u = x[o]
+        # S = [a; 0] (revolute), [0; a] (prismatic), [a; h a] (helical)
+        wa = 0.0 if jt == PRISMATIC else x[o]
+        va = x[o] if jt == PRISMATIC else (x[o] * data[i, PITCH] if jt == HELICAL else 0.0)
         for m in range(3):
-            dst[k, m] = 0.0 if jt == PRISMATIC else u * data[i, AXIS + m]
-            if jt == PRISMATIC:
-                dst[k, 3 + m] = u * data[i, AXIS + m]
-            elif jt == HELICAL:
-                dst[k, 3 + m] = u * data[i, PITCH] * data[i, AXIS + m]
-            else:
-                dst[k, 3 + m] = 0.0
+            dst[k, m] = wa * data[i, AXIS + m]
+            dst[k, 3 + m] = va * data[i, AXIS + m]
     elif jt == PLANAR:
         dst[k, 0] = 0.0
         dst[k, 1] = 0.0
