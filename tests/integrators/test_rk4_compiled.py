@@ -1,4 +1,4 @@
-"""The compiled RK4 loop takes the same steps as the Python RK4."""
+"""The compiled RK4 and AVF loops take the same steps as the Python methods."""
 
 import numpy as np
 import pytest
@@ -36,3 +36,14 @@ def test_compiled_divergence_is_reported():
     m = kd.models.pendulum_chain(2)
     with pytest.raises(kd.DivergenceError, match="t = "):
         kd.simulate(m, [3.0, 0.0], [50.0, -80.0], 100.0, method="rk4", dt=0.5, blowup=10.0)
+
+
+def test_compiled_avf_equals_python_avf():
+    m = kd.models.pendulum_chain(4, planar=False)
+    q0, v0 = np.linspace(0.6, -0.3, 4), np.linspace(-1, 1, 4)
+    a = kd.simulate(m, q0, v0, 0.3, method="avf", dt=1e-3)
+    b = kd.simulate(m, q0, v0, 0.3, method="avf", dt=1e-3, compiled=False)
+    np.testing.assert_allclose(a.q, b.q, atol=1e-13)
+    np.testing.assert_allclose(a.v, b.v, atol=1e-12)
+    assert a.relative_energy_error().max() <= 1e-13
+    assert a.stats["newton_iterations"].min() >= 1

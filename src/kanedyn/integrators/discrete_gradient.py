@@ -134,11 +134,26 @@ class _DiscreteGradient(FixedStepMethod):
 
 
 class AVF(_DiscreteGradient):
-    """Average vector field method: exact energy, order 2, symmetric."""
+    """Average vector field method: exact energy, order 2, symmetric.
+
+    ``compiled=True`` (default): a plain Model with additive coordinates, no force
+    elements and no dissipation runs in the compiled loop of :mod:`.avf_compiled`
+    (same steps; it hands back to this Python method if Newton does not settle).
+    """
 
     name = "avf"
     order = 2
-    options = {**_DiscreteGradient.options, "nodes": 3}
+    options = {**_DiscreteGradient.options, "nodes": 3, "compiled": True}
+
+    def compiled_run(self, project):
+        """The Solution by the compiled loop, or None when it does not apply."""
+        from . import avf_compiled, rk4_compiled
+
+        if (not self.opts["compiled"] or project is not None or self.alpha > 0.0
+                or not rk4_compiled.applicable(self.problem)):
+            return None
+        return avf_compiled.run(self.problem, self.opts["tol"], self.opts["maxiter"],
+                                int(self.opts["nodes"]))
 
     def __init__(self, problem, **options):
         super().__init__(problem, **options)
