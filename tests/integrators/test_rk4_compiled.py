@@ -47,3 +47,11 @@ def test_compiled_avf_equals_python_avf():
     np.testing.assert_allclose(a.v, b.v, atol=1e-12)
     assert a.relative_energy_error().max() <= 1e-13
     assert a.stats["newton_iterations"].min() >= 1
+
+
+def test_compiled_avf_hands_failures_to_the_python_method():
+    """maxiter=1 cannot converge: the compiled loop gives up and the Python AVF reports
+    the Newton failure with step, time and residual."""
+    m = kd.models.pendulum_chain(2)
+    with pytest.raises(kd.SolverError, match="avf: Newton failed at step 0"):
+        kd.simulate(m, [1.0, 0.0], [0.0, 1.0], 0.1, method="avf", dt=1e-2, maxiter=1)
