@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -137,8 +138,9 @@ def main():
             ax.grid(True, which="both", alpha=0.3)
         np.atleast_1d(axes)[0].legend(fontsize=8)
         fig.tight_layout()
-        fig.savefig("docs/dae_work_precision.png", dpi=110)
-        print("\nwrote docs/dae_work_precision.png")
+        out = Path(__file__).resolve().parents[1] / "docs" / "dae_work_precision.png"
+        fig.savefig(out, dpi=110)
+        print(f"\nwrote {out}")
     except ImportError:
         pass
 
