@@ -252,3 +252,20 @@ def test_not_positive_definite_mass_matrix_is_a_solver_error():
         sysc = eom.compile(backend, parameters={m: -1.0})
         with pytest.raises(SolverError, match="not positive definite"):
             sysc.forward_dynamics([0.2], [0.0])
+
+
+def test_generated_source_does_not_depend_on_the_hash_seed():
+    """The cache is keyed by a hash of the source, so the same equations must give the same
+    source in every process."""
+    import os
+    import sys
+
+    prog = ("import hashlib, kanedyn as kd\n"
+            "from kanedyn import kane\n"
+            "from kanedyn.kane.codegen import lower, c_source\n"
+            "e = kane.derive(kd.models.random_tree(2, seed=7, floating_base=True))\n"
+            "print(hashlib.sha256(c_source(lower(e)).encode()).hexdigest())\n")
+    out = {subprocess.run([sys.executable, "-c", prog], check=True, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+           for seed in ("1", "2")}
+    assert len(out) == 1

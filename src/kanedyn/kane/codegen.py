@@ -254,19 +254,25 @@ def _deps(exprs, defs) -> set:
 
 
 def _topological(definitions: dict) -> list:
-    """Definitions in an order where each follows all it uses (iterative depth first)."""
-    order, state = [], {}
+    """Definitions in an order where each follows all it uses (iterative depth first).
+
+    Dependencies are visited sorted by name, so the order — and the generated source,
+    whose hash names the cached module — does not depend on Python's hash seed."""
+    def deps(s):
+        return iter(sorted((d for d in _free(definitions[s]) if d in definitions), key=str))
+
+    order, seen = [], set()
     for root in definitions:
-        if root in state:
+        if root in seen:
             continue
-        stack = [(root, iter(_free(definitions[root])))]
-        state[root] = 1
+        stack = [(root, deps(root))]
+        seen.add(root)
         while stack:
             s, it = stack[-1]
             for d in it:
-                if d in definitions and d not in state:
-                    state[d] = 1
-                    stack.append((d, iter(_free(definitions[d]))))
+                if d not in seen:
+                    seen.add(d)
+                    stack.append((d, deps(d)))
                     break
             else:
                 stack.pop()

@@ -82,6 +82,7 @@ class _Recorder:
         self.intermediates: list[tuple[sp.Symbol, sp.Expr]] = []
         self._seen: dict[sp.Expr, sp.Symbol] = {}
         self.pythagoras: dict[sp.Expr, sp.Expr] = {}
+        self._names: set[str] = set()
 
     def __call__(self, expr, name: str) -> sp.Expr:
         expr = sp.expand(sp.sympify(expr))
@@ -100,6 +101,9 @@ class _Recorder:
         hit = self._seen.get(-expr)
         if hit is not None:
             return -hit
+        while name in self._names:  # a symbol must never stand for two expressions
+            name += "_"
+        self._names.add(name)
         s = sp.Symbol(name)
         self._seen[expr] = s
         self.intermediates.append((s, expr))
