@@ -23,8 +23,8 @@ equations with constraints", J. Comput. Appl. Math. 12–13, 77–90. Baumgarte 
 Methods Appl. Mech. Eng. 1, 1–16: g̈ + 2αġ + β²g = 0.
 
 The index of each variable is what Radau IIA needs to scale its error estimate
-(Hairer & Wanner II, sec. VII.4, "the error of index-2 components multiplied by h,
-of index-3 components by h²"); it is derived here from the formulation, so the user
+(Hairer & Wanner II, ch. VII: the error of index-2 components multiplied by h, of
+index-3 components by h²); it is derived here from the formulation, so the user
 never orders variables by hand.
 """
 

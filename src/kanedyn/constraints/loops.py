@@ -14,7 +14,7 @@ Jacobians come from the body Jacobians of the numeric core (``kd.jacobian`` with
 ``frame="local_world_aligned"``): a body point r = R c moves with ``ṗ = v_O + ω × r``, so
 ``J_point = J_v − [r]× J_ω``; a direction u = R n turns with ``u̇ = ω × u``, and
 ``d(u·w)/dt = (w × u) · (ω_b − ω_a)``. The acceleration terms γ = −Ċv are exact, from the
-bias accelerations (v̇ = 0, no gravity) of a forward pass (Featherstone 2008, eq. 2.4x:
+bias accelerations (v̇ = 0, no gravity) of a forward pass (Featherstone 2008, ch. 2,
 classical acceleration of a body point ``a_O + ω × v_O + ω̇ × c + ω × (ω × c)``).
 """
 

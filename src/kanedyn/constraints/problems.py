@@ -4,7 +4,7 @@ Every problem has ``.system`` (a constrained system), ``.q0``, ``.v0`` (consiste
 ``.t_final`` and ``.reference`` (the solution at t_final, and where it comes from).
 
 - :func:`pendulum` — the planar pendulum in Cartesian coordinates, the textbook index-3
-  DAE (Hairer & Wanner II, sec. VII.1, eq. (1.17)); reference: the angle ODE
+  DAE (Hairer & Wanner II, sec. VII.1); reference: the angle ODE
   θ̈ = −(g/L) sin θ integrated independently to 1e-13.
 - :func:`andrews` — Andrews' squeezing mechanism, 7 bodies, index 3 (Hairer & Wanner II,
   sec. VII.7; Mazzia & Magherini, *Test Set for IVP Solvers*, release 2.4, 2008,
@@ -126,7 +126,7 @@ def pendulum(length: float = 1.0, mass: float = 1.0, gravity: float = 9.81,
                          source="angle ODE θ̈ = −(g/L) sin θ, DOP853 at rtol = atol = 1e-13")
 
     return Problem("pendulum", system, q0, np.zeros(2), t_final,
-                   "Hairer & Wanner II (1996), sec. VII.1, eq. (1.17)", reference, "qv")
+                   "Hairer & Wanner II (1996), sec. VII.1", reference, "qv")
 
 
 # --------------------------------------------------------------------------------------
@@ -151,7 +151,7 @@ def _andrews_terms(P):
 
     Each row i of g is ``Σ_terms k trig(c·q) − const_i``; the terms give g, its Jacobian
     and γ = −Ġq̇ exactly: for a term T = k trig(φ), d²T/dt² at q̈ = 0 is −T φ̇², so
-    γ = Σ T φ̇² (Hairer & Wanner II, sec. VII.7, eq. (7.5)).
+    γ = Σ T φ̇². The rows are those of Hairer & Wanner II, sec. VII.7, and of the test set.
     """
     def c(*idx):
         v = np.zeros(7)

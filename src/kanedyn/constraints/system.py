@@ -11,7 +11,8 @@ Stacked, ``C = [G; A]`` (m = nc + nn rows) is the constraint matrix at velocity 
 ``C v̇ = γ(t, q, v)`` the acceleration constraint (``γ = −Ċ v − ...``, the terms of
 d c_v/dt that do not contain v̇). The multipliers λ are the constraint forces in the
 sense that ``−Cᵀλ`` is the generalized force the constraints apply
-(Hairer & Wanner, *Solving ODEs II*, sec. VII.1, eq. (1.46) with this sign).
+(the sign of Hairer & Wanner, *Solving ODEs II*, ch. VII, and of the test set's Andrews
+problem).
 
 Every function here takes a batch of states (leading axes) as well as one state.
 :class:`DescriptorSystem` is given by explicit formulas (the DAE test-set problems);

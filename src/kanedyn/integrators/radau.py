@@ -1,16 +1,16 @@
 """Radau IIA of order 5 for ``D y' = f(t, y)`` with a constant diagonal D, index ≤ 3.
 
 The method of Hairer & Wanner, *Solving Ordinary Differential Equations II*
-(2nd ed., 1996), sec. IV.8 (implementation) and sec. VII.4 (DAEs of index 2 and 3):
+(2nd ed., 1996), sec. IV.8 (implementation) and ch. VII (DAEs of index 2 and 3):
 
 - three-stage collocation at c = ((4 − √6)/10, (4 + √6)/10, 1);
 - the stage system ``D Z = h (A ⊗ I) F(Z)`` is solved by simplified Newton. With
   ``T⁻¹ A⁻¹ T = diag(γ̂, [[α, β], [−β, α]])`` the Newton matrix decouples into one real
-  ``(γ̂/h D − J)`` and one complex ``((α − iβ)/h D − J)`` system (eq. IV.8.16);
-- the error estimate is the embedded formula of eq. IV.8.19/8.20 with one extra
+  ``(γ̂/h D − J)`` and one complex ``((α − iβ)/h D − J)`` system (sec. IV.8);
+- the error estimate is the embedded formula of sec. IV.8 (as in RADAU5) with one extra
   solve (``(γ̂/h D − J)⁻¹``), refined once after a rejection;
 - for a DAE, the scaled error of index-2 variables is multiplied by h and of index-3
-  variables by h² (sec. VII.4, "RADAU5 for index 2 and 3");
+  variables by h² (ch. VII; the index-2/3 option of RADAU5);
 - step size by the predictive (Gustafsson) controller, dense output from the
   collocation polynomial, and the Newton starting values extrapolated from it.
 
@@ -37,7 +37,7 @@ A = np.array([
     [(296.0 + 169.0 * _S6) / 1800.0, (88.0 + 7.0 * _S6) / 360.0, (-2.0 - 3.0 * _S6) / 225.0],
     [(16.0 - _S6) / 36.0, (16.0 + _S6) / 36.0, 1.0 / 9.0],
 ])
-#: coefficients of the embedded error estimate (Hairer & Wanner II, eq. IV.8.19)
+#: coefficients of the embedded error estimate (Hairer & Wanner II, sec. IV.8; RADAU5)
 E_ERR = np.array([-(13.0 + 7.0 * _S6) / 3.0, (-13.0 + 7.0 * _S6) / 3.0, -1.0 / 3.0])
 
 
@@ -246,7 +246,7 @@ def radau5(fun: Callable, t_span: tuple[float, float], y0: ArrayLike,
                 stats["njev"] += 1
                 caljac = True
             continue
-        # error estimate (eq. IV.8.19–8.20)
+        # embedded error estimate, refined once after a rejection (sec. IV.8)
         y1 = y + Z[2]
         scal = scale(y, y1, h)
         F2 = (E_ERR @ Z) / h
