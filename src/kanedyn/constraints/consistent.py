@@ -4,7 +4,7 @@ From a guess (q̃, ṽ):
 
 1. position level — the point of g(t, q) = 0 nearest q̃ in the mass metric, by
    Gauss–Newton: ``q ← q ⊕ Δ``, ``Δ = −M⁻¹Gᵀ (G M⁻¹ Gᵀ)⁻¹ g`` (the minimum-norm step
-   in ‖·‖_M; Hairer & Wanner II, sec. VII.2, "projection");
+   in ‖·‖_M; cf. the projection methods of Hairer, Lubich & Wanner, GNI, sec. IV.4);
 2. velocity level — the exact M-orthogonal projection
    ``v = ṽ − M⁻¹Cᵀ (C M⁻¹ Cᵀ)⁻¹ c_v(t, q, ṽ)``;
 3. acceleration level — v̇ and λ from ``[M Cᵀ; C 0][v̇; λ] = [f; γ]``.

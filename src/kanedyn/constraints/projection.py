@@ -1,7 +1,7 @@
 """Coordinate projection after each step: back onto g = 0, then onto C v = 0.
 
 Both projections are minimum-distance in the mass metric (Hairer, Lubich & Wanner,
-*Geometric Numerical Integration*, 2nd ed., sec. IV.4 and VII.2): the position by
+*Geometric Numerical Integration*, 2nd ed., sec. IV.4): the position by
 Gauss–Newton (:func:`~kanedyn.constraints.consistent.project_position`), the velocity
 exactly. :func:`projected` wraps any one-step map ``step(t, q, v, h) -> (q, v)`` (the
 integrators' fixed-step methods included); :func:`implicit_midpoint_step` is a plain

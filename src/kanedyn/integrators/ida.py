@@ -4,7 +4,7 @@ IDA solves ``F(t, y, y') = D y' − rhs(t, y) = 0`` (Hindmarsh et al., "SUNDIALS
 nonlinear and differential/algebraic equation solvers", ACM TOMS 31, 2005). BDF codes
 handle index 1; the GGL form is index 2, which IDA integrates when the index-2 variables
 (a, λ, μ) are left out of the local error test (Brenan, Campbell & Petzold, *Numerical
-Solution of IVPs in DAEs*, 1996, sec. 5.4) — done here by giving them a huge absolute
+Solution of IVPs in DAEs*, 1996) — done here by giving them a huge absolute
 tolerance, IDA's equivalent of ``IDASetSuppressAlg``.
 
 Consistent initial values: for the index-1 and Baumgarte forms IDA's own ``IDACalcIC``
