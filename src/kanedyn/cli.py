@@ -99,19 +99,22 @@ def write_results(out: Path, model, runs: dict, summary: dict, checks=None,
     tmp.write_text(json.dumps(summary, indent=2, default=str))
     os.replace(tmp, out / "summary.json")
     written.append(out / "summary.json")
+    first = next(iter(runs.values()))
+    stats = getattr(first, "stats", {})
+    residuals = {label: stats[key] for label, key in
+                 (("g(q)", "residual_g"), ("G v", "residual_Gv"), ("G v̇ + ġ v", "residual_acc"))
+                 if key in stats} or None
     if report:
-        first = next(iter(runs.values()))
         files = viz.write_run_outputs(out, model, runs, summary=summary, verify=checks,
-                                      residuals=getattr(first, "residuals", None),
-                                      animation=animate)
+                                      residuals=residuals, animation=animate)
         written += list(files.values())
     else:
-        from kanedyn.viz import plot_energy_budget, plot_energy_error, plot_states
-
-        first = next(iter(runs.values()))
-        written += [plot_states(first, out / "states.png", names=model.joint_names),
-                    plot_energy_error(runs, out / "energy_error.png"),
-                    plot_energy_budget(first, out / "energy_budget.png")]
+        written += [viz.plot_states(first, out / "states.png", names=model.joint_names),
+                    viz.plot_energy_error(runs, out / "energy_error.png"),
+                    viz.plot_energy_budget(first, out / "energy_budget.png")]
+        if residuals:
+            written.append(viz.plot_constraint_residuals(first, out / "residuals.png",
+                                                         residuals=residuals))
     return written
 
 

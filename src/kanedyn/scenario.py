@@ -404,6 +404,26 @@ def integrator_options(sc: Scenario) -> dict:
     return opts
 
 
+def build_system(sc: Scenario, model):
+    """The Model itself, or a ConstrainedSystem when the scenario has [[constraints]]
+    (loop closures: see :func:`kanedyn.constraints.loops.loop_closure_from_spec`)."""
+    specs = sc.data.get("constraints", [])
+    if not specs:
+        return model
+    from .constraints import ConstrainedSystem
+    from .constraints.loops import loop_closure_from_spec
+    from .errors import ConstraintError
+
+    closures = []
+    for i, spec in enumerate(specs):
+        try:
+            closures.append(loop_closure_from_spec(spec, i))
+        except ConstraintError as e:
+            raise ScenarioError(f"[[constraints]] #{i + 1}: {e}{sc.line('constraints', None, i)}"
+                                ) from None
+    return ConstrainedSystem(model, closures)
+
+
 def run(sc: Scenario, progress: bool | None = None):
     """Simulate a scenario: returns (model, trajectory)."""
     import kanedyn as kd
@@ -411,11 +431,12 @@ def run(sc: Scenario, progress: bool | None = None):
     model = build_model(sc)
     q0, v0 = initial_state(sc, model)
     forces = build_forces(sc, model)
+    system = build_system(sc, model)
     opts = integrator_options(sc)
     if progress is not None:
         opts["progress"] = progress
     try:
-        traj = kd.simulate(model, q0, v0, float(sc.data["run"]["t_final"]), forces=forces,
+        traj = kd.simulate(system, q0, v0, float(sc.data["run"]["t_final"]), forces=forces,
                            **opts)
     except TypeError as e:  # an option the method does not take
         raise ScenarioError(f"[integrator]: {e}{sc.line('integrator')}") from None
@@ -435,6 +456,8 @@ def summarize(traj) -> dict:
         "energy_final": float(E[-1]),
         "max_energy_change": float(np.abs(E - E[0]).max() / scale),
         "max_budget_error": float(np.abs(traj.budget).max() / scale),
+        **({"max_constraint_residual": float(np.abs(traj.stats["residual_g"]).max())}
+           if "residual_g" in getattr(traj, "stats", {}) else {}),
     }
 
 

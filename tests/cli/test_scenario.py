@@ -128,3 +128,52 @@ def test_unknown_force_type_and_joint(tmp_path):
         sc = load_scenario(write(tmp_path, GOOD + "\n" + extra))
         with pytest.raises(kd.ScenarioError, match=msg):
             build_forces(sc, build_model(sc))
+
+
+FOUR_BAR = """\
+[model]
+builder = "pendulum_chain"
+n = 3
+
+[initial]
+q = [0.6, -1.2, 1.2]
+
+[[constraints]]
+type = "point"
+body_a = "link3"
+point_a = [0.0, 0.0, -1.0]
+point_b = [1.2, 0.0, 0.0]
+axes = [0, 2]
+
+[integrator]
+method = "radau5"
+formulation = "index3"
+rtol = 1e-8
+atol = 1e-8
+
+[run]
+t_final = 0.5
+"""
+
+
+def test_scenario_with_a_loop_closure(tmp_path):
+    from kanedyn.scenario import run, summarize
+
+    sc = load_scenario(write(tmp_path, FOUR_BAR))
+    model, traj = run(sc, progress=False)
+    s = summarize(traj)
+    # three links and the ground: a four-bar; the tip stays on its pin
+    tip = [kd.frame_placement(model, q, "link3")[1] + kd.frame_placement(model, q, "link3")[0]
+           @ [0, 0, -1.0] for q in traj.q]
+    assert np.allclose(np.array(tip)[:, [0, 2]], [1.2, 0.0], atol=1e-7)
+    assert s["max_constraint_residual"] < 1e-7
+    assert np.ptp(traj.q[:, 0]) > 0.05  # and it moves
+    assert s["max_energy_change"] < 1e-5  # no damping: energy stays to the solver's tolerance
+
+
+def test_bad_constraint_is_named(tmp_path):
+    from kanedyn.scenario import build_system
+
+    sc = load_scenario(write(tmp_path, FOUR_BAR.replace('type = "point"', 'type = "glue"')))
+    with pytest.raises(kd.ScenarioError, match=r"\[\[constraints\]\] #1: .*'glue' .*\(line 8\)"):
+        build_system(sc, build_model(sc))
