@@ -129,18 +129,18 @@ def lower(eom, parameters: dict | None = None, cse: bool = True, fold: bool = Tr
     # constant propagation through the intermediates, in their order
     defs: list[tuple[sp.Symbol, sp.Expr]] = []
     for s, e in eom.intermediates:
-        e = sp.sympify(e).xreplace(subs)
+        e = _exact_integers(sp.sympify(e).xreplace(subs))
         if e.is_Number or e.is_Symbol:
             subs[s] = e
         else:
             defs.append((s, e))
-    M = eom.mass_matrix.xreplace(subs)
+    M = eom.mass_matrix.xreplace(subs).applyfunc(_exact_integers)
     n = M.shape[0]
     symmetric = all(M[r, c] == M[c, r] for r in range(n) for c in range(r))
     outputs = {
         "mass_matrix": [M[r, c] for r in range(n) for c in range(n) if c <= r or not symmetric],
-        "forcing": list(eom.forcing.xreplace(subs)),
-        "qdot": list(eom.qdot.xreplace(subs)),
+        "forcing": [_exact_integers(e) for e in eom.forcing.xreplace(subs)],
+        "qdot": [_exact_integers(e) for e in eom.qdot.xreplace(subs)],
     }
     T = getattr(eom, "kinetic_energy", None)
     V = getattr(eom, "potential_energy", None)
@@ -171,9 +171,35 @@ def lower(eom, parameters: dict | None = None, cse: bool = True, fold: bool = Tr
     definitions = dict(repl)
     definitions.update(red_defs)
     order = _topological(definitions)
+    _propagate_copies(definitions, order, outputs)
     _inline_single_use(definitions, order, outputs)
     return Lowered(eom, definitions, [s for s in order if s in definitions], outputs,
                    symmetric, energy_kind, values)
+
+
+def _exact_integers(e):
+    """Floats with integral values as integers: ``1.0*x`` is then ``x``, one operation less."""
+    if not isinstance(e, sp.Basic):
+        return e
+    f = {x: sp.Integer(int(x)) for x in e.atoms(sp.Float) if float(x).is_integer()}
+    return e.xreplace(f) if f else e
+
+
+def _propagate_copies(definitions: dict, order: list, outputs: dict) -> None:
+    """Remove definitions that CSE left as a bare symbol or number (``a = b``), replacing
+    them where used; like terms then combine (``x a + x b → 2 x b``)."""
+    alias: dict = {}
+    for s in order:
+        e = definitions[s]
+        if alias and _free(e) & alias.keys():
+            e = definitions[s] = _exact_integers(e.xreplace(alias))
+        if e.is_Symbol or e.is_Number:
+            alias[s] = e
+            del definitions[s]
+    if alias:
+        for k, exprs in outputs.items():
+            outputs[k] = [_exact_integers(e.xreplace(alias)) if isinstance(e, sp.Basic) else e
+                          for e in exprs]
 
 
 def _inline_single_use(definitions: dict, order: list, outputs: dict) -> None:
@@ -182,6 +208,7 @@ def _inline_single_use(definitions: dict, order: list, outputs: dict) -> None:
     The operation count is (up to sympy distributing a number over an inlined sum)
     unchanged, but there are fewer statements: numba's compile time grows with the
     number of statements."""
+    order = [s for s in order if s in definitions]
     uses: dict = {}
     for s in order:
         for d in _free(definitions[s]):

@@ -428,8 +428,9 @@ def derive(model: Model, parameters: str = "numeric", method: str = "recursive",
     momentum, force = [None] * nb, [None] * nb
     for b in model.bodies:
         i, n = b.index, f"{b.index}"
-        ang, lin = inertia[i].apply(V[i])
-        momentum[i] = (rec.vec(ang, f"H{n}"), rec.vec(lin, f"P{n}"))
+        # the momentum I V stays unbound inside V ×* I V, so that terms such as
+        # ω × (I ω) cancel when the body's force is expanded
+        momentum[i] = inertia[i].apply(V[i])
         IA = inertia[i].apply(A0[i])
         vf = _crf(V[i], momentum[i])
         force[i] = (_add(IA[0], vf[0]), _add(IA[1], vf[1]))
