@@ -241,6 +241,9 @@ def test_every_scenario_file_simulates(path, tmp_path, capsys):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["t_final"] == pytest.approx(T_SHORT)
     assert summary["method"] == data["integrator"]["method"]
+    if data.get("constraints"):
+        # a closed loop: its residual is reported, plotted, and small (DAE tolerance 1e-8)
+        assert "residuals.png" in files and summary["max_constraint_residual"] < 1e-6
 
 
 def test_a_script_runs_from_the_shell(tmp_path):
