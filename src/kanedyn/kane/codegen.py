@@ -7,8 +7,9 @@ The equations are lowered to straight-line code in four steps:
    inlined, so nothing is computed at run time that the model fixes);
 2. ``sympy.cse`` runs once over the intermediates and all outputs together
    (M, forcing, q̇ and the energies), so what they share is computed once;
+   copies it leaves behind are propagated and single-use definitions inlined;
 3. every generated function keeps only the definitions its outputs need, in
-   dependency order;
+   dependency order (deterministic, so that the source hash names the cache);
 4. the definitions are printed as Python (numpy: vectorised over a leading
    batch axis; numba: scalar, ``njit(cache=True)``) or C99.
 
