@@ -269,3 +269,23 @@ def test_generated_source_does_not_depend_on_the_hash_seed():
                           text=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout
            for seed in ("1", "2")}
     assert len(out) == 1
+
+
+def test_urdf_arm_compiles():
+    """The UR5 from URDF, generated numpy code: M against CRBA, forward dynamics against
+    ABA, gravity torques against the core."""
+    from importlib import resources
+
+    if not hasattr(kd, "load_urdf"):
+        pytest.skip("kd.load_urdf is not there yet")
+    path = resources.files("kanedyn") / "data" / "robots" / "ur5.urdf"
+    if not path.is_file():
+        pytest.skip("ur5.urdf is not there yet")
+    model = kd.load_urdf(str(path))
+    sysc = kane.derive(model).compile("numpy")
+    rng = np.random.default_rng(9)
+    Q = np.array([kd.random_configuration(model, rng) for _ in range(4)])
+    V, T = rng.normal(size=(4, model.nv)), rng.normal(size=(4, model.nv))
+    assert rel(sysc.mass_matrix(Q), kd.crba(model, Q)) < RTOL
+    assert rel(sysc.forward_dynamics(Q, V, T), kd.aba(model, Q, V, T)) < 1e-9
+    assert rel(sysc.gravity_torques(Q), kd.gravity_torques(model, Q)) < RTOL
