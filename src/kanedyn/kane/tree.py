@@ -42,7 +42,9 @@ force, composite inertia) is expanded locally and bound to a symbol kept in
 ``eom.intermediates`` (in evaluation order), so the final expressions are
 short sums of products of intermediates. Each joint angle θ enters only
 through the symbols ``sin_θ``, ``cos_θ``, with ``cos² = 1 - sin²`` applied
-locally so that rotation products cancel.
+locally so that rotation products cancel. (The momentum ``I_i V_i`` is the
+one quantity left unbound, inside ``V_i ×* I_i V_i``, so that ``ω × I ω`` and
+its kin cancel when the body's force is expanded.)
 """
 
 from __future__ import annotations
