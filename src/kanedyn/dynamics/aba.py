@@ -25,11 +25,13 @@ def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
     fm = _CACHE.get(id(model)) or flatten(model)
     qdd = np.empty(fm.nv) if out is None else out
     try:
+        if q.ndim != 1:  # a batch (or no array): skip numba's costly type mismatch
+            raise TypeError
         if f_ext is None:
             s = K.aba1(fm.data, q, v, tau, qdd)
         else:
             s = K.aba1_fext(fm.data, q, v, tau, f_ext, qdd)
-    except TypeError:
+    except (TypeError, AttributeError):
         return store(out, _aba_general(model, q, v, tau, f_ext))
     if s:
         fail(model, s, "aba", q, ((v, "v"), (tau, "tau")), f_ext)

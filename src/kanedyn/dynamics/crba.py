@@ -22,8 +22,10 @@ def crba(model: Model, q: ArrayLike, *, out: NDArray | None = None) -> NDArray:
     fm = _CACHE.get(id(model)) or flatten(model)
     M = np.empty((fm.nv, fm.nv)) if out is None else out
     try:
+        if q.ndim != 1:  # a batch (or no array): skip numba's costly type mismatch
+            raise TypeError
         s = K.crba1(fm.data, q, M)
-    except TypeError:
+    except (TypeError, AttributeError):
         (Q,), _, single = general(model, q, ())
         N = Q.shape[0]
         res = np.empty((N, fm.nv, fm.nv))

@@ -26,11 +26,13 @@ def summary(model: Model, q: ArrayLike, v: ArrayLike | None = None) -> NDArray:
     fm = _CACHE.get(id(model)) or flatten(model)
     out = np.empty(11)
     try:
+        if q.ndim != 1:  # a batch (or no array): skip numba's costly type mismatch
+            raise TypeError
         if v is None:
             s = K.summary1(fm.data, q, q, False, out)
         else:
             s = K.summary1(fm.data, q, v, True, out)
-    except TypeError:
+    except (TypeError, AttributeError):
         speeds = () if v is None else ((v, "v"),)
         (Q, *X), _, single = general(model, q, speeds)
         N = Q.shape[0]

@@ -37,8 +37,10 @@ def jacobian(model: Model, q: ArrayLike, body: str | int, frame: str = "local") 
     fm = _CACHE.get(id(model)) or flatten(model)
     J = np.empty((6, fm.nv))
     try:
+        if q.ndim != 1:  # a batch (or no array): skip numba's costly type mismatch
+            raise TypeError
         s = K.jacobian1(fm.data, q, i, code, J)
-    except TypeError:
+    except (TypeError, AttributeError):
         (Q,), _, single = general(model, q, ())
         N = Q.shape[0]
         out = np.empty((N, 6, fm.nv))

@@ -39,8 +39,10 @@ def forward_kinematics(model: Model, q: ArrayLike, v: ArrayLike | None = None):
     R, p, vel = np.empty((nb, 3, 3)), np.empty((nb, 3)), np.empty((nb, 6))
     use_v = v is not None
     try:
+        if q.ndim != 1:  # a batch (or no array): skip numba's costly type mismatch
+            raise TypeError
         s = K.kinematics1(fm.data, q, v if use_v else q, use_v, R, p, vel)
-    except TypeError:
+    except (TypeError, AttributeError):
         speeds = ((v, "v"),) if use_v else ()
         (Q, *X), _, single = general(model, q, speeds)
         N = Q.shape[0]

@@ -27,11 +27,13 @@ def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
     fm = _CACHE.get(id(model)) or flatten(model)
     tau = np.empty(fm.nv) if out is None else out
     try:
+        if q.ndim != 1:  # a batch (or no array): skip numba's costly type mismatch
+            raise TypeError
         if f_ext is None:
             s = K.rnea1(fm.data, q, v, a, tau)
         else:
             s = K.rnea1_fext(fm.data, q, v, a, f_ext, tau)
-    except TypeError:  # not float64 C-contiguous 1-D arrays: a batch, a list, ints, ...
+    except (TypeError, AttributeError):  # a batch, a list, ints, a non-contiguous view
         return store(out, _rnea_general(model, q, v, a, f_ext, True, True, "rnea"))
     if s:
         fail(model, s, "rnea", q, ((v, "v"), (a, "a")), f_ext)
@@ -44,8 +46,10 @@ def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike, *,
     fm = _CACHE.get(id(model)) or flatten(model)
     tau = np.empty(fm.nv) if out is None else out
     try:
+        if q.ndim != 1:  # a batch (or no array): skip numba's costly type mismatch
+            raise TypeError
         s = K.nle1(fm.data, q, v, tau)
-    except TypeError:
+    except (TypeError, AttributeError):
         return store(out, _rnea_general(model, q, v, None, None, True, False,
                                         "nonlinear_effects"))
     if s:
@@ -58,8 +62,10 @@ def gravity_torques(model: Model, q: ArrayLike, *, out: NDArray | None = None) -
     fm = _CACHE.get(id(model)) or flatten(model)
     tau = np.empty(fm.nv) if out is None else out
     try:
+        if q.ndim != 1:  # a batch (or no array): skip numba's costly type mismatch
+            raise TypeError
         s = K.gravity1(fm.data, q, tau)
-    except TypeError:
+    except (TypeError, AttributeError):
         return store(out, _rnea_general(model, q, None, None, None, False, False,
                                         "gravity_torques"))
     if s:
