@@ -315,3 +315,20 @@ def test_public_functions_do_not_use_the_reference(monkeypatch):
         kd.center_of_mass(model, x)
         kd.forward_kinematics(model, x, y)
         kd.jacobian(model, x, 2, "world")
+
+
+def test_external_force_convention_on_a_free_body():
+    """Independent of the reference: a free body (com at its origin, no gravity) at rest,
+    pushed by f_ext = [n; f] given in body coordinates, accelerates with ω̇ = I⁻¹ n and
+    v̇ = f / m in body coordinates, whatever its orientation; and RNEA with zero
+    acceleration returns the joint force that cancels the push, τ = -[n; f]."""
+    I = np.diag([0.1, 0.2, 0.3])
+    model = kd.models.free_body(mass=2.0, inertia=np.diag(I), gravity=(0, 0, 0))
+    q = kd.neutral(model)
+    x = np.array([0.3, -0.5, 0.2, 0.8])
+    q[3:7] = x / np.linalg.norm(x)
+    wrench = np.array([[0.4, -0.1, 0.25, 1.0, -2.0, 0.5]])
+    qdd = kd.aba(model, q, np.zeros(6), np.zeros(6), wrench)
+    close(qdd[:3], np.linalg.solve(I, wrench[0, :3]))
+    close(qdd[3:], wrench[0, 3:] / 2.0)
+    close(kd.rnea(model, q, np.zeros(6), np.zeros(6), wrench), -wrench[0])
