@@ -45,11 +45,22 @@ def so3_right_jacobian(phi: NDArray) -> NDArray:
     ``R exp(φ + δ) ≈ R exp(φ) exp(J_r(φ) δ)`` (Barfoot 2017, eq. 7.77b); series near 0."""
     th = float(np.linalg.norm(phi))
     P = skew(phi)
-    if th < 1e-4:
-        a, b = 0.5 - th * th / 24.0, 1.0 / 6.0 - th * th / 120.0
-    else:
-        a, b = (1.0 - np.cos(th)) / th**2, (th - np.sin(th)) / th**3
-    return np.eye(3) - a * P + b * (P @ P)
+    a, b = _jacobian_coefficients(np.array([th]))
+    return np.eye(3) - a[0] * P + b[0] * (P @ P)
+
+
+def _jacobian_coefficients(th: NDArray) -> tuple[NDArray, NDArray]:
+    """(1 − cos θ)/θ² and (θ − sin θ)/θ³ without cancellation: the first as
+    ½ (sin(θ/2)/(θ/2))², the second by its Taylor series below θ = 0.2 (the direct
+    formula loses ~log10(1/θ²) digits, which would put noise into Newton residuals)."""
+    half = 0.5 * th
+    sinc = np.where(half < 1e-8, 1.0 - half**2 / 6.0, np.sin(half) / np.where(half == 0, 1, half))
+    a = 0.5 * sinc**2
+    t2 = th * th
+    series = (1.0 / 6.0 - t2 / 120.0 * (1.0 - t2 / 42.0 * (1.0 - t2 / 72.0 * (1.0 - t2 / 110.0))))
+    safe = np.where(th < 0.2, 1.0, th)
+    b = np.where(th < 0.2, series, (safe - np.sin(safe)) / safe**3)
+    return a, b
 
 
 def se3_right_jacobian(xi: NDArray) -> NDArray:
@@ -65,8 +76,7 @@ def se3_right_jacobian(xi: NDArray) -> NDArray:
     small = th < 1e-6
     ths = np.where(small, 1.0, th)
     a = np.where(small, 1.0 - th**2 / 6, np.sin(ths) / ths)
-    b = np.where(small, 0.5 - th**2 / 24, (1 - np.cos(ths)) / ths**2)
-    c = np.where(small, 1.0 / 6 - th**2 / 120, (ths - np.sin(ths)) / ths**3)
+    b, c = _jacobian_coefficients(th)
     eye = np.eye(3)[None]
     # child-0 to child-s coordinates rotate by exp(−sφ×); the origin of the child at s,
     # in child-0 coordinates, is V(sφ) sρ (the translation of exp(sξ))
