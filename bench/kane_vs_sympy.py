@@ -237,20 +237,29 @@ def main() -> None:
     ap.add_argument("--nmax-sympy-3d", type=int, default=5)
     ap.add_argument("--big", type=int, default=30)
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    ap.add_argument("--fd-only", action="store_true",
+                    help="only the forward dynamics against kd.aba")
     args = ap.parse_args()
     if args.quick:
         args.nmax_sympy, args.nmax, args.nmax_sympy_3d, args.big = 4, 5, 3, 6
     os.environ.setdefault("KANEDYN_CACHE", tempfile.mkdtemp(prefix="kanedyn_bench_"))
     print(f"sympy {sp.__version__}, numpy {np.__version__}, kanedyn {kd.__version__}; "
           f"code cache {os.environ['KANEDYN_CACHE']}")
-    planar_table(args.nmax_sympy, args.nmax)
-    chain3d_table(args.nmax_sympy_3d)
-    big_chain(args.big)
-    forward_dynamics_vs_aba([
+    if not args.fd_only:
+        planar_table(args.nmax_sympy, args.nmax)
+        chain3d_table(args.nmax_sympy_3d)
+        big_chain(args.big)
+    models = [
         kd.models.pendulum_chain(7, planar=False),
         kd.models.pendulum_chain(4, planar=False, joint="spherical"),
         kd.models.random_tree(6, seed=1, floating_base=True),
-    ])
+    ]
+    if not args.quick:  # a large floating tree, where O(n) ABA should win over O(n³) Cholesky
+        from importlib import resources
+
+        urdf = resources.files("kanedyn") / "data" / "robots" / "humanoid.urdf"
+        models.append(kd.load_urdf(str(urdf), floating_base=True))
+    forward_dynamics_vs_aba(models)
 
 
 if __name__ == "__main__":
