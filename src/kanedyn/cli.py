@@ -1,7 +1,8 @@
 """The ``kanedyn`` command line (also ``python -m kanedyn``).
 
 Exit status: 0 success, 1 the checked property failed (``verify``), 2 bad
-usage or input (one line naming the problem; ``--debug`` shows the traceback).
+usage or input (one line naming the problem; ``--debug`` shows the traceback),
+130 interrupted by Ctrl-C (``simulate`` first writes the results computed so far).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 class UsageError(Exception):
@@ -146,8 +147,9 @@ def cmd_simulate(args) -> int:
     _print_table([(k, str(v)) for k, v in summary.items() if k not in ("final_q", "final_v")])
     print(f"wrote {len(written)} files to {out}/: {', '.join(Path(w).name for w in written)}")
     if summary.get("interrupted"):
-        print("interrupted: the results above cover the run up to the interruption")
-        return EXIT_FAILED
+        print(f"interrupted at t = {summary['t_final']:g} s: the files above hold the run up "
+              "to there and are complete")
+        return EXIT_INTERRUPTED
     return EXIT_OK
 
 
@@ -408,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"kanedyn {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -23,6 +23,9 @@ class ForceElement:
 
     #: True if the element derives from a potential V(q) (springs)
     conservative: bool = False
+    #: True if the element can only take energy out (vᵀτ ≤ 0: dampers, friction);
+    #: the verification checklist holds it to that
+    dissipative: bool = False
     #: True if the force is discontinuous in v (dry friction without smoothing);
     #: methods that cannot handle that refuse the element with a clear error
     discontinuous: bool = False

@@ -34,6 +34,8 @@ class JointFriction(ForceElement):
             )
         self.joint, self.law = joint, law
         self.surface_velocity = float(surface_velocity)
+        # against a still surface friction only takes energy out; a moving belt can feed it in
+        self.dissipative = self.surface_velocity == 0.0
         if not np.isfinite(self.surface_velocity):
             raise FrictionError(f"JointFriction on {joint!r}: surface velocity is not finite")
         self.discontinuous = bool(law.discontinuous)

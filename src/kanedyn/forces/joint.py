@@ -133,6 +133,8 @@ class JointDamper(ForceElement):
     ``c=None`` takes the joint's own ``damping`` field (from URDF).
     """
 
+    dissipative = True
+
     def __init__(self, joint: str, c: float | None = None):
         if c is not None and (not np.isfinite(c) or c < 0):
             raise ModelError(f"JointDamper on {joint!r}: coefficient {c} must be ≥ 0")

@@ -373,26 +373,50 @@ def run_fixed(method: FixedStepMethod, problem: Problem) -> Solution:
     T[0], Q[0], V[0], Wn[0] = t, q, v, w
     vmax0 = float(np.abs(v).max()) if v.size else 0.0
     k_out = 1
-    for n in range(n_steps):
-        h = min(dt, tf - t) if n == n_steps - 1 else dt
-        before = method.newton_iterations
-        try:
-            q, v, dw = method.step(t, q, v, h)
-        except NewtonFailure as e:
-            raise SolverError(
-                f"{method.name}: Newton failed at step {n} (t = {t:.6g}, h = {h:.3g}) after "
-                f"{e.iterations} iterations, residual {e.residual:.3g}: {e.reason}. "
-                "Reduce dt, or choose a method with a smaller stage system "
-                "(midpoint rather than gauss4), or an explicit one (rk4, dopri5)"
-            ) from None
-        iters[n] = method.newton_iterations - before
-        t = t0 + (n + 1) * dt if n < n_steps - 1 else tf
-        w += dw
-        check_state(problem, method.name, n + 1, t, q, v, vmax0)
-        if (n + 1) % every == 0 or n == n_steps - 1:
-            T[k_out], Q[k_out], V[k_out], Wn[k_out] = t, q, v, w
-            k_out += 1
-        if problem.progress is not None:
-            problem.progress(t)
+    try:
+        k_out = _fixed_loop(method, problem, n_steps, every, T, Q, V, Wn, iters, q, v, w, t,
+                            vmax0)
+        interrupted = False
+    except _Interrupted as e:  # Ctrl-C: keep what was computed, and say so
+        k_out, interrupted = e.k_out, True
     stats = {"newton_iterations": iters}
-    return Solution(T[:k_out], Q[:k_out], V[:k_out], Wn[:k_out], stats, method.name)
+    if interrupted:
+        stats["interrupted"] = np.array([T[k_out - 1]])
+    msg = f"interrupted at t = {T[k_out - 1]:.6g}" if interrupted else ""
+    return Solution(T[:k_out], Q[:k_out], V[:k_out], Wn[:k_out], stats, method.name, msg)
+
+
+class _Interrupted(Exception):
+    def __init__(self, k_out: int):
+        self.k_out = k_out
+
+
+def _fixed_loop(method, problem, n_steps, every, T, Q, V, Wn, iters, q, v, w, t, vmax0) -> int:
+    """The stepping loop of :func:`run_fixed`; returns the number of stored samples."""
+    dt, t0, tf = problem.dt, problem.t0, problem.t_final
+    k_out = 1
+    try:
+        for n in range(n_steps):
+            h = min(dt, tf - t) if n == n_steps - 1 else dt
+            before = method.newton_iterations
+            try:
+                q, v, dw = method.step(t, q, v, h)
+            except NewtonFailure as e:
+                raise SolverError(
+                    f"{method.name}: Newton failed at step {n} (t = {t:.6g}, h = {h:.3g}) after "
+                    f"{e.iterations} iterations, residual {e.residual:.3g}: {e.reason}. "
+                    "Reduce dt, or choose a method with a smaller stage system "
+                    "(midpoint rather than gauss4), or an explicit one (rk4, dopri5)"
+                ) from None
+            iters[n] = method.newton_iterations - before
+            t = t0 + (n + 1) * dt if n < n_steps - 1 else tf
+            w += dw
+            check_state(problem, method.name, n + 1, t, q, v, vmax0)
+            if (n + 1) % every == 0 or n == n_steps - 1:
+                T[k_out], Q[k_out], V[k_out], Wn[k_out] = t, q, v, w
+                k_out += 1
+            if problem.progress is not None:
+                problem.progress(t)
+    except KeyboardInterrupt:
+        raise _Interrupted(k_out) from None
+    return k_out

@@ -18,6 +18,16 @@ from .progress import ProgressBar, wants_progress
 from .system import as_system
 from .trajectory import Trajectory
 
+#: fixed-step methods that take the accelerations from ``system.forward_dynamics`` (so they
+#: respect the constraints of a constrained system); the others use M(q) and ∇H
+FORWARD_DYNAMICS_METHODS = ("rk4",)
+
+
+def _is_constrained(system) -> bool:
+    from ..constraints.system import ConstrainedMechanics
+
+    return isinstance(system, ConstrainedMechanics)
+
 
 def _vector(x, n: int, what: str) -> np.ndarray:
     a = np.asarray(x, dtype=float)
@@ -75,6 +85,14 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, method: str =
     if not (blowup > 0):
         raise StateError(f"simulate: blowup = {blowup} must be positive")
     fn, kind = get_method(method)
+    if kind == "fixed" and method not in FORWARD_DYNAMICS_METHODS and _is_constrained(sys_):
+        # these methods build their steps from M(q) and the energy gradients, which for a
+        # constrained system describe the *unconstrained* motion: refuse rather than drift
+        raise SolverError(
+            f"simulate: method {method!r} integrates the unconstrained Hamiltonian and would "
+            f"ignore the constraints of {getattr(sys_, 'name', 'this system')!r}; use "
+            f"radau5 or ida (DAE solvers), or {', '.join(FORWARD_DYNAMICS_METHODS)} (which "
+            "step the constrained accelerations)")
     fs = ForceSet(sys_, forces)
     bad = [type(e).__name__ for e in fs.elements if e.discontinuous]
     if bad:

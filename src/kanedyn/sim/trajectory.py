@@ -50,6 +50,11 @@ class Trajectory:
     def __len__(self) -> int:
         return self.t.size
 
+    @property
+    def interrupted(self) -> bool:
+        """True if the run was stopped by Ctrl-C: the samples cover t[0] .. t[-1] only."""
+        return "interrupted" in self.stats
+
     def __repr__(self) -> str:
         return (f"Trajectory(method={self.method!r}, {len(self)} samples, "
                 f"t = {self.t[0]:.4g} .. {self.t[-1]:.4g})")
