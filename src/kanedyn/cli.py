@@ -246,7 +246,7 @@ def cmd_sweep(args) -> int:
             over[key] = (float(lo), float(hi))
     res = kd.sweep(args.scenario, over, samples=args.samples, sampler=args.sampler,
                    seed=args.seed, out=args.out, scheduler=args.scheduler,
-                   progress=not args.no_progress)
+                   progress=not args.no_progress, trajectories=args.trajectories)
     print(f"{len(res.rows)} runs, {len(res.failed)} failed; results in {res.path}/")
     for r in res.failed[:5]:
         print(f"  run {r['run_id']}: {r['error']}")
@@ -385,6 +385,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--scheduler", metavar="ADDRESS", help="tcp://host:port of a Dask cluster")
     p.add_argument("--out", default="sweep_results", help="results folder (Parquet)")
+    p.add_argument("--trajectories", action="store_true",
+                   help="also save each run's trajectory (out/trajectories/run-<id>.npz)")
     p.add_argument("--no-progress", action="store_true")
 
     p = add("demo", cmd_demo, "simulate, check and report on the built-in 7-link arm",

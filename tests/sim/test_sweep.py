@@ -144,3 +144,12 @@ def test_results_folder_of_another_sweep_is_refused(client, tmp_path):
     with pytest.raises(SweepError, match="different sweep"):
         sweep(SCENARIO, {"model.length": [2.0]}, out=out, scheduler=client)
     assert isinstance(SweepError("x"), kd.KanedynError)
+
+
+def test_trajectories_are_saved_when_asked(client, tmp_path):
+    out = tmp_path / "t"
+    res = sweep(SCENARIO, {"model.length": [0.5, 1.0]}, out=out, scheduler=client,
+                progress=False, trajectories=True)
+    for row in res.rows:
+        traj = kd.Trajectory.load(row["trajectory"])
+        assert np.allclose(traj.q[-1], json.loads(row["final_q"]))

@@ -29,7 +29,15 @@ from typing import Any
 import numpy as np
 
 from ..errors import KanedynError
-from ..scenario import SCHEMA, Scenario, load_scenario, parse_scenario, run_summary
+from ..scenario import (
+    SCHEMA,
+    Scenario,
+    load_scenario,
+    parse_scenario,
+    run,
+    run_summary,
+    summarize,
+)
 
 
 class SweepError(KanedynError):
@@ -132,13 +140,20 @@ def apply(data: dict, params: dict[str, Any]) -> dict:
 
 # --- running ------------------------------------------------------------------------
 
-def run_one(run_id: int, data: dict, base: str, params: dict) -> dict:
-    """One run of a sweep, on a worker: never raises, records failures."""
+def run_one(run_id: int, data: dict, base: str, params: dict,
+            trajectory_dir: str | None = None) -> dict:
+    """One run of a sweep, on a worker: never raises, records failures. With
+    ``trajectory_dir`` the run's trajectory is saved there as ``run-<id>.npz``."""
     t0 = time.perf_counter()
     row = {"run_id": run_id, **{f"param:{k}": v for k, v in params.items()}}
     try:
         sc = parse_scenario(apply(data, params), base)
-        row.update(run_summary(sc))
+        if trajectory_dir is None:
+            row.update(run_summary(sc))
+        else:
+            _, traj = run(sc, progress=False)
+            row.update(summarize(traj))
+            row["trajectory"] = str(traj.save(Path(trajectory_dir) / f"run-{run_id:08d}.npz"))
         row["status"], row["error"] = "ok", ""
     except Exception as e:  # a failed run is data, not the end of the sweep
         row["status"], row["error"] = "failed", f"{type(e).__name__}: {e}"
@@ -213,7 +228,7 @@ def sweep(scenario: str | Path | Scenario | dict, over: dict[str, Any],
           samples: int | None = None, sampler: str = "grid", seed: int = 0,
           out: str | Path = "sweep_results", scheduler=None, resume: bool = True,
           timeout: float = 10.0, progress: bool | None = None,
-          flush_every: float = 0.5) -> SweepResult:
+          flush_every: float = 0.5, trajectories: bool = False) -> SweepResult:
     """Run a scenario once per parameter set, on Dask, writing rows as they finish.
 
     ``scheduler``: None for a local cluster of worker processes sized to this
@@ -223,7 +238,8 @@ def sweep(scenario: str | Path | Scenario | dict, over: dict[str, Any],
     re-running the same sweep there skips the runs already done
     (``resume=True``); a folder holding a different sweep is an error. Finished
     rows are written at least every ``flush_every`` seconds, so an interruption
-    loses at most that much finished work.
+    loses at most that much finished work. ``trajectories=True`` also saves each
+    run's trajectory as ``out/trajectories/run-<id>.npz`` (its path in the row).
     """
     sc = scenario if isinstance(scenario, Scenario) else (
         parse_scenario(scenario) if isinstance(scenario, dict) else load_scenario(scenario))
@@ -259,8 +275,13 @@ def sweep(scenario: str | Path | Scenario | dict, over: dict[str, Any],
         try:
             # the scenario travels with each task (a small dict): scattered data would be
             # lost with a killed worker, and the tasks with it
+            tdir = None
+            if trajectories:
+                tdir = str((out / "trajectories").resolve())
+                Path(tdir).mkdir(exist_ok=True)
             futures = client.map(run_one, todo, [sc.data] * len(todo),
-                                 [str(sc.base)] * len(todo), [runs[i] for i in todo], pure=False)
+                                 [str(sc.base)] * len(todo), [runs[i] for i in todo],
+                                 [tdir] * len(todo), pure=False)
             n_ok = n_fail = 0
             t0 = last_flush = time.perf_counter()
             seen, pending = set(done), []
