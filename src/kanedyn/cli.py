@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+from ._files import write_atomic
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -96,10 +97,8 @@ def write_results(out: Path, model, runs: dict, summary: dict, checks=None,
     for label, traj in runs.items():
         for ext in ("npz", "csv"):
             written.append(traj.save(out / f"trajectory_{label}.{ext}"))
-    tmp = out / ".summary.json.tmp"
-    tmp.write_text(json.dumps(summary, indent=2, default=str))
-    os.replace(tmp, out / "summary.json")
-    written.append(out / "summary.json")
+    text = json.dumps(summary, indent=2, default=str)
+    written.append(write_atomic(out / "summary.json", lambda tmp: Path(tmp).write_text(text)))
     first = next(iter(runs.values()))
     stats = getattr(first, "stats", {})
     residuals = {label: stats[key] for label, key in

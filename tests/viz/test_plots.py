@@ -9,13 +9,13 @@ import pytest
 from matplotlib.image import imread
 
 import kanedyn as kd
+from kanedyn._files import write_atomic
 from kanedyn.viz import (
     plot_constraint_residuals,
     plot_energy_budget,
     plot_energy_error,
     plot_states,
 )
-from kanedyn.viz._files import write_atomic
 
 
 def _check_png(path):

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from .._files import write_atomic
 from ..errors import KanedynError
 from ..scenario import (
     SCHEMA,
@@ -202,9 +203,7 @@ def _write_part(path: Path, rows: list[dict]) -> None:
     cells = {k: [json.dumps(r[k]) if isinstance(r.get(k), (list, dict)) else r.get(k)
                  for r in rows] for k in keys}
     name = f"part-{rows[0]['run_id']:08d}-{len(rows):05d}.parquet"
-    tmp = path / f".{name}.tmp"
-    pq.write_table(pa.table(cells), tmp)
-    os.replace(tmp, path / name)
+    write_atomic(path / name, lambda tmp: pq.write_table(pa.table(cells), tmp))
 
 
 def _client(scheduler, timeout: float):
@@ -259,10 +258,9 @@ def sweep(scenario: str | Path | Scenario | dict, over: dict[str, Any],
     else:
         try:
             out.mkdir(parents=True, exist_ok=True)
-            tmp = out / ".sweep.json.tmp"
-            tmp.write_text(json.dumps({"fingerprint": fp, "over": over, "runs": len(runs),
-                                       "sampler": sampler, "seed": seed}, default=str))
-            os.replace(tmp, manifest)
+            text = json.dumps({"fingerprint": fp, "over": over, "runs": len(runs),
+                               "sampler": sampler, "seed": seed}, default=str)
+            write_atomic(manifest, lambda tmp: Path(tmp).write_text(text))
         except OSError as e:
             raise SweepError(f"cannot write sweep results to {str(out)!r}: {e.strerror}") from None
     done = {r["run_id"] for r in read_results(out)}

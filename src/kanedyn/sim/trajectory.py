@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from .._files import write_atomic
 from ..errors import KanedynError, StateError
 
 _ARRAYS = ("t", "q", "v", "vdot", "energy", "momentum", "work_nc", "budget")
@@ -113,10 +114,8 @@ class Trajectory:
         fmt = path.suffix.lower()
         if fmt not in (".npz", ".csv"):
             raise KanedynError(f"Trajectory.save: {path.name!r} must end in .npz or .csv")
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
-                                   dir=path.parent if str(path.parent) else ".")
-        try:
-            with os.fdopen(fd, "wb") as fh:
+        def write(tmp: str) -> None:
+            with open(tmp, "wb") as fh:
                 if fmt == ".npz":
                     arrays = {k: getattr(self, k) for k in _ARRAYS if k != "momentum"}
                     if self.momentum is not None:
@@ -133,11 +132,8 @@ class Trajectory:
                                             self.work_nc, self.budget])
                     header = f"method={self.method}\n" + ",".join(cols)
                     np.savetxt(fh, data, delimiter=",", header=header, fmt="%.17g")
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+
+        write_atomic(path, write)
         return path
 
     @classmethod

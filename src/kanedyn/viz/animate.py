@@ -11,9 +11,9 @@ from matplotlib.animation import FFMpegWriter, FuncAnimation, PillowWriter
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from .._files import write_atomic
 from ..errors import KanedynError
 from ..model import Model
-from ._files import write_atomic
 from .frames import animation_frames
 
 

@@ -26,8 +26,8 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from .._files import write_atomic
 from ..errors import KanedynError
-from ._files import write_atomic
 
 #: the floor of the log-scale plots (machine precision of a relative error, and below)
 LOG_FLOOR = 1e-17

@@ -23,8 +23,8 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from .._files import write_atomic
 from ..errors import KanedynError
-from ._files import write_atomic
 
 
 def _fmt(x) -> str:
