@@ -66,6 +66,19 @@ def _levels(Fc: float, Fs: float, law: str) -> tuple[float, float]:
     return Fc, Fs
 
 
+def _check_curve_parameters(law) -> None:
+    """Validate (and store as floats) Fc ≤ Fs, vs > 0, δ > 0, Fv ≥ 0 and the smoothing of
+    a law with a Stribeck-type curve; errors name the law and the parameter."""
+    name = type(law).__name__
+    Fc, Fs = _levels(law.Fc, law.Fs, name)
+    object.__setattr__(law, "Fc", Fc)
+    object.__setattr__(law, "Fs", Fs)
+    object.__setattr__(law, "vs", _positive("vs", law.vs, name))
+    object.__setattr__(law, "delta", _positive("delta", law.delta, name))
+    object.__setattr__(law, "Fv", _nonneg("Fv", law.Fv, name))
+    _check_smoothing(law.smoothing, name)
+
+
 class FrictionLaw:
     """Base class: ``F(v) = g(|v|) σ(v) + Fv v``.
 
@@ -150,13 +163,7 @@ class Stribeck(FrictionLaw):
     smoothing: Smoothing | None = None
 
     def __post_init__(self):
-        Fc, Fs = _levels(self.Fc, self.Fs, "Stribeck")
-        object.__setattr__(self, "Fc", Fc)
-        object.__setattr__(self, "Fs", Fs)
-        object.__setattr__(self, "vs", _positive("vs", self.vs, "Stribeck"))
-        object.__setattr__(self, "delta", _positive("delta", self.delta, "Stribeck"))
-        object.__setattr__(self, "Fv", _nonneg("Fv", self.Fv, "Stribeck"))
-        _check_smoothing(self.smoothing, "Stribeck")
+        _check_curve_parameters(self)
 
     def curve(self, s):
         return self.Fc + (self.Fs - self.Fc) * np.exp(-((s / self.vs) ** self.delta))
@@ -205,13 +212,7 @@ class RationalStribeck(FrictionLaw):
     smoothing: Smoothing | None = None
 
     def __post_init__(self):
-        Fc, Fs = _levels(self.Fc, self.Fs, "RationalStribeck")
-        object.__setattr__(self, "Fc", Fc)
-        object.__setattr__(self, "Fs", Fs)
-        object.__setattr__(self, "vs", _positive("vs", self.vs, "RationalStribeck"))
-        object.__setattr__(self, "delta", _positive("delta", self.delta, "RationalStribeck"))
-        object.__setattr__(self, "Fv", _nonneg("Fv", self.Fv, "RationalStribeck"))
-        _check_smoothing(self.smoothing, "RationalStribeck")
+        _check_curve_parameters(self)
 
     def curve(self, s):
         return self.Fc + (self.Fs - self.Fc) / (1.0 + (s / self.vs) ** self.delta)
