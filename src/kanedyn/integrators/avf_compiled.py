@@ -19,6 +19,7 @@ from ..dynamics import kernels
 from ..dynamics.flat import flatten
 from ..sim.energy_kernel import _energy_pass
 from .base import _chol_solve
+from .rk4_compiled import energy_kernel_arrays, step_grid
 
 
 @nb.njit(cache=True)
@@ -128,22 +129,11 @@ def run(problem, tol: float, maxiter: int, nodes: int):
     from .base import Solution
 
     s, model = problem.system, problem.system.model
-    dt, t0, tf = problem.dt, problem.t0, problem.t_final
-    n_steps = int(np.ceil((tf - t0) / dt - 1e-9)) if tf > t0 else 0
-    steps = np.full(n_steps, dt)
-    if n_steps:
-        steps[-1] = tf - (t0 + (n_steps - 1) * dt)
-    times = t0 + np.concatenate([[0.0], np.cumsum(steps)])
-    if n_steps:
-        times[-1] = tf
-    every = max(1, int(problem.save_every))
-    keep = [0] + [n + 1 for n in range(n_steps) if (n + 1) % every == 0 or n == n_steps - 1]
+    n_steps, steps, times, every, keep = step_grid(problem)
     Q = np.empty((len(keep), s.nq))
     V = np.empty((len(keep), s.nv))
     iters = np.zeros(n_steps, dtype=np.int32)
-    f = s._flat
-    ek = (f.kind, f.parent, f.iq, f.iv, f.nvj, f.axis, f.pitch, f.Et, f.rt, f.inertia, f.S,
-          f.mass, f.com, f.gravity)
+    ek = energy_kernel_arrays(s)
     x, wts = np.polynomial.legendre.leggauss(nodes)
     status = np.zeros(2, dtype=np.int64)
     _avf_loop(flatten(model).data, ek, np.ascontiguousarray(problem.q0, float),

@@ -103,6 +103,29 @@ def _rk4_loop(data, ek, q0, v0, dt, n_steps, every, project, blowup, Q, V, statu
     return k
 
 
+def step_grid(problem):
+    """(n_steps, step sizes, times, save_every, indices of the saved samples) of a fixed-step
+    run from t0 to t_final; the last step is shortened to land on t_final (as run_fixed)."""
+    dt, t0, tf = problem.dt, problem.t0, problem.t_final
+    n_steps = int(np.ceil((tf - t0) / dt - 1e-9)) if tf > t0 else 0
+    steps = np.full(n_steps, dt)
+    if n_steps:
+        steps[-1] = tf - (t0 + (n_steps - 1) * dt)
+    times = t0 + np.concatenate([[0.0], np.cumsum(steps)])
+    if n_steps:
+        times[-1] = tf
+    every = max(1, int(problem.save_every))
+    keep = [0] + [n + 1 for n in range(n_steps) if (n + 1) % every == 0 or n == n_steps - 1]
+    return n_steps, steps, times, every, keep
+
+
+def energy_kernel_arrays(system) -> tuple:
+    """The arrays of a ModelSystem's energy kernel, in the order the compiled loops take."""
+    f = system._flat
+    return (f.kind, f.parent, f.iq, f.iv, f.nvj, f.axis, f.pitch, f.Et, f.rt, f.inertia, f.S,
+            f.mass, f.com, f.gravity)
+
+
 def applicable(problem) -> bool:
     """A plain Model, additive coordinates, no force elements, no progress bar."""
     s = problem.system
@@ -116,21 +139,10 @@ def run(problem, name: str, project: bool):
     from .base import Solution
 
     s, model = problem.system, problem.system.model
-    dt, t0, tf = problem.dt, problem.t0, problem.t_final
-    n_steps = int(np.ceil((tf - t0) / dt - 1e-9)) if tf > t0 else 0
-    steps = np.full(n_steps, dt)
-    if n_steps:
-        steps[-1] = tf - (t0 + (n_steps - 1) * dt)
-    times = t0 + np.concatenate([[0.0], np.cumsum(steps)])
-    if n_steps:
-        times[-1] = tf
-    every = max(1, int(problem.save_every))
-    keep = [0] + [n + 1 for n in range(n_steps) if (n + 1) % every == 0 or n == n_steps - 1]
+    n_steps, steps, times, every, keep = step_grid(problem)
     Q = np.empty((len(keep), s.nq))
     V = np.empty((len(keep), s.nv))
-    f = s._flat
-    ek = (f.kind, f.parent, f.iq, f.iv, f.nvj, f.axis, f.pitch, f.Et, f.rt, f.inertia, f.S,
-          f.mass, f.com, f.gravity)
+    ek = energy_kernel_arrays(s)
     status = np.zeros(2, dtype=np.int64)
     k = _rk4_loop(flatten(model).data, ek, np.ascontiguousarray(problem.q0, float),
                   np.ascontiguousarray(problem.v0, float), steps, n_steps, every, project,
