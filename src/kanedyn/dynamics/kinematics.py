@@ -65,8 +65,12 @@ def frame_placement(model: Model, q: ArrayLike, name: str | int) -> tuple[NDArra
     if isinstance(kin, list):
         kin = kin[0]
     R, p = kin.R, kin.p
+    if isinstance(name, str) and name == model.root_name:
+        return np.eye(3), np.zeros(3)  # the world (a fixed-base URDF's root link)
     if isinstance(name, str) and name in model.frames:
         fr = model.frames[name]
+        if fr.body < 0:  # fixed to the world: the same pose at every q
+            return fr.placement.rotation.copy(), fr.placement.translation.copy()
         Rb, pb = R[fr.body], p[fr.body]
         return Rb @ fr.placement.rotation, pb + Rb @ fr.placement.translation
     i = model.body_index(name)

@@ -58,7 +58,8 @@ class Body:
 
 @dataclass(frozen=True)
 class Frame:
-    """A named frame fixed to a body: ``placement`` is frame_X_body."""
+    """A named frame fixed to a body: ``placement`` is frame_X_body (body -1: the world,
+    ``placement`` then frame_X_world)."""
 
     name: str
     body: int
@@ -127,6 +128,9 @@ class Model:
             if b.name == name:
                 return b.index
         if name in self.frames:
+            if self.frames[name].body < 0:
+                raise ModelError(f"frame {name!r} is fixed to the world, not to a body "
+                                 "(kd.frame_placement gives its pose)")
             return self.frames[name].body
         raise ModelError(
             f"no body or frame named {name!r}; bodies are {self.body_names}"
@@ -301,7 +305,10 @@ class ModelBuilder:
                                slice(iv, iv + j.nv)))
             iq += j.nq
             iv += j.nv
-        frames = {n: Frame(n, b, X) for n, (b, X) in self._frames.items() if b >= 0}
+        # frames fixed to the world (links welded to the ground, the root link of a
+        # fixed-base URDF) keep body -1; the world itself is not listed
+        frames = {n: Frame(n, b, X) for n, (b, X) in self._frames.items()
+                  if n != self.root_name}
         model = Model(self.name, tuple(bodies), self.gravity, frames, self.root_name)
         if check_singular:
             _check_nonsingular(model)
