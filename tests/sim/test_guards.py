@@ -71,3 +71,24 @@ def test_cli_interrupt_writes_results_and_says_so(tmp_path, monkeypatch, capsys)
     assert "interrupted" in said.out
     traj = kd.Trajectory.load(out / "trajectory_rk4.npz")
     assert 0.0 < traj.t[-1] < 0.1 and len(traj.t) > 10
+
+
+def test_nonholonomic_system_through_simulate():
+    """The rolling disk (5 coordinates, 3 speeds) by kd.simulate equals a direct
+    integration of q̇ = W(q) u, u̇ = M⁻¹ forcing; chart-based methods refuse it."""
+    from scipy.integrate import solve_ivp
+
+    from kanedyn.kane import classic
+
+    system, _ = classic.rolling_disk()
+    fast = system.derive().compile(backend="numpy", parameters={"m": 2.0, "g": 9.81, "R": 0.5})
+    q0, v0 = np.array([0.0, 0.3, 0.0, 0.0, 0.0]), np.array([1.0, 0.2, 6.0])
+    ref = solve_ivp(lambda t, x: np.r_[fast.q_dot(x[:5], x[5:]),
+                                       fast.forward_dynamics(x[:5], x[5:])],
+                    (0, 1), np.r_[q0, v0], method="DOP853", rtol=1e-12, atol=1e-12).y[:, -1]
+    traj = kd.simulate(fast, q0, v0, 1.0, method="DOP853", rtol=1e-11, atol=1e-11,
+                       progress=False)
+    assert np.allclose(np.r_[traj.q[-1], traj.v[-1]], ref, atol=1e-9)
+    assert traj.relative_energy_error().max() < 1e-9  # rolling without slip does no work
+    with pytest.raises(kd.SolverError, match="nonholonomic .* use one of the solve_ivp"):
+        kd.simulate(fast, q0, v0, 0.1, method="rk4", dt=1e-3, progress=False)

@@ -180,6 +180,17 @@ def chart_is_additive(system) -> bool:
     return system.nq == system.nv
 
 
+def is_nonholonomic(system) -> bool:
+    """More independent coordinates than speeds (rolling, knife edges): q moves by
+    q̇ = W(q) v through a space that no chart of dimension nv covers, so q itself must
+    be integrated. A tree (a Model, or a system with one) never is: nq − #quaternions = nv."""
+    model = getattr(system, "model", None)
+    if model is not None and hasattr(model, "bodies"):
+        return False
+    nquat = len(getattr(system, "quaternions", None) or ())
+    return int(system.nq) - nquat > int(system.nv)
+
+
 def chart_jacobian(system, q0: NDArray, xi: NDArray) -> NDArray | None:
     """J(ξ) with ``v = J ξ̇`` along ``q0 ⊕ ξ``; None means the identity."""
     if chart_is_additive(system):

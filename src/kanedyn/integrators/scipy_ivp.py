@@ -20,7 +20,7 @@ import numpy as np
 import scipy.integrate as si
 
 from ..errors import SolverError
-from .base import Problem, Solution, chart_is_additive, chart_jacobian, check_state
+from .base import Problem, Solution, chart_is_additive, chart_jacobian, check_state, is_nonholonomic
 
 SCIPY_METHODS = ("RK45", "RK23", "DOP853", "Radau", "BDF", "LSODA")
 
@@ -47,24 +47,30 @@ def _run(cls, name: str, problem: Problem, recentre: float = 0.5, **options) -> 
                           f"{sorted(known | {'recentre'})}")
     P, s = problem, problem.system
     nv = s.nv
-    additive = chart_is_additive(s)
+    # a nonholonomic system integrates q itself (q̇ = W(q) v), in nq unknowns
+    direct = is_nonholonomic(s)
+    additive = direct or chart_is_additive(s)
+    nx = s.nq if direct else nv
     centre = {"q": np.array(P.q0, float)}
 
     def f(t, y):
-        xi, v = y[:nv], y[nv:2 * nv]
+        xi, v = y[:nx], y[nx:nx + nv]
         q0 = centre["q"]
         q = q0 + xi if additive else s.integrate_configuration(q0, xi, 1.0)
         a = s.forward_dynamics(q, v, P.tau(t, q, v))
-        J = None if additive else chart_jacobian(s, q0, xi)
-        out = np.empty(2 * nv + 1)
-        out[:nv] = v if J is None else np.linalg.solve(J, v)
-        out[nv:2 * nv] = a
+        out = np.empty(nx + nv + 1)
+        if direct:
+            out[:nx] = s.q_dot(q, v)
+        else:
+            J = None if additive else chart_jacobian(s, q0, xi)
+            out[:nx] = v if J is None else np.linalg.solve(J, v)
+        out[nx:nx + nv] = a
         out[-1] = P.power_nc(t, q, v)
         return out
 
     def to_q(y):
         q0 = centre["q"]
-        return q0 + y[:nv] if additive else s.integrate_configuration(q0, y[:nv], 1.0)
+        return q0 + y[:nx] if additive else s.integrate_configuration(q0, y[:nx], 1.0)
 
     def make(t, y, first=None):
         opts = dict(options)
@@ -77,9 +83,9 @@ def _run(cls, name: str, problem: Problem, recentre: float = 0.5, **options) -> 
         except ValueError as e:
             raise SolverError(f"method {name!r}: {e}") from None
 
-    y = np.concatenate([np.zeros(nv), np.array(P.v0, float), [0.0]])
+    y = np.concatenate([np.zeros(nx), np.array(P.v0, float), [0.0]])
     solver = make(P.t0, y)
-    Ts, Qs, Vs, Ws, nfev = [P.t0], [centre["q"].copy()], [y[nv:2 * nv].copy()], [0.0], []
+    Ts, Qs, Vs, Ws, nfev = [P.t0], [centre["q"].copy()], [y[nx:nx + nv].copy()], [0.0], []
     grid = None
     if P.dt is not None:
         grid = P.t0 + P.dt * np.arange(1, int(np.floor((P.t_final - P.t0) / P.dt + 1e-9)) + 1)
@@ -94,34 +100,34 @@ def _run(cls, name: str, problem: Problem, recentre: float = 0.5, **options) -> 
         n += 1
         y1 = solver.y
         q1 = to_q(y1)
-        check_state(P, name, n, solver.t, q1, y1[nv:2 * nv], vmax0)
+        check_state(P, name, n, solver.t, q1, y1[nx:nx + nv], vmax0)
         if grid is not None:
             dense = solver.dense_output()
             while gi < grid.size and grid[gi] <= solver.t + 1e-12 * max(1.0, abs(solver.t)):
                 yd = dense(grid[gi])
                 Ts.append(grid[gi])
                 Qs.append(to_q(yd))
-                Vs.append(yd[nv:2 * nv].copy())
+                Vs.append(yd[nx:nx + nv].copy())
                 Ws.append(yd[-1])
                 gi += 1
         else:
             Ts.append(solver.t)
             Qs.append(q1)
-            Vs.append(y1[nv:2 * nv].copy())
+            Vs.append(y1[nx:nx + nv].copy())
             Ws.append(y1[-1])
         nfev.append(solver.nfev - last_nfev)
         last_nfev = solver.nfev
         if P.progress is not None:
             P.progress(solver.t)
-        if not additive and solver.status == "running" and np.abs(y1[:nv]).max() > recentre:
+        if not additive and solver.status == "running" and np.abs(y1[:nx]).max() > recentre:
             centre["q"] = q1
-            y = np.concatenate([np.zeros(nv), y1[nv:]])
+            y = np.concatenate([np.zeros(nx), y1[nx:]])
             last_nfev = 0
             solver = make(solver.t, y, first=solver.step_size)
     if grid is not None and Ts[-1] < solver.t:
         Ts.append(solver.t)
         Qs.append(to_q(solver.y))
-        Vs.append(solver.y[nv:2 * nv].copy())
+        Vs.append(solver.y[nx:nx + nv].copy())
         Ws.append(solver.y[-1])
     return Solution(np.array(Ts), np.array(Qs), np.array(Vs), np.array(Ws),
                     {"function_evaluations": np.array(nfev, dtype=np.int64)}, name)

@@ -775,6 +775,16 @@ class CompiledSystem:
                 f"nv={self.nv}, ops={self.counts['dynamics']})")
 
     # --- argument handling -----------------------------------------------------------------
+    def _inputs(self, tau) -> NDArray:
+        if self.ninputs != self.nv and np.shape(tau)[-1:] == (self.nv,):
+            if not np.any(tau):
+                return self._zeros_tau
+            raise StateError(
+                f"{self.name}: got {self.nv} generalized forces, but this system's inputs are "
+                f"{self.ninputs} specified quantities; derive it with generalized_forces=True "
+                "to apply joint forces")
+        return self._arr(tau, self.ninputs, "tau")
+
     def _arr(self, x, n: int, what: str) -> NDArray:
         # fast path: a C-contiguous, aligned, writeable float64 vector of the right size
         if type(x) is np.ndarray and x.dtype is _F64 and x.shape == (n,) and x.flags.carray:
@@ -888,9 +898,14 @@ class CompiledSystem:
 
     def forward_dynamics(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike | None = None,
                          t: float = 0.0) -> NDArray:
-        """``u̇ = M(q)⁻¹ forcing(q, v, τ)``, by Cholesky."""
+        """``u̇ = M(q)⁻¹ forcing(q, v, τ)``, by Cholesky.
+
+        ``tau`` holds the inputs. Integrators pass generalized forces of length nv;
+        where the inputs are not those (a general system), a zero vector of length nv
+        means "no applied generalized force" and is taken as zero inputs; a non-zero one
+        is an error (derive with ``generalized_forces=True`` to apply joint forces)."""
         Q, Vv = self._arr(q, self.nq, "q"), self._arr(v, self.nv, "v")
-        T = self._zeros_tau if tau is None else self._arr(tau, self.ninputs, "tau")
+        T = self._zeros_tau if tau is None else self._inputs(tau)
         if self.backend == "numpy":
             M, F = self.dynamics(Q, Vv, T, t)
             try:

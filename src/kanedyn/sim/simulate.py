@@ -10,8 +10,9 @@ from numpy.typing import ArrayLike
 from ..errors import SolverError, StateError
 from ..forces import ForceElement, ForceSet
 from ..integrators import get_method, run_fixed
-from ..integrators.base import Problem
+from ..integrators.base import Problem, is_nonholonomic
 from ..integrators.projection import Projected, parse_invariants
+from ..integrators.scipy_ivp import SCIPY_METHODS
 from ..model import Model
 from ..model.configuration import check_configuration
 from .progress import ProgressBar, wants_progress
@@ -93,6 +94,14 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, method: str =
             f"ignore the constraints of {getattr(sys_, 'name', 'this system')!r}; use "
             f"radau5 or ida (DAE solvers), or {', '.join(FORWARD_DYNAMICS_METHODS)} (which "
             "step the constrained accelerations)")
+    if is_nonholonomic(sys_) and method not in SCIPY_METHODS:
+        # the other methods step q in a chart of dimension nv, which cannot hold the
+        # motion of a system with fewer speeds than coordinates
+        raise SolverError(
+            f"simulate: {getattr(sys_, 'name', 'this system')!r} is nonholonomic ({sys_.nq} "
+            f"coordinates, {sys_.nv} independent speeds); method {method!r} cannot integrate "
+            f"it — use one of the solve_ivp methods {', '.join(SCIPY_METHODS)}, which "
+            "integrate q̇ = W(q) v directly")
     fs = ForceSet(sys_, forces)
     bad = [type(e).__name__ for e in fs.elements if e.discontinuous]
     if bad:
