@@ -88,14 +88,18 @@ def load_model_spec(spec: str):
 
 
 def write_results(out: Path, model, runs: dict, summary: dict, checks=None,
-                  animate: str | None = None, report: bool = True) -> list[Path]:
-    """Trajectories (npz, csv) and summary.json of one or more runs, then the plots,
+                  animate: str | None = None, report: bool = True, plots: bool = True,
+                  formats=("npz", "csv")) -> list[Path]:
+    """Trajectories (``formats``) and summary.json of one or more runs, then the plots,
     report.html and animation by :func:`kanedyn.viz.write_run_outputs`."""
     from kanedyn import viz
 
+    bad = [f for f in formats if f not in ("npz", "csv")]
+    if bad:
+        raise UsageError(f"[output] formats: unknown {bad}; valid: npz, csv")
     written = []
     for label, traj in runs.items():
-        for ext in ("npz", "csv"):
+        for ext in formats:
             written.append(traj.save(out / f"trajectory_{label}.{ext}"))
     text = json.dumps(summary, indent=2, default=str)
     written.append(write_atomic(out / "summary.json", lambda tmp: Path(tmp).write_text(text)))
@@ -108,6 +112,9 @@ def write_results(out: Path, model, runs: dict, summary: dict, checks=None,
         files = viz.write_run_outputs(out, model, runs, summary=summary, verify=checks,
                                       residuals=residuals, animation=animate)
         written += list(files.values())
+    elif not plots:
+        if animate:
+            written.append(viz.animate(model, first, out / animate))
     else:
         written += [viz.plot_states(first, out / "states.png", names=model.joint_names),
                     viz.plot_energy_error(runs, out / "energy_error.png"),
@@ -140,9 +147,11 @@ def cmd_simulate(args) -> int:
                "wall_time_s": round(time.perf_counter() - t0, 3)}
     if getattr(traj, "interrupted", False):
         summary["interrupted"] = True
+    plots = sc.get("output", "plots", True)
     written = write_results(out, model, {sc.get("integrator", "method"): traj}, summary,
                             animate=args.animate or sc.get("output", "animate"),
-                            report=sc.get("output", "report", True))
+                            report=sc.get("output", "report", True) and plots, plots=plots,
+                            formats=sc.get("output", "formats", ("npz", "csv")))
     _print_table([(k, str(v)) for k, v in summary.items() if k not in ("final_q", "final_v")])
     print(f"wrote {len(written)} files to {out}/: {', '.join(Path(w).name for w in written)}")
     if summary.get("interrupted"):

@@ -126,3 +126,14 @@ def test_sweep_command_runs_a_grid(tmp_path, capsys):
     assert abs(long_ - 0.4) < abs(short - 0.4)
     assert main(["sweep", str(sc), "--over", "model.lenght=1", "--out", str(tmp_path / "b")]) == 2
     assert "unknown parameter 'model.lenght'" in capsys.readouterr().err
+
+
+def test_output_formats_and_plots_are_honoured(tmp_path, capsys):
+    sc = tmp_path / "s.toml"
+    sc.write_text(SCENARIO.replace("report = false", 'formats = ["csv"]\nplots = false'))
+    out = tmp_path / "o"
+    assert main(["simulate", str(sc), "--out", str(out), "--no-progress"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["summary.json", "trajectory_rk4.csv"]
+    sc.write_text(SCENARIO.replace("report = false", 'formats = ["hdf5"]'))
+    assert main(["simulate", str(sc), "--out", str(out), "--no-progress"]) == 2
+    assert "unknown ['hdf5']; valid: npz, csv" in capsys.readouterr().err
