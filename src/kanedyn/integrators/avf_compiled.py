@@ -16,8 +16,8 @@ import numba as nb
 import numpy as np
 
 from ..dynamics import kernels
+from ..dynamics.energy_kernel import _energy_pass
 from ..dynamics.flat import flatten
-from ..sim.energy_kernel import _energy_pass
 from .base import _chol_solve
 from .rk4_compiled import energy_kernel_arrays, step_grid
 

@@ -6,7 +6,7 @@ Model with additive coordinates (revolute, prismatic, helical joints) and no
 force elements — :class:`~kanedyn.integrators.rk4.RK4` runs this loop instead,
 which calls the compiled ABA kernel of :mod:`kanedyn.dynamics.kernels` (the
 function behind ``kd.aba``) and the energy kernel of
-:mod:`kanedyn.sim.energy_kernel` directly. It computes the same steps as the
+:mod:`kanedyn.dynamics.energy_kernel` directly. It computes the same steps as the
 Python RK4 (tested to roundoff) — the design note's "tight stepping loop".
 
 With ``project=True`` each step is followed by the energy projection of
@@ -20,9 +20,9 @@ import numba as nb
 import numpy as np
 
 from ..dynamics import kernels
+from ..dynamics.energy_kernel import _energy_pass
 from ..dynamics.flat import flatten
 from ..errors import DivergenceError, SolverError
-from ..sim.energy_kernel import _energy_pass
 
 
 @nb.njit(cache=True)

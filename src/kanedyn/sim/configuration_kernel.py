@@ -14,7 +14,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .energy_kernel import FREE, PLANAR, SPHERICAL
+from ..dynamics.energy_kernel import FREE, PLANAR, SPHERICAL
 
 
 @nb.njit(cache=True)

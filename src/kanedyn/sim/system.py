@@ -26,11 +26,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import dynamics as dyn
+from ..dynamics.energy_kernel import FlatEnergyModel
 from ..model import Model
 from ..model import configuration as cfg
 from ..spatial import crf, skew
 from .configuration_kernel import integrate_into
-from .energy_kernel import FlatEnergyModel
 
 # Gauss–Legendre nodes on [0, 1] for the integral J(ξ) = ∫₀¹ Ad_{exp(-sξ)} ds.
 # The integrand is entire in s; 8 nodes (exact to degree 15) leave an error
@@ -187,7 +187,7 @@ class ModelSystem:
     def kinetic_energy_gradient(self, q: NDArray, v: NDArray) -> NDArray:
         """∂T/∂q at fixed speeds v in the tangent space (see
         :func:`kinetic_energy_gradient_reference` for the derivation; computed by the
-        O(n) kernel of :mod:`.energy_kernel`)."""
+        O(n) kernel of :mod:`kanedyn.dynamics.energy_kernel`)."""
         return self._pass(q, v)[2].copy()
 
     def energy_gradient(self, q: NDArray, v: NDArray) -> tuple[NDArray, NDArray]:
