@@ -9,15 +9,18 @@ Robidoux, *Phil. Trans. R. Soc. A* 357, 1999).
 - ``avf``: ``∇̄H = ∫₀¹ ∇H(z + ξ(z' − z)) dξ`` (Quispel & McLaren 2008), the
   integral by ``nodes``-point Gauss–Legendre quadrature (exact for polynomial
   H of degree ≤ 2·nodes; for the trigonometric H of a chain the quadrature
-  error is ``O(|z' − z|^{2·nodes})`` relative, below roundoff at the usual
-  steps). Order 2, symmetric. ``∇H = (−∂T/∂q|_v + g(q) − τ_springs, v)``.
+  error is ``O(|z' − z|^{2·nodes})`` relative: below 1e-12 on the 7-link chain at
+  dt = 1e-3 with the default 3 nodes, but 1.6e-7 on a fast double pendulum at
+  dt = 1e-2, where ``nodes=5`` brings it to 1e-12 — raise ``nodes`` for large
+  steps on fast motion). Order 2, symmetric. ``∇H = (−∂T/∂q|_v + g(q) − τ_springs, v)``.
 - ``itoh_abe``: the coordinate-increment discrete gradient
   ``∇̄H_i = [H(z'₁..z'ᵢ, zᵢ₊₁..) − H(z'₁..z'ᵢ₋₁, zᵢ..)] / (z'ᵢ − zᵢ)`` (Itoh &
   Abe, *J. Comput. Phys.* 76, 1988): derivative-free, nv + 1 energy
   evaluations per residual (the p-increments in closed form, T being
   quadratic in p); order 1 (not symmetric).
 
-Both conserve E = T + V_gravity + V_springs to roundoff. With non-conservative
+Both conserve E = T + V_gravity + V_springs to roundoff (avf up to its quadrature
+error, above). With non-conservative
 forces, ``p' = p − h ∇̄_qH + h τ_nc(t + h/2, q̄, v̄)`` with ``v̄ = ∇̄_pH``; then
 ``E' − E = h v̄ᵀ τ_nc`` exactly, which is the increment of W_nc recorded, so the
 budget ``E − E₀ − W_nc`` stays at roundoff.
