@@ -116,6 +116,19 @@ def consistent_start(system, problem, initialize: bool):
     return q0, v0
 
 
+def formulated(problem, method: str, formulation: str, alpha, beta, initialize: bool):
+    """(system, DAE of the formulation, consistent q0, v0) of a simulate problem. Baumgarte's
+    rule takes its time scale from the output spacing dt, or a hundredth of the run."""
+    from ..constraints.formulations import formulate
+
+    system = as_constrained(problem, method)
+    scale_dt = problem.dt if problem.dt is not None else (problem.t_final - problem.t0) / 100
+    kw = dict(alpha=alpha, beta=beta, dt=scale_dt) if formulation == "baumgarte" else {}
+    dae = formulate(system, formulation, **kw)
+    q0, v0 = consistent_start(system, problem, initialize)
+    return system, dae, q0, v0
+
+
 def solution(system, dae, t: NDArray, Y: NDArray, stats: dict, method: str, problem):
     """A Solution with the constraint residuals of every output state."""
     from .base import Solution

@@ -36,8 +36,7 @@ def ida_method(problem, formulation: str = "index1", rtol: float = 1e-6, atol: f
     except ImportError as e:  # the optional extra "dae"
         raise SolverError(
             f"method 'ida' needs scikit-sundae (pip install kanedyn[dae]): {e}") from None
-    from ..constraints.formulations import formulate
-    from .dae_common import as_constrained, consistent_start, solution
+    from .dae_common import formulated, solution
 
     if unknown:
         raise SolverError(f"method 'ida' does not take option(s) {sorted(unknown)}; it takes "
@@ -45,11 +44,7 @@ def ida_method(problem, formulation: str = "index1", rtol: float = 1e-6, atol: f
     if formulation not in ("index1", "baumgarte", "ggl"):
         raise SolverError(f"method 'ida' (BDF) takes formulation 'index1', 'baumgarte' or "
                           f"'ggl', not {formulation!r} (use radau5 for index 2 and 3)")
-    system = as_constrained(problem, "ida")
-    scale_dt = problem.dt if problem.dt is not None else (problem.t_final - problem.t0) / 100
-    kw = dict(alpha=alpha, beta=beta, dt=scale_dt) if formulation == "baumgarte" else {}
-    dae = formulate(system, formulation, **kw)
-    q0, v0 = consistent_start(system, problem, initialize)
+    system, dae, q0, v0 = formulated(problem, "ida", formulation, alpha, beta, initialize)
     Dm = dae.mass
 
     def resfn(t, y, yp, res):

@@ -343,17 +343,12 @@ def radau5_method(problem, formulation: str = "index3", rtol: float = 1e-6,
     Baumgarte formulation without alpha/beta takes them from dt (or t_final/100).
     ``dt`` of simulate is the output spacing (dense output); None keeps every step.
     """
-    from ..constraints.formulations import formulate
-    from .dae_common import as_constrained, consistent_start, solution
+    from .dae_common import formulated, solution
 
     if unknown:
         raise SolverError(f"method 'radau5' does not take option(s) {sorted(unknown)}; it "
                           f"takes {sorted(_SIM_OPTIONS)}")
-    system = as_constrained(problem, "radau5")
-    scale_dt = problem.dt if problem.dt is not None else (problem.t_final - problem.t0) / 100
-    kw = dict(alpha=alpha, beta=beta, dt=scale_dt) if formulation == "baumgarte" else {}
-    dae = formulate(system, formulation, **kw)
-    q0, v0 = consistent_start(system, problem, initialize)
+    system, dae, q0, v0 = formulated(problem, "radau5", formulation, alpha, beta, initialize)
     y0 = dae.initial_state(q0, v0, problem.t0)
     t_eval = None
     if problem.dt is not None:
