@@ -47,10 +47,10 @@ def test_intermediate_axis_flip(spin):
 
 
 def test_plain_midpoint_keeps_energy_but_not_spatial_angular_momentum():
-    """Control. Without the projection, the midpoint rule in tangent coordinates keeps T
-    (a quadratic invariant of the Euler equations, which do not involve q) but lets the
-    world angular momentum L = R I ω drift at truncation level: the projection is what
-    the test above measures."""
+    """Control. The midpoint rule in tangent coordinates keeps T (a quadratic invariant of
+    the Euler equations, which do not involve q) but lets the world angular momentum
+    L = R I ω drift at truncation level: the structure of the energy–momentum step (R'π' =
+    Rπ by the Cayley update) is what the test above measures."""
     m = kd.models.free_body(mass=2.0, inertia=(0.1, 0.2, 0.3), gravity=(0, 0, 0))
     tr = kd.simulate(m, kd.neutral(m), [0.01, 2.0, 0.01, 0, 0, 0], 6.0, method="midpoint",
                      dt=0.01)

@@ -1,35 +1,74 @@
-"""An energy–momentum method: symmetric midpoint step plus exact conservation of E and momentum.
+"""Energy–momentum methods: conservation of E and of momentum maps by the structure of the step.
 
-Simo & Tarnow (*ZAMP* 43, 1992) and Gonzalez (*J. Nonlinear Sci.* 6, 1996)
-build second-order schemes that conserve the energy and the momentum maps of
-a symmetric mechanical system exactly. This implementation reaches the same
-two conservation properties for any system of the protocol in two stages:
+``method="energy_momentum"`` picks one of three variants (``variant=``), in this order:
 
-1. the implicit midpoint rule in tangent coordinates ``q = q_n ⊕ ξ``
-   (quaternions by the exponential map), order 2, symmetric;
-2. a projection (:mod:`.projection`) onto ``E = E₀ + W_nc`` and the momentum
-   components that the system conserves, a Newton solve on a few scalars.
+``"lie"`` — a single rigid body on a free joint, no force elements (gravity allowed).
+    The Lie–midpoint (Simo–Wong) scheme with the Cayley map (Simo & Wong, *IJNME* 31,
+    1991; Austin, Krishnaprasad & Wang, *J. Comput. Phys.* 107, 1993; Lewis & Simo,
+    *J. Nonlinear Sci.* 4, 1994), split as SO(3) x R³ about the centre of mass. With π = I_c ω
+    the body angular momentum about the centre of mass, P the world linear momentum,
+    x_c the centre of mass, R the attitude and Q = cay(h ω̄) the relative rotation:
 
-It is therefore an energy–momentum *projection* method of order 2, not the
-Simo–Tarnow algorithmic-stress formula; for a torque-free rigid body and a
-free-floating chain without gravity it conserves E and [L; P] to roundoff
-(tested), and the motion (e.g. the flip of a body spinning about its
-intermediate axis) is that of the midpoint rule.
+        π' = Qᵀ π,   ω̄ = I_c⁻¹ (π + π')/2,   R' = R Q,
+        P' = P + h m g,   x_c' = x_c + h (P + P')/(2m).
 
-``momentum="auto"`` conserves [L; P] when the system has a free root joint,
-no gravity and no force elements, otherwise only the energy; pass the names
-explicitly (``"momentum"``, ``"angular_momentum"``, ``"linear_momentum"``, a
-tuple, or ``()``) when you know more (joint torques between the bodies of a
-floating chain, for instance, are internal and keep [L; P]).
+    Since ``cay(â)ᵀ = (1 + â/2)⁻¹(1 − â/2)``, the first line is the implicit equation
+    ``π' − π = h π̄ × ω̄`` (π̄ the mean), a discrete Euler equation ``I_c ω̇ = π × ω``. Then
+    - ``R'π' = R Q Qᵀ π = Rπ``: the world angular momentum about the centre of mass is kept
+      by construction, whatever ω̄ is;
+    - ``½π'ᵀI_c⁻¹π' − ½πᵀI_c⁻¹π = (π' − π)·ω̄ = h (π̄ × ω̄)·ω̄ = 0``: the rotational energy
+      is exact (ω̄ is the midpoint discrete gradient of the quadratic H in π);
+    - the translation is the midpoint rule of a quadratic Hamiltonian with linear potential,
+      so ``|P|²/2m − m g·x_c`` is exact, and ``x_c × P`` changes by ``h x_c × m g`` plus
+      terms along ``g × P̄``: the component of L along g is kept. Without gravity the total
+      [L; P] about the world origin is kept exactly.
+    Order 2, symmetric; the quaternion is multiplied by ``(1, h ω̄/2)/√(1 + |h ω̄|²/4)``, the
+    quaternion of cay(h ω̄), so it stays unit to roundoff. The 3x3 implicit equation is
+    solved by Newton with its analytic Jacobian ``1 + h/2 (ω̄× − π̄× I_c⁻¹)``.
+
+``"gonzalez"`` — every joint's configuration adds (revolute, prismatic, helical). Gonzalez's
+    midpoint discrete gradient (Gonzalez, *J. Nonlinear Sci.* 6, 1996) in the canonical
+    variables z = (q, p), p = M(q) v:
+
+        ∇̄H = ∇H(z̄) + [H(z') − H(z) − ∇H(z̄)·Δz] / (w·Δz) · w,      z' = z + h S ∇̄H,
+
+    so ``H(z') − H(z) = ∇̄H·Δz = h ∇̄Hᵀ S ∇̄H = 0``. Gonzalez's correction direction is
+    w = Δz; that choice breaks the momentum p_k conjugate to a cyclic coordinate q_k
+    (ṗ_k = −∂H/∂q_k = 0), because the correction puts ``c Δq_k`` into ∇̄_{q_k}H. Here w is Δz
+    with the increments of the cyclic coordinates removed — Gonzalez's discrete gradient of
+    H written in the invariants of the translation symmetry (every variable but q_k), his
+    G-equivariant construction for this group. Then ``∇̄_{q_k}H = ∂H/∂q_k(z̄) = 0`` and
+    ``p_k' = p_k`` exactly, as is every momentum linear in (q, p) that the symmetry gives.
+    Order 2, symmetric. ``cyclic="auto"`` takes the root joints that leave E invariant: a
+    revolute root about the gravity axis, a prismatic root across it, any 1-dof root without
+    gravity — and none when springs are present (their potential may depend on q_k). Pass
+    joint names (or ``()``) to choose. Non-conservative forces enter as
+    ``h τ_nc(t + h/2, q̄, v̄)`` with ``v̄ = ∇̄_pH``, so ``E' − E = h v̄ᵀ τ_nc`` exactly, which is
+    the recorded W_nc increment: the budget closes to roundoff.
+
+``"projection"`` — everything else (ball joints, free-floating chains, free bodies with
+    force elements, protocol-only systems): the implicit midpoint rule in tangent coordinates
+    ``q = q_n ⊕ ξ`` followed by a projection (:mod:`.projection`) onto E = E₀ + W_nc and the
+    momentum components that the system conserves. This is a projection method of order 2,
+    not a structural energy–momentum scheme; for a free-floating chain (free root and joints)
+    the Lie–Gonzalez construction in (μ_base, θ, p_θ) is not built here.
+    ``momentum="auto"`` conserves [L; P] when the system has a free root joint, no gravity
+    and no force elements, otherwise only the energy; pass the names explicitly
+    (``"momentum"``, ``"angular_momentum"``, ``"linear_momentum"``, a tuple, or ``()``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .base import FixedStepMethod
+from ..errors import SolverError
+from ..spatial import inertia_parameters, quat_multiply, quat_to_matrix
+from .base import FixedStepMethod, NewtonFailure, chart_is_additive, newton, solve_spd
 from .gauss import Midpoint
 from .projection import Projected
+
+VARIANTS = ("auto", "lie", "gonzalez", "projection")
+_EPS = np.finfo(float).eps
 
 
 class _TangentMidpoint(Midpoint):
@@ -42,7 +81,7 @@ class _TangentMidpoint(Midpoint):
 
 def _auto_invariants(problem) -> tuple[str, ...]:
     model = getattr(problem.system, "model", None)
-    if model is None:
+    if model is None or not hasattr(model, "bodies"):
         return ()
     free_root = model.bodies[0].joint.kind == "free" and all(
         b.parent >= 0 for b in model.bodies[1:])
@@ -53,25 +92,231 @@ def _auto_invariants(problem) -> tuple[str, ...]:
     return ()
 
 
+def _model(system):
+    model = getattr(system, "model", None)
+    return model if model is not None and hasattr(model, "bodies") else None
+
+
+def lie_applicable(problem) -> str | None:
+    """None when the Lie–Cayley free-body scheme applies, else the reason it does not."""
+    model = _model(problem.system)
+    if model is None:
+        return "the system is not a Model (no body inertia to work with)"
+    if len(model.bodies) != 1 or model.bodies[0].joint.kind != "free":
+        return "the model is not a single body on a free joint"
+    b = model.bodies[0]
+    if not np.allclose(b.X_tree, np.eye(6), rtol=0.0, atol=1e-15):
+        return "the free joint's frame is not the world frame"
+    if problem.tau_nc is not None or problem.tau_cons is not None:
+        return "force elements act on the body"
+    if b.mass <= 0.0:
+        return "the body has no mass"
+    return None
+
+
+def auto_cyclic(problem) -> tuple[int, ...]:
+    """Indices (in q) of root joints that leave E = T + V invariant (see module doc)."""
+    model = _model(problem.system)
+    if model is None or problem.tau_cons is not None:
+        return ()
+    g = np.asarray(model.gravity, float)
+    gn = float(np.linalg.norm(g))
+    out = []
+    for b in model.bodies:
+        jt = b.joint
+        if b.parent >= 0 or jt.kind not in ("revolute", "prismatic", "helical"):
+            continue
+        if gn == 0.0:
+            out.append(b.iq.start)
+            continue
+        a = b.placement.rotation @ np.asarray(jt.axis, float)  # the axis in world axes
+        along = abs(float(a @ g)) / gn
+        if jt.kind == "revolute" and abs(along - 1.0) <= 1e-12:
+            out.append(b.iq.start)
+        elif jt.kind == "prismatic" and along <= 1e-12:
+            out.append(b.iq.start)
+    return tuple(out)
+
+
 class EnergyMomentum(FixedStepMethod):
-    """Midpoint + projection onto energy and momentum; order 2."""
+    """Energy–momentum scheme (module doc): Lie–Cayley for a free body, Gonzalez's discrete
+    gradient for additive chains, midpoint + projection otherwise; order 2."""
 
     name = "energy_momentum"
     order = 2
-    options = {"momentum": "auto", "tol": 1e-12, "maxiter": 30}
+    options = {"momentum": "auto", "tol": 1e-12, "maxiter": 30, "variant": "auto",
+               "cyclic": "auto"}
 
     def __init__(self, problem, **options):
         super().__init__(problem, **options)
-        mom = self.opts["momentum"]
-        if mom == "auto":
-            mom = _auto_invariants(problem)
-        elif isinstance(mom, str):
-            mom = (mom,)
-        self.invariants = ("energy", *tuple(mom))
-        base = _TangentMidpoint(problem, tol=self.opts["tol"], maxiter=self.opts["maxiter"])
-        self.inner = Projected(base, self.invariants)
+        variant = self.opts["variant"]
+        if variant not in VARIANTS:
+            raise SolverError(f"energy_momentum: variant must be one of {VARIANTS}, "
+                              f"got {variant!r}")
+        lie_reason = lie_applicable(problem)
+        additive = chart_is_additive(self.system)
+        if variant == "auto":
+            variant = "lie" if lie_reason is None else "gonzalez" if additive else "projection"
+        if variant == "lie" and lie_reason is not None:
+            raise SolverError(f"energy_momentum: variant 'lie' needs a single torque-free "
+                              f"body on a free joint; here {lie_reason}")
+        if variant == "gonzalez" and not additive:
+            raise SolverError("energy_momentum: variant 'gonzalez' works in canonical "
+                              "coordinates (q, p) and needs joints whose configuration adds "
+                              "(revolute, prismatic, helical); use variant='projection'")
+        if self.opts["momentum"] != "auto" and variant != "projection":
+            raise SolverError("energy_momentum: momentum= chooses the invariants of the "
+                              f"projection variant; the {variant!r} variant keeps its "
+                              "momenta by construction (pass variant='projection')")
+        self.variant = variant
+        if variant == "projection":
+            mom = self.opts["momentum"]
+            if mom == "auto":
+                mom = _auto_invariants(problem)
+            elif isinstance(mom, str):
+                mom = (mom,)
+            self.invariants = ("energy", *tuple(mom))
+            base = _TangentMidpoint(problem, tol=self.opts["tol"], maxiter=self.opts["maxiter"])
+            self.inner = Projected(base, self.invariants)
+        elif variant == "lie":
+            self._setup_lie()
+        else:
+            self._setup_gonzalez()
 
     def step(self, t, q, v, h):
+        if self.variant == "lie":
+            return self._lie_step(q, v, h)
+        if self.variant == "gonzalez":
+            return self._gonzalez_step(t, q, v, h)
         out = self.inner.step(t, q, v, h)
         self.newton_iterations = self.inner.newton_iterations
         return out
+
+    # ------------------------------------------------------------------------- lie
+    def _setup_lie(self) -> None:
+        b = _model(self.system).bodies[0]
+        self.m, self.c, self.Ic = inertia_parameters(b.inertia)
+        self.Ic_inv = np.linalg.inv(self.Ic)
+        self.g = np.asarray(_model(self.system).gravity, float)
+
+    def _lie_step(self, q, v, h):
+        m, c, Ic, Ici = self.m, self.c, self.Ic, self.Ic_inv
+        R = quat_to_matrix(q[3:7])
+        w, vo = v[:3], v[3:]
+        xc = q[:3] + R @ c
+        P = m * (R @ (vo + np.cross(w, c)))  # world linear momentum
+        pi = Ic @ w                           # body angular momentum about the centre of mass
+        # π' − π + h ω̄ × π̄ = 0 by Newton (3 unknowns, exact Jacobian); predictor: π' = π
+        pn = pi.copy()
+        scale = float(np.abs(pi).max())
+        it, done = 0, scale == 0.0
+        while not done:
+            it += 1
+            pb = 0.5 * (pi + pn)
+            wb = Ici @ pb
+            r = pn - pi + h * np.cross(wb, pb)
+            # ∂r/∂π' = 1 + h/2 (ω̄× − π̄× I_c⁻¹)
+            Jm = np.eye(3) + 0.5 * h * (_skew(wb) - _skew(pb) @ Ici)
+            d = np.linalg.solve(Jm, r)
+            pn -= d
+            size = float(np.abs(d).max())
+            if size <= 2 * _EPS * scale or (size <= 1e-13 * scale and it >= 3):
+                done = True
+            elif it >= self.opts["maxiter"] or not np.isfinite(size):
+                raise NewtonFailure(float(np.abs(r).max()), it,
+                                    "the discrete Euler equation π' − π + h ω̄ × π̄ = 0 did "
+                                    "not converge (the rotation per step is too large)")
+        self.newton_iterations += it
+        wb = Ici @ (0.5 * (pi + pn))
+        a = 0.5 * h * wb                       # the quaternion of cay(h ω̄) is ∝ (1, h ω̄/2)
+        dq = np.concatenate([[1.0], a]) / np.sqrt(1.0 + a @ a)
+        quat = quat_multiply(q[3:7], dq)
+        quat /= np.linalg.norm(quat)           # at roundoff already; keeps it there
+        Pn = P + (h * m) * self.g
+        xcn = xc + (0.5 * h / m) * (P + Pn)
+        Rn = quat_to_matrix(quat)
+        wn = Ici @ pn
+        q1 = np.concatenate([xcn - Rn @ c, quat])
+        v1 = np.concatenate([wn, Rn.T @ Pn / m - np.cross(wn, c)])
+        return q1, v1, 0.0
+
+    # -------------------------------------------------------------------- gonzalez
+    def _setup_gonzalez(self) -> None:
+        n = self.system.nv
+        cyc = self.opts["cyclic"]
+        if isinstance(cyc, str) and cyc == "auto":
+            idx = auto_cyclic(self.problem)
+        else:
+            names = (cyc,) if isinstance(cyc, str) else tuple(cyc)
+            joints = list(getattr(self.system, "joint_names", ()))
+            idx = []
+            for nm in names:
+                if isinstance(nm, (int, np.integer)) and 0 <= int(nm) < n:
+                    idx.append(int(nm))
+                elif nm in joints:
+                    model = _model(self.system)
+                    k = joints.index(nm)
+                    idx.append(model.bodies[k].iq.start if model is not None else k)
+                else:
+                    raise SolverError(f"energy_momentum: cyclic coordinate {nm!r} is not a "
+                                      f"joint name ({joints}) or an index below {n}")
+        self.cyclic = tuple(sorted(set(idx)))
+        self.mask = np.ones(n)
+        self.mask[list(self.cyclic)] = 0.0
+        self._last = None
+
+    def _H(self, q, p):
+        v = solve_spd(self.system.mass_matrix(q), p)
+        return self.problem.energy(q, v)
+
+    def discrete_gradient(self, q0, p0, H0, dq, dp):
+        """Gonzalez's midpoint discrete gradient with the cyclic directions left out of w."""
+        P = self.problem
+        gq, gp, _ = P.hamiltonian_gradient(q0 + 0.5 * dq, p0 + 0.5 * dp)
+        dH = self._H(q0 + dq, p0 + dp) - H0
+        wq = dq * self.mask
+        den = float(wq @ wq + dp @ dp)
+        num = dH - float(gq @ dq + gp @ dp)
+        # the numerator is O(|w|³) and carries the roundoff of dH, ≈ eps |H|: below the
+        # |w| at which that noise, divided by |w|, would exceed the term itself, drop it
+        gnorm = float(np.sqrt(gq @ gq + gp @ gp)) + 1e-300
+        floor = 1e3 * _EPS * (abs(H0) + 1.0) / gnorm
+        if den > floor * floor:
+            cc = num / den
+            gq = gq + cc * wq
+            gp = gp + cc * dp
+        return gq, gp
+
+    def _gonzalez_step(self, t, q, v, h):
+        P, s, n = self.problem, self.system, self.system.nv
+        M0 = s.mass_matrix(q)
+        p0 = M0 @ v
+        H0 = self._H(q, p0)
+
+        def residual(d):
+            dq, dp = d[:n], d[n:]
+            gq, gp = self.discrete_gradient(q, p0, H0, dq, dp)
+            rp = dp + h * gq
+            if P.has_nc:
+                rp -= h * P.tau_nc(t + 0.5 * h, q + 0.5 * dq, gp)
+            return np.concatenate([dq - h * gp, rp])
+
+        Jm = np.eye(2 * n)
+        Jm[:n, n:] = -0.5 * h * np.linalg.inv(M0)
+        last = self._last
+        d0 = last[1] if last is not None and last[0] == h else np.concatenate([h * v, np.zeros(n)])
+        d, it = newton(residual, d0, Jm, tol=1e-15, maxiter=self.opts["maxiter"])
+        self._last = (h, d)
+        self.newton_iterations += it
+        dq, dp = d[:n], d[n:]
+        q1, p1 = q + dq, p0 + dp
+        v1 = solve_spd(s.mass_matrix(q1), p1)
+        dw = 0.0
+        if P.has_nc:
+            vbar = dq / h
+            dw = h * float(vbar @ P.tau_nc(t + 0.5 * h, q + 0.5 * dq, vbar))
+        return q1, v1, dw
+
+
+def _skew(x):
+    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])

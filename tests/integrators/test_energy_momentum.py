@@ -1,0 +1,207 @@
+"""The energy–momentum method conserves by its structure, not by a projection.
+
+- ``variant="lie"`` (single free body): the Lie–midpoint / Cayley scheme keeps E and [L; P]
+  to roundoff, the attitude moves by a unit quaternion, and it is second order; with gravity
+  it keeps E and the vertical component of L.
+- ``variant="gonzalez"`` (additive chains): Gonzalez's discrete gradient with the cyclic
+  directions left out of the correction keeps E and the momentum conjugate to a cyclic
+  coordinate (a turntable joint about the gravity axis) to roundoff; with Gonzalez's own
+  direction w = Δz (``cyclic=()``) the same momentum drifts — the control.
+"""
+
+import numpy as np
+import pytest
+
+import kanedyn as kd
+from kanedyn.errors import SolverError
+from kanedyn.integrators import get_method
+from kanedyn.integrators.base import Problem
+from kanedyn.model.joints import Revolute
+from kanedyn.sim.system import ModelSystem
+
+
+def rel(x, scale):
+    return float(np.abs(x - x[0]).max() / scale)
+
+
+def manifold_error(model, tr, ref):
+    dq = kd.difference(model, ref.q[-1], tr.q[-1])
+    return float(np.sqrt(np.sum(dq**2) + np.sum((tr.v[-1] - ref.v[-1]) ** 2)))
+
+
+def order_study(model, q0, v0, dts, **kw):
+    ref = kd.simulate(model, q0, v0, 1.0, method="dopri5", rtol=1e-13, atol=1e-14)
+    errs = [manifold_error(model, kd.simulate(model, q0, v0, 1.0, method="energy_momentum",
+                                              dt=dt, **kw), ref) for dt in dts]
+    return np.log2(np.array(errs[:-1]) / np.array(errs[1:])), errs
+
+
+def method_of(model, q0, v0, **kw):
+    cls, _ = get_method("energy_momentum")
+    return cls(Problem(ModelSystem(model), np.asarray(q0, float), np.asarray(v0, float), 1.0,
+                       dt=0.01), **kw)
+
+
+# ----------------------------------------------------------------------- free body
+@pytest.fixture(scope="module")
+def tumbling():
+    """Asymmetric body, centre of mass off the frame origin, full inertia tensor. The centre
+    of mass drifts slowly (0.04 m/s): L about the origin contains x_c × P, whose roundoff
+    grows with the lever arm |x_c|, and a fast drift would measure that rather than the
+    scheme (L about the centre of mass is kept to roundoff either way)."""
+    I = np.array([[0.2, 0.01, 0.02], [0.01, 0.3, -0.03], [0.02, -0.03, 0.25]])
+    c = np.array([0.1, -0.05, 0.2])
+    m = kd.models.free_body(mass=1.5, inertia=I, com=c, gravity=(0, 0, 0))
+    q0 = kd.neutral(m)
+    q0[:3] = (0.3, -0.2, 0.1)
+    w0 = np.array([1.0, 2.0, -0.5])
+    v0 = np.concatenate([w0, -np.cross(w0, c) + (0.03, 0.01, 0.02)])  # v_c = (0.03, 0.01, 0.02)
+    return m, q0, v0
+
+
+def test_free_body_uses_the_lie_scheme(tumbling):
+    m, q0, v0 = tumbling
+    assert method_of(m, q0, v0).variant == "lie"
+    assert method_of(kd.models.pendulum_chain(2), [0, 0], [0, 0]).variant == "gonzalez"
+    ball = kd.models.pendulum_chain(2, planar=False, joint="spherical")
+    assert method_of(ball, kd.neutral(ball), np.zeros(6)).variant == "projection"
+
+
+def test_lie_scheme_keeps_energy_and_spatial_momentum(tumbling):
+    m, q0, v0 = tumbling
+    tr = kd.simulate(m, q0, v0, 20.0, method="energy_momentum", dt=0.01)
+    assert rel(tr.energy, tr.energy[0]) <= 1e-12
+    h = tr.momentum
+    assert rel(h[:, :3], np.linalg.norm(h[0, :3])) <= 1e-12
+    assert rel(h[:, 3:], np.linalg.norm(h[0, 3:])) <= 1e-12
+    np.testing.assert_allclose(kd.spatial_momentum(m, tr.q[-1], tr.v[-1]), h[0], atol=1e-12)
+    assert np.abs(np.linalg.norm(tr.q[:, 3:7], axis=1) - 1).max() < 4e-16
+    # not a quiet run: the body axes turn through large angles
+    assert np.ptp(tr.v[:, 0]) > 0.5
+
+
+def test_lie_scheme_is_not_a_projection_in_disguise(tumbling):
+    """Control: the implicit midpoint rule in tangent coordinates (same order, symmetric,
+    unprojected) on the same run has a truncation-level momentum error, so the roundoff
+    figure above is the structure of the scheme."""
+    m, q0, v0 = tumbling
+    tr = kd.simulate(m, q0, v0, 5.0, method="midpoint", dt=0.01)
+    h = tr.momentum
+    assert rel(h[:, :3], np.linalg.norm(h[0, :3])) > 1e-9
+
+
+def test_lie_scheme_with_gravity_keeps_energy_and_vertical_angular_momentum():
+    """A tossed body: E and L_z (g along −z) are kept; L_x, L_y change by the torque of
+    gravity about the origin, as they must (checked against the exact x_c × P rate)."""
+    I = np.array([[0.2, 0.01, 0.02], [0.01, 0.3, -0.03], [0.02, -0.03, 0.25]])
+    m = kd.models.free_body(mass=1.5, inertia=I, com=(0.1, -0.05, 0.2))
+    v0 = np.array([1.0, 2.0, -0.5, 0.3, 0.1, 2.0])
+    tr = kd.simulate(m, kd.neutral(m), v0, 3.0, method="energy_momentum", dt=0.01)
+    E, h = tr.energy, tr.momentum
+    scale = float(np.abs(kd.kinetic_energy(m, tr.q, tr.v)).max())
+    assert rel(E, scale) <= 1e-12
+    assert rel(h[:, 2], np.abs(h[:, :3]).max()) <= 1e-12
+    assert abs(h[-1, 0] - h[0, 0]) > 1.0  # gravity's torque about the origin acts
+
+
+def test_lie_scheme_is_second_order(tumbling):
+    m, q0, v0 = tumbling
+    p, errs = order_study(m, q0, v0, (0.05, 0.025, 0.0125))
+    assert np.all(np.abs(p - 2) < 0.1), (p, errs)
+
+
+def test_intermediate_axis_flip_with_the_lie_scheme():
+    """Principal inertia (0.1, 0.2, 0.3), spin 2 rad/s about the intermediate axis: the
+    linearised growth rate is 2·√((0.2−0.1)(0.3−0.2)/(0.1·0.3)) = 1.15 /s; from a 0.5 %
+    disturbance the first reversal comes after ≈ ln(200)/1.15 ≈ 4.6 s, then they repeat."""
+    m = kd.models.free_body(mass=2.0, inertia=(0.1, 0.2, 0.3), gravity=(0, 0, 0))
+    v0 = np.array([0.01, 2.0, 0.01, 0.0, 0.0, 0.0])
+    tr = kd.simulate(m, kd.neutral(m), v0, 30.0, method="energy_momentum", dt=0.01)
+    wy = tr.v[:, 1]
+    assert wy.min() < -1.99  # a full reversal, not a wobble
+    t_flip = tr.t[np.argmax(wy < 0)]
+    assert 3.0 < t_flip < 8.0
+    flips = tr.t[np.nonzero(np.diff(np.sign(wy)))[0]]
+    assert flips.size >= 3  # it flips back and forth with a steady period
+    assert np.ptp(np.diff(flips)) < 0.05 * np.diff(flips).mean()
+    assert rel(tr.energy, tr.energy[0]) <= 1e-12
+    assert rel(tr.momentum[:, :3], 0.4) <= 1e-12
+
+
+def test_lie_variant_refuses_what_it_cannot_do(tumbling):
+    m, q0, v0 = tumbling
+    with pytest.raises(SolverError, match="single body"):
+        kd.simulate(kd.models.pendulum_chain(2), [0, 0], [0, 0], 0.1,
+                    method="energy_momentum", dt=0.01, variant="lie")
+    with pytest.raises(SolverError, match="variant"):
+        kd.simulate(m, q0, v0, 0.1, method="energy_momentum", dt=0.01, variant="simo")
+    with pytest.raises(SolverError, match="projection"):
+        kd.simulate(m, q0, v0, 0.1, method="energy_momentum", dt=0.01, momentum=())
+
+
+def test_projection_variant_stays_reachable(tumbling):
+    m, q0, v0 = tumbling
+    tr = kd.simulate(m, q0, v0, 2.0, method="energy_momentum", dt=0.01, variant="projection")
+    assert rel(tr.energy, tr.energy[0]) <= 1e-12
+    assert rel(tr.momentum[:, :3], np.linalg.norm(tr.momentum[0, :3])) <= 1e-12
+
+
+# --------------------------------------------------------------------------- chains
+def turntable_chain():
+    """A yaw joint about the gravity axis at the root, then two swinging links: q_yaw is
+    cyclic, its conjugate momentum p_yaw = (M v)_0 = L_z is a first integral."""
+    b = kd.ModelBuilder("turntable_chain")
+    b.add_body("base", None, Revolute("yaw", axis=(0, 0, 1)), None, 1.0, (0.2, 0, 0),
+               np.diag([0.05, 0.06, 0.04]))
+    b.add_body("l1", "base", Revolute("j1", axis=(0, 1, 0)), (np.eye(3), (0.3, 0, 0)), 1.0,
+               (0, 0, -0.5), np.diag([0.08, 0.08, 0.01]))
+    b.add_body("l2", "l1", Revolute("j2", axis=(1, 0, 0)), (np.eye(3), (0, 0, -1.0)), 0.7,
+               (0, 0, -0.4), np.diag([0.05, 0.05, 0.01]))
+    return b.build()
+
+
+@pytest.fixture(scope="module")
+def turntable():
+    m = turntable_chain()
+    return m, np.array([0.2, 1.0, -0.6]), np.array([1.5, 0.0, 2.0])
+
+
+def conjugate_yaw_momentum(m, tr):
+    return np.array([(kd.crba(m, q) @ v)[0] for q, v in zip(tr.q, tr.v, strict=True)])
+
+
+def test_auto_cyclic_finds_the_turntable_joint(turntable):
+    m, q0, v0 = turntable
+    assert method_of(m, q0, v0).cyclic == (0,)
+    assert method_of(kd.models.pendulum_chain(3), np.zeros(3), np.zeros(3)).cyclic == ()
+    assert method_of(m.with_gravity((0, 0, 0)), q0, v0).cyclic == (0, 1, 2)[:1]
+    assert method_of(m, q0, v0, cyclic=("yaw", "j2")).cyclic == (0, 2)
+    with pytest.raises(SolverError, match="cyclic"):
+        method_of(m, q0, v0, cyclic=("elbow",))
+
+
+def test_gonzalez_keeps_energy_and_cyclic_momentum_1e4_steps(turntable):
+    m, q0, v0 = turntable
+    tr = kd.simulate(m, q0, v0, 10.0, method="energy_momentum", dt=1e-3)
+    assert len(tr) == 10_001
+    p = conjugate_yaw_momentum(m, tr)
+    assert rel(tr.energy, abs(tr.energy[0])) <= 1e-12
+    assert rel(p, abs(p[0])) <= 1e-12
+    assert rel(tr.momentum[:, 2], abs(tr.momentum[0, 2])) <= 1e-12  # the same, as L_z
+    assert np.ptp(tr.q[:, 0]) > 1.0 and np.ptp(tr.q[:, 1]) > 0.5  # it turns and swings
+
+
+def test_gonzalez_with_the_full_correction_loses_the_cyclic_momentum(turntable):
+    """Control: w = Δz (Gonzalez 1996 as stated, cyclic=()) still keeps E exactly but puts
+    c·Δq_yaw into ∇̄_yaw H, so p_yaw drifts at truncation level."""
+    m, q0, v0 = turntable
+    tr = kd.simulate(m, q0, v0, 2.0, method="energy_momentum", dt=1e-3, cyclic=())
+    p = conjugate_yaw_momentum(m, tr)
+    assert rel(tr.energy, abs(tr.energy[0])) <= 1e-12
+    assert rel(p, abs(p[0])) > 1e-9
+
+
+def test_gonzalez_is_second_order(turntable):
+    m, q0, v0 = turntable
+    p, errs = order_study(m, q0, v0, (0.025, 0.0125, 0.00625))
+    assert np.all(np.abs(p - 2) < 0.2), (p, errs)
