@@ -1,6 +1,6 @@
 """Forward dynamics by the articulated-body algorithm (Featherstone 2008, Table 7.1).
 
-The computation is :func:`kanedyn.dynamics.kernels.aba_into` (numba); the
+The computation is :func:`kanedyn.dynamics.kernels.aba_core` (numba); the
 readable definition is :func:`kanedyn.dynamics.reference.aba`.
 """
 
@@ -28,9 +28,9 @@ def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
         if q.ndim != 1:  # a batch (or no array): skip numba's costly type mismatch
             raise TypeError
         if f_ext is None:
-            s = K.aba1(fm.data, q, v, tau, qdd)
+            s = K.aba_f(fm.buf, q, v, tau, qdd)
         else:
-            s = K.aba1_fext(fm.data, q, v, tau, f_ext, qdd)
+            s = K.aba_f_fext(fm.buf, q, v, tau, f_ext, qdd)
     except (TypeError, AttributeError):
         return store(out, _aba_general(model, q, v, tau, f_ext))
     if s:

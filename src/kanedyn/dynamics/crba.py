@@ -1,6 +1,6 @@
 """Joint-space inertia matrix by the composite-rigid-body algorithm (Featherstone 2008, Table 6.2).
 
-The computation is :func:`kanedyn.dynamics.kernels.crba_into` (numba); the
+The computation is :func:`kanedyn.dynamics.kernels.crba_core` (numba); the
 readable definition is :func:`kanedyn.dynamics.reference.crba`.
 """
 
@@ -24,7 +24,7 @@ def crba(model: Model, q: ArrayLike, *, out: NDArray | None = None) -> NDArray:
     try:
         if q.ndim != 1:  # a batch (or no array): skip numba's costly type mismatch
             raise TypeError
-        s = K.crba1(fm.data, q, M)
+        s = K.crba_f(fm.buf, q, M)
     except (TypeError, AttributeError):
         (Q,), _, single = general(model, q, ())
         N = Q.shape[0]

@@ -27,6 +27,11 @@ Model row: ``NB``, ``NQ``, ``NV``, ``GRAV`` (3) = the world gravity vector g
 norm of a quaternion in q (:data:`kanedyn.model.joints.QUAT_TOL`, read at run
 time so that a change of it needs no recompilation).
 
+``data`` is a view into a larger 1-D array ``buf``: a header (nb, nq, nv), then
+``data``, then a workspace for the single-state entry points of
+:mod:`.kernels` (``rnea_f`` etc.), which take ``buf`` alone in place of the
+model and the scratch arrays they would otherwise allocate on every call.
+
 The flat form is computed once per Model and cached by the Model's identity
 (a Model is immutable; its entry is dropped when the Model is collected).
 """
@@ -51,6 +56,7 @@ from .kernels import (
     AXIS_ID,
     E_TREE,
     GRAV,
+    HDR,
     IBAR,
     IQ,
     IV,
@@ -67,6 +73,7 @@ from .kernels import (
     R_TREE,
     WIDTH,
     H,
+    workspace_size,
 )
 
 
@@ -75,6 +82,7 @@ class FlatModel:
     """The packed arrays of one Model, and the few facts the wrappers need."""
 
     data: NDArray          # (nb + 1, WIDTH) float64, C-contiguous; never written
+    buf: NDArray           # 1-D: header, data, workspace (written by the *_f kernels)
     nb: int
     nq: int
     nv: int
@@ -83,7 +91,10 @@ class FlatModel:
 
 def _pack(model: Model) -> FlatModel:
     nb = model.nb
-    data = np.zeros((nb + 1, WIDTH))
+    size = HDR + (nb + 1) * WIDTH
+    buf = np.zeros(size + workspace_size(nb, model.nv))
+    buf[:3] = nb, model.nq, model.nv
+    data = buf[HDR:size].reshape(nb + 1, WIDTH)
     quats = []
     for b in model.bodies:
         j = b.joint
@@ -117,7 +128,7 @@ def _pack(model: Model) -> FlatModel:
     data[nb, NV] = model.nv
     data[nb, GRAV:GRAV + 3] = model.gravity
     data[nb, QTOL] = QUAT_TOL
-    return FlatModel(data, nb, model.nq, model.nv, tuple(quats))
+    return FlatModel(data, buf, nb, model.nq, model.nv, tuple(quats))
 
 
 # id(model) -> FlatModel. A Model is not hashable (it holds arrays), so a

@@ -63,10 +63,26 @@ WIDTH = 35
 NOT_FINITE = -1
 BAD_SHAPE = -2
 
+# The packed buffer of the single-state entry points (``*_f`` below): one 1-D float64
+# array holding a header (nb, nq, nv), the flat model, and a workspace for the
+# algorithms, so that a call from Python passes one array for all of it. Each array
+# argument costs numba's dispatcher ~25 ns to type and, with the runtime (NRT) on,
+# ~20 ns more to wrap; each array allocated in a kernel ~25 ns. The entry points
+# are therefore compiled without the runtime and allocate nothing.
+HDR = 8
+
+
+def workspace_size(nb: int, nv: int) -> int:
+    """Floats of workspace the entry points need: the largest of RNEA, CRBA and ABA."""
+    rnea = 12 * nb + 6 * (3 * nb + 2)
+    crba = 12 * nb + 13 * nb + 12
+    aba = 24 * nb + 26 * nb + 6 * nv + 6 * (4 * nb + 8) + 108 * nb + nv
+    return max(rnea, crba, aba)
+
 
 # --- joints ------------------------------------------------------------------
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, forceinline=True)
 def joint_transform(data, i, q, X):
     """``X_up[i] = X_J(q_i) X_tree[i]`` into X[i] = (E row-major, r); 1 if a quaternion is not unit.
 
@@ -167,7 +183,7 @@ def s_column(data, i, c, dst, k):
         dst[k, c] = 1.0
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, forceinline=True)
 def s_times(data, i, x, dst, k):
     """``dst[k] = S_i x_i`` with x_i the joint's part of the speed-sized vector x."""
     jt = int(data[i, JTYPE])
@@ -195,7 +211,7 @@ def s_times(data, i, x, dst, k):
             dst[k, m] = x[o + m]
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, forceinline=True)
 def s_dot(data, i, c, F, k):
     """``S_i[:, c]ᵀ F[k]``: the power-conjugate component c of a force on joint i."""
     jt = int(data[i, JTYPE])
@@ -335,7 +351,7 @@ def inertia_params(data, P):
             P[i, 4 + m] = data[i, IBAR + m]
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, forceinline=True)
 def inertia_to_parent_add(X, i, Ps, src, P, dst):
     """``P[dst] += X_iᵀ I(Ps[src]) X_i`` in parameter form (Featherstone 2008, Table 2.5):
     with y = Eᵀ h, h' = y + m r and
@@ -406,17 +422,16 @@ def all_finite2(x):
 
 # --- RNEA ---------------------------------------------------------------------
 
-@njit(cache=True)
-def rnea_into(data, q, v, a, fext, use_v, use_a, use_fext, tau):
+@njit(cache=True, _nrt=False)
+def rnea_core(data, q, v, a, fext, use_v, use_a, use_fext, tau, X, w):
     """``τ = M(q) a + h(q, v) - Σ J_iᵀ f_ext,i`` into tau (Table 5.1).
 
     ``use_v``/``use_a`` False treat v/a as zero (nonlinear_effects, gravity_torques).
-    The spatial vectors share one array: rows ``i`` (v_i), ``nb + i`` (a_i),
+    Workspace (written, never read before): ``X`` (nb, 12), X_up[i] = (E row-major, r);
+    ``w`` (3 nb + 2, 6), the spatial vectors: rows ``i`` (v_i), ``nb + i`` (a_i),
     ``2 nb + i`` (f_i), and two spare rows at ``3 nb`` (S v_i, then S a_i or I v_i).
     """
     nb = data.shape[0] - 1
-    X = np.empty((nb, 12))      # X_up[i] = (E row-major, r)
-    w = np.empty((3 * nb + 2, 6))
     A = nb
     F = 2 * nb
     J = 3 * nb
@@ -470,6 +485,14 @@ def rnea_into(data, q, v, a, fext, use_v, use_a, use_fext, tau):
     return 0 if all_finite(tau) else NOT_FINITE
 
 
+@njit(cache=True)
+def rnea_into(data, q, v, a, fext, use_v, use_a, use_fext, tau):
+    """:func:`rnea_core` with a workspace of its own (for the batched and compiled callers)."""
+    nb = data.shape[0] - 1
+    return rnea_core(data, q, v, a, fext, use_v, use_a, use_fext, tau,
+                     np.empty((nb, 12)), np.empty((3 * nb + 2, 6)))
+
+
 @njit(cache=True, _nrt=False)
 def _shape_ok(data, q, nx, x):
     nb = data.shape[0] - 1
@@ -485,34 +508,6 @@ def rnea1(data, q, v, a, tau):
     return rnea_into(data, q, v, a, data, True, True, False, tau)  # data: unused f_ext
 
 
-@njit(cache=True)
-def rnea1_fext(data, q, v, a, fext, tau):
-    nb = data.shape[0] - 1
-    nv = int(data[nb, NV])
-    if not (_shape_ok(data, q, nv, v) and a.shape[0] == nv and tau.shape[0] == nv
-            and fext.shape[0] == nb and fext.shape[1] == 6):
-        return BAD_SHAPE
-    return rnea_into(data, q, v, a, fext, True, True, True, tau)
-
-
-@njit(cache=True)
-def nle1(data, q, v, tau):
-    """h(q, v) = RNEA(q, v, 0)."""
-    nv = int(data[data.shape[0] - 1, NV])
-    if not (_shape_ok(data, q, nv, v) and tau.shape[0] == nv):
-        return BAD_SHAPE
-    return rnea_into(data, q, v, v, data, True, False, False, tau)
-
-
-@njit(cache=True)
-def gravity1(data, q, tau):
-    """g(q) = RNEA(q, 0, 0)."""
-    nv = int(data[data.shape[0] - 1, NV])
-    if not _shape_ok(data, q, nv, tau):
-        return BAD_SHAPE
-    return rnea_into(data, q, tau, tau, data, False, False, False, tau)
-
-
 @njit(cache=True, parallel=True)
 def rnea_batch(data, Q, V, A, F, use_v, use_a, use_fext, out, status):
     """RNEA over a batch of states (rows), in parallel; per-state status."""
@@ -525,7 +520,7 @@ def rnea_batch(data, Q, V, A, F, use_v, use_a, use_fext, out, status):
 
 # --- CRBA ---------------------------------------------------------------------
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, forceinline=True)
 def compose(X, i, X0, p):
     """``X0[i] = X[i] X0[p]`` in (E, r) form: E = E_i E_p, r = r_p + E_pᵀ r_i."""
     for a in range(3):
@@ -553,8 +548,8 @@ def x_inv_motion(X, i, src, j, dst, k):
     dst[k, 5] = u2 + r0 * w1 - r1 * w0
 
 
-@njit(cache=True)
-def crba_into(data, q, M):
+@njit(cache=True, _nrt=False)
+def crba_core(data, q, M, X, P, F):
     """Joint-space inertia matrix (Table 6.2): composite inertias ``I^c_i`` summed
     child to parent in body coordinates, then ``F = I^c_i S_i`` carried up the
     support of body i by force transforms, ``M_ji = S_jᵀ F`` at each ancestor j.
@@ -566,9 +561,6 @@ def crba_into(data, q, M):
     """
     nb = data.shape[0] - 1
     nv = M.shape[0]
-    X = np.empty((nb, 12))      # X_up[i] = (E row-major, r)
-    P = np.empty((nb, 13))
-    F = np.empty((2, 6))
     for i in range(nb):
         if joint_transform(data, i, q, X):
             return i + 1
@@ -607,6 +599,14 @@ def crba_into(data, q, M):
 
 
 @njit(cache=True)
+def crba_into(data, q, M):
+    """:func:`crba_core` with a workspace of its own: X_up (nb, 12), composite inertia
+    parameters (nb, 13), two force rows."""
+    nb = data.shape[0] - 1
+    return crba_core(data, q, M, np.empty((nb, 12)), np.empty((nb, 13)), np.empty((2, 6)))
+
+
+@njit(cache=True)
 def crba1(data, q, M):
     nb = data.shape[0] - 1
     nv = int(data[nb, NV])
@@ -623,8 +623,8 @@ def crba_batch(data, Q, out, status):
 
 # --- ABA ----------------------------------------------------------------------
 
-@njit(cache=True)
-def aba_into(data, q, v, tau, fext, use_fext, qdd):
+@njit(cache=True, _nrt=False)
+def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, Pb, P0, S0, w, B6, y):
     """Forward dynamics by the articulated-body algorithm (Table 7.1), O(n), in world
     coordinates.
 
@@ -641,25 +641,22 @@ def aba_into(data, q, v, tau, fext, use_fext, qdd):
     ``U D⁻¹ u = Wᵀ y`` and ``q̈_i = L_i⁻ᵀ (y_i - W_i a'_i)``.
     """
     nb = data.shape[0] - 1
-    nv = qdd.shape[0]
-    X = np.empty((nb, 12))          # X_up[i]
-    X0 = np.empty((nb, 12))         # i_X_0: world to body i coordinates
-    Pb = np.empty((nb, 13))         # body inertia parameters, body coordinates
-    P0 = np.zeros((nb, 13))         # the same in world coordinates
-    S0 = np.empty((nv, 6))          # motion subspace columns, world coordinates
-    # spatial vectors, rows: v_i at i, c_i at CB + i, a_i at AC + i, p^A_i at PA + i;
-    # scratch at TM (0, 1: vectors, 2..7: U_i columns)
-    w = np.empty((4 * nb + 8, 6))
+    # workspace: X (nb, 12) X_up[i]; X0 (nb, 12) i_X_0, world to body i coordinates;
+    # Pb, P0 (nb, 13) body inertia parameters in body and in world coordinates;
+    # S0 (nv, 6) motion subspace columns, world coordinates; y (nv);
+    # w (4 nb + 8, 6) spatial vectors, rows: v_i at i, c_i at CB + i, a_i at AC + i,
+    # p^A_i at PA + i; scratch at TM (0, 1: vectors, 2..7: U_i columns);
+    # B6 (18 nb, 6) 6x6 blocks: I^A_i at rows 6i.., L_i (Cholesky factor of D_i) at
+    # LO + 6i.., W_i = L⁻¹ Uᵀ (rows 0..nv_i-1) at WO + 6i..
     CB = nb
     AC = 2 * nb
     PA = 3 * nb
     TM = 4 * nb
-    # 6x6 blocks: I^A_i at rows 6i.., L_i (Cholesky factor of D_i) at LO + 6i..,
-    # W_i = L⁻¹ Uᵀ (rows 0..nv_i-1) at WO + 6i..
-    B6 = np.empty((18 * nb, 6))
     LO = 6 * nb
     WO = 12 * nb
-    y = np.empty(nv)
+    for i in range(nb):
+        for m in range(13):
+            P0[i, m] = 0.0
     inertia_params(data, Pb)
     for i in range(nb):  # pass 1: velocities and bias forces, parent before child
         if joint_transform(data, i, q, X):
@@ -779,21 +776,22 @@ def aba_into(data, q, v, tau, fext, use_fext, qdd):
 
 
 @njit(cache=True)
+def aba_into(data, q, v, tau, fext, use_fext, qdd):
+    """:func:`aba_core` with a workspace of its own."""
+    nb = data.shape[0] - 1
+    nv = qdd.shape[0]
+    return aba_core(data, q, v, tau, fext, use_fext, qdd, np.empty((nb, 12)),
+                    np.empty((nb, 12)), np.empty((nb, 13)), np.empty((nb, 13)),
+                    np.empty((nv, 6)), np.empty((4 * nb + 8, 6)), np.empty((18 * nb, 6)),
+                    np.empty(nv))
+
+
+@njit(cache=True)
 def aba1(data, q, v, tau, qdd):
     nv = int(data[data.shape[0] - 1, NV])
     if not (_shape_ok(data, q, nv, v) and tau.shape[0] == nv and qdd.shape[0] == nv):
         return BAD_SHAPE
     return aba_into(data, q, v, tau, data, False, qdd)
-
-
-@njit(cache=True)
-def aba1_fext(data, q, v, tau, fext, qdd):
-    nb = data.shape[0] - 1
-    nv = int(data[nb, NV])
-    if not (_shape_ok(data, q, nv, v) and tau.shape[0] == nv and qdd.shape[0] == nv
-            and fext.shape[0] == nb and fext.shape[1] == 6):
-        return BAD_SHAPE
-    return aba_into(data, q, v, tau, fext, True, qdd)
 
 
 @njit(cache=True, parallel=True)
@@ -986,6 +984,124 @@ def jacobian_batch(data, Q, body, frame, out, status):
         status[k] = jacobian_into(data, Q[k], body, frame, out[k])
 
 
+# --- single-state entry points on the packed buffer ------------------------------
+#
+# The workspace in the buffer is shared by every call on one model, which is safe
+# because these run holding the GIL (numba's default, nogil=False): two Python
+# threads never run them at once. Compiled code that calls the algorithms
+# (batches, compiled integrators) uses the *_into functions, which allocate.
+
+# (Without the runtime a function cannot return a view it made, so each entry point
+# carves its own views out of the buffer: ``o`` is where the workspace starts.)
+
+@njit(cache=True, _nrt=False)
+def rnea_f(buf, q, v, a, tau):
+    """RNEA of one state, no external forces; status (see module doc)."""
+    nb = int(buf[0])
+    nv = int(buf[2])
+    if not (q.shape[0] == int(buf[1]) and v.shape[0] == nv and a.shape[0] == nv
+            and tau.shape[0] == nv):
+        return BAD_SHAPE
+    o = HDR + (nb + 1) * WIDTH
+    data = buf[HDR:o].reshape((nb + 1, WIDTH))
+    return rnea_core(data, q, v, a, data, True, True, False, tau,  # data: unused f_ext
+                     buf[o:o + 12 * nb].reshape((nb, 12)),
+                     buf[o + 12 * nb:o + 30 * nb + 12].reshape((3 * nb + 2, 6)))
+
+
+@njit(cache=True, _nrt=False)
+def rnea_f_fext(buf, q, v, a, fext, tau):
+    nb = int(buf[0])
+    nv = int(buf[2])
+    if not (q.shape[0] == int(buf[1]) and v.shape[0] == nv and a.shape[0] == nv
+            and tau.shape[0] == nv and fext.shape[0] == nb and fext.shape[1] == 6):
+        return BAD_SHAPE
+    o = HDR + (nb + 1) * WIDTH
+    return rnea_core(buf[HDR:o].reshape((nb + 1, WIDTH)), q, v, a, fext, True, True, True,
+                     tau, buf[o:o + 12 * nb].reshape((nb, 12)),
+                     buf[o + 12 * nb:o + 30 * nb + 12].reshape((3 * nb + 2, 6)))
+
+
+@njit(cache=True, _nrt=False)
+def nle_f(buf, q, v, tau):
+    """h(q, v) = RNEA(q, v, 0)."""
+    nb = int(buf[0])
+    nv = int(buf[2])
+    if not (q.shape[0] == int(buf[1]) and v.shape[0] == nv and tau.shape[0] == nv):
+        return BAD_SHAPE
+    o = HDR + (nb + 1) * WIDTH
+    data = buf[HDR:o].reshape((nb + 1, WIDTH))
+    return rnea_core(data, q, v, v, data, True, False, False, tau,
+                     buf[o:o + 12 * nb].reshape((nb, 12)),
+                     buf[o + 12 * nb:o + 30 * nb + 12].reshape((3 * nb + 2, 6)))
+
+
+@njit(cache=True, _nrt=False)
+def gravity_f(buf, q, tau):
+    """g(q) = RNEA(q, 0, 0)."""
+    nb = int(buf[0])
+    if not (q.shape[0] == int(buf[1]) and tau.shape[0] == int(buf[2])):
+        return BAD_SHAPE
+    o = HDR + (nb + 1) * WIDTH
+    data = buf[HDR:o].reshape((nb + 1, WIDTH))
+    return rnea_core(data, q, tau, tau, data, False, False, False, tau,
+                     buf[o:o + 12 * nb].reshape((nb, 12)),
+                     buf[o + 12 * nb:o + 30 * nb + 12].reshape((3 * nb + 2, 6)))
+
+
+@njit(cache=True, _nrt=False)
+def crba_f(buf, q, M):
+    nb = int(buf[0])
+    nv = int(buf[2])
+    if not (q.shape[0] == int(buf[1]) and M.shape[0] == nv and M.shape[1] == nv):
+        return BAD_SHAPE
+    o = HDR + (nb + 1) * WIDTH
+    return crba_core(buf[HDR:o].reshape((nb + 1, WIDTH)), q, M,
+                     buf[o:o + 12 * nb].reshape((nb, 12)),
+                     buf[o + 12 * nb:o + 25 * nb].reshape((nb, 13)),
+                     buf[o + 25 * nb:o + 25 * nb + 12].reshape((2, 6)))
+
+
+@njit(cache=True, _nrt=False)
+def _aba_f(buf, q, v, tau, fext, use_fext, qdd):
+    nb = int(buf[0])
+    nv = int(buf[2])
+    o = HDR + (nb + 1) * WIDTH
+    data = buf[HDR:o].reshape((nb + 1, WIDTH))
+    o1 = o + 12 * nb
+    o2 = o1 + 12 * nb
+    o3 = o2 + 13 * nb
+    o4 = o3 + 13 * nb
+    o5 = o4 + 6 * nv
+    o6 = o5 + 6 * (4 * nb + 8)
+    o7 = o6 + 108 * nb
+    if not use_fext:
+        fext = data  # unused
+    return aba_core(data, q, v, tau, fext, use_fext, qdd,
+                    buf[o:o1].reshape((nb, 12)), buf[o1:o2].reshape((nb, 12)),
+                    buf[o2:o3].reshape((nb, 13)), buf[o3:o4].reshape((nb, 13)),
+                    buf[o4:o5].reshape((nv, 6)), buf[o5:o6].reshape((4 * nb + 8, 6)),
+                    buf[o6:o7].reshape((18 * nb, 6)), buf[o7:o7 + nv])
+
+
+@njit(cache=True, _nrt=False)
+def aba_f(buf, q, v, tau, qdd):
+    nv = int(buf[2])
+    if not (q.shape[0] == int(buf[1]) and v.shape[0] == nv and tau.shape[0] == nv
+            and qdd.shape[0] == nv):
+        return BAD_SHAPE
+    return _aba_f(buf, q, v, tau, qdd.reshape((1, nv)), False, qdd)  # unused f_ext
+
+
+@njit(cache=True, _nrt=False)
+def aba_f_fext(buf, q, v, tau, fext, qdd):
+    nv = int(buf[2])
+    if not (q.shape[0] == int(buf[1]) and v.shape[0] == nv and tau.shape[0] == nv
+            and qdd.shape[0] == nv and fext.shape[0] == int(buf[0]) and fext.shape[1] == 6):
+        return BAD_SHAPE
+    return _aba_f(buf, q, v, tau, fext, True, qdd)
+
+
 # --- entry points: compiled for one signature each, on first use -----------------
 
 _V = "float64[::1]"
@@ -995,12 +1111,15 @@ _I = "int64[::1]"
 _B = "boolean"
 SIGNATURES = {
     "rnea1": f"int64({_M}, {_V}, {_V}, {_V}, {_V})",
-    "rnea1_fext": f"int64({_M}, {_V}, {_V}, {_V}, {_M}, {_V})",
-    "nle1": f"int64({_M}, {_V}, {_V}, {_V})",
-    "gravity1": f"int64({_M}, {_V}, {_V})",
     "crba1": f"int64({_M}, {_V}, {_M})",
     "aba1": f"int64({_M}, {_V}, {_V}, {_V}, {_V})",
-    "aba1_fext": f"int64({_M}, {_V}, {_V}, {_V}, {_M}, {_V})",
+    "rnea_f": f"int64({_V}, {_V}, {_V}, {_V}, {_V})",
+    "rnea_f_fext": f"int64({_V}, {_V}, {_V}, {_V}, {_M}, {_V})",
+    "nle_f": f"int64({_V}, {_V}, {_V}, {_V})",
+    "gravity_f": f"int64({_V}, {_V}, {_V})",
+    "crba_f": f"int64({_V}, {_V}, {_M})",
+    "aba_f": f"int64({_V}, {_V}, {_V}, {_V}, {_V})",
+    "aba_f_fext": f"int64({_V}, {_V}, {_V}, {_V}, {_M}, {_V})",
     "rnea_batch": f"void({_M}, {_M}, {_M}, {_M}, {_T3}, {_B}, {_B}, {_B}, {_M}, {_I})",
     "crba_batch": f"void({_M}, {_M}, {_T3}, {_I})",
     "aba_batch": f"void({_M}, {_M}, {_M}, {_M}, {_T3}, {_B}, {_M}, {_I})",

@@ -1,6 +1,6 @@
 """Inverse dynamics by the recursive Newton–Euler algorithm (Featherstone 2008, Table 5.1).
 
-The computation is :func:`kanedyn.dynamics.kernels.rnea_into` (numba); the
+The computation is :func:`kanedyn.dynamics.kernels.rnea_core` (numba); the
 readable definition it is tested against is :func:`kanedyn.dynamics.reference.rnea`.
 """
 
@@ -30,9 +30,9 @@ def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
         if q.ndim != 1:  # a batch (or no array): skip numba's costly type mismatch
             raise TypeError
         if f_ext is None:
-            s = K.rnea1(fm.data, q, v, a, tau)
+            s = K.rnea_f(fm.buf, q, v, a, tau)
         else:
-            s = K.rnea1_fext(fm.data, q, v, a, f_ext, tau)
+            s = K.rnea_f_fext(fm.buf, q, v, a, f_ext, tau)
     except (TypeError, AttributeError):  # a batch, a list, ints, a non-contiguous view
         return store(out, _rnea_general(model, q, v, a, f_ext, True, True, "rnea"))
     if s:
@@ -48,7 +48,7 @@ def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike, *,
     try:
         if q.ndim != 1:  # a batch (or no array): skip numba's costly type mismatch
             raise TypeError
-        s = K.nle1(fm.data, q, v, tau)
+        s = K.nle_f(fm.buf, q, v, tau)
     except (TypeError, AttributeError):
         return store(out, _rnea_general(model, q, v, None, None, True, False,
                                         "nonlinear_effects"))
@@ -64,7 +64,7 @@ def gravity_torques(model: Model, q: ArrayLike, *, out: NDArray | None = None) -
     try:
         if q.ndim != 1:  # a batch (or no array): skip numba's costly type mismatch
             raise TypeError
-        s = K.gravity1(fm.data, q, tau)
+        s = K.gravity_f(fm.buf, q, tau)
     except (TypeError, AttributeError):
         return store(out, _rnea_general(model, q, None, None, None, False, False,
                                         "gravity_torques"))
