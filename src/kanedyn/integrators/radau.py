@@ -82,6 +82,35 @@ class RadauResult:
         return out[0] if np.ndim(t) == 0 else out
 
 
+def _internal_tolerances(rtol: float, atol, n: int, Dm: NDArray, idx: NDArray):
+    """(rtol_i, atol_i, fnewt): the local tolerances of the step control and of Newton.
+
+    - Index ≤ 2: RADAU5's map ``rtol_i = 0.1 rtol^(2/3)`` (Hairer & Wanner II, sec. IV.8).
+      The embedded estimate is O(h⁴) while the true local error is O(h⁶), so the global
+      error comes out near rtol when the estimate is held at rtol_i.
+    - Index 3 (any variable): ``rtol_i = rtol``. With the h²-scaled estimate the global
+      error of the *positions* of the unreduced index-3 form is not the 3/2 power of the
+      estimate: on Andrews' squeezer it measured 1–2 × rtol_i over rtol_i = 1e-6 … 1e-11
+      (bench/dae_work_precision.py; docs/benchmarks.md), so the map made the positions
+      ~100× less accurate than asked. Held at rtol itself they track rtol.
+
+    Newton stops when the estimated remaining error ``θ/(1 − θ)·‖ΔZ‖`` is below fnewt in
+    the scaled norm of the error test (RADAU5: ``max(10 u/rtol_i, min(0.03, rtol_i^½))``).
+    That norm weights the index-2 components by h and the index-3 ones by h² — right for
+    the error estimate, but a *differential* component of index ≥ 2 (the velocities of
+    the index-3 form) carries its Newton error into the next step at full size. On
+    Andrews, converging only the velocities fully moved the final positions from 6.8 to
+    7.5 digits at tol 1e-10; so when such components exist fnewt is 10× smaller.
+    """
+    quot_tol = np.asarray(atol, dtype=float) / rtol
+    rtol_i = float(rtol) if np.any(idx >= 3) else 0.1 * rtol ** (2.0 / 3.0)
+    atol_i = rtol_i * quot_tol * np.ones(n)
+    fnewt = max(10.0 * _UROUND / rtol_i, min(0.03, rtol_i ** 0.5))
+    if np.any((Dm != 0) & (idx >= 2)):
+        fnewt = max(10.0 * _UROUND / rtol_i, 0.1 * fnewt)
+    return rtol_i, atol_i, fnewt
+
+
 def _factor(getrf, A, what):
     """LU of A by LAPACK directly (scipy.linalg.lu_factor costs ~2x in checks at n ~ 30)."""
     lu, piv, info = getrf(A, overwrite_a=1)
@@ -114,10 +143,11 @@ def radau5(fun: Callable, t_span: tuple[float, float], y0: ArrayLike,
     array of shape (k,) when ``vectorized`` (the three stages and the finite-difference
     Jacobian are then one call each). ``mass``: the diagonal of D (default: ones, an
     ODE). ``index``: the differentiation index (1, 2, 3) of each variable (default 1).
-    ``jac(t, y)``: ∂f/∂y (n × n), else forward differences. ``rtol``/``atol`` are mapped
-    to the internal tolerance ``0.1 rtol^(2/3)`` as RADAU5 does (Hairer & Wanner II,
-    sec. IV.8), so that the *global* error is of the size asked for.
-    ``names``: labels of the components, used in error messages.
+    ``jac(t, y)``: ∂f/∂y (n × n), else forward differences. ``rtol``/``atol`` set the
+    *global* error aimed at; how they become the local tolerances of the step control and
+    of the Newton iteration is :func:`_internal_tolerances`. ``max_newton``: Newton
+    iterations per step (7, as RADAU5). ``names``: labels of the components, used in
+    error messages.
     """
     t0, tf = float(t_span[0]), float(t_span[1])
     if not tf > t0:
@@ -133,11 +163,7 @@ def radau5(fun: Callable, t_span: tuple[float, float], y0: ArrayLike,
     if rtol <= 0 or np.any(np.asarray(atol) <= 0):
         raise SolverError(f"radau5: rtol = {rtol} and atol = {atol} must be positive")
     names = list(names) if names is not None else [f"y[{i}]" for i in range(n)]
-    # tolerance transformation of RADAU5
-    quot_tol = np.asarray(atol, dtype=float) / rtol
-    rtol_i = 0.1 * rtol ** (2.0 / 3.0)
-    atol_i = rtol_i * quot_tol * np.ones(n)
-    fnewt = max(10.0 * _UROUND / rtol_i, min(0.03, rtol_i ** 0.5))
+    rtol_i, atol_i, fnewt = _internal_tolerances(rtol, atol, n, Dm, idx)
     hmax = (tf - t0) if max_step is None else float(max_step)
     h = min(1e-6 if h0 is None else float(h0), hmax, tf - t0)
     hmin_abs = 1e-14 * max(1.0, abs(tf)) if hmin is None else float(hmin)
