@@ -16,7 +16,7 @@ import pytest
 
 import kanedyn as kd
 from kanedyn.dynamics import reference as ref
-from kanedyn.dynamics.flat import _CACHE, flatten
+from kanedyn.dynamics.flat import _CACHE, FAST, flatten
 from kanedyn.dynamics.kernels import AXIS_ID
 
 ALL_JOINTS = ("revolute", "prismatic", "helical", "spherical", "planar", "free")
@@ -211,10 +211,10 @@ def test_flat_model_is_cached_and_dropped_with_the_model():
     for b, I in zip(model.bodies, inertia_before, strict=True):  # the model is not touched
         np.testing.assert_array_equal(b.inertia, I)
     key = id(model)
-    assert key in _CACHE
+    assert key in _CACHE and key in FAST
     del model
     gc.collect()
-    assert key not in _CACHE
+    assert key not in _CACHE and key not in FAST
 
 
 def test_revolute_joints_about_unit_axes():

@@ -11,7 +11,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
 from ._dispatch import K, fail, general, store
-from .flat import _CACHE, flatten
+from .flat import FAST, fast, flatten
+
+_empty = np.empty
 
 
 def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
@@ -22,15 +24,18 @@ def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
     (leading axis; the batch runs in parallel). ``out``: an array of the result's
     shape to write into (and return).
     """
-    fm = _CACHE.get(id(model)) or flatten(model)
-    qdd = np.empty(fm.nv) if out is None else out
+    try:
+        buf, nv = FAST[id(model)]
+    except KeyError:
+        buf, nv = fast(model)
+    qdd = _empty(nv) if out is None else out
     try:
         if q.ndim != 1:  # a batch (or no array): skip numba's costly type mismatch
             raise TypeError
         if f_ext is None:
-            s = K.aba_f(fm.buf, q, v, tau, qdd)
+            s = K.aba_f(buf, q, v, tau, qdd)
         else:
-            s = K.aba_f_fext(fm.buf, q, v, tau, f_ext, qdd)
+            s = K.aba_f_fext(buf, q, v, tau, f_ext, qdd)
     except (TypeError, AttributeError):
         return store(out, _aba_general(model, q, v, tau, f_ext))
     if s:

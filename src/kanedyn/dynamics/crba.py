@@ -11,7 +11,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
 from ._dispatch import K, fail, general, store
-from .flat import _CACHE, flatten
+from .flat import FAST, fast, flatten
+
+_empty = np.empty
 
 
 def crba(model: Model, q: ArrayLike, *, out: NDArray | None = None) -> NDArray:
@@ -19,13 +21,17 @@ def crba(model: Model, q: ArrayLike, *, out: NDArray | None = None) -> NDArray:
 
     ``out``: an array of the result's shape to write into (and return).
     """
-    fm = _CACHE.get(id(model)) or flatten(model)
-    M = np.empty((fm.nv, fm.nv)) if out is None else out
+    try:
+        buf, nv = FAST[id(model)]
+    except KeyError:
+        buf, nv = fast(model)
+    M = _empty((nv, nv)) if out is None else out
     try:
         if q.ndim != 1:  # a batch (or no array): skip numba's costly type mismatch
             raise TypeError
-        s = K.crba_f(fm.buf, q, M)
+        s = K.crba_f(buf, q, M)
     except (TypeError, AttributeError):
+        fm = flatten(model)
         (Q,), _, single = general(model, q, ())
         N = Q.shape[0]
         res = np.empty((N, fm.nv, fm.nv))

@@ -20,7 +20,10 @@ Body row i:
   (exactly representable), the parent index (-1 for the world), the joint
   type code (:data:`JOINT_CODES`), the offsets of the joint in q and v, and
   its number of speeds; ``AXIS_ID`` 0, 1 or 2 when a revolute axis is the unit
-  x, y or z axis (URDF robots nearly always), for a cheaper transform, else -1.
+  x, y or z axis (URDF robots nearly always), for a cheaper transform, else -1;
+  ``SIDX`` k when the motion subspace of a one-speed joint is the unit vector e_k
+  of R⁶ (revolute or prismatic about a unit axis: S = [e_ax; 0] or [0; e_ax]),
+  else -1: then ``Sᵀ f = f[k]`` and ``I S`` is column k of I, no multiplications.
 
 Model row: ``NB``, ``NQ``, ``NV``, ``GRAV`` (3) = the world gravity vector g
 (the spatial gravity acceleration is ``[0; g]``), ``QTOL`` the tolerance on the
@@ -71,6 +74,7 @@ from .kernels import (
     PITCH,
     QTOL,
     R_TREE,
+    SIDX,
     WIDTH,
     H,
     workspace_size,
@@ -117,9 +121,12 @@ def _pack(model: Model) -> FlatModel:
         row[IV] = b.iv.start
         row[NVJ] = j.nv
         row[AXIS_ID] = -1
-        if j.kind == "revolute":
-            for k in range(3):
-                if np.array_equal(row[AXIS:AXIS + 3], np.eye(3)[k]):
+        row[SIDX] = -1
+        for k in range(3):
+            if j.kind in ("revolute", "prismatic") and np.array_equal(row[AXIS:AXIS + 3],
+                                                                      np.eye(3)[k]):
+                row[SIDX] = k if j.kind == "revolute" else 3 + k
+                if j.kind == "revolute":
                     row[AXIS_ID] = k
         if j.kind in ("spherical", "free"):
             quats.append(b.index)
@@ -135,6 +142,9 @@ def _pack(model: Model) -> FlatModel:
 # WeakKeyDictionary cannot key on it; a finalizer drops the entry when the
 # Model dies, before its id can be reused.
 _CACHE: dict[int, FlatModel] = {}
+# id(model) -> (buf, nv), what a single-state call needs, in one lookup (attribute
+# access on the FlatModel costs ~20 ns each in the hottest Python path)
+FAST: dict[int, tuple[NDArray, int]] = {}
 
 
 def flatten(model: Model) -> FlatModel:
@@ -145,5 +155,17 @@ def flatten(model: Model) -> FlatModel:
             raise ModelError(f"expected a kanedyn Model, got {type(model).__name__}")
         fm = _pack(model)
         _CACHE[id(model)] = fm
-        weakref.finalize(model, _CACHE.pop, id(model), None)
+        FAST[id(model)] = (fm.buf, fm.nv)
+        weakref.finalize(model, _forget, id(model))
     return fm
+
+
+def _forget(key: int) -> None:
+    _CACHE.pop(key, None)
+    FAST.pop(key, None)
+
+
+def fast(model: Model) -> tuple[NDArray, int]:
+    """``(buf, nv)`` of ``model``, flattening it on first use."""
+    fm = flatten(model)
+    return fm.buf, fm.nv

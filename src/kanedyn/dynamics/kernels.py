@@ -52,13 +52,14 @@ IQ = 31
 IV = 32
 NVJ = 33
 AXIS_ID = 34
+SIDX = 35
 # columns of the model row (the last row)
 NB = 0
 NQ = 1
 NV = 2
 GRAV = 3
 QTOL = 6
-WIDTH = 35
+WIDTH = 36
 
 NOT_FINITE = -1
 BAD_SHAPE = -2
@@ -321,6 +322,28 @@ def inertia_times(P, i, o, m, j, dst, k):
     dst[k, 5] = M * u2 - (h0 * w1 - h1 * w0)
 
 
+@njit(cache=True, _nrt=False, forceinline=True)
+def inertia_column(P, i, k, dst, r):
+    """``dst[r] = I e_k``, column k of the rigid inertia of parameters P[i] = (m, h, Ī),
+    ``I = [Ī, h×; h×ᵀ, m 1]``: for k < 3, ``[Ī e_k; e_k × h]``; for k = 3 + l,
+    ``[h × e_l; m e_l]`` (the motion subspace of a joint about a unit axis)."""
+    h0, h1, h2 = P[i, 1], P[i, 2], P[i, 3]
+    if k < 3:
+        dst[r, 0] = P[i, 4 + k]
+        dst[r, 1] = P[i, 7 + k]
+        dst[r, 2] = P[i, 10 + k]
+        c0, c1, c2 = (0.0, -h2, h1) if k == 0 else ((h2, 0.0, -h0) if k == 1 else (-h1, h0, 0.0))
+        dst[r, 3], dst[r, 4], dst[r, 5] = c0, c1, c2
+    else:
+        l = k - 3
+        c0, c1, c2 = (0.0, h2, -h1) if l == 0 else ((-h2, 0.0, h0) if l == 1 else (h1, -h0, 0.0))
+        dst[r, 0], dst[r, 1], dst[r, 2] = c0, c1, c2
+        m = P[i, 0]
+        dst[r, 3] = m if l == 0 else 0.0
+        dst[r, 4] = m if l == 1 else 0.0
+        dst[r, 5] = m if l == 2 else 0.0
+
+
 @njit(cache=True, _nrt=False)
 def inertia_matrix(P, i, k, S, o):
     """``S[o:o+6] = [Ī, h×; h×ᵀ, m 1]`` from the parameters P[i, k:k+13] = (m, h, Ī)
@@ -574,21 +597,34 @@ def crba_core(data, q, M, X, P, F):
             M[a, b] = 0.0
     for i in range(nb):
         oi = int(data[i, IV])
-        for c in range(int(data[i, NVJ])):
-            s_column(data, i, c, F, 1)
-            inertia_times(P, i, 0, F, 1, F, 0)  # F = I^c_i S_i[:, c]
-            for r in range(int(data[i, NVJ])):
-                M[oi + r, oi + c] = s_dot(data, i, r, F, 0)
+        nvi = int(data[i, NVJ])
+        ki = int(data[i, SIDX])
+        for c in range(nvi):
+            # F = I^c_i S_i[:, c]; a unit-vector S (most joints) picks a column of I^c_i
+            if ki >= 0:
+                inertia_column(P, i, ki, F, 0)
+                M[oi, oi] = F[0, ki]
+            else:
+                s_column(data, i, c, F, 1)
+                inertia_times(P, i, 0, F, 1, F, 0)
+                for r in range(nvi):
+                    M[oi + r, oi + c] = s_dot(data, i, r, F, 0)
             j = i
             p = int(data[j, PARENT])
             while p >= 0:
                 xt_force_inplace(X, j, F, 0)
                 j = p
                 oj = int(data[j, IV])
-                for r in range(int(data[j, NVJ])):
-                    x = s_dot(data, j, r, F, 0)
-                    M[oj + r, oi + c] = x
-                    M[oi + c, oj + r] = x
+                kj = int(data[j, SIDX])
+                if kj >= 0:  # S_jᵀ F = F[k]
+                    x = F[0, kj]
+                    M[oj, oi + c] = x
+                    M[oi + c, oj] = x
+                else:
+                    for r in range(int(data[j, NVJ])):
+                        x = s_dot(data, j, r, F, 0)
+                        M[oj + r, oi + c] = x
+                        M[oi + c, oj + r] = x
                 p = int(data[j, PARENT])
     # M is symmetric positive definite: a finite diagonal bounds every entry,
     # |M_ij| <= sqrt(M_ii M_jj), and checking it costs nv, not nv² (1.5 µs at nv = 38)

@@ -11,7 +11,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
 from ._dispatch import K, fail, general, store
-from .flat import _CACHE, flatten
+from .flat import FAST, fast, flatten
+
+_empty = np.empty
 
 
 def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
@@ -24,15 +26,18 @@ def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
     ``out``: an array of the result's shape to write into (and return), which
     saves an allocation per call in a hot loop.
     """
-    fm = _CACHE.get(id(model)) or flatten(model)
-    tau = np.empty(fm.nv) if out is None else out
+    try:
+        buf, nv = FAST[id(model)]
+    except KeyError:
+        buf, nv = fast(model)
+    tau = _empty(nv) if out is None else out
     try:
         if q.ndim != 1:  # a batch (or no array): skip numba's costly type mismatch
             raise TypeError
         if f_ext is None:
-            s = K.rnea_f(fm.buf, q, v, a, tau)
+            s = K.rnea_f(buf, q, v, a, tau)
         else:
-            s = K.rnea_f_fext(fm.buf, q, v, a, f_ext, tau)
+            s = K.rnea_f_fext(buf, q, v, a, f_ext, tau)
     except (TypeError, AttributeError):  # a batch, a list, ints, a non-contiguous view
         return store(out, _rnea_general(model, q, v, a, f_ext, True, True, "rnea"))
     if s:
@@ -43,12 +48,15 @@ def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
 def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike, *,
                       out: NDArray | None = None) -> NDArray:
     """``h(q, v) = C(q, v) v + g(q)`` = RNEA with zero acceleration."""
-    fm = _CACHE.get(id(model)) or flatten(model)
-    tau = np.empty(fm.nv) if out is None else out
+    try:
+        buf, nv = FAST[id(model)]
+    except KeyError:
+        buf, nv = fast(model)
+    tau = _empty(nv) if out is None else out
     try:
         if q.ndim != 1:  # a batch (or no array): skip numba's costly type mismatch
             raise TypeError
-        s = K.nle_f(fm.buf, q, v, tau)
+        s = K.nle_f(buf, q, v, tau)
     except (TypeError, AttributeError):
         return store(out, _rnea_general(model, q, v, None, None, True, False,
                                         "nonlinear_effects"))
@@ -59,12 +67,15 @@ def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike, *,
 
 def gravity_torques(model: Model, q: ArrayLike, *, out: NDArray | None = None) -> NDArray:
     """``g(q)``: the joint forces that hold the model still against gravity."""
-    fm = _CACHE.get(id(model)) or flatten(model)
-    tau = np.empty(fm.nv) if out is None else out
+    try:
+        buf, nv = FAST[id(model)]
+    except KeyError:
+        buf, nv = fast(model)
+    tau = _empty(nv) if out is None else out
     try:
         if q.ndim != 1:  # a batch (or no array): skip numba's costly type mismatch
             raise TypeError
-        s = K.gravity_f(fm.buf, q, tau)
+        s = K.gravity_f(buf, q, tau)
     except (TypeError, AttributeError):
         return store(out, _rnea_general(model, q, None, None, None, False, False,
                                         "gravity_torques"))
