@@ -67,26 +67,47 @@ SOLVERS = [
 
 
 def sweep(prob, tols, t_final, repeat):
+    """Every (solver, tol) once per round, ``repeat`` rounds, best CPU time per pair: the
+    solvers alternate within each round, so a load change hits all of them alike."""
     nq = prob.system.nq
+    best, res, failed = {}, {}, {}
+    for _ in range(repeat):
+        for label, method, form in SOLVERS:
+            for tol in tols:
+                if (label, tol) in failed:
+                    continue
+                go = (run_scipy(prob, tol, t_final) if method == "scipy"
+                      else run_kanedyn(prob, method, form, tol, t_final))
+                try:
+                    cpu, out = timed(go, 1)
+                except Exception as e:  # a failed run is a result too
+                    failed[(label, tol)] = f"{type(e).__name__}: {e}"[:80]
+                    continue
+                q = out.y[:nq, -1] if method == "scipy" else out.q[-1]
+                best[(label, tol)] = min(cpu, best.get((label, tol), np.inf))
+                steps = out.t.size - 1 if method == "scipy" else int(out.stats.get(
+                    "naccpt", np.full(1, -1))[-1])
+                res[(label, tol)] = (prob.mescd(q, rtol=tol, atol=tol), steps)
     rows = []
-    for label, method, form in SOLVERS:
+    for label, _, _ in SOLVERS:
         for tol in tols:
-            go = (run_scipy(prob, tol, t_final) if method == "scipy"
-                  else run_kanedyn(prob, method, form, tol, t_final))
-            try:
-                cpu, out = timed(go, repeat)
-            except Exception as e:  # a failed run is a result too
-                rows.append((label, tol, np.nan, np.nan, f"{type(e).__name__}: {e}"[:80]))
-                continue
-            q = out.y[:nq, -1] if method == "scipy" else out.q[-1]
-            rows.append((label, tol, cpu, prob.mescd(q, rtol=tol, atol=tol), ""))
+            if (label, tol) in failed:
+                rows.append((label, tol, np.nan, np.nan, failed[(label, tol)]))
+            else:
+                m, steps = res[(label, tol)]
+                rows.append((label, tol, best[(label, tol)], m,
+                             f"{steps} steps" if steps >= 0 else ""))
     return rows
 
 
 def time_at_mescd(rows, label, level):
-    """CPU time at a given mescd, interpolated in (mescd, log time) along the sweep."""
-    pts = sorted((m, c) for lab, _, c, m, _ in rows if lab == label and np.isfinite(m))
-    for (m0, c0), (m1, c1) in zip(pts, pts[1:], strict=False):
+    """CPU time at which the curve first reaches a given mescd: walking the sweep from the
+    loosest tolerance, the first pair of neighbours that brackets it, interpolated in
+    (mescd, log time). (A curve that dips at a tighter tolerance is not credited with
+    the later, dearer crossing.)"""
+    pts = sorted(((tol, m, c) for lab, tol, c, m, _ in rows
+                  if lab == label and np.isfinite(m)), reverse=True)
+    for (_, m0, c0), (_, m1, c1) in zip(pts, pts[1:], strict=False):
         if m0 <= level <= m1 and m1 > m0:
             w = (level - m0) / (m1 - m0)
             return float(np.exp((1 - w) * np.log(c0) + w * np.log(c1)))
@@ -102,6 +123,7 @@ def main():
     cases = [("Andrews' squeezer (t = 0.03)", problems.andrews(), 0.03, 1 if args.quick else 3),
              ("slider–crank (t = 0.3)", problems.slider_crank(t_final=0.3), 0.3, 1)]
     results = {}
+    print(f"load average at start: {open('/proc/loadavg').read().split()[:3]}")
     for name, prob, tf, rep in cases:
         sc_tols = tols if "Andrews" in name else tols[::2]
         rows = sweep(prob, sc_tols, tf, rep)
@@ -110,15 +132,18 @@ def main():
         print(f"{'solver':<26}{'tol':>8}{'CPU s':>10}{'mescd':>8}")
         for lab, tol, cpu, m, err in rows:
             print(f"{lab:<26}{tol:>8.0e}{cpu:>10.4f}{m:>8.2f}  {err}")
-        best3 = max((m for lab, _, _, m, _ in rows if lab == "radau5 index3"
-                     and np.isfinite(m)), default=np.nan)
-        print(f"\nbest mescd of radau5 on the unreduced index-3 form: {best3:.2f} "
-              f"(target >= 8)")
-        for level in (5.0, 6.0, 7.0, 8.0):
+        for lo, what in ((1e-10, "within the issue's sweep 1e-4 ... 1e-10"),
+                         (0.0, "over the whole run")):
+            best3 = max((m for lab, tol, _, m, _ in rows if lab == "radau5 index3"
+                         and tol >= lo * (1 - 1e-9) and np.isfinite(m)), default=np.nan)
+            print(f"best mescd of radau5 on the unreduced index-3 form {what}: "
+                  f"{best3:.2f} (target >= 8)")
+        for level in (5.0, 6.0, 7.0, 8.0, 9.0):
             ta = time_at_mescd(rows, "radau5 index3", level)
             ti = time_at_mescd(rows, "IDA index1", level)
             print(f"at mescd {level:.0f}: radau5 index3 {ta:.4f} s, IDA index1 {ti:.4f} s, "
                   f"ratio radau5/IDA = {ta / ti:.2f}")
+    print(f"\nload average at end: {open('/proc/loadavg').read().split()[:3]}")
     try:
         import matplotlib
 

@@ -33,6 +33,28 @@ def test_andrews_radau_reaches_published_reference(formulation):
     assert prob.mescd(q, rtol=1e-8, atol=1e-8) >= 6.0
 
 
+@pytest.mark.parametrize("tol", [1e-6, 1e-9])
+def test_andrews_index3_positions_track_the_tolerance(tol):
+    """Unreduced index-3 form, no hints: the positions' mixed error at t = 0.03 stays
+    within 10·tol of the published reference (measured 2.3·tol at 1e-6, 0.65·tol at
+    1e-9; with RADAU5's tolerance map it was ~100·tol)."""
+    prob = problems.andrews()
+    dae, r = run(prob, "index3", tol)
+    assert prob.mescd(r.y[-1, dae.slices["q"]], rtol=tol, atol=tol) >= -np.log10(tol) - 1.0
+
+
+def test_andrews_index3_below_the_internal_floor_does_not_collapse():
+    """rtol below INDEX3_RTOL_FLOOR is held at the floor instead of collapsing the step
+    (it did at 1e-11 and 1e-12): same run as at the floor, still ≥ 8 digits."""
+    from kanedyn.integrators.radau import INDEX3_RTOL_FLOOR
+
+    prob = problems.andrews()
+    dae, r = run(prob, "index3", 1e-12)
+    _, r_floor = run(prob, "index3", INDEX3_RTOL_FLOOR)
+    np.testing.assert_array_equal(r.y[-1], r_floor.y[-1])
+    assert prob.mescd(r.y[-1, dae.slices["q"]], rtol=1e-12, atol=1e-12) >= 8.0
+
+
 def test_andrews_consistent_start_from_perturbed_guess():
     """Holding the crank angle β (the driving coordinate) at its published value, the other
     six angles, v̇ and λ come back to the test set's consistent initial values."""

@@ -11,6 +11,11 @@ The method of Hairer & Wanner, *Solving Ordinary Differential Equations II*
   solve (``(γ̂/h D − J)⁻¹``), refined once after a rejection;
 - for a DAE, the scaled error of index-2 variables is multiplied by h and of index-3
   variables by h² (ch. VII; the index-2/3 option of RADAU5);
+- the local tolerances (RADAU5's map for index ≤ 2; rtol itself, with a tighter Newton
+  stop, for index 3) are those of :func:`_internal_tolerances`, with the measurements
+  that chose them;
+- the real and complex LU factorisations and solves call LAPACK directly (getrf/getrs):
+  at n ≈ 30 the checks of ``scipy.linalg.lu_factor``/``lu_solve`` cost as much as the work;
 - step size by the predictive (Gustafsson) controller, dense output from the
   collocation polynomial, and the Newton starting values extrapolated from it.
 
@@ -58,6 +63,8 @@ T, TI, GAMMA, ALPHA, BETA = _transformation()
 # Z(s) = Σ_k D_k s^k through Z(0) = 0, Z(c_i) = Z_i (the collocation polynomial)
 _VINV = np.linalg.inv(np.array([[c, c * c, c ** 3] for c in C]))
 _UROUND = np.finfo(float).eps
+#: smallest internal rtol for index-3 DAEs (see :func:`_internal_tolerances`)
+INDEX3_RTOL_FLOOR = 1e-10
 
 
 @dataclass
@@ -90,9 +97,15 @@ def _internal_tolerances(rtol: float, atol, n: int, Dm: NDArray, idx: NDArray):
       error comes out near rtol when the estimate is held at rtol_i.
     - Index 3 (any variable): ``rtol_i = rtol``. With the h²-scaled estimate the global
       error of the *positions* of the unreduced index-3 form is not the 3/2 power of the
-      estimate: on Andrews' squeezer it measured 1–2 × rtol_i over rtol_i = 1e-6 … 1e-11
-      (bench/dae_work_precision.py; docs/benchmarks.md), so the map made the positions
-      ~100× less accurate than asked. Held at rtol itself they track rtol.
+      estimate but proportional to it: on Andrews' squeezer (RADAU5's map and Newton
+      test) it measured ≈ 7 rtol_i at every tol from 1e-8 to 1e-12, so the map made the
+      positions ~100× less accurate than asked. Held at rtol itself (and with the Newton
+      test below) they came out at 0.3–2.3 × rtol for rtol = 1e-4 … 1e-9
+      (bench/dae_work_precision.py, docs/benchmarks.md) — down to
+      ``rtol_i = 1e-10`` (:data:`INDEX3_RTOL_FLOOR`); tighter, the roundoff of the
+      index-3 stage system (its condition grows like h⁻³) keeps the Newton iteration
+      from reaching its test and the step collapses (Andrews: at 1e-11 and 1e-12), so
+      smaller rtol are held there, atol in proportion.
 
     Newton stops when the estimated remaining error ``θ/(1 − θ)·‖ΔZ‖`` is below fnewt in
     the scaled norm of the error test (RADAU5: ``max(10 u/rtol_i, min(0.03, rtol_i^½))``).
@@ -103,7 +116,10 @@ def _internal_tolerances(rtol: float, atol, n: int, Dm: NDArray, idx: NDArray):
     7.5 digits at tol 1e-10; so when such components exist fnewt is 10× smaller.
     """
     quot_tol = np.asarray(atol, dtype=float) / rtol
-    rtol_i = float(rtol) if np.any(idx >= 3) else 0.1 * rtol ** (2.0 / 3.0)
+    if np.any(idx >= 3):
+        rtol_i = max(float(rtol), INDEX3_RTOL_FLOOR)
+    else:
+        rtol_i = 0.1 * rtol ** (2.0 / 3.0)
     atol_i = rtol_i * quot_tol * np.ones(n)
     fnewt = max(10.0 * _UROUND / rtol_i, min(0.03, rtol_i ** 0.5))
     if np.any((Dm != 0) & (idx >= 2)):
