@@ -153,6 +153,48 @@ def test_inputs_of_other_types_take_the_general_path():
     close(kd.crba(model, q.tolist()), ref.crba(model, q))
 
 
+def test_what_the_unchecked_entry_points_are_not_given():
+    """The single-state kernels are called past numba's type check (kernels.entry),
+    trusting the wrappers' ndim/dtype checks: 8-byte items that are not float64
+    (int64, big-endian float64), strided and reversed views, read-only arrays, a
+    2-D speed next to a 1-D q, and out= arrays that cannot take the result must
+    give the float64 results or a StateError — never reinterpreted bits or a crash."""
+    model = kd.models.random_tree(4, 2, floating_base=True)
+    rng = np.random.default_rng(12)
+    q, v, a, f = random_state(model, rng)
+    tau, M, qdd = kd.rnea(model, q, v, a, f), kd.crba(model, q), kd.aba(model, q, v, a, f)
+    big_endian = q.astype(">f8")
+    close(kd.crba(model, big_endian), M)
+    close(kd.rnea(model, big_endian, v, a, f), tau)
+    ai = np.round(a).astype(np.int64)
+    close(kd.rnea(model, q, v, ai), kd.rnea(model, q, v, ai.astype(float)))
+    close(kd.aba(model, q, v, a, f.astype(">f8")), qdd)
+    close(kd.rnea(model, q, v, a, np.round(f).astype(np.int64)),
+          kd.rnea(model, q, v, a, np.round(f)))
+    rev = np.ascontiguousarray(q[::-1])[::-1]  # the same values, stride -8
+    strided = np.repeat(v, 2)[::2]
+    close(kd.rnea(model, rev, strided, a, f), tau)
+    close(kd.crba(model, rev), M)
+    close(kd.aba(model, rev, strided, a, f), qdd)
+    ro = q.copy()
+    ro.flags.writeable = False
+    close(kd.crba(model, ro), M)
+    close(kd.rnea(model, q, v[None, :], a), kd.rnea(model, q, v, a)[None, :])
+    close(kd.aba(model, q, v, a[None, :], f), qdd[None, :])
+    col = np.zeros((model.nv, 3))
+    assert kd.rnea(model, q, v, a, f, out=col[:, 1]) is not None
+    close(col[:, 1], tau)
+    Mt = np.zeros((model.nv, model.nv)).T  # Fortran order
+    kd.crba(model, q, out=Mt)
+    close(Mt, M)
+    locked = np.empty(model.nv)
+    locked.flags.writeable = False
+    with pytest.raises(kd.StateError, match="out"):
+        kd.rnea(model, q, v, a, out=locked)
+    with pytest.raises(kd.StateError, match="out"):
+        kd.aba(model, q, v, a, out=np.empty(model.nv, dtype=np.int64))
+
+
 @pytest.mark.parametrize("call", ["rnea", "aba", "crba", "nle", "gravity"])
 def test_bad_input_raises_state_error(call):
     model = kd.models.random_tree(4, 0, floating_base=True)

@@ -26,17 +26,27 @@ from ._state import external_forces
 
 class _Kernels:
     """``K.name`` is the compiled entry point ``kernels.name``, loaded on first use
-    (so that importing kanedyn compiles nothing)."""
+    (so that importing kanedyn compiles nothing): the dispatcher, or for the
+    single-state kernels ``*_f*`` the bare entry point (see ``kernels.entry``: the
+    caller checks ndim and dtype of what it passes)."""
 
     def __getattr__(self, name: str):
         from . import kernels
 
-        disp = kernels.ready(name)
+        disp = kernels.entry(name) if "_f" in name else kernels.ready(name)
         setattr(self, name, disp)
         return disp
 
 
 K = _Kernels()
+F8 = np.dtype(np.float64)
+
+
+def writable(out, ndim: int) -> bool:
+    """Whether ``out`` can take a result in place: a writeable float64 ndarray of
+    ``ndim`` dimensions (its shape is the kernel's to check)."""
+    return (isinstance(out, np.ndarray) and out.ndim == ndim and out.dtype is F8
+            and out.flags.writeable)
 
 def general(model: Model, q, speeds: tuple, f_ext=None):
     """Validated, contiguous float64 (N, ·) inputs: ``(Q, [X...], F or None, single)``.
@@ -87,10 +97,13 @@ def store(out: NDArray | None, result: NDArray) -> NDArray:
     """``result``, or ``out`` holding it when the caller passed ``out=``."""
     if out is None:
         return result
-    if not isinstance(out, np.ndarray) or out.shape != result.shape or out.dtype != np.float64:
-        raise StateError(f"out= must be a float64 array of shape {result.shape}; got "
-                         f"{getattr(out, 'dtype', type(out).__name__)} "
-                         f"{getattr(out, 'shape', '')}")
+    if (not isinstance(out, np.ndarray) or out.shape != result.shape
+            or out.dtype != np.float64 or not out.flags.writeable):
+        raise StateError(f"out= must be a writeable float64 array of shape {result.shape}; "
+                         f"got {getattr(out, 'dtype', type(out).__name__)} "
+                         f"{getattr(out, 'shape', '')}"
+                         + ("" if getattr(getattr(out, "flags", None), "writeable", True)
+                            else " (read-only)"))
     out[...] = result
     return out
 

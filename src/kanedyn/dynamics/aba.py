@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from ._dispatch import K, fail, general, store
+from ._dispatch import F8, K, fail, general, store, writable
 from .flat import FAST, fast, flatten
 
 _empty = np.empty
@@ -28,19 +28,25 @@ def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
         buf, nv = FAST[id(model)]
     except KeyError:
         buf, nv = fast(model)
-    qdd = _empty(nv) if out is None else out
     try:
-        if q.ndim != 1:  # a batch (or no array): skip numba's costly type mismatch
-            raise TypeError
-        if f_ext is None:
-            s = K.aba_f(buf, q, v, tau, qdd)
-        else:
-            s = K.aba_f_fext(buf, q, v, tau, f_ext, qdd)
-    except (TypeError, AttributeError):
-        return store(out, _aba_general(model, q, v, tau, f_ext))
-    if s:
-        fail(model, s, "aba", q, ((v, "v"), (tau, "tau")), f_ext)
-    return qdd
+        # one float64 state straight to the kernel's entry point (see kernels.entry)
+        if (q.ndim == 1 and v.ndim == 1 and tau.ndim == 1 and q.dtype is F8
+                and v.dtype is F8 and tau.dtype is F8):
+            qdd = _empty(nv) if out is None else (out if writable(out, 1) else None)
+            if qdd is not None:
+                if f_ext is None:
+                    s = K.aba_f(buf, q, v, tau, qdd)
+                elif f_ext.ndim == 2 and f_ext.dtype is F8:
+                    s = K.aba_f_fext(buf, q, v, tau, f_ext, qdd)
+                else:
+                    s = None
+                if s is not None:
+                    if s:
+                        fail(model, s, "aba", q, ((v, "v"), (tau, "tau")), f_ext)
+                    return qdd
+    except (AttributeError, TypeError):  # not arrays
+        pass
+    return store(out, _aba_general(model, q, v, tau, f_ext))
 
 
 def _aba_general(model, q, v, tau, f_ext):

@@ -609,18 +609,35 @@ def crba_core(data, q, M, X, P, F):
                 inertia_times(P, i, 0, F, 1, F, 0)
                 for r in range(nvi):
                     M[oi + r, oi + c] = s_dot(data, i, r, F, 0)
+            # up the support: F ← X_up[j]ᵀ F (n = Eᵀ n + r × Eᵀ f, f = Eᵀ f), on scalars
+            # so that F stays in registers (the compiler cannot tell F from M or X)
+            n0, n1, n2, f0, f1, f2 = F[0, 0], F[0, 1], F[0, 2], F[0, 3], F[0, 4], F[0, 5]
             j = i
             p = int(data[j, PARENT])
             while p >= 0:
-                xt_force_inplace(X, j, F, 0)
+                e0, e1, e2, e3, e4, e5, e6, e7, e8 = (X[j, 0], X[j, 1], X[j, 2], X[j, 3],
+                                                      X[j, 4], X[j, 5], X[j, 6], X[j, 7],
+                                                      X[j, 8])
+                r0, r1, r2 = X[j, 9], X[j, 10], X[j, 11]
+                g0 = e0 * f0 + e3 * f1 + e6 * f2
+                g1 = e1 * f0 + e4 * f1 + e7 * f2
+                g2 = e2 * f0 + e5 * f1 + e8 * f2
+                m0 = e0 * n0 + e3 * n1 + e6 * n2 + r1 * g2 - r2 * g1
+                m1 = e1 * n0 + e4 * n1 + e7 * n2 + r2 * g0 - r0 * g2
+                m2 = e2 * n0 + e5 * n1 + e8 * n2 + r0 * g1 - r1 * g0
+                n0, n1, n2, f0, f1, f2 = m0, m1, m2, g0, g1, g2
                 j = p
                 oj = int(data[j, IV])
                 kj = int(data[j, SIDX])
                 if kj >= 0:  # S_jᵀ F = F[k]
-                    x = F[0, kj]
+                    if kj < 3:
+                        x = n0 if kj == 0 else (n1 if kj == 1 else n2)
+                    else:
+                        x = f0 if kj == 3 else (f1 if kj == 4 else f2)
                     M[oj, oi + c] = x
                     M[oi + c, oj] = x
                 else:
+                    F[0, 0], F[0, 1], F[0, 2], F[0, 3], F[0, 4], F[0, 5] = n0, n1, n2, f0, f1, f2
                     for r in range(int(data[j, NVJ])):
                         x = s_dot(data, j, r, F, 0)
                         M[oj + r, oi + c] = x
@@ -1126,7 +1143,7 @@ def aba_f(buf, q, v, tau, qdd):
     if not (q.shape[0] == int(buf[1]) and v.shape[0] == nv and tau.shape[0] == nv
             and qdd.shape[0] == nv):
         return BAD_SHAPE
-    return _aba_f(buf, q, v, tau, qdd.reshape((1, nv)), False, qdd)  # unused f_ext
+    return _aba_f(buf, q, v, tau, buf[:HDR].reshape((1, HDR)), False, qdd)  # unused f_ext
 
 
 @njit(cache=True, _nrt=False)
@@ -1145,17 +1162,21 @@ _M = "float64[:, ::1]"
 _T3 = "float64[:, :, ::1]"
 _I = "int64[::1]"
 _B = "boolean"
+_A = "float64[:]"
+_A2 = "float64[:, :]"
 SIGNATURES = {
     "rnea1": f"int64({_M}, {_V}, {_V}, {_V}, {_V})",
     "crba1": f"int64({_M}, {_V}, {_M})",
     "aba1": f"int64({_M}, {_V}, {_V}, {_V}, {_V})",
-    "rnea_f": f"int64({_V}, {_V}, {_V}, {_V}, {_V})",
-    "rnea_f_fext": f"int64({_V}, {_V}, {_V}, {_V}, {_M}, {_V})",
-    "nle_f": f"int64({_V}, {_V}, {_V}, {_V})",
-    "gravity_f": f"int64({_V}, {_V}, {_V})",
-    "crba_f": f"int64({_V}, {_V}, {_M})",
-    "aba_f": f"int64({_V}, {_V}, {_V}, {_V}, {_V})",
-    "aba_f_fext": f"int64({_V}, {_V}, {_V}, {_V}, {_M}, {_V})",
+    # any strides for the caller's arrays (the entry point is called without the
+    # dispatcher's type check, see entry(); only ndim and dtype are checked in Python)
+    "rnea_f": f"int64({_V}, {_A}, {_A}, {_A}, {_A})",
+    "rnea_f_fext": f"int64({_V}, {_A}, {_A}, {_A}, {_A2}, {_A})",
+    "nle_f": f"int64({_V}, {_A}, {_A}, {_A})",
+    "gravity_f": f"int64({_V}, {_A}, {_A})",
+    "crba_f": f"int64({_V}, {_A}, {_A2})",
+    "aba_f": f"int64({_V}, {_A}, {_A}, {_A}, {_A})",
+    "aba_f_fext": f"int64({_V}, {_A}, {_A}, {_A}, {_A2}, {_A})",
     "rnea_batch": f"void({_M}, {_M}, {_M}, {_M}, {_T3}, {_B}, {_B}, {_B}, {_M}, {_I})",
     "crba_batch": f"void({_M}, {_M}, {_T3}, {_I})",
     "aba_batch": f"void({_M}, {_M}, {_M}, {_M}, {_T3}, {_B}, {_M}, {_I})",
@@ -1179,3 +1200,19 @@ def ready(name: str):
     disp.compile(SIGNATURES[name])
     disp.disable_compile()
     return disp
+
+
+def entry(name: str):
+    """The compiled entry point of ``name`` itself, without numba's dispatcher.
+
+    The dispatcher types every argument before the call (~25 ns an array, ~150 ns
+    for five), which is most of what a small robot's call costs beyond the
+    arithmetic. The entry point only unboxes: it accepts any ndarray whose items
+    are 8 bytes and trusts it to have the declared number of dimensions (one with
+    more would overrun numba's array struct). So the caller must pass float64
+    arrays of the declared ndim — the wrappers check ``x.ndim`` and
+    ``x.dtype is F8`` of every caller's array, and pass their own buffers — and
+    the signatures take any strides.
+    """
+    disp = ready(name)
+    return disp.overloads[disp.signatures[0]].entry_point

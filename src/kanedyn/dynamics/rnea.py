@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from ._dispatch import K, fail, general, store
+from ._dispatch import F8, K, fail, general, store, writable
 from .flat import FAST, fast, flatten
 
 _empty = np.empty
@@ -30,19 +30,26 @@ def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
         buf, nv = FAST[id(model)]
     except KeyError:
         buf, nv = fast(model)
-    tau = _empty(nv) if out is None else out
     try:
-        if q.ndim != 1:  # a batch (or no array): skip numba's costly type mismatch
-            raise TypeError
-        if f_ext is None:
-            s = K.rnea_f(buf, q, v, a, tau)
-        else:
-            s = K.rnea_f_fext(buf, q, v, a, f_ext, tau)
-    except (TypeError, AttributeError):  # a batch, a list, ints, a non-contiguous view
-        return store(out, _rnea_general(model, q, v, a, f_ext, True, True, "rnea"))
-    if s:
-        fail(model, s, "rnea", q, ((v, "v"), (a, "a")), f_ext)
-    return tau
+        # one state of float64 arrays goes straight to the kernel's entry point, which
+        # relies on these checks (see kernels.entry); anything else takes the general path
+        if (q.ndim == 1 and v.ndim == 1 and a.ndim == 1 and q.dtype is F8
+                and v.dtype is F8 and a.dtype is F8):
+            tau = _empty(nv) if out is None else (out if writable(out, 1) else None)
+            if tau is not None:
+                if f_ext is None:
+                    s = K.rnea_f(buf, q, v, a, tau)
+                elif f_ext.ndim == 2 and f_ext.dtype is F8:
+                    s = K.rnea_f_fext(buf, q, v, a, f_ext, tau)
+                else:
+                    s = None
+                if s is not None:
+                    if s:
+                        fail(model, s, "rnea", q, ((v, "v"), (a, "a")), f_ext)
+                    return tau
+    except (AttributeError, TypeError):  # not arrays
+        pass
+    return store(out, _rnea_general(model, q, v, a, f_ext, True, True, "rnea"))
 
 
 def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike, *,
@@ -52,17 +59,18 @@ def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike, *,
         buf, nv = FAST[id(model)]
     except KeyError:
         buf, nv = fast(model)
-    tau = _empty(nv) if out is None else out
     try:
-        if q.ndim != 1:  # a batch (or no array): skip numba's costly type mismatch
-            raise TypeError
-        s = K.nle_f(buf, q, v, tau)
-    except (TypeError, AttributeError):
-        return store(out, _rnea_general(model, q, v, None, None, True, False,
-                                        "nonlinear_effects"))
-    if s:
-        fail(model, s, "nonlinear_effects", q, ((v, "v"),))
-    return tau
+        if q.ndim == 1 and v.ndim == 1 and q.dtype is F8 and v.dtype is F8:
+            tau = _empty(nv) if out is None else (out if writable(out, 1) else None)
+            if tau is not None:
+                s = K.nle_f(buf, q, v, tau)
+                if s:
+                    fail(model, s, "nonlinear_effects", q, ((v, "v"),))
+                return tau
+    except (AttributeError, TypeError):
+        pass
+    return store(out, _rnea_general(model, q, v, None, None, True, False,
+                                    "nonlinear_effects"))
 
 
 def gravity_torques(model: Model, q: ArrayLike, *, out: NDArray | None = None) -> NDArray:
@@ -71,17 +79,18 @@ def gravity_torques(model: Model, q: ArrayLike, *, out: NDArray | None = None) -
         buf, nv = FAST[id(model)]
     except KeyError:
         buf, nv = fast(model)
-    tau = _empty(nv) if out is None else out
     try:
-        if q.ndim != 1:  # a batch (or no array): skip numba's costly type mismatch
-            raise TypeError
-        s = K.gravity_f(buf, q, tau)
-    except (TypeError, AttributeError):
-        return store(out, _rnea_general(model, q, None, None, None, False, False,
-                                        "gravity_torques"))
-    if s:
-        fail(model, s, "gravity_torques", q, ())
-    return tau
+        if q.ndim == 1 and q.dtype is F8:
+            tau = _empty(nv) if out is None else (out if writable(out, 1) else None)
+            if tau is not None:
+                s = K.gravity_f(buf, q, tau)
+                if s:
+                    fail(model, s, "gravity_torques", q, ())
+                return tau
+    except (AttributeError, TypeError):
+        pass
+    return store(out, _rnea_general(model, q, None, None, None, False, False,
+                                    "gravity_torques"))
 
 
 def _rnea_general(model, q, v, a, f_ext, use_v, use_a, what):
