@@ -40,9 +40,15 @@ gone within a few steps. The method stays order 1 in the dissipative term
 (order 2 when α = 0). The energy removed is numerical, not physical work,
 and shows in the budget.
 
-Canonical coordinates need an additive chart (revolute, prismatic, helical
-joints); for ball and free joints use ``project="energy"`` or
-``energy_momentum``, which move quaternions by the exponential map.
+Coordinates. With additive joints only (revolute, prismatic, helical) z = (q, p). With
+ball, free or planar joints the step is taken in the local canonical chart of
+:mod:`.chart` centred on q_n: ``z = (x, p_x)``, ``q = φ_n(x)`` (quaternions move by the
+exponential map), ``p_x = J(x)ᵀ M v``, re-centred every step. H is E in any chart, so both
+discrete gradients stay exact; non-conservative forces enter as ``J(x̄)ᵀ τ_nc`` (power
+``(J x̄̇)ᵀ τ_nc``), so the budget still closes. ``avf`` needs ∂H/∂x, hence the chart's
+D(x, w) (given for Models; a protocol-only system with quaternions is refused), Itoh–Abe
+only energy values (any system of the protocol). ``dissipation`` is for additive
+coordinates only.
 """
 
 from __future__ import annotations
@@ -50,38 +56,69 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import SolverError
-from .base import FixedStepMethod, chart_is_additive, newton, solve_spd
+from .base import FixedStepMethod, chart_is_additive, newton
+from .chart import canonical_coordinates, make_chart
 
 
 class _DiscreteGradient(FixedStepMethod):
     # tol relative to the step's increment: energy is exact only once the
     # discrete-gradient equation holds to roundoff
     options = {"tol": 1e-15, "maxiter": 30, "dissipation": 0.0}
+    #: whether the method needs ∂H/∂x (and so the chart's derivative D)
+    needs_gradient = True
 
     def __init__(self, problem, **options):
         super().__init__(problem, **options)
-        if not chart_is_additive(self.system):
-            raise SolverError(
-                f"{self.name} works in canonical coordinates (q, p) and needs joints whose "
-                "configuration adds (revolute, prismatic, helical); for ball, free or planar "
-                "joints use project='energy' (around any method) or 'energy_momentum'")
         a = float(self.opts["dissipation"])
         if not np.isfinite(a) or a < 0:
             raise SolverError(f"{self.name}: dissipation must be ≥ 0, got {a}")
         self.alpha = a
+        self.additive = chart_is_additive(self.system)
+        self.chart = None
+        if not self.additive:
+            self.chart = make_chart(self.system)
+            if self.needs_gradient and not self.chart.has_derivative:
+                raise SolverError(
+                    f"{self.name} on ball, free or planar joints needs the derivative of the "
+                    "chart Jacobian, which is known for a Model's joints but not for this "
+                    "protocol-only system; use 'itoh_abe' (energy values only), "
+                    "'energy_momentum' or project='energy'")
+            if a > 0.0:
+                raise SolverError(f"{self.name}: dissipation= needs joints whose configuration "
+                                  "adds (revolute, prismatic, helical); this system has ball, "
+                                  "free or planar joints")
         self._last = None
+        self._reuse: dict = {}
+
+    def coordinates(self, q):
+        """The canonical variables centred on q (module doc)."""
+        return canonical_coordinates(self.problem, self.chart, q)
 
     #: the relative update below which a Newton iteration that no longer contracts is
     #: taken as converged (the residual is at its roundoff floor)
     stagnation = 1e-9
 
-    def discrete_gradient(self, q0, p0, dq, dp):
-        """(∇̄_qH, ∇̄_pH) for the segment from (q0, p0) to (q0 + dq, p0 + dp)."""
+    def discrete_gradient(self, C, p0, dx, dp):
+        """(∇̄_xH, ∇̄_pH) for the segment from (0, p0) to (dx, p0 + dp) in coordinates C."""
         raise NotImplementedError
 
-    def polish(self, q, p0, d, h, t, K):
+    def polish(self, C, p0, d, h, t, K):
         """A last correction of the Newton solution (identity here)."""
         return d
+
+    def forcing(self, C, t, dx, xdot):
+        """(generalized non-conservative force in x, its power) at the midpoint of the step:
+        ``J(x̄)ᵀ τ_nc(t, q(x̄), J(x̄) ẋ̄)``, J = 1 for additive coordinates."""
+        P = self.problem
+        if self.additive:
+            tau = P.tau_nc(t, C.qn + 0.5 * dx, xdot)
+            return tau, float(xdot @ tau)
+        xm = 0.5 * dx
+        q = self.chart.point(C.qn, xm)
+        J = self.chart.jacobian(C.qn, xm)
+        v = J @ xdot
+        tau = P.tau_nc(t, q, v)
+        return J.T @ tau, float(v @ tau)
 
     def _stiffness(self, q):
         """K₊: the PSD part of ∂²V/∂q² (central differences of ∂V/∂q = g − τ_springs)."""
@@ -98,17 +135,18 @@ class _DiscreteGradient(FixedStepMethod):
 
     def step(self, t, q, v, h):
         P, s, n = self.problem, self.system, self.system.nv
+        C = self.coordinates(q)
         M0 = s.mass_matrix(q)
-        p0 = M0 @ v
+        p0 = M0 @ v  # J(0) = 1: the chart momentum at its centre is M v
         a = self.alpha
         K = self._stiffness(q) if a > 0.0 else None
 
         def residual(d):
             dq, dp = d[:n], d[n:]
-            gq, gp = self.discrete_gradient(q, p0, dq, dp)
+            gq, gp = self.discrete_gradient(C, p0, dq, dp)
             rp = dp + h * gq
             if P.has_nc:
-                rp -= h * P.tau_nc(t + 0.5 * h, q + 0.5 * dq, gp)
+                rp -= h * self.forcing(C, t + 0.5 * h, dq, gp)[0]
             if K is not None:
                 rp += (a * h * h) * (K @ gp)
             return np.concatenate([dq - h * gp, rp])
@@ -121,18 +159,24 @@ class _DiscreteGradient(FixedStepMethod):
         last = self._last
         d0 = last if last is not None and last[0] == h else None
         d0 = np.concatenate([h * v, np.zeros(n)]) if d0 is None else d0[1]
+        # in a chart the simplified matrix misses the gyroscopic coupling, and Newton
+        # refreshes it by differences: keep that matrix for the following steps
+        if self.additive:
+            reuse = None
+        else:
+            if self._reuse.get("h") != h:
+                self._reuse = {"h": h}
+            reuse = self._reuse
         d, it = newton(residual, d0, Jm, tol=self.opts["tol"], maxiter=self.opts["maxiter"],
-                       stagnation=self.stagnation)
-        d = self.polish(q, p0, d, h, t, K)
+                       stagnation=self.stagnation, reuse=reuse)
+        d = self.polish(C, p0, d, h, t, K)
         self._last = (h, d)
         self.newton_iterations += it
         dq, dp = d[:n], d[n:]
-        q1, p1 = q + dq, p0 + dp
-        v1 = solve_spd(s.mass_matrix(q1), p1)
+        q1, v1, _ = C.state(dq, p0 + dp)
         dw = 0.0
         if P.has_nc:
-            vbar = dq / h  # = ∇̄_pH at the solution
-            dw = h * float(vbar @ P.tau_nc(t + 0.5 * h, q + 0.5 * dq, vbar))
+            dw = h * self.forcing(C, t + 0.5 * h, dq, dq / h)[1]  # ẋ̄ = ∇̄_pH = Δx/h
         return q1, v1, dw
 
 
@@ -175,11 +219,11 @@ class AVF(_DiscreteGradient):
         x, w = np.polynomial.legendre.leggauss(k)
         self.xi, self.w = 0.5 * (x + 1.0), 0.5 * w
 
-    def discrete_gradient(self, q0, p0, dq, dp):
+    def discrete_gradient(self, C, p0, dq, dp):
         gq = np.zeros_like(dq)
         gp = np.zeros_like(dp)
         for s, w in zip(self.xi, self.w, strict=True):
-            a, b, _ = self.problem.hamiltonian_gradient(q0 + s * dq, p0 + s * dp)
+            a, b = C.gradient(s * dq, p0 + s * dp)[:2]
             gq += w * a
             gp += w * b
         return gq, gp
@@ -191,51 +235,78 @@ class ItohAbe(_DiscreteGradient):
 
     name = "itoh_abe"
     order = 1
-
-    def _H(self, q, p):
-        v = solve_spd(self.system.mass_matrix(q), p)
-        return self.problem.energy(q, v)
+    needs_gradient = False
 
     # Newton settles at the roundoff floor of the energy differences, which is
-    # higher than for AVF; polish() then makes the momentum equation exact
-    stagnation = 1e-6
+    # higher than for AVF; polish() then makes the momentum equation exact. In a chart the
+    # x-equation's residual left by an early stop shows in E (≈ 1e-13 per step at 1e-6):
+    # there the iteration goes on to 1e-9, still above that floor
+    @property
+    def stagnation(self):
+        return 1e-6
 
-    def discrete_gradient(self, q0, p0, dq, dp):
-        gq = self.configuration_part(q0, p0, dq)
-        return gq, self.momentum_part(q0 + dq, p0, dp)
+    def discrete_gradient(self, C, p0, dq, dp):
+        gq = self.configuration_part(C, p0, dq)
+        return gq, self.momentum_part(C, dq, p0, dp)
 
-    def configuration_part(self, q0, p0, dq):
-        """∇̄_qH: the increments of q one coordinate at a time, p = p0 held."""
+    #: Gauss–Legendre nodes on [0, 1], 2 points: the mean of ∂H/∂x_i over a small increment
+    _GL2 = (0.5 - np.sqrt(3.0) / 6.0, 0.5 + np.sqrt(3.0) / 6.0)
+
+    def configuration_part(self, C, p0, dq):
+        """∇̄_xH: the increments of x one coordinate at a time, p = p0 held.
+
+        A quotient ``[H(.., x_i + Δx_i, ..) − H(..)]/Δx_i`` carries the roundoff of H
+        divided by Δx_i. Below a switch the quotient is replaced by the mean of ∂H/∂x_i over
+        the increment: by central differences of H (derivative-free, switch 1e-5, error
+        O(Δx³)), or — in a Model's chart, where the stiff directions (a rod's spin) amplify
+        that noise through M⁻¹ — by 2-point Gauss–Legendre on the analytic ∂H/∂x (switch
+        1e-3, error O(Δx⁵ ∂⁵H) < 1e-16 relative, roundoff O(eps|H|Δx/ Δx)).
+        """
         n = dq.size
         g = np.empty(n)
-        q = q0.copy()
-        H_prev = self._H(q, p0)
+        x = np.zeros(n)
+        # the additive chart's coordinates are q itself: scale the small-increment test
+        # by |q| there as before; a chart's x starts at 0
+        base = C.qn if self.additive else np.zeros(n)
+        analytic = not self.additive and self.chart.has_derivative
+        switch = 1e-3 if analytic else 1e-5
+        H_prev = C.energy(x, p0)
         for i in range(n):
-            scale = 1.0 + abs(q0[i])
-            if abs(dq[i]) > 1e-5 * scale:
-                q[i] = q0[i] + dq[i]
-                H_new = self._H(q, p0)
+            scale = 1.0 + abs(base[i])
+            if abs(dq[i]) > switch * scale:
+                x[i] = dq[i]
+                H_new = C.energy(x, p0)
                 g[i] = (H_new - H_prev) / dq[i]
+            elif analytic:
+                xm = x.copy()
+                gi = 0.0
+                for s in self._GL2:
+                    xm[i] = s * dq[i]
+                    gi += 0.5 * C.gradient(xm, p0)[0][i]
+                g[i] = gi
+                x[i] = dq[i]
+                H_new = C.energy(x, p0)
             else:
                 # a small increment: the quotient would be roundoff; the partial
                 # derivative at the midpoint of the increment (central differences)
                 # differs from it by O(dq³), below 1e-15 here
                 e = 1e-5 * scale
-                qm = q.copy()
-                qm[i] = q0[i] + 0.5 * dq[i] + e
-                Hp = self._H(qm, p0)
-                qm[i] -= 2 * e
-                g[i] = (Hp - self._H(qm, p0)) / (2 * e)
-                q[i] = q0[i] + dq[i]
-                H_new = self._H(q, p0)
+                xm = x.copy()
+                xm[i] = 0.5 * dq[i] + e
+                Hp = C.energy(xm, p0)
+                xm[i] -= 2 * e
+                g[i] = (Hp - C.energy(xm, p0)) / (2 * e)
+                x[i] = dq[i]
+                H_new = C.energy(x, p0)
             H_prev = H_new
         return g
 
-    def momentum_part(self, q1, p0, dp):
-        """∇̄_pH at q1: T = ½ pᵀM⁻¹p is quadratic in p, so each quotient is exactly
-        (M⁻¹p)_i + ½ Δp_i (M⁻¹)_ii, without the cancellation of a difference."""
+    def momentum_part(self, C, dq, p0, dp):
+        """∇̄_pH at x1 = Δx: H is quadratic in p (matrix A = ∂²H/∂p², M⁻¹ for additive
+        coordinates, J⁻¹M⁻¹J⁻ᵀ in a chart), so each quotient is exactly
+        (A p)_i + ½ Δp_i A_ii, without the cancellation of a difference."""
         n = dp.size
-        Minv = np.linalg.inv(self.system.mass_matrix(q1))
+        Minv = C.inverse_mass(dq)
         g = np.empty(n)
         p = p0.copy()
         for i in range(n):
@@ -243,25 +314,32 @@ class ItohAbe(_DiscreteGradient):
             p[i] += dp[i]
         return g
 
-    def polish(self, q, p0, d, h, t, K):
-        """Make the momentum equation hold exactly for the final Δq.
+    def polish(self, C, p0, d, h, t, K):
+        """Make the momentum equation hold exactly, and the x-equation to far below Newton's
+        stopping point.
 
-        ∇̄_qH depends on Δq alone (noisy at roundoff, from differences of H), ∇̄_pH
-        smoothly on Δp. Solving ``Δp = −h ∇̄_qH(Δq) + h τ_nc − αh²K∇̄_pH`` for Δp by a
-        few fixed-point sweeps leaves only the smooth q-equation's residual,
-        O(h · Newton's last update), in ``E' − E``, instead of the noise.
+        ∇̄_xH depends on Δx alone (noisy at roundoff, from differences of H: ≈ eps|H|/Δx_i,
+        1e-10 relative when an increment is near the 1e-5 switch below), ∇̄_pH smoothly on
+        Δp, and Newton stops at that noise floor with a residual ``r`` that shows in
+        ``E' − E = ∇̄H·r``. Two sweeps of the fixed point ``Δx = h ∇̄_pH(Δx, Δp)``, then
+        ``Δp = −h ∇̄_xH(Δx) + h τ_nc − αh²K∇̄_pH`` (solved for Δp by a few sweeps; it
+        contracts like O(h²ω²)), end with the p-equation exact and leave in the x-equation
+        only h times the last change of Δp, O(h² · noise), instead of the noise.
         """
-        P, n = self.problem, q.size
-        dq, dp = d[:n], d[n:].copy()
-        gq = self.configuration_part(q, p0, dq)
-        for _ in range(4):
-            gp = self.momentum_part(q + dq, p0, dp)
-            new = -h * gq
-            if P.has_nc:
-                new += h * P.tau_nc(t + 0.5 * h, q + 0.5 * dq, gp)
-            if K is not None:
-                new -= (self.alpha * h * h) * (K @ gp)
-            if np.array_equal(new, dp):
-                break
-            dp = new
+        P, n = self.problem, self.system.nv
+        dq, dp = d[:n].copy(), d[n:].copy()
+        for sweep in range(2):
+            if sweep:
+                dq = h * self.momentum_part(C, dq, p0, dp)
+            gq = self.configuration_part(C, p0, dq)
+            for _ in range(4):
+                gp = self.momentum_part(C, dq, p0, dp)
+                new = -h * gq
+                if P.has_nc:
+                    new += h * self.forcing(C, t + 0.5 * h, dq, gp)[0]
+                if K is not None:
+                    new -= (self.alpha * h * h) * (K @ gp)
+                if np.array_equal(new, dp):
+                    break
+                dp = new
         return np.concatenate([dq, dp])
