@@ -756,7 +756,35 @@ def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, Pb, P0, S0, w, B6, y):
                 for l in range(6):
                     s += B6[b + m, l] * S0[o + c, l]
                 w[TM + 2 + c, m] = s
-        # D = Sᵀ U, then its Cholesky factor L (D is SPD for a model that moves inertia)
+        par = int(data[i, PARENT])
+        if n == 1:
+            # one speed (most joints): D = Sᵀ U is a scalar, no factorization; the W
+            # rows hold U itself and the L entry 1/D (pass 3 reads them so)
+            d = 0.0
+            u = tau[o]
+            for m in range(6):
+                d += S0[o, m] * w[TM + 2, m]
+                u -= S0[o, m] * w[PA + i, m]
+            dinv = 1.0 / d
+            B6[LO + b, 0] = dinv
+            y[o] = u
+            for m in range(6):
+                B6[WO + b, m] = w[TM + 2, m]
+            if par >= 0:
+                # I^a = I^A - U Uᵀ/D and p^a = p^A + I^a c + U u/D, added to the parent
+                ud = u * dinv
+                bp = 6 * par
+                for a in range(6):
+                    ua = w[TM + 2, a] * dinv
+                    s = w[PA + i, a] + w[TM + 2, a] * ud
+                    for c in range(6):
+                        Ia = B6[b + a, c] - ua * w[TM + 2, c]
+                        B6[bp + a, c] += Ia
+                        s += Ia * w[CB + i, c]
+                    w[PA + par, a] += s
+            continue
+        # several speeds: D = Sᵀ U, then its Cholesky factor L (D is SPD for a model
+        # that moves inertia)
         for c in range(n):
             for r in range(c, n):
                 d = 0.0
@@ -781,7 +809,6 @@ def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, Pb, P0, S0, w, B6, y):
                 for l in range(r):
                     x -= B6[LO + b + r, l] * B6[WO + b + l, m]
                 B6[WO + b + r, m] = x / B6[LO + b + r, r]
-        par = int(data[i, PARENT])
         if par >= 0:
             # I^a = I^A - Wᵀ W, added to the parent; p^a = p^A + I^a c + Wᵀ y likewise
             bp = 6 * par
@@ -814,14 +841,19 @@ def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, Pb, P0, S0, w, B6, y):
         else:
             for m in range(6):
                 w[AC + i, m] = w[AC + par, m] + w[CB + i, m]
-        # q̈ = L⁻ᵀ (y - W a')  (back substitution)
-        for r in range(n - 1, -1, -1):
-            s = y[o + r]
+        if n == 1:  # q̈ = (u - Uᵀ a') / D
+            s = y[o]
             for m in range(6):
-                s -= B6[WO + b + r, m] * w[AC + i, m]
-            for l in range(r + 1, n):
-                s -= B6[LO + b + l, r] * qdd[o + l]
-            qdd[o + r] = s / B6[LO + b + r, r]
+                s -= B6[WO + b, m] * w[AC + i, m]
+            qdd[o] = s * B6[LO + b, 0]
+        else:  # q̈ = L⁻ᵀ (y - W a')  (back substitution)
+            for r in range(n - 1, -1, -1):
+                s = y[o + r]
+                for m in range(6):
+                    s -= B6[WO + b + r, m] * w[AC + i, m]
+                for l in range(r + 1, n):
+                    s -= B6[LO + b + l, r] * qdd[o + l]
+                qdd[o + r] = s / B6[LO + b + r, r]
         for c in range(n):
             for m in range(6):
                 w[AC + i, m] += S0[o + c, m] * qdd[o + c]
