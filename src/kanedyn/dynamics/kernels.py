@@ -294,6 +294,38 @@ def cross_motion_add(v, i, m, j, dst, k):
     dst[k, 5] += w0 * b1 - w1 * b0 + u0 * a1 - u1 * a0
 
 
+@njit(cache=True, _nrt=False, forceinline=True)
+def cross_unit_add(v, i, k, s, dst, r):
+    """``dst[r] += v[i] × (s e_k)``, e_k the k-th unit vector of R⁶ (the motion
+    ``S q̇`` of a joint whose S is e_k): for k < 3 ``(ω × s e_k, v_O × s e_k)``,
+    for k = 3 + l ``(0, ω × s e_l)``; 4 products instead of 24."""
+    if k < 3:
+        if k == 0:
+            dst[r, 1] += v[i, 2] * s
+            dst[r, 2] -= v[i, 1] * s
+            dst[r, 4] += v[i, 5] * s
+            dst[r, 5] -= v[i, 4] * s
+        elif k == 1:
+            dst[r, 0] -= v[i, 2] * s
+            dst[r, 2] += v[i, 0] * s
+            dst[r, 3] -= v[i, 5] * s
+            dst[r, 5] += v[i, 3] * s
+        else:
+            dst[r, 0] += v[i, 1] * s
+            dst[r, 1] -= v[i, 0] * s
+            dst[r, 3] += v[i, 4] * s
+            dst[r, 4] -= v[i, 3] * s
+    elif k == 3:
+        dst[r, 4] += v[i, 2] * s
+        dst[r, 5] -= v[i, 1] * s
+    elif k == 4:
+        dst[r, 3] -= v[i, 2] * s
+        dst[r, 5] += v[i, 0] * s
+    else:
+        dst[r, 3] += v[i, 1] * s
+        dst[r, 4] -= v[i, 0] * s
+
+
 @njit(cache=True, _nrt=False)
 def cross_force_add(v, i, f, j, dst, k):
     """``dst[k] += v[i] ×* f[j]`` = (ω × n + v_O × f, ω × f)."""
@@ -486,7 +518,11 @@ def rnea_core(data, q, v, a, fext, use_v, use_a, use_fext, tau, X, w):
                 x_motion(X, i, w, p, w, i)
                 for m in range(6):
                     w[i, m] += w[J, m]
-                cross_motion_add(w, i, w, J, w, A + i)
+                k = int(data[i, SIDX])
+                if k >= 0:  # S q̇ = q̇ e_k
+                    cross_unit_add(w, i, k, v[int(data[i, IV])], w, A + i)
+                else:
+                    cross_motion_add(w, i, w, J, w, A + i)
         if use_a:
             s_times(data, i, a, w, J + 1)
             for m in range(6):
@@ -500,8 +536,12 @@ def rnea_core(data, q, v, a, fext, use_v, use_a, use_fext, tau, X, w):
                 w[F + i, m] -= fext[i, m]
     for i in range(nb - 1, -1, -1):  # backward pass: child before parent
         o = int(data[i, IV])
-        for c in range(int(data[i, NVJ])):
-            tau[o + c] = s_dot(data, i, c, w, F + i)
+        k = int(data[i, SIDX])
+        if k >= 0:
+            tau[o] = w[F + i, k]
+        else:
+            for c in range(int(data[i, NVJ])):
+                tau[o + c] = s_dot(data, i, c, w, F + i)
         p = int(data[i, PARENT])
         if p >= 0:
             xt_force_add(X, i, w, F + i, w, F + p)
