@@ -48,6 +48,19 @@ def writable(out, ndim: int) -> bool:
     return (isinstance(out, np.ndarray) and out.ndim == ndim and out.dtype is F8
             and out.flags.writeable)
 
+def batch(kernel, *args) -> None:
+    """Run a batched kernel with its tasks handed out one at a time (numba's parallel
+    chunk size 1, restored after): on a machine whose cores are shared, the static
+    even split would wait for the thread that got the busier core."""
+    import numba
+
+    old = numba.set_parallel_chunksize(1)
+    try:
+        kernel(*args)
+    finally:
+        numba.set_parallel_chunksize(old)
+
+
 def general(model: Model, q, speeds: tuple, f_ext=None):
     """Validated, contiguous float64 (N, ·) inputs: ``(Q, [X...], F or None, single)``.
 

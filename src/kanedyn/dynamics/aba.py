@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from ._dispatch import F8, K, fail, general, store, writable
+from ._dispatch import F8, K, batch, fail, general, store, writable
 from .flat import FAST, fast, flatten
 
 _empty = np.empty
@@ -57,7 +57,7 @@ def _aba_general(model, q, v, tau, f_ext):
     out = np.empty((N, fm.nv))
     status = np.zeros(N, dtype=np.int64)
     Fk = F if F is not None else np.zeros((1, fm.nb, 6))
-    K.aba_batch(fm.data, Q, V, T, Fk, F is not None, out, status)
+    batch(K.aba_batch, fm.data, Q, V, T, Fk, F is not None, out, status)
     if status.any():
         fail(model, status, "aba", Q, ((V, "v"), (T, "tau")), F)
     return out[0] if single else out

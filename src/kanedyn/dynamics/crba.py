@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from ._dispatch import F8, K, fail, general, store, writable
+from ._dispatch import F8, K, batch, fail, general, store, writable
 from .flat import FAST, fast, flatten
 
 _empty = np.empty
@@ -41,7 +41,7 @@ def crba(model: Model, q: ArrayLike, *, out: NDArray | None = None) -> NDArray:
     N = Q.shape[0]
     res = np.empty((N, fm.nv, fm.nv))
     status = np.zeros(N, dtype=np.int64)
-    K.crba_batch(fm.data, Q, res, status)
+    batch(K.crba_batch, fm.data, Q, res, status)
     if status.any():
         fail(model, status, "crba", Q, ())
     return store(out, res[0] if single else res)

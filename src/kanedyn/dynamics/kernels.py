@@ -571,14 +571,24 @@ def rnea1(data, q, v, a, tau):
     return rnea_into(data, q, v, a, data, True, True, False, tau)  # data: unused f_ext
 
 
+# States per task of the batched kernels: each task allocates its workspace once.
+# Tasks are handed out dynamically (the wrappers set numba's parallel chunk size to
+# 1 around the call), so a thread whose core is busy with other work takes fewer.
+BATCH_TASK = 32
+
+
 @njit(cache=True, parallel=True)
 def rnea_batch(data, Q, V, A, F, use_v, use_a, use_fext, out, status):
     """RNEA over a batch of states (rows), in parallel; per-state status."""
-    for k in prange(Q.shape[0]):
-        kf = np.int64(0)  # without external forces F has one (unused) row
-        if use_fext:
-            kf = np.int64(k)
-        status[k] = rnea_into(data, Q[k], V[k], A[k], F[kf], use_v, use_a, use_fext, out[k])
+    N = Q.shape[0]
+    nb = data.shape[0] - 1
+    for t in prange((N + BATCH_TASK - 1) // BATCH_TASK):
+        X = np.empty((nb, 12))
+        w = np.empty((3 * nb + 2, 6))
+        for k in range(t * BATCH_TASK, min(N, (t + 1) * BATCH_TASK)):
+            kf = k if use_fext else 0  # without external forces F has one (unused) row
+            status[k] = rnea_core(data, Q[k], V[k], A[k], F[kf], use_v, use_a, use_fext,
+                                  out[k], X, w)
 
 
 # --- CRBA ---------------------------------------------------------------------
@@ -710,8 +720,14 @@ def crba1(data, q, M):
 
 @njit(cache=True, parallel=True)
 def crba_batch(data, Q, out, status):
-    for k in prange(Q.shape[0]):
-        status[k] = crba_into(data, Q[k], out[k])
+    N = Q.shape[0]
+    nb = data.shape[0] - 1
+    for t in prange((N + BATCH_TASK - 1) // BATCH_TASK):
+        X = np.empty((nb, 12))
+        P = np.empty((nb, 13))
+        F = np.empty((2, 6))
+        for k in range(t * BATCH_TASK, min(N, (t + 1) * BATCH_TASK)):
+            status[k] = crba_core(data, Q[k], out[k], X, P, F)
 
 
 # --- ABA ----------------------------------------------------------------------
@@ -921,11 +937,22 @@ def aba1(data, q, v, tau, qdd):
 
 @njit(cache=True, parallel=True)
 def aba_batch(data, Q, V, Tau, F, use_fext, out, status):
-    for k in prange(Q.shape[0]):
-        kf = np.int64(0)
-        if use_fext:
-            kf = np.int64(k)
-        status[k] = aba_into(data, Q[k], V[k], Tau[k], F[kf], use_fext, out[k])
+    N = Q.shape[0]
+    nb = data.shape[0] - 1
+    nv = out.shape[1]
+    for t in prange((N + BATCH_TASK - 1) // BATCH_TASK):
+        X = np.empty((nb, 12))
+        X0 = np.empty((nb, 12))
+        Pb = np.empty((nb, 13))
+        P0 = np.empty((nb, 13))
+        S0 = np.empty((nv, 6))
+        w = np.empty((4 * nb + 8, 6))
+        B6 = np.empty((18 * nb, 6))
+        y = np.empty(nv)
+        for k in range(t * BATCH_TASK, min(N, (t + 1) * BATCH_TASK)):
+            kf = k if use_fext else 0
+            status[k] = aba_core(data, Q[k], V[k], Tau[k], F[kf], use_fext, out[k], X, X0,
+                                 Pb, P0, S0, w, B6, y)
 
 
 # --- kinematics, energy, momentum, Jacobian -------------------------------------

@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from ._dispatch import F8, K, fail, general, store, writable
+from ._dispatch import F8, K, batch, fail, general, store, writable
 from .flat import FAST, fast, flatten
 
 _empty = np.empty
@@ -107,7 +107,7 @@ def _rnea_general(model, q, v, a, f_ext, use_v, use_a, what):
     out = np.empty((N, fm.nv))
     status = np.zeros(N, dtype=np.int64)
     Fk = F if F is not None else np.zeros((1, fm.nb, 6))
-    K.rnea_batch(fm.data, Q, V, A, Fk, use_v, use_a, F is not None, out, status)
+    batch(K.rnea_batch, fm.data, Q, V, A, Fk, use_v, use_a, F is not None, out, status)
     if status.any():
         fail(model, status, what, Q, tuple((x, n) for x, (_, n) in zip(X, speeds, strict=True)), F)
     return out[0] if single else out
