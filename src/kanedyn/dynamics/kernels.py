@@ -780,11 +780,29 @@ def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, Pb, P0, S0, w, B6, y):
         o = int(data[i, IV])
         for m in range(6):
             w[TM, m] = 0.0
-        for c in range(n):
-            s_column(data, i, c, w, TM + 1)
-            x_inv_motion(X0, i, w, TM + 1, S0, o + c)
+        k = int(data[i, SIDX])
+        if k >= 0:
+            # S = e_k: S⁰ = X0⁻¹ e_k; for k < 3 ω = E0ᵀ e_k (row k of E0), v = r0 × ω;
+            # for k = 3 + l, ω = 0 and v = row l of E0
+            l = k if k < 3 else k - 3
+            e0, e1, e2 = X0[i, 3 * l], X0[i, 3 * l + 1], X0[i, 3 * l + 2]
+            if k < 3:
+                r0, r1, r2 = X0[i, 9], X0[i, 10], X0[i, 11]
+                S0[o, 0], S0[o, 1], S0[o, 2] = e0, e1, e2
+                S0[o, 3] = r1 * e2 - r2 * e1
+                S0[o, 4] = r2 * e0 - r0 * e2
+                S0[o, 5] = r0 * e1 - r1 * e0
+            else:
+                S0[o, 0], S0[o, 1], S0[o, 2] = 0.0, 0.0, 0.0
+                S0[o, 3], S0[o, 4], S0[o, 5] = e0, e1, e2
             for m in range(6):
-                w[TM, m] += S0[o + c, m] * v[o + c]  # v_J = S⁰ q̇
+                w[TM, m] = S0[o, m] * v[o]  # v_J = S⁰ q̇
+        else:
+            for c in range(n):
+                s_column(data, i, c, w, TM + 1)
+                x_inv_motion(X0, i, w, TM + 1, S0, o + c)
+                for m in range(6):
+                    w[TM, m] += S0[o + c, m] * v[o + c]  # v_J = S⁰ q̇
         for m in range(6):
             w[i, m] = w[TM, m] if par < 0 else w[par, m] + w[TM, m]
             w[CB + i, m] = 0.0
