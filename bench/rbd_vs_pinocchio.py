@@ -135,26 +135,31 @@ def time_pair(pair: Pair, rng, number: int, repeat: int) -> dict:
 
 def breakdown(pair: Pair, rng, number: int, repeat: int) -> list[tuple[str, float]]:
     """Where the time of one kd.rnea call goes: the public call, with out=, the bare
-    kernel (no Python wrapper), and an empty numba function of the same signature
-    (the dispatcher's own cost of unboxing five arrays)."""
+    compiled entry point the call ends in (no Python wrapper, no numba dispatcher),
+    the same kernel through numba's dispatcher, and an empty compiled function of
+    the same signature called both ways (the cost of passing five arrays)."""
     from numba import njit
 
+    from kanedyn.dynamics import kernels
     from kanedyn.dynamics._dispatch import K
     from kanedyn.dynamics.flat import flatten
 
-    @njit("int64(float64[:, ::1], float64[::1], float64[::1], float64[::1], float64[::1])")
-    def empty(data, q, v, a, tau):
+    @njit(kernels.SIGNATURES["rnea_f"], _nrt=False)
+    def empty(buf, q, v, a, tau):
         return 0
 
+    empty_entry = empty.overloads[empty.signatures[0]].entry_point
     m, pm, d = pair.kd, pair.pin, pair.data
     q, v, a = pair.random_state(rng)
     qp, vp, ap = pair.to_pin(q, v, a)
-    data, tau = flatten(m).data, np.empty(m.nv)
-    rnea1 = K.rnea1
+    buf, tau = flatten(m).buf, np.empty(m.nv)
+    entry, disp = K.rnea_f, kernels.ready("rnea_f")
     rows = [("kd.rnea(model, q, v, a)", lambda: kd.rnea(m, q, v, a)),
             ("kd.rnea(..., out=tau)", lambda: kd.rnea(m, q, v, a, out=tau)),
-            ("bare kernel rnea1(data, q, v, a, tau)", lambda: rnea1(data, q, v, a, tau)),
-            ("empty numba function, same 5 arrays", lambda: empty(data, q, v, a, tau)),
+            ("entry point rnea_f(buf, q, v, a, tau)", lambda: entry(buf, q, v, a, tau)),
+            ("the same through numba's dispatcher", lambda: disp(buf, q, v, a, tau)),
+            ("empty function, entry point", lambda: empty_entry(buf, q, v, a, tau)),
+            ("empty function, dispatcher", lambda: empty(buf, q, v, a, tau)),
             ("pin.rnea(model, data, q, v, a)", lambda: pin.rnea(pm, d, qp, vp, ap))]
     best = {name: np.inf for name, _ in rows}
     for _ in range(repeat):
@@ -163,7 +168,7 @@ def breakdown(pair: Pair, rng, number: int, repeat: int) -> list[tuple[str, floa
     return list(best.items())
 
 
-def batched(pair: Pair, rng, N: int) -> dict:
+def batched(pair: Pair, rng, N: int, repeat: int = 5) -> dict:
     m, pm, d = pair.kd, pair.pin, pair.data
     Q = np.array([kd.random_configuration(m, rng) for _ in range(N)])
     V, A = rng.normal(size=(2, N, m.nv))
@@ -182,11 +187,13 @@ def batched(pair: Pair, rng, N: int) -> dict:
 
     nt = numba.get_num_threads()
     for algo, (fk, fp) in jobs.items():
-        tk = min(timeit.repeat(fk, number=1, repeat=3))
-        tp = min(timeit.repeat(fp, number=1, repeat=3))
-        numba.set_num_threads(1)
-        t1 = min(timeit.repeat(fk, number=1, repeat=3))
-        numba.set_num_threads(nt)
+        tk = tp = t1 = np.inf
+        for _ in range(repeat):  # interleaved, best of each
+            tk = min(tk, timeit.timeit(fk, number=1))
+            tp = min(tp, timeit.timeit(fp, number=1))
+            numba.set_num_threads(1)
+            t1 = min(t1, timeit.timeit(fk, number=1))
+            numba.set_num_threads(nt)
         out[algo] = (N / tk, N / tp, N / t1)
     return out
 
