@@ -7,13 +7,16 @@ Built in (one file per family; each docstring gives the order and what is conser
 - ``dopri5`` — adaptive Dormand–Prince 5(4) with dense output (dopri5.py);
 - ``RK45``, ``RK23``, ``DOP853``, ``Radau``, ``BDF``, ``LSODA`` — SciPy's solvers
   (scipy_ivp.py);
-- ``verlet`` — Störmer–Verlet / generalized leapfrog, order 2, symplectic (verlet.py);
+- ``verlet`` — Störmer–Verlet / generalized leapfrog, order 2, symplectic (verlet.py; on
+  ball, free and planar joints its variational form on the charts of chart.py);
 - ``midpoint``, ``gauss4`` — Gauss–Legendre, orders 2 and 4, symplectic in canonical
   coordinates (gauss.py);
 - ``avf`` (order 2), ``itoh_abe`` (order 1) — discrete gradients, exact energy
-  (discrete_gradient.py);
-- ``energy_momentum`` — midpoint + projection, order 2, exact energy and momentum
-  (energy_momentum.py).
+  (discrete_gradient.py; on ball, free and planar joints in the local canonical
+  coordinates of chart.py);
+- ``energy_momentum`` — order 2, exact energy and momentum by construction: Lie–midpoint
+  (Cayley) for a free body, Gonzalez's discrete gradient for additive chains (cyclic
+  momenta kept); midpoint + projection for the other systems (energy_momentum.py).
 
 ``project="energy"`` (or a tuple with ``"momentum"``, ``"angular_momentum"``,
 ``"linear_momentum"``) wraps any fixed-step method in a projection
