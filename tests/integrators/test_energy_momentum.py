@@ -65,6 +65,7 @@ def test_free_body_uses_the_lie_scheme(tumbling):
     assert method_of(kd.models.pendulum_chain(2), [0, 0], [0, 0]).variant == "gonzalez"
     ball = kd.models.pendulum_chain(2, planar=False, joint="spherical")
     assert method_of(ball, kd.neutral(ball), np.zeros(6)).variant == "projection"
+    assert method_of(*floating_chain()).variant == "floating"
 
 
 def test_lie_scheme_keeps_energy_and_spatial_momentum(tumbling):
@@ -205,3 +206,56 @@ def test_gonzalez_is_second_order(turntable):
     m, q0, v0 = turntable
     p, errs = order_study(m, q0, v0, (0.025, 0.0125, 0.00625))
     assert np.all(np.abs(p - 2) < 0.2), (p, errs)
+
+
+# ------------------------------------------------------------------ free-floating chain
+def floating_chain():
+    """A free base with a two-link arm, no gravity: E and the spatial momentum [L; P] are
+    first integrals (joint torques between the bodies are internal and keep [L; P])."""
+    b = kd.ModelBuilder("floating", gravity=(0, 0, 0))
+    b.add_body("base", None, kd.model.joints.Free("root"), None, 3.0, (0.05, -0.02, 0.1),
+               np.diag([0.2, 0.3, 0.25]))
+    b.add_body("arm1", "base", Revolute("j1", axis=(0, 0, 1)), (np.eye(3), (0.3, 0, 0)), 1.0,
+               (0.25, 0, 0), np.diag([0.01, 0.05, 0.05]))
+    b.add_body("arm2", "arm1", Revolute("j2", axis=(0, 1, 0)), (np.eye(3), (0.5, 0, 0)), 0.6,
+               (0.2, 0, 0.05), np.diag([0.01, 0.03, 0.03]))
+    m = b.build()
+    q0 = kd.neutral(m)
+    q0[:3] = (0.2, -0.1, 0.3)
+    q0[7:] = (0.4, -0.7)
+    return m, q0, np.array([0.3, -0.5, 0.8, 0.1, 0.2, -0.1, 1.5, -2.0])
+
+
+def test_floating_chain_keeps_energy_and_spatial_momentum():
+    m, q0, v0 = floating_chain()
+    assert method_of(m, q0, v0).variant == "floating"
+    tr = kd.simulate(m, q0, v0, 1.5, method="energy_momentum", dt=1e-3)
+    h = tr.momentum
+    assert rel(tr.energy, tr.energy[0]) <= 1e-12
+    assert rel(h, np.linalg.norm(h[0])) <= 1e-12
+    assert np.abs(np.linalg.norm(tr.q[:, 3:7], axis=1) - 1).max() < 4e-16
+    assert np.ptp(tr.q[:, 7:], axis=0).min() > 0.5  # the arm moves a lot
+
+
+def test_floating_chain_with_an_internal_torque():
+    """A motor at j1 does work (the budget closes) but exerts no net wrench ([L; P] kept)."""
+    m, q0, v0 = floating_chain()
+    motor = kd.forces.JointTorque(lambda t, q, v: [np.sin(5 * t)], "j1")
+    tr = kd.simulate(m, q0, v0, 0.5, method="energy_momentum", dt=1e-3, forces=[motor])
+    h = tr.momentum
+    assert np.abs(tr.work_nc).max() > 0.1
+    assert np.abs(tr.budget).max() / tr.energy[0] <= 1e-12
+    assert rel(h, np.linalg.norm(h[0])) <= 1e-12
+
+
+def test_floating_chain_is_second_order():
+    m, q0, v0 = floating_chain()
+    p, errs = order_study(m, q0, v0, (0.02, 0.01, 0.005))
+    assert np.all(np.abs(p - 2) < 0.1), (p, errs)
+
+
+def test_floating_variant_needs_zero_gravity():
+    m, q0, v0 = floating_chain()
+    assert method_of(m.with_gravity((0, 0, -9.81)), q0, v0).variant == "projection"
+    with pytest.raises(SolverError, match="gravity"):
+        method_of(m.with_gravity((0, 0, -9.81)), q0, v0, variant="floating")

@@ -67,7 +67,7 @@ from .base import FixedStepMethod, NewtonFailure, chart_is_additive, newton, sol
 from .gauss import Midpoint
 from .projection import Projected
 
-VARIANTS = ("auto", "lie", "gonzalez", "projection")
+VARIANTS = ("auto", "lie", "floating", "gonzalez", "projection")
 _EPS = np.finfo(float).eps
 
 
@@ -114,6 +114,35 @@ def lie_applicable(problem) -> str | None:
     return None
 
 
+def floating_applicable(problem) -> str | None:
+    """None when the floating-base Lie–Gonzalez scheme applies, else the reason."""
+    model = _model(problem.system)
+    if model is None:
+        return "the system is not a Model"
+    b0 = model.bodies[0]
+    if b0.joint.kind != "free" or any(b.parent < 0 for b in model.bodies[1:]):
+        return "the model has no single free root"
+    if len(model.bodies) < 2:
+        return "the model has one body (the 'lie' variant applies)"
+    if any(b.joint.kind not in ("revolute", "prismatic", "helical") for b in model.bodies[1:]):
+        return "joints other than the root are not all revolute, prismatic or helical"
+    if not np.allclose(b0.X_tree, np.eye(6), rtol=0.0, atol=1e-15):
+        return "the free joint's frame is not the world frame"
+    if np.any(np.asarray(model.gravity) != 0.0):
+        return "gravity acts (the energy then depends on the base pose)"
+    return None
+
+
+def _crm(v):
+    """crm(v) = ad_v = [ω× 0; v_O× ω×] (DESIGN.md conventions)."""
+    X = np.zeros((6, 6))
+    W = _skew(v[:3])
+    X[:3, :3] = W
+    X[3:, 3:] = W
+    X[3:, :3] = _skew(v[3:])
+    return X
+
+
 def auto_cyclic(problem) -> tuple[int, ...]:
     """Indices (in q) of root joints that leave E = T + V invariant (see module doc)."""
     model = _model(problem.system)
@@ -154,9 +183,15 @@ class EnergyMomentum(FixedStepMethod):
             raise SolverError(f"energy_momentum: variant must be one of {VARIANTS}, "
                               f"got {variant!r}")
         lie_reason = lie_applicable(problem)
+        floating_reason = floating_applicable(problem)
         additive = chart_is_additive(self.system)
         if variant == "auto":
-            variant = "lie" if lie_reason is None else "gonzalez" if additive else "projection"
+            variant = ("lie" if lie_reason is None else "floating" if floating_reason is None
+                       else "gonzalez" if additive else "projection")
+        if variant == "floating" and floating_reason is not None:
+            raise SolverError("energy_momentum: variant 'floating' needs a free root with "
+                              "revolute/prismatic/helical joints below it and no gravity; "
+                              f"here {floating_reason}")
         if variant == "lie" and lie_reason is not None:
             raise SolverError(f"energy_momentum: variant 'lie' needs a single torque-free "
                               f"body on a free joint; here {lie_reason}")
@@ -180,12 +215,16 @@ class EnergyMomentum(FixedStepMethod):
             self.inner = Projected(base, self.invariants)
         elif variant == "lie":
             self._setup_lie()
+        elif variant == "floating":
+            self._last = None
         else:
             self._setup_gonzalez()
 
     def step(self, t, q, v, h):
         if self.variant == "lie":
             return self._lie_step(q, v, h)
+        if self.variant == "floating":
+            return self._floating_step(t, q, v, h)
         if self.variant == "gonzalez":
             return self._gonzalez_step(t, q, v, h)
         out = self.inner.step(t, q, v, h)
@@ -315,6 +354,98 @@ class EnergyMomentum(FixedStepMethod):
         if P.has_nc:
             vbar = dq / h
             dw = h * float(vbar @ P.tau_nc(t + 0.5 * h, q + 0.5 * dq, vbar))
+        return q1, v1, dw
+
+
+    # -------------------------------------------------------------------- floating
+    def _floating_step(self, t, q, v, h):
+        """Free root moved by the adjoint Cayley map, Gonzalez's discrete gradient in
+        y = (μ, θ, p_θ) (module doc, variant 'floating')."""
+        P, s = self.problem, self.system
+        nv = s.nv
+        n = nv - 6
+        M0 = s.mass_matrix(q)
+        z0 = M0 @ v                      # (μ, p_θ): μ the momentum conjugate to the base twist
+        mu0, p0 = z0[:6], z0[6:]
+        th0 = q[7:]
+        base = q[:7]
+
+        def qof(th):
+            return np.concatenate([base, th])
+
+        def H(th, z):
+            qq = qof(th)
+            return P.energy(qq, solve_spd(s.mass_matrix(qq), z))
+
+        H0 = H(th0, z0)
+
+        def dg(d):
+            """Gonzalez's discrete gradient (ν̄, ∇̄_θH, ∇̄_pH) of H(μ, θ, p_θ) over d."""
+            dmu, dth, dp = d[:6], d[6:6 + n], d[6 + n:]
+            zbar = z0 + 0.5 * np.concatenate([dmu, dp])
+            dHq, _, vbar = P.hamiltonian_gradient(qof(th0 + 0.5 * dth), zbar)
+            g = np.concatenate([vbar[:6], dHq[6:], vbar[6:]])
+            dH = H(th0 + dth, z0 + np.concatenate([dmu, dp])) - H0
+            den = float(d @ d)
+            gn = float(np.sqrt(g @ g)) + 1e-300
+            floor = 1e3 * _EPS * (abs(H0) + 1.0) / gn
+            if den > floor * floor:
+                g = g + (dH - float(g @ d)) / den * d
+            return g
+
+        def forcing(d, g):
+            vb = np.concatenate([g[:6], g[6 + n:]])
+            tau = P.tau_nc(t + 0.5 * h, qof(th0 + 0.5 * d[6:6 + n]), vb)
+            return tau, vb
+
+        def residual(d):
+            dmu, dth, dp = d[:6], d[6:6 + n], d[6 + n:]
+            g = dg(d)
+            nu = g[:6]
+            r_mu = dmu - h * _crm(nu).T @ (mu0 + 0.5 * dmu)
+            r_th = dth - h * g[6 + n:]
+            r_p = dp + h * g[6:6 + n]
+            if P.has_nc:
+                tau, _ = forcing(d, g)
+                r_mu -= h * tau[:6]
+                r_p -= h * tau[6:]
+            return np.concatenate([r_mu, r_th, r_p])
+
+        Minv = np.linalg.inv(M0)
+        Jm = np.eye(6 + 2 * n)
+        Jm[6:6 + n, :6] = -0.5 * h * Minv[6:, :6]
+        Jm[6:6 + n, 6 + n:] = -0.5 * h * Minv[6:, 6:]
+        last = self._last
+        d0 = last[1] if last is not None and last[0] == h else np.concatenate(
+            [np.zeros(6), h * v[6:], np.zeros(n)])
+        d, it = newton(residual, d0, Jm, tol=1e-15, maxiter=self.opts["maxiter"])
+        self._last = (h, d)
+        self.newton_iterations += it
+        g = dg(d)
+        nu = g[:6]
+        # the base moves by f with Ad_f = cay(h ad_ν̄) (an SE(3) element: block lower
+        # triangular, diagonal blocks cay(h ω̄)); then μ' = Ad_fᵀ μ keeps the world momentum
+        A = h * _crm(nu)
+        C = np.linalg.solve(np.eye(6) - 0.5 * A, np.eye(6) + 0.5 * A)
+        Rc = C[:3, :3]
+        B = C[3:, :3] @ Rc.T            # p_f× (the position of the new base frame in the old)
+        pf = np.array([B[2, 1], B[0, 2], B[1, 0]])
+        a = 0.5 * h * nu[:3]            # the quaternion of cay(h ω̄) ∝ (1, h ω̄/2)
+        dquat = np.concatenate([[1.0], a]) / np.sqrt(1.0 + a @ a)
+        quat = quat_multiply(q[3:7], dquat)
+        quat /= np.linalg.norm(quat)
+        R = quat_to_matrix(q[3:7])
+        q1 = np.concatenate([q[:3] + R @ pf, quat, th0 + d[6:6 + n]])
+        if P.has_nc:
+            mu1 = mu0 + d[:6]
+        else:
+            mu1 = C.T @ mu0             # = μ + Δμ to Newton's tolerance, exactly Ad_fᵀ μ
+        z1 = np.concatenate([mu1, p0 + d[6 + n:]])
+        v1 = solve_spd(s.mass_matrix(q1), z1)
+        dw = 0.0
+        if P.has_nc:
+            tau, vb = forcing(d, g)
+            dw = h * float(vb @ tau)
         return q1, v1, dw
 
 
