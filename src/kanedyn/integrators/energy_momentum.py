@@ -1,6 +1,6 @@
 """Energy–momentum methods: conservation of E and of momentum maps by the structure of the step.
 
-``method="energy_momentum"`` picks one of three variants (``variant=``), in this order:
+``method="energy_momentum"`` picks one of four variants (``variant=``), in this order:
 
 ``"lie"`` — a single rigid body on a free joint, no force elements (gravity allowed).
     The Lie–midpoint (Simo–Wong) scheme with the Cayley map (Simo & Wong, *IJNME* 31,
@@ -26,6 +26,26 @@
     quaternion of cay(h ω̄), so it stays unit to roundoff. The 3x3 implicit equation is
     solved by Newton with its analytic Jacobian ``1 + h/2 (ω̄× − π̄× I_c⁻¹)``.
 
+``"floating"`` — a free root with revolute, prismatic or helical joints below it and no
+    gravity (force elements allowed). In y = (μ, θ, p_θ), μ the first six rows of M v (the
+    momentum conjugate to the base's body twist, in base coordinates), H(y) = ½ zᵀM(θ)⁻¹z
+    + V(θ) with z = (μ, p_θ), and Gonzalez's discrete gradient ∇̄H = (ν̄, ∇̄_θH, ∇̄_pH) over
+    Δy (correction direction Δy):
+
+        μ' − μ = h ad*_ν̄ μ̄ + h τ_base,   θ' − θ = h ∇̄_pH,   p' − p = −h ∇̄_θH + h τ_θ,
+        g' = g f  with  Ad_f = cay(h ad_ν̄) = (1 − h ad_ν̄/2)⁻¹(1 + h ad_ν̄/2),
+
+    ad_ν = crm(ν), ad*_ν μ = crm(ν)ᵀμ (the Euler–Poincaré equation μ̇ = ad*_ν μ in these
+    conventions). cay(h ad_ν̄) is block lower triangular with diagonal blocks cay(h ω̄), so
+    it is the adjoint of an SE(3) element f (rotation cay(h ω̄), translation read off its
+    lower-left block); and since cay(A)ᵀ = (1 − Aᵀ/2)⁻¹(1 + Aᵀ/2), the first equation
+    (τ_base = 0) is μ' = Ad_fᵀ μ: the world momentum Ad*_{g⁻¹}μ is unchanged, by
+    construction (Simo, Tarnow & Wong, *CMAME* 100, 1992; Lewis & Simo 1994). The 4x4
+    Cayley map of se(3) would not do: its adjoint differs from cay(ad) at O(h³). E is
+    exact because ``ν̄·Δμ = h ν̄ᵀ ad*_ν̄ μ̄ = h (ad_ν̄ ν̄)·μ̄ = 0`` and the rest is Gonzalez's
+    argument; joint torques add ``h v̄ᵀτ`` to E exactly (the budget closes) and, having
+    no base component, keep [L; P]. Order 2, symmetric.
+
 ``"gonzalez"`` — every joint's configuration adds (revolute, prismatic, helical). Gonzalez's
     midpoint discrete gradient (Gonzalez, *J. Nonlinear Sci.* 6, 1996) in the canonical
     variables z = (q, p), p = M(q) v:
@@ -46,12 +66,11 @@
     ``h τ_nc(t + h/2, q̄, v̄)`` with ``v̄ = ∇̄_pH``, so ``E' − E = h v̄ᵀ τ_nc`` exactly, which is
     the recorded W_nc increment: the budget closes to roundoff.
 
-``"projection"`` — everything else (ball joints, free-floating chains, free bodies with
-    force elements, protocol-only systems): the implicit midpoint rule in tangent coordinates
-    ``q = q_n ⊕ ξ`` followed by a projection (:mod:`.projection`) onto E = E₀ + W_nc and the
-    momentum components that the system conserves. This is a projection method of order 2,
-    not a structural energy–momentum scheme; for a free-floating chain (free root and joints)
-    the Lie–Gonzalez construction in (μ_base, θ, p_θ) is not built here.
+``"projection"`` — everything else (ball joints in the chain, floating chains under
+    gravity, free bodies with force elements, protocol-only systems): the implicit midpoint
+    rule in tangent coordinates ``q = q_n ⊕ ξ`` followed by a projection (:mod:`.projection`)
+    onto E = E₀ + W_nc and the momentum components that the system conserves. This is a
+    projection method of order 2, not a structural energy–momentum scheme.
     ``momentum="auto"`` conserves [L; P] when the system has a free root joint, no gravity
     and no force elements, otherwise only the energy; pass the names explicitly
     (``"momentum"``, ``"angular_momentum"``, ``"linear_momentum"``, a tuple, or ``()``).
@@ -168,8 +187,9 @@ def auto_cyclic(problem) -> tuple[int, ...]:
 
 
 class EnergyMomentum(FixedStepMethod):
-    """Energy–momentum scheme (module doc): Lie–Cayley for a free body, Gonzalez's discrete
-    gradient for additive chains, midpoint + projection otherwise; order 2."""
+    """Energy–momentum scheme (module doc): Lie–Cayley for a free body, adjoint Cayley +
+    Gonzalez for a floating chain without gravity, Gonzalez's discrete gradient for
+    additive chains, midpoint + projection otherwise; order 2."""
 
     name = "energy_momentum"
     order = 2
