@@ -227,3 +227,37 @@ def test_measured_order_on_curved_joints(method, order, dts, case):
     p = np.log2(errs[-2] / errs[-1])
     assert abs(p - order) < 0.25, (p, errs)
     assert errs[-1] > 1e-9  # above the reference's own error
+
+
+def planar_cart():
+    """A body on a planar joint in a vertical plane (joint y along world z) with a hinged
+    pole: the planar chart (position in the start's axes, angle) under gravity."""
+    Rx = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])
+    b = kd.ModelBuilder("planar_cart")
+    b.add_body("cart", None, Planar("plane"), (Rx, (0, 0, 0)), 2.0, (0.1, 0.05, 0),
+               np.diag([0.05, 0.06, 0.08]))
+    b.add_body("pole", "cart", Revolute("hinge", axis=(0, 0, 1)), (np.eye(3), (0.2, 0, 0)),
+               0.5, (0, -0.4, 0), np.diag([0.02, 0.005, 0.02]))
+    return b.build(), np.array([0.1, 0.5, 0.3, 0.8]), np.array([1.0, 2.0, -1.5, 3.0])
+
+
+@pytest.mark.parametrize("method", ["avf", "itoh_abe"])
+def test_exact_energy_on_a_planar_joint(method):
+    m, q0, v0 = planar_cart()
+    tr = kd.simulate(m, q0, v0, 0.5, method=method, dt=1e-3)
+    assert rel_energy_error(m, tr) <= 1e-12
+    assert np.ptp(tr.q[:, 2]) > 0.5  # the cart turns
+
+
+@pytest.mark.parametrize("method,order,dts", [
+    ("verlet", 2, (0.02, 0.01, 0.005)), ("avf", 2, (0.02, 0.01, 0.005)),
+    ("itoh_abe", 1, (0.01, 0.005, 0.0025))])
+def test_measured_order_on_a_planar_joint(method, order, dts):
+    m, q0, v0 = planar_cart()
+    ref = kd.simulate(m, q0, v0, 0.5, method="dopri5", rtol=1e-13, atol=1e-14)
+    errs = []
+    for dt in dts:
+        tr = kd.simulate(m, q0, v0, 0.5, method=method, dt=dt)
+        dq = kd.difference(m, ref.q[-1], tr.q[-1])
+        errs.append(float(np.sqrt(np.sum(dq**2) + np.sum((tr.v[-1] - ref.v[-1]) ** 2))))
+    assert abs(np.log2(errs[-2] / errs[-1]) - order) < 0.25, errs
