@@ -15,7 +15,9 @@ The method of Hairer & Wanner, *Solving Ordinary Differential Equations II*
   stop, for index 3) are those of :func:`_internal_tolerances`, with the measurements
   that chose them;
 - the real and complex LU factorisations and solves call LAPACK directly (getrf/getrs):
-  at n ≈ 30 the checks of ``scipy.linalg.lu_factor``/``lu_solve`` cost as much as the work;
+  at n ≈ 30 the checks of ``scipy.linalg.lu_factor``/``lu_solve`` cost as much as the work.
+  The complex system stays one complex LU: at n = 27 zgetrf takes 10.6 µs, the
+  equivalent 2n × 2n real factorisation 21.6 µs;
 - step size by the predictive (Gustafsson) controller, dense output from the
   collocation polynomial, and the Newton starting values extrapolated from it.
 
