@@ -271,6 +271,10 @@ class ProtocolChart:
         return self.system.integrate_configuration(qn, x, 1.0)
 
     def jacobian(self, qn, x):
+        # J(0) = 1 exactly: the step starts from p = M v, and the protocol's fallback J (by
+        # differences, ≈ 1e-10) would otherwise make H(0, p) differ from E(q, v)
+        if not np.any(x):
+            return np.eye(self.system.nv)
         J = chart_jacobian(self.system, qn, x)
         return np.eye(self.system.nv) if J is None else J
 
