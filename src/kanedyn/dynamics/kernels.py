@@ -1314,8 +1314,9 @@ def ready(name: str):
     TypeError at once instead of compiling a new specialisation, and the Python
     wrapper then takes its general path."""
     disp = globals()[name]
-    disp.compile(SIGNATURES[name])
-    disp.disable_compile()
+    if not disp.signatures:  # (a second call would meet compilation disabled)
+        disp.compile(SIGNATURES[name])
+        disp.disable_compile()
     return disp
 
 
