@@ -1,15 +1,16 @@
 """Between the public functions and the kernels: lazy loading, the general path, errors.
 
-The public functions try the kernel first with the arguments as given. The
-kernel's numba dispatcher accepts only float64 C-contiguous arrays of the
-right number of dimensions and raises TypeError otherwise — at no cost when
-the arguments are right, but about 65 µs when they are not (numba builds its
-error message in Python), so a q that is not a 1-D array (a batch, a list) is
-sent to the general path before the kernel is tried. The kernel itself checks
-lengths, quaternion norms and the finiteness of its result and returns a status.
-Only when either says no does Python look closer: :func:`general` converts and
-validates (raising a :class:`~kanedyn.StateError` that names the input at fault)
-and :func:`fail` explains a non-zero status.
+A single state of float64 arrays goes straight to the kernel's compiled entry
+point, past numba's dispatcher (whose type check costs about as much as a small
+robot's arithmetic): the wrapper checks ``ndim`` and ``dtype is F8`` of each
+array it passes, which is all the entry point relies on (it takes any strides;
+see :func:`kanedyn.dynamics.kernels.entry`). Anything else — a batch, a list,
+another dtype, an ``out=`` that is not a writeable float64 array — takes the
+general path. The kernel itself checks lengths, quaternion norms and the
+finiteness of its result and returns a status. Only when either says no does
+Python look closer: :func:`general` converts and validates (raising a
+:class:`~kanedyn.StateError` that names the input at fault) and :func:`fail`
+explains a non-zero status.
 """
 
 from __future__ import annotations

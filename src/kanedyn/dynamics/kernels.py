@@ -11,11 +11,20 @@ CRBA Table 6.2, ABA Table 7.1), written for speed:
   coordinates, where articulated inertias pass to the parent by a plain sum
   instead of a 6x6 congruence per body (the quantities are the same, only their
   coordinates differ; the tests compare with the body-frame reference);
-- each call allocates its workspace once (a handful of arrays), never per
-  body; the loops are explicit, no BLAS on tiny matrices;
+- the algorithms proper (``rnea_core``, ``crba_core``, ``aba_core``) allocate
+  nothing: the single-state entry points (``rnea_f`` etc.) carve their workspace
+  out of the model's packed buffer, the batched kernels allocate one per task of
+  :data:`BATCH_TASK` states, ``*_into`` one per call (for other compiled code);
+  the loops are explicit, no BLAS on tiny matrices;
+- joints whose motion subspace is a unit vector e_k (revolute or prismatic about
+  a coordinate axis, flat column ``SIDX``) skip the products with S: ``Sᵀ f`` is
+  ``f[k]``, ``I S`` a column of I, ``v × S q̇`` four products;
 - the small helpers are compiled with ``_nrt=False``: they allocate nothing,
   and without it numba reference-counts every array argument of every call
-  (atomic operations that cost ~30 ns per helper call, more than the arithmetic).
+  (atomic operations that cost ~30 ns per helper call, more than the arithmetic);
+  the ones LLVM would not inline by itself (joint_transform, s_times, s_dot,
+  compose, inertia_to_parent_add: calls with ~25 scalar arguments each) are
+  ``forceinline``.
 
 Every kernel returns a status: 0 ok, ``i + 1`` the quaternion of body i is
 not of unit norm, :data:`BAD_SHAPE` an input has the wrong length,
