@@ -25,9 +25,9 @@ def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
     shape to write into (and return).
     """
     try:
-        buf, nv = FAST[id(model)]
+        buf, nv, _ = FAST[id(model)]
     except KeyError:
-        buf, nv = fast(model)
+        buf, nv, _ = fast(model)
     try:
         # one float64 state straight to the kernel's entry point (see kernels.entry)
         if (q.ndim == 1 and v.ndim == 1 and tau.ndim == 1 and q.dtype is F8

@@ -22,13 +22,13 @@ def crba(model: Model, q: ArrayLike, *, out: NDArray | None = None) -> NDArray:
     ``out``: an array of the result's shape to write into (and return).
     """
     try:
-        buf, nv = FAST[id(model)]
+        buf, _, shape = FAST[id(model)]
     except KeyError:
-        buf, nv = fast(model)
+        buf, _, shape = fast(model)
     try:
         # one float64 state straight to the kernel's entry point (see kernels.entry)
         if q.ndim == 1 and q.dtype is F8:
-            M = _empty((nv, nv)) if out is None else (out if writable(out, 2) else None)
+            M = _empty(shape) if out is None else (out if writable(out, 2) else None)
             if M is not None:
                 s = K.crba_f(buf, q, M)
                 if s:

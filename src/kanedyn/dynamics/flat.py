@@ -142,9 +142,9 @@ def _pack(model: Model) -> FlatModel:
 # WeakKeyDictionary cannot key on it; a finalizer drops the entry when the
 # Model dies, before its id can be reused.
 _CACHE: dict[int, FlatModel] = {}
-# id(model) -> (buf, nv), what a single-state call needs, in one lookup (attribute
+# id(model) -> (buf, nv, (nv, nv)), what a single-state call needs, in one lookup (attribute
 # access on the FlatModel costs ~20 ns each in the hottest Python path)
-FAST: dict[int, tuple[NDArray, int]] = {}
+FAST: dict[int, tuple[NDArray, int, tuple[int, int]]] = {}
 
 
 def flatten(model: Model) -> FlatModel:
@@ -155,7 +155,7 @@ def flatten(model: Model) -> FlatModel:
             raise ModelError(f"expected a kanedyn Model, got {type(model).__name__}")
         fm = _pack(model)
         _CACHE[id(model)] = fm
-        FAST[id(model)] = (fm.buf, fm.nv)
+        FAST[id(model)] = (fm.buf, fm.nv, (fm.nv, fm.nv))
         weakref.finalize(model, _forget, id(model))
     return fm
 
@@ -165,7 +165,7 @@ def _forget(key: int) -> None:
     FAST.pop(key, None)
 
 
-def fast(model: Model) -> tuple[NDArray, int]:
-    """``(buf, nv)`` of ``model``, flattening it on first use."""
+def fast(model: Model) -> tuple[NDArray, int, tuple[int, int]]:
+    """``(buf, nv, (nv, nv))`` of ``model``, flattening it on first use."""
     fm = flatten(model)
-    return fm.buf, fm.nv
+    return fm.buf, fm.nv, (fm.nv, fm.nv)

@@ -27,9 +27,9 @@ def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
     saves an allocation per call in a hot loop.
     """
     try:
-        buf, nv = FAST[id(model)]
+        buf, nv, _ = FAST[id(model)]
     except KeyError:
-        buf, nv = fast(model)
+        buf, nv, _ = fast(model)
     try:
         # one state of float64 arrays goes straight to the kernel's entry point, which
         # relies on these checks (see kernels.entry); anything else takes the general path
@@ -56,9 +56,9 @@ def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike, *,
                       out: NDArray | None = None) -> NDArray:
     """``h(q, v) = C(q, v) v + g(q)`` = RNEA with zero acceleration."""
     try:
-        buf, nv = FAST[id(model)]
+        buf, nv, _ = FAST[id(model)]
     except KeyError:
-        buf, nv = fast(model)
+        buf, nv, _ = fast(model)
     try:
         if q.ndim == 1 and v.ndim == 1 and q.dtype is F8 and v.dtype is F8:
             tau = _empty(nv) if out is None else (out if writable(out, 1) else None)
@@ -76,9 +76,9 @@ def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike, *,
 def gravity_torques(model: Model, q: ArrayLike, *, out: NDArray | None = None) -> NDArray:
     """``g(q)``: the joint forces that hold the model still against gravity."""
     try:
-        buf, nv = FAST[id(model)]
+        buf, nv, _ = FAST[id(model)]
     except KeyError:
-        buf, nv = fast(model)
+        buf, nv, _ = fast(model)
     try:
         if q.ndim == 1 and q.dtype is F8:
             tau = _empty(nv) if out is None else (out if writable(out, 1) else None)
