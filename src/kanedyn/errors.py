@@ -7,6 +7,10 @@ class KanedynError(Exception):
     """Base class of every error kanedyn raises on purpose."""
 
 
+class KanedynWarning(UserWarning):
+    """kanedyn ran, but not quite as asked (a tolerance held at a floor, a slower fallback)."""
+
+
 class ModelError(KanedynError):
     """A model is ill-formed: bad topology, bad inertia, unknown joint type, ..."""
 

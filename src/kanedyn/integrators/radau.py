@@ -28,6 +28,7 @@ step, and the component with the largest scaled error.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -35,7 +36,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.linalg.lapack import dgetrf, dgetrs, zgetrf, zgetrs
 
-from ..errors import DivergenceError, SolverError
+from ..errors import DivergenceError, KanedynWarning, SolverError
 
 _S6 = np.sqrt(6.0)
 C = np.array([(4.0 - _S6) / 10.0, (4.0 + _S6) / 10.0, 1.0])
@@ -107,7 +108,7 @@ def _internal_tolerances(rtol: float, atol, n: int, Dm: NDArray, idx: NDArray):
       ``rtol_i = 1e-10`` (:data:`INDEX3_RTOL_FLOOR`); tighter, the roundoff of the
       index-3 stage system (its condition grows like h⁻³) keeps the Newton iteration
       from reaching its test and the step collapses (Andrews: at 1e-11 and 1e-12), so
-      smaller rtol are held there, atol in proportion.
+      smaller rtol are held there, atol in proportion, with a :class:`~kanedyn.KanedynWarning`.
 
     Newton stops when the estimated remaining error ``θ/(1 − θ)·‖ΔZ‖`` is below fnewt in
     the scaled norm of the error test (RADAU5: ``max(10 u/rtol_i, min(0.03, rtol_i^½))``).
@@ -182,6 +183,12 @@ def radau5(fun: Callable, t_span: tuple[float, float], y0: ArrayLike,
         raise SolverError(f"radau5: rtol = {rtol} and atol = {atol} must be positive")
     names = list(names) if names is not None else [f"y[{i}]" for i in range(n)]
     rtol_i, atol_i, fnewt = _internal_tolerances(rtol, atol, n, Dm, idx)
+    if np.any(idx >= 3) and rtol < INDEX3_RTOL_FLOOR:
+        warnings.warn(
+            f"radau5: rtol = {rtol:g} is below the floor {INDEX3_RTOL_FLOOR:g} for index-3 "
+            f"DAEs (tighter, roundoff stalls the Newton iteration); running at rtol = "
+            f"{INDEX3_RTOL_FLOOR:g}, atol in proportion. For tighter positions use the "
+            "'ggl' or 'index1' formulation.", KanedynWarning, stacklevel=2)
     hmax = (tf - t0) if max_step is None else float(max_step)
     h = min(1e-6 if h0 is None else float(h0), hmax, tf - t0)
     hmin_abs = 1e-14 * max(1.0, abs(tf)) if hmin is None else float(hmin)
