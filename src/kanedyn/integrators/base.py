@@ -251,6 +251,12 @@ def newton(residual: Callable[[NDArray], NDArray], x0: NDArray,
            stagnation: float = 1e-9, reuse: dict | None = None) -> tuple[NDArray, int]:
     """Solve ``residual(x) = 0`` by (simplified) Newton; returns (x, iterations).
 
+    Jacobians: the methods pass the part of ∂residual/∂x they know in closed form (the
+    kinematic block h M⁻¹ or h·1, the Lie step's 3x3 matrix); the rest comes from
+    forward differences. Neither a Model (ModelSystem) nor a compiled Kane system provides
+    derivatives of its dynamics (∂v̇/∂(q, v)), and ``Problem.force_jacobians`` is not
+    filled by the force elements yet, so there is nothing analytic to use beyond that.
+
     ``jacobian`` is a matrix (kept for the whole solve), a function of x, or
     None (forward differences at x0). When the iteration contracts slowly
     (ratio > 0.25) with a frozen matrix it is refreshed by forward differences
