@@ -10,6 +10,7 @@ constrained DAEs, energy-conserving integration and Stribeck friction.
 from . import constraints, forces, friction, verify
 from .dynamics import (
     aba,
+    aba_derivatives,
     center_of_mass,
     crba,
     forward_kinematics,
@@ -20,6 +21,7 @@ from .dynamics import (
     nonlinear_effects,
     potential_energy,
     rnea,
+    rnea_derivatives,
     spatial_momentum,
 )
 from .errors import (
@@ -71,6 +73,7 @@ __all__ = [
     "Trajectory",
     "URDFError",
     "aba",
+    "aba_derivatives",
     "forces",
     "friction",
     "center_of_mass",
@@ -93,6 +96,7 @@ __all__ = [
     "q_dot",
     "random_configuration",
     "rnea",
+    "rnea_derivatives",
     "simulate",
     "simulate_batch",
     "spatial_momentum",

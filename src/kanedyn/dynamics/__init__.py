@@ -2,6 +2,7 @@
 
 from .aba import aba
 from .crba import crba
+from .derivatives import aba_derivatives, kinetic_energy_gradient_derivative, rnea_derivatives
 from .energy import kinetic_energy, potential_energy, spatial_momentum
 from .jacobian import jacobian
 from .kinematics import Kinematics, center_of_mass, forward_kinematics, frame_placement
@@ -10,6 +11,7 @@ from .rnea import gravity_torques, nonlinear_effects, rnea
 __all__ = [
     "Kinematics",
     "aba",
+    "aba_derivatives",
     "center_of_mass",
     "crba",
     "forward_kinematics",
@@ -17,8 +19,10 @@ __all__ = [
     "gravity_torques",
     "jacobian",
     "kinetic_energy",
+    "kinetic_energy_gradient_derivative",
     "nonlinear_effects",
     "potential_energy",
     "rnea",
+    "rnea_derivatives",
     "spatial_momentum",
 ]
