@@ -10,10 +10,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from ._dispatch import F8, K, batch, fail, general, store, writable
+from ._dispatch import F8, K, batch, entry_stub, fail, general, store, writable
 from .flat import FAST, fast, flatten
 
 _empty = np.empty
+_aba_f = entry_stub("aba_f", globals())
+_aba_f_fext = entry_stub("aba_f_fext", globals())
 
 
 def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
@@ -35,9 +37,9 @@ def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
             qdd = _empty(nv) if out is None else (out if writable(out, 1) else None)
             if qdd is not None:
                 if f_ext is None:
-                    s = K.aba_f(buf, q, v, tau, qdd)
+                    s = _aba_f(buf, q, v, tau, qdd)
                 elif f_ext.ndim == 2 and f_ext.dtype is F8:
-                    s = K.aba_f_fext(buf, q, v, tau, f_ext, qdd)
+                    s = _aba_f_fext(buf, q, v, tau, f_ext, qdd)
                 else:
                     s = None
                 if s is not None:

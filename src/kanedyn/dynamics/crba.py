@@ -10,10 +10,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from ._dispatch import F8, K, batch, fail, general, store, writable
+from ._dispatch import F8, K, batch, entry_stub, fail, general, store, writable
 from .flat import FAST, fast, flatten
 
 _empty = np.empty
+_crba_f = entry_stub("crba_f", globals())
 
 
 def crba(model: Model, q: ArrayLike, *, out: NDArray | None = None) -> NDArray:
@@ -30,7 +31,7 @@ def crba(model: Model, q: ArrayLike, *, out: NDArray | None = None) -> NDArray:
         if q.ndim == 1 and q.dtype is F8:
             M = _empty(shape) if out is None else (out if writable(out, 2) else None)
             if M is not None:
-                s = K.crba_f(buf, q, M)
+                s = _crba_f(buf, q, M)
                 if s:
                     fail(model, s, "crba", q, ())
                 return M

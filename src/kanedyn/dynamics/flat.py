@@ -28,7 +28,8 @@ Body row i:
 Model row: ``NB``, ``NQ``, ``NV``, ``GRAV`` (3) = the world gravity vector g
 (the spatial gravity acceleration is ``[0; g]``), ``QTOL`` the tolerance on the
 norm of a quaternion in q (:data:`kanedyn.model.joints.QUAT_TOL`, read at run
-time so that a change of it needs no recompilation).
+time so that a change of it needs no recompilation), ``CHAIN`` 1 if every
+body's parent is the body before it (an unbranched chain), else 0.
 
 ``data`` is a view into a larger 1-D array ``buf``: a header (nb, nq, nv), then
 ``data``, then a workspace for the single-state entry points of
@@ -57,6 +58,7 @@ from ..model.joints import QUAT_TOL
 from .kernels import (
     AXIS,
     AXIS_ID,
+    CHAIN,
     E_TREE,
     GRAV,
     HDR,
@@ -135,6 +137,8 @@ def _pack(model: Model) -> FlatModel:
     data[nb, NV] = model.nv
     data[nb, GRAV:GRAV + 3] = model.gravity
     data[nb, QTOL] = QUAT_TOL
+    # 1 when every body hangs from the one before it (CRBA then fills all of M)
+    data[nb, CHAIN] = float(all(b.parent == b.index - 1 for b in model.bodies))
     return FlatModel(data, buf, nb, model.nq, model.nv, tuple(quats))
 
 

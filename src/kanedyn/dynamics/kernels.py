@@ -68,6 +68,7 @@ NQ = 1
 NV = 2
 GRAV = 3
 QTOL = 6
+CHAIN = 7
 WIDTH = 36
 
 NOT_FINITE = -1
@@ -651,9 +652,12 @@ def crba_core(data, q, M, X, P, F):
         p = int(data[i, PARENT])
         if p >= 0:
             inertia_to_parent_add(X, i, P, i, P, p)
-    for a in range(nv):
-        for b in range(nv):
-            M[a, b] = 0.0
+    if data[nb, CHAIN] == 0.0:
+        # a tree: the entries of two bodies on different branches stay 0 (on a chain
+        # every pair is ancestor and descendant, and the walk below writes all of M)
+        for a in range(nv):
+            for b in range(nv):
+                M[a, b] = 0.0
     for i in range(nb):
         oi = int(data[i, IV])
         nvi = int(data[i, NVJ])

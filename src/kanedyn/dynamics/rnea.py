@@ -10,10 +10,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from ._dispatch import F8, K, batch, fail, general, store, writable
+from ._dispatch import F8, K, batch, entry_stub, fail, general, store, writable
 from .flat import FAST, fast, flatten
 
 _empty = np.empty
+_rnea_f = entry_stub("rnea_f", globals())
+_rnea_f_fext = entry_stub("rnea_f_fext", globals())
+_nle_f = entry_stub("nle_f", globals())
+_gravity_f = entry_stub("gravity_f", globals())
 
 
 def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
@@ -38,9 +42,9 @@ def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
             tau = _empty(nv) if out is None else (out if writable(out, 1) else None)
             if tau is not None:
                 if f_ext is None:
-                    s = K.rnea_f(buf, q, v, a, tau)
+                    s = _rnea_f(buf, q, v, a, tau)
                 elif f_ext.ndim == 2 and f_ext.dtype is F8:
-                    s = K.rnea_f_fext(buf, q, v, a, f_ext, tau)
+                    s = _rnea_f_fext(buf, q, v, a, f_ext, tau)
                 else:
                     s = None
                 if s is not None:
@@ -63,7 +67,7 @@ def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike, *,
         if q.ndim == 1 and v.ndim == 1 and q.dtype is F8 and v.dtype is F8:
             tau = _empty(nv) if out is None else (out if writable(out, 1) else None)
             if tau is not None:
-                s = K.nle_f(buf, q, v, tau)
+                s = _nle_f(buf, q, v, tau)
                 if s:
                     fail(model, s, "nonlinear_effects", q, ((v, "v"),))
                 return tau
@@ -83,7 +87,7 @@ def gravity_torques(model: Model, q: ArrayLike, *, out: NDArray | None = None) -
         if q.ndim == 1 and q.dtype is F8:
             tau = _empty(nv) if out is None else (out if writable(out, 1) else None)
             if tau is not None:
-                s = K.gravity_f(buf, q, tau)
+                s = _gravity_f(buf, q, tau)
                 if s:
                     fail(model, s, "gravity_torques", q, ())
                 return tau
