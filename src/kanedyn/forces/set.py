@@ -56,6 +56,19 @@ class ForceSet:
     def potential(self, q: NDArray) -> float:
         return float(sum(e.potential(q) for e in self.conservative))
 
+    def jacobians(self, t: float, q: NDArray, v: NDArray) -> tuple[NDArray, NDArray] | None:
+        """(∂τ/∂q in the tangent space, ∂τ/∂v) of the sum, or None as soon as one element
+        gives no closed form (implicit methods then fall back to differences)."""
+        dq = np.zeros((self.nv, self.nv))
+        dv = np.zeros((self.nv, self.nv))
+        for e in self.elements:
+            jac = e.jacobians(t, q, v)
+            if jac is None:
+                return None
+            dq += jac[0]
+            dv += jac[1]
+        return dq, dv
+
 
 def _non_finite(elements, t, q, v, tau):
     names = [type(e).__name__ for e in elements

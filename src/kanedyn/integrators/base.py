@@ -47,7 +47,10 @@ class Problem:
     progress: Callable[[float], None] | None = None
     blowup: float = 1e8
     save_every: int = 1
-    #: ∂τ/∂(q, v) of the force elements, when they all provide it (else None)
+    #: ``force_jacobians(t, q, v)`` -> (∂τ/∂q in the tangent space, ∂τ/∂v) of all force
+    #: elements together (cons + nc), or None when one of them has no closed form.
+    #: None as a field: no force Jacobians known (then only a problem without forces
+    #: gets analytic Newton matrices)
     force_jacobians: Callable | None = None
 
     @property

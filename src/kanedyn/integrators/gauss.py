@@ -13,17 +13,32 @@ Integration*, 2006, II.1.3 and VI.4). They are applied
   the system has ball or free joints. Still symmetric, of the same order,
   and quaternions stay unit (exponential map), but no longer symplectic.
 
-Stages by simplified Newton: the matrix ``I − h A ⊗ ∂f/∂z`` with the
-kinematic part of ∂f/∂z only (cheap; contraction ≈ (hω)² for the fastest
-frequency ω), refreshed by finite differences if the iteration contracts
-slowly. ``W_nc`` by the method's own quadrature ``h Σ b_i vᵢᵀ τ_nc,i``.
+Stages by Newton on ``Z_i − h Σ_j a_ij f(z0 + Z_j) = 0``, with the matrix
+``1 − h [a_ij ∂f/∂z(z0 + Z_j)]``:
+
+- ``jacobian="auto"`` (default) and a system that provides the derivatives of
+  its dynamics (a :class:`~kanedyn.ModelSystem`: ``acceleration_jacobians``,
+  ``canonical_jacobians``, ``chart_rate_jacobian``) with force elements that all
+  have closed-form Jacobians (or none): ∂f/∂z in closed form (see :meth:`_jf`),
+  computed at the first step and kept from step to step while the iteration
+  contracts fast, recomputed (analytically) when it contracts slowly (ratio >
+  0.25) or diverges;
+- otherwise (``jacobian="differences"``, a compiled Kane system, a constrained
+  system, a force without Jacobian): the kinematic part of ∂f/∂z only (cheap;
+  contraction ≈ (hω)² for the fastest frequency ω), refreshed by forward
+  differences of the residual (2 n s evaluations) if the iteration contracts slowly.
+
+The solution is the same either way to the Newton tolerance; what differs is
+the number of residual evaluations (``residual_evaluations``, counted).
+``W_nc`` by the method's own quadrature ``h Σ b_i vᵢᵀ τ_nc,i``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .base import FixedStepMethod, chart_is_additive, chart_jacobian, newton
+from ..errors import SolverError
+from .base import FixedStepMethod, chart_is_additive, chart_jacobian, fd_jacobian, newton
 
 _R3 = np.sqrt(3.0)
 TABLEAUX = {
@@ -33,13 +48,18 @@ TABLEAUX = {
 }
 
 
+#: a kept closed-form Newton matrix is evaluated afresh after a solve of more iterations
+REFRESH_AFTER = 3
+
+
 class GaussLegendre(FixedStepMethod):
     """s-stage Gauss–Legendre collocation (order 2s)."""
 
     stages = 1
     # the stage equations to 1e-12 relative: far below the truncation error, and above
     # the residual's roundoff floor (≈ 1e-14 |Z|), which a tighter bar would chase
-    options = {"tol": 1e-12, "maxiter": 30}
+    # jacobian: "auto" (closed form where the system provides it) or "differences"
+    options = {"tol": 1e-12, "maxiter": 30, "jacobian": "auto"}
 
     def __init__(self, problem, **options):
         super().__init__(problem, **options)
@@ -48,6 +68,71 @@ class GaussLegendre(FixedStepMethod):
         self.canonical = chart_is_additive(self.system)
         self.nv = self.system.nv
         self._reuse: dict = {}
+        mode = self.opts["jacobian"]
+        if mode not in ("auto", "differences"):
+            raise SolverError(f"{self.name}: jacobian={mode!r}; use 'auto' (closed form where "
+                              "the system provides it) or 'differences'")
+        needs = ("canonical_jacobians",) if self.canonical else ("acceleration_jacobians",)
+        self.analytic = mode == "auto" and all(hasattr(self.system, m) for m in needs)
+        #: residual evaluations, those of difference Jacobians included
+        self.residual_evaluations = 0
+        #: closed-form Jacobians ∂f/∂z evaluated
+        self.jacobian_evaluations = 0
+        self._last_iterations = 0
+
+    def _force_jacobians(self, t, q, v):
+        p = self.problem
+        if p.force_jacobians is not None:
+            return p.force_jacobians(t, q, v)
+        if p.tau_cons is None and p.tau_nc is None:
+            z = np.zeros((self.nv, self.nv))
+            return z, z
+        return None
+
+    def _jf(self, t, q0, z):
+        """∂f/∂z at z (2n x 2n) in closed form, or None when a force has no Jacobian.
+
+        Canonical (z = (q, p), v = M⁻¹p, ṗ = P(q, v) = ∂L/∂q + τ): with
+        ``(B, L_qq) = canonical_jacobians(q, v)`` and the force Jacobians ``(F_q, F_v)``,
+        ``∂v/∂q = −M⁻¹B``, ``∂v/∂p = M⁻¹``, ``∂P/∂q|_v = L_qq + F_q``, ``∂P/∂v = Bᵀ + F_v``,
+        and ``∂ṗ/∂(q, p) = ∂P/∂q|_v + ∂P/∂v ∂v/∂(q, p)`` (chain rule).
+        Tangent (z = (ξ, v), q = q0 ⊕ ξ, ξ̇ = J(ξ)⁻¹v, v̇ = ABA): since
+        ``q0 ⊕ (ξ + δ) = (q0 ⊕ ξ) ⊕ J(ξ) δ + O(δ²)``, ``∂v̇/∂ξ = A_q J(ξ)``, ``∂v̇/∂v = A_v``;
+        ``∂ξ̇/∂v = J⁻¹`` and ``∂ξ̇/∂ξ`` from ``chart_rate_jacobian`` (exact at ξ = 0).
+        """
+        p, s, n = self.problem, self.system, self.nv
+        x, y = z[:n], z[n:]
+        Jf = np.empty((2 * n, 2 * n))
+        if self.canonical:
+            q = q0 + x
+            M = s.mass_matrix(q)
+            Minv = np.linalg.inv(M)
+            v = Minv @ y
+            F = self._force_jacobians(t, q, v)
+            if F is None:
+                return None
+            B, Lqq = s.canonical_jacobians(q, v)
+            dvdq = -Minv @ B
+            Pv = B.T + F[1]
+            Jf[:n, :n] = dvdq
+            Jf[:n, n:] = Minv
+            Jf[n:, :n] = Lqq + F[0] + Pv @ dvdq
+            Jf[n:, n:] = Pv @ Minv
+        else:
+            q = s.integrate_configuration(q0, x, 1.0)
+            v = y
+            F = self._force_jacobians(t, q, v)
+            if F is None:
+                return None
+            Aq, Av = s.acceleration_jacobians(q, v, p.tau(t, q, v), F[0], F[1])
+            J = chart_jacobian(s, q0, x)
+            rate = getattr(s, "chart_rate_jacobian", None)
+            Jf[:n, :n] = 0.0 if rate is None else rate(v)
+            Jf[:n, n:] = np.eye(n) if J is None else np.linalg.inv(J)
+            Jf[n:, :n] = Aq if J is None else Aq @ J
+            Jf[n:, n:] = Av
+        self.jacobian_evaluations += 1
+        return Jf
 
     # z = (x, y): (q, p) in canonical form, (ξ, v) in tangent form
     def _f(self, t, q0, z):
@@ -75,6 +160,7 @@ class GaussLegendre(FixedStepMethod):
         cache = {}
 
         def residual(Zflat):
+            self.residual_evaluations += 1
             Z = Zflat.reshape(st, 2 * n)
             F = np.empty_like(Z)
             P = np.empty(st)
@@ -83,16 +169,37 @@ class GaussLegendre(FixedStepMethod):
             cache["P"] = P
             return (Z - h * self.A @ F).ravel()
 
-        # the kinematic part of ∂f/∂z: ∂ẋ/∂y = M⁻¹ (canonical) or 1
-        K = np.linalg.inv(self.system.mass_matrix(q)) if self.canonical else np.eye(n)
-        Jf = np.zeros((2 * n, 2 * n))
-        Jf[:n, n:] = K
-        Jm = np.eye(2 * n * st) - h * np.kron(self.A, Jf)
         Z0 = np.outer(self.c * h, f0).ravel()
         if self._reuse.get("h") != h:
             self._reuse = {"h": h}
+        if self.analytic:
+            def jacobian(Zflat):
+                Z = Zflat.reshape(st, 2 * n)
+                Jm = np.eye(2 * n * st)
+                for j in range(st):
+                    Jf = self._jf(t + self.c[j] * h, q, z0 + Z[j])
+                    if Jf is None:  # a force element without Jacobian: differences
+                        return fd_jacobian(residual, Zflat, residual(Zflat))
+                    for i in range(st):
+                        Jm[2 * n * i:2 * n * (i + 1), 2 * n * j:2 * n * (j + 1)] -= \
+                            h * self.A[i, j] * Jf
+                return Jm
+
+            # the closed-form matrix costs more than a residual (numpy, O(n·nv) per stage):
+            # keep it from step to step, and evaluate it afresh when the last solve took
+            # more than REFRESH_AFTER iterations (newton itself refreshes a slow solve)
+            if "J" not in self._reuse or self._last_iterations > REFRESH_AFTER:
+                self._reuse["J"] = jacobian(Z0)
+            Jm = jacobian
+        else:
+            # the kinematic part of ∂f/∂z: ∂ẋ/∂y = M⁻¹ (canonical) or 1
+            K = np.linalg.inv(self.system.mass_matrix(q)) if self.canonical else np.eye(n)
+            Jf = np.zeros((2 * n, 2 * n))
+            Jf[:n, n:] = K
+            Jm = np.eye(2 * n * st) - h * np.kron(self.A, Jf)
         Z, it = newton(residual, Z0, Jm, tol=self.opts["tol"], maxiter=self.opts["maxiter"],
                        reuse=self._reuse)
+        self._last_iterations = it
         self.newton_iterations += it
         Z = Z.reshape(st, 2 * n)
         z1 = z0 + self.d @ Z

@@ -115,6 +115,7 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, method: str =
         tau_cons=fs.tau_conservative if fs.conservative else None,
         tau_nc=fs.tau_nonconservative if fs.nonconservative else None,
         potential=fs.potential if fs.conservative else None,
+        force_jacobians=fs.jacobians,
         progress=bar, blowup=float(blowup), save_every=int(save_every),
     )
     try:

@@ -18,18 +18,25 @@ documented fallback otherwise):
 - ``momentum(q, v)``: spatial momentum ``[L; P]`` in world coordinates.
 - ``chart_is_additive``: True when ``q0 ⊕ ξ = q0 + ξ`` (no quaternions, no planar
   joints); the Hamiltonian methods then work in canonical coordinates (q, p).
+- ``acceleration_jacobians(q, v, tau, dtau_dq, dtau_dv)``: ∂v̇/∂(q, v) of
+  ``v̇ = forward_dynamics(q, v, τ(q, v))``, q in the tangent space;
+  ``canonical_jacobians(q, v)``: (∂(M v)/∂q, ∂²L/∂q² at fixed v); ``chart_rate_jacobian(v)``:
+  ∂(J(ξ)⁻¹ v)/∂ξ at ξ = 0. The implicit midpoint and Gauss methods build their Newton
+  matrix from these. Fallback: forward differences of the stage residual.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.linalg import cho_factor, cho_solve
 
 from .. import dynamics as dyn
+from ..dynamics.derivatives import kinetic_energy_gradient_derivative, rnea_derivatives
 from ..dynamics.energy_kernel import FlatEnergyModel
 from ..model import Model
 from ..model import configuration as cfg
-from ..spatial import crf, skew
+from ..spatial import crf, crm, skew
 from .configuration_kernel import integrate_into
 
 # Gauss–Legendre nodes on [0, 1] for the integral J(ξ) = ∫₀¹ Ad_{exp(-sξ)} ds.
@@ -199,6 +206,51 @@ class ModelSystem:
         """(∂T/∂q at fixed v, g(q)) from one kernel pass (what ∂H/∂q needs)."""
         _, _, dT, _, dV = self._pass(q, v)
         return dT.copy(), dV.copy()
+
+    # --- derivatives of the dynamics (for Newton matrices) ---------------------
+    def acceleration_jacobians(self, q: NDArray, v: NDArray, tau: NDArray,
+                               dtau_dq: NDArray | None = None,
+                               dtau_dv: NDArray | None = None) -> tuple[NDArray, NDArray]:
+        """``(A_q, A_v) = ∂v̇/∂(q, v)`` of ``v̇ = ABA(q, v, τ(q, v))``, q in the tangent space.
+
+        From ``M v̇ = τ − (RNEA(q, v, v̇) − M v̇)``: ``A_{q,v} = M⁻¹ (∂τ/∂(q, v) − ∂RNEA/∂(q, v))``
+        with the RNEA derivatives at a = v̇ (:func:`kanedyn.rnea_derivatives`); ``dtau_dq``,
+        ``dtau_dv`` are the force elements' Jacobians (None: τ held fixed).
+        """
+        q, v = _c(q), _c(v)
+        a = self.forward_dynamics(q, v, tau)
+        dq, dv = rnea_derivatives(self.model, q, v, a)
+        if dtau_dq is not None:
+            dq = dq - dtau_dq
+        if dtau_dv is not None:
+            dv = dv - dtau_dv
+        c = cho_factor(self.mass_matrix(q))
+        return -cho_solve(c, dq), -cho_solve(c, dv)
+
+    def canonical_jacobians(self, q: NDArray, v: NDArray) -> tuple[NDArray, NDArray]:
+        """``(B, L_qq)``: ``B = ∂(M(q) v)/∂q`` at fixed v and ``L_qq = ∂/∂q (∂T/∂q − g)`` at
+        fixed v, q in the tangent space — what the Jacobian of Hamilton's equations in
+        (q, p) needs: with ``v = M⁻¹p``, ``∂v/∂q|_p = −M⁻¹B``, and ``ṗ = ∂L/∂q + τ`` has
+        ``∂ṗ/∂v|_q = Bᵀ`` (as ∂T/∂q_k = ½ vᵀ ∂_k M v).
+
+        B is the q-derivative of RNEA(q, 0, v) without gravity (= M(q) v), ∂g/∂q that of
+        RNEA(q, 0, 0), ∂²T/∂q² from :func:`kanedyn.dynamics.kinetic_energy_gradient_derivative`.
+        """
+        q, v = _c(q), _c(v)
+        B = rnea_derivatives(self.model, q, self._zero_v, v, gravity=False)[0]
+        G = rnea_derivatives(self.model, q, self._zero_v, self._zero_v)[0]
+        return B, kinetic_energy_gradient_derivative(self.model, q, v) - G
+
+    def chart_rate_jacobian(self, v: NDArray) -> NDArray:
+        """``∂(J(ξ)⁻¹ v)/∂ξ`` at ξ = 0: ``J_r(ξ)⁻¹ = 1 + ½ ad_ξ + O(ξ²)`` and
+        ``ad_ξ v = −crm(v) ξ``, so the block of a group joint is ``−½ Sᵀ crm(S v_j) S``
+        (zero for 1-dof joints). Away from ξ = 0 the error is O(|ξ||v|), which in a Newton
+        matrix ``1 − h A ∂f/∂z`` with ξ = O(h v) costs a contraction of O(h²|v|²) only."""
+        K = np.zeros((self.nv, self.nv))
+        for b in self._curved:
+            S = b.joint.motion_subspace()
+            K[b.iv, b.iv] = -0.5 * S.T @ crm(S @ v[b.iv]) @ S
+        return K
 
     def chart_jacobian(self, q0: NDArray, xi: NDArray) -> NDArray:
         """J(ξ) with ``v = J(ξ) ξ̇`` along ``q = q0 ⊕ ξ`` (block diagonal by joint).
