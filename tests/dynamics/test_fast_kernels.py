@@ -16,7 +16,7 @@ import pytest
 
 import kanedyn as kd
 from kanedyn.dynamics import reference as ref
-from kanedyn.dynamics.flat import _CACHE, FAST, flatten
+from kanedyn.dynamics.flat import _CACHE, HOT, flatten
 from kanedyn.dynamics.kernels import AXIS_ID
 
 ALL_JOINTS = ("revolute", "prismatic", "helical", "spherical", "planar", "free")
@@ -253,10 +253,33 @@ def test_flat_model_is_cached_and_dropped_with_the_model():
     for b, I in zip(model.bodies, inertia_before, strict=True):  # the model is not touched
         np.testing.assert_array_equal(b.inertia, I)
     key = id(model)
-    assert key in _CACHE and key in FAST
+    assert key in _CACHE and getattr(model, HOT)[0] is fm.buf
     del model
     gc.collect()
-    assert key not in _CACHE and key not in FAST
+    assert key not in _CACHE
+
+
+@pytest.mark.parametrize("how", ["deepcopy", "pickle", "copy"])
+def test_a_copied_model_gets_its_own_flat_form(how):
+    """The per-model cache kept on the Model is not carried by a deep copy or a pickle
+    (the copy is flattened anew and gives the same bits); a shallow copy shares it."""
+    import copy
+    import pickle
+
+    model = kd.models.random_tree(6, 4, floating_base=True)
+    q, v, a, _ = random_state(model, np.random.default_rng(1))
+    M, tau = kd.crba(model, q), kd.rnea(model, q, v, a)
+    other = {"deepcopy": copy.deepcopy, "copy": copy.copy,
+             "pickle": lambda m: pickle.loads(pickle.dumps(m))}[how](model)
+    if how == "copy":
+        assert getattr(other, HOT)[0] is flatten(model).buf
+    else:
+        assert len(getattr(other, HOT)) == 0  # not carried: flattened on first use
+    np.testing.assert_array_equal(kd.crba(other, q), M)
+    np.testing.assert_array_equal(kd.rnea(other, q, v, a), tau)
+    np.testing.assert_array_equal(kd.aba(other, q, v, tau), kd.aba(model, q, v, tau))
+    if how != "copy":
+        assert getattr(other, HOT)[0] is flatten(other).buf
 
 
 def test_revolute_joints_about_unit_axes():

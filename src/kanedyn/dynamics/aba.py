@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
 from ._dispatch import F8, K, batch, entry_stub, fail, general, store, writable
-from .flat import FAST, fast, flatten
+from .flat import fast, flatten
 
 _empty = np.empty
 _aba_f = entry_stub("aba_f", globals())
@@ -27,8 +27,8 @@ def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
     shape to write into (and return).
     """
     try:
-        buf, nv, _ = FAST[id(model)]
-    except KeyError:
+        buf, nv, _ = model._kd_hot  # (flat._Hot)
+    except (AttributeError, ValueError):
         buf, nv, _ = fast(model)
     try:
         # one float64 state straight to the kernel's entry point (see kernels.entry)

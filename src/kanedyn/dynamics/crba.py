@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
 from ._dispatch import F8, K, batch, entry_stub, fail, general, store, writable
-from .flat import FAST, fast, flatten
+from .flat import fast, flatten
 
 _empty = np.empty
 _crba_f = entry_stub("crba_f", globals())
@@ -23,8 +23,8 @@ def crba(model: Model, q: ArrayLike, *, out: NDArray | None = None) -> NDArray:
     ``out``: an array of the result's shape to write into (and return).
     """
     try:
-        buf, _, shape = FAST[id(model)]
-    except KeyError:
+        buf, _, shape = model._kd_hot  # (flat._Hot)
+    except (AttributeError, ValueError):
         buf, _, shape = fast(model)
     try:
         # one float64 state straight to the kernel's entry point (see kernels.entry)

@@ -37,7 +37,8 @@ body's parent is the body before it (an unbranched chain), else 0.
 model and the scratch arrays they would otherwise allocate on every call.
 
 The flat form is computed once per Model and cached by the Model's identity
-(a Model is immutable; its entry is dropped when the Model is collected).
+(a Model is immutable; its entry is dropped when the Model is collected), and
+what a single-state call needs is also kept on the Model (see :class:`_Hot`).
 """
 
 from __future__ import annotations
@@ -146,9 +147,22 @@ def _pack(model: Model) -> FlatModel:
 # WeakKeyDictionary cannot key on it; a finalizer drops the entry when the
 # Model dies, before its id can be reused.
 _CACHE: dict[int, FlatModel] = {}
-# id(model) -> (buf, nv, (nv, nv)), what a single-state call needs, in one lookup (attribute
-# access on the FlatModel costs ~20 ns each in the hottest Python path)
-FAST: dict[int, tuple[NDArray, int, tuple[int, int]]] = {}
+#: the attribute of a Model that holds its :class:`_Hot` tuple
+HOT = "_kd_hot"
+
+
+class _Hot(tuple):
+    """``(buf, nv, (nv, nv))``: what a single-state call needs, kept on the Model itself
+    (attribute :data:`HOT`), because reading one attribute costs ~40 ns less than a
+    dict lookup by ``id(model)`` in the hottest Python path. A deep copy or a pickle
+    of the Model does not carry it: it reduces to an empty tuple, which the wrappers'
+    unpacking rejects (ValueError), and they flatten the new Model. (A shallow copy
+    shares it, and the buffer with its workspace: safe, the kernels hold the GIL.)"""
+
+    __slots__ = ()
+
+    def __reduce__(self):
+        return (tuple, ())
 
 
 def flatten(model: Model) -> FlatModel:
@@ -159,17 +173,14 @@ def flatten(model: Model) -> FlatModel:
             raise ModelError(f"expected a kanedyn Model, got {type(model).__name__}")
         fm = _pack(model)
         _CACHE[id(model)] = fm
-        FAST[id(model)] = (fm.buf, fm.nv, (fm.nv, fm.nv))
-        weakref.finalize(model, _forget, id(model))
+        weakref.finalize(model, _CACHE.pop, id(model), None)
+    if len(getattr(model, HOT, ())) != 3:
+        # the Model is a frozen dataclass: its fields are untouched, this is a cache
+        object.__setattr__(model, HOT, _Hot((fm.buf, fm.nv, (fm.nv, fm.nv))))
     return fm
-
-
-def _forget(key: int) -> None:
-    _CACHE.pop(key, None)
-    FAST.pop(key, None)
 
 
 def fast(model: Model) -> tuple[NDArray, int, tuple[int, int]]:
     """``(buf, nv, (nv, nv))`` of ``model``, flattening it on first use."""
-    fm = flatten(model)
-    return fm.buf, fm.nv, (fm.nv, fm.nv)
+    flatten(model)
+    return getattr(model, HOT)

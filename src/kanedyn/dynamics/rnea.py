@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
 from ._dispatch import F8, K, batch, entry_stub, fail, general, store, writable
-from .flat import FAST, fast, flatten
+from .flat import fast, flatten
 
 _empty = np.empty
 _rnea_f = entry_stub("rnea_f", globals())
@@ -31,8 +31,8 @@ def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
     saves an allocation per call in a hot loop.
     """
     try:
-        buf, nv, _ = FAST[id(model)]
-    except KeyError:
+        buf, nv, _ = model._kd_hot  # (flat._Hot)
+    except (AttributeError, ValueError):
         buf, nv, _ = fast(model)
     try:
         # one state of float64 arrays goes straight to the kernel's entry point, which
@@ -60,8 +60,8 @@ def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike, *,
                       out: NDArray | None = None) -> NDArray:
     """``h(q, v) = C(q, v) v + g(q)`` = RNEA with zero acceleration."""
     try:
-        buf, nv, _ = FAST[id(model)]
-    except KeyError:
+        buf, nv, _ = model._kd_hot  # (flat._Hot)
+    except (AttributeError, ValueError):
         buf, nv, _ = fast(model)
     try:
         if q.ndim == 1 and v.ndim == 1 and q.dtype is F8 and v.dtype is F8:
@@ -80,8 +80,8 @@ def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike, *,
 def gravity_torques(model: Model, q: ArrayLike, *, out: NDArray | None = None) -> NDArray:
     """``g(q)``: the joint forces that hold the model still against gravity."""
     try:
-        buf, nv, _ = FAST[id(model)]
-    except KeyError:
+        buf, nv, _ = model._kd_hot  # (flat._Hot)
+    except (AttributeError, ValueError):
         buf, nv, _ = fast(model)
     try:
         if q.ndim == 1 and q.dtype is F8:
