@@ -34,7 +34,10 @@ different arrangement. Forward dynamics follows from τ = RNEA(q, v, ABA(q, v, �
 the recursion for ∂T/∂q of :func:`kanedyn.sim.system.kinetic_energy_gradient_reference`
 (what the Hamiltonian form of the implicit methods needs).
 
-This is a numpy reference, O(n · nv) per state; external forces are not
+The public functions run the compiled pass of :mod:`.derivatives_kernel`;
+:func:`rnea_derivatives_reference` and
+:func:`kinetic_energy_gradient_derivative_reference` are the readable numpy
+definitions it is tested against. O(n · nv) per state. External forces are not
 supported (``f_ext`` is not an argument).
 """
 
@@ -139,6 +142,32 @@ def _rnea_tangent(model: Model, q: NDArray, v: NDArray, a: NDArray, gravity: boo
     return tau, dq, dv
 
 
+_KERNELS: dict[int, tuple[Model, object]] = {}
+
+
+def _kernels(model: Model):
+    """The compiled passes of a Model, built once (the Model is immutable)."""
+    hit = _KERNELS.get(id(model))
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    from .derivatives_kernel import DerivativeKernels
+
+    if len(_KERNELS) > 64:  # many throwaway models (tests, sweeps): start afresh
+        _KERNELS.clear()
+    K = DerivativeKernels(model)
+    _KERNELS[id(model)] = (model, K)
+    return K
+
+
+def rnea_derivatives_reference(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
+                               gravity: bool = True) -> tuple[NDArray, NDArray]:
+    """The numpy definition of :func:`rnea_derivatives` (one state)."""
+    qq = _check_q(model, q)
+    _, dq, dv = _rnea_tangent(model, qq, _vec(model, v, model.nv, "v"),
+                              _vec(model, a, model.nv, "a"), gravity)
+    return dq, dv
+
+
 def rnea_derivatives(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *,
                      gravity: bool = True) -> tuple[NDArray, NDArray]:
     """``(∂τ/∂q, ∂τ/∂v)`` (nv x nv each) of ``τ = RNEA(q, v, a) = M(q) a + C(q, v) v + g(q)``.
@@ -154,9 +183,8 @@ def rnea_derivatives(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *,
     if out is not None:
         return out
     qq = _check_q(model, q)
-    _, dq, dv = _rnea_tangent(model, qq, _vec(model, v, model.nv, "v"),
-                              _vec(model, a, model.nv, "a"), gravity)
-    return dq, dv
+    return _kernels(model).rnea_derivatives(qq, _vec(model, v, model.nv, "v"),
+                                            _vec(model, a, model.nv, "a"), gravity)
 
 
 def aba_derivatives(model: Model, q: ArrayLike, v: ArrayLike,
@@ -180,7 +208,7 @@ def aba_derivatives(model: Model, q: ArrayLike, v: ArrayLike,
     vv = _vec(model, v, model.nv, "v")
     tt = _vec(model, tau, model.nv, "tau")
     qdd = np.asarray(aba(model, qq, vv, tt), dtype=float)
-    _, dq, dv = _rnea_tangent(model, qq, vv, qdd)
+    dq, dv = _kernels(model).rnea_derivatives(qq, vv, qdd)
     c = cho_factor(np.asarray(crba(model, qq), dtype=float))
     return -cho_solve(c, dq), -cho_solve(c, dv)
 
@@ -196,8 +224,17 @@ def kinetic_energy_gradient_derivative(model: Model, q: ArrayLike, v: ArrayLike)
         δ(∂T/∂ξ_k) = −S_kᵀ (crf̄(H_k) δv_λ,k + crf(v_λ,k) δH_k).
 
     For a model whose chart is additive (1-dof joints only) this is the Hessian of T in
-    q, symmetric. Used by the Newton matrix of the Hamiltonian (q, p) form.
+    q, symmetric. Used by the Newton matrix of the Hamiltonian (q, p) form. Compiled;
+    the numpy definition is :func:`kinetic_energy_gradient_derivative_reference`.
     """
+    qq = _check_q(model, q)
+    return _kernels(model).kinetic_energy_gradient_derivative(
+        qq, _vec(model, v, model.nv, "v"))
+
+
+def kinetic_energy_gradient_derivative_reference(model: Model, q: ArrayLike,
+                                                 v: ArrayLike) -> NDArray:
+    """The numpy definition of :func:`kinetic_energy_gradient_derivative`."""
     qq = _check_q(model, q)
     vv = _vec(model, v, model.nv, "v")
     nv, nb = model.nv, model.nb

@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 from scipy.linalg import cho_factor, cho_solve
 
 from .. import dynamics as dyn
-from ..dynamics.derivatives import kinetic_energy_gradient_derivative, rnea_derivatives
+from ..dynamics.derivatives_kernel import DerivativeKernels
 from ..dynamics.energy_kernel import FlatEnergyModel
 from ..model import Model
 from ..model import configuration as cfg
@@ -128,6 +128,7 @@ class ModelSystem:
         self._curved = [b for b in model.bodies if not _additive(b.joint)]
         self._zero_v = np.zeros(model.nv)
         self._flat = FlatEnergyModel(model)
+        self._deriv = DerivativeKernels(model, self._flat)
         self._dT = np.zeros(model.nv)
         self._dV = np.zeros(model.nv)
         self._out = np.zeros(8)
@@ -214,12 +215,13 @@ class ModelSystem:
         """``(A_q, A_v) = ∂v̇/∂(q, v)`` of ``v̇ = ABA(q, v, τ(q, v))``, q in the tangent space.
 
         From ``M v̇ = τ − (RNEA(q, v, v̇) − M v̇)``: ``A_{q,v} = M⁻¹ (∂τ/∂(q, v) − ∂RNEA/∂(q, v))``
-        with the RNEA derivatives at a = v̇ (:func:`kanedyn.rnea_derivatives`); ``dtau_dq``,
-        ``dtau_dv`` are the force elements' Jacobians (None: τ held fixed).
+        with the RNEA derivatives at a = v̇ (:func:`kanedyn.rnea_derivatives`, its compiled
+        pass called directly); ``dtau_dq``, ``dtau_dv`` are the force elements' Jacobians
+        (None: τ held fixed).
         """
         q, v = _c(q), _c(v)
-        a = self.forward_dynamics(q, v, tau)
-        dq, dv = rnea_derivatives(self.model, q, v, a)
+        a = _c(self.forward_dynamics(q, v, tau))
+        dq, dv = self._deriv.rnea_derivatives(q, v, a)
         if dtau_dq is not None:
             dq = dq - dtau_dq
         if dtau_dv is not None:
@@ -237,9 +239,10 @@ class ModelSystem:
         RNEA(q, 0, 0), ∂²T/∂q² from :func:`kanedyn.dynamics.kinetic_energy_gradient_derivative`.
         """
         q, v = _c(q), _c(v)
-        B = rnea_derivatives(self.model, q, self._zero_v, v, gravity=False)[0]
-        G = rnea_derivatives(self.model, q, self._zero_v, self._zero_v)[0]
-        return B, kinetic_energy_gradient_derivative(self.model, q, v) - G
+        K = self._deriv
+        B = K.rnea_derivatives(q, self._zero_v, v, gravity=False)[0]
+        G = K.rnea_derivatives(q, self._zero_v, self._zero_v)[0]
+        return B, K.kinetic_energy_gradient_derivative(q, v) - G
 
     def chart_rate_jacobian(self, v: NDArray) -> NDArray:
         """``∂(J(ξ)⁻¹ v)/∂ξ`` at ξ = 0: ``J_r(ξ)⁻¹ = 1 + ½ ad_ξ + O(ξ²)`` and

@@ -1,0 +1,329 @@
+"""The tangent pass of :mod:`.derivatives` compiled (numba), on the flat arrays of a Model.
+
+Same recursion, line for line, as :func:`kanedyn.dynamics.derivatives._rnea_tangent`
+and :func:`~kanedyn.dynamics.derivatives.kinetic_energy_gradient_derivative` (the
+readable definitions it is tested against); the spatial operators are 6x6 matrices
+built in place and multiplied by explicit loops (no allocation per body, no BLAS
+call on tiny matrices). It reads the constant arrays of
+:class:`~kanedyn.dynamics.energy_kernel.FlatEnergyModel` and its joint poses.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from .energy_kernel import FlatEnergyModel, _joint_pose
+
+
+@nb.njit(cache=True)
+def _skew_into(w, o, M, r, c, sign):
+    """M[r:r+3, c:c+3] = sign * skew(w[o:o+3])."""
+    M[r, c] = 0.0
+    M[r, c + 1] = -sign * w[o + 2]
+    M[r, c + 2] = sign * w[o + 1]
+    M[r + 1, c] = sign * w[o + 2]
+    M[r + 1, c + 1] = 0.0
+    M[r + 1, c + 2] = -sign * w[o]
+    M[r + 2, c] = -sign * w[o + 1]
+    M[r + 2, c + 1] = sign * w[o]
+    M[r + 2, c + 2] = 0.0
+
+
+@nb.njit(cache=True)
+def _crm(x, C):
+    """crm(x) = [ω× 0; v× ω×]."""
+    C[:, :] = 0.0
+    _skew_into(x, 0, C, 0, 0, 1.0)
+    _skew_into(x, 0, C, 3, 3, 1.0)
+    _skew_into(x, 3, C, 3, 0, 1.0)
+
+
+@nb.njit(cache=True)
+def _crf(x, C):
+    """crf(x) = −crm(x)ᵀ = [ω× v×; 0 ω×]."""
+    C[:, :] = 0.0
+    _skew_into(x, 0, C, 0, 0, 1.0)
+    _skew_into(x, 0, C, 3, 3, 1.0)
+    _skew_into(x, 3, C, 0, 3, 1.0)
+
+
+@nb.njit(cache=True)
+def _crf_bar(b, C):
+    """C with crf(a) b = C a, b = [n; f]: [−n× −f×; −f× 0]."""
+    C[:, :] = 0.0
+    _skew_into(b, 0, C, 0, 0, -1.0)
+    _skew_into(b, 3, C, 0, 3, -1.0)
+    _skew_into(b, 3, C, 3, 0, -1.0)
+
+
+@nb.njit(cache=True)
+def _mv(A, x, out):
+    for r in range(6):
+        s = 0.0
+        for k in range(6):
+            s += A[r, k] * x[k]
+        out[r] = s
+
+
+@nb.njit(cache=True)
+def _mtv(A, x, out):
+    for r in range(6):
+        s = 0.0
+        for k in range(6):
+            s += A[k, r] * x[k]
+        out[r] = s
+
+
+@nb.njit(cache=True)
+def _mm_add(A, B, out, sign):
+    """out (6 x m) += sign * A (6x6) @ B (6 x m)."""
+    for r in range(6):
+        for c in range(B.shape[1]):
+            s = 0.0
+            for k in range(6):
+                s += A[r, k] * B[k, c]
+            out[r, c] += sign * s
+
+
+@nb.njit(cache=True)
+def _mtm_add(A, B, out):
+    """out (6 x m) += Aᵀ @ B."""
+    for r in range(6):
+        for c in range(B.shape[1]):
+            s = 0.0
+            for k in range(6):
+                s += A[k, r] * B[k, c]
+            out[r, c] += s
+
+
+@nb.njit(cache=True)
+def _cols_add(A, S, nvj, out, c0):
+    """out[:, c0:c0+nvj] += A @ S[:, :nvj]."""
+    for r in range(6):
+        for c in range(nvj):
+            s = 0.0
+            for k in range(6):
+                s += A[r, k] * S[k, c]
+            out[r, c0 + c] += s
+
+
+@nb.njit(cache=True)
+def _transforms(kind, parent, iq, axis, pitch, Et, rt, q, X):
+    """X[i] = i_X_parent(i) = plucker(Rᵀ, p) with (R, p) = (E_t R_J, r_t + E_t p_J)."""
+    nb_ = kind.shape[0]
+    Rj = np.empty((3, 3))
+    pj = np.empty(3)
+    E = np.empty((3, 3))
+    p = np.empty(3)
+    for i in range(nb_):
+        _joint_pose(kind[i], q, iq[i], axis[i], pitch[i], Rj, pj)
+        for a in range(3):
+            p[a] = rt[i, a]
+            for c in range(3):
+                p[a] += Et[i, a, c] * pj[c]
+                s = 0.0
+                for k in range(3):
+                    s += Et[i, c, k] * Rj[k, a]
+                E[a, c] = s  # E = (E_t R_J)ᵀ
+        X[i, :, :] = 0.0
+        for a in range(3):
+            for c in range(3):
+                X[i, a, c] = E[a, c]
+                X[i, a + 3, c + 3] = E[a, c]
+        # lower-left block −E p×
+        for a in range(3):
+            X[i, a + 3, 0] = -(E[a, 1] * p[2] - E[a, 2] * p[1])
+            X[i, a + 3, 1] = -(E[a, 2] * p[0] - E[a, 0] * p[2])
+            X[i, a + 3, 2] = -(E[a, 0] * p[1] - E[a, 1] * p[0])
+
+
+@nb.njit(cache=True)
+def rnea_tangent(kind, parent, iq, iv, nvj, axis, pitch, Et, rt, inertia, S, a_grav,
+                 q, v, a, dq, dv):
+    """dq ← ∂τ/∂q (tangent chart), dv ← ∂τ/∂v of RNEA(q, v, a) with gravity a_grav."""
+    nb_ = kind.shape[0]
+    nv = v.shape[0]
+    X = np.empty((nb_, 6, 6))
+    _transforms(kind, parent, iq, axis, pitch, Et, rt, q, X)
+    vel = np.zeros((nb_, 6))
+    acc = np.zeros((nb_, 6))
+    f = np.zeros((nb_, 6))
+    Dvq = np.zeros((nb_, 6, nv))
+    Dvv = np.zeros((nb_, 6, nv))
+    Daq = np.zeros((nb_, 6, nv))
+    Dav = np.zeros((nb_, 6, nv))
+    Dfq = np.zeros((nb_, 6, nv))
+    Dfv = np.zeros((nb_, 6, nv))
+    vp = np.empty(6)
+    ap = np.empty(6)
+    vJ = np.empty(6)
+    h = np.empty(6)
+    t6 = np.empty(6)
+    C = np.empty((6, 6))
+    G = np.empty((6, 6))
+    ng = np.empty(6)
+    for k in range(6):
+        ng[k] = -a_grav[k]
+    for i in range(nb_):
+        p = parent[i]
+        c0, nj = iv[i], nvj[i]
+        Si = S[i]
+        Xi = X[i]
+        for r in range(6):
+            s = 0.0
+            for c in range(nj):
+                s += Si[r, c] * v[c0 + c]
+            vJ[r] = s
+        if p < 0:
+            vp[:] = 0.0
+            _mv(Xi, ng, ap)
+        else:
+            _mv(Xi, vel[p], vp)
+            _mv(Xi, acc[p], ap)
+            _mm_add(Xi, Dvq[p], Dvq[i], 1.0)
+            _mm_add(Xi, Dvv[p], Dvv[i], 1.0)
+            _mm_add(Xi, Daq[p], Daq[i], 1.0)
+            _mm_add(Xi, Dav[p], Dav[i], 1.0)
+        for r in range(6):
+            vel[i, r] = vp[r] + vJ[r]
+        # acc = ap + S a + crm(vel) vJ
+        _crm(vel[i], C)
+        _mv(C, vJ, t6)
+        for r in range(6):
+            s = ap[r] + t6[r]
+            for c in range(nj):
+                s += Si[r, c] * a[c0 + c]
+            acc[i, r] = s
+        _crm(vp, C)
+        _cols_add(C, Si, nj, Dvq[i], c0)
+        for r in range(6):
+            for c in range(nj):
+                Dvv[i, r, c0 + c] += Si[r, c]
+        _crm(ap, C)
+        _cols_add(C, Si, nj, Daq[i], c0)
+        _crm(vJ, C)
+        _mm_add(C, Dvq[i], Daq[i], -1.0)
+        _mm_add(C, Dvv[i], Dav[i], -1.0)
+        _crm(vel[i], C)
+        _cols_add(C, Si, nj, Dav[i], c0)
+        I = inertia[i]
+        _mv(I, vel[i], h)
+        _crf(vel[i], C)
+        _mv(C, h, t6)
+        _mv(I, acc[i], f[i])
+        for r in range(6):
+            f[i, r] += t6[r]
+        # G = crf̄(h) + crf(v) I
+        _crf_bar(h, G)
+        for r in range(6):
+            for c in range(6):
+                s = 0.0
+                for k in range(6):
+                    s += C[r, k] * I[k, c]
+                G[r, c] += s
+        _mm_add(I, Daq[i], Dfq[i], 1.0)
+        _mm_add(G, Dvq[i], Dfq[i], 1.0)
+        _mm_add(I, Dav[i], Dfv[i], 1.0)
+        _mm_add(G, Dvv[i], Dfv[i], 1.0)
+    for i in range(nb_ - 1, -1, -1):
+        p = parent[i]
+        c0, nj = iv[i], nvj[i]
+        Si = S[i]
+        for c in range(nj):
+            for col in range(nv):
+                s1 = 0.0
+                s2 = 0.0
+                for k in range(6):
+                    s1 += Si[k, c] * Dfq[i, k, col]
+                    s2 += Si[k, c] * Dfv[i, k, col]
+                dq[c0 + c, col] = s1
+                dv[c0 + c, col] = s2
+        if p >= 0:
+            _crf_bar(f[i], C)
+            _cols_add(C, Si, nj, Dfq[i], c0)
+            _mtv(X[i], f[i], t6)
+            for r in range(6):
+                f[p, r] += t6[r]
+            _mtm_add(X[i], Dfq[i], Dfq[p])
+            _mtm_add(X[i], Dfv[i], Dfv[p])
+
+
+@nb.njit(cache=True)
+def kinetic_tangent(kind, parent, iq, iv, nvj, axis, pitch, Et, rt, inertia, S, q, v, D):
+    """D ← ∂/∂q (∂T/∂q) at fixed v, both in the tangent chart."""
+    nb_ = kind.shape[0]
+    nv = v.shape[0]
+    X = np.empty((nb_, 6, 6))
+    _transforms(kind, parent, iq, axis, pitch, Et, rt, q, X)
+    V = np.zeros((nb_, 6))
+    Vp = np.zeros((nb_, 6))
+    H = np.zeros((nb_, 6))
+    DV = np.zeros((nb_, 6, nv))
+    DH = np.zeros((nb_, 6, nv))
+    C = np.empty((6, 6))
+    t6 = np.empty(6)
+    for i in range(nb_):
+        p = parent[i]
+        c0, nj = iv[i], nvj[i]
+        if p >= 0:
+            _mv(X[i], V[p], Vp[i])
+            _mm_add(X[i], DV[p], DV[i], 1.0)
+            _crm(Vp[i], C)
+            _cols_add(C, S[i], nj, DV[i], c0)
+        for r in range(6):
+            s = Vp[i, r]
+            for c in range(nj):
+                s += S[i, r, c] * v[c0 + c]
+            V[i, r] = s
+        _mv(inertia[i], V[i], H[i])
+        _mm_add(inertia[i], DV[i], DH[i], 1.0)
+    B = np.zeros((6, nv))
+    for i in range(nb_ - 1, -1, -1):
+        p = parent[i]
+        c0, nj = iv[i], nvj[i]
+        B[:, :] = 0.0
+        _crf_bar(H[i], C)
+        _mm_add(C, DV[i], B, 1.0)  # DV[i] = δ(v_λ in i's coordinates): v_J is fixed
+        _crf(Vp[i], C)
+        _mm_add(C, DH[i], B, 1.0)
+        for c in range(nj):
+            for col in range(nv):
+                s = 0.0
+                for k in range(6):
+                    s += S[i, k, c] * B[k, col]
+                D[c0 + c, col] = -s
+        if p >= 0:
+            _crf_bar(H[i], C)
+            _cols_add(C, S[i], nj, DH[i], c0)
+            _mtv(X[i], H[i], t6)
+            for r in range(6):
+                H[p, r] += t6[r]
+            _mtm_add(X[i], DH[i], DH[p])
+
+
+class DerivativeKernels:
+    """Compiled RNEA and ∂T/∂q tangents of one Model (flat arrays built once)."""
+
+    def __init__(self, model, flat: FlatEnergyModel | None = None):
+        self.flat = flat if flat is not None else FlatEnergyModel(model)
+        self.nv = model.nv
+        self.a_grav = np.ascontiguousarray(model.gravity_spatial, dtype=float)
+        self._zero6 = np.zeros(6)
+
+    def _args(self):
+        f = self.flat
+        return (f.kind, f.parent, f.iq, f.iv, f.nvj, f.axis, f.pitch, f.Et, f.rt, f.inertia,
+                f.S)
+
+    def rnea_derivatives(self, q, v, a, gravity: bool = True):
+        dq = np.empty((self.nv, self.nv))
+        dv = np.empty((self.nv, self.nv))
+        rnea_tangent(*self._args(), self.a_grav if gravity else self._zero6,
+                     q, v, a, dq, dv)
+        return dq, dv
+
+    def kinetic_energy_gradient_derivative(self, q, v):
+        D = np.empty((self.nv, self.nv))
+        kinetic_tangent(*self._args(), q, v, D)
+        return D
