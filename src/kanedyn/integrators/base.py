@@ -254,11 +254,16 @@ def newton(residual: Callable[[NDArray], NDArray], x0: NDArray,
            stagnation: float = 1e-9, reuse: dict | None = None) -> tuple[NDArray, int]:
     """Solve ``residual(x) = 0`` by (simplified) Newton; returns (x, iterations).
 
-    Jacobians: the methods pass the part of ∂residual/∂x they know in closed form (the
-    kinematic block h M⁻¹ or h·1, the Lie step's 3x3 matrix); the rest comes from
-    forward differences. Neither a Model (ModelSystem) nor a compiled Kane system provides
-    derivatives of its dynamics (∂v̇/∂(q, v)), and ``Problem.force_jacobians`` is not
-    filled by the force elements yet, so there is nothing analytic to use beyond that.
+    Jacobians: a method passes what it knows of ∂residual/∂x. midpoint and gauss4 build
+    the full stage matrix in closed form when the system provides the derivatives of
+    its dynamics (a ModelSystem: ``acceleration_jacobians`` from
+    :func:`kanedyn.aba_derivatives`, ``canonical_jacobians``) and every force element
+    has a Jacobian (``Problem.force_jacobians``, filled by the ForceSet: springs,
+    dampers, smooth friction), and pass it as a function of x, so that a refresh is
+    analytic too. Otherwise (a compiled Kane system, a constrained system, a
+    ``JointTorque`` or ``ExternalWrench``, ``jacobian="differences"``) they pass the
+    kinematic block they know (h M⁻¹ or h·1, the Lie step's 3x3 matrix) and the rest
+    comes from forward differences of the residual.
 
     ``jacobian`` is a matrix (kept for the whole solve), a function of x, or
     None (forward differences at x0). When the iteration contracts slowly
