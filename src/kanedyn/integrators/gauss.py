@@ -72,13 +72,19 @@ class GaussLegendre(FixedStepMethod):
         if mode not in ("auto", "differences"):
             raise SolverError(f"{self.name}: jacobian={mode!r}; use 'auto' (closed form where "
                               "the system provides it) or 'differences'")
-        needs = ("canonical_jacobians",) if self.canonical else ("acceleration_jacobians",)
-        self.analytic = mode == "auto" and all(hasattr(self.system, m) for m in needs)
+        self._mode = mode
         #: residual evaluations, those of difference Jacobians included
         self.residual_evaluations = 0
         #: closed-form Jacobians ∂f/∂z evaluated
         self.jacobian_evaluations = 0
         self._last_iterations = 0
+
+    @property
+    def analytic(self) -> bool:
+        """True when the Newton matrix is in closed form (a subclass may switch the form
+        after __init__, so this is read at use)."""
+        need = "canonical_jacobians" if self.canonical else "acceleration_jacobians"
+        return self._mode == "auto" and hasattr(self.system, need)
 
     def _force_jacobians(self, t, q, v):
         p = self.problem
