@@ -17,7 +17,7 @@ import pytest
 import kanedyn as kd
 from kanedyn.dynamics import reference as ref
 from kanedyn.dynamics.flat import _CACHE, HOT, flatten
-from kanedyn.dynamics.kernels import AXIS_ID
+from kanedyn.dynamics.kernels import AXIS_ID, CHAIN, ROT_AX
 
 ALL_JOINTS = ("revolute", "prismatic", "helical", "spherical", "planar", "free")
 RTOL = 1e-12
@@ -302,6 +302,36 @@ def test_revolute_joints_about_unit_axes():
     close(kd.rnea(model, q, v, a, f), ref.rnea(model, q, v, a, f))
     close(kd.crba(model, q), ref.crba(model, q))
     close(kd.aba(model, q, v, a, f), ref.aba(model, q, v, a, f))
+
+
+@pytest.mark.parametrize("branched", [False, True])
+def test_unit_axes_without_tree_rotation(branched):
+    """Joints about a unit axis whose tree transform has no rotation (URDF joints
+    without rpy) take CRBA's plane-rotation shortcut for inertias and forces, about
+    each of x, y, z; an unbranched chain skips the zeroing of M. Both against the
+    reference, which has neither shortcut."""
+    from kanedyn.model.joints import Revolute
+
+    rng = np.random.default_rng(8)
+    b = kd.ModelBuilder("unit_axes_no_rpy")
+    parents = [None, 0, 1, 2, 3, 4] if not branched else [None, 0, 1, 1, 3, 0]
+    axes = [(1, 0, 0), (0, 1, 0), (0, 0, 1), (0, 0, 1), (0, 1, 0), (1, 0, 0)]
+    for i, (par, axis) in enumerate(zip(parents, axes, strict=True)):
+        ci = rng.uniform(-0.2, 0.2, 3)
+        Ic = np.diag([0.1, 0.2, 0.25]) + 0.01 * np.ones((3, 3))
+        b.add_body(f"l{i}", None if par is None else f"l{par}", Revolute(f"j{i}", axis=axis),
+                   (np.eye(3), rng.uniform(-0.5, 0.5, 3)), 1.0 + i, ci, Ic)
+    model = b.build()
+    data = flatten(model).data
+    assert list(data[:-1, ROT_AX]) == [0, 1, 2, 2, 1, 0]  # shortcut taken
+    assert data[-1, CHAIN] == (0.0 if branched else 1.0)
+    for _ in range(3):
+        q, v, a, f = random_state(model, rng)
+        close(kd.crba(model, q), ref.crba(model, q))
+        M = np.full((model.nv, model.nv), np.nan)  # every entry written, zeros included
+        close(kd.crba(model, q, out=M), ref.crba(model, q))
+        close(kd.rnea(model, q, v, a, f), ref.rnea(model, q, v, a, f))
+        close(kd.aba(model, q, v, a, f), ref.aba(model, q, v, a, f))
 
 
 def test_out_argument():
