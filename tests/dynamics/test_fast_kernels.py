@@ -17,7 +17,7 @@ import pytest
 import kanedyn as kd
 from kanedyn.dynamics import reference as ref
 from kanedyn.dynamics.flat import _CACHE, HOT, flatten
-from kanedyn.dynamics.kernels import AXIS_ID, CHAIN, ROT_AX
+from kanedyn.dynamics.kernels import AXIS_ID, CHAIN
 
 ALL_JOINTS = ("revolute", "prismatic", "helical", "spherical", "planar", "free")
 RTOL = 1e-12
@@ -306,10 +306,9 @@ def test_revolute_joints_about_unit_axes():
 
 @pytest.mark.parametrize("branched", [False, True])
 def test_unit_axes_without_tree_rotation(branched):
-    """Joints about a unit axis whose tree transform has no rotation (URDF joints
-    without rpy) take CRBA's plane-rotation shortcut for inertias and forces, about
-    each of x, y, z; an unbranched chain skips the zeroing of M. Both against the
-    reference, which has neither shortcut."""
+    """Joints about x, y, z whose tree transform has no rotation (URDF joints without
+    rpy), on a chain (CRBA then skips the zeroing of M: every entry is written) and on
+    a branched tree, against the reference."""
     from kanedyn.model.joints import Revolute
 
     rng = np.random.default_rng(8)
@@ -323,7 +322,7 @@ def test_unit_axes_without_tree_rotation(branched):
                    (np.eye(3), rng.uniform(-0.5, 0.5, 3)), 1.0 + i, ci, Ic)
     model = b.build()
     data = flatten(model).data
-    assert list(data[:-1, ROT_AX]) == [0, 1, 2, 2, 1, 0]  # shortcut taken
+    assert list(data[:-1, AXIS_ID]) == [0, 1, 2, 2, 1, 0]  # shortcut taken
     assert data[-1, CHAIN] == (0.0 if branched else 1.0)
     for _ in range(3):
         q, v, a, f = random_state(model, rng)

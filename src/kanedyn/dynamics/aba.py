@@ -34,6 +34,11 @@ def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
         # one float64 state straight to the kernel's entry point (see kernels.entry)
         if (q.ndim == 1 and v.ndim == 1 and tau.ndim == 1 and q.dtype is F8
                 and v.dtype is F8 and tau.dtype is F8):
+            if out is None and f_ext is None:  # the common case first, in the fewest steps
+                qdd = _empty(nv)
+                if not (s := _aba_f(buf, q, v, tau, qdd)):
+                    return qdd
+                fail(model, s, "aba", q, ((v, "v"), (tau, "tau")))
             qdd = _empty(nv) if out is None else (out if writable(out, 1) else None)
             if qdd is not None:
                 if f_ext is None:

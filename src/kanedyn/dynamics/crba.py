@@ -29,7 +29,12 @@ def crba(model: Model, q: ArrayLike, *, out: NDArray | None = None) -> NDArray:
     try:
         # one float64 state straight to the kernel's entry point (see kernels.entry)
         if q.ndim == 1 and q.dtype is F8:
-            M = _empty(shape) if out is None else (out if writable(out, 2) else None)
+            if out is None:  # the common case first, in the fewest steps
+                M = _empty(shape)
+                if not (s := _crba_f(buf, q, M)):
+                    return M
+                fail(model, s, "crba", q, ())
+            M = out if writable(out, 2) else None
             if M is not None:
                 s = _crba_f(buf, q, M)
                 if s:

@@ -23,10 +23,7 @@ Body row i:
   x, y or z axis (URDF robots nearly always), for a cheaper transform, else -1;
   ``SIDX`` k when the motion subspace of a one-speed joint is the unit vector e_k
   of R⁶ (revolute or prismatic about a unit axis: S = [e_ax; 0] or [0; e_ax]),
-  else -1: then ``Sᵀ f = f[k]`` and ``I S`` is column k of I, no multiplications;
-  ``ROT_AX`` the axis when moreover ``E_tree = 1`` (URDF joints without ``rpy``,
-  most of them), so that ``E`` of ``X_up`` is a plane rotation about that axis
-  (CRBA then moves inertias and forces with fewer products), else -1.
+  else -1: then ``Sᵀ f = f[k]`` and ``I S`` is column k of I, no multiplications.
 
 Model row: ``NB``, ``NQ``, ``NV``, ``GRAV`` (3) = the world gravity vector g
 (the spatial gravity acceleration is ``[0; g]``), ``QTOL`` the tolerance on the
@@ -80,7 +77,6 @@ from .kernels import (
     PITCH,
     QTOL,
     R_TREE,
-    ROT_AX,
     SIDX,
     WIDTH,
     H,
@@ -129,15 +125,12 @@ def _pack(model: Model) -> FlatModel:
         row[NVJ] = j.nv
         row[AXIS_ID] = -1
         row[SIDX] = -1
-        row[ROT_AX] = -1
         for k in range(3):
             if j.kind in ("revolute", "prismatic") and np.array_equal(row[AXIS:AXIS + 3],
                                                                       np.eye(3)[k]):
                 row[SIDX] = k if j.kind == "revolute" else 3 + k
                 if j.kind == "revolute":
                     row[AXIS_ID] = k
-                    if np.array_equal(b.placement.E, np.eye(3)):
-                        row[ROT_AX] = k
         if j.kind in ("spherical", "free"):
             quats.append(b.index)
     data[nb, NB] = nb

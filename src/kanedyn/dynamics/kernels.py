@@ -62,7 +62,6 @@ IV = 32
 NVJ = 33
 AXIS_ID = 34
 SIDX = 35
-ROT_AX = 36
 # columns of the model row (the last row)
 NB = 0
 NQ = 1
@@ -70,7 +69,7 @@ NV = 2
 GRAV = 3
 QTOL = 6
 CHAIN = 7
-WIDTH = 37
+WIDTH = 36
 
 NOT_FINITE = -1
 BAD_SHAPE = -2
@@ -467,56 +466,6 @@ def inertia_to_parent_add(X, i, Ps, src, P, dst):
     P[dst, I + 8] += s22
 
 
-@njit(cache=True, _nrt=False, forceinline=True)
-def inertia_rot_to_parent_add(X, i, a, Ps, src, P, dst):
-    """:func:`inertia_to_parent_add` for a transform whose E is a rotation about the
-    coordinate axis e_a (a revolute joint about e_a with ``E_tree = 1``, flat column
-    ``ROT_AX``): with (a, u, w) cyclic, ``E[u, u] = E[w, w] = c``, ``E[u, w] = -E[w, u] = s``,
-    the columns of E are ``e_a``, ``c e_u - s e_w``, ``s e_u + c e_w``, and the entries of
-    ``Eᵀ Ī E`` and ``Eᵀ h`` are those columns' products with Ī and h (about 20
-    multiplications instead of 54); the terms in r are the general ones."""
-    u = (a + 1) % 3
-    w = (a + 2) % 3
-    c = X[i, 4 * u]
-    s = X[i, 3 * u + w]
-    m = Ps[src, 0]
-    ra, ru, rw = X[i, 9 + a], X[i, 9 + u], X[i, 9 + w]
-    ha, hu, hw = Ps[src, 1 + a], Ps[src, 1 + u], Ps[src, 1 + w]
-    ya = ha
-    yu = c * hu - s * hw
-    yw = s * hu + c * hw
-    P[dst, 0] += m
-    P[dst, 1 + a] += ya + m * ra
-    P[dst, 1 + u] += yu + m * ru
-    P[dst, 1 + w] += yw + m * rw
-    diag = 2.0 * (ra * ya + ru * yu + rw * yw) + m * (ra * ra + ru * ru + rw * rw)
-    I = 4
-    jaa = Ps[src, I + 4 * a]
-    jau = Ps[src, I + 3 * a + u]
-    jaw = Ps[src, I + 3 * a + w]
-    juu = Ps[src, I + 4 * u]
-    jww = Ps[src, I + 4 * w]
-    juw = Ps[src, I + 3 * u + w]
-    cs = c * s
-    cc = c * c
-    ss = s * s
-    saa = jaa - (2.0 * ya * ra + m * ra * ra) + diag
-    suu = cc * juu - 2.0 * cs * juw + ss * jww - (2.0 * yu * ru + m * ru * ru) + diag
-    sww = ss * juu + 2.0 * cs * juw + cc * jww - (2.0 * yw * rw + m * rw * rw) + diag
-    sau = c * jau - s * jaw - (ya * ru + ra * yu + m * ra * ru)
-    saw = s * jau + c * jaw - (ya * rw + ra * yw + m * ra * rw)
-    suw = cs * (juu - jww) + (cc - ss) * juw - (yu * rw + ru * yw + m * ru * rw)
-    P[dst, I + 4 * a] += saa
-    P[dst, I + 4 * u] += suu
-    P[dst, I + 4 * w] += sww
-    P[dst, I + 3 * a + u] += sau
-    P[dst, I + 3 * u + a] += sau
-    P[dst, I + 3 * a + w] += saw
-    P[dst, I + 3 * w + a] += saw
-    P[dst, I + 3 * u + w] += suw
-    P[dst, I + 3 * w + u] += suw
-
-
 @njit(cache=True, _nrt=False)
 def all_finite(x):
     """Whether every entry of the 1-D array x is finite."""
@@ -702,11 +651,7 @@ def crba_core(data, q, M, X, P, F):
     for i in range(nb - 1, -1, -1):
         p = int(data[i, PARENT])
         if p >= 0:
-            ra = int(data[i, ROT_AX])
-            if ra >= 0:
-                inertia_rot_to_parent_add(X, i, ra, P, i, P, p)
-            else:
-                inertia_to_parent_add(X, i, P, i, P, p)
+            inertia_to_parent_add(X, i, P, i, P, p)
     if data[nb, CHAIN] == 0.0:
         # a tree: the entries of two bodies on different branches stay 0 (on a chain
         # every pair is ancestor and descendant, and the walk below writes all of M)
@@ -733,37 +678,17 @@ def crba_core(data, q, M, X, P, F):
             j = i
             p = int(data[j, PARENT])
             while p >= 0:
+                e0, e1, e2, e3, e4, e5, e6, e7, e8 = (X[j, 0], X[j, 1], X[j, 2], X[j, 3],
+                                                      X[j, 4], X[j, 5], X[j, 6], X[j, 7],
+                                                      X[j, 8])
                 r0, r1, r2 = X[j, 9], X[j, 10], X[j, 11]
-                ra = int(data[j, ROT_AX])
-                if ra >= 0:
-                    # E a rotation about e_ra (see inertia_rot_to_parent_add): Eᵀ f and
-                    # Eᵀ n mix two components each, 8 products instead of 18
-                    if ra == 0:
-                        co, si = X[j, 4], X[j, 5]
-                        g0, g1, g2 = f0, co * f1 - si * f2, si * f1 + co * f2
-                        t0, t1, t2 = n0, co * n1 - si * n2, si * n1 + co * n2
-                    elif ra == 1:
-                        co, si = X[j, 8], X[j, 6]
-                        g0, g1, g2 = si * f2 + co * f0, f1, co * f2 - si * f0
-                        t0, t1, t2 = si * n2 + co * n0, n1, co * n2 - si * n0
-                    else:
-                        co, si = X[j, 0], X[j, 1]
-                        g0, g1, g2 = co * f0 - si * f1, si * f0 + co * f1, f2
-                        t0, t1, t2 = co * n0 - si * n1, si * n0 + co * n1, n2
-                else:
-                    e0, e1, e2, e3, e4, e5, e6, e7, e8 = (X[j, 0], X[j, 1], X[j, 2], X[j, 3],
-                                                          X[j, 4], X[j, 5], X[j, 6], X[j, 7],
-                                                          X[j, 8])
-                    g0 = e0 * f0 + e3 * f1 + e6 * f2
-                    g1 = e1 * f0 + e4 * f1 + e7 * f2
-                    g2 = e2 * f0 + e5 * f1 + e8 * f2
-                    t0 = e0 * n0 + e3 * n1 + e6 * n2
-                    t1 = e1 * n0 + e4 * n1 + e7 * n2
-                    t2 = e2 * n0 + e5 * n1 + e8 * n2
-                n0 = t0 + r1 * g2 - r2 * g1
-                n1 = t1 + r2 * g0 - r0 * g2
-                n2 = t2 + r0 * g1 - r1 * g0
-                f0, f1, f2 = g0, g1, g2
+                g0 = e0 * f0 + e3 * f1 + e6 * f2
+                g1 = e1 * f0 + e4 * f1 + e7 * f2
+                g2 = e2 * f0 + e5 * f1 + e8 * f2
+                m0 = e0 * n0 + e3 * n1 + e6 * n2 + r1 * g2 - r2 * g1
+                m1 = e1 * n0 + e4 * n1 + e7 * n2 + r2 * g0 - r0 * g2
+                m2 = e2 * n0 + e5 * n1 + e8 * n2 + r0 * g1 - r1 * g0
+                n0, n1, n2, f0, f1, f2 = m0, m1, m2, g0, g1, g2
                 j = p
                 oj = int(data[j, IV])
                 kj = int(data[j, SIDX])

@@ -39,6 +39,11 @@ def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
         # relies on these checks (see kernels.entry); anything else takes the general path
         if (q.ndim == 1 and v.ndim == 1 and a.ndim == 1 and q.dtype is F8
                 and v.dtype is F8 and a.dtype is F8):
+            if out is None and f_ext is None:  # the common case first, in the fewest steps
+                tau = _empty(nv)
+                if not (s := _rnea_f(buf, q, v, a, tau)):
+                    return tau
+                fail(model, s, "rnea", q, ((v, "v"), (a, "a")))
             tau = _empty(nv) if out is None else (out if writable(out, 1) else None)
             if tau is not None:
                 if f_ext is None:
