@@ -46,7 +46,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..errors import StateError
+from ..errors import ModelError, StateError
 from ..model import Model
 from ..spatial import crf, crm, skew
 from .reference import joint_transforms
@@ -209,7 +209,11 @@ def aba_derivatives(model: Model, q: ArrayLike, v: ArrayLike,
     tt = _vec(model, tau, model.nv, "tau")
     qdd = np.asarray(aba(model, qq, vv, tt), dtype=float)
     dq, dv = _kernels(model).rnea_derivatives(qq, vv, qdd)
-    c = cho_factor(np.asarray(crba(model, qq), dtype=float))
+    try:
+        c = cho_factor(np.asarray(crba(model, qq), dtype=float))
+    except np.linalg.LinAlgError:
+        raise ModelError(f"aba_derivatives: the mass matrix of {model.name!r} is not positive "
+                         "definite at this q (a body without inertia on a moving joint?)") from None
     return -cho_solve(c, dq), -cho_solve(c, dv)
 
 

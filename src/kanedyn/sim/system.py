@@ -214,9 +214,11 @@ class ModelSystem:
                                dtau_dv: NDArray | None = None) -> tuple[NDArray, NDArray]:
         """``(A_q, A_v) = ∂v̇/∂(q, v)`` of ``v̇ = ABA(q, v, τ(q, v))``, q in the tangent space.
 
-        From ``M v̇ = τ − (RNEA(q, v, v̇) − M v̇)``: ``A_{q,v} = M⁻¹ (∂τ/∂(q, v) − ∂RNEA/∂(q, v))``
-        with the RNEA derivatives at a = v̇ (:func:`kanedyn.rnea_derivatives`, its compiled
-        pass called directly); ``dtau_dq``, ``dtau_dv`` are the force elements' Jacobians
+        Differentiating ``RNEA(q, v, v̇(q, v)) = τ(q, v)`` gives
+        ``∂RNEA/∂(q, v) + M A_{q,v} = ∂τ/∂(q, v)``, so
+        ``A_{q,v} = M⁻¹ (∂τ/∂(q, v) − ∂RNEA/∂(q, v))`` with the RNEA derivatives at
+        a = v̇ (:func:`kanedyn.rnea_derivatives`, its compiled pass called directly);
+        ``dtau_dq``, ``dtau_dv`` are the force elements' Jacobians
         (None: τ held fixed).
         """
         q, v = _c(q), _c(v)
