@@ -24,7 +24,9 @@ CRBA Table 6.2, ABA Table 7.1), written for speed:
   (atomic operations that cost ~30 ns per helper call, more than the arithmetic);
   the ones LLVM would not inline by itself (joint_transform, s_times, s_dot,
   compose, inertia_to_parent_add: calls with ~25 scalar arguments each) are
-  ``forceinline``.
+  ``forceinline``; so are ``crba_core`` and ``aba_core`` themselves, into their
+  entry points (a call passing six to fourteen array structs member by member:
+  CRBA 2-12 %, ABA on the small robots 3-8 % faster; RNEA gained nothing).
 
 Every kernel returns a status: 0 ok, ``i + 1`` the quaternion of body i is
 not of unit norm, :data:`BAD_SHAPE` an input has the wrong length,
@@ -631,7 +633,7 @@ def x_inv_motion(X, i, src, j, dst, k):
     dst[k, 5] = u2 + r0 * w1 - r1 * w0
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, forceinline=True)
 def crba_core(data, q, M, X, P, F):
     """Joint-space inertia matrix (Table 6.2): composite inertias ``I^c_i`` summed
     child to parent in body coordinates, then ``F = I^c_i S_i`` carried up the
@@ -745,7 +747,7 @@ def crba_batch(data, Q, out, status):
 
 # --- ABA ----------------------------------------------------------------------
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, forceinline=True)
 def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, Pb, P0, S0, w, B6, y):
     """Forward dynamics by the articulated-body algorithm (Table 7.1), O(n), in world
     coordinates.
