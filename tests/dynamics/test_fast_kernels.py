@@ -364,6 +364,30 @@ def test_out_argument():
         kd.crba(model, q, out=np.empty((model.nv, model.nv), dtype=np.float32))
 
 
+def test_batched_out_is_written_in_place_unless_it_overlaps_an_input():
+    """A batch's ``out=`` of the right kind is the kernel's own output (no copy); one that
+    overlaps an input (here: out is the acceleration array) still gives the right result."""
+    model = kd.models.random_tree(5, 7, floating_base=True)
+    rng = np.random.default_rng(7)
+    states = [random_state(model, rng) for _ in range(3)]
+    Q = np.array([s[0] for s in states])
+    V = np.array([s[1] for s in states])
+    A = np.array([s[2] for s in states])
+    expect_tau = np.array([kd.rnea(model, *s[:3]) for s in states])
+    expect_qdd = np.array([kd.aba(model, *s[:3]) for s in states])
+    expect_M = np.array([kd.crba(model, s[0]) for s in states])
+    T, Qdd, M = np.full_like(V, np.nan), np.full_like(V, np.nan), np.full_like(expect_M, np.nan)
+    assert kd.rnea(model, Q, V, A, out=T) is T
+    assert kd.aba(model, Q, V, A, out=Qdd) is Qdd
+    assert kd.crba(model, Q, out=M) is M
+    close(T, expect_tau)
+    close(Qdd, expect_qdd)
+    close(M, expect_M)
+    A2 = A.copy()
+    assert kd.rnea(model, Q, V, A2, out=A2) is A2  # out aliases a: computed apart, then copied
+    close(A2, expect_tau)
+
+
 def test_overflow_is_an_error_not_a_silent_inf():
     """A finite but absurd state (an arm extended 1e160 m) overflows M and τ; the kernels
     report it instead of returning inf."""

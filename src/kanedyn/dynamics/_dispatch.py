@@ -125,9 +125,21 @@ def check_quaternions(model: Model, Q: NDArray) -> None:
             )
 
 
+def batch_result(out, shape: tuple, *inputs) -> NDArray:
+    """The array a batched kernel writes into: the caller's ``out`` itself when it is a
+    writeable C-contiguous float64 array of exactly that shape that overlaps no input
+    (then :func:`store` has nothing to copy, and a reused ``out`` costs no fresh pages),
+    otherwise a new array."""
+    if (isinstance(out, np.ndarray) and out.shape == shape and out.dtype == np.float64
+            and out.flags.c_contiguous and out.flags.writeable
+            and not any(x is not None and np.may_share_memory(out, x) for x in inputs)):
+        return out
+    return np.empty(shape)
+
+
 def store(out: NDArray | None, result: NDArray) -> NDArray:
     """``result``, or ``out`` holding it when the caller passed ``out=``."""
-    if out is None:
+    if out is None or result is out:
         return result
     if (not isinstance(out, np.ndarray) or out.shape != result.shape
             or out.dtype != np.float64 or not out.flags.writeable):

@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from ._dispatch import F8, K, batch, entry_stub, fail, general, store, writable
+from ._dispatch import F8, K, batch, batch_result, entry_stub, fail, general, store, writable
 from .flat import fast, flatten
 
 _empty = np.empty
@@ -53,15 +53,15 @@ def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
                     return qdd
     except (AttributeError, TypeError):  # not arrays
         pass
-    return store(out, _aba_general(model, q, v, tau, f_ext))
+    return store(out, _aba_general(model, q, v, tau, f_ext, out))
 
 
-def _aba_general(model, q, v, tau, f_ext):
+def _aba_general(model, q, v, tau, f_ext, out_=None):
     fm = flatten(model)
     speeds = ((v, "v"), (tau, "tau"))
     (Q, V, T), F, single = general(model, q, speeds, f_ext)
     N = Q.shape[0]
-    out = np.empty((N, fm.nv))
+    out = batch_result(None if single else out_, (N, fm.nv), Q, V, T, F)
     status = np.zeros(N, dtype=np.int64)
     Fk = F if F is not None else np.zeros((1, fm.nb, 6))
     batch(K.aba_batch, fm.data, Q, V, T, Fk, F is not None, out, status)

@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from ._dispatch import F8, K, batch, entry_stub, fail, general, store, writable
+from ._dispatch import F8, K, batch, batch_result, entry_stub, fail, general, store, writable
 from .flat import fast, flatten
 
 _empty = np.empty
@@ -45,7 +45,7 @@ def crba(model: Model, q: ArrayLike, *, out: NDArray | None = None) -> NDArray:
     fm = flatten(model)
     (Q,), _, single = general(model, q, ())
     N = Q.shape[0]
-    res = np.empty((N, fm.nv, fm.nv))
+    res = batch_result(None if single else out, (N, fm.nv, fm.nv), Q)
     status = np.zeros(N, dtype=np.int64)
     batch(K.crba_batch, fm.data, Q, res, status)
     if status.any():

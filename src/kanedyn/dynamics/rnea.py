@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from ._dispatch import F8, K, batch, entry_stub, fail, general, store, writable
+from ._dispatch import F8, K, batch, batch_result, entry_stub, fail, general, store, writable
 from .flat import fast, flatten
 
 _empty = np.empty
@@ -58,7 +58,7 @@ def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
                     return tau
     except (AttributeError, TypeError):  # not arrays
         pass
-    return store(out, _rnea_general(model, q, v, a, f_ext, True, True, "rnea"))
+    return store(out, _rnea_general(model, q, v, a, f_ext, True, True, "rnea", out))
 
 
 def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike, *,
@@ -102,7 +102,7 @@ def gravity_torques(model: Model, q: ArrayLike, *, out: NDArray | None = None) -
                                     "gravity_torques"))
 
 
-def _rnea_general(model, q, v, a, f_ext, use_v, use_a, what):
+def _rnea_general(model, q, v, a, f_ext, use_v, use_a, what, out_=None):
     """Any array-like input, one state or a batch: validate, then the parallel kernel."""
     fm = flatten(model)
     speeds = tuple(x for x in ((v, "v"), (a, "a")) if x[0] is not None)
@@ -113,7 +113,7 @@ def _rnea_general(model, q, v, a, f_ext, use_v, use_a, what):
         zeros = np.zeros((N, fm.nv))
     V = X[0] if use_v else zeros
     A = X[1] if use_a else zeros
-    out = np.empty((N, fm.nv))
+    out = batch_result(None if single else out_, (N, fm.nv), Q, *X, F)
     status = np.zeros(N, dtype=np.int64)
     Fk = F if F is not None else np.zeros((1, fm.nb, 6))
     batch(K.rnea_batch, fm.data, Q, V, A, Fk, use_v, use_a, F is not None, out, status)
