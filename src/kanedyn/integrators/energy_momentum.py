@@ -81,7 +81,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import SolverError
-from ..spatial import inertia_parameters, quat_multiply, quat_to_matrix
+from ..spatial import crm, inertia_parameters, quat_multiply, quat_to_matrix, skew
 from .base import FixedStepMethod, NewtonFailure, chart_is_additive, newton, solve_spd
 from .gauss import Midpoint
 from .projection import Projected
@@ -150,16 +150,6 @@ def floating_applicable(problem) -> str | None:
     if np.any(np.asarray(model.gravity) != 0.0):
         return "gravity acts (the energy then depends on the base pose)"
     return None
-
-
-def _crm(v):
-    """crm(v) = ad_v = [ω× 0; v_O× ω×] (DESIGN.md conventions)."""
-    X = np.zeros((6, 6))
-    W = _skew(v[:3])
-    X[:3, :3] = W
-    X[3:, 3:] = W
-    X[3:, :3] = _skew(v[3:])
-    return X
 
 
 def auto_cyclic(problem) -> tuple[int, ...]:
@@ -275,7 +265,7 @@ class EnergyMomentum(FixedStepMethod):
             wb = Ici @ pb
             r = pn - pi + h * np.cross(wb, pb)
             # ∂r/∂π' = 1 + h/2 (ω̄× − π̄× I_c⁻¹)
-            Jm = np.eye(3) + 0.5 * h * (_skew(wb) - _skew(pb) @ Ici)
+            Jm = np.eye(3) + 0.5 * h * (skew(wb) - skew(pb) @ Ici)
             d = np.linalg.solve(Jm, r)
             pn -= d
             size = float(np.abs(d).max())
@@ -422,7 +412,7 @@ class EnergyMomentum(FixedStepMethod):
             dmu, dth, dp = d[:6], d[6:6 + n], d[6 + n:]
             g = dg(d)
             nu = g[:6]
-            r_mu = dmu - h * _crm(nu).T @ (mu0 + 0.5 * dmu)
+            r_mu = dmu - h * crm(nu).T @ (mu0 + 0.5 * dmu)
             r_th = dth - h * g[6 + n:]
             r_p = dp + h * g[6:6 + n]
             if P.has_nc:
@@ -445,7 +435,7 @@ class EnergyMomentum(FixedStepMethod):
         nu = g[:6]
         # the base moves by f with Ad_f = cay(h ad_ν̄) (an SE(3) element: block lower
         # triangular, diagonal blocks cay(h ω̄)); then μ' = Ad_fᵀ μ keeps the world momentum
-        A = h * _crm(nu)
+        A = h * crm(nu)
         C = np.linalg.solve(np.eye(6) - 0.5 * A, np.eye(6) + 0.5 * A)
         Rc = C[:3, :3]
         B = C[3:, :3] @ Rc.T            # p_f× (the position of the new base frame in the old)
@@ -467,7 +457,3 @@ class EnergyMomentum(FixedStepMethod):
             tau, vb = forcing(d, g)
             dw = h * float(vb @ tau)
         return q1, v1, dw
-
-
-def _skew(x):
-    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
