@@ -34,9 +34,10 @@ from scipy.linalg import cho_factor, cho_solve
 from .. import dynamics as dyn
 from ..dynamics.derivatives_kernel import DerivativeKernels
 from ..dynamics.energy_kernel import FlatEnergyModel
+from ..integrators.chart import so3_right_jacobian
 from ..model import Model
 from ..model import configuration as cfg
-from ..spatial import crf, crm, skew
+from ..spatial import crf, crm
 from .configuration_kernel import integrate_into
 
 # Gauss–Legendre nodes on [0, 1] for the integral J(ξ) = ∫₀¹ Ad_{exp(-sξ)} ds.
@@ -45,15 +46,6 @@ from .configuration_kernel import integrate_into
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
 _GL_S = 0.5 * (_GL_X + 1.0)
 _GL_W = 0.5 * _GL_W
-
-
-def so3_right_jacobian(phi: NDArray) -> NDArray:
-    """``J_r(φ) = 1 − (1 − cos θ)/θ² φ× + (θ − sin θ)/θ³ φ×²`` (θ = |φ|), with
-    ``R exp(φ + δ) ≈ R exp(φ) exp(J_r(φ) δ)`` (Barfoot 2017, eq. 7.77b); series near 0."""
-    th = float(np.linalg.norm(phi))
-    P = skew(phi)
-    a, b = _jacobian_coefficients(np.array([th]))
-    return np.eye(3) - a[0] * P + b[0] * (P @ P)
 
 
 def _jacobian_coefficients(th: NDArray) -> tuple[NDArray, NDArray]:
