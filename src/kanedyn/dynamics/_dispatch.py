@@ -67,6 +67,7 @@ def writable(out, ndim: int) -> bool:
     return (isinstance(out, np.ndarray) and out.ndim == ndim and out.dtype is F8
             and out.flags.writeable)
 
+
 def batch(kernel, *args) -> None:
     """Run a batched kernel with its tasks handed out one at a time (numba's parallel
     chunk size 1, restored after): on a machine whose cores are shared, the static
@@ -130,8 +131,7 @@ def batch_result(out, shape: tuple, *inputs) -> NDArray:
     writeable C-contiguous float64 array of exactly that shape that overlaps no input
     (then :func:`store` has nothing to copy, and a reused ``out`` costs no fresh pages),
     otherwise a new array."""
-    if (isinstance(out, np.ndarray) and out.shape == shape and out.dtype == np.float64
-            and out.flags.c_contiguous and out.flags.writeable
+    if (writable(out, len(shape)) and out.shape == shape and out.flags.c_contiguous
             and not any(x is not None and np.may_share_memory(out, x) for x in inputs)):
         return out
     return np.empty(shape)
