@@ -152,6 +152,18 @@ def floating_applicable(problem) -> str | None:
     return None
 
 
+def _gonzalez_correction(g, d, w, dH: float, H0: float):
+    """Gonzalez's discrete gradient ``g + [ΔH − g·Δz]/(w·Δz) w`` from the midpoint gradient
+    g, the increment d = Δz and the correction direction w (module doc). The bracket is
+    O(|w|³) and carries the roundoff of ΔH, ≈ eps |H|: below the |w| at which that noise,
+    divided by |w|, would exceed the term itself, the correction is dropped."""
+    den = float(w @ d)
+    floor = 1e3 * _EPS * (abs(H0) + 1.0) / (float(np.sqrt(g @ g)) + 1e-300)
+    if den > floor * floor:
+        return g + (dH - float(g @ d)) / den * w
+    return g
+
+
 def auto_cyclic(problem) -> tuple[int, ...]:
     """Indices (in q) of root joints that leave E = T + V invariant (see module doc)."""
     model = _model(problem.system)
@@ -323,18 +335,10 @@ class EnergyMomentum(FixedStepMethod):
         P = self.problem
         gq, gp, _ = P.hamiltonian_gradient(q0 + 0.5 * dq, p0 + 0.5 * dp)
         dH = self._H(q0 + dq, p0 + dp) - H0
-        wq = dq * self.mask
-        den = float(wq @ wq + dp @ dp)
-        num = dH - float(gq @ dq + gp @ dp)
-        # the numerator is O(|w|³) and carries the roundoff of dH, ≈ eps |H|: below the
-        # |w| at which that noise, divided by |w|, would exceed the term itself, drop it
-        gnorm = float(np.sqrt(gq @ gq + gp @ gp)) + 1e-300
-        floor = 1e3 * _EPS * (abs(H0) + 1.0) / gnorm
-        if den > floor * floor:
-            cc = num / den
-            gq = gq + cc * wq
-            gp = gp + cc * dp
-        return gq, gp
+        g = _gonzalez_correction(np.concatenate([gq, gp]), np.concatenate([dq, dp]),
+                                 np.concatenate([dq * self.mask, dp]), dH, H0)
+        n = dq.size
+        return g[:n], g[n:]
 
     def _gonzalez_step(self, t, q, v, h):
         P, s, n = self.problem, self.system, self.system.nv
@@ -366,7 +370,6 @@ class EnergyMomentum(FixedStepMethod):
             dw = h * float(vbar @ P.tau_nc(t + 0.5 * h, q + 0.5 * dq, vbar))
         return q1, v1, dw
 
-
     # -------------------------------------------------------------------- floating
     def _floating_step(self, t, q, v, h):
         """Free root moved by the adjoint Cayley map, Gonzalez's discrete gradient in
@@ -396,12 +399,7 @@ class EnergyMomentum(FixedStepMethod):
             dHq, _, vbar = P.hamiltonian_gradient(qof(th0 + 0.5 * dth), zbar)
             g = np.concatenate([vbar[:6], dHq[6:], vbar[6:]])
             dH = H(th0 + dth, z0 + np.concatenate([dmu, dp])) - H0
-            den = float(d @ d)
-            gn = float(np.sqrt(g @ g)) + 1e-300
-            floor = 1e3 * _EPS * (abs(H0) + 1.0) / gn
-            if den > floor * floor:
-                g = g + (dH - float(g @ d)) / den * d
-            return g
+            return _gonzalez_correction(g, d, d, dH, H0)
 
         def forcing(d, g):
             vb = np.concatenate([g[:6], g[6 + n:]])
