@@ -134,10 +134,12 @@ def time_pair(pair: Pair, rng, number: int, repeat: int) -> dict:
 
 
 def breakdown(pair: Pair, rng, number: int, repeat: int) -> list[tuple[str, float]]:
-    """Where the time of one kd.rnea call goes: the public call, with out=, the bare
-    compiled entry point the call ends in (no Python wrapper, no numba dispatcher),
-    the same kernel through numba's dispatcher, and an empty compiled function of
-    the same signature called both ways (the cost of passing five arrays)."""
+    """Where the time of one kd.rnea call goes: the public call (the C fast path of
+    _fastcall.c), with out=, the Python wrapper behind it (what runs without the C
+    extension, or with KANEDYN_NO_C=1), the bare compiled entry point that wrapper
+    ends in (no numba dispatcher), the same kernel through numba's dispatcher, and an
+    empty compiled function of the same signature called both ways (the cost of
+    passing five arrays)."""
     from numba import njit
 
     from kanedyn.dynamics import kernels
@@ -154,8 +156,10 @@ def breakdown(pair: Pair, rng, number: int, repeat: int) -> list[tuple[str, floa
     qp, vp, ap = pair.to_pin(q, v, a)
     buf, tau = flatten(m).buf, np.empty(m.nv)
     entry, disp = K.rnea_f, kernels.ready("rnea_f")
+    wrapper = getattr(kd.rnea, "__wrapped__", kd.rnea)
     rows = [("kd.rnea(model, q, v, a)", lambda: kd.rnea(m, q, v, a)),
             ("kd.rnea(..., out=tau)", lambda: kd.rnea(m, q, v, a, out=tau)),
+            ("Python wrapper (kd.rnea.__wrapped__)", lambda: wrapper(m, q, v, a)),
             ("entry point rnea_f(buf, q, v, a, tau)", lambda: entry(buf, q, v, a, tau)),
             ("the same through numba's dispatcher", lambda: disp(buf, q, v, a, tau)),
             ("empty function, entry point", lambda: empty_entry(buf, q, v, a, tau)),
@@ -239,6 +243,9 @@ def main() -> None:
 
     print(f"kanedyn {kd.__version__}, pinocchio {pin.__version__}, numba {numba.__version__}, "
           f"numpy {np.__version__}, {os.cpu_count()} cores, {numba.get_num_threads()} threads")
+    c_path = hasattr(kd.rnea, "__wrapped__")
+    print("single-state calls: " + ("the C fast path of _fastcall.c" if c_path else
+                                    "the Python wrappers (no C extension, or KANEDYN_NO_C=1)"))
     print("load average at start (1, 5, 15 min): {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
     pairs = [Pair(n, f) for n, f in CASES]
     print("\nagreement (max relative difference of tau, M, qdd; and ABA(RNEA(a)) = a):")

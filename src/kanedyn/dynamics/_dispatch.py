@@ -15,6 +15,9 @@ explains a non-zero status.
 
 from __future__ import annotations
 
+import functools
+import os
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -59,6 +62,28 @@ def entry_stub(name: str, namespace: dict):
         return f(*args)
 
     return load
+
+
+def c_front(wrapper, kernel: str, nin: int, matrix: bool = False):
+    """``wrapper`` with the C fast path of ``_fastcall.c`` in front of it: a call with
+    ``nin`` C-contiguous float64 state arrays and no keywords goes from C straight to
+    the C entry point ``kernels.kernel`` (see ``kernels.c_entry``); every other call,
+    and every call whose kernel says no, reaches ``wrapper`` unchanged. Where the
+    extension is not built (no C compiler at install), or ``KANEDYN_NO_C=1`` is set,
+    this is ``wrapper`` itself. Name, docstring and signature are the wrapper's."""
+    if os.environ.get("KANEDYN_NO_C", "") not in ("", "0"):
+        return wrapper
+    try:
+        from ._fastcall import Caller
+    except ImportError:
+        return wrapper
+
+    def loader() -> int:
+        from . import kernels
+
+        return kernels.c_entry(kernel)
+
+    return functools.update_wrapper(Caller(wrapper, loader, nin, matrix), wrapper)
 
 
 def writable(out, ndim: int) -> bool:

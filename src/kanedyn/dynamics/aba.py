@@ -10,7 +10,18 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from ._dispatch import F8, K, batch, batch_result, entry_stub, fail, general, store, writable
+from ._dispatch import (
+    F8,
+    K,
+    batch,
+    batch_result,
+    c_front,
+    entry_stub,
+    fail,
+    general,
+    store,
+    writable,
+)
 from .flat import fast, flatten
 
 _empty = np.empty
@@ -54,6 +65,9 @@ def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
     except (AttributeError, TypeError):  # not arrays
         pass
     return store(out, _aba_general(model, q, v, tau, f_ext, out))
+
+
+aba = c_front(aba, "aba_c", 3)
 
 
 def _aba_general(model, q, v, tau, f_ext, out_=None):

@@ -10,7 +10,18 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from ._dispatch import F8, K, batch, batch_result, entry_stub, fail, general, store, writable
+from ._dispatch import (
+    F8,
+    K,
+    batch,
+    batch_result,
+    c_front,
+    entry_stub,
+    fail,
+    general,
+    store,
+    writable,
+)
 from .flat import fast, flatten
 
 _empty = np.empty
@@ -51,3 +62,6 @@ def crba(model: Model, q: ArrayLike, *, out: NDArray | None = None) -> NDArray:
     if status.any():
         fail(model, status, "crba", Q, ())
     return store(out, res[0] if single else res)
+
+
+crba = c_front(crba, "crba_c", 1, matrix=True)

@@ -31,7 +31,8 @@ norm of a quaternion in q (:data:`kanedyn.model.joints.QUAT_TOL`, read at run
 time so that a change of it needs no recompilation), ``CHAIN`` 1 if every
 body's parent is the body before it (an unbranched chain), else 0.
 
-``data`` is a view into a larger 1-D array ``buf``: a header (nb, nq, nv), then
+``data`` is a view into a larger 1-D array ``buf``: a header (nb, nq, nv, the length
+of ``buf``), then
 ``data``, then a workspace for the single-state entry points of
 :mod:`.kernels` (``rnea_f`` etc.), which take ``buf`` alone in place of the
 model and the scratch arrays they would otherwise allocate on every call.
@@ -100,7 +101,7 @@ def _pack(model: Model) -> FlatModel:
     nb = model.nb
     size = HDR + (nb + 1) * WIDTH
     buf = np.zeros(size + workspace_size(nb, model.nv))
-    buf[:3] = nb, model.nq, model.nv
+    buf[:4] = nb, model.nq, model.nv, buf.size
     data = buf[HDR:size].reshape(nb + 1, WIDTH)
     quats = []
     for b in model.bodies:

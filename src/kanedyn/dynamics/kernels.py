@@ -40,7 +40,7 @@ must agree with the reference implementation to rounding.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import carray, cfunc, njit, prange, types
 
 # the layout of the flat model (described in flat.py), here so that a change of it
 # invalidates numba's cache of these kernels
@@ -77,7 +77,7 @@ NOT_FINITE = -1
 BAD_SHAPE = -2
 
 # The packed buffer of the single-state entry points (``*_f`` below): one 1-D float64
-# array holding a header (nb, nq, nv), the flat model, and a workspace for the
+# array holding a header (nb, nq, nv, its own length), the flat model, and a workspace for the
 # algorithms, so that a call from Python passes one array for all of it. Each array
 # argument costs numba's dispatcher ~25 ns to type and, with the runtime (NRT) on,
 # ~20 ns more to wrap; each array allocated in a kernel ~25 ns. The entry points
@@ -1285,6 +1285,66 @@ def aba_f_fext(buf, q, v, tau, fext, qdd):
             and qdd.shape[0] == nv and fext.shape[0] == int(buf[0]) and fext.shape[1] == 6):
         return BAD_SHAPE
     return _aba_f(buf, q, v, tau, fext, True, qdd)
+
+
+# --- C entry points: the *_f kernels on bare pointers, for _fastcall.c ---------------
+# Plain functions here, made cfuncs by c_entry() on first use (a cfunc compiles when
+# it is made, and importing kanedyn compiles nothing). They live in this file so that
+# numba's on-disk cache of them is invalidated with the kernels'. The caller
+# (_fastcall.c) has checked that each state array is C-contiguous float64 of the
+# model's length, and allocated the result.
+
+@njit(cache=True, forceinline=True)
+def _buf(bp):
+    return carray(bp, (int(bp[3]),))
+
+
+def rnea_c(bp, qp, vp, ap, taup):
+    nv = int(bp[2])
+    return rnea_f(_buf(bp), carray(qp, (int(bp[1]),)), carray(vp, (nv,)), carray(ap, (nv,)),
+                  carray(taup, (nv,)))
+
+
+def nle_c(bp, qp, vp, taup):
+    nv = int(bp[2])
+    return nle_f(_buf(bp), carray(qp, (int(bp[1]),)), carray(vp, (nv,)), carray(taup, (nv,)))
+
+
+def gravity_c(bp, qp, taup):
+    return gravity_f(_buf(bp), carray(qp, (int(bp[1]),)), carray(taup, (int(bp[2]),)))
+
+
+def crba_c(bp, qp, Mp):
+    nv = int(bp[2])
+    return crba_f(_buf(bp), carray(qp, (int(bp[1]),)), carray(Mp, (nv, nv)))
+
+
+def aba_c(bp, qp, vp, taup, qddp):
+    nv = int(bp[2])
+    return aba_f(_buf(bp), carray(qp, (int(bp[1]),)), carray(vp, (nv,)), carray(taup, (nv,)),
+                 carray(qddp, (nv,)))
+
+
+_C_ENTRIES = {"rnea_c": "rnea_f", "nle_c": "nle_f", "gravity_c": "gravity_f",
+              "crba_c": "crba_f", "aba_c": "aba_f"}
+_C_MADE: dict = {}
+
+
+def c_entry(name: str) -> int:
+    """The address of C entry point ``name`` (``int64 f(double *buf, double *x..., double
+    *out)``), compiled or loaded from the on-disk cache on first use.
+
+    The ``*_f`` kernel it calls is readied first (compiled for its declared
+    any-strides signature, compilation then disabled), so that the cfunc always
+    calls that one specialisation, whatever was called before."""
+    made = _C_MADE.get(name)
+    if made is None:
+        ready(_C_ENTRIES[name])
+        ptr = types.CPointer(types.float64)
+        nargs = globals()[name].__code__.co_argcount
+        made = cfunc(types.int64(*([ptr] * nargs)), cache=True)(globals()[name])
+        _C_MADE[name] = made
+    return made.address
 
 
 # --- entry points: compiled for one signature each, on first use -----------------

@@ -10,7 +10,18 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from ._dispatch import F8, K, batch, batch_result, entry_stub, fail, general, store, writable
+from ._dispatch import (
+    F8,
+    K,
+    batch,
+    batch_result,
+    c_front,
+    entry_stub,
+    fail,
+    general,
+    store,
+    writable,
+)
 from .flat import fast, flatten
 
 _empty = np.empty
@@ -61,6 +72,9 @@ def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
     return store(out, _rnea_general(model, q, v, a, f_ext, True, True, "rnea", out))
 
 
+rnea = c_front(rnea, "rnea_c", 3)
+
+
 def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike, *,
                       out: NDArray | None = None) -> NDArray:
     """``h(q, v) = C(q, v) v + g(q)`` = RNEA with zero acceleration."""
@@ -82,6 +96,9 @@ def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike, *,
                                     "nonlinear_effects"))
 
 
+nonlinear_effects = c_front(nonlinear_effects, "nle_c", 2)
+
+
 def gravity_torques(model: Model, q: ArrayLike, *, out: NDArray | None = None) -> NDArray:
     """``g(q)``: the joint forces that hold the model still against gravity."""
     try:
@@ -100,6 +117,9 @@ def gravity_torques(model: Model, q: ArrayLike, *, out: NDArray | None = None) -
         pass
     return store(out, _rnea_general(model, q, None, None, None, False, False,
                                     "gravity_torques"))
+
+
+gravity_torques = c_front(gravity_torques, "gravity_c", 1)
 
 
 def _rnea_general(model, q, v, a, f_ext, use_v, use_a, what, out_=None):

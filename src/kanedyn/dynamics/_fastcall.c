@@ -1,0 +1,279 @@
+/* The single-state call of rnea, crba, aba, ... from Python, without Python in between.
+
+   A `Caller` stands in front of a public wrapper (kanedyn.dynamics.rnea.rnea etc.):
+   called as `f(model, x1, ..., xk)` or `f(model, x1, ..., xk, out=r)` with k state
+   arrays, where each x is a 1-D, aligned, C-contiguous, native float64 ndarray of the
+   model's length (q: nq, the others: nv) and r (if not None) a writeable one of the
+   result's shape, it reads the model's packed buffer (`model._kd_hot[0]`, see
+   flat.py), allocates the result (or takes r) and calls the numba kernel through its
+   C address (`kernels.c_entry`). Anything else — other keywords (`f_ext=`), a batch, a list,
+   another dtype, strides, a wrong length, a Model not yet flattened — goes to the
+   Python wrapper unchanged, and so does a call whose kernel returns a non-zero
+   status, so that the wrapper raises the error that names the culprit.
+
+   Why: a small robot's whole RNEA or CRBA is ~0.3-0.5 µs of arithmetic; a Python
+   wrapper and numba's unboxing of each array argument cost about as much again.
+   Here the checks are C macros and the arrays are passed as bare pointers.
+
+   The kernels hold the GIL while they run (the model's buffer holds their
+   workspace, which two threads must not share). */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+
+typedef int64_t (*kernel1)(double *, double *, double *);
+typedef int64_t (*kernel2)(double *, double *, double *, double *);
+typedef int64_t (*kernel3)(double *, double *, double *, double *, double *);
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *fallback; /* the Python wrapper: everything this does not take */
+    PyObject *loader;   /* () -> the kernel's address, called once on first use */
+    PyObject *dict;     /* __doc__, __name__, __wrapped__ ... of the wrapper */
+    void *kernel;
+    int nin;            /* state arrays after the model: 1, 2 or 3 */
+    int matrix;         /* result (nv, nv) instead of (nv,) */
+} Caller;
+
+static PyObject *str_hot; /* "_kd_hot" */
+static PyObject *str_out; /* "out" */
+
+/* A 1-D, aligned, C-contiguous, native-endian float64 ndarray of length n. */
+static int
+is_state(PyObject *x, npy_intp n)
+{
+    if (!PyArray_Check(x))
+        return 0;
+    PyArrayObject *a = (PyArrayObject *)x;
+    return PyArray_NDIM(a) == 1 && PyArray_DIM(a, 0) == n && PyArray_TYPE(a) == NPY_DOUBLE
+           && PyArray_ISNOTSWAPPED(a) && PyArray_ISALIGNED(a) && PyArray_IS_C_CONTIGUOUS(a);
+}
+
+/* The caller's out= as the result: a writeable, aligned, C-contiguous, native float64
+   ndarray of the result's shape. */
+static int
+is_result(PyObject *x, int nd, const npy_intp *dims)
+{
+    if (!PyArray_Check(x))
+        return 0;
+    PyArrayObject *a = (PyArrayObject *)x;
+    return PyArray_NDIM(a) == nd && PyArray_DIM(a, 0) == dims[0]
+           && (nd == 1 || PyArray_DIM(a, 1) == dims[1]) && PyArray_TYPE(a) == NPY_DOUBLE
+           && PyArray_ISNOTSWAPPED(a) && PyArray_ISALIGNED(a) && PyArray_IS_C_CONTIGUOUS(a)
+           && PyArray_ISWRITEABLE(a);
+}
+
+static PyObject *
+caller_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Caller *self = (Caller *)op;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 1 + self->nin)
+        goto general;
+    PyObject *given = Py_None; /* out= */
+    if (kwnames != NULL) {
+        if (PyTuple_GET_SIZE(kwnames) != 1
+            || PyUnicode_Compare(PyTuple_GET_ITEM(kwnames, 0), str_out) != 0)
+            goto general;
+        given = args[nargs];
+    }
+    PyObject *hot = PyObject_GetAttr(args[0], str_hot);
+    if (hot == NULL) { /* not flattened yet, or not a Model: the wrapper knows */
+        PyErr_Clear();
+        goto general;
+    }
+    /* (buf, nv, shape); a deep copy of a Model carries an empty tuple */
+    if (!PyTuple_Check(hot) || PyTuple_GET_SIZE(hot) != 3 || !PyArray_Check(PyTuple_GET_ITEM(hot, 0)))
+        goto general_hot;
+    PyArrayObject *buf = (PyArrayObject *)PyTuple_GET_ITEM(hot, 0);
+    double *b = (double *)PyArray_DATA(buf);
+    int nd = self->matrix ? 2 : 1;
+    npy_intp dims[2] = {(npy_intp)b[2], (npy_intp)b[2]}; /* header: nb, nq, nv */
+    double *x[3];
+    for (int k = 0; k < self->nin; k++) {
+        if (!is_state(args[1 + k], k == 0 ? (npy_intp)b[1] : dims[0]))
+            goto general_hot;
+        x[k] = (double *)PyArray_DATA((PyArrayObject *)args[1 + k]);
+    }
+    if (given != Py_None && !is_result(given, nd, dims))
+        goto general_hot;
+    if (self->kernel == NULL) {
+        PyObject *addr = PyObject_CallNoArgs(self->loader);
+        if (addr == NULL) {
+            Py_DECREF(hot);
+            return NULL;
+        }
+        void *p = PyLong_AsVoidPtr(addr);
+        Py_DECREF(addr);
+        if (p == NULL) {
+            Py_DECREF(hot);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "kanedyn: kernel loader returned a null address");
+            return NULL;
+        }
+        self->kernel = p;
+    }
+    PyObject *out;
+    if (given == Py_None)
+        out = PyArray_SimpleNew(nd, dims, NPY_DOUBLE);
+    else {
+        Py_INCREF(given);
+        out = given;
+    }
+    if (out == NULL) {
+        Py_DECREF(hot);
+        return NULL;
+    }
+    double *r = (double *)PyArray_DATA((PyArrayObject *)out);
+    int64_t status;
+    switch (self->nin) {
+    case 1: status = ((kernel1)self->kernel)(b, x[0], r); break;
+    case 2: status = ((kernel2)self->kernel)(b, x[0], x[1], r); break;
+    default: status = ((kernel3)self->kernel)(b, x[0], x[1], x[2], r); break;
+    }
+    Py_DECREF(hot);
+    if (status == 0)
+        return out;
+    Py_DECREF(out); /* the wrapper runs it again and raises the error that fits */
+    goto general;
+general_hot:
+    Py_DECREF(hot);
+general:
+    return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+}
+
+static PyObject *
+caller_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"fallback", "loader", "nin", "matrix", NULL};
+    PyObject *fallback, *loader;
+    int nin, matrix;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOip:Caller", kwlist, &fallback, &loader,
+                                     &nin, &matrix))
+        return NULL;
+    if (nin < 1 || nin > 3) {
+        PyErr_Format(PyExc_ValueError, "Caller: nin must be 1, 2 or 3, got %d", nin);
+        return NULL;
+    }
+    if (!PyCallable_Check(fallback) || !PyCallable_Check(loader)) {
+        PyErr_SetString(PyExc_TypeError, "Caller: fallback and loader must be callable");
+        return NULL;
+    }
+    Caller *self = (Caller *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = caller_vectorcall;
+    Py_INCREF(fallback);
+    self->fallback = fallback;
+    Py_INCREF(loader);
+    self->loader = loader;
+    self->dict = NULL;
+    self->kernel = NULL;
+    self->nin = nin;
+    self->matrix = matrix;
+    return (PyObject *)self;
+}
+
+static int
+caller_traverse(Caller *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->fallback);
+    Py_VISIT(self->loader);
+    Py_VISIT(self->dict);
+    return 0;
+}
+
+static int
+caller_clear(Caller *self)
+{
+    Py_CLEAR(self->fallback);
+    Py_CLEAR(self->loader);
+    Py_CLEAR(self->dict);
+    return 0;
+}
+
+static void
+caller_dealloc(Caller *self)
+{
+    PyObject_GC_UnTrack(self);
+    caller_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+caller_repr(Caller *self)
+{
+    return PyUnicode_FromFormat("<fast path of %R>", self->fallback);
+}
+
+/* pickled by reference, as a function is: the name in its module (set from the wrapper) */
+static PyObject *
+caller_reduce(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyObject_GetAttrString(self, "__qualname__");
+}
+
+static PyMethodDef caller_methods[] = {
+    {"__reduce__", caller_reduce, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef caller_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject CallerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kanedyn.dynamics._fastcall.Caller",
+    .tp_basicsize = sizeof(Caller),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "Caller(fallback, loader, nin, matrix): a single-state fast path in front of "
+              "fallback (see _fastcall.c).",
+    .tp_new = caller_new,
+    .tp_dealloc = (destructor)caller_dealloc,
+    .tp_traverse = (traverseproc)caller_traverse,
+    .tp_clear = (inquiry)caller_clear,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Caller, vectorcall),
+    .tp_dictoffset = offsetof(Caller, dict),
+    .tp_repr = (reprfunc)caller_repr,
+    .tp_methods = caller_methods,
+    .tp_getset = caller_getset,
+};
+
+static struct PyModuleDef fastcall_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "kanedyn.dynamics._fastcall",
+    .m_doc = "Single-state calls of the recursive algorithms from Python, past the Python "
+             "wrapper (see the comment at the top of _fastcall.c).",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC
+PyInit__fastcall(void)
+{
+    import_array();
+    if (PyType_Ready(&CallerType) < 0)
+        return NULL;
+    str_hot = PyUnicode_InternFromString("_kd_hot");
+    str_out = PyUnicode_InternFromString("out");
+    if (str_hot == NULL || str_out == NULL)
+        return NULL;
+    PyObject *m = PyModule_Create(&fastcall_module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&CallerType);
+    if (PyModule_AddObject(m, "Caller", (PyObject *)&CallerType) < 0) {
+        Py_DECREF(&CallerType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

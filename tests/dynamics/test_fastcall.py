@@ -1,0 +1,146 @@
+"""The C fast path in front of kd.rnea, kd.crba, kd.aba, kd.nonlinear_effects and
+kd.gravity_torques (src/kanedyn/dynamics/_fastcall.c).
+
+It must be invisible: the same bits as the Python wrapper behind it (which the
+other dynamics tests check against the readable reference), the same errors for
+bad input, every call it does not take handed on unchanged, and no reference
+leaked on any path.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import os
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import kanedyn as kd
+from kanedyn.dynamics import reference as ref
+from kanedyn.dynamics.flat import HOT
+
+ALL_JOINTS = ("revolute", "prismatic", "helical", "spherical", "planar", "free")
+PUBLIC = ("rnea", "crba", "aba", "nonlinear_effects", "gravity_torques")
+
+
+def state(model, seed):
+    rng = np.random.default_rng(seed)
+    q = kd.random_configuration(model, rng)
+    v, a = rng.normal(size=(2, model.nv))
+    return q, v, a
+
+
+def calls(model, q, v, a):
+    """(public function, its arguments) for each algorithm with a fast path."""
+    return [(kd.rnea, (model, q, v, a)), (kd.crba, (model, q)), (kd.aba, (model, q, v, a)),
+            (kd.nonlinear_effects, (model, q, v)), (kd.gravity_torques, (model, q))]
+
+
+def test_the_extension_is_built_and_in_front():
+    """`make test` builds the extension (setup.py); were it missing, every single-state
+    call would silently take the slower Python path."""
+    from kanedyn.dynamics._fastcall import Caller
+
+    for name in PUBLIC:
+        f = getattr(kd, name)
+        assert isinstance(f, Caller), name
+        assert inspect.isfunction(f.__wrapped__) and f.__wrapped__.__name__ == name
+        assert f.__name__ == name and f.__doc__ == f.__wrapped__.__doc__
+        assert inspect.signature(f) == inspect.signature(f.__wrapped__)
+        assert pickle.loads(pickle.dumps(f)) is f  # by reference, as a function
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_same_bits_as_the_python_wrapper(seed):
+    model = kd.models.random_tree(9, seed, floating_base=seed % 2 == 1, joint_types=ALL_JOINTS)
+    q, v, a = state(model, seed)
+    for f, args in calls(model, q, v, a):
+        fast = f(*args)
+        np.testing.assert_array_equal(fast, f.__wrapped__(*args))
+        out = np.full_like(fast, np.nan)
+        assert f(*args, out=out) is out
+        np.testing.assert_array_equal(out, fast)
+    np.testing.assert_allclose(kd.crba(model, q), ref.crba(model, q), rtol=1e-12, atol=1e-12)
+
+
+def test_calls_it_does_not_take_reach_the_wrapper():
+    model = kd.models.random_tree(5, 3, floating_base=True)
+    q, v, a = state(model, 3)
+    f_ext = np.random.default_rng(3).normal(size=(model.nb, 6))
+    tau = kd.rnea(model, q, v, a)
+    with_f = ref.rnea(model, q, v, a, f_ext)
+    np.testing.assert_allclose(kd.rnea(model, q, v, a, f_ext), with_f, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(kd.rnea(model, q, v, a, f_ext=f_ext), with_f, rtol=1e-12,
+                               atol=1e-12)
+    np.testing.assert_array_equal(kd.rnea(model, q, v, a, None), tau)
+    Mf = np.zeros((model.nv, model.nv), order="F")  # out of another layout: written all the same
+    assert kd.crba(model, q, out=Mf) is Mf
+    np.testing.assert_array_equal(Mf, kd.crba(model, q))
+    with pytest.raises(kd.StateError, match="out"):
+        kd.crba(model, q, out=np.empty((model.nv, model.nv + 1)))
+    with pytest.raises(kd.StateError, match="out"):
+        kd.rnea(model, q, v, a, out=np.empty(model.nv, dtype=np.float32))
+    with pytest.raises(TypeError):
+        kd.rnea(model, q, v, a, outt=np.empty(model.nv))  # a misspelt keyword
+    with pytest.raises(TypeError):
+        kd.crba(model)
+    with pytest.raises(kd.ModelError):
+        kd.crba("not a model", q)
+    fresh = copy.deepcopy(model)  # its flat form is built on the first call
+    np.testing.assert_array_equal(kd.aba(fresh, q, v, a), kd.aba(model, q, v, a))
+
+
+def test_a_kernel_that_says_no_raises_the_wrappers_error():
+    """A non-unit quaternion, a NaN, an overflow: the kernel's status sends the call to
+    the wrapper, which names the culprit (and no partial result is returned)."""
+    model = kd.models.random_tree(4, 0, floating_base=True)
+    q, v, a = state(model, 0)
+    bad = q.copy()
+    bad[3:7] *= 1.01
+    nan = q.copy()
+    nan[-1] = np.nan
+    for f, args in calls(model, bad, v, a):
+        with pytest.raises(kd.StateError, match="joint0"):
+            f(*args)
+    for f, args in calls(model, nan, v, a):
+        with pytest.raises(kd.StateError, match="NaN"):
+            f(*args)
+
+
+def test_no_reference_is_leaked():
+    model = kd.models.random_tree(4, 1, floating_base=True)
+    q, v, a = state(model, 1)
+    bad = q.copy()
+    bad[3:7] *= 1.01
+    out, M = np.empty(model.nv), np.empty((model.nv, model.nv))
+
+    def run(n):
+        for _ in range(n):
+            kd.rnea(model, q, v, a)
+            kd.rnea(model, q, v, a, out=out)
+            kd.rnea(model, q.tolist(), v, a)  # handed to the wrapper
+            for kw in ({}, {"out": M}):
+                try:
+                    kd.crba(model, bad, **kw)  # the kernel says no
+                except kd.StateError:
+                    pass
+
+    run(10)
+    objects = (model, getattr(model, HOT), q, v, a, bad, out, M)
+    before = [sys.getrefcount(x) for x in objects]
+    run(1000)
+    assert [sys.getrefcount(x) for x in objects] == before
+
+
+def test_kanedyn_no_c_turns_it_off():
+    """KANEDYN_NO_C=1: the public functions are the Python wrappers themselves."""
+    code = ("import inspect, kanedyn as kd; "
+            f"print(all(inspect.isfunction(getattr(kd, n)) for n in {PUBLIC!r}))")
+    env = dict(os.environ, KANEDYN_NO_C="1")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       check=True)
+    assert r.stdout.strip() == "True"
