@@ -76,7 +76,14 @@ def test_calls_it_does_not_take_reach_the_wrapper():
     np.testing.assert_allclose(kd.rnea(model, q, v, a, f_ext), with_f, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(kd.rnea(model, q, v, a, f_ext=f_ext), with_f, rtol=1e-12,
                                atol=1e-12)
-    np.testing.assert_array_equal(kd.rnea(model, q, v, a, None), tau)
+    for f, args in ((kd.rnea, (model, q, v, a)), (kd.aba, (model, q, v, tau))):
+        expect = f.__wrapped__(*args)  # f_ext=None, by position or by name: taken in C
+        np.testing.assert_array_equal(f(*args, None), expect)
+        np.testing.assert_array_equal(f(*args, f_ext=None, out=np.empty(model.nv)), expect)
+        with pytest.raises(TypeError):
+            f(*args, None, f_ext=None)
+    with pytest.raises(TypeError):
+        kd.crba(model, q, None)  # crba has no f_ext
     Mf = np.zeros((model.nv, model.nv), order="F")  # out of another layout: written all the same
     assert kd.crba(model, q, out=Mf) is Mf
     np.testing.assert_array_equal(Mf, kd.crba(model, q))
@@ -144,3 +151,44 @@ def test_kanedyn_no_c_turns_it_off():
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        check=True)
     assert r.stdout.strip() == "True"
+
+
+def test_which_calls_the_c_path_takes():
+    """A Caller with a recording stand-in for the wrapper: the calls it answers itself
+    give RNEA's τ; every other call reaches the stand-in with its arguments untouched."""
+    from kanedyn.dynamics._fastcall import Caller
+
+    from kanedyn.dynamics import kernels
+
+    seen = []
+
+    def wrapper(*args, **kwargs):
+        seen.append((args, kwargs))
+        return "wrapper"
+
+    f = Caller(wrapper, lambda: kernels.c_entry("rnea_c"), 3, fext=True)
+    model = kd.models.random_tree(4, 5, floating_base=True)
+    q, v, a = state(model, 5)
+    tau = kd.rnea.__wrapped__(model, q, v, a)
+    out = np.empty(model.nv)
+    for args, kwargs in [((model, q, v, a), {}), ((model, q, v, a, None), {}),
+                         ((model, q, v, a), {"f_ext": None}), ((model, q, v, a), {"out": out}),
+                         ((model, q, v, a), {"out": None, "f_ext": None})]:
+        r = f(*args, **kwargs)
+        assert isinstance(r, np.ndarray), (args[4:], kwargs)
+        np.testing.assert_array_equal(r, tau)
+    assert seen == []
+    ro = out.copy()
+    ro.flags.writeable = False
+    handed = [((model, q.tolist(), v, a), {}), ((model, q, v, a.astype(np.float32)), {}),
+              ((model, q, np.repeat(v, 2)[::2], a), {}), ((model, q[:-1], v, a), {}),
+              ((model, q, v[None], a), {}), ((model, q, v, a, np.zeros((model.nb, 6))), {}),
+              ((model, q, v, a), {"f_ext": np.zeros((model.nb, 6))}),
+              ((model, q, v, a, None), {"f_ext": None}), ((model, q, v, a), {"out": ro}),
+              ((model, q, v, a), {"out": np.empty(model.nv + 1)}), ((model, q, v), {}),
+              ((model, q, v, a), {"other": 1}), (("not a model", q, v, a), {})]
+    for args, kwargs in handed:
+        assert f(*args, **kwargs) == "wrapper"
+        assert all(x is y for x, y in zip(seen[-1][0], args, strict=True))
+        assert seen[-1][1].keys() == kwargs.keys()
+    assert len(seen) == len(handed)

@@ -64,10 +64,11 @@ def entry_stub(name: str, namespace: dict):
     return load
 
 
-def c_front(wrapper, kernel: str, nin: int, matrix: bool = False):
+def c_front(wrapper, kernel: str, nin: int, matrix: bool = False, fext: bool = False):
     """``wrapper`` with the C fast path of ``_fastcall.c`` in front of it: a call with
-    ``nin`` C-contiguous float64 state arrays and no keywords goes from C straight to
-    the C entry point ``kernels.kernel`` (see ``kernels.c_entry``); every other call,
+    ``nin`` C-contiguous float64 state arrays (and ``out=``, and ``f_ext=None`` where
+    ``fext``) goes from C straight to the C entry point ``kernels.kernel`` (see
+    ``kernels.c_entry``); every other call,
     and every call whose kernel says no, reaches ``wrapper`` unchanged. Where the
     extension is not built (no C compiler at install), or ``KANEDYN_NO_C=1`` is set,
     this is ``wrapper`` itself. Name, docstring and signature are the wrapper's."""
@@ -83,7 +84,7 @@ def c_front(wrapper, kernel: str, nin: int, matrix: bool = False):
 
         return kernels.c_entry(kernel)
 
-    return functools.update_wrapper(Caller(wrapper, loader, nin, matrix), wrapper)
+    return functools.update_wrapper(Caller(wrapper, loader, nin, matrix, fext), wrapper)
 
 
 def writable(out, ndim: int) -> bool:

@@ -2,11 +2,11 @@
 
    A `Caller` stands in front of a public wrapper (kanedyn.dynamics.rnea.rnea etc.):
    called as `f(model, x1, ..., xk)` or `f(model, x1, ..., xk, out=r)` with k state
-   arrays, where each x is a 1-D, aligned, C-contiguous, native float64 ndarray of the
+   arrays (and `f_ext=None`, by position or name, where the wrapper has f_ext), where each x is a 1-D, aligned, C-contiguous, native float64 ndarray of the
    model's length (q: nq, the others: nv) and r (if not None) a writeable one of the
    result's shape, it reads the model's packed buffer (`model._kd_hot[0]`, see
    flat.py), allocates the result (or takes r) and calls the numba kernel through its
-   C address (`kernels.c_entry`). Anything else — other keywords (`f_ext=`), a batch, a list,
+   C address (`kernels.c_entry`). Anything else — external forces, a batch, a list,
    another dtype, strides, a wrong length, a Model not yet flattened — goes to the
    Python wrapper unchanged, and so does a call whose kernel returns a non-zero
    status, so that the wrapper raises the error that names the culprit.
@@ -39,10 +39,12 @@ typedef struct {
     void *kernel;
     int nin;            /* state arrays after the model: 1, 2 or 3 */
     int matrix;         /* result (nv, nv) instead of (nv,) */
+    int fext;           /* an f_ext parameter after the states (taken when None) */
 } Caller;
 
 static PyObject *str_hot; /* "_kd_hot" */
 static PyObject *str_out; /* "out" */
+static PyObject *str_fext; /* "f_ext" */
 
 /* A 1-D, aligned, C-contiguous, native-endian float64 ndarray of length n. */
 static int
@@ -74,14 +76,20 @@ caller_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
 {
     Caller *self = (Caller *)op;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (nargs != 1 + self->nin)
+    /* f(model, x1..xk), and f_ext=None given by position or name where there is one */
+    if (nargs != 1 + self->nin
+        && !(self->fext && nargs == 2 + self->nin && args[nargs - 1] == Py_None))
         goto general;
     PyObject *given = Py_None; /* out= */
     if (kwnames != NULL) {
-        if (PyTuple_GET_SIZE(kwnames) != 1
-            || PyUnicode_Compare(PyTuple_GET_ITEM(kwnames, 0), str_out) != 0)
-            goto general;
-        given = args[nargs];
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(kwnames); k++) {
+            PyObject *name = PyTuple_GET_ITEM(kwnames, k), *value = args[nargs + k];
+            if (PyUnicode_Compare(name, str_out) == 0)
+                given = value;
+            else if (!(self->fext && value == Py_None && nargs == 1 + self->nin
+                       && PyUnicode_Compare(name, str_fext) == 0))
+                goto general; /* (f_ext by position and by name: the wrapper's TypeError) */
+        }
     }
     PyObject *hot = PyObject_GetAttr(args[0], str_hot);
     if (hot == NULL) { /* not flattened yet, or not a Model: the wrapper knows */
@@ -151,11 +159,11 @@ general:
 static PyObject *
 caller_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"fallback", "loader", "nin", "matrix", NULL};
+    static char *kwlist[] = {"fallback", "loader", "nin", "matrix", "fext", NULL};
     PyObject *fallback, *loader;
-    int nin, matrix;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOip:Caller", kwlist, &fallback, &loader,
-                                     &nin, &matrix))
+    int nin, matrix = 0, fext = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOi|pp:Caller", kwlist, &fallback, &loader,
+                                     &nin, &matrix, &fext))
         return NULL;
     if (nin < 1 || nin > 3) {
         PyErr_Format(PyExc_ValueError, "Caller: nin must be 1, 2 or 3, got %d", nin);
@@ -177,6 +185,7 @@ caller_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->kernel = NULL;
     self->nin = nin;
     self->matrix = matrix;
+    self->fext = fext;
     return (PyObject *)self;
 }
 
@@ -234,7 +243,7 @@ static PyTypeObject CallerType = {
     .tp_name = "kanedyn.dynamics._fastcall.Caller",
     .tp_basicsize = sizeof(Caller),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "Caller(fallback, loader, nin, matrix): a single-state fast path in front of "
+    .tp_doc = "Caller(fallback, loader, nin, matrix=False, fext=False): a single-state fast path in front of "
               "fallback (see _fastcall.c).",
     .tp_new = caller_new,
     .tp_dealloc = (destructor)caller_dealloc,
@@ -264,7 +273,8 @@ PyInit__fastcall(void)
         return NULL;
     str_hot = PyUnicode_InternFromString("_kd_hot");
     str_out = PyUnicode_InternFromString("out");
-    if (str_hot == NULL || str_out == NULL)
+    str_fext = PyUnicode_InternFromString("f_ext");
+    if (str_hot == NULL || str_out == NULL || str_fext == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&fastcall_module);
     if (m == NULL)

@@ -67,7 +67,7 @@ def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
     return store(out, _aba_general(model, q, v, tau, f_ext, out))
 
 
-aba = c_front(aba, "aba_c", 3)
+aba = c_front(aba, "aba_c", 3, fext=True)
 
 
 def _aba_general(model, q, v, tau, f_ext, out_=None):

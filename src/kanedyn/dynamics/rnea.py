@@ -72,7 +72,7 @@ def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
     return store(out, _rnea_general(model, q, v, a, f_ext, True, True, "rnea", out))
 
 
-rnea = c_front(rnea, "rnea_c", 3)
+rnea = c_front(rnea, "rnea_c", 3, fext=True)
 
 
 def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike, *,
