@@ -90,7 +90,7 @@ def workspace_size(nb: int, nv: int) -> int:
     """Floats of workspace the entry points need: the largest of RNEA, CRBA and ABA."""
     rnea = 12 * nb + 6 * (3 * nb + 2)
     crba = 12 * nb + 13 * nb + 12
-    aba = 24 * nb + 6 * nv + 6 * (4 * nb + 8) + 21 * nb + 72 * nb + nv
+    aba = 24 * nb + 6 * nv + 6 * (3 * nb + 8) + 21 * nb + 72 * nb + nv
     return max(rnea, crba, aba)
 
 
@@ -790,6 +790,7 @@ def inertia_to_world(data, i, X0, A):
     ``[Ī⁰, h⁰×; h⁰×ᵀ, m 1]``, from its parameters in the flat model and ``X0 = i_X_0``
     = (E, r). The parameter form of :func:`inertia_to_parent_add` (Table 2.5): with
     y = Eᵀ h, h⁰ = y + m r and Ī⁰ = Eᵀ Ī E - (y rᵀ + r yᵀ + m r rᵀ) + (2 r·y + m r·r) 1.
+    Returns the parameters (m, h⁰, Ī⁰ as its entries 00, 01, 02, 11, 12, 22).
     """
     m = data[i, MASS]
     r0, r1, r2 = X0[i, 9], X0[i, 10], X0[i, 11]
@@ -825,6 +826,19 @@ def inertia_to_world(data, i, X0, A):
     A[i, 6], A[i, 7], A[i, 8], A[i, 9] = 0.0, g2, -g1, m
     A[i, 10], A[i, 11], A[i, 12], A[i, 13], A[i, 14] = -g2, 0.0, g0, 0.0, m
     A[i, 15], A[i, 16], A[i, 17], A[i, 18], A[i, 19], A[i, 20] = g1, -g0, 0.0, 0.0, 0.0, m
+    return m, g0, g1, g2, A[i, 0], A[i, 1], A[i, 3], A[i, 2], A[i, 4], A[i, 5]
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def rigid_times(m, h0, h1, h2, j00, j01, j02, j11, j12, j22, w0, w1, w2, u0, u1, u2):
+    """``I x`` for the rigid inertia ``[Ī, h×; h×ᵀ, m 1]`` (Ī symmetric, entries jab) and
+    x = (ω, v_O), as 6 scalars: n = Ī ω + h × v_O, f = m v_O - h × ω."""
+    return (j00 * w0 + j01 * w1 + j02 * w2 + h1 * u2 - h2 * u1,
+            j01 * w0 + j11 * w1 + j12 * w2 + h2 * u0 - h0 * u2,
+            j02 * w0 + j12 * w1 + j22 * w2 + h0 * u1 - h1 * u0,
+            m * u0 - (h1 * w2 - h2 * w1),
+            m * u1 - (h2 * w0 - h0 * w2),
+            m * u2 - (h0 * w1 - h1 * w0))
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
@@ -832,38 +846,46 @@ def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, S0, w, IA, LW, y):
     """Forward dynamics by the articulated-body algorithm (Table 7.1), O(n), in world
     coordinates.
 
-    Every spatial quantity of body i — motion subspace S⁰_i, velocity, bias
-    acceleration ``c_i = v_i × S_i q̇_i``, inertia, articulated inertia I^A_i and bias
-    force p^A_i — is expressed in world coordinates, so the articulated inertia
-    passes to the parent by a plain sum, ``I^A_p += I^a_i``, with no 6x6 congruence
-    per body (the book's body-coordinate version is
-    :func:`kanedyn.dynamics.reference.aba`). ``c_i`` is the same vector in any
-    coordinates: a body-fixed S has ``Ṡ⁰ = v_i × S⁰``.
+    Every spatial quantity of body i — motion subspace S⁰_i, velocity, inertia,
+    articulated inertia I^A_i and bias force p^A_i — is expressed in world
+    coordinates, so the articulated inertia passes to the parent by a plain sum,
+    ``I^A_p += I^a_i``, with no 6x6 congruence per body (the book's body-coordinate
+    version is :func:`kanedyn.dynamics.reference.aba`).
 
-    One speed (most joints): ``U = I^A S``, ``D = Sᵀ U`` a scalar, and the parent
-    receives ``I^a = I^A - U Uᵀ/D`` and ``p^a = p^A + I^a c + U u/D = p^A + I^A c +
-    U (u - Uᵀ c)/D``. Several speeds: ``D_i = S_iᵀ U_i`` is factored ``D_i = L_i L_iᵀ``;
-    with ``W_i = L_i⁻¹ U_iᵀ`` and ``y_i = L_i⁻¹ u_i`` the book's ``U D⁻¹ Uᵀ = Wᵀ W``,
-    ``U D⁻¹ u = Wᵀ y`` and ``q̈_i = L_i⁻ᵀ (y_i - W_i a'_i)``.
+    The velocity-product and gravity terms are taken in pass 1, as in RNEA: ``a⁰_i =
+    a⁰_p + c_i`` (``a⁰ = -a_grav`` at a root, ``c_i = v_i × S_i q̇_i``, the same vector
+    in any coordinates since a body-fixed S has ``Ṡ⁰ = v_i × S⁰``) is the acceleration
+    body i would have with q̈ = 0, and ``p_i = I_i a⁰_i + v_i ×* I_i v_i - f_ext,i``.
+    Passes 2 and 3 then work on ``δ_i = a_i - a⁰_i = δ_p + S_i q̈_i``: the book's
+    recursion with c = 0 and ``a'_i = δ_p`` (0 at a root), which spares pass 2 the
+    product ``I^a c`` of every body.
+
+    One speed (most joints): ``U = I^A S``, ``D = Sᵀ U`` a scalar, ``u = τ - Sᵀ p^A``;
+    the parent receives ``I^a = I^A - U Uᵀ/D`` and ``p^a = p^A + U u/D``, and
+    ``q̈ = (u - Uᵀ δ_p)/D``. Several speeds: ``D_i = S_iᵀ U_i`` is factored
+    ``D_i = L_i L_iᵀ``; with ``W_i = L_i⁻¹ U_iᵀ`` and ``y_i = L_i⁻¹ u_i`` the book's
+    ``U D⁻¹ Uᵀ = Wᵀ W``, ``U D⁻¹ u = Wᵀ y`` and ``q̈_i = L_i⁻ᵀ (y_i - W_i δ_p)``.
 
     A free joint at the root (a floating base) is solved directly: its S⁰ = X0⁻¹ is
-    invertible, so ``S⁰ᵀ (I^A a + p^A) = τ`` gives ``I^A a = X0ᵀ τ - p^A`` (τ a force
+    invertible, so ``S⁰ᵀ (I^A δ + p^A) = τ`` gives ``I^A δ = X0ᵀ τ - p^A`` (τ a force
     in body coordinates, X0ᵀ takes it to the world), one 6x6 Cholesky solve, and
-    ``q̈ = X0 (a - a')`` — instead of forming U, D and W for six columns.
+    ``q̈ = X0 δ`` — instead of forming U, D and W for six columns.
     """
     nb = data.shape[0] - 1
     # workspace: X (nb, 12) X_up[i]; X0 (nb, 12) i_X_0, world to body i coordinates;
     # S0 (nv, 6) motion subspace columns, world coordinates; y (nv);
-    # w (4 nb + 8, 6) spatial vectors, rows: v_i at i, c_i at CB + i, a_i at AC + i,
-    # p^A_i at PA + i; scratch at TM (0, 1: vectors, 2..7: U_i columns);
+    # w (3 nb + 8, 6) spatial vectors, rows: v_i at i, a⁰_i (pass 1) then δ_i (pass 3)
+    # at AC + i, p^A_i at PA + i; scratch at TM (0, 1: vectors, 2..7: U_i columns);
     # IA (nb, 21) I^A_i packed (see above); LW (12 nb, 6): L_i (Cholesky factor of
     # D_i) at rows 6i.., W_i = L⁻¹ Uᵀ (rows 0..nv_i-1) at WO + 6i..
-    CB = nb
-    AC = 2 * nb
-    PA = 3 * nb
-    TM = 4 * nb
+    AC = nb
+    PA = 2 * nb
+    TM = 3 * nb
     WO = 6 * nb
-    for i in range(nb):  # pass 1: velocities and bias forces, parent before child
+    g0 = data[nb, GRAV]
+    g1 = data[nb, GRAV + 1]
+    g2 = data[nb, GRAV + 2]
+    for i in range(nb):  # pass 1: velocities, a⁰ and bias forces, parent before child
         if joint_transform(data, i, q, X):
             return i + 1
         par = int(data[i, PARENT])
@@ -904,16 +926,25 @@ def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, S0, w, IA, LW, y):
                 x_inv_motion(X0, i, w, TM + 1, S0, o + c)
                 for m in range(6):
                     w[TM, m] += S0[o + c, m] * v[o + c]  # v_J = S⁰ q̇
-        for m in range(6):
-            w[i, m] = w[TM, m] if par < 0 else w[par, m] + w[TM, m]
-            w[CB + i, m] = 0.0
-        cross_motion_add(w, i, w, TM, w, CB + i)
-        inertia_to_world(data, i, X0, IA)
-        # p^A_i = v_i ×* I_i v_i - f_ext,i (f_ext given in body coordinates)
-        w[TM, 0], w[TM, 1], w[TM, 2], w[TM, 3], w[TM, 4], w[TM, 5] = sym_times(
-            IA, i, w[i, 0], w[i, 1], w[i, 2], w[i, 3], w[i, 4], w[i, 5])
-        for m in range(6):
-            w[PA + i, m] = 0.0
+        if par < 0:  # v = v_J, a⁰ = -a_grav + c = [0; -g] + c
+            for m in range(6):
+                w[i, m] = w[TM, m]
+            w[AC + i, 0], w[AC + i, 1], w[AC + i, 2] = 0.0, 0.0, 0.0
+            w[AC + i, 3], w[AC + i, 4], w[AC + i, 5] = -g0, -g1, -g2
+        else:
+            for m in range(6):
+                w[i, m] = w[par, m] + w[TM, m]
+                w[AC + i, m] = w[AC + par, m]
+        cross_motion_add(w, i, w, TM, w, AC + i)  # c = v × v_J
+        # p_i = I_i a⁰_i + v_i ×* I_i v_i - f_ext,i (f_ext given in body coordinates)
+        M, h0, h1, h2, j00, j01, j02, j11, j12, j22 = inertia_to_world(data, i, X0, IA)
+        w[TM, 0], w[TM, 1], w[TM, 2], w[TM, 3], w[TM, 4], w[TM, 5] = rigid_times(
+            M, h0, h1, h2, j00, j01, j02, j11, j12, j22,
+            w[i, 0], w[i, 1], w[i, 2], w[i, 3], w[i, 4], w[i, 5])
+        (w[PA + i, 0], w[PA + i, 1], w[PA + i, 2], w[PA + i, 3], w[PA + i, 4],
+         w[PA + i, 5]) = rigid_times(M, h0, h1, h2, j00, j01, j02, j11, j12, j22,
+                                     w[AC + i, 0], w[AC + i, 1], w[AC + i, 2],
+                                     w[AC + i, 3], w[AC + i, 4], w[AC + i, 5])
         cross_force_add(w, i, w, TM, w, PA + i)
         if use_fext:
             for m in range(6):
@@ -940,24 +971,20 @@ def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, S0, w, IA, LW, y):
             y[o] = u
             LW[WO + b, 0], LW[WO + b, 1], LW[WO + b, 2] = u0, u1, u2
             LW[WO + b, 3], LW[WO + b, 4], LW[WO + b, 5] = u3, u4, u5
-            if par >= 0:
-                # p^a = p^A + I^A c + U (u - Uᵀ c)/D and I^a = I^A - U Uᵀ/D, to the parent
-                c0, c1, c2 = w[CB + i, 0], w[CB + i, 1], w[CB + i, 2]
-                c3, c4, c5 = w[CB + i, 3], w[CB + i, 4], w[CB + i, 5]
-                g0, g1, g2, g3, g4, g5 = sym_times(IA, i, c0, c1, c2, c3, c4, c5)
-                e = (u - (u0 * c0 + u1 * c1 + u2 * c2 + u3 * c3 + u4 * c4 + u5 * c5)) * dinv
-                w[PA + par, 0] += p0 + g0 + u0 * e
-                w[PA + par, 1] += p1 + g1 + u1 * e
-                w[PA + par, 2] += p2 + g2 + u2 * e
-                w[PA + par, 3] += p3 + g3 + u3 * e
-                w[PA + par, 4] += p4 + g4 + u4 * e
-                w[PA + par, 5] += p5 + g5 + u5 * e
+            if par >= 0:  # p^a = p^A + U u/D and I^a = I^A - U Uᵀ/D, to the parent
+                e = u * dinv
+                w[PA + par, 0] += p0 + u0 * e
+                w[PA + par, 1] += p1 + u1 * e
+                w[PA + par, 2] += p2 + u2 * e
+                w[PA + par, 3] += p3 + u3 * e
+                w[PA + par, 4] += p4 + u4 * e
+                w[PA + par, 5] += p5 + u5 * e
                 sym_rank1_to_parent(IA, i, par, u0 * dinv, u1 * dinv, u2 * dinv, u3 * dinv,
                                     u4 * dinv, u5 * dinv, u0, u1, u2, u3, u4, u5)
             continue
         if par < 0 and int(data[i, JTYPE]) == FREE:
-            # floating base: I^A a = X0ᵀ τ - p^A by the Cholesky factor L of I^A (SPD),
-            # a kept in y[o:o+6] for pass 3
+            # floating base: I^A δ = X0ᵀ τ - p^A by the Cholesky factor L of I^A (SPD),
+            # δ kept in y[o:o+6] for pass 3
             w[TM + 1, 0], w[TM + 1, 1], w[TM + 1, 2] = tau[o], tau[o + 1], tau[o + 2]
             w[TM + 1, 3], w[TM + 1, 4], w[TM + 1, 5] = tau[o + 3], tau[o + 4], tau[o + 5]
             for m in range(6):
@@ -977,7 +1004,7 @@ def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, S0, w, IA, LW, y):
                 for l in range(r):
                     s -= LW[b + r, l] * w[TM + 1, l]
                 w[TM + 1, r] = s / LW[b + r, r]
-            for r in range(5, -1, -1):  # Lᵀ a = z
+            for r in range(5, -1, -1):  # Lᵀ δ = z
                 s = w[TM + 1, r]
                 for l in range(r + 1, 6):
                     s -= LW[b + l, r] * y[o + l]
@@ -1014,21 +1041,11 @@ def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, S0, w, IA, LW, y):
                 for l in range(r):
                     x -= LW[b + r, l] * LW[WO + b + l, m]
                 LW[WO + b + r, m] = x / LW[b + r, r]
-        if par >= 0:
-            # p^a = p^A + I^a c + Wᵀ y = p^A + I^A c + Wᵀ (y - W c), I^a = I^A - Wᵀ W,
-            # both added to the parent
-            w[TM, 0], w[TM, 1], w[TM, 2], w[TM, 3], w[TM, 4], w[TM, 5] = sym_times(
-                IA, i, w[CB + i, 0], w[CB + i, 1], w[CB + i, 2], w[CB + i, 3], w[CB + i, 4],
-                w[CB + i, 5])
-            for l in range(n):
-                z = y[o + l]
-                for m in range(6):
-                    z -= LW[WO + b + l, m] * w[CB + i, m]
-                w[TM + 1, l] = z
+        if par >= 0:  # p^a = p^A + Wᵀ y and I^a = I^A - Wᵀ W, to the parent
             for a in range(6):
-                s = w[PA + i, a] + w[TM, a]
+                s = w[PA + i, a]
                 for l in range(n):
-                    s += LW[WO + b + l, a] * w[TM + 1, l]
+                    s += LW[WO + b + l, a] * y[o + l]
                 w[PA + par, a] += s
             for a in range(6):
                 for c in range(a + 1):
@@ -1036,39 +1053,30 @@ def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, S0, w, IA, LW, y):
                     for l in range(n):
                         x -= LW[WO + b + l, a] * LW[WO + b + l, c]
                     IA[par, a * (a + 1) // 2 + c] += x
-    g0 = data[nb, GRAV]
-    g1 = data[nb, GRAV + 1]
-    g2 = data[nb, GRAV + 2]
-    for i in range(nb):  # pass 3: accelerations, parent before child
+    for i in range(nb):  # pass 3: q̈ and δ, parent before child (δ_p = 0 at a root)
         n = int(data[i, NVJ])
         o = int(data[i, IV])
         par = int(data[i, PARENT])
         b = 6 * i
-        if par < 0:  # a_0 = -a_grav = [0; -g], in world coordinates already
-            w[AC + i, 0] = w[CB + i, 0]
-            w[AC + i, 1] = w[CB + i, 1]
-            w[AC + i, 2] = w[CB + i, 2]
-            w[AC + i, 3] = w[CB + i, 3] - g0
-            w[AC + i, 4] = w[CB + i, 4] - g1
-            w[AC + i, 5] = w[CB + i, 5] - g2
-            if n == 6 and int(data[i, JTYPE]) == FREE:
-                # floating base: a from pass 2 (in y), q̈ = X0 (a - a')
+        if par < 0:
+            if n == 6 and int(data[i, JTYPE]) == FREE:  # floating base: q̈ = X0 δ
                 for m in range(6):
-                    w[TM, m] = y[o + m] - w[AC + i, m]
                     w[AC + i, m] = y[o + m]
-                x_motion(X0, i, w, TM, w, TM + 1)
+                x_motion(X0, i, w, AC + i, w, TM)
                 for m in range(6):
-                    qdd[o + m] = w[TM + 1, m]
+                    qdd[o + m] = w[TM, m]
                 continue
+            for m in range(6):
+                w[AC + i, m] = 0.0
         else:
             for m in range(6):
-                w[AC + i, m] = w[AC + par, m] + w[CB + i, m]
-        if n == 1:  # q̈ = (u - Uᵀ a') / D
+                w[AC + i, m] = w[AC + par, m]
+        if n == 1:  # q̈ = (u - Uᵀ δ_p) / D
             s = y[o]
             for m in range(6):
                 s -= LW[WO + b, m] * w[AC + i, m]
             qdd[o] = s * LW[b, 0]
-        else:  # q̈ = L⁻ᵀ (y - W a')  (back substitution)
+        else:  # q̈ = L⁻ᵀ (y - W δ_p)  (back substitution)
             for r in range(n - 1, -1, -1):
                 s = y[o + r]
                 for m in range(6):
@@ -1088,7 +1096,7 @@ def aba_into(data, q, v, tau, fext, use_fext, qdd):
     nb = data.shape[0] - 1
     nv = qdd.shape[0]
     return aba_core(data, q, v, tau, fext, use_fext, qdd, np.empty((nb, 12)),
-                    np.empty((nb, 12)), np.empty((nv, 6)), np.empty((4 * nb + 8, 6)),
+                    np.empty((nb, 12)), np.empty((nv, 6)), np.empty((3 * nb + 8, 6)),
                     np.empty((nb, 21)), np.empty((12 * nb, 6)), np.empty(nv))
 
 
@@ -1109,7 +1117,7 @@ def aba_batch(data, Q, V, Tau, F, use_fext, out, status):
         X = np.empty((nb, 12))
         X0 = np.empty((nb, 12))
         S0 = np.empty((nv, 6))
-        w = np.empty((4 * nb + 8, 6))
+        w = np.empty((3 * nb + 8, 6))
         IA = np.empty((nb, 21))
         LW = np.empty((12 * nb, 6))
         y = np.empty(nv)
@@ -1387,14 +1395,14 @@ def _aba_f(buf, q, v, tau, fext, use_fext, qdd):
     o1 = o + 12 * nb
     o2 = o1 + 12 * nb
     o3 = o2 + 6 * nv
-    o4 = o3 + 6 * (4 * nb + 8)
+    o4 = o3 + 6 * (3 * nb + 8)
     o5 = o4 + 21 * nb
     o6 = o5 + 72 * nb
     if not use_fext:
         fext = data  # unused
     return aba_core(data, q, v, tau, fext, use_fext, qdd,
                     buf[o:o1].reshape((nb, 12)), buf[o1:o2].reshape((nb, 12)),
-                    buf[o2:o3].reshape((nv, 6)), buf[o3:o4].reshape((4 * nb + 8, 6)),
+                    buf[o2:o3].reshape((nv, 6)), buf[o3:o4].reshape((3 * nb + 8, 6)),
                     buf[o4:o5].reshape((nb, 21)), buf[o5:o6].reshape((12 * nb, 6)),
                     buf[o6:o6 + nv])
 
