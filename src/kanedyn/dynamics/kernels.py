@@ -10,7 +10,8 @@ CRBA Table 6.2, ABA Table 7.1), written for speed:
 - RNEA and CRBA work in body coordinates, as the book; ABA works in world
   coordinates, where articulated inertias pass to the parent by a plain sum
   instead of a 6x6 congruence per body (the quantities are the same, only their
-  coordinates differ; the tests compare with the body-frame reference);
+  coordinates differ; the tests compare with the body-frame reference); they are
+  symmetric and kept packed (21 entries), and a free root joint is solved directly;
 - the algorithms proper (``rnea_core``, ``crba_core``, ``aba_core``) allocate
   nothing: the single-state entry points (``rnea_f`` etc.) carve their workspace
   out of the model's packed buffer, the batched kernels allocate one per task of
@@ -89,7 +90,7 @@ def workspace_size(nb: int, nv: int) -> int:
     """Floats of workspace the entry points need: the largest of RNEA, CRBA and ABA."""
     rnea = 12 * nb + 6 * (3 * nb + 2)
     crba = 12 * nb + 13 * nb + 12
-    aba = 24 * nb + 26 * nb + 6 * nv + 6 * (4 * nb + 8) + 108 * nb + nv
+    aba = 24 * nb + 6 * nv + 6 * (3 * nb + 8) + 21 * nb + 72 * nb + nv
     return max(rnea, crba, aba)
 
 
@@ -386,25 +387,6 @@ def inertia_column(P, i, k, dst, r):
         dst[r, 3] = m if l == 0 else 0.0
         dst[r, 4] = m if l == 1 else 0.0
         dst[r, 5] = m if l == 2 else 0.0
-
-
-@njit(cache=True, _nrt=False)
-def inertia_matrix(P, i, k, S, o):
-    """``S[o:o+6] = [Ī, h×; h×ᵀ, m 1]`` from the parameters P[i, k:k+13] = (m, h, Ī)
-    (Featherstone 2008, eq. 2.63)."""
-    m = P[i, k]
-    h0, h1, h2 = P[i, k + 1], P[i, k + 2], P[i, k + 3]
-    for a in range(3):
-        for b in range(3):
-            S[o + a, b] = P[i, k + 4 + 3 * a + b]
-            S[o + 3 + a, 3 + b] = m if a == b else 0.0
-    # h× = [[0, -h2, h1], [h2, 0, -h0], [-h1, h0, 0]] upper right, its transpose lower left
-    S[o, 3], S[o, 4], S[o, 5] = 0.0, -h2, h1
-    S[o + 1, 3], S[o + 1, 4], S[o + 1, 5] = h2, 0.0, -h0
-    S[o + 2, 3], S[o + 2, 4], S[o + 2, 5] = -h1, h0, 0.0
-    for a in range(3):
-        for b in range(3):
-            S[o + 3 + b, a] = S[o + a, 3 + b]
 
 
 @njit(cache=True, _nrt=False)
@@ -746,43 +728,164 @@ def crba_batch(data, Q, out, status):
 
 
 # --- ABA ----------------------------------------------------------------------
+#
+# Articulated inertias are symmetric: ABA keeps them packed, the 21 entries (a, c),
+# a >= c, of the lower triangle row by row at ``a (a + 1) / 2 + c``, so that the
+# update ``I^A_p += I^A_i - U D⁻¹ Uᵀ`` of pass 2 works on 21 entries instead of 36.
+# Row a of the full matrix reads the packed entries
+#   a = 0: 0, 1, 3, 6, 10, 15     a = 3: 6, 7, 8, 9, 13, 18
+#   a = 1: 1, 2, 4, 7, 11, 16     a = 4: 10, 11, 12, 13, 14, 19
+#   a = 2: 3, 4, 5, 8, 12, 17     a = 5: 15, 16, 17, 18, 19, 20
+# The helpers below are written out on scalars: the compiler cannot tell the
+# workspace arrays apart, so a loop that stores into one reloads the others, while
+# scalars stay in registers.
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, Pb, P0, S0, w, B6, y):
+def sym_times(A, i, x0, x1, x2, x3, x4, x5):
+    """``A_i x`` for the symmetric 6x6 matrix packed in A[i] (see above), as 6 scalars."""
+    a0, a1, a2, a3, a4, a5, a6 = A[i, 0], A[i, 1], A[i, 2], A[i, 3], A[i, 4], A[i, 5], A[i, 6]
+    a7, a8, a9, a10, a11, a12, a13 = (A[i, 7], A[i, 8], A[i, 9], A[i, 10], A[i, 11], A[i, 12],
+                                      A[i, 13])
+    a14, a15, a16, a17, a18, a19, a20 = (A[i, 14], A[i, 15], A[i, 16], A[i, 17], A[i, 18],
+                                         A[i, 19], A[i, 20])
+    return (a0 * x0 + a1 * x1 + a3 * x2 + a6 * x3 + a10 * x4 + a15 * x5,
+            a1 * x0 + a2 * x1 + a4 * x2 + a7 * x3 + a11 * x4 + a16 * x5,
+            a3 * x0 + a4 * x1 + a5 * x2 + a8 * x3 + a12 * x4 + a17 * x5,
+            a6 * x0 + a7 * x1 + a8 * x2 + a9 * x3 + a13 * x4 + a18 * x5,
+            a10 * x0 + a11 * x1 + a12 * x2 + a13 * x3 + a14 * x4 + a19 * x5,
+            a15 * x0 + a16 * x1 + a17 * x2 + a18 * x3 + a19 * x4 + a20 * x5)
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def sym_rank1_to_parent(A, i, p, b0, b1, b2, b3, b4, b5, u0, u1, u2, u3, u4, u5):
+    """``A[p] += A[i] - b uᵀ`` on the 21 packed entries, for ``b uᵀ`` symmetric
+    (``b = U/D``, u = U: the articulated inertia ``I^a = I^A - U D⁻¹ Uᵀ`` of a
+    one-speed joint, passed to the parent)."""
+    A[p, 0] += A[i, 0] - b0 * u0
+    A[p, 1] += A[i, 1] - b1 * u0
+    A[p, 2] += A[i, 2] - b1 * u1
+    A[p, 3] += A[i, 3] - b2 * u0
+    A[p, 4] += A[i, 4] - b2 * u1
+    A[p, 5] += A[i, 5] - b2 * u2
+    A[p, 6] += A[i, 6] - b3 * u0
+    A[p, 7] += A[i, 7] - b3 * u1
+    A[p, 8] += A[i, 8] - b3 * u2
+    A[p, 9] += A[i, 9] - b3 * u3
+    A[p, 10] += A[i, 10] - b4 * u0
+    A[p, 11] += A[i, 11] - b4 * u1
+    A[p, 12] += A[i, 12] - b4 * u2
+    A[p, 13] += A[i, 13] - b4 * u3
+    A[p, 14] += A[i, 14] - b4 * u4
+    A[p, 15] += A[i, 15] - b5 * u0
+    A[p, 16] += A[i, 16] - b5 * u1
+    A[p, 17] += A[i, 17] - b5 * u2
+    A[p, 18] += A[i, 18] - b5 * u3
+    A[p, 19] += A[i, 19] - b5 * u4
+    A[p, 20] += A[i, 20] - b5 * u5
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def inertia_to_world(data, i, X0, A):
+    """``A[i] = X0ᵀ I_i X0`` packed: the rigid inertia of body i in world coordinates,
+    ``[Ī⁰, h⁰×; h⁰×ᵀ, m 1]``, from its parameters in the flat model and ``X0 = i_X_0``
+    = (E, r). The parameter form of :func:`inertia_to_parent_add` (Table 2.5): with
+    y = Eᵀ h, h⁰ = y + m r and Ī⁰ = Eᵀ Ī E - (y rᵀ + r yᵀ + m r rᵀ) + (2 r·y + m r·r) 1.
+    Returns the parameters (m, h⁰, Ī⁰ as its entries 00, 01, 02, 11, 12, 22).
+    """
+    m = data[i, MASS]
+    r0, r1, r2 = X0[i, 9], X0[i, 10], X0[i, 11]
+    e00, e01, e02 = X0[i, 0], X0[i, 1], X0[i, 2]
+    e10, e11, e12 = X0[i, 3], X0[i, 4], X0[i, 5]
+    e20, e21, e22 = X0[i, 6], X0[i, 7], X0[i, 8]
+    h0, h1, h2 = data[i, H], data[i, H + 1], data[i, H + 2]
+    y0 = e00 * h0 + e10 * h1 + e20 * h2
+    y1 = e01 * h0 + e11 * h1 + e21 * h2
+    y2 = e02 * h0 + e12 * h1 + e22 * h2
+    g0, g1, g2 = y0 + m * r0, y1 + m * r1, y2 + m * r2
+    diag = 2.0 * (r0 * y0 + r1 * y1 + r2 * y2) + m * (r0 * r0 + r1 * r1 + r2 * r2)
+    # T = Ī E (T[c, b] = tcb), then Eᵀ T; Ī is symmetric (6 distinct entries)
+    I = IBAR
+    j00, j01, j02 = data[i, I], data[i, I + 1], data[i, I + 2]
+    j11, j12, j22 = data[i, I + 4], data[i, I + 5], data[i, I + 8]
+    t00 = j00 * e00 + j01 * e10 + j02 * e20
+    t01 = j00 * e01 + j01 * e11 + j02 * e21
+    t02 = j00 * e02 + j01 * e12 + j02 * e22
+    t10 = j01 * e00 + j11 * e10 + j12 * e20
+    t11 = j01 * e01 + j11 * e11 + j12 * e21
+    t12 = j01 * e02 + j11 * e12 + j12 * e22
+    t20 = j02 * e00 + j12 * e10 + j22 * e20
+    t21 = j02 * e01 + j12 * e11 + j22 * e21
+    t22 = j02 * e02 + j12 * e12 + j22 * e22
+    A[i, 0] = e00 * t00 + e10 * t10 + e20 * t20 - (2.0 * y0 * r0 + m * r0 * r0) + diag
+    A[i, 1] = e00 * t01 + e10 * t11 + e20 * t21 - (y0 * r1 + r0 * y1 + m * r0 * r1)
+    A[i, 2] = e01 * t01 + e11 * t11 + e21 * t21 - (2.0 * y1 * r1 + m * r1 * r1) + diag
+    A[i, 3] = e00 * t02 + e10 * t12 + e20 * t22 - (y0 * r2 + r0 * y2 + m * r0 * r2)
+    A[i, 4] = e01 * t02 + e11 * t12 + e21 * t22 - (y1 * r2 + r1 * y2 + m * r1 * r2)
+    A[i, 5] = e02 * t02 + e12 * t12 + e22 * t22 - (2.0 * y2 * r2 + m * r2 * r2) + diag
+    # lower left h⁰×ᵀ (row 3 + a, column c: (h⁰×)[c, a]), lower right m 1
+    A[i, 6], A[i, 7], A[i, 8], A[i, 9] = 0.0, g2, -g1, m
+    A[i, 10], A[i, 11], A[i, 12], A[i, 13], A[i, 14] = -g2, 0.0, g0, 0.0, m
+    A[i, 15], A[i, 16], A[i, 17], A[i, 18], A[i, 19], A[i, 20] = g1, -g0, 0.0, 0.0, 0.0, m
+    return m, g0, g1, g2, A[i, 0], A[i, 1], A[i, 3], A[i, 2], A[i, 4], A[i, 5]
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def rigid_times(m, h0, h1, h2, j00, j01, j02, j11, j12, j22, w0, w1, w2, u0, u1, u2):
+    """``I x`` for the rigid inertia ``[Ī, h×; h×ᵀ, m 1]`` (Ī symmetric, entries jab) and
+    x = (ω, v_O), as 6 scalars: n = Ī ω + h × v_O, f = m v_O - h × ω."""
+    return (j00 * w0 + j01 * w1 + j02 * w2 + h1 * u2 - h2 * u1,
+            j01 * w0 + j11 * w1 + j12 * w2 + h2 * u0 - h0 * u2,
+            j02 * w0 + j12 * w1 + j22 * w2 + h0 * u1 - h1 * u0,
+            m * u0 - (h1 * w2 - h2 * w1),
+            m * u1 - (h2 * w0 - h0 * w2),
+            m * u2 - (h0 * w1 - h1 * w0))
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, S0, w, IA, LW, y):
     """Forward dynamics by the articulated-body algorithm (Table 7.1), O(n), in world
     coordinates.
 
-    Every spatial quantity of body i — motion subspace S⁰_i, velocity, bias
-    acceleration ``c_i = v_i × S_i q̇_i``, inertia, articulated inertia I^A_i and bias
-    force p^A_i — is expressed in world coordinates, so the articulated inertia
-    passes to the parent by a plain sum, ``I^A_p += I^a_i``, with no 6x6 congruence
-    per body (the book's body-coordinate version is
-    :func:`kanedyn.dynamics.reference.aba`). ``c_i`` is the same vector in any
-    coordinates: a body-fixed S has ``Ṡ⁰ = v_i × S⁰``.
+    Every spatial quantity of body i — motion subspace S⁰_i, velocity, inertia,
+    articulated inertia I^A_i and bias force p^A_i — is expressed in world
+    coordinates, so the articulated inertia passes to the parent by a plain sum,
+    ``I^A_p += I^a_i``, with no 6x6 congruence per body (the book's body-coordinate
+    version is :func:`kanedyn.dynamics.reference.aba`).
 
-    ``D_i = S_iᵀ U_i`` (U_i = I^A_i S_i) is factored ``D_i = L_i L_iᵀ``; with
-    ``W_i = L_i⁻¹ U_iᵀ`` and ``y_i = L_i⁻¹ u_i`` the book's ``U D⁻¹ Uᵀ = Wᵀ W``,
-    ``U D⁻¹ u = Wᵀ y`` and ``q̈_i = L_i⁻ᵀ (y_i - W_i a'_i)``.
+    The velocity-product and gravity terms are taken in pass 1, as in RNEA: ``a⁰_i =
+    a⁰_p + c_i`` (``a⁰ = -a_grav`` at a root, ``c_i = v_i × S_i q̇_i``, the same vector
+    in any coordinates since a body-fixed S has ``Ṡ⁰ = v_i × S⁰``) is the acceleration
+    body i would have with q̈ = 0, and ``p_i = I_i a⁰_i + v_i ×* I_i v_i - f_ext,i``.
+    Passes 2 and 3 then work on ``δ_i = a_i - a⁰_i = δ_p + S_i q̈_i``: the book's
+    recursion with c = 0 and ``a'_i = δ_p`` (0 at a root), which spares pass 2 the
+    product ``I^a c`` of every body.
+
+    One speed (most joints): ``U = I^A S``, ``D = Sᵀ U`` a scalar, ``u = τ - Sᵀ p^A``;
+    the parent receives ``I^a = I^A - U Uᵀ/D`` and ``p^a = p^A + U u/D``, and
+    ``q̈ = (u - Uᵀ δ_p)/D``. Several speeds: ``D_i = S_iᵀ U_i`` is factored
+    ``D_i = L_i L_iᵀ``; with ``W_i = L_i⁻¹ U_iᵀ`` and ``y_i = L_i⁻¹ u_i`` the book's
+    ``U D⁻¹ Uᵀ = Wᵀ W``, ``U D⁻¹ u = Wᵀ y`` and ``q̈_i = L_i⁻ᵀ (y_i - W_i δ_p)``.
+
+    A free joint at the root (a floating base) is solved directly: its S⁰ = X0⁻¹ is
+    invertible, so ``S⁰ᵀ (I^A δ + p^A) = τ`` gives ``I^A δ = X0ᵀ τ - p^A`` (τ a force
+    in body coordinates, X0ᵀ takes it to the world), one 6x6 Cholesky solve, and
+    ``q̈ = X0 δ`` — instead of forming U, D and W for six columns.
     """
     nb = data.shape[0] - 1
     # workspace: X (nb, 12) X_up[i]; X0 (nb, 12) i_X_0, world to body i coordinates;
-    # Pb, P0 (nb, 13) body inertia parameters in body and in world coordinates;
     # S0 (nv, 6) motion subspace columns, world coordinates; y (nv);
-    # w (4 nb + 8, 6) spatial vectors, rows: v_i at i, c_i at CB + i, a_i at AC + i,
-    # p^A_i at PA + i; scratch at TM (0, 1: vectors, 2..7: U_i columns);
-    # B6 (18 nb, 6) 6x6 blocks: I^A_i at rows 6i.., L_i (Cholesky factor of D_i) at
-    # LO + 6i.., W_i = L⁻¹ Uᵀ (rows 0..nv_i-1) at WO + 6i..
-    CB = nb
-    AC = 2 * nb
-    PA = 3 * nb
-    TM = 4 * nb
-    LO = 6 * nb
-    WO = 12 * nb
-    for i in range(nb):
-        for m in range(13):
-            P0[i, m] = 0.0
-    inertia_params(data, Pb)
-    for i in range(nb):  # pass 1: velocities and bias forces, parent before child
+    # w (3 nb + 8, 6) spatial vectors, rows: v_i at i, a⁰_i (pass 1) then δ_i (pass 3)
+    # at AC + i, p^A_i at PA + i; scratch at TM (0, 1: vectors, 2..7: U_i columns);
+    # IA (nb, 21) I^A_i packed (see above); LW (12 nb, 6): L_i (Cholesky factor of
+    # D_i) at rows 6i.., W_i = L⁻¹ Uᵀ (rows 0..nv_i-1) at WO + 6i..
+    AC = nb
+    PA = 2 * nb
+    TM = 3 * nb
+    WO = 6 * nb
+    g0 = data[nb, GRAV]
+    g1 = data[nb, GRAV + 1]
+    g2 = data[nb, GRAV + 2]
+    for i in range(nb):  # pass 1: velocities, a⁰ and bias forces, parent before child
         if joint_transform(data, i, q, X):
             return i + 1
         par = int(data[i, PARENT])
@@ -793,8 +896,6 @@ def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, Pb, P0, S0, w, B6, y):
             compose(X, i, X0, par)
         n = int(data[i, NVJ])
         o = int(data[i, IV])
-        for m in range(6):
-            w[TM, m] = 0.0
         k = int(data[i, SIDX])
         if k >= 0:
             # S = e_k: S⁰ = X0⁻¹ e_k; for k < 3 ω = E0ᵀ e_k (row k of E0), v = r0 × ω;
@@ -812,22 +913,38 @@ def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, Pb, P0, S0, w, B6, y):
                 S0[o, 3], S0[o, 4], S0[o, 5] = e0, e1, e2
             for m in range(6):
                 w[TM, m] = S0[o, m] * v[o]  # v_J = S⁰ q̇
+        elif par < 0 and int(data[i, JTYPE]) == FREE:
+            # floating base: v_J = X0⁻¹ v (S⁰ itself is not formed, see above)
+            for m in range(6):
+                w[TM + 1, m] = v[o + m]
+            x_inv_motion(X0, i, w, TM + 1, w, TM)
         else:
+            for m in range(6):
+                w[TM, m] = 0.0
             for c in range(n):
                 s_column(data, i, c, w, TM + 1)
                 x_inv_motion(X0, i, w, TM + 1, S0, o + c)
                 for m in range(6):
                     w[TM, m] += S0[o + c, m] * v[o + c]  # v_J = S⁰ q̇
-        for m in range(6):
-            w[i, m] = w[TM, m] if par < 0 else w[par, m] + w[TM, m]
-            w[CB + i, m] = 0.0
-        cross_motion_add(w, i, w, TM, w, CB + i)
-        inertia_to_parent_add(X0, i, Pb, i, P0, i)  # I⁰_i = X0ᵀ I_i X0
-        inertia_matrix(P0, i, 0, B6, 6 * i)
-        # p^A_i = v_i ×* I_i v_i - f_ext,i (f_ext given in body coordinates)
-        inertia_times(P0, i, 0, w, i, w, TM)
-        for m in range(6):
-            w[PA + i, m] = 0.0
+        if par < 0:  # v = v_J, a⁰ = -a_grav + c = [0; -g] + c
+            for m in range(6):
+                w[i, m] = w[TM, m]
+            w[AC + i, 0], w[AC + i, 1], w[AC + i, 2] = 0.0, 0.0, 0.0
+            w[AC + i, 3], w[AC + i, 4], w[AC + i, 5] = -g0, -g1, -g2
+        else:
+            for m in range(6):
+                w[i, m] = w[par, m] + w[TM, m]
+                w[AC + i, m] = w[AC + par, m]
+        cross_motion_add(w, i, w, TM, w, AC + i)  # c = v × v_J
+        # p_i = I_i a⁰_i + v_i ×* I_i v_i - f_ext,i (f_ext given in body coordinates)
+        M, h0, h1, h2, j00, j01, j02, j11, j12, j22 = inertia_to_world(data, i, X0, IA)
+        w[TM, 0], w[TM, 1], w[TM, 2], w[TM, 3], w[TM, 4], w[TM, 5] = rigid_times(
+            M, h0, h1, h2, j00, j01, j02, j11, j12, j22,
+            w[i, 0], w[i, 1], w[i, 2], w[i, 3], w[i, 4], w[i, 5])
+        (w[PA + i, 0], w[PA + i, 1], w[PA + i, 2], w[PA + i, 3], w[PA + i, 4],
+         w[PA + i, 5]) = rigid_times(M, h0, h1, h2, j00, j01, j02, j11, j12, j22,
+                                     w[AC + i, 0], w[AC + i, 1], w[AC + i, 2],
+                                     w[AC + i, 3], w[AC + i, 4], w[AC + i, 5])
         cross_force_add(w, i, w, TM, w, PA + i)
         if use_fext:
             for m in range(6):
@@ -839,110 +956,134 @@ def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, Pb, P0, S0, w, B6, y):
         n = int(data[i, NVJ])
         o = int(data[i, IV])
         b = 6 * i
-        for c in range(n):  # scratch row 2 + c: U_i[:, c] = I^A_i S_i[:, c]
-            for m in range(6):
-                s = 0.0
-                for l in range(6):
-                    s += B6[b + m, l] * S0[o + c, l]
-                w[TM + 2 + c, m] = s
         par = int(data[i, PARENT])
         if n == 1:
             # one speed (most joints): D = Sᵀ U is a scalar, no factorization; the W
-            # rows hold U itself and the L entry 1/D (pass 3 reads them so)
-            d = 0.0
-            u = tau[o]
-            for m in range(6):
-                d += S0[o, m] * w[TM + 2, m]
-                u -= S0[o, m] * w[PA + i, m]
+            # row holds U itself and the L entry 1/D (pass 3 reads them so)
+            s0, s1, s2, s3, s4, s5 = S0[o, 0], S0[o, 1], S0[o, 2], S0[o, 3], S0[o, 4], S0[o, 5]
+            u0, u1, u2, u3, u4, u5 = sym_times(IA, i, s0, s1, s2, s3, s4, s5)
+            p0, p1, p2 = w[PA + i, 0], w[PA + i, 1], w[PA + i, 2]
+            p3, p4, p5 = w[PA + i, 3], w[PA + i, 4], w[PA + i, 5]
+            d = s0 * u0 + s1 * u1 + s2 * u2 + s3 * u3 + s4 * u4 + s5 * u5
+            u = tau[o] - (s0 * p0 + s1 * p1 + s2 * p2 + s3 * p3 + s4 * p4 + s5 * p5)
             dinv = 1.0 / d
-            B6[LO + b, 0] = dinv
+            LW[b, 0] = dinv
             y[o] = u
-            for m in range(6):
-                B6[WO + b, m] = w[TM + 2, m]
-            if par >= 0:
-                # I^a = I^A - U Uᵀ/D and p^a = p^A + I^a c + U u/D, added to the parent
-                ud = u * dinv
-                bp = 6 * par
-                for a in range(6):
-                    ua = w[TM + 2, a] * dinv
-                    s = w[PA + i, a] + w[TM + 2, a] * ud
-                    for c in range(6):
-                        Ia = B6[b + a, c] - ua * w[TM + 2, c]
-                        B6[bp + a, c] += Ia
-                        s += Ia * w[CB + i, c]
-                    w[PA + par, a] += s
+            LW[WO + b, 0], LW[WO + b, 1], LW[WO + b, 2] = u0, u1, u2
+            LW[WO + b, 3], LW[WO + b, 4], LW[WO + b, 5] = u3, u4, u5
+            if par >= 0:  # p^a = p^A + U u/D and I^a = I^A - U Uᵀ/D, to the parent
+                e = u * dinv
+                w[PA + par, 0] += p0 + u0 * e
+                w[PA + par, 1] += p1 + u1 * e
+                w[PA + par, 2] += p2 + u2 * e
+                w[PA + par, 3] += p3 + u3 * e
+                w[PA + par, 4] += p4 + u4 * e
+                w[PA + par, 5] += p5 + u5 * e
+                sym_rank1_to_parent(IA, i, par, u0 * dinv, u1 * dinv, u2 * dinv, u3 * dinv,
+                                    u4 * dinv, u5 * dinv, u0, u1, u2, u3, u4, u5)
             continue
-        # several speeds: D = Sᵀ U, then its Cholesky factor L (D is SPD for a model
-        # that moves inertia)
+        if par < 0 and int(data[i, JTYPE]) == FREE:
+            # floating base: I^A δ = X0ᵀ τ - p^A by the Cholesky factor L of I^A (SPD),
+            # δ kept in y[o:o+6] for pass 3
+            w[TM + 1, 0], w[TM + 1, 1], w[TM + 1, 2] = tau[o], tau[o + 1], tau[o + 2]
+            w[TM + 1, 3], w[TM + 1, 4], w[TM + 1, 5] = tau[o + 3], tau[o + 4], tau[o + 5]
+            for m in range(6):
+                w[TM, m] = -w[PA + i, m]
+            xt_force_add(X0, i, w, TM + 1, w, TM)
+            for c in range(6):
+                for r in range(c, 6):
+                    d = IA[i, r * (r + 1) // 2 + c]
+                    for l in range(c):
+                        d -= LW[b + r, l] * LW[b + c, l]
+                    if r == c:
+                        LW[b + c, c] = np.sqrt(d)
+                    else:
+                        LW[b + r, c] = d / LW[b + c, c]
+            for r in range(6):  # L z = rhs
+                s = w[TM, r]
+                for l in range(r):
+                    s -= LW[b + r, l] * w[TM + 1, l]
+                w[TM + 1, r] = s / LW[b + r, r]
+            for r in range(5, -1, -1):  # Lᵀ δ = z
+                s = w[TM + 1, r]
+                for l in range(r + 1, 6):
+                    s -= LW[b + l, r] * y[o + l]
+                y[o + r] = s / LW[b + r, r]
+            continue
+        # several speeds: U = I^A S, D = Sᵀ U, then its Cholesky factor L (D is SPD for
+        # a model that moves inertia)
+        for c in range(n):  # scratch row 2 + c: U_i[:, c]
+            (w[TM + 2 + c, 0], w[TM + 2 + c, 1], w[TM + 2 + c, 2], w[TM + 2 + c, 3],
+             w[TM + 2 + c, 4], w[TM + 2 + c, 5]) = sym_times(
+                IA, i, S0[o + c, 0], S0[o + c, 1], S0[o + c, 2], S0[o + c, 3], S0[o + c, 4],
+                S0[o + c, 5])
         for c in range(n):
             for r in range(c, n):
                 d = 0.0
                 for m in range(6):
                     d += S0[o + r, m] * w[TM + 2 + c, m]
                 for l in range(c):
-                    d -= B6[LO + b + r, l] * B6[LO + b + c, l]
+                    d -= LW[b + r, l] * LW[b + c, l]
                 if r == c:
-                    B6[LO + b + c, c] = np.sqrt(d)
+                    LW[b + c, c] = np.sqrt(d)
                 else:
-                    B6[LO + b + r, c] = d / B6[LO + b + c, c]
+                    LW[b + r, c] = d / LW[b + c, c]
         # u = τ_i - Sᵀ p^A; y = L⁻¹ u; W = L⁻¹ Uᵀ (forward substitution)
         for r in range(n):
             u = tau[o + r]
             for m in range(6):
                 u -= S0[o + r, m] * w[PA + i, m]
             for l in range(r):
-                u -= B6[LO + b + r, l] * y[o + l]
-            y[o + r] = u / B6[LO + b + r, r]
+                u -= LW[b + r, l] * y[o + l]
+            y[o + r] = u / LW[b + r, r]
             for m in range(6):
                 x = w[TM + 2 + r, m]
                 for l in range(r):
-                    x -= B6[LO + b + r, l] * B6[WO + b + l, m]
-                B6[WO + b + r, m] = x / B6[LO + b + r, r]
-        if par >= 0:
-            # I^a = I^A - Wᵀ W, added to the parent; p^a = p^A + I^a c + Wᵀ y likewise
-            bp = 6 * par
+                    x -= LW[b + r, l] * LW[WO + b + l, m]
+                LW[WO + b + r, m] = x / LW[b + r, r]
+        if par >= 0:  # p^a = p^A + Wᵀ y and I^a = I^A - Wᵀ W, to the parent
             for a in range(6):
                 s = w[PA + i, a]
-                for c in range(6):
-                    Ia = B6[b + a, c]
-                    for l in range(n):
-                        Ia -= B6[WO + b + l, a] * B6[WO + b + l, c]
-                    B6[bp + a, c] += Ia
-                    s += Ia * w[CB + i, c]
                 for l in range(n):
-                    s += B6[WO + b + l, a] * y[o + l]
+                    s += LW[WO + b + l, a] * y[o + l]
                 w[PA + par, a] += s
-    g0 = data[nb, GRAV]
-    g1 = data[nb, GRAV + 1]
-    g2 = data[nb, GRAV + 2]
-    for i in range(nb):  # pass 3: accelerations, parent before child
+            for a in range(6):
+                for c in range(a + 1):
+                    x = IA[i, a * (a + 1) // 2 + c]
+                    for l in range(n):
+                        x -= LW[WO + b + l, a] * LW[WO + b + l, c]
+                    IA[par, a * (a + 1) // 2 + c] += x
+    for i in range(nb):  # pass 3: q̈ and δ, parent before child (δ_p = 0 at a root)
         n = int(data[i, NVJ])
         o = int(data[i, IV])
         par = int(data[i, PARENT])
         b = 6 * i
-        if par < 0:  # a_0 = -a_grav = [0; -g], in world coordinates already
-            w[AC + i, 0] = w[CB + i, 0]
-            w[AC + i, 1] = w[CB + i, 1]
-            w[AC + i, 2] = w[CB + i, 2]
-            w[AC + i, 3] = w[CB + i, 3] - g0
-            w[AC + i, 4] = w[CB + i, 4] - g1
-            w[AC + i, 5] = w[CB + i, 5] - g2
+        if par < 0:
+            if n == 6 and int(data[i, JTYPE]) == FREE:  # floating base: q̈ = X0 δ
+                for m in range(6):
+                    w[AC + i, m] = y[o + m]
+                x_motion(X0, i, w, AC + i, w, TM)
+                for m in range(6):
+                    qdd[o + m] = w[TM, m]
+                continue
+            for m in range(6):
+                w[AC + i, m] = 0.0
         else:
             for m in range(6):
-                w[AC + i, m] = w[AC + par, m] + w[CB + i, m]
-        if n == 1:  # q̈ = (u - Uᵀ a') / D
+                w[AC + i, m] = w[AC + par, m]
+        if n == 1:  # q̈ = (u - Uᵀ δ_p) / D
             s = y[o]
             for m in range(6):
-                s -= B6[WO + b, m] * w[AC + i, m]
-            qdd[o] = s * B6[LO + b, 0]
-        else:  # q̈ = L⁻ᵀ (y - W a')  (back substitution)
+                s -= LW[WO + b, m] * w[AC + i, m]
+            qdd[o] = s * LW[b, 0]
+        else:  # q̈ = L⁻ᵀ (y - W δ_p)  (back substitution)
             for r in range(n - 1, -1, -1):
                 s = y[o + r]
                 for m in range(6):
-                    s -= B6[WO + b + r, m] * w[AC + i, m]
+                    s -= LW[WO + b + r, m] * w[AC + i, m]
                 for l in range(r + 1, n):
-                    s -= B6[LO + b + l, r] * qdd[o + l]
-                qdd[o + r] = s / B6[LO + b + r, r]
+                    s -= LW[b + l, r] * qdd[o + l]
+                qdd[o + r] = s / LW[b + r, r]
         for c in range(n):
             for m in range(6):
                 w[AC + i, m] += S0[o + c, m] * qdd[o + c]
@@ -955,9 +1096,8 @@ def aba_into(data, q, v, tau, fext, use_fext, qdd):
     nb = data.shape[0] - 1
     nv = qdd.shape[0]
     return aba_core(data, q, v, tau, fext, use_fext, qdd, np.empty((nb, 12)),
-                    np.empty((nb, 12)), np.empty((nb, 13)), np.empty((nb, 13)),
-                    np.empty((nv, 6)), np.empty((4 * nb + 8, 6)), np.empty((18 * nb, 6)),
-                    np.empty(nv))
+                    np.empty((nb, 12)), np.empty((nv, 6)), np.empty((3 * nb + 8, 6)),
+                    np.empty((nb, 21)), np.empty((12 * nb, 6)), np.empty(nv))
 
 
 @njit(cache=True)
@@ -976,16 +1116,15 @@ def aba_batch(data, Q, V, Tau, F, use_fext, out, status):
     for t in prange((N + BATCH_TASK - 1) // BATCH_TASK):
         X = np.empty((nb, 12))
         X0 = np.empty((nb, 12))
-        Pb = np.empty((nb, 13))
-        P0 = np.empty((nb, 13))
         S0 = np.empty((nv, 6))
-        w = np.empty((4 * nb + 8, 6))
-        B6 = np.empty((18 * nb, 6))
+        w = np.empty((3 * nb + 8, 6))
+        IA = np.empty((nb, 21))
+        LW = np.empty((12 * nb, 6))
         y = np.empty(nv)
         for k in range(t * BATCH_TASK, min(N, (t + 1) * BATCH_TASK)):
             kf = k if use_fext else 0
             status[k] = aba_core(data, Q[k], V[k], Tau[k], F[kf], use_fext, out[k], X, X0,
-                                 Pb, P0, S0, w, B6, y)
+                                 S0, w, IA, LW, y)
 
 
 # --- kinematics, energy, momentum, Jacobian -------------------------------------
@@ -1255,18 +1394,17 @@ def _aba_f(buf, q, v, tau, fext, use_fext, qdd):
     data = buf[HDR:o].reshape((nb + 1, WIDTH))
     o1 = o + 12 * nb
     o2 = o1 + 12 * nb
-    o3 = o2 + 13 * nb
-    o4 = o3 + 13 * nb
-    o5 = o4 + 6 * nv
-    o6 = o5 + 6 * (4 * nb + 8)
-    o7 = o6 + 108 * nb
+    o3 = o2 + 6 * nv
+    o4 = o3 + 6 * (3 * nb + 8)
+    o5 = o4 + 21 * nb
+    o6 = o5 + 72 * nb
     if not use_fext:
         fext = data  # unused
     return aba_core(data, q, v, tau, fext, use_fext, qdd,
                     buf[o:o1].reshape((nb, 12)), buf[o1:o2].reshape((nb, 12)),
-                    buf[o2:o3].reshape((nb, 13)), buf[o3:o4].reshape((nb, 13)),
-                    buf[o4:o5].reshape((nv, 6)), buf[o5:o6].reshape((4 * nb + 8, 6)),
-                    buf[o6:o7].reshape((18 * nb, 6)), buf[o7:o7 + nv])
+                    buf[o2:o3].reshape((nv, 6)), buf[o3:o4].reshape((3 * nb + 8, 6)),
+                    buf[o4:o5].reshape((nb, 21)), buf[o5:o6].reshape((12 * nb, 6)),
+                    buf[o6:o6 + nv])
 
 
 @njit(cache=True, _nrt=False)
