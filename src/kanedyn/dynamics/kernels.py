@@ -634,6 +634,52 @@ def x_inv_motion(X, i, src, j, dst, k):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
+def xt_force_scalars(X, j, n0, n1, n2, f0, f1, f2):
+    """``X_jᵀ (n, f)`` on scalars: f' = Eᵀ f, n' = Eᵀ n + r × f'."""
+    e0, e1, e2, e3, e4, e5, e6, e7, e8 = (X[j, 0], X[j, 1], X[j, 2], X[j, 3], X[j, 4],
+                                          X[j, 5], X[j, 6], X[j, 7], X[j, 8])
+    r0, r1, r2 = X[j, 9], X[j, 10], X[j, 11]
+    g0 = e0 * f0 + e3 * f1 + e6 * f2
+    g1 = e1 * f0 + e4 * f1 + e7 * f2
+    g2 = e2 * f0 + e5 * f1 + e8 * f2
+    m0 = e0 * n0 + e3 * n1 + e6 * n2 + r1 * g2 - r2 * g1
+    m1 = e1 * n0 + e4 * n1 + e7 * n2 + r2 * g0 - r0 * g2
+    m2 = e2 * n0 + e5 * n1 + e8 * n2 + r0 * g1 - r1 * g0
+    return m0, m1, m2, g0, g1, g2
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def unit_component(k, n0, n1, n2, f0, f1, f2):
+    """``e_kᵀ (n, f)``, component k of a force given as scalars."""
+    if k < 3:
+        return n0 if k == 0 else (n1 if k == 1 else n2)
+    return f0 if k == 3 else (f1 if k == 4 else f2)
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def m_entries(data, j, col, n0, n1, n2, f0, f1, f2, M, F):
+    """``M[o_j + r, col] = M[col, o_j + r] = S_j[:, r]ᵀ (n, f)``: the entries of joint j
+    in column ``col``, from the force (n, f) in body j coordinates (F: a scratch row)."""
+    oj = int(data[j, IV])
+    kj = int(data[j, SIDX])
+    if kj >= 0:  # S_j = e_k
+        x = unit_component(kj, n0, n1, n2, f0, f1, f2)
+        M[oj, col] = x
+        M[col, oj] = x
+    elif int(data[j, JTYPE]) == FREE:  # S_j = 1
+        M[oj, col], M[oj + 1, col], M[oj + 2, col] = n0, n1, n2
+        M[oj + 3, col], M[oj + 4, col], M[oj + 5, col] = f0, f1, f2
+        M[col, oj], M[col, oj + 1], M[col, oj + 2] = n0, n1, n2
+        M[col, oj + 3], M[col, oj + 4], M[col, oj + 5] = f0, f1, f2
+    else:
+        F[0, 0], F[0, 1], F[0, 2], F[0, 3], F[0, 4], F[0, 5] = n0, n1, n2, f0, f1, f2
+        for r in range(int(data[j, NVJ])):
+            x = s_dot(data, j, r, F, 0)
+            M[oj + r, col] = x
+            M[col, oj + r] = x
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
 def crba_core(data, q, M, X, P, F):
     """Joint-space inertia matrix (Table 6.2): composite inertias ``I^c_i`` summed
     child to parent in body coordinates, then ``F = I^c_i S_i`` carried up the
@@ -660,54 +706,62 @@ def crba_core(data, q, M, X, P, F):
         for a in range(nv):
             for b in range(nv):
                 M[a, b] = 0.0
-    for i in range(nb):
+    i = 0
+    while i < nb:
         oi = int(data[i, IV])
         nvi = int(data[i, NVJ])
         ki = int(data[i, SIDX])
+        if ki >= 0 and i + 1 < nb and int(data[i + 1, PARENT]) == i and data[i + 1, SIDX] >= 0:
+            # body i + 1 hangs from body i, both with S = e_k: their two columns walk up
+            # together, two independent chains of products for the processor to overlap
+            # (a lone walk waits on the latency of each transform)
+            kb = int(data[i + 1, SIDX])
+            inertia_column(P, i, ki, F, 0)
+            inertia_column(P, i + 1, kb, F, 1)
+            M[oi, oi] = F[0, ki]
+            M[oi + 1, oi + 1] = F[1, kb]
+            a0, a1, a2, a3, a4, a5 = F[0, 0], F[0, 1], F[0, 2], F[0, 3], F[0, 4], F[0, 5]
+            b0, b1, b2, b3, b4, b5 = xt_force_scalars(X, i + 1, F[1, 0], F[1, 1], F[1, 2],
+                                                      F[1, 3], F[1, 4], F[1, 5])
+            x = unit_component(ki, b0, b1, b2, b3, b4, b5)
+            M[oi, oi + 1] = x
+            M[oi + 1, oi] = x
+            j = i
+            p = int(data[j, PARENT])
+            while p >= 0:
+                a0, a1, a2, a3, a4, a5 = xt_force_scalars(X, j, a0, a1, a2, a3, a4, a5)
+                b0, b1, b2, b3, b4, b5 = xt_force_scalars(X, j, b0, b1, b2, b3, b4, b5)
+                j = p
+                m_entries(data, j, oi, a0, a1, a2, a3, a4, a5, M, F)
+                m_entries(data, j, oi + 1, b0, b1, b2, b3, b4, b5, M, F)
+                p = int(data[j, PARENT])
+            i += 2
+            continue
         for c in range(nvi):
             # F = I^c_i S_i[:, c]; a unit-vector S (most joints) picks a column of I^c_i
             if ki >= 0:
                 inertia_column(P, i, ki, F, 0)
                 M[oi, oi] = F[0, ki]
+            elif int(data[i, JTYPE]) == FREE:  # S = 1: I^c_i S = I^c_i
+                inertia_column(P, i, c, F, 0)
+                for r in range(6):
+                    M[oi + r, oi + c] = F[0, r]
             else:
                 s_column(data, i, c, F, 1)
                 inertia_times(P, i, 0, F, 1, F, 0)
                 for r in range(nvi):
                     M[oi + r, oi + c] = s_dot(data, i, r, F, 0)
-            # up the support: F ← X_up[j]ᵀ F (n = Eᵀ n + r × Eᵀ f, f = Eᵀ f), on scalars
-            # so that F stays in registers (the compiler cannot tell F from M or X)
+            # up the support: F ← X_up[j]ᵀ F, on scalars so that F stays in registers
+            # (the compiler cannot tell F from M or X)
             n0, n1, n2, f0, f1, f2 = F[0, 0], F[0, 1], F[0, 2], F[0, 3], F[0, 4], F[0, 5]
             j = i
             p = int(data[j, PARENT])
             while p >= 0:
-                e0, e1, e2, e3, e4, e5, e6, e7, e8 = (X[j, 0], X[j, 1], X[j, 2], X[j, 3],
-                                                      X[j, 4], X[j, 5], X[j, 6], X[j, 7],
-                                                      X[j, 8])
-                r0, r1, r2 = X[j, 9], X[j, 10], X[j, 11]
-                g0 = e0 * f0 + e3 * f1 + e6 * f2
-                g1 = e1 * f0 + e4 * f1 + e7 * f2
-                g2 = e2 * f0 + e5 * f1 + e8 * f2
-                m0 = e0 * n0 + e3 * n1 + e6 * n2 + r1 * g2 - r2 * g1
-                m1 = e1 * n0 + e4 * n1 + e7 * n2 + r2 * g0 - r0 * g2
-                m2 = e2 * n0 + e5 * n1 + e8 * n2 + r0 * g1 - r1 * g0
-                n0, n1, n2, f0, f1, f2 = m0, m1, m2, g0, g1, g2
+                n0, n1, n2, f0, f1, f2 = xt_force_scalars(X, j, n0, n1, n2, f0, f1, f2)
                 j = p
-                oj = int(data[j, IV])
-                kj = int(data[j, SIDX])
-                if kj >= 0:  # S_jᵀ F = F[k]
-                    if kj < 3:
-                        x = n0 if kj == 0 else (n1 if kj == 1 else n2)
-                    else:
-                        x = f0 if kj == 3 else (f1 if kj == 4 else f2)
-                    M[oj, oi + c] = x
-                    M[oi + c, oj] = x
-                else:
-                    F[0, 0], F[0, 1], F[0, 2], F[0, 3], F[0, 4], F[0, 5] = n0, n1, n2, f0, f1, f2
-                    for r in range(int(data[j, NVJ])):
-                        x = s_dot(data, j, r, F, 0)
-                        M[oj + r, oi + c] = x
-                        M[oi + c, oj + r] = x
+                m_entries(data, j, oi + c, n0, n1, n2, f0, f1, f2, M, F)
                 p = int(data[j, PARENT])
+        i += 1
     # M is symmetric positive definite: a finite diagonal bounds every entry,
     # |M_ij| <= sqrt(M_ii M_jj), and checking it costs nv, not nv² (1.5 µs at nv = 38)
     for a in range(nv):
