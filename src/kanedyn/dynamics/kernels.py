@@ -142,9 +142,9 @@ def sincos(C):
     libm's sincos costs ~23 ns a call here, ~0.7 µs for the 32 revolute joints of the
     humanoid; this loop has no calls and no branches, so the compiler vectorises it
     over the angles (8 at a time): ~4 ns an angle. x = n π/2 + r with |r| <= π/4
-    (Cody-Waite reduction in three exact steps), then sin r and cos r by fdlibm's
-    polynomials, exchanged and negated by the quadrant n mod 4. Angles beyond
-    :data:`SINCOS_BIG` (and NaN) go to libm.
+    (Cody-Waite reduction; n times each of the first two parts of π/2 is exact), then
+    sin r and cos r by fdlibm's polynomials, exchanged and negated by the quadrant
+    n mod 4. Angles beyond :data:`SINCOS_BIG` (and NaN) go to libm.
     """
     for k in range(C.shape[1]):
         x = C[0, k]
@@ -748,6 +748,11 @@ def crba_core(data, q, M, X, P, F):
     """Joint-space inertia matrix (Table 6.2): composite inertias ``I^c_i`` summed
     child to parent in body coordinates, then ``F = I^c_i S_i`` carried up the
     support of body i by force transforms, ``M_ji = S_jᵀ F`` at each ancestor j.
+
+    A body and its child (both with S = e_k) walk their columns together: two
+    independent chains of products per step. A free joint (S = 1) gives its rows of M
+    as the force itself and its own 6x6 block as ``I^c``. The joint transforms take
+    cos and sin from :func:`sincos` (from :data:`SINCOS_MIN` bodies on).
 
     (A world-coordinate variant, where composite inertias add without transforms
     and each entry is one dot product, was measured 15-25 % slower on the shipped
