@@ -91,7 +91,7 @@ HDR = 8
 def workspace_size(nb: int, nv: int) -> int:
     """Floats of workspace the entry points need: the largest of RNEA, CRBA and ABA."""
     rnea = 12 * nb + 6 * (3 * nb + 2)
-    crba = 12 * nb + 13 * nb + 12
+    crba = 12 * nb + 13 * nb + 12 + 3 * nb
     aba = 24 * nb + 26 * nb + 6 * nv + 6 * (4 * nb + 8) + 108 * nb + nv
     return max(rnea, crba, aba)
 
@@ -128,7 +128,7 @@ SIN5, SIN6 = -2.50507602534068634195e-08, 1.58969099521155010221e-10
 COS1, COS2 = 4.16666666666666019037e-02, -1.38888888888741095749e-03
 COS3, COS4 = 2.48015872894767294178e-05, -2.75573143513906633035e-07
 COS5, COS6 = 2.08757232129817482790e-09, -1.13596475577881948265e-11
-#: beyond this |angle| sincos calls libm (the reduction above is exact for |n| < 2^20)
+#: sincos serves |angles| up to this (the reduction above is exact for |n| < 2^20)
 SINCOS_BIG = 1e5
 #: CRBA calls sincos from this many bodies on (a vector of angles, 8 with AVX-512);
 #: below, the scalar tail of the loop does not beat libm (ur5, 6 bodies: 4 % slower)
@@ -136,20 +136,22 @@ SINCOS_MIN = 8
 
 
 @njit(cache=True, _nrt=False)
-def sincos(C):
-    """``C[1, k], C[2, k] = cos, sin of C[0, k]`` for every k, to 1-2 ulp of libm.
+def sincos(x, cx, sx):
+    """``cx[k], sx[k] = cos, sin of x[k]`` for every k, to 1-2 ulp of libm.
 
     libm's sincos costs ~23 ns a call here, ~0.7 µs for the 32 revolute joints of the
     humanoid; this loop has no calls and no branches, so the compiler vectorises it
     over the angles (8 at a time): ~4 ns an angle. x = n π/2 + r with |r| <= π/4
     (Cody-Waite reduction; n times each of the first two parts of π/2 is exact), then
     sin r and cos r by fdlibm's polynomials, exchanged and negated by the quadrant
-    n mod 4. Angles beyond :data:`SINCOS_BIG` (and NaN) go to libm.
+    n mod 4. For |angle| <= :data:`SINCOS_BIG`: the caller takes libm beyond (and for
+    NaN), which keeps the loop free of calls (a fallback loop here was unrolled into
+    two dozen libm calls, doubling the code of crba_f).
     """
-    for k in range(C.shape[1]):
-        x = C[0, k]
-        n = np.floor(x * INVPIO2 + 0.5)
-        r = ((x - n * PIO2_1) - n * PIO2_2) - n * PIO2_3
+    for k in range(x.shape[0]):
+        a = x[k]
+        n = np.floor(a * INVPIO2 + 0.5)
+        r = ((a - n * PIO2_1) - n * PIO2_2) - n * PIO2_3
         z = r * r
         w = z * z
         sr = SIN2 + z * (SIN3 + z * SIN4) + z * w * (SIN5 + z * SIN6)
@@ -164,12 +166,8 @@ def sincos(C):
         m = n - 4.0 * np.floor(0.25 * n)
         c1 = sn if odd else cs
         s1 = cs if odd else sn
-        C[1, k] = -c1 if (m == 1.0 or m == 2.0) else c1
-        C[2, k] = -s1 if m >= 2.0 else s1
-    for k in range(C.shape[1]):
-        if not abs(C[0, k]) <= SINCOS_BIG:
-            C[1, k] = np.cos(C[0, k])
-            C[2, k] = np.sin(C[0, k])
+        cx[k] = -c1 if (m == 1.0 or m == 2.0) else c1
+        sx[k] = -s1 if m >= 2.0 else s1
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
@@ -737,14 +735,22 @@ def m_entries(data, j, col, n0, n1, n2, f0, f1, f2, M, F):
         M[col, oj + 3], M[col, oj + 4], M[col, oj + 5] = f0, f1, f2
     else:
         F[0, 0], F[0, 1], F[0, 2], F[0, 3], F[0, 4], F[0, 5] = n0, n1, n2, f0, f1, f2
-        for r in range(int(data[j, NVJ])):
-            x = s_dot(data, j, r, F, 0)
-            M[oj + r, col] = x
-            M[col, oj + r] = x
+        m_entries_general(data, j, col, F, M)
+
+
+@njit(cache=True, _nrt=False)
+def m_entries_general(data, j, col, F, M):
+    """:func:`m_entries` for any joint, the force in F[0] (a call of its own: the rare
+    case stays out of the inlined walk, which is smaller for it)."""
+    oj = int(data[j, IV])
+    for r in range(int(data[j, NVJ])):
+        x = s_dot(data, j, r, F, 0)
+        M[oj + r, col] = x
+        M[col, oj + r] = x
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def crba_core(data, q, M, X, P, F):
+def crba_core(data, q, M, X, P, F, A):
     """Joint-space inertia matrix (Table 6.2): composite inertias ``I^c_i`` summed
     child to parent in body coordinates, then ``F = I^c_i S_i`` carried up the
     support of body i by force transforms, ``M_ji = S_jᵀ F`` at each ancestor j.
@@ -754,6 +760,10 @@ def crba_core(data, q, M, X, P, F):
     as the force itself and its own 6x6 block as ``I^c``. The joint transforms take
     cos and sin from :func:`sincos` (from :data:`SINCOS_MIN` bodies on).
 
+    Workspace (written, never read before): ``X`` (nb, 12) X_up[i]; ``P`` (nb, 13) the
+    composite inertia parameters; ``F`` (2, 6) scratch rows; ``A`` (3 nb) the joint
+    angles, their cos and their sin.
+
     (A world-coordinate variant, where composite inertias add without transforms
     and each entry is one dot product, was measured 15-25 % slower on the shipped
     robots: their trees are shallow, so the per-body cost of going to world
@@ -761,23 +771,18 @@ def crba_core(data, q, M, X, P, F):
     """
     nb = data.shape[0] - 1
     nv = M.shape[0]
-    if nb < SINCOS_MIN:
+    # from SINCOS_MIN bodies on, the angles of the joints first (those about unit axes,
+    # most, use them), their cos and sin in one vectorised loop
+    vec = nb >= SINCOS_MIN
+    if vec:
         for i in range(nb):
-            if joint_transform(data, i, q, X):
-                return i + 1
-    else:
-        # the angles of the joints first (those about unit axes, most, use them), their
-        # cos and sin in one vectorised loop; P's memory is free until the composite
-        # inertias
-        C = P.reshape(13 * nb)[:3 * nb].reshape((3, nb))
-        for i in range(nb):
-            C[0, i] = q[int(data[i, IQ])]
-        sincos(C)
-        for i in range(nb):
-            if data[i, AXIS_ID] >= 0:
-                unit_axis_transform(data, i, C[1, i], C[2, i], X)
-            elif joint_transform(data, i, q, X):
-                return i + 1
+            A[i] = q[int(data[i, IQ])]
+        sincos(A[:nb], A[nb:2 * nb], A[2 * nb:3 * nb])
+    for i in range(nb):
+        if vec and data[i, AXIS_ID] >= 0 and abs(A[i]) <= SINCOS_BIG:
+            unit_axis_transform(data, i, A[nb + i], A[2 * nb + i], X)
+        elif joint_transform(data, i, q, X):
+            return i + 1
     inertia_params(data, P)
     for i in range(nb - 1, -1, -1):
         p = int(data[i, PARENT])
@@ -789,38 +794,30 @@ def crba_core(data, q, M, X, P, F):
         for a in range(nv):
             for b in range(nv):
                 M[a, b] = 0.0
+    # one column at a time, or two: body i + 1 hanging from body i, both with S = e_k
+    # (most of a URDF robot's chains), whose columns walk up together, two independent
+    # chains of products per step (a lone walk waits on the latency of each transform)
     i = 0
+    c = 0
     while i < nb:
         oi = int(data[i, IV])
         nvi = int(data[i, NVJ])
         ki = int(data[i, SIDX])
-        if ki >= 0 and i + 1 < nb and int(data[i + 1, PARENT]) == i and data[i + 1, SIDX] >= 0:
-            # body i + 1 hangs from body i, both with S = e_k: their two columns walk up
-            # together, two independent chains of products for the processor to overlap
-            # (a lone walk waits on the latency of each transform)
+        pair = (ki >= 0 and i + 1 < nb and int(data[i + 1, PARENT]) == i
+                and data[i + 1, SIDX] >= 0)
+        if pair:
             kb = int(data[i + 1, SIDX])
             inertia_column(P, i, ki, F, 0)
             inertia_column(P, i + 1, kb, F, 1)
             M[oi, oi] = F[0, ki]
             M[oi + 1, oi + 1] = F[1, kb]
-            a0, a1, a2, a3, a4, a5 = F[0, 0], F[0, 1], F[0, 2], F[0, 3], F[0, 4], F[0, 5]
             b0, b1, b2, b3, b4, b5 = xt_force_scalars(X, i + 1, F[1, 0], F[1, 1], F[1, 2],
                                                       F[1, 3], F[1, 4], F[1, 5])
             x = unit_component(ki, b0, b1, b2, b3, b4, b5)
             M[oi, oi + 1] = x
             M[oi + 1, oi] = x
-            j = i
-            p = int(data[j, PARENT])
-            while p >= 0:
-                a0, a1, a2, a3, a4, a5 = xt_force_scalars(X, j, a0, a1, a2, a3, a4, a5)
-                b0, b1, b2, b3, b4, b5 = xt_force_scalars(X, j, b0, b1, b2, b3, b4, b5)
-                j = p
-                m_entries(data, j, oi, a0, a1, a2, a3, a4, a5, M, F)
-                m_entries(data, j, oi + 1, b0, b1, b2, b3, b4, b5, M, F)
-                p = int(data[j, PARENT])
-            i += 2
-            continue
-        for c in range(nvi):
+            ca = oi
+        else:
             # F = I^c_i S_i[:, c]; a unit-vector S (most joints) picks a column of I^c_i
             if ki >= 0:
                 inertia_column(P, i, ki, F, 0)
@@ -834,17 +831,28 @@ def crba_core(data, q, M, X, P, F):
                 inertia_times(P, i, 0, F, 1, F, 0)
                 for r in range(nvi):
                     M[oi + r, oi + c] = s_dot(data, i, r, F, 0)
-            # up the support: F ← X_up[j]ᵀ F, on scalars so that F stays in registers
-            # (the compiler cannot tell F from M or X)
-            n0, n1, n2, f0, f1, f2 = F[0, 0], F[0, 1], F[0, 2], F[0, 3], F[0, 4], F[0, 5]
-            j = i
+            ca = oi + c
+        # up the support: F ← X_up[j]ᵀ F, on scalars so that F stays in registers (the
+        # compiler cannot tell F from M or X)
+        a0, a1, a2, a3, a4, a5 = F[0, 0], F[0, 1], F[0, 2], F[0, 3], F[0, 4], F[0, 5]
+        j = i
+        p = int(data[j, PARENT])
+        while p >= 0:
+            a0, a1, a2, a3, a4, a5 = xt_force_scalars(X, j, a0, a1, a2, a3, a4, a5)
+            if pair:
+                b0, b1, b2, b3, b4, b5 = xt_force_scalars(X, j, b0, b1, b2, b3, b4, b5)
+            j = p
+            m_entries(data, j, ca, a0, a1, a2, a3, a4, a5, M, F)
+            if pair:
+                m_entries(data, j, ca + 1, b0, b1, b2, b3, b4, b5, M, F)
             p = int(data[j, PARENT])
-            while p >= 0:
-                n0, n1, n2, f0, f1, f2 = xt_force_scalars(X, j, n0, n1, n2, f0, f1, f2)
-                j = p
-                m_entries(data, j, oi + c, n0, n1, n2, f0, f1, f2, M, F)
-                p = int(data[j, PARENT])
-        i += 1
+        if pair:
+            i += 2
+        else:
+            c += 1
+            if c == nvi:
+                i += 1
+                c = 0
     # M is symmetric positive definite: a finite diagonal bounds every entry,
     # |M_ij| <= sqrt(M_ii M_jj), and checking it costs nv, not nv² (1.5 µs at nv = 38)
     for a in range(nv):
@@ -856,9 +864,10 @@ def crba_core(data, q, M, X, P, F):
 @njit(cache=True)
 def crba_into(data, q, M):
     """:func:`crba_core` with a workspace of its own: X_up (nb, 12), composite inertia
-    parameters (nb, 13), two force rows."""
+    parameters (nb, 13), two force rows, the joint angles with their cos and sin (3 nb)."""
     nb = data.shape[0] - 1
-    return crba_core(data, q, M, np.empty((nb, 12)), np.empty((nb, 13)), np.empty((2, 6)))
+    return crba_core(data, q, M, np.empty((nb, 12)), np.empty((nb, 13)), np.empty((2, 6)),
+                     np.empty(3 * nb))
 
 
 @njit(cache=True)
@@ -878,8 +887,9 @@ def crba_batch(data, Q, out, status):
         X = np.empty((nb, 12))
         P = np.empty((nb, 13))
         F = np.empty((2, 6))
+        A = np.empty(3 * nb)
         for k in range(t * BATCH_TASK, min(N, (t + 1) * BATCH_TASK)):
-            status[k] = crba_core(data, Q[k], out[k], X, P, F)
+            status[k] = crba_core(data, Q[k], out[k], X, P, F, A)
 
 
 # --- ABA ----------------------------------------------------------------------
@@ -1381,7 +1391,8 @@ def crba_f(buf, q, M):
     return crba_core(buf[HDR:o].reshape((nb + 1, WIDTH)), q, M,
                      buf[o:o + 12 * nb].reshape((nb, 12)),
                      buf[o + 12 * nb:o + 25 * nb].reshape((nb, 13)),
-                     buf[o + 25 * nb:o + 25 * nb + 12].reshape((2, 6)))
+                     buf[o + 25 * nb:o + 25 * nb + 12].reshape((2, 6)),
+                     buf[o + 25 * nb + 12:o + 28 * nb + 12])
 
 
 @njit(cache=True, _nrt=False)
