@@ -450,3 +450,31 @@ def test_external_force_convention_on_a_free_body():
     close(qdd[:3], np.linalg.solve(I, wrench[0, :3]))
     close(qdd[3:], wrench[0, 3:] / 2.0)
     close(kd.rnea(model, q, np.zeros(6), np.zeros(6), wrench), -wrench[0])
+
+
+def test_vectorised_sincos_agrees_with_libm():
+    """kernels.sincos (CRBA's joint angles, a polynomial the compiler vectorises) against
+    numpy's libm: within 2 ulp of the larger of |cos|, |sin| (the absolute error of a
+    rotation entry), over small and wide angles up to SINCOS_BIG, quadrant boundaries,
+    signed zeros; CRBA takes libm beyond SINCOS_BIG and for NaN (checked on a robot
+    with a huge and a NaN angle)."""
+    from kanedyn.dynamics.kernels import SINCOS_BIG, SINCOS_MIN, sincos
+    from kanedyn.model.urdf import robot_path
+
+    rng = np.random.default_rng(11)
+    x = np.concatenate([rng.uniform(-4, 4, 20000), rng.uniform(-1e-6, 1e-6, 1000),
+                        rng.uniform(-SINCOS_BIG, SINCOS_BIG, 20000),
+                        np.arange(-40, 41) * np.pi / 4, [0.0, -0.0, SINCOS_BIG, -SINCOS_BIG]])
+    c, s = np.empty_like(x), np.empty_like(x)
+    sincos(x, c, s)
+    err = np.maximum(np.abs(c - np.cos(x)), np.abs(s - np.sin(x)))
+    assert (err <= 2 * np.spacing(1.0)).all(), err.max()
+
+    model = kd.load_urdf(str(robot_path("humanoid")), floating_base=True)
+    assert model.nb >= SINCOS_MIN
+    q = kd.random_configuration(model, rng)
+    q[7], q[8] = 3e7, -2 * SINCOS_BIG  # two revolute joints beyond the polynomial's range
+    close(kd.crba(model, q), ref.crba(model, q))
+    q[9] = np.nan
+    with pytest.raises(kd.StateError):
+        kd.crba(model, q)

@@ -20,6 +20,9 @@ CRBA Table 6.2, ABA Table 7.1), written for speed:
 - joints whose motion subspace is a unit vector e_k (revolute or prismatic about
   a coordinate axis, flat column ``SIDX``) skip the products with S: ``Sᵀ f`` is
   ``f[k]``, ``I S`` a column of I, ``v × S q̇`` four products;
+- CRBA takes the cos and sin of all joint angles in one vectorised polynomial loop
+  (:func:`sincos`, 1-2 ulp of libm) instead of a libm call per joint; RNEA and ABA
+  still call libm (their results are libm's bits);
 - the small helpers are compiled with ``_nrt=False``: they allocate nothing,
   and without it numba reference-counts every array argument of every call
   (atomic operations that cost ~30 ns per helper call, more than the arithmetic);
@@ -89,12 +92,84 @@ HDR = 8
 def workspace_size(nb: int, nv: int) -> int:
     """Floats of workspace the entry points need: the largest of RNEA, CRBA and ABA."""
     rnea = 12 * nb + 6 * (3 * nb + 2)
-    crba = 12 * nb + 13 * nb + 12
+    crba = 12 * nb + 13 * nb + 12 + 3 * nb
     aba = 24 * nb + 6 * nv + 6 * (3 * nb + 8) + 21 * nb + 72 * nb + nv
     return max(rnea, crba, aba)
 
 
 # --- joints ------------------------------------------------------------------
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def unit_axis_transform(data, i, c, s, X):
+    """X[i] of a revolute joint about the unit axis e_ax, from c = cos q_i, s = sin q_i:
+    R = 1 on e_ax and a plane rotation on (e_u, e_w), so Eᵀ_J E_tree mixes two rows of
+    E_tree: row_u = c T_u + s T_w, row_w = c T_w - s T_u."""
+    ax = int(data[i, AXIS_ID])
+    u = (ax + 1) % 3
+    w = (ax + 2) % 3
+    for b in range(3):
+        tu = data[i, E_TREE + 3 * u + b]
+        tw = data[i, E_TREE + 3 * w + b]
+        X[i, 3 * u + b] = c * tu + s * tw
+        X[i, 3 * w + b] = c * tw - s * tu
+        X[i, 3 * ax + b] = data[i, E_TREE + 3 * ax + b]
+        X[i, 9 + b] = data[i, R_TREE + b]
+
+
+# cos and sin of all joint angles at once (see sincos): π/2 in three parts of 33 bits
+# (n π/2 exact in each for |n| < 2^20), and the minimax polynomials of fdlibm's
+# __kernel_sin / __kernel_cos on [-π/4, π/4] (FreeBSD msun k_sin.c, k_cos.c)
+PIO2_1 = 1.57079632673412561417e+00
+PIO2_2 = 6.07710050630396597660e-11
+PIO2_3 = 2.02226624871116645580e-21
+INVPIO2 = 6.36619772367581382433e-01
+SIN1, SIN2 = -1.66666666666666324348e-01, 8.33333333332248946124e-03
+SIN3, SIN4 = -1.98412698298579493134e-04, 2.75573137070700676789e-06
+SIN5, SIN6 = -2.50507602534068634195e-08, 1.58969099521155010221e-10
+COS1, COS2 = 4.16666666666666019037e-02, -1.38888888888741095749e-03
+COS3, COS4 = 2.48015872894767294178e-05, -2.75573143513906633035e-07
+COS5, COS6 = 2.08757232129817482790e-09, -1.13596475577881948265e-11
+#: sincos serves |angles| up to this (the reduction above is exact for |n| < 2^20)
+SINCOS_BIG = 1e5
+#: CRBA calls sincos from this many bodies on (a vector of angles, 8 with AVX-512);
+#: below, the scalar tail of the loop does not beat libm (ur5, 6 bodies: 4 % slower)
+SINCOS_MIN = 8
+
+
+@njit(cache=True, _nrt=False)
+def sincos(x, cx, sx):
+    """``cx[k], sx[k] = cos, sin of x[k]`` for every k, to 1-2 ulp of libm.
+
+    libm's sincos costs ~23 ns a call here, ~0.7 µs for the 32 revolute joints of the
+    humanoid; this loop has no calls and no branches, so the compiler vectorises it
+    over the angles (8 at a time): ~4 ns an angle. x = n π/2 + r with |r| <= π/4
+    (Cody-Waite reduction; n times each of the first two parts of π/2 is exact), then
+    sin r and cos r by fdlibm's polynomials, exchanged and negated by the quadrant
+    n mod 4. For |angle| <= :data:`SINCOS_BIG`: the caller takes libm beyond (and for
+    NaN), which keeps the loop free of calls (a fallback loop here was unrolled into
+    two dozen libm calls, doubling the code of crba_f).
+    """
+    for k in range(x.shape[0]):
+        a = x[k]
+        n = np.floor(a * INVPIO2 + 0.5)
+        r = ((a - n * PIO2_1) - n * PIO2_2) - n * PIO2_3
+        z = r * r
+        w = z * z
+        sr = SIN2 + z * (SIN3 + z * SIN4) + z * w * (SIN5 + z * SIN6)
+        sn = r + z * r * (SIN1 + z * sr)
+        cr = z * (COS1 + z * (COS2 + z * COS3)) + w * w * (COS4 + z * (COS5 + z * COS6))
+        hz = 0.5 * z
+        t = 1.0 - hz
+        cs = t + (((1.0 - t) - hz) + z * cr)
+        # quadrant n mod 4 = 2 b + a: a swaps sin and cos, then cos < 0 for 1, 2, sin for 2, 3
+        h = 0.5 * n
+        odd = h != np.floor(h)
+        m = n - 4.0 * np.floor(0.25 * n)
+        c1 = sn if odd else cs
+        s1 = cs if odd else sn
+        cx[k] = -c1 if (m == 1.0 or m == 2.0) else c1
+        sx[k] = -s1 if m >= 2.0 else s1
+
 
 @njit(cache=True, _nrt=False, forceinline=True)
 def joint_transform(data, i, q, X):
@@ -105,21 +180,8 @@ def joint_transform(data, i, q, X):
     """
     jt = int(data[i, JTYPE])
     k = int(data[i, IQ])
-    ax = int(data[i, AXIS_ID])
-    if ax >= 0:
-        # revolute about unit axis e_ax: R = 1 on e_ax, a plane rotation on (e_u, e_w),
-        # so Eᵀ_J E_tree mixes two rows of E_tree: row_u = c T_u + s T_w, row_w = c T_w - s T_u
-        c = np.cos(q[k])
-        s = np.sin(q[k])
-        u = (ax + 1) % 3
-        w = (ax + 2) % 3
-        for b in range(3):
-            tu = data[i, E_TREE + 3 * u + b]
-            tw = data[i, E_TREE + 3 * w + b]
-            X[i, 3 * u + b] = c * tu + s * tw
-            X[i, 3 * w + b] = c * tw - s * tu
-            X[i, 3 * ax + b] = data[i, E_TREE + 3 * ax + b]
-            X[i, 9 + b] = data[i, R_TREE + b]
+    if data[i, AXIS_ID] >= 0:
+        unit_axis_transform(data, i, np.cos(q[k]), np.sin(q[k]), X)
         return 0
     p0 = 0.0
     p1 = 0.0
@@ -616,10 +678,73 @@ def x_inv_motion(X, i, src, j, dst, k):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def crba_core(data, q, M, X, P, F):
+def xt_force_scalars(X, j, n0, n1, n2, f0, f1, f2):
+    """``X_jᵀ (n, f)`` on scalars: f' = Eᵀ f, n' = Eᵀ n + r × f'."""
+    e0, e1, e2, e3, e4, e5, e6, e7, e8 = (X[j, 0], X[j, 1], X[j, 2], X[j, 3], X[j, 4],
+                                          X[j, 5], X[j, 6], X[j, 7], X[j, 8])
+    r0, r1, r2 = X[j, 9], X[j, 10], X[j, 11]
+    g0 = e0 * f0 + e3 * f1 + e6 * f2
+    g1 = e1 * f0 + e4 * f1 + e7 * f2
+    g2 = e2 * f0 + e5 * f1 + e8 * f2
+    m0 = e0 * n0 + e3 * n1 + e6 * n2 + r1 * g2 - r2 * g1
+    m1 = e1 * n0 + e4 * n1 + e7 * n2 + r2 * g0 - r0 * g2
+    m2 = e2 * n0 + e5 * n1 + e8 * n2 + r0 * g1 - r1 * g0
+    return m0, m1, m2, g0, g1, g2
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def unit_component(k, n0, n1, n2, f0, f1, f2):
+    """``e_kᵀ (n, f)``, component k of a force given as scalars."""
+    if k < 3:
+        return n0 if k == 0 else (n1 if k == 1 else n2)
+    return f0 if k == 3 else (f1 if k == 4 else f2)
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def m_entries(data, j, col, n0, n1, n2, f0, f1, f2, M, F):
+    """``M[o_j + r, col] = M[col, o_j + r] = S_j[:, r]ᵀ (n, f)``: the entries of joint j
+    in column ``col``, from the force (n, f) in body j coordinates (F: a scratch row)."""
+    oj = int(data[j, IV])
+    kj = int(data[j, SIDX])
+    if kj >= 0:  # S_j = e_k
+        x = unit_component(kj, n0, n1, n2, f0, f1, f2)
+        M[oj, col] = x
+        M[col, oj] = x
+    elif int(data[j, JTYPE]) == FREE:  # S_j = 1
+        M[oj, col], M[oj + 1, col], M[oj + 2, col] = n0, n1, n2
+        M[oj + 3, col], M[oj + 4, col], M[oj + 5, col] = f0, f1, f2
+        M[col, oj], M[col, oj + 1], M[col, oj + 2] = n0, n1, n2
+        M[col, oj + 3], M[col, oj + 4], M[col, oj + 5] = f0, f1, f2
+    else:
+        F[0, 0], F[0, 1], F[0, 2], F[0, 3], F[0, 4], F[0, 5] = n0, n1, n2, f0, f1, f2
+        m_entries_general(data, j, col, F, M)
+
+
+@njit(cache=True, _nrt=False)
+def m_entries_general(data, j, col, F, M):
+    """:func:`m_entries` for any joint, the force in F[0] (a call of its own: the rare
+    case stays out of the inlined walk, which is smaller for it)."""
+    oj = int(data[j, IV])
+    for r in range(int(data[j, NVJ])):
+        x = s_dot(data, j, r, F, 0)
+        M[oj + r, col] = x
+        M[col, oj + r] = x
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def crba_core(data, q, M, X, P, F, A):
     """Joint-space inertia matrix (Table 6.2): composite inertias ``I^c_i`` summed
     child to parent in body coordinates, then ``F = I^c_i S_i`` carried up the
     support of body i by force transforms, ``M_ji = S_jᵀ F`` at each ancestor j.
+
+    A body and its child (both with S = e_k) walk their columns together: two
+    independent chains of products per step. A free joint (S = 1) gives its rows of M
+    as the force itself and its own 6x6 block as ``I^c``. The joint transforms take
+    cos and sin from :func:`sincos` (from :data:`SINCOS_MIN` bodies on).
+
+    Workspace (written, never read before): ``X`` (nb, 12) X_up[i]; ``P`` (nb, 13) the
+    composite inertia parameters; ``F`` (2, 6) scratch rows; ``A`` (3 nb) the joint
+    angles, their cos and their sin.
 
     (A world-coordinate variant, where composite inertias add without transforms
     and each entry is one dot product, was measured 15-25 % slower on the shipped
@@ -628,8 +753,17 @@ def crba_core(data, q, M, X, P, F):
     """
     nb = data.shape[0] - 1
     nv = M.shape[0]
+    # from SINCOS_MIN bodies on, the angles of the joints first (those about unit axes,
+    # most, use them), their cos and sin in one vectorised loop
+    vec = nb >= SINCOS_MIN
+    if vec:
+        for i in range(nb):
+            A[i] = q[int(data[i, IQ])]
+        sincos(A[:nb], A[nb:2 * nb], A[2 * nb:3 * nb])
     for i in range(nb):
-        if joint_transform(data, i, q, X):
+        if vec and data[i, AXIS_ID] >= 0 and abs(A[i]) <= SINCOS_BIG:
+            unit_axis_transform(data, i, A[nb + i], A[2 * nb + i], X)
+        elif joint_transform(data, i, q, X):
             return i + 1
     inertia_params(data, P)
     for i in range(nb - 1, -1, -1):
@@ -642,54 +776,65 @@ def crba_core(data, q, M, X, P, F):
         for a in range(nv):
             for b in range(nv):
                 M[a, b] = 0.0
-    for i in range(nb):
+    # one column at a time, or two: body i + 1 hanging from body i, both with S = e_k
+    # (most of a URDF robot's chains), whose columns walk up together, two independent
+    # chains of products per step (a lone walk waits on the latency of each transform)
+    i = 0
+    c = 0
+    while i < nb:
         oi = int(data[i, IV])
         nvi = int(data[i, NVJ])
         ki = int(data[i, SIDX])
-        for c in range(nvi):
+        pair = (ki >= 0 and i + 1 < nb and int(data[i + 1, PARENT]) == i
+                and data[i + 1, SIDX] >= 0)
+        if pair:
+            kb = int(data[i + 1, SIDX])
+            inertia_column(P, i, ki, F, 0)
+            inertia_column(P, i + 1, kb, F, 1)
+            M[oi, oi] = F[0, ki]
+            M[oi + 1, oi + 1] = F[1, kb]
+            b0, b1, b2, b3, b4, b5 = xt_force_scalars(X, i + 1, F[1, 0], F[1, 1], F[1, 2],
+                                                      F[1, 3], F[1, 4], F[1, 5])
+            x = unit_component(ki, b0, b1, b2, b3, b4, b5)
+            M[oi, oi + 1] = x
+            M[oi + 1, oi] = x
+            ca = oi
+        else:
             # F = I^c_i S_i[:, c]; a unit-vector S (most joints) picks a column of I^c_i
             if ki >= 0:
                 inertia_column(P, i, ki, F, 0)
                 M[oi, oi] = F[0, ki]
+            elif int(data[i, JTYPE]) == FREE:  # S = 1: I^c_i S = I^c_i
+                inertia_column(P, i, c, F, 0)
+                for r in range(6):
+                    M[oi + r, oi + c] = F[0, r]
             else:
                 s_column(data, i, c, F, 1)
                 inertia_times(P, i, 0, F, 1, F, 0)
                 for r in range(nvi):
                     M[oi + r, oi + c] = s_dot(data, i, r, F, 0)
-            # up the support: F ← X_up[j]ᵀ F (n = Eᵀ n + r × Eᵀ f, f = Eᵀ f), on scalars
-            # so that F stays in registers (the compiler cannot tell F from M or X)
-            n0, n1, n2, f0, f1, f2 = F[0, 0], F[0, 1], F[0, 2], F[0, 3], F[0, 4], F[0, 5]
-            j = i
+            ca = oi + c
+        # up the support: F ← X_up[j]ᵀ F, on scalars so that F stays in registers (the
+        # compiler cannot tell F from M or X)
+        a0, a1, a2, a3, a4, a5 = F[0, 0], F[0, 1], F[0, 2], F[0, 3], F[0, 4], F[0, 5]
+        j = i
+        p = int(data[j, PARENT])
+        while p >= 0:
+            a0, a1, a2, a3, a4, a5 = xt_force_scalars(X, j, a0, a1, a2, a3, a4, a5)
+            if pair:
+                b0, b1, b2, b3, b4, b5 = xt_force_scalars(X, j, b0, b1, b2, b3, b4, b5)
+            j = p
+            m_entries(data, j, ca, a0, a1, a2, a3, a4, a5, M, F)
+            if pair:
+                m_entries(data, j, ca + 1, b0, b1, b2, b3, b4, b5, M, F)
             p = int(data[j, PARENT])
-            while p >= 0:
-                e0, e1, e2, e3, e4, e5, e6, e7, e8 = (X[j, 0], X[j, 1], X[j, 2], X[j, 3],
-                                                      X[j, 4], X[j, 5], X[j, 6], X[j, 7],
-                                                      X[j, 8])
-                r0, r1, r2 = X[j, 9], X[j, 10], X[j, 11]
-                g0 = e0 * f0 + e3 * f1 + e6 * f2
-                g1 = e1 * f0 + e4 * f1 + e7 * f2
-                g2 = e2 * f0 + e5 * f1 + e8 * f2
-                m0 = e0 * n0 + e3 * n1 + e6 * n2 + r1 * g2 - r2 * g1
-                m1 = e1 * n0 + e4 * n1 + e7 * n2 + r2 * g0 - r0 * g2
-                m2 = e2 * n0 + e5 * n1 + e8 * n2 + r0 * g1 - r1 * g0
-                n0, n1, n2, f0, f1, f2 = m0, m1, m2, g0, g1, g2
-                j = p
-                oj = int(data[j, IV])
-                kj = int(data[j, SIDX])
-                if kj >= 0:  # S_jᵀ F = F[k]
-                    if kj < 3:
-                        x = n0 if kj == 0 else (n1 if kj == 1 else n2)
-                    else:
-                        x = f0 if kj == 3 else (f1 if kj == 4 else f2)
-                    M[oj, oi + c] = x
-                    M[oi + c, oj] = x
-                else:
-                    F[0, 0], F[0, 1], F[0, 2], F[0, 3], F[0, 4], F[0, 5] = n0, n1, n2, f0, f1, f2
-                    for r in range(int(data[j, NVJ])):
-                        x = s_dot(data, j, r, F, 0)
-                        M[oj + r, oi + c] = x
-                        M[oi + c, oj + r] = x
-                p = int(data[j, PARENT])
+        if pair:
+            i += 2
+        else:
+            c += 1
+            if c == nvi:
+                i += 1
+                c = 0
     # M is symmetric positive definite: a finite diagonal bounds every entry,
     # |M_ij| <= sqrt(M_ii M_jj), and checking it costs nv, not nv² (1.5 µs at nv = 38)
     for a in range(nv):
@@ -701,9 +846,10 @@ def crba_core(data, q, M, X, P, F):
 @njit(cache=True)
 def crba_into(data, q, M):
     """:func:`crba_core` with a workspace of its own: X_up (nb, 12), composite inertia
-    parameters (nb, 13), two force rows."""
+    parameters (nb, 13), two force rows, the joint angles with their cos and sin (3 nb)."""
     nb = data.shape[0] - 1
-    return crba_core(data, q, M, np.empty((nb, 12)), np.empty((nb, 13)), np.empty((2, 6)))
+    return crba_core(data, q, M, np.empty((nb, 12)), np.empty((nb, 13)), np.empty((2, 6)),
+                     np.empty(3 * nb))
 
 
 @njit(cache=True)
@@ -723,8 +869,9 @@ def crba_batch(data, Q, out, status):
         X = np.empty((nb, 12))
         P = np.empty((nb, 13))
         F = np.empty((2, 6))
+        A = np.empty(3 * nb)
         for k in range(t * BATCH_TASK, min(N, (t + 1) * BATCH_TASK)):
-            status[k] = crba_core(data, Q[k], out[k], X, P, F)
+            status[k] = crba_core(data, Q[k], out[k], X, P, F, A)
 
 
 # --- ABA ----------------------------------------------------------------------
@@ -1383,7 +1530,8 @@ def crba_f(buf, q, M):
     return crba_core(buf[HDR:o].reshape((nb + 1, WIDTH)), q, M,
                      buf[o:o + 12 * nb].reshape((nb, 12)),
                      buf[o + 12 * nb:o + 25 * nb].reshape((nb, 13)),
-                     buf[o + 25 * nb:o + 25 * nb + 12].reshape((2, 6)))
+                     buf[o + 25 * nb:o + 25 * nb + 12].reshape((2, 6)),
+                     buf[o + 25 * nb + 12:o + 28 * nb + 12])
 
 
 @njit(cache=True, _nrt=False)
