@@ -68,10 +68,10 @@ def c_front(wrapper, kernel: str, nin: int, matrix: bool = False, fext: bool = F
     """``wrapper`` with the C fast path of ``_fastcall.c`` in front of it: a call with
     ``nin`` C-contiguous float64 state arrays (and ``out=``, and ``f_ext=None`` where
     ``fext``) goes from C straight to the C entry point ``kernels.kernel`` (see
-    ``kernels.c_entry``); every other call,
-    and every call whose kernel says no, reaches ``wrapper`` unchanged. Where the
-    extension is not built (no C compiler at install), or ``KANEDYN_NO_C=1`` is set,
-    this is ``wrapper`` itself. Name, docstring and signature are the wrapper's."""
+    ``kernels.c_entry``); every other call, and every call whose kernel says no,
+    reaches ``wrapper`` unchanged. Where the extension is not built (no C compiler at
+    install), or ``KANEDYN_NO_C=1`` is set, this is ``wrapper`` itself. Name,
+    docstring and signature are the wrapper's."""
     if os.environ.get("KANEDYN_NO_C", "") not in ("", "0"):
         return wrapper
     try:

@@ -31,11 +31,11 @@ norm of a quaternion in q (:data:`kanedyn.model.joints.QUAT_TOL`, read at run
 time so that a change of it needs no recompilation), ``CHAIN`` 1 if every
 body's parent is the body before it (an unbranched chain), else 0.
 
-``data`` is a view into a larger 1-D array ``buf``: a header (nb, nq, nv, the length
-of ``buf``), then
-``data``, then a workspace for the single-state entry points of
-:mod:`.kernels` (``rnea_f`` etc.), which take ``buf`` alone in place of the
-model and the scratch arrays they would otherwise allocate on every call.
+``data`` is a view into a larger 1-D array ``buf``: a header (nb, nq, nv, the
+length of ``buf``), then ``data``, then a workspace for the single-state entry
+points of :mod:`.kernels` (``rnea_f`` etc., and the C entry points ``rnea_c`` etc.
+that take bare pointers), which take ``buf`` alone in place of the model and the
+scratch arrays they would otherwise allocate on every call.
 
 The flat form is computed once per Model and cached by the Model's identity
 (a Model is immutable; its entry is dropped when the Model is collected), and
