@@ -989,6 +989,18 @@ def rigid_times(m, h0, h1, h2, j00, j01, j02, j11, j12, j22, w0, w1, w2, u0, u1,
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
+def cholesky_entry(L, b, r, c, d):
+    """Entry (r, c), r >= c, of the Cholesky factor of a matrix A, into ``L[b + r, c]``,
+    from ``d = A[r, c]`` and the columns of L before c (column by column, top down)."""
+    for l in range(c):
+        d -= L[b + r, l] * L[b + c, l]
+    if r == c:
+        L[b + c, c] = np.sqrt(d)
+    else:
+        L[b + r, c] = d / L[b + c, c]
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
 def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, S0, w, IA, LW, y):
     """Forward dynamics by the articulated-body algorithm (Table 7.1), O(n), in world
     coordinates.
@@ -1139,13 +1151,7 @@ def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, S0, w, IA, LW, y):
             xt_force_add(X0, i, w, TM + 1, w, TM)
             for c in range(6):
                 for r in range(c, 6):
-                    d = IA[i, r * (r + 1) // 2 + c]
-                    for l in range(c):
-                        d -= LW[b + r, l] * LW[b + c, l]
-                    if r == c:
-                        LW[b + c, c] = np.sqrt(d)
-                    else:
-                        LW[b + r, c] = d / LW[b + c, c]
+                    cholesky_entry(LW, b, r, c, IA[i, r * (r + 1) // 2 + c])
             for r in range(6):  # L z = rhs
                 s = w[TM, r]
                 for l in range(r):
@@ -1169,12 +1175,7 @@ def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, S0, w, IA, LW, y):
                 d = 0.0
                 for m in range(6):
                     d += S0[o + r, m] * w[TM + 2 + c, m]
-                for l in range(c):
-                    d -= LW[b + r, l] * LW[b + c, l]
-                if r == c:
-                    LW[b + c, c] = np.sqrt(d)
-                else:
-                    LW[b + r, c] = d / LW[b + c, c]
+                cholesky_entry(LW, b, r, c, d)
         # u = τ_i - Sᵀ p^A; y = L⁻¹ u; W = L⁻¹ Uᵀ (forward substitution)
         for r in range(n):
             u = tau[o + r]
