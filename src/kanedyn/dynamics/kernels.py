@@ -45,6 +45,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import carray, cfunc, njit, prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 # the layout of the flat model (described in flat.py), here so that a change of it
 # invalidates numba's cache of these kernels
@@ -430,25 +432,28 @@ def inertia_times(P, i, o, m, j, dst, k):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def inertia_column(P, i, k, dst, r):
-    """``dst[r] = I e_k``, column k of the rigid inertia of parameters P[i] = (m, h, Ī),
+def inertia_unit_column(k, m, h0, h1, h2, i0, i1, i2, i3, i4, i5, i6, i7, i8):
+    """``I e_k``, column k of the rigid inertia of parameters (m, h, Ī = [i0 i1 i2; ...]),
     ``I = [Ī, h×; h×ᵀ, m 1]``: for k < 3, ``[Ī e_k; e_k × h]``; for k = 3 + l,
     ``[h × e_l; m e_l]`` (the motion subspace of a joint about a unit axis)."""
-    h0, h1, h2 = P[i, 1], P[i, 2], P[i, 3]
     if k < 3:
-        dst[r, 0] = P[i, 4 + k]
-        dst[r, 1] = P[i, 7 + k]
-        dst[r, 2] = P[i, 10 + k]
+        a0 = i0 if k == 0 else (i1 if k == 1 else i2)
+        a1 = i3 if k == 0 else (i4 if k == 1 else i5)
+        a2 = i6 if k == 0 else (i7 if k == 1 else i8)
         c0, c1, c2 = (0.0, -h2, h1) if k == 0 else ((h2, 0.0, -h0) if k == 1 else (-h1, h0, 0.0))
-        dst[r, 3], dst[r, 4], dst[r, 5] = c0, c1, c2
-    else:
-        l = k - 3
-        c0, c1, c2 = (0.0, h2, -h1) if l == 0 else ((-h2, 0.0, h0) if l == 1 else (h1, -h0, 0.0))
-        dst[r, 0], dst[r, 1], dst[r, 2] = c0, c1, c2
-        m = P[i, 0]
-        dst[r, 3] = m if l == 0 else 0.0
-        dst[r, 4] = m if l == 1 else 0.0
-        dst[r, 5] = m if l == 2 else 0.0
+        return a0, a1, a2, c0, c1, c2
+    l = k - 3
+    c0, c1, c2 = (0.0, h2, -h1) if l == 0 else ((-h2, 0.0, h0) if l == 1 else (h1, -h0, 0.0))
+    return c0, c1, c2, (m if l == 0 else 0.0), (m if l == 1 else 0.0), (m if l == 2 else 0.0)
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def inertia_column(P, i, k, dst, r):
+    """``dst[r] = I e_k`` (:func:`inertia_unit_column`) for the parameters P[i] = (m, h, Ī)."""
+    (dst[r, 0], dst[r, 1], dst[r, 2], dst[r, 3], dst[r, 4],
+     dst[r, 5]) = inertia_unit_column(k, P[i, 0], P[i, 1], P[i, 2], P[i, 3], P[i, 4], P[i, 5],
+                                      P[i, 6], P[i, 7], P[i, 8], P[i, 9], P[i, 10], P[i, 11],
+                                      P[i, 12])
 
 
 @njit(cache=True, _nrt=False)
@@ -463,53 +468,60 @@ def inertia_params(data, P):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def inertia_to_parent_add(X, i, Ps, src, P, dst):
-    """``P[dst] += X_iᵀ I(Ps[src]) X_i`` in parameter form (Featherstone 2008, Table 2.5):
-    with y = Eᵀ h, h' = y + m r and
+def inertia_moved(e00, e01, e02, e10, e11, e12, e20, e21, e22, r0, r1, r2,
+                  m, h0, h1, h2, i0, i1, i2, i3, i4, i5, i6, i7, i8):
+    """``Xᵀ I X`` in parameter form for X = (E, r) and I = (m, h, Ī) given as scalars
+    (Featherstone 2008, Table 2.5): the mass is unchanged; with y = Eᵀ h,
+    h' = y + m r and
     Ī' = Eᵀ Ī E - r× y× - (y + m r)× r× = Eᵀ Ī E - (y rᵀ + r yᵀ + m r rᵀ) + (2 r·y + m r·r) 1.
+    Returns h' and the entries (00, 01, 02, 11, 12, 22) of the symmetric Ī'.
     """
-    m = Ps[src, 0]
-    r0, r1, r2 = X[i, 9], X[i, 10], X[i, 11]
-    h0, h1, h2 = Ps[src, 1], Ps[src, 2], Ps[src, 3]
-    y0 = X[i, 0] * h0 + X[i, 3] * h1 + X[i, 6] * h2
-    y1 = X[i, 1] * h0 + X[i, 4] * h1 + X[i, 7] * h2
-    y2 = X[i, 2] * h0 + X[i, 5] * h1 + X[i, 8] * h2
-    P[dst, 0] += m
-    P[dst, 1] += y0 + m * r0
-    P[dst, 2] += y1 + m * r1
-    P[dst, 3] += y2 + m * r2
+    y0 = e00 * h0 + e10 * h1 + e20 * h2
+    y1 = e01 * h0 + e11 * h1 + e21 * h2
+    y2 = e02 * h0 + e12 * h1 + e22 * h2
     diag = 2.0 * (r0 * y0 + r1 * y1 + r2 * y2) + m * (r0 * r0 + r1 * r1 + r2 * r2)
-    # Eᵀ Ī E, with T = Ī E first (T[c, b] = tcb)
-    I = 4
-    t00 = Ps[src, I] * X[i, 0] + Ps[src, I + 1] * X[i, 3] + Ps[src, I + 2] * X[i, 6]
-    t01 = Ps[src, I] * X[i, 1] + Ps[src, I + 1] * X[i, 4] + Ps[src, I + 2] * X[i, 7]
-    t02 = Ps[src, I] * X[i, 2] + Ps[src, I + 1] * X[i, 5] + Ps[src, I + 2] * X[i, 8]
-    t10 = Ps[src, I + 3] * X[i, 0] + Ps[src, I + 4] * X[i, 3] + Ps[src, I + 5] * X[i, 6]
-    t11 = Ps[src, I + 3] * X[i, 1] + Ps[src, I + 4] * X[i, 4] + Ps[src, I + 5] * X[i, 7]
-    t12 = Ps[src, I + 3] * X[i, 2] + Ps[src, I + 4] * X[i, 5] + Ps[src, I + 5] * X[i, 8]
-    t20 = Ps[src, I + 6] * X[i, 0] + Ps[src, I + 7] * X[i, 3] + Ps[src, I + 8] * X[i, 6]
-    t21 = Ps[src, I + 6] * X[i, 1] + Ps[src, I + 7] * X[i, 4] + Ps[src, I + 8] * X[i, 7]
-    t22 = Ps[src, I + 6] * X[i, 2] + Ps[src, I + 7] * X[i, 5] + Ps[src, I + 8] * X[i, 8]
-    # (Eᵀ T)[a, b] = Σ_c E[c, a] T[c, b], E[c, a] = X[i, 3c + a]; written out, because
-    # indexing a tuple with a loop variable is a slow switch in numba
-    e00, e01, e02 = X[i, 0], X[i, 1], X[i, 2]
-    e10, e11, e12 = X[i, 3], X[i, 4], X[i, 5]
-    e20, e21, e22 = X[i, 6], X[i, 7], X[i, 8]
+    # Eᵀ Ī E, with T = Ī E first (T[c, b] = tcb); written out, because indexing a tuple
+    # with a loop variable is a slow switch in numba
+    t00 = i0 * e00 + i1 * e10 + i2 * e20
+    t01 = i0 * e01 + i1 * e11 + i2 * e21
+    t02 = i0 * e02 + i1 * e12 + i2 * e22
+    t10 = i3 * e00 + i4 * e10 + i5 * e20
+    t11 = i3 * e01 + i4 * e11 + i5 * e21
+    t12 = i3 * e02 + i4 * e12 + i5 * e22
+    t20 = i6 * e00 + i7 * e10 + i8 * e20
+    t21 = i6 * e01 + i7 * e11 + i8 * e21
+    t22 = i6 * e02 + i7 * e12 + i8 * e22
     s00 = e00 * t00 + e10 * t10 + e20 * t20 - (2.0 * y0 * r0 + m * r0 * r0) + diag
     s11 = e01 * t01 + e11 * t11 + e21 * t21 - (2.0 * y1 * r1 + m * r1 * r1) + diag
     s22 = e02 * t02 + e12 * t12 + e22 * t22 - (2.0 * y2 * r2 + m * r2 * r2) + diag
     s01 = e00 * t01 + e10 * t11 + e20 * t21 - (y0 * r1 + r0 * y1 + m * r0 * r1)
     s02 = e00 * t02 + e10 * t12 + e20 * t22 - (y0 * r2 + r0 * y2 + m * r0 * r2)
     s12 = e01 * t02 + e11 * t12 + e21 * t22 - (y1 * r2 + r1 * y2 + m * r1 * r2)
-    P[dst, I] += s00
-    P[dst, I + 1] += s01
-    P[dst, I + 2] += s02
-    P[dst, I + 3] += s01
-    P[dst, I + 4] += s11
-    P[dst, I + 5] += s12
-    P[dst, I + 6] += s02
-    P[dst, I + 7] += s12
-    P[dst, I + 8] += s22
+    return y0 + m * r0, y1 + m * r1, y2 + m * r2, s00, s01, s02, s11, s12, s22
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def inertia_to_parent_add(X, i, Ps, src, P, dst):
+    """``P[dst] += X_iᵀ I(Ps[src]) X_i`` (:func:`inertia_moved`) for X_i = X[i]."""
+    m = Ps[src, 0]
+    h0, h1, h2, s00, s01, s02, s11, s12, s22 = inertia_moved(
+        X[i, 0], X[i, 1], X[i, 2], X[i, 3], X[i, 4], X[i, 5], X[i, 6], X[i, 7], X[i, 8],
+        X[i, 9], X[i, 10], X[i, 11], m, Ps[src, 1], Ps[src, 2], Ps[src, 3], Ps[src, 4],
+        Ps[src, 5], Ps[src, 6], Ps[src, 7], Ps[src, 8], Ps[src, 9], Ps[src, 10], Ps[src, 11],
+        Ps[src, 12])
+    P[dst, 0] += m
+    P[dst, 1] += h0
+    P[dst, 2] += h1
+    P[dst, 3] += h2
+    P[dst, 4] += s00
+    P[dst, 5] += s01
+    P[dst, 6] += s02
+    P[dst, 7] += s01
+    P[dst, 8] += s11
+    P[dst, 9] += s12
+    P[dst, 10] += s02
+    P[dst, 11] += s12
+    P[dst, 12] += s22
 
 
 @njit(cache=True, _nrt=False)
@@ -678,11 +690,8 @@ def x_inv_motion(X, i, src, j, dst, k):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def xt_force_scalars(X, j, n0, n1, n2, f0, f1, f2):
-    """``X_jᵀ (n, f)`` on scalars: f' = Eᵀ f, n' = Eᵀ n + r × f'."""
-    e0, e1, e2, e3, e4, e5, e6, e7, e8 = (X[j, 0], X[j, 1], X[j, 2], X[j, 3], X[j, 4],
-                                          X[j, 5], X[j, 6], X[j, 7], X[j, 8])
-    r0, r1, r2 = X[j, 9], X[j, 10], X[j, 11]
+def xt_force(e0, e1, e2, e3, e4, e5, e6, e7, e8, r0, r1, r2, n0, n1, n2, f0, f1, f2):
+    """``Xᵀ (n, f)`` for X = (E, r) given as scalars: f' = Eᵀ f, n' = Eᵀ n + r × f'."""
     g0 = e0 * f0 + e3 * f1 + e6 * f2
     g1 = e1 * f0 + e4 * f1 + e7 * f2
     g2 = e2 * f0 + e5 * f1 + e8 * f2
@@ -690,6 +699,13 @@ def xt_force_scalars(X, j, n0, n1, n2, f0, f1, f2):
     m1 = e1 * n0 + e4 * n1 + e7 * n2 + r2 * g0 - r0 * g2
     m2 = e2 * n0 + e5 * n1 + e8 * n2 + r0 * g1 - r1 * g0
     return m0, m1, m2, g0, g1, g2
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def xt_force_scalars(X, j, n0, n1, n2, f0, f1, f2):
+    """``X_jᵀ (n, f)`` on scalars (:func:`xt_force` with X_j read from X[j])."""
+    return xt_force(X[j, 0], X[j, 1], X[j, 2], X[j, 3], X[j, 4], X[j, 5], X[j, 6], X[j, 7],
+                    X[j, 8], X[j, 9], X[j, 10], X[j, 11], n0, n1, n2, f0, f1, f2)
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
@@ -861,17 +877,215 @@ def crba1(data, q, M):
     return crba_into(data, q, M)
 
 
+# --- CRBA on several states at once --------------------------------------------
+#
+# The batched CRBA runs :data:`LANES` states through the algorithm together: every
+# quantity of the recursion is an (·, LANES) block, and each step a loop over the
+# lanes, which the compiler turns into vector instructions (8 doubles with AVX-512).
+# The tree, the joint types and so every branch are the same for all states, so
+# the lanes never diverge; only joints not about a unit axis (rare) and angles
+# beyond SINCOS_BIG fall back to the scalar helpers, lane by lane. The arithmetic
+# is that of crba_core, operation for operation: the same bits.
+#
+# The vectoriser needs to know that the blocks do not overlap, or it gives up
+# ("too many memory checks"): numba does not mark arrays as not aliasing, so the
+# blocks live on the stack (:func:`stack_floats`, an LLVM alloca, which no other
+# pointer can alias), sized for up to LANE_BODIES bodies (larger trees take the
+# per-state kernel), and the lane loops run to a count the compiler does not know
+# (a loop of exactly 8 is unrolled first and then not vectorised).
+
+#: states per lane block (one AVX-512 register of doubles)
+LANES = 8
+#: the largest tree the lane kernel takes (its stack blocks: ~115 kB)
+LANE_BODIES = 64
+_LX = LANE_BODIES * 12 * LANES
+_LP = LANE_BODIES * 13 * LANES
+_LA = LANE_BODIES * LANES
+_LF = 6 * LANES
+_LT = 9 * LANES
+
+
+@intrinsic
+def stack_floats(typingctx, n):
+    """A pointer to ``n`` float64 on the stack of the calling function (``n`` a
+    compile-time constant); with :func:`numba.carray`, an array that lives as long as
+    that function's frame and that the compiler knows no other array overlaps."""
+    if not isinstance(n, types.IntegerLiteral):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return cgutils.alloca_once(builder, context.get_value_type(types.float64),
+                                   size=n.literal_value)
+
+    return types.CPointer(types.float64)(n), codegen
+
+
+@njit(cache=True, _nrt=False)
+def lane_joint_transform(data, i, q, Xs, X, l):
+    """``X[i, :, l] = X_up[i]`` of state q by :func:`joint_transform` (through the
+    scalar row ``Xs[i]``); its status."""
+    s = joint_transform(data, i, q, Xs)
+    for c in range(12):
+        X[i, c, l] = Xs[i, c]
+    return s
+
+
+@njit(cache=True, forceinline=True)
+def crba_lanes(data, Q, k0, L, out, status, Xs, Fs):
+    """:func:`crba_core` for the L <= LANES states ``Q[k0:k0 + L]`` at once, into
+    ``out[k0:k0 + L]`` and ``status[k0:k0 + L]`` (see the comment above). ``Xs``,
+    ``Fs``: scalar rows for the lane-by-lane fallbacks."""
+    n = np.int64
+    X = carray(stack_floats(_LX), (n(LANE_BODIES), n(12), n(LANES)))  # X_up[i], lane l
+    P = carray(stack_floats(_LP), (n(LANE_BODIES), n(13), n(LANES)))  # I^c_i parameters
+    C = carray(stack_floats(_LA), (n(3), n(LANE_BODIES * LANES)))  # angles, cos, sin
+    F = carray(stack_floats(_LF), (n(6), n(LANES)))  # the force walking up
+    T = carray(stack_floats(_LT), (n(9), n(LANES)))  # an inertia moved to the parent
+    nb = data.shape[0] - 1
+    nv = out.shape[1]
+    for l in range(L):
+        status[k0 + l] = 0
+    # X_up: joints about a unit axis from the cos and sin of all angles at once
+    vec = nb >= SINCOS_MIN
+    if vec:
+        for i in range(nb):
+            iq = int(data[i, IQ])
+            for l in range(L):
+                C[0, i * L + l] = Q[k0 + l, iq]
+        sincos(C[0, :nb * L], C[1, :nb * L], C[2, :nb * L])
+    for i in range(nb):
+        if vec and data[i, AXIS_ID] >= 0:
+            ax = int(data[i, AXIS_ID])
+            u = (ax + 1) % 3
+            w = (ax + 2) % 3
+            for b in range(3):  # as unit_axis_transform
+                tu = data[i, E_TREE + 3 * u + b]
+                tw = data[i, E_TREE + 3 * w + b]
+                # one row per loop: rows whose offsets the compiler cannot compare
+                # would need run-time overlap checks
+                for l in range(L):
+                    X[i, 3 * u + b, l] = C[1, i * L + l] * tu + C[2, i * L + l] * tw
+                for l in range(L):
+                    X[i, 3 * w + b, l] = C[1, i * L + l] * tw - C[2, i * L + l] * tu
+                for l in range(L):
+                    X[i, 3 * ax + b, l] = data[i, E_TREE + 3 * ax + b]
+                for l in range(L):
+                    X[i, 9 + b, l] = data[i, R_TREE + b]
+            for l in range(L):
+                if not abs(C[0, i * L + l]) <= SINCOS_BIG:  # (and NaN) as crba_core: libm
+                    lane_joint_transform(data, i, Q[k0 + l], Xs, X, l)
+        else:
+            for l in range(L):
+                if lane_joint_transform(data, i, Q[k0 + l], Xs, X, l) and status[k0 + l] == 0:
+                    status[k0 + l] = i + 1
+    # composite inertias, child to parent (P[i] = (m, h, Ī), data[i, MASS:MASS + 13])
+    for i in range(nb):
+        for c in range(13):
+            for l in range(L):
+                P[i, c, l] = data[i, MASS + c]
+    for i in range(nb - 1, -1, -1):
+        p = int(data[i, PARENT])
+        if p < 0:
+            continue
+        # into T first: reading P[i] and adding to P[p] in one loop would again need
+        # run-time overlap checks
+        for l in range(L):
+            (T[0, l], T[1, l], T[2, l], T[3, l], T[4, l], T[5, l], T[6, l], T[7, l],
+             T[8, l]) = inertia_moved(
+                X[i, 0, l], X[i, 1, l], X[i, 2, l], X[i, 3, l], X[i, 4, l], X[i, 5, l],
+                X[i, 6, l], X[i, 7, l], X[i, 8, l], X[i, 9, l], X[i, 10, l], X[i, 11, l],
+                P[i, 0, l], P[i, 1, l], P[i, 2, l], P[i, 3, l], P[i, 4, l], P[i, 5, l],
+                P[i, 6, l], P[i, 7, l], P[i, 8, l], P[i, 9, l], P[i, 10, l], P[i, 11, l],
+                P[i, 12, l])
+        for c, t in ((1, 0), (2, 1), (3, 2), (4, 3), (5, 4), (6, 5), (7, 4), (8, 6), (9, 7),
+                     (10, 5), (11, 7), (12, 8)):
+            for l in range(L):
+                P[p, c, l] += T[t, l]
+        for l in range(L):
+            P[p, 0, l] += P[i, 0, l]
+    if data[nb, CHAIN] == 0.0:  # a tree: see crba_core
+        for l in range(L):
+            for a in range(nv):
+                for b in range(nv):
+                    out[k0 + l, a, b] = 0.0
+    # the columns, one at a time: F = I^c_i S_i[:, c] carried up the support
+    for i in range(nb):
+        oi = int(data[i, IV])
+        ki = int(data[i, SIDX])
+        nvi = int(data[i, NVJ])
+        free = int(data[i, JTYPE]) == FREE
+        for c in range(nvi):
+            col = oi + c
+            if ki >= 0 or free:  # S = e_k or S = 1: a column of I^c_i
+                k = ki if ki >= 0 else c
+                for l in range(L):
+                    F[0, l], F[1, l], F[2, l], F[3, l], F[4, l], F[5, l] = inertia_unit_column(
+                        k, P[i, 0, l], P[i, 1, l], P[i, 2, l], P[i, 3, l], P[i, 4, l],
+                        P[i, 5, l], P[i, 6, l], P[i, 7, l], P[i, 8, l], P[i, 9, l],
+                        P[i, 10, l], P[i, 11, l], P[i, 12, l])
+                for r in range(nvi):
+                    for l in range(L):
+                        out[k0 + l, oi + r, col] = F[k if ki >= 0 else r, l]
+            else:
+                for l in range(L):
+                    s_column(data, i, c, Fs, 1)
+                    inertia_times(P[:, :, l], i, 0, Fs, 1, Fs, 0)
+                    for r in range(6):
+                        F[r, l] = Fs[0, r]
+                    for r in range(nvi):
+                        out[k0 + l, oi + r, col] = s_dot(data, i, r, Fs, 0)
+            j = i
+            p = int(data[j, PARENT])
+            while p >= 0:
+                for l in range(L):
+                    F[0, l], F[1, l], F[2, l], F[3, l], F[4, l], F[5, l] = xt_force(
+                        X[j, 0, l], X[j, 1, l], X[j, 2, l], X[j, 3, l], X[j, 4, l], X[j, 5, l],
+                        X[j, 6, l], X[j, 7, l], X[j, 8, l], X[j, 9, l], X[j, 10, l],
+                        X[j, 11, l], F[0, l], F[1, l], F[2, l], F[3, l], F[4, l], F[5, l])
+                j = p
+                # the entries of joint j in column col and row col (as m_entries)
+                oj = int(data[j, IV])
+                kj = int(data[j, SIDX])
+                if kj >= 0 or int(data[j, JTYPE]) == FREE:
+                    for r in range(1 if kj >= 0 else 6):
+                        for l in range(L):
+                            x = F[kj if kj >= 0 else r, l]
+                            out[k0 + l, oj + r, col] = x
+                            out[k0 + l, col, oj + r] = x
+                else:
+                    for l in range(L):
+                        for r in range(6):
+                            Fs[0, r] = F[r, l]
+                        for r in range(int(data[j, NVJ])):
+                            x = s_dot(data, j, r, Fs, 0)
+                            out[k0 + l, oj + r, col] = x
+                            out[k0 + l, col, oj + r] = x
+                p = int(data[j, PARENT])
+    for l in range(L):  # as crba_core: a finite diagonal bounds every entry
+        if status[k0 + l] == 0:
+            for a in range(nv):
+                if not np.isfinite(out[k0 + l, a, a]):
+                    status[k0 + l] = NOT_FINITE
+                    break
+
+
 @njit(cache=True, parallel=True)
 def crba_batch(data, Q, out, status):
     N = Q.shape[0]
     nb = data.shape[0] - 1
     for t in prange((N + BATCH_TASK - 1) // BATCH_TASK):
         X = np.empty((nb, 12))
-        P = np.empty((nb, 13))
-        F = np.empty((2, 6))
-        A = np.empty(3 * nb)
-        for k in range(t * BATCH_TASK, min(N, (t + 1) * BATCH_TASK)):
-            status[k] = crba_core(data, Q[k], out[k], X, P, F, A)
+        end = min(N, (t + 1) * BATCH_TASK)
+        if nb <= LANE_BODIES:
+            Fs = np.empty((2, 6))
+            for k in range(t * BATCH_TASK, end, LANES):
+                crba_lanes(data, Q, k, min(LANES, end - k), out, status, X, Fs)
+        else:
+            P = np.empty((nb, 13))
+            F = np.empty((2, 6))
+            A = np.empty(3 * nb)
+            for k in range(t * BATCH_TASK, end):
+                status[k] = crba_core(data, Q[k], out[k], X, P, F, A)
 
 
 # --- ABA ----------------------------------------------------------------------
