@@ -192,6 +192,10 @@ def batched(pair: Pair, rng, N: int, repeat: int = 5) -> dict:
     nt = numba.get_num_threads()
     for algo, (fk, fp) in jobs.items():
         tk = tp = t1 = np.inf
+        # one untimed full-size run of each first: the first touch of a batch's worth
+        # of memory in a process (and, in a VM, of pages the host has taken back)
+        # costs several times the arithmetic, for both libraries
+        fk(), fp()
         for _ in range(repeat):  # interleaved, best of each
             tk = min(tk, timeit.timeit(fk, number=1))
             tp = min(tp, timeit.timeit(fp, number=1))

@@ -309,17 +309,25 @@ def s_dot(data, i, c, F, k):
 
 # --- spatial algebra on rows, transforms as (E, r) ---------------------------
 
+@njit(cache=True, _nrt=False, forceinline=True)
+def x_motion_s(e0, e1, e2, e3, e4, e5, e6, e7, e8, r0, r1, r2, w0, w1, w2, v0, v1, v2):
+    """``X (ω, v)`` for X = (E, r) and a motion given as scalars: ω' = E ω,
+    v' = E (v - r × ω)."""
+    u0 = v0 - (r1 * w2 - r2 * w1)
+    u1 = v1 - (r2 * w0 - r0 * w2)
+    u2 = v2 - (r0 * w1 - r1 * w0)
+    return (e0 * w0 + e1 * w1 + e2 * w2, e3 * w0 + e4 * w1 + e5 * w2,
+            e6 * w0 + e7 * w1 + e8 * w2, e0 * u0 + e1 * u1 + e2 * u2,
+            e3 * u0 + e4 * u1 + e5 * u2, e6 * u0 + e7 * u1 + e8 * u2)
+
+
 @njit(cache=True, _nrt=False)
 def x_motion(X, i, src, j, dst, k):
-    """``dst[k] = X_i src[j]``: ω' = E ω, v' = E (v - r × ω)."""
-    w0, w1, w2 = src[j, 0], src[j, 1], src[j, 2]
-    r0, r1, r2 = X[i, 9], X[i, 10], X[i, 11]
-    u0 = src[j, 3] - (r1 * w2 - r2 * w1)
-    u1 = src[j, 4] - (r2 * w0 - r0 * w2)
-    u2 = src[j, 5] - (r0 * w1 - r1 * w0)
-    for a in range(3):
-        dst[k, a] = X[i, 3 * a] * w0 + X[i, 3 * a + 1] * w1 + X[i, 3 * a + 2] * w2
-        dst[k, 3 + a] = X[i, 3 * a] * u0 + X[i, 3 * a + 1] * u1 + X[i, 3 * a + 2] * u2
+    """``dst[k] = X_i src[j]`` (:func:`x_motion_s`)."""
+    (dst[k, 0], dst[k, 1], dst[k, 2], dst[k, 3], dst[k, 4], dst[k, 5]) = x_motion_s(
+        X[i, 0], X[i, 1], X[i, 2], X[i, 3], X[i, 4], X[i, 5], X[i, 6], X[i, 7], X[i, 8],
+        X[i, 9], X[i, 10], X[i, 11], src[j, 0], src[j, 1], src[j, 2], src[j, 3], src[j, 4],
+        src[j, 5])
 
 
 @njit(cache=True, _nrt=False)
@@ -358,17 +366,26 @@ def xt_force_inplace(X, i, F, k):
     F[k, 5] = f2
 
 
+@njit(cache=True, _nrt=False, forceinline=True)
+def cross_motion_s(w0, w1, w2, u0, u1, u2, a0, a1, a2, b0, b1, b2):
+    """``(ω, v_O) × (a, b)`` = (ω × a, ω × b + v_O × a) on scalars."""
+    return (w1 * a2 - w2 * a1, w2 * a0 - w0 * a2, w0 * a1 - w1 * a0,
+            w1 * b2 - w2 * b1 + u1 * a2 - u2 * a1, w2 * b0 - w0 * b2 + u2 * a0 - u0 * a2,
+            w0 * b1 - w1 * b0 + u0 * a1 - u1 * a0)
+
+
 @njit(cache=True, _nrt=False)
 def cross_motion_add(v, i, m, j, dst, k):
-    """``dst[k] += v[i] × m[j]`` = (ω × m_ω, ω × m_v + v_O × m_ω)."""
-    w0, w1, w2, u0, u1, u2 = v[i, 0], v[i, 1], v[i, 2], v[i, 3], v[i, 4], v[i, 5]
-    a0, a1, a2, b0, b1, b2 = m[j, 0], m[j, 1], m[j, 2], m[j, 3], m[j, 4], m[j, 5]
-    dst[k, 0] += w1 * a2 - w2 * a1
-    dst[k, 1] += w2 * a0 - w0 * a2
-    dst[k, 2] += w0 * a1 - w1 * a0
-    dst[k, 3] += w1 * b2 - w2 * b1 + u1 * a2 - u2 * a1
-    dst[k, 4] += w2 * b0 - w0 * b2 + u2 * a0 - u0 * a2
-    dst[k, 5] += w0 * b1 - w1 * b0 + u0 * a1 - u1 * a0
+    """``dst[k] += v[i] × m[j]`` (:func:`cross_motion_s`)."""
+    c0, c1, c2, c3, c4, c5 = cross_motion_s(v[i, 0], v[i, 1], v[i, 2], v[i, 3], v[i, 4],
+                                            v[i, 5], m[j, 0], m[j, 1], m[j, 2], m[j, 3],
+                                            m[j, 4], m[j, 5])
+    dst[k, 0] += c0
+    dst[k, 1] += c1
+    dst[k, 2] += c2
+    dst[k, 3] += c3
+    dst[k, 4] += c4
+    dst[k, 5] += c5
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
@@ -403,32 +420,47 @@ def cross_unit_add(v, i, k, s, dst, r):
         dst[r, 4] -= v[i, 0] * s
 
 
+@njit(cache=True, _nrt=False, forceinline=True)
+def cross_force_s(w0, w1, w2, u0, u1, u2, n0, n1, n2, f0, f1, f2):
+    """``(ω, v_O) ×* (n, f)`` = (ω × n + v_O × f, ω × f) on scalars."""
+    return (w1 * n2 - w2 * n1 + u1 * f2 - u2 * f1, w2 * n0 - w0 * n2 + u2 * f0 - u0 * f2,
+            w0 * n1 - w1 * n0 + u0 * f1 - u1 * f0, w1 * f2 - w2 * f1, w2 * f0 - w0 * f2,
+            w0 * f1 - w1 * f0)
+
+
 @njit(cache=True, _nrt=False)
 def cross_force_add(v, i, f, j, dst, k):
-    """``dst[k] += v[i] ×* f[j]`` = (ω × n + v_O × f, ω × f)."""
-    w0, w1, w2, u0, u1, u2 = v[i, 0], v[i, 1], v[i, 2], v[i, 3], v[i, 4], v[i, 5]
-    n0, n1, n2, f0, f1, f2 = f[j, 0], f[j, 1], f[j, 2], f[j, 3], f[j, 4], f[j, 5]
-    dst[k, 0] += w1 * n2 - w2 * n1 + u1 * f2 - u2 * f1
-    dst[k, 1] += w2 * n0 - w0 * n2 + u2 * f0 - u0 * f2
-    dst[k, 2] += w0 * n1 - w1 * n0 + u0 * f1 - u1 * f0
-    dst[k, 3] += w1 * f2 - w2 * f1
-    dst[k, 4] += w2 * f0 - w0 * f2
-    dst[k, 5] += w0 * f1 - w1 * f0
+    """``dst[k] += v[i] ×* f[j]`` (:func:`cross_force_s`)."""
+    c0, c1, c2, c3, c4, c5 = cross_force_s(v[i, 0], v[i, 1], v[i, 2], v[i, 3], v[i, 4],
+                                           v[i, 5], f[j, 0], f[j, 1], f[j, 2], f[j, 3],
+                                           f[j, 4], f[j, 5])
+    dst[k, 0] += c0
+    dst[k, 1] += c1
+    dst[k, 2] += c2
+    dst[k, 3] += c3
+    dst[k, 4] += c4
+    dst[k, 5] += c5
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def inertia_times_s(m, h0, h1, h2, i0, i1, i2, i3, i4, i5, i6, i7, i8, w0, w1, w2, u0, u1, u2):
+    """``I (ω, v_O)`` for the rigid inertia (m, h, Ī = [i0 i1 i2; ...]) on scalars:
+    n = Ī ω + h × v_O, f = m v_O - h × ω."""
+    return (i0 * w0 + i1 * w1 + i2 * w2 + h1 * u2 - h2 * u1,
+            i3 * w0 + i4 * w1 + i5 * w2 + h2 * u0 - h0 * u2,
+            i6 * w0 + i7 * w1 + i8 * w2 + h0 * u1 - h1 * u0,
+            m * u0 - (h1 * w2 - h2 * w1), m * u1 - (h2 * w0 - h0 * w2),
+            m * u2 - (h0 * w1 - h1 * w0))
 
 
 @njit(cache=True, _nrt=False)
 def inertia_times(P, i, o, m, j, dst, k):
-    """``dst[k] = I m[j]`` for the rigid inertia of parameters P[i, o:o+13] = (m, h, Ī):
-    n = Ī ω + h × v_O, f = m v_O - h × ω."""
-    M = P[i, o]
-    h0, h1, h2 = P[i, o + 1], P[i, o + 2], P[i, o + 3]
-    w0, w1, w2, u0, u1, u2 = m[j, 0], m[j, 1], m[j, 2], m[j, 3], m[j, 4], m[j, 5]
-    dst[k, 0] = P[i, o + 4] * w0 + P[i, o + 5] * w1 + P[i, o + 6] * w2 + h1 * u2 - h2 * u1
-    dst[k, 1] = P[i, o + 7] * w0 + P[i, o + 8] * w1 + P[i, o + 9] * w2 + h2 * u0 - h0 * u2
-    dst[k, 2] = P[i, o + 10] * w0 + P[i, o + 11] * w1 + P[i, o + 12] * w2 + h0 * u1 - h1 * u0
-    dst[k, 3] = M * u0 - (h1 * w2 - h2 * w1)
-    dst[k, 4] = M * u1 - (h2 * w0 - h0 * w2)
-    dst[k, 5] = M * u2 - (h0 * w1 - h1 * w0)
+    """``dst[k] = I m[j]`` (:func:`inertia_times_s`) for the rigid inertia of parameters
+    P[i, o:o+13] = (m, h, Ī)."""
+    (dst[k, 0], dst[k, 1], dst[k, 2], dst[k, 3], dst[k, 4], dst[k, 5]) = inertia_times_s(
+        P[i, o], P[i, o + 1], P[i, o + 2], P[i, o + 3], P[i, o + 4], P[i, o + 5],
+        P[i, o + 6], P[i, o + 7], P[i, o + 8], P[i, o + 9], P[i, o + 10], P[i, o + 11],
+        P[i, o + 12], m[j, 0], m[j, 1], m[j, 2], m[j, 3], m[j, 4], m[j, 5])
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
@@ -645,6 +677,285 @@ def rnea1(data, q, v, a, tau):
 BATCH_TASK = 32
 
 
+# --- Several states at once: the batched RNEA and CRBA ------------------------
+#
+# The batched RNEA and CRBA run LANES states through the algorithm together: every
+# quantity of the recursion is an (·, LANES) block, and each step a loop over the
+# lanes, which the compiler turns into vector instructions (8 doubles with AVX-512).
+# The tree, the joint types and so every branch are the same for all states, so
+# the lanes never diverge; only joints whose S is not a unit vector (rare), failed
+# quaternions and, in CRBA, angles beyond SINCOS_BIG fall back to the scalar
+# helpers, lane by lane. The arithmetic is that of rnea_core and crba_core,
+# operation for operation: a state gives the same bits alone or in a batch.
+#
+# The vectoriser needs to know that the blocks do not overlap, or it gives up
+# ("too many memory checks"): numba does not mark arrays as not aliasing, so the
+# blocks live on the stack (:func:`stack_floats`, an LLVM alloca, which no other
+# pointer can alias), sized for up to LANE_BODIES bodies (larger trees take the
+# per-state kernels), and the lane loops run to a count the compiler does not know
+# (a loop of exactly 8 is unrolled first and then not vectorised).
+
+#: states per lane block (one AVX-512 register of doubles)
+LANES = 8
+#: the largest tree the lane kernels take (their stack blocks: ~120 kB each)
+LANE_BODIES = 64
+_LX = LANE_BODIES * 12 * LANES
+_LP = LANE_BODIES * 13 * LANES
+_LA = LANE_BODIES * LANES
+_LF = 6 * LANES
+_LT = 9 * LANES
+_LV = LANE_BODIES * 6 * LANES
+
+
+@intrinsic
+def stack_floats(typingctx, n):
+    """A pointer to ``n`` float64 on the stack of the calling function (``n`` a
+    compile-time constant); with :func:`numba.carray`, an array that lives as long as
+    that function's frame and that the compiler knows no other array overlaps."""
+    if not isinstance(n, types.IntegerLiteral):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return cgutils.alloca_once(builder, context.get_value_type(types.float64),
+                                   size=n.literal_value)
+
+    return types.CPointer(types.float64)(n), codegen
+
+
+@njit(cache=True, _nrt=False)
+def lane_joint_transform(data, i, q, Xs, X, l):
+    """``X[i, :, l] = X_up[i]`` of state q by :func:`joint_transform` (through the
+    scalar row ``Xs[i]``); its status."""
+    s = joint_transform(data, i, q, Xs)
+    for c in range(12):
+        X[i, c, l] = Xs[i, c]
+    return s
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def lane_s_times(data, i, jt, o, Xv, k0, L, dst):
+    """``dst[:, l] = S_i x_i`` of lane l for the speed-sized rows ``Xv[k0 + l]`` (as
+    :func:`s_times`, operation for operation)."""
+    if jt == REVOLUTE or jt == HELICAL or jt == PRISMATIC:
+        h = data[i, PITCH]
+        for m in range(3):
+            am = data[i, AXIS + m]
+            for l in range(L):
+                x = Xv[k0 + l, o]
+                wa = 0.0 if jt == PRISMATIC else x
+                va = x if jt == PRISMATIC else (x * h if jt == HELICAL else 0.0)
+                dst[m, l] = wa * am
+                dst[3 + m, l] = va * am
+    elif jt == PLANAR:
+        for l in range(L):
+            dst[0, l] = 0.0
+            dst[1, l] = 0.0
+            dst[2, l] = Xv[k0 + l, o + 2]
+            dst[3, l] = Xv[k0 + l, o]
+            dst[4, l] = Xv[k0 + l, o + 1]
+            dst[5, l] = 0.0
+    elif jt == SPHERICAL:
+        for m in range(3):
+            for l in range(L):
+                dst[m, l] = Xv[k0 + l, o + m]
+                dst[3 + m, l] = 0.0
+    else:
+        for m in range(6):
+            for l in range(L):
+                dst[m, l] = Xv[k0 + l, o + m]
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def lane_cross_unit_add(Vb, i, k, Xv, k0, o, L, dst):
+    """``dst[i, :, l] += v_i × (s e_k)`` with s = ``Xv[k0 + l, o]`` (as :func:`cross_unit_add`)."""
+    if k < 3:
+        # rows (r1, r2) += ±(ω_a, ω_b) s and (r4, r5) += ±(v_a, v_b) s
+        a, b = (2, 1) if k == 0 else ((2, 0) if k == 1 else (1, 0))
+        r1, r2 = (1, 2) if k == 0 else ((0, 2) if k == 1 else (0, 1))
+        sg = 1.0 if k != 1 else -1.0
+        for l in range(L):
+            s = Xv[k0 + l, o]
+            x1 = Vb[i, a, l] * s
+            x2 = Vb[i, b, l] * s
+            y1 = Vb[i, 3 + a, l] * s
+            y2 = Vb[i, 3 + b, l] * s
+            if sg > 0:
+                dst[i, r1, l] += x1
+                dst[i, r2, l] -= x2
+                dst[i, 3 + r1, l] += y1
+                dst[i, 3 + r2, l] -= y2
+            else:
+                dst[i, r1, l] -= x1
+                dst[i, r2, l] += x2
+                dst[i, 3 + r1, l] -= y1
+                dst[i, 3 + r2, l] += y2
+    else:
+        a, b = (2, 1) if k == 3 else ((2, 0) if k == 4 else (1, 0))
+        r1, r2 = (4, 5) if k == 3 else ((3, 5) if k == 4 else (3, 4))
+        sg = 1.0 if k != 4 else -1.0
+        for l in range(L):
+            s = Xv[k0 + l, o]
+            x1 = Vb[i, a, l] * s
+            x2 = Vb[i, b, l] * s
+            if sg > 0:
+                dst[i, r1, l] += x1
+                dst[i, r2, l] -= x2
+            else:
+                dst[i, r1, l] -= x1
+                dst[i, r2, l] += x2
+
+
+@njit(cache=True, forceinline=True)
+def rnea_lanes(data, Q, V, A, Fx, use_v, use_a, use_fext, k0, L, out, status, Xs, Ws):
+    """:func:`rnea_core` for the L <= LANES states ``k0 .. k0 + L - 1`` at once (see
+    "Several states at once" above). ``Xs``, ``Ws``: scalar rows for the lane-by-lane
+    fallbacks."""
+    n = np.int64
+    X = carray(stack_floats(_LX), (n(LANE_BODIES), n(12), n(LANES)))  # X_up[i]
+    Vb = carray(stack_floats(_LV), (n(LANE_BODIES), n(6), n(LANES)))  # v_i
+    Ab = carray(stack_floats(_LV), (n(LANE_BODIES), n(6), n(LANES)))  # a_i
+    Fb = carray(stack_floats(_LV), (n(LANE_BODIES), n(6), n(LANES)))  # f_i
+    Sv = carray(stack_floats(_LF), (n(6), n(LANES)))  # S_i q̇_i
+    T = carray(stack_floats(_LF), (n(6), n(LANES)))  # scratch
+    C = carray(stack_floats(_LF), (n(2), n(LANES)))  # cos, sin of a joint angle
+    nb = data.shape[0] - 1
+    for l in range(L):
+        status[k0 + l] = 0
+    for i in range(nb):  # forward pass: parent before child
+        # X_up[i] (as joint_transform: libm's cos and sin)
+        k = int(data[i, IQ])
+        if data[i, AXIS_ID] >= 0:
+            for l in range(L):
+                C[0, l] = np.cos(Q[k0 + l, k])
+                C[1, l] = np.sin(Q[k0 + l, k])
+            ax = int(data[i, AXIS_ID])
+            u = (ax + 1) % 3
+            w = (ax + 2) % 3
+            for b in range(3):
+                tu = data[i, E_TREE + 3 * u + b]
+                tw = data[i, E_TREE + 3 * w + b]
+                for l in range(L):
+                    X[i, 3 * u + b, l] = C[0, l] * tu + C[1, l] * tw
+                for l in range(L):
+                    X[i, 3 * w + b, l] = C[0, l] * tw - C[1, l] * tu
+                for l in range(L):
+                    X[i, 3 * ax + b, l] = data[i, E_TREE + 3 * ax + b]
+                for l in range(L):
+                    X[i, 9 + b, l] = data[i, R_TREE + b]
+        else:
+            for l in range(L):
+                if lane_joint_transform(data, i, Q[k0 + l], Xs, X, l) and status[k0 + l] == 0:
+                    status[k0 + l] = i + 1
+        p = int(data[i, PARENT])
+        o = int(data[i, IV])
+        jt = int(data[i, JTYPE])
+        ki = int(data[i, SIDX])
+        # S_i q̇_i (as s_times)
+        if use_v:
+            lane_s_times(data, i, jt, o, V, k0, L, Sv)
+        if p < 0:
+            # a_0 = -a_grav = [0; -g], seen from body i
+            g0, g1, g2 = -data[nb, GRAV], -data[nb, GRAV + 1], -data[nb, GRAV + 2]
+            for l in range(L):
+                (Ab[i, 0, l], Ab[i, 1, l], Ab[i, 2, l], Ab[i, 3, l], Ab[i, 4, l],
+                 Ab[i, 5, l]) = x_motion_s(
+                    X[i, 0, l], X[i, 1, l], X[i, 2, l], X[i, 3, l], X[i, 4, l], X[i, 5, l],
+                    X[i, 6, l], X[i, 7, l], X[i, 8, l], X[i, 9, l], X[i, 10, l], X[i, 11, l],
+                    0.0, 0.0, 0.0, g0, g1, g2)
+            for m in range(6):
+                for l in range(L):
+                    Vb[i, m, l] = Sv[m, l] if use_v else 0.0
+        else:
+            for l in range(L):
+                (Ab[i, 0, l], Ab[i, 1, l], Ab[i, 2, l], Ab[i, 3, l], Ab[i, 4, l],
+                 Ab[i, 5, l]) = x_motion_s(
+                    X[i, 0, l], X[i, 1, l], X[i, 2, l], X[i, 3, l], X[i, 4, l], X[i, 5, l],
+                    X[i, 6, l], X[i, 7, l], X[i, 8, l], X[i, 9, l], X[i, 10, l], X[i, 11, l],
+                    Ab[p, 0, l], Ab[p, 1, l], Ab[p, 2, l], Ab[p, 3, l], Ab[p, 4, l],
+                    Ab[p, 5, l])
+            if use_v:
+                for l in range(L):
+                    (Vb[i, 0, l], Vb[i, 1, l], Vb[i, 2, l], Vb[i, 3, l], Vb[i, 4, l],
+                     Vb[i, 5, l]) = x_motion_s(
+                        X[i, 0, l], X[i, 1, l], X[i, 2, l], X[i, 3, l], X[i, 4, l],
+                        X[i, 5, l], X[i, 6, l], X[i, 7, l], X[i, 8, l], X[i, 9, l],
+                        X[i, 10, l], X[i, 11, l], Vb[p, 0, l], Vb[p, 1, l], Vb[p, 2, l],
+                        Vb[p, 3, l], Vb[p, 4, l], Vb[p, 5, l])
+                for m in range(6):
+                    for l in range(L):
+                        Vb[i, m, l] += Sv[m, l]
+                if ki >= 0:  # v_i × (q̇ e_k): as cross_unit_add
+                    lane_cross_unit_add(Vb, i, ki, V, k0, o, L, Ab)
+                else:
+                    for l in range(L):
+                        (T[0, l], T[1, l], T[2, l], T[3, l], T[4, l], T[5, l]) = cross_motion_s(
+                            Vb[i, 0, l], Vb[i, 1, l], Vb[i, 2, l], Vb[i, 3, l], Vb[i, 4, l],
+                            Vb[i, 5, l], Sv[0, l], Sv[1, l], Sv[2, l], Sv[3, l], Sv[4, l],
+                            Sv[5, l])
+                    for m in range(6):
+                        for l in range(L):
+                            Ab[i, m, l] += T[m, l]
+        if use_a:
+            lane_s_times(data, i, jt, o, A, k0, L, T)
+            for m in range(6):
+                for l in range(L):
+                    Ab[i, m, l] += T[m, l]
+        # f_i = I_i a_i + v_i ×* I_i v_i (the inertia is the model's, the same in every lane)
+        M = MASS
+        for l in range(L):
+            (Fb[i, 0, l], Fb[i, 1, l], Fb[i, 2, l], Fb[i, 3, l], Fb[i, 4, l],
+             Fb[i, 5, l]) = inertia_times_s(
+                data[i, M], data[i, M + 1], data[i, M + 2], data[i, M + 3], data[i, M + 4],
+                data[i, M + 5], data[i, M + 6], data[i, M + 7], data[i, M + 8],
+                data[i, M + 9], data[i, M + 10], data[i, M + 11], data[i, M + 12],
+                Ab[i, 0, l], Ab[i, 1, l], Ab[i, 2, l], Ab[i, 3, l], Ab[i, 4, l], Ab[i, 5, l])
+        if use_v:
+            for l in range(L):
+                (T[0, l], T[1, l], T[2, l], T[3, l], T[4, l], T[5, l]) = inertia_times_s(
+                    data[i, M], data[i, M + 1], data[i, M + 2], data[i, M + 3],
+                    data[i, M + 4], data[i, M + 5], data[i, M + 6], data[i, M + 7],
+                    data[i, M + 8], data[i, M + 9], data[i, M + 10], data[i, M + 11],
+                    data[i, M + 12], Vb[i, 0, l], Vb[i, 1, l], Vb[i, 2, l], Vb[i, 3, l],
+                    Vb[i, 4, l], Vb[i, 5, l])
+            for l in range(L):
+                (Sv[0, l], Sv[1, l], Sv[2, l], Sv[3, l], Sv[4, l], Sv[5, l]) = cross_force_s(
+                    Vb[i, 0, l], Vb[i, 1, l], Vb[i, 2, l], Vb[i, 3, l], Vb[i, 4, l],
+                    Vb[i, 5, l], T[0, l], T[1, l], T[2, l], T[3, l], T[4, l], T[5, l])
+            for m in range(6):
+                for l in range(L):
+                    Fb[i, m, l] += Sv[m, l]
+        if use_fext:
+            for m in range(6):
+                for l in range(L):
+                    Fb[i, m, l] -= Fx[k0 + l, i, m]
+    for i in range(nb - 1, -1, -1):  # backward pass: child before parent
+        o = int(data[i, IV])
+        k = int(data[i, SIDX])
+        if k >= 0:
+            for l in range(L):
+                out[k0 + l, o] = Fb[i, k, l]
+        else:
+            for l in range(L):
+                for m in range(6):
+                    Ws[0, m] = Fb[i, m, l]
+                for c in range(int(data[i, NVJ])):
+                    out[k0 + l, o + c] = s_dot(data, i, c, Ws, 0)
+        p = int(data[i, PARENT])
+        if p >= 0:
+            for l in range(L):
+                (T[0, l], T[1, l], T[2, l], T[3, l], T[4, l], T[5, l]) = xt_force(
+                    X[i, 0, l], X[i, 1, l], X[i, 2, l], X[i, 3, l], X[i, 4, l], X[i, 5, l],
+                    X[i, 6, l], X[i, 7, l], X[i, 8, l], X[i, 9, l], X[i, 10, l], X[i, 11, l],
+                    Fb[i, 0, l], Fb[i, 1, l], Fb[i, 2, l], Fb[i, 3, l], Fb[i, 4, l],
+                    Fb[i, 5, l])
+            for m in range(6):
+                for l in range(L):
+                    Fb[p, m, l] += T[m, l]
+    for l in range(L):
+        if status[k0 + l] == 0 and not all_finite(out[k0 + l]):
+            status[k0 + l] = NOT_FINITE
+
+
 @njit(cache=True, parallel=True)
 def rnea_batch(data, Q, V, A, F, use_v, use_a, use_fext, out, status):
     """RNEA over a batch of states (rows), in parallel; per-state status."""
@@ -653,10 +964,16 @@ def rnea_batch(data, Q, V, A, F, use_v, use_a, use_fext, out, status):
     for t in prange((N + BATCH_TASK - 1) // BATCH_TASK):
         X = np.empty((nb, 12))
         w = np.empty((3 * nb + 2, 6))
-        for k in range(t * BATCH_TASK, min(N, (t + 1) * BATCH_TASK)):
-            kf = k if use_fext else 0  # without external forces F has one (unused) row
-            status[k] = rnea_core(data, Q[k], V[k], A[k], F[kf], use_v, use_a, use_fext,
-                                  out[k], X, w)
+        end = min(N, (t + 1) * BATCH_TASK)
+        if nb <= LANE_BODIES:
+            for k in range(t * BATCH_TASK, end, LANES):
+                rnea_lanes(data, Q, V, A, F, use_v, use_a, use_fext, k, min(LANES, end - k),
+                           out, status, X, w)
+        else:
+            for k in range(t * BATCH_TASK, end):
+                kf = k if use_fext else 0  # without external forces F has one (unused) row
+                status[k] = rnea_core(data, Q[k], V[k], A[k], F[kf], use_v, use_a, use_fext,
+                                      out[k], X, w)
 
 
 # --- CRBA ---------------------------------------------------------------------
@@ -877,64 +1194,13 @@ def crba1(data, q, M):
     return crba_into(data, q, M)
 
 
-# --- CRBA on several states at once --------------------------------------------
-#
-# The batched CRBA runs :data:`LANES` states through the algorithm together: every
-# quantity of the recursion is an (·, LANES) block, and each step a loop over the
-# lanes, which the compiler turns into vector instructions (8 doubles with AVX-512).
-# The tree, the joint types and so every branch are the same for all states, so
-# the lanes never diverge; only joints not about a unit axis (rare) and angles
-# beyond SINCOS_BIG fall back to the scalar helpers, lane by lane. The arithmetic
-# is that of crba_core, operation for operation: the same bits.
-#
-# The vectoriser needs to know that the blocks do not overlap, or it gives up
-# ("too many memory checks"): numba does not mark arrays as not aliasing, so the
-# blocks live on the stack (:func:`stack_floats`, an LLVM alloca, which no other
-# pointer can alias), sized for up to LANE_BODIES bodies (larger trees take the
-# per-state kernel), and the lane loops run to a count the compiler does not know
-# (a loop of exactly 8 is unrolled first and then not vectorised).
-
-#: states per lane block (one AVX-512 register of doubles)
-LANES = 8
-#: the largest tree the lane kernel takes (its stack blocks: ~115 kB)
-LANE_BODIES = 64
-_LX = LANE_BODIES * 12 * LANES
-_LP = LANE_BODIES * 13 * LANES
-_LA = LANE_BODIES * LANES
-_LF = 6 * LANES
-_LT = 9 * LANES
-
-
-@intrinsic
-def stack_floats(typingctx, n):
-    """A pointer to ``n`` float64 on the stack of the calling function (``n`` a
-    compile-time constant); with :func:`numba.carray`, an array that lives as long as
-    that function's frame and that the compiler knows no other array overlaps."""
-    if not isinstance(n, types.IntegerLiteral):
-        return None
-
-    def codegen(context, builder, sig, args):
-        return cgutils.alloca_once(builder, context.get_value_type(types.float64),
-                                   size=n.literal_value)
-
-    return types.CPointer(types.float64)(n), codegen
-
-
-@njit(cache=True, _nrt=False)
-def lane_joint_transform(data, i, q, Xs, X, l):
-    """``X[i, :, l] = X_up[i]`` of state q by :func:`joint_transform` (through the
-    scalar row ``Xs[i]``); its status."""
-    s = joint_transform(data, i, q, Xs)
-    for c in range(12):
-        X[i, c, l] = Xs[i, c]
-    return s
-
+# --- CRBA on several states at once (see "Several states at once" above) -------
 
 @njit(cache=True, forceinline=True)
 def crba_lanes(data, Q, k0, L, out, status, Xs, Fs):
     """:func:`crba_core` for the L <= LANES states ``Q[k0:k0 + L]`` at once, into
-    ``out[k0:k0 + L]`` and ``status[k0:k0 + L]`` (see the comment above). ``Xs``,
-    ``Fs``: scalar rows for the lane-by-lane fallbacks."""
+    ``out[k0:k0 + L]`` and ``status[k0:k0 + L]`` (see "Several states at once" above).
+    ``Xs``, ``Fs``: scalar rows for the lane-by-lane fallbacks."""
     n = np.int64
     X = carray(stack_floats(_LX), (n(LANE_BODIES), n(12), n(LANES)))  # X_up[i], lane l
     P = carray(stack_floats(_LP), (n(LANE_BODIES), n(13), n(LANES)))  # I^c_i parameters
