@@ -723,12 +723,12 @@ def stack_floats(typingctx, n):
 
 
 @njit(cache=True, _nrt=False)
-def lane_joint_transform(data, i, q, Xs, X, l):
-    """``X[i, :, l] = X_up[i]`` of state q by :func:`joint_transform` (through the
+def lane_joint_transform(data, i, q, Xs, X, r, l):
+    """``X[r, :, l] = X_up[i]`` of state q by :func:`joint_transform` (through the
     scalar row ``Xs[i]``); its status."""
     s = joint_transform(data, i, q, Xs)
     for c in range(12):
-        X[i, c, l] = Xs[i, c]
+        X[r, c, l] = Xs[i, c]
     return s
 
 
@@ -844,7 +844,7 @@ def rnea_lanes(data, Q, V, A, Fx, use_v, use_a, use_fext, k0, L, out, status, Xs
                     X[i, 9 + b, l] = data[i, R_TREE + b]
         else:
             for l in range(L):
-                if lane_joint_transform(data, i, Q[k0 + l], Xs, X, l) and status[k0 + l] == 0:
+                if lane_joint_transform(data, i, Q[k0 + l], Xs, X, i, l) and status[k0 + l] == 0:
                     status[k0 + l] = i + 1
         p = int(data[i, PARENT])
         o = int(data[i, IV])
@@ -990,20 +990,26 @@ def compose(X, i, X0, p):
                         + X0[p, 6 + a] * X[i, 11])
 
 
+@njit(cache=True, _nrt=False, forceinline=True)
+def x_inv_motion_s(e0, e1, e2, e3, e4, e5, e6, e7, e8, r0, r1, r2, s0, s1, s2, s3, s4, s5):
+    """``X⁻¹ (ω, v)`` for X = (E, r) and a motion given as scalars: ω' = Eᵀ ω,
+    v' = Eᵀ v + r × ω'."""
+    w0 = e0 * s0 + e3 * s1 + e6 * s2
+    w1 = e1 * s0 + e4 * s1 + e7 * s2
+    w2 = e2 * s0 + e5 * s1 + e8 * s2
+    u0 = e0 * s3 + e3 * s4 + e6 * s5
+    u1 = e1 * s3 + e4 * s4 + e7 * s5
+    u2 = e2 * s3 + e5 * s4 + e8 * s5
+    return w0, w1, w2, u0 + r1 * w2 - r2 * w1, u1 + r2 * w0 - r0 * w2, u2 + r0 * w1 - r1 * w0
+
+
 @njit(cache=True, _nrt=False)
 def x_inv_motion(X, i, src, j, dst, k):
-    """``dst[k] = X_i⁻¹ src[j]``: ω' = Eᵀ ω, v' = Eᵀ v + r × ω'."""
-    w0 = X[i, 0] * src[j, 0] + X[i, 3] * src[j, 1] + X[i, 6] * src[j, 2]
-    w1 = X[i, 1] * src[j, 0] + X[i, 4] * src[j, 1] + X[i, 7] * src[j, 2]
-    w2 = X[i, 2] * src[j, 0] + X[i, 5] * src[j, 1] + X[i, 8] * src[j, 2]
-    u0 = X[i, 0] * src[j, 3] + X[i, 3] * src[j, 4] + X[i, 6] * src[j, 5]
-    u1 = X[i, 1] * src[j, 3] + X[i, 4] * src[j, 4] + X[i, 7] * src[j, 5]
-    u2 = X[i, 2] * src[j, 3] + X[i, 5] * src[j, 4] + X[i, 8] * src[j, 5]
-    r0, r1, r2 = X[i, 9], X[i, 10], X[i, 11]
-    dst[k, 0], dst[k, 1], dst[k, 2] = w0, w1, w2
-    dst[k, 3] = u0 + r1 * w2 - r2 * w1
-    dst[k, 4] = u1 + r2 * w0 - r0 * w2
-    dst[k, 5] = u2 + r0 * w1 - r1 * w0
+    """``dst[k] = X_i⁻¹ src[j]`` (:func:`x_inv_motion_s`)."""
+    (dst[k, 0], dst[k, 1], dst[k, 2], dst[k, 3], dst[k, 4], dst[k, 5]) = x_inv_motion_s(
+        X[i, 0], X[i, 1], X[i, 2], X[i, 3], X[i, 4], X[i, 5], X[i, 6], X[i, 7], X[i, 8],
+        X[i, 9], X[i, 10], X[i, 11], src[j, 0], src[j, 1], src[j, 2], src[j, 3], src[j, 4],
+        src[j, 5])
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
@@ -1239,10 +1245,10 @@ def crba_lanes(data, Q, k0, L, out, status, Xs, Fs):
                     X[i, 9 + b, l] = data[i, R_TREE + b]
             for l in range(L):
                 if not abs(C[0, i * L + l]) <= SINCOS_BIG:  # (and NaN) as crba_core: libm
-                    lane_joint_transform(data, i, Q[k0 + l], Xs, X, l)
+                    lane_joint_transform(data, i, Q[k0 + l], Xs, X, i, l)
         else:
             for l in range(L):
-                if lane_joint_transform(data, i, Q[k0 + l], Xs, X, l) and status[k0 + l] == 0:
+                if lane_joint_transform(data, i, Q[k0 + l], Xs, X, i, l) and status[k0 + l] == 0:
                     status[k0 + l] = i + 1
     # composite inertias, child to parent (P[i] = (m, h, Ī), data[i, MASS:MASS + 13])
     for i in range(nb):
@@ -1368,19 +1374,24 @@ def crba_batch(data, Q, out, status):
 # scalars stay in registers.
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def sym_times(A, i, x0, x1, x2, x3, x4, x5):
-    """``A_i x`` for the symmetric 6x6 matrix packed in A[i] (see above), as 6 scalars."""
-    a0, a1, a2, a3, a4, a5, a6 = A[i, 0], A[i, 1], A[i, 2], A[i, 3], A[i, 4], A[i, 5], A[i, 6]
-    a7, a8, a9, a10, a11, a12, a13 = (A[i, 7], A[i, 8], A[i, 9], A[i, 10], A[i, 11], A[i, 12],
-                                      A[i, 13])
-    a14, a15, a16, a17, a18, a19, a20 = (A[i, 14], A[i, 15], A[i, 16], A[i, 17], A[i, 18],
-                                         A[i, 19], A[i, 20])
+def sym_times_s(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16,
+                a17, a18, a19, a20, x0, x1, x2, x3, x4, x5):
+    """``A x`` for the symmetric 6x6 matrix of packed entries a0..a20 (see above)."""
     return (a0 * x0 + a1 * x1 + a3 * x2 + a6 * x3 + a10 * x4 + a15 * x5,
             a1 * x0 + a2 * x1 + a4 * x2 + a7 * x3 + a11 * x4 + a16 * x5,
             a3 * x0 + a4 * x1 + a5 * x2 + a8 * x3 + a12 * x4 + a17 * x5,
             a6 * x0 + a7 * x1 + a8 * x2 + a9 * x3 + a13 * x4 + a18 * x5,
             a10 * x0 + a11 * x1 + a12 * x2 + a13 * x3 + a14 * x4 + a19 * x5,
             a15 * x0 + a16 * x1 + a17 * x2 + a18 * x3 + a19 * x4 + a20 * x5)
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def sym_times(A, i, x0, x1, x2, x3, x4, x5):
+    """``A_i x`` for the symmetric 6x6 matrix packed in A[i] (see above), as 6 scalars."""
+    return sym_times_s(A[i, 0], A[i, 1], A[i, 2], A[i, 3], A[i, 4], A[i, 5], A[i, 6],
+                       A[i, 7], A[i, 8], A[i, 9], A[i, 10], A[i, 11], A[i, 12], A[i, 13],
+                       A[i, 14], A[i, 15], A[i, 16], A[i, 17], A[i, 18], A[i, 19], A[i, 20],
+                       x0, x1, x2, x3, x4, x5)
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
@@ -1412,18 +1423,14 @@ def sym_rank1_to_parent(A, i, p, b0, b1, b2, b3, b4, b5, u0, u1, u2, u3, u4, u5)
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def inertia_to_world(data, i, X0, A):
-    """``A[i] = X0ᵀ I_i X0`` packed: the rigid inertia of body i in world coordinates,
-    ``[Ī⁰, h⁰×; h⁰×ᵀ, m 1]``, from its parameters in the flat model and ``X0 = i_X_0``
-    = (E, r). The parameter form of :func:`inertia_to_parent_add` (Table 2.5): with
-    y = Eᵀ h, h⁰ = y + m r and Ī⁰ = Eᵀ Ī E - (y rᵀ + r yᵀ + m r rᵀ) + (2 r·y + m r·r) 1.
-    Returns the parameters (m, h⁰, Ī⁰ as its entries 00, 01, 02, 11, 12, 22).
-    """
+def inertia_world_s(data, i, e00, e01, e02, e10, e11, e12, e20, e21, e22, r0, r1, r2):
+    """The rigid inertia of body i in world coordinates, ``X0ᵀ I_i X0``, from its
+    parameters in the flat model and ``X0 = i_X_0`` = (E, r) given as scalars. The
+    parameter form of :func:`inertia_moved` (Table 2.5): with y = Eᵀ h, h⁰ = y + m r
+    and Ī⁰ = Eᵀ Ī E - (y rᵀ + r yᵀ + m r rᵀ) + (2 r·y + m r·r) 1. Returns m, h⁰ and
+    the entries 00, 01, 11, 02, 12, 22 of Ī⁰ (the first six packed entries of
+    ``[Ī⁰, h⁰×; h⁰×ᵀ, m 1]``)."""
     m = data[i, MASS]
-    r0, r1, r2 = X0[i, 9], X0[i, 10], X0[i, 11]
-    e00, e01, e02 = X0[i, 0], X0[i, 1], X0[i, 2]
-    e10, e11, e12 = X0[i, 3], X0[i, 4], X0[i, 5]
-    e20, e21, e22 = X0[i, 6], X0[i, 7], X0[i, 8]
     h0, h1, h2 = data[i, H], data[i, H + 1], data[i, H + 2]
     y0 = e00 * h0 + e10 * h1 + e20 * h2
     y1 = e01 * h0 + e11 * h1 + e21 * h2
@@ -1443,12 +1450,22 @@ def inertia_to_world(data, i, X0, A):
     t20 = j02 * e00 + j12 * e10 + j22 * e20
     t21 = j02 * e01 + j12 * e11 + j22 * e21
     t22 = j02 * e02 + j12 * e12 + j22 * e22
-    A[i, 0] = e00 * t00 + e10 * t10 + e20 * t20 - (2.0 * y0 * r0 + m * r0 * r0) + diag
-    A[i, 1] = e00 * t01 + e10 * t11 + e20 * t21 - (y0 * r1 + r0 * y1 + m * r0 * r1)
-    A[i, 2] = e01 * t01 + e11 * t11 + e21 * t21 - (2.0 * y1 * r1 + m * r1 * r1) + diag
-    A[i, 3] = e00 * t02 + e10 * t12 + e20 * t22 - (y0 * r2 + r0 * y2 + m * r0 * r2)
-    A[i, 4] = e01 * t02 + e11 * t12 + e21 * t22 - (y1 * r2 + r1 * y2 + m * r1 * r2)
-    A[i, 5] = e02 * t02 + e12 * t12 + e22 * t22 - (2.0 * y2 * r2 + m * r2 * r2) + diag
+    return (m, g0, g1, g2,
+            e00 * t00 + e10 * t10 + e20 * t20 - (2.0 * y0 * r0 + m * r0 * r0) + diag,
+            e00 * t01 + e10 * t11 + e20 * t21 - (y0 * r1 + r0 * y1 + m * r0 * r1),
+            e01 * t01 + e11 * t11 + e21 * t21 - (2.0 * y1 * r1 + m * r1 * r1) + diag,
+            e00 * t02 + e10 * t12 + e20 * t22 - (y0 * r2 + r0 * y2 + m * r0 * r2),
+            e01 * t02 + e11 * t12 + e21 * t22 - (y1 * r2 + r1 * y2 + m * r1 * r2),
+            e02 * t02 + e12 * t12 + e22 * t22 - (2.0 * y2 * r2 + m * r2 * r2) + diag)
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def inertia_to_world(data, i, X0, A):
+    """``A[i] = X0ᵀ I_i X0`` packed (:func:`inertia_world_s`, X0 = X0[i]). Returns the
+    parameters (m, h⁰, Ī⁰ as its entries 00, 01, 02, 11, 12, 22)."""
+    m, g0, g1, g2, A[i, 0], A[i, 1], A[i, 2], A[i, 3], A[i, 4], A[i, 5] = inertia_world_s(
+        data, i, X0[i, 0], X0[i, 1], X0[i, 2], X0[i, 3], X0[i, 4], X0[i, 5], X0[i, 6],
+        X0[i, 7], X0[i, 8], X0[i, 9], X0[i, 10], X0[i, 11])
     # lower left h⁰×ᵀ (row 3 + a, column c: (h⁰×)[c, a]), lower right m 1
     A[i, 6], A[i, 7], A[i, 8], A[i, 9] = 0.0, g2, -g1, m
     A[i, 10], A[i, 11], A[i, 12], A[i, 13], A[i, 14] = -g2, 0.0, g0, 0.0, m
@@ -1736,20 +1753,344 @@ def aba1(data, q, v, tau, qdd):
     return aba_into(data, q, v, tau, data, False, qdd)
 
 
+# ABA on several states at once (see "Several states at once" above), for trees whose
+# joints all have one speed, but for free joints at roots: the several-speed branch
+# of aba_core (a Cholesky factor per joint) stays per state. Its blocks are larger
+# than RNEA's and CRBA's, hence a smaller limit on the bodies.
+
+#: the largest tree the ABA lane kernel takes (its stack blocks: ~180 kB)
+ABA_LANE_BODIES = 40
+_AX = ABA_LANE_BODIES * 12 * LANES
+_A6 = ABA_LANE_BODIES * 6 * LANES
+_A21 = ABA_LANE_BODIES * 21 * LANES
+_A1 = ABA_LANE_BODIES * LANES
+_A12 = 12 * LANES
+_A27 = 27 * LANES
+_A36 = 36 * LANES
+
+
+@njit(cache=True, _nrt=False)
+def aba_lanes_fit(data):
+    """Whether the lane kernel takes this tree: at most ABA_LANE_BODIES bodies, every
+    joint of one speed but free joints at roots."""
+    nb = data.shape[0] - 1
+    if nb > ABA_LANE_BODIES:
+        return False
+    for i in range(nb):
+        if data[i, NVJ] != 1 and not (data[i, PARENT] < 0 and int(data[i, JTYPE]) == FREE):
+            return False
+    return True
+
+
+@njit(cache=True, forceinline=True)
+def aba_lanes(data, Q, V, Tau, Fx, use_fext, k0, L, out, status, Xs, Ws):
+    """:func:`aba_core` for the L <= LANES states ``k0 .. k0 + L - 1`` at once, operation
+    for operation (the same bits), for a tree that :func:`aba_lanes_fit`. The one-speed
+    joints' W row is U itself and their L entry 1/D, as in aba_core; a free root's
+    6x6 Cholesky factor is taken lane by lane in vector loops."""
+    n = np.int64
+    NB = n(ABA_LANE_BODIES)
+    X0 = carray(stack_floats(_AX), (NB, n(12), n(LANES)))  # i_X_0
+    S0 = carray(stack_floats(_A6), (NB, n(6), n(LANES)))  # S⁰_i (one column)
+    Vb = carray(stack_floats(_A6), (NB, n(6), n(LANES)))  # v_i
+    Ab = carray(stack_floats(_A6), (NB, n(6), n(LANES)))  # a⁰_i (pass 1), δ_i (pass 3)
+    Pb = carray(stack_floats(_A6), (NB, n(6), n(LANES)))  # p^A_i
+    Ub = carray(stack_floats(_A6), (NB, n(6), n(LANES)))  # U_i = I^A_i S⁰_i
+    IA = carray(stack_floats(_A21), (NB, n(21), n(LANES)))  # I^A_i packed
+    Di = carray(stack_floats(_A1), (NB, n(LANES)))  # 1 / D_i
+    Yb = carray(stack_floats(_A1), (NB, n(LANES)))  # u_i = τ_i - S⁰ᵀ p^A_i
+    Xt = carray(stack_floats(_A12), (n(1), n(12), n(LANES)))  # X_up[i]
+    T = carray(stack_floats(_A27), (n(27), n(LANES)))  # scratch
+    Lc = carray(stack_floats(_A36), (n(6), n(6), n(LANES)))  # a free root's factor
+    Z = carray(stack_floats(_A12), (n(12), n(LANES)))  # its right side, z, δ
+    nb = data.shape[0] - 1
+    for l in range(L):
+        status[k0 + l] = 0
+    for i in range(nb):  # pass 1: velocities, a⁰ and bias forces, parent before child
+        k = int(data[i, IQ])
+        if data[i, AXIS_ID] >= 0:  # X_up as in rnea_lanes
+            for l in range(L):
+                T[0, l] = np.cos(Q[k0 + l, k])
+                T[1, l] = np.sin(Q[k0 + l, k])
+            ax = int(data[i, AXIS_ID])
+            u = (ax + 1) % 3
+            w = (ax + 2) % 3
+            for b in range(3):
+                tu = data[i, E_TREE + 3 * u + b]
+                tw = data[i, E_TREE + 3 * w + b]
+                for l in range(L):
+                    Xt[0, 3 * u + b, l] = T[0, l] * tu + T[1, l] * tw
+                for l in range(L):
+                    Xt[0, 3 * w + b, l] = T[0, l] * tw - T[1, l] * tu
+                for l in range(L):
+                    Xt[0, 3 * ax + b, l] = data[i, E_TREE + 3 * ax + b]
+                for l in range(L):
+                    Xt[0, 9 + b, l] = data[i, R_TREE + b]
+        else:
+            for l in range(L):
+                if lane_joint_transform(data, i, Q[k0 + l], Xs, Xt, 0, l) and status[k0 + l] == 0:
+                    status[k0 + l] = i + 1
+        par = int(data[i, PARENT])
+        o = int(data[i, IV])
+        ki = int(data[i, SIDX])
+        if par < 0:
+            for c in range(12):
+                for l in range(L):
+                    X0[i, c, l] = Xt[0, c, l]
+        else:  # as compose, through T (X0[p] read, X0[i] written)
+            for a in range(3):
+                for b in range(3):
+                    for l in range(L):
+                        T[3 * a + b, l] = (Xt[0, 3 * a, l] * X0[par, b, l]
+                                           + Xt[0, 3 * a + 1, l] * X0[par, 3 + b, l]
+                                           + Xt[0, 3 * a + 2, l] * X0[par, 6 + b, l])
+            for a in range(3):
+                for l in range(L):
+                    T[9 + a, l] = (X0[par, 9 + a, l] + X0[par, a, l] * Xt[0, 9, l]
+                                   + X0[par, 3 + a, l] * Xt[0, 10, l]
+                                   + X0[par, 6 + a, l] * Xt[0, 11, l])
+            for c in range(12):
+                for l in range(L):
+                    X0[i, c, l] = T[c, l]
+        # S⁰ and v_J = S⁰ q̇ (into T[12:18])
+        if ki >= 0:
+            r = ki if ki < 3 else ki - 3
+            for l in range(L):
+                e0, e1, e2 = X0[i, 3 * r, l], X0[i, 3 * r + 1, l], X0[i, 3 * r + 2, l]
+                if ki < 3:
+                    r0, r1, r2 = X0[i, 9, l], X0[i, 10, l], X0[i, 11, l]
+                    S0[i, 0, l], S0[i, 1, l], S0[i, 2, l] = e0, e1, e2
+                    S0[i, 3, l] = r1 * e2 - r2 * e1
+                    S0[i, 4, l] = r2 * e0 - r0 * e2
+                    S0[i, 5, l] = r0 * e1 - r1 * e0
+                else:
+                    S0[i, 0, l], S0[i, 1, l], S0[i, 2, l] = 0.0, 0.0, 0.0
+                    S0[i, 3, l], S0[i, 4, l], S0[i, 5, l] = e0, e1, e2
+            for m in range(6):
+                for l in range(L):
+                    T[12 + m, l] = S0[i, m, l] * V[k0 + l, o]
+        elif par < 0 and int(data[i, JTYPE]) == FREE:  # v_J = X0⁻¹ v
+            for l in range(L):
+                (T[12, l], T[13, l], T[14, l], T[15, l], T[16, l], T[17, l]) = x_inv_motion_s(
+                    X0[i, 0, l], X0[i, 1, l], X0[i, 2, l], X0[i, 3, l], X0[i, 4, l],
+                    X0[i, 5, l], X0[i, 6, l], X0[i, 7, l], X0[i, 8, l], X0[i, 9, l],
+                    X0[i, 10, l], X0[i, 11, l], V[k0 + l, o], V[k0 + l, o + 1],
+                    V[k0 + l, o + 2], V[k0 + l, o + 3], V[k0 + l, o + 4], V[k0 + l, o + 5])
+        else:  # one speed, S not a unit vector: S⁰ = X0⁻¹ s, s the model's column
+            s_column(data, i, 0, Ws, 1)
+            for l in range(L):
+                (S0[i, 0, l], S0[i, 1, l], S0[i, 2, l], S0[i, 3, l], S0[i, 4, l],
+                 S0[i, 5, l]) = x_inv_motion_s(
+                    X0[i, 0, l], X0[i, 1, l], X0[i, 2, l], X0[i, 3, l], X0[i, 4, l],
+                    X0[i, 5, l], X0[i, 6, l], X0[i, 7, l], X0[i, 8, l], X0[i, 9, l],
+                    X0[i, 10, l], X0[i, 11, l], Ws[1, 0], Ws[1, 1], Ws[1, 2], Ws[1, 3],
+                    Ws[1, 4], Ws[1, 5])
+            for m in range(6):
+                for l in range(L):
+                    T[12 + m, l] = 0.0 + S0[i, m, l] * V[k0 + l, o]
+        if par < 0:  # v = v_J, a⁰ = [0; -g] + c
+            for m in range(6):
+                for l in range(L):
+                    Vb[i, m, l] = T[12 + m, l]
+            for m in range(6):
+                x = 0.0 if m < 3 else -data[nb, GRAV + m - 3]
+                for l in range(L):
+                    Ab[i, m, l] = x
+        else:
+            for m in range(6):
+                for l in range(L):
+                    Vb[i, m, l] = Vb[par, m, l] + T[12 + m, l]
+            for m in range(6):
+                for l in range(L):
+                    Ab[i, m, l] = Ab[par, m, l]
+        for l in range(L):  # c = v × v_J; p = I a⁰ + v ×* I v
+            (T[0, l], T[1, l], T[2, l], T[3, l], T[4, l], T[5, l]) = cross_motion_s(
+                Vb[i, 0, l], Vb[i, 1, l], Vb[i, 2, l], Vb[i, 3, l], Vb[i, 4, l], Vb[i, 5, l],
+                T[12, l], T[13, l], T[14, l], T[15, l], T[16, l], T[17, l])
+        for m in range(6):
+            for l in range(L):
+                Ab[i, m, l] += T[m, l]
+        for l in range(L):
+            M, h0, h1, h2, j00, j01, j11, j02, j12, j22 = inertia_world_s(
+                data, i, X0[i, 0, l], X0[i, 1, l], X0[i, 2, l], X0[i, 3, l], X0[i, 4, l],
+                X0[i, 5, l], X0[i, 6, l], X0[i, 7, l], X0[i, 8, l], X0[i, 9, l],
+                X0[i, 10, l], X0[i, 11, l])
+            IA[i, 0, l], IA[i, 1, l], IA[i, 2, l] = j00, j01, j11
+            IA[i, 3, l], IA[i, 4, l], IA[i, 5, l] = j02, j12, j22
+            IA[i, 6, l], IA[i, 7, l], IA[i, 8, l], IA[i, 9, l] = 0.0, h2, -h1, M
+            IA[i, 10, l], IA[i, 11, l], IA[i, 12, l], IA[i, 13, l] = -h2, 0.0, h0, 0.0
+            IA[i, 14, l], IA[i, 15, l], IA[i, 16, l], IA[i, 17, l] = M, h1, -h0, 0.0
+            IA[i, 18, l], IA[i, 19, l], IA[i, 20, l] = 0.0, 0.0, M
+            t0, t1, t2, t3, t4, t5 = rigid_times(
+                M, h0, h1, h2, j00, j01, j02, j11, j12, j22,
+                Vb[i, 0, l], Vb[i, 1, l], Vb[i, 2, l], Vb[i, 3, l], Vb[i, 4, l], Vb[i, 5, l])
+            p0, p1, p2, p3, p4, p5 = rigid_times(
+                M, h0, h1, h2, j00, j01, j02, j11, j12, j22,
+                Ab[i, 0, l], Ab[i, 1, l], Ab[i, 2, l], Ab[i, 3, l], Ab[i, 4, l], Ab[i, 5, l])
+            c0, c1, c2, c3, c4, c5 = cross_force_s(
+                Vb[i, 0, l], Vb[i, 1, l], Vb[i, 2, l], Vb[i, 3, l], Vb[i, 4, l], Vb[i, 5, l],
+                t0, t1, t2, t3, t4, t5)
+            Pb[i, 0, l], Pb[i, 1, l], Pb[i, 2, l] = p0 + c0, p1 + c1, p2 + c2
+            Pb[i, 3, l], Pb[i, 4, l], Pb[i, 5, l] = p3 + c3, p4 + c4, p5 + c5
+        if use_fext:  # p -= X0ᵀ f_ext (as aba_core: into a zeroed row, then subtracted)
+            for l in range(L):
+                c0, c1, c2, c3, c4, c5 = xt_force(
+                    X0[i, 0, l], X0[i, 1, l], X0[i, 2, l], X0[i, 3, l], X0[i, 4, l],
+                    X0[i, 5, l], X0[i, 6, l], X0[i, 7, l], X0[i, 8, l], X0[i, 9, l],
+                    X0[i, 10, l], X0[i, 11, l], Fx[k0 + l, i, 0], Fx[k0 + l, i, 1],
+                    Fx[k0 + l, i, 2], Fx[k0 + l, i, 3], Fx[k0 + l, i, 4], Fx[k0 + l, i, 5])
+                Pb[i, 0, l] -= 0.0 + c0
+                Pb[i, 1, l] -= 0.0 + c1
+                Pb[i, 2, l] -= 0.0 + c2
+                Pb[i, 3, l] -= 0.0 + c3
+                Pb[i, 4, l] -= 0.0 + c4
+                Pb[i, 5, l] -= 0.0 + c5
+    for i in range(nb - 1, -1, -1):  # pass 2: articulated inertias, child before parent
+        o = int(data[i, IV])
+        par = int(data[i, PARENT])
+        if par < 0 and int(data[i, JTYPE]) == FREE:
+            aba_lanes_free_root(Tau, k0, o, L, X0, i, Pb, IA, Lc, Z)
+            continue
+        for l in range(L):
+            s0, s1, s2 = S0[i, 0, l], S0[i, 1, l], S0[i, 2, l]
+            s3, s4, s5 = S0[i, 3, l], S0[i, 4, l], S0[i, 5, l]
+            u0, u1, u2, u3, u4, u5 = sym_times_s(
+                IA[i, 0, l], IA[i, 1, l], IA[i, 2, l], IA[i, 3, l], IA[i, 4, l], IA[i, 5, l],
+                IA[i, 6, l], IA[i, 7, l], IA[i, 8, l], IA[i, 9, l], IA[i, 10, l],
+                IA[i, 11, l], IA[i, 12, l], IA[i, 13, l], IA[i, 14, l], IA[i, 15, l],
+                IA[i, 16, l], IA[i, 17, l], IA[i, 18, l], IA[i, 19, l], IA[i, 20, l],
+                s0, s1, s2, s3, s4, s5)
+            p0, p1, p2 = Pb[i, 0, l], Pb[i, 1, l], Pb[i, 2, l]
+            p3, p4, p5 = Pb[i, 3, l], Pb[i, 4, l], Pb[i, 5, l]
+            d = s0 * u0 + s1 * u1 + s2 * u2 + s3 * u3 + s4 * u4 + s5 * u5
+            u = Tau[k0 + l, o] - (s0 * p0 + s1 * p1 + s2 * p2 + s3 * p3 + s4 * p4 + s5 * p5)
+            dinv = 1.0 / d
+            Di[i, l] = dinv
+            Yb[i, l] = u
+            Ub[i, 0, l], Ub[i, 1, l], Ub[i, 2, l] = u0, u1, u2
+            Ub[i, 3, l], Ub[i, 4, l], Ub[i, 5, l] = u3, u4, u5
+            # p^a = p^A + U u/D and I^a = I^A - U Uᵀ/D (into T, added to the parent below)
+            e = u * dinv
+            T[21, l], T[22, l], T[23, l] = p0 + u0 * e, p1 + u1 * e, p2 + u2 * e
+            T[24, l], T[25, l], T[26, l] = p3 + u3 * e, p4 + u4 * e, p5 + u5 * e
+            b0, b1, b2 = u0 * dinv, u1 * dinv, u2 * dinv
+            b3, b4, b5 = u3 * dinv, u4 * dinv, u5 * dinv
+            T[0, l] = IA[i, 0, l] - b0 * u0
+            T[1, l] = IA[i, 1, l] - b1 * u0
+            T[2, l] = IA[i, 2, l] - b1 * u1
+            T[3, l] = IA[i, 3, l] - b2 * u0
+            T[4, l] = IA[i, 4, l] - b2 * u1
+            T[5, l] = IA[i, 5, l] - b2 * u2
+            T[6, l] = IA[i, 6, l] - b3 * u0
+            T[7, l] = IA[i, 7, l] - b3 * u1
+            T[8, l] = IA[i, 8, l] - b3 * u2
+            T[9, l] = IA[i, 9, l] - b3 * u3
+            T[10, l] = IA[i, 10, l] - b4 * u0
+            T[11, l] = IA[i, 11, l] - b4 * u1
+            T[12, l] = IA[i, 12, l] - b4 * u2
+            T[13, l] = IA[i, 13, l] - b4 * u3
+            T[14, l] = IA[i, 14, l] - b4 * u4
+            T[15, l] = IA[i, 15, l] - b5 * u0
+            T[16, l] = IA[i, 16, l] - b5 * u1
+            T[17, l] = IA[i, 17, l] - b5 * u2
+            T[18, l] = IA[i, 18, l] - b5 * u3
+            T[19, l] = IA[i, 19, l] - b5 * u4
+            T[20, l] = IA[i, 20, l] - b5 * u5
+        if par >= 0:
+            for m in range(6):
+                for l in range(L):
+                    Pb[par, m, l] += T[21 + m, l]
+            for c in range(21):
+                for l in range(L):
+                    IA[par, c, l] += T[c, l]
+    for i in range(nb):  # pass 3: q̈ and δ, parent before child (δ_p = 0 at a root)
+        o = int(data[i, IV])
+        par = int(data[i, PARENT])
+        if par < 0 and int(data[i, JTYPE]) == FREE:  # q̈ = X0 δ
+            for m in range(6):
+                for l in range(L):
+                    Ab[i, m, l] = Z[6 + m, l]
+            for l in range(L):
+                (out[k0 + l, o], out[k0 + l, o + 1], out[k0 + l, o + 2], out[k0 + l, o + 3],
+                 out[k0 + l, o + 4], out[k0 + l, o + 5]) = x_motion_s(
+                    X0[i, 0, l], X0[i, 1, l], X0[i, 2, l], X0[i, 3, l], X0[i, 4, l],
+                    X0[i, 5, l], X0[i, 6, l], X0[i, 7, l], X0[i, 8, l], X0[i, 9, l],
+                    X0[i, 10, l], X0[i, 11, l], Ab[i, 0, l], Ab[i, 1, l], Ab[i, 2, l],
+                    Ab[i, 3, l], Ab[i, 4, l], Ab[i, 5, l])
+            continue
+        for m in range(6):
+            for l in range(L):
+                Ab[i, m, l] = 0.0 if par < 0 else Ab[par, m, l]
+        for l in range(L):  # q̈ = (u - Uᵀ δ_p) / D; δ = δ_p + S⁰ q̈
+            x = Yb[i, l]
+            for m in range(6):
+                x -= Ub[i, m, l] * Ab[i, m, l]
+            x = x * Di[i, l]
+            T[0, l] = x
+        for l in range(L):
+            out[k0 + l, o] = T[0, l]
+        for m in range(6):
+            for l in range(L):
+                Ab[i, m, l] += S0[i, m, l] * T[0, l]
+    for l in range(L):
+        if status[k0 + l] == 0 and not all_finite(out[k0 + l]):
+            status[k0 + l] = NOT_FINITE
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def aba_lanes_free_root(Tau, k0, o, L, X0, i, Pb, IA, Lc, Z):
+    """Pass 2 of :func:`aba_lanes` for a free root, as aba_core: ``I^A δ = X0ᵀ τ - p^A``
+    by the Cholesky factor Lc of I^A; δ into Z[6:12] (Z[0:6]: the right side, then z)."""
+    for l in range(L):
+        c0, c1, c2, c3, c4, c5 = xt_force(
+            X0[i, 0, l], X0[i, 1, l], X0[i, 2, l], X0[i, 3, l], X0[i, 4, l], X0[i, 5, l],
+            X0[i, 6, l], X0[i, 7, l], X0[i, 8, l], X0[i, 9, l], X0[i, 10, l], X0[i, 11, l],
+            Tau[k0 + l, o], Tau[k0 + l, o + 1], Tau[k0 + l, o + 2], Tau[k0 + l, o + 3],
+            Tau[k0 + l, o + 4], Tau[k0 + l, o + 5])
+        Z[0, l], Z[1, l], Z[2, l] = -Pb[i, 0, l] + c0, -Pb[i, 1, l] + c1, -Pb[i, 2, l] + c2
+        Z[3, l], Z[4, l], Z[5, l] = -Pb[i, 3, l] + c3, -Pb[i, 4, l] + c4, -Pb[i, 5, l] + c5
+    for c in range(6):  # as cholesky_entry, column by column
+        for r in range(c, 6):
+            for l in range(L):
+                d = IA[i, r * (r + 1) // 2 + c, l]
+                for k in range(c):
+                    d -= Lc[r, k, l] * Lc[c, k, l]
+                Lc[r, c, l] = np.sqrt(d) if r == c else d / Lc[c, c, l]
+    for r in range(6):  # L z = rhs
+        for l in range(L):
+            x = Z[r, l]
+            for k in range(r):
+                x -= Lc[r, k, l] * Z[k, l]
+            Z[r, l] = x / Lc[r, r, l]
+    for r in range(5, -1, -1):  # Lᵀ δ = z
+        for l in range(L):
+            x = Z[r, l]
+            for k in range(r + 1, 6):
+                x -= Lc[k, r, l] * Z[6 + k, l]
+            Z[6 + r, l] = x / Lc[r, r, l]
+
+
 @njit(cache=True, parallel=True)
 def aba_batch(data, Q, V, Tau, F, use_fext, out, status):
     N = Q.shape[0]
     nb = data.shape[0] - 1
     nv = out.shape[1]
+    lanes = aba_lanes_fit(data)
     for t in prange((N + BATCH_TASK - 1) // BATCH_TASK):
         X = np.empty((nb, 12))
+        w = np.empty((3 * nb + 8, 6))
+        end = min(N, (t + 1) * BATCH_TASK)
+        if lanes:
+            for k in range(t * BATCH_TASK, end, LANES):
+                aba_lanes(data, Q, V, Tau, F, use_fext, k, min(LANES, end - k), out, status,
+                          X, w)
+            continue
         X0 = np.empty((nb, 12))
         S0 = np.empty((nv, 6))
-        w = np.empty((3 * nb + 8, 6))
         IA = np.empty((nb, 21))
         LW = np.empty((12 * nb, 6))
         y = np.empty(nv)
-        for k in range(t * BATCH_TASK, min(N, (t + 1) * BATCH_TASK)):
+        for k in range(t * BATCH_TASK, end):
             kf = k if use_fext else 0
             status[k] = aba_core(data, Q[k], V[k], Tau[k], F[kf], use_fext, out[k], X, X0,
                                  S0, w, IA, LW, y)
