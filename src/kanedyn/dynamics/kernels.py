@@ -1226,7 +1226,12 @@ def crba_lanes(data, Q, k0, L, out, status, Xs, Fs):
                 C[0, i * L + l] = Q[k0 + l, iq]
         sincos(C[0, :nb * L], C[1, :nb * L], C[2, :nb * L])
     for i in range(nb):
-        if vec and data[i, AXIS_ID] >= 0:
+        if data[i, AXIS_ID] >= 0:
+            if not vec:  # a small tree: libm's cos and sin, as joint_transform
+                iq = int(data[i, IQ])
+                for l in range(L):
+                    C[1, i * L + l] = np.cos(Q[k0 + l, iq])
+                    C[2, i * L + l] = np.sin(Q[k0 + l, iq])
             ax = int(data[i, AXIS_ID])
             u = (ax + 1) % 3
             w = (ax + 2) % 3
@@ -1244,7 +1249,7 @@ def crba_lanes(data, Q, k0, L, out, status, Xs, Fs):
                 for l in range(L):
                     X[i, 9 + b, l] = data[i, R_TREE + b]
             for l in range(L):
-                if not abs(C[0, i * L + l]) <= SINCOS_BIG:  # (and NaN) as crba_core: libm
+                if vec and not abs(C[0, i * L + l]) <= SINCOS_BIG:  # (and NaN): libm
                     lane_joint_transform(data, i, Q[k0 + l], Xs, X, i, l)
         else:
             for l in range(L):
