@@ -17,6 +17,9 @@ CRBA Table 6.2, ABA Table 7.1), written for speed:
   out of the model's packed buffer, the batched kernels allocate one per task of
   :data:`BATCH_TASK` states, ``*_into`` one per call (for other compiled code);
   the loops are explicit, no BLAS on tiny matrices;
+- the batched kernels run :data:`LANES` states at once through the same arithmetic,
+  vectorised across the states (``rnea_lanes``, ``crba_lanes``, ``aba_lanes``; see
+  "Several states at once" below), with the per-state bits;
 - joints whose motion subspace is a unit vector e_k (revolute or prismatic about
   a coordinate axis, flat column ``SIDX``) skip the products with S: ``Sᵀ f`` is
   ``f[k]``, ``I S`` a column of I, ``v × S q̇`` four products;
