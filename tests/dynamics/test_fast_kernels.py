@@ -388,9 +388,8 @@ def test_batched_out_is_written_in_place_unless_it_overlaps_an_input():
     close(A2, expect_tau)
 
 
-def test_overflow_is_an_error_not_a_silent_inf():
-    """A finite but absurd state (an arm extended 1e160 m) overflows M and τ; the kernels
-    report it instead of returning inf."""
+def telescope():
+    """A turning base with an arm sliding out along x: M and τ grow as the slide²."""
     from kanedyn.model.joints import Prismatic, Revolute
 
     b = kd.ModelBuilder("telescope")
@@ -398,7 +397,13 @@ def test_overflow_is_an_error_not_a_silent_inf():
                np.diag([0.1, 0.1, 0.1]))
     b.add_body("arm", "base", Prismatic("extend", axis=(1, 0, 0)), None, 1.0, (0, 0, 0),
                np.diag([0.1, 0.1, 0.1]))
-    model = b.build()
+    return b.build()
+
+
+def test_overflow_is_an_error_not_a_silent_inf():
+    """A finite but absurd state (an arm extended 1e160 m) overflows M and τ; the kernels
+    report it instead of returning inf."""
+    model = telescope()
     q, v = np.array([0.3, 1e160]), np.array([1.0, 0.0])
     with pytest.raises(kd.StateError, match="not finite"):
         kd.crba(model, q)
@@ -406,6 +411,26 @@ def test_overflow_is_an_error_not_a_silent_inf():
         kd.rnea(model, q, v, np.array([1.0, 0.0]))  # m p² q̈ overflows
     with pytest.raises(kd.StateError, match="not finite"):
         kd.crba(model, np.array([q, q]))
+
+
+@pytest.mark.parametrize("call", ["rnea", "crba", "aba"])
+def test_an_overflowing_state_is_named_and_its_block_computed(call):
+    """One state of a batch overflows: the error names it, and without it the batch
+    (its lane block included) comes out finite: the lane kernels keep a status per
+    state."""
+    model = telescope()
+    Q = np.tile([0.3, 0.5], (20, 1))
+    V = np.tile([1.0, 0.0], (20, 1))
+    A = np.tile([1.0, 0.0], (20, 1))
+    Q[13, 1] = 1e160
+    f = {"rnea": lambda q: kd.rnea(model, q, V[: len(q)], A[: len(q)]),
+         "crba": lambda q: kd.crba(model, q),
+         "aba": lambda q: kd.aba(model, q, V[: len(q)], np.tile([1e300, 1e300], (len(q), 1)))}[call]
+    with pytest.raises(kd.StateError, match="state 13 of the batch"):
+        f(Q)
+    Q[13, 1] = 0.5
+    good = f(Q)
+    assert np.all(np.isfinite(good))
 
 
 def test_public_functions_do_not_use_the_reference(monkeypatch):

@@ -1,8 +1,8 @@
 """The batched kernels' lane blocks (several states at once, kernels.rnea_lanes,
 crba_lanes, aba_lanes) against the per-state kernels: the same arithmetic, so the
 same bits, for every state of a batch whatever its place in a block of LANES; and
-the fallbacks (joints whose S is not a unit vector, far angles, large trees, a state
-that overflows) where they apply."""
+the fallbacks (joints whose S is not a unit vector, far angles, large trees) where they
+apply. (An overflowing state in a block: test_fast_kernels.)"""
 
 import numpy as np
 import pytest
@@ -10,7 +10,6 @@ import pytest
 import kanedyn as kd
 from kanedyn.dynamics import kernels as K
 from kanedyn.dynamics.flat import flatten
-from kanedyn.model.joints import Prismatic, Revolute
 from kanedyn.model.urdf import robot_path
 
 ALL_JOINTS = ("revolute", "prismatic", "helical", "spherical", "planar", "free")
@@ -78,25 +77,31 @@ def test_far_angles_take_libm_in_their_lane_only():
         np.testing.assert_array_equal(M[k], kd.crba(model, Q[k]))
 
 
-@pytest.mark.parametrize("call", ["rnea", "crba", "aba"])
-def test_an_overflowing_state_is_named_and_its_block_computed(call):
-    """One state of a block overflows: the error names it (the first such state), and
-    the lane status of its neighbours stays clean."""
-    b = kd.ModelBuilder("telescope")
-    b.add_body("base", None, Revolute("turn", axis=(0, 0, 1)), None, 1.0, (0.1, 0, 0),
-               np.diag([0.1, 0.1, 0.1]))
-    b.add_body("arm", "base", Prismatic("extend", axis=(1, 0, 0)), None, 1.0, (0, 0, 0),
-               np.diag([0.1, 0.1, 0.1]))
-    model = b.build()
-    Q = np.tile([0.3, 0.5], (20, 1))
-    V = np.tile([1.0, 0.0], (20, 1))
-    A = np.tile([1.0, 0.0], (20, 1))
-    Q[13, 1] = 1e160
-    f = {"rnea": lambda q: kd.rnea(model, q, V[: len(q)], A[: len(q)]),
-         "crba": lambda q: kd.crba(model, q),
-         "aba": lambda q: kd.aba(model, q, V[: len(q)], np.tile([1e300, 1e300], (len(q), 1)))}[call]
-    with pytest.raises(kd.StateError, match="state 13 of the batch"):
-        f(Q)
-    Q[13, 1] = 0.5
-    good = f(Q)
-    assert np.all(np.isfinite(good))
+def test_stack_blocks_hold_their_shape_and_do_not_overlap():
+    """The lane kernels' blocks (kernels.stack_array): C-ordered, sized by their shape,
+    each apart from the others (a block too small for its shape once let a CRBA block
+    run into its neighbours)."""
+    from numba import njit
+
+    stack_array = K.stack_array
+
+    @njit
+    def number(x, v):
+        f = x.reshape(x.size)
+        for k in range(x.size):
+            f[k] = v + k
+
+    @njit
+    def fill():
+        a = stack_array((3, 8))
+        b = stack_array((2, 5, 8))
+        c = stack_array((8,))
+        number(a, 1000.0)
+        number(b, 2000.0)
+        number(c, 3000.0)
+        return a.copy(), b.copy(), c.copy()
+
+    a, b, c = fill()
+    for x, v, shape in ((a, 1000.0, (3, 8)), (b, 2000.0, (2, 5, 8)), (c, 3000.0, (8,))):
+        assert x.shape == shape and x.flags.c_contiguous
+        np.testing.assert_array_equal(x.ravel(), v + np.arange(x.size))

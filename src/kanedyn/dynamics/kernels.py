@@ -693,7 +693,7 @@ BATCH_TASK = 32
 #
 # The vectoriser needs to know that the blocks do not overlap, or it gives up
 # ("too many memory checks"): numba does not mark arrays as not aliasing, so the
-# blocks live on the stack (:func:`stack_floats`, an LLVM alloca, which no other
+# blocks live on the stack (:func:`stack_array`, an LLVM alloca, which no other
 # pointer can alias), sized for up to LANE_BODIES bodies (larger trees take the
 # per-state kernels), and the lane loops run to a count the compiler does not know
 # (a loop of exactly 8 is unrolled first and then not vectorised).
@@ -702,27 +702,40 @@ BATCH_TASK = 32
 LANES = 8
 #: the largest tree the lane kernels take (their stack blocks: ~120 kB each)
 LANE_BODIES = 64
-_LX = LANE_BODIES * 12 * LANES
-_LP = LANE_BODIES * 13 * LANES
-_LA = LANE_BODIES * LANES
-_LF = 6 * LANES
-_LT = 9 * LANES
-_LV = LANE_BODIES * 6 * LANES
+# (stack_array takes constants: a product written in the call is not one to numba)
+_LANE_ANGLES = LANE_BODIES * LANES
 
 
 @intrinsic
-def stack_floats(typingctx, n):
-    """A pointer to ``n`` float64 on the stack of the calling function (``n`` a
-    compile-time constant); with :func:`numba.carray`, an array that lives as long as
-    that function's frame and that the compiler knows no other array overlaps."""
-    if not isinstance(n, types.IntegerLiteral):
+def stack_array(typingctx, shape):
+    """A C-contiguous float64 array of the given shape (a tuple of compile-time constant
+    ints) on the stack of the calling function: it lives as long as that function's
+    frame, and the compiler knows that no other array overlaps it. Its size is the
+    product of the shape, so the array cannot reach past its block."""
+    if not (isinstance(shape, types.BaseTuple)
+            and all(isinstance(d, types.IntegerLiteral) for d in shape.types)):
         return None
+    dims = [d.literal_value for d in shape.types]
+    arrty = types.Array(types.float64, len(dims), "C")
 
     def codegen(context, builder, sig, args):
-        return cgutils.alloca_once(builder, context.get_value_type(types.float64),
-                                   size=n.literal_value)
+        from numba.np.arrayobj import make_array, populate_array
 
-    return types.CPointer(types.float64)(n), codegen
+        intp = context.get_value_type(types.intp)
+        size = 1
+        for d in dims:
+            size *= d
+        data = cgutils.alloca_once(builder, context.get_value_type(types.float64), size=size)
+        strides, step = [], 8
+        for d in reversed(dims):
+            strides.insert(0, step)
+            step *= d
+        ary = make_array(arrty)(context, builder)
+        populate_array(ary, data=data, shape=[intp(d) for d in dims],
+                       strides=[intp(x) for x in strides], itemsize=intp(8), meminfo=None)
+        return ary._getvalue()
+
+    return arrty(shape), codegen
 
 
 @njit(cache=True, _nrt=False)
@@ -733,6 +746,28 @@ def lane_joint_transform(data, i, q, Xs, X, r, l):
     for c in range(12):
         X[r, c, l] = Xs[i, c]
     return s
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def lane_unit_axis_transform(data, i, c, s, X, r, L):
+    """``X[r, :, l]`` = X_up[i] of a revolute joint about a unit axis for each lane l,
+    from c[l] = cos q_i, s[l] = sin q_i (as :func:`unit_axis_transform`). One row per
+    loop: rows whose offsets the compiler cannot compare would need run-time overlap
+    checks."""
+    ax = int(data[i, AXIS_ID])
+    u = (ax + 1) % 3
+    w = (ax + 2) % 3
+    for b in range(3):
+        tu = data[i, E_TREE + 3 * u + b]
+        tw = data[i, E_TREE + 3 * w + b]
+        for l in range(L):
+            X[r, 3 * u + b, l] = c[l] * tu + s[l] * tw
+        for l in range(L):
+            X[r, 3 * w + b, l] = c[l] * tw - s[l] * tu
+        for l in range(L):
+            X[r, 3 * ax + b, l] = data[i, E_TREE + 3 * ax + b]
+        for l in range(L):
+            X[r, 9 + b, l] = data[i, R_TREE + b]
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
@@ -813,14 +848,13 @@ def rnea_lanes(data, Q, V, A, Fx, use_v, use_a, use_fext, k0, L, out, status, Xs
     """:func:`rnea_core` for the L <= LANES states ``k0 .. k0 + L - 1`` at once (see
     "Several states at once" above). ``Xs``, ``Ws``: scalar rows for the lane-by-lane
     fallbacks."""
-    n = np.int64
-    X = carray(stack_floats(_LX), (n(LANE_BODIES), n(12), n(LANES)))  # X_up[i]
-    Vb = carray(stack_floats(_LV), (n(LANE_BODIES), n(6), n(LANES)))  # v_i
-    Ab = carray(stack_floats(_LV), (n(LANE_BODIES), n(6), n(LANES)))  # a_i
-    Fb = carray(stack_floats(_LV), (n(LANE_BODIES), n(6), n(LANES)))  # f_i
-    Sv = carray(stack_floats(_LF), (n(6), n(LANES)))  # S_i q̇_i
-    T = carray(stack_floats(_LF), (n(6), n(LANES)))  # scratch
-    C = carray(stack_floats(_LF), (n(2), n(LANES)))  # cos, sin of a joint angle
+    X = stack_array((LANE_BODIES, 12, LANES))  # X_up[i]
+    Vb = stack_array((LANE_BODIES, 6, LANES))  # v_i
+    Ab = stack_array((LANE_BODIES, 6, LANES))  # a_i
+    Fb = stack_array((LANE_BODIES, 6, LANES))  # f_i
+    Sv = stack_array((6, LANES))  # S_i q̇_i
+    T = stack_array((6, LANES))  # scratch
+    C = stack_array((2, LANES))  # cos, sin of a joint angle
     nb = data.shape[0] - 1
     for l in range(L):
         status[k0 + l] = 0
@@ -831,20 +865,7 @@ def rnea_lanes(data, Q, V, A, Fx, use_v, use_a, use_fext, k0, L, out, status, Xs
             for l in range(L):
                 C[0, l] = np.cos(Q[k0 + l, k])
                 C[1, l] = np.sin(Q[k0 + l, k])
-            ax = int(data[i, AXIS_ID])
-            u = (ax + 1) % 3
-            w = (ax + 2) % 3
-            for b in range(3):
-                tu = data[i, E_TREE + 3 * u + b]
-                tw = data[i, E_TREE + 3 * w + b]
-                for l in range(L):
-                    X[i, 3 * u + b, l] = C[0, l] * tu + C[1, l] * tw
-                for l in range(L):
-                    X[i, 3 * w + b, l] = C[0, l] * tw - C[1, l] * tu
-                for l in range(L):
-                    X[i, 3 * ax + b, l] = data[i, E_TREE + 3 * ax + b]
-                for l in range(L):
-                    X[i, 9 + b, l] = data[i, R_TREE + b]
+            lane_unit_axis_transform(data, i, C[0], C[1], X, i, L)
         else:
             for l in range(L):
                 if lane_joint_transform(data, i, Q[k0 + l], Xs, X, i, l) and status[k0 + l] == 0:
@@ -1210,12 +1231,11 @@ def crba_lanes(data, Q, k0, L, out, status, Xs, Fs):
     """:func:`crba_core` for the L <= LANES states ``Q[k0:k0 + L]`` at once, into
     ``out[k0:k0 + L]`` and ``status[k0:k0 + L]`` (see "Several states at once" above).
     ``Xs``, ``Fs``: scalar rows for the lane-by-lane fallbacks."""
-    n = np.int64
-    X = carray(stack_floats(_LX), (n(LANE_BODIES), n(12), n(LANES)))  # X_up[i], lane l
-    P = carray(stack_floats(_LP), (n(LANE_BODIES), n(13), n(LANES)))  # I^c_i parameters
-    C = carray(stack_floats(_LA), (n(3), n(LANE_BODIES * LANES)))  # angles, cos, sin
-    F = carray(stack_floats(_LF), (n(6), n(LANES)))  # the force walking up
-    T = carray(stack_floats(_LT), (n(9), n(LANES)))  # an inertia moved to the parent
+    X = stack_array((LANE_BODIES, 12, LANES))  # X_up[i], lane l
+    P = stack_array((LANE_BODIES, 13, LANES))  # I^c_i parameters
+    C = stack_array((3, _LANE_ANGLES))  # angles, cos, sin
+    F = stack_array((6, LANES))  # the force walking up
+    T = stack_array((9, LANES))  # an inertia moved to the parent
     nb = data.shape[0] - 1
     nv = out.shape[1]
     for l in range(L):
@@ -1235,22 +1255,8 @@ def crba_lanes(data, Q, k0, L, out, status, Xs, Fs):
                 for l in range(L):
                     C[1, i * L + l] = np.cos(Q[k0 + l, iq])
                     C[2, i * L + l] = np.sin(Q[k0 + l, iq])
-            ax = int(data[i, AXIS_ID])
-            u = (ax + 1) % 3
-            w = (ax + 2) % 3
-            for b in range(3):  # as unit_axis_transform
-                tu = data[i, E_TREE + 3 * u + b]
-                tw = data[i, E_TREE + 3 * w + b]
-                # one row per loop: rows whose offsets the compiler cannot compare
-                # would need run-time overlap checks
-                for l in range(L):
-                    X[i, 3 * u + b, l] = C[1, i * L + l] * tu + C[2, i * L + l] * tw
-                for l in range(L):
-                    X[i, 3 * w + b, l] = C[1, i * L + l] * tw - C[2, i * L + l] * tu
-                for l in range(L):
-                    X[i, 3 * ax + b, l] = data[i, E_TREE + 3 * ax + b]
-                for l in range(L):
-                    X[i, 9 + b, l] = data[i, R_TREE + b]
+            lane_unit_axis_transform(data, i, C[1, i * L:(i + 1) * L],
+                                     C[2, i * L:(i + 1) * L], X, i, L)
             for l in range(L):
                 if vec and not abs(C[0, i * L + l]) <= SINCOS_BIG:  # (and NaN): libm
                     lane_joint_transform(data, i, Q[k0 + l], Xs, X, i, l)
@@ -1768,13 +1774,6 @@ def aba1(data, q, v, tau, qdd):
 
 #: the largest tree the ABA lane kernel takes (its stack blocks: ~180 kB)
 ABA_LANE_BODIES = 40
-_AX = ABA_LANE_BODIES * 12 * LANES
-_A6 = ABA_LANE_BODIES * 6 * LANES
-_A21 = ABA_LANE_BODIES * 21 * LANES
-_A1 = ABA_LANE_BODIES * LANES
-_A12 = 12 * LANES
-_A27 = 27 * LANES
-_A36 = 36 * LANES
 
 
 @njit(cache=True, _nrt=False)
@@ -1796,21 +1795,19 @@ def aba_lanes(data, Q, V, Tau, Fx, use_fext, k0, L, out, status, Xs, Ws):
     for operation (the same bits), for a tree that :func:`aba_lanes_fit`. The one-speed
     joints' W row is U itself and their L entry 1/D, as in aba_core; a free root's
     6x6 Cholesky factor is taken lane by lane in vector loops."""
-    n = np.int64
-    NB = n(ABA_LANE_BODIES)
-    X0 = carray(stack_floats(_AX), (NB, n(12), n(LANES)))  # i_X_0
-    S0 = carray(stack_floats(_A6), (NB, n(6), n(LANES)))  # S⁰_i (one column)
-    Vb = carray(stack_floats(_A6), (NB, n(6), n(LANES)))  # v_i
-    Ab = carray(stack_floats(_A6), (NB, n(6), n(LANES)))  # a⁰_i (pass 1), δ_i (pass 3)
-    Pb = carray(stack_floats(_A6), (NB, n(6), n(LANES)))  # p^A_i
-    Ub = carray(stack_floats(_A6), (NB, n(6), n(LANES)))  # U_i = I^A_i S⁰_i
-    IA = carray(stack_floats(_A21), (NB, n(21), n(LANES)))  # I^A_i packed
-    Di = carray(stack_floats(_A1), (NB, n(LANES)))  # 1 / D_i
-    Yb = carray(stack_floats(_A1), (NB, n(LANES)))  # u_i = τ_i - S⁰ᵀ p^A_i
-    Xt = carray(stack_floats(_A12), (n(1), n(12), n(LANES)))  # X_up[i]
-    T = carray(stack_floats(_A27), (n(27), n(LANES)))  # scratch
-    Lc = carray(stack_floats(_A36), (n(6), n(6), n(LANES)))  # a free root's factor
-    Z = carray(stack_floats(_A12), (n(12), n(LANES)))  # its right side, z, δ
+    X0 = stack_array((ABA_LANE_BODIES, 12, LANES))  # i_X_0
+    S0 = stack_array((ABA_LANE_BODIES, 6, LANES))  # S⁰_i (one column)
+    Vb = stack_array((ABA_LANE_BODIES, 6, LANES))  # v_i
+    Ab = stack_array((ABA_LANE_BODIES, 6, LANES))  # a⁰_i (pass 1), δ_i (pass 3)
+    Pb = stack_array((ABA_LANE_BODIES, 6, LANES))  # p^A_i
+    Ub = stack_array((ABA_LANE_BODIES, 6, LANES))  # U_i = I^A_i S⁰_i
+    IA = stack_array((ABA_LANE_BODIES, 21, LANES))  # I^A_i packed
+    Di = stack_array((ABA_LANE_BODIES, LANES))  # 1 / D_i
+    Yb = stack_array((ABA_LANE_BODIES, LANES))  # u_i = τ_i - S⁰ᵀ p^A_i
+    Xt = stack_array((1, 12, LANES))  # X_up[i]
+    T = stack_array((27, LANES))  # scratch
+    Lc = stack_array((6, 6, LANES))  # a free root's factor
+    Z = stack_array((12, LANES))  # its right side, z, δ
     nb = data.shape[0] - 1
     for l in range(L):
         status[k0 + l] = 0
@@ -1820,20 +1817,7 @@ def aba_lanes(data, Q, V, Tau, Fx, use_fext, k0, L, out, status, Xs, Ws):
             for l in range(L):
                 T[0, l] = np.cos(Q[k0 + l, k])
                 T[1, l] = np.sin(Q[k0 + l, k])
-            ax = int(data[i, AXIS_ID])
-            u = (ax + 1) % 3
-            w = (ax + 2) % 3
-            for b in range(3):
-                tu = data[i, E_TREE + 3 * u + b]
-                tw = data[i, E_TREE + 3 * w + b]
-                for l in range(L):
-                    Xt[0, 3 * u + b, l] = T[0, l] * tu + T[1, l] * tw
-                for l in range(L):
-                    Xt[0, 3 * w + b, l] = T[0, l] * tw - T[1, l] * tu
-                for l in range(L):
-                    Xt[0, 3 * ax + b, l] = data[i, E_TREE + 3 * ax + b]
-                for l in range(L):
-                    Xt[0, 9 + b, l] = data[i, R_TREE + b]
+            lane_unit_axis_transform(data, i, T[0], T[1], Xt, 0, L)
         else:
             for l in range(L):
                 if lane_joint_transform(data, i, Q[k0 + l], Xs, Xt, 0, l) and status[k0 + l] == 0:
