@@ -335,38 +335,17 @@ def x_motion(X, i, src, j, dst, k):
 
 @njit(cache=True, _nrt=False)
 def xt_force_add(X, i, src, j, dst, k):
-    """``dst[k] += X_iᵀ src[j]``: f' = Eᵀ f, n' = Eᵀ n + r × f'."""
-    n0 = X[i, 0] * src[j, 0] + X[i, 3] * src[j, 1] + X[i, 6] * src[j, 2]
-    n1 = X[i, 1] * src[j, 0] + X[i, 4] * src[j, 1] + X[i, 7] * src[j, 2]
-    n2 = X[i, 2] * src[j, 0] + X[i, 5] * src[j, 1] + X[i, 8] * src[j, 2]
-    f0 = X[i, 0] * src[j, 3] + X[i, 3] * src[j, 4] + X[i, 6] * src[j, 5]
-    f1 = X[i, 1] * src[j, 3] + X[i, 4] * src[j, 4] + X[i, 7] * src[j, 5]
-    f2 = X[i, 2] * src[j, 3] + X[i, 5] * src[j, 4] + X[i, 8] * src[j, 5]
-    r0, r1, r2 = X[i, 9], X[i, 10], X[i, 11]
-    dst[k, 0] += n0 + r1 * f2 - r2 * f1
-    dst[k, 1] += n1 + r2 * f0 - r0 * f2
-    dst[k, 2] += n2 + r0 * f1 - r1 * f0
-    dst[k, 3] += f0
-    dst[k, 4] += f1
-    dst[k, 5] += f2
-
-
-@njit(cache=True, _nrt=False)
-def xt_force_inplace(X, i, F, k):
-    """``F[k] = X_iᵀ F[k]`` (as :func:`xt_force_add`, overwriting)."""
-    n0 = X[i, 0] * F[k, 0] + X[i, 3] * F[k, 1] + X[i, 6] * F[k, 2]
-    n1 = X[i, 1] * F[k, 0] + X[i, 4] * F[k, 1] + X[i, 7] * F[k, 2]
-    n2 = X[i, 2] * F[k, 0] + X[i, 5] * F[k, 1] + X[i, 8] * F[k, 2]
-    f0 = X[i, 0] * F[k, 3] + X[i, 3] * F[k, 4] + X[i, 6] * F[k, 5]
-    f1 = X[i, 1] * F[k, 3] + X[i, 4] * F[k, 4] + X[i, 7] * F[k, 5]
-    f2 = X[i, 2] * F[k, 3] + X[i, 5] * F[k, 4] + X[i, 8] * F[k, 5]
-    r0, r1, r2 = X[i, 9], X[i, 10], X[i, 11]
-    F[k, 0] = n0 + r1 * f2 - r2 * f1
-    F[k, 1] = n1 + r2 * f0 - r0 * f2
-    F[k, 2] = n2 + r0 * f1 - r1 * f0
-    F[k, 3] = f0
-    F[k, 4] = f1
-    F[k, 5] = f2
+    """``dst[k] += X_iᵀ src[j]`` (:func:`xt_force`)."""
+    c0, c1, c2, c3, c4, c5 = xt_force(X[i, 0], X[i, 1], X[i, 2], X[i, 3], X[i, 4], X[i, 5],
+                                      X[i, 6], X[i, 7], X[i, 8], X[i, 9], X[i, 10], X[i, 11],
+                                      src[j, 0], src[j, 1], src[j, 2], src[j, 3], src[j, 4],
+                                      src[j, 5])
+    dst[k, 0] += c0
+    dst[k, 1] += c1
+    dst[k, 2] += c2
+    dst[k, 3] += c3
+    dst[k, 4] += c4
+    dst[k, 5] += c5
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
@@ -749,6 +728,14 @@ def lane_joint_transform(data, i, q, Xs, X, r, l):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
+def lane_cos_sin(Q, k0, iq, L, c, s):
+    """``c[l], s[l]`` = libm's cos and sin of ``Q[k0 + l, iq]`` (as joint_transform)."""
+    for l in range(L):
+        c[l] = np.cos(Q[k0 + l, iq])
+        s[l] = np.sin(Q[k0 + l, iq])
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
 def lane_unit_axis_transform(data, i, c, s, X, r, L):
     """``X[r, :, l]`` = X_up[i] of a revolute joint about a unit axis for each lane l,
     from c[l] = cos q_i, s[l] = sin q_i (as :func:`unit_axis_transform`). One row per
@@ -862,9 +849,7 @@ def rnea_lanes(data, Q, V, A, Fx, use_v, use_a, use_fext, k0, L, out, status, Xs
         # X_up[i] (as joint_transform: libm's cos and sin)
         k = int(data[i, IQ])
         if data[i, AXIS_ID] >= 0:
-            for l in range(L):
-                C[0, l] = np.cos(Q[k0 + l, k])
-                C[1, l] = np.sin(Q[k0 + l, k])
+            lane_cos_sin(Q, k0, k, L, C[0], C[1])
             lane_unit_axis_transform(data, i, C[0], C[1], X, i, L)
         else:
             for l in range(L):
@@ -1250,13 +1235,10 @@ def crba_lanes(data, Q, k0, L, out, status, Xs, Fs):
         sincos(C[0, :nb * L], C[1, :nb * L], C[2, :nb * L])
     for i in range(nb):
         if data[i, AXIS_ID] >= 0:
-            if not vec:  # a small tree: libm's cos and sin, as joint_transform
-                iq = int(data[i, IQ])
-                for l in range(L):
-                    C[1, i * L + l] = np.cos(Q[k0 + l, iq])
-                    C[2, i * L + l] = np.sin(Q[k0 + l, iq])
-            lane_unit_axis_transform(data, i, C[1, i * L:(i + 1) * L],
-                                     C[2, i * L:(i + 1) * L], X, i, L)
+            cq, sq = C[1, i * L:(i + 1) * L], C[2, i * L:(i + 1) * L]
+            if not vec:  # a small tree: libm's cos and sin
+                lane_cos_sin(Q, k0, int(data[i, IQ]), L, cq, sq)
+            lane_unit_axis_transform(data, i, cq, sq, X, i, L)
             for l in range(L):
                 if vec and not abs(C[0, i * L + l]) <= SINCOS_BIG:  # (and NaN): libm
                     lane_joint_transform(data, i, Q[k0 + l], Xs, X, i, l)
@@ -1313,8 +1295,8 @@ def crba_lanes(data, Q, k0, L, out, status, Xs, Fs):
                     for l in range(L):
                         out[k0 + l, oi + r, col] = F[k if ki >= 0 else r, l]
             else:
+                s_column(data, i, c, Fs, 1)  # the model's column, the same in every lane
                 for l in range(L):
-                    s_column(data, i, c, Fs, 1)
                     inertia_times(P[:, :, l], i, 0, Fs, 1, Fs, 0)
                     for r in range(6):
                         F[r, l] = Fs[0, r]
@@ -1438,39 +1420,19 @@ def sym_rank1_to_parent(A, i, p, b0, b1, b2, b3, b4, b5, u0, u1, u2, u3, u4, u5)
 
 @njit(cache=True, _nrt=False, forceinline=True)
 def inertia_world_s(data, i, e00, e01, e02, e10, e11, e12, e20, e21, e22, r0, r1, r2):
-    """The rigid inertia of body i in world coordinates, ``X0ᵀ I_i X0``, from its
-    parameters in the flat model and ``X0 = i_X_0`` = (E, r) given as scalars. The
-    parameter form of :func:`inertia_moved` (Table 2.5): with y = Eᵀ h, h⁰ = y + m r
-    and Ī⁰ = Eᵀ Ī E - (y rᵀ + r yᵀ + m r rᵀ) + (2 r·y + m r·r) 1. Returns m, h⁰ and
-    the entries 00, 01, 11, 02, 12, 22 of Ī⁰ (the first six packed entries of
-    ``[Ī⁰, h⁰×; h⁰×ᵀ, m 1]``)."""
+    """The rigid inertia of body i in world coordinates, ``X0ᵀ I_i X0`` (:func:`inertia_moved`),
+    from its parameters in the flat model and ``X0 = i_X_0`` = (E, r) given as scalars; Ī
+    is read as symmetric (its upper triangle). Returns m, h⁰ and the entries 00, 01, 11,
+    02, 12, 22 of Ī⁰ (the first six packed entries of ``[Ī⁰, h⁰×; h⁰×ᵀ, m 1]``)."""
     m = data[i, MASS]
-    h0, h1, h2 = data[i, H], data[i, H + 1], data[i, H + 2]
-    y0 = e00 * h0 + e10 * h1 + e20 * h2
-    y1 = e01 * h0 + e11 * h1 + e21 * h2
-    y2 = e02 * h0 + e12 * h1 + e22 * h2
-    g0, g1, g2 = y0 + m * r0, y1 + m * r1, y2 + m * r2
-    diag = 2.0 * (r0 * y0 + r1 * y1 + r2 * y2) + m * (r0 * r0 + r1 * r1 + r2 * r2)
-    # T = Ī E (T[c, b] = tcb), then Eᵀ T; Ī is symmetric (6 distinct entries)
     I = IBAR
     j00, j01, j02 = data[i, I], data[i, I + 1], data[i, I + 2]
     j11, j12, j22 = data[i, I + 4], data[i, I + 5], data[i, I + 8]
-    t00 = j00 * e00 + j01 * e10 + j02 * e20
-    t01 = j00 * e01 + j01 * e11 + j02 * e21
-    t02 = j00 * e02 + j01 * e12 + j02 * e22
-    t10 = j01 * e00 + j11 * e10 + j12 * e20
-    t11 = j01 * e01 + j11 * e11 + j12 * e21
-    t12 = j01 * e02 + j11 * e12 + j12 * e22
-    t20 = j02 * e00 + j12 * e10 + j22 * e20
-    t21 = j02 * e01 + j12 * e11 + j22 * e21
-    t22 = j02 * e02 + j12 * e12 + j22 * e22
-    return (m, g0, g1, g2,
-            e00 * t00 + e10 * t10 + e20 * t20 - (2.0 * y0 * r0 + m * r0 * r0) + diag,
-            e00 * t01 + e10 * t11 + e20 * t21 - (y0 * r1 + r0 * y1 + m * r0 * r1),
-            e01 * t01 + e11 * t11 + e21 * t21 - (2.0 * y1 * r1 + m * r1 * r1) + diag,
-            e00 * t02 + e10 * t12 + e20 * t22 - (y0 * r2 + r0 * y2 + m * r0 * r2),
-            e01 * t02 + e11 * t12 + e21 * t22 - (y1 * r2 + r1 * y2 + m * r1 * r2),
-            e02 * t02 + e12 * t12 + e22 * t22 - (2.0 * y2 * r2 + m * r2 * r2) + diag)
+    g0, g1, g2, s00, s01, s02, s11, s12, s22 = inertia_moved(
+        e00, e01, e02, e10, e11, e12, e20, e21, e22, r0, r1, r2,
+        m, data[i, H], data[i, H + 1], data[i, H + 2],
+        j00, j01, j02, j01, j11, j12, j02, j12, j22)
+    return m, g0, g1, g2, s00, s01, s11, s02, s12, s22
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
@@ -1489,14 +1451,10 @@ def inertia_to_world(data, i, X0, A):
 
 @njit(cache=True, _nrt=False, forceinline=True)
 def rigid_times(m, h0, h1, h2, j00, j01, j02, j11, j12, j22, w0, w1, w2, u0, u1, u2):
-    """``I x`` for the rigid inertia ``[Ī, h×; h×ᵀ, m 1]`` (Ī symmetric, entries jab) and
-    x = (ω, v_O), as 6 scalars: n = Ī ω + h × v_O, f = m v_O - h × ω."""
-    return (j00 * w0 + j01 * w1 + j02 * w2 + h1 * u2 - h2 * u1,
-            j01 * w0 + j11 * w1 + j12 * w2 + h2 * u0 - h0 * u2,
-            j02 * w0 + j12 * w1 + j22 * w2 + h0 * u1 - h1 * u0,
-            m * u0 - (h1 * w2 - h2 * w1),
-            m * u1 - (h2 * w0 - h0 * w2),
-            m * u2 - (h0 * w1 - h1 * w0))
+    """``I x`` (:func:`inertia_times_s`) for the rigid inertia ``[Ī, h×; h×ᵀ, m 1]`` with Ī
+    symmetric, given by its entries jab."""
+    return inertia_times_s(m, h0, h1, h2, j00, j01, j02, j01, j11, j12, j02, j12, j22,
+                           w0, w1, w2, u0, u1, u2)
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
@@ -1814,9 +1772,7 @@ def aba_lanes(data, Q, V, Tau, Fx, use_fext, k0, L, out, status, Xs, Ws):
     for i in range(nb):  # pass 1: velocities, a⁰ and bias forces, parent before child
         k = int(data[i, IQ])
         if data[i, AXIS_ID] >= 0:  # X_up as in rnea_lanes
-            for l in range(L):
-                T[0, l] = np.cos(Q[k0 + l, k])
-                T[1, l] = np.sin(Q[k0 + l, k])
+            lane_cos_sin(Q, k0, k, L, T[0], T[1])
             lane_unit_axis_transform(data, i, T[0], T[1], Xt, 0, L)
         else:
             for l in range(L):
