@@ -2,9 +2,10 @@
 
    A `Caller` stands in front of a public wrapper (kanedyn.dynamics.rnea.rnea etc.):
    called as `f(model, x1, ..., xk)` or `f(model, x1, ..., xk, out=r)` with k state
-   arrays (and `f_ext=None`, by position or name, where the wrapper has f_ext), where each x is a 1-D, aligned, C-contiguous, native float64 ndarray of the
-   model's length (q: nq, the others: nv) and r (if not None) a writeable one of the
-   result's shape, it reads the model's packed buffer (`model._kd_hot[0]`, see
+   arrays (and `f_ext=None`, by position or name, where the wrapper has f_ext), where
+   each x is a 1-D, aligned, C-contiguous, native float64 ndarray of the model's length
+   (q: nq, the others: nv) and r (if not None) a writeable one of the result's shape,
+   it reads the model's packed buffer (`model._kd_hot[0]`, see
    flat.py), allocates the result (or takes r) and calls the numba kernel through its
    C address (`kernels.c_entry`). Anything else — external forces, a batch, a list,
    another dtype, strides, a wrong length, a Model not yet flattened — goes to the
@@ -46,28 +47,32 @@ static PyObject *str_hot; /* "_kd_hot" */
 static PyObject *str_out; /* "out" */
 static PyObject *str_fext; /* "f_ext" */
 
-/* A 1-D, aligned, C-contiguous, native-endian float64 ndarray of length n. */
+/* An aligned, C-contiguous, native-endian float64 ndarray of nd dimensions. */
+static int
+is_f8_contiguous(PyObject *x, int nd)
+{
+    if (!PyArray_Check(x))
+        return 0;
+    PyArrayObject *a = (PyArrayObject *)x;
+    return PyArray_NDIM(a) == nd && PyArray_TYPE(a) == NPY_DOUBLE && PyArray_ISNOTSWAPPED(a)
+           && PyArray_ISALIGNED(a) && PyArray_IS_C_CONTIGUOUS(a);
+}
+
+/* A state: 1-D of length n. */
 static int
 is_state(PyObject *x, npy_intp n)
 {
-    if (!PyArray_Check(x))
-        return 0;
-    PyArrayObject *a = (PyArrayObject *)x;
-    return PyArray_NDIM(a) == 1 && PyArray_DIM(a, 0) == n && PyArray_TYPE(a) == NPY_DOUBLE
-           && PyArray_ISNOTSWAPPED(a) && PyArray_ISALIGNED(a) && PyArray_IS_C_CONTIGUOUS(a);
+    return is_f8_contiguous(x, 1) && PyArray_DIM((PyArrayObject *)x, 0) == n;
 }
 
-/* The caller's out= as the result: a writeable, aligned, C-contiguous, native float64
-   ndarray of the result's shape. */
+/* The caller's out= as the result: writeable, of the result's shape. */
 static int
 is_result(PyObject *x, int nd, const npy_intp *dims)
 {
-    if (!PyArray_Check(x))
+    if (!is_f8_contiguous(x, nd))
         return 0;
     PyArrayObject *a = (PyArrayObject *)x;
-    return PyArray_NDIM(a) == nd && PyArray_DIM(a, 0) == dims[0]
-           && (nd == 1 || PyArray_DIM(a, 1) == dims[1]) && PyArray_TYPE(a) == NPY_DOUBLE
-           && PyArray_ISNOTSWAPPED(a) && PyArray_ISALIGNED(a) && PyArray_IS_C_CONTIGUOUS(a)
+    return PyArray_DIM(a, 0) == dims[0] && (nd == 1 || PyArray_DIM(a, 1) == dims[1])
            && PyArray_ISWRITEABLE(a);
 }
 
