@@ -4,6 +4,12 @@ from .aba import aba
 from .crba import crba
 from .derivatives import aba_derivatives, kinetic_energy_gradient_derivative, rnea_derivatives
 from .energy import kinetic_energy, potential_energy, spatial_momentum
+from .frames import (
+    frame_acceleration,
+    frame_jacobian,
+    frame_jacobian_time_variation,
+    frame_velocity,
+)
 from .jacobian import jacobian
 from .kinematics import Kinematics, center_of_mass, forward_kinematics, frame_placement
 from .rnea import gravity_torques, nonlinear_effects, rnea
@@ -16,6 +22,10 @@ __all__ = [
     "crba",
     "forward_kinematics",
     "frame_placement",
+    "frame_acceleration",
+    "frame_jacobian",
+    "frame_jacobian_time_variation",
+    "frame_velocity",
     "gravity_torques",
     "jacobian",
     "kinetic_energy",

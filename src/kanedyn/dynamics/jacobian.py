@@ -24,15 +24,23 @@ from ..errors import KanedynError
 from ..model import Model
 from ._dispatch import K, fail, general
 from .flat import _CACHE, flatten
+from .frames import frame_jacobian
 
 FRAMES = ("local", "local_world_aligned", "world")
 
 
 def jacobian(model: Model, q: ArrayLike, body: str | int, frame: str = "local") -> NDArray:
-    """The 6 x nv Jacobian of ``body`` (a name or index), rows ``[ω; v]``; see module doc."""
+    """The 6 x nv Jacobian of ``body`` (a name or index), rows ``[ω; v]``; see module doc.
+
+    Given the name of a frame that is not a body (``model.frames``), the Jacobian of that
+    frame about its own origin, ``frame`` its reference: :func:`kanedyn.frame_jacobian`."""
     if frame not in FRAMES:
         raise KanedynError(f"unknown Jacobian frame {frame!r}; choose one of {FRAMES}")
     code = FRAMES.index(frame)
+    if isinstance(body, str) and body not in model.body_names:
+        # a frame that is not a body (a merged link, a TCP, a sensor, the world): its own
+        # Jacobian, about its own origin — never that of the body it is fixed to
+        return frame_jacobian(model, q, body, reference=frame)
     i = model.body_index(body)
     fm = _CACHE.get(id(model)) or flatten(model)
     J = np.empty((6, fm.nv))

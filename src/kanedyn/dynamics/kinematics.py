@@ -16,6 +16,7 @@ from ..model import Model
 from ._dispatch import K, fail, general
 from .energy import COM, summary
 from .flat import _CACHE, flatten
+from .frames import frame_placement as frame_placement  # (it lives in frames.py now)
 
 
 @dataclass(frozen=True)
@@ -56,25 +57,6 @@ def forward_kinematics(model: Model, q: ArrayLike, v: ArrayLike | None = None):
     if s:
         fail(model, s, "forward_kinematics", q, ((v, "v"),) if use_v else ())
     return Kinematics(R, p, vel if use_v else None)
-
-
-def frame_placement(model: Model, q: ArrayLike, name: str | int) -> tuple[NDArray, NDArray]:
-    """Pose (R, p) in the world of a body or of any named frame (merged fixed links,
-    sensors), for one configuration."""
-    kin = forward_kinematics(model, q)
-    if isinstance(kin, list):
-        kin = kin[0]
-    R, p = kin.R, kin.p
-    if isinstance(name, str) and name == model.root_name:
-        return np.eye(3), np.zeros(3)  # the world (a fixed-base URDF's root link)
-    if isinstance(name, str) and name in model.frames:
-        fr = model.frames[name]
-        if fr.body < 0:  # fixed to the world: the same pose at every q
-            return fr.placement.rotation.copy(), fr.placement.translation.copy()
-        Rb, pb = R[fr.body], p[fr.body]
-        return Rb @ fr.placement.rotation, pb + Rb @ fr.placement.translation
-    i = model.body_index(name)
-    return R[i].copy(), p[i].copy()
 
 
 def center_of_mass(model: Model, q: ArrayLike) -> NDArray:

@@ -9,7 +9,7 @@ fixed joint into its parent, adding its inertia and keeping its frame in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -135,6 +135,49 @@ class Model:
         raise ModelError(
             f"no body or frame named {name!r}; bodies are {self.body_names}"
         )
+
+    def frame(self, name: str | int) -> Frame:
+        """The frame called ``name``: a named frame of :attr:`frames` (a merged fixed
+        link, a sensor, a tool point), a body (its origin and axes; an int is a body
+        index) or the world (``root_name``; body -1). ModelError listing the names if
+        there is none."""
+        if isinstance(name, (int, np.integer)):
+            i = self.body_index(name)
+            return Frame(self.bodies[i].name, i, Transform.identity())
+        fr = self.frames.get(name) if isinstance(name, str) else None
+        if fr is not None:
+            return fr
+        for b in self.bodies:  # (a Model built by hand may not list its bodies as frames)
+            if b.name == name:
+                return Frame(name, b.index, Transform.identity())
+        if name == self.root_name:
+            return Frame(name, -1, Transform.identity())
+        others = sorted(n for n in self.frames if n not in set(self.body_names))
+        raise ModelError(f"no frame or body named {name!r}; frames are {others}, bodies are "
+                         f"{self.body_names} (and the world, {self.root_name!r})")
+
+    def add_frame(self, name: str, parent: str | int, placement=None) -> Model:
+        """A new Model with one more frame, fixed to ``parent`` (a body, an existing frame,
+        or the world): ``placement`` is its pose in the parent frame, a
+        :class:`~kanedyn.spatial.Transform` or a pair ``(R, p)`` (R its axes in parent
+        coordinates, p its origin); a frame on a frame composes the placements onto the
+        body. This Model is not changed (it is immutable)."""
+        if not isinstance(name, str) or not name:
+            raise ModelError(f"a frame needs a non-empty name, got {name!r}")
+        if name in self.frames or name in self.body_names or name == self.root_name:
+            raise ModelError(f"frame {name!r} already exists in model {self.name!r} "
+                             "(frame names are unique, bodies and the world included)")
+        if isinstance(parent, (int, np.integer)) and not 0 <= parent < self.nb:
+            raise ModelError(f"frame {name!r}: parent body index {parent} out of range "
+                             f"0..{self.nb - 1}")
+        try:
+            pf = self.frame(parent)
+        except ModelError as e:
+            raise ModelError(f"frame {name!r}: parent {parent!r} does not exist; {e}") from None
+        X = _as_transform(placement, f"frame {name!r}") @ pf.placement
+        frames = dict(self.frames)
+        frames[name] = Frame(name, pf.body, X)
+        return replace(self, frames=frames)
 
     def joint_index(self, name: str) -> int:
         for b in self.bodies:

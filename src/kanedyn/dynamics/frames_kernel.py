@@ -1,0 +1,356 @@
+"""numba kernels of frame kinematics, on the flat model of :mod:`.flat`.
+
+The same quantities as :mod:`.frames_reference` (the readable definitions they
+are tested against), computed in one pass down the support of the frame's body
+(root to body; other branches of the tree are not visited), with the joint and
+spatial helpers of :mod:`.kernels`:
+
+- ``X_up[j]`` (:func:`~.kernels.joint_transform`), the world pose (R_j, p_j), and
+  when asked the body velocity ``v_j = X_up[j] v_p + S_j q̇_j`` and acceleration
+  ``a_j = X_up[j] a_p + S_j q̈_j + v_j × S_j q̇_j`` in body coordinates (no gravity);
+- the frame F with placement ``X_F = (E, r)`` (frame_X_body): ``R_F = R_b Eᵀ``,
+  ``p_F = p_b + R_b r``; ``v_F = X_F v_b``, ``a_F = X_F a_b`` in F's coordinates,
+  then moved to the reference (``local_world_aligned``: (R_F ω, R_F u); ``world``:
+  (R_F ω, R_F u + p_F × R_F ω)); classical: linear part plus ω × v in that reference;
+- Jacobian columns of each support joint j, first in the world about its origin,
+  ``(w, u) = (R_j s_ω, R_j s_v + p_j × w)``, with ``J̇ = v_j^0 × (w, u)`` (S_j is
+  constant in body j); local_world_aligned shifts the point to p_F,
+  ``(w, u + w × p_F)``, ``J̇ = (ẇ, u̇ + ẇ × p_F + w × ṗ_F)``; local turns that into
+  F's axes, ``R_Fᵀ J``, ``J̇ = R_Fᵀ (J̇_lwa - ω × J_lwa)``.
+
+The single-state entry :func:`frame_f` carves its workspace out of an array the
+wrapper keeps per model (no allocation per call); the batch runs states in
+parallel, a workspace per task. Status as in :mod:`.kernels`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from .kernels import (
+    BAD_SHAPE,
+    BATCH_TASK,
+    IV,
+    NOT_FINITE,
+    NQ,
+    NV,
+    NVJ,
+    PARENT,
+    all_finite2,
+    cross_motion_add,
+    joint_transform,
+    s_column,
+    s_times,
+    x_motion,
+)
+
+#: what to compute (bits of ``want``)
+POSE, VEL, ACC, CLASSICAL, JAC, DJAC = 1, 2, 4, 8, 16, 32
+#: reference codes, in the order of :data:`kanedyn.dynamics.frames.REFERENCES`
+LOCAL, LWA, WORLD = 0, 1, 2
+#: layout of ``out``: R_F (9, row-major), p_F (3), velocity (6), acceleration (6)
+OUT_R, OUT_P, OUT_V, OUT_A, OUT_SIZE = 0, 9, 12, 18, 24
+
+
+def workspace_size(nb: int) -> int:
+    """Floats of workspace one state needs: X_up, R, p, v, a per body, the support, scratch."""
+    return 37 * nb + 24
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def to_reference(ref, RF, p0, p1, p2, w0, w1, w2, u0, u1, u2):
+    """A motion (ω, u) in F's coordinates (at F's origin) in the coordinates of ``ref``;
+    ``RF[0:9]`` is R_F row-major (the ``out`` array: no view is made, see frame_batch)."""
+    if ref == LOCAL:
+        return w0, w1, w2, u0, u1, u2
+    a0 = RF[0] * w0 + RF[1] * w1 + RF[2] * w2
+    a1 = RF[3] * w0 + RF[4] * w1 + RF[5] * w2
+    a2 = RF[6] * w0 + RF[7] * w1 + RF[8] * w2
+    b0 = RF[0] * u0 + RF[1] * u1 + RF[2] * u2
+    b1 = RF[3] * u0 + RF[4] * u1 + RF[5] * u2
+    b2 = RF[6] * u0 + RF[7] * u1 + RF[8] * u2
+    if ref == WORLD:  # the body point at the world origin: u_O = u_F + p_F × ω
+        b0 += p1 * a2 - p2 * a1
+        b1 += p2 * a0 - p0 * a2
+        b2 += p0 * a1 - p1 * a0
+    return a0, a1, a2, b0, b1, b2
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def frame_core(data, q, v, a, body, F, want, ref, out, J, dJ, X, R, p, Vb, Ab, T, chain):
+    """Frame F (placement F[0] = (E, r) on ``body``, -1 the world) at one state."""
+    need_a = (want & (ACC | CLASSICAL)) != 0
+    need_v = need_a or (want & (VEL | DJAC)) != 0
+    # the support of the body, body first
+    depth = 0
+    j = body
+    while j >= 0:
+        chain[depth] = j
+        depth += 1
+        j = int(data[j, PARENT])
+    for d in range(depth - 1, -1, -1):
+        i = int(chain[d])
+        if joint_transform(data, i, q, X):
+            return i + 1
+        par = int(data[i, PARENT])
+        # pose of body i in its parent is (Eᵀ, r): R_i = R_p Eᵀ, p_i = p_p + R_p r
+        for m in range(3):
+            for c in range(3):
+                if par < 0:
+                    R[i, 3 * m + c] = X[i, 3 * c + m]
+                else:
+                    R[i, 3 * m + c] = (R[par, 3 * m] * X[i, 3 * c] + R[par, 3 * m + 1]
+                                       * X[i, 3 * c + 1] + R[par, 3 * m + 2] * X[i, 3 * c + 2])
+            if par < 0:
+                p[i, m] = X[i, 9 + m]
+            else:
+                p[i, m] = (p[par, m] + R[par, 3 * m] * X[i, 9] + R[par, 3 * m + 1] * X[i, 10]
+                           + R[par, 3 * m + 2] * X[i, 11])
+        if need_v:
+            s_times(data, i, v, T, 0)  # S q̇
+            if par >= 0:
+                x_motion(X, i, Vb, par, Vb, i)
+                for m in range(6):
+                    Vb[i, m] += T[0, m]
+            else:
+                for m in range(6):
+                    Vb[i, m] = T[0, m]
+            if need_a:
+                s_times(data, i, a, Ab, i)  # S q̈
+                if par >= 0:
+                    x_motion(X, i, Ab, par, T, 1)
+                    for m in range(6):
+                        Ab[i, m] += T[1, m]
+                cross_motion_add(Vb, i, T, 0, Ab, i)
+    # the frame's pose (a frame on the world: F[0] is frame_X_world, its origin r)
+    for m in range(3):
+        for c in range(3):
+            if body >= 0:
+                out[OUT_R + 3 * m + c] = (R[body, 3 * m] * F[0, 3 * c] + R[body, 3 * m + 1]
+                                          * F[0, 3 * c + 1] + R[body, 3 * m + 2] * F[0, 3 * c + 2])
+            else:
+                out[OUT_R + 3 * m + c] = F[0, 3 * c + m]
+        if body >= 0:
+            out[OUT_P + m] = (p[body, m] + R[body, 3 * m] * F[0, 9] + R[body, 3 * m + 1] * F[0, 10]
+                              + R[body, 3 * m + 2] * F[0, 11])
+        else:
+            out[OUT_P + m] = F[0, 9 + m]
+    RF = out  # R_F is out[OUT_R:OUT_R + 9], OUT_R = 0
+    p0, p1, p2 = out[OUT_P], out[OUT_P + 1], out[OUT_P + 2]
+    if need_v:
+        if body >= 0:
+            x_motion(F, 0, Vb, body, T, 2)
+        else:
+            for m in range(6):
+                T[2, m] = 0.0
+        (out[OUT_V], out[OUT_V + 1], out[OUT_V + 2], out[OUT_V + 3], out[OUT_V + 4],
+         out[OUT_V + 5]) = to_reference(ref, RF, p0, p1, p2, T[2, 0], T[2, 1], T[2, 2],
+                                        T[2, 3], T[2, 4], T[2, 5])
+    if need_a:
+        if body >= 0:
+            x_motion(F, 0, Ab, body, T, 3)
+        else:
+            for m in range(6):
+                T[3, m] = 0.0
+        (out[OUT_A], out[OUT_A + 1], out[OUT_A + 2], out[OUT_A + 3], out[OUT_A + 4],
+         out[OUT_A + 5]) = to_reference(ref, RF, p0, p1, p2, T[3, 0], T[3, 1], T[3, 2],
+                                        T[3, 3], T[3, 4], T[3, 5])
+        if want & CLASSICAL:  # + ω × v, both in the reference's coordinates
+            w0, w1, w2 = out[OUT_V], out[OUT_V + 1], out[OUT_V + 2]
+            u0, u1, u2 = out[OUT_V + 3], out[OUT_V + 4], out[OUT_V + 5]
+            out[OUT_A + 3] += w1 * u2 - w2 * u1
+            out[OUT_A + 4] += w2 * u0 - w0 * u2
+            out[OUT_A + 5] += w0 * u1 - w1 * u0
+    if want & (JAC | DJAC):
+        jac_columns(data, body, want, ref, RF, p0, p1, p2, J, dJ, R, p, Vb, T, chain, depth)
+    # only what was computed (the other entries of out are not written)
+    n = OUT_A + 6 if need_a else (OUT_V + 6 if need_v else OUT_V)
+    ok = True
+    for m in range(n):
+        ok = ok and np.isfinite(out[m])
+    if want & JAC:
+        ok = ok and all_finite2(J)
+    if want & DJAC:
+        ok = ok and all_finite2(dJ)
+    return 0 if ok else NOT_FINITE
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def jac_columns(data, body, want, ref, RF, p0, p1, p2, J, dJ, R, p, Vb, T, chain, depth):
+    """J (and J̇) of frame F into J (dJ): the columns of the support joints (module doc)."""
+    with_d = (want & DJAC) != 0
+    with_j = (want & JAC) != 0
+    for m in range(6):
+        if with_j:
+            for c in range(J.shape[1]):
+                J[m, c] = 0.0
+        if with_d:
+            for c in range(dJ.shape[1]):
+                dJ[m, c] = 0.0
+    # ṗ_F and ω of the body, world axes (for J̇ of local_world_aligned and local)
+    Wb0 = Wb1 = Wb2 = Pd0 = Pd1 = Pd2 = 0.0
+    if with_d and body >= 0:
+        w0, w1, w2 = Vb[body, 0], Vb[body, 1], Vb[body, 2]
+        Wb0 = R[body, 0] * w0 + R[body, 1] * w1 + R[body, 2] * w2
+        Wb1 = R[body, 3] * w0 + R[body, 4] * w1 + R[body, 5] * w2
+        Wb2 = R[body, 6] * w0 + R[body, 7] * w1 + R[body, 8] * w2
+        u0, u1, u2 = Vb[body, 3], Vb[body, 4], Vb[body, 5]
+        # velocity of the body point at p_F: R_b v_b + ω × (p_F - p_b)
+        e0, e1, e2 = p0 - p[body, 0], p1 - p[body, 1], p2 - p[body, 2]
+        Pd0 = R[body, 0] * u0 + R[body, 1] * u1 + R[body, 2] * u2 + Wb1 * e2 - Wb2 * e1
+        Pd1 = R[body, 3] * u0 + R[body, 4] * u1 + R[body, 5] * u2 + Wb2 * e0 - Wb0 * e2
+        Pd2 = R[body, 6] * u0 + R[body, 7] * u1 + R[body, 8] * u2 + Wb0 * e1 - Wb1 * e0
+    Om0 = Om1 = Om2 = Vo0 = Vo1 = Vo2 = 0.0
+    dw0 = dw1 = dw2 = du0 = du1 = du2 = 0.0
+    for d in range(depth):
+        j = int(chain[d])
+        if with_d:  # v_j^0: spatial velocity of body j in world coordinates
+            w0, w1, w2 = Vb[j, 0], Vb[j, 1], Vb[j, 2]
+            Om0 = R[j, 0] * w0 + R[j, 1] * w1 + R[j, 2] * w2
+            Om1 = R[j, 3] * w0 + R[j, 4] * w1 + R[j, 5] * w2
+            Om2 = R[j, 6] * w0 + R[j, 7] * w1 + R[j, 8] * w2
+            u0, u1, u2 = Vb[j, 3], Vb[j, 4], Vb[j, 5]
+            Vo0 = R[j, 0] * u0 + R[j, 1] * u1 + R[j, 2] * u2 + p[j, 1] * Om2 - p[j, 2] * Om1
+            Vo1 = R[j, 3] * u0 + R[j, 4] * u1 + R[j, 5] * u2 + p[j, 2] * Om0 - p[j, 0] * Om2
+            Vo2 = R[j, 6] * u0 + R[j, 7] * u1 + R[j, 8] * u2 + p[j, 0] * Om1 - p[j, 1] * Om0
+        o = int(data[j, IV])
+        for c in range(int(data[j, NVJ])):
+            s_column(data, j, c, T, 1)  # (T[0], T[1]: free after the forward pass)
+            s0, s1, s2, s3, s4, s5 = T[1, 0], T[1, 1], T[1, 2], T[1, 3], T[1, 4], T[1, 5]
+            w0 = R[j, 0] * s0 + R[j, 1] * s1 + R[j, 2] * s2
+            w1 = R[j, 3] * s0 + R[j, 4] * s1 + R[j, 5] * s2
+            w2 = R[j, 6] * s0 + R[j, 7] * s1 + R[j, 8] * s2
+            u0 = R[j, 0] * s3 + R[j, 1] * s4 + R[j, 2] * s5 + p[j, 1] * w2 - p[j, 2] * w1
+            u1 = R[j, 3] * s3 + R[j, 4] * s4 + R[j, 5] * s5 + p[j, 2] * w0 - p[j, 0] * w2
+            u2 = R[j, 6] * s3 + R[j, 7] * s4 + R[j, 8] * s5 + p[j, 0] * w1 - p[j, 1] * w0
+            if with_d:  # (ẇ, u̇) = v_j^0 × (w, u)
+                dw0 = Om1 * w2 - Om2 * w1
+                dw1 = Om2 * w0 - Om0 * w2
+                dw2 = Om0 * w1 - Om1 * w0
+                du0 = Om1 * u2 - Om2 * u1 + Vo1 * w2 - Vo2 * w1
+                du1 = Om2 * u0 - Om0 * u2 + Vo2 * w0 - Vo0 * w2
+                du2 = Om0 * u1 - Om1 * u0 + Vo0 * w1 - Vo1 * w0
+            if ref != WORLD:  # the point at p_F: u + w × p_F
+                u0 += w1 * p2 - w2 * p1
+                u1 += w2 * p0 - w0 * p2
+                u2 += w0 * p1 - w1 * p0
+                if with_d:  # + ẇ × p_F + w × ṗ_F
+                    du0 += dw1 * p2 - dw2 * p1 + w1 * Pd2 - w2 * Pd1
+                    du1 += dw2 * p0 - dw0 * p2 + w2 * Pd0 - w0 * Pd2
+                    du2 += dw0 * p1 - dw1 * p0 + w0 * Pd1 - w1 * Pd0
+            if ref == LOCAL:
+                if with_d:  # R_Fᵀ (J̇ - ω × J), both blocks
+                    dw0 -= Wb1 * w2 - Wb2 * w1
+                    dw1 -= Wb2 * w0 - Wb0 * w2
+                    dw2 -= Wb0 * w1 - Wb1 * w0
+                    du0 -= Wb1 * u2 - Wb2 * u1
+                    du1 -= Wb2 * u0 - Wb0 * u2
+                    du2 -= Wb0 * u1 - Wb1 * u0
+                    dJ[0, o + c] = RF[0] * dw0 + RF[3] * dw1 + RF[6] * dw2
+                    dJ[1, o + c] = RF[1] * dw0 + RF[4] * dw1 + RF[7] * dw2
+                    dJ[2, o + c] = RF[2] * dw0 + RF[5] * dw1 + RF[8] * dw2
+                    dJ[3, o + c] = RF[0] * du0 + RF[3] * du1 + RF[6] * du2
+                    dJ[4, o + c] = RF[1] * du0 + RF[4] * du1 + RF[7] * du2
+                    dJ[5, o + c] = RF[2] * du0 + RF[5] * du1 + RF[8] * du2
+                if with_j:
+                    J[0, o + c] = RF[0] * w0 + RF[3] * w1 + RF[6] * w2
+                    J[1, o + c] = RF[1] * w0 + RF[4] * w1 + RF[7] * w2
+                    J[2, o + c] = RF[2] * w0 + RF[5] * w1 + RF[8] * w2
+                    J[3, o + c] = RF[0] * u0 + RF[3] * u1 + RF[6] * u2
+                    J[4, o + c] = RF[1] * u0 + RF[4] * u1 + RF[7] * u2
+                    J[5, o + c] = RF[2] * u0 + RF[5] * u1 + RF[8] * u2
+            else:
+                if with_j:
+                    J[0, o + c], J[1, o + c], J[2, o + c] = w0, w1, w2
+                    J[3, o + c], J[4, o + c], J[5, o + c] = u0, u1, u2
+                if with_d:
+                    dJ[0, o + c], dJ[1, o + c], dJ[2, o + c] = dw0, dw1, dw2
+                    dJ[3, o + c], dJ[4, o + c], dJ[5, o + c] = du0, du1, du2
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def frame_ws(data, q, v, a, body, F, want, ref, out, J, dJ, ws):
+    """:func:`frame_core` with its arrays carved out of the 1-D workspace ``ws``."""
+    nb = data.shape[0] - 1
+    o = 0
+    X = ws[o:o + 12 * nb].reshape((nb, 12))
+    o += 12 * nb
+    R = ws[o:o + 9 * nb].reshape((nb, 9))
+    o += 9 * nb
+    p = ws[o:o + 3 * nb].reshape((nb, 3))
+    o += 3 * nb
+    Vb = ws[o:o + 6 * nb].reshape((nb, 6))
+    o += 6 * nb
+    Ab = ws[o:o + 6 * nb].reshape((nb, 6))
+    o += 6 * nb
+    chain = ws[o:o + nb]
+    o += nb
+    T = ws[o:o + 24].reshape((4, 6))
+    return frame_core(data, q, v, a, body, F, want, ref, out, J, dJ, X, R, p, Vb, Ab, T, chain)
+
+
+@njit(cache=True, _nrt=False)
+def frame_f(data, q, v, a, body, F, want, ref, out, J, dJ, ws):
+    """One state; checks the lengths of what ``want`` reads and writes."""
+    nb = data.shape[0] - 1
+    nv = int(data[nb, NV])
+    if (q.shape[0] != int(data[nb, NQ]) or ws.shape[0] < 37 * nb + 24
+            or out.shape[0] != OUT_SIZE
+            or ((want & (VEL | ACC | CLASSICAL | DJAC)) and v.shape[0] != nv)
+            or ((want & (ACC | CLASSICAL)) and a.shape[0] != nv)
+            or ((want & JAC) and (J.shape[0] != 6 or J.shape[1] != nv))
+            or ((want & DJAC) and (dJ.shape[0] != 6 or dJ.shape[1] != nv))):
+        return BAD_SHAPE
+    return frame_ws(data, q, v, a, body, F, want, ref, out, J, dJ, ws)
+
+
+@njit(cache=True, parallel=True)
+def frame_batch(data, Q, V, A, body, F, want, ref, out, J, dJ, status):
+    """States k of Q (V, A: as many rows; J, dJ: as many, or 1 when not wanted)."""
+    N = Q.shape[0]
+    nb = data.shape[0] - 1
+    for t in prange((N + BATCH_TASK - 1) // BATCH_TASK):
+        # arrays of their own, not views of one workspace: the _nrt=False core is inlined
+        # here, where numba counts references, and must not be handed views it made
+        X = np.empty((nb, 12))
+        R = np.empty((nb, 9))
+        p = np.empty((nb, 3))
+        Vb = np.empty((nb, 6))
+        Ab = np.empty((nb, 6))
+        T = np.empty((4, 6))
+        chain = np.empty(nb)
+        for k in range(t * BATCH_TASK, min(N, (t + 1) * BATCH_TASK)):
+            status[k] = frame_core(data, Q[k], V[k], A[k], body, F, want, ref, out[k],
+                                   J[k if J.shape[0] == N else 0],
+                                   dJ[k if dJ.shape[0] == N else 0], X, R, p, Vb, Ab, T, chain)
+
+
+_V = "float64[::1]"
+_A = "float64[:]"
+_M = "float64[:, ::1]"
+_A2 = "float64[:, :]"
+_T3 = "float64[:, :, ::1]"
+SIGNATURES = {
+    "frame_f": f"int64({_M}, {_A}, {_A}, {_A}, int64, {_M}, int64, int64, {_V}, {_A2}, "
+               f"{_A2}, {_V})",
+    "frame_batch": f"void({_M}, {_M}, {_M}, {_M}, int64, {_M}, int64, int64, {_M}, {_T3}, "
+                   f"{_T3}, int64[::1])",
+}
+
+
+def ready(name: str):
+    """The dispatcher of ``name``, compiled for its one signature (then closed to others:
+    an argument of another type raises TypeError, as :func:`.kernels.ready`)."""
+    disp = globals()[name]
+    if not disp.signatures:
+        disp.compile(SIGNATURES[name])
+        disp.disable_compile()
+    return disp
+
+
+def entry(name: str):
+    """The compiled entry point of ``name`` without numba's dispatcher (see
+    :func:`.kernels.entry`: the caller passes arrays of the declared ndim and float64)."""
+    disp = ready(name)
+    return disp.overloads[disp.signatures[0]].entry_point
