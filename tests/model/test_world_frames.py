@@ -1,4 +1,4 @@
-"""Frames welded to the world keep their pose, and are refused where a body is needed."""
+"""Frames welded to the world keep their pose and have zero Jacobians (they never move)."""
 
 import numpy as np
 import pytest
@@ -19,8 +19,12 @@ def test_frames_fixed_to_the_world():
         assert np.allclose(R, rotz(0.3)) and np.allclose(p, [1.0, 2.0, 3.0])
         R, p = kd.frame_placement(model, q, "world")
         assert np.allclose(R, np.eye(3)) and np.allclose(p, 0.0)
+    # the frame's own Jacobian (issue 14), not an error, and never a body's
+    for frame in ("local", "local_world_aligned", "world"):
+        J = kd.jacobian(model, np.array([0.7]), "camera", frame=frame)
+        assert J.shape == (6, 1) and not J.any()
     with pytest.raises(kd.ModelError, match="'camera' is fixed to the world"):
-        kd.jacobian(model, [0.0], "camera")
+        model.body_index("camera")
 
 
 def test_fixed_base_urdf_root_is_the_world():
