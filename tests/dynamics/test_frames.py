@@ -438,3 +438,36 @@ def test_bad_states_name_the_input():
         kd.frame_placement(model, bad, "body2")
     with pytest.raises(kd.StateError, match="not finite|NaN|nan"):
         kd.frame_velocity(model, q, np.full(model.nv, np.nan), "body2")
+
+
+@pytest.mark.parametrize("kind", ["point", "weld"])
+def test_loop_closure_on_a_frame_acts_at_the_frame(kind):
+    """A loop closure named by frames is the closure at those frames: the same g, G and
+    γ as one written on their bodies with the frames' placements composed by hand."""
+    from kanedyn.constraints import ConstrainedSystem, LoopClosure
+
+    base = kd.models.random_tree(4, seed=3, joint_types=("revolute",))
+    rng = np.random.default_rng(0)
+    Xa, Xb, Xc = (_random_placement(rng) for _ in range(3))
+    model = base.add_frame("fa", "body1", Xa).add_frame("fb", "body3", Xb)
+    on_frames = ConstrainedSystem(model, [LoopClosure("fa", "fb", kind, frame_a=Xc,
+                                                      name="cut")])
+    by_hand = ConstrainedSystem(model, [LoopClosure(
+        1, 3, kind, frame_a=(Xa[0] @ Xc[0], Xa[1] + Xa[0] @ Xc[1]), frame_b=Xb, name="cut")])
+    q, v = rng.normal(size=4), rng.normal(size=4)
+    for f in ("constraint", "constraint_matrix"):
+        a, b = getattr(on_frames, f)(0, q), getattr(by_hand, f)(0, q)
+        _close(a, b, 1e-14)
+    _close(on_frames.gamma(0, q, v), by_hand.gamma(0, q, v), 1e-14)
+    # and not at the body origins
+    at_origins = ConstrainedSystem(model, [LoopClosure(1, 3, kind, frame_a=Xc, name="cut")])
+    assert np.abs(at_origins.constraint(0, q) - on_frames.constraint(0, q)).max() > 1e-3
+
+
+def test_batch_mass_parameter_refuses_a_frame():
+    model = kd.load_robot("panda")
+    Q = np.tile(kd.neutral(model), (2, 1))
+    with pytest.raises(kd.StateError, match="'panda_hand_tcp' is not a body; it is a frame "
+                                            "on body 'panda_link7'"):
+        kd.simulate_batch(model, Q, np.zeros_like(Q), 0.01, method="rk4", dt=0.01,
+                          params={"mass:panda_hand_tcp": [1.0, 2.0]})

@@ -3,13 +3,38 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ConstraintError
-from .loops import BodyKinematics, LoopClosure, UserConstraint, VelocityConstraint, loop_rows
+from .loops import (
+    BodyKinematics,
+    LoopClosure,
+    UserConstraint,
+    VelocityConstraint,
+    _frame,
+    loop_rows,
+)
 from .system import ConstrainedMechanics
+
+
+def _on_bodies(model, lc: LoopClosure) -> LoopClosure:
+    """``lc`` with each side that names a frame of ``model.frames`` that is not a body
+    replaced by that frame's body (None for the world) and ``frame_a``/``frame_b``
+    given in the body's coordinates: ``R_b = R_bF R``, ``p_b = p_bF + R_bF p``."""
+    out = {}
+    for side in ("a", "b"):
+        b, fr = getattr(lc, f"body_{side}"), getattr(lc, f"frame_{side}")
+        if not isinstance(b, str) or b == model.root_name or b in model.body_names:
+            continue
+        F = model.frame(b)  # ModelError naming the frames if there is none
+        R, p = _frame(fr)
+        RF, pF = F.placement.rotation, F.placement.translation
+        out[f"body_{side}"] = None if F.body < 0 else F.body
+        out[f"frame_{side}"] = (RF @ R, pF + RF @ p)
+    return replace(lc, **out) if out else lc
 
 
 class ConstrainedSystem(ConstrainedMechanics):
@@ -34,6 +59,11 @@ class ConstrainedSystem(ConstrainedMechanics):
             if isinstance(c, UserConstraint) and model.nq != model.nv:
                 raise ConstraintError(f"user constraint {c.name!r} needs q̇ = v (nq = nv); "
                                       f"model {model.name!r} has quaternions")
+        # a side named by a frame that is not a body (a merged link, a TCP, a user frame)
+        # is moved onto its body, the closure frame composed with the frame's placement:
+        # the loop acts at that frame, never at the origin of the body it is fixed to
+        self.constraints = tuple(_on_bodies(model, c) if isinstance(c, LoopClosure) else c
+                                 for c in self.constraints)
         self._bodies = []
         for c in self.constraints:
             if isinstance(c, LoopClosure):

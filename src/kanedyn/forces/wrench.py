@@ -21,7 +21,9 @@ class ExternalWrench(ForceElement):
     (the ``f_ext`` convention of :func:`kanedyn.rnea`); ``frame="world"``: f in
     world coordinates, moment about the world origin. Joint forces follow by
     virtual power, ``τ = Jᵀ f`` with the Jacobian of the same frame (Featherstone
-    2008, eq. 5.20). Non-conservative: its work enters W_nc.
+    2008, eq. 5.20). ``body`` may name any frame (a tool point, a merged link): the
+    wrench then acts at that frame, in its axes for ``"local"`` (``kd.jacobian`` gives
+    the frame's own Jacobian). Non-conservative: its work enters W_nc.
     """
 
     def __init__(self, body: str | int, wrench: ArrayLike | Callable, frame: str = "local"):
@@ -39,7 +41,7 @@ class ExternalWrench(ForceElement):
         model = getattr(system, "model", None)
         if model is None:
             raise ModelError("ExternalWrench needs a system built on a Model (for its Jacobian)")
-        model.body_index(self.body)  # raises naming the body if it does not exist
+        model.frame(self.body)  # raises naming the frames and bodies if there is none
         out = ExternalWrench(self.body, self.wrench, self.frame)
         out._model = model
         return out

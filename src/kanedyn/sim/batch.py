@@ -248,6 +248,14 @@ def _apply_params(model: Model, D: NDArray, P: NDArray, params: dict, N: int) ->
             raise StateError(f"simulate_batch: params[{name!r}] must be {N} finite numbers, "
                              f"one per run; got shape {vals.shape}")
         if qty == "mass":
+            if target not in model.body_names:
+                # a merged link's name would scale the whole body it is merged into
+                where = (f"it is a frame on body "
+                         f"{model.bodies[model.frames[target].body].name!r}"
+                         if target in model.frames and model.frames[target].body >= 0
+                         else f"bodies are {model.body_names}")
+                raise StateError(f"simulate_batch: {name!r}: {target!r} is not a body; "
+                                 f"{where}")
             i = model.body_index(target)
             m = model.bodies[i].mass
             if m <= 0 or np.any(vals <= 0):
