@@ -37,36 +37,34 @@ are :mod:`.frames_reference`.
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import KanedynError
 from ..model import Model
 from ._dispatch import F8, batch, fail, general
-from .flat import _CACHE, flatten
-from .frames_kernel import (
-    ACC,
-    CLASSICAL,
-    DJAC,
-    JAC,
-    OUT_A,
-    OUT_P,
-    OUT_SIZE,
-    OUT_V,
-    POSE,
-    VEL,
-    workspace_size,
-)
+from .flat import flatten
+from .frames_kernel import ACC, CLASSICAL, DJAC, JAC, POSE, VEL, frame_params
 
 REFERENCES = ("local", "local_world_aligned", "world")
-
-# id(model) -> [workspace of the single-state kernel, {frame: (body, (1, 12) X_F)}];
-# the entry is dropped when the Model is collected (as flat._CACHE)
-_FRAMES: dict[int, list] = {}
+_CODES = {r: k << 6 for k, r in enumerate(REFERENCES)}  # op = want | ref << 6
+#: the attribute of a Model that holds its :class:`_Frames`
+ATTR = "_kd_frames"
 _NO_J = np.empty((1, 1))
 _NO_J3 = np.empty((1, 1, 1))
+
+
+class _Frames(dict):
+    """``frame -> (P, nv, (6, nv))``: the frame's array P (flat model, placement, body,
+    workspace; :func:`~.frames_kernel.frame_params`), nv and the Jacobian's shape, kept
+    on the Model itself (as :class:`~.flat._Hot`: one attribute read is the cheapest
+    lookup). A copy or a pickle of the Model does not carry it (it reduces to an empty
+    one)."""
+
+    __slots__ = ()
+
+    def __reduce__(self):
+        return (_Frames, ())
 
 
 def _load(*args):
@@ -80,81 +78,78 @@ def _load(*args):
 _frame_f = _load
 
 
-def _resolve(model: Model, frame) -> tuple[int, NDArray, NDArray]:
-    """(body, X_F as one (E, r) row, workspace) of ``frame``, cached per model."""
-    c = _FRAMES.get(id(model))
-    if c is None:
-        if not isinstance(model, Model):
-            flatten(model)  # the ModelError naming what was passed
-        c = [np.empty(workspace_size(model.nb)), {}]
-        _FRAMES[id(model)] = c
-        weakref.finalize(model, _FRAMES.pop, id(model), None)
+def _resolve(model: Model, frame) -> tuple[NDArray, int, tuple]:
+    """(P, nv, (6, nv)) of ``frame``, made and cached on first use (ModelError listing the
+    frames if there is none)."""
+    fm = flatten(model)  # (ModelError if model is not a Model)
+    c = getattr(model, ATTR, None)
+    if type(c) is not _Frames:
+        c = _Frames()
+        object.__setattr__(model, ATTR, c)  # a cache: the frozen fields are untouched
     try:
-        hit = c[1].get(frame)
+        hit = c.get(frame)
     except TypeError:  # unhashable: not a name
         hit = None
     if hit is None:
         fr = model.frame(frame)
-        F = np.empty((1, 12))
-        F[0, :9] = fr.placement.E.reshape(9)
-        F[0, 9:] = fr.placement.r
-        hit = (fr.body, F)
-        c[1][frame] = hit
-    return hit[0], hit[1], c[0]
+        hit = (frame_params(fm.data, fr.body, fr.placement.E, fr.placement.r), fm.nv,
+               (6, fm.nv))
+        c[frame] = hit
+    return hit
 
 
 def _reference(reference: str) -> int:
     try:
-        return REFERENCES.index(reference)
-    except ValueError:
+        return _CODES[reference]
+    except (KeyError, TypeError):
         raise KanedynError(f"unknown reference {reference!r}; choose one of {REFERENCES}") \
             from None
 
 
-def _run(model: Model, q, v, a, frame, want: int, ref: int, what: str):
-    """(out (24,) or (N, 24), J, dJ, single) of the frame kernel for ``want``."""
-    fm = _CACHE.get(id(model)) or flatten(model)
-    body, F, ws = _resolve(model, frame)
+def _general(model: Model, q, v, a, frame, want: int, reference, what: str):
+    """Every call the fast paths do not take: validation, batches, errors.
+    Returns (res (k,) or (N, k), J or J̇, single)."""
+    P, nv, _ = _resolve(model, frame)
+    op = want | _reference(reference)
     use_v = bool(want & (VEL | ACC | CLASSICAL | DJAC))
     use_a = bool(want & (ACC | CLASSICAL))
-    nv = fm.nv
-    if (type(q) is np.ndarray and q.ndim == 1 and q.dtype is F8
-            and (not use_v or (type(v) is np.ndarray and v.ndim == 1 and v.dtype is F8))
-            and (not use_a or (type(a) is np.ndarray and a.ndim == 1 and a.dtype is F8))):
-        out = np.empty(OUT_SIZE)
-        J = np.empty((6, nv)) if want & JAC else _NO_J
-        dJ = np.empty((6, nv)) if want & DJAC else _NO_J
-        s = _frame_f(fm.data, q, v if use_v else q, a if use_a else q, body, F, want, ref,
-                     out, J, dJ, ws)
-        if not s:
-            return out, J, dJ, True
     speeds = ((v, "v"),) * use_v + ((a, "a"),) * use_a
     (Q, *X), _, single = general(model, q, speeds)
     N = Q.shape[0]
     V = X[0] if use_v else Q
     A = X[1] if use_a else Q
-    out = np.empty((N, OUT_SIZE))
-    J = np.empty((N, 6, nv)) if want & JAC else _NO_J3
-    dJ = np.empty((N, 6, nv)) if want & DJAC else _NO_J3
+    k = 12 if want & POSE else 6
+    res = np.empty((N, k))
+    J = np.empty((N, 6, nv)) if want & (JAC | DJAC) else _NO_J3
     status = np.zeros(N, dtype=np.int64)
     from .frames_kernel import ready
 
-    batch(ready("frame_batch"), fm.data, Q, V, A, body, F, want, ref, out, J, dJ, status)
+    batch(ready("frame_batch"), P, Q, V, A, op, res, J, status)
     if status.any():
         fail(model, status, what, Q, tuple(zip(X, ("v", "a")[:len(X)], strict=True)))
     if single:
-        return out[0], J[0], dJ[0], True
-    return out, J, dJ, False
+        return res[0], J[0], True
+    return res, J, False
 
 
 def frame_placement(model: Model, q: ArrayLike, frame: str | int) -> tuple[NDArray, NDArray]:
     """Pose of ``frame`` in the world: its axes R (3x3, columns in world coordinates) and
     origin p, ``R_F = R_b R_bF``, ``p_F = p_b + R_b p_bF`` with (R_bF, p_bF) its placement
     on body b. A batch of configurations gives R (N, 3, 3) and p (N, 3)."""
-    out, _, _, single = _run(model, q, None, None, frame, POSE, 0, "frame_placement")
+    try:
+        P, nv, shape = getattr(model, ATTR)[frame]
+    except (AttributeError, KeyError, TypeError, ValueError):
+        pass
+    else:
+        if type(q) is np.ndarray and q.ndim == 1 and q.dtype is F8:
+            res = np.empty(12)
+            if not _frame_f(P, q, q, q, POSE, res, _NO_J):
+                return res[:9].reshape(3, 3), res[9:]
+    res, _, single = _general(model, q, None, None, frame, POSE, "local",
+                                 "frame_placement")
     if single:
-        return out[:9].reshape(3, 3), out[OUT_P:OUT_P + 3]
-    return out[:, :9].reshape(-1, 3, 3), out[:, OUT_P:OUT_P + 3]
+        return res[:9].reshape(3, 3), res[9:12]
+    return res[:, :9].reshape(-1, 3, 3), res[:, 9:12]
 
 
 def frame_velocity(model: Model, q: ArrayLike, v: ArrayLike, frame: str | int,
@@ -162,9 +157,18 @@ def frame_velocity(model: Model, q: ArrayLike, v: ArrayLike, frame: str | int,
     """Spatial velocity ``[ω; v]`` of ``frame`` in ``reference`` (module doc):
     ``v_F = F_X_b v_b`` in F's coordinates (Featherstone 2008, eq. 2.20), then moved.
     Equals ``frame_jacobian(model, q, frame, reference) @ v``."""
-    out, _, _, single = _run(model, q, v, None, frame, VEL, _reference(reference),
-                             "frame_velocity")
-    return out[OUT_V:OUT_V + 6] if single else out[:, OUT_V:OUT_V + 6]
+    try:
+        P, nv, shape = getattr(model, ATTR)[frame]
+        op = VEL | _CODES[reference]
+    except (AttributeError, KeyError, TypeError, ValueError):
+        pass
+    else:
+        if (type(q) is np.ndarray and q.ndim == 1 and q.dtype is F8
+                and type(v) is np.ndarray and v.ndim == 1 and v.dtype is F8):
+            res = np.empty(6)
+            if not _frame_f(P, q, v, q, op, res, _NO_J):
+                return res
+    return _general(model, q, v, None, frame, VEL, reference, "frame_velocity")[0]
 
 
 def frame_acceleration(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
@@ -177,9 +181,19 @@ def frame_acceleration(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
     ``reference``; classical (default): its linear part plus ``ω × v`` (eq. 2.46), the
     acceleration of F's origin for ``local`` and ``local_world_aligned``."""
     want = ACC | CLASSICAL if classical else ACC
-    out, _, _, single = _run(model, q, v, a, frame, want, _reference(reference),
-                             "frame_acceleration")
-    return out[OUT_A:OUT_A + 6] if single else out[:, OUT_A:OUT_A + 6]
+    try:
+        P, nv, shape = getattr(model, ATTR)[frame]
+        op = want | _CODES[reference]
+    except (AttributeError, KeyError, TypeError, ValueError):
+        pass
+    else:
+        if (type(q) is np.ndarray and q.ndim == 1 and q.dtype is F8
+                and type(v) is np.ndarray and v.ndim == 1 and v.dtype is F8
+                and type(a) is np.ndarray and a.ndim == 1 and a.dtype is F8):
+            res = np.empty(6)
+            if not _frame_f(P, q, v, a, op, res, _NO_J):
+                return res
+    return _general(model, q, v, a, frame, want, reference, "frame_acceleration")[0]
 
 
 def frame_jacobian(model: Model, q: ArrayLike, frame: str | int,
@@ -187,9 +201,17 @@ def frame_jacobian(model: Model, q: ArrayLike, frame: str | int,
     """The 6 x nv Jacobian of ``frame``, rows ``[ω; v]`` in ``reference``: the velocity of
     the frame is ``J v``. Column c of joint j on the frame's support is ``X S_j[:, c]``,
     S_j carried from body j to the reference (Featherstone 2008, eq. 3.34 / §8.1)."""
-    _, J, _, _ = _run(model, q, None, None, frame, JAC, _reference(reference),
-                      "frame_jacobian")
-    return J
+    try:
+        P, nv, shape = getattr(model, ATTR)[frame]
+        op = JAC | _CODES[reference]
+    except (AttributeError, KeyError, TypeError, ValueError):
+        pass
+    else:
+        if type(q) is np.ndarray and q.ndim == 1 and q.dtype is F8:
+            J = np.empty(shape)
+            if not _frame_f(P, q, q, q, op, q, J):
+                return J
+    return _general(model, q, None, None, frame, JAC, reference, "frame_jacobian")[1]
 
 
 def frame_jacobian_time_variation(model: Model, q: ArrayLike, v: ArrayLike, frame: str | int,
@@ -198,6 +220,16 @@ def frame_jacobian_time_variation(model: Model, q: ArrayLike, v: ArrayLike, fram
     the same reference, so that ``J v̇ + J̇ v`` is the spatial (local, world) or the
     classical (local_world_aligned) acceleration of the frame (module doc). In the world
     the columns of joint j change as ``v_j × (0_X_j S_j)`` (Featherstone 2008, §3.2)."""
-    _, _, dJ, _ = _run(model, q, v, None, frame, DJAC, _reference(reference),
-                       "frame_jacobian_time_variation")
-    return dJ
+    try:
+        P, nv, shape = getattr(model, ATTR)[frame]
+        op = DJAC | _CODES[reference]
+    except (AttributeError, KeyError, TypeError, ValueError):
+        pass
+    else:
+        if (type(q) is np.ndarray and q.ndim == 1 and q.dtype is F8
+                and type(v) is np.ndarray and v.ndim == 1 and v.dtype is F8):
+            dJ = np.empty(shape)
+            if not _frame_f(P, q, v, q, op, q, dJ):
+                return dJ
+    return _general(model, q, v, None, frame, DJAC, reference,
+                    "frame_jacobian_time_variation")[1]

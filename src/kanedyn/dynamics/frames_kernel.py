@@ -18,9 +18,10 @@ spatial helpers of :mod:`.kernels`:
   ``(w, u + w × p_F)``, ``J̇ = (ẇ, u̇ + ẇ × p_F + w × ṗ_F)``; local turns that into
   F's axes, ``R_Fᵀ J``, ``J̇ = R_Fᵀ (J̇_lwa - ω × J_lwa)``.
 
-The single-state entry :func:`frame_f` carves its workspace out of an array the
-wrapper keeps per model (no allocation per call); the batch runs states in
-parallel, a workspace per task. Status as in :mod:`.kernels`.
+The single-state entry :func:`frame_f` reads the model and carves its workspace out
+of the frame's array P (:func:`frame_params`), which the wrapper keeps per model and
+frame (no allocation per call, one argument for model, frame and workspace); the batch runs
+states in parallel, a workspace per task. Status as in :mod:`.kernels`.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from .kernels import (
     NV,
     NVJ,
     PARENT,
+    SIDX,
+    WIDTH,
     all_finite2,
     cross_motion_add,
     joint_transform,
@@ -53,9 +56,29 @@ LOCAL, LWA, WORLD = 0, 1, 2
 OUT_R, OUT_P, OUT_V, OUT_A, OUT_SIZE = 0, 9, 12, 18, 24
 
 
-def workspace_size(nb: int) -> int:
-    """Floats of workspace one state needs: X_up, R, p, v, a per body, the support, scratch."""
-    return 37 * nb + 24
+#: where the flat model starts in P (after nb, X_F and the body)
+D0 = 14
+
+
+@njit(cache=True, _nrt=False)
+def param_size(nb):
+    """Length of the frame array P: nb, X_F (12), the body, a copy of the flat model,
+    then the workspace of one state (X_up, R, p, v, a per body, the support, scratch,
+    the 24 results)."""
+    return D0 + (nb + 1) * WIDTH + 37 * nb + 24 + OUT_SIZE
+
+
+def frame_params(data, body: int, E, r):
+    """The array P of a frame on ``body`` with placement X_F = (E, r) (frame_X_body), for
+    the flat model ``data`` (one array: each argument costs a call ~50 ns to unbox)."""
+    nb = data.shape[0] - 1
+    P = np.zeros(param_size(nb))
+    P[0] = nb
+    P[1:10] = np.asarray(E, dtype=float).reshape(9)
+    P[10:13] = r
+    P[13] = body
+    P[D0:D0 + data.size] = data.reshape(-1)
+    return P
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
@@ -215,15 +238,26 @@ def jac_columns(data, body, want, ref, RF, p0, p1, p2, J, dJ, R, p, Vb, T, chain
             Vo1 = R[j, 3] * u0 + R[j, 4] * u1 + R[j, 5] * u2 + p[j, 2] * Om0 - p[j, 0] * Om2
             Vo2 = R[j, 6] * u0 + R[j, 7] * u1 + R[j, 8] * u2 + p[j, 0] * Om1 - p[j, 1] * Om0
         o = int(data[j, IV])
+        k = int(data[j, SIDX])
         for c in range(int(data[j, NVJ])):
-            s_column(data, j, c, T, 1)  # (T[0], T[1]: free after the forward pass)
-            s0, s1, s2, s3, s4, s5 = T[1, 0], T[1, 1], T[1, 2], T[1, 3], T[1, 4], T[1, 5]
-            w0 = R[j, 0] * s0 + R[j, 1] * s1 + R[j, 2] * s2
-            w1 = R[j, 3] * s0 + R[j, 4] * s1 + R[j, 5] * s2
-            w2 = R[j, 6] * s0 + R[j, 7] * s1 + R[j, 8] * s2
-            u0 = R[j, 0] * s3 + R[j, 1] * s4 + R[j, 2] * s5 + p[j, 1] * w2 - p[j, 2] * w1
-            u1 = R[j, 3] * s3 + R[j, 4] * s4 + R[j, 5] * s5 + p[j, 2] * w0 - p[j, 0] * w2
-            u2 = R[j, 6] * s3 + R[j, 7] * s4 + R[j, 8] * s5 + p[j, 0] * w1 - p[j, 1] * w0
+            if k >= 0:  # S = e_k: a column of R_j, no products
+                if k < 3:
+                    w0, w1, w2 = R[j, k], R[j, 3 + k], R[j, 6 + k]
+                    u0 = p[j, 1] * w2 - p[j, 2] * w1
+                    u1 = p[j, 2] * w0 - p[j, 0] * w2
+                    u2 = p[j, 0] * w1 - p[j, 1] * w0
+                else:
+                    w0 = w1 = w2 = 0.0
+                    u0, u1, u2 = R[j, k - 3], R[j, k], R[j, k + 3]
+            else:
+                s_column(data, j, c, T, 1)  # (T[0], T[1]: free after the forward pass)
+                s0, s1, s2, s3, s4, s5 = T[1, 0], T[1, 1], T[1, 2], T[1, 3], T[1, 4], T[1, 5]
+                w0 = R[j, 0] * s0 + R[j, 1] * s1 + R[j, 2] * s2
+                w1 = R[j, 3] * s0 + R[j, 4] * s1 + R[j, 5] * s2
+                w2 = R[j, 6] * s0 + R[j, 7] * s1 + R[j, 8] * s2
+                u0 = R[j, 0] * s3 + R[j, 1] * s4 + R[j, 2] * s5 + p[j, 1] * w2 - p[j, 2] * w1
+                u1 = R[j, 3] * s3 + R[j, 4] * s4 + R[j, 5] * s5 + p[j, 2] * w0 - p[j, 0] * w2
+                u2 = R[j, 6] * s3 + R[j, 7] * s4 + R[j, 8] * s5 + p[j, 0] * w1 - p[j, 1] * w0
             if with_d:  # (ẇ, u̇) = v_j^0 × (w, u)
                 dw0 = Om1 * w2 - Om2 * w1
                 dw1 = Om2 * w0 - Om0 * w2
@@ -270,46 +304,68 @@ def jac_columns(data, body, want, ref, RF, p0, p1, p2, J, dJ, R, p, Vb, T, chain
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def frame_ws(data, q, v, a, body, F, want, ref, out, J, dJ, ws):
-    """:func:`frame_core` with its arrays carved out of the 1-D workspace ``ws``."""
-    nb = data.shape[0] - 1
-    o = 0
-    X = ws[o:o + 12 * nb].reshape((nb, 12))
-    o += 12 * nb
-    R = ws[o:o + 9 * nb].reshape((nb, 9))
-    o += 9 * nb
-    p = ws[o:o + 3 * nb].reshape((nb, 3))
-    o += 3 * nb
-    Vb = ws[o:o + 6 * nb].reshape((nb, 6))
-    o += 6 * nb
-    Ab = ws[o:o + 6 * nb].reshape((nb, 6))
-    o += 6 * nb
-    chain = ws[o:o + nb]
-    o += nb
-    T = ws[o:o + 24].reshape((4, 6))
-    return frame_core(data, q, v, a, body, F, want, ref, out, J, dJ, X, R, p, Vb, Ab, T, chain)
+def deliver(want, out, res):
+    """The result asked for, from ``out`` into ``res``: the pose (R_F row-major, p_F), or
+    the acceleration, or the velocity (a Jacobian is written in place)."""
+    if want & POSE:
+        for m in range(12):
+            res[m] = out[m]
+    elif want & (ACC | CLASSICAL):
+        for m in range(6):
+            res[m] = out[OUT_A + m]
+    elif want & VEL:
+        for m in range(6):
+            res[m] = out[OUT_V + m]
 
 
 @njit(cache=True, _nrt=False)
-def frame_f(data, q, v, a, body, F, want, ref, out, J, dJ, ws):
-    """One state; checks the lengths of what ``want`` reads and writes."""
-    nb = data.shape[0] - 1
+def frame_f(P, q, v, a, op, res, J):
+    """One state. ``P`` holds the model, the frame and the workspace
+    (:func:`frame_params`), ``op = want | ref << 6``; ``J`` takes the Jacobian or J̇ (one
+    is asked for at a time). Checks the lengths of what ``want`` reads and writes."""
+    nb = int(P[0])
+    data = P[D0:D0 + (nb + 1) * WIDTH].reshape((nb + 1, WIDTH))  # the flat model
     nv = int(data[nb, NV])
-    if (q.shape[0] != int(data[nb, NQ]) or ws.shape[0] < 37 * nb + 24
-            or out.shape[0] != OUT_SIZE
+    want = op & 63
+    if (q.shape[0] != int(data[nb, NQ]) or P.shape[0] != param_size(nb)
+            or ((want & POSE) and res.shape[0] < 12)
+            or ((want & (VEL | ACC | CLASSICAL)) and res.shape[0] < 6)
             or ((want & (VEL | ACC | CLASSICAL | DJAC)) and v.shape[0] != nv)
             or ((want & (ACC | CLASSICAL)) and a.shape[0] != nv)
-            or ((want & JAC) and (J.shape[0] != 6 or J.shape[1] != nv))
-            or ((want & DJAC) and (dJ.shape[0] != 6 or dJ.shape[1] != nv))):
+            or ((want & (JAC | DJAC)) and (J.shape[0] != 6 or J.shape[1] != nv))):
         return BAD_SHAPE
-    return frame_ws(data, q, v, a, body, F, want, ref, out, J, dJ, ws)
+    o = D0 + (nb + 1) * WIDTH
+    X = P[o:o + 12 * nb].reshape((nb, 12))
+    o += 12 * nb
+    R = P[o:o + 9 * nb].reshape((nb, 9))
+    o += 9 * nb
+    p = P[o:o + 3 * nb].reshape((nb, 3))
+    o += 3 * nb
+    Vb = P[o:o + 6 * nb].reshape((nb, 6))
+    o += 6 * nb
+    Ab = P[o:o + 6 * nb].reshape((nb, 6))
+    o += 6 * nb
+    chain = P[o:o + nb]
+    o += nb
+    T = P[o:o + 24].reshape((4, 6))
+    o += 24
+    out = P[o:o + OUT_SIZE]
+    st = frame_core(data, q, v, a, int(P[13]), P[1:13].reshape((1, 12)), want, op >> 6, out,
+                    J, J, X, R, p, Vb, Ab, T, chain)
+    deliver(want, out, res)
+    return st
 
 
 @njit(cache=True, parallel=True)
-def frame_batch(data, Q, V, A, body, F, want, ref, out, J, dJ, status):
-    """States k of Q (V, A: as many rows; J, dJ: as many, or 1 when not wanted)."""
+def frame_batch(P, Q, V, A, op, res, J, status):
+    """States k of Q (V, A: as many rows; res, J: as many, or 1 when not wanted)."""
     N = Q.shape[0]
-    nb = data.shape[0] - 1
+    nb = int(P[0])
+    data = P[D0:D0 + (nb + 1) * WIDTH].reshape((nb + 1, WIDTH))
+    want = op & 63
+    ref = op >> 6
+    body = int(P[13])
+    F = P[1:13].reshape((1, 12))
     for t in prange((N + BATCH_TASK - 1) // BATCH_TASK):
         # arrays of their own, not views of one workspace: the _nrt=False core is inlined
         # here, where numba counts references, and must not be handed views it made
@@ -320,10 +376,12 @@ def frame_batch(data, Q, V, A, body, F, want, ref, out, J, dJ, status):
         Ab = np.empty((nb, 6))
         T = np.empty((4, 6))
         chain = np.empty(nb)
+        out = np.empty(OUT_SIZE)
         for k in range(t * BATCH_TASK, min(N, (t + 1) * BATCH_TASK)):
-            status[k] = frame_core(data, Q[k], V[k], A[k], body, F, want, ref, out[k],
-                                   J[k if J.shape[0] == N else 0],
-                                   dJ[k if dJ.shape[0] == N else 0], X, R, p, Vb, Ab, T, chain)
+            Jk = J[k if J.shape[0] == N else 0]
+            status[k] = frame_core(data, Q[k], V[k], A[k], body, F, want, ref, out, Jk, Jk,
+                                   X, R, p, Vb, Ab, T, chain)
+            deliver(want, out, res[k if res.shape[0] == N else 0])
 
 
 _V = "float64[::1]"
@@ -332,10 +390,8 @@ _M = "float64[:, ::1]"
 _A2 = "float64[:, :]"
 _T3 = "float64[:, :, ::1]"
 SIGNATURES = {
-    "frame_f": f"int64({_M}, {_A}, {_A}, {_A}, int64, {_M}, int64, int64, {_V}, {_A2}, "
-               f"{_A2}, {_V})",
-    "frame_batch": f"void({_M}, {_M}, {_M}, {_M}, int64, {_M}, int64, int64, {_M}, {_T3}, "
-                   f"{_T3}, int64[::1])",
+    "frame_f": f"int64({_V}, {_A}, {_A}, {_A}, int64, {_A}, {_A2})",
+    "frame_batch": f"void({_V}, {_M}, {_M}, {_M}, int64, {_M}, {_T3}, int64[::1])",
 }
 
 
