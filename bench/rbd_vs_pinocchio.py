@@ -1,6 +1,6 @@
 """RNEA, CRBA and ABA: kanedyn against Pinocchio, side by side in one process.
 
-    .venv/bin/python bench/rbd_vs_pinocchio.py [--quick] [--no-compile]
+    .venv/bin/python bench/rbd_vs_pinocchio.py [--quick] [--no-compile] [--frames-only]
 
 Loads the robot descriptions shipped in ``kanedyn/data/robots`` into both
 libraries (``kd.load_urdf`` and ``pin.buildModelFromUrdf``, a free-flyer root
@@ -10,7 +10,9 @@ libraries so that machine load hits both alike, and prints µs per call and the
 ratio kanedyn / Pinocchio (≤ 1 means kanedyn is no slower). Then a batch of
 10,000 states: one batched kanedyn call against a Python loop over Pinocchio.
 Last, in subprocesses, the first-call compile time with a cold numba cache
-and the load time with a warm one.
+and the load time with a warm one. The frame rows (issue 14; alone with
+``--frames-only``): the Jacobian and the classical acceleration of each robot's
+end frame (a merged fixed link such as the panda's TCP), see ``frame_calls``.
 
 Conventions mapped between the two: Pinocchio's free flyer has
 q = (p, quaternion x, y, z, w) and v = (v_O, ω); kanedyn's free joint has
@@ -206,6 +208,139 @@ def batched(pair: Pair, rng, N: int, repeat: int = 5) -> dict:
     return out
 
 
+# --- frames (issue 14): frame Jacobian and classical acceleration ----------------------
+
+def end_frame(pair: Pair) -> str:
+    """The robot's end-effector-like frame: its last merged fixed link on a moving body
+    (a TCP, a sensor), else its last body; a frame both libraries know by name."""
+    m = pair.kd
+    merged = [n for n, f in m.frames.items()
+              if f.body >= 0 and n not in m.body_names and pair.pin.existFrame(n)]
+    return merged[-1] if merged else m.body_names[-1]
+
+
+def frame_calls(pair: Pair, q, v, a, name: str) -> dict:
+    """Per call, both sides in LOCAL_WORLD_ALIGNED about the frame's origin. Jacobian:
+    ``kd.frame_jacobian`` (6 x nv array) against ``pin.computeJointJacobians(q)`` then
+    ``pin.getFrameJacobian`` (6 x nv array). Classical acceleration: ``kd.frame_acceleration``
+    (6-vector) against ``pin.forwardKinematics(q, v, a)`` then
+    ``pin.getFrameClassicalAcceleration`` (a pin.Motion, not converted to an array)."""
+    m, pm, d = pair.kd, pair.pin, pair.data
+    qp, vp, ap = pair.to_pin(q, v, a)
+    fid, LWA = pm.getFrameId(name), pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+    lwa = "local_world_aligned"
+
+    def pin_jac():
+        pin.computeJointJacobians(pm, d, qp)
+        return pin.getFrameJacobian(pm, d, fid, LWA)
+
+    def pin_acc():
+        pin.forwardKinematics(pm, d, qp, vp, ap)
+        return pin.getFrameClassicalAcceleration(pm, d, fid, LWA)
+
+    return {"frame J": (lambda: kd.frame_jacobian(m, q, name, lwa), pin_jac),
+            "frame acc": (lambda: kd.frame_acceleration(m, q, v, a, name, lwa), pin_acc)}
+
+
+def frame_check(pair: Pair, rng, n: int = 5) -> float:
+    """Largest relative difference of the frame Jacobian and classical acceleration."""
+    name, worst = end_frame(pair), 0.0
+    for _ in range(n):
+        q, v, a = pair.random_state(rng)
+        calls = frame_calls(pair, q, v, a, name)
+        J, Jp = calls["frame J"][0](), calls["frame J"][1]()
+        Jp = np.concatenate([Jp[3:], Jp[:3]])  # pin rows [v; ω]
+        acc, accp = calls["frame acc"][0](), calls["frame acc"][1]()
+        accp = np.concatenate([accp.angular, accp.linear])
+        for x, y in ((J[:, pair.pv], Jp), (acc, accp)):
+            worst = max(worst, float(np.abs(x - y).max() / max(1.0, np.abs(y).max())))
+    return worst
+
+
+def time_frames(pair: Pair, rng, number: int, repeat: int) -> dict:
+    q, v, a = pair.random_state(rng)
+    calls = frame_calls(pair, q, v, a, end_frame(pair))
+    out = {}
+    for algo, (fk, fp) in calls.items():
+        fk(), fk(), fp()  # compile / load and fill the frame's cache outside timing
+        tk, tp = [], []
+        for _ in range(repeat):  # interleaved, as time_pair
+            tk.append(per_call(fk, number, 1))
+            tp.append(per_call(fp, number, 1))
+        out[algo] = (min(tk), min(tp))
+    return out
+
+
+def batched_frames(pair: Pair, rng, N: int, repeat: int = 5) -> dict:
+    """One batched kanedyn call on N states against a Python loop of the two Pinocchio
+    calls of :func:`frame_calls` per state (results kept)."""
+    import numba
+
+    m, pm, d = pair.kd, pair.pin, pair.data
+    name, lwa = end_frame(pair), "local_world_aligned"
+    fid, LWA = pm.getFrameId(name), pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+    Q = np.array([kd.random_configuration(m, rng) for _ in range(N)])
+    V, A = rng.normal(size=(2, N, m.nv))
+    Qp, Vp, Ap = Q[:, pair.pq].copy(), V[:, pair.pv].copy(), A[:, pair.pv].copy()
+
+    def pin_jac():
+        out = []
+        for k in range(N):
+            pin.computeJointJacobians(pm, d, Qp[k])
+            out.append(pin.getFrameJacobian(pm, d, fid, LWA))
+        return out
+
+    def pin_acc():
+        out = []
+        for k in range(N):
+            pin.forwardKinematics(pm, d, Qp[k], Vp[k], Ap[k])
+            out.append(pin.getFrameClassicalAcceleration(pm, d, fid, LWA))
+        return out
+
+    jobs = {"frame J": (lambda: kd.frame_jacobian(m, Q, name, lwa), pin_jac),
+            "frame acc": (lambda: kd.frame_acceleration(m, Q, V, A, name, lwa), pin_acc)}
+    nt = numba.get_num_threads()
+    out = {}
+    for algo, (fk, fp) in jobs.items():
+        fk(), fp()  # first touch, compile (as batched)
+        tk = tp = t1 = np.inf
+        for _ in range(repeat):
+            tk = min(tk, timeit.timeit(fk, number=1))
+            tp = min(tp, timeit.timeit(fp, number=1))
+            numba.set_num_threads(1)
+            t1 = min(t1, timeit.timeit(fk, number=1))
+            numba.set_num_threads(nt)
+        out[algo] = (N / tk, N / tp, N / t1)
+    return out
+
+
+def frames_section(pairs: list[Pair], rng, number: int, repeat: int, N: int) -> None:
+    import numba
+
+    print("\nframes (issue 14), LOCAL_WORLD_ALIGNED, frame about its own origin:")
+    for p in pairs:
+        err = frame_check(p, rng)
+        print(f"  {p.name:22s} {end_frame(p):18s} agreement {err:.1e}  "
+              f"{'ok' if err < 1e-9 else 'FAIL'}")
+        if err >= 1e-9:
+            raise SystemExit(f"{p.name}: frame quantities disagree ({err:.2e})")
+    print(f"  per call from Python, µs (best of {repeat} x {number}; ratio = kanedyn/pin); "
+          "pin: computeJointJacobians + getFrameJacobian, forwardKinematics(q, v, a) + "
+          "getFrameClassicalAcceleration")
+    for p in pairs:
+        t = time_frames(p, rng, number, repeat)
+        cells = [f"{a} {t[a][0]:6.2f} {t[a][1]:6.2f} {t[a][0] / t[a][1]:5.2f}" for a in t]
+        print(f"  {p.name:22s} {p.kd.nv:3d} | " + " | ".join(cells))
+    nt = numba.get_num_threads()
+    print(f"  batched over {N} states, million states per second: kanedyn ({nt} threads, "
+          "and 1) vs a Python loop over Pinocchio")
+    for p in pairs:
+        b = batched_frames(p, rng, N)
+        cells = [f"{a} {b[a][0] / 1e6:5.2f} ({b[a][2] / 1e6:4.2f}) vs {b[a][1] / 1e6:4.2f} "
+                 f"= {b[a][0] / b[a][1]:4.1f}x" for a in b]
+        print(f"  {p.name:22s} " + " | ".join(cells))
+
+
 COMPILE_SCRIPT = textwrap.dedent("""
     import time
     t0 = time.perf_counter()
@@ -240,6 +375,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats, smaller batch")
     ap.add_argument("--no-compile", action="store_true", help="skip the compile-time runs")
+    ap.add_argument("--frames-only", action="store_true",
+                    help="only the frame rows (frame Jacobian, classical acceleration)")
     args = ap.parse_args()
     number, repeat, N = (2000, 5, 2000) if args.quick else (20000, 7, 10000)
     rng = np.random.default_rng(0)
@@ -252,6 +389,8 @@ def main() -> None:
                                     "the Python wrappers (no C extension, or KANEDYN_NO_C=1)"))
     print("load average at start (1, 5, 15 min): {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
     pairs = [Pair(n, f) for n, f in CASES]
+    if args.frames_only:
+        return frames_section(pairs, rng, number, repeat, N)
     print("\nagreement (max relative difference of tau, M, qdd; and ABA(RNEA(a)) = a):")
     for p in pairs:
         err = check(p, rng)
@@ -282,6 +421,7 @@ def main() -> None:
                  f"= {b[a][0] / b[a][1]:4.1f}x" for a in b]
         print(f"  {p.name:22s} " + " | ".join(cells))
     print(f"  (numba threading layer: {numba.threading_layer()})")
+    frames_section(pairs, rng, number, repeat, N)
 
     if not args.no_compile:
         cold, warm = compile_times()

@@ -42,6 +42,7 @@ from .kernels import (
     WIDTH,
     all_finite2,
     cross_motion_add,
+    cross_unit_add,
     joint_transform,
     s_column,
     s_times,
@@ -131,21 +132,39 @@ def frame_core(data, q, v, a, body, F, want, ref, out, J, dJ, X, R, p, Vb, Ab, T
                 p[i, m] = (p[par, m] + R[par, 3 * m] * X[i, 9] + R[par, 3 * m + 1] * X[i, 10]
                            + R[par, 3 * m + 2] * X[i, 11])
         if need_v:
-            s_times(data, i, v, T, 0)  # S q̇
-            if par >= 0:
-                x_motion(X, i, Vb, par, Vb, i)
-                for m in range(6):
-                    Vb[i, m] += T[0, m]
-            else:
-                for m in range(6):
-                    Vb[i, m] = T[0, m]
-            if need_a:
-                s_times(data, i, a, Ab, i)  # S q̈
+            k = int(data[i, SIDX])
+            if k >= 0:  # S = e_k: S q̇ is one entry, v × S q̇ four products
+                qd = v[int(data[i, IV])]
                 if par >= 0:
-                    x_motion(X, i, Ab, par, T, 1)
+                    x_motion(X, i, Vb, par, Vb, i)
+                else:
                     for m in range(6):
-                        Ab[i, m] += T[1, m]
-                cross_motion_add(Vb, i, T, 0, Ab, i)
+                        Vb[i, m] = 0.0
+                Vb[i, k] += qd
+                if need_a:
+                    if par >= 0:
+                        x_motion(X, i, Ab, par, Ab, i)
+                    else:
+                        for m in range(6):
+                            Ab[i, m] = 0.0
+                    Ab[i, k] += a[int(data[i, IV])]
+                    cross_unit_add(Vb, i, k, qd, Ab, i)
+            else:
+                s_times(data, i, v, T, 0)  # S q̇
+                if par >= 0:
+                    x_motion(X, i, Vb, par, Vb, i)
+                    for m in range(6):
+                        Vb[i, m] += T[0, m]
+                else:
+                    for m in range(6):
+                        Vb[i, m] = T[0, m]
+                if need_a:
+                    s_times(data, i, a, Ab, i)  # S q̈
+                    if par >= 0:
+                        x_motion(X, i, Ab, par, T, 1)
+                        for m in range(6):
+                            Ab[i, m] += T[1, m]
+                    cross_motion_add(Vb, i, T, 0, Ab, i)
     # the frame's pose (a frame on the world: F[0] is frame_X_world, its origin r)
     for m in range(3):
         for c in range(3):
