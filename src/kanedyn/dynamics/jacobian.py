@@ -13,6 +13,11 @@ For body b with spatial velocity ``[ω; v]``:
 
 The computation is :func:`kanedyn.dynamics.kernels.jacobian_into` (numba); the
 readable definition is :func:`kanedyn.dynamics.reference.jacobian_local`.
+
+Given the name of a frame that is not a body (a merged fixed link such as a tool
+centre point, a sensor, a frame of :meth:`Model.add_frame <kanedyn.model.Model.add_frame>`),
+the Jacobian is that frame's, about its own origin (:func:`kanedyn.frame_jacobian`),
+never that of the body it is fixed to.
 """
 
 from __future__ import annotations
