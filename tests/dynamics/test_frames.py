@@ -471,3 +471,23 @@ def test_batch_mass_parameter_refuses_a_frame():
                                             "on body 'panda_link7'"):
         kd.simulate_batch(model, Q, np.zeros_like(Q), 0.01, method="rk4", dt=0.01,
                           params={"mass:panda_hand_tcp": [1.0, 2.0]})
+
+
+def test_copies_and_pickles_of_a_model_make_their_own_frame_cache():
+    """The per-frame arrays (flat model, placement, workspace) cached on a Model are not
+    carried by a deep copy or a pickle, which then build theirs."""
+    import copy
+    import pickle
+
+    model = kd.load_robot("panda")
+    q = kd.random_configuration(model, 6)
+    J = kd.frame_jacobian(model, q, "panda_hand_tcp", "world")
+    for other in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+        assert not getattr(other, "_kd_frames", None)
+        np.testing.assert_array_equal(kd.frame_jacobian(other, q, "panda_hand_tcp", "world"), J)
+    # a model with another gravity or another frame is a new Model with its own cache
+    m2 = model.add_frame("x", "panda_hand_tcp", (np.eye(3), [0.0, 0.0, 0.1]))
+    assert not getattr(m2, "_kd_frames", None)
+    R, p = kd.frame_placement(m2, q, "x")
+    Rt, pt = kd.frame_placement(model, q, "panda_hand_tcp")
+    _close(p, pt + 0.1 * Rt[:, 2], 1e-14)

@@ -48,6 +48,11 @@ from .frames_kernel import ACC, CLASSICAL, DJAC, JAC, POSE, VEL, frame_params
 
 REFERENCES = ("local", "local_world_aligned", "world")
 _CODES = {r: k << 6 for k, r in enumerate(REFERENCES)}  # op = want | ref << 6
+# the op of each call and reference, one dict lookup on the fast path
+_OPS = {w: {r: w | c for r, c in _CODES.items()} for w in (VEL, ACC, ACC | CLASSICAL, JAC, DJAC)}
+_VEL_OPS, _ACC_OPS, _CACC_OPS, _JAC_OPS, _DJAC_OPS = (_OPS[w] for w in (
+    VEL, ACC, ACC | CLASSICAL, JAC, DJAC))
+_ND, _empty = np.ndarray, np.empty  # (module globals: no attribute lookup per call)
 #: the attribute of a Model that holds its :class:`_Frames`
 ATTR = "_kd_frames"
 _NO_J = np.empty((1, 1))
@@ -55,8 +60,8 @@ _NO_J3 = np.empty((1, 1, 1))
 
 
 class _Frames(dict):
-    """``frame -> (P, nv, (6, nv))``: the frame's array P (flat model, placement, body,
-    workspace; :func:`~.frames_kernel.frame_params`), nv and the Jacobian's shape, kept
+    """``frame -> (P, (6, nv))``: the frame's array P (flat model, placement, body,
+    workspace; :func:`~.frames_kernel.frame_params`) and the Jacobian's shape, kept
     on the Model itself (as :class:`~.flat._Hot`: one attribute read is the cheapest
     lookup). A copy or a pickle of the Model does not carry it (it reduces to an empty
     one)."""
@@ -78,8 +83,8 @@ def _load(*args):
 _frame_f = _load
 
 
-def _resolve(model: Model, frame) -> tuple[NDArray, int, tuple]:
-    """(P, nv, (6, nv)) of ``frame``, made and cached on first use (ModelError listing the
+def _resolve(model: Model, frame) -> tuple[NDArray, tuple]:
+    """(P, (6, nv)) of ``frame``, made and cached on first use (ModelError listing the
     frames if there is none)."""
     fm = flatten(model)  # (ModelError if model is not a Model)
     c = getattr(model, ATTR, None)
@@ -92,8 +97,7 @@ def _resolve(model: Model, frame) -> tuple[NDArray, int, tuple]:
         hit = None
     if hit is None:
         fr = model.frame(frame)
-        hit = (frame_params(fm.data, fr.body, fr.placement.E, fr.placement.r), fm.nv,
-               (6, fm.nv))
+        hit = (frame_params(fm.data, fr.body, fr.placement.E, fr.placement.r), (6, fm.nv))
         c[frame] = hit
     return hit
 
@@ -109,7 +113,7 @@ def _reference(reference: str) -> int:
 def _general(model: Model, q, v, a, frame, want: int, reference, what: str):
     """Every call the fast paths do not take: validation, batches, errors.
     Returns (res (k,) or (N, k), J or J̇, single)."""
-    P, nv, _ = _resolve(model, frame)
+    P, (_, nv) = _resolve(model, frame)
     op = want | _reference(reference)
     use_v = bool(want & (VEL | ACC | CLASSICAL | DJAC))
     use_a = bool(want & (ACC | CLASSICAL))
@@ -137,12 +141,12 @@ def frame_placement(model: Model, q: ArrayLike, frame: str | int) -> tuple[NDArr
     origin p, ``R_F = R_b R_bF``, ``p_F = p_b + R_b p_bF`` with (R_bF, p_bF) its placement
     on body b. A batch of configurations gives R (N, 3, 3) and p (N, 3)."""
     try:
-        P, nv, shape = getattr(model, ATTR)[frame]
+        P, shape = getattr(model, ATTR)[frame]
     except (AttributeError, KeyError, TypeError, ValueError):
         pass
     else:
-        if type(q) is np.ndarray and q.ndim == 1 and q.dtype is F8:
-            res = np.empty(12)
+        if type(q) is _ND and q.ndim == 1 and q.dtype is F8:
+            res = _empty(12)
             if not _frame_f(P, q, q, q, POSE, res, _NO_J):
                 return res[:9].reshape(3, 3), res[9:]
     res, _, single = _general(model, q, None, None, frame, POSE, "local",
@@ -158,14 +162,14 @@ def frame_velocity(model: Model, q: ArrayLike, v: ArrayLike, frame: str | int,
     ``v_F = F_X_b v_b`` in F's coordinates (Featherstone 2008, eq. 2.20), then moved.
     Equals ``frame_jacobian(model, q, frame, reference) @ v``."""
     try:
-        P, nv, shape = getattr(model, ATTR)[frame]
-        op = VEL | _CODES[reference]
+        P, shape = getattr(model, ATTR)[frame]
+        op = _VEL_OPS[reference]
     except (AttributeError, KeyError, TypeError, ValueError):
         pass
     else:
-        if (type(q) is np.ndarray and q.ndim == 1 and q.dtype is F8
-                and type(v) is np.ndarray and v.ndim == 1 and v.dtype is F8):
-            res = np.empty(6)
+        if (type(q) is _ND and q.ndim == 1 and q.dtype is F8
+                and type(v) is _ND and v.ndim == 1 and v.dtype is F8):
+            res = _empty(6)
             if not _frame_f(P, q, v, q, op, res, _NO_J):
                 return res
     return _general(model, q, v, None, frame, VEL, reference, "frame_velocity")[0]
@@ -180,19 +184,19 @@ def frame_acceleration(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
     ``a_i = X_up[i] a_p + S_i a_i + v_i × S_i v_i`` (Featherstone 2008, eq. 5.7), moved to
     ``reference``; classical (default): its linear part plus ``ω × v`` (eq. 2.46), the
     acceleration of F's origin for ``local`` and ``local_world_aligned``."""
-    want = ACC | CLASSICAL if classical else ACC
     try:
-        P, nv, shape = getattr(model, ATTR)[frame]
-        op = want | _CODES[reference]
+        P, shape = getattr(model, ATTR)[frame]
+        op = (_CACC_OPS if classical else _ACC_OPS)[reference]
     except (AttributeError, KeyError, TypeError, ValueError):
         pass
     else:
-        if (type(q) is np.ndarray and q.ndim == 1 and q.dtype is F8
-                and type(v) is np.ndarray and v.ndim == 1 and v.dtype is F8
-                and type(a) is np.ndarray and a.ndim == 1 and a.dtype is F8):
-            res = np.empty(6)
+        if (type(q) is _ND and q.ndim == 1 and q.dtype is F8
+                and type(v) is _ND and v.ndim == 1 and v.dtype is F8
+                and type(a) is _ND and a.ndim == 1 and a.dtype is F8):
+            res = _empty(6)
             if not _frame_f(P, q, v, a, op, res, _NO_J):
                 return res
+    want = ACC | CLASSICAL if classical else ACC
     return _general(model, q, v, a, frame, want, reference, "frame_acceleration")[0]
 
 
@@ -202,13 +206,13 @@ def frame_jacobian(model: Model, q: ArrayLike, frame: str | int,
     the frame is ``J v``. Column c of joint j on the frame's support is ``X S_j[:, c]``,
     S_j carried from body j to the reference (Featherstone 2008, eq. 3.34 / §8.1)."""
     try:
-        P, nv, shape = getattr(model, ATTR)[frame]
-        op = JAC | _CODES[reference]
+        P, shape = getattr(model, ATTR)[frame]
+        op = _JAC_OPS[reference]
     except (AttributeError, KeyError, TypeError, ValueError):
         pass
     else:
-        if type(q) is np.ndarray and q.ndim == 1 and q.dtype is F8:
-            J = np.empty(shape)
+        if type(q) is _ND and q.ndim == 1 and q.dtype is F8:
+            J = _empty(shape)
             if not _frame_f(P, q, q, q, op, q, J):
                 return J
     return _general(model, q, None, None, frame, JAC, reference, "frame_jacobian")[1]
@@ -221,14 +225,14 @@ def frame_jacobian_time_variation(model: Model, q: ArrayLike, v: ArrayLike, fram
     classical (local_world_aligned) acceleration of the frame (module doc). In the world
     the columns of joint j change as ``v_j × (0_X_j S_j)`` (Featherstone 2008, §3.2)."""
     try:
-        P, nv, shape = getattr(model, ATTR)[frame]
-        op = DJAC | _CODES[reference]
+        P, shape = getattr(model, ATTR)[frame]
+        op = _DJAC_OPS[reference]
     except (AttributeError, KeyError, TypeError, ValueError):
         pass
     else:
-        if (type(q) is np.ndarray and q.ndim == 1 and q.dtype is F8
-                and type(v) is np.ndarray and v.ndim == 1 and v.dtype is F8):
-            dJ = np.empty(shape)
+        if (type(q) is _ND and q.ndim == 1 and q.dtype is F8
+                and type(v) is _ND and v.ndim == 1 and v.dtype is F8):
+            dJ = _empty(shape)
             if not _frame_f(P, q, v, q, op, q, dJ):
                 return dJ
     return _general(model, q, v, None, frame, DJAC, reference,

@@ -57,28 +57,27 @@ LOCAL, LWA, WORLD = 0, 1, 2
 OUT_R, OUT_P, OUT_V, OUT_A, OUT_SIZE = 0, 9, 12, 18, 24
 
 
-#: where the flat model starts in P (after nb, X_F and the body)
-D0 = 14
-
-
-@njit(cache=True, _nrt=False)
-def param_size(nb):
-    """Length of the frame array P: nb, X_F (12), the body, a copy of the flat model,
-    then the workspace of one state (X_up, R, p, v, a per body, the support, scratch,
-    the 24 results)."""
-    return D0 + (nb + 1) * WIDTH + 37 * nb + 24 + OUT_SIZE
+# The frame array P, (3 nb + 7) x WIDTH, so that every part of it is a slice (a view
+# without the reshape, which costs ~20 ns in a kernel): row 0 the frame — X_F = (E, r)
+# in columns 0-11, the body in 12 —, rows 1..nb+1 a copy of the flat model, then the
+# workspace of one state: a row per body holding X_up (12), R (9), p (3), v (6), a (6)
+# (WIDTH = 36 columns exactly), the support (column 0 of nb rows), 4 scratch rows and
+# the 24 results.
+def param_rows(nb: int) -> int:
+    """Rows of the frame array P of a model with nb bodies."""
+    return 3 * nb + 7
 
 
 def frame_params(data, body: int, E, r):
-    """The array P of a frame on ``body`` with placement X_F = (E, r) (frame_X_body), for
-    the flat model ``data`` (one array: each argument costs a call ~50 ns to unbox)."""
+    """The frame array P (see above) of a frame on ``body`` with placement X_F = (E, r)
+    (frame_X_body), for the flat model ``data``: one array, as each argument of a
+    compiled call costs ~50 ns to unbox."""
     nb = data.shape[0] - 1
-    P = np.zeros(param_size(nb))
-    P[0] = nb
-    P[1:10] = np.asarray(E, dtype=float).reshape(9)
-    P[10:13] = r
-    P[13] = body
-    P[D0:D0 + data.size] = data.reshape(-1)
+    P = np.zeros((param_rows(nb), WIDTH))
+    P[0, :9] = np.asarray(E, dtype=float).reshape(9)
+    P[0, 9:12] = r
+    P[0, 12] = body
+    P[1:nb + 2] = data
     return P
 
 
@@ -339,38 +338,27 @@ def deliver(want, out, res):
 
 @njit(cache=True, _nrt=False)
 def frame_f(P, q, v, a, op, res, J):
-    """One state. ``P`` holds the model, the frame and the workspace
-    (:func:`frame_params`), ``op = want | ref << 6``; ``J`` takes the Jacobian or J̇ (one
-    is asked for at a time). Checks the lengths of what ``want`` reads and writes."""
-    nb = int(P[0])
-    data = P[D0:D0 + (nb + 1) * WIDTH].reshape((nb + 1, WIDTH))  # the flat model
+    """One state. ``P`` holds the frame, the model and the workspace (:func:`frame_params`),
+    ``op = want | ref << 6``; ``J`` takes the Jacobian or J̇ (one is asked for at a
+    time). Checks the lengths of what ``want`` reads and writes."""
+    nb = (P.shape[0] - 7) // 3
+    data = P[1:nb + 2]
     nv = int(data[nb, NV])
     want = op & 63
-    if (q.shape[0] != int(data[nb, NQ]) or P.shape[0] != param_size(nb)
+    if (q.shape[0] != int(data[nb, NQ]) or P.shape[1] != WIDTH
             or ((want & POSE) and res.shape[0] < 12)
             or ((want & (VEL | ACC | CLASSICAL)) and res.shape[0] < 6)
             or ((want & (VEL | ACC | CLASSICAL | DJAC)) and v.shape[0] != nv)
             or ((want & (ACC | CLASSICAL)) and a.shape[0] != nv)
             or ((want & (JAC | DJAC)) and (J.shape[0] != 6 or J.shape[1] != nv))):
         return BAD_SHAPE
-    o = D0 + (nb + 1) * WIDTH
-    X = P[o:o + 12 * nb].reshape((nb, 12))
-    o += 12 * nb
-    R = P[o:o + 9 * nb].reshape((nb, 9))
-    o += 9 * nb
-    p = P[o:o + 3 * nb].reshape((nb, 3))
-    o += 3 * nb
-    Vb = P[o:o + 6 * nb].reshape((nb, 6))
-    o += 6 * nb
-    Ab = P[o:o + 6 * nb].reshape((nb, 6))
-    o += 6 * nb
-    chain = P[o:o + nb]
-    o += nb
-    T = P[o:o + 24].reshape((4, 6))
-    o += 24
-    out = P[o:o + OUT_SIZE]
-    st = frame_core(data, q, v, a, int(P[13]), P[1:13].reshape((1, 12)), want, op >> 6, out,
-                    J, J, X, R, p, Vb, Ab, T, chain)
+    W = P[nb + 2:2 * nb + 2]
+    c = 3 * nb + 2  # scratch rows, then the results
+    out = P[c + 4, :OUT_SIZE]
+    st = frame_core(data, q, v, a, int(P[0, 12]), P[0:1, :12], want, op >> 6, out, J, J,
+                    W[:, 0:12], W[:, 12:21], W[:, 21:24], W[:, 24:30], W[:, 30:36],
+                    P[c:c + 4, :6],
+                    P[2 * nb + 2:3 * nb + 2, 0])
     deliver(want, out, res)
     return st
 
@@ -379,38 +367,33 @@ def frame_f(P, q, v, a, op, res, J):
 def frame_batch(P, Q, V, A, op, res, J, status):
     """States k of Q (V, A: as many rows; res, J: as many, or 1 when not wanted)."""
     N = Q.shape[0]
-    nb = int(P[0])
-    data = P[D0:D0 + (nb + 1) * WIDTH].reshape((nb + 1, WIDTH))
+    nb = (P.shape[0] - 7) // 3
+    data = P[1:nb + 2]
     want = op & 63
     ref = op >> 6
-    body = int(P[13])
-    F = P[1:13].reshape((1, 12))
+    body = int(P[0, 12])
+    F = P[0:1, :12]
     for t in prange((N + BATCH_TASK - 1) // BATCH_TASK):
-        # arrays of their own, not views of one workspace: the _nrt=False core is inlined
-        # here, where numba counts references, and must not be handed views it made
-        X = np.empty((nb, 12))
-        R = np.empty((nb, 9))
-        p = np.empty((nb, 3))
-        Vb = np.empty((nb, 6))
-        Ab = np.empty((nb, 6))
-        T = np.empty((4, 6))
+        # a workspace per task, laid out as P's (the same compiled core)
+        Wk = np.empty((nb + 5, WIDTH))
+        W = Wk[:nb]
         chain = np.empty(nb)
-        out = np.empty(OUT_SIZE)
         for k in range(t * BATCH_TASK, min(N, (t + 1) * BATCH_TASK)):
             Jk = J[k if J.shape[0] == N else 0]
-            status[k] = frame_core(data, Q[k], V[k], A[k], body, F, want, ref, out, Jk, Jk,
-                                   X, R, p, Vb, Ab, T, chain)
-            deliver(want, out, res[k if res.shape[0] == N else 0])
+            status[k] = frame_core(data, Q[k], V[k], A[k], body, F, want, ref,
+                                   Wk[nb + 4, :OUT_SIZE], Jk, Jk, W[:, 0:12], W[:, 12:21],
+                                   W[:, 21:24], W[:, 24:30], W[:, 30:36], Wk[nb:nb + 4, :6],
+                                   chain)
+            deliver(want, Wk[nb + 4, :OUT_SIZE], res[k if res.shape[0] == N else 0])
 
 
-_V = "float64[::1]"
 _A = "float64[:]"
 _M = "float64[:, ::1]"
 _A2 = "float64[:, :]"
 _T3 = "float64[:, :, ::1]"
 SIGNATURES = {
-    "frame_f": f"int64({_V}, {_A}, {_A}, {_A}, int64, {_A}, {_A2})",
-    "frame_batch": f"void({_V}, {_M}, {_M}, {_M}, int64, {_M}, {_T3}, int64[::1])",
+    "frame_f": f"int64({_M}, {_A}, {_A}, {_A}, int64, {_A}, {_A2})",
+    "frame_batch": f"void({_M}, {_M}, {_M}, {_M}, int64, {_M}, {_T3}, int64[::1])",
 }
 
 
