@@ -30,8 +30,10 @@ import numpy as np
 from numba import njit, prange
 
 from .kernels import (
+    AXIS_ID,
     BAD_SHAPE,
     BATCH_TASK,
+    IQ,
     IV,
     NOT_FINITE,
     NQ,
@@ -39,6 +41,8 @@ from .kernels import (
     NVJ,
     PARENT,
     SIDX,
+    SINCOS_BIG,
+    SINCOS_MIN,
     WIDTH,
     all_finite2,
     cross_motion_add,
@@ -46,6 +50,8 @@ from .kernels import (
     joint_transform,
     s_column,
     s_times,
+    sincos,
+    unit_axis_transform,
     x_motion,
 )
 
@@ -61,8 +67,10 @@ OUT_R, OUT_P, OUT_V, OUT_A, OUT_SIZE = 0, 9, 12, 18, 24
 # without the reshape, which costs ~20 ns in a kernel): row 0 the frame — X_F = (E, r)
 # in columns 0-11, the body in 12 —, rows 1..nb+1 a copy of the flat model, then the
 # workspace of one state: a row per body holding X_up (12), R (9), p (3), v (6), a (6)
-# (WIDTH = 36 columns exactly), the support (column 0 of nb rows), 4 scratch rows and
-# the 24 results.
+# (WIDTH = 36 columns exactly), the support and its angles, cos, sin (columns 0-3 of
+# nb rows), 4 scratch rows and the 24 results.
+
+
 def param_rows(nb: int) -> int:
     """Rows of the frame array P of a model with nb bodies."""
     return 3 * nb + 7
@@ -101,8 +109,14 @@ def to_reference(ref, RF, p0, p1, p2, w0, w1, w2, u0, u1, u2):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def frame_core(data, q, v, a, body, F, want, ref, out, J, dJ, X, R, p, Vb, Ab, T, chain):
-    """Frame F (placement F[0] = (E, r) on ``body``, -1 the world) at one state."""
+def frame_core(data, q, v, a, body, F, want, ref, out, J, dJ, X, R, p, Vb, Ab, T, chain,
+               ang, cs, sn):
+    """Frame F (placement F[0] = (E, r) on ``body``, -1 the world) at one state.
+
+    ``ang``, ``cs``, ``sn``: scratch of nb entries (angles of the support's unit-axis
+    joints and their cos, sin: :func:`~.kernels.sincos` for all at once on a support of
+    :data:`~.kernels.SINCOS_MIN` bodies or more, as CRBA; libm below, or for an angle
+    beyond :data:`~.kernels.SINCOS_BIG` or NaN)."""
     need_a = (want & (ACC | CLASSICAL)) != 0
     need_v = need_a or (want & (VEL | DJAC)) != 0
     # the support of the body, body first
@@ -112,9 +126,24 @@ def frame_core(data, q, v, a, body, F, want, ref, out, J, dJ, X, R, p, Vb, Ab, T
         chain[depth] = j
         depth += 1
         j = int(data[j, PARENT])
+    vec = depth >= SINCOS_MIN
+    if vec:
+        for d in range(ang.shape[0]):
+            ang[d] = 0.0
+        for d in range(depth):
+            i = int(chain[d])
+            if data[i, AXIS_ID] >= 0:
+                x = q[int(data[i, IQ])]
+                if not abs(x) <= SINCOS_BIG:
+                    vec = False
+                ang[d] = x
+        if vec:
+            sincos(ang, cs, sn)
     for d in range(depth - 1, -1, -1):
         i = int(chain[d])
-        if joint_transform(data, i, q, X):
+        if vec and data[i, AXIS_ID] >= 0:
+            unit_axis_transform(data, i, cs[d], sn[d], X)
+        elif joint_transform(data, i, q, X):
             return i + 1
         par = int(data[i, PARENT])
         # pose of body i in its parent is (Eᵀ, r): R_i = R_p Eᵀ, p_i = p_p + R_p r
@@ -357,8 +386,8 @@ def frame_f(P, q, v, a, op, res, J):
     out = P[c + 4, :OUT_SIZE]
     st = frame_core(data, q, v, a, int(P[0, 12]), P[0:1, :12], want, op >> 6, out, J, J,
                     W[:, 0:12], W[:, 12:21], W[:, 21:24], W[:, 24:30], W[:, 30:36],
-                    P[c:c + 4, :6],
-                    P[2 * nb + 2:3 * nb + 2, 0])
+                    P[c:c + 4, :6], P[2 * nb + 2:3 * nb + 2, 0], P[2 * nb + 2:3 * nb + 2, 1],
+                    P[2 * nb + 2:3 * nb + 2, 2], P[2 * nb + 2:3 * nb + 2, 3])
     deliver(want, out, res)
     return st
 
@@ -377,13 +406,13 @@ def frame_batch(P, Q, V, A, op, res, J, status):
         # a workspace per task, laid out as P's (the same compiled core)
         Wk = np.empty((nb + 5, WIDTH))
         W = Wk[:nb]
-        chain = np.empty(nb)
+        C = np.empty((4, nb))  # support, angles, cos, sin
         for k in range(t * BATCH_TASK, min(N, (t + 1) * BATCH_TASK)):
             Jk = J[k if J.shape[0] == N else 0]
             status[k] = frame_core(data, Q[k], V[k], A[k], body, F, want, ref,
                                    Wk[nb + 4, :OUT_SIZE], Jk, Jk, W[:, 0:12], W[:, 12:21],
                                    W[:, 21:24], W[:, 24:30], W[:, 30:36], Wk[nb:nb + 4, :6],
-                                   chain)
+                                   C[0], C[1], C[2], C[3])
             deliver(want, Wk[nb + 4, :OUT_SIZE], res[k if res.shape[0] == N else 0])
 
 
