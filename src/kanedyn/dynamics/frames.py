@@ -126,9 +126,12 @@ def _general(model: Model, q, v, a, frame, want: int, reference, what: str):
     res = np.empty((N, k))
     J = np.empty((N, 6, nv)) if want & (JAC | DJAC) else _NO_J3
     status = np.zeros(N, dtype=np.int64)
-    from .frames_kernel import ready
+    if N == 1:  # one state (first call, a list, another dtype): no batch kernel to compile
+        status[0] = _frame_f(P, Q[0], V[0], A[0], op, res[0], J[0])
+    else:
+        from .frames_kernel import ready
 
-    batch(ready("frame_batch"), P, Q, V, A, op, res, J, status)
+        batch(ready("frame_batch"), P, Q, V, A, op, res, J, status)
     if status.any():
         fail(model, status, what, Q, tuple(zip(X, ("v", "a")[:len(X)], strict=True)))
     if single:

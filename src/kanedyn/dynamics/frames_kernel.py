@@ -394,26 +394,15 @@ def frame_f(P, q, v, a, op, res, J):
 
 @njit(cache=True, parallel=True)
 def frame_batch(P, Q, V, A, op, res, J, status):
-    """States k of Q (V, A: as many rows; res, J: as many, or 1 when not wanted)."""
+    """States k of Q (V, A: as many rows; res, J: as many, or 1 when not wanted): each
+    task runs :func:`frame_f` on a copy of P (its own workspace), so the batch reuses
+    frame_f's compiled code instead of compiling the core a second time."""
     N = Q.shape[0]
-    nb = (P.shape[0] - 7) // 3
-    data = P[1:nb + 2]
-    want = op & 63
-    ref = op >> 6
-    body = int(P[0, 12])
-    F = P[0:1, :12]
     for t in prange((N + BATCH_TASK - 1) // BATCH_TASK):
-        # a workspace per task, laid out as P's (the same compiled core)
-        Wk = np.empty((nb + 5, WIDTH))
-        W = Wk[:nb]
-        C = np.empty((4, nb))  # support, angles, cos, sin
+        Pt = P.copy()
         for k in range(t * BATCH_TASK, min(N, (t + 1) * BATCH_TASK)):
-            Jk = J[k if J.shape[0] == N else 0]
-            status[k] = frame_core(data, Q[k], V[k], A[k], body, F, want, ref,
-                                   Wk[nb + 4, :OUT_SIZE], Jk, Jk, W[:, 0:12], W[:, 12:21],
-                                   W[:, 21:24], W[:, 24:30], W[:, 30:36], Wk[nb:nb + 4, :6],
-                                   C[0], C[1], C[2], C[3])
-            deliver(want, Wk[nb + 4, :OUT_SIZE], res[k if res.shape[0] == N else 0])
+            status[k] = frame_f(Pt, Q[k], V[k], A[k], op, res[k if res.shape[0] == N else 0],
+                                J[k if J.shape[0] == N else 0])
 
 
 _A = "float64[:]"
@@ -428,7 +417,10 @@ SIGNATURES = {
 
 def ready(name: str):
     """The dispatcher of ``name``, compiled for its one signature (then closed to others:
-    an argument of another type raises TypeError, as :func:`.kernels.ready`)."""
+    an argument of another type raises TypeError, as :func:`.kernels.ready`). The batch
+    readies frame_f first, so that it calls that one specialisation."""
+    if name == "frame_batch":
+        ready("frame_f")
     disp = globals()[name]
     if not disp.signatures:
         disp.compile(SIGNATURES[name])
