@@ -491,3 +491,14 @@ def test_copies_and_pickles_of_a_model_make_their_own_frame_cache():
     R, p = kd.frame_placement(m2, q, "x")
     Rt, pt = kd.frame_placement(model, q, "panda_hand_tcp")
     _close(p, pt + 0.1 * Rt[:, 2], 1e-14)
+
+
+def test_overflow_is_an_error_naming_the_state():
+    model = kd.load_robot("panda")
+    q = kd.neutral(model)
+    with pytest.raises(kd.StateError, match="not finite for finite input —"):
+        kd.frame_velocity(model, q, np.full(model.nv, 1e308), "panda_hand_tcp")
+    Q, V = np.tile(q, (3, 1)), np.zeros((3, model.nv))
+    V[1] = 1e308
+    with pytest.raises(kd.StateError, match=r"\(state 1 of the batch\)"):
+        kd.frame_jacobian_time_variation(model, Q, V, "panda_hand_tcp", "world")

@@ -133,7 +133,7 @@ def _general(model: Model, q, v, a, frame, want: int, reference, what: str):
 
         batch(ready("frame_batch"), P, Q, V, A, op, res, J, status)
     if status.any():
-        fail(model, status, what, Q, tuple(zip(X, ("v", "a")[:len(X)], strict=True)))
+        fail(model, status, what, q, speeds)  # (names the input, and the state of a batch)
     if single:
         return res[0], J[0], True
     return res, J, False
