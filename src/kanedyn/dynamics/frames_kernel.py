@@ -67,8 +67,8 @@ OUT_R, OUT_P, OUT_V, OUT_A, OUT_SIZE = 0, 9, 12, 18, 24
 # without the reshape, which costs ~20 ns in a kernel): row 0 the frame — X_F = (E, r)
 # in columns 0-11, the body in 12 —, rows 1..nb+1 a copy of the flat model, then the
 # workspace of one state: a row per body holding X_up (12), R (9), p (3), v (6), a (6)
-# (WIDTH = 36 columns exactly), the support and its angles, cos, sin (columns 0-3 of
-# nb rows), 4 scratch rows and the 24 results.
+# (WIDTH = 36 columns exactly), nb rows holding the support and its angles, cos, sin
+# (4 nb contiguous entries), 4 scratch rows and the 24 results.
 
 
 def param_rows(nb: int) -> int:
@@ -116,7 +116,12 @@ def frame_core(data, q, v, a, body, F, want, ref, out, J, dJ, X, R, p, Vb, Ab, T
     ``ang``, ``cs``, ``sn``: scratch of nb entries (angles of the support's unit-axis
     joints and their cos, sin: :func:`~.kernels.sincos` for all at once on a support of
     :data:`~.kernels.SINCOS_MIN` bodies or more, as CRBA; libm below, or for an angle
-    beyond :data:`~.kernels.SINCOS_BIG` or NaN)."""
+    beyond :data:`~.kernels.SINCOS_BIG` or NaN).
+
+    Compiled without numba's runtime and inlined into :func:`frame_f` only: the views
+    it makes (``ang[:depth]``) hold no reference count, so a function that counts them
+    (any caller compiled with the runtime, e.g. a parallel one) must not inline it —
+    the batch calls frame_f instead."""
     need_a = (want & (ACC | CLASSICAL)) != 0
     need_v = need_a or (want & (VEL | DJAC)) != 0
     # the support of the body, body first
@@ -128,8 +133,6 @@ def frame_core(data, q, v, a, body, F, want, ref, out, J, dJ, X, R, p, Vb, Ab, T
         j = int(data[j, PARENT])
     vec = depth >= SINCOS_MIN
     if vec:
-        for d in range(ang.shape[0]):
-            ang[d] = 0.0
         for d in range(depth):
             i = int(chain[d])
             if data[i, AXIS_ID] >= 0:
@@ -137,8 +140,10 @@ def frame_core(data, q, v, a, body, F, want, ref, out, J, dJ, X, R, p, Vb, Ab, T
                 if not abs(x) <= SINCOS_BIG:
                     vec = False
                 ang[d] = x
+            else:
+                ang[d] = 0.0
         if vec:
-            sincos(ang, cs, sn)
+            sincos(ang[:depth], cs[:depth], sn[:depth])
     for d in range(depth - 1, -1, -1):
         i = int(chain[d])
         if vec and data[i, AXIS_ID] >= 0:
@@ -383,11 +388,11 @@ def frame_f(P, q, v, a, op, res, J):
         return BAD_SHAPE
     W = P[nb + 2:2 * nb + 2]
     c = 3 * nb + 2  # scratch rows, then the results
+    C = P[2 * nb + 2:3 * nb + 2].reshape(nb * WIDTH)  # support, angles, cos, sin
     out = P[c + 4, :OUT_SIZE]
     st = frame_core(data, q, v, a, int(P[0, 12]), P[0:1, :12], want, op >> 6, out, J, J,
                     W[:, 0:12], W[:, 12:21], W[:, 21:24], W[:, 24:30], W[:, 30:36],
-                    P[c:c + 4, :6], P[2 * nb + 2:3 * nb + 2, 0], P[2 * nb + 2:3 * nb + 2, 1],
-                    P[2 * nb + 2:3 * nb + 2, 2], P[2 * nb + 2:3 * nb + 2, 3])
+                    P[c:c + 4, :6], C[:nb], C[nb:2 * nb], C[2 * nb:3 * nb], C[3 * nb:4 * nb])
     deliver(want, out, res)
     return st
 
