@@ -1,0 +1,366 @@
+"""numba kernels of :mod:`.centroidal`: the centroidal momentum matrix A_G, and the
+centroidal momentum h_G with its bias rate Ȧ_G v, on the flat model of :mod:`.flat`.
+
+The readable definitions they are tested against are
+:func:`kanedyn.dynamics.centroidal.centroidal_momentum_matrix_reference` and
+:func:`~kanedyn.dynamics.centroidal.centroidal_momentum_bias_reference`.
+Built from the joint, spatial and inertia helpers of :mod:`.kernels` (transforms as
+(E, r), rigid inertias as their 13 parameters), as RNEA and CRBA are:
+
+- ``ag_core`` is CRBA's first half (composite inertias ``I^c_i`` in body coordinates,
+  child to parent), then each column ``I^c_i S_i`` — the momentum of the subtree of
+  joint i moving alone at unit speed — taken to world axes about the centre of mass
+  by one force transform ``(E_0i, p_i - c)``;
+- ``cm_core`` is RNEA's passes with zero joint accelerations and without gravity: the
+  body velocities v_i, bias accelerations a_i, momenta ``I_i v_i`` and their rates
+  ``I_i a_i + v_i ×* I_i v_i``, summed child to parent, shifted from the world
+  origin to the centre of mass at the roots.
+
+Status codes as in :mod:`.kernels`, plus :data:`NO_MASS` (the model's total mass is
+not positive, so it has no centre of mass).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from .kernels import (
+    BAD_SHAPE,
+    BATCH_TASK,
+    FREE,
+    HDR,
+    IV,
+    JTYPE,
+    MASS,
+    NOT_FINITE,
+    NVJ,
+    PARENT,
+    SIDX,
+    SPHERICAL,
+    WIDTH,
+    H,
+    all_finite,
+    all_finite2,
+    compose,
+    cross_force_add,
+    cross_motion_add,
+    cross_unit_add,
+    inertia_column,
+    inertia_params,
+    inertia_times,
+    inertia_to_parent_add,
+    joint_transform,
+    s_column,
+    s_times,
+    x_motion,
+    xt_force,
+    xt_force_add,
+)
+
+#: the total mass of the model is not positive: no centre of mass
+NO_MASS = -3
+
+
+def workspace_size(nb: int) -> int:
+    """Floats of workspace of the single-state entry points here (the larger of A_G's and
+    h_G's), carved out of the model's packed buffer after its flat data; the buffer's
+    workspace (sized for ABA, :func:`kanedyn.dynamics.kernels.workspace_size`) is larger."""
+    return max(12 * nb + 12 * nb + 13 * nb + 12, 12 * nb + 6 * (4 * nb + 2) + 4 * nb)
+
+
+# --- A_G ------------------------------------------------------------------------
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def ag_core(data, q, Ag, X, X0, P, F):
+    """``A_G`` (6 x nv, angular rows first) into Ag; status.
+
+    Workspace (written, never read before): ``X`` (nb, 12) X_up[i]; ``X0`` (nb, 12)
+    ``i_X_0`` (E_0i: world to body axes; r: the body origin in the world); ``P`` (nb, 13)
+    the composite inertia parameters; ``F`` (2, 6) scratch rows.
+    """
+    nb = data.shape[0] - 1
+    for i in range(nb):
+        if joint_transform(data, i, q, X):
+            return i + 1
+        p = int(data[i, PARENT])
+        if p < 0:
+            for m in range(12):
+                X0[i, m] = X[i, m]
+        else:
+            compose(X, i, X0, p)
+    inertia_params(data, P)
+    for i in range(nb - 1, -1, -1):
+        p = int(data[i, PARENT])
+        if p >= 0:
+            inertia_to_parent_add(X, i, P, i, P, p)
+    # total mass and centre of mass, from the roots' composite inertias: m c = m p + R h
+    mass = 0.0
+    c0 = 0.0
+    c1 = 0.0
+    c2 = 0.0
+    for i in range(nb):
+        if int(data[i, PARENT]) < 0:
+            m = P[i, 0]
+            mass += m
+            c0 += m * X0[i, 9] + X0[i, 0] * P[i, 1] + X0[i, 3] * P[i, 2] + X0[i, 6] * P[i, 3]
+            c1 += m * X0[i, 10] + X0[i, 1] * P[i, 1] + X0[i, 4] * P[i, 2] + X0[i, 7] * P[i, 3]
+            c2 += m * X0[i, 11] + X0[i, 2] * P[i, 1] + X0[i, 5] * P[i, 2] + X0[i, 8] * P[i, 3]
+    if not mass > 0.0:
+        return NO_MASS
+    c0 /= mass
+    c1 /= mass
+    c2 /= mass
+    for i in range(nb):
+        o = int(data[i, IV])
+        k = int(data[i, SIDX])
+        jt = int(data[i, JTYPE])
+        # the force transform to world axes about the centre of mass: (E_0i, p_i - c)
+        d0 = X0[i, 9] - c0
+        d1 = X0[i, 10] - c1
+        d2 = X0[i, 11] - c2
+        for col in range(int(data[i, NVJ])):
+            # F = I^c_i S_i[:, col]; S = e_k (most joints), or the unit columns of a
+            # spherical or free joint, pick a column of I^c_i
+            if k >= 0:
+                inertia_column(P, i, k, F, 0)
+            elif jt == FREE or jt == SPHERICAL:
+                inertia_column(P, i, col, F, 0)
+            else:
+                s_column(data, i, col, F, 1)
+                inertia_times(P, i, 0, F, 1, F, 0)
+            n0, n1, n2, f0, f1, f2 = xt_force(
+                X0[i, 0], X0[i, 1], X0[i, 2], X0[i, 3], X0[i, 4], X0[i, 5], X0[i, 6],
+                X0[i, 7], X0[i, 8], d0, d1, d2, F[0, 0], F[0, 1], F[0, 2], F[0, 3], F[0, 4],
+                F[0, 5])
+            Ag[0, o + col] = n0
+            Ag[1, o + col] = n1
+            Ag[2, o + col] = n2
+            Ag[3, o + col] = f0
+            Ag[4, o + col] = f1
+            Ag[5, o + col] = f2
+    return 0 if all_finite2(Ag) else NOT_FINITE
+
+
+@njit(cache=True)
+def ag_into(data, q, Ag):
+    """:func:`ag_core` with a workspace of its own."""
+    nb = data.shape[0] - 1
+    return ag_core(data, q, Ag, np.empty((nb, 12)), np.empty((nb, 12)), np.empty((nb, 13)),
+                   np.empty((2, 6)))
+
+
+@njit(cache=True, _nrt=False)
+def ag_f(buf, q, Ag):
+    """A_G of one state; the workspace from the model's packed buffer."""
+    nb = int(buf[0])
+    nv = int(buf[2])
+    o = HDR + (nb + 1) * WIDTH
+    if not (q.shape[0] == int(buf[1]) and Ag.shape[0] == 6 and Ag.shape[1] == nv
+            and buf.shape[0] >= o + 37 * nb + 12):
+        return BAD_SHAPE
+    return ag_core(buf[HDR:o].reshape((nb + 1, WIDTH)), q, Ag,
+                   buf[o:o + 12 * nb].reshape((nb, 12)),
+                   buf[o + 12 * nb:o + 24 * nb].reshape((nb, 12)),
+                   buf[o + 24 * nb:o + 37 * nb].reshape((nb, 13)),
+                   buf[o + 37 * nb:o + 37 * nb + 12].reshape((2, 6)))
+
+
+@njit(cache=True, parallel=True)
+def ag_batch(data, Q, out, status):
+    """A_G over a batch of states, in parallel; per-state status."""
+    N = Q.shape[0]
+    nb = data.shape[0] - 1
+    for t in prange((N + BATCH_TASK - 1) // BATCH_TASK):
+        X = np.empty((nb, 12))
+        X0 = np.empty((nb, 12))
+        P = np.empty((nb, 13))
+        F = np.empty((2, 6))
+        for k in range(t * BATCH_TASK, min(N, (t + 1) * BATCH_TASK)):
+            status[k] = ag_core(data, Q[k], out[k], X, X0, P, F)
+
+
+# --- h_G and Ȧ_G v ---------------------------------------------------------------
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def cm_core(data, q, v, out, X, w, Mh):
+    """``out = [h_G (6), Ȧ_G v (6)]``, angular parts first; status.
+
+    Workspace (written, never read before): ``X`` (nb, 12) X_up[i]; ``w`` (4 nb + 2, 6)
+    rows ``i`` (v_i), ``nb + i`` (a_i, the acceleration at q̈ = 0 without gravity),
+    ``2 nb + i`` (the rate of momentum of the subtree of i), ``3 nb + i`` (its momentum),
+    and a spare row at ``4 nb`` (S v_i); ``Mh`` (nb, 4) the mass and first moment m c of
+    the subtree of i, in body i coordinates.
+    """
+    nb = data.shape[0] - 1
+    A = nb
+    F = 2 * nb
+    Hr = 3 * nb
+    J = 4 * nb
+    for i in range(nb):  # forward pass: parent before child
+        if joint_transform(data, i, q, X):
+            return i + 1
+        p = int(data[i, PARENT])
+        s_times(data, i, v, w, J)
+        if p < 0:
+            # a root moves with S v_i alone; its acceleration S q̈ + v × S v is zero
+            for m in range(6):
+                w[i, m] = w[J, m]
+                w[A + i, m] = 0.0
+        else:
+            x_motion(X, i, w, p, w, i)
+            for m in range(6):
+                w[i, m] += w[J, m]
+            x_motion(X, i, w, A + p, w, A + i)
+            k = int(data[i, SIDX])
+            if k >= 0:  # S q̇ = q̇ e_k
+                cross_unit_add(w, i, k, v[int(data[i, IV])], w, A + i)
+            else:
+                cross_motion_add(w, i, w, J, w, A + i)
+        inertia_times(data, i, MASS, w, i, w, Hr + i)  # h_i = I_i v_i
+        inertia_times(data, i, MASS, w, A + i, w, F + i)  # ḣ_i = I_i a_i + v_i ×* h_i
+        cross_force_add(w, i, w, Hr + i, w, F + i)
+        Mh[i, 0] = data[i, MASS]
+        for m in range(3):
+            Mh[i, 1 + m] = data[i, H + m]
+    for m in range(12):
+        out[m] = 0.0
+    mass = 0.0
+    c0 = 0.0
+    c1 = 0.0
+    c2 = 0.0
+    for i in range(nb - 1, -1, -1):  # backward pass: child before parent
+        p = int(data[i, PARENT])
+        # the subtree's momentum, its rate and its first moment, to the parent (or, at a
+        # root, to the world: X_up of a root is root_X_world)
+        h0, h1, h2, h3, h4, h5 = xt_force(
+            X[i, 0], X[i, 1], X[i, 2], X[i, 3], X[i, 4], X[i, 5], X[i, 6], X[i, 7], X[i, 8],
+            X[i, 9], X[i, 10], X[i, 11], w[Hr + i, 0], w[Hr + i, 1], w[Hr + i, 2],
+            w[Hr + i, 3], w[Hr + i, 4], w[Hr + i, 5])
+        d0, d1, d2, d3, d4, d5 = xt_force(
+            X[i, 0], X[i, 1], X[i, 2], X[i, 3], X[i, 4], X[i, 5], X[i, 6], X[i, 7], X[i, 8],
+            X[i, 9], X[i, 10], X[i, 11], w[F + i, 0], w[F + i, 1], w[F + i, 2],
+            w[F + i, 3], w[F + i, 4], w[F + i, 5])
+        # first moment in parent coordinates: Eᵀ (m c) + m r
+        m = Mh[i, 0]
+        y0 = X[i, 0] * Mh[i, 1] + X[i, 3] * Mh[i, 2] + X[i, 6] * Mh[i, 3] + m * X[i, 9]
+        y1 = X[i, 1] * Mh[i, 1] + X[i, 4] * Mh[i, 2] + X[i, 7] * Mh[i, 3] + m * X[i, 10]
+        y2 = X[i, 2] * Mh[i, 1] + X[i, 5] * Mh[i, 2] + X[i, 8] * Mh[i, 3] + m * X[i, 11]
+        if p >= 0:
+            w[Hr + p, 0] += h0
+            w[Hr + p, 1] += h1
+            w[Hr + p, 2] += h2
+            w[Hr + p, 3] += h3
+            w[Hr + p, 4] += h4
+            w[Hr + p, 5] += h5
+            w[F + p, 0] += d0
+            w[F + p, 1] += d1
+            w[F + p, 2] += d2
+            w[F + p, 3] += d3
+            w[F + p, 4] += d4
+            w[F + p, 5] += d5
+            Mh[p, 0] += m
+            Mh[p, 1] += y0
+            Mh[p, 2] += y1
+            Mh[p, 3] += y2
+        else:
+            out[0] += h0
+            out[1] += h1
+            out[2] += h2
+            out[3] += h3
+            out[4] += h4
+            out[5] += h5
+            out[6] += d0
+            out[7] += d1
+            out[8] += d2
+            out[9] += d3
+            out[10] += d4
+            out[11] += d5
+            mass += m
+            c0 += y0
+            c1 += y1
+            c2 += y2
+    if not mass > 0.0:
+        return NO_MASS
+    c0 /= mass
+    c1 /= mass
+    c2 /= mass
+    # about the centre of mass: n_G = n_O - c × f; for the rate, d/dt (c × P) = c × Ṗ
+    # (ċ × P = 0: P = m ċ)
+    for b in range(0, 12, 6):
+        f0, f1, f2 = out[b + 3], out[b + 4], out[b + 5]
+        out[b] -= c1 * f2 - c2 * f1
+        out[b + 1] -= c2 * f0 - c0 * f2
+        out[b + 2] -= c0 * f1 - c1 * f0
+    return 0 if all_finite(out) else NOT_FINITE
+
+
+@njit(cache=True)
+def cm_into(data, q, v, out):
+    """:func:`cm_core` with a workspace of its own."""
+    nb = data.shape[0] - 1
+    return cm_core(data, q, v, out, np.empty((nb, 12)), np.empty((4 * nb + 2, 6)),
+                   np.empty((nb, 4)))
+
+
+@njit(cache=True, _nrt=False)
+def cm_f(buf, q, v, out):
+    """[h_G, Ȧ_G v] of one state; the workspace from the model's packed buffer."""
+    nb = int(buf[0])
+    o = HDR + (nb + 1) * WIDTH
+    if not (q.shape[0] == int(buf[1]) and v.shape[0] == int(buf[2]) and out.shape[0] == 12
+            and buf.shape[0] >= o + 40 * nb + 12):
+        return BAD_SHAPE
+    return cm_core(buf[HDR:o].reshape((nb + 1, WIDTH)), q, v, out,
+                   buf[o:o + 12 * nb].reshape((nb, 12)),
+                   buf[o + 12 * nb:o + 36 * nb + 12].reshape((4 * nb + 2, 6)),
+                   buf[o + 36 * nb + 12:o + 40 * nb + 12].reshape((nb, 4)))
+
+
+@njit(cache=True, parallel=True)
+def cm_batch(data, Q, V, out, status):
+    """[h_G, Ȧ_G v] over a batch of states, in parallel; per-state status."""
+    N = Q.shape[0]
+    nb = data.shape[0] - 1
+    for t in prange((N + BATCH_TASK - 1) // BATCH_TASK):
+        X = np.empty((nb, 12))
+        w = np.empty((4 * nb + 2, 6))
+        Mh = np.empty((nb, 4))
+        for k in range(t * BATCH_TASK, min(N, (t + 1) * BATCH_TASK)):
+            status[k] = cm_core(data, Q[k], V[k], out[k], X, w, Mh)
+
+
+# --- entry points: compiled for one signature each, on first use -----------------
+
+_V = "float64[::1]"
+_M = "float64[:, ::1]"
+_T3 = "float64[:, :, ::1]"
+_I = "int64[::1]"
+_A = "float64[:]"
+_A2 = "float64[:, :]"
+SIGNATURES = {
+    # any strides for the caller's arrays: called without the dispatcher's type check
+    # (see kernels.entry); the wrappers check ndim and dtype
+    "ag_f": f"int64({_V}, {_A}, {_A2})",
+    "cm_f": f"int64({_V}, {_A}, {_A}, {_A})",
+    "ag_batch": f"void({_M}, {_M}, {_T3}, {_I})",
+    "cm_batch": f"void({_M}, {_M}, {_M}, {_M}, {_I})",
+}
+
+
+def ready(name: str):
+    """The dispatcher of ``name``, compiled (or loaded from the on-disk cache) for its one
+    signature, further compilation disabled (as :func:`kanedyn.dynamics.kernels.ready`)."""
+    disp = globals()[name]
+    if not disp.signatures:
+        disp.compile(SIGNATURES[name])
+        disp.disable_compile()
+    return disp
+
+
+def entry(name: str):
+    """The compiled entry point of ``name`` without numba's dispatcher (see
+    :func:`kanedyn.dynamics.kernels.entry`: the caller passes float64 arrays of the
+    declared ndim)."""
+    disp = ready(name)
+    return disp.overloads[disp.signatures[0]].entry_point
