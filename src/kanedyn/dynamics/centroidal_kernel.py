@@ -55,7 +55,6 @@ from .kernels import (
     s_times,
     x_motion,
     xt_force,
-    xt_force_add,
 )
 
 #: the total mass of the model is not positive: no centre of mass
