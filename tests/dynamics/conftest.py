@@ -34,14 +34,14 @@ class Twin:
     pdata: object
     to_pin_q: object   # kanedyn q -> Pinocchio q
     iv: np.ndarray     # v_pin = v_kd[iv]
-    jid: np.ndarray    # Pinocchio joint id of kanedyn body i
+    jid: list          # Pinocchio joint id (int) of kanedyn body i
 
 
 def _q_pieces(model, pmodel, jid):
     pieces = []
     for b in model.bodies:
         q0, kind = b.iq.start, b.joint.kind
-        nqp = pmodel.nqs[int(jid[b.index])]
+        nqp = pmodel.nqs[jid[b.index]]
         if kind == "free":
             pieces.append(lambda q, q0=q0: q[[q0, q0 + 1, q0 + 2, q0 + 4, q0 + 5, q0 + 6, q0 + 3]])
         elif kind == "spherical":
@@ -60,7 +60,7 @@ def _q_pieces(model, pmodel, jid):
 
     iv = np.empty(model.nv, dtype=int)
     for b in model.bodies:
-        j = pmodel.joints[int(jid[b.index])]
+        j = pmodel.joints[jid[b.index]]
         idx = np.arange(b.iv.start, b.iv.stop)
         if b.joint.kind == "free":
             idx = idx[[3, 4, 5, 0, 1, 2]]
@@ -69,8 +69,8 @@ def _q_pieces(model, pmodel, jid):
 
 
 def _twin(model, pmodel) -> Twin:
-    jid = np.array([pmodel.getJointId(b.joint.name) for b in model.bodies])
-    assert (jid > 0).all() and len(set(jid)) == model.nb
+    jid = [int(pmodel.getJointId(b.joint.name)) for b in model.bodies]
+    assert min(jid) > 0 and len(set(jid)) == model.nb
     to_pin_q, iv = _q_pieces(model, pmodel, jid)
     return Twin(pmodel, pmodel.createData(), to_pin_q, iv, jid)
 
