@@ -194,3 +194,15 @@ def test_a_massless_model_has_no_centre_of_mass():
             f(ghost, np.zeros((3, 1)), *[np.ones((3, 1)) for _ in args])
     with pytest.raises(kd.ModelError, match="no mass"):
         cen.centroidal_momentum_matrix_reference(ghost, np.zeros(1))
+
+
+def test_workspaces_fit_the_models_packed_buffer():
+    """The single-state entry points carve their workspace out of the buffer that
+    kernels.workspace_size sizes (for ABA); they refuse to run past its end."""
+    from kanedyn.dynamics import centroidal_kernel, joint_wrenches_kernel, kernels
+
+    for nb in range(1, 300):
+        for nv in (nb, 3 * nb, 6 * nb):
+            size = kernels.workspace_size(nb, nv)
+            assert centroidal_kernel.workspace_size(nb) <= size
+            assert joint_wrenches_kernel.workspace_size(nb, nv) <= size

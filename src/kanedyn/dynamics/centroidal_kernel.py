@@ -26,10 +26,12 @@ import numpy as np
 from numba import njit, prange
 
 from .kernels import (
+    AXIS_ID,
     BAD_SHAPE,
     BATCH_TASK,
     FREE,
     HDR,
+    IQ,
     IV,
     JTYPE,
     MASS,
@@ -37,6 +39,8 @@ from .kernels import (
     NVJ,
     PARENT,
     SIDX,
+    SINCOS_BIG,
+    SINCOS_MIN,
     SPHERICAL,
     WIDTH,
     H,
@@ -53,6 +57,8 @@ from .kernels import (
     joint_transform,
     s_column,
     s_times,
+    sincos,
+    unit_axis_transform,
     x_motion,
     xt_force,
 )
@@ -65,22 +71,31 @@ def workspace_size(nb: int) -> int:
     """Floats of workspace of the single-state entry points here (the larger of A_G's and
     h_G's), carved out of the model's packed buffer after its flat data; the buffer's
     workspace (sized for ABA, :func:`kanedyn.dynamics.kernels.workspace_size`) is larger."""
-    return max(12 * nb + 12 * nb + 13 * nb + 12, 12 * nb + 6 * (4 * nb + 2) + 4 * nb)
+    return max(12 * nb + 12 * nb + 13 * nb + 12 + 3 * nb, 12 * nb + 6 * (4 * nb + 2) + 4 * nb)
 
 
 # --- A_G ------------------------------------------------------------------------
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def ag_core(data, q, Ag, X, X0, P, F):
+def ag_core(data, q, Ag, X, X0, P, F, C):
     """``A_G`` (6 x nv, angular rows first) into Ag; status.
 
     Workspace (written, never read before): ``X`` (nb, 12) X_up[i]; ``X0`` (nb, 12)
     ``i_X_0`` (E_0i: world to body axes; r: the body origin in the world); ``P`` (nb, 13)
-    the composite inertia parameters; ``F`` (2, 6) scratch rows.
+    the composite inertia parameters; ``F`` (2, 6) scratch rows; ``C`` (3 nb) the joint
+    angles, their cos and sin (from :data:`~kanedyn.dynamics.kernels.SINCOS_MIN` bodies
+    on, in one vectorised loop, as CRBA takes them).
     """
     nb = data.shape[0] - 1
+    vec = nb >= SINCOS_MIN
+    if vec:
+        for i in range(nb):
+            C[i] = q[int(data[i, IQ])]
+        sincos(C[:nb], C[nb:2 * nb], C[2 * nb:3 * nb])
     for i in range(nb):
-        if joint_transform(data, i, q, X):
+        if vec and data[i, AXIS_ID] >= 0 and abs(C[i]) <= SINCOS_BIG:
+            unit_axis_transform(data, i, C[nb + i], C[2 * nb + i], X)
+        elif joint_transform(data, i, q, X):
             return i + 1
         p = int(data[i, PARENT])
         if p < 0:
@@ -146,7 +161,7 @@ def ag_into(data, q, Ag):
     """:func:`ag_core` with a workspace of its own."""
     nb = data.shape[0] - 1
     return ag_core(data, q, Ag, np.empty((nb, 12)), np.empty((nb, 12)), np.empty((nb, 13)),
-                   np.empty((2, 6)))
+                   np.empty((2, 6)), np.empty(3 * nb))
 
 
 @njit(cache=True, _nrt=False)
@@ -156,13 +171,14 @@ def ag_f(buf, q, Ag):
     nv = int(buf[2])
     o = HDR + (nb + 1) * WIDTH
     if not (q.shape[0] == int(buf[1]) and Ag.shape[0] == 6 and Ag.shape[1] == nv
-            and buf.shape[0] >= o + 37 * nb + 12):
+            and buf.shape[0] >= o + 40 * nb + 12):
         return BAD_SHAPE
     return ag_core(buf[HDR:o].reshape((nb + 1, WIDTH)), q, Ag,
                    buf[o:o + 12 * nb].reshape((nb, 12)),
                    buf[o + 12 * nb:o + 24 * nb].reshape((nb, 12)),
                    buf[o + 24 * nb:o + 37 * nb].reshape((nb, 13)),
-                   buf[o + 37 * nb:o + 37 * nb + 12].reshape((2, 6)))
+                   buf[o + 37 * nb:o + 37 * nb + 12].reshape((2, 6)),
+                   buf[o + 37 * nb + 12:o + 40 * nb + 12])
 
 
 @njit(cache=True, parallel=True)
@@ -175,8 +191,9 @@ def ag_batch(data, Q, out, status):
         X0 = np.empty((nb, 12))
         P = np.empty((nb, 13))
         F = np.empty((2, 6))
+        C = np.empty(3 * nb)
         for k in range(t * BATCH_TASK, min(N, (t + 1) * BATCH_TASK)):
-            status[k] = ag_core(data, Q[k], out[k], X, X0, P, F)
+            status[k] = ag_core(data, Q[k], out[k], X, X0, P, F, C)
 
 
 # --- h_G and Ȧ_G v ---------------------------------------------------------------
