@@ -155,7 +155,7 @@ def test_bias_is_time_derivative_of_A_G_along_the_motion(model):
 
 def test_rate_of_momentum_is_external_wrench_about_com():
     """Free-floating, no joint forces: ḣ_G = A_G v̇ + Ȧ_G v equals the gravity wrench about
-    the centre of mass, [0; m g] (Orin et al. 2013, eq. 4) — with v̇ from ABA."""
+    the centre of mass, [0; m g] — with v̇ from ABA."""
     model = kd.load_robot("humanoid", floating_base=True)
     rng = np.random.default_rng(4)
     q = kd.random_configuration(model, rng)

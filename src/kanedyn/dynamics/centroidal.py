@@ -4,8 +4,8 @@ Following Orin, Goswami & Lee, "Centroidal dynamics of a humanoid robot",
 Autonomous Robots 35:161–176 (2013), with G a frame at the centre of mass c whose
 axes are the world's, and ``i_X_G`` the Plücker transform from G to body i:
 
-    h_G = [k_G; l_G] = Σ_i i_X_Gᵀ I_i v_i = A_G(q) v                       (Orin eq. 12, 25)
-    A_G = Σ_i i_X_Gᵀ I_i J_i                                              (Orin eq. 27)
+    h_G = [k_G; l_G] = Σ_i i_X_Gᵀ I_i v_i = A_G(q) v
+    A_G = Σ_i i_X_Gᵀ I_i J_i
     ḣ_G = A_G v̇ + Ȧ_G v,   Ȧ_G v = Σ_i i_X_Gᵀ (I_i a_i + v_i ×* I_i v_i)
 
 with J_i the body Jacobian of body i (body coordinates) and a_i = J̇_i v the
@@ -85,7 +85,7 @@ def centroidal_momentum_matrix(model: Model, q: ArrayLike) -> NDArray:
     halves swapped. Column j is the momentum the model has when speed j alone is 1.
 
     Computed as CRBA's composite inertias ``I^c_i`` (Featherstone 2008, Table 6.2), then
-    ``A_G[:, joint i] = i_X_Gᵀ I^c_i S_i`` (Orin et al. 2013, sec. 3.2): O(nb + nv).
+    ``A_G[:, joint i] = i_X_Gᵀ I^c_i S_i`` (Orin et al. 2013): O(nb + nv).
     """
     try:
         buf, nv, _ = model._kd_hot  # (flat._Hot)
@@ -141,8 +141,8 @@ def centroidal_momentum(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray:
     the angular momentum about the centre of mass and the linear momentum ``m ċ``, in
     world axes, angular first (Pinocchio's ``data.hg``, halves swapped).
 
-    Computed body by body from the velocities, without forming A_G (Orin et al. 2013,
-    eq. 12): ``h_G = Σ_i i_X_Gᵀ I_i v_i``.
+    Computed body by body from the velocities, without forming A_G (Orin et al.
+    2013): ``h_G = Σ_i i_X_Gᵀ I_i v_i``.
     """
     out = _momentum_and_bias(model, q, v, "centroidal_momentum")
     return out[..., :6]
@@ -153,7 +153,7 @@ def centroidal_momentum_bias(model: Model, q: ArrayLike, v: ArrayLike) -> NDArra
     centroidal momentum when v̇ = 0, so that ``ḣ_G = A_G v̇ + Ȧ_G v``.
 
     ``Ȧ_G v = Σ_i i_X_Gᵀ (I_i a_i + v_i ×* I_i v_i)`` with a_i the body accelerations of
-    RNEA's forward pass at v̇ = 0 without gravity (Orin, Goswami & Lee 2013, sec. 3.3;
+    RNEA's forward pass at v̇ = 0 without gravity (Orin, Goswami & Lee 2013;
     Featherstone 2008, Table 5.1). Pinocchio: ``data.dhg`` after
     ``computeCentroidalMomentumTimeVariation(model, data, q, v, 0)``, halves swapped.
     """
@@ -176,7 +176,7 @@ def _centroid_transforms(model: Model, q: NDArray) -> list[NDArray]:
 
 
 def centroidal_momentum_matrix_reference(model: Model, q: NDArray) -> NDArray:
-    """``A_G = Σ_i i_X_Gᵀ I_i J_i`` (Orin, Goswami & Lee 2013, eq. 27), body by body."""
+    """``A_G = Σ_i i_X_Gᵀ I_i J_i`` (Orin, Goswami & Lee 2013), body by body."""
     XG = _centroid_transforms(model, q)
     A = np.zeros((6, model.nv))
     for b in model.bodies:

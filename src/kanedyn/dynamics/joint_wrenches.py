@@ -11,7 +11,7 @@ a_0 = -a_grav). Its projection on the motion subspace is the joint force,
 ``τ_i = S_iᵀ f_i``; the rest, ``f_i - S_i τ_i`` in the joint's constrained
 directions, is the reaction load the joint's bearing carries — the numeric
 counterpart of the constraint forces Kane's method brings in with auxiliary speeds
-(Kane & Levinson 1985, sec. 5.9). For a free root joint, f is the external
+(Kane & Levinson 1985). For a free root joint, f is the external
 wrench that would be needed to move the base as given (zero when a comes from ABA).
 
 The computation is :func:`kanedyn.dynamics.joint_wrenches_kernel.jw_core` (numba),
