@@ -34,6 +34,8 @@ from .kernels import (
     IQ,
     IV,
     JTYPE,
+    LANE_BODIES,
+    LANES,
     MASS,
     NOT_FINITE,
     NVJ,
@@ -51,13 +53,19 @@ from .kernels import (
     cross_motion_add,
     cross_unit_add,
     inertia_column,
+    inertia_moved,
     inertia_params,
     inertia_times,
     inertia_to_parent_add,
+    inertia_unit_column,
     joint_transform,
+    lane_cos_sin,
+    lane_joint_transform,
+    lane_unit_axis_transform,
     s_column,
     s_times,
     sincos,
+    stack_array,
     unit_axis_transform,
     x_motion,
     xt_force,
@@ -181,19 +189,176 @@ def ag_f(buf, q, Ag):
                    buf[o + 37 * nb + 12:o + 40 * nb + 12])
 
 
+# A_G on several states at once, LANES states through the arithmetic of ag_core
+# together, operation for operation, on stack blocks (see "Several states at once" in
+# kernels.py): a state gives the same bits alone or in a batch.
+_LANE_ANGLES = LANE_BODIES * LANES
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def lane_column_out(X0, i, l, G, F0, F1, F2, F3, F4, F5, out, k0, col):
+    """``out[k0 + l, :, col]`` = the force (F0..F5) of body i, lane l, to world axes about
+    the centre of mass ``G[1:4, l]`` (as in ag_core)."""
+    n0, n1, n2, f0, f1, f2 = xt_force(
+        X0[i, 0, l], X0[i, 1, l], X0[i, 2, l], X0[i, 3, l], X0[i, 4, l], X0[i, 5, l],
+        X0[i, 6, l], X0[i, 7, l], X0[i, 8, l], X0[i, 9, l] - G[1, l], X0[i, 10, l] - G[2, l],
+        X0[i, 11, l] - G[3, l], F0, F1, F2, F3, F4, F5)
+    out[k0 + l, 0, col] = n0
+    out[k0 + l, 1, col] = n1
+    out[k0 + l, 2, col] = n2
+    out[k0 + l, 3, col] = f0
+    out[k0 + l, 4, col] = f1
+    out[k0 + l, 5, col] = f2
+
+
+@njit(cache=True, forceinline=True)
+def ag_lanes(data, Q, k0, L, out, status, Xs, Fs):
+    """:func:`ag_core` for the L <= LANES states ``Q[k0:k0 + L]`` at once, into
+    ``out[k0:k0 + L]`` and ``status[k0:k0 + L]``. ``Xs``, ``Fs``: scalar rows for the
+    lane-by-lane fallbacks (joints not about a unit axis, general motion subspaces)."""
+    X = stack_array((LANE_BODIES, 12, LANES))  # X_up[i], lane l
+    X0 = stack_array((LANE_BODIES, 12, LANES))  # i_X_0
+    P = stack_array((LANE_BODIES, 13, LANES))  # I^c_i parameters
+    C = stack_array((3, _LANE_ANGLES))  # angles, cos, sin
+    T = stack_array((12, LANES))  # a transform composed, an inertia moved
+    G = stack_array((4, LANES))  # total mass, then the centre of mass
+    nb = data.shape[0] - 1
+    for l in range(L):
+        status[k0 + l] = 0
+    # X_up, as crba_lanes: joints about a unit axis from the cos and sin of all angles
+    vec = nb >= SINCOS_MIN
+    if vec:
+        for i in range(nb):
+            iq = int(data[i, IQ])
+            for l in range(L):
+                C[0, i * L + l] = Q[k0 + l, iq]
+        sincos(C[0, :nb * L], C[1, :nb * L], C[2, :nb * L])
+    for i in range(nb):
+        if data[i, AXIS_ID] >= 0:
+            cq, sq = C[1, i * L:(i + 1) * L], C[2, i * L:(i + 1) * L]
+            if not vec:  # a small tree: libm's cos and sin
+                lane_cos_sin(Q, k0, int(data[i, IQ]), L, cq, sq)
+            lane_unit_axis_transform(data, i, cq, sq, X, i, L)
+            for l in range(L):
+                if vec and not abs(C[0, i * L + l]) <= SINCOS_BIG:  # (and NaN): libm
+                    lane_joint_transform(data, i, Q[k0 + l], Xs, X, i, l)
+        else:
+            for l in range(L):
+                if lane_joint_transform(data, i, Q[k0 + l], Xs, X, i, l) and status[k0 + l] == 0:
+                    status[k0 + l] = i + 1
+    # i_X_0 = X_up[i] i_X_0[parent] (compose), through T: reading X0[p] and writing X0[i]
+    # in one loop would need run-time overlap checks
+    for i in range(nb):
+        p = int(data[i, PARENT])
+        if p < 0:
+            for c in range(12):
+                for l in range(L):
+                    X0[i, c, l] = X[i, c, l]
+            continue
+        for a in range(3):
+            for b in range(3):
+                for l in range(L):
+                    T[3 * a + b, l] = (X[i, 3 * a, l] * X0[p, b, l]
+                                       + X[i, 3 * a + 1, l] * X0[p, 3 + b, l]
+                                       + X[i, 3 * a + 2, l] * X0[p, 6 + b, l])
+        for a in range(3):
+            for l in range(L):
+                T[9 + a, l] = (X0[p, 9 + a, l] + X0[p, a, l] * X[i, 9, l]
+                               + X0[p, 3 + a, l] * X[i, 10, l] + X0[p, 6 + a, l] * X[i, 11, l])
+        for c in range(12):
+            for l in range(L):
+                X0[i, c, l] = T[c, l]
+    # composite inertias, child to parent, as crba_lanes
+    for i in range(nb):
+        for c in range(13):
+            for l in range(L):
+                P[i, c, l] = data[i, MASS + c]
+    for i in range(nb - 1, -1, -1):
+        p = int(data[i, PARENT])
+        if p < 0:
+            continue
+        for l in range(L):
+            (T[0, l], T[1, l], T[2, l], T[3, l], T[4, l], T[5, l], T[6, l], T[7, l],
+             T[8, l]) = inertia_moved(
+                X[i, 0, l], X[i, 1, l], X[i, 2, l], X[i, 3, l], X[i, 4, l], X[i, 5, l],
+                X[i, 6, l], X[i, 7, l], X[i, 8, l], X[i, 9, l], X[i, 10, l], X[i, 11, l],
+                P[i, 0, l], P[i, 1, l], P[i, 2, l], P[i, 3, l], P[i, 4, l], P[i, 5, l],
+                P[i, 6, l], P[i, 7, l], P[i, 8, l], P[i, 9, l], P[i, 10, l], P[i, 11, l],
+                P[i, 12, l])
+        for c, t in ((1, 0), (2, 1), (3, 2), (4, 3), (5, 4), (6, 5), (7, 4), (8, 6), (9, 7),
+                     (10, 5), (11, 7), (12, 8)):
+            for l in range(L):
+                P[p, c, l] += T[t, l]
+        for l in range(L):
+            P[p, 0, l] += P[i, 0, l]
+    # total mass and centre of mass from the roots, as ag_core
+    for c in range(4):
+        for l in range(L):
+            G[c, l] = 0.0
+    for i in range(nb):
+        if int(data[i, PARENT]) < 0:
+            for l in range(L):
+                m = P[i, 0, l]
+                G[0, l] += m
+                G[1, l] += (m * X0[i, 9, l] + X0[i, 0, l] * P[i, 1, l] + X0[i, 3, l] * P[i, 2, l]
+                            + X0[i, 6, l] * P[i, 3, l])
+                G[2, l] += (m * X0[i, 10, l] + X0[i, 1, l] * P[i, 1, l]
+                            + X0[i, 4, l] * P[i, 2, l] + X0[i, 7, l] * P[i, 3, l])
+                G[3, l] += (m * X0[i, 11, l] + X0[i, 2, l] * P[i, 1, l]
+                            + X0[i, 5, l] * P[i, 2, l] + X0[i, 8, l] * P[i, 3, l])
+    for l in range(L):
+        if not G[0, l] > 0.0:  # (numba raises on a division by zero)
+            if status[k0 + l] == 0:
+                status[k0 + l] = NO_MASS
+            continue
+        G[1, l] /= G[0, l]
+        G[2, l] /= G[0, l]
+        G[3, l] /= G[0, l]
+    # the columns I^c_i S_i, to world axes about the centre of mass
+    for i in range(nb):
+        o = int(data[i, IV])
+        k = int(data[i, SIDX])
+        jt = int(data[i, JTYPE])
+        unit = k >= 0 or jt == FREE or jt == SPHERICAL
+        for col in range(int(data[i, NVJ])):
+            kk = k if k >= 0 else col
+            if unit:
+                for l in range(L):
+                    F0, F1, F2, F3, F4, F5 = inertia_unit_column(
+                        kk, P[i, 0, l], P[i, 1, l], P[i, 2, l], P[i, 3, l], P[i, 4, l],
+                        P[i, 5, l], P[i, 6, l], P[i, 7, l], P[i, 8, l], P[i, 9, l],
+                        P[i, 10, l], P[i, 11, l], P[i, 12, l])
+                    lane_column_out(X0, i, l, G, F0, F1, F2, F3, F4, F5, out, k0, o + col)
+            else:
+                s_column(data, i, col, Fs, 1)  # the model's column, the same in every lane
+                for l in range(L):
+                    inertia_times(P[:, :, l], i, 0, Fs, 1, Fs, 0)
+                    lane_column_out(X0, i, l, G, Fs[0, 0], Fs[0, 1], Fs[0, 2], Fs[0, 3],
+                                    Fs[0, 4], Fs[0, 5], out, k0, o + col)
+    for l in range(L):
+        if status[k0 + l] == 0 and not all_finite2(out[k0 + l]):
+            status[k0 + l] = NOT_FINITE
+
+
 @njit(cache=True, parallel=True)
 def ag_batch(data, Q, out, status):
-    """A_G over a batch of states, in parallel; per-state status."""
+    """A_G over a batch of states, in parallel (LANES at a time up to LANE_BODIES
+    bodies); per-state status."""
     N = Q.shape[0]
     nb = data.shape[0] - 1
     for t in prange((N + BATCH_TASK - 1) // BATCH_TASK):
         X = np.empty((nb, 12))
-        X0 = np.empty((nb, 12))
-        P = np.empty((nb, 13))
         F = np.empty((2, 6))
-        C = np.empty(3 * nb)
-        for k in range(t * BATCH_TASK, min(N, (t + 1) * BATCH_TASK)):
-            status[k] = ag_core(data, Q[k], out[k], X, X0, P, F, C)
+        end = min(N, (t + 1) * BATCH_TASK)
+        if nb <= LANE_BODIES:
+            for k in range(t * BATCH_TASK, end, LANES):
+                ag_lanes(data, Q, k, min(LANES, end - k), out, status, X, F)
+        else:
+            X0 = np.empty((nb, 12))
+            P = np.empty((nb, 13))
+            C = np.empty(3 * nb)
+            for k in range(t * BATCH_TASK, end):
+                status[k] = ag_core(data, Q[k], out[k], X, X0, P, F, C)
 
 
 # --- h_G and Ȧ_G v ---------------------------------------------------------------
