@@ -206,3 +206,28 @@ def test_workspaces_fit_the_models_packed_buffer():
             size = kernels.workspace_size(nb, nv)
             assert centroidal_kernel.workspace_size(nb) <= size
             assert joint_wrenches_kernel.workspace_size(nb, nv) <= size
+
+
+def test_out_and_the_c_fast_path():
+    """out= takes the result (one state or a batch); the C fast path of _fastcall.c, where
+    it is built, gives the Python wrapper's bits and hands it every call it does not take."""
+    model = kd.models.random_tree(7, seed=3, floating_base=True, joint_types=ALL_JOINTS)
+    rng = np.random.default_rng(0)
+    Q = np.array([kd.random_configuration(model, rng) for _ in range(3)])
+    f = kd.centroidal_momentum_matrix
+    wrapper = getattr(f, "__wrapped__", f)
+    out = np.full((6, model.nv), np.nan)
+    assert f(model, Q[0], out=out) is out
+    assert np.array_equal(out, wrapper(model, Q[0]))
+    assert np.array_equal(f(model, Q[0]), wrapper(model, Q[0]))
+    outs = np.empty((3, 6, model.nv))
+    assert f(model, Q, out=outs) is outs and np.array_equal(outs, wrapper(model, Q))
+    assert np.array_equal(f(model, list(Q[1])), outs[1])
+    with pytest.raises(kd.StateError, match="wrong shape"):
+        f(model, Q[0], out=np.empty((6, model.nv + 1)))
+    with pytest.raises(kd.StateError, match="out= must be"):
+        f(model, Q, out=np.empty((3, 6, model.nv), dtype=np.float32))
+    q = Q[0].copy()
+    q[3:7] *= 2.0  # not a unit quaternion: the wrapper names the joint
+    with pytest.raises(kd.StateError, match="quaternion"):
+        f(model, q)

@@ -26,13 +26,16 @@ below, which follow the sums above body by body.
 
 from __future__ import annotations
 
+import functools
+import os
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ModelError
 from ..model import Model
 from ..spatial import crf, crm, plucker
-from ._dispatch import F8, batch, fail, general
+from ._dispatch import F8, batch, batch_result, fail, general, store, writable
 from .flat import fast, flatten
 from .reference import body_placements, body_velocities, jacobian_local, joint_transforms
 
@@ -76,7 +79,8 @@ def _fail(model: Model, s, what: str, q, speeds: tuple):
     fail(model, s, what, q, speeds)
 
 
-def centroidal_momentum_matrix(model: Model, q: ArrayLike) -> NDArray:
+def centroidal_momentum_matrix(model: Model, q: ArrayLike, *,
+                               out: NDArray | None = None) -> NDArray:
     """The centroidal momentum matrix ``A_G(q)`` (6 x nv; (N, 6, nv) for a batch).
 
     ``h_G = A_G v``: rows 0-2 the angular momentum about the centre of mass, rows 3-5
@@ -86,6 +90,7 @@ def centroidal_momentum_matrix(model: Model, q: ArrayLike) -> NDArray:
 
     Computed as CRBA's composite inertias ``I^c_i`` (Featherstone 2008, Table 6.2), then
     ``A_G[:, joint i] = i_X_Gᵀ I^c_i S_i`` (Orin et al. 2013): O(nb + nv).
+    ``out``: an array of the result's shape to write into (and return).
     """
     try:
         buf, nv, _ = model._kd_hot  # (flat._Hot)
@@ -94,21 +99,50 @@ def centroidal_momentum_matrix(model: Model, q: ArrayLike) -> NDArray:
     try:
         # one float64 state straight to the kernel's entry point (see kernels.entry)
         if q.ndim == 1 and q.dtype is F8:
-            Ag = _empty((6, nv))
-            if not (s := _ag_f(buf, q, Ag)):
-                return Ag
-            _fail(model, s, "centroidal_momentum_matrix", q, ())
+            if out is None:
+                Ag = _empty((6, nv))
+                if not (s := _ag_f(buf, q, Ag)):
+                    return Ag
+                _fail(model, s, "centroidal_momentum_matrix", q, ())
+            elif writable(out, 2):
+                if s := _ag_f(buf, q, out):
+                    _fail(model, s, "centroidal_momentum_matrix", q, ())
+                return out
     except (AttributeError, TypeError):  # not an array
         pass
     fm = flatten(model)
     (Q,), _, single = general(model, q, ())
     N = Q.shape[0]
-    out = np.empty((N, 6, fm.nv))
+    res = batch_result(None if single else out, (N, 6, fm.nv), Q)
     status = np.zeros(N, dtype=np.int64)
-    batch(_ag_batch, fm.data, Q, out, status)
+    batch(_ag_batch, fm.data, Q, res, status)
     if status.any():
         _fail(model, status, "centroidal_momentum_matrix", Q, ())
-    return out[0] if single else out
+    return store(out, res[0] if single else res)
+
+
+def _c_front(wrapper):
+    """``wrapper`` with the C fast path of ``_fastcall.c`` in front (as
+    :func:`kanedyn.dynamics._dispatch.c_front`), its result (6, nv); ``wrapper`` itself
+    without the extension, with ``KANEDYN_NO_C=1``, or with an extension built before
+    it took ``rows=``."""
+    if os.environ.get("KANEDYN_NO_C", "") not in ("", "0"):
+        return wrapper
+    try:
+        from ._fastcall import Caller
+
+        def loader() -> int:
+            from . import centroidal_kernel
+
+            return centroidal_kernel.c_entry("ag_c")
+
+        caller = Caller(wrapper, loader, 1, rows=6)
+    except (ImportError, TypeError):
+        return wrapper
+    return functools.update_wrapper(caller, wrapper)
+
+
+centroidal_momentum_matrix = _c_front(centroidal_momentum_matrix)
 
 
 def _momentum_and_bias(model: Model, q: ArrayLike, v: ArrayLike, what: str) -> NDArray:

@@ -23,7 +23,7 @@ not positive, so it has no centre of mass).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import carray, cfunc, njit, prange, types
 
 from .kernels import (
     AXIS_ID,
@@ -70,6 +70,7 @@ from .kernels import (
     x_motion,
     xt_force,
 )
+from .kernels import _buf as buffer_of
 
 #: the total mass of the model is not positive: no centre of mass
 NO_MASS = -3
@@ -509,6 +510,29 @@ def cm_batch(data, Q, V, out, status):
         Mh = np.empty((nb, 4))
         for k in range(t * BATCH_TASK, min(N, (t + 1) * BATCH_TASK)):
             status[k] = cm_core(data, Q[k], V[k], out[k], X, w, Mh)
+
+
+# --- the C entry point of A_G, for _fastcall.c (as kernels.c_entry) ----------------
+
+def ag_c(bp, qp, Ap):
+    return ag_f(buffer_of(bp), carray(qp, (int(bp[1]),)), carray(Ap, (6, int(bp[2]))))
+
+
+_C_MADE: dict = {}
+
+
+def c_entry(name: str) -> int:
+    """The address of the C entry point ``name`` (``ag_c``: ``int64 f(double *buf,
+    double *q, double *A_G)``), compiled or loaded from the on-disk cache on first use,
+    after its ``*_f`` kernel is readied (see :func:`kanedyn.dynamics.kernels.c_entry`)."""
+    made = _C_MADE.get(name)
+    if made is None:
+        ready(name[:-2] + "_f")
+        ptr = types.CPointer(types.float64)
+        nargs = globals()[name].__code__.co_argcount
+        made = cfunc(types.int64(*([ptr] * nargs)), cache=True)(globals()[name])
+        _C_MADE[name] = made
+    return made.address
 
 
 # --- entry points: compiled for one signature each, on first use -----------------
