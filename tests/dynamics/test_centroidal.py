@@ -231,3 +231,13 @@ def test_out_and_the_c_fast_path():
     q[3:7] *= 2.0  # not a unit quaternion: the wrapper names the joint
     with pytest.raises(kd.StateError, match="quaternion"):
         f(model, q)
+
+
+def test_a_tree_too_large_for_the_lanes_goes_state_by_state():
+    model = kd.models.random_tree(70, seed=4, floating_base=True, joint_types=ALL_JOINTS)
+    rng = np.random.default_rng(1)
+    Q = np.array([kd.random_configuration(model, rng) for _ in range(3)])
+    A = kd.centroidal_momentum_matrix(model, Q)
+    for k in range(3):
+        assert np.array_equal(A[k], kd.centroidal_momentum_matrix(model, Q[k]))
+        close(A[k], cen.centroidal_momentum_matrix_reference(model, Q[k]))

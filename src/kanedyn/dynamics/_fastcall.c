@@ -6,7 +6,8 @@
    each x is a 1-D, aligned, C-contiguous, native float64 ndarray of the model's length
    (q: nq, the others: nv) and r (if not None) a writeable one of the result's shape,
    it reads the model's packed buffer (`model._kd_hot[0]`, see
-   flat.py), allocates the result (or takes r) and calls the numba kernel through its
+   flat.py), allocates the result ((nv,), (nv, nv) with `matrix`, (rows, nv) with
+   `rows`: the centroidal momentum matrix) or takes r, and calls the numba kernel through its
    C address (`kernels.c_entry`). Anything else — external forces, a batch, a list,
    another dtype, strides, a wrong length, a Model not yet flattened — goes to the
    Python wrapper unchanged, and so does a call whose kernel returns a non-zero

@@ -16,8 +16,17 @@ Built from the joint, spatial and inertia helpers of :mod:`.kernels` (transforms
   ``I_i a_i + v_i ×* I_i v_i``, summed child to parent, shifted from the world
   origin to the centre of mass at the roots.
 
+A batch of A_G runs eight states at a time through ``ag_core``'s arithmetic
+(``ag_lanes``, as ``crba_lanes`` in :mod:`.kernels`), with the same bits as one state;
+``cm_batch`` goes state by state. A single state of A_G may come from C
+(``ag_c``, for ``_fastcall.c``).
+
 Status codes as in :mod:`.kernels`, plus :data:`NO_MASS` (the model's total mass is
 not positive, so it has no centre of mass).
+
+(numba's on-disk cache of these kernels is keyed to this file: a change to a helper of
+:mod:`.kernels` they inline is not seen until this file changes too, or the cache is
+cleared — as for every kernel module that calls another's.)
 """
 
 from __future__ import annotations
