@@ -1,5 +1,4 @@
-"""Numeric algorithms on a Model: kinematics, RNEA, CRBA, ABA, Jacobians, energy, momentum,
-centroidal momentum, joint wrenches."""
+"""Numeric algorithms on a Model: kinematics, RNEA, CRBA, ABA, Jacobians, energy, momentum."""
 
 from .aba import aba
 from .centroidal import centroidal_momentum, centroidal_momentum_bias, centroidal_momentum_matrix
