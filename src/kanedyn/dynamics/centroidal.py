@@ -42,8 +42,6 @@ from .reference import body_placements, body_velocities, jacobian_local, joint_t
 _empty = np.empty
 
 
-
-
 def _stub(name: str):
     """A stand-in for the kernel ``centroidal_kernel.name`` bound to the module global
     ``_name``: its first call loads the kernel (the bare entry point for the single-state
