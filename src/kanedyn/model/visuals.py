@@ -227,7 +227,9 @@ def read_mesh(path: str | os.PathLike) -> list[tuple[NDArray, NDArray, tuple | N
         raise KanedynError("reading mesh files needs trimesh (pip install trimesh)") from exc
     p = Path(path)
     try:
-        loaded = trimesh.load(str(p), process=False)
+        # process=True merges the duplicate vertices of STL triangle soups, which quadric
+        # decimation needs (it collapses shared edges)
+        loaded = trimesh.load(str(p), process=True)
     except Exception as exc:  # trimesh raises many kinds; all mean "not a readable mesh"
         raise KanedynError(f"cannot read mesh {str(p)!r}: {type(exc).__name__}: {exc}"
                            ) from None
