@@ -8,8 +8,14 @@ written atomically.
 from .animate import animate
 from .frames import animation_frames
 from .outputs import write_run_outputs
-from .plots import plot_constraint_residuals, plot_energy_budget, plot_energy_error, plot_states
-from .plots import energy_figure_data, plot_energy_figure
+from .plots import (
+    energy_figure_data,
+    plot_constraint_residuals,
+    plot_energy_budget,
+    plot_energy_error,
+    plot_energy_figure,
+    plot_states,
+)
 from .report import view_page, view_section, write_report
 from .scene import decimate, scene_data
 from .summary import run_table
