@@ -298,8 +298,9 @@ def load_urdf_visuals(path: str | os.PathLike, model: Model,
     With ``string=`` the XML is read from it and ``path`` is only the folder
     mesh paths are relative to.
 
-    A mesh file that is missing or unreadable is left out with one
-    :class:`~kanedyn.errors.KanedynWarning` naming it; malformed visual
+    Mesh files that are missing are left out with one
+    :class:`~kanedyn.errors.KanedynWarning` naming them all, an unreadable one with a
+    warning naming it (each body left without visuals is drawn as a skeleton); malformed visual
     elements raise :class:`~kanedyn.errors.URDFError` naming the line.
     """
     if string is None:
@@ -388,8 +389,11 @@ def load_urdf_visuals(path: str | os.PathLike, model: Model,
                 out.append(VisualGeometry(kind="mesh", size=scale, rgba=colour,
                                           vertices=V, faces=F,
                                           source=str(file), **common))
-    for uri in missing:
-        warnings.warn(f"{source}: mesh {uri!r} not found (searched next to the URDF, the "
-                      "package folders above it, package_paths and ROS_PACKAGE_PATH); its "
-                      "body is drawn as its skeleton", KanedynWarning, stacklevel=2)
+    if missing:   # one warning for the file, naming every mesh it could not find
+        names = ", ".join(repr(u) for u in missing)
+        warnings.warn(f"{source}: mesh file{'s' if len(missing) > 1 else ''} not found: {names} "
+                      "(searched next to the URDF, in the package folders above it, "
+                      "package_paths and ROS_PACKAGE_PATH); "
+                      f"{'their bodies are' if len(missing) > 1 else 'its body is'} drawn as "
+                      "a skeleton", KanedynWarning, stacklevel=2)
     return out

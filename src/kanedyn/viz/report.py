@@ -79,7 +79,7 @@ def _records(rows: Sequence[Mapping]) -> str:
     return f"<table class='rec'><tr>{head}</tr>{''.join(body)}</table>"
 
 
-def _img(path) -> str:
+def _img(path, caption: str | None = None) -> str:
     p = Path(path)
     try:
         data = p.read_bytes()
@@ -89,8 +89,9 @@ def _img(path) -> str:
         raise KanedynError(f"write_report: plot {str(p)!r} is not a PNG file")
     b64 = base64.b64encode(data).decode("ascii")
     name = html.escape(p.stem.replace("_", " "))
+    cap = name if caption is None else html.escape(caption)
     return (f"<figure><img alt='{name}' src='data:image/png;base64,{b64}'>"
-            f"<figcaption>{name}</figcaption></figure>")
+            f"<figcaption>{cap}</figcaption></figure>")
 
 
 def _round(x, digits: int = 5):
@@ -174,6 +175,16 @@ def view_section(animation: Mapping, visuals: Sequence[VisualGeometry] | None = 
         + f"<script>{_static('view.js')}</script>")
 
 
+def _energy_caption(energy: Mapping) -> str:
+    if energy.get("kind") == "budget":
+        return ("Energy budget error |E - E(0) - W_nc| of every run, W_nc the work of the "
+                "non-conservative forces: the part of the energy change that the forces do "
+                "not account for, which an exact method keeps at roundoff. (|E - E(0)| would "
+                "show the forces' work, nearly the same for every method.)")
+    return ("Energy error |E - E(0)| of every run: nothing non-conservative acts, so an "
+            "exact method keeps E constant.")
+
+
 def _page(title: str, body: str) -> str:
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
@@ -228,8 +239,8 @@ def write_report(path: str | os.PathLike, summary: Mapping, plots: Sequence = ()
         if not plots:
             raise KanedynError("write_report: energy= is the data of the first plot, but no "
                                "plot was given")
-        parts += [f"<h2>{html.escape(str(energy.get('title', 'Energy')))}</h2>",
-                  _img(plots.pop(0)), _json_script("energy-data", energy)]
+        parts += ["<h2>Energy</h2>", _img(plots.pop(0), _energy_caption(energy)),
+                  _json_script("energy-data", energy)]
     if animation is not None:
         parts += ["<h2>Animation</h2>",
                   view_section(animation, visuals, max_triangles=max_triangles)]
