@@ -150,7 +150,9 @@ MESH_ROBOT = """<?xml version="1.0"?>
   <link name="tool">
     <visual>
       <origin xyz="0 0 0.05" rpy="0 0 0"/>
-      <geometry><mesh filename="package://meshbot_description/meshes/ball.obj" scale="0.06 0.06 0.06"/></geometry>
+      <geometry>
+        <mesh filename="package://meshbot_description/meshes/ball.obj" scale="0.06 0.06 0.06"/>
+      </geometry>
       <material name="gold"><color rgba="0.9 0.7 0.1 1"/></material>
     </visual>
   </link>
