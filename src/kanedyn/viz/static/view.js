@@ -11,7 +11,8 @@
 // (window.onerror and console.error), #renderer ("webgl" or "2d"), #triangles (the
 // triangles of the visuals in the scene), #drawn-triangles (what WebGL drew in the last
 // frame) and, opened as page.html#selftest, #selftest: a drag, a wheel turn and two
-// slider positions played on the page itself, with what they did.
+// slider positions played on the page itself, with what they did (the camera's angles
+// and distance; the last body's origin and its first visual's origin in the world).
 (function () {
   var errors = document.getElementById('errors');
   function report(msg) { errors.textContent += msg + '\n'; }
@@ -110,8 +111,10 @@
       groups.push(new THREE.Group());
       scene.add(groups[i]);
     }
+    var firstVisual = {};
     S.instances.forEach(function (inst) {
       var mesh = new THREE.Mesh(geometries[inst.mesh], material(inst.rgba));
+      if (!(inst.body in firstVisual)) firstVisual[inst.body] = mesh;
       mesh.position.set(inst.p[0], inst.p[1], inst.p[2]);
       mesh.quaternion.set(inst.q[1], inst.q[2], inst.q[3], inst.q[0]);
       mesh.userData.visual = true;
@@ -181,6 +184,12 @@
         var v = new THREE.Vector3();
         (hasVisual[i] ? groups[i] : skel.filter(function (s) { return s.body === i; })[0].joint)
           .getWorldPosition(v);
+        return [v.x, v.y, v.z];
+      },
+      visualPosition: function (i) {
+        if (!(i in firstVisual)) return null;
+        var v = new THREE.Vector3();
+        firstVisual[i].getWorldPosition(v);
         return [v.x, v.y, v.z];
       },
       drag: function (x0, y0, x1, y1) {
@@ -268,6 +277,7 @@
       angles: function () { return [view.yaw, view.pitch]; },
       distance: function () { return 3.2 * radius / zoom; },
       bodyPosition: function (i) { return D.origins[shown][i].slice(); },
+      visualPosition: function () { return null; },
       drag: function (x0, y0, x1, y1) {
         canvas.dispatchEvent(new MouseEvent('mousedown', {clientX: x0, clientY: y0, bubbles: true}));
         window.dispatchEvent(new MouseEvent('mousemove', {clientX: x1, clientY: y1, bubbles: true}));
@@ -309,15 +319,16 @@
     var after = view.angles(), d1 = view.distance();
     view.wheel(-300);
     var d2 = view.distance();
-    var body = nb - 1, positions = [], frames = [0, Math.floor((F - 1) / 2)];
+    var body = nb - 1, positions = [], visuals = [], frames = [0, Math.floor((F - 1) / 2)];
     frames.forEach(function (f) {
       slider.value = f;
       slider.dispatchEvent(new Event('input', {bubbles: true}));
       positions.push(view.bodyPosition(body));
+      visuals.push(view.visualPosition(body));
     });
     playing = was;
     document.getElementById('selftest').textContent = JSON.stringify({
       before: before, after: after, distance: [d0, d1, d2],
-      slider: {body: body, frames: frames, positions: positions}});
+      slider: {body: body, frames: frames, positions: positions, visuals: visuals}});
   }
 })();
