@@ -107,3 +107,32 @@ def test_the_notebook_view_is_one_self_contained_frame(mesh_robot, mesh_run, bro
     (tmp_path / "inner.html").write_text(inner)
     dom = _dom(browser.dump_dom((tmp_path / "inner.html").as_uri(), 1000))
     assert dom["errors"] == "" and dom["status"] == "ok" and int(dom["triangles"]) > 5000
+
+
+def test_kanedyn_simulate_draws_a_urdf_scenarios_meshes(mesh_robot, tmp_path, monkeypatch):
+    """A scenario naming a URDF gets its visuals in report.html; a copy of the URDF away
+    from its package finds the package:// mesh through [output] package_paths."""
+    from kanedyn.cli import main
+
+    urdf, _ = mesh_robot
+    monkeypatch.delenv("ROS_PACKAGE_PATH", raising=False)
+    lone = tmp_path / "robot"
+    (lone / "meshes").mkdir(parents=True)
+    (lone / "meshbot.urdf").write_text(urdf.read_text())
+    (lone / "meshes" / "fore.stl").write_bytes((urdf.parent / "meshes" / "fore.stl").read_bytes())
+
+    def scene_of(extra: str) -> dict:
+        sc = tmp_path / "s.toml"
+        sc.write_text('[model]\nurdf = "robot/meshbot.urdf"\n[initial]\nq = [0.3, 0.5]\n'
+                      '[integrator]\nmethod = "rk4"\ndt = 0.01\n[run]\nt_final = 0.2\n'
+                      f'[output]\nformats = ["npz"]\n{extra}')
+        out = tmp_path / "out"
+        assert main(["simulate", str(sc), "--out", str(out), "--no-progress"]) == 0
+        text = (out / "report.html").read_text(encoding="utf-8")
+        assert "<h2>Runs</h2>" in text
+        return json.loads(re.search(r"id='scene-data'>(.*?)</script>", text, re.S).group(1))
+
+    with pytest.warns(kd.KanedynWarning, match="ball.obj"):
+        assert len(scene_of("")["instances"]) == 3
+    pkgs = f'package_paths = ["{urdf.parents[2]}"]\n'
+    assert [i["body"] for i in scene_of(pkgs)["instances"]] == [-1, 0, 1, 1]

@@ -25,14 +25,16 @@ from __future__ import annotations
 import base64
 import functools
 import html
+import importlib.util
 import json
 import math
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .._files import write_atomic
-from ..errors import KanedynError
+from ..errors import KanedynError, KanedynWarning
 from ..model.visuals import VisualGeometry
 from .scene import MAX_TRIANGLES, decimate, scene_data
 
@@ -150,7 +152,13 @@ def view_section(animation: Mapping, visuals: Sequence[VisualGeometry] | None = 
         raise KanedynError(f"write_report: animation lacks {missing}; "
                            "make it with kanedyn.viz.animation_frames(model, t, q)")
     nb = len(animation["parents"])
-    scene = scene_data(decimate(list(visuals or ()), max_triangles), animation, nb)
+    visuals = list(visuals or ())
+    if visuals and importlib.util.find_spec("trimesh") is None:
+        warnings.warn("write_report: drawing visual geometry needs trimesh (pip install "
+                      "kanedyn[viz]); the bodies are drawn as a skeleton", KanedynWarning,
+                      stacklevel=2)
+        visuals = []
+    scene = scene_data(decimate(visuals, max_triangles), animation, nb)
     data = {k: _round(v) if k in ("t", "origins", "coms", "quats", "anchors", "bounds") else v
             for k, v in animation.items()}
     if scene["instances"]:
