@@ -98,7 +98,13 @@ def test_drag_wheel_and_slider_act_on_the_view(pages, browser, mesh_robot, mesh_
 def test_the_notebook_view_is_one_self_contained_frame(mesh_robot, mesh_run, browser,
                                                        tmp_path):
     urdf, model = mesh_robot
-    fragment = trajectory_view_html(model, mesh_run, load_urdf_visuals(urdf, model))
+    fragment = trajectory_view_html(mesh_run, model, load_urdf_visuals(urdf, model))
+    # a simulated trajectory knows its model
+    traj = kd.simulate(model, np.array([0.3, 0.5]), np.zeros(2), 0.1, method="rk4", dt=0.01,
+                       progress=False)
+    assert "srcdoc" in trajectory_view_html(traj)
+    with pytest.raises(kd.KanedynError, match="pass model="):
+        trajectory_view_html(mesh_run)
     assert fragment.startswith("<iframe srcdoc=") and "<script" not in fragment  # escaped
     page = tmp_path / "cell.html"
     page.write_text(f"<html><body>{fragment}{fragment}</body></html>")   # two cells

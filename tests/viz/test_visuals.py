@@ -234,3 +234,45 @@ def test_the_record_refuses_what_is_not_a_shape():
             VisualGeometry(0, X, kind, size, DEFAULT_RGBA, **kw)
     with pytest.raises(kd.KanedynError, match="rgba"):
         VisualGeometry(0, X, "sphere", (1,), (1, 0, 0))
+
+
+def test_a_collada_mesh_keeps_its_parts_colours_and_unit(mesh_robot, tmp_path):
+    """Two unit cubes of two materials, written by trimesh's Collada exporter, then
+    declared in centimetres: the parts keep their colours and come out 1 cm wide."""
+    import trimesh
+    pytest.importorskip("collada")
+    red, blue = trimesh.creation.box(extents=(1, 1, 1)), trimesh.creation.box(extents=(1, 1, 1))
+    red.visual.face_colors = [255, 0, 0, 255]
+    blue.apply_translation([3, 0, 0])
+    blue.visual.face_colors = [0, 0, 255, 255]
+    text = trimesh.exchange.dae.export_collada([red, blue]).decode()
+    dae = tmp_path / "two.dae"
+    dae.write_text(text.replace("<asset>", '<asset><unit name="centimeter" meter="0.01"/>', 1))
+    parts = read_mesh(dae)
+    assert [c for _, _, c in parts] == [(1.0, 0.0, 0.0, 1.0), (0.0, 0.0, 1.0, 1.0)]
+    np.testing.assert_allclose(parts[0][0].min(axis=0), [-0.005] * 3, atol=1e-12)
+    np.testing.assert_allclose(parts[1][0].max(axis=0), [0.035, 0.005, 0.005], atol=1e-12)
+    # in a URDF whose visual has its own colour, the two materials still win
+    urdf, model = mesh_robot
+    xml = urdf.read_text().replace('"meshes/fore.stl"', f'"{dae}"')
+    vis = load_urdf_visuals(urdf.parent / "x.urdf", model, string=xml,
+                            package_paths=[urdf.parents[2]])
+    fore = [v for v in vis if v.source == str(dae)]
+    assert [v.rgba for v in fore] == [(1.0, 0.0, 0.0, 1.0), (0.0, 0.0, 1.0, 1.0)]
+    np.testing.assert_allclose(np.ptp(fore[0].vertices, axis=0), [0.01, 0.01, 0.015])
+
+
+@pytest.mark.skipif(not (ERD / "robots" / "panda_description").is_dir(),
+                    reason="example-robot-data is not installed (not in the test extra)")
+def test_a_collada_robot_panda_agrees_with_pinocchio():
+    pin = pytest.importorskip("pinocchio")
+    urdf = ERD / "robots" / "panda_description" / "urdf" / "panda.urdf"
+    model = kd.load_urdf(urdf)
+    vis = _visuals(urdf, model)
+    pm = pin.buildModelFromUrdf(str(urdf))
+    gm = pin.buildGeomFromUrdf(pm, str(urdf), pin.GeometryType.VISUAL,
+                               package_dirs=[str(ERD.parent)])
+    # one VisualGeometry per material part; pinocchio has one object per <visual>
+    firsts = [v for k, v in enumerate(vis) if k == 0 or v.name != vis[k - 1].name]
+    assert len(firsts) == gm.ngeoms and len(vis) > gm.ngeoms
+    _compare_with_pinocchio(pin, model, pm, gm, firsts, floating=False, n=2)

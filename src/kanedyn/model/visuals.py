@@ -190,10 +190,18 @@ def resolve_mesh_path(uri: str, base: str | os.PathLike | None = None,
 # --------------------------------------------------------------------------------------
 
 def _unit_scale(obj) -> float:
-    """Collada's ``<unit meter=...>``, which trimesh records but does not apply."""
-    units = str(getattr(obj, "metadata", {}).get("units", "") or "")
-    m = re.fullmatch(r"\s*([0-9.eE+-]+)\s*\*\s*meters\s*", units)
-    return float(m.group(1)) if m else 1.0
+    """Metres per unit of a loaded mesh: Collada's ``<unit meter=...>`` (and any unit a
+    format declares), which trimesh records as ``units`` but does not apply."""
+    units = getattr(obj, "units", None)
+    if not units:
+        return 1.0
+    try:
+        from trimesh.units import unit_conversion
+
+        return float(unit_conversion(str(units), "meters"))
+    except (ValueError, KeyError, ImportError):
+        m = re.fullmatch(r"\s*([0-9.eE+-]+)\s*\*\s*meters?\s*", str(units))
+        return float(m.group(1)) if m else 1.0
 
 
 def _main_colour(geom) -> tuple[float, float, float, float] | None:
