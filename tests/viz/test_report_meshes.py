@@ -142,3 +142,15 @@ def test_kanedyn_simulate_draws_a_urdf_scenarios_meshes(mesh_robot, tmp_path, mo
         assert len(scene_of("")["instances"]) == 3
     pkgs = f'package_paths = ["{urdf.parents[2]}"]\n'
     assert [i["body"] for i in scene_of(pkgs)["instances"]] == [-1, 0, 1, 1]
+
+
+def test_without_webgl_the_page_draws_the_skeleton_in_2d(pages, browser):
+    path, _, _, frames = pages
+    dom = _dom(browser.run(path.as_uri() + "#selftest", "--disable-webgl",
+                           "--virtual-time-budget=1500", "--dump-dom"))
+    assert dom["errors"] == "", dom["errors"]
+    assert dom["status"] == "ok" and dom["renderer"] == "2d" and dom["triangles"] == "0"
+    st = json.loads(dom["selftest"])
+    assert st["after"] != st["before"] and st["distance"][2] < st["distance"][1]
+    body, f1 = st["slider"]["body"], st["slider"]["frames"][1]
+    np.testing.assert_allclose(st["slider"]["positions"][1], frames["origins"][f1][body])
