@@ -75,13 +75,16 @@ def _simplify(V: NDArray, F: NDArray, target: int) -> tuple[NDArray, NDArray] | 
 
 def decimate(visuals: Sequence[VisualGeometry], max_triangles: int = MAX_TRIANGLES
              ) -> list[VisualGeometry]:
-    """The visuals with their meshes simplified to at most about ``max_triangles`` in all.
+    """The visuals with their meshes simplified to about ``max_triangles`` in all.
 
-    Each distinct mesh (visuals sharing one keep sharing it) gets a share of the
-    budget proportional to its size, at least ``min(its size, 64)`` triangles,
-    so small parts keep their shape; meshes are left alone when the budget holds
-    them all. Primitives are not counted (a few hundred triangles each at most).
-    The decimated count is what :func:`scene_data` reports as ``triangles``.
+    The budget counts each distinct mesh once — what the page holds (visuals
+    sharing a mesh keep sharing it, and the page sends it once); the scene
+    draws a shared mesh once per visual, so its triangle count can be higher.
+    Each distinct mesh gets a share of the budget proportional to its size, at
+    least ``min(its size, 64)`` triangles so small parts keep their shape;
+    meshes are left alone when the budget holds them all. Primitives are not
+    counted (a few hundred triangles each at most). The decimated count is
+    what :func:`scene_data` reports as ``triangles``.
     """
     if int(max_triangles) < 1:
         raise KanedynError(f"decimate: max_triangles must be >= 1, got {max_triangles}")
