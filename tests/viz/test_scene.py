@@ -97,3 +97,16 @@ def test_scene_data_packs_each_mesh_once_and_bounds_every_frame(mesh_robot, mesh
             assert np.all(P >= lo - 1e-12) and np.all(P <= hi + 1e-12)
     with pytest.raises(kd.KanedynError, match="body 5 is not a body"):
         scene_data([VisualGeometry(5, X, "box", (1, 1, 1))], frames, model.nb)
+
+
+def test_decimation_welds_seams_first():
+    """A sphere as a triangle soup (every triangle its own three vertices, as STL files and
+    Collada seams give them): decimated, it is still a closed surface, not torn apart."""
+    soup = trimesh.creation.icosphere(subdivisions=4, radius=0.1)
+    soup.unmerge_vertices()
+    assert len(soup.vertices) == 3 * len(soup.faces) and not soup.is_watertight
+    v = VisualGeometry(0, X, "mesh", (1, 1, 1), vertices=soup.vertices, faces=soup.faces)
+    out = decimate([v], max_triangles=1000)[0]
+    m = trimesh.Trimesh(out.vertices, out.faces, process=False)
+    assert 800 <= len(out.faces) <= 1000 and m.is_watertight
+    np.testing.assert_allclose(m.volume, 4 / 3 * np.pi * 0.1 ** 3, rtol=0.05)

@@ -236,22 +236,29 @@ def test_the_record_refuses_what_is_not_a_shape():
         VisualGeometry(0, X, "sphere", (1,), (1, 0, 0))
 
 
-def test_a_collada_mesh_keeps_its_parts_colours_and_unit(mesh_robot, tmp_path):
-    """Two unit cubes of two materials, written by trimesh's Collada exporter, then
-    declared in centimetres: the parts keep their colours and come out 1 cm wide."""
+def test_a_collada_mesh_keeps_its_parts_colours_unit_and_up_axis(mesh_robot, tmp_path):
+    """Two unit cubes of two materials, the blue one 3 along y, written by trimesh's
+    Collada exporter (which says Y_UP), then declared in centimetres. The parts keep their
+    colours, come out 1 cm wide, and Y_UP turns y into z ((x, y, z) -> (x, -z, y), the
+    COLLADA 1.4 axes); declared Z_UP, the same file is read as it is."""
     import trimesh
     pytest.importorskip("collada")
     red, blue = trimesh.creation.box(extents=(1, 1, 1)), trimesh.creation.box(extents=(1, 1, 1))
     red.visual.face_colors = [255, 0, 0, 255]
-    blue.apply_translation([3, 0, 0])
+    blue.apply_translation([0, 3, 0])
     blue.visual.face_colors = [0, 0, 255, 255]
     text = trimesh.exchange.dae.export_collada([red, blue]).decode()
-    dae = tmp_path / "two.dae"
-    dae.write_text(text.replace("<asset>", '<asset><unit name="centimeter" meter="0.01"/>', 1))
+    assert "<up_axis>Y_UP</up_axis>" in text
+    text = text.replace("<asset>", '<asset><unit name="centimeter" meter="0.01"/>', 1)
+    dae, zup = tmp_path / "two.dae", tmp_path / "two_z.dae"
+    dae.write_text(text)
+    zup.write_text(text.replace("Y_UP", "Z_UP"))
     parts = read_mesh(dae)
     assert [c for _, _, c in parts] == [(1.0, 0.0, 0.0, 1.0), (0.0, 0.0, 1.0, 1.0)]
     np.testing.assert_allclose(parts[0][0].min(axis=0), [-0.005] * 3, atol=1e-12)
-    np.testing.assert_allclose(parts[1][0].max(axis=0), [0.035, 0.005, 0.005], atol=1e-12)
+    np.testing.assert_allclose(parts[1][0].max(axis=0), [0.005, 0.005, 0.035], atol=1e-12)
+    np.testing.assert_allclose(read_mesh(zup)[1][0].max(axis=0), [0.005, 0.035, 0.005],
+                               atol=1e-12)
     # in a URDF whose visual has its own colour, the two materials still win
     urdf, model = mesh_robot
     xml = urdf.read_text().replace('"meshes/fore.stl"', f'"{dae}"')

@@ -204,6 +204,26 @@ def _unit_scale(obj) -> float:
         return float(m.group(1)) if m else 1.0
 
 
+#: Collada's up axes turned into kanedyn's (and ROS's) z up, by the axes the COLLADA 1.4
+#: specification gives each (<up_axis>: X_UP right -y, up +x; Y_UP right +x, up +y, in +z)
+_UP_AXIS = {"X_UP": np.array([[0.0, -1.0, 0.0], [0.0, 0.0, -1.0], [1.0, 0.0, 0.0]]),
+            "Y_UP": np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])}
+
+
+def _collada_up(path: Path) -> NDArray | None:
+    """The rotation that makes a Collada file's up axis z (None if it is z already or the
+    file is not Collada). trimesh ignores ``<up_axis>``; RViz (Assimp) applies it."""
+    if path.suffix.lower() != ".dae":
+        return None
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 16).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    m = re.search(r"<up_axis>\s*([XYZ]_UP)\s*</up_axis>", head)
+    return _UP_AXIS.get(m.group(1)) if m else None
+
+
 def _main_colour(geom) -> tuple[float, float, float, float] | None:
     vis = getattr(geom, "visual", None)
     mat = getattr(vis, "material", None)
@@ -226,7 +246,9 @@ def read_mesh(path: str | os.PathLike) -> list[tuple[NDArray, NDArray, tuple | N
 
     A file of several parts (a Collada scene with a material each) keeps them
     apart, each with its material's main colour and its node transform applied;
-    Collada's unit is applied (vertices in metres). Textures are not read.
+    Collada's ``<unit>`` and ``<up_axis>`` are applied (vertices in metres, z up:
+    a ``Y_UP`` file is turned by +90° about x, as RViz shows it; iCub's meshes in
+    example-robot-data are such files). Textures are not read.
     Raises :class:`KanedynError` if the file cannot be read as a mesh.
     """
     try:
@@ -256,6 +278,9 @@ def read_mesh(path: str | os.PathLike) -> list[tuple[NDArray, NDArray, tuple | N
                       _main_colour(loaded)))
     if not parts:
         raise KanedynError(f"cannot read mesh {str(p)!r}: it holds no triangles")
+    up = _collada_up(p)
+    if up is not None:
+        parts = [(V @ up.T, F, c) for V, F, c in parts]
     return parts
 
 

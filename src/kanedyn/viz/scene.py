@@ -63,6 +63,11 @@ def _simplify(V: NDArray, F: NDArray, target: int) -> tuple[NDArray, NDArray] | 
     # writable C-ordered copies: fast-simplification's binding refuses read-only arrays
     mesh = trimesh.Trimesh(np.array(V, float, order="C"), np.array(F, np.int64, order="C"),
                            process=False)
+    # weld coincident vertices whatever their normals or texture coordinates (Collada
+    # splits them along seams): edge collapse needs the surface connected, else it tears
+    # holes along every seam
+    mesh.merge_vertices(merge_tex=True, merge_norm=True)
+    mesh.update_faces(mesh.nondegenerate_faces())
     try:
         out = mesh.simplify_quadric_decimation(face_count=int(target))
     except ImportError:  # fast-simplification is in the viz extra
