@@ -206,14 +206,52 @@ def _write_part(path: Path, rows: list[dict]) -> None:
     write_atomic(path / name, lambda tmp: pq.write_table(pa.table(cells), tmp))
 
 
-def _client(scheduler, timeout: float):
+def _local_cluster(n: int):
+    """A Dask cluster of ``n`` one-thread worker processes on this machine, and its client.
+
+    The workers are fresh interpreters (``python -m dask spec``), not children made by
+    ``multiprocessing``: a spawned child rebuilds its parent by re-importing the parent's
+    ``__main__``, so a plain script that calls :func:`sweep` at its top level (no
+    ``if __name__ == "__main__":``) would run again in every worker, start a cluster
+    there and fail deep inside Dask. A fresh interpreter imports only what a task needs
+    (:func:`run_one`), so a script works with or without the guard. Windows has no such
+    subprocess cluster; there the workers are spawned and a script needs the guard.
+    """
     from distributed import Client, LocalCluster
 
-    if scheduler is None:
-        n = os.cpu_count() or 1
+    if sys.platform == "win32":
         cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                dashboard_address=":0")
         return Client(cluster), cluster
+    from distributed.deploy.subprocess import SubprocessCluster
+
+    try:
+        cluster = SubprocessCluster(n_workers=n, threads_per_worker=1,
+                                    worker_class="distributed.Worker", dashboard_address=None)
+    except RuntimeError as e:  # the scheduler process did not come up
+        raise SweepError(f"the local Dask cluster did not start: {e}") from None
+    client = Client(cluster)
+    try:
+        # the workers connect in their own time: a worker that cannot start (kanedyn not
+        # importable by this interpreter, say) would otherwise leave the sweep waiting
+        client.wait_for_workers(n, timeout=LOCAL_WORKER_TIMEOUT)
+    except TimeoutError:
+        client.close()
+        cluster.close()
+        raise SweepError(f"the local Dask workers did not start within "
+                         f"{LOCAL_WORKER_TIMEOUT:g} s ({sys.executable} -m dask spec)") from None
+    return client, cluster
+
+
+# seconds for the local workers to start and connect (about 2 s on an idle machine)
+LOCAL_WORKER_TIMEOUT = 120.0
+
+
+def _client(scheduler, timeout: float):
+    from distributed import Client
+
+    if scheduler is None:
+        return _local_cluster(os.cpu_count() or 1)
     if isinstance(scheduler, Client):
         return scheduler, None
     try:
@@ -231,8 +269,9 @@ def sweep(scenario: str | Path | Scenario | dict, over: dict[str, Any],
     """Run a scenario once per parameter set, on Dask, writing rows as they finish.
 
     ``scheduler``: None for a local cluster of worker processes sized to this
-    machine's cores; an address ``"tcp://host:port"`` or a
-    ``distributed.Client`` for an existing cluster (same results either way).
+    machine's cores (fresh interpreters, so a script needs no ``__main__`` guard); an
+    address ``"tcp://host:port"`` or a ``distributed.Client`` for an existing cluster
+    (same results either way).
     ``out`` is a folder of Parquet files, one per run, plus ``sweep.json``;
     re-running the same sweep there skips the runs already done
     (``resume=True``); a folder holding a different sweep is an error. Finished
