@@ -22,13 +22,14 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._files import write_atomic
+from .._optional import pandas
 from ..errors import KanedynError
 from ..scenario import (
     SCHEMA,
@@ -39,6 +40,9 @@ from ..scenario import (
     run_summary,
     summarize,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class SweepError(KanedynError):
@@ -180,6 +184,40 @@ class SweepResult:
 
     def column(self, name: str) -> list:
         return [r.get(name) for r in self.rows]
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The rows as a pandas DataFrame indexed by ``run_id``, a column per key
+        (``param:<path>``, ``status``, ``error``, ``wall_time`` and the run's summary;
+        ``final_q`` and ``final_v`` as the JSON text the Parquet files hold). The same
+        table as :func:`read_sweep` of :attr:`path`. Needs pandas."""
+        return _frame(self.rows, "SweepResult.to_pandas")
+
+    @property
+    def df(self) -> pd.DataFrame:
+        """:meth:`to_pandas`, made once and kept."""
+        if self._df is None:
+            self._df = self.to_pandas()
+        return self._df
+
+    _df: Any = field(default=None, init=False, repr=False, compare=False)
+
+
+def _frame(rows: list[dict], what: str) -> pd.DataFrame:
+    pd = pandas(what)
+    df = pd.DataFrame.from_records(rows)
+    if df.empty:
+        return df
+    return df.set_index("run_id").sort_index()
+
+
+def read_sweep(path: str | os.PathLike) -> pd.DataFrame:
+    """The results folder of a sweep (``out`` of :func:`sweep`, or ``kanedyn sweep
+    --out``) as a pandas DataFrame indexed by ``run_id``: every row written so far, so
+    also a sweep still running or interrupted. Needs pandas."""
+    path = Path(path)
+    if not (path / "sweep.json").is_file():
+        raise SweepError(f"{str(path)!r} is not a sweep's results folder (no sweep.json)")
+    return _frame(read_results(path), "read_sweep")
 
 
 def read_results(path: str | Path) -> list[dict]:
