@@ -61,3 +61,22 @@ def test_a_script_without_a_main_guard_gets_its_rows(tmp_path):
     for r in rows:
         L = float(r[1])
         assert np.isclose(float(r[3]), -9.81 * L * 3 * np.cos(0.3), rtol=1e-12)
+
+
+def test_a_sweep_in_a_notebook_kernel_gets_its_rows(tmp_path, monkeypatch):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    run_summary(parse_scenario(SCENARIO))
+    src = str(Path(kd.__file__).resolve().parents[1])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [src, *filter(None, [os.environ.get("PYTHONPATH")])]))
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        SCRIPT.replace('print("started", flush=True)\n', ""))])
+    nbclient.NotebookClient(nb, timeout=240, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    out = "".join(o.get("text", "") for o in nb.cells[0].outputs if o.output_type == "stream"
+                  and o.name == "stdout")
+    rows = [line.split() for line in out.splitlines()]
+    assert [(r[0], r[1], r[2]) for r in rows] == [("0", "0.5", "ok"), ("1", "1.0", "ok")], out
+    for r in rows:
+        assert np.isclose(float(r[3]), -9.81 * float(r[1]) * 3 * np.cos(0.3), rtol=1e-12)
