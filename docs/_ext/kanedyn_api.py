@@ -72,7 +72,7 @@ def entry(mod_name: str, name: str, obj: object) -> list[str]:
         return [f"* ``{full}`` is :{role}:`kanedyn.{name}`", ""]
     if inspect.ismodule(obj):
         if obj.__name__ in PUBLIC_MODULES:
-            return [f"* ``{full}``: :mod:`{obj.__name__}`", ""]
+            return [f"* :mod:`{obj.__name__}` (its own page)", ""]
         return [f".. automodule:: {obj.__name__}", "   :members:", ""]
     if isinstance(obj, type) and issubclass(obj, BaseException):
         return [f".. autoexception:: {full}", ""]
@@ -96,7 +96,7 @@ class KanedynApi(SphinxDirective):
         links = [entry(mod_name, n, getattr(mod, n)) for n in mod.__all__]
         bullets = [e for e in links if e[0].startswith("* ")]
         if bullets:
-            lines += ["Also here:", ""] + [line for e in bullets for line in e]
+            lines += ["Described elsewhere:", ""] + [line for e in bullets for line in e]
         lines += [line for e in links if not e[0].startswith("* ") for line in e]
         node = nodes.section()
         node.document = self.state.document
