@@ -195,8 +195,14 @@ class Trajectory:
 
         fig = self.plot()
         try:
+            nq, nv = self.q.shape[1], self.v.shape[1]
+            if nq <= 12:  # a legend of more lines than that hides the plot
+                for ax, n, which in zip(fig.axes[:2], (nq, nv), "qv", strict=True):
+                    ax.legend(coordinate_names(self.system, n, which), fontsize=7,
+                              ncol=1 if n <= 6 else 2, loc="upper left",
+                              bbox_to_anchor=(1.0, 1.0))
             buf = io.BytesIO()
-            fig.savefig(buf, format="png", dpi=80)
+            fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
         finally:
             plt.close(fig)
         return base64.b64encode(buf.getvalue()).decode("ascii")
