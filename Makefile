@@ -27,12 +27,13 @@ bench: $(STAMP)
 
 # the guide, the notebooks (run, to show their outputs: about a minute) and the API
 # reference, as HTML in docs/_build/html; warnings (a broken cross-reference, a malformed
-# docstring, a failing notebook) are errors. KANEDYN_DOCS_EXECUTE=off renders the
-# notebooks as stored, as the test of the docs build does
+# docstring, a failing notebook) are errors, and every page is read afresh (-E) so that
+# none hides in an unchanged one. KANEDYN_DOCS_EXECUTE=off renders the notebooks as
+# stored, as the test of the docs build does
 KANEDYN_DOCS_EXECUTE ?= auto
 docs: $(STAMP)
 	KANEDYN_DOCS_EXECUTE=$(KANEDYN_DOCS_EXECUTE) MPLBACKEND=Agg \
-		$(BIN)/python -m sphinx -b html -n -W --keep-going docs docs/_build/html
+		$(BIN)/python -m sphinx -E -b html -n -W --keep-going docs docs/_build/html
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench examples

@@ -145,11 +145,29 @@ def _lookup(target: str, module: str | None, cls: str | None, homes: tuple = ())
                 continue
             try:
                 for attr in parts[i:]:
-                    obj = getattr(obj, attr)
+                    obj = _attribute(obj, attr)
             except AttributeError:
                 break
             return obj
     return _MISSING
+
+
+def _attribute(obj: object, attr: str) -> object:
+    """``getattr``, except that an attribute a class declares by annotation (a dataclass
+    field: the class holds its default, or nothing with a default factory) is that
+    declaration, which belongs to the class's module."""
+    if isinstance(obj, type):
+        for klass in obj.__mro__:
+            if attr in getattr(klass, "__annotations__", {}):
+                return _Declared(klass.__module__)
+    return getattr(obj, attr)
+
+
+class _Declared:
+    """An attribute that a class declares (annotates) but does not hold itself."""
+
+    def __init__(self, module: str):
+        self.__module__ = module
 
 
 def _documented_as(env) -> dict[int, tuple[str, str, str]]:
@@ -161,7 +179,8 @@ def _documented_as(env) -> dict[int, tuple[str, str, str]]:
             if entry.aliased:
                 continue
             obj = _lookup(name, None, None)
-            if obj is not _MISSING:
+            # a declaration is made anew at each look-up: its id would not stay its own
+            if obj is not _MISSING and not isinstance(obj, _Declared):
                 cache.setdefault(id(obj), (name, entry.docname, entry.node_id))
         env._kanedyn_documented = cache
     return cache
