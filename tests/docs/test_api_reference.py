@@ -126,3 +126,16 @@ def test_a_broken_cross_reference_is_reported(tmp_path):
     lines = [w for w in proc.stderr.splitlines() if "WARNING" in w]
     assert proc.returncode != 0
     assert len(lines) == 1 and "kanedyn.no_such_function" in lines[0], proc.stderr
+
+
+def test_every_public_subpackage_has_a_page():
+    import importlib
+    import pkgutil
+
+    api = _api_extension()
+    packages = [f"kanedyn.{m.name}" for m in pkgutil.iter_modules(kd.__path__) if m.ispkg]
+    public = [p for p in packages if hasattr(importlib.import_module(p), "__all__")]
+    assert sorted(set(public) - set(api.PUBLIC_MODULES)) == [], "add them to PUBLIC_MODULES"
+    for mod_name in api.PUBLIC_MODULES:
+        page = DOCS / "api" / f"{mod_name.removeprefix('kanedyn.')}.rst"  # kanedyn.rst too
+        assert f".. kanedyn-api:: {mod_name}" in page.read_text(encoding="utf-8"), page
