@@ -244,6 +244,10 @@ def _write_part(path: Path, rows: list[dict]) -> None:
     write_atomic(path / name, lambda tmp: pq.write_table(pa.table(cells), tmp))
 
 
+# seconds for the local workers to start and connect (about 2 s on an idle machine)
+LOCAL_WORKER_TIMEOUT = 120.0
+
+
 def _local_cluster(n: int):
     """A Dask cluster of ``n`` one-thread worker processes on this machine, and its client.
 
@@ -279,10 +283,6 @@ def _local_cluster(n: int):
         raise SweepError(f"the local Dask workers did not start within "
                          f"{LOCAL_WORKER_TIMEOUT:g} s ({sys.executable} -m dask spec)") from None
     return client, cluster
-
-
-# seconds for the local workers to start and connect (about 2 s on an idle machine)
-LOCAL_WORKER_TIMEOUT = 120.0
 
 
 def _client(scheduler, timeout: float):
