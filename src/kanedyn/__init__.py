@@ -57,7 +57,7 @@ from .model import builders as models
 from .model.urdf import load_robot, load_urdf, load_urdf_string
 from .sim import ModelSystem, Trajectory, simulate
 from .sim.batch import simulate_batch
-from .sim.sweep import sweep
+from .sim.sweep import read_sweep, sweep
 
 __version__ = "0.1.0"
 
@@ -105,6 +105,7 @@ __all__ = [
     "potential_energy",
     "q_dot",
     "random_configuration",
+    "read_sweep",
     "rnea",
     "rnea_derivatives",
     "simulate",

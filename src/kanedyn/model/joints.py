@@ -341,6 +341,7 @@ def quat_rate_matrix(qj: NDArray) -> NDArray:
     return 0.5 * np.array([[-x, -y, -z], [w, -z, y], [z, w, -x], [-y, x, w]])
 
 
+#: joint type name (URDF's, and the builders') -> its Joint class
 JOINT_TYPES = {
     "fixed": Fixed,
     "revolute": Revolute,
