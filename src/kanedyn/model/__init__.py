@@ -13,6 +13,7 @@ from .joints import (
     Revolute,
     Spherical,
 )
+from .mjcf import load_mjcf, parse_mjcf
 from .model import Body, Frame, Model, ModelBuilder
 from .urdf import load_robot, load_urdf, load_urdf_string, parse_urdf, robot_path
 
@@ -32,6 +33,8 @@ __all__ = [
     "Revolute",
     "Spherical",
     "difference",
+    "load_mjcf",
+    "parse_mjcf",
     "load_robot",
     "load_urdf",
     "load_urdf_string",
