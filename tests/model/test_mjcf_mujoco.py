@@ -469,3 +469,89 @@ def test_settotalmass_and_euler_sequences():
         robot, mj = _load(xml=xml)
         check_bodies(robot, mj)
         check_against_mujoco(robot, mj, n_states=2)
+
+
+# --------------------------------------------------------------------------------------
+# Passive forces and equalities
+# --------------------------------------------------------------------------------------
+
+def test_passive_forces_equal_mujoco_qfrc_passive():
+    """mjcf_forces' springs and dampers against MuJoCo's qfrc_passive (spring + damper;
+    frictionloss is a constraint force in MuJoCo, not passive, and is checked apart)."""
+    from kanedyn.forces import mjcf_forces
+
+    robot, mj = _load(xml=QUADRUPED)
+    system = kd.ModelSystem(robot.model)
+    elements = [f.bind(system) for f in mjcf_forces(robot)]
+    d = mujoco.MjData(mj)
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        qpos, qvel = _random_state(mj, rng)
+        d.qpos[:], d.qvel[:] = qpos, qvel
+        mujoco.mj_forward(mj, d)
+        T, _ = _speed_map(mj, qpos, qvel)
+        tau = sum(f.generalized_force(0.0, qpos, T @ qvel) for f in elements
+                  if not isinstance(f, kd.forces.JointFriction))
+        assert _rel(T.T @ tau, d.qfrc_passive) <= RTOL
+    fric = [f for f in elements if isinstance(f, kd.forces.JointFriction)]
+    assert sorted(f.joint for f in fric) == ["knee_fl", "knee_fr"]
+    for f in fric:  # Coulomb level = MuJoCo's dof_frictionloss, sign against the motion
+        i = mj.joint(f.joint).dofadr[0]
+        v = np.zeros(mj.nv)
+        v[i] = 0.3
+        assert abs(-f.generalized_force(0.0, qpos, v)[i] - mj.dof_frictionloss[i]) < 1e-6
+    exact = [f for f in mjcf_forces(robot, frictionloss="exact")
+             if isinstance(f, kd.forces.JointFriction)]
+    assert all(f.discontinuous for f in exact) and not any(f.discontinuous for f in fric)
+
+
+EQUALITIES = """
+<mujoco model="closed">
+  <compiler angle="radian"/>
+  <worldbody>
+    <body name="crank" pos="0 0 0">
+      <joint name="a" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.02"/>
+      <body name="rod" pos="0.2 0 0">
+        <joint name="b" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.5 0 0.3" size="0.02"/>
+      </body>
+    </body>
+    <body name="rocker" pos="0.6 0 0">
+      <joint name="c" axis="0 1 0" pos="0.1 0 0"/>
+      <geom type="capsule" fromto="0.1 0 0 0.1 0 0.3" size="0.02"/>
+    </body>
+    <body name="slider" pos="0 1 0.2">
+      <freejoint/>
+      <geom type="box" size="0.1 0.1 0.1"/>
+    </body>
+  </worldbody>
+  <equality>
+    <connect name="pin" body1="rod" body2="rocker" anchor="0.5 0 0.3"/>
+    <weld name="glue" body1="slider" anchor="0.05 0 0"/>
+  </equality>
+</mujoco>
+"""
+
+
+def test_equalities_are_loop_closures_satisfied_at_qpos0_and_match_mujoco():
+    from kanedyn.constraints import mjcf_loops, mjcf_system
+
+    robot, mj = _load(xml=EQUALITIES)
+    system = mjcf_system(robot)
+    assert isinstance(system, kd.constraints.ConstrainedSystem)
+    assert [lc.name for lc in mjcf_loops(robot)] == ["pin", "glue"]
+    assert [lc.kind for lc in mjcf_loops(robot)] == ["point", "weld"]
+    assert np.abs(system.constraint(0.0, robot.qpos0)).max() < 1e-12
+    d = mujoco.MjData(mj)
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        qpos, _v = _random_state(mj, rng)
+        d.qpos[:] = qpos
+        mujoco.mj_forward(mj, d)
+        g = system.constraint(0.0, qpos)
+        # MuJoCo's equality rows: connect = anchor1 - anchor2 in world (3 rows), weld's
+        # first 3 rows the same for its anchor point (its 3 rotation rows use another form)
+        efc = d.efc_pos[: d.ne]
+        np.testing.assert_allclose(np.abs(g[:3]), np.abs(efc[:3]), atol=1e-12)
+        np.testing.assert_allclose(np.abs(g[3:6]), np.abs(efc[3:6]), atol=1e-12)
