@@ -53,6 +53,9 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "builder": (str, False, "name of a builder in kanedyn.models (pendulum_chain, ...)"),
         "urdf": (str, False, "path of a URDF file (relative to the scenario file)"),
         "robot": (str, False, "name of a robot shipped with kanedyn"),
+        "mjcf": (str, False, "path of an MJCF (MuJoCo XML) file (relative to the scenario "
+                 "file); its joint springs, dampers, friction loss and equalities apply"),
+        "frictionloss": (str, False, "MJCF: 'smooth' (default) or 'exact' friction loss"),
         "floating_base": (bool, False, "URDF: put a free joint under the root link"),
         "gravity": (list, False, "gravity vector [gx, gy, gz]"),
         "*": (object, False, "further keyword arguments of the builder"),
@@ -191,10 +194,10 @@ def parse_scenario(data: dict, base: str | Path | None = None, text: str | None 
         else:
             _check_table(name, tab, text)
     m = data["model"]
-    given = [k for k in ("builder", "urdf", "robot") if k in m]
+    given = [k for k in ("builder", "urdf", "robot", "mjcf") if k in m]
     if len(given) != 1:
         raise ScenarioError(
-            f"[model] needs exactly one of 'builder', 'urdf' or 'robot'"
+            f"[model] needs exactly one of 'builder', 'urdf', 'robot' or 'mjcf'"
             f"{_key_line(text, 'model', None)}; got {given or 'none'}"
         )
     if data["run"]["t_final"] < 0:
@@ -287,6 +290,14 @@ def build_model(sc: Scenario):
             return getattr(kd.models, name)(**m)
         except TypeError as e:
             raise ScenarioError(f"[model] {name}: {e}{sc.line('model')}") from None
+    if "mjcf" in m:
+        robot = mjcf_robot(sc)
+        m.pop("mjcf")
+        m.pop("frictionloss", None)
+        if m:
+            raise ScenarioError(f"[model] unknown keys for an MJCF model: {sorted(m)}"
+                                f"{sc.line('model')}")
+        return robot.model.with_gravity(gravity) if gravity is not None else robot.model
     fb = m.pop("floating_base", False)
     if "urdf" in m:
         path = Path(m.pop("urdf"))
@@ -302,6 +313,23 @@ def build_model(sc: Scenario):
     return model.with_gravity(gravity) if gravity is not None else model
 
 
+def mjcf_robot(sc: Scenario):
+    """The parsed MJCF file of a scenario's ``[model] mjcf`` (read once per scenario)."""
+    from .model.mjcf import parse_mjcf
+
+    cached = getattr(sc, "_mjcf_robot", None)
+    if cached is not None:
+        return cached
+    path = Path(sc.data["model"]["mjcf"])
+    path = path if path.is_absolute() else sc.base / path
+    if not path.exists():
+        raise ScenarioError(f"[model] MJCF file {str(path)!r} does not exist"
+                            f"{sc.line('model', 'mjcf')}")
+    robot = parse_mjcf(path)
+    sc._mjcf_robot = robot
+    return robot
+
+
 def initial_state(sc: Scenario, model) -> tuple[np.ndarray, np.ndarray]:
     """(q0, v0) from the [initial] table (default: neutral configuration, at rest)."""
     import kanedyn as kd
@@ -309,7 +337,9 @@ def initial_state(sc: Scenario, model) -> tuple[np.ndarray, np.ndarray]:
     ini = sc.data.get("initial", {})
     rng = np.random.default_rng(ini.get("seed", 0))
     q = ini.get("q", "neutral")
-    if q == "neutral":
+    if q == "neutral" and "mjcf" in sc.data["model"]:
+        q0 = mjcf_robot(sc).qpos0.copy()  # MuJoCo's reference pose (free bodies where placed)
+    elif q == "neutral":
         q0 = kd.neutral(model)
     elif q == "random":
         q0 = kd.random_configuration(model, rng)
@@ -348,6 +378,12 @@ def build_forces(sc: Scenario, model) -> list:
     from . import friction
 
     out = []
+    if "mjcf" in sc.data["model"]:
+        mode = sc.data["model"].get("frictionloss", "smooth")
+        if mode not in ("smooth", "exact"):
+            raise ScenarioError(f"[model] frictionloss must be 'smooth' or 'exact', got "
+                                f"{mode!r}{sc.line('model', 'frictionloss')}")
+        out += fe.mjcf_forces(mjcf_robot(sc), frictionloss=mode)
     for i, f in enumerate(sc.data.get("forces", [])):
         kind = f["type"]
         where = f"[[forces]] #{i + 1} ({kind})"
@@ -408,13 +444,17 @@ def build_system(sc: Scenario, model):
     """The Model itself, or a ConstrainedSystem when the scenario has [[constraints]]
     (loop closures: see :func:`kanedyn.constraints.loops.loop_closure_from_spec`)."""
     specs = sc.data.get("constraints", [])
-    if not specs:
-        return model
     from .constraints import ConstrainedSystem
     from .constraints.loops import loop_closure_from_spec
     from .errors import ConstraintError
 
     closures = []
+    if "mjcf" in sc.data["model"]:
+        from .constraints import mjcf_loops
+
+        closures += mjcf_loops(mjcf_robot(sc))
+    if not specs and not closures:
+        return model
     for i, spec in enumerate(specs):
         try:
             closures.append(loop_closure_from_spec(spec, i))
