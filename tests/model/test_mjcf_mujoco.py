@@ -76,6 +76,15 @@ def _speed_map(mj, qpos, qvel):
     return T, Tdv
 
 
+def _full_M(mj, d):
+    M = np.zeros((mj.nv, mj.nv))
+    try:
+        mujoco.mj_fullM(mj, d, M)  # MuJoCo >= 3.4: (model, data, dst)
+    except TypeError:
+        mujoco.mj_fullM(mj, M, d.qM)  # earlier: (model, dst, qM)
+    return M
+
+
 def _rel(a, b):
     return np.abs(a - b).max() / max(np.abs(b).max(), 1e-300)
 
@@ -102,8 +111,7 @@ def check_against_mujoco(robot, mj, n_states=4, seed=0, rtol=RTOL):
         qpos, qvel = _random_state(mj, rng)
         d.qpos[:], d.qvel[:] = qpos, qvel
         mujoco.mj_forward(mj, d)
-        M_mj = np.zeros((mj.nv, mj.nv))
-        mujoco.mj_fullM(mj, d, M_mj)  # MuJoCo 4 signature
+        M_mj = _full_M(mj, d)
         # ARMATURE: until the armature branch (urdf-wild) is merged, kd.crba ignores
         # Joint.armature, so compare against MuJoCo's M minus diag(dof_armature). After the
         # merge, compare with M_mj itself (drop the subtraction below).

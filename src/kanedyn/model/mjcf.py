@@ -518,6 +518,15 @@ def _sum_inertias(parts) -> tuple[float, NDArray, NDArray]:
     return inertia_parameters(I6)
 
 
+def _trimesh(at: str):
+    try:
+        import trimesh
+    except ImportError:
+        raise MJCFError(f"{at}: mesh inertia needs the trimesh package "
+                        "(pip install trimesh)") from None
+    return trimesh
+
+
 def _read_meshes(asset_els, defaults: _Defaults, base: Path, opts: dict, where,
                  skipped) -> dict:
     """``{name: (V, c, J)}`` of every ``<mesh>`` asset (unit density, mesh coordinates)."""
@@ -547,9 +556,8 @@ def _read_meshes(asset_els, defaults: _Defaults, base: Path, opts: dict, where,
                     path = base / folder / path
                 if not path.exists():
                     raise MJCFError(f"{where(el)}: mesh file {str(path)!r} does not exist")
+                trimesh = _trimesh(where(el))
                 try:
-                    import trimesh
-
                     tm = trimesh.load(str(path), force="mesh", process=False)
                     verts, faces = np.asarray(tm.vertices, float), np.asarray(tm.faces)
                 except Exception as e:  # trimesh raises many kinds on a bad file
@@ -566,8 +574,7 @@ def _read_meshes(asset_els, defaults: _Defaults, base: Path, opts: dict, where,
             verts = verts * scale
             hull = inertia == "convex" or faces is None
             if not hull:
-                import trimesh
-
+                trimesh = _trimesh(where(el))
                 if not trimesh.Trimesh(verts, faces, process=False).is_watertight:
                     warnings.warn(f"{where(el)}: mesh {name!r} is not closed; its inertia is "
                                   "taken from its convex hull", KanedynWarning, stacklevel=4)
