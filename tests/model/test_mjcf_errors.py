@@ -184,3 +184,12 @@ def test_names_of_merged_and_anchored_bodies():
     m = robot.model
     assert m.body_names == ["a/j1", "a"]
     assert m.frames["welded"].body == 1 and m.frames["static"].body == -1
+
+
+def test_free_joint_below_a_moving_body_is_refused():
+    xml = """<mujoco><worldbody><body name="a"><joint/><geom size="0.1"/>
+      <body name="b"><freejoint name="f"/><geom size="0.1"/></body></body>
+      </worldbody></mujoco>"""
+    with pytest.raises(MJCFError, match=r"line 2, <body name='b'>: a free joint \('f', line 2\)"
+                                        r" can only be in a body directly under <worldbody>"):
+        kd.load_mjcf(string=xml)

@@ -96,7 +96,9 @@ def check_against_mujoco(robot, mj, n_states=4, seed=0, rtol=RTOL):
     assert all(m in ("", k) for k, m in zip(model.joint_names,
                                             [mj.joint(j).name for j in range(mj.njnt)],
                                             strict=True))
-    np.testing.assert_allclose(model.gravity, mj.opt.gravity, rtol=0, atol=1e-15)
+    off = mj.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_GRAVITY
+    np.testing.assert_allclose(model.gravity, 0.0 if off else mj.opt.gravity, rtol=0,
+                               atol=1e-15)
     # armature: each kanedyn joint carries MuJoCo's dof_armature
     for j, name in enumerate(model.joint_names):
         joint = model.bodies[model.joint_index(name)].joint
@@ -563,3 +565,23 @@ def test_equalities_are_loop_closures_satisfied_at_qpos0_and_match_mujoco():
         efc = d.efc_pos[: d.ne]
         np.testing.assert_allclose(np.abs(g[:3]), np.abs(efc[:3]), atol=1e-12)
         np.testing.assert_allclose(np.abs(g[3:6]), np.abs(efc[3:6]), atol=1e-12)
+
+
+def test_static_parents_unnamed_elements_frames_and_disabled_gravity():
+    xml = """<mujoco><option><flag gravity="disable"/></option>
+      <default><default class="c"><joint axis="1 0 0" damping="1"/>
+        <geom type="box" size="0.05 0.1 0.2"/></default></default>
+      <worldbody>
+        <body pos="0 0 1" euler="0 0 45"><geom type="sphere" size="0.1"/>
+          <body pos="0.1 0 0"><geom type="sphere" size="0.05"/></body></body>
+          <body pos="0.2 0 0" euler="30 0 0"><freejoint/><geom type="sphere" size="0.05"/>
+            <frame pos="0 0.1 0" euler="0 0 90" childclass="c">
+              <body pos="0.1 0 0"><joint pos="0 0 0.05"/><geom/>
+                <body pos="0 0 0.3"><joint type="slide" axis="0 0 1"/><joint axis="0 1 0"/>
+                  <geom pos="0 0 0.1"/></body></body>
+            </frame></body>
+      </worldbody></mujoco>"""
+    robot, mj = _load(xml=xml)
+    assert not robot.model.gravity.any()
+    check_bodies(robot, mj)
+    check_against_mujoco(robot, mj)

@@ -85,8 +85,7 @@ from .urdf import _Element, _parse_xml, _plane_alignment, _Where
 #: joint types of MJCF
 MJCF_JOINT_TYPES = ("hinge", "slide", "ball", "free")
 
-# elements kanedyn reads inside a body; the rest is skipped (and listed) or refused
-_BODY_SKIP = ("site", "camera", "light", "plugin", "attach_skip")
+# elements inside a body that generate bodies: refused (the rest is read, or skipped)
 _BODY_REFUSE = ("composite", "flexcomp", "replicate", "attach")
 _TOP_SKIP = ("visual", "statistic", "size", "tendon", "sensor", "keyframe", "contact",
              "extension", "custom", "deformable", "plugin")
@@ -673,7 +672,7 @@ class _Parser:
         known = {"angle", "eulerseq", "inertiafromgeom", "inertiagrouprange", "meshdir",
                  "assetdir", "autolimits", "boundmass", "boundinertia", "settotalmass",
                  "texturedir", "strippath", "discardvisual", "usethread", "fitaabb",
-                 "convexhull", "exactmeshinertia", "saveinertial", "alignfree"}
+                 "convexhull", "exactmeshinertia", "saveinertial"}
         for at in comp:
             a = at.str("angle")
             if a is not None:
@@ -710,11 +709,14 @@ class _Parser:
             if at.has("balanceinertia") and at.bool("balanceinertia"):
                 raise MJCFError(f"{where(at.el)}: balanceinertia='true' is not supported "
                                 "(fix the inertias in the file)")
+            if at.has("alignfree") and at.bool("alignfree"):
+                raise MJCFError(f"{where(at.el)}: alignfree='true' (free bodies' frames moved "
+                                "to their inertial frames) is not supported")
             if at.has("fusestatic") and at.bool("fusestatic"):
                 _skip(self.skipped, "<compiler> fusestatic (kanedyn always merges welded "
                       "bodies; body names stay frames)", at.el)
             for k in at.a:
-                if k not in known | {"coordinate", "balanceinertia", "fusestatic"}:
+                if k not in known | {"coordinate", "balanceinertia", "fusestatic", "alignfree"}:
                     _skip(self.skipped, f"<compiler> {k}", at.el)
         self.opts = opts
         self.defaults = _Defaults(root, where)
@@ -775,7 +777,7 @@ class _Parser:
                 name = at.str("name")
                 if name is not None:
                     self.sites[name] = (body, _compose(prefix, _pose(at, self.opts)))
-                _skip(self.skipped, "<site> (used only by what kanedyn reads: equality)", c)
+                _skip(self.skipped, "<site>", c)  # (an equality may still name it)
             elif c.tag in ("joint", "freejoint", "geom", "inertial"):
                 if body == "world" and c.tag == "geom":
                     _skip(self.skipped, "<geom> collision (contacts)", c)
@@ -870,10 +872,10 @@ class _Parser:
             if len(joints) > 1:
                 raise MJCFError(f"{where(el)}: a free joint ({fj.name!r}, line {fj.line}) "
                                 "must be the body's only joint")
-            if self.carrier[parent][0] != -1:
-                raise MJCFError(f"{where(el)}: a free joint ({fj.name!r}, line {fj.line}) is "
-                                "supported only in a body fixed to the world (MuJoCo's "
-                                "free joint places its body in world coordinates)")
+            if parent != "world":
+                raise MJCFError(f"{where(el)}: a free joint ({fj.name!r}, line {fj.line}) "
+                                "can only be in a body directly under <worldbody> (as in "
+                                "MuJoCo)")
 
         mb = MJCFBody(name, parent, p, R, mass, com, Ic, tuple(joints), source, el.line)
         self.mj_bodies[name] = mb
