@@ -20,9 +20,8 @@ Mechanics: Dynamics*, table D/4), m = ρ V:
   ``I_xx = m_c (3r² + 4h²)/12 + m_s (2r²/5 + h² + 3hr/4)``,
   ``I_zz = m_c r²/2 + 2 m_s r²/5``.
 
-A mesh's volume integrals come from the divergence theorem over its
-triangles (Mirtich, "Fast and accurate computation of polyhedral mass
-properties", 1996), as implemented by ``trimesh``.
+A mesh's volume integrals are sums over tetrahedra, one per triangle (see
+:func:`mesh_unit_properties`); ``trimesh`` only reads the files.
 """
 
 from __future__ import annotations
@@ -70,22 +69,75 @@ def primitive_unit_properties(kind: str, size: ArrayLike) -> tuple[float, NDArra
     return float(V), J
 
 
-def mesh_unit_properties(vertices: ArrayLike, faces: ArrayLike, convex_hull: bool = False
+def mesh_unit_properties(vertices: ArrayLike, faces: ArrayLike | None, mode: str = "exact"
                          ) -> tuple[float, NDArray, NDArray]:
-    """(V, c, J) of a closed triangle mesh: volume, centre of mass, and the rotational
-    inertia per unit density about c (3x3), all in the mesh's coordinates.
+    """(V, c, J) of a triangle mesh: volume, centre of mass, and the rotational inertia
+    per unit density about c (3x3), all in the mesh's coordinates.
 
-    ``convex_hull=True`` takes the mesh's convex hull instead (MuJoCo's
-    ``inertia="convex"``). Raises ValueError if the volume is not positive.
+    The solid is cut into tetrahedra, one per triangle (D, E, F) with its apex at a
+    reference point o; each has the signed volume ``v = (D − o)·((E − D) × (F − D))/6``
+    and, about o, the second moments
+    ``∫ x_j x_k dV = v/20 [2 Σ_P P_j P_k + Σ_{P≠Q} P_j Q_k]`` (P, Q over D, E, F
+    relative to o; Tonon, "Explicit exact formulas for the 3-D tetrahedron inertia
+    tensor", J. Math. Stat. 2005), and ``I = tr(S) 1 − S``. ``mode``:
+
+    - ``"exact"``: signed volumes, exact for a closed, consistently oriented mesh;
+    - ``"convex"``: the same on the mesh's convex hull (also used when there are no faces);
+    - ``"legacy"``: MuJoCo's default: the volume and centre of mass from tetrahedra with
+      their apex at the area-weighted centre of the faces, then the inertia from
+      tetrahedra with their apex at that centre of mass, every volume taken as its
+      absolute value — equal to ``"exact"`` on convex meshes, different on others.
+
+    Raises ValueError if the volume is not positive.
     """
-    import trimesh
-
-    mesh = trimesh.Trimesh(np.asarray(vertices, float), np.asarray(faces, np.int64),
-                           process=False)
-    if convex_hull:
-        mesh = mesh.convex_hull
-    props = mesh.mass_properties  # density 1
-    V = float(props.volume)
+    P = np.asarray(vertices, dtype=float).reshape(-1, 3)
+    if mode == "convex" or faces is None or len(faces) == 0:
+        F = _hull_faces(P)
+    else:
+        F = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    if F.size == 0 or F.min() < 0 or F.max() >= len(P):
+        raise ValueError("faces name vertices that do not exist")
+    D, E, G = P[F[:, 0]], P[F[:, 1]], P[F[:, 2]]
+    cross = np.cross(E - D, G - D)  # = 2 area n
+    centre = (D + E + G) / 3.0
+    legacy = mode == "legacy"
+    if legacy:
+        area = 0.5 * np.linalg.norm(cross, axis=1)
+        if not area.sum() > 0.0:
+            raise ValueError("the mesh has no surface area")
+        o = (area[:, None] * centre).sum(axis=0) / area.sum()
+    else:
+        o = P.mean(axis=0)  # any point: signed volumes do not depend on it
+    vol = np.einsum("ij,ij->i", centre - o, cross) / 6.0
+    if legacy:
+        vol = np.abs(vol)
+    V = vol.sum()
     if not V > 0.0:
         raise ValueError(f"volume {V:.6g} is not positive (faces inward or not closed)")
-    return V, np.asarray(props.center_mass, float), np.asarray(props.inertia, float)
+    c = (vol[:, None] * (0.75 * centre + 0.25 * o)).sum(axis=0) / V
+    # second moments about c, tetrahedra with their apex at c
+    D, E, G = D - c, E - c, G - c
+    vol = np.einsum("ij,ij->i", D, np.cross(E - D, G - D)) / 6.0
+    if legacy:
+        vol = np.abs(vol)
+    V = vol.sum()
+    S = np.zeros((3, 3))
+    for A in (D, E, G):
+        S += 2.0 * np.einsum("i,ij,ik->jk", vol, A, A)
+    for A, B in ((D, E), (D, G), (E, G)):
+        S += np.einsum("i,ij,ik->jk", vol, A, B) + np.einsum("i,ij,ik->jk", vol, B, A)
+    S /= 20.0
+    return float(V), c, np.trace(S) * np.eye(3) - S
+
+
+def _hull_faces(P: NDArray) -> NDArray:
+    """Outward-oriented triangles of the convex hull of points P."""
+    from scipy.spatial import ConvexHull
+
+    hull = ConvexHull(P)
+    F = hull.simplices.copy()
+    inside = P[hull.vertices].mean(axis=0)
+    D, E, G = P[F[:, 0]], P[F[:, 1]], P[F[:, 2]]
+    flip = np.einsum("ij,ij->i", np.cross(E - D, G - D), D - inside) < 0
+    F[flip] = F[flip][:, [0, 2, 1]]
+    return F

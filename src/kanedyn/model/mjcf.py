@@ -565,23 +565,20 @@ def _read_meshes(asset_els, defaults: _Defaults, base: Path, opts: dict, where,
                 if verts.size == 0 or faces.size == 0:
                     raise MJCFError(f"{where(el)}: mesh file {str(path)!r} has no triangles")
             elif at.has("vertex"):
-                verts = at.floats("vertex").reshape(-1, 3)
+                verts = at.floats("vertex")
                 faces = at.floats("face")
-                faces = None if faces is None else faces.astype(np.int64).reshape(-1, 3)
+                faces = None if faces is None else faces.astype(np.int64)
+                if verts.size < 12 or verts.size % 3 or (faces is not None and faces.size % 3):
+                    raise MJCFError(f"{where(el)}: a mesh needs at least 4 vertices and "
+                                    "faces of 3 vertices each")
+                verts = verts.reshape(-1, 3)
+                faces = None if faces is None else faces.reshape(-1, 3)
             else:
                 raise MJCFError(f"{where(el)}: a mesh needs a file or vertex data")
             verts = verts * scale
-            hull = inertia == "convex" or faces is None
-            if not hull:
-                trimesh = _trimesh(where(el))
-                if not trimesh.Trimesh(verts, faces, process=False).is_watertight:
-                    warnings.warn(f"{where(el)}: mesh {name!r} is not closed; its inertia is "
-                                  "taken from its convex hull", KanedynWarning, stacklevel=4)
-                    hull = True
             try:
-                meshes[name] = mesh_unit_properties(verts, faces if faces is not None else
-                                                    np.zeros((0, 3), int), convex_hull=hull)
-            except (ValueError, IndexError) as e:
+                meshes[name] = mesh_unit_properties(verts, faces, mode=inertia)
+            except ValueError as e:
                 raise MJCFError(f"{where(el)}: mesh {name!r}: {e}") from None
     return meshes
 
