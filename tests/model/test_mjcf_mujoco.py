@@ -105,8 +105,16 @@ def check_against_mujoco(robot, mj, n_states=4, seed=0, rtol=RTOL):
         d0, nd = mj.jnt_dofadr[j], joint.nv
         np.testing.assert_allclose(mj.dof_armature[d0:d0 + nd], joint.armature, rtol=0,
                                    atol=1e-15)
-    # reference configuration: MuJoCo's qpos0 (kanedyn's q is qpos)
-    np.testing.assert_allclose(robot.qpos0, mj.qpos0, rtol=0, atol=1e-12)
+    # reference configuration: MuJoCo's qpos0 (kanedyn's q is qpos; q and -q are the same
+    # rotation, and the two may pick different signs)
+    q0 = robot.qpos0.copy()
+    for j in range(mj.njnt):
+        a = mj.jnt_qposadr[j] + (3 if mj.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE else 0)
+        if int(mj.jnt_type[j]) in (int(mujoco.mjtJoint.mjJNT_FREE),
+                                   int(mujoco.mjtJoint.mjJNT_BALL)) and \
+                q0[a:a + 4] @ mj.qpos0[a:a + 4] < 0:
+            q0[a:a + 4] *= -1
+    np.testing.assert_allclose(q0, mj.qpos0, rtol=0, atol=1e-12)
     d = mujoco.MjData(mj)
     rng = np.random.default_rng(seed)
     for _ in range(n_states):

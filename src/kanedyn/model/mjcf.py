@@ -564,6 +564,11 @@ def _read_meshes(asset_els, defaults: _Defaults, base: Path, opts: dict, where,
                                     f"({type(e).__name__}: {e})") from None
                 if verts.size == 0 or faces.size == 0:
                     raise MJCFError(f"{where(el)}: mesh file {str(path)!r} has no triangles")
+            elif el.find("plugin") is not None:
+                raise MJCFError(f"{where(el)}: a mesh made by a plugin is not supported")
+            elif at.has("builtin"):
+                raise MJCFError(f"{where(el)}: builtin meshes ({at.str('builtin')!r}) are not "
+                                "supported; give the mesh as a file or vertex data")
             elif at.has("vertex"):
                 verts = at.floats("vertex")
                 faces = at.floats("face")
