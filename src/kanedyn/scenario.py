@@ -66,10 +66,12 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "seed": (int, False, "seed for 'random'"),
     },
     "forces": {  # an array of tables
-        "type": (str, True, "torque | spring | damper | friction | wrench"),
+        "type": (str, True, "torque | spring | damper | friction | wrench | motor"),
+        "actuator": (str, False, "name of an MJCF <motor> (motor)"),
         "joint": (str, False, "joint name"),
         "body": (str, False, "body name (wrench)"),
-        "expression": (str, False, "torque as an expression of t, q, v (torque)"),
+        "expression": (str, False, "torque (torque) or control (motor) as an expression of "
+                       "t, q, v"),
         "stiffness": ((int, float), False, "spring stiffness"),
         "rest": ((int, float), False, "spring rest position"),
         "damping": ((int, float), False, "viscous damping coefficient"),
@@ -368,7 +370,7 @@ def initial_state(sc: Scenario, model) -> tuple[np.ndarray, np.ndarray]:
     return q0, v0
 
 
-FORCE_TYPES = ("torque", "spring", "damper", "friction", "wrench")
+FORCE_TYPES = ("torque", "spring", "damper", "friction", "wrench", "motor")
 _FRICTION_KEYS = {"model", "smoothing", "eps", "surface_velocity"}
 
 
@@ -425,9 +427,40 @@ def build_forces(sc: Scenario, model) -> list:
             if "smoothing" in f:
                 law = law.smoothed(f["smoothing"], float(f.get("eps", 1e-3)))
             out.append(fe.JointFriction(f["joint"], law, float(f.get("surface_velocity", 0.0))))
+        elif kind == "motor":
+            out.append(_motor(sc, i, where, need("actuator"),
+                              compile_expression(need("expression"), f"{where} expression")))
         else:
             out.append(fe.ExternalWrench(need("body"), need("wrench")))
     return out
+
+
+def _motor(sc: Scenario, i: int, where: str, name: str, ctrl):
+    """An MJCF ``<motor>`` driven by a control expression: τ_joint = gear · ctrl, with ctrl
+    held to ctrlrange and the force to forcerange where the file limits them (MuJoCo's
+    actuator model: its clamping is part of the actuator, not of the input)."""
+    from . import forces as fe
+
+    if "mjcf" not in sc.data["model"]:
+        raise ScenarioError(f"{where}: a motor is an actuator of an MJCF model; the [model] "
+                            f"has no 'mjcf'{sc.line('forces', 'type', i)}")
+    acts = {a.name: a for a in mjcf_robot(sc).actuators}
+    if name not in acts:
+        raise ScenarioError(f"{where}: no motor {name!r} in the MJCF file"
+                            f"{sc.line('forces', 'actuator', i)}; motors: "
+                            f"{', '.join(acts) or 'none'}")
+    a = acts[name]
+
+    def tau(t, q, v, a=a, ctrl=ctrl):
+        u = float(np.asarray(ctrl(t, q, v), dtype=float).reshape(-1)[0])
+        if a.ctrlrange is not None:
+            u = min(max(u, a.ctrlrange[0]), a.ctrlrange[1])
+        f = a.gear * u
+        if a.forcerange is not None:
+            f = min(max(f, a.forcerange[0]), a.forcerange[1])
+        return np.array([f])
+
+    return fe.JointTorque(tau, a.joint)
 
 
 def integrator_options(sc: Scenario) -> dict:

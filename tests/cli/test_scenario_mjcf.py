@@ -77,3 +77,26 @@ def test_command_line_model_spec_takes_an_mjcf_file(tmp_path):
         warnings.simplefilter("ignore", kd.KanedynWarning)
         model = load_model_spec(str(tmp_path / "m.xml"))
     assert model.nv == 8
+
+
+def test_a_motor_of_the_file_driven_by_an_expression(tmp_path):
+    (tmp_path / "m.xml").write_text(XML.replace(
+        "</mujoco>", '<actuator><motor name="m" joint="h" gear="3" ctrlrange="-1 1"/>'
+                     '</actuator></mujoco>'))
+    data = {"model": {"mjcf": "m.xml"}, "integrator": {"method": "rk4", "dt": 1e-3},
+            "run": {"t_final": 0.1},
+            "forces": [{"type": "motor", "actuator": "m", "expression": "2 * t - 1"}]}
+    sc = parse_scenario(data, tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", kd.KanedynWarning)
+        model = build_model(sc)
+        forces = build_forces(sc, model)
+    motor = next(f for f in forces if isinstance(f, kd.forces.JointTorque))
+    motor = motor.bind(kd.ModelSystem(model))
+    iv = model.bodies[model.joint_index("h")].iv.start
+    q, v = np.zeros(model.nq), np.zeros(model.nv)
+    assert motor.generalized_force(0.25, q, v)[iv] == pytest.approx(3 * (2 * 0.25 - 1))
+    assert motor.generalized_force(5.0, q, v)[iv] == pytest.approx(3.0)  # ctrl held at 1
+    data["forces"][0]["actuator"] = "nope"
+    with pytest.raises(ScenarioError, match=r"no motor 'nope' in the MJCF file.*motors: m"):
+        build_forces(parse_scenario(data, tmp_path), model)
