@@ -556,7 +556,7 @@ def test_equalities_are_loop_closures_satisfied_at_qpos0_and_match_mujoco():
     from kanedyn.constraints import mjcf_loops, mjcf_system
 
     robot, mj = _load(xml=EQUALITIES)
-    system = mjcf_system(robot)
+    system = mjcf_system(robot, drop_idle_rows=False)  # all rows, to compare with MuJoCo's
     assert isinstance(system, kd.constraints.ConstrainedSystem)
     assert [lc.name for lc in mjcf_loops(robot)] == ["pin", "glue"]
     assert [lc.kind for lc in mjcf_loops(robot)] == ["point", "weld"]
@@ -613,3 +613,36 @@ def test_nonconvex_mesh_inertia_modes_equal_mujoco(tmp_path, mode):
     robot, mj = _load(path=str(tmp_path / "L.xml"))
     check_bodies(robot, mj, rtol=RTOL_MESH)
     check_against_mujoco(robot, mj, n_states=2, rtol=RTOL_MESH)
+
+
+FOUR_BAR = """
+<mujoco model="four_bar">
+  <compiler angle="radian"/>
+  <default><joint axis="0 1 0" damping="0.02"/><geom type="capsule" size="0.02"/></default>
+  <worldbody>
+    <body name="crank"><joint name="a"/><geom fromto="0 0 0 0.2 0 0"/>
+      <body name="coupler" pos="0.2 0 0"><joint name="b"/><geom fromto="0 0 0 0.5 0 0.3"/>
+      </body></body>
+    <body name="rocker" pos="0.6 0 0"><joint name="c"/><geom fromto="0 0 0 0.1 0 0.3"/>
+    </body>
+  </worldbody>
+  <equality><connect name="pin" body1="coupler" body2="rocker" anchor="0.5 0 0.3"/>
+  </equality>
+</mujoco>"""
+
+
+def test_a_planar_four_bar_from_mjcf_simulates_as_a_dae():
+    """The connect of a planar linkage keeps its two in-plane rows (the third has a zero
+    Jacobian everywhere), and the closed chain runs as an index-3 DAE, staying on g = 0."""
+    from kanedyn.constraints import mjcf_loops, mjcf_system
+    from kanedyn.forces import mjcf_forces
+
+    robot, _ = _load(xml=FOUR_BAR)
+    assert mjcf_loops(robot)[0].axes == (0, 2)
+    assert mjcf_loops(robot, drop_idle_rows=False)[0].axes == (0, 1, 2)
+    system = mjcf_system(robot)
+    traj = kd.simulate(system, robot.qpos0, np.zeros(3), 0.5, method="radau5",
+                       formulation="index3", rtol=1e-8, atol=1e-8, dt=0.05,
+                       forces=mjcf_forces(robot))
+    assert np.abs(traj.q[-1] - robot.qpos0).max() > 1e-2  # it moved under gravity
+    assert np.abs(traj.stats["residual_g"]).max() < 1e-7
