@@ -119,8 +119,10 @@ def test_other_structural_errors():
     with pytest.raises(MJCFError, match=r"body 'b' is defined twice"):
         kd.load_mjcf(string="<mujoco><worldbody><body name='b'><joint/><geom size='1'/></body>"
                             "<body name='b'/></worldbody></mujoco>")
-    with pytest.raises(MJCFError, match=r"<replicate> .* is not supported"):
-        kd.load_mjcf(string=_body("<joint/><geom size='0.1'/><replicate count='2'/>"))
+    with pytest.raises(MJCFError, match=r"<composite> .* is not supported"):
+        kd.load_mjcf(string=_body("<joint/><geom size='0.1'/><composite type='grid'/>"))
+    with pytest.raises(MJCFError, match=r"<replicate>: count='2.5' must be a positive "):
+        kd.load_mjcf(string=_body("<joint/><geom size='0.1'/><replicate count='2.5'/>"))
     with pytest.raises(MJCFError, match=r"<joint name='j'> \(line 1\): joint 'j' .* moves no "
                                         r"inertia"):
         kd.load_mjcf(string=_body("<joint name='j'/>"))

@@ -86,7 +86,7 @@ from .urdf import _Element, _parse_xml, _plane_alignment, _Where
 MJCF_JOINT_TYPES = ("hinge", "slide", "ball", "free")
 
 # elements inside a body that generate bodies: refused (the rest is read, or skipped)
-_BODY_REFUSE = ("composite", "flexcomp", "replicate", "attach")
+_BODY_REFUSE = ("composite", "flexcomp", "attach")
 _TOP_SKIP = ("visual", "statistic", "size", "tendon", "sensor", "keyframe", "contact",
              "extension", "custom", "deformable", "plugin")
 _ACTUATOR_TAGS = ("motor", "general", "position", "velocity", "intvelocity", "damper",
@@ -202,6 +202,49 @@ def _read(path: Path, source: str, el: _Element | None, where: _MJWhere) -> byte
     except OSError as e:
         at = f"{where(el)}: " if el is not None else ""
         raise MJCFError(f"{at}cannot read MJCF file {str(path)!r}: {e.strerror}") from None
+
+
+def _copy(el: _Element, suffix: str) -> _Element:
+    """A deep copy of an element, every ``name`` below it (itself included) suffixed."""
+    attrib = dict(el.attrib)
+    if "name" in attrib:
+        attrib["name"] += suffix
+    out = _Element(el.tag, attrib, el.line, [_copy(c, suffix) for c in el.children])
+    out.source = getattr(el, "source", "")
+    return out
+
+
+def _expand_replicates(el: _Element, opts: dict, where: _MJWhere) -> None:
+    """Replace every ``<replicate count offset euler sep>`` below ``el`` by ``count``
+    ``<frame>``s holding copies of its children, copy i at ``T^i`` (T the offset and the
+    euler rotation, composed i times) with names suffixed ``sep`` + i (zero-padded to the
+    digits of count), inner replicates first, as MuJoCo expands them."""
+    out = []
+    for c in el.children:
+        _expand_replicates(c, opts, where)
+        if c.tag != "replicate":
+            out.append(c)
+            continue
+        at = _Attrs(c, c.attrib, where)
+        n = at.float("count")
+        if n is None or n < 1 or n != int(n):
+            raise MJCFError(f"{where(c)}: count={c.attrib.get('count')!r} must be a positive "
+                            "integer")
+        n = int(n)
+        step = _rotation(_Attrs(c, {k: v for k, v in c.attrib.items() if k == "euler"},
+                                where), opts), at.floats("offset", 3, (0.0, 0.0, 0.0))
+        sep, width = c.attrib.get("sep", ""), len(str(n))
+        T = _IDENTITY
+        for i in range(n):
+            R, p = T
+            frame = _Element("frame", {"pos": " ".join(repr(float(x)) for x in p),
+                                       "quat": " ".join(repr(float(x))
+                                                        for x in matrix_to_quat(R))},
+                             c.line, [_copy(k, f"{sep}{i:0{width}d}") for k in c.children])
+            frame.source = getattr(c, "source", "")
+            out.append(frame)
+            T = _compose(step, T)
+    el.children = out
 
 
 def _tag_source(el: _Element, source: str) -> None:
@@ -789,9 +832,9 @@ class _Parser:
             elif c.tag in ("camera", "light", "plugin"):
                 _skip(self.skipped, f"<{c.tag}>", c)
             elif c.tag in _BODY_REFUSE:
-                raise MJCFError(f"{where(c)}: <{c.tag}> (procedurally generated bodies) is "
-                                "not supported; expand it first (e.g. save the model from "
-                                "MuJoCo with mj_saveLastXML)")
+                raise MJCFError(f"{where(c)}: <{c.tag}> (generated bodies) is not supported; "
+                                "expand it first (load the file in MuJoCo and save it with "
+                                "mujoco.mj_saveLastXML)")
             else:
                 _skip(self.skipped, f"<{c.tag}>", c)
 
@@ -1109,6 +1152,7 @@ def parse_mjcf(path: str | os.PathLike | None = None, *, string: str | None = No
     merged = _Element("worldbody", {}, worlds[0].line if worlds else root.line,
                       [c for w in worlds for c in w.children])
     merged.source = getattr(worlds[0], "source", source) if worlds else source
+    _expand_replicates(merged, P.opts, where)
     P.bodies(merged)
     equalities = _equalities(root, P)
     actuators = _actuators(root, P)
