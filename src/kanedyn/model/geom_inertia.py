@@ -121,11 +121,10 @@ def mesh_unit_properties(vertices: ArrayLike, faces: ArrayLike | None, mode: str
     if legacy:
         vol = np.abs(vol)
     V = vol.sum()
+    # 2 Σ_P P Pᵀ + Σ_{P≠Q} P Qᵀ = Σ_P P Pᵀ + (Σ_P P)(Σ_P P)ᵀ
     S = np.zeros((3, 3))
-    for A in (D, E, G):
-        S += 2.0 * np.einsum("i,ij,ik->jk", vol, A, A)
-    for A, B in ((D, E), (D, G), (E, G)):
-        S += np.einsum("i,ij,ik->jk", vol, A, B) + np.einsum("i,ij,ik->jk", vol, B, A)
+    for A in (D, E, G, D + E + G):
+        S += (vol[:, None] * A).T @ A
     S /= 20.0
     return float(V), c, np.trace(S) * np.eye(3) - S
 

@@ -560,6 +560,23 @@ def _sum_inertias(parts) -> tuple[float, NDArray, NDArray]:
     return inertia_parameters(I6)
 
 
+def _binary_stl(path: Path) -> NDArray | None:
+    """The triangles (n, 3, 3) of a binary STL file (an 80-byte header, a uint32 count n,
+    then n records of a normal, three vertices as float32 and a uint16), or None if the
+    file is not one (ASCII STL, another format)."""
+    if path.suffix.lower() != ".stl":
+        return None
+    data = path.read_bytes()
+    if len(data) < 84:
+        return None
+    n = int(np.frombuffer(data, "<u4", 1, 80)[0])
+    if len(data) != 84 + 50 * n or n == 0:
+        return None
+    rec = np.frombuffer(data, np.dtype([("n", "<f4", 3), ("v", "<f4", (3, 3)),
+                                        ("a", "<u2")]), n, 84)
+    return rec["v"].astype(float)
+
+
 def _trimesh(at: str):
     try:
         import trimesh
@@ -598,13 +615,17 @@ def _read_meshes(asset_els, defaults: _Defaults, base: Path, opts: dict, where,
                     path = base / folder / path
                 if not path.exists():
                     raise MJCFError(f"{where(el)}: mesh file {str(path)!r} does not exist")
-                trimesh = _trimesh(where(el))
-                try:
-                    tm = trimesh.load(str(path), force="mesh", process=False)
-                    verts, faces = np.asarray(tm.vertices, float), np.asarray(tm.faces)
-                except Exception as e:  # trimesh raises many kinds on a bad file
-                    raise MJCFError(f"{where(el)}: cannot read mesh file {str(path)!r} "
-                                    f"({type(e).__name__}: {e})") from None
+                tri = _binary_stl(path)
+                if tri is not None:  # the common case, read directly (trimesh is slower)
+                    verts, faces = tri.reshape(-1, 3), np.arange(tri.shape[0] * 3).reshape(-1, 3)
+                else:
+                    trimesh = _trimesh(where(el))
+                    try:
+                        tm = trimesh.load_mesh(str(path), process=False)
+                        verts, faces = np.asarray(tm.vertices, float), np.asarray(tm.faces)
+                    except Exception as e:  # trimesh raises many kinds on a bad file
+                        raise MJCFError(f"{where(el)}: cannot read mesh file {str(path)!r} "
+                                        f"({type(e).__name__}: {e})") from None
                 if verts.size == 0 or faces.size == 0:
                     raise MJCFError(f"{where(el)}: mesh file {str(path)!r} has no triangles")
             elif el.find("plugin") is not None:
