@@ -81,11 +81,11 @@ def main() -> int:
                      statistics.median(t_mj)))
     print(f"mujoco {mujoco.__version__}, python {sys.version.split()[0]}, best/median of "
           f"{REPEAT}")
-    print(f"{'file':<17}{'nv':>4}  {'kanedyn best':>13}{'median':>9}  {'MuJoCo best':>12}"
-          f"{'median':>9}  {'ratio (median)':>15}")
+    print(f"{'file':<17}{'nv':>4}  {'kanedyn best':>13}{'median':>11}  {'MuJoCo best':>12}"
+          f"{'median':>11}  {'ratio (median)':>15}")
     for name, nv, kb, km, mb, mm in rows:
-        print(f"{name:<17}{nv:>4}  {kb * 1e3:>10.2f} ms{km * 1e3:>6.2f} ms  {mb * 1e3:>9.2f} ms"
-              f"{mm * 1e3:>6.2f} ms  {km / mm:>14.2f}x")
+        print(f"{name:<17}{nv:>4}  {kb * 1e3:>10.2f} ms{km * 1e3:>8.2f} ms  {mb * 1e3:>9.2f} ms"
+              f"{mm * 1e3:>8.2f} ms  {km / mm:>14.2f}x")
     return 0
 
 
