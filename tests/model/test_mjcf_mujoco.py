@@ -663,3 +663,45 @@ def test_replicate_against_mujoco():
     assert list(robot.bodies)[:3] == ["b-00", "c0-00", "c1-00"]
     check_bodies(robot, mj)
     check_against_mujoco(robot, mj, n_states=2)
+
+
+def test_weld_between_two_bodies_with_relpose_matches_mujoco():
+    xml = """<mujoco><worldbody>
+      <body name="a" pos="0 0 1"><freejoint/><geom type="box" size="0.1 0.2 0.3"/></body>
+      <body name="b" pos="0.5 0 1" euler="10 20 30"><joint type="ball"/>
+        <geom type="capsule" size="0.05 0.2"/>
+        <body name="c" pos="0 0 0.4"><joint axis="1 0 0"/><geom size="0.05"/></body></body>
+      </worldbody>
+      <equality>
+        <weld name="w" body1="a" body2="c" anchor="0.1 0.2 -0.1"
+              relpose="0.3 -0.1 0.2 0.9 0.1 -0.3 0.2"/>
+        <connect name="p" body1="c" anchor="0 0.1 0"/>
+      </equality></mujoco>"""
+    from kanedyn.constraints import mjcf_system
+
+    robot, mj = _load(xml=xml)
+    system = mjcf_system(robot, drop_idle_rows=False)
+    d = mujoco.MjData(mj)
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        qpos, _v = _random_state(mj, rng)
+        d.qpos[:] = qpos
+        mujoco.mj_forward(mj, d)
+        g = system.constraint(0.0, qpos)
+        efc = d.efc_pos[: d.ne]
+        np.testing.assert_allclose(np.abs(g[:3]), np.abs(efc[:3]), atol=1e-12)  # weld point
+        np.testing.assert_allclose(np.abs(g[6:9]), np.abs(efc[6:9]), atol=1e-12)  # connect
+        # turn the free body a so that c's axes are a's turned by relpose's rotation: there
+        # MuJoCo's weld rotation rows vanish, and so must kanedyn's
+        R_c = d.xmat[mj.body("c").id].reshape(3, 3)
+        R_rel = np.zeros(9)
+        mujoco.mju_quat2Mat(R_rel, np.array([0.9, 0.1, -0.3, 0.2]) / np.linalg.norm(
+            [0.9, 0.1, -0.3, 0.2]))
+        quat = np.zeros(4)
+        mujoco.mju_mat2Quat(quat, (R_c @ R_rel.reshape(3, 3).T).ravel())
+        d.qpos[3:7] = qpos[3:7] = quat
+        mujoco.mj_forward(mj, d)
+        assert np.abs(d.efc_pos[3:6]).max() < 1e-12
+        assert np.abs(system.constraint(0.0, qpos)[3:6]).max() < 1e-12
+    # at the reference configuration the connect holds (the weld, with its relpose, not)
+    assert np.abs(system.constraint(0.0, robot.qpos0)[6:9]).max() < 1e-12

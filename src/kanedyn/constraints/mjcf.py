@@ -4,7 +4,9 @@ MuJoCo enforces an equality softly (``solref``/``solimp``); here it is an
 exact holonomic constraint of a :class:`ConstrainedSystem`: ``connect`` a
 point constraint (the anchor on body1 stays on the point of body2 it
 touches at the reference configuration), ``weld`` a weld (body2's anchor
-frame keeps its reference pose, or ``relpose``, in body1).
+frame keeps its reference pose in body1; with ``relpose``, body2's anchor stays
+on body1's point ``relpose[:3]`` and body2's axes keep the rotation
+``relpose[3:]`` relative to body1's).
 
 A connect between bodies that all move in one plane (a planar linkage,
 common in MJCF files) has a row along the plane's normal that no motion can

@@ -1068,10 +1068,12 @@ def _equalities(root: _Element, P: _Parser) -> list[MJCFEquality]:
                     T_b2 = (np.eye(3), anchor)
                     rel = at.floats("relpose", 7)
                     if rel is not None and np.any(rel[3:]):
-                        T_12 = (_quat_matrix(rel[3:]), rel[:3])
-                    else:
-                        T_12 = _compose(_invert(P.world_pose[b1]), P.world_pose[b2])
-                    T_b1 = _compose(T_12, T_b2)
+                        # MuJoCo: body1's weld point is relpose's position, and body2's
+                        # axes keep relpose's rotation in body1
+                        T_b1 = (_quat_matrix(rel[3:]), rel[:3])
+                    else:  # the anchor frame's pose in body1 at the reference configuration
+                        T_b1 = _compose(_compose(_invert(P.world_pose[b1]),
+                                                 P.world_pose[b2]), T_b2)
             if at.has("torquescale") and el.tag == "weld":
                 _skip(P.skipped, "<weld> torquescale (exact constraint instead)", el)
             ends = []
