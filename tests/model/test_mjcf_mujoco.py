@@ -705,3 +705,39 @@ def test_weld_between_two_bodies_with_relpose_matches_mujoco():
         assert np.abs(system.constraint(0.0, qpos)[3:6]).max() < 1e-12
     # at the reference configuration the connect holds (the weld, with its relpose, not)
     assert np.abs(system.constraint(0.0, robot.qpos0)[6:9]).max() < 1e-12
+
+
+def test_equalities_by_sites_match_mujoco():
+    xml = """<mujoco><worldbody>
+      <body name="a" pos="0 0 1"><freejoint/><geom type="box" size="0.1 0.2 0.3"/>
+        <site name="sa" pos="0.1 0 0.2" euler="10 0 40"/></body>
+      <body name="b" pos="0.5 0 1"><joint type="ball"/><geom type="capsule" size="0.05 0.2"/>
+        <site name="sb" pos="0 0.1 -0.1" euler="0 30 0"/>
+        <site name="sc" pos="0.05 0 0"/></body>
+      <site name="sw" pos="1 1 1"/>
+      </worldbody>
+      <equality><weld site1="sa" site2="sb"/><connect site1="sc" site2="sw"/></equality>
+      </mujoco>"""
+    from kanedyn.constraints import mjcf_system
+
+    robot, mj = _load(xml=xml)
+    system = mjcf_system(robot, drop_idle_rows=False)
+    d = mujoco.MjData(mj)
+    rng = np.random.default_rng(8)
+    for _ in range(3):
+        qpos, _v = _random_state(mj, rng)
+        d.qpos[:] = qpos
+        mujoco.mj_forward(mj, d)
+        g, efc = system.constraint(0.0, qpos), d.efc_pos[: d.ne]
+        np.testing.assert_allclose(np.abs(g[:3]), np.abs(efc[:3]), atol=1e-12)
+        np.testing.assert_allclose(np.abs(g[6:9]), np.abs(efc[6:9]), atol=1e-12)
+        # turn a until the two site frames are aligned: both rotation residuals vanish
+        R_sa = np.zeros(9)
+        mujoco.mju_quat2Mat(R_sa, mj.site("sa").quat)
+        R_target = d.site_xmat[mj.site("sb").id].reshape(3, 3) @ R_sa.reshape(3, 3).T
+        quat = np.zeros(4)
+        mujoco.mju_mat2Quat(quat, R_target.ravel())
+        d.qpos[3:7] = qpos[3:7] = quat
+        mujoco.mj_forward(mj, d)
+        assert np.abs(d.efc_pos[3:6]).max() < 1e-12
+        assert np.abs(system.constraint(0.0, qpos)[3:6]).max() < 1e-12
