@@ -208,3 +208,19 @@ def test_a_joint_that_moves_no_inertia_is_named():
         else:
             msg = " ".join(str(w.message) for w in rec)
     assert "'j'" in msg
+
+
+def test_attach_errors(tmp_path):
+    (tmp_path / "c.xml").write_text("<mujoco><worldbody><body name='arm'><joint/>"
+                                    "<geom size='0.1'/></body></worldbody></mujoco>")
+    xml = """<mujoco><asset><model name="c" file="c.xml"/></asset><worldbody>
+      <attach model="{m}" body="{b}" prefix="p-"/></worldbody></mujoco>"""
+    (tmp_path / "a.xml").write_text(xml.format(m="nope", b="arm"))
+    with pytest.raises(MJCFError, match=r"line 2, <attach>: model 'nope' is not an "
+                                        r"<asset><model> \(models: c\)"):
+        kd.load_mjcf(tmp_path / "a.xml")
+    (tmp_path / "a.xml").write_text(xml.format(m="c", b="leg"))
+    with pytest.raises(MJCFError, match=r"<attach>: model 'c' has no body 'leg'"):
+        kd.load_mjcf(tmp_path / "a.xml")
+    (tmp_path / "a.xml").write_text(xml.format(m="c", b="arm"))
+    assert _quiet(path=tmp_path / "a.xml").model.body_names == ["p-arm"]

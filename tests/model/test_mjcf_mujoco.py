@@ -741,3 +741,67 @@ def test_equalities_by_sites_match_mujoco():
         mujoco.mj_forward(mj, d)
         assert np.abs(d.efc_pos[3:6]).max() < 1e-12
         assert np.abs(system.constraint(0.0, qpos)[3:6]).max() < 1e-12
+
+
+ATTACH_CHILD = """<mujoco model="child">
+  <compiler angle="radian"/>
+  <default><joint damping="0.3" armature="0.01"/>
+    <default class="k"><geom type="box" size="0.1 0.05 0.02"/></default></default>
+  <worldbody>
+    <body name="arm" pos="0 0 0.5"><joint name="j1" axis="0 1 0" range="-1 1"/>
+      <geom size="0.05"/>
+      <body name="fore" pos="0.3 0 0" euler="0 0.5 0"><joint name="j2"/><geom class="k"/>
+        <site name="tip" pos="0.1 0 0"/></body></body>
+    <body name="other"><joint name="o"/><geom size="0.1"/></body>
+  </worldbody>
+  <equality><connect body1="fore" body2="world" anchor="0.1 0 0"/></equality>
+  <actuator><motor name="m2" joint="j2" gear="5"/><motor name="mo" joint="o"/></actuator>
+</mujoco>"""
+
+ATTACH_PARENT = """<mujoco model="parent">
+  <compiler angle="degree"/>
+  <asset><model name="c" file="child.xml"/></asset>
+  <worldbody>
+    <body name="base" pos="1 0 0"><joint name="j0"/><geom size="0.1"/>
+      <frame pos="0 0 0.2" euler="0 0 30"><attach model="c" body="arm" prefix="left-"/></frame>
+      <attach model="c" body="arm" prefix="right-"/>
+    </body>
+  </worldbody>
+</mujoco>"""
+
+
+def test_attach_against_mujoco(tmp_path):
+    """<attach>: the subtree read with the child's own compiler (radians) and defaults,
+    names prefixed, and the child's actuators and equalities on it copied along."""
+    (tmp_path / "child.xml").write_text(ATTACH_CHILD)
+    (tmp_path / "parent.xml").write_text(ATTACH_PARENT)
+    robot, mj = _load(path=str(tmp_path / "parent.xml"))
+    assert robot.model.joint_names == ["j0", "left-j1", "left-j2", "right-j1", "right-j2"]
+    assert [a.name for a in robot.actuators] == ["left-m2", "right-m2"]
+    assert [(e.body_a, e.body_b) for e in robot.equalities] == [("left-fore", None),
+                                                                 ("right-fore", None)]
+    check_bodies(robot, mj)
+    check_against_mujoco(robot, mj)
+    from kanedyn.constraints import mjcf_system
+
+    system = mjcf_system(robot, drop_idle_rows=False)
+    d = mujoco.MjData(mj)
+    qpos, _v = _random_state(mj, np.random.default_rng(9))
+    d.qpos[:] = qpos
+    mujoco.mj_forward(mj, d)
+    np.testing.assert_allclose(np.abs(system.constraint(0.0, qpos)), np.abs(d.efc_pos[:d.ne]),
+                               atol=1e-12)
+
+
+def test_attach_inside_replicate_by_the_child_models_own_name(tmp_path):
+    """An unnamed <asset><model> is known by its file's <mujoco model=...>; a <replicate>
+    around an <attach> suffixes the attached names too (MuJoCo's 100_humanoids.xml)."""
+    (tmp_path / "child.xml").write_text(ATTACH_CHILD)
+    (tmp_path / "parent.xml").write_text("""<mujoco><asset><model file="child.xml"/></asset>
+      <worldbody><replicate count="3" offset="0.5 0 0" euler="0 0 40" sep="-">
+        <attach model="child" body="arm" prefix="a_"/></replicate></worldbody></mujoco>""")
+    robot, mj = _load(path=str(tmp_path / "parent.xml"))
+    assert robot.model.joint_names[:2] == ["a_j1-0", "a_j2-0"]
+    assert [a.joint for a in robot.actuators] == ["a_j2-0", "a_j2-1", "a_j2-2"]
+    check_bodies(robot, mj)
+    check_against_mujoco(robot, mj)

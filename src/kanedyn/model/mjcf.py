@@ -86,7 +86,7 @@ from .urdf import _Element, _parse_xml, _plane_alignment, _Where
 MJCF_JOINT_TYPES = ("hinge", "slide", "ball", "free")
 
 # elements inside a body that generate bodies: refused (the rest is read, or skipped)
-_BODY_REFUSE = ("composite", "flexcomp", "attach")
+_BODY_REFUSE = ("composite", "flexcomp")
 _TOP_SKIP = ("visual", "statistic", "size", "tendon", "sensor", "keyframe", "contact",
              "extension", "custom", "deformable", "plugin")
 _ACTUATOR_TAGS = ("motor", "general", "position", "velocity", "intvelocity", "damper",
@@ -167,7 +167,8 @@ class MJCFRobot:
     ``bodies`` are MuJoCo's bodies in MuJoCo's order (world excluded), ``joints``
     MuJoCo's joints in q order, ``qpos0`` the reference configuration (kanedyn q)
     at which MuJoCo's model is defined, ``skipped`` what was not read
-    (``{"<tag> / what": [lines]}``)."""
+    (``{"<tag> / what": [lines]}``, a line of an included or attached file as
+    ``"file.xml:line"``)."""
 
     name: str
     model: Model
@@ -204,14 +205,29 @@ def _read(path: Path, source: str, el: _Element | None, where: _MJWhere) -> byte
         raise MJCFError(f"{at}cannot read MJCF file {str(path)!r}: {e.strerror}") from None
 
 
-def _copy(el: _Element, suffix: str) -> _Element:
-    """A deep copy of an element, every ``name`` below it (itself included) suffixed."""
+#: the suffix a <replicate> adds to the names an <attach> inside it brings in
+_ATTACH_SUFFIX = "__kanedyn_suffix"
+
+
+def _renamed(el: _Element, rename) -> _Element:
+    """A deep copy of an element, every ``name`` below it (itself included) renamed."""
     attrib = dict(el.attrib)
     if "name" in attrib:
-        attrib["name"] += suffix
-    out = _Element(el.tag, attrib, el.line, [_copy(c, suffix) for c in el.children])
+        attrib["name"] = rename(attrib["name"])
+    if el.tag == "attach":  # its names come later: keep what the copy adds to them
+        attrib[_ATTACH_SUFFIX] = rename(attrib.get(_ATTACH_SUFFIX, ""))
+    out = _Element(el.tag, attrib, el.line, [_renamed(c, rename) for c in el.children])
     out.source = getattr(el, "source", "")
     return out
+
+
+def _walk(el: _Element):
+    """An element and all its descendants, depth first."""
+    todo = [el]
+    while todo:
+        e = todo.pop()
+        yield e
+        todo += reversed(e.children)
 
 
 def _expand_replicates(el: _Element, opts: dict, where: _MJWhere) -> None:
@@ -240,7 +256,8 @@ def _expand_replicates(el: _Element, opts: dict, where: _MJWhere) -> None:
             frame = _Element("frame", {"pos": " ".join(repr(float(x)) for x in p),
                                        "quat": " ".join(repr(float(x))
                                                         for x in matrix_to_quat(R))},
-                             c.line, [_copy(k, f"{sep}{i:0{width}d}") for k in c.children])
+                             c.line, [_renamed(k, lambda n, x=f"{sep}{i:0{width}d}": n + x)
+                              for k in c.children])
             frame.source = getattr(c, "source", "")
             out.append(frame)
             T = _compose(step, T)
@@ -592,6 +609,8 @@ def _read_meshes(asset_els, defaults: _Defaults, base: Path, opts: dict, where,
     meshes = {}
     for asset in asset_els:
         for el in asset.children:
+            if el.tag == "model":
+                continue  # read by <attach>
             if el.tag != "mesh":
                 _skip(skipped, f"<asset> <{el.tag}>", el)
                 continue
@@ -657,7 +676,14 @@ def _read_meshes(asset_els, defaults: _Defaults, base: Path, opts: dict, where,
 # --------------------------------------------------------------------------------------
 
 def _skip(skipped: dict, what: str, el: _Element) -> None:
-    skipped.setdefault(what, []).append(el.line)
+    skipped.setdefault(what, []).append((getattr(el, "source", ""), el.line))
+
+
+def _where_lines(skipped: dict, source: str) -> dict:
+    """Skipped elements' lines: a number in the main file, ``file:line`` in an included or
+    attached one."""
+    return {what: [n if src == source else f"{Path(src).name}:{n}" for src, n in lines]
+            for what, lines in skipped.items()}
 
 
 def _joint(el: _Element, at: _Attrs, body: str, index: int, opts: dict, where) -> MJCFJoint:
@@ -804,6 +830,14 @@ class _Parser:
                         _skip(self.skipped, f"<option><flag> {k}", f)
         self.meshes = _read_meshes(root.findall("asset"), self.defaults, base, opts, where,
                                    self.skipped)
+        # <asset><model name file>: models whose subtrees <attach> copies in, each read
+        # with its own compiler settings, defaults and meshes (its own context)
+        self.models = [c for a in root.findall("asset") for c in a.children
+                       if c.tag == "model"]
+        self._contexts: dict[str, tuple[_Parser, _Element]] = {}
+        self.root = root
+        self.attached: list[tuple] = []  # (parser, root, rename, names) per attachment
+        self.ctx = self
 
     # ---- bodies ----------------------------------------------------------------------
     def bodies(self, world: _Element):
@@ -837,12 +871,12 @@ class _Parser:
             elif c.tag == "frame":
                 at = _Attrs(c, c.attrib, where)
                 cc = c.attrib.get("childclass", childclass)
-                self._children(c, body, _compose(prefix, _pose(at, self.opts)), cc)
+                self._children(c, body, _compose(prefix, _pose(at, self.ctx.opts)), cc)
             elif c.tag == "site":
-                at = _Attrs(c, self.defaults.attrs(c, childclass), where)
+                at = _Attrs(c, self.ctx.defaults.attrs(c, childclass), where)
                 name = at.str("name")
                 if name is not None:
-                    self.sites[name] = (body, _compose(prefix, _pose(at, self.opts)))
+                    self.sites[name] = (body, _compose(prefix, _pose(at, self.ctx.opts)))
                 _skip(self.skipped, "<site>", c)  # (an equality may still name it)
             elif c.tag in ("joint", "freejoint", "geom", "inertial"):
                 if body == "world" and c.tag == "geom":
@@ -850,6 +884,8 @@ class _Parser:
                 if el.tag == "frame" and c.tag != "geom":
                     raise MJCFError(f"{where(c)}: <{c.tag}> inside a <frame> is not "
                                     "supported (put it in the body)")
+            elif c.tag == "attach":
+                self._attach(c, body, prefix)
             elif c.tag in ("camera", "light", "plugin"):
                 _skip(self.skipped, f"<{c.tag}>", c)
             elif c.tag in _BODY_REFUSE:
@@ -859,19 +895,76 @@ class _Parser:
             else:
                 _skip(self.skipped, f"<{c.tag}>", c)
 
+    def _context(self, el: _Element, name: str) -> tuple[_Parser, _Element]:
+        """The parser and worldbody of the model ``name`` of ``<asset><model>`` (its
+        ``name``, or else the ``model`` attribute of the file's root, as in MuJoCo)."""
+        if name in self._contexts:
+            return self._contexts[name]
+        roots = {}
+        for m in self.models:
+            file = m.attrib.get("file")
+            if not file:
+                raise MJCFError(f"{self.where(m)}: an <asset><model> needs a 'file'")
+            path = Path(file) if Path(file).is_absolute() else self.base / file
+            if m.attrib.get("name", name) != name:
+                roots[m.attrib["name"]] = None
+                continue
+            root = _load_root(path, self.where, m)
+            key = m.attrib.get("name") or root.attrib.get("model", path.stem)
+            roots[key] = (root, path)
+            if key == name:
+                break
+        if roots.get(name) is None:
+            raise MJCFError(f"{self.where(el)}: model {name!r} is not an <asset><model> "
+                            f"(models: {', '.join(sorted(roots)) or 'none'})")
+        root, path = roots[name]
+        child = _Parser(root, str(path), path.resolve().parent, self.strict)
+        self.skipped.update({k: self.skipped.get(k, []) + v for k, v in child.skipped.items()})
+        child.skipped = self.skipped  # one list for the whole model
+        world = _merged_worldbody(root, str(path))
+        _expand_replicates(world, child.opts, self.where)
+        self._contexts[name] = (child, world)
+        return child, world
+
+    def _attach(self, el: _Element, parent: str, prefix: tuple) -> None:
+        """``<attach model body prefix>``: a copy of that model's body subtree, every name
+        in it prefixed, read in the attached model's own context (as MuJoCo attaches)."""
+        at = _Attrs(el, el.attrib, self.where)
+        for k in ("model", "body"):
+            if not at.has(k):
+                raise MJCFError(f"{self.where(el)}: missing required attribute {k!r}")
+        child, world = self._context(el, at.str("model"))
+        found = [b for b in _walk(world) if b.tag == "body"
+                 and b.attrib.get("name") == at.str("body")]
+        if not found:
+            raise MJCFError(f"{self.where(el)}: model {at.str('model')!r} has no body "
+                            f"{at.str('body')!r}")
+        pre, post = at.str("prefix", ""), el.attrib.get(_ATTACH_SUFFIX, "")
+
+        def rename(n, pre=pre, post=post):
+            return pre + n + post
+
+        names = {e.attrib["name"] for e in _walk(found[0]) if "name" in e.attrib}
+        outer, self.ctx = self.ctx, child
+        try:
+            self._body(_renamed(found[0], rename), parent, prefix, None)
+        finally:
+            self.ctx = outer
+        self.attached.append((child, child.root, rename, names))
+
     def _geoms(self, el: _Element, prefix: tuple, childclass: str | None, out: list):
         for c in el.children:
             if c.tag == "frame":
                 at = _Attrs(c, c.attrib, self.where)
-                self._geoms(c, _compose(prefix, _pose(at, self.opts)),
+                self._geoms(c, _compose(prefix, _pose(at, self.ctx.opts)),
                             c.attrib.get("childclass", childclass), out)
             elif c.tag == "geom":
                 out.append((c, prefix, childclass))
 
     def _body(self, el: _Element, parent: str, prefix: tuple, childclass: str | None):
-        where, opts = self.where, self.opts
+        where, opts = self.where, self.ctx.opts
         cc = el.attrib.get("childclass", childclass)
-        if cc is not None and cc not in self.defaults.classes:
+        if cc is not None and cc not in self.ctx.defaults.classes:
             raise MJCFError(f"{where(el)}: unknown childclass {cc!r}")
         name = el.attrib.get("name") or f"body{len(self.mj_bodies) + 1}"
         if name in self.names:
@@ -898,8 +991,8 @@ class _Parser:
             source = "inertial"
         lo, hi = opts["inertiagrouprange"]
         for g, gprefix, gcc in geoms:
-            gat = _Attrs(g, self.defaults.attrs(g, gcc), where)
-            props = _geom_properties(g, gat, opts, self.meshes, where)
+            gat = _Attrs(g, self.ctx.defaults.attrs(g, gcc), where)
+            props = _geom_properties(g, gat, opts, self.ctx.meshes, where)
             grp = int(gat.float("group", 0.0))
             if use_geoms and props is not None and lo <= grp <= hi:
                 m, c, Ic = props
@@ -917,7 +1010,7 @@ class _Parser:
         for k, je in enumerate(jels):
             # MuJoCo's <freejoint> takes no default class
             jat = _Attrs(je, dict(je.attrib) if je.tag == "freejoint"
-                         else self.defaults.attrs(je, cc), where)
+                         else self.ctx.defaults.attrs(je, cc), where)
             j = _joint(je, jat, name, k, opts, where)
             if j.name in self.mj_joints:
                 raise MJCFError(f"{where(je)}: joint {j.name!r} is defined twice (first on "
@@ -1026,112 +1119,158 @@ def _moved(part, T):
 # Equalities and actuators
 # --------------------------------------------------------------------------------------
 
-def _equalities(root: _Element, P: _Parser) -> list[MJCFEquality]:
+def _equalities(elements, P: _Parser) -> list[MJCFEquality]:
     where, out = P.where, []
-    for eq in root.findall("equality"):
-        for k, el in enumerate(eq.children):
-            at = _Attrs(el, P.defaults.attrs(el, None), where)
-            if el.tag not in ("connect", "weld"):
-                _skip(P.skipped, f"<equality> <{el.tag}>", el)
-                continue
-            if at.has("active") and not at.bool("active"):
-                _skip(P.skipped, f"<equality> <{el.tag}> active='false'", el)
-                continue
-            name = at.str("name") or f"equality{k}"
-            if at.has("site1") or at.has("site2"):
-                sides = []
-                for s in ("site1", "site2"):
-                    sn = at.str(s)
-                    if sn is None or sn not in P.sites:
-                        raise MJCFError(f"{where(el)}: {s} {sn!r} is not a site of the model")
-                    sides.append(P.sites[sn])
-                (b1, T1), (b2, T2) = sides
-                T_b1 = T1
-                T_b2 = T2
+    for k, (defaults, el) in enumerate(elements):
+        at = _Attrs(el, defaults.attrs(el, None), where)
+        if el.tag not in ("connect", "weld"):
+            _skip(P.skipped, f"<equality> <{el.tag}>", el)
+            continue
+        if at.has("active") and not at.bool("active"):
+            _skip(P.skipped, f"<equality> <{el.tag}> active='false'", el)
+            continue
+        name = at.str("name") or f"equality{k}"
+        if at.has("site1") or at.has("site2"):
+            sides = []
+            for s in ("site1", "site2"):
+                sn = at.str(s)
+                if sn is None or sn not in P.sites:
+                    raise MJCFError(f"{where(el)}: {s} {sn!r} is not a site of the model")
+                sides.append(P.sites[sn])
+            (b1, T1), (b2, T2) = sides
+            T_b1 = T1
+            T_b2 = T2
+        else:
+            b1, b2 = at.str("body1"), at.str("body2", "world")
+            for role, b in (("body1", b1), ("body2", b2)):
+                if b is None:
+                    raise MJCFError(f"{where(el)}: missing required attribute {role!r}")
+                if b not in P.world_pose:
+                    raise MJCFError(f"{where(el)}: {role} {b!r} is not a body of the model")
+            if el.tag == "connect":
+                anchor = at.floats("anchor", 3)
+                if anchor is None:
+                    raise MJCFError(f"{where(el)}: connect needs an 'anchor'")
+                T_b1 = (np.eye(3), anchor)
+                # the same point in body2, at the reference configuration
+                T_b2 = _compose(_invert(P.world_pose[b2]),
+                                _compose(P.world_pose[b1], T_b1))
             else:
-                b1, b2 = at.str("body1"), at.str("body2", "world")
-                for role, b in (("body1", b1), ("body2", b2)):
-                    if b is None:
-                        raise MJCFError(f"{where(el)}: missing required attribute {role!r}")
-                    if b not in P.world_pose:
-                        raise MJCFError(f"{where(el)}: {role} {b!r} is not a body of the model")
-                if el.tag == "connect":
-                    anchor = at.floats("anchor", 3)
-                    if anchor is None:
-                        raise MJCFError(f"{where(el)}: connect needs an 'anchor'")
-                    T_b1 = (np.eye(3), anchor)
-                    # the same point in body2, at the reference configuration
-                    T_b2 = _compose(_invert(P.world_pose[b2]),
-                                    _compose(P.world_pose[b1], T_b1))
-                else:
-                    anchor = at.floats("anchor", 3, (0.0, 0.0, 0.0))
-                    T_b2 = (np.eye(3), anchor)
-                    rel = at.floats("relpose", 7)
-                    if rel is not None and np.any(rel[3:]):
-                        # MuJoCo: body1's weld point is relpose's position, and body2's
-                        # axes keep relpose's rotation in body1
-                        T_b1 = (_quat_matrix(rel[3:]), rel[:3])
-                    else:  # the anchor frame's pose in body1 at the reference configuration
-                        T_b1 = _compose(_compose(_invert(P.world_pose[b1]),
-                                                 P.world_pose[b2]), T_b2)
-            if at.has("torquescale") and el.tag == "weld":
-                _skip(P.skipped, "<weld> torquescale (exact constraint instead)", el)
-            ends = []
-            for b, Tb in ((b1, T_b1), (b2, T_b2)):
-                kb, Tk = P.carrier[b]
-                Tf = _compose(Tk, Tb)
-                ends.append((None if kb < 0 else P.kbodies[kb].name, Tf))
-            if ends[0][0] is None and ends[1][0] is None:
-                raise MJCFError(f"{where(el)}: both bodies of this {el.tag} are fixed to the "
-                                "world")
-            kind = "point" if el.tag == "connect" else "weld"
-            out.append(MJCFEquality(name, kind, ends[0][0], ends[1][0], ends[0][1], ends[1][1],
-                                    el.line))
+                anchor = at.floats("anchor", 3, (0.0, 0.0, 0.0))
+                T_b2 = (np.eye(3), anchor)
+                rel = at.floats("relpose", 7)
+                if rel is not None and np.any(rel[3:]):
+                    # MuJoCo: body1's weld point is relpose's position, and body2's
+                    # axes keep relpose's rotation in body1
+                    T_b1 = (_quat_matrix(rel[3:]), rel[:3])
+                else:  # the anchor frame's pose in body1 at the reference configuration
+                    T_b1 = _compose(_compose(_invert(P.world_pose[b1]),
+                                             P.world_pose[b2]), T_b2)
+        if at.has("torquescale") and el.tag == "weld":
+            _skip(P.skipped, "<weld> torquescale (exact constraint instead)", el)
+        ends = []
+        for b, Tb in ((b1, T_b1), (b2, T_b2)):
+            kb, Tk = P.carrier[b]
+            Tf = _compose(Tk, Tb)
+            ends.append((None if kb < 0 else P.kbodies[kb].name, Tf))
+        if ends[0][0] is None and ends[1][0] is None:
+            raise MJCFError(f"{where(el)}: both bodies of this {el.tag} are fixed to the "
+                            "world")
+        kind = "point" if el.tag == "connect" else "weld"
+        out.append(MJCFEquality(name, kind, ends[0][0], ends[1][0], ends[0][1], ends[1][1],
+                                el.line))
     return out
 
 
-def _actuators(root: _Element, P: _Parser) -> list[MJCFActuator]:
+def _actuators(elements, P: _Parser) -> list[MJCFActuator]:
     where, out = P.where, []
-    for act in root.findall("actuator"):
-        for k, el in enumerate(act.children):
-            at = _Attrs(el, P.defaults.attrs(el, None), where)
-            if el.tag != "motor":
-                _skip(P.skipped, f"<actuator> <{el.tag}>", el)
-                continue
-            joint = at.str("joint")
-            if joint is None:
-                _skip(P.skipped, "<actuator> <motor> on a tendon, site or body", el)
-                continue
-            if joint not in P.mj_joints:
-                raise MJCFError(f"{where(el)}: joint {joint!r} is not a joint of the model")
-            if P.mj_joints[joint].type != "hinge" and P.mj_joints[joint].type != "slide":
-                _skip(P.skipped, "<actuator> <motor> on a ball or free joint", el)
-                continue
-            gear = at.floats("gear", None, (1.0,))
-            if gear.size > 1 and np.any(gear[1:]):
-                raise MJCFError(f"{where(el)}: gear {at.str('gear')!r} has more than one "
-                                "non-zero entry for a one-dof joint")
+    for k, (defaults, el) in enumerate(elements):
+        at = _Attrs(el, defaults.attrs(el, None), where)
+        if el.tag != "motor":
+            _skip(P.skipped, f"<actuator> <{el.tag}>", el)
+            continue
+        joint = at.str("joint")
+        if joint is None:
+            _skip(P.skipped, "<actuator> <motor> on a tendon, site or body", el)
+            continue
+        if joint not in P.mj_joints:
+            raise MJCFError(f"{where(el)}: joint {joint!r} is not a joint of the model")
+        if P.mj_joints[joint].type != "hinge" and P.mj_joints[joint].type != "slide":
+            _skip(P.skipped, "<actuator> <motor> on a ball or free joint", el)
+            continue
+        gear = at.floats("gear", None, (1.0,))
+        if gear.size > 1 and np.any(gear[1:]):
+            raise MJCFError(f"{where(el)}: gear {at.str('gear')!r} has more than one "
+                            "non-zero entry for a one-dof joint")
 
-            def limited(kind, P=P, at=at, el=el):
-                lim = at.bool(f"{kind}limited", "auto")
-                rng = at.floats(f"{kind}range", 2)
-                if lim is None:
-                    lim = rng is not None and P.opts["autolimits"]
-                if not lim:
-                    return None
-                if rng is None or not rng[0] < rng[1]:
-                    raise MJCFError(f"{where(el)}: {kind}limited needs {kind}range with "
-                                    "lower < upper")
-                return float(rng[0]), float(rng[1])
+        def limited(kind, P=P, at=at, el=el):
+            lim = at.bool(f"{kind}limited", "auto")
+            rng = at.floats(f"{kind}range", 2)
+            if lim is None:
+                lim = rng is not None and P.opts["autolimits"]
+            if not lim:
+                return None
+            if rng is None or not rng[0] < rng[1]:
+                raise MJCFError(f"{where(el)}: {kind}limited needs {kind}range with "
+                                "lower < upper")
+            return float(rng[0]), float(rng[1])
 
-            out.append(MJCFActuator(at.str("name") or f"actuator{k}", joint, float(gear[0]),
-                                    limited("ctrl"), limited("force"), el.line))
+        out.append(MJCFActuator(at.str("name") or f"actuator{k}", joint, float(gear[0]),
+                                limited("ctrl"), limited("force"), el.line))
     return out
 
 
 # --------------------------------------------------------------------------------------
 # Entry points
 # --------------------------------------------------------------------------------------
+
+def _root(text, source: str, base: Path, stack: tuple, where: _MJWhere) -> _Element:
+    """The <mujoco> root of an MJCF text, its includes spliced in."""
+    root = _parse_xml(text, source, MJCFError)
+    _tag_source(root, source)
+    if root.tag != "mujoco":
+        hint = " (a URDF file: use kd.load_urdf)" if root.tag == "robot" else ""
+        raise MJCFError(f"{where(root)}: the root element must be <mujoco>, not "
+                        f"<{root.tag}>{hint}")
+    _expand_includes(root, base, stack, where)
+    return root
+
+
+def _load_root(path: Path, where: _MJWhere, el: _Element) -> _Element:
+    return _root(_read(path, str(path), el, where), str(path), path.resolve().parent,
+                 (path.resolve(),), where)
+
+
+def _merged_worldbody(root: _Element, source: str) -> _Element:
+    """All <worldbody> elements of a model as one."""
+    worlds = root.findall("worldbody")
+    merged = _Element("worldbody", {}, worlds[0].line if worlds else root.line,
+                      [c for w in worlds for c in w.children])
+    merged.source = getattr(worlds[0], "source", source) if worlds else source
+    return merged
+
+
+_REFERENCES = {"equality": ("body1", "body2", "site1", "site2"), "actuator": ("joint",)}
+
+
+def _referring(root: _Element, P: _Parser, table: str) -> list[tuple[_Defaults, _Element]]:
+    """The elements of the model's ``<equality>`` or ``<actuator>`` tables with the defaults
+    they read, then those of each attached model that refer only to what was attached
+    (renamed with the attachment's prefix, as MuJoCo copies them)."""
+    out = [(P.defaults, el) for t in root.findall(table) for el in t.children]
+    for child, croot, rename, names in P.attached:
+        for t in croot.findall(table):
+            for el in t.children:
+                refs = [el.attrib[k] for k in _REFERENCES[table] if k in el.attrib]
+                if not refs or not all(r in names or r == "world" for r in refs):
+                    continue
+                copy = _renamed(el, rename)
+                for k in _REFERENCES[table]:
+                    if k in copy.attrib and copy.attrib[k] != "world":
+                        copy.attrib[k] = rename(copy.attrib[k])
+                out.append((child.defaults, copy))
+    return out
+
 
 def parse_mjcf(path: str | os.PathLike | None = None, *, string: str | None = None,
                strict: bool = False, warn: bool = True) -> MJCFRobot:
@@ -1159,11 +1298,7 @@ def parse_mjcf(path: str | os.PathLike | None = None, *, string: str | None = No
     else:
         source, text, base, stack = "<string>", string, Path.cwd(), ()
     where = _MJWhere(source)
-    root = _parse_xml(text, source, MJCFError)
-    _tag_source(root, source)
-    if root.tag != "mujoco":
-        raise MJCFError(f"{where(root)}: the root element must be <mujoco>, not <{root.tag}>")
-    _expand_includes(root, base, stack, where)
+    root = _root(text, source, base, stack, where)
     P = _Parser(root, source, base, strict)
     for c in root.children:
         if c.tag in _TOP_SKIP:
@@ -1171,20 +1306,18 @@ def parse_mjcf(path: str | os.PathLike | None = None, *, string: str | None = No
         elif c.tag not in ("compiler", "option", "default", "asset", "worldbody", "equality",
                            "actuator"):
             _skip(P.skipped, f"<{c.tag}>", c)
-    worlds = root.findall("worldbody")
-    merged = _Element("worldbody", {}, worlds[0].line if worlds else root.line,
-                      [c for w in worlds for c in w.children])
-    merged.source = getattr(worlds[0], "source", source) if worlds else source
+    merged = _merged_worldbody(root, source)
     _expand_replicates(merged, P.opts, where)
     P.bodies(merged)
-    equalities = _equalities(root, P)
-    actuators = _actuators(root, P)
+    equalities = _equalities(_referring(root, P, "equality"), P)
+    actuators = _actuators(_referring(root, P, "actuator"), P)
     model = _build(P, root.attrib.get("model", Path(source).stem or "mjcf"))
-    if warn and P.skipped:
-        warnings.warn(f"{source}: {skipped_summary(P.skipped)}", KanedynWarning, stacklevel=3)
+    skipped = _where_lines(P.skipped, source)
+    if warn and skipped:
+        warnings.warn(f"{source}: {skipped_summary(skipped)}", KanedynWarning, stacklevel=3)
     qpos0 = np.concatenate(P.qpos0) if P.qpos0 else np.zeros(0)
     return MJCFRobot(model.name, model, P.mj_bodies, P.mj_joints, tuple(equalities),
-                     tuple(actuators), qpos0, P.skipped, source, P.options)
+                     tuple(actuators), qpos0, skipped, source, P.options)
 
 
 def skipped_summary(skipped: dict) -> str:
