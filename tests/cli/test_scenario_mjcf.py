@@ -98,5 +98,7 @@ def test_a_motor_of_the_file_driven_by_an_expression(tmp_path):
     assert motor.generalized_force(0.25, q, v)[iv] == pytest.approx(3 * (2 * 0.25 - 1))
     assert motor.generalized_force(5.0, q, v)[iv] == pytest.approx(3.0)  # ctrl held at 1
     data["forces"][0]["actuator"] = "nope"
-    with pytest.raises(ScenarioError, match=r"no motor 'nope' in the MJCF file.*motors: m"):
+    with pytest.raises(ScenarioError, match=r"no motor 'nope' in the MJCF file.*motors: m"), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore", kd.KanedynWarning)
         build_forces(parse_scenario(data, tmp_path), model)
