@@ -24,6 +24,12 @@ from .dynamics import (
     rnea_derivatives,
     spatial_momentum,
 )
+from .dynamics.centroidal import (
+    centroidal_momentum,
+    centroidal_momentum_bias,
+    centroidal_momentum_matrix,
+)
+from .dynamics.joint_wrenches import joint_wrenches
 from .errors import (
     CompilerError,
     ConstraintError,
@@ -78,6 +84,10 @@ __all__ = [
     "forces",
     "friction",
     "center_of_mass",
+    "centroidal_momentum",
+    "centroidal_momentum_bias",
+    "centroidal_momentum_matrix",
+    "joint_wrenches",
     "constraints",
     "crba",
     "difference",

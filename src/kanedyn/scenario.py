@@ -100,6 +100,7 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "plots": (bool, False, "write plots"),
         "report": (bool, False, "write report.html"),
         "animate": (str, False, "write an animation (.gif or .mp4)"),
+        "package_paths": (list, False, "folders to find a URDF's package:// meshes in"),
     },
 }
 ARRAY_TABLES = {"forces", "constraints"}
@@ -538,3 +539,21 @@ def run_summary(sc: Scenario) -> dict:
     """Run a scenario and return only its summary (what a sweep records per run)."""
     _, traj = run(sc, progress=False)
     return summarize(traj)
+
+
+def model_visuals(sc: Scenario, model) -> list | None:
+    """The visual geometry of a scenario's URDF model (``[model] urdf``), drawn in the
+    report; None for a builder or a shipped robot (they carry no mesh files).
+    ``[output] package_paths`` (relative to the scenario file) are searched for
+    ``package://`` meshes; meshes not found are warned about, their bodies drawn as
+    skeletons."""
+    from .model.visuals import load_urdf_visuals
+
+    m = sc.data["model"]
+    if "urdf" not in m:
+        return None
+    path = Path(m["urdf"])
+    path = path if path.is_absolute() else sc.base / path
+    paths = [p if Path(p).is_absolute() else sc.base / p
+             for p in sc.get("output", "package_paths", []) or []]
+    return load_urdf_visuals(path, model, package_paths=paths)

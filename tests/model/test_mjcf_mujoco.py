@@ -23,6 +23,16 @@ from kanedyn.model.mjcf import parse_mjcf
 
 mujoco = pytest.importorskip("mujoco")
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _mujoco_warnings_kept_out_of_the_checkout():
+    """MuJoCo's default warning handler appends to MUJOCO_LOG.TXT in the working directory
+    (the checkout, under pytest); its warnings (e.g. settotalmass deprecated) are dropped."""
+    old = mujoco.get_mju_user_warning()
+    mujoco.set_mju_user_warning(lambda msg: None)
+    yield
+    mujoco.set_mju_user_warning(old)
+
 # MuJoCo sums in another order and diagonalises body inertias by Jacobi sweeps; 1e-9
 # relative is far above both round-off levels (~1e-14) and far below any modelling slip
 RTOL = 1e-9

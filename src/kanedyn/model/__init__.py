@@ -16,6 +16,7 @@ from .joints import (
 from .mjcf import load_mjcf, parse_mjcf
 from .model import Body, Frame, Model, ModelBuilder
 from .urdf import load_robot, load_urdf, load_urdf_string, parse_urdf, robot_path
+from .visuals import VisualGeometry, load_urdf_visuals
 
 __all__ = [
     "JOINT_TYPES",
@@ -44,4 +45,6 @@ __all__ = [
     "neutral",
     "q_dot",
     "random_configuration",
+    "VisualGeometry",
+    "load_urdf_visuals",
 ]
