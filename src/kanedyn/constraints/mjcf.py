@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model import random_configuration
+from ..model import Model, random_configuration
 from .loops import LoopClosure
 from .model_system import ConstrainedSystem
 
@@ -57,7 +57,7 @@ def _moving_axes(model, lc: LoopClosure) -> tuple[int, ...]:
     return keep or (0, 1, 2)
 
 
-def mjcf_system(robot, drop_idle_rows: bool = True):
+def mjcf_system(robot, drop_idle_rows: bool = True) -> Model | ConstrainedSystem:
     """What ``kd.simulate`` takes for an MJCF robot: its Model, or a
     :class:`ConstrainedSystem` of it with its loop closures when the file has equalities
     (pass the force elements, e.g. :func:`kanedyn.forces.mjcf_forces`, to ``kd.simulate``)."""

@@ -12,7 +12,8 @@ without one, from the body's geoms as solids of uniform density
 Loading is done in two steps, both public:
 
 1. :func:`parse_mjcf` reads the XML (``<include>`` spliced in, each element
-   remembering its file and line), resolves ``<default>`` classes and
+   remembering its file and line; ``<replicate>`` and ``<attach>`` expanded as
+   MuJoCo expands them), resolves ``<default>`` classes and
    ``childclass``, turns every orientation into a rotation matrix, computes
    each body's inertia, and builds the Model; it returns an
    :class:`MJCFRobot` — the Model together with what it does not carry: the
