@@ -54,6 +54,7 @@ from .model import (
     random_configuration,
 )
 from .model import builders as models
+from .model.mjcf import load_mjcf
 from .model.urdf import load_robot, load_urdf, load_urdf_string
 from .sim import ModelSystem, Trajectory, simulate
 from .sim.batch import simulate_batch
@@ -96,6 +97,7 @@ __all__ = [
     "integrate_configuration",
     "jacobian",
     "kinetic_energy",
+    "load_mjcf",
     "load_robot",
     "load_urdf",
     "load_urdf_string",

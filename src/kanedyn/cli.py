@@ -63,6 +63,10 @@ def load_model_spec(spec: str):
         if not p.exists():
             raise UsageError(f"URDF file {spec!r} does not exist")
         return kd.load_urdf(p)
+    if spec.endswith(".xml"):
+        if not p.exists():
+            raise UsageError(f"MJCF file {spec!r} does not exist")
+        return kd.load_mjcf(p)
     if spec.endswith(".toml"):
         return build_model(load_scenario(p))
     name, _, args = spec.partition(":")
@@ -82,7 +86,7 @@ def load_model_spec(spec: str):
         return kd.models.robot(spec)
     except kd.KanedynError:
         raise UsageError(
-            f"unknown model {spec!r}: give a .urdf or .toml file, a builder "
+            f"unknown model {spec!r}: give a .urdf, .xml (MJCF) or .toml file, a builder "
             f"({', '.join(builders)}, e.g. pendulum_chain:n=3), or a shipped robot"
         ) from None
 
@@ -375,14 +379,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("verify", cmd_verify, "run the verification checklist on a model",
             "kanedyn verify pendulum_chain:n=3,planar=false")
-    p.add_argument("model", help="a .urdf or .toml file, a shipped robot, or builder:k=v,...")
+    p.add_argument("model", help="a .urdf, .xml (MJCF) or .toml file, a shipped robot, or "
+                   "builder:k=v,...")
     p.add_argument("--samples", type=int, default=5, help="random states per check")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
 
     p = add("derive", cmd_derive, "derive Kane's equations of a model",
             "kanedyn derive pendulum_chain:n=2 --latex eom.tex --c eom.c")
-    p.add_argument("model", help="a .urdf or .toml file, a shipped robot, or builder:k=v,...")
+    p.add_argument("model", help="a .urdf, .xml (MJCF) or .toml file, a shipped robot, or "
+                   "builder:k=v,...")
     p.add_argument("--parameters", choices=("numeric", "symbolic"), default="symbolic")
     p.add_argument("--latex", metavar="FILE", help="write the equations as LaTeX")
     p.add_argument("--c", metavar="FILE", help="write standalone C source")

@@ -13,6 +13,7 @@ from .joints import (
     Revolute,
     Spherical,
 )
+from .mjcf import load_mjcf, parse_mjcf
 from .model import Body, Frame, Model, ModelBuilder
 from .urdf import load_robot, load_urdf, load_urdf_string, parse_urdf, robot_path
 from .visuals import VisualGeometry, load_urdf_visuals
@@ -33,6 +34,8 @@ __all__ = [
     "Revolute",
     "Spherical",
     "difference",
+    "load_mjcf",
+    "parse_mjcf",
     "load_robot",
     "load_urdf",
     "load_urdf_string",
