@@ -57,10 +57,25 @@ from .model import builders as models
 from .model.mjcf import load_mjcf
 from .model.urdf import load_robot, load_urdf, load_urdf_string
 from .sim import ModelSystem, Trajectory, simulate
+from .sim import trajectory as _trajectory
 from .sim.batch import simulate_batch
 from .sim.sweep import read_sweep, sweep
 
 __version__ = "0.1.0"
+
+
+def _trajectory_3d_view(traj) -> str | None:
+    """The 3D view of a trajectory of a Model, for ``Trajectory._repr_html_`` (viz is
+    imported on first display, so ``import kanedyn`` does not pay for it)."""
+    model = getattr(getattr(traj, "system", None), "model", None)
+    if not isinstance(model, Model):
+        return None
+    from .viz import trajectory_view_html
+
+    return trajectory_view_html(traj, model)
+
+
+_trajectory.HTML_VIEWS.append(_trajectory_3d_view)
 
 __all__ = [
     "CompilerError",

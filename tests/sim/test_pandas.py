@@ -136,3 +136,19 @@ def test_trajectory_shows_itself_in_a_notebook(chain_traj):
     import matplotlib.pyplot as plt
 
     assert plt.get_fignums() == []  # the figure was closed, not left for the notebook
+
+
+def test_a_models_trajectory_shows_its_3d_view_in_a_notebook(chain_traj):
+    """The 3D view is one self-contained frame below the plots; a trajectory read back
+    from a file knows no Model, so it shows the plots alone."""
+    _, traj = chain_traj
+    page = traj._repr_html_()
+    assert page.count("<iframe srcdoc=") == 1
+    assert page.index("data:image/png") < page.index("<iframe")
+    import html
+    import re
+
+    inner = html.unescape(re.search(r'srcdoc="([^"]*)"', page).group(1))
+    assert "id='status'" in inner and "THREE" in inner
+    loaded = kd.Trajectory(traj.t, traj.q, traj.v, traj.energy, {}, "rk4")
+    assert "<iframe" not in loaded._repr_html_()

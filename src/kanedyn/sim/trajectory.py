@@ -33,6 +33,12 @@ if TYPE_CHECKING:
 _ARRAYS = ("t", "q", "v", "vdot", "energy", "momentum", "work_nc", "budget")
 _MOMENTUM = ("L_x", "L_y", "L_z", "P_x", "P_y", "P_z")
 
+#: Further views a notebook shows below a trajectory's plots: functions
+#: ``view(traj) -> str | None`` returning HTML (None: nothing to show). The package's
+#: ``__init__`` registers the 3D view of :mod:`kanedyn.viz` here, so that ``sim`` never
+#: imports ``viz`` (DESIGN.md: imports run one way).
+HTML_VIEWS: list = []
+
 
 def coordinate_names(system, n: int, which: str) -> list[str]:
     """Names of the ``n`` coordinates (``which="q"``) or speeds (``"v"``) of a system: the
@@ -168,8 +174,10 @@ class Trajectory:
 
     # --- in a notebook -----------------------------------------------------------
     def _repr_html_(self) -> str:
-        """What a notebook shows for a trajectory: a line of figures and the plots of
-        :meth:`plot` (states, speeds, relative energy error) as an inline PNG."""
+        """What a notebook shows for a trajectory: a line of figures, the plots of
+        :meth:`plot` (states, speeds, relative energy error) as an inline PNG, and the
+        views of :data:`HTML_VIEWS` (the 3D view of the mechanism, with its meshes where
+        the Model carries visuals, for a trajectory of a Model)."""
         rows = [("method", self.method or "?"), ("samples", str(len(self))),
                 ("t", f"{self.t[0]:.4g} .. {self.t[-1]:.4g} s"),
                 ("nq, nv", f"{self.q.shape[1]}, {self.v.shape[1]}")]
@@ -184,9 +192,10 @@ class Trajectory:
             rows.append(("interrupted", "yes: the samples end at the Ctrl-C"))
         table = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{v}</td></tr>"
                         for k, v in rows)
+        views = [v for v in (view(self) for view in HTML_VIEWS) if v]
         return (f"<div class='kanedyn-trajectory'><table>{table}</table>"
                 + (f"<img alt='trajectory plots' src='data:image/png;base64,{img}'/>"
-                   if img else "") + "</div>")
+                   if img else "") + "".join(views) + "</div>")
 
     def _png(self) -> str:
         """:meth:`plot` as a base64 PNG; the figure is closed, so a notebook does not show
