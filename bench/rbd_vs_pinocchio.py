@@ -1,6 +1,7 @@
 """RNEA, CRBA and ABA: kanedyn against Pinocchio, side by side in one process.
 
-    .venv/bin/python bench/rbd_vs_pinocchio.py [--quick] [--no-compile] [--frames-only]
+    .venv/bin/python bench/rbd_vs_pinocchio.py [--quick] [--no-compile] [--centroidal]
+                                               [--frames-only]
 
 Loads the robot descriptions shipped in ``kanedyn/data/robots`` into both
 libraries (``kd.load_urdf`` and ``pin.buildModelFromUrdf``, a free-flyer root
@@ -370,11 +371,71 @@ def compile_times() -> tuple[list[float], list[float]]:
             res.append([float(x) for x in r.stdout.split()])
     return res[0], res[1]
 
+def centroidal_pair(p: Pair, rng, number: int, repeat: int, N: int) -> tuple:
+    """A_G of one robot: (worst relative difference, µs per call kd and pin, states per
+    second batched: kd on all threads, kd on one, the Pinocchio loop)."""
+    import numba
+
+    swap = np.array([3, 4, 5, 0, 1, 2])  # Pinocchio's Ag: linear rows first
+    m, pm, d = p.kd, p.pin, p.data
+    worst = 0.0
+    for _ in range(5):
+        q, v, _ = p.random_state(rng)
+        qp, vp, _ = p.to_pin(q, v, v)
+        A = kd.centroidal_momentum_matrix(m, q)[swap][:, p.pv]
+        Ap = pin.ccrba(pm, d, qp, vp)
+        worst = max(worst, float(np.abs(A - Ap).max() / max(1.0, np.abs(Ap).max())))
+    if worst >= 1e-9:
+        raise SystemExit(f"{p.name}: A_G of kanedyn and Pinocchio disagree ({worst:.2e})")
+    tk = tp = np.inf
+    for _ in range(repeat):  # interleaved, best of each
+        tk = min(tk, per_call(lambda: kd.centroidal_momentum_matrix(m, q), number, 1))
+        tp = min(tp, per_call(lambda: pin.ccrba(pm, d, qp, vp), number, 1))
+    Q = np.array([kd.random_configuration(m, rng) for _ in range(N)])
+    V = rng.normal(size=(N, m.nv))
+    Qp, Vp = Q[:, p.pq].copy(), V[:, p.pv].copy()
+
+    def fk():
+        return kd.centroidal_momentum_matrix(m, Q)
+
+    def fp():
+        return [pin.ccrba(pm, d, Qp[k], Vp[k]).copy() for k in range(N)]
+
+    fk(), fp()  # the first touch of a batch's memory, untimed (see batched())
+    nt = numba.get_num_threads()
+    bk = bp = b1 = np.inf
+    for _ in range(5):
+        bk = min(bk, timeit.timeit(fk, number=1))
+        bp = min(bp, timeit.timeit(fp, number=1))
+        numba.set_num_threads(1)
+        b1 = min(b1, timeit.timeit(fk, number=1))
+        numba.set_num_threads(nt)
+    return worst, tk, tp, N / bk, N / b1, N / bp
+
+
+def centroidal_rows(pairs: list[Pair], rng, number: int, repeat: int, N: int) -> None:
+    """The centroidal momentum matrix: ``kd.centroidal_momentum_matrix(model, q)`` against
+    ``pin.ccrba(model, data, q, v)`` (which fills data.Ag, and data.hg besides)."""
+    import numba
+
+    print(f"\ncentroidal momentum matrix A_G, kd.centroidal_momentum_matrix vs pin.ccrba: "
+          f"agreement; per call from Python, µs (best of {repeat} x {number}); batched over "
+          f"{N} states, million states per second (kanedyn on {numba.get_num_threads()} "
+          "threads, and on 1; Pinocchio a Python loop)")
+    print(f"  {'robot':22s} {'nv':>3s} {'agree':>7s} | {'kd':>6s} {'pin':>6s} {'ratio':>6s} | "
+          f"{'kd':>5s} {'(1)':>6s} {'pin':>5s} {'ratio':>6s}")
+    for p in pairs:
+        worst, tk, tp, bk, b1, bp = centroidal_pair(p, rng, number, repeat, N)
+        print(f"  {p.name:22s} {p.kd.nv:3d} {worst:7.1e} | {tk:6.2f} {tp:6.2f} {tk / tp:6.2f} | "
+              f"{bk / 1e6:5.2f} ({b1 / 1e6:4.2f}) {bp / 1e6:5.2f} {bk / bp:5.1f}x")
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats, smaller batch")
     ap.add_argument("--no-compile", action="store_true", help="skip the compile-time runs")
+    ap.add_argument("--centroidal", action="store_true",
+                    help="only the centroidal momentum matrix rows")
     ap.add_argument("--frames-only", action="store_true",
                     help="only the frame rows (frame Jacobian, classical acceleration)")
     args = ap.parse_args()
@@ -389,6 +450,9 @@ def main() -> None:
                                     "the Python wrappers (no C extension, or KANEDYN_NO_C=1)"))
     print("load average at start (1, 5, 15 min): {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
     pairs = [Pair(n, f) for n, f in CASES]
+    if args.centroidal:
+        centroidal_rows(pairs, rng, number, repeat, N)
+        return
     if args.frames_only:
         return frames_section(pairs, rng, number, repeat, N)
     print("\nagreement (max relative difference of tau, M, qdd; and ABA(RNEA(a)) = a):")
@@ -421,6 +485,7 @@ def main() -> None:
                  f"= {b[a][0] / b[a][1]:4.1f}x" for a in b]
         print(f"  {p.name:22s} " + " | ".join(cells))
     print(f"  (numba threading layer: {numba.threading_layer()})")
+    centroidal_rows(pairs, rng, number, repeat, N)
     frames_section(pairs, rng, number, repeat, N)
 
     if not args.no_compile:

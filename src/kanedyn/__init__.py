@@ -28,6 +28,12 @@ from .dynamics import (
     rnea_derivatives,
     spatial_momentum,
 )
+from .dynamics.centroidal import (
+    centroidal_momentum,
+    centroidal_momentum_bias,
+    centroidal_momentum_matrix,
+)
+from .dynamics.joint_wrenches import joint_wrenches
 from .errors import (
     CompilerError,
     ConstraintError,
@@ -52,12 +58,28 @@ from .model import (
     random_configuration,
 )
 from .model import builders as models
+from .model.mjcf import load_mjcf
 from .model.urdf import load_robot, load_urdf, load_urdf_string
 from .sim import ModelSystem, Trajectory, simulate
+from .sim import trajectory as _trajectory
 from .sim.batch import simulate_batch
-from .sim.sweep import sweep
+from .sim.sweep import read_sweep, sweep
 
 __version__ = "0.1.0"
+
+
+def _trajectory_3d_view(traj) -> str | None:
+    """The 3D view of a trajectory of a Model, for ``Trajectory._repr_html_`` (viz is
+    imported on first display, so ``import kanedyn`` does not pay for it)."""
+    model = getattr(getattr(traj, "system", None), "model", None)
+    if not isinstance(model, Model):
+        return None
+    from .viz import trajectory_view_html
+
+    return trajectory_view_html(traj, model)
+
+
+_trajectory.HTML_VIEWS.append(_trajectory_3d_view)
 
 __all__ = [
     "CompilerError",
@@ -81,6 +103,10 @@ __all__ = [
     "forces",
     "friction",
     "center_of_mass",
+    "centroidal_momentum",
+    "centroidal_momentum_bias",
+    "centroidal_momentum_matrix",
+    "joint_wrenches",
     "constraints",
     "crba",
     "difference",
@@ -94,6 +120,7 @@ __all__ = [
     "integrate_configuration",
     "jacobian",
     "kinetic_energy",
+    "load_mjcf",
     "load_robot",
     "load_urdf",
     "load_urdf_string",
@@ -103,6 +130,7 @@ __all__ = [
     "potential_energy",
     "q_dot",
     "random_configuration",
+    "read_sweep",
     "rnea",
     "rnea_derivatives",
     "simulate",

@@ -63,6 +63,10 @@ def load_model_spec(spec: str):
         if not p.exists():
             raise UsageError(f"URDF file {spec!r} does not exist")
         return kd.load_urdf(p)
+    if spec.endswith(".xml"):
+        if not p.exists():
+            raise UsageError(f"MJCF file {spec!r} does not exist")
+        return kd.load_mjcf(p)
     if spec.endswith(".toml"):
         return build_model(load_scenario(p))
     name, _, args = spec.partition(":")
@@ -82,16 +86,17 @@ def load_model_spec(spec: str):
         return kd.models.robot(spec)
     except kd.KanedynError:
         raise UsageError(
-            f"unknown model {spec!r}: give a .urdf or .toml file, a builder "
+            f"unknown model {spec!r}: give a .urdf, .xml (MJCF) or .toml file, a builder "
             f"({', '.join(builders)}, e.g. pendulum_chain:n=3), or a shipped robot"
         ) from None
 
 
 def write_results(out: Path, model, runs: dict, summary: dict, checks=None,
                   animate: str | None = None, report: bool = True, plots: bool = True,
-                  formats=("npz", "csv")) -> list[Path]:
+                  formats=("npz", "csv"), visuals=None, wall_times=None) -> list[Path]:
     """Trajectories (``formats``) and summary.json of one or more runs, then the plots,
-    report.html and animation by :func:`kanedyn.viz.write_run_outputs`."""
+    report.html and animation by :func:`kanedyn.viz.write_run_outputs` (``visuals`` drawn
+    in its 3D view, ``wall_times`` ``{label: s}`` in its runs table)."""
     from kanedyn import viz
 
     bad = [f for f in formats if f not in ("npz", "csv")]
@@ -109,15 +114,19 @@ def write_results(out: Path, model, runs: dict, summary: dict, checks=None,
                  (("g(q)", "residual_g"), ("G v", "residual_Gv"), ("G v̇ + ġ v", "residual_acc"))
                  if key in stats} or None
     if report:
-        files = viz.write_run_outputs(out, model, runs, summary=summary, verify=checks,
-                                      residuals=residuals, animation=animate)
+        # the report's runs table shows the per-run rows; its details keep the rest
+        details = {k: v for k, v in summary.items() if k != "runs"}
+        files = viz.write_run_outputs(out, model, runs, summary=details, verify=checks,
+                                      residuals=residuals, animation=animate, visuals=visuals,
+                                      wall_times=wall_times)
         written += list(files.values())
     elif not plots:
         if animate:
             written.append(viz.animate(model, first, out / animate))
     else:
         written += [viz.plot_states(first, out / "states.png", names=model.joint_names),
-                    viz.plot_energy_error(runs, out / "energy_error.png"),
+                    viz.plot_energy_figure(viz.energy_figure_data(runs),
+                                           out / "energy_error.png"),
                     viz.plot_energy_budget(first, out / "energy_budget.png")]
         if residuals:
             written.append(viz.plot_constraint_residuals(first, out / "residuals.png",
@@ -134,7 +143,7 @@ def _print_table(rows: list[tuple[str, str]]) -> None:
 # --- commands --------------------------------------------------------------------------
 
 def cmd_simulate(args) -> int:
-    from kanedyn.scenario import load_scenario, run, summarize
+    from kanedyn.scenario import load_scenario, model_visuals, run, summarize
 
     sc = load_scenario(args.scenario)
     out = _out_folder(args.out or sc.get("output", "folder") or "out")
@@ -148,10 +157,14 @@ def cmd_simulate(args) -> int:
     if getattr(traj, "interrupted", False):
         summary["interrupted"] = True
     plots = sc.get("output", "plots", True)
-    written = write_results(out, model, {sc.get("integrator", "method"): traj}, summary,
+    report = sc.get("output", "report", True) and plots
+    method = sc.get("integrator", "method")
+    written = write_results(out, model, {method: traj}, summary,
                             animate=args.animate or sc.get("output", "animate"),
-                            report=sc.get("output", "report", True) and plots, plots=plots,
-                            formats=sc.get("output", "formats", ("npz", "csv")))
+                            report=report, plots=plots,
+                            formats=sc.get("output", "formats", ("npz", "csv")),
+                            visuals=model_visuals(sc, model) if report else None,
+                            wall_times={method: summary["wall_time_s"]})
     _print_table([(k, str(v)) for k, v in summary.items() if k not in ("final_q", "final_v")])
     print(f"wrote {len(written)} files to {out}/: {', '.join(Path(w).name for w in written)}")
     if summary.get("interrupted"):
@@ -309,13 +322,13 @@ def cmd_demo(args) -> int:
                                              ("crba", lambda: kd.crba(model, q0)),
                                              ("aba", lambda: kd.aba(model, q0, v0, tau))]))
 
-    runs, rows = {}, []
+    runs, rows, walls = {}, [], {}
     for method in ("avf", "rk4"):
         t0 = time.perf_counter()
         traj = kd.simulate(model, q0, v0, args.t_final, method=method, dt=args.dt,
                            forces=forces, progress=not args.no_progress)
         wall = time.perf_counter() - t0
-        runs[method] = traj
+        runs[method], walls[method] = traj, wall
         s = summarize(traj)
         rows.append({"method": method, "steps": len(traj.t) - 1, "wall_time_s": round(wall, 3),
                      "energy_lost_J": s["energy_initial"] - s["energy_final"],
@@ -324,13 +337,18 @@ def cmd_demo(args) -> int:
     summary = {"title": "kanedyn demo: 7-link arm with Stribeck joint friction",
                "model": repr(model), "t_final_s": args.t_final, "dt_s": args.dt,
                "runs": rows, "checklist_passed": report.passed}
-    written = write_results(out, model, runs, summary, checks=report)
+    written = write_results(out, model, runs, summary, checks=report, wall_times=walls)
     print("\n" + str(report))
     print("\nsimulation (energy lost to friction; the budget E − E0 − W_nc closes to the "
           "method's level):")
-    for r in rows:
+    from kanedyn.viz import run_table
+
+    # the report's figure: max |E − E(0) − W_nc| / E_scale, one scale for both runs
+    table = run_table(runs, walls)
+    for r, t in zip(rows, table, strict=True):
         print(f"  {r['method']:4s} {r['steps']} steps in {r['wall_time_s']:.2f} s, energy lost "
-              f"{r['energy_lost_J']:.4f} J, budget error {r['budget_error_rel']:.1e}")
+              f"{r['energy_lost_J']:.4f} J, budget error {t[next(k for k in t if 'W_nc' in k)]}"
+              " (of E_scale)")
     print(f"\nwrote {len(written)} files to {out}/: trajectories (npz, csv), plots, "
           f"summary.json, report.html")
     return EXIT_OK if report.passed else EXIT_FAILED
@@ -361,14 +379,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("verify", cmd_verify, "run the verification checklist on a model",
             "kanedyn verify pendulum_chain:n=3,planar=false")
-    p.add_argument("model", help="a .urdf or .toml file, a shipped robot, or builder:k=v,...")
+    p.add_argument("model", help="a .urdf, .xml (MJCF) or .toml file, a shipped robot, or "
+                   "builder:k=v,...")
     p.add_argument("--samples", type=int, default=5, help="random states per check")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
 
     p = add("derive", cmd_derive, "derive Kane's equations of a model",
             "kanedyn derive pendulum_chain:n=2 --latex eom.tex --c eom.c")
-    p.add_argument("model", help="a .urdf or .toml file, a shipped robot, or builder:k=v,...")
+    p.add_argument("model", help="a .urdf, .xml (MJCF) or .toml file, a shipped robot, or "
+                   "builder:k=v,...")
     p.add_argument("--parameters", choices=("numeric", "symbolic"), default="symbolic")
     p.add_argument("--latex", metavar="FILE", help="write the equations as LaTeX")
     p.add_argument("--c", metavar="FILE", help="write standalone C source")

@@ -19,6 +19,11 @@ class URDFError(ModelError):
     """A URDF file cannot be turned into a Model (the message names the element and line)."""
 
 
+class MJCFError(ModelError):
+    """An MJCF (MuJoCo XML) file cannot be turned into a Model (the message names the
+    element, its file and line)."""
+
+
 class StateError(KanedynError, ValueError):
     """A state (q, v, a, tau, ...) has the wrong shape or is not on the configuration manifold."""
 

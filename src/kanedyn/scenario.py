@@ -53,6 +53,9 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "builder": (str, False, "name of a builder in kanedyn.models (pendulum_chain, ...)"),
         "urdf": (str, False, "path of a URDF file (relative to the scenario file)"),
         "robot": (str, False, "name of a robot shipped with kanedyn"),
+        "mjcf": (str, False, "path of an MJCF (MuJoCo XML) file (relative to the scenario "
+                 "file); its joint springs, dampers, friction loss and equalities apply"),
+        "frictionloss": (str, False, "MJCF: 'smooth' (default) or 'exact' friction loss"),
         "floating_base": (bool, False, "URDF: put a free joint under the root link"),
         "gravity": (list, False, "gravity vector [gx, gy, gz]"),
         "*": (object, False, "further keyword arguments of the builder"),
@@ -63,10 +66,12 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "seed": (int, False, "seed for 'random'"),
     },
     "forces": {  # an array of tables
-        "type": (str, True, "torque | spring | damper | friction | wrench"),
+        "type": (str, True, "torque | spring | damper | friction | wrench | motor"),
+        "actuator": (str, False, "name of an MJCF <motor> (motor)"),
         "joint": (str, False, "joint name"),
         "body": (str, False, "body name (wrench)"),
-        "expression": (str, False, "torque as an expression of t, q, v (torque)"),
+        "expression": (str, False, "torque (torque) or control (motor) as an expression of "
+                       "t, q, v"),
         "stiffness": ((int, float), False, "spring stiffness"),
         "rest": ((int, float), False, "spring rest position"),
         "damping": ((int, float), False, "viscous damping coefficient"),
@@ -95,6 +100,7 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "plots": (bool, False, "write plots"),
         "report": (bool, False, "write report.html"),
         "animate": (str, False, "write an animation (.gif or .mp4)"),
+        "package_paths": (list, False, "folders to find a URDF's package:// meshes in"),
     },
 }
 ARRAY_TABLES = {"forces", "constraints"}
@@ -191,10 +197,10 @@ def parse_scenario(data: dict, base: str | Path | None = None, text: str | None 
         else:
             _check_table(name, tab, text)
     m = data["model"]
-    given = [k for k in ("builder", "urdf", "robot") if k in m]
+    given = [k for k in ("builder", "urdf", "robot", "mjcf") if k in m]
     if len(given) != 1:
         raise ScenarioError(
-            f"[model] needs exactly one of 'builder', 'urdf' or 'robot'"
+            f"[model] needs exactly one of 'builder', 'urdf', 'robot' or 'mjcf'"
             f"{_key_line(text, 'model', None)}; got {given or 'none'}"
         )
     if data["run"]["t_final"] < 0:
@@ -287,6 +293,14 @@ def build_model(sc: Scenario):
             return getattr(kd.models, name)(**m)
         except TypeError as e:
             raise ScenarioError(f"[model] {name}: {e}{sc.line('model')}") from None
+    if "mjcf" in m:
+        robot = mjcf_robot(sc)
+        m.pop("mjcf")
+        m.pop("frictionloss", None)
+        if m:
+            raise ScenarioError(f"[model] unknown keys for an MJCF model: {sorted(m)}"
+                                f"{sc.line('model')}")
+        return robot.model.with_gravity(gravity) if gravity is not None else robot.model
     fb = m.pop("floating_base", False)
     if "urdf" in m:
         path = Path(m.pop("urdf"))
@@ -302,6 +316,23 @@ def build_model(sc: Scenario):
     return model.with_gravity(gravity) if gravity is not None else model
 
 
+def mjcf_robot(sc: Scenario):
+    """The parsed MJCF file of a scenario's ``[model] mjcf`` (read once per scenario)."""
+    from .model.mjcf import parse_mjcf
+
+    cached = getattr(sc, "_mjcf_robot", None)
+    if cached is not None:
+        return cached
+    path = Path(sc.data["model"]["mjcf"])
+    path = path if path.is_absolute() else sc.base / path
+    if not path.exists():
+        raise ScenarioError(f"[model] MJCF file {str(path)!r} does not exist"
+                            f"{sc.line('model', 'mjcf')}")
+    robot = parse_mjcf(path)
+    sc._mjcf_robot = robot
+    return robot
+
+
 def initial_state(sc: Scenario, model) -> tuple[np.ndarray, np.ndarray]:
     """(q0, v0) from the [initial] table (default: neutral configuration, at rest)."""
     import kanedyn as kd
@@ -309,7 +340,9 @@ def initial_state(sc: Scenario, model) -> tuple[np.ndarray, np.ndarray]:
     ini = sc.data.get("initial", {})
     rng = np.random.default_rng(ini.get("seed", 0))
     q = ini.get("q", "neutral")
-    if q == "neutral":
+    if q == "neutral" and "mjcf" in sc.data["model"]:
+        q0 = mjcf_robot(sc).qpos0.copy()  # MuJoCo's reference pose (free bodies where placed)
+    elif q == "neutral":
         q0 = kd.neutral(model)
     elif q == "random":
         q0 = kd.random_configuration(model, rng)
@@ -338,7 +371,7 @@ def initial_state(sc: Scenario, model) -> tuple[np.ndarray, np.ndarray]:
     return q0, v0
 
 
-FORCE_TYPES = ("torque", "spring", "damper", "friction", "wrench")
+FORCE_TYPES = ("torque", "spring", "damper", "friction", "wrench", "motor")
 _FRICTION_KEYS = {"model", "smoothing", "eps", "surface_velocity"}
 
 
@@ -348,6 +381,12 @@ def build_forces(sc: Scenario, model) -> list:
     from . import friction
 
     out = []
+    if "mjcf" in sc.data["model"]:
+        mode = sc.data["model"].get("frictionloss", "smooth")
+        if mode not in ("smooth", "exact"):
+            raise ScenarioError(f"[model] frictionloss must be 'smooth' or 'exact', got "
+                                f"{mode!r}{sc.line('model', 'frictionloss')}")
+        out += fe.mjcf_forces(mjcf_robot(sc), frictionloss=mode)
     for i, f in enumerate(sc.data.get("forces", [])):
         kind = f["type"]
         where = f"[[forces]] #{i + 1} ({kind})"
@@ -389,9 +428,40 @@ def build_forces(sc: Scenario, model) -> list:
             if "smoothing" in f:
                 law = law.smoothed(f["smoothing"], float(f.get("eps", 1e-3)))
             out.append(fe.JointFriction(f["joint"], law, float(f.get("surface_velocity", 0.0))))
+        elif kind == "motor":
+            out.append(_motor(sc, i, where, need("actuator"),
+                              compile_expression(need("expression"), f"{where} expression")))
         else:
             out.append(fe.ExternalWrench(need("body"), need("wrench")))
     return out
+
+
+def _motor(sc: Scenario, i: int, where: str, name: str, ctrl):
+    """An MJCF ``<motor>`` driven by a control expression: τ_joint = gear · ctrl, with ctrl
+    held to ctrlrange and the force to forcerange where the file limits them (MuJoCo's
+    actuator model: its clamping is part of the actuator, not of the input)."""
+    from . import forces as fe
+
+    if "mjcf" not in sc.data["model"]:
+        raise ScenarioError(f"{where}: a motor is an actuator of an MJCF model; the [model] "
+                            f"has no 'mjcf'{sc.line('forces', 'type', i)}")
+    acts = {a.name: a for a in mjcf_robot(sc).actuators}
+    if name not in acts:
+        raise ScenarioError(f"{where}: no motor {name!r} in the MJCF file"
+                            f"{sc.line('forces', 'actuator', i)}; motors: "
+                            f"{', '.join(acts) or 'none'}")
+    a = acts[name]
+
+    def tau(t, q, v, a=a, ctrl=ctrl):
+        u = float(np.asarray(ctrl(t, q, v), dtype=float).reshape(-1)[0])
+        if a.ctrlrange is not None:
+            u = min(max(u, a.ctrlrange[0]), a.ctrlrange[1])
+        f = a.gear * u
+        if a.forcerange is not None:
+            f = min(max(f, a.forcerange[0]), a.forcerange[1])
+        return np.array([f])
+
+    return fe.JointTorque(tau, a.joint)
 
 
 def integrator_options(sc: Scenario) -> dict:
@@ -408,13 +478,17 @@ def build_system(sc: Scenario, model):
     """The Model itself, or a ConstrainedSystem when the scenario has [[constraints]]
     (loop closures: see :func:`kanedyn.constraints.loops.loop_closure_from_spec`)."""
     specs = sc.data.get("constraints", [])
-    if not specs:
-        return model
     from .constraints import ConstrainedSystem
     from .constraints.loops import loop_closure_from_spec
     from .errors import ConstraintError
 
     closures = []
+    if "mjcf" in sc.data["model"]:
+        from .constraints import mjcf_loops
+
+        closures += mjcf_loops(mjcf_robot(sc))
+    if not specs and not closures:
+        return model
     for i, spec in enumerate(specs):
         try:
             closures.append(loop_closure_from_spec(spec, i))
@@ -465,3 +539,21 @@ def run_summary(sc: Scenario) -> dict:
     """Run a scenario and return only its summary (what a sweep records per run)."""
     _, traj = run(sc, progress=False)
     return summarize(traj)
+
+
+def model_visuals(sc: Scenario, model) -> list | None:
+    """The visual geometry of a scenario's URDF model (``[model] urdf``), drawn in the
+    report; None for a builder or a shipped robot (they carry no mesh files).
+    ``[output] package_paths`` (relative to the scenario file) are searched for
+    ``package://`` meshes; meshes not found are warned about, their bodies drawn as
+    skeletons."""
+    from .model.visuals import load_urdf_visuals
+
+    m = sc.data["model"]
+    if "urdf" not in m:
+        return None
+    path = Path(m["urdf"])
+    path = path if path.is_absolute() else sc.base / path
+    paths = [p if Path(p).is_absolute() else sc.base / p
+             for p in sc.get("output", "package_paths", []) or []]
+    return load_urdf_visuals(path, model, package_paths=paths)

@@ -212,7 +212,7 @@ T_SHORT = 0.04
 
 
 def shortened(src: Path, dst: Path) -> Path:
-    """A copy of a scenario with t_final cut to T_SHORT and URDF paths made absolute."""
+    """A copy of a scenario with t_final cut to T_SHORT and URDF and MJCF paths made absolute."""
     text = src.read_text()
     text, n = re.subn(r"(?m)^(\s*t_final\s*=\s*)[^#\n]*", rf"\g<1>{T_SHORT}", text)
     assert n == 1, f"{src.name}: no single t_final line"
@@ -221,7 +221,7 @@ def shortened(src: Path, dst: Path) -> Path:
         p = Path(m.group(2))
         return f'{m.group(1)}"{p if p.is_absolute() else (src.parent / p).resolve()}"'
 
-    text = re.sub(r'(?m)^(\s*urdf\s*=\s*)"([^"]*)"', absolute, text)
+    text = re.sub(r'(?m)^(\s*(?:urdf|mjcf)\s*=\s*)"([^"]*)"', absolute, text)
     dst.write_text(text)
     return dst
 

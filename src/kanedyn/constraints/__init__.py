@@ -13,10 +13,13 @@ from .consistent import (
 )
 from .formulations import DAE, FORMULATIONS, baumgarte_parameters, formulate, index1_ode
 from .loops import LoopClosure, UserConstraint, VelocityConstraint, loop_closure_from_spec
+from .mjcf import mjcf_loops, mjcf_system
 from .model_system import ConstrainedSystem
 from .system import ConstrainedMechanics, DescriptorSystem
 
 __all__ = [
+    "mjcf_loops",
+    "mjcf_system",
     "ConsistentState",
     "ConstrainedSystem",
     "LoopClosure",

@@ -38,6 +38,7 @@ from numpy.typing import NDArray
 from ..errors import ConstraintError
 from .system import ConstrainedMechanics
 
+#: the names of the DAE formulations of :func:`formulate` (the table above)
 FORMULATIONS = ("index3", "index2", "index1", "baumgarte", "ggl")
 
 

@@ -6,7 +6,8 @@
    each x is a 1-D, aligned, C-contiguous, native float64 ndarray of the model's length
    (q: nq, the others: nv) and r (if not None) a writeable one of the result's shape,
    it reads the model's packed buffer (`model._kd_hot[0]`, see
-   flat.py), allocates the result (or takes r) and calls the numba kernel through its
+   flat.py), allocates the result ((nv,), (nv, nv) with `matrix`, (rows, nv) with
+   `rows`: the centroidal momentum matrix) or takes r, and calls the numba kernel through its
    C address (`kernels.c_entry`). Anything else — external forces, a batch, a list,
    another dtype, strides, a wrong length, a Model not yet flattened — goes to the
    Python wrapper unchanged, and so does a call whose kernel returns a non-zero
@@ -40,6 +41,7 @@ typedef struct {
     void *kernel;
     int nin;            /* state arrays after the model: 1, 2 or 3 */
     int matrix;         /* result (nv, nv) instead of (nv,) */
+    int rows;           /* result (rows, nv) instead, when > 0 (A_G: 6) */
     int fext;           /* an f_ext parameter after the states (taken when None) */
 } Caller;
 
@@ -106,11 +108,12 @@ caller_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
         goto general_hot;
     PyArrayObject *buf = (PyArrayObject *)PyTuple_GET_ITEM(hot, 0);
     double *b = (double *)PyArray_DATA(buf);
-    int nd = self->matrix ? 2 : 1;
-    npy_intp dims[2] = {(npy_intp)b[2], (npy_intp)b[2]}; /* header: nb, nq, nv */
+    npy_intp nv = (npy_intp)b[2]; /* header: nb, nq, nv */
+    int nd = (self->matrix || self->rows > 0) ? 2 : 1;
+    npy_intp dims[2] = {self->rows > 0 ? (npy_intp)self->rows : nv, nv};
     double *x[3];
     for (int k = 0; k < self->nin; k++) {
-        if (!is_state(args[1 + k], k == 0 ? (npy_intp)b[1] : dims[0]))
+        if (!is_state(args[1 + k], k == 0 ? (npy_intp)b[1] : nv))
             goto general_hot;
         x[k] = (double *)PyArray_DATA((PyArrayObject *)args[1 + k]);
     }
@@ -164,12 +167,16 @@ general:
 static PyObject *
 caller_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"fallback", "loader", "nin", "matrix", "fext", NULL};
+    static char *kwlist[] = {"fallback", "loader", "nin", "matrix", "fext", "rows", NULL};
     PyObject *fallback, *loader;
-    int nin, matrix = 0, fext = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOi|pp:Caller", kwlist, &fallback, &loader,
-                                     &nin, &matrix, &fext))
+    int nin, matrix = 0, fext = 0, rows = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOi|ppi:Caller", kwlist, &fallback, &loader,
+                                     &nin, &matrix, &fext, &rows))
         return NULL;
+    if (rows < 0) {
+        PyErr_Format(PyExc_ValueError, "Caller: rows must be >= 0, got %d", rows);
+        return NULL;
+    }
     if (nin < 1 || nin > 3) {
         PyErr_Format(PyExc_ValueError, "Caller: nin must be 1, 2 or 3, got %d", nin);
         return NULL;
@@ -191,6 +198,7 @@ caller_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->nin = nin;
     self->matrix = matrix;
     self->fext = fext;
+    self->rows = rows;
     return (PyObject *)self;
 }
 
@@ -248,7 +256,7 @@ static PyTypeObject CallerType = {
     .tp_name = "kanedyn.dynamics._fastcall.Caller",
     .tp_basicsize = sizeof(Caller),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "Caller(fallback, loader, nin, matrix=False, fext=False): a single-state fast path in front of "
+    .tp_doc = "Caller(fallback, loader, nin, matrix=False, fext=False, rows=0): a single-state fast path in front of "
               "fallback (see _fastcall.c).",
     .tp_new = caller_new,
     .tp_dealloc = (destructor)caller_dealloc,

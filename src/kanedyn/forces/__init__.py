@@ -11,8 +11,9 @@ Gravity is part of the model, not a force element.
 from .base import ForceElement
 from .friction import JointFriction, urdf_friction
 from .joint import JointDamper, JointSpring, JointTorque
+from .mjcf import mjcf_forces
 from .set import ForceSet
 from .wrench import ExternalWrench
 
 __all__ = ["ExternalWrench", "ForceElement", "ForceSet", "JointDamper", "JointFriction",
-           "JointSpring", "JointTorque", "urdf_friction"]
+           "JointSpring", "JointTorque", "mjcf_forces", "urdf_friction"]

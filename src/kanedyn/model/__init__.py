@@ -13,8 +13,10 @@ from .joints import (
     Revolute,
     Spherical,
 )
+from .mjcf import load_mjcf, parse_mjcf
 from .model import Body, Frame, Model, ModelBuilder
 from .urdf import load_robot, load_urdf, load_urdf_string, parse_urdf, robot_path
+from .visuals import VisualGeometry, load_urdf_visuals
 
 __all__ = [
     "JOINT_TYPES",
@@ -32,6 +34,8 @@ __all__ = [
     "Revolute",
     "Spherical",
     "difference",
+    "load_mjcf",
+    "parse_mjcf",
     "load_robot",
     "load_urdf",
     "load_urdf_string",
@@ -41,4 +45,6 @@ __all__ = [
     "neutral",
     "q_dot",
     "random_configuration",
+    "VisualGeometry",
+    "load_urdf_visuals",
 ]

@@ -61,6 +61,7 @@ class Joint:
     name: str
     damping: float = 0.0
     friction: float = 0.0
+    armature: float = 0.0
     limits: JointLimits = field(default_factory=JointLimits)
 
     nq = 0
@@ -341,6 +342,7 @@ def quat_rate_matrix(qj: NDArray) -> NDArray:
     return 0.5 * np.array([[-x, -y, -z], [w, -z, y], [z, w, -x], [-y, x, w]])
 
 
+#: joint type name (URDF's, and the builders') -> its Joint class
 JOINT_TYPES = {
     "fixed": Fixed,
     "revolute": Revolute,

@@ -95,8 +95,9 @@ class _Element:
         return [c for c in self.children if c.tag == tag]
 
 
-def _parse_xml(text: str | bytes, source: str) -> _Element:
-    """A light element tree from expat, each element knowing its line number."""
+def _parse_xml(text: str | bytes, source: str, error: type[ModelError] = URDFError) -> _Element:
+    """A light element tree from expat, each element knowing its line number; malformed
+    XML raises ``error`` with the line and column."""
     parser = expat.ParserCreate()
     stack: list[_Element] = []
     root: list[_Element] = []
@@ -117,7 +118,7 @@ def _parse_xml(text: str | bytes, source: str) -> _Element:
     try:
         parser.Parse(text, True)
     except expat.ExpatError as e:
-        raise URDFError(
+        raise error(
             f"{source}, line {e.lineno}, column {e.offset + 1}: malformed XML "
             f"({expat.errors.messages[e.code]})"
         ) from None

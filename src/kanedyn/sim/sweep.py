@@ -22,13 +22,14 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._files import write_atomic
+from .._optional import pandas
 from ..errors import KanedynError
 from ..scenario import (
     SCHEMA,
@@ -39,6 +40,9 @@ from ..scenario import (
     run_summary,
     summarize,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class SweepError(KanedynError):
@@ -181,6 +185,40 @@ class SweepResult:
     def column(self, name: str) -> list:
         return [r.get(name) for r in self.rows]
 
+    def to_pandas(self) -> pd.DataFrame:
+        """The rows as a pandas DataFrame indexed by ``run_id``, a column per key
+        (``param:<path>``, ``status``, ``error``, ``wall_time`` and the run's summary;
+        ``final_q`` and ``final_v`` as the JSON text the Parquet files hold). The same
+        table as :func:`read_sweep` of :attr:`path`. Needs pandas."""
+        return _frame(self.rows, "SweepResult.to_pandas")
+
+    @property
+    def df(self) -> pd.DataFrame:
+        """:meth:`to_pandas`, made once and kept."""
+        if self._df is None:
+            self._df = self.to_pandas()
+        return self._df
+
+    _df: Any = field(default=None, init=False, repr=False, compare=False)
+
+
+def _frame(rows: list[dict], what: str) -> pd.DataFrame:
+    pd = pandas(what)
+    df = pd.DataFrame.from_records(rows)
+    if df.empty:
+        return df
+    return df.set_index("run_id").sort_index()
+
+
+def read_sweep(path: str | os.PathLike) -> pd.DataFrame:
+    """The results folder of a sweep (``out`` of :func:`sweep`, or ``kanedyn sweep
+    --out``) as a pandas DataFrame indexed by ``run_id``: every row written so far, so
+    also a sweep still running or interrupted. Needs pandas."""
+    path = Path(path)
+    if not (path / "sweep.json").is_file():
+        raise SweepError(f"{str(path)!r} is not a sweep's results folder (no sweep.json)")
+    return _frame(read_results(path), "read_sweep")
+
 
 def read_results(path: str | Path) -> list[dict]:
     """All rows written so far to a sweep's results folder, by run_id."""
@@ -206,14 +244,52 @@ def _write_part(path: Path, rows: list[dict]) -> None:
     write_atomic(path / name, lambda tmp: pq.write_table(pa.table(cells), tmp))
 
 
-def _client(scheduler, timeout: float):
+# seconds for the local workers to start and connect (about 2 s on an idle machine)
+LOCAL_WORKER_TIMEOUT = 120.0
+
+
+def _local_cluster(n: int):
+    """A Dask cluster of ``n`` one-thread worker processes on this machine, and its client.
+
+    The workers are fresh interpreters (``python -m dask spec``), not children made by
+    ``multiprocessing``: a spawned child rebuilds its parent by re-importing the parent's
+    ``__main__``, so a plain script that calls :func:`sweep` at its top level (no
+    ``if __name__ == "__main__":``) would run again in every worker, start a cluster
+    there and fail deep inside Dask. A fresh interpreter imports only what a task needs
+    (:func:`run_one`), so a script works with or without the guard. Windows has no such
+    subprocess cluster; there the workers are spawned and a script needs the guard.
+    """
     from distributed import Client, LocalCluster
 
-    if scheduler is None:
-        n = os.cpu_count() or 1
+    if sys.platform == "win32":
         cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                dashboard_address=":0")
         return Client(cluster), cluster
+    from distributed.deploy.subprocess import SubprocessCluster
+
+    try:
+        cluster = SubprocessCluster(n_workers=n, threads_per_worker=1,
+                                    worker_class="distributed.Worker", dashboard_address=None)
+    except RuntimeError as e:  # the scheduler process did not come up
+        raise SweepError(f"the local Dask cluster did not start: {e}") from None
+    client = Client(cluster)
+    try:
+        # the workers connect in their own time: a worker that cannot start (kanedyn not
+        # importable by this interpreter, say) would otherwise leave the sweep waiting
+        client.wait_for_workers(n, timeout=LOCAL_WORKER_TIMEOUT)
+    except TimeoutError:
+        client.close()
+        cluster.close()
+        raise SweepError(f"the local Dask workers did not start within "
+                         f"{LOCAL_WORKER_TIMEOUT:g} s ({sys.executable} -m dask spec)") from None
+    return client, cluster
+
+
+def _client(scheduler, timeout: float):
+    from distributed import Client
+
+    if scheduler is None:
+        return _local_cluster(os.cpu_count() or 1)
     if isinstance(scheduler, Client):
         return scheduler, None
     try:
@@ -231,8 +307,9 @@ def sweep(scenario: str | Path | Scenario | dict, over: dict[str, Any],
     """Run a scenario once per parameter set, on Dask, writing rows as they finish.
 
     ``scheduler``: None for a local cluster of worker processes sized to this
-    machine's cores; an address ``"tcp://host:port"`` or a
-    ``distributed.Client`` for an existing cluster (same results either way).
+    machine's cores (fresh interpreters, so a script needs no ``__main__`` guard); an
+    address ``"tcp://host:port"`` or a ``distributed.Client`` for an existing cluster
+    (same results either way).
     ``out`` is a folder of Parquet files, one per run, plus ``sweep.json``;
     re-running the same sweep there skips the runs already done
     (``resume=True``); a folder holding a different sweep is an error. Finished

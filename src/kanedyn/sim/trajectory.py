@@ -12,17 +12,50 @@ file.
 
 from __future__ import annotations
 
+import base64
+import html
+import io
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
 from .._files import write_atomic
+from .._optional import pandas
 from ..errors import KanedynError, StateError
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 _ARRAYS = ("t", "q", "v", "vdot", "energy", "momentum", "work_nc", "budget")
+_MOMENTUM = ("L_x", "L_y", "L_z", "P_x", "P_y", "P_z")
+
+#: Further views a notebook shows below a trajectory's plots: functions
+#: ``view(traj) -> str | None`` returning HTML (None: nothing to show). The package's
+#: ``__init__`` registers the 3D view of :mod:`kanedyn.viz` here, so that ``sim`` never
+#: imports ``viz`` (DESIGN.md: imports run one way).
+HTML_VIEWS: list = []
+
+
+def coordinate_names(system, n: int, which: str) -> list[str]:
+    """Names of the ``n`` coordinates (``which="q"``) or speeds (``"v"``) of a system: the
+    joint's name for a one-coordinate joint, ``<joint>.<k>`` for the k-th of a joint with
+    several (a free joint's q: position x, y, z then quaternion w, x, y, z), and the index
+    where the system has no model with named joints (a Kane system, a loaded trajectory)."""
+    model = getattr(system, "model", None)
+    bodies = getattr(model, "bodies", None)
+    names = [str(i) for i in range(n)]
+    if bodies is None:
+        return names
+    for body in bodies:
+        sl = body.iq if which == "q" else body.iv
+        idx = range(n)[sl]
+        for k, i in enumerate(idx):
+            names[i] = body.joint.name if len(idx) == 1 else f"{body.joint.name}.{k}"
+    return names
 
 
 class Trajectory:
@@ -104,6 +137,84 @@ class Trajectory:
         E = self.energy
         scale = max(abs(E[0]), float(np.abs(E - E[0]).max()), 1e-300)
         return np.abs(self.budget) / scale
+
+    # --- tables ----------------------------------------------------------------
+    def to_pandas(self) -> pd.DataFrame:
+        """The trajectory as a pandas DataFrame, one row per output time.
+
+        The index is ``t``; the columns are ``q:<name>``, ``v:<name>`` and
+        ``vdot:<name>`` for each coordinate and speed (names from
+        :func:`coordinate_names`: the joint's, ``<joint>.<k>`` for a joint with several
+        coordinates, the index where the system has no named joints), then
+        ``energy``, ``work_nc`` and ``budget`` (``E − E₀ − W_nc``), the spatial
+        momentum ``L_x … P_z`` where the system offers it, and for a constrained system
+        the residuals of its three levels, ``g:<row>`` (positions), ``Gv:<row>``
+        (velocities) and ``acc:<row>`` (accelerations), rows named by
+        ``system.constraint_names``. Needs pandas (``pip install 'kanedyn[pandas]'``).
+        """
+        pd = pandas("Trajectory.to_pandas")
+        nq, nv = self.q.shape[1], self.v.shape[1]
+        qn = coordinate_names(self.system, nq, "q")
+        vn = coordinate_names(self.system, nv, "v")
+        cols: dict[str, NDArray] = {}
+        cols.update({f"q:{n}": self.q[:, i] for i, n in enumerate(qn)})
+        cols.update({f"v:{n}": self.v[:, i] for i, n in enumerate(vn)})
+        cols.update({f"vdot:{n}": self.vdot[:, i] for i, n in enumerate(vn)})
+        cols.update(energy=self.energy, work_nc=self.work_nc, budget=self.budget)
+        if self.momentum is not None:
+            cols.update({n: self.momentum[:, i] for i, n in enumerate(_MOMENTUM)})
+        residuals = getattr(self.system, "residuals", None)
+        if residuals is not None:
+            names = list(getattr(self.system, "constraint_names", []))
+            for level, r in residuals(self.t, self.q, self.v, self.vdot).items():
+                r = np.asarray(r, dtype=float).reshape(len(self), -1)
+                rows = names if len(names) == r.shape[1] else [str(i) for i in range(r.shape[1])]
+                cols.update({f"{level}:{n}": r[:, i] for i, n in enumerate(rows)})
+        return pd.DataFrame(cols, index=pd.Index(self.t, name="t"))
+
+    # --- in a notebook -----------------------------------------------------------
+    def _repr_html_(self) -> str:
+        """What a notebook shows for a trajectory: a line of figures, the plots of
+        :meth:`plot` (states, speeds, relative energy error) as an inline PNG, and the
+        views of :data:`HTML_VIEWS` (the 3D view of the mechanism, with its meshes where
+        the Model carries visuals, for a trajectory of a Model)."""
+        rows = [("method", self.method or "?"), ("samples", str(len(self))),
+                ("t", f"{self.t[0]:.4g} .. {self.t[-1]:.4g} s"),
+                ("nq, nv", f"{self.q.shape[1]}, {self.v.shape[1]}")]
+        try:
+            rows.append(("max |E − E₀ − W_nc| / |E₀|",
+                         f"{float(self.relative_energy_error().max()):.3g}"))
+            img = self._png()
+        except KanedynError as e:  # no energy to compute (a loaded file without it)
+            rows.append(("plots", html.escape(str(e))))
+            img = ""
+        if self.interrupted:
+            rows.append(("interrupted", "yes: the samples end at the Ctrl-C"))
+        table = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{v}</td></tr>"
+                        for k, v in rows)
+        views = [v for v in (view(self) for view in HTML_VIEWS) if v]
+        return (f"<div class='kanedyn-trajectory'><table>{table}</table>"
+                + (f"<img alt='trajectory plots' src='data:image/png;base64,{img}'/>"
+                   if img else "") + "".join(views) + "</div>")
+
+    def _png(self) -> str:
+        """:meth:`plot` as a base64 PNG; the figure is closed, so a notebook does not show
+        it a second time."""
+        import matplotlib.pyplot as plt
+
+        fig = self.plot()
+        try:
+            nq, nv = self.q.shape[1], self.v.shape[1]
+            if nq <= 12:  # a legend of more lines than that hides the plot
+                for ax, n, which in zip(fig.axes[:2], (nq, nv), "qv", strict=True):
+                    ax.legend(coordinate_names(self.system, n, which), fontsize=7,
+                              ncol=1 if n <= 6 else 2, loc="upper left",
+                              bbox_to_anchor=(1.0, 1.0))
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
+        finally:
+            plt.close(fig)
+        return base64.b64encode(buf.getvalue()).decode("ascii")
 
     # --- files -----------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> Path:

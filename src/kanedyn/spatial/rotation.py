@@ -60,6 +60,7 @@ def so3_log(R: ArrayLike) -> NDArray:
 
 
 def quat_normalize(q: ArrayLike) -> NDArray:
+    """``q / |q|`` along the last axis: the unit quaternion of the same rotation."""
     q = np.asarray(q, dtype=float)
     return q / np.linalg.norm(q, axis=-1, keepdims=True)
 
@@ -80,6 +81,7 @@ def quat_multiply(p: ArrayLike, q: ArrayLike) -> NDArray:
 
 
 def quat_conjugate(q: ArrayLike) -> NDArray:
+    """``q* = (w, −x, −y, −z)``: for a unit quaternion the inverse rotation, ``q ⊗ q* = 1``."""
     q = np.array(q, dtype=float)
     q[..., 1:] *= -1.0
     return q

@@ -8,6 +8,7 @@ from numpy.typing import ArrayLike
 from .. import dynamics as dyn
 from ..errors import KanedynError, StateError
 from ..model import Model
+from ..spatial import matrix_to_quat
 
 
 def animation_frames(model: Model, t: ArrayLike, q: ArrayLike, max_frames: int = 240) -> dict:
@@ -21,6 +22,8 @@ def animation_frames(model: Model, t: ArrayLike, q: ArrayLike, max_frames: int =
     * ``t`` (F,) — the frame times;
     * ``origins`` (F, nb, 3) — each body's frame origin (its joint's location) in the world;
     * ``coms`` (F, nb, 3) — each body's centre of mass in the world;
+    * ``quats`` (F, nb, 4) — each body's orientation in the world, a unit quaternion
+      (w, x, y, z): with ``origins`` the body's pose, which carries its visuals;
     * ``anchors`` (nr, 3) and ``roots`` — where the root bodies' joint frames are fixed in
       the world, and which bodies they carry (free-floating roots have none);
     * ``parents`` (nb,) — parent body index, -1 for a root;
@@ -54,11 +57,13 @@ def animation_frames(model: Model, t: ArrayLike, q: ArrayLike, max_frames: int =
         idx = np.clip(np.searchsorted(tt, targets), 0, tt.size - 1)
     origins = np.empty((F, model.nb, 3))
     coms = np.empty((F, model.nb, 3))
+    quats = np.empty((F, model.nb, 4))
     for f, k in enumerate(idx):
         kin = dyn.forward_kinematics(model, np.ascontiguousarray(Q[k]))
         origins[f] = kin.p
         for b in model.bodies:
             coms[f, b.index] = kin.p[b.index] + kin.R[b.index] @ b.com
+            quats[f, b.index] = matrix_to_quat(kin.R[b.index])
     # a root's joint frame is fixed in the world at the placement's origin; a free-floating
     # root is tied to nothing, so it gets no anchor and no segment to one
     roots = [b.index for b in model.bodies if b.parent < 0 and b.joint.kind != "free"]
@@ -69,6 +74,7 @@ def animation_frames(model: Model, t: ArrayLike, q: ArrayLike, max_frames: int =
         "t": tt[idx].tolist(),
         "origins": origins.tolist(),
         "coms": coms.tolist(),
+        "quats": quats.tolist(),
         "anchors": anchors.tolist(),
         "roots": roots,
         "parents": [b.parent for b in model.bodies],

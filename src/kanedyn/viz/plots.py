@@ -9,6 +9,10 @@ work_nc, budget``), writes a PNG atomically and returns its path:
   curve per run (pass several runs to compare integrators);
 * :func:`plot_energy_budget` — ``E − E(0)``, the non-conservative work W_nc
   and the budget ``E − E(0) − W_nc`` (zero for exact dynamics);
+* :func:`plot_energy_figure` — the report's headline: the data of
+  :func:`energy_figure_data`, one curve per run on one log axis — the budget
+  error ``|E − E(0) − W_nc|`` when anything non-conservative acts, ``|E − E(0)|``
+  only when nothing does;
 * :func:`plot_constraint_residuals` — ``|g(q)|`` (and whatever other levels
   are given) on a log scale.
 
@@ -190,4 +194,80 @@ def plot_constraint_residuals(traj=None, path: str | os.PathLike = "residuals.pn
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
     ax.set_title(title or "constraint residuals")
+    return _save(fig, path)
+
+
+#: points per curve of the energy figure (the envelope of the run, see energy_figure_data)
+FIGURE_POINTS = 1000
+
+
+def _envelope(t: np.ndarray, y: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """At most ``n`` points of (t, y): the largest y of each of n equal runs of samples,
+    at its own time, so that no peak of the error is lost from the figure."""
+    if t.size <= n:
+        return t, y
+    edges = np.linspace(0, t.size, n + 1).astype(int)
+    k = np.array([a + int(np.argmax(y[a:b])) for a, b in zip(edges[:-1], edges[1:],
+                                                              strict=True)])
+    return t[k], y[k]
+
+
+def energy_figure_data(runs, points: int = FIGURE_POINTS) -> dict:
+    """What the report's energy figure shows, one series per run (``{label: trajectory}``).
+
+    If any run has non-conservative work (``work_nc`` not identically zero:
+    friction, dampers, actuators), every run is shown by its energy budget
+    error ``|E(t) − E(0) − W_nc(t)|`` — the part of the energy change that the
+    forces do not account for, which an exact method keeps at roundoff;
+    ``|E − E(0)|`` would show the friction's work, the same for every method.
+    Only if nothing non-conservative acts is it ``|E(t) − E(0)|``. Both are
+    divided by one scale for all runs, ``E_scale = max over runs of
+    max(|E(0)|, max |E − E(0)|)``, and floored at :data:`LOG_FLOOR`.
+
+    Returns ``{"kind": "budget" | "energy", "quantity": str, "scale": E_scale,
+    "title", "series": [{"label", "t", "value", "max"}]}``; ``value`` holds at
+    most ``points`` samples per run, the largest of each equal run of samples
+    (``max`` is over all of them).
+    """
+    items = list(runs.items()) if isinstance(runs, Mapping) else [
+        (getattr(runs, "method", "") or "run", runs)]
+    if not items:
+        raise KanedynError("energy_figure_data: no runs given")
+    got = []
+    for label, r in items:
+        t = _time(r, None)
+        E = _rows(_field(r, "energy"), t.size, "energy")[:, 0]
+        W = _field(r, "work_nc", required=False)
+        W = np.zeros_like(E) if W is None else _rows(W, t.size, "work_nc")[:, 0]
+        got.append((str(label), t, E, W))
+    nc = any(np.any(W != 0) for *_, W in got)
+    scale = max(max(abs(E[0]), float(np.abs(E - E[0]).max())) for _, _, E, _ in got)
+    scale = scale if scale > 0 else 1.0
+    series = []
+    for label, t, E, W in got:
+        err = np.maximum(np.abs(E - E[0] - W if nc else E - E[0]) / scale, LOG_FLOOR)
+        tt, yy = _envelope(t, err, int(points))
+        series.append({"label": label, "t": tt.tolist(), "value": yy.tolist(),
+                       "max": float(err.max())})
+    return {
+        "kind": "budget" if nc else "energy",
+        "quantity": ("|E - E(0) - W_nc| / E_scale" if nc else "|E - E(0)| / E_scale"),
+        "scale": float(scale),
+        "title": ("energy budget error (non-conservative forces act)" if nc
+                  else "energy error (no non-conservative force acts)"),
+        "series": series,
+    }
+
+
+def plot_energy_figure(data: Mapping, path: str | os.PathLike = "energy.png") -> Path:
+    """Draw :func:`energy_figure_data`'s series, one curve per run on one log axis."""
+    fig, (ax,) = _figure(1, 3.6)
+    for s in data["series"]:
+        ax.semilogy(s["t"], s["value"], lw=1.2, label=f"{s['label']} (max {s['max']:.1e})")
+    ax.set_xlabel("t [s]")
+    ax.set_ylabel(f"{data['quantity']}\n(E_scale = {data['scale']:.4g} J, floor {LOG_FLOOR:g})",
+                  fontsize=8)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    ax.set_title(data["title"])
     return _save(fig, path)

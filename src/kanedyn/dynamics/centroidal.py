@@ -1,0 +1,240 @@
+"""Centroidal momentum: the momentum of the whole model about its centre of mass.
+
+Following Orin, Goswami & Lee, "Centroidal dynamics of a humanoid robot",
+Autonomous Robots 35:161–176 (2013), with G a frame at the centre of mass c whose
+axes are the world's, and ``i_X_G`` the Plücker transform from G to body i:
+
+    h_G = [k_G; l_G] = Σ_i i_X_Gᵀ I_i v_i = A_G(q) v
+    A_G = Σ_i i_X_Gᵀ I_i J_i
+    ḣ_G = A_G v̇ + Ȧ_G v,   Ȧ_G v = Σ_i i_X_Gᵀ (I_i a_i + v_i ×* I_i v_i)
+
+with J_i the body Jacobian of body i (body coordinates) and a_i = J̇_i v the
+acceleration body i has when v̇ = 0 (RNEA's forward pass without gravity). k_G is the
+angular momentum about the centre of mass and l_G = m ċ the linear momentum, both in
+world axes. The rate formula holds because G moves with ċ and ċ × l_G = 0, so
+``d/dt`` of the shift from the world origin to c adds nothing.
+
+Row order: **angular first** (k_G, then l_G), as everywhere in kanedyn and as in
+Orin et al. Pinocchio's ``data.Ag``, ``data.hg`` and ``data.dhg`` are linear first:
+``A_G = data.Ag[[3, 4, 5, 0, 1, 2]]`` (columns mapped to Pinocchio's v order).
+
+The computations are :func:`kanedyn.dynamics.centroidal_kernel.ag_core` and
+``cm_core`` (numba); the readable definitions are
+:func:`centroidal_momentum_matrix_reference` and :func:`centroidal_momentum_bias_reference`
+below, which follow the sums above body by body.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ..errors import ModelError
+from ..model import Model
+from ..spatial import crf, crm, plucker
+from ._dispatch import F8, batch, batch_result, fail, general, store, writable
+from .flat import fast, flatten
+from .reference import body_placements, body_velocities, jacobian_local, joint_transforms
+
+_empty = np.empty
+
+
+def _stub(name: str):
+    """A stand-in for the kernel ``centroidal_kernel.name`` bound to the module global
+    ``_name``: its first call loads the kernel (the bare entry point for the single-state
+    ``*_f``, else the dispatcher), rebinds the global to it and forwards the call (as
+    :func:`kanedyn.dynamics._dispatch.entry_stub`); importing kanedyn compiles nothing."""
+
+    def load(*args):
+        from . import centroidal_kernel as ck
+
+        f = ck.entry(name) if name.endswith("_f") else ck.ready(name)
+        globals()["_" + name] = f
+        return f(*args)
+
+    return load
+
+
+_ag_f = _stub("ag_f")
+_cm_f = _stub("cm_f")
+_ag_batch = _stub("ag_batch")
+_cm_batch = _stub("cm_batch")
+
+
+def _no_mass(model: Model, what: str):
+    raise ModelError(f"{what}: model {model.name!r} has no mass (total mass "
+                     f"{model.total_mass:g}), so it has no centre of mass")
+
+
+def _fail(model: Model, s, what: str, q, speeds: tuple):
+    from .centroidal_kernel import NO_MASS
+
+    if np.any(np.asarray(s) == NO_MASS):
+        _no_mass(model, what)
+    fail(model, s, what, q, speeds)
+
+
+def centroidal_momentum_matrix(model: Model, q: ArrayLike, *,
+                               out: NDArray | None = None) -> NDArray:
+    """The centroidal momentum matrix ``A_G(q)`` (6 x nv; (N, 6, nv) for a batch).
+
+    ``h_G = A_G v``: rows 0-2 the angular momentum about the centre of mass, rows 3-5
+    the linear momentum, both in world axes — kanedyn's angular-first order, that of
+    Orin, Goswami & Lee (2013); Pinocchio's ``data.Ag`` after ``ccrba`` has the two
+    halves swapped. Column j is the momentum the model has when speed j alone is 1.
+
+    Computed as CRBA's composite inertias ``I^c_i`` (Featherstone 2008, Table 6.2), then
+    ``A_G[:, joint i] = i_X_Gᵀ I^c_i S_i`` (Orin et al. 2013): O(nb + nv).
+    ``out``: an array of the result's shape to write into (and return).
+    """
+    try:
+        buf, nv, _ = model._kd_hot  # (flat._Hot)
+    except (AttributeError, ValueError):
+        buf, nv, _ = fast(model)
+    try:
+        # one float64 state straight to the kernel's entry point (see kernels.entry)
+        if q.ndim == 1 and q.dtype is F8:
+            if out is None:
+                Ag = _empty((6, nv))
+                if not (s := _ag_f(buf, q, Ag)):
+                    return Ag
+                _fail(model, s, "centroidal_momentum_matrix", q, ())
+            elif writable(out, 2):
+                if s := _ag_f(buf, q, out):
+                    _fail(model, s, "centroidal_momentum_matrix", q, ())
+                return out
+    except (AttributeError, TypeError):  # not an array
+        pass
+    fm = flatten(model)
+    (Q,), _, single = general(model, q, ())
+    N = Q.shape[0]
+    res = batch_result(None if single else out, (N, 6, fm.nv), Q)
+    status = np.zeros(N, dtype=np.int64)
+    batch(_ag_batch, fm.data, Q, res, status)
+    if status.any():
+        _fail(model, status, "centroidal_momentum_matrix", Q, ())
+    return store(out, res[0] if single else res)
+
+
+def _c_front(wrapper):
+    """``wrapper`` with the C fast path of ``_fastcall.c`` in front (as
+    :func:`kanedyn.dynamics._dispatch.c_front`), its result (6, nv); ``wrapper`` itself
+    without the extension, with ``KANEDYN_NO_C=1``, or with an extension built before
+    it took ``rows=``."""
+    if os.environ.get("KANEDYN_NO_C", "") not in ("", "0"):
+        return wrapper
+    try:
+        from ._fastcall import Caller
+
+        def loader() -> int:
+            from . import centroidal_kernel
+
+            return centroidal_kernel.c_entry("ag_c")
+
+        caller = Caller(wrapper, loader, 1, rows=6)
+    except (ImportError, TypeError):
+        return wrapper
+    return functools.update_wrapper(caller, wrapper)
+
+
+centroidal_momentum_matrix = _c_front(centroidal_momentum_matrix)
+
+
+def _momentum_and_bias(model: Model, q: ArrayLike, v: ArrayLike, what: str) -> NDArray:
+    """``[h_G, Ȧ_G v]`` (12,) or (N, 12)."""
+    try:
+        buf, _, _ = model._kd_hot  # (flat._Hot)
+    except (AttributeError, ValueError):
+        buf, _, _ = fast(model)
+    try:
+        if q.ndim == 1 and v.ndim == 1 and q.dtype is F8 and v.dtype is F8:
+            out = _empty(12)
+            if not (s := _cm_f(buf, q, v, out)):
+                return out
+            _fail(model, s, what, q, ((v, "v"),))
+    except (AttributeError, TypeError):
+        pass
+    fm = flatten(model)
+    (Q, V), _, single = general(model, q, ((v, "v"),))
+    N = Q.shape[0]
+    out = np.empty((N, 12))
+    status = np.zeros(N, dtype=np.int64)
+    batch(_cm_batch, fm.data, Q, V, out, status)
+    if status.any():
+        _fail(model, status, what, Q, ((V, "v"),))
+    return out[0] if single else out
+
+
+def centroidal_momentum(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray:
+    """The centroidal momentum ``h_G = [k_G; l_G] = A_G(q) v`` (6,; (N, 6) for a batch):
+    the angular momentum about the centre of mass and the linear momentum ``m ċ``, in
+    world axes, angular first (Pinocchio's ``data.hg``, halves swapped).
+
+    Computed body by body from the velocities, without forming A_G (Orin et al.
+    2013): ``h_G = Σ_i i_X_Gᵀ I_i v_i``.
+    """
+    out = _momentum_and_bias(model, q, v, "centroidal_momentum")
+    return out[..., :6]
+
+
+def centroidal_momentum_bias(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray:
+    """``Ȧ_G(q, v) v`` (6,; (N, 6) for a batch), angular first: the rate of change of the
+    centroidal momentum when v̇ = 0, so that ``ḣ_G = A_G v̇ + Ȧ_G v``.
+
+    ``Ȧ_G v = Σ_i i_X_Gᵀ (I_i a_i + v_i ×* I_i v_i)`` with a_i the body accelerations of
+    RNEA's forward pass at v̇ = 0 without gravity (Orin, Goswami & Lee 2013;
+    Featherstone 2008, Table 5.1). Pinocchio: ``data.dhg`` after
+    ``computeCentroidalMomentumTimeVariation(model, data, q, v, 0)``, halves swapped.
+    """
+    out = _momentum_and_bias(model, q, v, "centroidal_momentum_bias")
+    return out[..., 6:]
+
+
+# --- the readable definitions (one state), which the kernels are tested against ----
+
+def _centroid_transforms(model: Model, q: NDArray) -> list[NDArray]:
+    """``i_X_G`` for every body: G at the centre of mass c with world axes, so
+    ``i_X_G = plucker(R_iᵀ, p_i - c)`` (the rotation from world to body axes, and body
+    i's origin seen from c)."""
+    R, p = body_placements(model, q)
+    m = model.total_mass
+    if not m > 0.0:
+        _no_mass(model, "centroidal momentum")
+    c = sum(b.mass * (p[b.index] + R[b.index] @ b.com) for b in model.bodies) / m
+    return [plucker(R[i].T, p[i] - c) for i in range(model.nb)]
+
+
+def centroidal_momentum_matrix_reference(model: Model, q: NDArray) -> NDArray:
+    """``A_G = Σ_i i_X_Gᵀ I_i J_i`` (Orin, Goswami & Lee 2013), body by body."""
+    XG = _centroid_transforms(model, q)
+    A = np.zeros((6, model.nv))
+    for b in model.bodies:
+        A += XG[b.index].T @ b.inertia @ jacobian_local(model, q, b.index)
+    return A
+
+
+def centroidal_momentum_reference(model: Model, q: NDArray, v: NDArray) -> NDArray:
+    """``h_G = Σ_i i_X_Gᵀ I_i v_i``, body by body."""
+    XG = _centroid_transforms(model, q)
+    vel = body_velocities(model, q, v)
+    return sum(XG[b.index].T @ b.inertia @ vel[b.index] for b in model.bodies)
+
+
+def centroidal_momentum_bias_reference(model: Model, q: NDArray, v: NDArray) -> NDArray:
+    """``Ȧ_G v = Σ_i i_X_Gᵀ (I_i a_i + v_i ×* I_i v_i)``, a_i the body accelerations at
+    v̇ = 0 without gravity: ``a_i = X_up[i] a_λ(i) + v_i × S_i v_i`` (a root: 0)."""
+    XG = _centroid_transforms(model, q)
+    X_up = joint_transforms(model, q)
+    vel = body_velocities(model, q, v)
+    acc = [None] * model.nb
+    hdot = np.zeros(6)
+    for b in model.bodies:  # parent before child
+        i, p = b.index, b.parent
+        vJ = b.joint.motion_subspace() @ v[b.iv]
+        acc[i] = np.zeros(6) if p < 0 else X_up[i] @ acc[p] + crm(vel[i]) @ vJ
+        f = b.inertia @ acc[i] + crf(vel[i]) @ b.inertia @ vel[i]
+        hdot += XG[i].T @ f
+    return hdot

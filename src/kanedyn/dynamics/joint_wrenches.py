@@ -1,0 +1,151 @@
+"""Joint wrenches: the spatial force each joint transmits from parent to child.
+
+In the recursive Newton–Euler algorithm (Featherstone 2008, Table 5.1) the backward
+pass accumulates, for each body i,
+
+    f_i = I_i a_i + v_i ×* I_i v_i - f_ext,i + Σ_{c ∈ children(i)} X_cᵀ f_c,
+
+the force that the parent exerts on the subtree of body i through joint i (gravity
+included, as ``kd.rnea`` includes it: a_i is measured from the free-fall frame,
+a_0 = -a_grav). Its projection on the motion subspace is the joint force,
+``τ_i = S_iᵀ f_i``; the rest, ``f_i - S_i τ_i`` in the joint's constrained
+directions, is the reaction load the joint's bearing carries — the numeric
+counterpart of the constraint forces Kane's method brings in with auxiliary speeds
+(Kane & Levinson 1985). For a free root joint, f is the external
+wrench that would be needed to move the base as given (zero when a comes from ABA).
+
+The computation is :func:`kanedyn.dynamics.joint_wrenches_kernel.jw_core` (numba),
+RNEA's own kernel with its forces copied out; the readable definition is
+:func:`joint_wrenches_reference`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ..errors import KanedynError
+from ..model import Model
+from ..spatial import crf, crm, plucker_force
+from ._dispatch import F8, batch, fail, general
+from .flat import fast, flatten
+from .reference import body_placements, joint_transforms
+
+#: the coordinates a joint wrench is given in (Pinocchio's names, as for Jacobians)
+REFERENCES = ("local", "world", "local_world_aligned")
+
+_empty = np.empty
+
+
+def _stub(name: str):
+    """A stand-in for the kernel ``joint_wrenches_kernel.name`` bound to the module global
+    ``_name``: its first call loads it (the bare entry point for the single-state
+    ``jw_f*``, else the dispatcher), rebinds the global and forwards the call."""
+
+    def load(*args):
+        from . import joint_wrenches_kernel as jk
+
+        f = jk.ready(name) if name.endswith("_batch") else jk.entry(name)
+        globals()["_" + name] = f
+        return f(*args)
+
+    return load
+
+
+_jw_f = _stub("jw_f")
+_jw_f_fext = _stub("jw_f_fext")
+_jw_batch = _stub("jw_batch")
+
+
+def _reference_code(reference: str) -> int:
+    try:
+        return REFERENCES.index(reference)
+    except ValueError:
+        raise KanedynError(f"joint_wrenches: unknown reference {reference!r}; choose one "
+                           f"of {REFERENCES}") from None
+
+
+def joint_wrenches(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
+                   f_ext: ArrayLike | None = None, reference: str = "local") -> NDArray:
+    """The spatial force ``[n; f]`` each joint transmits from its parent to its child
+    body, one row per body (nb x 6; (N, nb, 6) for a batch), in body order.
+
+    ``f_i = I_i a_i + v_i ×* I_i v_i - f_ext,i + Σ_children X_cᵀ f_c`` — RNEA's
+    backward-pass forces (Featherstone 2008, Table 5.1), gravity included as in
+    :func:`kanedyn.rnea`; ``S_iᵀ f_i`` is ``kd.rnea``'s τ of joint i. ``f_ext`` as
+    ``kd.rnea`` takes it (nb x 6, each body's external force in its own coordinates).
+
+    ``reference``:
+
+    - ``"local"`` (default): in body i's coordinates, the moment about its origin
+      (Pinocchio's ``data.f`` after ``rnea``);
+    - ``"world"``: in world coordinates, the moment about the world origin
+      (``i_X_0ᵀ f_i``; Pinocchio ``data.oMi[i].act(data.f[i])``);
+    - ``"local_world_aligned"``: world axes, the moment about body i's origin.
+    """
+    code = _reference_code(reference)
+    try:
+        buf, _, _ = model._kd_hot  # (flat._Hot)
+    except (AttributeError, ValueError):
+        buf, _, _ = fast(model)
+    try:
+        if (q.ndim == 1 and v.ndim == 1 and a.ndim == 1 and q.dtype is F8
+                and v.dtype is F8 and a.dtype is F8):
+            W = _empty((model.nb, 6))
+            if f_ext is None:
+                s = _jw_f(buf, q, v, a, code, W)
+            elif f_ext.ndim == 2 and f_ext.dtype is F8:
+                s = _jw_f_fext(buf, q, v, a, f_ext, code, W)
+            else:
+                s = None
+            if s == 0:
+                return W
+            if s is not None:
+                fail(model, s, "joint_wrenches", q, ((v, "v"), (a, "a")), f_ext)
+    except (AttributeError, TypeError):  # not arrays
+        pass
+    fm = flatten(model)
+    (Q, V, A), F, single = general(model, q, ((v, "v"), (a, "a")), f_ext)
+    N = Q.shape[0]
+    out = np.empty((N, fm.nb, 6))
+    status = np.zeros(N, dtype=np.int64)
+    Fk = F if F is not None else np.zeros((1, fm.nb, 6))
+    batch(_jw_batch, fm.data, Q, V, A, Fk, F is not None, code, out, status)
+    if status.any():
+        fail(model, status, "joint_wrenches", Q, ((V, "v"), (A, "a")), F)
+    return out[0] if single else out
+
+
+def joint_wrenches_reference(model: Model, q: NDArray, v: NDArray, a: NDArray,
+                             f_ext: NDArray | None = None,
+                             reference: str = "local") -> NDArray:
+    """RNEA (Featherstone 2008, Table 5.1) keeping its backward-pass forces, one state."""
+    code = _reference_code(reference)
+    X_up = joint_transforms(model, q)
+    nb = model.nb
+    vel, acc, f = [None] * nb, [None] * nb, [None] * nb
+    for b in model.bodies:  # forward pass: parent before child
+        i, p = b.index, b.parent
+        S = b.joint.motion_subspace()
+        vJ = S @ v[b.iv]
+        if p < 0:
+            vel[i] = vJ
+            acc[i] = X_up[i] @ (-model.gravity_spatial) + S @ a[b.iv]
+        else:
+            vel[i] = X_up[i] @ vel[p] + vJ
+            acc[i] = X_up[i] @ acc[p] + S @ a[b.iv] + crm(vel[i]) @ vJ
+        f[i] = b.inertia @ acc[i] + crf(vel[i]) @ b.inertia @ vel[i]
+        if f_ext is not None:
+            f[i] = f[i] - f_ext[i]
+    for b in reversed(model.bodies):  # backward pass: child before parent
+        if b.parent >= 0:
+            f[b.parent] = f[b.parent] + X_up[b.index].T @ f[b.index]
+    W = np.array(f)
+    if code == 0:
+        return W
+    R, p = body_placements(model, q)
+    for i in range(nb):
+        # 0_X_i* (world) or its rotation alone (local_world_aligned): from body i to world
+        # axes, R_i; the world origin seen from body i, -R_iᵀ p_i
+        W[i] = plucker_force(R[i], -R[i].T @ p[i] if code == 1 else np.zeros(3)) @ W[i]
+    return W
