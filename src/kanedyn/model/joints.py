@@ -61,6 +61,7 @@ class Joint:
     name: str
     damping: float = 0.0
     friction: float = 0.0
+    armature: float = 0.0
     limits: JointLimits = field(default_factory=JointLimits)
 
     nq = 0
