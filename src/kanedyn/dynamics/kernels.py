@@ -1496,11 +1496,12 @@ def rigid_times(m, h0, h1, h2, j00, j01, j02, j11, j12, j22, w0, w1, w2, u0, u1,
 def cholesky_entry(L, b, r, c, d, tol):
     """Entry (r, c), r >= c, of the Cholesky factor of a matrix A, into ``L[b + r, c]``,
     from ``d = A[r, c]`` and the columns of L before c (column by column, top down).
-    False when a pivot (r == c) is at most ``tol``: A is singular to that tolerance."""
+    False when a pivot (r == c) is at most ``tol``: A is singular to that tolerance (a NaN
+    pivot, from an overflow, is not: the result is then NaN, reported as not finite)."""
     for l in range(c):
         d -= L[b + r, l] * L[b + c, l]
     if r == c:
-        if not d > tol:
+        if d <= tol:
             return False
         L[b + c, c] = np.sqrt(d)
     else:
@@ -1633,7 +1634,7 @@ def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, S0, w, IA, LW, y):
             p0, p1, p2 = w[PA + i, 0], w[PA + i, 1], w[PA + i, 2]
             p3, p4, p5 = w[PA + i, 3], w[PA + i, 4], w[PA + i, 5]
             d = s0 * u0 + s1 * u1 + s2 * u2 + s3 * u3 + s4 * u4 + s5 * u5 + data[i, ARMATURE]
-            if not d > tol:
+            if d <= tol:
                 return SINGULAR - i
             u = tau[o] - (s0 * p0 + s1 * p1 + s2 * p2 + s3 * p3 + s4 * p4 + s5 * p5)
             dinv = 1.0 / d
@@ -1985,7 +1986,7 @@ def aba_lanes(data, Q, V, Tau, Fx, use_fext, k0, L, out, status, Xs, Ws):
             p3, p4, p5 = Pb[i, 3, l], Pb[i, 4, l], Pb[i, 5, l]
             d = s0 * u0 + s1 * u1 + s2 * u2 + s3 * u3 + s4 * u4 + s5 * u5 + data[i, ARMATURE]
             u = Tau[k0 + l, o] - (s0 * p0 + s1 * p1 + s2 * p2 + s3 * p3 + s4 * p4 + s5 * p5)
-            if d > data[nb, SINGTOL]:
+            if not d <= data[nb, SINGTOL]:  # (NaN from an overflow: NOT_FINITE below)
                 dinv = 1.0 / d
             else:  # as aba_core, which stops there; this lane's result is not used
                 dinv = 0.0
@@ -2083,7 +2084,7 @@ def aba_lanes_free_root(Tau, k0, o, L, X0, i, Pb, IA, Lc, Z, tol, status):
                     d -= Lc[r, k, l] * Lc[c, k, l]
                 if r != c:
                     Lc[r, c, l] = d / Lc[c, c, l]
-                elif d > tol:
+                elif not d <= tol:
                     Lc[r, c, l] = np.sqrt(d)
                 else:  # singular: NaN, never a division by zero (the status says which)
                     Lc[r, c, l] = np.nan
