@@ -208,6 +208,8 @@ def test_massless_finger_joint(tmp_path):
                                 np.stack([tau] * 9)),
         "derivatives": lambda: kd.aba_derivatives(model, q, v, tau),
         "simulate": lambda: kd.simulate(model, q, v, 0.01, method="rk4", dt=1e-3),
+        "simulate_batch": lambda: kd.simulate_batch(model, q[None], v[None], 0.01,
+                                                    method="rk4", dt=1e-3),
     }
     for name, call in calls.items():
         with pytest.raises(SolverError, match="joint 'finger' moves no inertia.*armature="):

@@ -21,8 +21,12 @@ Loading is done in two steps, both public:
    ``model.frames``).
 
 :func:`load_urdf` does both. Meshes (``package://`` or file names) are never
-opened; ``<visual>``, ``<collision>``, ``<material>``, ``<transmission>``,
-``<gazebo>``, ``<calibration>`` and ``<safety_controller>`` are ignored.
+opened; ``<visual>``, ``<collision>``, ``<material>``, ``<gazebo>``,
+``<calibration>`` and ``<safety_controller>`` are ignored, and of ``<transmission>``
+only Drake's ``<drake:rotor_inertia>`` and ``<drake:gear_ratio>`` are read (a joint's
+armature). Defects robot packages ship with (link inertias that are not a rigid
+body's, joints that move no inertia, a ``<mimic>`` of a missing joint) are warnings,
+errors with ``strict=True``: see :func:`build_model` and ``docs/urdf.md``.
 
 Choices made here (and where they differ from other loaders):
 
