@@ -361,8 +361,9 @@ def _merged_inertia(name: str, links: list[str], I: NDArray) -> NDArray:
         out[:3, :3] = clip_rotational_inertia(Ic)
         return out
     merged = "" if len(links) == 1 else f" (links {', '.join(map(repr, links))} merged)"
-    err = ModelError(f"body {name!r}{merged}: the rotational inertia about its centre of mass "
-                     f"is {why}")
+    err = ModelError(f"body {name!r}{merged}: its rotational inertia about its centre of mass "
+                     f"is not a rigid body's ({why}); the merged body is judged, so this is "
+                     "an error, not a warning: correct the file's <inertial>")
     err.body = name
     raise err
 
