@@ -616,8 +616,6 @@ def build_model(robot: URDFRobot, floating_base: bool = False,
             f"{'s are' if n > 1 else ' is'} fixed to the root link {robot.root!r}), so "
             "with a fixed base nothing moves; load it with floating_base=True to move it "
             "as one free body")
-    arm = _armatures(robot, armature, floating_base)
-
     root = robot.links[robot.root]
     base = root
     world_name = root.name
@@ -633,12 +631,14 @@ def build_model(robot: URDFRobot, floating_base: bool = False,
             base = robot.links[kids[0].child]
         else:
             world_name = "world" if "world" not in robot.links else "__world__"
+    root_joint = _root_joint_name(robot, base) if floating_base else None
+    arm = _armatures(robot, armature, root_joint)
     b = ModelBuilder(robot.name, gravity=gravity, root_name=world_name)
     on_world = set()  # links that are the world (fixed base) or rigidly fixed to it
     todo: list[tuple[URDFJoint | None, URDFLink]] = []
     if floating_base:
-        name = _root_joint_name(robot, base)
-        _add(b, at(None, base), base, None, Free(name, armature=arm.get(name, 0.0)), None)
+        _add(b, at(None, base), base, None, Free(root_joint, armature=arm.get(root_joint, 0.0)),
+             None)
         todo += [(j, robot.links[j.child]) for j in reversed(robot.children[base.name])]
         if base is not root:
             on_world.add(root.name)
@@ -717,15 +717,15 @@ def _root_joint_name(robot: URDFRobot, base: URDFLink) -> str:
     return "root_joint" if "root_joint" not in robot.joints else f"{base.name}_root_joint"
 
 
-def _armatures(robot: URDFRobot, armature, floating_base: bool) -> dict[str, float]:
-    """``{joint: armature}``: the file's transmissions, replaced where ``armature`` says."""
+def _armatures(robot: URDFRobot, armature, root_joint: str | None) -> dict[str, float]:
+    """``{joint: armature}``: the file's transmissions, replaced where ``armature`` says
+    (``root_joint``: the free joint floating_base adds, which a dict may name)."""
     out = dict(robot.armature)
     moving = [j.name for j in robot.joints.values() if j.type != "fixed"]
     if armature is None:
         return out
     if isinstance(armature, dict):
-        names = moving + ([_root_joint_name(robot, robot.links[robot.root])]
-                          if floating_base else [])
+        names = moving + ([root_joint] if root_joint else [])
         unknown = [n for n in armature if n not in names]
         if unknown:
             raise URDFError(f"{robot.source}: armature= names {unknown}, which are not moving "
