@@ -21,7 +21,7 @@ import os
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import StateError
+from ..errors import SolverError, StateError
 from ..model import Model
 from ..model.configuration import as_state
 from ..model.joints import QUAT_TOL
@@ -178,9 +178,27 @@ def store(out: NDArray | None, result: NDArray) -> NDArray:
     return out
 
 
+def singular_error(model: Model, joint: str, what: str, where: str = "") -> SolverError:
+    """The SolverError of an algorithm that needs M(q)⁻¹ on a model where ``joint`` moves
+    no inertia."""
+    from ..model.model import singular_joints
+
+    try:
+        others = [n for n in singular_joints(model) if n != joint]
+    except Exception:  # naming the others is a courtesy; never hide the error itself
+        others = []
+    more = f" (so do {others})" if others else ""
+    return SolverError(
+        f"{what}: joint {joint!r} moves no inertia{where}{more}: the bodies it carries are "
+        "massless or their mass lies on its axis, so M(q) is singular and has no inverse; "
+        f"give it a rotor inertia (e.g. kd.load_urdf(..., armature={{{joint!r}: 1e-4}})) "
+        "or its bodies mass")
+
+
 def fail(model: Model, status: NDArray | int, what: str, q, speeds: tuple, f_ext=None):
-    """Raise the StateError that explains a non-zero kernel status."""
-    from .kernels import BAD_SHAPE, NOT_FINITE
+    """Raise the StateError that explains a non-zero kernel status (a SolverError for a
+    joint that moves no inertia, where ABA would divide by zero)."""
+    from .kernels import BAD_SHAPE, NOT_FINITE, SINGULAR
 
     st = np.atleast_1d(np.asarray(status))
     k = int(np.flatnonzero(st)[0])
@@ -194,6 +212,8 @@ def fail(model: Model, status: NDArray | int, what: str, q, speeds: tuple, f_ext
         raise StateError(f"joint {j.name!r}: quaternion has norm {n:.6g}, not 1{where}")
     if s == BAD_SHAPE:
         raise StateError(f"{what}: an input or out= has the wrong shape{where}")
+    if s <= SINGULAR:
+        raise singular_error(model, model.bodies[SINGULAR - s].joint.name, what, where)
     assert s == NOT_FINITE
     raise StateError(f"{what}: the result is not finite for finite input{where} — "
                      "the state is far outside the model's range (overflow)")

@@ -176,7 +176,9 @@ def rnea_derivatives(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *,
     and free joints a rotation increment in child axes, as Pinocchio's
     ``computeRNEADerivatives``). Computed by a tangent pass of RNEA (see the module
     docstring for the recursion). ``gravity=False`` leaves g(q) out. External forces
-    are not supported. Accepts one state or a batch (leading axis, looped).
+    are not supported. Accepts one state or a batch (leading axis, looped). Armature
+    adds ``J ⊙ a`` to τ, constant in q and v: it leaves both derivatives unchanged
+    (``∂τ/∂a = M + diag J`` is ``kd.crba``, which has it).
     """
     out = _batched(lambda m, qq, vv, aa: rnea_derivatives(m, qq, vv, aa, gravity=gravity),
                    model, q, v, a, "rnea_derivatives")

@@ -63,6 +63,7 @@ class FlatEnergyModel:
             self.mass[i] = b.mass
             self.com[i] = b.com
         self.gravity = np.asarray(model.gravity, dtype=float).copy()
+        self.armature = np.ascontiguousarray(model.armature)
         self.nv = model.nv
 
     def evaluate(self, q: np.ndarray, v: np.ndarray, dT: np.ndarray, dV: np.ndarray,
@@ -71,6 +72,15 @@ class FlatEnergyModel:
         _energy_pass(self.kind, self.parent, self.iq, self.iv, self.nvj, self.axis, self.pitch,
                      self.Et, self.rt, self.inertia, self.S, self.mass, self.com, self.gravity,
                      q, v, dT, dV, out)
+        add_rotor_energy(self.armature, v, out)
+
+
+@nb.njit(cache=True)
+def add_rotor_energy(armature, v, out):
+    """``out[0] += ½ Σ armature v²``: the rotors' kinetic energy (armature, a joint's rotor
+    inertia, acts on its own speeds only: T gains this, ∂T/∂q and the momentum nothing)."""
+    for k in range(v.shape[0]):
+        out[0] += 0.5 * armature[k] * v[k] * v[k]
 
 
 @nb.njit(cache=True)

@@ -24,12 +24,16 @@ Body row i:
   ``SIDX`` k when the motion subspace of a one-speed joint is the unit vector e_k
   of R⁶ (revolute or prismatic about a unit axis: S = [e_ax; 0] or [0; e_ax]),
   else -1: then ``Sᵀ f = f[k]`` and ``I S`` is column k of I, no multiplications.
+- ``ARMATURE``: the joint's rotor inertia, added to M's diagonal at each of its
+  speeds (:attr:`kanedyn.model.joints.Joint.armature`).
 
 Model row: ``NB``, ``NQ``, ``NV``, ``GRAV`` (3) = the world gravity vector g
 (the spatial gravity acceleration is ``[0; g]``), ``QTOL`` the tolerance on the
 norm of a quaternion in q (:data:`kanedyn.model.joints.QUAT_TOL`, read at run
 time so that a change of it needs no recompilation), ``CHAIN`` 1 if every
-body's parent is the body before it (an unbranched chain), else 0.
+body's parent is the body before it (an unbranched chain), else 0; ``SINGTOL``
+the pivot of ABA's ``D_i`` at or below which joint i moves no inertia
+(:func:`kanedyn.model.model.singular_tolerance`).
 
 ``data`` is a view into a larger 1-D array ``buf``: a header (nb, nq, nv, the
 length of ``buf``), then ``data``, then a workspace for the single-state entry
@@ -53,11 +57,13 @@ from numpy.typing import NDArray
 from ..errors import ModelError
 from ..model import Model
 from ..model.joints import QUAT_TOL
+from ..model.model import singular_tolerance
 
 # The layout constants live in kernels.py, the module numba compiles and caches:
 # numba's on-disk cache is invalidated when that file changes, not when this one
 # does, so a layout change made here would leave stale compiled kernels behind.
 from .kernels import (
+    ARMATURE,
     AXIS,
     AXIS_ID,
     CHAIN,
@@ -79,6 +85,7 @@ from .kernels import (
     QTOL,
     R_TREE,
     SIDX,
+    SINGTOL,
     WIDTH,
     H,
     workspace_size,
@@ -124,6 +131,7 @@ def _pack(model: Model) -> FlatModel:
         row[IQ] = b.iq.start
         row[IV] = b.iv.start
         row[NVJ] = j.nv
+        row[ARMATURE] = j.armature
         row[AXIS_ID] = -1
         row[SIDX] = -1
         for k in range(3):
@@ -141,6 +149,7 @@ def _pack(model: Model) -> FlatModel:
     data[nb, QTOL] = QUAT_TOL
     # 1 when every body hangs from the one before it (CRBA then fills all of M)
     data[nb, CHAIN] = float(all(b.parent == b.index - 1 for b in model.bodies))
+    data[nb, SINGTOL] = singular_tolerance(model)
     return FlatModel(data, buf, nb, model.nq, model.nv, tuple(quats))
 
 

@@ -37,7 +37,15 @@ CRBA Table 6.2, ABA Table 7.1), written for speed:
 
 Every kernel returns a status: 0 ok, ``i + 1`` the quaternion of body i is
 not of unit norm, :data:`BAD_SHAPE` an input has the wrong length,
-:data:`NOT_FINITE` the result is not finite. The Python wrappers turn a
+:data:`NOT_FINITE` the result is not finite, ``SINGULAR - i`` (ABA) joint i moves
+no inertia: a pivot of its ``D_i = S_iᵀ I^A_i S_i + armature_i 1`` is at most the
+model's ``SINGTOL`` (so nothing is divided by zero).
+
+Armature (``ARMATURE``, a rotor inertia per joint, added to M's diagonal at each of
+the joint's speeds): RNEA adds ``armature ⊙ a`` to τ, CRBA adds it to M's diagonal, ABA
+to ``D_i`` — exact, as the rotor's inertia acts on the joint's own speeds only
+(τ_i = S_iᵀ f_i + armature_i q̈_i), so the book's derivation of Table 7.1 goes through
+with ``D_i`` so augmented; the kinetic energy gains ``½ Σ armature v²``. The Python wrappers turn a
 non-zero status into a :class:`~kanedyn.StateError` naming the culprit.
 
 Spatial vectors are rows of (n, 6) arrays. ``fastmath`` is off: the kernels
@@ -73,6 +81,7 @@ IV = 32
 NVJ = 33
 AXIS_ID = 34
 SIDX = 35
+ARMATURE = 36
 # columns of the model row (the last row)
 NB = 0
 NQ = 1
@@ -80,10 +89,13 @@ NV = 2
 GRAV = 3
 QTOL = 6
 CHAIN = 7
-WIDTH = 36
+SINGTOL = 8
+WIDTH = 37
 
 NOT_FINITE = -1
 BAD_SHAPE = -2
+#: ``SINGULAR - i``: joint i moves no inertia (ABA's D_i has a pivot <= SINGTOL)
+SINGULAR = -3
 
 # The packed buffer of the single-state entry points (``*_f`` below): one 1-D float64
 # array holding a header (nb, nq, nv, its own length), the flat model, and a workspace for the
@@ -624,6 +636,10 @@ def rnea_core(data, q, v, a, fext, use_v, use_a, use_fext, tau, X, w):
         else:
             for c in range(int(data[i, NVJ])):
                 tau[o + c] = s_dot(data, i, c, w, F + i)
+        arm = data[i, ARMATURE]
+        if use_a and arm != 0.0:  # the rotor's inertia: τ += armature ⊙ a
+            for c in range(int(data[i, NVJ])):
+                tau[o + c] += arm * a[o + c]
         p = int(data[i, PARENT])
         if p >= 0:
             xt_force_add(X, i, w, F + i, w, F + p)
@@ -949,6 +965,11 @@ def rnea_lanes(data, Q, V, A, Fx, use_v, use_a, use_fext, k0, L, out, status, Xs
                     Ws[0, m] = Fb[i, m, l]
                 for c in range(int(data[i, NVJ])):
                     out[k0 + l, o + c] = s_dot(data, i, c, Ws, 0)
+        arm = data[i, ARMATURE]
+        if use_a and arm != 0.0:  # as rnea_core
+            for c in range(int(data[i, NVJ])):
+                for l in range(L):
+                    out[k0 + l, o + c] += arm * A[k0 + l, o + c]
         p = int(data[i, PARENT])
         if p >= 0:
             for l in range(L):
@@ -1183,12 +1204,25 @@ def crba_core(data, q, M, X, P, F, A):
             if c == nvi:
                 i += 1
                 c = 0
+    add_armature(data, M)
     # M is symmetric positive definite: a finite diagonal bounds every entry,
     # |M_ij| <= sqrt(M_ii M_jj), and checking it costs nv, not nv² (1.5 µs at nv = 38)
     for a in range(nv):
         if not np.isfinite(M[a, a]):
             return NOT_FINITE
     return 0
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def add_armature(data, M):
+    """M's diagonal += each joint's armature, at each of its speeds."""
+    nb = data.shape[0] - 1
+    for i in range(nb):
+        arm = data[i, ARMATURE]
+        if arm != 0.0:
+            o = int(data[i, IV])
+            for c in range(int(data[i, NVJ])):
+                M[o + c, o + c] += arm
 
 
 @njit(cache=True)
@@ -1329,7 +1363,8 @@ def crba_lanes(data, Q, k0, L, out, status, Xs, Fs):
                             out[k0 + l, oj + r, col] = x
                             out[k0 + l, col, oj + r] = x
                 p = int(data[j, PARENT])
-    for l in range(L):  # as crba_core: a finite diagonal bounds every entry
+    for l in range(L):  # as crba_core: the armature, then a finite diagonal bounds every entry
+        add_armature(data, out[k0 + l])
         if status[k0 + l] == 0:
             for a in range(nv):
                 if not np.isfinite(out[k0 + l, a, a]):
@@ -1458,15 +1493,20 @@ def rigid_times(m, h0, h1, h2, j00, j01, j02, j11, j12, j22, w0, w1, w2, u0, u1,
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def cholesky_entry(L, b, r, c, d):
+def cholesky_entry(L, b, r, c, d, tol):
     """Entry (r, c), r >= c, of the Cholesky factor of a matrix A, into ``L[b + r, c]``,
-    from ``d = A[r, c]`` and the columns of L before c (column by column, top down)."""
+    from ``d = A[r, c]`` and the columns of L before c (column by column, top down).
+    False when a pivot (r == c) is at most ``tol``: A is singular to that tolerance (a NaN
+    pivot, from an overflow, is not: the result is then NaN, reported as not finite)."""
     for l in range(c):
         d -= L[b + r, l] * L[b + c, l]
     if r == c:
+        if d <= tol:
+            return False
         L[b + c, c] = np.sqrt(d)
     else:
         L[b + r, c] = d / L[b + c, c]
+    return True
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
@@ -1510,6 +1550,7 @@ def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, S0, w, IA, LW, y):
     PA = 2 * nb
     TM = 3 * nb
     WO = 6 * nb
+    tol = data[nb, SINGTOL]
     g0 = data[nb, GRAV]
     g1 = data[nb, GRAV + 1]
     g2 = data[nb, GRAV + 2]
@@ -1592,7 +1633,9 @@ def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, S0, w, IA, LW, y):
             u0, u1, u2, u3, u4, u5 = sym_times(IA, i, s0, s1, s2, s3, s4, s5)
             p0, p1, p2 = w[PA + i, 0], w[PA + i, 1], w[PA + i, 2]
             p3, p4, p5 = w[PA + i, 3], w[PA + i, 4], w[PA + i, 5]
-            d = s0 * u0 + s1 * u1 + s2 * u2 + s3 * u3 + s4 * u4 + s5 * u5
+            d = s0 * u0 + s1 * u1 + s2 * u2 + s3 * u3 + s4 * u4 + s5 * u5 + data[i, ARMATURE]
+            if d <= tol:
+                return SINGULAR - i
             u = tau[o] - (s0 * p0 + s1 * p1 + s2 * p2 + s3 * p3 + s4 * p4 + s5 * p5)
             dinv = 1.0 / d
             LW[b, 0] = dinv
@@ -1618,9 +1661,12 @@ def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, S0, w, IA, LW, y):
             for m in range(6):
                 w[TM, m] = -w[PA + i, m]
             xt_force_add(X0, i, w, TM + 1, w, TM)
+            if data[i, ARMATURE] != 0.0:
+                free_root_armature(IA, i, X0, data[i, ARMATURE])
             for c in range(6):
                 for r in range(c, 6):
-                    cholesky_entry(LW, b, r, c, IA[i, r * (r + 1) // 2 + c])
+                    if not cholesky_entry(LW, b, r, c, IA[i, r * (r + 1) // 2 + c], tol):
+                        return SINGULAR - i
             for r in range(6):  # L z = rhs
                 s = w[TM, r]
                 for l in range(r):
@@ -1641,10 +1687,11 @@ def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, S0, w, IA, LW, y):
                 S0[o + c, 5])
         for c in range(n):
             for r in range(c, n):
-                d = 0.0
+                d = data[i, ARMATURE] if r == c else 0.0
                 for m in range(6):
                     d += S0[o + r, m] * w[TM + 2 + c, m]
-                cholesky_entry(LW, b, r, c, d)
+                if not cholesky_entry(LW, b, r, c, d, tol):
+                    return SINGULAR - i
         # u = τ_i - Sᵀ p^A; y = L⁻¹ u; W = L⁻¹ Uᵀ (forward substitution)
         for r in range(n):
             u = tau[o + r]
@@ -1707,6 +1754,31 @@ def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, S0, w, IA, LW, y):
     return 0 if all_finite(qdd) else NOT_FINITE
 
 
+@njit(cache=True, _nrt=False, forceinline=True)
+def free_root_armature(IA, i, X0, arm):
+    """``I^A_i += arm X0ᵀ X0`` (packed) for a free root, whose v̇ = X0 δ: the rotor term
+    ``arm v̇`` of τ, taken to the world by X0ᵀ as aba_core's direct solve needs it. With
+    ``X0 = [E 0; -E r× E]``, ``X0ᵀ X0 = [1 - r×r×, r×; -r×, 1]``."""
+    r0, r1, r2 = X0[i, 9], X0[i, 10], X0[i, 11]
+    rr = r0 * r0 + r1 * r1 + r2 * r2
+    IA[i, 0] += arm * (1.0 + rr - r0 * r0)
+    IA[i, 1] -= arm * r1 * r0
+    IA[i, 2] += arm * (1.0 + rr - r1 * r1)
+    IA[i, 3] -= arm * r2 * r0
+    IA[i, 4] -= arm * r2 * r1
+    IA[i, 5] += arm * (1.0 + rr - r2 * r2)
+    # rows 3..5, columns 0..2: -r×, entries (a, c) = -(r×)[a - 3, c]
+    IA[i, 7] += arm * r2   # (3, 1): -(-r2)
+    IA[i, 8] -= arm * r1   # (3, 2): -(r1)
+    IA[i, 10] -= arm * r2  # (4, 0): -(r2)
+    IA[i, 12] += arm * r0  # (4, 2): -(-r0)
+    IA[i, 15] += arm * r1  # (5, 0): -(-r1)
+    IA[i, 16] -= arm * r0  # (5, 1): -(r0)
+    IA[i, 9] += arm
+    IA[i, 14] += arm
+    IA[i, 20] += arm
+
+
 @njit(cache=True)
 def aba_into(data, q, v, tau, fext, use_fext, qdd):
     """:func:`aba_core` with a workspace of its own."""
@@ -1743,6 +1815,8 @@ def aba_lanes_fit(data):
         return False
     for i in range(nb):
         if data[i, NVJ] != 1 and not (data[i, PARENT] < 0 and int(data[i, JTYPE]) == FREE):
+            return False
+        if data[i, NVJ] == 6 and data[i, ARMATURE] != 0.0:  # a free root with a rotor
             return False
     return True
 
@@ -1897,7 +1971,7 @@ def aba_lanes(data, Q, V, Tau, Fx, use_fext, k0, L, out, status, Xs, Ws):
         o = int(data[i, IV])
         par = int(data[i, PARENT])
         if par < 0 and int(data[i, JTYPE]) == FREE:
-            aba_lanes_free_root(Tau, k0, o, L, X0, i, Pb, IA, Lc, Z)
+            aba_lanes_free_root(Tau, k0, o, L, X0, i, Pb, IA, Lc, Z, data[nb, SINGTOL], status)
             continue
         for l in range(L):
             s0, s1, s2 = S0[i, 0, l], S0[i, 1, l], S0[i, 2, l]
@@ -1910,9 +1984,14 @@ def aba_lanes(data, Q, V, Tau, Fx, use_fext, k0, L, out, status, Xs, Ws):
                 s0, s1, s2, s3, s4, s5)
             p0, p1, p2 = Pb[i, 0, l], Pb[i, 1, l], Pb[i, 2, l]
             p3, p4, p5 = Pb[i, 3, l], Pb[i, 4, l], Pb[i, 5, l]
-            d = s0 * u0 + s1 * u1 + s2 * u2 + s3 * u3 + s4 * u4 + s5 * u5
+            d = s0 * u0 + s1 * u1 + s2 * u2 + s3 * u3 + s4 * u4 + s5 * u5 + data[i, ARMATURE]
             u = Tau[k0 + l, o] - (s0 * p0 + s1 * p1 + s2 * p2 + s3 * p3 + s4 * p4 + s5 * p5)
-            dinv = 1.0 / d
+            if not d <= data[nb, SINGTOL]:  # (NaN from an overflow: NOT_FINITE below)
+                dinv = 1.0 / d
+            else:  # as aba_core, which stops there; this lane's result is not used
+                dinv = 0.0
+                if status[k0 + l] == 0:
+                    status[k0 + l] = SINGULAR - i
             Di[i, l] = dinv
             Yb[i, l] = u
             Ub[i, 0, l], Ub[i, 1, l], Ub[i, 2, l] = u0, u1, u2
@@ -1986,7 +2065,7 @@ def aba_lanes(data, Q, V, Tau, Fx, use_fext, k0, L, out, status, Xs, Ws):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def aba_lanes_free_root(Tau, k0, o, L, X0, i, Pb, IA, Lc, Z):
+def aba_lanes_free_root(Tau, k0, o, L, X0, i, Pb, IA, Lc, Z, tol, status):
     """Pass 2 of :func:`aba_lanes` for a free root, as aba_core: ``I^A δ = X0ᵀ τ - p^A``
     by the Cholesky factor Lc of I^A; δ into Z[6:12] (Z[0:6]: the right side, then z)."""
     for l in range(L):
@@ -2003,7 +2082,14 @@ def aba_lanes_free_root(Tau, k0, o, L, X0, i, Pb, IA, Lc, Z):
                 d = IA[i, r * (r + 1) // 2 + c, l]
                 for k in range(c):
                     d -= Lc[r, k, l] * Lc[c, k, l]
-                Lc[r, c, l] = np.sqrt(d) if r == c else d / Lc[c, c, l]
+                if r != c:
+                    Lc[r, c, l] = d / Lc[c, c, l]
+                elif not d <= tol:
+                    Lc[r, c, l] = np.sqrt(d)
+                else:  # singular: NaN, never a division by zero (the status says which)
+                    Lc[r, c, l] = np.nan
+                    if status[k0 + l] == 0:
+                        status[k0 + l] = SINGULAR - i
     for r in range(6):  # L z = rhs
         for l in range(L):
             x = Z[r, l]
@@ -2131,6 +2217,11 @@ def summary_into(data, q, v, use_v, out):
             out[5] += P0
             out[6] += P1
             out[7] += P2
+            arm = data[i, ARMATURE]
+            if arm != 0.0:  # the rotor's kinetic energy, ½ armature v² (no momentum)
+                o = int(data[i, IV])
+                for c in range(int(data[i, NVJ])):
+                    out[0] += 0.5 * arm * v[o + c] * v[o + c]
     for a in range(3):
         out[8 + a] /= mass
     return 0 if all_finite(out) else NOT_FINITE

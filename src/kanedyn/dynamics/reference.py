@@ -7,6 +7,10 @@ which are tested against these.
 Notation: ``X_up[i]`` = i_X_parent(i), ``S`` motion subspace, ``crm``/``crf``
 motion/force cross products, ``a_grav`` gravity as a spatial acceleration.
 Spatial quantities of body i are in body i coordinates.
+
+Armature ``J_r`` (a joint's rotor inertia, ``body.joint.armature``) acts on the joint's
+own speeds: ``τ_i = S_iᵀ f_i + J_r,i q̈_i``, so M gains ``diag(J_r)``, ABA's
+``D_i = S_iᵀ U_i + J_r,i 1`` and T gains ``½ Σ J_r v²``.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ def rnea(model: Model, q: NDArray, v: NDArray, a: NDArray, f_ext: NDArray | None
     tau = np.zeros(model.nv)
     for b in reversed(model.bodies):  # backward pass: child before parent
         i, p = b.index, b.parent
-        tau[b.iv] = b.joint.motion_subspace().T @ f[i]
+        tau[b.iv] = b.joint.motion_subspace().T @ f[i] + b.joint.armature * a[b.iv]
         if p >= 0:
             f[p] = f[p] + X_up[i].T @ f[i]
     return tau
@@ -67,7 +71,7 @@ def crba(model: Model, q: NDArray) -> NDArray:
     for b in model.bodies:
         i = b.index
         F = Ic[i] @ b.joint.motion_subspace()
-        M[b.iv, b.iv] = b.joint.motion_subspace().T @ F
+        M[b.iv, b.iv] = b.joint.motion_subspace().T @ F + b.joint.armature * np.eye(b.joint.nv)
         j = i
         while model.bodies[j].parent >= 0:
             F = X_up[j].T @ F
@@ -98,7 +102,7 @@ def aba(model: Model, q: NDArray, v: NDArray, tau: NDArray,
         i, p = b.index, b.parent
         S = b.joint.motion_subspace()
         U[i] = IA[i] @ S
-        Dinv[i] = np.linalg.inv(S.T @ U[i])
+        Dinv[i] = np.linalg.inv(S.T @ U[i] + b.joint.armature * np.eye(b.joint.nv))
         u[i] = tau[b.iv] - S.T @ pA[i]
         if p >= 0:
             Ia = IA[i] - U[i] @ Dinv[i] @ U[i].T
@@ -145,9 +149,10 @@ def body_velocities(model: Model, q: NDArray, v: NDArray) -> NDArray:
 
 
 def kinetic_energy(model: Model, q: NDArray, v: NDArray) -> float:
-    """``T = ½ Σ v_iᵀ I_i v_i``."""
+    """``T = ½ Σ v_iᵀ I_i v_i + ½ Σ J_r v²`` (bodies, then rotors)."""
     vel = body_velocities(model, q, v)
-    return 0.5 * float(sum(vel[b.index] @ b.inertia @ vel[b.index] for b in model.bodies))
+    return 0.5 * float(sum(vel[b.index] @ b.inertia @ vel[b.index]
+                           + b.joint.armature * v[b.iv] @ v[b.iv] for b in model.bodies))
 
 
 def potential_energy(model: Model, q: NDArray) -> float:

@@ -8,6 +8,8 @@ segment integral by Gauss–Legendre nodes, simplified Newton with the matrix
 ``[[1, −h/2 M⁻¹], [0, 1]]`` — block triangular, so each update is two
 matrix–vector products. A step whose Newton iteration does not settle makes
 the whole run fall back to the Python method (which refreshes its Jacobian).
+A model with armature takes the Python method too (:func:`.rk4_compiled.applicable`:
+this loop's energy is the bodies' alone, without the rotors' ½ Σ J v²).
 """
 
 from __future__ import annotations

@@ -127,11 +127,14 @@ def energy_kernel_arrays(system) -> tuple:
 
 
 def applicable(problem) -> bool:
-    """A plain Model, additive coordinates, no force elements, no progress bar."""
+    """A plain Model, additive coordinates, no force elements, no progress bar, no armature
+    (the loops' energy is the bodies' alone; a model with rotors takes the Python steps,
+    whose energy includes ½ Σ armature v²)."""
     s = problem.system
     model = getattr(s, "model", None)
     return (type(s).__name__ == "ModelSystem" and model is not None and s.chart_is_additive
-            and problem.tau_cons is None and problem.tau_nc is None and problem.progress is None)
+            and problem.tau_cons is None and problem.tau_nc is None and problem.progress is None
+            and not model.armature.any())
 
 
 def run(problem, name: str, project: bool):

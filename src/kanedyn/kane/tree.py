@@ -381,6 +381,12 @@ def derive(model: Model, parameters: str = "numeric", method: str = "recursive",
         raise SymbolicError(f"parameters must be 'numeric' or 'symbolic', got {parameters!r}")
     if method not in ("recursive", "explicit"):
         raise SymbolicError(f"method must be 'recursive' or 'explicit', got {method!r}")
+    rotors = [b.joint.name for b in model.bodies if b.joint.armature != 0.0]
+    if rotors:
+        raise SymbolicError(
+            f"kane.derive does not take armature (rotor inertia) yet; joints {rotors} of "
+            f"{model.name!r} have some. Use the numeric algorithms (kd.aba, kd.crba, "
+            "kd.simulate), which honour it, or a model without armature")
     q = list(sp.symbols(f"q0:{model.nq}"))
     u = list(sp.symbols(f"u0:{model.nv}"))
     tau = list(sp.symbols(f"tau0:{model.nv}"))

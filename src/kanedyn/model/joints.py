@@ -56,7 +56,12 @@ class JointLimits:
 
 @dataclass(frozen=True)
 class Joint:
-    """Base class. Subclasses define ``nq``, ``nv``, ``kind`` and the maps."""
+    """Base class. Subclasses define ``nq``, ``nv``, ``kind`` and the maps.
+
+    ``damping`` and ``friction`` are used by force elements; ``armature`` (finite, ≥ 0,
+    checked by ModelBuilder) is a rotor inertia added to M's diagonal at each of the
+    joint's speeds (MuJoCo's ``dof_armature``, Pinocchio's ``model.armature``), which
+    every numeric algorithm honours."""
 
     name: str
     damping: float = 0.0

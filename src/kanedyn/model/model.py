@@ -16,8 +16,11 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ModelError
 from ..spatial import (
+    INERTIA_ROUNDING,
     Transform,
+    clip_rotational_inertia,
     inertia_parameters,
+    rotational_inertia_defect,
     rotational_inertia_is_physical,
     spatial_inertia,
     transform_inertia,
@@ -113,6 +116,16 @@ class Model:
     @property
     def total_mass(self) -> float:
         return float(sum(b.mass for b in self.bodies))
+
+    @property
+    def armature(self) -> NDArray:
+        """The rotor inertia added to M's diagonal at each speed (nv,): each joint's
+        :attr:`~kanedyn.model.joints.Joint.armature` repeated over its speeds (Pinocchio's
+        ``model.armature``, MuJoCo's ``dof_armature``)."""
+        out = np.zeros(self.nv)
+        for b in self.bodies:
+            out[b.iv] = b.joint.armature
+        return out
 
     @property
     def has_quaternions(self) -> bool:
@@ -278,10 +291,15 @@ class ModelBuilder:
 
     def add_body(self, name: str, parent=None, joint: Joint | None = None, placement=None,
                  mass: float = 0.0, com: ArrayLike = (0.0, 0.0, 0.0),
-                 inertia: ArrayLike = ((0.0, 0.0, 0.0),) * 3) -> int:
+                 inertia: ArrayLike = ((0.0, 0.0, 0.0),) * 3, *,
+                 check_inertia: bool = True) -> int:
         """Add a body moved by ``joint`` relative to ``parent`` (a name, an index, or None
         for the world). A :class:`~kanedyn.model.joints.Fixed` joint merges the body into
-        its parent. Returns the index of the body that now carries this link."""
+        its parent. Returns the index of the body that now carries this link.
+
+        ``check_inertia=False`` takes a symmetric rotational inertia that is not a rigid
+        body's as given (a loader's link that may become physical once merged with the
+        links fixed to it); :meth:`build` then judges the merged body instead."""
         if not isinstance(name, str) or not name:
             raise ModelError(f"a body needs a non-empty name, got {name!r}")
         if name in self._frames:
@@ -304,8 +322,13 @@ class ModelBuilder:
         if not (np.all(np.isfinite(Ic)) and np.all(np.isfinite(c))):
             raise ModelError(f"body {name!r}: inertia or centre of mass is not finite")
         ok, why = rotational_inertia_is_physical(Ic)
-        if not ok:
+        if not ok and (check_inertia or why == "not symmetric"):
             raise ModelError(f"body {name!r}: rotational inertia {Ic.tolist()} is {why}")
+        arm = joint.armature
+        if not (isinstance(arm, (int, float, np.floating, np.integer)) and np.isfinite(arm)
+                and arm >= 0.0):
+            raise ModelError(f"joint {joint.name!r}: armature must be a finite number >= 0, "
+                             f"got {arm!r}")
         pbody, X_pf = self._resolve(parent)
         # joint frame relative to the *body* that carries the parent frame
         X_tree = _as_transform(placement, f"body {name!r}") @ X_pf
@@ -318,11 +341,13 @@ class ModelBuilder:
                 )
             pb = self._bodies[pbody]
             pb["inertia"] = pb["inertia"] + transform_inertia(X_tree.inverse().matrix(), I_local)
+            pb["links"].append(name)
+            pb["unchecked"] = pb["unchecked"] or not check_inertia
             self._frames[name] = (pbody, X_tree)
             return pbody
         idx = len(self._bodies)
         self._bodies.append(dict(name=name, parent=pbody, joint=joint, placement=X_tree,
-                                 inertia=I_local))
+                                 inertia=I_local, links=[name], unchecked=not check_inertia))
         self._frames[name] = (idx, Transform.identity())
         return idx
 
@@ -343,8 +368,11 @@ class ModelBuilder:
         bodies, iq, iv = [], 0, 0
         for i, d in enumerate(self._bodies):
             j = d["joint"]
+            inertia = np.asarray(d["inertia"], dtype=float)
+            if d["unchecked"]:
+                inertia = _merged_inertia(d["name"], d["links"], inertia)
             bodies.append(Body(d["name"], i, d["parent"], j, d["placement"],
-                               np.asarray(d["inertia"], dtype=float), slice(iq, iq + j.nq),
+                               inertia, slice(iq, iq + j.nq),
                                slice(iv, iv + j.nv)))
             iq += j.nq
             iv += j.nv
@@ -358,31 +386,82 @@ class ModelBuilder:
         return model
 
 
-def _check_nonsingular(model: Model) -> None:
-    """Every joint must move some inertia: S_iᵀ I^c_i S_i > 0 at the neutral configuration.
+def _merged_inertia(name: str, links: list[str], I: NDArray) -> NDArray:
+    """The spatial inertia of a body built from links taken as given, judged as a whole:
+    physical, or physical up to :data:`~kanedyn.spatial.INERTIA_ROUNDING` of its largest
+    principal moment (then clipped, see :func:`~kanedyn.spatial.clip_rotational_inertia`),
+    or a ModelError naming the body and its links (``err.body``)."""
+    m, c, Ic = inertia_parameters(I)
+    # the merge sums link inertias about the body origin and moves the sum to the centre
+    # of mass: its rounding is relative to m |c|² as much as to the moments themselves
+    defect, why = rotational_inertia_defect(Ic, m * float(c @ c))
+    if defect == 0.0:
+        return I
+    if defect <= INERTIA_ROUNDING:
+        if m > 0.0:
+            return spatial_inertia(m, c, clip_rotational_inertia(Ic))
+        out = I.copy()
+        out[:3, :3] = clip_rotational_inertia(Ic)
+        return out
+    merged = "" if len(links) == 1 else f" (links {', '.join(map(repr, links))} merged)"
+    err = ModelError(f"body {name!r}{merged}: its rotational inertia about its centre of mass "
+                     f"is not a rigid body's ({why}); the merged body is judged, so this is "
+                     "an error, not a warning: correct the file's <inertial>")
+    err.body = name
+    raise err
 
-    I^c_i is the composite inertia of the subtree of body i. A failure here
-    (e.g. a massless leaf on a revolute joint) makes M(q) singular.
+
+def singular_tolerance(model: Model) -> float:
+    """The size below which a joint's inertia counts as none: 1e-12 of the largest entry of
+    the bodies' spatial inertias (rounding in M, whose entries are sums of those)."""
+    scale = max((float(np.abs(b.inertia).max()) for b in model.bodies), default=0.0)
+    return 1e-12 * scale
+
+
+def singular_joints(model: Model, q: ArrayLike | None = None) -> list[str]:
+    """The joints that move no inertia at configuration q (default: the neutral one).
+
+    Joint i moves no inertia when the articulated-body inertia of its subtree, projected
+    on its motion subspace, ``D_i = S_iᵀ I^A_i S_i + armature_i 1``, has an eigenvalue at
+    or below :func:`singular_tolerance` (Featherstone 2008, Table 7.1: ABA divides by
+    D_i; M(q) is then singular). A massless leaf, or a point mass on a revolute axis, is
+    such a joint at every q. Returned leaf first (the order ABA meets them).
     """
     from ..spatial import plucker
 
-    Ic = [b.inertia.copy() for b in model.bodies]
+    qq = np.concatenate([b.joint.neutral() for b in model.bodies]) if q is None else \
+        np.asarray(q, dtype=float).reshape(model.nq)
+    tol = singular_tolerance(model)
+    IA = [b.inertia.copy() for b in model.bodies]
+    out = []
     for b in reversed(model.bodies):
         j = b.joint
-        qn = j.neutral()
-        S = j.motion_subspace(qn)
-        K = S.T @ Ic[b.index] @ S
-        ev = np.linalg.eigvalsh(0.5 * (K + K.T)) if K.size else np.ones(1)
-        scale = max(1.0, float(np.abs(Ic[b.index]).max()))
-        if ev[0] <= 1e-12 * scale:
-            err = ModelError(
-                f"joint {j.name!r} (body {b.name!r}) moves no inertia: the bodies it carries "
-                f"are massless or their mass lies on its axis, so M(q) would be singular "
-                f"(smallest eigenvalue of S^T I^c S = {ev[0]:.3g})"
-            )
-            err.joint = j.name  # lets loaders (URDF) point at the joint in their own file
-            raise err
+        S = j.motion_subspace(qq[b.iq])
+        D = S.T @ IA[b.index] @ S + j.armature * np.eye(j.nv)
+        ev = np.linalg.eigvalsh(0.5 * (D + D.T))
+        Ia = IA[b.index]
+        if ev[0] <= tol:
+            out.append(j.name)
+        else:
+            U = IA[b.index] @ S
+            Ia = Ia - U @ np.linalg.solve(D, U.T)
         if b.parent >= 0:
-            R, p = j.pose(qn)
+            R, p = j.pose(qq[b.iq])
             X_up = plucker(R.T, p) @ b.X_tree
-            Ic[b.parent] = Ic[b.parent] + X_up.T @ Ic[b.index] @ X_up
+            IA[b.parent] = IA[b.parent] + X_up.T @ Ia @ X_up
+    return out
+
+
+def _check_nonsingular(model: Model) -> None:
+    """Every joint must move some inertia (see :func:`singular_joints`), else a
+    ModelError naming the first (``err.joint``, for loaders to point into their file)."""
+    bad = singular_joints(model)
+    if bad:
+        b = model.bodies[model.joint_index(bad[0])]
+        err = ModelError(
+            f"joint {bad[0]!r} (body {b.name!r}) moves no inertia: the bodies it carries "
+            "are massless or their mass lies on its axis, so M(q) would be singular "
+            "(give it a rotor inertia, armature=, or its bodies mass)"
+        )
+        err.joint = bad[0]
+        raise err

@@ -21,8 +21,12 @@ Loading is done in two steps, both public:
    ``model.frames``).
 
 :func:`load_urdf` does both. Meshes (``package://`` or file names) are never
-opened; ``<visual>``, ``<collision>``, ``<material>``, ``<transmission>``,
-``<gazebo>``, ``<calibration>`` and ``<safety_controller>`` are ignored.
+opened; ``<visual>``, ``<collision>``, ``<material>``, ``<gazebo>``,
+``<calibration>`` and ``<safety_controller>`` are ignored, and of ``<transmission>``
+only Drake's ``<drake:rotor_inertia>`` and ``<drake:gear_ratio>`` are read (a joint's
+armature). Defects robot packages ship with (link inertias that are not a rigid
+body's, joints that move no inertia, a ``<mimic>`` of a missing joint) are warnings,
+errors with ``strict=True``: see :func:`build_model` and ``docs/urdf.md``.
 
 Choices made here (and where they differ from other loaders):
 
@@ -53,6 +57,7 @@ Choices made here (and where they differ from other loaders):
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.parsers import expat
@@ -60,10 +65,10 @@ from xml.parsers import expat
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..errors import ModelError, URDFError
-from ..spatial import rotational_inertia_is_physical
+from ..errors import KanedynWarning, ModelError, URDFError
+from ..spatial import INERTIA_ROUNDING, rotational_inertia_defect
 from .joints import Fixed, Free, Joint, JointLimits, Planar, Prismatic, Revolute
-from .model import Model, ModelBuilder
+from .model import Model, ModelBuilder, singular_joints
 
 #: joint types of the URDF specification
 URDF_JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
@@ -132,11 +137,16 @@ def _parse_xml(text: str | bytes, source: str, error: type[ModelError] = URDFErr
 @dataclass(frozen=True)
 class URDFInertial:
     """Mass, centre of mass and rotational inertia about the centre of mass, all in
-    link axes (the ``<inertial><origin rpy>`` rotation already applied)."""
+    link axes (the ``<inertial><origin rpy>`` rotation already applied), as the file
+    gives them. ``defect`` says why the rotational inertia is not a rigid body's
+    beyond rounding ("" if it is one, see :func:`build_model`); ``line`` is that of
+    the ``<inertia>`` element."""
 
     mass: float
     com: NDArray
     inertia: NDArray
+    line: int = 0
+    defect: str = ""
 
 
 @dataclass(frozen=True)
@@ -187,11 +197,18 @@ class URDFRobot:
     root: str
     children: dict
     source: str
+    #: ``{joint: reflected rotor inertia}`` from the file's transmissions
+    #: (``<drake:rotor_inertia>`` times ``<drake:gear_ratio>`` squared)
+    armature: dict = field(default_factory=dict)
+    #: ``{joint: message}`` for ``<mimic>`` elements naming a joint that does not exist
+    #: (kanedyn records mimic couplings without enforcing them: a warning, see build_model)
+    dangling_mimic: dict = field(default_factory=dict)
 
     @property
     def mimic(self) -> dict[str, URDFMimic]:
-        """``{joint: URDFMimic}`` for every joint with a ``<mimic>`` element."""
-        return {n: j.mimic for n, j in self.joints.items() if j.mimic is not None}
+        """``{joint: URDFMimic}`` for every joint whose ``<mimic>`` names an existing joint."""
+        return {n: j.mimic for n, j in self.joints.items()
+                if j.mimic is not None and n not in self.dangling_mimic}
 
     @property
     def parent_joint(self) -> dict[str, URDFJoint]:
@@ -310,12 +327,12 @@ def _link(el: _Element, where: _Where) -> URDFLink:
     I = np.array([[comp["ixx"], comp["ixy"], comp["ixz"]],
                   [comp["ixy"], comp["iyy"], comp["iyz"]],
                   [comp["ixz"], comp["iyz"], comp["izz"]]])
-    ok, why = rotational_inertia_is_physical(I)
-    if not ok:
-        raise URDFError(f"{where(el)}: <inertia> (line {te.line}) is not a rigid body's "
-                        f"rotational inertia ({why})")
+    # judged by build_model, on the rigid body this link becomes part of; relative to the
+    # link's size about its own origin (rounding of 1e-9 of that is invisible in M)
+    defect, why = rotational_inertia_defect(I, m * float(c @ c))
     # the tensor is given in the inertial frame's axes; turn it into link axes
-    return URDFLink(name, URDFInertial(m, c, R @ I @ R.T), el.line)
+    return URDFLink(name, URDFInertial(m, c, R @ I @ R.T, te.line,
+                                       why if defect > INERTIA_ROUNDING else ""), el.line)
 
 
 def _joint(el: _Element, where: _Where) -> URDFJoint:
@@ -418,7 +435,7 @@ def parse_urdf(path: str | os.PathLike | None = None, *, string: str | None = No
         links[link.name] = link
         link_el[link.name] = el
     if not links:
-        raise URDFError(f"{where(root)}: the robot has no <link>")
+        raise URDFError(f"{where(root)}: the robot is empty (it has no <link>)")
 
     joints: dict[str, URDFJoint] = {}
     parent_of: dict[str, URDFJoint] = {}
@@ -441,10 +458,11 @@ def parse_urdf(path: str | os.PathLike | None = None, *, string: str | None = No
         joints[j.name] = j
         parent_of[j.child] = j
         children[j.parent].append(j)
+    dangling = {}
     for j in joints.values():
         if j.mimic is not None and j.mimic.joint not in joints:
-            raise URDFError(f"{source}, line {j.line}, <joint name={j.name!r}>: <mimic> "
-                            f"names joint {j.mimic.joint!r}, which does not exist")
+            dangling[j.name] = (f"{source}, line {j.line}, <joint name={j.name!r}>: <mimic> "
+                                f"names joint {j.mimic.joint!r}, which does not exist")
 
     roots = [n for n in links if n not in parent_of]
     if not roots:
@@ -463,7 +481,33 @@ def parse_urdf(path: str | os.PathLike | None = None, *, string: str | None = No
         lost = next(n for n in links if n not in reached)
         raise URDFError(f"{source}: the joints form a cycle ({_cycle(lost, parent_of)})")
     return URDFRobot(root.attrib.get("name", "robot"), links, joints, roots[0], children,
-                     source)
+                     source, _rotor_inertias(root, joints, where), dangling)
+
+
+def _rotor_inertias(root: _Element, joints: dict, where: _Where) -> dict[str, float]:
+    """``{joint: rotor inertia × gear ratio²}`` from Drake's transmission extension:
+    ``<transmission><joint name="j"/><actuator><drake:rotor_inertia value="I"/>
+    <drake:gear_ratio value="N"/></actuator></transmission>`` (gear ratio 1 when absent),
+    the inertia of the rotor as the joint feels it through the gear."""
+    out: dict[str, float] = {}
+    for tr in root.findall("transmission"):
+        je = tr.find("joint")
+        for act in tr.findall("actuator"):
+            ri = act.find("drake:rotor_inertia")
+            if ri is None:
+                continue
+            if je is None or je.attrib.get("name") not in joints:
+                name = None if je is None else je.attrib.get("name")
+                raise URDFError(f"{where(tr)}: <drake:rotor_inertia> (line {ri.line}) is for "
+                                f"joint {name!r}, which does not exist")
+            inertia = _float(ri, "value", where, context=tr)
+            if inertia is None or inertia < 0.0:
+                raise URDFError(f"{where(tr)}: <drake:rotor_inertia> (line {ri.line}) needs a "
+                                f"value >= 0, got {ri.attrib.get('value')!r}")
+            ge = act.find("drake:gear_ratio")
+            ratio = 1.0 if ge is None else _float(ge, "value", where, 1.0, context=tr)
+            out[je.attrib["name"]] = inertia * ratio * ratio
+    return out
 
 
 def _cycle(start: str, parent_of: dict) -> str:
@@ -507,8 +551,9 @@ def _plane_alignment(axis: NDArray) -> NDArray:
     return np.eye(3) + s * K + (1.0 - c) * K @ K
 
 
-def _moving_joint(j: URDFJoint) -> Joint:
-    common = dict(name=j.name, damping=j.damping, friction=j.friction, limits=j.limits)
+def _moving_joint(j: URDFJoint, armature: float = 0.0) -> Joint:
+    common = dict(name=j.name, damping=j.damping, friction=j.friction, armature=armature,
+                  limits=j.limits)
     if j.type in ("revolute", "continuous"):
         return Revolute(axis=tuple(j.axis), continuous=j.type == "continuous", **common)
     if j.type == "prismatic":
@@ -521,13 +566,33 @@ def _moving_joint(j: URDFJoint) -> Joint:
 
 
 def build_model(robot: URDFRobot, floating_base: bool = False,
-                gravity: ArrayLike = (0.0, 0.0, -9.81), *, check_singular: bool = True
-                ) -> Model:
+                gravity: ArrayLike = (0.0, 0.0, -9.81), *, check_singular: bool = True,
+                strict: bool = False, armature: float | dict | None = None) -> Model:
     """The Model of a parsed URDF (see the module docstring for the conventions).
 
-    ``check_singular=False`` skips the check that every joint moves some inertia, to
-    load kinematics-only descriptions (no ``<inertial>``) for kinematics; M(q) of
-    such a model is singular and forward dynamics meaningless."""
+    What robot packages ship is judged where it matters (see ``docs/urdf.md``):
+
+    - a link's rotational inertia that is not a rigid body's (not positive
+      semidefinite, or breaking the triangle inequality, by more than
+      :data:`~kanedyn.spatial.INERTIA_ROUNDING` of its largest principal moment) is
+      taken as given, and gives one :class:`~kanedyn.KanedynWarning` naming the link,
+      its line and the violation, when the rigid body it is merged into (through
+      fixed joints) is physical — or when it is fixed to the world and moves nothing;
+      a body that is not physical after merging is a URDFError. Defects within the
+      rounding tolerance are clipped silently on the merged body;
+    - joints that move no inertia (a massless leaf, a mass on the axis; see
+      :func:`~kanedyn.model.model.singular_joints`) give one warning naming them:
+      M(q) is singular there, ``aba`` and what needs M⁻¹ raise a SolverError naming the
+      joint, and ``armature=`` makes the model regular. ``check_singular=False``
+      skips that check (kinematics-only descriptions);
+    - ``strict=True`` turns each of these warnings into a URDFError.
+
+    ``armature``: the rotor inertia added to M's diagonal at each speed of a joint
+    (kg m² for a revolute joint, kg for a prismatic one): one number for every moving
+    joint of the file (not the ``root_joint`` that ``floating_base`` adds), or
+    ``{joint name: value}``. It replaces, for the joints it covers, what the file's
+    ``<drake:rotor_inertia>`` and ``<drake:gear_ratio>`` transmissions give
+    (:attr:`URDFRobot.armature`)."""
     src = robot.source
 
     def at(j: URDFJoint | None, link: URDFLink) -> str:
@@ -535,6 +600,23 @@ def build_model(robot: URDFRobot, floating_base: bool = False,
             return f"{src}, line {link.line}, <link name={link.name!r}>"
         return f"{src}, line {j.line}, <joint name={j.name!r}>"
 
+    def inertia_where(link: URDFLink) -> str:
+        return (f"{at(None, link)}: <inertia> (line {link.inertial.line}) is not a rigid "
+                f"body's rotational inertia ({link.inertial.defect})")
+
+    defective = [ln for ln in robot.links.values()
+                 if ln.inertial is not None and ln.inertial.defect]
+    if strict and defective:
+        raise URDFError(inertia_where(defective[0]))
+    if strict and robot.dangling_mimic:
+        raise URDFError(next(iter(robot.dangling_mimic.values())))
+    if not floating_base and all(j.type == "fixed" for j in robot.joints.values()):
+        n = len(robot.links)
+        raise URDFError(
+            f"{src}: robot {robot.name!r} has no moving joint (its {n} link"
+            f"{'s are' if n > 1 else ' is'} fixed to the root link {robot.root!r}), so "
+            "with a fixed base nothing moves; load it with floating_base=True to move it "
+            "as one free body")
     root = robot.links[robot.root]
     base = root
     world_name = root.name
@@ -550,12 +632,14 @@ def build_model(robot: URDFRobot, floating_base: bool = False,
             base = robot.links[kids[0].child]
         else:
             world_name = "world" if "world" not in robot.links else "__world__"
+    root_joint = _root_joint_name(robot, base) if floating_base else None
+    arm = _armatures(robot, armature, root_joint)
     b = ModelBuilder(robot.name, gravity=gravity, root_name=world_name)
     on_world = set()  # links that are the world (fixed base) or rigidly fixed to it
     todo: list[tuple[URDFJoint | None, URDFLink]] = []
     if floating_base:
-        name = "root_joint" if "root_joint" not in robot.joints else f"{base.name}_root_joint"
-        _add(b, at(None, base), base, None, Free(name), None)
+        _add(b, at(None, base), base, None, Free(root_joint, armature=arm.get(root_joint, 0.0)),
+             None)
         todo += [(j, robot.links[j.child]) for j in reversed(robot.children[base.name])]
         if base is not root:
             on_world.add(root.name)
@@ -574,28 +658,92 @@ def build_model(robot: URDFRobot, floating_base: bool = False,
             _add(b, where, link, j.parent, Fixed(j.name), placement)
         elif j.type == "planar":
             A = _plane_alignment(j.axis)
+            joint = _moving_joint(j, arm.get(j.name, 0.0))
             if np.allclose(A, np.eye(3)):
-                _add(b, where, link, j.parent, _moving_joint(j), placement)
+                _add(b, where, link, j.parent, joint, placement)
             else:
                 plane = f"{link.name}_planar"
-                _add(b, where, None, j.parent, _moving_joint(j), (j.origin_R @ A, j.origin_p),
+                _add(b, where, None, j.parent, joint, (j.origin_R @ A, j.origin_p),
                      name=plane)
                 _add(b, where, link, plane, Fixed(f"{j.name}_plane_alignment"),
                      (A.T, np.zeros(3)))
         else:
-            _add(b, where, link, j.parent, _moving_joint(j), placement)
+            _add(b, where, link, j.parent, _moving_joint(j, arm.get(j.name, 0.0)), placement)
         todo += [(c, robot.links[c.child]) for c in reversed(robot.children[link.name])]
 
     try:
-        return b.build(check_singular=check_singular)
+        model = b.build(check_singular=False)
     except ModelError as e:
-        jn = getattr(e, "joint", None)
-        if jn in robot.joints:
-            j = robot.joints[jn]
-            raise URDFError(f"{at(j, robot.links[j.child])}: {e}") from None
-        if jn is not None:
-            raise URDFError(f"{at(None, base)}: {e}") from None
+        body = getattr(e, "body", None)
+        if body in robot.links:
+            raise URDFError(f"{at(None, robot.links[body])}: {e}") from None
         raise URDFError(f"{src}: {e}") from None
+
+    for link in defective:  # the bodies they are part of are physical (build passed)
+        fr = model.frames.get(link.name)
+        where_body = -1 if fr is None and link.name in on_world else \
+            (fr.body if fr is not None else model.body_index(link.name))
+        if where_body < 0:
+            fate = "it is fixed to the world, so its inertia moves nothing"
+        else:
+            fate = (f"loaded as given: the rigid body {model.bodies[where_body].name!r} it is "
+                    "merged into is physical")
+        warnings.warn(f"{inertia_where(link)}; {fate} (strict=True makes this an error)",
+                      KanedynWarning, stacklevel=3)
+    for msg in robot.dangling_mimic.values():
+        warnings.warn(f"{msg}; the coupling is ignored (strict=True makes this an error)",
+                      KanedynWarning, stacklevel=3)
+    if check_singular:
+        bad = singular_joints(model)
+        if bad:
+            joints = {j.name: j for j in robot.joints.values()}
+            lines = [f"{n!r}" + (f" (line {joints[n].line})" if n in joints else "")
+                     for n in bad]
+            what = (f"joint{'s' if len(bad) > 1 else ''} {', '.join(lines)} move"
+                    f"{'' if len(bad) > 1 else 's'} no inertia (the bodies carried are "
+                    "massless or their mass lies on the axis), so M(q) is singular")
+            if strict:
+                j = joints.get(bad[0])
+                head = at(j, robot.links[j.child]) if j is not None else src
+                raise URDFError(f"{head}: {what}")
+            warnings.warn(
+                f"{src}: {what}; rnea, crba, kinematics and Jacobians work, aba and "
+                "simulation raise SolverError: give a rotor inertia, e.g. "
+                f"armature={{{bad[0]!r}: 1e-4}}, or mass (strict=True makes this an error)",
+                KanedynWarning, stacklevel=3)
+    return model
+
+
+def _root_joint_name(robot: URDFRobot, base: URDFLink) -> str:
+    return "root_joint" if "root_joint" not in robot.joints else f"{base.name}_root_joint"
+
+
+def _armatures(robot: URDFRobot, armature, root_joint: str | None) -> dict[str, float]:
+    """``{joint: armature}``: the file's transmissions, replaced where ``armature`` says
+    (``root_joint``: the free joint floating_base adds, which a dict may name)."""
+    out = dict(robot.armature)
+    moving = [j.name for j in robot.joints.values() if j.type != "fixed"]
+    if armature is None:
+        return out
+    if isinstance(armature, dict):
+        names = moving + ([root_joint] if root_joint else [])
+        unknown = [n for n in armature if n not in names]
+        if unknown:
+            raise URDFError(f"{robot.source}: armature= names {unknown}, which are not moving "
+                            f"joints of robot {robot.name!r}; its moving joints are {names}")
+        items = armature.items()
+    else:
+        items = ((n, armature) for n in moving)
+    for n, val in items:
+        try:
+            x = float(val)
+        except (TypeError, ValueError):
+            x = np.nan
+        if not (np.isfinite(x) and x >= 0.0):
+            raise URDFError(f"{robot.source}: armature of joint {n!r} must be a finite "
+                            f"number >= 0, got {val!r}")
+        out[n] = x
+    return out
 
 
 def _add(b: ModelBuilder, where: str, link: URDFLink | None, parent: str | None, joint: Joint,
@@ -605,32 +753,38 @@ def _add(b: ModelBuilder, where: str, link: URDFLink | None, parent: str | None,
             b.add_body(name or link.name, parent, joint, placement)
         else:
             ine = link.inertial
-            b.add_body(link.name, parent, joint, placement, ine.mass, ine.com, ine.inertia)
+            b.add_body(link.name, parent, joint, placement, ine.mass, ine.com, ine.inertia,
+                       check_inertia=False)
     except ModelError as e:
         raise URDFError(f"{where}: {e}") from None
 
 
 def load_urdf(path: str | os.PathLike | None = None, floating_base: bool = False,
               gravity: ArrayLike = (0.0, 0.0, -9.81), *, string: str | None = None,
-              check_singular: bool = True) -> Model:
+              check_singular: bool = True, strict: bool = False,
+              armature: float | dict | None = None) -> Model:
     """Load a URDF file (or ``string=`` XML) as a Model.
 
     ``floating_base=True`` adds a free joint ``root_joint`` between the world and
     the root link (q starts with its position and unit quaternion (w, x, y, z), v with
     its body-frame (ω, v)). Joints are ordered depth first, children in document
-    order; ``model.joint_names`` lists them. ``check_singular=False`` admits moving
-    joints that carry no inertia (kinematics-only files; see :func:`build_model`).
-    See :mod:`kanedyn.model.urdf` for the rest.
+    order; ``model.joint_names`` lists them. Tolerable defects of the file (a link
+    inertia that is not a rigid body's once merged, joints that move no inertia) are
+    warnings (:class:`~kanedyn.KanedynWarning`), errors with ``strict=True``; ``armature``
+    (one number or ``{joint: value}``) adds rotor inertia to M's diagonal.
+    ``check_singular=False`` skips the check for joints that move no inertia. See
+    :func:`build_model` and :mod:`kanedyn.model.urdf` for the rest.
     """
     return build_model(parse_urdf(path, string=string), floating_base, gravity,
-                       check_singular=check_singular)
+                       check_singular=check_singular, strict=strict, armature=armature)
 
 
 def load_urdf_string(xml: str, floating_base: bool = False,
-                     gravity: ArrayLike = (0.0, 0.0, -9.81), *, check_singular: bool = True
-                     ) -> Model:
+                     gravity: ArrayLike = (0.0, 0.0, -9.81), *, check_singular: bool = True,
+                     strict: bool = False, armature: float | dict | None = None) -> Model:
     """:func:`load_urdf` of an XML string."""
-    return load_urdf(None, floating_base, gravity, string=xml, check_singular=check_singular)
+    return load_urdf(None, floating_base, gravity, string=xml, check_singular=check_singular,
+                     strict=strict, armature=armature)
 
 
 def robot_path(name: str) -> Path:
@@ -641,7 +795,9 @@ def robot_path(name: str) -> Path:
 
 
 def load_robot(name: str, floating_base: bool = False,
-               gravity: ArrayLike = (0.0, 0.0, -9.81)) -> Model:
+               gravity: ArrayLike = (0.0, 0.0, -9.81), *, strict: bool = False,
+               armature: float | dict | None = None) -> Model:
     """A shipped robot description (``panda``, ``ur5``, ``humanoid``, ``quadruped``,
-    ``chain20``) as a Model."""
-    return load_urdf(robot_path(name), floating_base, gravity)
+    ``chain20``) as a Model (``strict``, ``armature``: as :func:`load_urdf`)."""
+    return load_urdf(robot_path(name), floating_base, gravity, strict=strict,
+                     armature=armature)

@@ -29,9 +29,11 @@ from numba import njit, prange
 from numpy.typing import ArrayLike, NDArray
 
 from ..dynamics import kernels as K
+from ..dynamics._dispatch import singular_error
 from ..dynamics.flat import GRAV, IBAR, MASS, PARENT, H, flatten
 from ..errors import DivergenceError, KanedynError, StateError
 from ..model import Model
+from ..model.model import singular_joints
 
 # per-dof force parameters, columns of P[run, dof, :]
 P_K, P_REST, P_C, P_FRIC, P_FC, P_FS, P_VS, P_DELTA, P_FV, P_EPS, P_SMOOTH, P_SURF = range(12)
@@ -297,6 +299,9 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
     if odd:
         raise KanedynError(f"simulate_batch: joints {odd} are not 1-DOF additive joints "
                            "(revolute, prismatic, helical), which the batched kernel needs")
+    bad = singular_joints(model)
+    if bad:  # the batched steps call ABA, which needs M⁻¹: say which joint, before any step
+        raise singular_error(model, bad[0], "simulate_batch")
     Q0 = np.ascontiguousarray(Q0, dtype=float)
     V0 = np.ascontiguousarray(V0, dtype=float)
     if Q0.ndim != 2 or Q0.shape[1] != model.nq or V0.shape != Q0.shape:

@@ -32,11 +32,13 @@ from numpy.typing import NDArray
 from scipy.linalg import cho_factor, cho_solve
 
 from .. import dynamics as dyn
+from ..dynamics._dispatch import singular_error
 from ..dynamics.derivatives_kernel import DerivativeKernels
 from ..dynamics.energy_kernel import FlatEnergyModel
 from ..integrators.chart import so3_right_jacobian
 from ..model import Model
 from ..model import configuration as cfg
+from ..model.model import singular_joints
 from ..spatial import crf, crm
 from .configuration_kernel import integrate_into
 
@@ -112,6 +114,9 @@ class ModelSystem:
     """
 
     def __init__(self, model: Model):
+        bad = singular_joints(model)
+        if bad:  # forward dynamics needs M⁻¹: say which joint, before any step
+            raise singular_error(model, bad[0], f"simulating {model.name!r}")
         self.model = model
         self.nq = model.nq
         self.nv = model.nv

@@ -9,7 +9,10 @@ with ``X* = X^-T``. Quaternions are unit and scalar-first ``(w, x, y, z)``.
 
 from .algebra import crf, crm, cross_force, cross_motion, skew, unskew
 from .inertia import (
+    INERTIA_ROUNDING,
+    clip_rotational_inertia,
     inertia_parameters,
+    rotational_inertia_defect,
     rotational_inertia_is_physical,
     spatial_inertia,
     transform_inertia,
@@ -38,7 +41,10 @@ __all__ = [
     "crm",
     "cross_force",
     "cross_motion",
+    "INERTIA_ROUNDING",
+    "clip_rotational_inertia",
     "inertia_parameters",
+    "rotational_inertia_defect",
     "matrix_to_quat",
     "plucker",
     "plucker_force",

@@ -222,7 +222,7 @@ def energy_figure_data(runs, points: int = FIGURE_POINTS) -> dict:
     ``|E − E(0)|`` would show the friction's work, the same for every method.
     Only if nothing non-conservative acts is it ``|E(t) − E(0)|``. Both are
     divided by one scale for all runs, ``E_scale = max over runs of
-    max(|E(0)|, max |E − E(0)|)``, and floored at :data:`LOG_FLOOR`.
+    max(|E(0)|, max |E − E(0)|)``, and floored at ``LOG_FLOOR`` (1e-17).
 
     Returns ``{"kind": "budget" | "energy", "quantity": str, "scale": E_scale,
     "title", "series": [{"label", "t", "value", "max"}]}``; ``value`` holds at
