@@ -224,3 +224,16 @@ def test_attach_errors(tmp_path):
         kd.load_mjcf(tmp_path / "a.xml")
     (tmp_path / "a.xml").write_text(xml.format(m="c", b="arm"))
     assert _quiet(path=tmp_path / "a.xml").model.body_names == ["p-arm"]
+
+
+def test_armature_on_a_free_joint_is_said_to_differ_from_mujocos():
+    """MuJoCo's free-joint armature acts on world-frame linear speeds, kanedyn's on the
+    body-frame ones (as Pinocchio's): M agrees, the bias forces do not, so it warns."""
+    xml = ("<mujoco><worldbody><body name='b'><joint name='root' type='free' "
+           "armature='0.3'/><geom type='sphere' size='0.1' mass='1'/></body></worldbody>"
+           "</mujoco>")
+    with pytest.warns(kd.KanedynWarning, match="free joint 'root'.*ω × v"):
+        model = kd.load_mjcf(string=xml)
+    assert np.all(model.armature == 0.3)
+    with pytest.raises(kd.KanedynError, match="armature 0.3 on free joint 'root'"):
+        kd.load_mjcf(string=xml, strict=True)

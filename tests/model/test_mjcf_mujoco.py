@@ -132,10 +132,6 @@ def check_against_mujoco(robot, mj, n_states=4, seed=0, rtol=RTOL):
         d.qpos[:], d.qvel[:] = qpos, qvel
         mujoco.mj_forward(mj, d)
         M_mj = _full_M(mj, d)
-        # ARMATURE: until the armature branch (urdf-wild) is merged, kd.crba ignores
-        # Joint.armature, so compare against MuJoCo's M minus diag(dof_armature). After the
-        # merge, compare with M_mj itself (drop the subtraction below).
-        M_mj = M_mj - np.diag(mj.dof_armature)
         T, Tdv = _speed_map(mj, qpos, qvel)
         M_kd = kd.crba(model, qpos)
         assert _rel(T.T @ M_kd @ T, M_mj) <= rtol

@@ -98,19 +98,44 @@ def test_negative_mass():
     check(xml, 'name="heavy"', "<link name='heavy'>", "mass -2.0", "negative")
 
 
-@pytest.mark.parametrize("inertia, why", [
-    ('<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="-0.01"/>',
-     "not positive semidefinite"),
-    ('<inertia ixx="0.01" ixy="0.05" ixz="0" iyy="0.01" iyz="0" izz="0.01"/>',
-     "not positive semidefinite"),
-    ('<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.03"/>',
-     "triangle inequality"),
+@pytest.mark.parametrize("inertia", [
+    '<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="-0.01"/>',
+    '<inertia ixx="0.01" ixy="0.05" ixz="0" iyy="0.01" iyz="0" izz="0.01"/>',
 ])
-def test_unphysical_inertia(inertia, why):
-    """A moving body alone: its merged inertia is its own, an error with or without strict."""
+def test_inertia_that_is_not_positive_semidefinite(inertia):
+    """A moving body alone whose inertia is not positive semidefinite: judged on the M(q)
+    it produces. Here the joint (about y) sees a positive moment, so M is positive
+    definite: loaded as given with one warning saying so; strict=True refuses it."""
     xml = robot(link("a"), link("b", inertia=inertia), joint("j", "a", "b"))
-    check(xml, 'name="b"', "<link name='b'>", why)
-    check(xml, 'name="b"', "<link name='b'>", why, strict=True)
+    with pytest.warns(kd.KanedynWarning, match="<link name='b'>.*not positive "
+                      "semidefinite.*neutral configuration is positive definite"):
+        model = kd.load_urdf_string(xml)
+    assert kd.aba(model, [0.3], [0.0], [0.0]).shape == (1,)
+    check(xml, 'name="b"', "<link name='b'>", "not positive semidefinite", strict=True)
+
+
+def test_negative_moment_about_the_joint_axis_is_refused_by_aba():
+    """iyy < 0 with the centre of mass on the axis: M = [iyy] < 0. It loads (rnea and crba
+    give the file's numbers), the warning says M is not positive definite, and aba
+    raises a SolverError naming the joint."""
+    inertia = '<inertia ixx="0.01" ixy="0" ixz="0" iyy="-0.5" iyz="0" izz="0.01"/>'
+    xml = robot(link("a"), link("b", inertia=inertia), joint("j", "a", "b"))
+    with pytest.warns(kd.KanedynWarning, match="is not positive definite"):
+        model = kd.load_urdf_string(xml, check_singular=False)
+    assert kd.crba(model, [0.0])[0, 0] == pytest.approx(-0.5)
+    with pytest.raises(kd.SolverError, match="'j'"):
+        kd.aba(model, [0.0], [0.0], [1.0])
+
+
+def test_triangle_inequality_alone_is_a_warning_and_a_strict_error():
+    """Positive semidefinite but no mass distribution's: M(q) stays positive
+    semidefinite, so it loads as given with a warning; strict=True refuses it."""
+    inertia = '<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.03"/>'
+    xml = robot(link("a"), link("b", inertia=inertia), joint("j", "a", "b"))
+    with pytest.warns(kd.KanedynWarning, match="<link name='b'>.*triangle inequality"):
+        model = kd.load_urdf_string(xml)
+    assert model.bodies[0].inertia[2, 2] == pytest.approx(0.03, rel=1e-12)  # as given
+    check(xml, 'name="b"', "<link name='b'>", "triangle inequality", strict=True)
 
 
 def test_point_mass_is_valid():

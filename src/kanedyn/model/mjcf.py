@@ -687,7 +687,8 @@ def _where_lines(skipped: dict, source: str) -> dict:
             for what, lines in skipped.items()}
 
 
-def _joint(el: _Element, at: _Attrs, body: str, index: int, opts: dict, where) -> MJCFJoint:
+def _joint(el: _Element, at: _Attrs, body: str, index: int, opts: dict, where,
+           strict: bool = False) -> MJCFJoint:
     kind = "free" if el.tag == "freejoint" else at.str("type", "hinge")
     if kind not in MJCF_JOINT_TYPES:
         raise MJCFError(f"{where(el)}: unknown joint type {kind!r} (MJCF joint types are "
@@ -718,10 +719,21 @@ def _joint(el: _Element, at: _Attrs, body: str, index: int, opts: dict, where) -
         # MuJoCo's <freejoint> takes no defaults and no dynamics attributes
         return MJCFJoint(name, kind, body, np.zeros(3), axis, None, 0.0, 0.0, 0.0, 0.0, 0.0,
                          0.0, el.line)
+    armature = at.nonneg("armature")
+    if kind == "free" and armature > 0.0:
+        # MuJoCo adds it to M in its own speeds, whose linear part is the world-frame
+        # velocity; kanedyn's (and Pinocchio's) armature acts on the body-frame speeds.
+        # M agrees, the bias forces differ by armature * (ω × v): say so, never silently.
+        msg = (f"{where(el)}: armature {armature:g} on free joint {name!r}: kanedyn adds it "
+               "to M in the body-frame speeds (as Pinocchio), MuJoCo in its world-frame "
+               "linear speeds, so the bias forces differ by armature·(ω × v)")
+        if strict:
+            raise MJCFError(msg)
+        warnings.warn(msg, KanedynWarning, stacklevel=5)
     return MJCFJoint(name, kind, body, at.floats("pos", 3, (0.0, 0.0, 0.0)), axis, rng,
                      at.float("ref", 0.0) * scale, at.float("springref", 0.0) * scale,
                      at.nonneg("stiffness"), at.nonneg("damping"), at.nonneg("frictionloss"),
-                     at.nonneg("armature"), el.line)
+                     armature, el.line)
 
 
 @dataclass
@@ -1012,7 +1024,7 @@ class _Parser:
             # MuJoCo's <freejoint> takes no default class
             jat = _Attrs(je, dict(je.attrib) if je.tag == "freejoint"
                          else self.ctx.defaults.attrs(je, cc), where)
-            j = _joint(je, jat, name, k, opts, where)
+            j = _joint(je, jat, name, k, opts, where, self.strict)
             if j.name in self.mj_joints:
                 raise MJCFError(f"{where(je)}: joint {j.name!r} is defined twice (first on "
                                 f"line {self.mj_joints[j.name].line})")

@@ -9,12 +9,13 @@ fixed joint into its parent, adding its inertia and keeping its frame in
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..errors import ModelError
+from ..errors import KanedynWarning, ModelError
 from ..spatial import (
     INERTIA_ROUNDING,
     Transform,
@@ -358,7 +359,16 @@ class ModelBuilder:
         pbody, X_pf = self._resolve(parent)
         self._frames[name] = (pbody, _as_transform(placement, f"frame {name!r}") @ X_pf)
 
-    def build(self, check_singular: bool = True) -> Model:
+    def build(self, check_singular: bool = True, warn_unphysical: bool = True,
+              accept_indefinite: bool = False) -> Model:
+        """The Model. Bodies holding links added with ``check_inertia=False`` are judged
+        as a whole; those that are positive semidefinite but
+        break the triangle inequality are kept as given and listed in
+        ``self.unphysical_bodies`` (``{body: reason}``), each with a KanedynWarning unless
+        ``warn_unphysical=False`` (a loader that warns per link of its own file).
+        ``accept_indefinite=True`` keeps, and lists, also bodies whose rotational inertia
+        is not positive semidefinite (a loader that judges the M(q) they produce)."""
+        self.unphysical_bodies: dict[str, str] = {}
         if not self._bodies:
             raise ModelError(f"model {self.name!r} has no moving body")
         names = [b["joint"].name for b in self._bodies]
@@ -370,7 +380,14 @@ class ModelBuilder:
             j = d["joint"]
             inertia = np.asarray(d["inertia"], dtype=float)
             if d["unchecked"]:
-                inertia = _merged_inertia(d["name"], d["links"], inertia)
+                inertia, why = _merged_inertia(d["name"], d["links"], inertia,
+                                               accept_indefinite)
+                if why:
+                    self.unphysical_bodies[d["name"]] = why
+                    if warn_unphysical:
+                        warnings.warn(f"body {d['name']!r}: its rotational inertia is not a "
+                                      f"rigid body's ({why}); kept as given", KanedynWarning,
+                                      stacklevel=2)
             bodies.append(Body(d["name"], i, d["parent"], j, d["placement"],
                                inertia, slice(iq, iq + j.nq),
                                slice(iv, iv + j.nv)))
@@ -386,26 +403,40 @@ class ModelBuilder:
         return model
 
 
-def _merged_inertia(name: str, links: list[str], I: NDArray) -> NDArray:
-    """The spatial inertia of a body built from links taken as given, judged as a whole:
-    physical, or physical up to :data:`~kanedyn.spatial.INERTIA_ROUNDING` of its largest
-    principal moment (then clipped, see :func:`~kanedyn.spatial.clip_rotational_inertia`),
-    or a ModelError naming the body and its links (``err.body``)."""
+def _merged_inertia(name: str, links: list[str], I: NDArray,
+                    accept_indefinite: bool = False) -> tuple[NDArray, str]:
+    """The spatial inertia of a body built from links taken as given, judged as a whole,
+    and ``""`` or the reason it is kept though not physical:
+
+    - physical, or physical up to :data:`~kanedyn.spatial.INERTIA_ROUNDING` of its
+      largest principal moment: returned (clipped, see
+      :func:`~kanedyn.spatial.clip_rotational_inertia`);
+    - positive semidefinite but breaking the triangle inequality I1 + I2 ≥ I3: no mass
+      distribution has it, but the spatial inertia is still positive semidefinite, so
+      M(q) is and the dynamics are well defined: returned as given, with the reason;
+    - not positive semidefinite (a negative kinetic energy is possible): a ModelError
+      naming the body and its links (``err.body``), or with ``accept_indefinite`` as
+      given, with the reason."""
     m, c, Ic = inertia_parameters(I)
     # the merge sums link inertias about the body origin and moves the sum to the centre
     # of mass: its rounding is relative to m |c|² as much as to the moments themselves
-    defect, why = rotational_inertia_defect(Ic, m * float(c @ c))
+    scale = m * float(c @ c)
+    defect, why = rotational_inertia_defect(Ic, scale)
     if defect == 0.0:
-        return I
+        return I, ""
     if defect <= INERTIA_ROUNDING:
         if m > 0.0:
-            return spatial_inertia(m, c, clip_rotational_inertia(Ic))
+            return spatial_inertia(m, c, clip_rotational_inertia(Ic)), ""
         out = I.copy()
         out[:3, :3] = clip_rotational_inertia(Ic)
-        return out
+        return out, ""
+    ev = np.linalg.eigvalsh(0.5 * (Ic + Ic.T))
+    if accept_indefinite or ev[0] >= -INERTIA_ROUNDING * max(float(ev[2]), scale):
+        return I, why
     merged = "" if len(links) == 1 else f" (links {', '.join(map(repr, links))} merged)"
     err = ModelError(f"body {name!r}{merged}: its rotational inertia about its centre of mass "
-                     f"is not a rigid body's ({why}); the merged body is judged, so this is "
+                     f"is not positive semidefinite ({why}), so M(q) need not be and the "
+                     "kinetic energy can be negative; the merged body is judged, so this is "
                      "an error, not a warning: correct the file's <inertial>")
     err.body = name
     raise err

@@ -577,8 +577,12 @@ def build_model(robot: URDFRobot, floating_base: bool = False,
       :data:`~kanedyn.spatial.INERTIA_ROUNDING` of its largest principal moment) is
       taken as given, and gives one :class:`~kanedyn.KanedynWarning` naming the link,
       its line and the violation, when the rigid body it is merged into (through
-      fixed joints) is physical — or when it is fixed to the world and moves nothing;
-      a body that is not physical after merging is a URDFError. Defects within the
+      fixed joints) is physical — or when it is fixed to the world and moves nothing,
+      or when the merged body only breaks the triangle inequality (still positive
+      semidefinite, so M(q) is too: the warning says so), or when the merged body is
+      not even positive semidefinite (judged then on the M(q) it produces: the warning
+      says whether M is positive definite at the neutral configuration, and ``aba``
+      raises a SolverError wherever a pivot of M(q) is not positive). Defects within the
       rounding tolerance are clipped silently on the merged body;
     - joints that move no inertia (a massless leaf, a mass on the axis; see
       :func:`~kanedyn.model.model.singular_joints`) give one warning naming them:
@@ -672,7 +676,7 @@ def build_model(robot: URDFRobot, floating_base: bool = False,
         todo += [(c, robot.links[c.child]) for c in reversed(robot.children[link.name])]
 
     try:
-        model = b.build(check_singular=False)
+        model = b.build(check_singular=False, warn_unphysical=False, accept_indefinite=True)
     except ModelError as e:
         body = getattr(e, "body", None)
         if body in robot.links:
@@ -685,6 +689,20 @@ def build_model(robot: URDFRobot, floating_base: bool = False,
             (fr.body if fr is not None else model.body_index(link.name))
         if where_body < 0:
             fate = "it is fixed to the world, so its inertia moves nothing"
+        elif model.bodies[where_body].name in b.unphysical_bodies:
+            body = model.bodies[where_body].name
+            why = b.unphysical_bodies[body]
+            if "not positive semidefinite" not in why:
+                fate = (f"loaded as given: the rigid body {body!r} it is part of is not "
+                        f"physical either ({why}), but positive semidefinite, so M(q) is too")
+            else:  # judged on the joint-space inertia it produces
+                at_neutral = ("is positive definite" if not singular_joints(model) else
+                              "is not positive definite")
+                fate = (f"loaded as given: the rigid body {body!r} it is part of is not "
+                        f"positive semidefinite either ({why}), so some of its motions have "
+                        f"negative kinetic energy; M(q) at the neutral configuration "
+                        f"{at_neutral}, and aba raises SolverError where a pivot of M(q) "
+                        "is not positive")
         else:
             fate = (f"loaded as given: the rigid body {model.bodies[where_body].name!r} it is "
                     "merged into is physical")
