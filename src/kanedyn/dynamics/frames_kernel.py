@@ -113,6 +113,36 @@ def to_reference(ref, RF, p0, p1, p2, w0, w1, w2, u0, u1, u2):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
+def compose_pose(R, p, X, i, par):
+    """R_i = R_p E_iᵀ, p_i = p_p + R_p r_i (R_p = 1, p_p = 0 for the world, par < 0),
+    with X[i] = (E_i, r_i) the transform from the parent to body i (row-major E)."""
+    e0, e1, e2, e3, e4, e5, e6, e7, e8 = (X[i, 0], X[i, 1], X[i, 2], X[i, 3], X[i, 4],
+                                          X[i, 5], X[i, 6], X[i, 7], X[i, 8])
+    r0, r1, r2 = X[i, 9], X[i, 10], X[i, 11]
+    if par < 0:
+        a0, a1, a2, a3, a4, a5, a6, a7, a8 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
+        t0 = t1 = t2 = 0.0
+    else:
+        a0, a1, a2, a3, a4, a5, a6, a7, a8 = (R[par, 0], R[par, 1], R[par, 2], R[par, 3],
+                                              R[par, 4], R[par, 5], R[par, 6], R[par, 7],
+                                              R[par, 8])
+        t0, t1, t2 = p[par, 0], p[par, 1], p[par, 2]
+    # row m of R_i: (R_p)_m · (column c of Eᵀ = row c of E)
+    R[i, 0] = a0 * e0 + a1 * e1 + a2 * e2
+    R[i, 1] = a0 * e3 + a1 * e4 + a2 * e5
+    R[i, 2] = a0 * e6 + a1 * e7 + a2 * e8
+    R[i, 3] = a3 * e0 + a4 * e1 + a5 * e2
+    R[i, 4] = a3 * e3 + a4 * e4 + a5 * e5
+    R[i, 5] = a3 * e6 + a4 * e7 + a5 * e8
+    R[i, 6] = a6 * e0 + a7 * e1 + a8 * e2
+    R[i, 7] = a6 * e3 + a7 * e4 + a8 * e5
+    R[i, 8] = a6 * e6 + a7 * e7 + a8 * e8
+    p[i, 0] = t0 + a0 * r0 + a1 * r1 + a2 * r2
+    p[i, 1] = t1 + a3 * r0 + a4 * r1 + a5 * r2
+    p[i, 2] = t2 + a6 * r0 + a7 * r1 + a8 * r2
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
 def frame_core(data, q, v, a, body, F, want, ref, out, J, dJ, X, R, p, Vb, Ab, T, chain,
                ang, cs, sn):
     """Frame F (placement F[0] = (E, r) on ``body``, -1 the world) at one state.
@@ -155,19 +185,10 @@ def frame_core(data, q, v, a, body, F, want, ref, out, J, dJ, X, R, p, Vb, Ab, T
         elif joint_transform(data, i, q, X):
             return i + 1
         par = int(data[i, PARENT])
-        # pose of body i in its parent is (Eᵀ, r): R_i = R_p Eᵀ, p_i = p_p + R_p r
-        for m in range(3):
-            for c in range(3):
-                if par < 0:
-                    R[i, 3 * m + c] = X[i, 3 * c + m]
-                else:
-                    R[i, 3 * m + c] = (R[par, 3 * m] * X[i, 3 * c] + R[par, 3 * m + 1]
-                                       * X[i, 3 * c + 1] + R[par, 3 * m + 2] * X[i, 3 * c + 2])
-            if par < 0:
-                p[i, m] = X[i, 9 + m]
-            else:
-                p[i, m] = (p[par, m] + R[par, 3 * m] * X[i, 9] + R[par, 3 * m + 1] * X[i, 10]
-                           + R[par, 3 * m + 2] * X[i, 11])
+        # pose of body i in its parent is (Eᵀ, r): R_i = R_p Eᵀ, p_i = p_p + R_p r.
+        # R, p and X are views of one buffer, so the compiler must assume that a store
+        # to R[i] changes R[par] and X[i]: their entries are read into locals once.
+        compose_pose(R, p, X, i, par)
         if need_v:
             k = int(data[i, SIDX])
             if k >= 0:  # S = e_k: S q̇ is one entry, v × S q̇ four products
