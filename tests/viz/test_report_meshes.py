@@ -154,3 +154,28 @@ def test_without_webgl_the_page_draws_the_skeleton_in_2d(pages, browser):
     assert st["after"] != st["before"] and st["distance"][2] < st["distance"][1]
     body, f1 = st["slider"]["body"], st["slider"]["frames"][1]
     np.testing.assert_allclose(st["slider"]["positions"][1], frames["origins"][f1][body])
+
+
+def test_a_notebook_shows_a_urdf_robots_trajectory_with_its_meshes(mesh_robot, browser,
+                                                                    tmp_path):
+    """Trajectory._repr_html_ of a simulated URDF robot: the model knows its file
+    (Model.source), so the inline view carries the same meshes as the report's (the
+    same triangle count as with the visuals given explicitly); a model built in code
+    knows no file and is drawn as a skeleton."""
+    import html
+
+    urdf, model = mesh_robot
+    assert model.source == str(urdf.resolve())
+    traj = kd.simulate(model, np.array([0.3, 0.5]), np.zeros(2), 0.1, method="rk4", dt=0.01,
+                       progress=False)
+    counts = {}
+    for key, fragment in (("notebook", traj._repr_html_()),
+                          ("explicit", trajectory_view_html(traj, model,
+                                                            load_urdf_visuals(urdf, model)))):
+        inner = html.unescape(re.search(r'srcdoc="([^"]*)"', fragment).group(1))
+        (tmp_path / f"{key}.html").write_text(inner)
+        dom = _dom(browser.dump_dom((tmp_path / f"{key}.html").as_uri(), 1000))
+        assert dom["errors"] == "" and dom["status"] == "ok"
+        counts[key] = int(dom["triangles"])
+    assert counts["notebook"] == counts["explicit"] > 5000
+    assert kd.models.pendulum_chain(2).source == ""

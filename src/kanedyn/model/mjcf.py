@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -1329,6 +1329,8 @@ def parse_mjcf(path: str | os.PathLike | None = None, *, string: str | None = No
     if warn and skipped:
         warnings.warn(f"{source}: {skipped_summary(skipped)}", KanedynWarning, stacklevel=3)
     qpos0 = np.concatenate(P.qpos0) if P.qpos0 else np.zeros(0)
+    if string is None:  # the file, for the 3D views (see Model.source)
+        model = replace(model, source=str(Path(path).resolve()))
     return MJCFRobot(model.name, model, P.mj_bodies, P.mj_joints, tuple(equalities),
                      tuple(actuators), qpos0, skipped, source, P.options)
 

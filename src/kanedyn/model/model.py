@@ -73,13 +73,17 @@ class Frame:
 @dataclass(frozen=True)
 class Model:
     """A rigid-body tree. Build one with :class:`ModelBuilder`, a builder in
-    :mod:`kanedyn.models`, or :func:`kanedyn.load_urdf`; no algorithm changes it."""
+    :mod:`kanedyn.models`, or :func:`kanedyn.load_urdf`; no algorithm changes it.
+
+    ``source`` is the description file the model was loaded from ("" when it was built
+    in code or from a string): the 3D views read the robot's visual geometry from it."""
 
     name: str
     bodies: tuple[Body, ...]
     gravity: NDArray
     frames: dict = field(default_factory=dict)
     root_name: str = "world"
+    source: str = ""
 
     def __post_init__(self):
         object.__setattr__(self, "gravity", np.asarray(self.gravity, dtype=float).reshape(3))
@@ -220,8 +224,7 @@ class Model:
 
     def with_gravity(self, gravity: ArrayLike) -> Model:
         """A copy of this model with another gravity vector."""
-        return Model(self.name, self.bodies, np.asarray(gravity, float), dict(self.frames),
-                     self.root_name)
+        return replace(self, gravity=np.asarray(gravity, float), frames=dict(self.frames))
 
     def __repr__(self) -> str:
         kinds = {}

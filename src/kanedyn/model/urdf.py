@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from xml.parsers import expat
 
@@ -729,7 +729,8 @@ def build_model(robot: URDFRobot, floating_base: bool = False,
                 "simulation raise SolverError: give a rotor inertia, e.g. "
                 f"armature={{{bad[0]!r}: 1e-4}}, or mass (strict=True makes this an error)",
                 KanedynWarning, stacklevel=3)
-    return model
+    # the file, for the 3D views to read its <visual> elements from
+    return model if src == "<string>" else replace(model, source=str(Path(src).resolve()))
 
 
 def _root_joint_name(robot: URDFRobot, base: URDFLink) -> str:

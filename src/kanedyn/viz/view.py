@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import html
+import os
 from collections.abc import Sequence
 
 from ..errors import KanedynError
 from ..model import Model
-from ..model.visuals import VisualGeometry
+from ..model.visuals import VisualGeometry, load_urdf_visuals
 from .frames import animation_frames
 from .report import view_page
 from .scene import MAX_TRIANGLES
@@ -26,7 +27,8 @@ def trajectory_view_html(traj, model: Model | None = None,
     The frame's ``srcdoc`` is a whole self-contained page (:func:`kanedyn.viz.view_page`:
     three.js, the data and the script inline), so several views in one notebook keep
     their element ids and scripts apart, and the notebook stays viewable offline.
-    ``visuals`` as for :func:`kanedyn.viz.write_report`.
+    ``visuals`` as for :func:`kanedyn.viz.write_report`; by default those of the URDF
+    the model was loaded from (``model.source``), so a robot is drawn with its meshes.
     """
     if model is None:
         model = getattr(getattr(traj, "system", None), "model", None)
@@ -34,6 +36,9 @@ def trajectory_view_html(traj, model: Model | None = None,
             raise KanedynError("trajectory_view_html: the trajectory carries no Model (a "
                                "loaded one, or one of a Kane or constrained system); pass "
                                "model=")
+    if visuals is None and model.source.endswith(".urdf") and os.path.isfile(model.source):
+        # a robot loaded from a URDF is drawn as itself: its file's <visual> meshes
+        visuals = load_urdf_visuals(model.source, model)
     frames = animation_frames(model, traj.t, traj.q, max_frames=max_frames)
     page = view_page(frames, visuals, title=f"kanedyn view: {model.name}",
                      max_triangles=max_triangles, width=width, height=height)
