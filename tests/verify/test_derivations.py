@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import warnings
+from dataclasses import replace
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -133,3 +137,26 @@ def test_symmetries_of_root_joints_and_their_momenta(joint, placement, n_conserv
     line = checklist(model, n_samples=1, checks=["momentum_conservation"])[
         "momentum_conservation"]
     assert line.passed is True, line.detail
+
+
+def test_lagrange_terms_take_the_rotor_inertia_of_an_mjcf_arm():
+    """The MJCF example arm has armature on its three hinges: Lagrange's M (½ J q̇² per
+    rotor in T) equals CRBA's, which adds J to the diagonal, and differs from the M of
+    the bare bodies by exactly diag(J)."""
+    path = Path(__file__).resolve().parents[2] / "examples" / "mjcf_arm.xml"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", kd.KanedynWarning)  # the skipped collision geoms
+        model = kd.load_mjcf(path)
+    assert model.armature.min() > 0
+    bare = replace(model, bodies=tuple(replace(b, joint=replace(b.joint, armature=0.0))
+                                       for b in model.bodies))
+    fM, fh = lagrange_terms(model, "symengine")
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        q, v = rng.uniform(-1, 1, model.nq), rng.uniform(-1, 1, model.nv)
+        M = kd.crba(model, q)
+        np.testing.assert_allclose(fM(q), M, rtol=1e-10, atol=1e-12 * np.abs(M).max())
+        np.testing.assert_allclose(fh(q, v), kd.nonlinear_effects(model, q, v), rtol=1e-9,
+                                   atol=1e-10)
+        np.testing.assert_allclose(kd.crba(bare, q), M - np.diag(model.armature),
+                                   rtol=0, atol=1e-14 * np.abs(M).max())

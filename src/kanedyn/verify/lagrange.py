@@ -5,7 +5,8 @@ For a small model whose speeds are the derivatives of its coordinates
 (revolute, prismatic and helical joints: v = q̇) the Lagrangian is built
 symbolically from the model data alone — body poses as products of the joint
 transforms, ``T = Σ ½ m_i |ċ_i|² + ½ ω_iᵀ I_c,i ω_i`` with
-``[ω_i]× = R_iᵀ Ṙ_i`` and c_i the centre of mass, ``V = −Σ m_i gᵀ c_i`` —
+``[ω_i]× = R_iᵀ Ṙ_i`` and c_i the centre of mass, plus ``½ J_j q̇_j²`` for a
+joint's rotor inertia (armature) J_j, ``V = −Σ m_i gᵀ c_i`` —
 and Euler–Lagrange gives
 
     M_L(q) = ∂²L/∂q̇²,   h_L(q, q̇) = (∂²L/∂q̇∂q) q̇ − ∂L/∂q,
@@ -125,6 +126,8 @@ def lagrangian(model: Model, engine: str | None = None):
         T = T + 0.5 * m * sum(x * x for x in cdot) + 0.5 * sum(a * b_ for a, b_ in
                                                              zip(w, Iw, strict=True))
         V = V - m * sum(gk * ck for gk, ck in zip(g, ci, strict=True))
+        # a rotor inertia (armature) at the joint: ½ J q̇², the diagonal of M it adds
+        T = T + 0.5 * float(b.joint.armature) * sum(x * x for x in qd[b.iv])
     return q, qd, T - V
 
 
