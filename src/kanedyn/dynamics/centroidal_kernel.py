@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 from numba import carray, cfunc, njit, prange, types
 
+from ._compiled import KERNELS_DIGEST, KernelModule
 from .kernels import (
     AXIS_ID,
     BAD_SHAPE,
@@ -562,19 +563,16 @@ SIGNATURES = {
 }
 
 
-def ready(name: str):
-    """The dispatcher of ``name``, compiled (or loaded from the on-disk cache) for its one
-    signature, further compilation disabled (as :func:`kanedyn.dynamics.kernels.ready`)."""
-    disp = globals()[name]
-    if not disp.signatures:
-        disp.compile(SIGNATURES[name])
-        disp.disable_compile()
-    return disp
+
+@njit(cache=True)
+def _built_against():
+    """The digest of kernels.py this module's cache was compiled with (see
+    :mod:`._compiled`: a cache built against another kernels.py is dropped)."""
+    return KERNELS_DIGEST
 
 
-def entry(name: str):
-    """The compiled entry point of ``name`` without numba's dispatcher (see
-    :func:`kanedyn.dynamics.kernels.entry`: the caller passes float64 arrays of the
-    declared ndim)."""
-    disp = ready(name)
-    return disp.overloads[disp.signatures[0]].entry_point
+_LOADER = KernelModule(globals())
+#: the dispatcher of a kernel, compiled for its one signature (:meth:`KernelModule.ready`)
+ready = _LOADER.ready
+#: its bare compiled entry point (:meth:`KernelModule.entry`)
+entry = _LOADER.entry

@@ -26,13 +26,10 @@ states in parallel, a workspace per task. Status as in :mod:`.kernels`.
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-
 import numpy as np
 from numba import njit, prange
 
-from . import kernels as _kernels
+from ._compiled import KERNELS_DIGEST, KernelModule
 from .kernels import (
     AXIS_ID,
     BAD_SHAPE,
@@ -445,48 +442,15 @@ SIGNATURES = {
 }
 
 
-# numba's disk cache of a function is keyed by its own file: code compiled here from
-# kernels.py (its layout constants, WIDTH among them, and the inlined helpers) would
-# stay in the cache after kernels.py changes. So the cache records a digest of
-# kernels.py, and a different one drops this module's cached kernels before use.
-try:
-    _KERNELS_DIGEST = int(hashlib.sha256(Path(_kernels.__file__).read_bytes())
-                          .hexdigest()[:15], 16)
-except OSError:  # (no source: the layout constants at least)
-    _KERNELS_DIGEST = hash((WIDTH, NQ, NV, PARENT, IQ, IV, NVJ, SIDX, AXIS_ID)) & (2**60 - 1)
-_FRESH = []
-
-
 @njit(cache=True)
 def _built_against():
-    """The digest of kernels.py that this module's cached code was compiled with."""
-    return _KERNELS_DIGEST
+    """The digest of kernels.py this module's cache was compiled with (see
+    :mod:`._compiled`: a cache built against another kernels.py is dropped)."""
+    return KERNELS_DIGEST
 
 
-def _drop_stale_cache() -> None:
-    if not _FRESH:
-        if _built_against() != _KERNELS_DIGEST:
-            for f in (_built_against, frame_f, frame_batch):
-                f._cache.flush()
-        _FRESH.append(True)
-
-
-def ready(name: str):
-    """The dispatcher of ``name``, compiled for its one signature (then closed to others:
-    an argument of another type raises TypeError, as :func:`.kernels.ready`). The batch
-    readies frame_f first, so that it calls that one specialisation."""
-    _drop_stale_cache()
-    if name == "frame_batch":
-        ready("frame_f")
-    disp = globals()[name]
-    if not disp.signatures:
-        disp.compile(SIGNATURES[name])
-        disp.disable_compile()
-    return disp
-
-
-def entry(name: str):
-    """The compiled entry point of ``name`` without numba's dispatcher (see
-    :func:`.kernels.entry`: the caller passes arrays of the declared ndim and float64)."""
-    disp = ready(name)
-    return disp.overloads[disp.signatures[0]].entry_point
+_LOADER = KernelModule(globals(), first={"frame_batch": ("frame_f",)})
+#: the dispatcher of a kernel, compiled for its one signature (:meth:`KernelModule.ready`)
+ready = _LOADER.ready
+#: its bare compiled entry point (:meth:`KernelModule.entry`)
+entry = _LOADER.entry
