@@ -144,7 +144,6 @@ SIGNATURES = {
 }
 
 
-
 @njit(cache=True)
 def _built_against():
     """The digest of kernels.py this module's cache was compiled with (see
