@@ -542,14 +542,17 @@ def run_summary(sc: Scenario) -> dict:
 
 
 def model_visuals(sc: Scenario, model) -> list | None:
-    """The visual geometry of a scenario's URDF model (``[model] urdf``), drawn in the
-    report; None for a builder or a shipped robot (they carry no mesh files).
+    """The visual geometry of a scenario's URDF model (``[model] urdf``: its ``<visual>``
+    elements) or MJCF model (``[model] mjcf``: its visible geoms), drawn in the report;
+    None for a builder or a shipped robot (they carry no mesh files).
     ``[output] package_paths`` (relative to the scenario file) are searched for
     ``package://`` meshes; meshes not found are warned about, their bodies drawn as
     skeletons."""
     from .model.visuals import load_urdf_visuals
 
     m = sc.data["model"]
+    if "mjcf" in m:  # the file's visible geoms
+        return list(mjcf_robot(sc).visuals) or None
     if "urdf" not in m:
         return None
     path = Path(m["urdf"])

@@ -811,3 +811,79 @@ def test_attach_inside_replicate_by_the_child_models_own_name(tmp_path):
     assert [a.joint for a in robot.actuators] == ["a_j2-0", "a_j2-1", "a_j2-2"]
     check_bodies(robot, mj)
     check_against_mujoco(robot, mj)
+
+
+# --------------------------------------------------------------------------------------
+# Visual geometry: every visible geom where MuJoCo puts it
+# --------------------------------------------------------------------------------------
+
+_G = mujoco.mjtGeom
+_NO_VOLUME = (int(_G.mjGEOM_PLANE), int(_G.mjGEOM_HFIELD), int(_G.mjGEOM_SDF))
+_KIND = {int(_G.mjGEOM_BOX): "box", int(_G.mjGEOM_SPHERE): "sphere",
+         int(_G.mjGEOM_CAPSULE): "capsule", int(_G.mjGEOM_CYLINDER): "cylinder",
+         int(_G.mjGEOM_ELLIPSOID): "ellipsoid", int(_G.mjGEOM_MESH): "mesh"}
+
+
+def check_visuals(robot, mj, n_states=2, seed=0):
+    """robot.visuals against MuJoCo's visible geoms (groups 0-2, not transparent, not on
+    the world), in MuJoCo's order, at random states: kind and size (MuJoCo's halves),
+    world position (geom_xpos) and axes (geom_xmat; the symmetry axis alone for
+    capsules and cylinders, up to its sign, none for spheres); a mesh by the bounding box of its
+    vertices in the world (MuJoCo keeps them re-centred, as float32)."""
+    geoms = [g for g in range(mj.ngeom) if mj.geom_bodyid[g] != 0
+             and int(mj.geom_type[g]) not in _NO_VOLUME and mj.geom_group[g] <= 2
+             and mj.geom_rgba[g, 3] > 0]
+    assert len(robot.visuals) == len(geoms) > 0
+    model = robot.model
+    d = mujoco.MjData(mj)
+    rng = np.random.default_rng(seed)
+    for _ in range(n_states):
+        qpos, _ = _random_state(mj, rng)
+        d.qpos[:] = qpos
+        mujoco.mj_forward(mj, d)
+        kin = kd.forward_kinematics(model, qpos)
+        for vis, g in zip(robot.visuals, geoms, strict=True):
+            kind = _KIND[int(mj.geom_type[g])]
+            assert vis.kind == kind, vis.name
+            # body -1: a body welded to the world (its geoms fixed there)
+            Rb, pb = (kin.R[vis.body], kin.p[vis.body]) if vis.body >= 0 else \
+                (np.eye(3), np.zeros(3))
+            R = Rb @ vis.placement.rotation
+            p = pb + Rb @ vis.placement.translation
+            Rm, pm = d.geom_xmat[g].reshape(3, 3), d.geom_xpos[g]
+            half = mj.geom_size[g]
+            if kind == "mesh":
+                k = mj.geom_dataid[g]
+                Vm = mj.mesh_vert[mj.mesh_vertadr[k]:mj.mesh_vertadr[k] + mj.mesh_vertnum[k]]
+                Wm = Vm.astype(float) @ Rm.T + pm
+                W = np.asarray(vis.vertices) @ R.T + p
+                scale = np.abs(Wm - pm).max()
+                np.testing.assert_allclose(W.min(0), Wm.min(0), atol=1e-5 * scale)
+                np.testing.assert_allclose(W.max(0), Wm.max(0), atol=1e-5 * scale)
+                continue
+            np.testing.assert_allclose(p, pm, atol=1e-10)
+            if kind in ("capsule", "cylinder"):  # symmetric: the axis up to its sign
+                np.testing.assert_allclose(abs(R[:, 2] @ Rm[:, 2]), 1.0, atol=1e-10)
+                np.testing.assert_allclose(vis.size, (half[0], 2 * half[1]), rtol=1e-12)
+            elif kind == "sphere":
+                np.testing.assert_allclose(vis.size, half[:1], rtol=1e-12)
+            else:
+                np.testing.assert_allclose(R, Rm, atol=1e-10)
+                np.testing.assert_allclose(vis.size, half * (2 if kind == "box" else 1),
+                                           rtol=1e-12)
+            np.testing.assert_allclose(vis.rgba, mj.geom_rgba[g], atol=1e-7)
+
+
+def test_visuals_of_written_models_and_a_hand_with_meshes(tmp_path):
+    pytest.importorskip("trimesh")
+    for xml in (QUADRUPED, ARM):
+        check_visuals(*_load(xml=xml))
+    check_visuals(*_load(path=write_hand(str(tmp_path))))
+
+
+@pytest.mark.skipif(not GYM, reason="gymnasium's MuJoCo assets are not installed")
+def test_visuals_of_the_gymnasium_assets():
+    for path in GYM:
+        robot, mj = _load(path=path)
+        if robot.visuals:  # (a file whose geoms are all on the world shows none)
+            check_visuals(robot, mj, n_states=1)

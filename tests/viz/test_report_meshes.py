@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -179,3 +180,34 @@ def test_a_notebook_shows_a_urdf_robots_trajectory_with_its_meshes(mesh_robot, b
         counts[key] = int(dom["triangles"])
     assert counts["notebook"] == counts["explicit"] > 5000
     assert kd.models.pendulum_chain(2).source == ""
+
+
+def test_an_mjcf_robot_is_drawn_with_its_geoms(browser, tmp_path):
+    """The example MJCF arm (two capsules and a box): its trajectory's notebook view
+    carries the geoms (the same triangles as with the file's visuals given), and its
+    scenario hands them to the report."""
+    import html
+    import warnings
+
+    from kanedyn.model.mjcf import parse_mjcf
+    from kanedyn.scenario import load_scenario, model_visuals
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", kd.KanedynWarning)  # the skipped collision geoms
+        robot = parse_mjcf(examples / "mjcf_arm.xml")
+        model = robot.model
+        assert [v.kind for v in robot.visuals] == ["capsule", "capsule", "box"]
+        traj = kd.simulate(model, np.array([0.3, -0.4, 0.2]), np.zeros(3), 0.05,
+                           method="rk4", dt=0.01, progress=False)
+        counts = {}
+        for key, fragment in (("notebook", traj._repr_html_()),
+                              ("explicit", trajectory_view_html(traj, model, robot.visuals))):
+            inner = html.unescape(re.search(r'srcdoc="([^"]*)"', fragment).group(1))
+            (tmp_path / f"{key}.html").write_text(inner)
+            dom = _dom(browser.dump_dom((tmp_path / f"{key}.html").as_uri(), 1000))
+            assert dom["errors"] == "" and dom["status"] == "ok"
+            counts[key] = int(dom["triangles"])
+        assert counts["notebook"] == counts["explicit"] > 0
+        sc = load_scenario(examples / "mjcf_arm.toml")
+        assert len(model_visuals(sc, model)) == 3

@@ -68,6 +68,7 @@ from numpy.typing import NDArray
 
 from ..errors import KanedynWarning, MJCFError, ModelError
 from ..spatial import (
+    Transform,
     inertia_parameters,
     matrix_to_quat,
     rotational_inertia_is_physical,
@@ -82,6 +83,7 @@ from .geom_inertia import (
 from .joints import Free, Joint, JointLimits, Prismatic, Revolute, Spherical
 from .model import Model, ModelBuilder
 from .urdf import _Element, _parse_xml, _plane_alignment, _Where
+from .visuals import VisualGeometry
 
 #: joint types of MJCF
 MJCF_JOINT_TYPES = ("hinge", "slide", "ball", "free")
@@ -181,6 +183,8 @@ class MJCFRobot:
     skipped: dict
     source: str
     options: dict = field(default_factory=dict)
+    #: the visible geoms (groups 0-2) as :class:`~kanedyn.model.visuals.VisualGeometry`
+    visuals: tuple = ()
 
 
 class _MJWhere(_Where):
@@ -512,18 +516,10 @@ def _inertial(el: _Element, at: _Attrs, opts: dict, strict: bool, body: str, whe
     return mass, c, R @ I @ R.T
 
 
-def _geom_properties(el: _Element, at: _Attrs, opts: dict, meshes: dict, where
-                     ) -> tuple[float, NDArray, NDArray] | None:
-    """(mass, com, inertia about com) of one geom in its body's frame; None for geoms
-    that carry no volume (plane, hfield, sdf)."""
-    kind = at.str("type", "sphere")
-    if kind in ("plane", "hfield", "sdf"):
-        return None
-    if kind not in PRIMITIVES and kind != "mesh":
-        raise MJCFError(f"{where(el)}: unknown geom type {kind!r} (MJCF geom types: "
-                        f"plane, hfield, sdf, mesh, {', '.join(PRIMITIVES)})")
-    if at.has("shellinertia") and at.bool("shellinertia"):
-        raise MJCFError(f"{where(el)}: shellinertia (a hollow geom) is not supported")
+def _geom_frame(el: _Element, at: _Attrs, opts: dict, where, kind: str
+                ) -> tuple[NDArray, NDArray, NDArray]:
+    """(R, p, size) of a geom: its axes and origin in its body's (or frame's) coordinates
+    and its MJCF size (half-sizes; from ``fromto`` when given)."""
     if at.has("fromto"):
         if kind not in ("capsule", "cylinder", "box", "ellipsoid"):
             raise MJCFError(f"{where(el)}: fromto is only for capsule, cylinder, box and "
@@ -544,6 +540,22 @@ def _geom_properties(el: _Element, at: _Attrs, opts: dict, meshes: dict, where
     else:
         R, p = _pose(at, opts)
         size = at.floats("size", None, ())
+    return R, p, size
+
+
+def _geom_properties(el: _Element, at: _Attrs, opts: dict, meshes: dict, where
+                     ) -> tuple[float, NDArray, NDArray] | None:
+    """(mass, com, inertia about com) of one geom in its body's frame; None for geoms
+    that carry no volume (plane, hfield, sdf)."""
+    kind = at.str("type", "sphere")
+    if kind in ("plane", "hfield", "sdf"):
+        return None
+    if kind not in PRIMITIVES and kind != "mesh":
+        raise MJCFError(f"{where(el)}: unknown geom type {kind!r} (MJCF geom types: "
+                        f"plane, hfield, sdf, mesh, {', '.join(PRIMITIVES)})")
+    if at.has("shellinertia") and at.bool("shellinertia"):
+        raise MJCFError(f"{where(el)}: shellinertia (a hollow geom) is not supported")
+    R, p, size = _geom_frame(el, at, opts, where, kind)
     if kind == "mesh":
         mname = at.str("mesh")
         if mname is None:
@@ -551,7 +563,7 @@ def _geom_properties(el: _Element, at: _Attrs, opts: dict, meshes: dict, where
         if mname not in meshes:
             raise MJCFError(f"{where(el)}: mesh {mname!r} is not defined in <asset> "
                             f"(meshes: {', '.join(sorted(meshes)) or 'none'})")
-        V, c0, J = meshes[mname]
+        V, c0, J = meshes[mname][:3]
     else:
         n = SIZE_COUNT[kind]
         if size.size < n or not np.all(size[:n] > 0.0):
@@ -568,6 +580,61 @@ def _geom_properties(el: _Element, at: _Attrs, opts: dict, meshes: dict, where
             raise MJCFError(f"{where(el)}: mass {m} is negative")
         rho = m / V
     return m, p + R @ c0, rho * (R @ J @ R.T)
+
+
+#: MuJoCo's geom colour where none is given
+GEOM_RGBA = (0.5, 0.5, 0.5, 1.0)
+
+
+def _geom_visual(el: _Element, at: _Attrs, opts: dict, meshes: dict, where, prefix: tuple,
+                 body: str) -> tuple:
+    """What a geom looks like, in its MuJoCo body's frame: ``(body, R, p, kind, size,
+    rgba, vertices, faces, mesh file, name)`` with sizes as :class:`VisualGeometry`
+    takes them (full sides and lengths where MJCF gives halves). A mesh keeps the
+    coordinates of its file (MuJoCo re-centres it internally and moves the geom frame
+    to match, so it is drawn where the file puts it)."""
+    kind = at.str("type", "sphere")
+    R, p, size = _geom_frame(el, at, opts, where, kind)
+    Rg, pg = prefix
+    R, p = Rg @ R, pg + Rg @ p
+    rgba = tuple(at.floats("rgba", 4, GEOM_RGBA))
+    verts = faces = file = None
+    if kind == "mesh":
+        verts, faces, file = meshes[at.str("mesh")][3]
+        size = (1.0, 1.0, 1.0)  # the asset's scale is in the vertices already
+    elif kind == "box":
+        size = tuple(2.0 * size[:3])
+    elif kind in ("capsule", "cylinder"):
+        size = (size[0], 2.0 * size[1])
+    elif kind == "sphere":
+        size = (size[0],)
+    else:  # ellipsoid: its semi-axes
+        size = tuple(size[:3])
+    label = f"{where(el)} (body {body!r})"
+    return body, R, p, kind, size, rgba, verts, faces, file, label
+
+
+def _visuals(P: _Parser, model: Model) -> tuple:
+    """The :class:`~kanedyn.model.visuals.VisualGeometry` of every visible geom, on the
+    kanedyn body that carries its MuJoCo body (``model.frame`` of the body's name); a
+    mesh given by vertices only is drawn as their convex hull (trimesh), or not at all
+    without trimesh."""
+    out = []
+    for body, R, p, kind, size, rgba, verts, faces, file, label in P.visual_parts:
+        if rgba[3] <= 0.0:
+            continue  # invisible (MuJoCo's convention for collision-only geoms)
+        F = model.frame(body)
+        RF, pF = F.placement.rotation, F.placement.translation
+        if kind == "mesh" and faces is None:
+            try:
+                import trimesh
+            except ImportError:
+                continue
+            hull = trimesh.Trimesh(verts).convex_hull
+            verts, faces = np.asarray(hull.vertices), np.asarray(hull.faces)
+        out.append(VisualGeometry(F.body, Transform.from_pose(RF @ R, pF + RF @ p), kind,
+                                  size, rgba, verts, faces, label, file))
+    return tuple(out)
 
 
 def _sum_inertias(parts) -> tuple[float, NDArray, NDArray]:
@@ -606,7 +673,9 @@ def _trimesh(at: str):
 
 def _read_meshes(asset_els, defaults: _Defaults, base: Path, opts: dict, where,
                  skipped) -> dict:
-    """``{name: (V, c, J)}`` of every ``<mesh>`` asset (unit density, mesh coordinates)."""
+    """``{name: (V, c, J, (vertices, faces, file))}`` of every ``<mesh>`` asset: its unit
+    density volume, centroid and inertia, and its scaled geometry (faces None when the
+    mesh is given by vertices only), in mesh coordinates."""
     meshes = {}
     for asset in asset_els:
         for el in asset.children:
@@ -666,7 +735,8 @@ def _read_meshes(asset_els, defaults: _Defaults, base: Path, opts: dict, where,
                 raise MJCFError(f"{where(el)}: a mesh needs a file or vertex data")
             verts = verts * scale
             try:
-                meshes[name] = mesh_unit_properties(verts, faces, mode=inertia)
+                meshes[name] = (*mesh_unit_properties(verts, faces, mode=inertia),
+                                (verts, faces, str(path) if file is not None else None))
             except ValueError as e:
                 raise MJCFError(f"{where(el)}: mesh {name!r}: {e}") from None
     return meshes
@@ -769,6 +839,7 @@ class _Parser:
         self.where = _MJWhere(source)
         self.source, self.base, self.strict = source, base, strict
         self.skipped: dict[str, list[int]] = {}
+        self.visual_parts: list[tuple] = []  # see _geom_visual
         where = self.where
         comp = [_Attrs(c, c.attrib, where) for c in root.findall("compiler")]
         opts = {"angle_scale": np.pi / 180.0, "eulerseq": "xyz", "inertiafromgeom": "auto",
@@ -1012,6 +1083,9 @@ class _Parser:
                 Rg, pg = gprefix
                 parts.append((m, pg + Rg @ c, Rg @ Ic @ Rg.T))
                 source = "geoms"
+            if props is not None and 0 <= grp <= 2:  # the groups MuJoCo's viewer shows
+                self.visual_parts.append(_geom_visual(g, gat, self.ctx.opts,
+                                                      self.ctx.meshes, where, gprefix, name))
             _skip(self.skipped, "<geom> collision (contacts)", g)
         mass, com, Ic = _sum_inertias(parts) if parts else (0.0, np.zeros(3),
                                                             np.zeros((3, 3)))
@@ -1332,7 +1406,7 @@ def parse_mjcf(path: str | os.PathLike | None = None, *, string: str | None = No
     if string is None:  # the file, for the 3D views (see Model.source)
         model = replace(model, source=str(Path(path).resolve()))
     return MJCFRobot(model.name, model, P.mj_bodies, P.mj_joints, tuple(equalities),
-                     tuple(actuators), qpos0, skipped, source, P.options)
+                     tuple(actuators), qpos0, skipped, source, P.options, _visuals(P, model))
 
 
 def skipped_summary(skipped: dict) -> str:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from ..errors import KanedynError
 from ..model import Model
+from ..model.mjcf import parse_mjcf
 from ..model.visuals import VisualGeometry, load_urdf_visuals
 from .frames import animation_frames
 from .report import view_page
@@ -28,7 +29,8 @@ def trajectory_view_html(traj, model: Model | None = None,
     three.js, the data and the script inline), so several views in one notebook keep
     their element ids and scripts apart, and the notebook stays viewable offline.
     ``visuals`` as for :func:`kanedyn.viz.write_report`; by default those of the URDF
-    the model was loaded from (``model.source``), so a robot is drawn with its meshes.
+    or MJCF file the model was loaded from (``model.source``), so a robot is drawn with
+    its meshes or geoms.
     """
     if model is None:
         model = getattr(getattr(traj, "system", None), "model", None)
@@ -36,9 +38,13 @@ def trajectory_view_html(traj, model: Model | None = None,
             raise KanedynError("trajectory_view_html: the trajectory carries no Model (a "
                                "loaded one, or one of a Kane or constrained system); pass "
                                "model=")
-    if visuals is None and model.source.endswith(".urdf") and os.path.isfile(model.source):
-        # a robot loaded from a URDF is drawn as itself: its file's <visual> meshes
-        visuals = load_urdf_visuals(model.source, model)
+    if visuals is None and os.path.isfile(model.source):
+        # a robot loaded from a file is drawn as itself: a URDF's <visual> elements, an
+        # MJCF file's visible geoms (the same file gives the same body numbering)
+        if model.source.endswith(".urdf"):
+            visuals = load_urdf_visuals(model.source, model)
+        elif model.source.endswith(".xml"):
+            visuals = list(parse_mjcf(model.source, warn=False).visuals) or None
     frames = animation_frames(model, traj.t, traj.q, max_frames=max_frames)
     page = view_page(frames, visuals, title=f"kanedyn view: {model.name}",
                      max_triangles=max_triangles, width=width, height=height)
