@@ -683,7 +683,10 @@ def build_model(robot: URDFRobot, floating_base: bool = False,
             raise URDFError(f"{at(None, robot.links[body])}: {e}") from None
         raise URDFError(f"{src}: {e}") from None
 
-    for link in defective:  # the bodies they are part of are physical (build passed)
+    # the joints that move no inertia at the neutral configuration (a non-positive pivot
+    # of M): told about below, and named where a defective link's body is indefinite
+    bad = singular_joints(model) if defective or check_singular else []
+    for link in defective:  # (build kept their bodies: physical, or judged on M(q) here)
         fr = model.frames.get(link.name)
         where_body = -1 if fr is None and link.name in on_world else \
             (fr.body if fr is not None else model.body_index(link.name))
@@ -696,8 +699,7 @@ def build_model(robot: URDFRobot, floating_base: bool = False,
                 fate = (f"loaded as given: the rigid body {body!r} it is part of is not "
                         f"physical either ({why}), but positive semidefinite, so M(q) is too")
             else:  # judged on the joint-space inertia it produces
-                at_neutral = ("is positive definite" if not singular_joints(model) else
-                              "is not positive definite")
+                at_neutral = "is not positive definite" if bad else "is positive definite"
                 fate = (f"loaded as given: the rigid body {body!r} it is part of is not "
                         f"positive semidefinite either ({why}), so some of its motions have "
                         f"negative kinetic energy; M(q) at the neutral configuration "
@@ -712,7 +714,6 @@ def build_model(robot: URDFRobot, floating_base: bool = False,
         warnings.warn(f"{msg}; the coupling is ignored (strict=True makes this an error)",
                       KanedynWarning, stacklevel=3)
     if check_singular:
-        bad = singular_joints(model)
         if bad:
             joints = {j.name: j for j in robot.joints.values()}
             lines = [f"{n!r}" + (f" (line {joints[n].line})" if n in joints else "")
