@@ -69,9 +69,7 @@ from .kernels import (
     inertia_to_parent_add,
     inertia_unit_column,
     joint_transform,
-    lane_cos_sin,
-    lane_joint_transform,
-    lane_unit_axis_transform,
+    lanes_x_up,
     s_column,
     s_times,
     sincos,
@@ -236,27 +234,8 @@ def ag_lanes(data, Q, k0, L, out, status, Xs, Fs):
     nb = data.shape[0] - 1
     for l in range(L):
         status[k0 + l] = 0
-    # X_up, as crba_lanes: joints about a unit axis from the cos and sin of all angles
-    vec = nb >= SINCOS_MIN
-    if vec:
-        for i in range(nb):
-            iq = int(data[i, IQ])
-            for l in range(L):
-                C[0, i * L + l] = Q[k0 + l, iq]
-        sincos(C[0, :nb * L], C[1, :nb * L], C[2, :nb * L])
-    for i in range(nb):
-        if data[i, AXIS_ID] >= 0:
-            cq, sq = C[1, i * L:(i + 1) * L], C[2, i * L:(i + 1) * L]
-            if not vec:  # a small tree: libm's cos and sin
-                lane_cos_sin(Q, k0, int(data[i, IQ]), L, cq, sq)
-            lane_unit_axis_transform(data, i, cq, sq, X, i, L)
-            for l in range(L):
-                if vec and not abs(C[0, i * L + l]) <= SINCOS_BIG:  # (and NaN): libm
-                    lane_joint_transform(data, i, Q[k0 + l], Xs, X, i, l)
-        else:
-            for l in range(L):
-                if lane_joint_transform(data, i, Q[k0 + l], Xs, X, i, l) and status[k0 + l] == 0:
-                    status[k0 + l] = i + 1
+    # X_up, as crba_lanes
+    lanes_x_up(data, Q, k0, L, X, Xs, C, status)
     # i_X_0 = X_up[i] i_X_0[parent] (compose), through T: reading X0[p] and writing X0[i]
     # in one loop would need run-time overlap checks
     for i in range(nb):

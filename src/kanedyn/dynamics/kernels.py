@@ -1246,20 +1246,13 @@ def crba1(data, q, M):
 # --- CRBA on several states at once (see "Several states at once" above) -------
 
 @njit(cache=True, forceinline=True)
-def crba_lanes(data, Q, k0, L, out, status, Xs, Fs):
-    """:func:`crba_core` for the L <= LANES states ``Q[k0:k0 + L]`` at once, into
-    ``out[k0:k0 + L]`` and ``status[k0:k0 + L]`` (see "Several states at once" above).
-    ``Xs``, ``Fs``: scalar rows for the lane-by-lane fallbacks."""
-    X = stack_array((LANE_BODIES, 12, LANES))  # X_up[i], lane l
-    P = stack_array((LANE_BODIES, 13, LANES))  # I^c_i parameters
-    C = stack_array((3, _LANE_ANGLES))  # angles, cos, sin
-    F = stack_array((6, LANES))  # the force walking up
-    T = stack_array((9, LANES))  # an inertia moved to the parent
+def lanes_x_up(data, Q, k0, L, X, Xs, C, status):
+    """X_up[i] of every body for the states k0 .. k0 + L - 1 (lane l: X[i, :, l]), as the
+    batched CRBA and A_G take them: joints about a unit axis from the cos and sin of all
+    angles at once (:func:`sincos`, ``C`` = angles, cos, sin; libm on a small tree, or
+    for an angle beyond :data:`SINCOS_BIG` or NaN), other joints lane by lane. A lane
+    whose joint transform fails gets status i + 1 (the first such body)."""
     nb = data.shape[0] - 1
-    nv = out.shape[1]
-    for l in range(L):
-        status[k0 + l] = 0
-    # X_up: joints about a unit axis from the cos and sin of all angles at once
     vec = nb >= SINCOS_MIN
     if vec:
         for i in range(nb):
@@ -1280,6 +1273,24 @@ def crba_lanes(data, Q, k0, L, out, status, Xs, Fs):
             for l in range(L):
                 if lane_joint_transform(data, i, Q[k0 + l], Xs, X, i, l) and status[k0 + l] == 0:
                     status[k0 + l] = i + 1
+
+
+@njit(cache=True, forceinline=True)
+def crba_lanes(data, Q, k0, L, out, status, Xs, Fs):
+    """:func:`crba_core` for the L <= LANES states ``Q[k0:k0 + L]`` at once, into
+    ``out[k0:k0 + L]`` and ``status[k0:k0 + L]`` (see "Several states at once" above).
+    ``Xs``, ``Fs``: scalar rows for the lane-by-lane fallbacks."""
+    X = stack_array((LANE_BODIES, 12, LANES))  # X_up[i], lane l
+    P = stack_array((LANE_BODIES, 13, LANES))  # I^c_i parameters
+    C = stack_array((3, _LANE_ANGLES))  # angles, cos, sin
+    F = stack_array((6, LANES))  # the force walking up
+    T = stack_array((9, LANES))  # an inertia moved to the parent
+    nb = data.shape[0] - 1
+    nv = out.shape[1]
+    for l in range(L):
+        status[k0 + l] = 0
+    # X_up: joints about a unit axis from the cos and sin of all angles at once
+    lanes_x_up(data, Q, k0, L, X, Xs, C, status)
     # composite inertias, child to parent (P[i] = (m, h, Ī), data[i, MASS:MASS + 13])
     for i in range(nb):
         for c in range(13):
