@@ -4,27 +4,28 @@ be stale.
 numba keys the on-disk cache of a function by that function's own file. A kernel
 module that compiles the helpers and layout constants of :mod:`.kernels` into its
 code (the frames, centroidal and joint-wrench kernels) would therefore keep running
-old code after ``kernels.py`` changes: after the armature column was added to the
-flat layout (``WIDTH`` 36 → 37) a cached frame kernel refused every call as a bad
-shape. So such a module records, in a cached function of its own
+old code after a file of the kernels package changes: after the armature
+column was added to the flat layout (``WIDTH`` 36 → 37) a cached frame kernel
+refused every call as a bad shape. So such a module records, in a cached function of its own
 (``_built_against``, returning :data:`KERNELS_DIGEST` as it was when compiled), the
-digest of ``kernels.py`` its cache was built with; before its first compilation
+digest of the kernels package (:data:`kanedyn.dynamics.kernels._cache.DIGEST`, all its
+files) its cache was built with; before its first compilation
 :class:`KernelModule` compares it with today's and, if they differ, deletes every
 cache file of that module, so that everything is compiled afresh.
 """
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from . import kernels as _kernels
+from .kernels import _cache
 
-try:
-    #: a digest of kernels.py (60 bits, so that a compiled function can return it)
-    KERNELS_DIGEST = int(hashlib.sha256(Path(_kernels.__file__).read_bytes())
-                         .hexdigest()[:15], 16)
-except OSError:  # no source file (a frozen install): the layout at least
+if _cache.DIGEST is not None:
+    #: a digest of the kernels package, all its files (60 bits, so that a compiled
+    #: function can return it)
+    KERNELS_DIGEST = int(_cache.DIGEST[:15], 16)
+else:  # no source files (a frozen install): the layout at least
     KERNELS_DIGEST = hash((_kernels.WIDTH, _kernels.HDR)) & (2**60 - 1)
 
 

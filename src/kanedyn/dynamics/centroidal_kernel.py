@@ -58,6 +58,7 @@ from .kernels import (
     H,
     all_finite,
     all_finite2,
+    buffer_of,
     compose,
     cross_force_add,
     cross_motion_add,
@@ -70,15 +71,14 @@ from .kernels import (
     inertia_unit_column,
     joint_transform,
     lanes_x_up,
-    s_column,
-    s_times,
+    motion_subspace_column,
+    motion_subspace_times,
     sincos,
     stack_array,
     unit_axis_transform,
     x_motion,
     xt_force,
 )
-from .kernels import _buf as buffer_of
 
 #: the total mass of the model is not positive: no centre of mass
 NO_MASS = -3
@@ -158,7 +158,7 @@ def ag_core(data, q, Ag, X, X0, P, F, C):
             elif jt == FREE or jt == SPHERICAL:
                 inertia_column(P, i, col, F, 0)
             else:
-                s_column(data, i, col, F, 1)
+                motion_subspace_column(data, i, col, F, 1)
                 inertia_times(P, i, 0, F, 1, F, 0)
             n0, n1, n2, f0, f1, f2 = xt_force(
                 X0[i, 0], X0[i, 1], X0[i, 2], X0[i, 3], X0[i, 4], X0[i, 5], X0[i, 6],
@@ -320,7 +320,8 @@ def ag_lanes(data, Q, k0, L, out, status, Xs, Fs):
                         P[i, 10, l], P[i, 11, l], P[i, 12, l])
                     lane_column_out(X0, i, l, G, F0, F1, F2, F3, F4, F5, out, k0, o + col)
             else:
-                s_column(data, i, col, Fs, 1)  # the model's column, the same in every lane
+                # the model's column, the same in every lane
+                motion_subspace_column(data, i, col, Fs, 1)
                 for l in range(L):
                     inertia_times(P[:, :, l], i, 0, Fs, 1, Fs, 0)
                     lane_column_out(X0, i, l, G, Fs[0, 0], Fs[0, 1], Fs[0, 2], Fs[0, 3],
@@ -372,7 +373,7 @@ def cm_core(data, q, v, out, X, w, Mh):
         if joint_transform(data, i, q, X):
             return i + 1
         p = int(data[i, PARENT])
-        s_times(data, i, v, w, J)
+        motion_subspace_times(data, i, v, w, J)
         if p < 0:
             # a root moves with S v_i alone; its acceleration S q̈ + v × S v is zero
             for m in range(6):
