@@ -128,7 +128,17 @@ from .constants import (  # noqa: E402
     workspace_size,
 )
 from .crba import crba1, crba_core, crba_into  # noqa: E402
-from .entries import ENTRIES, SIGNATURES, Entry, buffer_of, c_entry, entry, load, ready  # noqa: E402
+from .entries import (  # noqa: E402
+    ENTRIES,
+    SIGNATURES,
+    Entry,
+    buffer_of,
+    c_address,
+    c_entry,
+    entry,
+    load,
+    ready,
+)
 from .joint_rows import (  # noqa: E402
     SINCOS_BIG,
     SINCOS_MIN,
@@ -167,7 +177,8 @@ __all__ = [
     "NVJ", "PARENT", "PITCH", "PLANAR", "PRISMATIC", "QTOL", "REVOLUTE", "R_TREE",
     "SIDX", "SIGNATURES", "SINCOS_BIG", "SINCOS_MIN", "SINGTOL", "SINGULAR", "SPHERICAL",
     "WIDTH", "Entry", "aba1", "aba_core", "aba_into", "aba_lanes_fit", "all_finite",
-    "all_finite2", "buffer_of", "c_entry", "compose", "crba1", "crba_core", "crba_into",
+    "all_finite2", "buffer_of", "c_address", "c_entry", "compose", "crba1", "crba_core",
+    "crba_into",
     "cross_force_add", "cross_motion_add", "cross_unit_add", "entry", "inertia_column",
     "inertia_moved", "inertia_params", "inertia_times", "inertia_to_parent_add",
     "inertia_unit_column", "jacobian_into", "joint_transform", "kinematics_into",

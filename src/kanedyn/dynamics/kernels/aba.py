@@ -1,3 +1,20 @@
+"""Forward dynamics by the articulated-body algorithm (Featherstone 2008, Table 7.1), in
+world coordinates.
+
+Pass 1, parent before child: velocities, the bias accelerations ``c_i = v_i × S_i q̇_i``
+and bias forces ``p_i = v_i ×* I_i v_i - f_ext,i``; pass 2, child before parent:
+
+    U_i = I^A_i S_i,   D_i = S_iᵀ U_i (+ armature),   u_i = τ_i - S_iᵀ p^A_i
+    I^A_λ(i) += I^A_i - U_i D_i⁻¹ U_iᵀ,   p^A_λ(i) += p^A_i + I^a_i c_i + U_i D_i⁻¹ u_i
+
+pass 3, parent before child: ``q̈_i = D_i⁻¹ (u_i - U_iᵀ a'_i)``, ``a_i = a'_i + S_i q̈_i``.
+Written in world coordinates (the articulated inertia passes to the parent by a plain
+sum), the velocity-product terms taken in pass 1 (see :func:`aba_core`), a free root
+solved directly. :func:`aba_core` (one state), :func:`aba_lanes` (several at once, the
+same bits), :func:`aba_batch`, ``aba_f``/``aba_f_fext`` (the packed buffer). The
+readable, body-coordinate form: :func:`kanedyn.dynamics.reference.aba`.
+"""
+
 from __future__ import annotations
 
 import numpy as np
@@ -89,7 +106,7 @@ def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, S0, w, IA, LW, y):
     # S0 (nv, 6) motion subspace columns, world coordinates; y (nv);
     # w (3 nb + 8, 6) spatial vectors, rows: v_i at i, a⁰_i (pass 1) then δ_i (pass 3)
     # at AC + i, p^A_i at PA + i; scratch at TM (0, 1: vectors, 2..7: U_i columns);
-    # IA (nb, 21) I^A_i packed (see above); LW (12 nb, 6): L_i (Cholesky factor of
+    # IA (nb, 21) I^A_i packed (see spatial_rows); LW (12 nb, 6): L_i (Cholesky factor of
     # D_i) at rows 6i.., W_i = L⁻¹ Uᵀ (rows 0..nv_i-1) at WO + 6i..
     AC = nb
     PA = 2 * nb
@@ -342,11 +359,12 @@ def aba1(data, q, v, tau, qdd):
     return aba_into(data, q, v, tau, data, False, qdd)
 
 
-# ABA on several states at once (see "Several states at once" above), for trees whose
-# joints all have one speed, but for free joints at roots: the several-speed branch
-# of aba_core (a Cholesky factor per joint) stays per state. Its blocks are larger
-# than RNEA's and CRBA's, hence a smaller limit on the bodies.
+# --- several states at once (see lanes.py) ------------------------------------------
 
+# ABA on several states at once, for trees whose joints all have one speed, but for
+# free joints at roots: the several-speed branch of aba_core (a Cholesky factor per
+# joint) stays per state. Its blocks are larger than RNEA's and CRBA's, hence a
+# smaller limit on the bodies.
 
 #: the largest tree the ABA lane kernel takes (its stack blocks: ~180 kB)
 ABA_LANE_BODIES = 40
@@ -675,6 +693,10 @@ def aba_batch(data, Q, V, Tau, F, use_fext, out, status):
             status[k] = aba_core(data, Q[k], V[k], Tau[k], F[kf], use_fext, out[k], X, X0,
                                  S0, w, IA, LW, y)
 
+
+# --- the single-state entry points on the packed buffer ------------------------------
+# (Without the runtime a function cannot return a view it made, so each entry point
+# carves its own views out of the buffer: ``o`` is where the workspace starts.)
 
 @njit(cache=True, _nrt=False)
 def _aba_f(buf, q, v, tau, fext, use_fext, qdd):

@@ -1,3 +1,14 @@
+"""The constants of the flat layout the kernels read, and the kernels' status codes.
+
+A body row of the flat model (``flat.py``: one float64 row per body, the model's row
+last) holds X_tree as (E, r), the joint's axis and pitch, the inertia parameters
+(m, h = m c, Ī), the tree (parent, offsets in q and v, number of speeds) and the joint
+code. They are in this package, which numba compiles and caches as one (see
+``_cache``), so that a change of them recompiles every kernel. The packed buffer of
+the single-state entry points is a header of :data:`HDR` floats, the flat model, and a
+workspace of :func:`workspace_size` floats.
+"""
+
 from __future__ import annotations
 
 # the layout of the flat model (described in flat.py), here so that a change of it

@@ -1,3 +1,17 @@
+"""The joint-space inertia matrix by the composite-rigid-body algorithm (Featherstone 2008,
+Table 6.2).
+
+Composite inertias, child before parent (body coordinates):
+
+    I^c_i = I_i + Σ_{children j} X_up[j]ᵀ I^c_j X_up[j]
+
+then for each joint i, ``F = I^c_i S_i``, ``M_ii = S_iᵀ F``, and up the support,
+``F ← X_up[j]ᵀ F``, ``M_λ(j),i = M_i,λ(j) = S_λ(j)ᵀ F`` for every ancestor; an armature
+adds to M's diagonal. :func:`crba_core` (one state), :func:`crba_lanes` (several at
+once, the same bits), :func:`crba_batch`, :func:`crba_f` (the packed buffer). The
+readable form: :func:`kanedyn.dynamics.reference.crba`.
+"""
+
 from __future__ import annotations
 
 import numpy as np
@@ -220,10 +234,12 @@ def crba1(data, q, M):
     return crba_into(data, q, M)
 
 
+# --- several states at once (see lanes.py) ------------------------------------------
+
 @njit(cache=True, forceinline=True)
 def crba_lanes(data, Q, k0, L, out, status, Xs, Fs):
     """:func:`crba_core` for the L <= LANES states ``Q[k0:k0 + L]`` at once, into
-    ``out[k0:k0 + L]`` and ``status[k0:k0 + L]`` (see "Several states at once" above).
+    ``out[k0:k0 + L]`` and ``status[k0:k0 + L]`` (see "Several states at once" in lanes.py).
     ``Xs``, ``Fs``: scalar rows for the lane-by-lane fallbacks."""
     X = stack_array((LANE_BODIES, 12, LANES))  # X_up[i], lane l
     P = stack_array((LANE_BODIES, 13, LANES))  # I^c_i parameters
@@ -348,6 +364,10 @@ def crba_batch(data, Q, out, status):
             for k in range(t * BATCH_TASK, end):
                 status[k] = crba_core(data, Q[k], out[k], X, P, F, A)
 
+
+# --- the single-state entry points on the packed buffer ------------------------------
+# (Without the runtime a function cannot return a view it made, so each entry point
+# carves its own views out of the buffer: ``o`` is where the workspace starts.)
 
 @njit(cache=True, _nrt=False)
 def crba_f(buf, q, M):

@@ -38,8 +38,9 @@ from .aba import aba_f
 from .crba import crba_f
 from .rnea import gravity_f, nle_f, rnea_f
 
-#: the result's dimension that is the model's number of speeds
+#: the result's dimensions that are the model's number of speeds and of bodies
 NV = "nv"
+NB = "nb"
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,8 @@ class Entry:
     name: str
     #: the state arrays after the model, in order (q: nq entries; the others: nv)
     inputs: tuple[str, ...]
-    #: the shape of one state's result: ints, and :data:`NV` for the model's nv
+    #: the shape of one state's result: ints, :data:`NV` for the model's nv and
+    #: :data:`NB` for its number of bodies (the first output, where there are several)
     result: tuple[int | str, ...]
     #: the single-state kernel
     single: str
@@ -66,14 +68,18 @@ class Entry:
     packed: bool = True
     #: the module (in kanedyn.dynamics) that holds the kernels
     module: str = "kernels"
+    #: the shapes of further outputs after the first (forward kinematics: p, velocity)
+    more: tuple[tuple[int | str, ...], ...] = ()
 
     @property
     def takes_f_ext(self) -> bool:
         return self.single_fext is not None
 
-    def result_shape(self, nv: int) -> tuple[int, ...]:
-        """The shape of one state's result for a model of ``nv`` speeds."""
-        return tuple(nv if d == NV else d for d in self.result)
+    def result_shape(self, nv: int, nb: int = -1) -> tuple[int, ...]:
+        """The shape of one state's result for a model of ``nv`` speeds and ``nb`` bodies."""
+        if NB in self.result and nb < 0:
+            raise ValueError(f"{self.name}: the result's shape {self.result} needs nb")
+        return tuple(nv if d == NV else nb if d == NB else d for d in self.result)
 
 
 ENTRIES: dict[str, Entry] = {e.name: e for e in (
@@ -82,18 +88,19 @@ ENTRIES: dict[str, Entry] = {e.name: e for e in (
     Entry("gravity_torques", ("q",), (NV,), "gravity_f", "rnea_batch", c="gravity_c"),
     Entry("crba", ("q",), (NV, NV), "crba_f", "crba_batch", c="crba_c"),
     Entry("aba", ("q", "v", "tau"), (NV,), "aba_f", "aba_batch", "aba_f_fext", "aba_c"),
-    # poses and velocities (R (nb, 3, 3), p (nb, 3), velocity (nb, 6)), a summary
-    # [T, V, L, P, c] (11,), a body Jacobian: on the flat model, through the dispatcher
-    Entry("forward_kinematics", ("q", "v"), ("nb", 3, 3), "kinematics1", "kinematics_batch",
-          packed=False),
+    # poses and velocities (R, p, velocity), a summary [T, V, L (3), P (3), c (3)], a body
+    # Jacobian: on the flat model, through the dispatcher
+    Entry("forward_kinematics", ("q", "v"), (NB, 3, 3), "kinematics1", "kinematics_batch",
+          packed=False, more=((NB, 3), (NB, 6))),
     Entry("energy", ("q", "v"), (11,), "summary1", "summary_batch", packed=False),
     Entry("jacobian", ("q",), (6, NV), "jacobian1", "jacobian_batch",
           options=("body", "frame"), packed=False),
     Entry("centroidal_momentum_matrix", ("q",), (6, NV), "ag_f", "ag_batch", c="ag_c",
           module="centroidal_kernel"),
-    Entry("centroidal_momentum", ("q", "v"), (6,), "cm_f", "cm_batch",
+    # [h_G, Ȧ_G v]: centroidal_momentum and the bias of its rate
+    Entry("centroidal_momentum", ("q", "v"), (12,), "cm_f", "cm_batch",
           module="centroidal_kernel"),
-    Entry("joint_wrenches", ("q", "v", "a"), ("nb", 6), "jw_f", "jw_batch", "jw_f_fext",
+    Entry("joint_wrenches", ("q", "v", "a"), (NB, 6), "jw_f", "jw_batch", "jw_f_fext",
           options=("reference",), module="joint_wrenches_kernel"),
 )}
 

@@ -1,3 +1,23 @@
+"""The per-joint primitives on the flat model: the joint transform and the motion subspace.
+
+Featherstone 2008, Chapter 4 (joint models, Table 4.1): joint i gives the transform
+from its parent's coordinates to body i's, ``X_up[i] = X_J(q_i) X_tree[i]``, and its
+motion subspace ``S_i`` (6 x nv_i), the joint velocity being ``v_J = S_i q̇_i``.
+Transforms are kept as (E, r), ``X = [E 0; -E r× E]``:
+
+- :func:`joint_transform`: ``X_up[i]`` for every joint type (Rodrigues' formula for
+  revolute and helical joints, the unit quaternion for spherical and free ones);
+  :func:`unit_axis_transform`, the shortcut for a revolute joint about a coordinate
+  axis (two rows of E_tree mixed by cos and sin);
+- :func:`motion_subspace_column` (column c of S), :func:`motion_subspace_times`
+  (``S x``), :func:`motion_subspace_transpose_times` (``S[:, c]ᵀ f``: the component of
+  a force along the joint's speed c, RNEA's ``τ_i = S_iᵀ f_i``, CRBA's ``M_ji = S_jᵀ F``);
+- :func:`sincos`: cos and sin of all joint angles at once, a polynomial the compiler
+  vectorises;
+- their lane forms (``lane_*``, :func:`lanes_x_up`): the same for several states at
+  once (see :mod:`.lanes`).
+"""
+
 from __future__ import annotations
 
 import numpy as np
@@ -302,7 +322,7 @@ def lane_motion_subspace_times(data, i, jt, o, Xv, k0, L, dst):
                 dst[m, l] = Xv[k0 + l, o + m]
 
 
-# --- CRBA on several states at once (see "Several states at once" above) -------
+# --- the X_up block of several states at once (CRBA, A_G) ---------------------------
 
 @njit(cache=True, forceinline=True)
 def lanes_x_up(data, Q, k0, L, X, Xs, C, status):

@@ -1,3 +1,15 @@
+"""Forward kinematics, energies and momentum, body Jacobians on the flat model.
+
+From ``X_up[i] = (E, r)`` (Featherstone 2008, Chapter 4): the pose of body i in the
+world is ``R_i = R_p Eᵀ``, ``p_i = p_p + R_p r``, and its spatial velocity
+``v_i = X_up[i] v_p + S_i q̇_i`` (body coordinates). From these: the kinetic energy
+``T = ½ Σ v_iᵀ I_i v_i`` (+ ½ Σ armature v²), the potential ``V = -Σ m_i gᵀ c_i``, the
+spatial momentum in world coordinates, the centre of mass; and the body Jacobian,
+each ancestor's column of S taken to the world (the readable forms:
+``reference.body_placements``, ``body_velocities``, ``kinetic_energy``,
+``jacobian_local``).
+"""
+
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +19,6 @@ from .constants import ARMATURE, BAD_SHAPE, GRAV, IV, MASS, NOT_FINITE, NQ, NV, 
 from .joint_rows import joint_transform, motion_subspace_column, motion_subspace_times
 from .spatial_rows import all_finite, all_finite2, inertia_times, x_motion
 
-# --- kinematics, energy, momentum, Jacobian -------------------------------------
 
 @njit(cache=True)
 def kinematics_into(data, q, v, use_v, R, p, vel):

@@ -1,3 +1,12 @@
+"""Several states at once: the batched kernels' tasks, lane blocks on the stack.
+
+A batched kernel hands out tasks of :data:`BATCH_TASK` states; within a task the lane
+forms of the algorithms (``rnea_lanes``, ``crba_lanes``, ``aba_lanes``, each beside
+its single-state form in ``rnea.py``, ``crba.py``, ``aba.py``) run :data:`LANES`
+states through the same arithmetic, on blocks allocated on the stack
+(:func:`stack_array`).
+"""
+
 from __future__ import annotations
 
 from numba import njit, types

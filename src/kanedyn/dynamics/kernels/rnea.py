@@ -1,3 +1,21 @@
+"""Inverse dynamics by the recursive Newton-Euler algorithm (Featherstone 2008, Table 5.1).
+
+Forward pass, parent λ(i) before child i (body coordinates, a_0 = -a_grav):
+
+    v_i = X_up[i] v_λ(i) + S_i q̇_i
+    a_i = X_up[i] a_λ(i) + S_i q̈_i + v_i × S_i q̇_i
+    f_i = I_i a_i + v_i ×* I_i v_i - f_ext,i
+
+backward pass, child before parent:
+
+    τ_i = S_iᵀ f_i (+ armature_i q̈_i),    f_λ(i) += X_up[i]ᵀ f_i
+
+:func:`rnea_core` (one state, no allocation), :func:`rnea_lanes` (several states at
+once, the same bits), :func:`rnea_batch`, and the single-state entry points on the
+packed buffer (``rnea_f``, ``rnea_f_fext``, ``nle_f`` with q̈ = 0, ``gravity_f`` with
+q̇ = q̈ = 0). The readable form: :func:`kanedyn.dynamics.reference.rnea`.
+"""
+
 from __future__ import annotations
 
 import numpy as np
@@ -46,7 +64,6 @@ from .spatial_rows import (
     xt_force_add,
 )
 
-# --- RNEA ---------------------------------------------------------------------
 
 @njit(cache=True, _nrt=False)
 def rnea_core(data, q, v, a, fext, use_v, use_a, use_fext, tau, X, w):
@@ -140,10 +157,12 @@ def rnea1(data, q, v, a, tau):
     return rnea_into(data, q, v, a, data, True, True, False, tau)  # data: unused f_ext
 
 
+# --- several states at once (see lanes.py) ------------------------------------------
+
 @njit(cache=True, forceinline=True)
 def rnea_lanes(data, Q, V, A, Fx, use_v, use_a, use_fext, k0, L, out, status, Xs, Ws):
     """:func:`rnea_core` for the L <= LANES states ``k0 .. k0 + L - 1`` at once (see
-    "Several states at once" above). ``Xs``, ``Ws``: scalar rows for the lane-by-lane
+    "Several states at once" in lanes.py). ``Xs``, ``Ws``: scalar rows for the lane-by-lane
     fallbacks."""
     X = stack_array((LANE_BODIES, 12, LANES))  # X_up[i]
     Vb = stack_array((LANE_BODIES, 6, LANES))  # v_i
@@ -299,6 +318,10 @@ def rnea_batch(data, Q, V, A, F, use_v, use_a, use_fext, out, status):
                 status[k] = rnea_core(data, Q[k], V[k], A[k], F[kf], use_v, use_a, use_fext,
                                       out[k], X, w)
 
+
+# --- the single-state entry points on the packed buffer ------------------------------
+# (Without the runtime a function cannot return a view it made, so each entry point
+# carves its own views out of the buffer: ``o`` is where the workspace starts.)
 
 @njit(cache=True, _nrt=False)
 def rnea_f(buf, q, v, a, tau):

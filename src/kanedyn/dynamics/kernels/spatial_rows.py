@@ -1,3 +1,19 @@
+"""Spatial algebra on rows: motions and forces as (6,) rows, transforms as (E, r).
+
+Featherstone 2008, Chapter 2 (Table 2.5, the efficient formulae), with
+``X = [E 0; -E r× E]`` the transform from A to B coordinates (E the rotation, r B's
+origin in A coordinates), a motion m = (ω, v) and a force f = (n, f):
+
+    X m = (E ω, E (v - r × ω))           Xᵀ f = (Eᵀ n + r × Eᵀ f, Eᵀ f)
+    X⁻¹ m = (Eᵀ ω, Eᵀ v + r × Eᵀ ω)      (ω, v) × m, (ω, v) ×* f
+
+and a rigid-body inertia as its parameters (m, h = m c, Ī), ``I = [Ī h×; h×ᵀ m 1]``,
+moved to the parent as ``Xᵀ I X`` in parameter form (:func:`inertia_moved`). The
+``*_s`` forms take and return scalars (which the compiler keeps in registers); the
+others read and write rows of arrays. Also here: the packed symmetric 6x6 matrices of
+ABA's articulated inertias (21 entries) and one step of a Cholesky factorisation.
+"""
+
 from __future__ import annotations
 
 import numpy as np
@@ -313,7 +329,7 @@ def unit_component(k, n0, n1, n2, f0, f1, f2):
     return f0 if k == 3 else (f1 if k == 4 else f2)
 
 
-# --- ABA ----------------------------------------------------------------------
+# --- packed symmetric 6x6 matrices (ABA's articulated inertias) -------------------
 #
 # Articulated inertias are symmetric: ABA keeps them packed, the 21 entries (a, c),
 # a >= c, of the lower triangle row by row at ``a (a + 1) / 2 + c``, so that the
