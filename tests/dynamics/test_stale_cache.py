@@ -1,11 +1,12 @@
-"""A kernel module's disk cache built against another kernels.py is dropped, not run.
+"""A kernel module's disk cache built against another kernels package is dropped, not run.
 
 numba keys a function's cache by its own file only; the frames, centroidal and
-joint-wrench kernels compile code of kernels.py into theirs, so each records the
-digest of kernels.py its cache was built with (``kanedyn.dynamics._compiled``).
-Here a first process fills a fresh cache; a second one, in which kernels.py "has
-changed" (the digest is set to another value before the kernel module is imported),
-must delete that module's cache files before compiling and still compute right.
+joint-wrench kernels compile code of the kernels package (``dynamics/kernels/``) into
+theirs, so each records the digest of that package its cache was built with
+(``kanedyn.dynamics._compiled``). Here a first process fills a fresh cache; a second
+one, in which the package "has changed" (the digest is set to another value before the
+kernel module is imported), must delete that module's cache files before compiling and
+still compute right.
 (The centroidal and joint-wrench kernels use the same loader; one module is run here,
 as each run compiles its kernels cold.)"""
 
@@ -25,7 +26,7 @@ SCRIPT = textwrap.dedent("""
     import kanedyn as kd
     from kanedyn.dynamics import _compiled
     if sys.argv[1] == "changed":
-        _compiled.KERNELS_DIGEST = 12345  # as if kernels.py had changed since the cache
+        _compiled.KERNELS_DIGEST = 12345  # as if the kernels had changed since the cache
     from kanedyn.dynamics import {module} as k
     model = kd.models.pendulum_chain(3)
     q = np.array([0.3, -0.2, 0.5])

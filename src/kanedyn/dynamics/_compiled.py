@@ -51,7 +51,7 @@ class KernelModule:
         probe = self.ns["_built_against"]
         if probe() == KERNELS_DIGEST:
             return
-        # the cache was built against another kernels.py: delete this module's cache
+        # the cache was built against another kernels package: delete this module's cache
         # files (numba's index and data files are named <module>.<function>-<line>...),
         # then forget the probe's stale compilation
         folder = Path(probe._cache._cache_path)
@@ -63,7 +63,7 @@ class KernelModule:
 
     def ready(self, name: str):
         """The dispatcher of ``name``, compiled (or loaded from a cache built against
-        today's kernels.py) for its one signature, then closed to others: an argument
+        today's kernels package) for its one signature, then closed to others: an argument
         of another type raises TypeError (as :func:`kanedyn.dynamics.kernels.ready`)."""
         self._drop_stale_cache()
         for other in self.first.get(name, ()):

@@ -200,7 +200,7 @@ def ag_f(buf, q, Ag):
 
 # A_G on several states at once, LANES states through the arithmetic of ag_core
 # together, operation for operation, on stack blocks (see "Several states at once" in
-# kernels.py): a state gives the same bits alone or in a batch.
+# kernels/lanes.py): a state gives the same bits alone or in a batch.
 _LANE_ANGLES = LANE_BODIES * LANES
 
 
@@ -545,8 +545,8 @@ SIGNATURES = {
 
 @njit(cache=True)
 def _built_against():
-    """The digest of kernels.py this module's cache was compiled with (see
-    :mod:`._compiled`: a cache built against another kernels.py is dropped)."""
+    """The digest of the kernels package this module's cache was compiled with (see
+    :mod:`._compiled`: a cache built against another version is dropped)."""
     return KERNELS_DIGEST
 
 
