@@ -136,6 +136,6 @@ def test_the_package_digest_changes_with_any_of_its_files(tmp_path):
 
 def test_kernels_names_other_modules_use_are_in_the_package():
     for name in ("rnea_core", "crba_core", "aba_core", "aba1", "crba1", "joint_transform",
-                 "motion_subspace_transpose_times", "WIDTH", "HDR", "ready", "entry",
+                 "stack_array", "WIDTH", "HDR", "ready", "entry",
                  "c_entry", "SIGNATURES", "workspace_size"):
         assert hasattr(kernels, name), name

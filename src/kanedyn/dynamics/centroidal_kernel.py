@@ -35,30 +35,38 @@ import numpy as np
 from numba import carray, cfunc, njit, prange, types
 
 from ._compiled import KERNELS_DIGEST, KernelModule
-from .kernels import (
+from .kernels.constants import (
     AXIS_ID,
     BAD_SHAPE,
-    BATCH_TASK,
     FREE,
     HDR,
     IQ,
     IV,
     JTYPE,
-    LANE_BODIES,
-    LANES,
     MASS,
     NOT_FINITE,
     NVJ,
     PARENT,
     SIDX,
-    SINCOS_BIG,
-    SINCOS_MIN,
     SPHERICAL,
     WIDTH,
     H,
+)
+from .kernels.entries import buffer_of
+from .kernels.joint_rows import (
+    SINCOS_BIG,
+    SINCOS_MIN,
+    joint_transform,
+    lanes_x_up,
+    motion_subspace_column,
+    motion_subspace_times,
+    sincos,
+    unit_axis_transform,
+)
+from .kernels.lanes import BATCH_TASK, LANE_BODIES, LANES, stack_array
+from .kernels.spatial_rows import (
     all_finite,
     all_finite2,
-    buffer_of,
     compose,
     cross_force_add,
     cross_motion_add,
@@ -69,13 +77,6 @@ from .kernels import (
     inertia_times,
     inertia_to_parent_add,
     inertia_unit_column,
-    joint_transform,
-    lanes_x_up,
-    motion_subspace_column,
-    motion_subspace_times,
-    sincos,
-    stack_array,
-    unit_axis_transform,
     x_motion,
     xt_force,
 )

@@ -30,10 +30,9 @@ import numpy as np
 from numba import njit, prange
 
 from ._compiled import KERNELS_DIGEST, KernelModule
-from .kernels import (
+from .kernels.constants import (
     AXIS_ID,
     BAD_SHAPE,
-    BATCH_TASK,
     IQ,
     IV,
     NOT_FINITE,
@@ -42,19 +41,19 @@ from .kernels import (
     NVJ,
     PARENT,
     SIDX,
+    WIDTH,
+)
+from .kernels.joint_rows import (
     SINCOS_BIG,
     SINCOS_MIN,
-    WIDTH,
-    all_finite2,
-    cross_motion_add,
-    cross_unit_add,
     joint_transform,
     motion_subspace_column,
     motion_subspace_times,
     sincos,
     unit_axis_transform,
-    x_motion,
 )
+from .kernels.lanes import BATCH_TASK
+from .kernels.spatial_rows import all_finite2, cross_motion_add, cross_unit_add, x_motion
 
 #: what to compute (bits of ``want``)
 POSE, VEL, ACC, CLASSICAL, JAC, DJAC = 1, 2, 4, 8, 16, 32

@@ -16,18 +16,10 @@ import numpy as np
 from numba import njit, prange
 
 from ._compiled import KERNELS_DIGEST, KernelModule
-from .kernels import (
-    BAD_SHAPE,
-    BATCH_TASK,
-    HDR,
-    NOT_FINITE,
-    PARENT,
-    WIDTH,
-    all_finite2,
-    compose,
-    rnea_core,
-    xt_force,
-)
+from .kernels.constants import BAD_SHAPE, HDR, NOT_FINITE, PARENT, WIDTH
+from .kernels.lanes import BATCH_TASK
+from .kernels.rnea import rnea_core
+from .kernels.spatial_rows import all_finite2, compose, xt_force
 
 #: the ``reference`` codes: body coordinates; world coordinates about the world
 #: origin; world axes about the body origin (Pinocchio's LOCAL, WORLD, LOCAL_WORLD_ALIGNED)

@@ -87,103 +87,23 @@ from . import _cache
 
 _cache.install()  # before any kernel is decorated (see _cache)
 
-# the names other modules use as kernels.X (the layout block, the helpers the other
-# kernel modules compile into theirs, the entry points)
-from .aba import ABA_LANE_BODIES, aba1, aba_core, aba_into, aba_lanes_fit  # noqa: E402
-from .constants import (  # noqa: E402
-    ARMATURE,
-    AXIS,
-    AXIS_ID,
-    BAD_SHAPE,
-    CHAIN,
-    E_TREE,
-    FREE,
-    GRAV,
-    HDR,
-    HELICAL,
-    IBAR,
-    IQ,
-    IV,
-    JOINT_CODES,
-    JTYPE,
-    MASS,
-    NB,
-    NOT_FINITE,
-    NQ,
-    NV,
-    NVJ,
-    PARENT,
-    PITCH,
-    PLANAR,
-    PRISMATIC,
-    QTOL,
-    R_TREE,
-    REVOLUTE,
-    SIDX,
-    SINGTOL,
-    SINGULAR,
-    SPHERICAL,
-    WIDTH,
-    H,
-    workspace_size,
-)
-from .crba import crba1, crba_core, crba_into  # noqa: E402
-from .entries import (  # noqa: E402
+# the names other modules use as kernels.X: the layout block (flat.py reads it here), the
+# entry-point table and its loaders, the algorithms that other compiled code calls (the
+# compiled integrators, sim/batch.py, bench/), and what the tests look at
+from .aba import ABA_LANE_BODIES, aba1, aba_core, aba_into, aba_lanes_fit  # noqa: E402, F401
+from .constants import *  # noqa: E402, F403
+from .crba import crba1, crba_core, crba_into  # noqa: E402, F401
+from .entries import (  # noqa: E402, F401
     ENTRIES,
     SIGNATURES,
     Entry,
-    buffer_of,
     c_address,
     c_entry,
     entry,
     load,
     ready,
 )
-from .joint_rows import (  # noqa: E402
-    SINCOS_BIG,
-    SINCOS_MIN,
-    joint_transform,
-    lanes_x_up,
-    motion_subspace_column,
-    motion_subspace_times,
-    motion_subspace_transpose_times,
-    sincos,
-    unit_axis_transform,
-)
-from .kinematics import jacobian_into, kinematics_into, summary_into  # noqa: E402
-from .lanes import BATCH_TASK, LANE_BODIES, LANES, stack_array  # noqa: E402
-from .rnea import rnea1, rnea_batch, rnea_core, rnea_into, rnea_lanes  # noqa: E402
-from .spatial_rows import (  # noqa: E402
-    all_finite,
-    all_finite2,
-    compose,
-    cross_force_add,
-    cross_motion_add,
-    cross_unit_add,
-    inertia_column,
-    inertia_moved,
-    inertia_params,
-    inertia_times,
-    inertia_to_parent_add,
-    inertia_unit_column,
-    x_motion,
-    xt_force,
-)
-
-__all__ = [
-    "ABA_LANE_BODIES", "ARMATURE", "AXIS", "AXIS_ID", "BAD_SHAPE", "BATCH_TASK", "CHAIN",
-    "ENTRIES", "E_TREE", "FREE", "GRAV", "H", "HDR", "HELICAL", "IBAR", "IQ", "IV",
-    "JOINT_CODES", "JTYPE", "LANES", "LANE_BODIES", "MASS", "NB", "NOT_FINITE", "NQ", "NV",
-    "NVJ", "PARENT", "PITCH", "PLANAR", "PRISMATIC", "QTOL", "REVOLUTE", "R_TREE",
-    "SIDX", "SIGNATURES", "SINCOS_BIG", "SINCOS_MIN", "SINGTOL", "SINGULAR", "SPHERICAL",
-    "WIDTH", "Entry", "aba1", "aba_core", "aba_into", "aba_lanes_fit", "all_finite",
-    "all_finite2", "buffer_of", "c_address", "c_entry", "compose", "crba1", "crba_core",
-    "crba_into",
-    "cross_force_add", "cross_motion_add", "cross_unit_add", "entry", "inertia_column",
-    "inertia_moved", "inertia_params", "inertia_times", "inertia_to_parent_add",
-    "inertia_unit_column", "jacobian_into", "joint_transform", "kinematics_into",
-    "lanes_x_up", "load", "motion_subspace_column", "motion_subspace_times",
-    "motion_subspace_transpose_times", "ready", "rnea1", "rnea_batch", "rnea_core",
-    "rnea_into", "rnea_lanes", "sincos", "stack_array", "summary_into", "unit_axis_transform",
-    "workspace_size", "x_motion", "xt_force",
-]
+from .joint_rows import SINCOS_BIG, SINCOS_MIN, joint_transform, sincos  # noqa: E402, F401
+from .kinematics import jacobian_into, kinematics_into, summary_into  # noqa: E402, F401
+from .lanes import BATCH_TASK, LANE_BODIES, LANES, stack_array  # noqa: E402, F401
+from .rnea import rnea1, rnea_batch, rnea_core, rnea_into, rnea_lanes  # noqa: E402, F401

@@ -9,8 +9,6 @@ the single-state entry points is a header of :data:`HDR` floats, the flat model,
 workspace of :func:`workspace_size` floats.
 """
 
-from __future__ import annotations
-
 # the layout of the flat model (described in flat.py), here so that a change of it
 # invalidates numba's cache of these kernels
 #: joint type codes in ``data[i, JTYPE]``
