@@ -76,8 +76,8 @@ def c_front(wrapper, entry):
     C entry point (``entry.c``, see ``kernels.c_entry``), the result of the entry's shape;
     every other call, and every call whose kernel says no, reaches ``wrapper`` unchanged.
     Where the extension is not built (no C compiler at install), or is older than the
-    table (a shape it does not take), or ``KANEDYN_NO_C=1`` is set, this is ``wrapper``
-    itself. Name, docstring and signature are the wrapper's."""
+    table, or ``KANEDYN_NO_C=1`` is set, this is ``wrapper`` itself. Name, docstring and
+    signature are the wrapper's."""
     if os.environ.get("KANEDYN_NO_C", "") not in ("", "0") or entry.c is None:
         return wrapper
     try:
@@ -90,17 +90,15 @@ def c_front(wrapper, entry):
 
         return c_address(entry)
 
-    if entry.result == ("nv",):
-        shape = {}
-    elif entry.result == ("nv", "nv"):
-        shape = {"matrix": True}
-    elif len(entry.result) == 2 and entry.result[1] == "nv" and isinstance(entry.result[0], int):
-        shape = {"rows": entry.result[0]}
-    else:
-        raise ValueError(f"{entry.name}: the C front end takes no result of shape {entry.result}")
+    from .kernels.entries import NB, NV
+
+    # the table's row as _fastcall.c reads it: each state's length ('q': nq, 'v': nv), the
+    # result's dimensions (-1: nv, -2: nb)
+    inputs = "".join("q" if name == "q" else "v" for name in entry.inputs)
+    result = tuple(-1 if d == NV else -2 if d == NB else d for d in entry.result)
     try:
-        caller = Caller(wrapper, loader, len(entry.inputs), fext=entry.takes_f_ext, **shape)
-    except TypeError:  # an extension built before it took this shape
+        caller = Caller(wrapper, loader, inputs, result, fext=entry.takes_f_ext)
+    except TypeError:  # an extension built before it took a row of the table
         return wrapper
     return functools.update_wrapper(caller, wrapper)
 
