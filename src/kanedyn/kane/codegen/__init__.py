@@ -3,7 +3,7 @@
 The last steps of the Kane pipeline, data → pure functions → frozen equations →
 compiled system, one module a stage:
 
-- ``lower.py``: the equations → straight-line definitions (parameters folded in,
+- ``lowering.py``: the equations → straight-line definitions (parameters folded in,
   one CSE over all outputs, copies and single uses removed, a deterministic order);
 - ``printers.py``: those definitions → numpy, numba or C99 source, with the
   interface every backend shares (functions, output arrays, status codes, the
@@ -17,7 +17,7 @@ compiled system, one module a stage:
 
 from .build import cache_dir, find_c_compiler, to_c
 from .latex import to_latex
-from .lower import Lowered, lower, operation_count
+from .lowering import Lowered, lower, operation_count
 from .printers import QUAT_TOL, c_declarations, c_source, python_source
 from .runtime import BACKENDS, CompiledSystem, compile_eom
 

@@ -1,6 +1,6 @@
 """Printing: a Lowered system → numpy, numba or C99 source (stage 2 of codegen).
 
-Where it sits: frozen equations → lowering (``lower.py``) → **printing** → building
+Where it sits: frozen equations → lowering (``lowering.py``) → **printing** → building
 (``build.py``) → compiled system (``runtime.py``).
 
 This module fixes the interface of the generated code, the same in every language:
@@ -26,38 +26,17 @@ from sympy.printing.c import C99CodePrinter
 from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.pycode import PythonCodePrinter
 
-from .lower import Lowered, free_symbols
+from .lowering import Lowered, free_symbols
 
 __all__ = ["OUTPUT_ARRAYS", "QUAT_TOL", "SIGNATURES", "c_declarations", "c_source",
-           "python_source"]
+           "operation_counts", "python_source"]
 
 #: tolerance on the norm of a quaternion in q before it is an error (as the Model's joints)
 QUAT_TOL = 1e-4
 
 
-class _Py(PythonCodePrinter):
-    def _print_Float(self, expr):
-        return repr(float(expr))
-
-
-class _Np(NumPyPrinter):
-    def _print_Float(self, expr):
-        return repr(float(expr))
-
-
-class _C(C99CodePrinter):
-    def _print_Float(self, expr):
-        return repr(float(expr))
-
-    def _print_Pow(self, expr):
-        b, e = expr.args
-        if e.is_Integer and 2 <= int(e) <= 4:  # x*x beats pow() without -ffast-math
-            return "(" + "*".join([self.parenthesize(b, 100)] * int(e)) + ")"
-        return super()._print_Pow(expr)
-
-
 SIGNATURES = {
-    # name: (inputs, outputs)
+    # name: (inputs, outputs); forward_dynamics (numba and C) is written by hand below
     "mass_matrix": (("q", "t"), ("mass_matrix",)),
     "forcing": (("q", "u", "tau", "t"), ("forcing",)),
     "dynamics": (("q", "u", "tau", "t"), ("mass_matrix", "forcing")),
@@ -67,7 +46,83 @@ SIGNATURES = {
 OUTPUT_ARRAYS = {"mass_matrix": "M", "forcing": "F", "qdot": "qd", "energy": "E"}
 
 
-def _leaf_loads(low: Lowered, used: set, style: str, ins) -> list[str]:
+def operation_counts(low: Lowered) -> dict[str, int]:
+    """``sympy.count_ops`` of each generated function (the definitions it evaluates and
+    its outputs), as the header of the generated source and ``CompiledSystem.counts``
+    give them."""
+    return {f: low.operation_count(outs) for f, (_, outs) in SIGNATURES.items()}
+
+
+# --- the languages: a SymPy printer for the expressions, and the statements around them
+class _Language:
+    """The statements around the printed expressions (loads, definitions, stores, input
+    checks, the header comment); this base writes scalar Python, the numba backend's.
+    A mixin before the SymPy printer, so that its ``_print_Float`` wins."""
+
+    checks_inputs = True  # the input checks are statements of the generated function
+
+    def _print_Float(self, expr):
+        return repr(float(expr))  # every digit: the generated code is exact to the bit
+
+    def element(self, arr: str, k: int) -> str:
+        return f"{arr}[{k}]"
+
+    def define(self, name: str, code: str) -> str:
+        return f"{name} = {code}"
+
+    def store(self, arr: str, k: int, code: str) -> str:
+        return f"{self.element(arr, k)} = {code}"
+
+    def finite_check(self, arr: str, n: int) -> list[str]:
+        return [f"for i in range({n}):", f"    if not math.isfinite({arr}[i]):",
+                "        return 1"]
+
+    def norm_check(self, g: int, norm: str) -> list[str]:
+        return [f"nrm{g} = math.sqrt({norm})", f"if not abs(nrm{g} - 1.0) <= {QUAT_TOL!r}:",
+                f"    return {2 + g}"]
+
+    def comment(self, lines: list[str]) -> str:
+        return "\n".join(f"# {x}".rstrip() for x in lines) + "\n"
+
+
+class _ScalarPythonPrinter(_Language, PythonCodePrinter):
+    pass
+
+
+class _NumpyPrinter(_Language, NumPyPrinter):
+    """Vectorised over a leading batch axis; the runtime checks the inputs (numpy)."""
+
+    checks_inputs = False
+
+    def element(self, arr: str, k: int) -> str:
+        return f"{arr}[..., {k}]"
+
+
+class _CPrinter(_Language, C99CodePrinter):
+    def define(self, name: str, code: str) -> str:
+        return f"const double {name} = {code};"
+
+    def store(self, arr: str, k: int, code: str) -> str:
+        return f"{self.element(arr, k)} = {code};"
+
+    def finite_check(self, arr: str, n: int) -> list[str]:
+        return [f"for (int i = 0; i < {n}; ++i) if (!isfinite({arr}[i])) return 1;"]
+
+    def norm_check(self, g: int, norm: str) -> list[str]:
+        return [f"const double nrm{g} = sqrt({norm});",
+                f"if (!(fabs(nrm{g} - 1.0) <= {QUAT_TOL!r})) return {2 + g};"]
+
+    def comment(self, lines: list[str]) -> str:
+        return "/*\n" + "\n".join(f" * {x}".rstrip() for x in lines) + "\n */\n"
+
+    def _print_Pow(self, expr):
+        b, e = expr.args
+        if e.is_Integer and 2 <= int(e) <= 4:  # x*x beats pow() without -ffast-math
+            return "(" + "*".join([self.parenthesize(b, 100)] * int(e)) + ")"
+        return super()._print_Pow(expr)
+
+
+def _leaf_loads(low: Lowered, used: set, printer, ins) -> list[str]:
     """Loads of q, u, tau entries into named locals. In numba and C code they are
     preceded by the input checks (status 1: an entry is not finite; 2 + k: quaternion
     group k is off unit norm by more than QUAT_TOL) and quaternions are normalised, as
@@ -76,33 +131,19 @@ def _leaf_loads(low: Lowered, used: set, style: str, ins) -> list[str]:
     lines = []
     sizes = {"q": len(eom.q), "u": len(eom.u), "tau": len(eom.inputs)}
     quat_of = {}
-    if style != "numpy":
+    if printer.checks_inputs:
         for a in ins:
             if a in sizes and sizes[a]:
-                if style == "c":
-                    lines.append(f"for (int i = 0; i < {sizes[a]}; ++i) "
-                                 f"if (!isfinite({a}[i])) return 1;")
-                else:
-                    lines += [f"for i in range({sizes[a]}):",
-                              f"    if not math.isfinite({a}[i]):", "        return 1"]
+                lines += printer.finite_check(a, sizes[a])
         for g, (qi, _) in enumerate(eom.quaternions):  # every group, used or not
-            norm = " + ".join(f"q[{k}] * q[{k}]" for k in qi)
-            if style == "c":
-                lines += [f"const double nrm{g} = sqrt({norm});",
-                          f"if (!(fabs(nrm{g} - 1.0) <= {QUAT_TOL!r})) return {2 + g};"]
-            else:
-                lines += [f"nrm{g} = math.sqrt({norm})",
-                          f"if not abs(nrm{g} - 1.0) <= {QUAT_TOL!r}:", f"    return {2 + g}"]
+            lines += printer.norm_check(g, " + ".join(f"q[{k}] * q[{k}]" for k in qi))
             for k in qi:
                 quat_of[k] = f" / nrm{g}"
     for arr, syms in (("q", eom.q), ("u", eom.u), ("tau", eom.inputs)):
         for k, s in enumerate(syms):
             if s in used:
-                idx = f"[..., {k}]" if style == "numpy" else f"[{k}]"
                 scale = quat_of.get(k, "") if arr == "q" else ""
-                decl = "const double " if style == "c" else ""
-                end = ";" if style == "c" else ""
-                lines.append(f"{decl}{_name(s)} = {arr}{idx}{scale}{end}")
+                lines.append(printer.define(_name(s), printer.element(arr, k) + scale))
     return lines
 
 
@@ -130,8 +171,8 @@ def _rename(low: Lowered) -> dict:
     return ren
 
 
-def _body(low: Lowered, func: str, style: str, printer) -> tuple[list[str], int]:
-    """Statements of one generated function (loads, definitions, stores) and its op count."""
+def _body(low: Lowered, func: str, printer) -> list[str]:
+    """Statements of one generated function: loads, definitions, stores."""
     outs = SIGNATURES[func][1]
     defs = low.needed(outs)
     ren = _rename(low)
@@ -141,42 +182,29 @@ def _body(low: Lowered, func: str, style: str, printer) -> tuple[list[str], int]
     for k in outs:
         for e in low.outputs[k]:
             used |= free_symbols(e)
-    lines = _leaf_loads(low, used, style, SIGNATURES[func][0])
-    ops = 0
+    lines = _leaf_loads(low, used, printer, SIGNATURES[func][0])
     for s in defs:
         e = low.definitions[s]
-        ops += low.ops(s)
-        code = printer.doprint(e.xreplace(ren) if ren else e)
-        if style == "c":
-            lines.append(f"const double {_name(s)} = {code};")
-        else:
-            lines.append(f"{_name(s)} = {code}")
+        lines.append(printer.define(_name(s), printer.doprint(e.xreplace(ren) if ren else e)))
     n = len(low.eom.u)
     packed = [(r, c) for r in range(n) for c in range(r + 1)]
     for k in outs:
         arr = OUTPUT_ARRAYS[k]
         for j, e in enumerate(low.outputs[k]):
-            ops += sp.count_ops(e)
             code = printer.doprint(e.xreplace(ren) if ren else e)
-            targets = [j]
             if k == "mass_matrix" and low.symmetric:  # lower triangle computed, mirrored
                 r, c = packed[j]
-                targets = [r * n + c] + ([c * n + r] if r != c else [])
-            for m, jj in enumerate(targets):
-                rhs = code if m == 0 else (f"{arr}[..., {targets[0]}]" if style == "numpy"
-                                           else f"{arr}[{targets[0]}]")
-                if style == "c":
-                    lines.append(f"{arr}[{jj}] = {rhs};")
-                elif style == "numpy":
-                    lines.append(f"{arr}[..., {jj}] = {rhs}")
-                else:
-                    lines.append(f"{arr}[{jj}] = {rhs}")
-    return lines, int(ops)
+                lines.append(printer.store(arr, r * n + c, code))
+                if r != c:
+                    lines.append(printer.store(arr, c * n + r, printer.element(arr, r * n + c)))
+            else:
+                lines.append(printer.store(arr, j, code))
+    return lines
 
 
-def _header(low: Lowered, counts: dict, lang: str) -> str:
+def _header(low: Lowered) -> list[str]:
+    """The lines of the comment that opens every generated source."""
     eom = low.eom
-    c = "#" if lang == "py" else " *"
     lines = [
         f"Generated by kanedyn from the equations of motion {eom.name!r}.",
         f"nq = {len(eom.q)}, nu = {len(eom.u)}, inputs = {len(eom.inputs)}; "
@@ -184,27 +212,25 @@ def _header(low: Lowered, counts: dict, lang: str) -> str:
         + (" (symmetric: lower triangle computed, mirrored)." if low.symmetric else "."),
         "Operation counts (sympy.count_ops after common-subexpression elimination):",
     ]
-    lines += [f"  {k}: {v}" for k, v in counts.items()]
+    lines += [f"  {k}: {v}" for k, v in operation_counts(low).items()]
     if low.values:
         lines.append("Parameter values folded in: " + ", ".join(
             f"{k} = {v!r}" for k, v in sorted(low.values.items())))
-    if lang == "py":
-        return "\n".join(f"# {x}".rstrip() for x in lines) + "\n"
-    return "/*\n" + "\n".join(f"{c} {x}".rstrip() for x in lines) + "\n */\n"
+    return lines
 
 
 def python_source(low: Lowered, style: str) -> str:
     """A Python module with mass_matrix, forcing, dynamics, qdot, energy (and for numba a
     Cholesky forward_dynamics)."""
-    printer = _Np() if style == "numpy" else _Py()
+    printer = _NumpyPrinter() if style == "numpy" else _ScalarPythonPrinter()
     deco = "@numba.njit(cache=True)\n" if style == "numba" else ""
-    funcs, counts = [], {}
+    funcs = []
     for f, (ins, outs) in SIGNATURES.items():
-        lines, counts[f] = _body(low, f, style, printer)
+        lines = _body(low, f, printer)
         args = ", ".join(list(ins) + [OUTPUT_ARRAYS[k] for k in outs])
         funcs.append(f"{deco}def {f}({args}):\n" + "".join(f"    {x}\n" for x in lines)
                      + "    return 0\n")
-    head = _header(low, counts, "py")
+    head = printer.comment(_header(low))
     imports = "import math\n\nimport numpy\n" + ("import numba\n" if style == "numba" else "")
     src = head + imports + "\n\n" + "\n\n".join(funcs)
     if style == "numba":
@@ -251,8 +277,7 @@ _C_FD = '''
 /* Solve M udot = F by Cholesky (M = L L^T, lower triangle used in place).
    work holds nu*nu doubles. Returns -1 if M is not positive definite, or the
    status of dynamics(). */
-int {P}forward_dynamics(const double *q, const double *u, const double *tau, double t,
-                      double *udot, double *work) {
+{SIGNATURE} {
     const int n = {N};
     double *M = work;
     const int status = {P}dynamics(q, u, tau, t, M, udot);
@@ -287,26 +312,32 @@ _C_ARGS = {"q": "const double *q", "u": "const double *u", "tau": "const double 
            "t": "double t"}
 
 
+def _c_signature(func: str, prefix: str = "") -> str:
+    """``int name(arguments)`` of a generated C function: the definitions in
+    :func:`c_source` and the declarations cffi is given come from here alike."""
+    if func == "forward_dynamics":
+        args = [_C_ARGS[a] for a in ("q", "u", "tau", "t")] + ["double *udot", "double *work"]
+    else:
+        ins, outs = SIGNATURES[func]
+        args = [_C_ARGS[a] for a in ins] + [f"double *{OUTPUT_ARRAYS[k]}" for k in outs]
+    return f"int {prefix}{func}({', '.join(args)})"
+
+
 def c_declarations(prefix: str = "") -> str:
-    decl = []
-    for f, (ins, outs) in SIGNATURES.items():
-        args = ", ".join([_C_ARGS[a] for a in ins] + [f"double *{OUTPUT_ARRAYS[k]}" for k in outs])
-        decl.append(f"int {prefix}{f}({args});")
-    decl.append(f"int {prefix}forward_dynamics(const double *q, const double *u, "
-                "const double *tau, double t, double *udot, double *work);")
-    return "\n".join(decl) + "\n"
+    """The C prototypes of the generated functions (what cffi's ``cdef`` is given)."""
+    return "".join(f"{_c_signature(f, prefix)};\n"
+                   for f in [*SIGNATURES, "forward_dynamics"])
 
 
 def c_source(low: Lowered, prefix: str = "") -> str:
     """Standalone C99: ``mass_matrix``, ``forcing``, ``dynamics``, ``qdot``, ``energy`` and a
     Cholesky ``forward_dynamics``, on plain double arrays (see the header comment)."""
-    printer = _C()
-    funcs, counts = [], {}
-    for f, (ins, outs) in SIGNATURES.items():
-        lines, counts[f] = _body(low, f, "c", printer)
-        args = ", ".join([_C_ARGS[a] for a in ins] + [f"double *{OUTPUT_ARRAYS[k]}" for k in outs])
+    printer = _CPrinter()
+    funcs = []
+    for f, (ins, _) in SIGNATURES.items():
+        lines = _body(low, f, printer)
         unused = "".join(f"    (void){a};\n" for a in ins)  # not every input is used
-        funcs.append(f"int {prefix}{f}({args}) {{\n" + unused
+        funcs.append(f"{_c_signature(f, prefix)} {{\n" + unused
                      + "".join(f"    {x}\n" for x in lines) + "    return 0;\n}\n")
     eom = low.eom
     doc = [
@@ -329,8 +360,8 @@ def c_source(low: Lowered, prefix: str = "") -> str:
         "Inputs: " + (", ".join(s.name for s in eom.inputs) or "none"),
         "Compile: cc -O2 -c this.c (C99, needs only <math.h>).",
     ]
-    head = _header(low, counts, "c")
-    head = head[: -len(" */\n")] + "\n".join(f" * {x}".rstrip() for x in doc) + "\n */\n"
+    head = printer.comment(_header(low) + doc)
     src = head + "#include <math.h>\n\n" + "\n".join(funcs)
-    src += _C_FD.replace("{P}", prefix).replace("{N}", str(len(eom.u)))
+    src += (_C_FD.replace("{SIGNATURE}", _c_signature("forward_dynamics", prefix))
+            .replace("{P}", prefix).replace("{N}", str(len(eom.u))))
     return src

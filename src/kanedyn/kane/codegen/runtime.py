@@ -1,6 +1,6 @@
 """The compiled system: generated code behind the system protocol (stage 4 of codegen).
 
-Where it sits: frozen equations → lowering (``lower.py``) → printing
+Where it sits: frozen equations → lowering (``lowering.py``) → printing
 (``printers.py``) → building (``build.py``) → **compiled system**.
 
 :func:`compile_eom` (``EquationsOfMotion.compile``) lowers the equations, prints them
@@ -18,12 +18,24 @@ from numpy.typing import ArrayLike, NDArray
 
 from ...errors import SolverError, StateError, SymbolicError
 from .build import find_c_compiler, load_c, load_python
-from .lower import Lowered, lower
-from .printers import QUAT_TOL, SIGNATURES, c_source, python_source
+from .lowering import Lowered, lower
+from .printers import (
+    QUAT_TOL,
+    SIGNATURES,
+    c_declarations,
+    c_source,
+    operation_counts,
+    python_source,
+)
 
 __all__ = ["BACKENDS", "CompiledSystem", "compile_eom"]
 
 BACKENDS = ("numpy", "numba", "c")
+
+
+def _check_backend(backend: str) -> None:
+    if backend not in BACKENDS:
+        raise SymbolicError(f"compile: backend must be one of {BACKENDS}, got {backend!r}")
 
 
 _F64 = np.dtype(np.float64)
@@ -53,14 +65,12 @@ class CompiledSystem:
         self.quaternions = [(list(a), list(b)) for a, b in eom.quaternions]
         self.parameters = dict(low.values)
         self._nE = {"split": 3, "total": 1, "none": 0}[low.energy_kind]
-        full = low
-        self.counts = {k: full.operation_count(v) for k, v in
-                       {"mass_matrix": ("mass_matrix",), "forcing": ("forcing",),
-                        "dynamics": ("mass_matrix", "forcing"), "qdot": ("qdot",),
-                        "energy": ("energy",)}.items()}
+        self.counts = operation_counts(low)
+        _check_backend(backend)
+        names = list(SIGNATURES) + (["forward_dynamics"] if backend != "numpy" else [])
         if backend == "c":
-            self.source = c_source(full)
-            mod = load_c(self.source)
+            self.source = c_source(low)
+            mod = load_c(self.source, c_declarations())
             ffi, lib = mod.ffi, mod.lib
 
             def wrap(fn):
@@ -71,15 +81,11 @@ class CompiledSystem:
                                 for a in args])
                 return call
 
-            self._k = {f: wrap(getattr(lib, f)) for f in
-                       list(SIGNATURES) + ["forward_dynamics"]}
-        elif backend in ("numpy", "numba"):
-            self.source = python_source(full, backend)
-            mod = load_python(self.source, backend)
-            names = list(SIGNATURES) + (["forward_dynamics"] if backend == "numba" else [])
-            self._k = {f: getattr(mod, f) for f in names}
+            self._k = {f: wrap(getattr(lib, f)) for f in names}
         else:
-            raise SymbolicError(f"compile: backend must be one of {BACKENDS}, got {backend!r}")
+            self.source = python_source(low, backend)
+            mod = load_python(self.source, backend)
+            self._k = {f: getattr(mod, f) for f in names}
         self._work = np.empty(max(self.nv * self.nv, 1))
         self._scalar = backend != "numpy"
         self._zeros_tau = np.zeros(self.ninputs)
@@ -148,8 +154,11 @@ class CompiledSystem:
             out.append(a)
         return out
 
-    def _eval(self, func: str, arrays: list, t: float, sizes: list) -> list:
-        """Run one generated function on one state or a batch; outputs flat per state."""
+    def _eval(self, func: str, arrays: list, t: float, sizes: list,
+              scratch: tuple = ()) -> list:
+        """Run one generated function on one state or a batch; outputs flat per state.
+        ``scratch`` (compiled backends) follows the outputs: forward_dynamics' work array,
+        reused from state to state."""
         t = float(t)
         if self.backend == "numpy":
             arrays = self._numpy_checks(*arrays)
@@ -160,14 +169,14 @@ class CompiledSystem:
         fn = self._k[func]
         if all(a.ndim == 1 for a in arrays):
             outs = [np.empty(n) for n in sizes]
-            st = fn(*arrays, t, *outs)
+            st = fn(*arrays, t, *outs, *scratch)
             if st:
                 self._status(st, arrays[0])
             return outs
         shape, arrays = self._broadcast(arrays)
         outs = [np.empty(shape + (n,)) for n in sizes]
         for k in range(shape[0]):
-            st = fn(*[a[k] for a in arrays], t, *[o[k] for o in outs])
+            st = fn(*[a[k] for a in arrays], t, *[o[k] for o in outs], *scratch)
             if st:
                 self._status(st, arrays[0][k])
         return outs
@@ -236,12 +245,7 @@ class CompiledSystem:
             if st:
                 self._status(st, Q)
             return out
-        shape, (Q, Vv, T) = self._broadcast([Q, Vv, T])
-        out = np.empty(shape + (self.nv,))
-        for k in range(shape[0]):
-            st = fd(Q[k], Vv[k], T[k], float(t), out[k], self._work)
-            if st:
-                self._status(st, Q[k])
+        (out,) = self._eval("forward_dynamics", [Q, Vv, T], t, [self.nv], (self._work,))
         return out
 
     def _energies(self, q, v, t, which: int):
@@ -303,8 +307,7 @@ class CompiledSystem:
 def compile_eom(eom, backend: str = "numba", parameters: dict | None = None,
                 cse: bool = True) -> CompiledSystem:
     """Generated code for ``eom`` (see :class:`CompiledSystem`)."""
-    if backend not in BACKENDS:
-        raise SymbolicError(f"compile: backend must be one of {BACKENDS}, got {backend!r}")
+    _check_backend(backend)
     if backend == "c":
         find_c_compiler()  # fail before the (slow) lowering
     return CompiledSystem(lower(eom, parameters, cse=cse), backend)
