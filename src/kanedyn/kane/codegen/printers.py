@@ -62,7 +62,7 @@ class _Language:
     checks_inputs = True  # the input checks are statements of the generated function
 
     def _print_Float(self, expr):
-        return repr(float(expr))  # every digit: the generated code is exact to the bit
+        return repr(float(expr))  # repr round-trips: the printed constant is the same double
 
     def element(self, arr: str, k: int) -> str:
         return f"{arr}[{k}]"
@@ -86,7 +86,7 @@ class _Language:
 
 
 class _ScalarPythonPrinter(_Language, PythonCodePrinter):
-    pass
+    """Scalar Python with ``math`` functions: the body of the numba backend's functions."""
 
 
 class _NumpyPrinter(_Language, NumPyPrinter):
@@ -99,6 +99,8 @@ class _NumpyPrinter(_Language, NumPyPrinter):
 
 
 class _CPrinter(_Language, C99CodePrinter):
+    """C99 on plain double arrays, the checks as early returns of the status."""
+
     def define(self, name: str, code: str) -> str:
         return f"const double {name} = {code};"
 
