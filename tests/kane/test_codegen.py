@@ -185,7 +185,7 @@ def test_missing_and_unknown_parameters_are_named():
 
 
 def test_no_c_compiler_is_a_clear_error(monkeypatch):
-    monkeypatch.setattr(codegen.shutil, "which", lambda *a, **k: None)
+    monkeypatch.setattr(codegen.build.shutil, "which", lambda *a, **k: None)
     eom = kane.derive(kd.models.pendulum_chain(1))
     with pytest.raises(CompilerError, match="C compiler"):
         eom.compile("c")

@@ -1,0 +1,369 @@
+"""Printing: a Lowered system → numpy, numba or C99 source (stage 2 of codegen).
+
+Where it sits: frozen equations → lowering (``lowering.py``) → **printing** → building
+(``build.py``) → compiled system (``runtime.py``).
+
+This module fixes the interface of the generated code, the same in every language:
+the functions of ``SIGNATURES`` (mass_matrix, forcing, dynamics, qdot, energy; and a
+Cholesky forward_dynamics for numba and C), each writing into output arrays named by
+``OUTPUT_ARRAYS`` and returning a status (0; 1: an input is not finite; 2 + k:
+quaternion group k is off unit norm by more than ``QUAT_TOL``; -1: M is not positive
+definite). Each function loads the entries of q, u, tau it uses into locals, runs
+the input checks (numba and C: inside the generated code; numpy: in the runtime),
+evaluates the definitions its outputs need and stores the outputs; M is symmetric
+when the lowering says so, and then its lower triangle is computed and mirrored.
+
+numpy code is vectorised over a leading batch axis (``q[..., k]``); numba code is
+scalar and ``njit(cache=True)``; C is standalone C99 needing only ``<math.h>``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import sympy as sp
+from sympy.printing.c import C99CodePrinter
+from sympy.printing.numpy import NumPyPrinter
+from sympy.printing.pycode import PythonCodePrinter
+
+from .lowering import Lowered, free_symbols
+
+__all__ = ["OUTPUT_ARRAYS", "QUAT_TOL", "SIGNATURES", "c_declarations", "c_source",
+           "operation_counts", "python_source"]
+
+#: tolerance on the norm of a quaternion in q before it is an error (as the Model's joints)
+QUAT_TOL = 1e-4
+
+
+SIGNATURES = {
+    # name: (inputs, outputs); forward_dynamics (numba and C) is written by hand below
+    "mass_matrix": (("q", "t"), ("mass_matrix",)),
+    "forcing": (("q", "u", "tau", "t"), ("forcing",)),
+    "dynamics": (("q", "u", "tau", "t"), ("mass_matrix", "forcing")),
+    "qdot": (("q", "u", "t"), ("qdot",)),
+    "energy": (("q", "u", "t"), ("energy",)),
+}
+OUTPUT_ARRAYS = {"mass_matrix": "M", "forcing": "F", "qdot": "qd", "energy": "E"}
+
+
+def operation_counts(low: Lowered) -> dict[str, int]:
+    """``sympy.count_ops`` of each generated function (the definitions it evaluates and
+    its outputs), as the header of the generated source and ``CompiledSystem.counts``
+    give them."""
+    return {f: low.operation_count(outs) for f, (_, outs) in SIGNATURES.items()}
+
+
+# --- the languages: a SymPy printer for the expressions, and the statements around them
+class _Language:
+    """The statements around the printed expressions (loads, definitions, stores, input
+    checks, the header comment); this base writes scalar Python, the numba backend's.
+    A mixin before the SymPy printer, so that its ``_print_Float`` wins."""
+
+    checks_inputs = True  # the input checks are statements of the generated function
+
+    def _print_Float(self, expr):
+        return repr(float(expr))  # repr round-trips: the printed constant is the same double
+
+    def element(self, arr: str, k: int) -> str:
+        return f"{arr}[{k}]"
+
+    def define(self, name: str, code: str) -> str:
+        return f"{name} = {code}"
+
+    def store(self, arr: str, k: int, code: str) -> str:
+        return f"{self.element(arr, k)} = {code}"
+
+    def finite_check(self, arr: str, n: int) -> list[str]:
+        return [f"for i in range({n}):", f"    if not math.isfinite({arr}[i]):",
+                "        return 1"]
+
+    def norm_check(self, g: int, norm: str) -> list[str]:
+        return [f"nrm{g} = math.sqrt({norm})", f"if not abs(nrm{g} - 1.0) <= {QUAT_TOL!r}:",
+                f"    return {2 + g}"]
+
+    def comment(self, lines: list[str]) -> str:
+        return "\n".join(f"# {x}".rstrip() for x in lines) + "\n"
+
+
+class _ScalarPythonPrinter(_Language, PythonCodePrinter):
+    """Scalar Python with ``math`` functions: the body of the numba backend's functions."""
+
+
+class _NumpyPrinter(_Language, NumPyPrinter):
+    """Vectorised over a leading batch axis; the runtime checks the inputs (numpy)."""
+
+    checks_inputs = False
+
+    def element(self, arr: str, k: int) -> str:
+        return f"{arr}[..., {k}]"
+
+
+class _CPrinter(_Language, C99CodePrinter):
+    """C99 on plain double arrays, the checks as early returns of the status."""
+
+    def define(self, name: str, code: str) -> str:
+        return f"const double {name} = {code};"
+
+    def store(self, arr: str, k: int, code: str) -> str:
+        return f"{self.element(arr, k)} = {code};"
+
+    def finite_check(self, arr: str, n: int) -> list[str]:
+        return [f"for (int i = 0; i < {n}; ++i) if (!isfinite({arr}[i])) return 1;"]
+
+    def norm_check(self, g: int, norm: str) -> list[str]:
+        return [f"const double nrm{g} = sqrt({norm});",
+                f"if (!(fabs(nrm{g} - 1.0) <= {QUAT_TOL!r})) return {2 + g};"]
+
+    def comment(self, lines: list[str]) -> str:
+        return "/*\n" + "\n".join(f" * {x}".rstrip() for x in lines) + "\n */\n"
+
+    def _print_Pow(self, expr):
+        b, e = expr.args
+        if e.is_Integer and 2 <= int(e) <= 4:  # x*x beats pow() without -ffast-math
+            return "(" + "*".join([self.parenthesize(b, 100)] * int(e)) + ")"
+        return super()._print_Pow(expr)
+
+
+def _leaf_loads(low: Lowered, used: set, printer, ins) -> list[str]:
+    """Loads of q, u, tau entries into named locals. In numba and C code they are
+    preceded by the input checks (status 1: an entry is not finite; 2 + k: quaternion
+    group k is off unit norm by more than QUAT_TOL) and quaternions are normalised, as
+    the Model's joints do."""
+    eom = low.eom
+    lines = []
+    sizes = {"q": len(eom.q), "u": len(eom.u), "tau": len(eom.inputs)}
+    quat_of = {}
+    if printer.checks_inputs:
+        for a in ins:
+            if a in sizes and sizes[a]:
+                lines += printer.finite_check(a, sizes[a])
+        for g, (qi, _) in enumerate(eom.quaternions):  # every group, used or not
+            lines += printer.norm_check(g, " + ".join(f"q[{k}] * q[{k}]" for k in qi))
+            for k in qi:
+                quat_of[k] = f" / nrm{g}"
+    for arr, syms in (("q", eom.q), ("u", eom.u), ("tau", eom.inputs)):
+        for k, s in enumerate(syms):
+            if s in used:
+                scale = quat_of.get(k, "") if arr == "q" else ""
+                lines.append(printer.define(_name(s), printer.element(arr, k) + scale))
+    return lines
+
+
+def _name(s: sp.Symbol) -> str:
+    """A C/Python identifier for a symbol (intermediate names may hold any character)."""
+    n = s.name
+    if n.isidentifier() and n not in ("t", "q", "u", "tau", "M", "F", "qd", "E", "out"):
+        return "k_" + n if n in _RESERVED else n
+    return "s_" + hashlib.sha1(n.encode()).hexdigest()[:10]
+
+
+_RESERVED = {"math", "numpy", "numba", "lambda", "if", "else", "for", "in", "is", "not",
+             "and", "or", "def", "return", "double", "int", "const", "void", "float", "sin",
+             "cos", "sqrt", "pow", "exp", "log", "abs", "fabs", "tan"}
+
+
+def _rename(low: Lowered) -> dict:
+    ren = {}
+    for s in list(low.definitions) + list(low.eom.q) + list(low.eom.u) + list(low.eom.inputs):
+        nm = _name(s)
+        if nm != s.name:
+            ren[s] = sp.Symbol(nm)
+    if low.eom.t.name != "t":
+        ren[low.eom.t] = sp.Symbol("t")
+    return ren
+
+
+def _body(low: Lowered, func: str, printer) -> list[str]:
+    """Statements of one generated function: loads, definitions, stores."""
+    outs = SIGNATURES[func][1]
+    defs = low.needed(outs)
+    ren = _rename(low)
+    used = set()
+    for s in defs:
+        used |= free_symbols(low.definitions[s])
+    for k in outs:
+        for e in low.outputs[k]:
+            used |= free_symbols(e)
+    lines = _leaf_loads(low, used, printer, SIGNATURES[func][0])
+    for s in defs:
+        e = low.definitions[s]
+        lines.append(printer.define(_name(s), printer.doprint(e.xreplace(ren) if ren else e)))
+    n = len(low.eom.u)
+    packed = [(r, c) for r in range(n) for c in range(r + 1)]
+    for k in outs:
+        arr = OUTPUT_ARRAYS[k]
+        for j, e in enumerate(low.outputs[k]):
+            code = printer.doprint(e.xreplace(ren) if ren else e)
+            if k == "mass_matrix" and low.symmetric:  # lower triangle computed, mirrored
+                r, c = packed[j]
+                lines.append(printer.store(arr, r * n + c, code))
+                if r != c:
+                    lines.append(printer.store(arr, c * n + r, printer.element(arr, r * n + c)))
+            else:
+                lines.append(printer.store(arr, j, code))
+    return lines
+
+
+def _header(low: Lowered) -> list[str]:
+    """The lines of the comment that opens every generated source."""
+    eom = low.eom
+    lines = [
+        f"Generated by kanedyn from the equations of motion {eom.name!r}.",
+        f"nq = {len(eom.q)}, nu = {len(eom.u)}, inputs = {len(eom.inputs)}; "
+        "mass matrix: full nu x nu, row-major"
+        + (" (symmetric: lower triangle computed, mirrored)." if low.symmetric else "."),
+        "Operation counts (sympy.count_ops after common-subexpression elimination):",
+    ]
+    lines += [f"  {k}: {v}" for k, v in operation_counts(low).items()]
+    if low.values:
+        lines.append("Parameter values folded in: " + ", ".join(
+            f"{k} = {v!r}" for k, v in sorted(low.values.items())))
+    return lines
+
+
+def python_source(low: Lowered, style: str) -> str:
+    """A Python module with mass_matrix, forcing, dynamics, qdot, energy (and for numba a
+    Cholesky forward_dynamics)."""
+    printer = _NumpyPrinter() if style == "numpy" else _ScalarPythonPrinter()
+    deco = "@numba.njit(cache=True)\n" if style == "numba" else ""
+    funcs = []
+    for f, (ins, outs) in SIGNATURES.items():
+        lines = _body(low, f, printer)
+        args = ", ".join(list(ins) + [OUTPUT_ARRAYS[k] for k in outs])
+        funcs.append(f"{deco}def {f}({args}):\n" + "".join(f"    {x}\n" for x in lines)
+                     + "    return 0\n")
+    head = printer.comment(_header(low))
+    imports = "import math\n\nimport numpy\n" + ("import numba\n" if style == "numba" else "")
+    src = head + imports + "\n\n" + "\n\n".join(funcs)
+    if style == "numba":
+        src += "\n\n" + _NUMBA_FD.replace("{N}", str(len(low.eom.u)))
+    return src
+
+
+_NUMBA_FD = '''@numba.njit(cache=True)
+def forward_dynamics(q, u, tau, t, udot, work):
+    """Solve M udot = F by Cholesky (M = L L^T). Returns -1 if M is not positive definite,
+    or the status of dynamics()."""
+    n = {N}
+    M = work[: n * n]
+    status = dynamics(q, u, tau, t, M, udot)
+    if status:
+        return status
+    for j in range(n):
+        d = M[j * n + j]
+        for k in range(j):
+            d -= M[j * n + k] * M[j * n + k]
+        if not d > 0.0:
+            return -1
+        d = math.sqrt(d)
+        M[j * n + j] = d
+        for i in range(j + 1, n):
+            s = M[i * n + j]
+            for k in range(j):
+                s -= M[i * n + k] * M[j * n + k]
+            M[i * n + j] = s / d
+    for i in range(n):
+        s = udot[i]
+        for k in range(i):
+            s -= M[i * n + k] * udot[k]
+        udot[i] = s / M[i * n + i]
+    for i in range(n - 1, -1, -1):
+        s = udot[i]
+        for k in range(i + 1, n):
+            s -= M[k * n + i] * udot[k]
+        udot[i] = s / M[i * n + i]
+    return 0
+'''
+
+_C_FD = '''
+/* Solve M udot = F by Cholesky (M = L L^T, lower triangle used in place).
+   work holds nu*nu doubles. Returns -1 if M is not positive definite, or the
+   status of dynamics(). */
+{SIGNATURE} {
+    const int n = {N};
+    double *M = work;
+    const int status = {P}dynamics(q, u, tau, t, M, udot);
+    if (status) return status;
+    for (int j = 0; j < n; ++j) {
+        double d = M[j * n + j];
+        for (int k = 0; k < j; ++k) d -= M[j * n + k] * M[j * n + k];
+        if (!(d > 0.0)) return -1;
+        d = sqrt(d);
+        M[j * n + j] = d;
+        for (int i = j + 1; i < n; ++i) {
+            double s = M[i * n + j];
+            for (int k = 0; k < j; ++k) s -= M[i * n + k] * M[j * n + k];
+            M[i * n + j] = s / d;
+        }
+    }
+    for (int i = 0; i < n; ++i) {
+        double s = udot[i];
+        for (int k = 0; k < i; ++k) s -= M[i * n + k] * udot[k];
+        udot[i] = s / M[i * n + i];
+    }
+    for (int i = n - 1; i >= 0; --i) {
+        double s = udot[i];
+        for (int k = i + 1; k < n; ++k) s -= M[k * n + i] * udot[k];
+        udot[i] = s / M[i * n + i];
+    }
+    return 0;
+}
+'''
+
+_C_ARGS = {"q": "const double *q", "u": "const double *u", "tau": "const double *tau",
+           "t": "double t"}
+
+
+def _c_signature(func: str, prefix: str = "") -> str:
+    """``int name(arguments)`` of a generated C function: the definitions in
+    :func:`c_source` and the declarations cffi is given come from here alike."""
+    if func == "forward_dynamics":
+        args = [_C_ARGS[a] for a in ("q", "u", "tau", "t")] + ["double *udot", "double *work"]
+    else:
+        ins, outs = SIGNATURES[func]
+        args = [_C_ARGS[a] for a in ins] + [f"double *{OUTPUT_ARRAYS[k]}" for k in outs]
+    return f"int {prefix}{func}({', '.join(args)})"
+
+
+def c_declarations(prefix: str = "") -> str:
+    """The C prototypes of the generated functions (what cffi's ``cdef`` is given)."""
+    return "".join(f"{_c_signature(f, prefix)};\n"
+                   for f in [*SIGNATURES, "forward_dynamics"])
+
+
+def c_source(low: Lowered, prefix: str = "") -> str:
+    """Standalone C99: ``mass_matrix``, ``forcing``, ``dynamics``, ``qdot``, ``energy`` and a
+    Cholesky ``forward_dynamics``, on plain double arrays (see the header comment)."""
+    printer = _CPrinter()
+    funcs = []
+    for f, (ins, _) in SIGNATURES.items():
+        lines = _body(low, f, printer)
+        unused = "".join(f"    (void){a};\n" for a in ins)  # not every input is used
+        funcs.append(f"{_c_signature(f, prefix)} {{\n" + unused
+                     + "".join(f"    {x}\n" for x in lines) + "    return 0;\n}\n")
+    eom = low.eom
+    doc = [
+        "",
+        "Functions (all arrays are plain doubles; q has nq entries, u nu, tau one per input):",
+        "  mass_matrix(q, t, M)        M: nu*nu (row-major; symmetric)" if low.symmetric else
+        "  mass_matrix(q, t, M)        M: nu*nu (row-major)",
+        "  forcing(q, u, tau, t, F)    F: nu, with M(q) du/dt = F",
+        "  dynamics(q, u, tau, t, M, F) both, sharing common subexpressions",
+        "  qdot(q, u, t, qd)           qd: nq, the kinematic differential equations",
+        "  energy(q, u, t, E)          E: " + {"split": "3: T + V, T, V", "total": "1: T + V",
+                                              "none": "0 (no energy expression)"}[
+                                                  low.energy_kind],
+        "  forward_dynamics(q, u, tau, t, udot, work)  Cholesky solve; work: nu*nu doubles",
+        "Every function returns 0, or 1 if an input is not finite, 2 + k if quaternion k",
+        "is off unit norm by more than " + repr(QUAT_TOL) + " (quaternions are normalised),",
+        "-1 (forward_dynamics) if M is not positive definite.",
+        "Coordinates: " + ", ".join(s.name for s in eom.q),
+        "Speeds: " + ", ".join(s.name for s in eom.u),
+        "Inputs: " + (", ".join(s.name for s in eom.inputs) or "none"),
+        "Compile: cc -O2 -c this.c (C99, needs only <math.h>).",
+    ]
+    head = printer.comment(_header(low) + doc)
+    src = head + "#include <math.h>\n\n" + "\n".join(funcs)
+    src += (_C_FD.replace("{SIGNATURE}", _c_signature("forward_dynamics", prefix))
+            .replace("{P}", prefix).replace("{N}", str(len(eom.u))))
+    return src

@@ -1,0 +1,316 @@
+"""The compiled system: generated code behind the system protocol (stage 4 of codegen).
+
+Where it sits: frozen equations → lowering (``lowering.py``) → printing
+(``printers.py``) → building (``build.py``) → **compiled system**.
+
+:func:`compile_eom` (``EquationsOfMotion.compile``) lowers the equations, prints them
+for one backend, builds or loads them from the cache, and wraps the result in a
+:class:`CompiledSystem`: mass_matrix, forcing, nonlinear_effects, forward_dynamics,
+energies, q_dot, integrate_configuration, on one state or a batch, with the input
+checks of the Model's algorithms. Integrators and ``kd.simulate`` take it as they
+take a Model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ...errors import SolverError, StateError, SymbolicError
+from .build import find_c_compiler, load_c, load_python
+from .lowering import Lowered, lower
+from .printers import (
+    QUAT_TOL,
+    SIGNATURES,
+    c_declarations,
+    c_source,
+    operation_counts,
+    python_source,
+)
+
+__all__ = ["BACKENDS", "CompiledSystem", "compile_eom"]
+
+BACKENDS = ("numpy", "numba", "c")
+
+
+def _check_backend(backend: str) -> None:
+    if backend not in BACKENDS:
+        raise SymbolicError(f"compile: backend must be one of {BACKENDS}, got {backend!r}")
+
+
+_F64 = np.dtype(np.float64)
+
+
+class CompiledSystem:
+    """Generated code for an EquationsOfMotion, with the system protocol of DESIGN.md.
+
+    ``mass_matrix(q)``, ``forcing(q, v, tau)``, ``nonlinear_effects(q, v)`` (= -forcing at
+    τ = 0), ``gravity_torques(q)``, ``forward_dynamics(q, v, tau)`` (Cholesky solve of
+    ``M u̇ = forcing``), ``energy``, ``kinetic_energy``, ``potential_energy``, ``q_dot`` and
+    ``integrate_configuration``. All take one state or a batch (leading axis; the numpy
+    backend vectorises it, numba and C loop over it). The time ``t`` is a keyword
+    (default 0) for equations that depend on it explicitly.
+
+    Inputs are checked as the Model's algorithms check them: wrong shapes and non-finite
+    entries raise StateError, and quaternions more than ``QUAT_TOL`` off unit norm too;
+    closer ones are normalised. For numba and C the checks run inside the generated code,
+    so a call costs little more than the arithmetic.
+    """
+
+    def __init__(self, low: Lowered, backend: str):
+        _check_backend(backend)
+        eom = low.eom
+        self.backend = backend
+        self.name = eom.name
+        self.nq, self.nv, self.ninputs = len(eom.q), len(eom.u), len(eom.inputs)
+        self.quaternions = [(list(a), list(b)) for a, b in eom.quaternions]
+        self.parameters = dict(low.values)
+        self._nE = {"split": 3, "total": 1, "none": 0}[low.energy_kind]
+        self.counts = operation_counts(low)
+        names = list(SIGNATURES) + (["forward_dynamics"] if backend != "numpy" else [])
+        if backend == "c":
+            self.source = c_source(low)
+            mod = load_c(self.source, c_declarations())
+            ffi, lib = mod.ffi, mod.lib
+
+            def wrap(fn):
+                buf = ffi.from_buffer
+
+                def call(*args):
+                    return fn(*[a if isinstance(a, float) else buf("double[]", a)
+                                for a in args])
+                return call
+
+            self._k = {f: wrap(getattr(lib, f)) for f in names}
+        else:
+            self.source = python_source(low, backend)
+            mod = load_python(self.source, backend)
+            self._k = {f: getattr(mod, f) for f in names}
+        self._work = np.empty(max(self.nv * self.nv, 1))
+        self._scalar = backend != "numpy"
+        self._zeros_tau = np.zeros(self.ninputs)
+        self._zeros_v = np.zeros(self.nv)
+
+    def __repr__(self) -> str:
+        return (f"CompiledSystem({self.name!r}, backend={self.backend!r}, nq={self.nq}, "
+                f"nv={self.nv}, ops={self.counts['dynamics']})")
+
+    # --- argument handling -----------------------------------------------------------------
+    def _inputs(self, tau) -> NDArray:
+        if self.ninputs != self.nv and np.shape(tau)[-1:] == (self.nv,):
+            if not np.any(tau):
+                return self._zeros_tau
+            raise StateError(
+                f"{self.name}: got {self.nv} generalized forces, but this system's inputs are "
+                f"{self.ninputs} specified quantities; derive it with generalized_forces=True "
+                "to apply joint forces")
+        return self._arr(tau, self.ninputs, "tau")
+
+    def _arr(self, x, n: int, what: str) -> NDArray:
+        # fast path: a C-contiguous, aligned, writeable float64 vector of the right size
+        if type(x) is np.ndarray and x.dtype is _F64 and x.shape == (n,) and x.flags.carray:
+            return x
+        a = np.asarray(x, dtype=float)
+        if a.shape[-1:] != (n,) or a.ndim > 2:
+            raise StateError(f"{what} must have shape ({n},) or (N, {n}); got {a.shape} "
+                             f"({self.name})")
+        if not (a.flags.c_contiguous and a.flags.writeable):
+            # numba compiles anew for read-only or strided arrays; C needs contiguous ones
+            a = np.array(a, order="C")
+        return a
+
+    @staticmethod
+    def _broadcast(arrays: list) -> tuple[tuple, list]:
+        shape = np.broadcast_shapes(*[a.shape[:-1] for a in arrays])
+        return shape, [a if a.shape[:-1] == shape else
+                       np.array(np.broadcast_to(a, shape + a.shape[-1:]), order="C")
+                       for a in arrays]
+
+    def _status(self, status: int, q) -> None:
+        if status == 1:
+            raise StateError(f"{self.name}: an input contains NaN or infinity")
+        if status >= 2:
+            qi = self.quaternions[status - 2][0]
+            nrm = float(np.linalg.norm(np.asarray(q)[..., qi]))
+            raise StateError(
+                f"{self.name}: q[{qi[0]}:{qi[-1] + 1}] is a quaternion of norm {nrm:.6g}, "
+                f"not 1 (tolerance {QUAT_TOL}); normalise it or use integrate_configuration"
+            )
+        if status == -1:
+            raise SolverError(f"{self.name}: M(q) is not positive definite at q = {q}")
+
+    def _numpy_checks(self, *arrays) -> list:
+        out = []
+        for k, a in enumerate(arrays):
+            if not np.isfinite(a).all():
+                self._status(1, None)
+            if k == 0 and self.quaternions:
+                a = np.array(a)
+                for g, (qi, _) in enumerate(self.quaternions):
+                    nrm = np.linalg.norm(a[..., qi], axis=-1)
+                    if not np.all(np.abs(nrm - 1.0) <= QUAT_TOL):
+                        self._status(2 + g, a)
+                    a[..., qi] /= nrm[..., None]
+            out.append(a)
+        return out
+
+    def _eval(self, func: str, arrays: list, t: float, sizes: list) -> list:
+        """Run one generated function on one state or a batch; outputs flat per state."""
+        t = float(t)
+        if self.backend == "numpy":
+            arrays = self._numpy_checks(*arrays)
+            shape = np.broadcast_shapes(*[a.shape[:-1] for a in arrays])
+            outs = [np.empty(shape + (n,)) for n in sizes]
+            self._k[func](*arrays, t, *outs)
+            return outs
+        fn = self._k[func]
+        if all(a.ndim == 1 for a in arrays):
+            outs = [np.empty(n) for n in sizes]
+            st = fn(*arrays, t, *outs)
+            if st:
+                self._status(st, arrays[0])
+            return outs
+        shape, arrays = self._broadcast(arrays)
+        outs = [np.empty(shape + (n,)) for n in sizes]
+        for k in range(shape[0]):
+            st = fn(*[a[k] for a in arrays], t, *[o[k] for o in outs])
+            if st:
+                self._status(st, arrays[0][k])
+        return outs
+
+    # --- the system protocol ---------------------------------------------------------------
+    def mass_matrix(self, q: ArrayLike, t: float = 0.0) -> NDArray:
+        """``M(q)``, nv x nv."""
+        (M,) = self._eval("mass_matrix", [self._arr(q, self.nq, "q")], t, [self.nv ** 2])
+        return M.reshape(M.shape[:-1] + (self.nv, self.nv))
+
+    def forcing(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike | None = None,
+                t: float = 0.0) -> NDArray:
+        """``forcing(q, v, τ)`` with ``M u̇ = forcing``."""
+        T = self._zeros_tau if tau is None else self._arr(tau, self.ninputs, "tau")
+        (F,) = self._eval("forcing", [self._arr(q, self.nq, "q"),
+                                      self._arr(v, self.nv, "v"), T], t, [self.nv])
+        return F
+
+    def dynamics(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike | None = None,
+                 t: float = 0.0) -> tuple[NDArray, NDArray]:
+        """``(M, forcing)`` together, sharing their common subexpressions."""
+        T = self._zeros_tau if tau is None else self._arr(tau, self.ninputs, "tau")
+        if self._scalar:  # one state, compiled kernel: the short path
+            Q, Vv = self._arr(q, self.nq, "q"), self._arr(v, self.nv, "v")
+            if Q.ndim == 1 and Vv.ndim == 1 and T.ndim == 1:
+                M, F = np.empty((self.nv, self.nv)), np.empty(self.nv)
+                st = self._k["dynamics"](Q, Vv, T, float(t), M.reshape(-1), F)
+                if st:
+                    self._status(st, Q)
+                return M, F
+        M, F = self._eval("dynamics", [self._arr(q, self.nq, "q"), self._arr(v, self.nv, "v"),
+                                       T], t, [self.nv ** 2, self.nv])
+        return M.reshape(M.shape[:-1] + (self.nv, self.nv)), F
+
+    def nonlinear_effects(self, q: ArrayLike, v: ArrayLike, t: float = 0.0) -> NDArray:
+        """``h(q, v) = -forcing(q, v, τ = 0)``."""
+        return -self.forcing(q, v, None, t)
+
+    def gravity_torques(self, q: ArrayLike, t: float = 0.0) -> NDArray:
+        """``g(q) = h(q, 0)``: the inputs that hold the system still (when the forcing
+        holds gravity and inputs only)."""
+        return -self.forcing(q, self._zeros_v, None, t)
+
+    def forward_dynamics(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike | None = None,
+                         t: float = 0.0) -> NDArray:
+        """``u̇ = M(q)⁻¹ forcing(q, v, τ)``, by Cholesky.
+
+        ``tau`` holds the inputs. Integrators pass generalized forces of length nv;
+        where the inputs are not those (a general system), a zero vector of length nv
+        means "no applied generalized force" and is taken as zero inputs; a non-zero one
+        is an error (derive with ``generalized_forces=True`` to apply joint forces)."""
+        Q, Vv = self._arr(q, self.nq, "q"), self._arr(v, self.nv, "v")
+        T = self._zeros_tau if tau is None else self._inputs(tau)
+        if self.backend == "numpy":
+            M, F = self.dynamics(Q, Vv, T, t)
+            try:
+                L = np.linalg.cholesky(M)
+            except np.linalg.LinAlgError:
+                self._status(-1, Q)
+            y = np.linalg.solve(L, F[..., None])
+            return np.linalg.solve(np.swapaxes(L, -1, -2), y)[..., 0]
+        fd = self._k["forward_dynamics"]
+        if Q.ndim == 1 and Vv.ndim == 1 and T.ndim == 1:
+            out = np.empty(self.nv)
+            st = fd(Q, Vv, T, float(t), out, self._work)
+            if st:
+                self._status(st, Q)
+            return out
+        shape, (Q, Vv, T) = self._broadcast([Q, Vv, T])
+        out = np.empty(shape + (self.nv,))
+        for k in range(shape[0]):  # not _eval's generic loop: twice as fast per state
+            st = fd(Q[k], Vv[k], T[k], float(t), out[k], self._work)
+            if st:
+                self._status(st, Q[k])
+        return out
+
+    def _energies(self, q, v, t, which: int):
+        if not self._nE:
+            raise SymbolicError(f"{self.name}: the equations carry no energy expression")
+        if which and self._nE != 3:
+            raise SymbolicError(f"{self.name}: kinetic and potential energy are not separated")
+        (E,) = self._eval("energy", [self._arr(q, self.nq, "q"), self._arr(v, self.nv, "v")],
+                          t, [self._nE])
+        E = E[..., which]
+        return float(E) if E.ndim == 0 else E
+
+    def energy(self, q: ArrayLike, v: ArrayLike, t: float = 0.0):
+        """Total mechanical energy ``T + V``."""
+        return self._energies(q, v, t, 0)
+
+    def kinetic_energy(self, q: ArrayLike, v: ArrayLike, t: float = 0.0):
+        """``T``."""
+        return self._energies(q, v, t, 1)
+
+    def potential_energy(self, q: ArrayLike, t: float = 0.0):
+        """``V``."""
+        return self._energies(q, self._zeros_v, t, 2)
+
+    def q_dot(self, q: ArrayLike, v: ArrayLike, t: float = 0.0) -> NDArray:
+        """``q̇`` from the kinematic differential equations."""
+        (qd,) = self._eval("qdot", [self._arr(q, self.nq, "q"), self._arr(v, self.nv, "v")],
+                           t, [self.nq])
+        return qd
+
+    def integrate_configuration(self, q: ArrayLike, v: ArrayLike, dt: float,
+                                t: float = 0.0) -> NDArray:
+        """q after a step dt at constant speeds v.
+
+        Each quaternion group moves on the unit sphere exactly,
+        ``q ← q ⊗ exp(dt ω)`` (``kanedyn.spatial.quat_exp``, the flow of
+        ``q̇ = ½ q ⊗ (0, ω)``) with ω its body angular velocity; every other
+        coordinate takes the explicit Euler step ``q ← q + dt q̇(q, v)``. (For a
+        Model's planar and free-joint positions this is first order in dt where
+        the Model's own ``integrate_configuration`` is the exact group flow.)
+        """
+        Q, Vv = self._arr(q, self.nq, "q"), self._arr(v, self.nv, "v")
+        out = Q + float(dt) * self.q_dot(Q, Vv, t)
+        if self.quaternions:
+            from ...spatial import quat_exp, quat_multiply
+
+            shape = out.shape[:-1]
+            Q2 = np.broadcast_to(Q, shape + (self.nq,)).reshape(-1, self.nq)
+            V2 = np.broadcast_to(Vv, shape + (self.nv,)).reshape(-1, self.nv)
+            out = out.reshape(-1, self.nq)
+            for qi, ui in self.quaternions:
+                for k in range(out.shape[0]):
+                    qk = Q2[k, qi] / np.linalg.norm(Q2[k, qi])
+                    out[k, qi] = quat_multiply(qk, quat_exp(float(dt) * V2[k, ui]))
+            out = out.reshape(shape + (self.nq,))
+        return out
+
+
+def compile_eom(eom, backend: str = "numba", parameters: dict | None = None,
+                cse: bool = True) -> CompiledSystem:
+    """Generated code for ``eom`` (see :class:`CompiledSystem`)."""
+    _check_backend(backend)
+    if backend == "c":
+        find_c_compiler()  # fail before the (slow) lowering
+    return CompiledSystem(lower(eom, parameters, cse=cse), backend)
+
