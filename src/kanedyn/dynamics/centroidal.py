@@ -51,6 +51,7 @@ _empty = np.empty
 
 
 _AG, _CM = ENTRIES["centroidal_momentum_matrix"], ENTRIES["centroidal_momentum"]
+_AG_ROWS = _AG.result[0]  # A_G is (6, nv): read once, not per call
 # the kernels of the entry-point table, loaded on first call (importing kanedyn compiles
 # nothing): see kanedyn.dynamics._dispatch.entry_stub
 _ag_f = entry_stub(_AG.single, globals(), "_ag_f")
@@ -93,7 +94,7 @@ def centroidal_momentum_matrix(model: Model, q: ArrayLike, *,
         # one float64 state straight to the kernel's entry point (see kernels.entry)
         if q.ndim == 1 and q.dtype is F8:
             if out is None:
-                Ag = _empty(_AG.result_shape(nv))
+                Ag = _empty((_AG_ROWS, nv))
                 if not (s := _ag_f(buf, q, Ag)):
                     return Ag
                 _fail(model, s, "centroidal_momentum_matrix", q, ())

@@ -33,6 +33,7 @@ from .frames import frame_jacobian
 from .kernels.entries import ENTRIES
 
 _JACOBIAN = ENTRIES["jacobian"]
+_J_ROWS = _JACOBIAN.result[0]  # J is (6, nv): read once, not per call
 _jacobian1 = entry_stub(_JACOBIAN.single, globals(), "_jacobian1")
 
 FRAMES = ("local", "local_world_aligned", "world")
@@ -52,7 +53,7 @@ def jacobian(model: Model, q: ArrayLike, body: str | int, frame: str = "local") 
         return frame_jacobian(model, q, body, reference=frame)
     i = model.body_index(body)
     fm = _CACHE.get(id(model)) or flatten(model)
-    J = np.empty(_JACOBIAN.result_shape(fm.nv))
+    J = np.empty((_J_ROWS, fm.nv))
     try:
         if q.ndim != 1:  # a batch (or no array): skip numba's costly type mismatch
             raise TypeError

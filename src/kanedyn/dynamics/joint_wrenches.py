@@ -39,6 +39,7 @@ _empty = np.empty
 
 
 _JW = ENTRIES["joint_wrenches"]
+_JW_COLS = _JW.result[1]  # one wrench (6) per body: read once, not per call
 # loaded on first call (see kanedyn.dynamics._dispatch.entry_stub)
 _jw_f = entry_stub(_JW.single, globals(), "_jw_f")
 _jw_f_fext = entry_stub(_JW.single_fext, globals(), "_jw_f_fext")
@@ -79,7 +80,7 @@ def joint_wrenches(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
     try:
         if (q.ndim == 1 and v.ndim == 1 and a.ndim == 1 and q.dtype is F8
                 and v.dtype is F8 and a.dtype is F8):
-            W = _empty(_JW.result_shape(model.nv, model.nb))
+            W = _empty((model.nb, _JW_COLS))
             if f_ext is None:
                 s = _jw_f(buf, q, v, a, code, W)
             elif f_ext.ndim == 2 and f_ext.dtype is F8:

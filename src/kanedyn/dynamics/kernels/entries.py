@@ -47,7 +47,9 @@ NB = "nb"
 class Entry:
     """One entry point of the kernels (see the module doc)."""
 
-    #: the public function it serves (``kanedyn.<name>``)
+    #: the computation: the public function of that name (``kanedyn.<name>``), or the
+    #: function of ``dynamics/`` behind several (``energy``: ``energy.summary``;
+    #: ``centroidal_momentum``: ``[h_G, Ȧ_G v]`` for it and ``centroidal_momentum_bias``)
     name: str
     #: the state arrays after the model, in order (q: nq entries; the others: nv)
     inputs: tuple[str, ...]
@@ -97,7 +99,7 @@ ENTRIES: dict[str, Entry] = {e.name: e for e in (
           options=("body", "frame"), packed=False),
     Entry("centroidal_momentum_matrix", ("q",), (6, NV), "ag_f", "ag_batch", c="ag_c",
           module="centroidal_kernel"),
-    # [h_G, Ȧ_G v]: centroidal_momentum and the bias of its rate
+    # [h_G, Ȧ_G v]: centroidal_momentum and centroidal_momentum_bias
     Entry("centroidal_momentum", ("q", "v"), (12,), "cm_f", "cm_batch",
           module="centroidal_kernel"),
     Entry("joint_wrenches", ("q", "v", "a"), (NB, 6), "jw_f", "jw_batch", "jw_f_fext",
