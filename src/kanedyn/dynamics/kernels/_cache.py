@@ -49,6 +49,7 @@ def package_digest(files: list[Path]) -> str | None:
 DIGEST = package_digest(source_files())
 
 _IMPL = getattr(caching, "CacheImpl", None) or caching._CacheImpl
+_IN_PACKAGE: dict[str, bool] = {}  # source file -> whether it is one of the package's
 
 
 class PackageStampLocator(caching._CacheLocator):
@@ -73,7 +74,10 @@ class PackageStampLocator(caching._CacheLocator):
 
     @classmethod
     def from_function(cls, py_func, py_file):
-        if DIGEST is None or Path(py_file).resolve().parent != HERE:
+        inside = _IN_PACKAGE.get(py_file)
+        if inside is None:  # (once per file: resolving a path costs ~0.1 ms)
+            inside = _IN_PACKAGE[py_file] = Path(py_file).resolve().parent == HERE
+        if DIGEST is None or not inside:
             return None
         for other in _IMPL._locator_classes:
             if other is not cls:
