@@ -133,35 +133,37 @@ def _so3_exp_matrix(x):
 
 
 class ModelChart:
-    """The per-joint charts of the module doc for a system with a ``model``."""
+    """The per-joint charts of the module doc for a system that declares them
+    (``has_chart``, ``chart_joints``)."""
 
     has_derivative = True
 
     def __init__(self, system):
         self.system = system
-        model = system.model
         self.nv = system.nv
         self.blocks = []  # (kind, iq, iv) for every non-additive joint
         self.add_q, self.add_v = [], []
-        for b in model.bodies:
-            kind = b.joint.kind
+        for kind, iq, iv in system.chart_joints:
             if kind in ("revolute", "prismatic", "helical"):
-                self.add_q.extend(range(b.iq.start, b.iq.stop))
-                self.add_v.extend(range(b.iv.start, b.iv.stop))
+                self.add_q.extend(range(iq.start, iq.stop))
+                self.add_v.extend(range(iv.start, iv.stop))
             elif kind in ("spherical", "free", "planar"):
-                self.blocks.append((kind, b.iq, b.iv))
+                self.blocks.append((kind, iq, iv))
             else:
                 raise ValueError(kind)
         self.add_q = np.array(self.add_q, dtype=int)
         self.add_v = np.array(self.add_v, dtype=int)
 
-    @staticmethod
-    def applies(system) -> bool:
-        model = getattr(system, "model", None)
-        if model is None or not hasattr(model, "bodies"):
+    #: the joint kinds this chart knows
+    KINDS = ("revolute", "prismatic", "helical", "spherical", "free", "planar")
+
+    @classmethod
+    def applies(cls, system) -> bool:
+        """The system declares per-joint charts (``has_chart``, ``chart_joints``: a
+        capability, see :mod:`kanedyn.sim.system`) of kinds this chart knows."""
+        if not getattr(system, "has_chart", False):
             return False
-        ok = ("revolute", "prismatic", "helical", "spherical", "free", "planar")
-        return all(b.joint.kind in ok for b in model.bodies) and system.nq == model.nq
+        return all(kind in cls.KINDS for kind, _, _ in system.chart_joints)
 
     def point(self, qn: NDArray, x: NDArray) -> NDArray:
         q = np.array(qn, dtype=float)

@@ -23,6 +23,24 @@ documented fallback otherwise):
   ``canonical_jacobians(q, v)``: (∂(M v)/∂q, ∂²L/∂q² at fixed v); ``chart_rate_jacobian(v)``:
   ∂(J(ξ)⁻¹ v)/∂ξ at ξ = 0. The implicit midpoint and Gauss methods build their Newton
   matrix from these. Fallback: forward differences of the stage residual.
+
+Capabilities a system declares as attributes (the integrators read these, never a
+class name or the insides of a Model; absent means False / None):
+
+- ``handles_constraints``: the system carries constraints (a constrained system of
+  :mod:`kanedyn.constraints`): the DAE solvers take its constraint primitives, and the
+  methods that step the unconstrained Hamiltonian refuse it.
+- ``has_chart``: the system's joints have the per-joint charts of
+  :mod:`kanedyn.integrators.chart`; ``chart_joints`` then lists ``(kind, iq, iv)`` for
+  each joint (kind as :attr:`kanedyn.model.joints.Joint.kind`, iq and iv its slices of
+  q and v), in tree order.
+- ``compiled_step``: the Model whose flat layout the compiled RK4 and AVF loops
+  (:mod:`kanedyn.integrators.rk4_compiled`) step, when they can take this system
+  (additive coordinates, no rotor inertia); None when they cannot.
+- ``tree_model``: the Model whose equations these are, with nothing added, for the
+  methods that use its structure (bodies, inertias, gravity: the energy–momentum
+  variants); None for any other system.
+- ``nonholonomic``: fewer independent speeds than coordinates minus quaternion norms.
 """
 
 from __future__ import annotations
@@ -122,6 +140,14 @@ class ModelSystem:
         self.nv = model.nv
         self.joint_names = model.joint_names
         self.chart_is_additive = all(_additive(b.joint) for b in model.bodies)
+        # the capabilities of the module doc
+        self.nonholonomic = False  # a tree: nq − #quaternions = nv
+        self.has_chart = True
+        self.chart_joints = tuple((b.joint.kind, b.iq, b.iv) for b in model.bodies)
+        self.tree_model = model
+        # the compiled loops' energy is the bodies' alone (no ½ Σ armature v²)
+        self.compiled_step = (model if self.chart_is_additive and not model.armature.any()
+                              else None)
         self._curved = [b for b in model.bodies if not _additive(b.joint)]
         self._zero_v = np.zeros(model.nv)
         self._flat = FlatEnergyModel(model)
