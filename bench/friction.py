@@ -182,7 +182,7 @@ def cost(steps: int) -> None:
         el = time.perf_counter() - t0
         print(f"event-driven exact ({lab}): {1e3 * el / T1:.0f} ms per simulated second "
               f"({(el / T1) / (mj_per / DT):.0f}x MuJoCo at dt={DT:g}), "
-              f"{len(tr.switches)} switches, {tr.t.size} steps")
+              f"{len(tr.friction.switches)} switches, {tr.t.size} steps")
 
 
 def main() -> None:

@@ -58,13 +58,13 @@ def run(t_final: float = 12.0, plot: str | None = None, eps_ff: float = 1e-3) ->
                                dt_out=2e-3, rtol=1e-8, atol=1e-10)
         e = reference(tr.t)[0] - tr.q[:, 0]
         settle = tr.t >= 2.0                       # after the start-up transient
-        stuck = (tr.mode[:, 0] == 0) & settle
+        stuck = (tr.friction.mode[:, 0] == 0) & settle
         out[name] = dict(
             rms_error=float(np.sqrt(np.mean(e[settle] ** 2))),
             max_error=float(np.max(np.abs(e[settle]))),
             stuck_fraction=float(np.mean(stuck[settle])),
-            sticks=int(sum(1 for s in tr.switches if s.kind == "stick" and s.t >= 2.0)),
-            energy_residual=float(np.max(np.abs(tr.energy_residual))),
+            sticks=int(sum(1 for s in tr.friction.switches if s.kind == "stick" and s.t >= 2.0)),
+            energy_residual=float(np.max(np.abs(tr.budget))),
             traj=tr, error=e,
         )
     if plot:

@@ -61,6 +61,8 @@ from .model import builders as models
 from .model.mjcf import load_mjcf
 from .model.urdf import load_robot, load_urdf, load_urdf_string
 from .sim import ModelSystem, Trajectory, simulate
+from .sim import stickslip as _stickslip
+from .sim import time_stepping as _time_stepping
 from .sim import trajectory as _trajectory
 from .sim.batch import simulate_batch
 from .sim.sweep import read_sweep, sweep
@@ -80,6 +82,12 @@ def _trajectory_3d_view(traj) -> str | None:
 
 
 _trajectory.HTML_VIEWS.append(_trajectory_3d_view)
+
+# friction is a leaf (DESIGN.md: it never imports sim, not even in a function); its
+# ``simulate`` and ``time_stepping`` are sim's stick–slip simulations under their older
+# names, bound here, where both packages are known
+friction.simulate = _stickslip.friction_simulate
+friction.time_stepping = _time_stepping.time_stepping
 
 __all__ = [
     "CompilerError",

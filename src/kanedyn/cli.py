@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+import kanedyn as kd  # the command line is the package's top: it uses the public API
+
 from ._files import write_atomic
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -55,7 +57,6 @@ def _parse_value(text: str):
 def load_model_spec(spec: str):
     """A model from the command line: a URDF file, a scenario file, a shipped robot name,
     or a builder with arguments, ``pendulum_chain:n=3,planar=false``."""
-    import kanedyn as kd
     from kanedyn.scenario import build_model, load_scenario
 
     p = Path(spec)
@@ -251,8 +252,6 @@ def cmd_bench(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    import kanedyn as kd
-
     over = {}
     for item in args.over:
         key, eq, vals = item.partition("=")
@@ -290,7 +289,6 @@ def _timing(fn, budget: float = 0.2, block: int = 200) -> float:
 def demo_arm(links: int = 7):
     """The demo mechanism: a 3D arm of ``links`` links hanging under gravity, each joint with
     Stribeck friction (sgn smoothed by tanh(v/ε), ε = 0.01 rad/s), and its force elements."""
-    import kanedyn as kd
     from kanedyn import friction
 
     model = kd.models.pendulum_chain(links, planar=False, length=0.3, mass=1.0, radius=0.1,
@@ -301,7 +299,6 @@ def demo_arm(links: int = 7):
 
 
 def cmd_demo(args) -> int:
-    import kanedyn as kd
     from kanedyn.scenario import summarize
     from kanedyn.verify import checklist
 

@@ -46,6 +46,10 @@ from typing import Any
 import numpy as np
 
 from .errors import ScenarioError
+from .model import builders as models
+from .model import neutral, random_configuration
+from .model.urdf import load_urdf
+from .sim.simulate import simulate
 
 # key -> (type(s), required, description); tables map to nested dicts
 SCHEMA: dict[str, dict[str, tuple]] = {
@@ -272,8 +276,6 @@ def compile_expression(expr: str, where: str = "expression"):
 
 def build_model(sc: Scenario):
     """The Model a scenario's [model] table describes."""
-    import kanedyn as kd
-
     m = dict(sc.data["model"])
     gravity = m.pop("gravity", None)
     if gravity is not None and (len(gravity) != 3
@@ -290,7 +292,7 @@ def build_model(sc: Scenario):
         if gravity is not None:
             m["gravity"] = gravity
         try:
-            return getattr(kd.models, name)(**m)
+            return getattr(models, name)(**m)
         except TypeError as e:
             raise ScenarioError(f"[model] {name}: {e}{sc.line('model')}") from None
     if "mjcf" in m:
@@ -308,9 +310,9 @@ def build_model(sc: Scenario):
         if not path.exists():
             raise ScenarioError(f"[model] URDF file {str(path)!r} does not exist"
                                 f"{sc.line('model', 'urdf')}")
-        model = kd.load_urdf(path, floating_base=fb)
+        model = load_urdf(path, floating_base=fb)
     else:
-        model = kd.models.robot(m.pop("robot"), floating_base=fb)
+        model = models.robot(m.pop("robot"), floating_base=fb)
     if m:
         raise ScenarioError(f"[model] unknown keys for a URDF model: {sorted(m)}{sc.line('model')}")
     return model.with_gravity(gravity) if gravity is not None else model
@@ -335,17 +337,15 @@ def mjcf_robot(sc: Scenario):
 
 def initial_state(sc: Scenario, model) -> tuple[np.ndarray, np.ndarray]:
     """(q0, v0) from the [initial] table (default: neutral configuration, at rest)."""
-    import kanedyn as kd
-
     ini = sc.data.get("initial", {})
     rng = np.random.default_rng(ini.get("seed", 0))
     q = ini.get("q", "neutral")
     if q == "neutral" and "mjcf" in sc.data["model"]:
         q0 = mjcf_robot(sc).qpos0.copy()  # MuJoCo's reference pose (free bodies where placed)
     elif q == "neutral":
-        q0 = kd.neutral(model)
+        q0 = neutral(model)
     elif q == "random":
-        q0 = kd.random_configuration(model, rng)
+        q0 = random_configuration(model, rng)
     elif isinstance(q, list):
         q0 = np.asarray(q, dtype=float)
         if q0.shape != (model.nq,):
@@ -500,8 +500,6 @@ def build_system(sc: Scenario, model):
 
 def run(sc: Scenario, progress: bool | None = None):
     """Simulate a scenario: returns (model, trajectory)."""
-    import kanedyn as kd
-
     model = build_model(sc)
     q0, v0 = initial_state(sc, model)
     forces = build_forces(sc, model)
@@ -510,8 +508,8 @@ def run(sc: Scenario, progress: bool | None = None):
     if progress is not None:
         opts["progress"] = progress
     try:
-        traj = kd.simulate(system, q0, v0, float(sc.data["run"]["t_final"]), forces=forces,
-                           **opts)
+        traj = simulate(system, q0, v0, float(sc.data["run"]["t_final"]), forces=forces,
+                        **opts)
     except TypeError as e:  # an option the method does not take
         raise ScenarioError(f"[integrator]: {e}{sc.line('integrator')}") from None
     return model, traj

@@ -70,7 +70,7 @@ def test_smoothed_friction_through_kd_simulate_closes_the_budget_and_agrees():
     law = LAW.smoothed("tanh", 1e-2)
     ref = friction.simulate(model, [1.0], [0.0], 1.5, {"joint1": law}, method="DOP853",
                             rtol=1e-12, atol=1e-14)
-    assert np.max(np.abs(ref.energy_residual)) < 1e-8
+    assert np.max(np.abs(ref.budget)) < 1e-8
     err = {}
     for dt in (1e-3, 5e-4):
         tr = kd.simulate(model, [1.0], [0.0], 1.5, method="rk4", dt=dt,
@@ -78,7 +78,7 @@ def test_smoothed_friction_through_kd_simulate_closes_the_budget_and_agrees():
         loss = tr.energy[-1] - tr.energy[0]
         assert loss < -0.5                                    # friction took real energy
         assert np.max(np.abs(tr.budget)) < 1e-7 * abs(loss)
-        assert tr.work_nc[-1] == pytest.approx(ref.friction_work[-1], rel=1e-6)
+        assert tr.work_nc[-1] == pytest.approx(ref.friction.work[-1], rel=1e-6)
         err[dt] = abs(tr.q[-1, 0] - ref.q[-1, 0])
     assert err[1e-3] < 1e-6
     assert 10.0 < err[1e-3] / err[5e-4] < 25.0                # 2⁴ = 16
@@ -114,10 +114,10 @@ def test_urdf_friction_with_exact_stick_slip():
     model = load_urdf_string(URDF)
     joints = {e.joint: e.law for e in urdf_friction(model)}
     tr = friction.simulate(model, [0.02, 0.1], [0.0, 0.0], 2.0, joints, dt_out=0.01)
-    stuck = tr.mode[:, 0] == 0
+    stuck = tr.friction.mode[:, 0] == 0
     assert stuck.mean() > 0.5
     assert np.all(tr.v[stuck, 0] == 0.0)
-    assert np.all(np.abs(tr.friction[stuck, 0]) <= 0.7 + 1e-12)
+    assert np.all(np.abs(tr.friction.force[stuck, 0]) <= 0.7 + 1e-12)
     assert np.ptp(tr.q[:, 1]) > 0.15                          # j2 really swings
-    assert {s.kind for s in tr.switches} == {"stick", "slip"}   # and j1 sticks and slips
-    assert np.max(np.abs(tr.energy_residual)) < 1e-7
+    assert {s.kind for s in tr.friction.switches} == {"stick", "slip"}   # and j1 sticks and slips
+    assert np.max(np.abs(tr.budget)) < 1e-7

@@ -44,23 +44,23 @@ def test_block_below_static_coefficient_stays_exactly_put_for_10_s(ratio):
     assert tr.t[-1] == pytest.approx(10.0)
     assert np.max(np.abs(tr.v)) <= 1e-12 and np.max(np.abs(tr.q)) <= 1e-12
     assert np.all(tr.v == 0.0) and np.all(tr.q == 0.0)          # not a bit of creep
-    assert [s.kind for s in tr.switches] == ["stick"]
+    assert [s.kind for s in tr.friction.switches] == ["stick"]
     # the holding force is the slope component of gravity, m g sin θ, pushing up the slope
-    np.testing.assert_allclose(tr.friction[:, 0], G * math.sin(theta), rtol=1e-12)
+    np.testing.assert_allclose(tr.friction.force[:, 0], G * math.sin(theta), rtol=1e-12)
 
 
 @pytest.mark.parametrize("ratio", [1.05, 1.001])
 def test_block_above_static_coefficient_slides_between_the_coulomb_bounds(ratio):
     theta = math.atan(ratio * MU_S)
     tr = friction.simulate(incline(theta), [0.0], [0.0], 2.0, {"slide": incline_law(theta)})
-    assert tr.switches[0].kind == "slip" and tr.switches[0].direction == -1
-    assert tr.switches[0].t == 0.0 and len(tr.switches) == 1
+    assert tr.friction.switches[0].kind == "slip" and tr.friction.switches[0].direction == -1
+    assert tr.friction.switches[0].t == 0.0 and len(tr.friction.switches) == 1
     # friction lies between μk N and μs N, so the slide is bounded by constant-acceleration runs
     a_min = G * (math.sin(theta) - MU_S * math.cos(theta))
     a_max = G * (math.sin(theta) - MU_K * math.cos(theta))
     d = -tr.q[-1, 0]
     assert 0.5 * a_min * 4.0 < d < 0.5 * a_max * 4.0
-    assert np.max(np.abs(tr.energy_residual)) < 1e-8
+    assert np.max(np.abs(tr.budget)) < 1e-8
 
 
 def test_coulomb_oscillator_matches_closed_form():
@@ -72,18 +72,18 @@ def test_coulomb_oscillator_matches_closed_form():
     law = friction.Stribeck(Fc, Fs, 1e-9, 2.0, 0.0)       # Fs only right at v = 0
     tr = friction.simulate(slider(m), [X0], [0.0], 9.0, {"x": law},
                            tau=lambda t, q, v: -k * q)
-    kinds = [(s.kind, s.direction) for s in tr.switches]
+    kinds = [(s.kind, s.direction) for s in tr.friction.switches]
     assert kinds == [("slip", -1), ("reverse", 1), ("stick", 0)]
     T = math.pi * math.sqrt(m / k)
-    np.testing.assert_allclose([s.t for s in tr.switches], [0.0, T, 2 * T], atol=1e-7)
+    np.testing.assert_allclose([s.t for s in tr.friction.switches], [0.0, T, 2 * T], atol=1e-7)
     x_stop = X0 - 4 * Fc / k
     assert tr.q[-1, 0] == pytest.approx(x_stop, abs=1e-7)
     after = tr.t > 2 * T + 1e-6
     assert np.all(tr.v[after] == 0.0) and np.ptp(tr.q[after]) == 0.0
     # dissipated heat = Fc × path length = Fc (|X0 - x1| + |x1 - x2|)
     x1 = -(X0 - 2 * Fc / k)
-    assert tr.dissipated[-1] == pytest.approx(Fc * ((X0 - x1) + (x_stop - x1)), rel=1e-6)
-    assert np.max(np.abs(tr.energy_residual)) < 1e-8
+    assert tr.friction.dissipated[-1] == pytest.approx(Fc * ((X0 - x1) + (x_stop - x1)), rel=1e-6)
+    assert np.max(np.abs(tr.budget)) < 1e-8
 
 
 def _belt(Fs, t_final=40.0):
@@ -98,10 +98,10 @@ def test_belt_stick_slip_limit_cycle_with_negative_stribeck_slope():
     = -0.5·2·0.1/0.05²·e⁻⁴ + 0.5 ≈ -0.23 < 0: negative damping, so the equilibrium
     is unstable and a stick–slip cycle grows; the block sticks to the belt every period."""
     tr = _belt(1.5)
-    late = [s for s in tr.switches if s.t > 15.0]
+    late = [s for s in tr.friction.switches if s.t > 15.0]
     assert sum(s.kind == "stick" for s in late) >= 2 and sum(s.kind == "slip" for s in late) >= 2
     w = tr.t > 20.0
-    stuck = tr.mode[w, 0] == 0
+    stuck = tr.friction.mode[w, 0] == 0
     np.testing.assert_array_equal(tr.v[w][stuck, 0], 0.1)       # stuck = moving with the belt
     assert np.ptp(tr.v[w, 0]) > 0.2                            # a large cycle, not a wobble
     # it breaks away where the spring reaches Fs: k x = Fs
@@ -109,18 +109,18 @@ def test_belt_stick_slip_limit_cycle_with_negative_stribeck_slope():
         if s.kind == "slip":
             i = np.searchsorted(tr.t, s.t)
             assert tr.q[i - 1, 0] == pytest.approx(1.5, rel=1e-3)
-    assert np.max(np.abs(tr.energy_residual)) < 1e-7
+    assert np.max(np.abs(tr.budget)) < 1e-7
 
 
 def test_belt_limit_cycle_disappears_when_Fs_equals_Fc():
     """With Fs = Fc the slope is +Fv = 0.5 > 0: damped, the block settles to steady
     sliding at x = (Fc + Fv·0.1)/k, v = 0, and never sticks again."""
     tr = _belt(1.0)
-    assert all(s.t < 20.0 for s in tr.switches)
+    assert all(s.t < 20.0 for s in tr.friction.switches)
     w = tr.t > 30.0
     assert np.max(np.abs(tr.v[w, 0])) < 1e-3
     assert np.max(np.abs(tr.q[w, 0] - (1.0 + 0.5 * 0.1))) < 1e-3
-    assert np.all(tr.mode[w, 0] == -1)                        # sliding backward on the belt
+    assert np.all(tr.friction.mode[w, 0] == -1)           # sliding backward on the belt
 
 
 @pytest.mark.parametrize("kind", ["tanh", "sqrt"])
@@ -147,19 +147,19 @@ def test_two_joint_pendulum_stuck_joints_do_not_move_and_budget_closes():
     laws = {"joint1": friction.Stribeck(2.0, 3.0, 0.05, 2.0, 0.1),
             "joint2": friction.Stribeck(0.5, 0.8, 0.05, 2.0, 0.05)}
     tr = friction.simulate(model, [1.2, -0.4], [0.0, 0.0], 4.0, laws, dt_out=0.01)
-    assert {s.kind for s in tr.switches} >= {"stick", "slip"}
-    for c, j in enumerate(tr.joints):
-        stuck = tr.mode[:, c] == 0
+    assert {s.kind for s in tr.friction.switches} >= {"stick", "slip"}
+    for c, j in enumerate(tr.friction.joints):
+        stuck = tr.friction.mode[:, c] == 0
         assert np.all(tr.v[stuck, j] == 0.0)
-        assert np.all(np.abs(tr.friction[stuck, c]) <= laws[f"joint{j + 1}"].Fs * (1 + 1e-9))
+        assert np.all(np.abs(tr.friction.force[stuck, c]) <= laws[f"joint{j + 1}"].Fs * (1 + 1e-9))
     # every joint that starts sliding from rest moves the way its mode says
-    for sw in tr.switches:
+    for sw in tr.friction.switches:
         if sw.kind in ("slip", "reverse"):
             i = np.searchsorted(tr.t, sw.t, side="right")
             if i < tr.t.size:
                 assert tr.v[i, sw.joint] * sw.direction > 0, sw
-    assert np.all(np.diff(tr.dissipated) >= -1e-12)
-    assert np.max(np.abs(tr.energy_residual)) < 1e-7
+    assert np.all(np.diff(tr.friction.dissipated) >= -1e-12)
+    assert np.max(np.abs(tr.budget)) < 1e-7
 
 
 def test_simulate_bad_input():
@@ -186,16 +186,29 @@ def test_simulate_bad_input():
         friction.simulate(object(), [0.0], [0.0], 1.0, {0: law})
 
 
-def test_result_converts_to_a_sim_trajectory(tmp_path):
+def test_result_is_a_sim_trajectory_whose_budget_is_the_friction_residual(tmp_path):
+    """One trajectory type: friction.simulate gives a kd.Trajectory, whose W_nc is the
+    friction's work plus the other work, so that its budget is E − E₀ − W_f − W_other; the
+    same run by kd.simulate(method="stickslip") with the law as a JointFriction element
+    has the same bits."""
+    from kanedyn.forces import JointFriction
+
     theta = math.atan(1.05 * MU_S)
     tr = friction.simulate(incline(theta), [0.0], [0.0], 0.5, {"slide": incline_law(theta)},
                            dt_out=0.05)
-    traj = tr.to_trajectory()
-    np.testing.assert_array_equal(traj.q, tr.q)
-    np.testing.assert_allclose(traj.budget, tr.energy_residual, rtol=0, atol=1e-15)
-    assert abs(traj.energy[-1] - traj.energy[0]) > 0.1      # it slid and lost height
-    traj.save(tmp_path / "run.npz")
+    assert isinstance(tr, kd.Trajectory) and tr.method == "stickslip"
+    f = tr.friction
+    np.testing.assert_allclose(tr.budget, tr.energy - tr.energy[0] - f.work - f.other_work,
+                               rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(tr.stats["switch_times"], f.switch_times())
+    assert abs(tr.energy[-1] - tr.energy[0]) > 0.1      # it slid and lost height
+    tr.save(tmp_path / "run.npz")
     assert (tmp_path / "run.npz").exists()
+    via = kd.simulate(incline(theta), [0.0], [0.0], 0.5, method="stickslip", dt=0.05,
+                      forces=[JointFriction("slide", incline_law(theta))])
+    np.testing.assert_array_equal(via.q, tr.q)
+    np.testing.assert_array_equal(via.friction.force, f.force)
+    assert via.friction.switches == f.switches
 
 
 def test_stuck_joint_breaks_away_when_a_time_varying_load_reaches_Fs():
@@ -205,11 +218,11 @@ def test_stuck_joint_breaks_away_when_a_time_varying_load_reaches_Fs():
     law = friction.Stribeck(1.0, 1.5, 0.01, 2.0, 0.1)
     drive = lambda t, q, v: np.array([2.0 * math.sin(2 * math.pi * t)])
     tr = friction.simulate(slider(), [0.0], [0.0], 1.0, {"x": law}, tau=drive)
-    slips = [s for s in tr.switches if s.kind == "slip"]
+    slips = [s for s in tr.friction.switches if s.kind == "slip"]
     t1 = math.asin(0.75) / (2 * math.pi)
     assert slips[0].t == pytest.approx(t1, abs=1e-9) and slips[0].direction == 1
     assert slips[1].t == pytest.approx(0.5 + t1, abs=1e-9) and slips[1].direction == -1
-    assert np.max(np.abs(tr.energy_residual)) < 1e-8
+    assert np.max(np.abs(tr.budget)) < 1e-8
 
 
 def test_lugre_joint_in_simulation_presliding_and_sliding():
@@ -223,20 +236,20 @@ def test_lugre_joint_in_simulation_presliding_and_sliding():
     ramp = lambda t, q, v: np.array([0.8 * Fs * t])
     tr = friction.simulate(slider(), [0.0], [0.0], 1.0, {"x": lg}, tau=ramp, dt_out=0.01,
                            rtol=1e-10, atol=1e-15)
-    x, z = tr.q[:, 0], tr.z[:, 0]
+    x, z = tr.q[:, 0], tr.friction.z[:, 0]
     late = tr.t > 0.05
     np.testing.assert_allclose(z[late], (Fs / s0) * (1 - np.exp(-s0 * x[late] / Fs)),
                                rtol=1e-3)
     assert z[5] == pytest.approx(x[5], rel=0.02)                    # small load: z ≈ x
     f = 0.8 * Fs * tr.t
-    np.testing.assert_allclose(-tr.friction[late, 0], f[late], rtol=1e-2)   # holds the load
+    np.testing.assert_allclose(-tr.friction.force[late, 0], f[late], rtol=1e-2)   # holds the load
     assert np.max(np.abs(tr.v[:, 0])) < 1e-2 * lg.vs               # never really sliding
     assert x[-1] > 1.5 * 0.8 * Fs / s0                              # softer than linear
     push = lambda t, q, v: np.array([2.0])
     tr2 = friction.simulate(slider(), [0.0], [0.0], 1.0, {"x": lg}, tau=push, rtol=1e-9,
                             atol=1e-14)
     assert tr2.vdot[-1, 0] == pytest.approx(2.0 - Fc, rel=1e-3)   # g(v) → Fc once sliding
-    assert np.max(np.abs(tr2.energy_residual)) < 1e-6
+    assert np.max(np.abs(tr2.budget)) < 1e-6
 
 
 def test_kane_system_and_model_give_the_same_stick_slip():
@@ -249,8 +262,8 @@ def test_kane_system_and_model_give_the_same_stick_slip():
     law = friction.Stribeck(0.3, 0.45, 0.05, 2.0, 0.2)
     a = friction.simulate(model, [1.0], [0.0], 1.8, {"joint1": law})
     b = friction.simulate(fast, [1.0], [0.0], 1.8, {0: law})
-    assert len(a.switches) >= 3
-    assert [s.kind for s in a.switches] == [s.kind for s in b.switches]
-    np.testing.assert_allclose([s.t for s in a.switches], [s.t for s in b.switches],
-                               atol=1e-8)
+    assert len(a.friction.switches) >= 3
+    assert [s.kind for s in a.friction.switches] == [s.kind for s in b.friction.switches]
+    np.testing.assert_allclose([s.t for s in a.friction.switches],
+                               [s.t for s in b.friction.switches], atol=1e-8)
     np.testing.assert_allclose(a.q[-1], b.q[-1], atol=1e-8)

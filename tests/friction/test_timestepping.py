@@ -50,8 +50,8 @@ LOAD = lambda t, q, v: np.array([1.5])
 
 def test_per_step_complementarity_holds_exactly_below_the_friction_level():
     st = friction.time_stepping(slider(), [0.0], [0.0], 10.0, 1e-2, {"x": COULOMB}, tau=LOAD)
-    assert np.all(st.v == 0.0) and np.all(st.q == 0.0) and np.all(st.stuck)
-    np.testing.assert_allclose(st.friction[1:, 0], -1.5, rtol=1e-12)   # holds the load
+    assert np.all(st.v == 0.0) and np.all(st.q == 0.0) and np.all(st.friction.stuck)
+    np.testing.assert_allclose(st.friction.force[1:, 0], -1.5, rtol=1e-12)   # holds the load
 
 
 def test_per_step_complementarity_slides_above_it():
@@ -59,7 +59,7 @@ def test_per_step_complementarity_slides_above_it():
     st = friction.time_stepping(slider(), [0.0], [0.0], 1.0, 1e-3, {"x": COULOMB}, tau=push)
     # net force 0.5 N on 1 kg: v(1) = 0.5 exactly for semi-implicit Euler
     assert st.v[-1, 0] == pytest.approx(0.5, rel=1e-12)
-    assert not st.stuck[-1, 0]
+    assert not st.friction.stuck[-1, 0]
 
 
 def test_coulomb_oscillator_stops_where_the_closed_form_says():
@@ -71,10 +71,10 @@ def test_coulomb_oscillator_stops_where_the_closed_form_says():
     assert st.q[-1, 0] == pytest.approx(1.2, abs=5e-3)
     # at the reversal at t = π the velocity passes 0 inside one step, which the step
     # resolves as stuck for that step; the final stick is the one that lasts
-    moving = np.nonzero(~st.stuck[:, 0])[0]
+    moving = np.nonzero(~st.friction.stuck[:, 0])[0]
     final_stick = st.t[moving[-1] + 1]
     assert final_stick == pytest.approx(2 * math.pi, abs=5e-3)
-    assert np.count_nonzero(st.stuck[(st.t > 0.1) & (st.t < 6.0), 0]) <= 2
+    assert np.count_nonzero(st.friction.stuck[(st.t > 0.1) & (st.t < 6.0), 0]) <= 2
     after = st.t > 2 * math.pi + 0.01
     assert np.all(st.v[after] == 0.0)
 
@@ -110,3 +110,28 @@ def test_time_stepping_bad_input():
         friction.Karnopp(COULOMB, 0.0)
     with pytest.raises(FrictionError, match="no friction joints"):
         friction.time_stepping(slider(), [0.0], [0.0], 1.0, 1e-3, {})
+
+
+def test_kd_simulate_time_stepping_is_the_same_run():
+    """kd.simulate(method="time_stepping") with the law as a JointFriction element is
+    friction.time_stepping's run, bit for bit, in one kd.Trajectory; other force elements
+    are refused by name (the step takes joint friction and tau= only)."""
+    from kanedyn.forces import JointFriction, JointSpring
+
+    push = lambda t, q, v: np.array([2.5])
+    st = friction.time_stepping(slider(), [0.0], [0.0], 0.2, 1e-3, {"x": COULOMB}, tau=push)
+    via = kd.simulate(slider(), [0.0], [0.0], 0.2, method="time_stepping", dt=1e-3,
+                      forces=[JointFriction("x", COULOMB)], tau=push)
+    assert isinstance(st, kd.Trajectory) and via.method == "time_stepping"
+    np.testing.assert_array_equal(via.v, st.v)
+    np.testing.assert_array_equal(via.friction.force, st.friction.force)
+    # works are taken with v⁺, so per step E⁺ − E − W = ½(v⁺² − v²) − (v⁺ − v) v⁺
+    # = −½ (v⁺ − v)² (M = 1): the budget of the first-order step, summed
+    np.testing.assert_allclose(st.budget[1:], -0.5 * np.cumsum(np.diff(st.v[:, 0]) ** 2),
+                               rtol=1e-9, atol=1e-15)
+    # the heat: the block slides against −2 N at the speed it has after each step
+    np.testing.assert_allclose(st.friction.dissipated[-1],
+                               2.0 * 1e-3 * np.sum(st.v[1:, 0]), rtol=1e-12)
+    with pytest.raises(kd.SolverError, match="JointSpring"):
+        kd.simulate(slider(), [0.0], [0.0], 0.2, method="time_stepping", dt=1e-3,
+                    forces=[JointFriction("x", COULOMB), JointSpring("x", 1.0)])

@@ -124,3 +124,39 @@ def test_protocol_only_system_with_quaternions(method):
     a = kd.simulate(ProtocolOnly(m), q0, v0, 0.3, method=method, dt=1e-2)
     b = kd.simulate(m, q0, v0, 0.3, method=method, dt=1e-2)
     np.testing.assert_allclose(a.q, b.q, atol=1e-8)
+
+
+def test_capabilities_are_declared_not_guessed_from_the_class():
+    """Integrators read what a system declares (sim/system.py's module doc), never its
+    class name: a ModelSystem declares its charts, its compiled loop and its tree; a
+    model with rotor inertia has no compiled loop (that loop's energy has no ½ J v²);
+    a constrained system declares its constraints; an object that says nothing gets the
+    protocol's fallbacks — and the same object declaring a Model's charts gets them."""
+    from kanedyn.integrators.chart import ModelChart, ProtocolChart, make_chart
+    from kanedyn.integrators.rk4_compiled import applicable
+
+    model = kd.models.pendulum_chain(2)
+    s = kd.ModelSystem(model)
+    assert s.has_chart and s.tree_model is model and s.compiled_step is model
+    assert [k for k, _, _ in s.chart_joints] == ["revolute", "revolute"]
+    assert s.nonholonomic is False and not getattr(s, "handles_constraints", False)
+    b = kd.ModelBuilder("rotor", gravity=(0.0, 0.0, 0.0))
+    b.add_body("link", None, kd.model.joints.Revolute("j", armature=0.1), mass=1.0,
+               inertia=np.eye(3))
+    assert kd.ModelSystem(b.build()).compiled_step is None
+    ball = kd.ModelSystem(kd.models.free_body())
+    assert ball.compiled_step is None and isinstance(make_chart(ball), ModelChart)
+
+    class Plain:  # the protocol and nothing more, but a class named like the real one
+        nq = nv = 2
+
+    Plain.__name__ = "ModelSystem"
+    plain = Plain()
+    assert isinstance(make_chart(plain), ProtocolChart)
+    problem = type("P", (), dict(system=plain, tau_cons=None, tau_nc=None, progress=None))
+    assert not applicable(problem)
+    problem.system = s
+    assert applicable(problem)
+    from kanedyn.constraints.mechanisms import four_bar_system
+
+    assert four_bar_system().handles_constraints

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ..dynamics import forward_kinematics, jacobian
 from ..errors import ConstraintError
 from ..spatial import crm, skew
 
@@ -140,16 +141,14 @@ class BodyKinematics:
     """
 
     def __init__(self, model, q: NDArray, v: NDArray | None = None):
-        import kanedyn as kd
-
         self.model, self.q = model, q
         if v is None:  # positions and Jacobians only
-            kin = kd.forward_kinematics(model, q)
+            kin = forward_kinematics(model, q)
             self.R, self.p = kin.R, kin.p
             self.vel = self.acc_bias = None
             self._J: dict[int, NDArray] = {}
             return
-        kin = kd.forward_kinematics(model, q, v)
+        kin = forward_kinematics(model, q, v)
         self.R, self.p, self.vel = kin.R, kin.p, kin.velocity
         self.acc_bias = np.zeros((model.nb, 6))
         for b in model.bodies:
@@ -164,10 +163,8 @@ class BodyKinematics:
         self._J = {}
 
     def jacobian(self, i: int) -> NDArray:
-        import kanedyn as kd
-
         if i not in self._J:
-            self._J[i] = kd.jacobian(self.model, self.q, i, frame="local_world_aligned")
+            self._J[i] = jacobian(self.model, self.q, i, frame="local_world_aligned")
         return self._J[i]
 
     def point(self, i: int | None, c: NDArray):

@@ -8,7 +8,9 @@ from dataclasses import replace
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ..dynamics import crba, nonlinear_effects, potential_energy
 from ..errors import ConstraintError
+from ..model.configuration import integrate_configuration, q_dot
 from .loops import (
     BodyKinematics,
     LoopClosure,
@@ -90,24 +92,20 @@ class ConstrainedSystem(ConstrainedMechanics):
         return X, x.shape[:-1]
 
     def mass_matrix(self, q):
-        import kanedyn as kd
-
         Q, lead = self._flat(q, self.nq)
         # one state per call: the public functions take batches, but a state at a time
         # keeps to the single-state path (the batches here are 1-30 states)
-        M = np.array([kd.crba(self.model, x) for x in Q])
+        M = np.array([crba(self.model, x) for x in Q])
         return M.reshape(lead + (self.nv, self.nv))
 
     def applied_forces(self, t, q, v):
-        import kanedyn as kd
-
         Q, lead = self._flat(q, self.nq)
         V, leadv = self._flat(v, self.nv)
         N = max(len(Q), len(V))
         Q = np.broadcast_to(Q, (N, self.nq)).copy()
         V = np.broadcast_to(V, (N, self.nv)).copy()
         lead = lead if len(lead) >= len(leadv) else leadv
-        f = -np.array([kd.nonlinear_effects(self.model, x, y) for x, y in zip(Q, V, strict=True)])
+        f = -np.array([nonlinear_effects(self.model, x, y) for x, y in zip(Q, V, strict=True)])
         if self.tau is not None or self.forces:
             T = np.broadcast_to(np.asarray(t, dtype=float), (N,))
             for k in range(N):
@@ -118,24 +116,18 @@ class ConstrainedSystem(ConstrainedMechanics):
         return f.reshape(lead + (self.nv,))
 
     def q_dot(self, q, v):
-        import kanedyn as kd
-
         lead = np.broadcast_shapes(np.shape(q)[:-1], np.shape(v)[:-1])
         # copies: the fast kernels take writable contiguous float64 arrays only
         Q, _ = self._flat(np.array(np.broadcast_to(q, lead + (self.nq,)), dtype=float), self.nq)
         V, _ = self._flat(np.array(np.broadcast_to(v, lead + (self.nv,)), dtype=float), self.nv)
-        return np.asarray(kd.q_dot(self.model, Q, V)).reshape(lead + (self.nq,))
+        return np.asarray(q_dot(self.model, Q, V)).reshape(lead + (self.nq,))
 
     def integrate_configuration(self, q, v, dt):
-        import kanedyn as kd
-
-        return kd.integrate_configuration(self.model, q, v, dt)
+        return integrate_configuration(self.model, q, v, dt)
 
     def potential_energy(self, q):
-        import kanedyn as kd
-
         Q, lead = self._flat(q, self.nq)
-        V = np.array([kd.potential_energy(self.model, x) for x in Q]).reshape(lead)
+        V = np.array([potential_energy(self.model, x) for x in Q]).reshape(lead)
         for el in self.forces:
             if el.conservative:
                 V = V + np.array([el.potential(x) for x in Q]).reshape(lead)

@@ -51,6 +51,9 @@ class ConstrainedMechanics:
     #: True if the constraints depend on t explicitly
     rheonomic: bool = False
     name: str = "constrained system"
+    #: the capability the integrators and kd.simulate read (not the class): this system
+    #: offers the constraint primitives below, and its forward_dynamics obeys them
+    handles_constraints: bool = True
 
     @property
     def m(self) -> int:

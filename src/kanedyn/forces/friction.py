@@ -5,9 +5,10 @@ Jacobian ∂τ_j/∂v_j = -F'(w), so every integrator of ``kd.simulate`` can tak
 it; its work ∫ τ_j v_j dt is the friction's share of the non-conservative
 work W_nc in the energy budget. An exact law (sgn) is flagged
 ``discontinuous``: integrators that assume a smooth right-hand side refuse
-it, and exact stick–slip is done by :func:`kanedyn.friction.simulate`
-instead. LuGre carries a bristle state and is not a memoryless force
-element; simulate it with :func:`kanedyn.friction.simulate`.
+it, and exact stick–slip is done by ``kd.simulate(..., method="stickslip")``
+(:mod:`kanedyn.sim.stickslip`) instead. LuGre carries a bristle state and is
+not a memoryless force element; simulate it with ``method="stickslip"`` and
+``joints={joint: law}``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ class JointFriction(ForceElement):
         if not isinstance(law, FrictionLaw):
             raise FrictionError(
                 f"JointFriction on {joint!r}: {law!r} is not a static friction law "
-                "(LuGre has a state: use kanedyn.friction.simulate)"
+                "(LuGre has a state: use kd.simulate(method='stickslip', joints=...))"
             )
         self.joint, self.law = joint, law
         self.surface_velocity = float(surface_velocity)

@@ -6,7 +6,7 @@ and, as a constraint, dry friction ``frictionloss`` of level F: the joint
 sticks while |τ| ≤ F and slides against ``−F sgn q̇``. Here those are a
 :class:`JointSpring`, a :class:`JointDamper` (also on ball and free joints,
 all of whose speeds MuJoCo damps alike) and a :class:`JointFriction` with a
-Coulomb law of level F — exact (a sgn, for :func:`kanedyn.friction.simulate`)
+Coulomb law of level F — exact (a sgn, for ``kd.simulate(method="stickslip")``)
 or smoothed (for every integrator of ``kd.simulate``).
 """
 
@@ -29,7 +29,7 @@ def mjcf_forces(robot, frictionloss: str = "smooth", eps: float = 1e-3,
     ``frictionloss="smooth"`` gives a Coulomb friction element smoothed by
     ``smoothing`` ("tanh" or "sqrt") of width ``eps`` (m/s or rad/s);
     ``frictionloss="exact"`` an exact-stiction one (sgn; simulate it with
-    :func:`kanedyn.friction.simulate`). A spring's rest position is
+    ``kd.simulate(..., method="stickslip")``). A spring's rest position is
     ``springref``, in q (radians for a hinge).
     """
     if frictionloss not in ("smooth", "exact"):

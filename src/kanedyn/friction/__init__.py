@@ -1,5 +1,11 @@
-"""Joint friction: Stribeck laws and their variants, smoothing, LuGre, exact stick–slip,
+"""Joint friction: Stribeck laws and their variants, smoothing, LuGre, Karnopp's band,
 identification from data and feed-forward compensation.
+
+A leaf package (DESIGN.md): it imports spatial, model, dynamics and errors only. Running
+a mechanism with friction is ``kd.simulate``'s job (methods ``"stickslip"`` and
+``"time_stepping"``, :mod:`kanedyn.sim.stickslip`); ``friction.simulate`` and
+``friction.time_stepping`` are those simulations under their older names, bound here by
+the package's ``__init__`` (so that this package never imports ``sim``).
 
 >>> from kanedyn import friction
 >>> law = friction.Stribeck(Fc=1.0, Fs=1.5, vs=0.01, delta=2.0, Fv=0.1)
@@ -16,6 +22,7 @@ from .identify import (
     fit_trajectory,
     joint_friction_samples,
 )
+from .karnopp import Karnopp
 from .laws import (
     Asymmetric,
     FrictionLaw,
@@ -28,23 +35,18 @@ from .laws import (
 )
 from .lugre import LuGre
 from .smoothing import Smoothing, creep_velocity, make_smoothing
-from .stickslip import FrictionTrajectory, Switch, simulate
-from .timestepping import Karnopp, SteppedTrajectory, time_stepping
 
 __all__ = [
     "Asymmetric",
     "FitResult",
     "FrictionLaw",
     "Karnopp",
-    "FrictionTrajectory",
     "LuGre",
     "MODELS",
     "RationalStribeck",
     "SimscapeFriction",
     "Smoothing",
-    "SteppedTrajectory",
     "Stribeck",
-    "Switch",
     "TanhStribeck",
     "creep_velocity",
     "exponential",
@@ -56,6 +58,4 @@ __all__ = [
     "joint_friction_samples",
     "gaussian",
     "make_smoothing",
-    "simulate",
-    "time_stepping",
 ]

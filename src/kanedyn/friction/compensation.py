@@ -17,7 +17,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ..dynamics import rnea
 from ..errors import FrictionError
+from ._joints import ModelSpeeds, joint_speed_index
 from .laws import FrictionLaw
 
 
@@ -38,14 +40,9 @@ def feedforward_torque(model, q_des: ArrayLike, v_des: ArrayLike, a_des: ArrayLi
                        laws: dict, eps: float | None = None) -> NDArray:
     """τ_ff = RNEA(q_d, v_d, a_d) + F_j(v_d,j) on the joints in ``laws`` (name -> law);
     batched over a leading axis like :func:`kanedyn.rnea`."""
-    import kanedyn as kd
-
-    from ._system import joint_speed_index
-    from .identify import _ModelOnly
-
-    tau = np.array(kd.rnea(model, q_des, v_des, a_des), dtype=float)
+    tau = np.array(rnea(model, q_des, v_des, a_des), dtype=float)
     v = np.asarray(v_des, dtype=float)
     for name, law in laws.items():
-        j = joint_speed_index(_ModelOnly(model), name)
+        j = joint_speed_index(ModelSpeeds(model), name)
         tau[..., j] += friction_feedforward(law, v[..., j], eps)
     return tau

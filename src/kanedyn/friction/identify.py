@@ -28,7 +28,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import least_squares
 
+from ..dynamics import rnea
 from ..errors import FrictionError
+from ._joints import ModelSpeeds, joint_speed_index
 from .laws import Asymmetric, FrictionLaw, RationalStribeck, Stribeck
 
 #: parameter names of each model for one direction
@@ -371,24 +373,15 @@ def joint_friction_samples(model, q: ArrayLike, v: ArrayLike, a: ArrayLike, tau:
     (Featherstone 2008, Table 5.1): the measured joint torque minus the torque
     that inertia, Coriolis and gravity need leaves the friction torque.
     """
-    import kanedyn as kd
-
-    from ._system import joint_speed_index
-
     q, v, a, tau = (np.atleast_2d(np.asarray(x, dtype=float)) for x in (q, v, a, tau))
     if not (q.shape[0] == v.shape[0] == a.shape[0] == tau.shape[0]):
         raise FrictionError(
             f"joint data: q, v, a, tau have {q.shape[0]}, {v.shape[0]}, {a.shape[0]}, "
             f"{tau.shape[0]} samples; they must match"
         )
-    j = joint_speed_index(_ModelOnly(model), joint)
-    rigid = np.atleast_2d(kd.rnea(model, q, v, a))
+    j = joint_speed_index(ModelSpeeds(model), joint)
+    rigid = np.atleast_2d(rnea(model, q, v, a))
     return v[:, j], tau[:, j] - rigid[:, j]
-
-
-class _ModelOnly:
-    def __init__(self, model):
-        self.model, self.nv = model, model.nv
 
 
 def fit_joint(model, q: ArrayLike, v: ArrayLike, a: ArrayLike, tau: ArrayLike, joint, /,
@@ -416,8 +409,6 @@ def fit_trajectory(model, t: ArrayLike, q: ArrayLike, v: ArrayLike, tau: ArrayLi
     """
     from scipy.signal import savgol_filter
 
-    from ._system import joint_speed_index
-
     t = np.asarray(t, dtype=float).ravel()
     v = np.atleast_2d(np.asarray(v, dtype=float))
     if t.size != v.shape[0]:
@@ -428,7 +419,7 @@ def fit_trajectory(model, t: ArrayLike, q: ArrayLike, v: ArrayLike, tau: ArrayLi
     if np.any(dt <= 0) or np.ptp(dt) > 1e-6 * np.mean(dt):
         raise FrictionError("fit_trajectory: the time grid must be increasing and uniform")
     a = savgol_filter(v, window, polyorder, deriv=1, delta=float(np.mean(dt)), axis=0)
-    j = joint_speed_index(_ModelOnly(model), joint)
+    j = joint_speed_index(ModelSpeeds(model), joint)
     slow = np.abs(v[:, j]) <= v_min
     # the friction jumps where v_j changes sign: v has a kink, a window across it smears a
     slow[1:] |= np.sign(v[1:, j]) != np.sign(v[:-1, j])

@@ -130,7 +130,7 @@ def run(problem, tol: float, maxiter: int, nodes: int):
     """The whole AVF run in the compiled loop: a Solution, or None to fall back."""
     from .base import Solution
 
-    s, model = problem.system, problem.system.model
+    s, model = problem.system, problem.system.compiled_step
     n_steps, steps, times, every, keep = step_grid(problem)
     Q = np.empty((len(keep), s.nq))
     V = np.empty((len(keep), s.nv))

@@ -186,15 +186,12 @@ def chart_is_additive(system) -> bool:
 def is_nonholonomic(system) -> bool:
     """More independent coordinates than speeds (rolling, knife edges): q moves by
     q̇ = W(q) v through a space that no chart of dimension nv covers, so q itself must
-    be integrated. A tree (a Model, or a system with one) never is: nq − #quaternions = nv.
-    A system may say so itself with a ``nonholonomic`` attribute; compiled Kane systems
-    are judged by their quaternion groups."""
+    be integrated. A tree never is: nq − #quaternions = nv (a ModelSystem says so with
+    ``nonholonomic = False``). A system may say so itself with a ``nonholonomic``
+    attribute; compiled Kane systems are judged by their quaternion groups."""
     flag = getattr(system, "nonholonomic", None)
     if flag is not None:
         return bool(flag)
-    model = getattr(system, "model", None)
-    if model is not None and hasattr(model, "bodies"):
-        return False
     quats = getattr(system, "quaternions", None)
     if quats is None:  # a protocol-only system says nothing of its quaternions: holonomic
         return False

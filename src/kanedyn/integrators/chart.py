@@ -27,7 +27,9 @@ transform ∂H/∂x = −∂L/∂x with L = ½ (Jẋ)ᵀ M (Jẋ) − V), where 
 given here in closed form; for SO(3), with a = (1 − cos θ)/θ², b = (θ − sin θ)/θ³,
 ``J_r w = w − a x×w + b x×(x×w)`` and
 
-    D = a w× − b ((x×w)× + x× w×) + (b'/θ · x×(x×w) − a'/θ · x×w) xᵀ.
+    D = a w× − b ((x×w)× + x× w×) + (b'/θ · x×(x×w) − a'/θ · x×w) xᵀ
+
+(the SO(3) maths, J_r, D, exp and the quaternion update, is :mod:`kanedyn.spatial.lie`'s).
 
 A system that is not a Model gets :class:`ProtocolChart`: ``q_n ⊕ x`` and J(x) from the
 protocol (``integrate_configuration``, ``chart_jacobian``), no D — enough for Itoh–Abe,
@@ -36,11 +38,17 @@ which needs energy values only.
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
 from numpy.typing import NDArray
 
 from ..spatial import quat_to_matrix
+from ..spatial.lie import (
+    quat_times_exp,
+    skew3,
+    so3_exp_matrix,
+    so3_right_jacobian,
+    so3_right_jacobian_derivative,
+)
 from .base import (
     chart_jacobian,
     gravity_torques,
@@ -49,119 +57,38 @@ from .base import (
 )
 
 
-@nb.njit(cache=True)
-def _skew(x):
-    out = np.zeros((3, 3))
-    out[0, 1], out[0, 2], out[1, 2] = -x[2], x[1], -x[0]
-    out[1, 0], out[2, 0], out[2, 1] = x[2], -x[1], x[0]
-    return out
-
-
-@nb.njit(cache=True)
-def _so3_coefficients(th):
-    """(a, b, a'/θ, b'/θ) with a = (1 − cos θ)/θ², b = (θ − sin θ)/θ³; their power series
-    Σ(−1)^k θ^{2k}/(2k+2)!, Σ(−1)^k θ^{2k}/(2k+3)! below θ = 1 (the closed forms lose up
-    to log10(1/θ⁴) digits there; 12 terms leave < 1e-20), the closed forms above."""
-    if th < 1.0:
-        t2 = th * th
-        a = b = da = db = 0.0
-        f2, f3 = 2.0, 6.0  # (2k+2)!, (2k+3)! at k = 0
-        pw, sg = 1.0, 1.0
-        for k in range(12):
-            a += sg * pw / f2
-            b += sg * pw / f3
-            if k >= 1:
-                da += sg * 2 * k * pw / t2 / f2 if t2 > 0.0 else 0.0
-                db += sg * 2 * k * pw / t2 / f3 if t2 > 0.0 else 0.0
-            f2 *= (2 * k + 3) * (2 * k + 4)
-            f3 *= (2 * k + 4) * (2 * k + 5)
-            pw *= t2
-            sg = -sg
-        if t2 == 0.0:
-            da, db = -1.0 / 12.0, -1.0 / 60.0
-        return a, b, da, db
-    s, c = np.sin(th), np.cos(th)
-    return ((1.0 - c) / th**2, (th - s) / th**3, (th * s - 2.0 * (1.0 - c)) / th**4,
-            (3.0 * s - th * (2.0 + c)) / th**5)
-
-
-@nb.njit(cache=True)
-def so3_right_jacobian(x):
-    """``J_r(x) = 1 − a x× + b (x×)²`` (a, b as in the module doc)."""
-    a, b, _, _ = _so3_coefficients(np.sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2]))
-    X = _skew(x)
-    return np.eye(3) - a * X + b * (X @ X)
-
-
-@nb.njit(cache=True)
-def so3_right_jacobian_derivative(x, w):
-    """D with ``D δ = d/dε J_r(x + εδ) w`` (module doc)."""
-    th = np.sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2])
-    a, b, da, db = _so3_coefficients(th)
-    X, Wm = _skew(x), _skew(w)
-    xw = np.cross(x, w)
-    return (a * Wm - b * (_skew(xw) + X @ Wm)
-            + np.outer(db * np.cross(x, xw) - da * xw, x))
-
-
-@nb.njit(cache=True)
-def quat_times_exp(u, x):
-    """``u ⊗ exp(x)`` renormalised: exp(x) = (cos(θ/2), sin(θ/2) x/θ), sin(θ/2)/θ by its
-    series below θ = 1e-4."""
-    th = np.sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2])
-    w = np.cos(0.5 * th)
-    k = 0.5 - th * th / 48.0 if th < 1e-4 else np.sin(0.5 * th) / th
-    b1, b2, b3 = k * x[0], k * x[1], k * x[2]
-    a0, a1, a2, a3 = u[0], u[1], u[2], u[3]
-    out = np.empty(4)
-    out[0] = a0 * w - a1 * b1 - a2 * b2 - a3 * b3
-    out[1] = a0 * b1 + a1 * w + a2 * b3 - a3 * b2
-    out[2] = a0 * b2 - a1 * b3 + a2 * w + a3 * b1
-    out[3] = a0 * b3 + a1 * b2 - a2 * b1 + a3 * w
-    n = np.sqrt(out[0] ** 2 + out[1] ** 2 + out[2] ** 2 + out[3] ** 2)
-    return out / n
-
-
-@nb.njit(cache=True)
-def _so3_exp_matrix(x):
-    """exp(x×) by Rodrigues, with a = sin θ/θ, b = (1 − cos θ)/θ² from the series."""
-    th = np.sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2])
-    b, c, _, _ = _so3_coefficients(th)
-    a = 1.0 - th * th * c  # sin θ/θ = 1 − θ² (θ − sin θ)/θ³
-    X = _skew(x)
-    return np.eye(3) + a * X + b * (X @ X)
-
-
 class ModelChart:
-    """The per-joint charts of the module doc for a system with a ``model``."""
+    """The per-joint charts of the module doc for a system that declares them
+    (``has_chart``, ``chart_joints``)."""
 
     has_derivative = True
 
     def __init__(self, system):
         self.system = system
-        model = system.model
         self.nv = system.nv
         self.blocks = []  # (kind, iq, iv) for every non-additive joint
         self.add_q, self.add_v = [], []
-        for b in model.bodies:
-            kind = b.joint.kind
+        for kind, iq, iv in system.chart_joints:
             if kind in ("revolute", "prismatic", "helical"):
-                self.add_q.extend(range(b.iq.start, b.iq.stop))
-                self.add_v.extend(range(b.iv.start, b.iv.stop))
+                self.add_q.extend(range(iq.start, iq.stop))
+                self.add_v.extend(range(iv.start, iv.stop))
             elif kind in ("spherical", "free", "planar"):
-                self.blocks.append((kind, b.iq, b.iv))
+                self.blocks.append((kind, iq, iv))
             else:
                 raise ValueError(kind)
         self.add_q = np.array(self.add_q, dtype=int)
         self.add_v = np.array(self.add_v, dtype=int)
 
-    @staticmethod
-    def applies(system) -> bool:
-        model = getattr(system, "model", None)
-        if model is None or not hasattr(model, "bodies"):
+    #: the joint kinds this chart knows
+    KINDS = ("revolute", "prismatic", "helical", "spherical", "free", "planar")
+
+    @classmethod
+    def applies(cls, system) -> bool:
+        """The system declares per-joint charts (``has_chart``, ``chart_joints``: a
+        capability, see :mod:`kanedyn.sim.system`) of kinds this chart knows."""
+        if not getattr(system, "has_chart", False):
             return False
-        ok = ("revolute", "prismatic", "helical", "spherical", "free", "planar")
-        return all(b.joint.kind in ok for b in model.bodies) and system.nq == model.nq
+        return all(kind in cls.KINDS for kind, _, _ in system.chart_joints)
 
     def point(self, qn: NDArray, x: NDArray) -> NDArray:
         q = np.array(qn, dtype=float)
@@ -188,7 +115,7 @@ class ModelChart:
             elif kind == "free":
                 i = iv.start
                 J[i:i + 3, i:i + 3] = so3_right_jacobian(xj[:3])
-                J[i + 3:i + 6, i + 3:i + 6] = _so3_exp_matrix(xj[:3]).T
+                J[i + 3:i + 6, i + 3:i + 6] = so3_exp_matrix(xj[:3]).T
             else:
                 c, s = np.cos(xj[2]), np.sin(xj[2])
                 i = iv.start
@@ -206,8 +133,8 @@ class ModelChart:
             elif kind == "free":
                 D[i:i + 3, i:i + 3] = so3_right_jacobian_derivative(xj[:3], wj[:3])
                 # exp(φ + εδ)ᵀ = exp(−ε J_r δ) exp(φ)ᵀ: d/dε exp(φ)ᵀ u = (exp(φ)ᵀ u)× J_r δ
-                Rt_u = _so3_exp_matrix(xj[:3]).T @ wj[3:]
-                D[i + 3:i + 6, i:i + 3] = _skew(Rt_u) @ so3_right_jacobian(xj[:3])
+                Rt_u = so3_exp_matrix(xj[:3]).T @ wj[3:]
+                D[i + 3:i + 6, i:i + 3] = skew3(Rt_u) @ so3_right_jacobian(xj[:3])
             else:
                 c, s = np.cos(xj[2]), np.sin(xj[2])
                 u0, u1 = wj[0], wj[1]
@@ -227,10 +154,10 @@ class ModelChart:
         for kind, _, iv in self.blocks:
             i, xj = iv.start, x[iv]
             if kind == "free":
-                Et = _so3_exp_matrix(xj[:3]).T
+                Et = so3_exp_matrix(xj[:3]).T
                 u = Et @ xj[3:]
                 W[i + 3:i + 6] = u
-                DW[i + 3:i + 6, i:i + 3] = _skew(u) @ so3_right_jacobian(xj[:3])
+                DW[i + 3:i + 6, i:i + 3] = skew3(u) @ so3_right_jacobian(xj[:3])
                 DW[i + 3:i + 6, i + 3:i + 6] = Et
             elif kind == "planar":
                 c, s = np.cos(xj[2]), np.sin(xj[2])
@@ -253,7 +180,7 @@ class ModelChart:
                 K[iv, iv] = -np.linalg.inv(so3_right_jacobian(xj)).T
             elif kind == "free":
                 K[i:i + 3, i:i + 3] = -np.linalg.inv(so3_right_jacobian(xj[:3])).T
-                K[i + 3:i + 6, i:i + 3] = _skew(xj[3:6])
+                K[i + 3:i + 6, i:i + 3] = skew3(xj[3:6])
             else:
                 K[i, i + 2], K[i + 1, i + 2] = xj[1], -xj[0]
         return K

@@ -65,7 +65,7 @@ class WithForces(ConstrainedMechanics):
 def as_constrained(problem, method: str) -> ConstrainedMechanics:
     """The problem's system as a constrained system (an unconstrained one gets m = 0)."""
     s = problem.system
-    if not isinstance(s, ConstrainedMechanics):
+    if not getattr(s, "handles_constraints", False):
         base = s
         if base.nq != base.nv:
             raise SolverError(f"{method}: an unconstrained system with nq != nv needs a "

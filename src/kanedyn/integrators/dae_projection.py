@@ -11,7 +11,6 @@ Numerical Integration*, sec. IV.4). It composes with the energy projection
 from __future__ import annotations
 
 from ..constraints.projection import project
-from ..constraints.system import ConstrainedMechanics
 from ..errors import SolverError
 from .base import FixedStepMethod
 
@@ -20,7 +19,7 @@ class ConstraintProjected(FixedStepMethod):
     """``base`` followed by the projection onto the position and velocity constraints."""
 
     def __init__(self, base: FixedStepMethod, tol: float = 1e-12):
-        if not isinstance(base.system, ConstrainedMechanics):
+        if not getattr(base.system, "handles_constraints", False):
             raise SolverError(f"ConstraintProjected: {base.system!r} is not a constrained "
                               "system (kanedyn.constraints)")
         self.base = base

@@ -99,8 +99,8 @@ class _TangentMidpoint(Midpoint):
 
 
 def _auto_invariants(problem) -> tuple[str, ...]:
-    model = getattr(problem.system, "model", None)
-    if model is None or not hasattr(model, "bodies"):
+    model = _model(problem.system)
+    if model is None:
         return ()
     free_root = model.bodies[0].joint.kind == "free" and all(
         b.parent >= 0 for b in model.bodies[1:])
@@ -112,8 +112,9 @@ def _auto_invariants(problem) -> tuple[str, ...]:
 
 
 def _model(system):
-    model = getattr(system, "model", None)
-    return model if model is not None and hasattr(model, "bodies") else None
+    """The Model whose structure the variants use: the system's declared ``tree_model``
+    (a capability, see :mod:`kanedyn.sim.system`), or None."""
+    return getattr(system, "tree_model", None)
 
 
 def lie_applicable(problem) -> str | None:

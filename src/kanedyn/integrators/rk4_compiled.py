@@ -131,17 +131,15 @@ def applicable(problem) -> bool:
     (the loops' energy is the bodies' alone; a model with rotors takes the Python steps,
     whose energy includes ½ Σ armature v²)."""
     s = problem.system
-    model = getattr(s, "model", None)
-    return (type(s).__name__ == "ModelSystem" and model is not None and s.chart_is_additive
-            and problem.tau_cons is None and problem.tau_nc is None and problem.progress is None
-            and not model.armature.any())
+    return (getattr(s, "compiled_step", None) is not None  # a capability (sim/system.py)
+            and problem.tau_cons is None and problem.tau_nc is None and problem.progress is None)
 
 
 def run(problem, name: str, project: bool):
     """The whole run in the compiled loop; returns a Solution."""
     from .base import Solution
 
-    s, model = problem.system, problem.system.model
+    s, model = problem.system, problem.system.compiled_step
     n_steps, steps, times, every, keep = step_grid(problem)
     Q = np.empty((len(keep), s.nq))
     V = np.empty((len(keep), s.nv))

@@ -20,7 +20,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import ModelError, StateError
-from ..spatial import axis_angle, quat_exp, quat_multiply, quat_to_matrix, skew
+from ..spatial import axis_angle, quat_exp, quat_multiply, quat_to_matrix
+from ..spatial.lie import quat_difference, quat_rate_matrix, se2_coefficients, so3_left_jacobian
 
 #: how far from unit norm a quaternion in q may be before it is an error
 QUAT_TOL = 1e-4
@@ -227,7 +228,7 @@ class Planar(Joint):
         # exact flow of SE(2) with constant body twist
         vx, vy, w = (float(t) * dt for t in vj)
         th = float(qj[2])
-        a, b = _se2_coefficients(w)
+        a, b = se2_coefficients(w)
         dx, dy = a * vx - b * vy, b * vx + a * vy
         c, s = np.cos(th), np.sin(th)
         return np.array([qj[0] + c * dx - s * dy, qj[1] + s * dx + c * dy, th + w])
@@ -237,7 +238,7 @@ class Planar(Joint):
         c, s = np.cos(q0[2]), np.sin(q0[2])
         dx0, dy0 = q1[0] - q0[0], q1[1] - q0[1]
         dx, dy = c * dx0 + s * dy0, -s * dx0 + c * dy0  # displacement in the start's axes
-        a, b = _se2_coefficients(w)
+        a, b = se2_coefficients(w)
         det = a * a + b * b  # [a -b; b a]⁻¹ = [a b; -b a] / det
         return np.array([(a * dx + b * dy) / det, (-b * dx + a * dy) / det, w])
 
@@ -271,9 +272,7 @@ class Spherical(Joint):
         return quat_multiply(qj, quat_exp(dt * np.asarray(vj, dtype=float)))
 
     def difference(self, q0, q1):
-        from ..spatial import quat_conjugate, quat_log
-
-        return quat_log(quat_multiply(quat_conjugate(q0), q1))
+        return quat_difference(q0, q1)
 
 
 @dataclass(frozen=True)
@@ -308,43 +307,18 @@ class Free(Joint):
         # exponential map of SE(3) for a constant body twist (ω, v)
         w, v = dt * np.asarray(vj[:3], dtype=float), dt * np.asarray(vj[3:], dtype=float)
         R = quat_to_matrix(qj[3:7])
-        V = se3_left_jacobian(w)
+        V = so3_left_jacobian(w)
         out = np.empty(7)
         out[:3] = qj[:3] + R @ (V @ v)
         out[3:] = quat_multiply(qj[3:7], quat_exp(w))
         return out
 
     def difference(self, q0, q1):
-        from ..spatial import quat_conjugate, quat_log
-
-        w = quat_log(quat_multiply(quat_conjugate(q0[3:7]), q1[3:7]))
+        w = quat_difference(q0[3:7], q1[3:7])
         R0 = quat_to_matrix(q0[3:7])
-        V = se3_left_jacobian(w)
+        V = so3_left_jacobian(w)
         v = np.linalg.solve(V, R0.T @ (q1[:3] - q0[:3]))
         return np.concatenate([w, v])
-
-
-def se3_left_jacobian(w: NDArray) -> NDArray:
-    """``V(w) = 1 + (1 − cos θ)/θ² w× + (θ − sin θ)/θ³ (w×)²``, θ = |w|: the body-twist
-    exponential moves the origin by ``R V(ω dt) v dt`` (Murray, Li & Sastry 1994, eq. 2.36)."""
-    th = np.linalg.norm(w)
-    W = skew(w)
-    if th < 1e-6:  # series: the closed form loses digits here
-        return np.eye(3) + 0.5 * W + (W @ W) / 6.0
-    return np.eye(3) + (1 - np.cos(th)) / th**2 * W + (th - np.sin(th)) / th**3 * (W @ W)
-
-
-def _se2_coefficients(w: float) -> tuple[float, float]:
-    """(sin w / w, (1 − cos w)/w): the planar analogue of :func:`se3_left_jacobian`."""
-    if abs(w) < 1e-9:
-        return 1.0 - w * w / 6.0, w / 2.0
-    return np.sin(w) / w, (1.0 - np.cos(w)) / w
-
-
-def quat_rate_matrix(qj: NDArray) -> NDArray:
-    """The 4x3 matrix G(q) with ``q̇ = ½ q ⊗ (0, ω) = G(q) ω`` for body angular velocity ω."""
-    w, x, y, z = qj
-    return 0.5 * np.array([[-x, -y, -z], [w, -z, y], [z, w, -x], [-y, x, w]])
 
 
 #: joint type name (URDF's, and the builders') -> its Joint class

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..errors import SolverError, StateError
-from ..forces import ForceElement, ForceSet
+from ..errors import FrictionError, SolverError, StateError
+from ..forces import ForceElement, ForceSet, JointFriction
 from ..integrators import get_method, run_fixed
 from ..integrators.base import Problem, is_nonholonomic
 from ..integrators.projection import Projected, parse_invariants
@@ -16,18 +16,61 @@ from ..integrators.scipy_ivp import SCIPY_METHODS
 from ..model import Model
 from ..model.configuration import check_configuration
 from .progress import ProgressBar, wants_progress
+from .stickslip import simulate_stick_slip
 from .system import as_system
+from .time_stepping import time_stepping
 from .trajectory import Trajectory
 
 #: fixed-step methods that take the accelerations from ``system.forward_dynamics`` (so they
 #: respect the constraints of a constrained system); the others use M(q) and ∇H
 FORWARD_DYNAMICS_METHODS = ("rk4",)
 
+#: the simulations of joint friction with exact stiction, which are sim's own (not
+#: integrators): event-driven mode switching (:mod:`.stickslip`) and Moreau's per-step
+#: complementarity (:mod:`.time_stepping`)
+STICK_SLIP_METHODS = ("stickslip", "time_stepping")
+
 
 def _is_constrained(system) -> bool:
-    from ..constraints.system import ConstrainedMechanics
+    """A system that declares it carries constraints (``handles_constraints``)."""
+    return bool(getattr(system, "handles_constraints", False))
 
-    return isinstance(system, ConstrainedMechanics)
+
+def _stick_slip(system, q0, v0, t_final: float, method: str, dt: float | None, forces,
+                project, t0: float, save_every: int, options: dict) -> Trajectory:
+    """kd.simulate for the methods of :data:`STICK_SLIP_METHODS`: the JointFriction
+    elements of ``forces`` (exact laws included) become friction joints, as do the
+    entries of ``joints=`` (which may also hold LuGre laws and Karnopp bands)."""
+    if project is not None:
+        raise SolverError(f"simulate: project= wraps the integrators' fixed-step methods, "
+                          f"not {method!r}")
+    if t0 != 0.0:
+        raise StateError(f"simulate: method {method!r} starts at t0 = 0 (got {t0})")
+    if save_every != 1:
+        raise StateError(f"simulate: save_every is not an option of method {method!r}")
+    joints = dict(options.pop("joints", None) or {})
+    surface = dict(options.pop("surface_velocity", None) or {})
+    others = []
+    for f in forces or ():
+        if isinstance(f, JointFriction):
+            if f.joint in joints:
+                raise FrictionError(f"simulate: joint {f.joint!r} has two friction laws "
+                                    "(a JointFriction and an entry of joints=)")
+            joints[f.joint] = f.law
+            if f.surface_velocity != 0.0:
+                surface[f.joint] = f.surface_velocity
+        else:
+            others.append(f)
+    if method == "stickslip":
+        return simulate_stick_slip(system, q0, v0, t_final, joints, forces=others,
+                                   surface_velocity=surface, dt_out=dt, **options)
+    if dt is None:
+        raise StateError("simulate: method 'time_stepping' is a fixed-step method; give dt")
+    if others:
+        raise SolverError(f"simulate: method 'time_stepping' takes joint friction and an "
+                          f"applied tau=(t, q, v) only, not {[repr(f) for f in others]}")
+    return time_stepping(system, q0, v0, t_final, dt, joints, surface_velocity=surface,
+                         **options)
 
 
 def _vector(x, n: int, what: str) -> np.ndarray:
@@ -58,6 +101,14 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, method: str =
     ``save_every``: keep every k-th step of a fixed-step method.
     ``blowup``: a speed beyond blowup × (1 + max|v0|) stops the run with a
     DivergenceError (as does a NaN). Other keyword options go to the method.
+
+    Joint friction with exact stiction (a JointFriction of an exact law) takes
+    ``method="stickslip"`` (event-driven: a stuck joint does not move at all;
+    :func:`kanedyn.sim.stickslip.simulate_stick_slip`, whose options it accepts: ``tau``,
+    ``joints``, ``rtol``, ...; ``dt`` is then the output spacing) or
+    ``method="time_stepping"`` (a complementarity problem per step of ``dt``;
+    :func:`kanedyn.sim.time_stepping.time_stepping`). Their trajectories carry the
+    friction forces, the stick/slip phases and the switches in ``traj.friction``.
     """
     sys_ = as_system(system)
     for attr in ("nq", "nv", "forward_dynamics", "energy", "integrate_configuration"):
@@ -85,6 +136,9 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, method: str =
         raise StateError(f"simulate: save_every = {save_every!r} must be a positive integer")
     if not (blowup > 0):
         raise StateError(f"simulate: blowup = {blowup} must be positive")
+    if method in STICK_SLIP_METHODS:
+        return _stick_slip(sys_, q0, v0, t_final, method, dt, forces, project, t0,
+                           int(save_every), options)
     fn, kind = get_method(method)
     if kind == "fixed" and method not in FORWARD_DYNAMICS_METHODS and _is_constrained(sys_):
         # these methods build their steps from M(q) and the energy gradients, which for a
@@ -107,8 +161,8 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, method: str =
     if bad:
         raise SolverError(
             f"simulate: force element(s) {bad} are discontinuous in v, which method "
-            f"{method!r} cannot integrate; smooth the law, or use kanedyn.friction.simulate "
-            "for exact stick–slip")
+            f"{method!r} cannot integrate; smooth the law, or use method='stickslip' "
+            "(or 'time_stepping') for exact stick–slip")
     bar = ProgressBar(t0, t_final, f"simulate[{method}]") if wants_progress(progress) else None
     problem = Problem(
         system=sys_, q0=q0, v0=v0, t_final=t_final, dt=dt, t0=t0,

@@ -10,6 +10,10 @@ is recorded with its error; it does not stop the sweep.
 Parameters are dotted paths into the scenario: ``"model.length"``,
 ``"integrator.dt"``, ``"initial.seed"``, ``"forces.0.damping"`` (the first
 [[forces]] table).
+
+The TOML scenario layer (:mod:`kanedyn.scenario`, above ``sim`` in DESIGN.md's order,
+which names sweeps as one of its two users) is imported inside the functions that read
+a scenario, so that ``import kanedyn`` does not load it (nor ``tomllib``).
 """
 
 from __future__ import annotations
@@ -31,18 +35,12 @@ import numpy as np
 from .._files import write_atomic
 from .._optional import pandas
 from ..errors import KanedynError
-from ..scenario import (
-    SCHEMA,
-    Scenario,
-    load_scenario,
-    parse_scenario,
-    run,
-    run_summary,
-    summarize,
-)
+from ..model import builders
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from ..scenario import Scenario
 
 
 class SweepError(KanedynError):
@@ -55,6 +53,8 @@ SAMPLERS = ("grid", "random", "lhs")
 # --- expanding a sweep into runs --------------------------------------------------
 
 def _check_path(sc: Scenario, path: str) -> None:
+    from ..scenario import SCHEMA  # the scenario layer: see the module doc
+
     parts = path.split(".")
     table = parts[0]
     if table not in SCHEMA:
@@ -74,9 +74,7 @@ def _check_path(sc: Scenario, path: str) -> None:
     if key in spec and key != "*" or key in present:
         return
     if table == "model" and "builder" in present:
-        import kanedyn as kd
-
-        fn = getattr(kd.models, present["builder"])
+        fn = getattr(builders, present["builder"])
         params = [p for p in inspect.signature(fn).parameters if p != "name"]
         if key in params:
             return
@@ -149,6 +147,8 @@ def run_one(run_id: int, data: dict, base: str, params: dict,
             trajectory_dir: str | None = None) -> dict:
     """One run of a sweep, on a worker: never raises, records failures. With
     ``trajectory_dir`` the run's trajectory is saved there as ``run-<id>.npz``."""
+    from ..scenario import parse_scenario, run, run_summary, summarize
+
     t0 = time.perf_counter()
     row = {"run_id": run_id, **{f"param:{k}": v for k, v in params.items()}}
     try:
@@ -317,6 +317,8 @@ def sweep(scenario: str | Path | Scenario | dict, over: dict[str, Any],
     loses at most that much finished work. ``trajectories=True`` also saves each
     run's trajectory as ``out/trajectories/run-<id>.npz`` (its path in the row).
     """
+    from ..scenario import Scenario, load_scenario, parse_scenario
+
     sc = scenario if isinstance(scenario, Scenario) else (
         parse_scenario(scenario) if isinstance(scenario, dict) else load_scenario(scenario))
     for path in over:

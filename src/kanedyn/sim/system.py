@@ -23,6 +23,24 @@ documented fallback otherwise):
   ``canonical_jacobians(q, v)``: (∂(M v)/∂q, ∂²L/∂q² at fixed v); ``chart_rate_jacobian(v)``:
   ∂(J(ξ)⁻¹ v)/∂ξ at ξ = 0. The implicit midpoint and Gauss methods build their Newton
   matrix from these. Fallback: forward differences of the stage residual.
+
+Capabilities a system declares as attributes (the integrators read these, never a
+class name or the insides of a Model; absent means False / None):
+
+- ``handles_constraints``: the system carries constraints (a constrained system of
+  :mod:`kanedyn.constraints`): the DAE solvers take its constraint primitives, and the
+  methods that step the unconstrained Hamiltonian refuse it.
+- ``has_chart``: the system's joints have the per-joint charts of
+  :mod:`kanedyn.integrators.chart`; ``chart_joints`` then lists ``(kind, iq, iv)`` for
+  each joint (kind as :attr:`kanedyn.model.joints.Joint.kind`, iq and iv its slices of
+  q and v), in tree order.
+- ``compiled_step``: the Model whose flat layout the compiled RK4 and AVF loops
+  (:mod:`kanedyn.integrators.rk4_compiled`) step, when they can take this system
+  (additive coordinates, no rotor inertia); None when they cannot.
+- ``tree_model``: the Model whose equations these are, with nothing added, for the
+  methods that use its structure (bodies, inertias, gravity: the energy–momentum
+  variants); None for any other system.
+- ``nonholonomic``: fewer independent speeds than coordinates minus quaternion norms.
 """
 
 from __future__ import annotations
@@ -35,66 +53,12 @@ from .. import dynamics as dyn
 from ..dynamics._dispatch import singular_error
 from ..dynamics.derivatives_kernel import DerivativeKernels
 from ..dynamics.energy_kernel import FlatEnergyModel
-from ..integrators.chart import so3_right_jacobian
 from ..model import Model
 from ..model import configuration as cfg
 from ..model.model import singular_joints
 from ..spatial import crf, crm
+from ..spatial.lie import RIGHT_JACOBIAN_QUADRATURE, se3_right_jacobian, so3_right_jacobian
 from .configuration_kernel import integrate_into
-
-# Gauss–Legendre nodes on [0, 1] for the integral J(ξ) = ∫₀¹ Ad_{exp(-sξ)} ds.
-# The integrand is entire in s; 8 nodes (exact to degree 15) leave an error
-# below 1e-16 for |ξ| ≲ 1 rad, far beyond any step an integrator takes.
-_GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
-_GL_S = 0.5 * (_GL_X + 1.0)
-_GL_W = 0.5 * _GL_W
-
-
-def _jacobian_coefficients(th: NDArray) -> tuple[NDArray, NDArray]:
-    """(1 − cos θ)/θ² and (θ − sin θ)/θ³ without cancellation: the first as
-    ½ (sin(θ/2)/(θ/2))², the second by its Taylor series below θ = 0.2 (the direct
-    formula loses ~log10(1/θ²) digits, which would put noise into Newton residuals)."""
-    half = 0.5 * th
-    sinc = np.where(half < 1e-8, 1.0 - half**2 / 6.0, np.sin(half) / np.where(half == 0, 1, half))
-    a = 0.5 * sinc**2
-    t2 = th * th
-    series = (1.0 / 6.0 - t2 / 120.0 * (1.0 - t2 / 42.0 * (1.0 - t2 / 72.0 * (1.0 - t2 / 110.0))))
-    safe = np.where(th < 0.2, 1.0, th)
-    b = np.where(th < 0.2, series, (safe - np.sin(safe)) / safe**3)
-    return a, b
-
-
-def se3_right_jacobian(xi: NDArray) -> NDArray:
-    """Right Jacobian of the SE(3) exponential for a body twist ``ξ = (φ, ρ)`` (angular
-    first): ``J_r = ∫₀¹ Ad_{exp(−sξ)} ds``, by Gauss–Legendre quadrature over s of the
-    closed-form Plücker transforms (vectorised over the nodes)."""
-    phi, rho = xi[:3], xi[3:]
-    s = _GL_S[:, None]
-    w = -s * phi  # rotation vectors of exp(−sξ)
-    th = np.linalg.norm(w, axis=1)[:, None, None]
-    W = np.einsum("ijk,nk->nij", _LEVI, -w)  # skew(w) for every node: W[n] @ x = w[n] × x
-    W2 = W @ W
-    small = th < 1e-6
-    ths = np.where(small, 1.0, th)
-    a = np.where(small, 1.0 - th**2 / 6, np.sin(ths) / ths)
-    b, c = _jacobian_coefficients(th)
-    eye = np.eye(3)[None]
-    # child-0 to child-s coordinates rotate by exp(−sφ×); the origin of the child at s,
-    # in child-0 coordinates, is V(sφ) sρ (the translation of exp(sξ))
-    E = eye + a * W + b * W2
-    V = eye - b * W + c * W2
-    r = np.einsum("nij,nj->ni", V, s * rho)
-    R = np.einsum("ijk,nk->nij", _LEVI, -r)  # r×
-    X = np.zeros((_GL_S.size, 6, 6))  # the Plücker transform [E 0; −E r× E]
-    X[:, :3, :3] = E
-    X[:, 3:, 3:] = E
-    X[:, 3:, :3] = -E @ R
-    return np.einsum("n,nij->ij", _GL_W, X)
-
-
-_LEVI = np.zeros((3, 3, 3))
-_LEVI[0, 1, 2] = _LEVI[1, 2, 0] = _LEVI[2, 0, 1] = 1.0
-_LEVI[0, 2, 1] = _LEVI[2, 1, 0] = _LEVI[1, 0, 2] = -1.0
 
 
 def _c(x) -> NDArray:
@@ -122,6 +86,14 @@ class ModelSystem:
         self.nv = model.nv
         self.joint_names = model.joint_names
         self.chart_is_additive = all(_additive(b.joint) for b in model.bodies)
+        # the capabilities of the module doc
+        self.nonholonomic = False  # a tree: nq − #quaternions = nv
+        self.has_chart = True
+        self.chart_joints = tuple((b.joint.kind, b.iq, b.iv) for b in model.bodies)
+        self.tree_model = model
+        # the compiled loops' energy is the bodies' alone (no ½ Σ armature v²)
+        self.compiled_step = (model if self.chart_is_additive and not model.armature.any()
+                              else None)
         self._curved = [b for b in model.bodies if not _additive(b.joint)]
         self._zero_v = np.zeros(model.nv)
         self._flat = FlatEnergyModel(model)
@@ -279,7 +251,7 @@ class ModelSystem:
                 qa = q0[b.iq]
                 X0inv = np.linalg.inv(jt.transform(qa))
                 A = np.zeros((6, 6))
-                for s, w in zip(_GL_S, _GL_W, strict=True):
+                for s, w in zip(*RIGHT_JACOBIAN_QUADRATURE, strict=True):
                     A += w * (jt.transform(jt.integrate(qa, xa, s)) @ X0inv)
                 J[b.iv, b.iv] = S.T @ A @ S  # S has orthonormal columns
         return J

@@ -17,6 +17,7 @@ import html
 import io
 import os
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -58,17 +59,62 @@ def coordinate_names(system, n: int, which: str) -> list[str]:
     return names
 
 
+@dataclass(frozen=True)
+class Switch:
+    """A mode change of one friction joint at time ``t``: kind ``"stick"``, ``"slip"``
+    (break-away from stick) or ``"reverse"`` (the sliding speed passes through 0 without
+    sticking); ``joint`` is the speed index, ``direction`` the new sliding direction
+    (+1, −1; 0 when it sticks)."""
+
+    t: float
+    joint: int
+    kind: str
+    direction: int
+
+
+@dataclass
+class FrictionRecord:
+    """The joint-friction side of a run with stick–slip (:mod:`kanedyn.sim.stickslip`,
+    :mod:`kanedyn.sim.time_stepping`); a :class:`Trajectory`'s ``friction`` attribute.
+
+    Columns follow ``joints`` (speed indices); rows the trajectory's output times.
+    ``force`` is τ_f at the friction joints (the holding force while stuck), ``mode``
+    +1 / −1 sliding forward / backward and 0 stuck, ``stuck`` the stick phases (exact
+    laws only), ``work`` = ∫ τ_fᵀ v dt (the friction's work on the mechanism),
+    ``other_work`` = ∫ (τ + τ_nc)ᵀ v dt of the applied and other non-conservative forces,
+    ``dissipated`` = −∫ τ_fᵀ w dt ≥ 0 (the heat in the contacts, w the sliding speeds),
+    ``z`` the LuGre bristle states, ``switches`` the stick/slip events in time order.
+    """
+
+    joints: list[int]
+    force: NDArray
+    mode: NDArray
+    stuck: NDArray
+    work: NDArray
+    other_work: NDArray
+    dissipated: NDArray
+    z: NDArray
+    switches: list[Switch] = field(default_factory=list)
+
+    def switch_times(self, kind: str | None = None) -> NDArray:
+        """Times of the switches (of one ``kind`` if given)."""
+        return np.array([s.t for s in self.switches if kind is None or s.kind == kind])
+
+
 class Trajectory:
     """States at the output times and what follows from them.
 
     Attributes: ``t`` (N,), ``q`` (N, nq), ``v`` (N, nv), ``vdot`` (N, nv) (v̇),
     ``energy`` (N,), ``momentum`` (N, 6) or None, ``work_nc`` (N,), ``budget`` (N,),
     ``stats`` (dict of per-step arrays: ``newton_iterations``, ``rejected_steps``,
-    ...), ``method`` (name), ``system`` (None after :meth:`load`).
+    ...), ``method`` (name), ``system`` (None after :meth:`load`), ``friction`` (a
+    :class:`FrictionRecord` for a run with stick–slip, else None; not saved by
+    :meth:`save` beyond its switch times in ``stats``).
     """
 
     def __init__(self, t, q, v, work_nc, stats=None, method: str = "", problem=None,
-                 vdot=None, energy=None, momentum=None):
+                 vdot=None, energy=None, momentum=None, system=None,
+                 friction: FrictionRecord | None = None):
         self.t = np.asarray(t, dtype=float)
         self.q = np.asarray(q, dtype=float)
         self.v = np.asarray(v, dtype=float)
@@ -76,7 +122,8 @@ class Trajectory:
         self.stats = dict(stats or {})
         self.method = method
         self._problem = problem
-        self.system = None if problem is None else problem.system
+        self.system = system if problem is None else problem.system
+        self.friction = friction
         self._vdot = None if vdot is None else np.asarray(vdot, dtype=float)
         self._energy = None if energy is None else np.asarray(energy, dtype=float)
         self._momentum = None if momentum is None else np.asarray(momentum, dtype=float)

@@ -1,5 +1,10 @@
 """Simulation with joint friction: exact stick–slip by event-driven mode switching.
 
+``kd.simulate(..., method="stickslip")`` (and its older name
+:func:`kanedyn.friction.simulate`) runs :func:`simulate_stick_slip`; the result is a
+:class:`~kanedyn.sim.Trajectory` whose ``friction`` attribute holds the friction forces,
+the modes and the switches (:class:`~kanedyn.sim.trajectory.FrictionRecord`).
+
 Each friction joint j is in one of three modes: sliding forward (+1), sliding
 backward (-1) or stuck (0), with relative speed w_j = v_j - v_belt,j (the
 belt, or the surface the joint rubs on, moves at a constant speed).
@@ -36,74 +41,26 @@ E(t) - E(0) = friction_work + other_work to integration accuracy.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 from scipy.integrate import solve_ivp
 
 from ..errors import FrictionError, SolverError
 from ..forces.base import ForceElement
-from ._system import as_system, checked_state, joint_speed_index
-from .laws import FrictionLaw
-from .lugre import LuGre
+from ..friction._joints import joint_speed_index
+from ..friction.laws import FrictionLaw
+from ..friction.lugre import LuGre
+from .friction_joints import checked_state, friction_system
+from .trajectory import FrictionRecord, Switch, Trajectory
 
 #: up to this many joints at zero speed at once, modes are found by enumeration
 ENUMERATE = 4
 
 
-@dataclass(frozen=True)
-class Switch:
-    """A mode change of one friction joint: kind "stick", "slip" (break-away from
-    stick) or "reverse" (velocity passes through 0 without sticking)."""
-
-    t: float
-    joint: int
-    kind: str
-    direction: int
-
-
-@dataclass
-class FrictionTrajectory:
-    """Result of :func:`simulate`. Rows are output times; friction columns follow
-    ``joints`` (speed indices)."""
-
-    t: NDArray
-    q: NDArray
-    v: NDArray
-    joints: list[int]
-    friction: NDArray
-    mode: NDArray
-    energy: NDArray
-    friction_work: NDArray
-    other_work: NDArray
-    dissipated: NDArray
-    z: NDArray
-    switches: list[Switch] = field(default_factory=list)
-    vdot: NDArray | None = None
-
-    @property
-    def energy_residual(self) -> NDArray:
-        """E(t) - E(0) - W_friction(t) - W_other(t); zero up to integration error."""
-        return self.energy - self.energy[0] - self.friction_work - self.other_work
-
-    def switch_times(self, kind: str | None = None) -> NDArray:
-        return np.array([s.t for s in self.switches if kind is None or s.kind == kind])
-
-    def to_trajectory(self):
-        """The same run as a :class:`kanedyn.sim.Trajectory` (t, q, v, energy, and
-        work_nc = friction_work + other_work, so that its ``budget`` is
-        :attr:`energy_residual`); switches and friction forces stay here."""
-        from ..sim.trajectory import Trajectory  # sim composes friction, not the reverse
-
-        return Trajectory(self.t, self.q, self.v, self.friction_work + self.other_work,
-                          stats={"switch_times": self.switch_times()},
-                          method="friction.simulate", energy=self.energy, vdot=self.vdot)
-
-
 class _Problem:
     def __init__(self, system, joints, tau, forces, surface_velocity):
-        self.sys = as_system(system)
+        self.sys = friction_system(system)
         if not joints:
             raise FrictionError("simulate: no friction joints given")
         self.idx: list[int] = []
@@ -236,7 +193,7 @@ class _Problem:
                 meta.append((k, what))
         return events, meta
 
-    def assemble(self, t, Y, modes, switches) -> FrictionTrajectory:
+    def assemble(self, t, Y, modes, switches) -> Trajectory:
         """The trajectory from the stacked states, with forces, v̇ and energy recomputed
         at each output time in the mode that was active there."""
         n = len(t)
@@ -249,11 +206,17 @@ class _Problem:
             E[i] = self.energy(q, v)
         o = self.nq + self.nv + self.nz
         w = Y[:, [self.nq + j for j in self.idx]] - self.vb
-        mode = np.where(np.array(self.exact)[None, :], modes, np.sign(w)).astype(int)
-        return FrictionTrajectory(
-            t=t, q=Y[:, :self.nq], v=Y[:, self.nq:self.nq + self.nv], joints=list(self.idx),
-            friction=fr, mode=mode, energy=E, friction_work=Y[:, o], other_work=Y[:, o + 1],
-            dissipated=Y[:, o + 2], z=Y[:, self.nq + self.nv:o], switches=switches, vdot=A)
+        exact = np.array(self.exact)[None, :]
+        mode = np.where(exact, modes, np.sign(w)).astype(int)
+        record = FrictionRecord(
+            joints=list(self.idx), force=fr, mode=mode, stuck=exact & (mode == 0),
+            work=Y[:, o], other_work=Y[:, o + 1], dissipated=Y[:, o + 2],
+            z=Y[:, self.nq + self.nv:o], switches=switches)
+        # W_nc = friction work + other work, so that the budget E − E₀ − W_nc closes
+        return Trajectory(t, Y[:, :self.nq], Y[:, self.nq:self.nq + self.nv],
+                          Y[:, o] + Y[:, o + 1], stats={"switch_times": record.switch_times()},
+                          method="stickslip", vdot=A, energy=E, system=self.sys,
+                          friction=record)
 
     def consistent(self, t, y, mode, zero) -> bool:
         """Whether the modes of the joints ``zero`` (all at w = 0) are consistent:
@@ -323,12 +286,12 @@ class _Problem:
             mode[worst] = -1 if tf[worst] > 0 else 1
 
 
-def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, joints: dict,
-             tau=None, forces=(), surface_velocity: dict | None = None,
-             method: str | None = None, rtol: float = 1e-10, atol: float = 1e-12,
-             max_step: float = np.inf, dt_out: float | None = None,
-             stick_step: float | None = None,
-             max_switches: int = 100_000) -> FrictionTrajectory:
+def simulate_stick_slip(system, q0: ArrayLike, v0: ArrayLike, t_final: float, joints: dict,
+                        tau=None, forces=(), surface_velocity: dict | None = None,
+                        method: str | None = None, rtol: float = 1e-10, atol: float = 1e-12,
+                        max_step: float = np.inf, dt_out: float | None = None,
+                        stick_step: float | None = None,
+                        max_switches: int = 100_000) -> Trajectory:
     """Simulate a Model (or any system of the protocol) with friction on 1-DOF joints.
 
     ``joints`` maps a joint (name, or speed index for a non-Model system) to a
@@ -349,6 +312,10 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, joints: dict,
     phase; ``stick_step`` (default t_final/1000) bounds the step then, so that
     a break-away is not stepped over. (Events are found from sign changes
     between steps, as in solve_ivp: two crossings within one step are missed.)
+
+    Returns a :class:`~kanedyn.sim.Trajectory` with ``work_nc`` = friction work + other
+    work (so its ``budget`` is E − E₀ − W_friction − W_other) and the friction's side in
+    ``traj.friction`` (:class:`~kanedyn.sim.trajectory.FrictionRecord`).
     """
     pb = _Problem(system, joints, tau, forces, surface_velocity)
     q0 = checked_state(q0, pb.nq, "q0")
@@ -426,3 +393,15 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, joints: dict,
         pb.resolve(t, y, mode, switches, stick, forced=release)
 
     return pb.assemble(np.concatenate(T), np.vstack(Y), np.vstack(MODE), switches)
+
+
+def friction_simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, joints: dict,
+                      tau=None, forces=(), surface_velocity: dict | None = None,
+                      **options) -> Trajectory:
+    """``kanedyn.friction.simulate``: the event-driven stick–slip simulation of
+    ``kd.simulate(..., method="stickslip")`` under its older name, with the friction laws
+    given as ``joints`` ({joint name or speed index: law}). A thin name kept for the
+    code that calls it (not deprecated); everything is :func:`simulate_stick_slip`'s,
+    including the keyword options (``method``, ``rtol``, ``atol``, ``dt_out``, ...)."""
+    return simulate_stick_slip(system, q0, v0, t_final, joints, tau, forces, surface_velocity,
+                               **options)

@@ -20,66 +20,37 @@ and differ only in how τ_f is found:
   taken from the start of the step). Solved by projected Gauss–Seidel on
   the Delassus operator dt M⁻¹; a stuck joint's speed is then set to the
   surface speed exactly, so it does not creep.
+
+``kd.simulate(..., method="time_stepping", dt=...)`` (and its older name
+:func:`kanedyn.friction.time_stepping`) runs :func:`time_stepping`; the result is a
+:class:`~kanedyn.sim.Trajectory` with the friction's side in ``traj.friction``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
 from ..errors import FrictionError, SolverError
-from ._system import as_system, checked_state, joint_speed_index
-from .laws import FrictionLaw
-
-
-@dataclass(frozen=True)
-class Karnopp:
-    """Karnopp's velocity dead band of half-width ``band`` around an exact law."""
-
-    law: FrictionLaw
-    band: float
-
-    def __post_init__(self):
-        if not isinstance(self.law, FrictionLaw):
-            raise FrictionError(f"Karnopp: {self.law!r} is not a static friction law")
-        b = float(self.band)
-        if not np.isfinite(b) or b <= 0.0:
-            raise FrictionError(f"Karnopp: band={self.band} must be finite and > 0")
-        object.__setattr__(self, "band", b)
-
-
-@dataclass
-class SteppedTrajectory:
-    """Result of :func:`time_stepping`; friction columns follow ``joints``."""
-
-    t: NDArray
-    q: NDArray
-    v: NDArray
-    joints: list[int]
-    friction: NDArray
-    stuck: NDArray
-    energy: NDArray
-    friction_work: NDArray
-    other_work: NDArray
-
-    @property
-    def energy_residual(self) -> NDArray:
-        return self.energy - self.energy[0] - self.friction_work - self.other_work
+from ..friction._joints import joint_speed_index
+from ..friction.karnopp import Karnopp
+from ..friction.laws import FrictionLaw
+from .friction_joints import checked_state, friction_system
+from .trajectory import FrictionRecord, Trajectory
 
 
 def time_stepping(system, q0: ArrayLike, v0: ArrayLike, t_final: float, dt: float,
                   joints: dict, tau=None, surface_velocity: dict | None = None,
-                  pgs_iterations: int = 50, pgs_tol: float = 1e-13) -> SteppedTrajectory:
+                  pgs_iterations: int = 50, pgs_tol: float = 1e-13) -> Trajectory:
     """Fixed-step simulation with friction on 1-DOF joints (see the module docstring).
 
     ``joints`` maps a joint to an exact law (complementarity), a smoothed law,
     or a :class:`Karnopp` band. ``tau(t, q, v)`` is the applied generalized
     force. Works are accumulated with the post-step speed v⁺, the speed the
-    step moves q with.
+    step moves q with. Returns a :class:`~kanedyn.sim.Trajectory` (``work_nc`` = friction
+    work + work of τ, the friction's side in ``traj.friction``).
     """
-    sys_ = as_system(system)
+    sys_ = friction_system(system)
     dt, t_final = float(dt), float(t_final)
     if not (np.isfinite(dt) and dt > 0):
         raise FrictionError(f"time_stepping: dt={dt} must be > 0")
@@ -110,6 +81,7 @@ def time_stepping(system, q0: ArrayLike, v0: ArrayLike, t_final: float, dt: floa
     E = np.empty(nsteps + 1)
     Wf = np.zeros(nsteps + 1)
     Wo = np.zeros(nsteps + 1)
+    D = np.zeros(nsteps + 1)
     Q[0], V[0], E[0] = q, v, sys_.energy(q, v)
     stuck = np.array([k == "exact" and v[j] == vb[c] for c, (j, k) in
                       enumerate(zip(idx, kinds, strict=True))])
@@ -184,8 +156,13 @@ def time_stepping(system, q0: ArrayLike, v0: ArrayLike, t_final: float, dt: floa
             raise SolverError(f"time_stepping: the state is not finite at t={t + dt:.6g}")
         Wf[n + 1] = Wf[n] + dt * float(tf @ v_new[idx])
         Wo[n + 1] = Wo[n] + dt * float(tau_a @ v_new)
+        D[n + 1] = D[n] - dt * float(tf @ (v_new[idx] - vb))
         q = np.asarray(sys_.integrate_configuration(q, v_new, dt), dtype=float)
         v = v_new
         Q[n + 1], V[n + 1], FR[n + 1], ST[n + 1] = q, v, tf, stuck
         E[n + 1] = sys_.energy(q, v)
-    return SteppedTrajectory(np.arange(nsteps + 1) * dt, Q, V, idx, FR, ST, E, Wf, Wo)
+    mode = np.where(ST, 0, np.sign(V[:, idx] - vb)).astype(int)
+    record = FrictionRecord(joints=idx, force=FR, mode=mode, stuck=ST, work=Wf, other_work=Wo,
+                            dissipated=D, z=np.zeros((nsteps + 1, 0)))
+    return Trajectory(np.arange(nsteps + 1) * dt, Q, V, Wf + Wo, method="time_stepping",
+                      energy=E, system=sys_, friction=record)
