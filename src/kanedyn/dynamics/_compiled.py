@@ -36,7 +36,7 @@ import os
 import sys
 from pathlib import Path
 
-from numba.core import caching
+from numba.core import caching, config
 
 from . import layout
 
@@ -147,7 +147,7 @@ class KeyedLocator(caching._CacheLocator):
         key = _KEYS.get(_real(py_file))
         if key is None:
             return None
-        for other in caching.CacheImpl._locator_classes:
+        for other in _numba_locators():
             if other is not cls:
                 inner = other.from_function(py_func, py_file)
                 if inner is not None:
@@ -155,8 +155,24 @@ class KeyedLocator(caching._CacheLocator):
         return None
 
 
+def _numba_locators() -> list:
+    """The locator classes numba tries, in order: its own list, or the one named by
+    ``NUMBA_CACHE_LOCATOR_CLASSES`` (dotted paths, or names in numba's caching module)."""
+    if not config.CACHE_LOCATOR_CLASSES:
+        return caching.CacheImpl._locator_classes
+    out = []
+    for name in config.CACHE_LOCATOR_CLASSES.split(","):
+        mod, _, cls = name.strip().rpartition(".")
+        out.append(getattr(importlib.import_module(mod) if mod else caching, cls))
+    return out
+
+
 if KeyedLocator not in caching.CacheImpl._locator_classes:
     caching.CacheImpl._locator_classes.insert(0, KeyedLocator)
+_THIS = f"{__name__}.KeyedLocator"
+if config.CACHE_LOCATOR_CLASSES and _THIS not in config.CACHE_LOCATOR_CLASSES:
+    # numba then tries only the classes named there: put ours first among them
+    config.CACHE_LOCATOR_CLASSES = f"{_THIS},{config.CACHE_LOCATOR_CLASSES}"
 
 
 class KernelModule:
