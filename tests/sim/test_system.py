@@ -124,3 +124,13 @@ def test_protocol_only_system_with_quaternions(method):
     a = kd.simulate(ProtocolOnly(m), q0, v0, 0.3, method=method, dt=1e-2)
     b = kd.simulate(m, q0, v0, 0.3, method=method, dt=1e-2)
     np.testing.assert_allclose(a.q, b.q, atol=1e-8)
+
+
+def test_energy_of_a_non_unit_quaternion_is_refused():
+    """The energy kernel reads the joint transforms of the dynamics kernels, which check
+    each quaternion's norm: a bad one is named, not turned into a non-rigid rotation."""
+    m = kd.models.pendulum_chain(1, planar=False, joint="spherical")
+    s = ModelSystem(m)
+    q = np.array([1.1, 0.0, 0.0, 0.0])
+    with pytest.raises(kd.StateError, match=r"quaternion .* has norm 1.1"):
+        s.energy(q, np.zeros(3))
