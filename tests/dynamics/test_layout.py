@@ -147,6 +147,8 @@ def test_every_compiled_module_keys_its_cache(name):
         assert not keyed_deps, f"{name} compiles in {keyed_deps} but does not key its cache"
         return
     assert key == _compiled.compile_key(name)
+    # every top-level import comes before the key_cache call (only that part is read)
+    assert deps == _compiled.dependencies(name, whole=True)
     funcs = [f for f in vars(mod).values()
              if isinstance(f, CPUDispatcher) and f.py_func.__module__ == name
              and f._cache.__class__.__name__ == "FunctionCache"]

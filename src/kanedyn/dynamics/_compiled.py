@@ -33,6 +33,7 @@ import hashlib
 import importlib
 import importlib.util
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -72,11 +73,21 @@ def _top_level_imports(tree: ast.Module, package: str) -> list[tuple[str, tuple[
     return out
 
 
-def dependencies(module_name: str) -> list[str]:
+#: the line of a module that keys its cache (its imports come before it)
+_KEY_CALL = re.compile(rb"^(?:_compiled\.)?key_cache\(", re.M)
+
+
+def dependencies(module_name: str, whole: bool = False) -> list[str]:
     """The kanedyn modules that ``module_name`` imports at top level (submodules named
-    in ``from package import module`` count as themselves), already imported."""
+    in ``from package import module`` count as themselves), already imported.
+
+    Only the source before the module's :func:`key_cache` call is parsed (its imports
+    must come before it; parsing all of kernels.py would cost ~0.1 s at import), unless
+    ``whole``."""
     mod = sys.modules[module_name]
-    tree = ast.parse(Path(mod.__file__).read_bytes())
+    text = Path(mod.__file__).read_bytes()
+    call = None if whole else _KEY_CALL.search(text)
+    tree = ast.parse(text[:call.start()] if call else text)
     root = module_name.split(".")[0]
     deps = set()
     for base, names in _top_level_imports(tree, mod.__package__):
