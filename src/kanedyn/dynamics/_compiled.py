@@ -13,8 +13,9 @@ So every such module calls :func:`key_cache` after its imports and before its fi
 ``@njit``: from then on, the index of each of its cached functions (njit and cfunc)
 is stamped with numba's digest of the module's own source *and* the module's
 **compile key**: :data:`~.layout.LAYOUT_VERSION` and a SHA-256 over the source of
-:mod:`.layout`, of every kanedyn module it imports at top level, and (recursively)
-the compile keys of the keyed modules among them. A cache written under another
+:mod:`.layout`, of every kanedyn module it imports at top level (but this one, which
+compiles nothing in), and (recursively) the compile keys of the keyed modules among
+them. A cache written under another
 layout version, another layout, or another source of anything compiled in carries
 another stamp; numba then treats it as stale — it is never loaded, the function is
 compiled afresh and its index overwritten (``dispatcher.stats.cache_misses``).
@@ -98,7 +99,9 @@ def dependencies(module_name: str, whole: bool = False) -> list[str]:
         deps.update(subs)
         if len(subs) < len(names) or not names:
             deps.add(base)
+    # this module compiles nothing in: its own edits must not drop every cache
     deps.discard(module_name)
+    deps.discard(__name__)
     return sorted(deps)
 
 
