@@ -64,16 +64,19 @@ def _cross(a, b, out):
 @nb.njit(cache=True)
 def energy_pass(data, q, v, dT, dV, out):
     """``out[:8] = [T, V, L, P]`` of the bodies (no rotors), ``dT ← ∂T/∂q``, ``dV ← ∂V/∂q``;
-    0, or ``i + 1`` if the quaternion of body i is not of unit norm (out is then not set)."""
+    0, or ``i + 1`` if the quaternion of body i is not of unit norm (out is then not set).
+    The body poses (R_i, p_i) are those of :func:`kernels.kinematics_into`."""
     n = data.shape[0] - 1
     g = data[n, GRAV:GRAV + 3]
-    msub = np.zeros(n)  # subtree mass and first moment Σ m c (world), for ∂V/∂q
-    mcsub = np.zeros((n, 3))
-    X = np.empty((n, 12))  # X_up[i] as (E, r): E from parent to body i coordinates
-    R = np.empty((n, 3, 3))  # body axes in the world (R_i = R_λ Eᵀ)
-    P = np.empty((n, 3))
     Vw = np.zeros((n, 6))
     Vp = np.zeros((n, 6))
+    msub = np.zeros(n)  # subtree mass and first moment Σ m c (world), for ∂V/∂q
+    mcsub = np.zeros((n, 3))
+    R = np.empty((n, 3, 3))  # body axes in the world
+    P = np.empty((n, 3))  # body origins in the world
+    st = kernels.kinematics_into(data, q, v, False, R, P, Vp)  # (no velocities: Vp unused)
+    if st:
+        return st
     Hm = np.zeros((n, 6))
     sig = np.empty((n, 6, 6))
     Sc = np.empty((1, 6))
@@ -85,24 +88,9 @@ def energy_pass(data, q, v, dT, dV, out):
     T = 0.0
     Vpot = 0.0
     for i in range(n):
-        if kernels.joint_transform(data, i, q, X):
-            return i + 1
         p = int(data[i, PARENT])
-        # pose: R_i = R_λ Eᵀ, p_i = p_λ + R_λ r
-        if p >= 0:
-            for a in range(3):
-                for b in range(3):
-                    R[i, a, b] = (R[p, a, 0] * X[i, 3 * b] + R[p, a, 1] * X[i, 3 * b + 1]
-                                  + R[p, a, 2] * X[i, 3 * b + 2])
-                P[i, a] = (P[p, a] + R[p, a, 0] * X[i, 9] + R[p, a, 1] * X[i, 10]
-                           + R[p, a, 2] * X[i, 11])
-            for a in range(6):
-                Vp[i, a] = Vw[p, a]
-        else:
-            for a in range(3):
-                for b in range(3):
-                    R[i, a, b] = X[i, 3 * b + a]
-                P[i, a] = X[i, 9 + a]
+        for a in range(6):
+            Vp[i, a] = Vw[p, a] if p >= 0 else 0.0
         # world motion axes σ_e = [R s_ω; R s_v + p × R s_ω], and V_i = V_λ + Σ σ_e v_e
         for a in range(6):
             Vw[i, a] = Vp[i, a]
