@@ -34,28 +34,16 @@ from __future__ import annotations
 import numpy as np
 from numba import carray, cfunc, njit, prange, types
 
-from ._compiled import KERNELS_DIGEST, KernelModule
+from . import _compiled
+from ._compiled import KernelModule
 from .kernels import (
-    AXIS_ID,
     BAD_SHAPE,
     BATCH_TASK,
-    FREE,
-    HDR,
-    IQ,
-    IV,
-    JTYPE,
     LANE_BODIES,
     LANES,
-    MASS,
     NOT_FINITE,
-    NVJ,
-    PARENT,
-    SIDX,
     SINCOS_BIG,
     SINCOS_MIN,
-    SPHERICAL,
-    WIDTH,
-    H,
     all_finite,
     all_finite2,
     compose,
@@ -79,6 +67,23 @@ from .kernels import (
     xt_force,
 )
 from .kernels import _buf as buffer_of
+from .layout import (
+    AXIS_ID,
+    FREE,
+    HDR,
+    IQ,
+    IV,
+    JTYPE,
+    MASS,
+    NVJ,
+    PARENT,
+    SIDX,
+    SPHERICAL,
+    WIDTH,
+    H,
+)
+
+_compiled.key_cache(__name__)
 
 #: the total mass of the model is not positive: no centre of mass
 NO_MASS = -3
@@ -540,13 +545,6 @@ SIGNATURES = {
     "ag_batch": f"void({_M}, {_M}, {_T3}, {_I})",
     "cm_batch": f"void({_M}, {_M}, {_M}, {_M}, {_I})",
 }
-
-
-@njit(cache=True)
-def _built_against():
-    """The digest of kernels.py this module's cache was compiled with (see
-    :mod:`._compiled`: a cache built against another kernels.py is dropped)."""
-    return KERNELS_DIGEST
 
 
 _LOADER = KernelModule(globals())

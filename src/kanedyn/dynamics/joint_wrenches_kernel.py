@@ -15,19 +15,24 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._compiled import KERNELS_DIGEST, KernelModule
+from . import _compiled
+from ._compiled import KernelModule
 from .kernels import (
     BAD_SHAPE,
     BATCH_TASK,
-    HDR,
     NOT_FINITE,
-    PARENT,
-    WIDTH,
     all_finite2,
     compose,
     rnea_core,
     xt_force,
 )
+from .layout import (
+    HDR,
+    PARENT,
+    WIDTH,
+)
+
+_compiled.key_cache(__name__)
 
 #: the ``reference`` codes: body coordinates; world coordinates about the world
 #: origin; world axes about the body origin (Pinocchio's LOCAL, WORLD, LOCAL_WORLD_ALIGNED)
@@ -142,13 +147,6 @@ SIGNATURES = {
     "jw_f_fext": f"int64({_V}, {_A}, {_A}, {_A}, {_A2}, int64, {_A2})",
     "jw_batch": f"void({_M}, {_M}, {_M}, {_M}, {_T3}, boolean, int64, {_T3}, {_I})",
 }
-
-
-@njit(cache=True)
-def _built_against():
-    """The digest of kernels.py this module's cache was compiled with (see
-    :mod:`._compiled`: a cache built against another kernels.py is dropped)."""
-    return KERNELS_DIGEST
 
 
 _LOADER = KernelModule(globals())

@@ -59,38 +59,45 @@ from numba import carray, cfunc, njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-# the layout of the flat model (described in flat.py), here so that a change of it
-# invalidates numba's cache of these kernels
-#: joint type codes in ``data[i, JTYPE]``
-REVOLUTE, PRISMATIC, HELICAL, PLANAR, SPHERICAL, FREE = range(6)
-JOINT_CODES = {"revolute": REVOLUTE, "prismatic": PRISMATIC, "helical": HELICAL,
-               "planar": PLANAR, "spherical": SPHERICAL, "free": FREE}
+from . import _compiled
 
-# columns of a body row
-E_TREE = 0
-R_TREE = 9
-AXIS = 12
-PITCH = 15
-MASS = 16
-H = 17
-IBAR = 20
-PARENT = 29
-JTYPE = 30
-IQ = 31
-IV = 32
-NVJ = 33
-AXIS_ID = 34
-SIDX = 35
-ARMATURE = 36
-# columns of the model row (the last row)
-NB = 0
-NQ = 1
-NV = 2
-GRAV = 3
-QTOL = 6
-CHAIN = 7
-SINGTOL = 8
-WIDTH = 37
+# the flat layout (defined in layout.py; re-exported here while this file is split)
+from .layout import (  # noqa: F401
+    ARMATURE,
+    AXIS,
+    AXIS_ID,
+    CHAIN,
+    E_TREE,
+    FREE,
+    GRAV,
+    HDR,
+    HELICAL,
+    IBAR,
+    IQ,
+    IV,
+    JOINT_CODES,
+    JTYPE,
+    MASS,
+    NB,
+    NQ,
+    NV,
+    NVJ,
+    PARENT,
+    PITCH,
+    PLANAR,
+    PRISMATIC,
+    QTOL,
+    R_TREE,
+    REVOLUTE,
+    SIDX,
+    SINGTOL,
+    SPHERICAL,
+    WIDTH,
+    H,
+)
+
+# numba's cache of the kernels below is keyed by the layout and this file's imports
+_compiled.key_cache(__name__)
 
 NOT_FINITE = -1
 BAD_SHAPE = -2
@@ -102,8 +109,8 @@ SINGULAR = -3
 # algorithms, so that a call from Python passes one array for all of it. Each array
 # argument costs numba's dispatcher ~25 ns to type and, with the runtime (NRT) on,
 # ~20 ns more to wrap; each array allocated in a kernel ~25 ns. The entry points
-# are therefore compiled without the runtime and allocate nothing.
-HDR = 8
+# are therefore compiled without the runtime and allocate nothing (the header is
+# layout.HDR floats long).
 
 
 def workspace_size(nb: int, nv: int) -> int:
