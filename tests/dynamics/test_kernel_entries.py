@@ -1,24 +1,23 @@
 """The entry-point table of the kernels (kernels/entries.py) against the kernels and the
-public functions it declares, and the one cache stamp of the kernels package.
+public functions it declares, and the compile keys of the kernels package's files.
 
 The table is what the wrappers and the C front end read (names, number of inputs,
 f_ext, result shape), so each of its claims is checked against the thing itself: the
 compiled signature's arity, the C entry point's arity, the shape the public function
-returns. The cache stamp is what keeps numba from running an algorithm compiled
-against an older helper of another file of the package."""
+returns. The compile keys of the package's files are what keep numba from running an
+algorithm compiled against an older helper of another file of the package."""
 
 from __future__ import annotations
 
 import importlib
-import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
-from numba.core.registry import CPUDispatcher
 
 import kanedyn as kd
-from kanedyn.dynamics import kernels
-from kanedyn.dynamics.kernels import _cache, entries
+from kanedyn.dynamics import _compiled, kernels
+from kanedyn.dynamics.kernels import entries
 from kanedyn.dynamics.kernels.entries import ENTRIES, NB, NV
 
 
@@ -97,41 +96,30 @@ def test_declared_result_shape_is_what_the_public_function_returns(entry):
     assert np.shape(outs) == (2, *entry.result_shape(model.nv, model.nb))
 
 
-def _package_dispatchers():
-    for name in ("constants", "joint_rows", "spatial_rows", "lanes", "rnea", "crba", "aba",
-                 "kinematics", "entries"):
-        module = importlib.import_module(f"kanedyn.dynamics.kernels.{name}")
-        for value in vars(module).values():
-            if isinstance(value, CPUDispatcher) and value.__module__ == module.__name__:
-                yield value
+PACKAGE = "kanedyn.dynamics.kernels"
+FILES = ("joint_rows", "spatial_rows", "lanes", "rnea", "crba", "aba", "kinematics", "entries")
 
 
-def test_every_function_of_the_package_carries_the_package_stamp():
-    """numba would stamp each function's cache with its own file; here every function of
-    the package carries the digest of all of them, so that a change to a helper in
-    joint_rows.py recompiles the RNEA of rnea.py that inlines it."""
-    dispatchers = list(_package_dispatchers())
-    assert len(dispatchers) > 60
-    for d in dispatchers:
-        assert d._cache._cache_file._source_stamp == ("kanedyn.dynamics.kernels", _cache.DIGEST)
-    # the cfuncs of the C entry points too (made without compiling: the address is not taken)
-    assert _cache.PackageStampLocator in _cache._IMPL._locator_classes
-
-
-def test_the_package_digest_changes_with_any_of_its_files(tmp_path):
-    copy = tmp_path / "kernels"
-    shutil.copytree(_cache.HERE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    files = _cache.source_files(copy)
-    assert {f.name for f in files} >= {"joint_rows.py", "spatial_rows.py", "rnea.py",
-                                       "constants.py", "entries.py"}
-    base = _cache.package_digest(files)
-    assert base == _cache.package_digest(_cache.source_files(_cache.HERE)) == _cache.DIGEST
-    for f in files:
-        text = f.read_bytes()
-        f.write_bytes(text + b"\n")
-        assert _cache.package_digest(files) != base, f.name
-        f.write_bytes(text)
-    assert _cache.package_digest(files) == base
+def test_each_file_of_the_package_is_keyed_by_the_helpers_it_compiles_in():
+    """numba would key the cache of rnea.py by rnea.py alone; each file of the package keys
+    it by the files it imports (dynamics/_compiled.py), so that a change to a helper of
+    joint_rows.py recompiles the RNEA that inlines it. A module outside that reads
+    ``kernels.X`` depends on the package's __init__, whose key covers every file."""
+    deps = {m: set(_compiled.dependencies(f"{PACKAGE}.{m}")) for m in FILES}
+    for algorithm in ("rnea", "crba", "aba", "kinematics"):
+        assert {f"{PACKAGE}.joint_rows", f"{PACKAGE}.spatial_rows"} <= deps[algorithm]
+    assert {f"{PACKAGE}.rnea", f"{PACKAGE}.crba", f"{PACKAGE}.aba"} <= deps["entries"]
+    for m in FILES:
+        f = str(Path(importlib.import_module(f"{PACKAGE}.{m}").__file__).resolve())
+        assert _compiled._KEYS[f] == _compiled.compile_key(f"{PACKAGE}.{m}"), m
+    # the package itself: keyed, by every file (spatial_rows through the algorithms' keys)
+    package = set(_compiled.dependencies(PACKAGE))
+    assert package >= {f"{PACKAGE}.{m}" for m in FILES if m != "spatial_rows"}
+    assert str(Path(kernels.__file__).resolve()) in _compiled._KEYS
+    for consumer in ("kanedyn.dynamics.energy_kernel", "kanedyn.dynamics.derivatives_kernel",
+                     "kanedyn.sim.batch", "kanedyn.integrators.rk4_compiled"):
+        importlib.import_module(consumer)
+        assert PACKAGE in _compiled.dependencies(consumer), consumer
 
 
 def test_kernels_names_other_modules_use_are_in_the_package():

@@ -1,64 +1,133 @@
-"""A kernel module's disk cache built against another kernels package is dropped, not run.
+"""A compiled cache built against another flat layout or another source is never run.
 
-numba keys a function's cache by its own file only; the frames, centroidal and
-joint-wrench kernels compile code of the kernels package (``dynamics/kernels/``) into
-theirs, so each records the digest of that package its cache was built with
-(``kanedyn.dynamics._compiled``). Here a first process fills a fresh cache; a second
-one, in which the package "has changed" (the digest is set to another value before the
-kernel module is imported), must delete that module's cache files before compiling and
-still compute right.
-(The centroidal and joint-wrench kernels use the same loader; one module is run here,
-as each run compiles its kernels cold.)"""
+numba keys a function's disk cache by its own file only; every kanedyn module that
+compiles in the layout of ``layout.py`` or code of another file keys its cache by the
+layout version and those sources too (``kanedyn.dynamics._compiled.key_cache``). Here,
+on a copy of the package in a tmp dir:
+
+- a column moved (MASS and PITCH swapped) without a bump of ``LAYOUT_VERSION`` is
+  caught at ``import kanedyn``: a ``LayoutError`` names the version and the fingerprints;
+- with the version bumped, the caches written under the old layout are provably not
+  loaded: both kernels the run calls — one of the kernels package itself (potential
+  energy, ``kernels/kinematics.py``) and the energy kernel, which compiles in the
+  package's joint transforms — are cache misses,
+  compiled afresh, and right; a stale kernel would read the mass from the old column,
+  which now holds the pitch (0), and give V = 0;
+- after an edit of ``kernels/joint_rows.py`` alone (which the energy kernel reaches only
+  through the package: ``kernels.motion_subspace_column``, ``kernels/__init__.py`` →
+  ``joint_rows.py``), the energy kernel is compiled afresh too (the frames, centroidal
+  and joint-wrench kernels compile it in the same way and carry the same kind of key:
+  tests/dynamics/test_layout.py), and right;
+  an unchanged next run loads the caches (hits).
+
+"Caught" means: an error at import for a layout change without a version bump; else
+the stale cache dropped (numba's cache-miss count) and the result right.
+"""
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
-import pytest
+import kanedyn
 
 SCRIPT = textwrap.dedent("""
+    import json
     import sys
     import numpy as np
     import kanedyn as kd
-    from kanedyn.dynamics import _compiled
-    if sys.argv[1] == "changed":
-        _compiled.KERNELS_DIGEST = 12345  # as if the kernels had changed since the cache
-    from kanedyn.dynamics import {module} as k
-    model = kd.models.pendulum_chain(3)
+    from kanedyn.dynamics import energy_kernel, kernels, layout, reference
+    model = kd.models.pendulum_chain(3, planar=False)
     q = np.array([0.3, -0.2, 0.5])
-    k.ready("{kernel}")
-    print(k._LOADER.dropped)
-    print(np.allclose({check}, atol=1e-12))
+    v = np.array([0.1, 0.4, -0.3])
+    ok = {}
+    if "V" in sys.argv[1]:
+        V = kd.potential_energy(model, q)           # kernels/kinematics.py summary1
+        ok["V"] = bool(np.isclose(V, reference.potential_energy(model, q), rtol=1e-12))
+    if "E" in sys.argv[1]:
+        E = kd.ModelSystem(model).energy(q, v)      # energy_kernel.energy_terms
+        ok["E"] = bool(np.isclose(E, reference.kinetic_energy(model, q, v)
+                                  + reference.potential_energy(model, q), rtol=1e-12))
+    def stats(f):
+        s = f.stats
+        return [sum(s.cache_hits.values()), sum(s.cache_misses.values())]
+    print(json.dumps({"version": layout.LAYOUT_VERSION, "ok": ok,
+                      "summary1": stats(kernels.kinematics.summary1),
+                      "energy_terms": stats(energy_kernel.energy_terms)}))
 """)
 
-CASES = [
-    ("frames_kernel", "frame_f",
-     "kd.frame_placement(model, q, model.body_names[-1])[1], "
-     "kd.forward_kinematics(model, q).p[-1]"),
-]
+
+def _copy_package(tmp_path: Path) -> Path:
+    src = tmp_path / "src"
+    shutil.copytree(Path(kanedyn.__file__).parent, src / "kanedyn",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return src
 
 
-@pytest.mark.parametrize("module, kernel, check", CASES, ids=[c[0] for c in CASES])
-def test_a_cache_built_against_another_kernels_py_is_dropped(module, kernel, check,
-                                                             tmp_path):
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), KANEDYN_NO_C="1")
-    script = SCRIPT.format(module=module, kernel=kernel, check=check)
+def _run(src: Path, tmp_path: Path, code: str = SCRIPT,
+         what: str = "VE") -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(src), NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+               KANEDYN_NO_C="1")
+    return subprocess.run([sys.executable, "-c", code, what], env=env, capture_output=True,
+                          text=True, timeout=900, cwd=tmp_path)
 
-    def run(mode):
-        out = subprocess.run([sys.executable, "-c", script, mode], env=env,
-                             capture_output=True, text=True, timeout=600)
+
+def _swap_mass_and_pitch(layout_py: Path) -> None:
+    text = layout_py.read_text()
+    assert "PITCH = 15\nMASS = 16\n" in text
+    layout_py.write_text(text.replace("PITCH = 15\nMASS = 16\n", "PITCH = 16\nMASS = 15\n"))
+
+
+def test_a_moved_column_without_a_version_bump_fails_at_import(tmp_path):
+    src = _copy_package(tmp_path)
+    _swap_mass_and_pitch(src / "kanedyn" / "dynamics" / "layout.py")
+    out = _run(src, tmp_path, "import kanedyn")
+    assert out.returncode != 0
+    assert "LayoutError" in out.stderr
+    assert "the flat layout changed but LAYOUT_VERSION is still 1" in out.stderr
+    assert "MASS=15" in out.stderr and "PITCH=16" in out.stderr
+
+
+def test_a_cache_built_against_another_layout_or_source_is_never_run(tmp_path):
+    src = _copy_package(tmp_path)
+
+    def run(what="VE"):
+        out = _run(src, tmp_path, what=what)
         assert out.returncode == 0, out.stderr
-        return out.stdout.split()
+        return json.loads(out.stdout.strip().splitlines()[-1])
 
-    assert run("same") == ["False", "True"]        # a fresh cache, written
-    files = sorted(p.name for p in Path(tmp_path / "cache").rglob(f"{module}.*.nbi"))
-    assert files, "the first run left no cache of the module"
-    # the cache was built against another digest: dropped, compiled afresh, still right
-    assert run("changed") == ["True", "True"]
-    # what that run compiled and cached is kept by the next one (its probe is compiled
-    # anew, since the stale probe's cache was deleted, and agrees)
-    assert run("same") == ["False", "True"]
+    both = ("summary1", "energy_terms")
+    first = run()  # a fresh cache, written
+    assert first["ok"] == {"V": True, "E": True}
+    assert all(first[k][1] > 0 for k in both)
+    again = run()  # the same sources: loaded from the cache
+    assert all(again[k] == [1, 0] for k in both), again
+
+    # a moved column, the version bumped and the new fingerprint recorded (as the
+    # import error of an unbumped change says)
+    layout_py = src / "kanedyn" / "dynamics" / "layout.py"
+    _swap_mass_and_pitch(layout_py)
+    msg = _run(src, tmp_path, "import kanedyn").stderr
+    new = re.search(r"set LAYOUT_FINGERPRINT = '([0-9a-f]+)'", msg).group(1)
+    text = layout_py.read_text()
+    text = re.sub(r'LAYOUT_FINGERPRINT = "[0-9a-f]+"', f'LAYOUT_FINGERPRINT = "{new}"', text)
+    layout_py.write_text(text.replace("LAYOUT_VERSION = 1\n", "LAYOUT_VERSION = 2\n"))
+    moved = run()
+    assert moved["version"] == 2
+    assert moved["ok"] == {"V": True, "E": True}, moved
+    assert all(moved[k][0] == 0 and moved[k][1] > 0 for k in both), moved
+
+    # kernels/joint_rows.py edited (a comment): the energy kernel, which compiles it in
+    # through the package (its own file unchanged), is compiled afresh
+    kernels_py = src / "kanedyn" / "dynamics" / "kernels" / "joint_rows.py"
+    kernels_py.write_text(kernels_py.read_text() + "\n# edited\n")
+    edited = run("E")
+    assert edited["ok"] == {"E": True}, edited
+    assert edited["energy_terms"][0] == 0 and edited["energy_terms"][1] > 0, edited
+    assert run("E")["energy_terms"] == [1, 0]  # and the cache it wrote is used next time

@@ -160,3 +160,13 @@ def test_capabilities_are_declared_not_guessed_from_the_class():
     from kanedyn.constraints.mechanisms import four_bar_system
 
     assert four_bar_system().handles_constraints
+
+
+def test_energy_of_a_non_unit_quaternion_is_refused():
+    """The energy kernel reads the joint transforms of the dynamics kernels, which check
+    each quaternion's norm: a bad one is named, not turned into a non-rigid rotation."""
+    m = kd.models.pendulum_chain(1, planar=False, joint="spherical")
+    s = ModelSystem(m)
+    q = np.array([1.1, 0.0, 0.0, 0.0])
+    with pytest.raises(kd.StateError, match=r"quaternion .* has norm 1.1"):
+        s.energy(q, np.zeros(3))

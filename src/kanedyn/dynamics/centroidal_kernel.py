@@ -34,24 +34,9 @@ from __future__ import annotations
 import numpy as np
 from numba import carray, cfunc, njit, prange, types
 
-from ._compiled import KERNELS_DIGEST, KernelModule
-from .kernels.constants import (
-    AXIS_ID,
-    BAD_SHAPE,
-    FREE,
-    HDR,
-    IQ,
-    IV,
-    JTYPE,
-    MASS,
-    NOT_FINITE,
-    NVJ,
-    PARENT,
-    SIDX,
-    SPHERICAL,
-    WIDTH,
-    H,
-)
+from . import _compiled
+from ._compiled import KernelModule
+from .kernels.constants import BAD_SHAPE, NOT_FINITE
 from .kernels.entries import buffer_of
 from .kernels.joint_rows import (
     SINCOS_BIG,
@@ -80,6 +65,23 @@ from .kernels.spatial_rows import (
     x_motion,
     xt_force,
 )
+from .layout import (
+    AXIS_ID,
+    FREE,
+    HDR,
+    IQ,
+    IV,
+    JTYPE,
+    MASS,
+    NVJ,
+    PARENT,
+    SIDX,
+    SPHERICAL,
+    WIDTH,
+    H,
+)
+
+_compiled.key_cache(__name__)
 
 #: the total mass of the model is not positive: no centre of mass
 NO_MASS = -3
@@ -542,13 +544,6 @@ SIGNATURES = {
     "ag_batch": f"void({_M}, {_M}, {_T3}, {_I})",
     "cm_batch": f"void({_M}, {_M}, {_M}, {_M}, {_I})",
 }
-
-
-@njit(cache=True)
-def _built_against():
-    """The digest of the kernels package this module's cache was compiled with (see
-    :mod:`._compiled`: a cache built against another version is dropped)."""
-    return KERNELS_DIGEST
 
 
 _LOADER = KernelModule(globals())

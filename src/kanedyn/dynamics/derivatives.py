@@ -49,6 +49,8 @@ from numpy.typing import ArrayLike, NDArray
 from ..errors import ModelError, StateError
 from ..model import Model
 from ..spatial import crf, crm, skew
+from ._dispatch import fail
+from .flat import flatten
 from .reference import joint_transforms
 
 
@@ -69,6 +71,10 @@ def _vec(model: Model, x: ArrayLike, n: int, name: str) -> NDArray:
     if not np.all(np.isfinite(a)):
         raise StateError(f"{name} contains NaN or infinity")
     return a
+
+
+def _c(x: NDArray) -> NDArray:
+    return np.ascontiguousarray(x, dtype=float)
 
 
 def _check_q(model: Model, q: ArrayLike) -> NDArray:
@@ -142,21 +148,30 @@ def _rnea_tangent(model: Model, q: NDArray, v: NDArray, a: NDArray, gravity: boo
     return tau, dq, dv
 
 
-_KERNELS: dict[int, tuple[Model, object]] = {}
+def rnea_tangent_compiled(model: Model, q: NDArray, v: NDArray, a: NDArray,
+                          gravity: bool = True) -> tuple[NDArray, NDArray]:
+    """``(∂τ/∂q, ∂τ/∂v)`` by the compiled tangent pass on the model's flat array (q, v, a
+    contiguous float64 of the right lengths, q's quaternions checked by the caller)."""
+    from .derivatives_kernel import rnea_tangent
+
+    dq = np.empty((model.nv, model.nv))
+    dv = np.empty((model.nv, model.nv))
+    s = rnea_tangent(flatten(model).data, gravity, q, v, a, dq, dv)
+    if s:
+        fail(model, s, "rnea_derivatives", q, ((v, "v"), (a, "a")))
+    return dq, dv
 
 
-def _kernels(model: Model):
-    """The compiled passes of a Model, built once (the Model is immutable)."""
-    hit = _KERNELS.get(id(model))
-    if hit is not None and hit[0] is model:
-        return hit[1]
-    from .derivatives_kernel import DerivativeKernels
+def kinetic_tangent_compiled(model: Model, q: NDArray, v: NDArray) -> NDArray:
+    """``∂/∂q (∂T/∂q)`` by the compiled tangent pass (arguments as
+    :func:`rnea_tangent_compiled`)."""
+    from .derivatives_kernel import kinetic_tangent
 
-    if len(_KERNELS) > 64:  # many throwaway models (tests, sweeps): start afresh
-        _KERNELS.clear()
-    K = DerivativeKernels(model)
-    _KERNELS[id(model)] = (model, K)
-    return K
+    D = np.empty((model.nv, model.nv))
+    s = kinetic_tangent(flatten(model).data, q, v, D)
+    if s:
+        fail(model, s, "kinetic_energy_gradient_derivative", q, ((v, "v"),))
+    return D
 
 
 def rnea_derivatives_reference(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
@@ -185,8 +200,8 @@ def rnea_derivatives(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *,
     if out is not None:
         return out
     qq = _check_q(model, q)
-    return _kernels(model).rnea_derivatives(qq, _vec(model, v, model.nv, "v"),
-                                            _vec(model, a, model.nv, "a"), gravity)
+    return rnea_tangent_compiled(model, qq, _c(_vec(model, v, model.nv, "v")),
+                                 _c(_vec(model, a, model.nv, "a")), gravity)
 
 
 def aba_derivatives(model: Model, q: ArrayLike, v: ArrayLike,
@@ -210,7 +225,7 @@ def aba_derivatives(model: Model, q: ArrayLike, v: ArrayLike,
     vv = _vec(model, v, model.nv, "v")
     tt = _vec(model, tau, model.nv, "tau")
     qdd = np.asarray(aba(model, qq, vv, tt), dtype=float)
-    dq, dv = _kernels(model).rnea_derivatives(qq, vv, qdd)
+    dq, dv = rnea_tangent_compiled(model, qq, _c(vv), _c(qdd))
     try:
         c = cho_factor(np.asarray(crba(model, qq), dtype=float))
     except np.linalg.LinAlgError:
@@ -234,8 +249,7 @@ def kinetic_energy_gradient_derivative(model: Model, q: ArrayLike, v: ArrayLike)
     the numpy definition is :func:`kinetic_energy_gradient_derivative_reference`.
     """
     qq = _check_q(model, q)
-    return _kernels(model).kinetic_energy_gradient_derivative(
-        qq, _vec(model, v, model.nv, "v"))
+    return kinetic_tangent_compiled(model, qq, _c(_vec(model, v, model.nv, "v")))
 
 
 def kinetic_energy_gradient_derivative_reference(model: Model, q: ArrayLike,

@@ -1,11 +1,12 @@
-"""The tangent pass of :mod:`.derivatives` compiled (numba), on the flat arrays of a Model.
+"""The tangent pass of :mod:`.derivatives` compiled (numba), on the flat array of a Model.
 
 Same recursion, line for line, as :func:`kanedyn.dynamics.derivatives._rnea_tangent`
 and :func:`~kanedyn.dynamics.derivatives.kinetic_energy_gradient_derivative` (the
 readable definitions it is tested against); the spatial operators are 6x6 matrices
 built in place and multiplied by explicit loops (no allocation per body, no BLAS
-call on tiny matrices). It reads the constant arrays of
-:class:`~kanedyn.dynamics.energy_kernel.FlatEnergyModel` and its joint poses.
+call on tiny matrices). It reads the one flat array of :mod:`.flat` (columns in
+:mod:`.layout`): the joint transforms and motion subspaces come from
+:mod:`.kernels`, the 6x6 inertias from their 10 parameters, once per call.
 """
 
 from __future__ import annotations
@@ -13,7 +14,11 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .energy_kernel import FlatEnergyModel, _joint_pose
+from . import _compiled, kernels
+from .layout import GRAV, IBAR, IV, MASS, NVJ, PARENT
+from .layout import H as H_COLUMN  # (H is the subtree momentum below)
+
+_compiled.key_cache(__name__)
 
 
 @nb.njit(cache=True)
@@ -109,43 +114,62 @@ def _cols_add(A, S, nvj, out, c0):
 
 
 @nb.njit(cache=True)
-def _transforms(kind, parent, iq, axis, pitch, Et, rt, q, X):
-    """X[i] = i_X_parent(i) = plucker(Rᵀ, p) with (R, p) = (E_t R_J, r_t + E_t p_J)."""
-    nb_ = kind.shape[0]
-    Rj = np.empty((3, 3))
-    pj = np.empty(3)
-    E = np.empty((3, 3))
-    p = np.empty(3)
+def _body_arrays(data, q, X, S, I):
+    """X[i] = i_X_parent(i) = [E 0; −E r× E] from X_up = (E, r) of
+    :func:`kernels.joint_transform`; S[i, :, :nvj] the motion subspace; I[i] the spatial
+    inertia ``[Ī, h×; h×ᵀ, m 1]``. 0, or ``i + 1`` if the quaternion of body i is not unit."""
+    nb_ = data.shape[0] - 1
+    Xr = np.empty((nb_, 12))
+    Sc = np.empty((1, 6))
     for i in range(nb_):
-        _joint_pose(kind[i], q, iq[i], axis[i], pitch[i], Rj, pj)
-        for a in range(3):
-            p[a] = rt[i, a]
-            for c in range(3):
-                p[a] += Et[i, a, c] * pj[c]
-                s = 0.0
-                for k in range(3):
-                    s += Et[i, c, k] * Rj[k, a]
-                E[a, c] = s  # E = (E_t R_J)ᵀ
+        if kernels.joint_transform(data, i, q, Xr):
+            return i + 1
         X[i, :, :] = 0.0
         for a in range(3):
             for c in range(3):
-                X[i, a, c] = E[a, c]
-                X[i, a + 3, c + 3] = E[a, c]
-        # lower-left block −E p×
+                X[i, a, c] = Xr[i, 3 * a + c]
+                X[i, a + 3, c + 3] = Xr[i, 3 * a + c]
+        # lower-left block −E r×
+        r0, r1, r2 = Xr[i, 9], Xr[i, 10], Xr[i, 11]
         for a in range(3):
-            X[i, a + 3, 0] = -(E[a, 1] * p[2] - E[a, 2] * p[1])
-            X[i, a + 3, 1] = -(E[a, 2] * p[0] - E[a, 0] * p[2])
-            X[i, a + 3, 2] = -(E[a, 0] * p[1] - E[a, 1] * p[0])
+            e0, e1, e2 = Xr[i, 3 * a], Xr[i, 3 * a + 1], Xr[i, 3 * a + 2]
+            X[i, a + 3, 0] = -(e1 * r2 - e2 * r1)
+            X[i, a + 3, 1] = -(e2 * r0 - e0 * r2)
+            X[i, a + 3, 2] = -(e0 * r1 - e1 * r0)
+        S[i, :, :] = 0.0
+        for c in range(int(data[i, NVJ])):
+            kernels.motion_subspace_column(data, i, c, Sc, 0)
+            for r in range(6):
+                S[i, r, c] = Sc[0, r]
+        m = data[i, MASS]
+        h0, h1, h2 = data[i, H_COLUMN], data[i, H_COLUMN + 1], data[i, H_COLUMN + 2]
+        I[i, :, :] = 0.0
+        for a in range(3):
+            for c in range(3):
+                I[i, a, c] = data[i, IBAR + 3 * a + c]
+            I[i, 3 + a, 3 + a] = m
+        # upper right h×, lower left h×ᵀ = −h×
+        I[i, 0, 4], I[i, 0, 5] = -h2, h1
+        I[i, 1, 3], I[i, 1, 5] = h2, -h0
+        I[i, 2, 3], I[i, 2, 4] = -h1, h0
+        I[i, 4, 0], I[i, 5, 0] = -h2, h1
+        I[i, 3, 1], I[i, 5, 1] = h2, -h0
+        I[i, 3, 2], I[i, 4, 2] = -h1, h0
+    return 0
 
 
 @nb.njit(cache=True)
-def rnea_tangent(kind, parent, iq, iv, nvj, axis, pitch, Et, rt, inertia, S, a_grav,
-                 q, v, a, dq, dv):
-    """dq ← ∂τ/∂q (tangent chart), dv ← ∂τ/∂v of RNEA(q, v, a) with gravity a_grav."""
-    nb_ = kind.shape[0]
+def rnea_tangent(data, gravity, q, v, a, dq, dv):
+    """dq ← ∂τ/∂q (tangent chart), dv ← ∂τ/∂v of RNEA(q, v, a), with the model's gravity
+    if ``gravity``, else none. 0, or ``i + 1`` if the quaternion of body i is not unit."""
+    nb_ = data.shape[0] - 1
     nv = v.shape[0]
     X = np.empty((nb_, 6, 6))
-    _transforms(kind, parent, iq, axis, pitch, Et, rt, q, X)
+    S = np.empty((nb_, 6, 6))
+    inertia = np.empty((nb_, 6, 6))
+    st = _body_arrays(data, q, X, S, inertia)
+    if st:
+        return st
     vel = np.zeros((nb_, 6))
     acc = np.zeros((nb_, 6))
     f = np.zeros((nb_, 6))
@@ -162,12 +186,13 @@ def rnea_tangent(kind, parent, iq, iv, nvj, axis, pitch, Et, rt, inertia, S, a_g
     t6 = np.empty(6)
     C = np.empty((6, 6))
     G = np.empty((6, 6))
-    ng = np.empty(6)
-    for k in range(6):
-        ng[k] = -a_grav[k]
+    ng = np.zeros(6)  # −a_grav = −[0; g]
+    if gravity:
+        for k in range(3):
+            ng[3 + k] = -data[nb_, GRAV + k]
     for i in range(nb_):
-        p = parent[i]
-        c0, nj = iv[i], nvj[i]
+        p = int(data[i, PARENT])
+        c0, nj = int(data[i, IV]), int(data[i, NVJ])
         Si = S[i]
         Xi = X[i]
         for r in range(6):
@@ -227,8 +252,8 @@ def rnea_tangent(kind, parent, iq, iv, nvj, axis, pitch, Et, rt, inertia, S, a_g
         _mm_add(I, Dav[i], Dfv[i], 1.0)
         _mm_add(G, Dvv[i], Dfv[i], 1.0)
     for i in range(nb_ - 1, -1, -1):
-        p = parent[i]
-        c0, nj = iv[i], nvj[i]
+        p = int(data[i, PARENT])
+        c0, nj = int(data[i, IV]), int(data[i, NVJ])
         Si = S[i]
         for c in range(nj):
             for col in range(nv):
@@ -247,15 +272,21 @@ def rnea_tangent(kind, parent, iq, iv, nvj, axis, pitch, Et, rt, inertia, S, a_g
                 f[p, r] += t6[r]
             _mtm_add(X[i], Dfq[i], Dfq[p])
             _mtm_add(X[i], Dfv[i], Dfv[p])
+    return 0
 
 
 @nb.njit(cache=True)
-def kinetic_tangent(kind, parent, iq, iv, nvj, axis, pitch, Et, rt, inertia, S, q, v, D):
-    """D ← ∂/∂q (∂T/∂q) at fixed v, both in the tangent chart."""
-    nb_ = kind.shape[0]
+def kinetic_tangent(data, q, v, D):
+    """D ← ∂/∂q (∂T/∂q) at fixed v, both in the tangent chart. 0, or ``i + 1`` if the
+    quaternion of body i is not unit."""
+    nb_ = data.shape[0] - 1
     nv = v.shape[0]
     X = np.empty((nb_, 6, 6))
-    _transforms(kind, parent, iq, axis, pitch, Et, rt, q, X)
+    S = np.empty((nb_, 6, 6))
+    inertia = np.empty((nb_, 6, 6))
+    st = _body_arrays(data, q, X, S, inertia)
+    if st:
+        return st
     V = np.zeros((nb_, 6))
     Vp = np.zeros((nb_, 6))
     H = np.zeros((nb_, 6))
@@ -264,8 +295,8 @@ def kinetic_tangent(kind, parent, iq, iv, nvj, axis, pitch, Et, rt, inertia, S, 
     C = np.empty((6, 6))
     t6 = np.empty(6)
     for i in range(nb_):
-        p = parent[i]
-        c0, nj = iv[i], nvj[i]
+        p = int(data[i, PARENT])
+        c0, nj = int(data[i, IV]), int(data[i, NVJ])
         if p >= 0:
             _mv(X[i], V[p], Vp[i])
             _mm_add(X[i], DV[p], DV[i], 1.0)
@@ -280,8 +311,8 @@ def kinetic_tangent(kind, parent, iq, iv, nvj, axis, pitch, Et, rt, inertia, S, 
         _mm_add(inertia[i], DV[i], DH[i], 1.0)
     B = np.zeros((6, nv))
     for i in range(nb_ - 1, -1, -1):
-        p = parent[i]
-        c0, nj = iv[i], nvj[i]
+        p = int(data[i, PARENT])
+        c0, nj = int(data[i, IV]), int(data[i, NVJ])
         B[:, :] = 0.0
         _crf_bar(H[i], C)
         _mm_add(C, DV[i], B, 1.0)  # DV[i] = δ(v_λ in i's coordinates): v_J is fixed
@@ -300,30 +331,4 @@ def kinetic_tangent(kind, parent, iq, iv, nvj, axis, pitch, Et, rt, inertia, S, 
             for r in range(6):
                 H[p, r] += t6[r]
             _mtm_add(X[i], DH[i], DH[p])
-
-
-class DerivativeKernels:
-    """Compiled RNEA and ∂T/∂q tangents of one Model (flat arrays built once)."""
-
-    def __init__(self, model, flat: FlatEnergyModel | None = None):
-        self.flat = flat if flat is not None else FlatEnergyModel(model)
-        self.nv = model.nv
-        self.a_grav = np.ascontiguousarray(model.gravity_spatial, dtype=float)
-        self._zero6 = np.zeros(6)
-
-    def _args(self):
-        f = self.flat
-        return (f.kind, f.parent, f.iq, f.iv, f.nvj, f.axis, f.pitch, f.Et, f.rt, f.inertia,
-                f.S)
-
-    def rnea_derivatives(self, q, v, a, gravity: bool = True):
-        dq = np.empty((self.nv, self.nv))
-        dv = np.empty((self.nv, self.nv))
-        rnea_tangent(*self._args(), self.a_grav if gravity else self._zero6,
-                     q, v, a, dq, dv)
-        return dq, dv
-
-    def kinetic_energy_gradient_derivative(self, q, v):
-        D = np.empty((self.nv, self.nv))
-        kinetic_tangent(*self._args(), q, v, D)
-        return D
+    return 0

@@ -2,7 +2,9 @@
 
 Discrete-gradient and projection methods evaluate T, V and ``∂T/∂q`` many
 times per step; the public ``kd.kinetic_energy`` / ``kd.potential_energy`` are
-the readable (and independent) definitions, tested against this kernel.
+the readable (and independent) definitions, tested against this kernel. It reads
+the one flat array of :mod:`.flat` (columns in :mod:`.layout`) and takes the joint
+transforms and motion subspaces of :mod:`.kernels`.
 
 Everything is computed in world coordinates, where the subtree sums need no
 transforms. For body i with world pose (R_i, p_i), its spatial velocity about
@@ -23,119 +25,33 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ..model import Model
+from . import _compiled, kernels
+from .layout import ARMATURE, GRAV, IBAR, IV, MASS, NVJ, PARENT, H
 
-REVOLUTE, PRISMATIC, HELICAL, PLANAR, SPHERICAL, FREE = range(6)
-_KINDS = {"revolute": REVOLUTE, "prismatic": PRISMATIC, "helical": HELICAL,
-          "planar": PLANAR, "spherical": SPHERICAL, "free": FREE}
-
-
-class FlatEnergyModel:
-    """The constant arrays of a Model the kernel needs (built once per ModelSystem)."""
-
-    def __init__(self, model: Model):
-        n = model.nb
-        self.kind = np.empty(n, np.int64)
-        self.parent = np.empty(n, np.int64)
-        self.iq = np.empty(n, np.int64)
-        self.iv = np.empty(n, np.int64)
-        self.nvj = np.empty(n, np.int64)
-        self.axis = np.zeros((n, 3))
-        self.pitch = np.zeros(n)
-        self.Et = np.empty((n, 3, 3))
-        self.rt = np.empty((n, 3))
-        self.inertia = np.empty((n, 6, 6))
-        self.S = np.zeros((n, 6, 6))
-        self.mass = np.empty(n)
-        self.com = np.empty((n, 3))
-        for b in model.bodies:
-            i, j = b.index, b.joint
-            self.kind[i] = _KINDS[j.kind]
-            self.parent[i] = b.parent
-            self.iq[i], self.iv[i], self.nvj[i] = b.iq.start, b.iv.start, j.nv
-            if hasattr(j, "axis"):
-                self.axis[i] = j.axis
-            self.pitch[i] = getattr(j, "pitch", 0.0)
-            self.Et[i] = b.placement.rotation
-            self.rt[i] = b.placement.translation
-            self.inertia[i] = b.inertia
-            self.S[i, :, :j.nv] = j.motion_subspace()
-            self.mass[i] = b.mass
-            self.com[i] = b.com
-        self.gravity = np.asarray(model.gravity, dtype=float).copy()
-        self.armature = np.ascontiguousarray(model.armature)
-        self.nv = model.nv
-
-    def evaluate(self, q: np.ndarray, v: np.ndarray, dT: np.ndarray, dV: np.ndarray,
-                 out: np.ndarray) -> None:
-        """out = [T, V, L(3), P(3)]; dT ← ∂T/∂q, dV ← ∂V/∂q = g(q) (tangent space)."""
-        _energy_pass(self.kind, self.parent, self.iq, self.iv, self.nvj, self.axis, self.pitch,
-                     self.Et, self.rt, self.inertia, self.S, self.mass, self.com, self.gravity,
-                     q, v, dT, dV, out)
-        add_rotor_energy(self.armature, v, out)
+_compiled.key_cache(__name__)
 
 
 @nb.njit(cache=True)
-def add_rotor_energy(armature, v, out):
+def add_rotor_energy(data, v, out):
     """``out[0] += ½ Σ armature v²``: the rotors' kinetic energy (armature, a joint's rotor
     inertia, acts on its own speeds only: T gains this, ∂T/∂q and the momentum nothing)."""
-    for k in range(v.shape[0]):
-        out[0] += 0.5 * armature[k] * v[k] * v[k]
+    for i in range(data.shape[0] - 1):
+        arm = data[i, ARMATURE]
+        if arm != 0.0:
+            o = int(data[i, IV])
+            for c in range(int(data[i, NVJ])):
+                out[0] += 0.5 * arm * v[o + c] * v[o + c]
 
 
 @nb.njit(cache=True)
-def _rodrigues(a, th, R):
-    s, c = np.sin(th), np.cos(th)
-    t = 1.0 - c
-    x, y, z = a[0], a[1], a[2]
-    R[0, 0] = c + t * x * x
-    R[0, 1] = t * x * y - s * z
-    R[0, 2] = t * x * z + s * y
-    R[1, 0] = t * x * y + s * z
-    R[1, 1] = c + t * y * y
-    R[1, 2] = t * y * z - s * x
-    R[2, 0] = t * x * z - s * y
-    R[2, 1] = t * y * z + s * x
-    R[2, 2] = c + t * z * z
-
-
-@nb.njit(cache=True)
-def _quat_matrix(w, x, y, z, R):
-    R[0, 0] = 1 - 2 * (y * y + z * z)
-    R[0, 1] = 2 * (x * y - w * z)
-    R[0, 2] = 2 * (x * z + w * y)
-    R[1, 0] = 2 * (x * y + w * z)
-    R[1, 1] = 1 - 2 * (x * x + z * z)
-    R[1, 2] = 2 * (y * z - w * x)
-    R[2, 0] = 2 * (x * z - w * y)
-    R[2, 1] = 2 * (y * z + w * x)
-    R[2, 2] = 1 - 2 * (x * x + y * y)
-
-
-@nb.njit(cache=True)
-def _joint_pose(kind, qs, k, axis, pitch, Rj, pj):
-    pj[:] = 0.0
-    if kind == REVOLUTE:
-        _rodrigues(axis, qs[k], Rj)
-    elif kind == PRISMATIC:
-        Rj[:, :] = 0.0
-        for a in range(3):
-            Rj[a, a] = 1.0
-            pj[a] = qs[k] * axis[a]
-    elif kind == HELICAL:
-        _rodrigues(axis, qs[k], Rj)
-        for a in range(3):
-            pj[a] = pitch * qs[k] * axis[a]
-    elif kind == PLANAR:
-        c, s = np.cos(qs[k + 2]), np.sin(qs[k + 2])
-        Rj[:, :] = 0.0
-        Rj[0, 0], Rj[0, 1], Rj[1, 0], Rj[1, 1], Rj[2, 2] = c, -s, s, c, 1.0
-        pj[0], pj[1] = qs[k], qs[k + 1]
-    elif kind == SPHERICAL:
-        _quat_matrix(qs[k], qs[k + 1], qs[k + 2], qs[k + 3], Rj)
-    else:  # FREE
-        _quat_matrix(qs[k + 3], qs[k + 4], qs[k + 5], qs[k + 6], Rj)
-        pj[0], pj[1], pj[2] = qs[k], qs[k + 1], qs[k + 2]
+def energy_terms(data, q, v, dT, dV, out):
+    """``out = [T, V, L (3), P (3)]`` with the rotors' energy in T, ``dT ← ∂T/∂q``,
+    ``dV ← ∂V/∂q = g(q)`` (tangent space): what :class:`~kanedyn.ModelSystem` asks for.
+    Returns the status of :func:`energy_pass` (``i + 1``: the quaternion of body i is not
+    unit)."""
+    s = energy_pass(data, q, v, dT, dV, out)
+    add_rotor_energy(data, v, out)
+    return s
 
 
 @nb.njit(cache=True)
@@ -146,20 +62,24 @@ def _cross(a, b, out):
 
 
 @nb.njit(cache=True)
-def _energy_pass(kind, parent, iq, iv, nvj, axis, pitch, Et, rt, inertia, S, mass, com, g,
-                 q, v, dT, dV, out):
-    n = kind.shape[0]
-    msub = np.zeros(n)  # subtree mass and first moment Σ m c (world), for ∂V/∂q
-    mcsub = np.zeros((n, 3))
-    R = np.empty((n, 3, 3))
-    P = np.empty((n, 3))
+def energy_pass(data, q, v, dT, dV, out):
+    """``out[:8] = [T, V, L, P]`` of the bodies (no rotors), ``dT ← ∂T/∂q``, ``dV ← ∂V/∂q``;
+    0, or ``i + 1`` if the quaternion of body i is not of unit norm (out is then not set).
+    The body poses (R_i, p_i) are those of :func:`kernels.kinematics_into`."""
+    n = data.shape[0] - 1
+    g = data[n, GRAV:GRAV + 3]
     Vw = np.zeros((n, 6))
     Vp = np.zeros((n, 6))
-    H = np.zeros((n, 6))
+    msub = np.zeros(n)  # subtree mass and first moment Σ m c (world), for ∂V/∂q
+    mcsub = np.zeros((n, 3))
+    R = np.empty((n, 3, 3))  # body axes in the world
+    P = np.empty((n, 3))  # body origins in the world
+    st = kernels.kinematics_into(data, q, v, False, R, P, Vp)  # (no velocities: Vp unused)
+    if st:
+        return st
+    Hm = np.zeros((n, 6))
     sig = np.empty((n, 6, 6))
-    Rj = np.empty((3, 3))
-    ER = np.empty((3, 3))
-    pj = np.empty(3)
+    Sc = np.empty((1, 6))
     tmp = np.empty(3)
     tmp2 = np.empty(3)
     wc = np.empty(3)
@@ -168,47 +88,22 @@ def _energy_pass(kind, parent, iq, iv, nvj, axis, pitch, Et, rt, inertia, S, mas
     T = 0.0
     Vpot = 0.0
     for i in range(n):
-        _joint_pose(kind[i], q, iq[i], axis[i], pitch[i], Rj, pj)
-        p = parent[i]
-        # pose: T_i = T_parent * T_tree * T_joint
-        for a in range(3):
-            tmp[a] = rt[i, a]
-            for b in range(3):
-                tmp[a] += Et[i, a, b] * pj[b]
-        for a in range(3):
-            for b in range(3):
-                s_ = 0.0
-                for c in range(3):
-                    s_ += Et[i, a, c] * Rj[c, b]
-                ER[a, b] = s_
-                R[i, a, b] = s_
-        if p >= 0:
-            for a in range(3):
-                for b in range(3):
-                    s_ = 0.0
-                    for c in range(3):
-                        s_ += R[p, a, c] * ER[c, b]
-                    R[i, a, b] = s_
-            for a in range(3):
-                s_ = P[p, a]
-                for c in range(3):
-                    s_ += R[p, a, c] * tmp[c]
-                P[i, a] = s_
-            for a in range(6):
-                Vp[i, a] = Vw[p, a]
-        else:
-            for a in range(3):
-                P[i, a] = tmp[a]
+        p = int(data[i, PARENT])
+        for a in range(6):
+            Vp[i, a] = Vw[p, a] if p >= 0 else 0.0
         # world motion axes σ_e = [R s_ω; R s_v + p × R s_ω], and V_i = V_λ + Σ σ_e v_e
         for a in range(6):
             Vw[i, a] = Vp[i, a]
-        for e in range(nvj[i]):
+        o = int(data[i, IV])
+        nvj = int(data[i, NVJ])
+        for e in range(nvj):
+            kernels.motion_subspace_column(data, i, e, Sc, 0)
             for a in range(3):
                 s_w = 0.0
                 s_v = 0.0
                 for c in range(3):
-                    s_w += R[i, a, c] * S[i, c, e]
-                    s_v += R[i, a, c] * S[i, 3 + c, e]
+                    s_w += R[i, a, c] * Sc[0, c]
+                    s_v += R[i, a, c] * Sc[0, 3 + c]
                 sig[i, a, e] = s_w
                 tmp2[a] = s_v
             for a in range(3):
@@ -216,10 +111,10 @@ def _energy_pass(kind, parent, iq, iv, nvj, axis, pitch, Et, rt, inertia, S, mas
             _cross(P[i], wc, tmp)
             for a in range(3):
                 sig[i, 3 + a, e] = tmp2[a] + tmp[a]
-            ve = v[iv[i] + e]
+            ve = v[o + e]
             for a in range(6):
                 Vw[i, a] += sig[i, a, e] * ve
-        # body-coordinate velocity, momentum h_c = I V_c, back to world
+        # body-coordinate velocity hc = [ω; v] (about the body origin)
         for a in range(3):
             wc[a] = Vw[i, a]
         _cross(P[i], wc, tmp)  # p × ω
@@ -233,15 +128,21 @@ def _energy_pass(kind, parent, iq, iv, nvj, axis, pitch, Et, rt, inertia, S, mas
                 s_v += R[i, c, a] * tmp2[c]
             hc[a] = s_w
             hc[3 + a] = s_v
-        for a in range(6):
-            s_ = 0.0
-            for c in range(6):
-                s_ += inertia[i, a, c] * hc[c]
-            T += 0.5 * s_ * hc[a]
-            if a < 3:
-                wc[a] = s_
-            else:
-                vc[a - 3] = s_
+        # body momentum I hc = [Ī ω + h × v; m v − h × ω] (I from its 10 parameters)
+        m = data[i, MASS]
+        h0, h1, h2 = data[i, H], data[i, H + 1], data[i, H + 2]
+        w0, w1, w2, u0, u1, u2 = hc[0], hc[1], hc[2], hc[3], hc[4], hc[5]
+        for a in range(3):
+            wc[a] = (data[i, IBAR + 3 * a] * w0 + data[i, IBAR + 3 * a + 1] * w1
+                     + data[i, IBAR + 3 * a + 2] * w2)
+        wc[0] += h1 * u2 - h2 * u1
+        wc[1] += h2 * u0 - h0 * u2
+        wc[2] += h0 * u1 - h1 * u0
+        vc[0] = m * u0 - (h1 * w2 - h2 * w1)
+        vc[1] = m * u1 - (h2 * w0 - h0 * w2)
+        vc[2] = m * u2 - (h0 * w1 - h1 * w0)
+        T += 0.5 * (wc[0] * w0 + wc[1] * w1 + wc[2] * w2 + vc[0] * u0 + vc[1] * u1
+                    + vc[2] * u2)
         # world momentum: f = R f_c, n_O = R n_c + p × f
         for a in range(3):
             s_w = 0.0
@@ -249,21 +150,19 @@ def _energy_pass(kind, parent, iq, iv, nvj, axis, pitch, Et, rt, inertia, S, mas
             for c in range(3):
                 s_w += R[i, a, c] * wc[c]
                 s_v += R[i, a, c] * vc[c]
-            H[i, a] = s_w
-            H[i, 3 + a] = s_v
+            Hm[i, a] = s_w
+            Hm[i, 3 + a] = s_v
         for a in range(3):
-            tmp2[a] = H[i, 3 + a]
+            tmp2[a] = Hm[i, 3 + a]
         _cross(P[i], tmp2, tmp)
         for a in range(3):
-            H[i, a] += tmp[a]
-        # potential: −m gᵀ (p + R c)
+            Hm[i, a] += tmp[a]
+        # potential: −gᵀ m c_world, m c_world = m p + R h
         for a in range(3):
-            s_ = P[i, a]
-            for c in range(3):
-                s_ += R[i, a, c] * com[i, c]
-            Vpot -= mass[i] * g[a] * s_
-            mcsub[i, a] = mass[i] * s_
-        msub[i] = mass[i]
+            mc = m * P[i, a] + R[i, a, 0] * h0 + R[i, a, 1] * h1 + R[i, a, 2] * h2
+            Vpot -= g[a] * mc
+            mcsub[i, a] = mc
+        msub[i] = m
     for a in range(6):
         out[2 + a] = 0.0
     for i in range(n - 1, -1, -1):
@@ -272,38 +171,41 @@ def _energy_pass(kind, parent, iq, iv, nvj, axis, pitch, Et, rt, inertia, S, mas
             wc[a] = Vp[i, a]
             vc[a] = Vp[i, 3 + a]
         for a in range(3):
-            tmp2[a] = H[i, a]
+            tmp2[a] = Hm[i, a]
         _cross(wc, tmp2, tmp)
         fn0, fn1, fn2 = tmp[0], tmp[1], tmp[2]
         for a in range(3):
-            tmp2[a] = H[i, 3 + a]
+            tmp2[a] = Hm[i, 3 + a]
         _cross(vc, tmp2, tmp)
         fn0 += tmp[0]
         fn1 += tmp[1]
         fn2 += tmp[2]
         _cross(wc, tmp2, tmp)  # ω × f
-        for e in range(nvj[i]):
-            dT[iv[i] + e] = -(sig[i, 0, e] * fn0 + sig[i, 1, e] * fn1 + sig[i, 2, e] * fn2
-                              + sig[i, 3, e] * tmp[0] + sig[i, 4, e] * tmp[1]
-                              + sig[i, 5, e] * tmp[2])
+        o = int(data[i, IV])
+        nvj = int(data[i, NVJ])
+        for e in range(nvj):
+            dT[o + e] = -(sig[i, 0, e] * fn0 + sig[i, 1, e] * fn1 + sig[i, 2, e] * fn2
+                          + sig[i, 3, e] * tmp[0] + sig[i, 4, e] * tmp[1]
+                          + sig[i, 5, e] * tmp[2])
         # ∂V/∂ξ_e = −Σ_subtree m gᵀ(σ_v + σ_ω × c) = −M_k gᵀσ_v − σ_ω·(mc_k × g)
         for a in range(3):
             tmp2[a] = mcsub[i, a]
         _cross(tmp2, g, tmp)
-        for e in range(nvj[i]):
-            dV[iv[i] + e] = -(msub[i] * (g[0] * sig[i, 3, e] + g[1] * sig[i, 4, e]
-                                         + g[2] * sig[i, 5, e])
-                              + sig[i, 0, e] * tmp[0] + sig[i, 1, e] * tmp[1]
-                              + sig[i, 2, e] * tmp[2])
-        p = parent[i]
+        for e in range(nvj):
+            dV[o + e] = -(msub[i] * (g[0] * sig[i, 3, e] + g[1] * sig[i, 4, e]
+                                     + g[2] * sig[i, 5, e])
+                          + sig[i, 0, e] * tmp[0] + sig[i, 1, e] * tmp[1]
+                          + sig[i, 2, e] * tmp[2])
+        p = int(data[i, PARENT])
         if p >= 0:
             for a in range(6):
-                H[p, a] += H[i, a]
+                Hm[p, a] += Hm[i, a]
             msub[p] += msub[i]
             for a in range(3):
                 mcsub[p, a] += mcsub[i, a]
         else:
             for a in range(6):
-                out[2 + a] += H[i, a]
+                out[2 + a] += Hm[i, a]
     out[0] = T
     out[1] = Vpot
+    return 0

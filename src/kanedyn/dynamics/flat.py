@@ -1,39 +1,13 @@
-"""The flat array form of a Model, which the numba kernels read.
+"""The flat array form of a Model, which every compiled consumer reads.
 
 A :class:`~kanedyn.model.Model` is a tuple of Python objects; a kernel wants
-contiguous numbers. ``flatten(model)`` packs everything the recursive
-algorithms need into one float64 array ``data`` of shape (nb + 1, WIDTH):
-row i (0 ≤ i < nb) describes body i, the last row the whole model. One
-array keeps the cost of calling a numba function low (each array argument
-costs about 0.05 µs to unbox).
-
-Body row i:
-
-- ``E_TREE`` (9, row-major), ``R_TREE`` (3): ``X_tree = jointframe_X_parent``
-  as Featherstone's (E, r) — E the rotation from parent to joint-frame
-  coordinates, r the joint frame's origin in parent coordinates.
-- ``AXIS`` (3), ``PITCH``: joint axis (revolute, prismatic, helical) and pitch.
-- ``MASS``, ``H`` (3) = m c, ``IBAR`` (9) = I_c + m c× c×ᵀ: the spatial
-  inertia about the body origin as its 10 parameters,
-  ``I = [Ī, h×; h×ᵀ, m 1]`` (Featherstone 2008, eq. 2.63).
-- ``PARENT``, ``JTYPE``, ``IQ``, ``IV``, ``NVJ``: integers stored as floats
-  (exactly representable), the parent index (-1 for the world), the joint
-  type code (:data:`JOINT_CODES`), the offsets of the joint in q and v, and
-  its number of speeds; ``AXIS_ID`` 0, 1 or 2 when a revolute axis is the unit
-  x, y or z axis (URDF robots nearly always), for a cheaper transform, else -1;
-  ``SIDX`` k when the motion subspace of a one-speed joint is the unit vector e_k
-  of R⁶ (revolute or prismatic about a unit axis: S = [e_ax; 0] or [0; e_ax]),
-  else -1: then ``Sᵀ f = f[k]`` and ``I S`` is column k of I, no multiplications.
-- ``ARMATURE``: the joint's rotor inertia, added to M's diagonal at each of its
-  speeds (:attr:`kanedyn.model.joints.Joint.armature`).
-
-Model row: ``NB``, ``NQ``, ``NV``, ``GRAV`` (3) = the world gravity vector g
-(the spatial gravity acceleration is ``[0; g]``), ``QTOL`` the tolerance on the
-norm of a quaternion in q (:data:`kanedyn.model.joints.QUAT_TOL`, read at run
-time so that a change of it needs no recompilation), ``CHAIN`` 1 if every
-body's parent is the body before it (an unbranched chain), else 0; ``SINGTOL``
-the pivot of ABA's ``D_i`` at or below which joint i moves no inertia
-(:func:`kanedyn.model.model.singular_tolerance`).
+contiguous numbers. ``flatten(model)`` packs everything the compiled code needs —
+the recursive algorithms, the energy and derivative kernels, the configuration map,
+the compiled integrator loops and the batches — into one float64 array ``data`` of
+shape (nb + 1, WIDTH), by the layout of :mod:`.layout` (its docstring has the table
+of columns, and the version rule): row i (0 ≤ i < nb) describes body i, the last
+row the whole model. One array keeps the cost of calling a numba function low (each
+array argument costs about 0.05 µs to unbox).
 
 ``data`` is a view into a larger 1-D array ``buf``: a header (nb, nq, nv, the
 length of ``buf``), then ``data``, then a workspace for the single-state entry
@@ -42,8 +16,9 @@ that take bare pointers), which take ``buf`` alone in place of the model and the
 scratch arrays they would otherwise allocate on every call.
 
 The flat form is computed once per Model and cached by the Model's identity
-(a Model is immutable; its entry is dropped when the Model is collected), and
-what a single-state call needs is also kept on the Model (see :class:`_Hot`).
+(a Model is immutable; its entry is dropped when the Model is collected): the one
+caching rule for every consumer. What a single-state call needs is also kept on the
+Model (see :class:`_Hot`).
 """
 
 from __future__ import annotations
@@ -58,11 +33,8 @@ from ..errors import ModelError
 from ..model import Model
 from ..model.joints import QUAT_TOL
 from ..model.model import singular_tolerance
-
-# The layout constants live in kernels.py, the module numba compiles and caches:
-# numba's on-disk cache is invalidated when that file changes, not when this one
-# does, so a layout change made here would leave stale compiled kernels behind.
-from .kernels import (
+from .kernels import workspace_size
+from .layout import (
     ARMATURE,
     AXIS,
     AXIS_ID,
@@ -88,7 +60,6 @@ from .kernels import (
     SINGTOL,
     WIDTH,
     H,
-    workspace_size,
 )
 
 

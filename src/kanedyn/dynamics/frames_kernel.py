@@ -29,20 +29,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._compiled import KERNELS_DIGEST, KernelModule
-from .kernels.constants import (
-    AXIS_ID,
-    BAD_SHAPE,
-    IQ,
-    IV,
-    NOT_FINITE,
-    NQ,
-    NV,
-    NVJ,
-    PARENT,
-    SIDX,
-    WIDTH,
-)
+from . import _compiled
+from ._compiled import KernelModule
+from .kernels.constants import BAD_SHAPE, NOT_FINITE
 from .kernels.joint_rows import (
     SINCOS_BIG,
     SINCOS_MIN,
@@ -54,6 +43,19 @@ from .kernels.joint_rows import (
 )
 from .kernels.lanes import BATCH_TASK
 from .kernels.spatial_rows import all_finite2, cross_motion_add, cross_unit_add, x_motion
+from .layout import (
+    AXIS_ID,
+    IQ,
+    IV,
+    NQ,
+    NV,
+    NVJ,
+    PARENT,
+    SIDX,
+    WIDTH,
+)
+
+_compiled.key_cache(__name__)
 
 #: what to compute (bits of ``want``)
 POSE, VEL, ACC, CLASSICAL, JAC, DJAC = 1, 2, 4, 8, 16, 32
@@ -440,13 +442,6 @@ SIGNATURES = {
     "frame_f": f"int64({_M}, {_A}, {_A}, {_A}, int64, {_A}, {_A2})",
     "frame_batch": f"void({_M}, {_M}, {_M}, {_M}, int64, {_M}, {_T3}, int64[::1])",
 }
-
-
-@njit(cache=True)
-def _built_against():
-    """The digest of kernels.py this module's cache was compiled with (see
-    :mod:`._compiled`: a cache built against another kernels.py is dropped)."""
-    return KERNELS_DIGEST
 
 
 _LOADER = KernelModule(globals(), first={"frame_batch": ("frame_f",)})

@@ -15,11 +15,19 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._compiled import KERNELS_DIGEST, KernelModule
-from .kernels.constants import BAD_SHAPE, HDR, NOT_FINITE, PARENT, WIDTH
+from . import _compiled
+from ._compiled import KernelModule
+from .kernels.constants import BAD_SHAPE, NOT_FINITE
 from .kernels.lanes import BATCH_TASK
 from .kernels.rnea import rnea_core
 from .kernels.spatial_rows import all_finite2, compose, xt_force
+from .layout import (
+    HDR,
+    PARENT,
+    WIDTH,
+)
+
+_compiled.key_cache(__name__)
 
 #: the ``reference`` codes: body coordinates; world coordinates about the world
 #: origin; world axes about the body origin (Pinocchio's LOCAL, WORLD, LOCAL_WORLD_ALIGNED)
@@ -134,13 +142,6 @@ SIGNATURES = {
     "jw_f_fext": f"int64({_V}, {_A}, {_A}, {_A}, {_A2}, int64, {_A2})",
     "jw_batch": f"void({_M}, {_M}, {_M}, {_M}, {_T3}, boolean, int64, {_T3}, {_I})",
 }
-
-
-@njit(cache=True)
-def _built_against():
-    """The digest of the kernels package this module's cache was compiled with (see
-    :mod:`._compiled`: a cache built against another version is dropped)."""
-    return KERNELS_DIGEST
 
 
 _LOADER = KernelModule(globals())

@@ -3,7 +3,8 @@
 The same method as :class:`~kanedyn.integrators.discrete_gradient.AVF` (tested
 to roundoff against it) for a plain Model with additive coordinates and no
 force elements: canonical (q, p), ``∇H = (g − ∂T/∂q, M⁻¹p)`` from the CRBA
-kernel behind ``kd.crba`` and the energy kernel of :mod:`kanedyn.sim`, the
+kernel behind ``kd.crba`` and the energy kernel of :mod:`kanedyn.dynamics.energy_kernel`
+(both on the model's one flat array), the
 segment integral by Gauss–Legendre nodes, simplified Newton with the matrix
 ``[[1, −h/2 M⁻¹], [0, 1]]`` — block triangular, so each update is two
 matrix–vector products. A step whose Newton iteration does not settle makes
@@ -17,17 +18,18 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ..dynamics import kernels
-from ..dynamics.energy_kernel import _energy_pass
+from ..dynamics import _compiled, kernels
+from ..dynamics.energy_kernel import energy_pass
 from ..dynamics.flat import flatten
 from .base import _chol_solve
-from .rk4_compiled import energy_kernel_arrays, step_grid
+from .rk4_compiled import step_grid
+
+_compiled.key_cache(__name__)
 
 
 @nb.njit(cache=True)
-def _avf_loop(data, ek, q0, v0, dt, n_steps, every, xi, w, tol, maxiter, blowup, Q, V, iters,
+def _avf_loop(data, q0, v0, dt, n_steps, every, xi, w, tol, maxiter, blowup, Q, V, iters,
               status):
-    (kind, parent, iq, iv, nvj, axis, pitch, Et, rt, inertia, S, mass, com, g) = ek
     n = v0.shape[0]
     q, v = q0.copy(), v0.copy()
     M = np.empty((n, n))
@@ -72,8 +74,7 @@ def _avf_loop(data, ek, q0, v0, dt, n_steps, every, xi, w, tol, maxiter, blowup,
                 if not _chol_solve(M, pk, vk):
                     status[0], status[1] = 3, step
                     return k_out
-                _energy_pass(kind, parent, iq, iv, nvj, axis, pitch, Et, rt, inertia, S, mass,
-                             com, g, qk, vk, dT, dV, out)
+                s |= energy_pass(data, qk, vk, dT, dV, out)
                 for i in range(n):
                     gq[i] += w[k] * (dV[i] - dT[i])
                     gp[i] += w[k] * vk[i]
@@ -135,10 +136,9 @@ def run(problem, tol: float, maxiter: int, nodes: int):
     Q = np.empty((len(keep), s.nq))
     V = np.empty((len(keep), s.nv))
     iters = np.zeros(n_steps, dtype=np.int32)
-    ek = energy_kernel_arrays(s)
     x, wts = np.polynomial.legendre.leggauss(nodes)
     status = np.zeros(2, dtype=np.int64)
-    _avf_loop(flatten(model).data, ek, np.ascontiguousarray(problem.q0, float),
+    _avf_loop(flatten(model).data, np.ascontiguousarray(problem.q0, float),
               np.ascontiguousarray(problem.v0, float), steps, n_steps, every, 0.5 * (x + 1.0),
               0.5 * wts, float(tol), int(maxiter), float(problem.blowup), Q, V, iters, status)
     if status[0]:

@@ -6,8 +6,9 @@ Model with additive coordinates (revolute, prismatic, helical joints) and no
 force elements — :class:`~kanedyn.integrators.rk4.RK4` runs this loop instead,
 which calls the compiled ABA kernel of :mod:`kanedyn.dynamics.kernels` (the
 function behind ``kd.aba``) and the energy kernel of
-:mod:`kanedyn.dynamics.energy_kernel` directly. It computes the same steps as the
-Python RK4 (tested to roundoff) — the design note's "tight stepping loop".
+:mod:`kanedyn.dynamics.energy_kernel` directly, both on the model's one flat array.
+It computes the same steps as the Python RK4 (tested to roundoff) — the design
+note's "tight stepping loop".
 
 With ``project=True`` each step is followed by the energy projection of
 :mod:`.projection`: ``(q, v) = (q̃, ṽ) + λ (∂E/∂q, M ṽ)``, λ by Newton on
@@ -19,15 +20,16 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ..dynamics import kernels
-from ..dynamics.energy_kernel import _energy_pass
+from ..dynamics import _compiled, kernels
+from ..dynamics.energy_kernel import energy_pass
 from ..dynamics.flat import flatten
 from ..errors import DivergenceError, SolverError
 
+_compiled.key_cache(__name__)
+
 
 @nb.njit(cache=True)
-def _rk4_loop(data, ek, q0, v0, dt, n_steps, every, project, blowup, Q, V, status):
-    (kind, parent, iq, iv, nvj, axis, pitch, Et, rt, inertia, S, mass, com, g) = ek
+def _rk4_loop(data, q0, v0, dt, n_steps, every, project, blowup, Q, V, status):
     nv = v0.shape[0]
     q, v = q0.copy(), v0.copy()
     tau = np.zeros(nv)
@@ -35,8 +37,7 @@ def _rk4_loop(data, ek, q0, v0, dt, n_steps, every, project, blowup, Q, V, statu
     qs, vs = np.empty(nv), np.empty(nv)
     dT, dV, out = np.empty(nv), np.empty(nv), np.empty(8)
     M = np.empty((nv, nv))
-    _energy_pass(kind, parent, iq, iv, nvj, axis, pitch, Et, rt, inertia, S, mass, com, g,
-                 q, v, dT, dV, out)
+    energy_pass(data, q, v, dT, dV, out)
     E0 = out[0] + out[1]
     vmax0 = 0.0
     for i in range(nv):
@@ -65,8 +66,7 @@ def _rk4_loop(data, ek, q0, v0, dt, n_steps, every, project, blowup, Q, V, statu
             q[i] += h / 6.0 * (v[i] + 2.0 * k2q[i] + 2.0 * k3q[i] + vs[i])
             v[i] += h / 6.0 * (k1v[i] + 2.0 * k2v[i] + 2.0 * k3v[i] + k4v[i])
         if project:
-            _energy_pass(kind, parent, iq, iv, nvj, axis, pitch, Et, rt, inertia, S, mass,
-                         com, g, q, v, dT, dV, out)
+            s |= energy_pass(data, q, v, dT, dV, out)
             s |= kernels.crba1(data, q, M)
             b = M @ v
             slope = 0.0
@@ -80,8 +80,7 @@ def _rk4_loop(data, ek, q0, v0, dt, n_steps, every, project, blowup, Q, V, statu
                 for i in range(nv):
                     qs[i] = q[i] + lam * dT[i]
                     vs[i] = v[i] + lam * b[i]
-                _energy_pass(kind, parent, iq, iv, nvj, axis, pitch, Et, rt, inertia, S,
-                             mass, com, g, qs, vs, k1v, k2v, out)
+                s |= energy_pass(data, qs, vs, k1v, k2v, out)
                 f = out[0] + out[1] - E0
                 if abs(f) <= 2e-16 * abs(E0):
                     break
@@ -119,13 +118,6 @@ def step_grid(problem):
     return n_steps, steps, times, every, keep
 
 
-def energy_kernel_arrays(system) -> tuple:
-    """The arrays of a ModelSystem's energy kernel, in the order the compiled loops take."""
-    f = system._flat
-    return (f.kind, f.parent, f.iq, f.iv, f.nvj, f.axis, f.pitch, f.Et, f.rt, f.inertia, f.S,
-            f.mass, f.com, f.gravity)
-
-
 def applicable(problem) -> bool:
     """A plain Model, additive coordinates, no force elements, no progress bar, no armature
     (the loops' energy is the bodies' alone; a model with rotors takes the Python steps,
@@ -143,9 +135,8 @@ def run(problem, name: str, project: bool):
     n_steps, steps, times, every, keep = step_grid(problem)
     Q = np.empty((len(keep), s.nq))
     V = np.empty((len(keep), s.nv))
-    ek = energy_kernel_arrays(s)
     status = np.zeros(2, dtype=np.int64)
-    k = _rk4_loop(flatten(model).data, ek, np.ascontiguousarray(problem.q0, float),
+    k = _rk4_loop(flatten(model).data, np.ascontiguousarray(problem.q0, float),
                   np.ascontiguousarray(problem.v0, float), steps, n_steps, every, project,
                   float(problem.blowup), Q, V, status)
     if status[0]:

@@ -28,12 +28,16 @@ import numpy as np
 from numba import njit, prange
 from numpy.typing import ArrayLike, NDArray
 
+from ..dynamics import _compiled
 from ..dynamics import kernels as K
 from ..dynamics._dispatch import singular_error
-from ..dynamics.flat import GRAV, IBAR, MASS, PARENT, H, flatten
+from ..dynamics.flat import flatten
+from ..dynamics.layout import GRAV, IBAR, MASS, PARENT, H
 from ..errors import DivergenceError, KanedynError, StateError
 from ..model import Model
 from ..model.model import singular_joints
+
+_compiled.key_cache(__name__)
 
 # per-dof force parameters, columns of P[run, dof, :]
 P_K, P_REST, P_C, P_FRIC, P_FC, P_FS, P_VS, P_DELTA, P_FV, P_EPS, P_SMOOTH, P_SURF = range(12)

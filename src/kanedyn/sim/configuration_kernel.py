@@ -14,7 +14,10 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ..dynamics.energy_kernel import FREE, PLANAR, SPHERICAL
+from ..dynamics import _compiled
+from ..dynamics.layout import FREE, IQ, IV, JTYPE, NVJ, PLANAR, SPHERICAL
+
+_compiled.key_cache(__name__)
 
 
 @nb.njit(cache=True)
@@ -34,10 +37,11 @@ def _quat_exp_mul(q, k, w0, w1, w2, out, o):
 
 
 @nb.njit(cache=True)
-def integrate_into(kind, iq, iv, nvj, q, v, dt, out):
-    """out = q ⊕ dt v for the whole model (kinds and slices from FlatEnergyModel)."""
-    for i in range(kind.shape[0]):
-        a, b, kd = iq[i], iv[i], kind[i]
+def integrate_into(data, q, v, dt, out):
+    """out = q ⊕ dt v for the whole model (joint types and offsets from the flat array
+    ``data`` of :func:`kanedyn.dynamics.flat.flatten`)."""
+    for i in range(data.shape[0] - 1):
+        a, b, kd = int(data[i, IQ]), int(data[i, IV]), int(data[i, JTYPE])
         if kd == SPHERICAL:
             _quat_exp_mul(q, a, dt * v[b], dt * v[b + 1], dt * v[b + 2], out, a)
         elif kd == FREE:
@@ -76,5 +80,5 @@ def integrate_into(kind, iq, iv, nvj, q, v, dt, out):
             out[a + 1] = q[a + 1] + s * dx + c * dy
             out[a + 2] = th + w
         else:
-            for e in range(nvj[i]):
+            for e in range(int(data[i, NVJ])):
                 out[a + e] = q[a + e] + dt * v[b + e]

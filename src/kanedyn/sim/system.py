@@ -50,9 +50,10 @@ from numpy.typing import NDArray
 from scipy.linalg import cho_factor, cho_solve
 
 from .. import dynamics as dyn
-from ..dynamics._dispatch import singular_error
-from ..dynamics.derivatives_kernel import DerivativeKernels
-from ..dynamics.energy_kernel import FlatEnergyModel
+from ..dynamics._dispatch import fail, singular_error
+from ..dynamics.derivatives import kinetic_tangent_compiled, rnea_tangent_compiled
+from ..dynamics.energy_kernel import energy_terms
+from ..dynamics.flat import flatten
 from ..model import Model
 from ..model import configuration as cfg
 from ..model.model import singular_joints
@@ -96,8 +97,8 @@ class ModelSystem:
                               else None)
         self._curved = [b for b in model.bodies if not _additive(b.joint)]
         self._zero_v = np.zeros(model.nv)
-        self._flat = FlatEnergyModel(model)
-        self._deriv = DerivativeKernels(model, self._flat)
+        # the Model's one flat array (cached per Model by flatten, shared with kd.aba etc.)
+        self._data = flatten(model).data
         self._dT = np.zeros(model.nv)
         self._dV = np.zeros(model.nv)
         self._out = np.zeros(8)
@@ -121,7 +122,10 @@ class ModelSystem:
 
     def _pass(self, q: NDArray, v: NDArray) -> tuple[float, float, NDArray, NDArray, NDArray]:
         """(T, V, ∂T/∂q, [L; P], ∂V/∂q) by one pass of the energy kernel."""
-        self._flat.evaluate(_c(q), _c(v), self._dT, self._dV, self._out)
+        q, v = _c(q), _c(v)
+        s = energy_terms(self._data, q, v, self._dT, self._dV, self._out)
+        if s:
+            fail(self.model, s, "energy", q, ((v, "v"),))
         return self._out[0], self._out[1], self._dT, self._out[2:], self._dV
 
     # T, V and [L; P] come from the energy kernel; they equal kd.kinetic_energy,
@@ -147,9 +151,8 @@ class ModelSystem:
     def integrate_configuration(self, q: NDArray, v: NDArray, dt: float) -> NDArray:
         """q ⊕ dt v, by the compiled joint maps of :mod:`.configuration_kernel` (equal to
         :func:`kanedyn.integrate_configuration`, tested), quaternions renormalised."""
-        f = self._flat
         out = np.empty(self.nq)
-        integrate_into(f.kind, f.iq, f.iv, f.nvj, _c(q), _c(v), float(dt), out)
+        integrate_into(self._data, _c(q), _c(v), float(dt), out)
         return out
 
     def neutral(self) -> NDArray:
@@ -192,7 +195,7 @@ class ModelSystem:
         """
         q, v = _c(q), _c(v)
         a = _c(self.forward_dynamics(q, v, tau))
-        dq, dv = self._deriv.rnea_derivatives(q, v, a)
+        dq, dv = rnea_tangent_compiled(self.model, q, v, a)
         if dtau_dq is not None:
             dq = dq - dtau_dq
         if dtau_dv is not None:
@@ -210,10 +213,9 @@ class ModelSystem:
         RNEA(q, 0, 0), ∂²T/∂q² from :func:`kanedyn.dynamics.kinetic_energy_gradient_derivative`.
         """
         q, v = _c(q), _c(v)
-        K = self._deriv
-        B = K.rnea_derivatives(q, self._zero_v, v, gravity=False)[0]
-        G = K.rnea_derivatives(q, self._zero_v, self._zero_v)[0]
-        return B, K.kinetic_energy_gradient_derivative(q, v) - G
+        B = rnea_tangent_compiled(self.model, q, self._zero_v, v, gravity=False)[0]
+        G = rnea_tangent_compiled(self.model, q, self._zero_v, self._zero_v)[0]
+        return B, kinetic_tangent_compiled(self.model, q, v) - G
 
     def chart_rate_jacobian(self, v: NDArray) -> NDArray:
         """``∂(J(ξ)⁻¹ v)/∂ξ`` at ξ = 0: ``J_r(ξ)⁻¹ = 1 + ½ ad_ξ + O(ξ²)`` and

@@ -4,8 +4,8 @@ The same algorithms as :mod:`kanedyn.dynamics.reference` (Featherstone 2008: RNE
 Table 5.1, CRBA Table 6.2, ABA Table 7.1), written for speed. One file per part:
 
 =================  ==================================================================
-``constants``      the flat layout's columns, joint codes, status codes, the packed
-                   buffer's header and workspace size
+``constants``      the status codes, the packed buffer's workspace size (the flat
+                   layout itself: :mod:`kanedyn.dynamics.layout`)
 ``joint_rows``     the per-joint primitives: ``X_up = X_J(q) X_tree``, the motion
                    subspace S (a column, ``S x``, ``Sᵀ f``), cos and sin of all angles
                    at once; their lane forms
@@ -76,24 +76,24 @@ compiled integrators) uses the ``*_into`` functions, which allocate, or ``*1``.
 Spatial vectors are rows of (n, 6) arrays. ``fastmath`` is off: the kernels
 must agree with the reference implementation to rounding.
 
-numba's disk cache of every function here has one stamp, the digest of the whole
-package (:mod:`._cache`): a change to any file recompiles all of them, as a change to
-the one file did when they were one.
+numba keys the disk cache of a function by its own file; every file here calls
+``_compiled.key_cache`` after its imports, so that the cache of, say, ``rnea.py`` is
+also keyed by the layout and by the sources of ``joint_rows.py`` and ``spatial_rows.py``
+that it compiles in (see :mod:`kanedyn.dynamics._compiled`): a change to a helper
+recompiles the algorithms that inline it, as a change to the one file did when they were
+one.
 """
 
 from __future__ import annotations
 
-from . import _cache
-
-_cache.install()  # before any kernel is decorated (see _cache)
-
-# the names other modules use as kernels.X: the layout block (flat.py reads it here), the
-# entry-point table and its loaders, the algorithms that other compiled code calls (the
-# compiled integrators, sim/batch.py, bench/), and what the tests look at
-from .aba import ABA_LANE_BODIES, aba1, aba_core, aba_into, aba_lanes_fit  # noqa: E402, F401
-from .constants import *  # noqa: E402, F403
-from .crba import crba1, crba_core, crba_into  # noqa: E402, F401
-from .entries import (  # noqa: E402, F401
+# the names other modules use as kernels.X: the entry-point table and its loaders, the
+# algorithms and helpers that other compiled code calls (the energy and derivative
+# kernels, the compiled integrators, sim/batch.py, bench/), and what the tests look at
+from .. import _compiled
+from .aba import ABA_LANE_BODIES, aba1, aba_core, aba_into, aba_lanes_fit  # noqa: F401
+from .constants import BAD_SHAPE, NOT_FINITE, SINGULAR, workspace_size  # noqa: F401
+from .crba import crba1, crba_core, crba_into  # noqa: F401
+from .entries import (  # noqa: F401
     ENTRIES,
     SIGNATURES,
     Entry,
@@ -103,7 +103,19 @@ from .entries import (  # noqa: E402, F401
     load,
     ready,
 )
-from .joint_rows import SINCOS_BIG, SINCOS_MIN, joint_transform, sincos  # noqa: E402, F401
-from .kinematics import jacobian_into, kinematics_into, summary_into  # noqa: E402, F401
-from .lanes import BATCH_TASK, LANE_BODIES, LANES, stack_array  # noqa: E402, F401
-from .rnea import rnea1, rnea_batch, rnea_core, rnea_into, rnea_lanes  # noqa: E402, F401
+from .joint_rows import (  # noqa: F401
+    SINCOS_BIG,
+    SINCOS_MIN,
+    joint_transform,
+    motion_subspace_column,
+    motion_subspace_times,
+    sincos,
+)
+from .kinematics import jacobian_into, kinematics_into, summary_into  # noqa: F401
+from .lanes import BATCH_TASK, LANE_BODIES, LANES, stack_array  # noqa: F401
+from .rnea import rnea1, rnea_batch, rnea_core, rnea_into, rnea_lanes  # noqa: F401
+
+# a module that compiles in code of the package through ``kernels.X`` (the energy and
+# derivative kernels, the compiled integrators, sim/batch.py) depends on this file: its
+# compile key is then this one's, which covers every file above (_compiled.py)
+_compiled.key_cache(__name__)

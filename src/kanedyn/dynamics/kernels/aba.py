@@ -20,25 +20,24 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .constants import (
+from .. import _compiled
+from ..layout import (
     ARMATURE,
     AXIS_ID,
-    BAD_SHAPE,
     FREE,
     GRAV,
     HDR,
     IQ,
     IV,
     JTYPE,
-    NOT_FINITE,
     NV,
     NVJ,
     PARENT,
     SIDX,
     SINGTOL,
-    SINGULAR,
     WIDTH,
 )
+from .constants import BAD_SHAPE, NOT_FINITE, SINGULAR
 from .joint_rows import (
     joint_transform,
     lane_cos_sin,
@@ -69,6 +68,8 @@ from .spatial_rows import (
     xt_force,
     xt_force_add,
 )
+
+_compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
 
 
 @njit(cache=True, _nrt=False, forceinline=True)

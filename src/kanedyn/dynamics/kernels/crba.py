@@ -17,10 +17,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .constants import (
+from .. import _compiled
+from ..layout import (
     ARMATURE,
     AXIS_ID,
-    BAD_SHAPE,
     CHAIN,
     FREE,
     HDR,
@@ -28,7 +28,6 @@ from .constants import (
     IV,
     JTYPE,
     MASS,
-    NOT_FINITE,
     NQ,
     NV,
     NVJ,
@@ -36,6 +35,7 @@ from .constants import (
     SIDX,
     WIDTH,
 )
+from .constants import BAD_SHAPE, NOT_FINITE
 from .joint_rows import (
     SINCOS_BIG,
     SINCOS_MIN,
@@ -58,6 +58,8 @@ from .spatial_rows import (
     xt_force,
     xt_force_scalars,
 )
+
+_compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
 
 
 @njit(cache=True, _nrt=False, forceinline=True)

@@ -34,9 +34,12 @@ from dataclasses import dataclass
 
 from numba import carray, cfunc, njit, types
 
+from .. import _compiled
 from .aba import aba_f
 from .crba import crba_f
 from .rnea import gravity_f, nle_f, rnea_f
+
+_compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
 
 #: the result's dimensions that are the model's number of speeds and of bodies
 NV = "nv"

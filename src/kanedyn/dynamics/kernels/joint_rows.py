@@ -23,7 +23,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .constants import (
+from .. import _compiled
+from ..layout import (
     AXIS,
     AXIS_ID,
     E_TREE,
@@ -40,6 +41,8 @@ from .constants import (
     REVOLUTE,
     SPHERICAL,
 )
+
+_compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
 
 # --- joints ------------------------------------------------------------------
 

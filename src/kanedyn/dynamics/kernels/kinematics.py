@@ -15,9 +15,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .constants import ARMATURE, BAD_SHAPE, GRAV, IV, MASS, NOT_FINITE, NQ, NV, NVJ, PARENT, H
+from .. import _compiled
+from ..layout import ARMATURE, GRAV, IV, MASS, NQ, NV, NVJ, PARENT, H
+from .constants import BAD_SHAPE, NOT_FINITE
 from .joint_rows import joint_transform, motion_subspace_column, motion_subspace_times
 from .spatial_rows import all_finite, all_finite2, inertia_times, x_motion
+
+_compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
 
 
 @njit(cache=True)

@@ -13,6 +13,10 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from .. import _compiled
+
+_compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
+
 # States per task of the batched kernels: each task allocates its workspace once.
 # Tasks are handed out dynamically (the wrappers set numba's parallel chunk size to
 # 1 around the call), so a thread whose core is busy with other work takes fewer.

@@ -21,23 +21,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .constants import (
-    ARMATURE,
-    AXIS_ID,
-    BAD_SHAPE,
-    GRAV,
-    HDR,
-    IQ,
-    IV,
-    JTYPE,
-    MASS,
-    NOT_FINITE,
-    NV,
-    NVJ,
-    PARENT,
-    SIDX,
-    WIDTH,
-)
+from .. import _compiled
+from ..layout import ARMATURE, AXIS_ID, GRAV, HDR, IQ, IV, JTYPE, MASS, NV, NVJ, PARENT, SIDX, WIDTH
+from .constants import BAD_SHAPE, NOT_FINITE
 from .joint_rows import (
     joint_transform,
     lane_cos_sin,
@@ -63,6 +49,8 @@ from .spatial_rows import (
     xt_force,
     xt_force_add,
 )
+
+_compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
 
 
 @njit(cache=True, _nrt=False)

@@ -19,7 +19,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .constants import IBAR, MASS, NQ, H
+from .. import _compiled
+from ..layout import IBAR, MASS, NQ, H
+
+_compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
 
 # --- spatial algebra on rows, transforms as (E, r) ---------------------------
 
