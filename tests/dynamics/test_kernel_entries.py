@@ -18,7 +18,7 @@ import pytest
 import kanedyn as kd
 from kanedyn.dynamics import _compiled, kernels
 from kanedyn.dynamics.kernels import entries
-from kanedyn.dynamics.kernels.entries import ENTRIES, NB, NV
+from kanedyn.dynamics.kernels.entries import DIM_NB, DIM_NV, ENTRIES
 
 
 def _signatures(entry):
@@ -84,12 +84,12 @@ def test_declared_result_shape_is_what_the_public_function_returns(entry):
     v, a = rng.normal(size=(2, model.nv))
     out = _call(model, entry, q, v, a)
     assert out.shape == entry.result_shape(model.nv, model.nb)
-    assert {NV, NB} >= {d for d in entry.result if isinstance(d, str)}
+    assert {DIM_NV, DIM_NB} >= {d for d in entry.result if isinstance(d, str)}
     if entry.name == "forward_kinematics":  # its further outputs
         k = kd.forward_kinematics(model, q, v)
         assert [k.p.shape, k.velocity.shape] == [(model.nb, 3), (model.nb, 6)]
         assert [k.p.shape, k.velocity.shape] == [
-            tuple(model.nb if d == NB else d for d in m) for m in entry.more]
+            tuple(model.nb if d == DIM_NB else d for d in m) for m in entry.more]
     Q = np.array([q, q])
     V, A = np.array([v, v]), np.array([a, a])
     outs = _call(model, entry, Q, V, A)
@@ -124,6 +124,6 @@ def test_each_file_of_the_package_is_keyed_by_the_helpers_it_compiles_in():
 
 def test_kernels_names_other_modules_use_are_in_the_package():
     for name in ("rnea_core", "crba_core", "aba_core", "aba1", "crba1", "joint_transform",
-                 "stack_array", "WIDTH", "HDR", "ready", "entry",
+                 "stack_array", "BAD_SHAPE", "ready", "entry",
                  "c_entry", "SIGNATURES", "workspace_size"):
         assert hasattr(kernels, name), name

@@ -90,12 +90,12 @@ def c_front(wrapper, entry):
 
         return c_address(entry)
 
-    from .kernels.entries import NB, NV
+    from .kernels.entries import DIM_NB, DIM_NV
 
     # the table's row as _fastcall.c reads it: each state's length ('q': nq, 'v': nv), the
     # result's dimensions (-1: nv, -2: nb)
     inputs = "".join("q" if name == "q" else "v" for name in entry.inputs)
-    result = tuple(-1 if d == NV else -2 if d == NB else d for d in entry.result)
+    result = tuple(-1 if d == DIM_NV else -2 if d == DIM_NB else d for d in entry.result)
     try:
         caller = Caller(wrapper, loader, inputs, result, fext=entry.takes_f_ext)
     except TypeError:  # an extension built before it took a row of the table

@@ -42,8 +42,8 @@ from .rnea import gravity_f, nle_f, rnea_f
 _compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
 
 #: the result's dimensions that are the model's number of speeds and of bodies
-NV = "nv"
-NB = "nb"
+DIM_NV = "nv"
+DIM_NB = "nb"
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,8 @@ class Entry:
     name: str
     #: the state arrays after the model, in order (q: nq entries; the others: nv)
     inputs: tuple[str, ...]
-    #: the shape of one state's result: ints, :data:`NV` for the model's nv and
-    #: :data:`NB` for its number of bodies (the first output, where there are several)
+    #: the shape of one state's result: ints, :data:`DIM_NV` for the model's nv and
+    #: :data:`DIM_NB` for its number of bodies (the first output, where there are several)
     result: tuple[int | str, ...]
     #: the single-state kernel
     single: str
@@ -82,30 +82,30 @@ class Entry:
 
     def result_shape(self, nv: int, nb: int = -1) -> tuple[int, ...]:
         """The shape of one state's result for a model of ``nv`` speeds and ``nb`` bodies."""
-        if NB in self.result and nb < 0:
+        if DIM_NB in self.result and nb < 0:
             raise ValueError(f"{self.name}: the result's shape {self.result} needs nb")
-        return tuple(nv if d == NV else nb if d == NB else d for d in self.result)
+        return tuple(nv if d == DIM_NV else nb if d == DIM_NB else d for d in self.result)
 
 
 ENTRIES: dict[str, Entry] = {e.name: e for e in (
-    Entry("rnea", ("q", "v", "a"), (NV,), "rnea_f", "rnea_batch", "rnea_f_fext", "rnea_c"),
-    Entry("nonlinear_effects", ("q", "v"), (NV,), "nle_f", "rnea_batch", c="nle_c"),
-    Entry("gravity_torques", ("q",), (NV,), "gravity_f", "rnea_batch", c="gravity_c"),
-    Entry("crba", ("q",), (NV, NV), "crba_f", "crba_batch", c="crba_c"),
-    Entry("aba", ("q", "v", "tau"), (NV,), "aba_f", "aba_batch", "aba_f_fext", "aba_c"),
+    Entry("rnea", ("q", "v", "a"), (DIM_NV,), "rnea_f", "rnea_batch", "rnea_f_fext", "rnea_c"),
+    Entry("nonlinear_effects", ("q", "v"), (DIM_NV,), "nle_f", "rnea_batch", c="nle_c"),
+    Entry("gravity_torques", ("q",), (DIM_NV,), "gravity_f", "rnea_batch", c="gravity_c"),
+    Entry("crba", ("q",), (DIM_NV, DIM_NV), "crba_f", "crba_batch", c="crba_c"),
+    Entry("aba", ("q", "v", "tau"), (DIM_NV,), "aba_f", "aba_batch", "aba_f_fext", "aba_c"),
     # poses and velocities (R, p, velocity), a summary [T, V, L (3), P (3), c (3)], a body
     # Jacobian: on the flat model, through the dispatcher
-    Entry("forward_kinematics", ("q", "v"), (NB, 3, 3), "kinematics1", "kinematics_batch",
-          packed=False, more=((NB, 3), (NB, 6))),
+    Entry("forward_kinematics", ("q", "v"), (DIM_NB, 3, 3), "kinematics1", "kinematics_batch",
+          packed=False, more=((DIM_NB, 3), (DIM_NB, 6))),
     Entry("energy", ("q", "v"), (11,), "summary1", "summary_batch", packed=False),
-    Entry("jacobian", ("q",), (6, NV), "jacobian1", "jacobian_batch",
+    Entry("jacobian", ("q",), (6, DIM_NV), "jacobian1", "jacobian_batch",
           options=("body", "frame"), packed=False),
-    Entry("centroidal_momentum_matrix", ("q",), (6, NV), "ag_f", "ag_batch", c="ag_c",
+    Entry("centroidal_momentum_matrix", ("q",), (6, DIM_NV), "ag_f", "ag_batch", c="ag_c",
           module="centroidal_kernel"),
     # [h_G, Ȧ_G v]: centroidal_momentum and centroidal_momentum_bias
     Entry("centroidal_momentum", ("q", "v"), (12,), "cm_f", "cm_batch",
           module="centroidal_kernel"),
-    Entry("joint_wrenches", ("q", "v", "a"), (NB, 6), "jw_f", "jw_batch", "jw_f_fext",
+    Entry("joint_wrenches", ("q", "v", "a"), (DIM_NB, 6), "jw_f", "jw_batch", "jw_f_fext",
           options=("reference",), module="joint_wrenches_kernel"),
 )}
 
