@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import gc
 import inspect
 import pickle
 import sys
@@ -262,9 +263,13 @@ def test_no_reference_is_leaked():
     """1e5 calls of each function on the C path, and a thousand handed on or refused:
     the reference counts of the model, the frame name, its cached array, the states and
     the tables do not move, and a pose's two views free their array."""
+    # a name of its own (not the interned "sensor" that other tests' models, collected
+    # at any time, hold too), on a model of its own
+    name = "".join(["leak", "_probe"])
     model = _model(5)
+    model = model.add_frame(name, "sensor", (np.eye(3), np.ones(3)))
+    world, local = "".join(["wor", "ld"]), "".join(["lo", "cal"])  # equal, not identical
     q, v, a = _state(model, 5)
-    name = "sensor"
     bad = q.copy()
     bad[3:7] *= 1.01
     kd.frame_acceleration(model, q, v, a, name)  # cached
@@ -273,10 +278,10 @@ def test_no_reference_is_leaked():
     def run(n, k):
         for _ in range(n):
             kd.frame_placement(model, q, name)
-            kd.frame_velocity(model, q, v, name, "world")
+            kd.frame_velocity(model, q, v, name, world)
             kd.frame_acceleration(model, q, v, a, name, reference="local_world_aligned",
                                   classical=False)
-            kd.frame_jacobian(model, q, name, reference="local")
+            kd.frame_jacobian(model, q, name, reference=local)
             kd.frame_jacobian_time_variation(model, q, v, name)
         for _ in range(k):
             kd.frame_jacobian(model, q.tolist(), name)  # handed on
@@ -288,10 +293,12 @@ def test_no_reference_is_leaked():
                     pass
 
     run(10, 10)
+    gc.collect()
     objects = (model, name, P, getattr(model, frames.ATTR), q, v, a, bad, frames._VEL_OPS,
-               frames._ACC_OPS, "world", "local")
+               frames._ACC_OPS, world, local)
     before = [sys.getrefcount(x) for x in objects]
     run(100_000, 1000)
+    gc.collect()
     assert [sys.getrefcount(x) for x in objects] == before
     R, p = kd.frame_placement(model, q, name)
     base = weakref.ref(R.base)

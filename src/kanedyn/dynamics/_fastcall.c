@@ -293,6 +293,7 @@ typedef int64_t (*frame_kernel)(double *P, double *q, double *v, double *a, int6
 enum { RESULT_POSE = 0, RESULT_VECTOR = 1, RESULT_MATRIX = 2 };
 
 /* columns of row 0 of a frame's array P (frames_kernel.py P_NB, P_NQ, P_NV) */
+#define P_NB 13
 #define P_NQ 14
 #define P_NV 15
 
@@ -402,6 +403,8 @@ frame_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *k
     Py_DECREF(frames);
     double *Pd = (double *)PyArray_DATA((PyArrayObject *)P);
     npy_intp nv = (npy_intp)Pd[P_NV];
+    if (PyArray_DIM((PyArrayObject *)P, 0) != 3 * (npy_intp)Pd[P_NB] + 7) /* (param_rows) */
+        goto general_P;
     double *x[3];
     for (int k = 0; k < self->nin; k++) {
         if (!is_state(args[1 + k], k == 0 ? (npy_intp)Pd[P_NQ] : nv))
