@@ -1,7 +1,8 @@
-/* The single-state call of rnea, crba, aba, ... from Python, without Python in between.
+/* The single-state call of rnea, crba, aba, ... and of the frame functions from Python,
+   without Python in between. Two types, each standing in front of a public wrapper:
 
-   A `Caller` stands in front of a public wrapper (kanedyn.dynamics.rnea.rnea etc.):
-   called as `f(model, x1, ..., xk)` or `f(model, x1, ..., xk, out=r)` with k state
+   `Caller` (kanedyn.dynamics.rnea.rnea etc.): called as `f(model, x1, ..., xk)` or
+   `f(model, x1, ..., xk, out=r)` with k state
    arrays (and `f_ext=None`, by position or name, where the wrapper has f_ext), where
    each x is a 1-D, aligned, C-contiguous, native float64 ndarray of the model's length
    (q: nq, the others: nv) and r (if not None) a writeable one of the result's shape,
@@ -10,9 +11,22 @@
    C address (`kernels.c_entry`). What a Caller takes is a row of the kernels'
    entry-point table (kernels/entries.py, `ENTRIES`), passed by `_dispatch.c_front`:
    the length of each state ('q': the model's nq, 'v': its nv), the result's shape
-   (fixed sizes, NV for the model's nv, NB for its nb) and whether there is f_ext;
-   nothing here is particular to one algorithm. Anything else — external forces, a batch, a list,
-   another dtype, strides, a wrong length, a Model not yet flattened — goes to the
+   (fixed sizes, DIM_NV for the model's nv, DIM_NB for its nb) and whether there is
+   f_ext; nothing in Caller is particular to one algorithm.
+
+   `FrameCaller` (kanedyn.dynamics.frames.frame_jacobian etc.): called as
+   `f(model, x1, ..., xk, frame[, reference[, classical]])`, the last two by position
+   or by name, with states as above, a frame whose array P the wrapper has already
+   cached on the model (`model._kd_frames[frame][0]`, see frames.py `_Frames` and
+   frames_kernel.py `frame_params`: P's row 0 gives nq and nv), a reference that is a
+   key of the wrapper's table of kernel ops (frames.py `_OPS`) and `classical` True or
+   False, it allocates the result (a 6-vector, a 6 x nv matrix, or the pose as the
+   views (R (3, 3), p (3,)) of one 12-vector, as the wrapper returns them) and calls
+   `frames_kernel.frame_c`, whose address `frames_kernel.c_entry` gives.
+
+   Anything else — external forces, a batch, a list,
+   another dtype, strides, a wrong length, a Model not yet flattened, a frame not yet
+   cached, an unknown reference, a keyword the wrapper does not have — goes to the
    Python wrapper unchanged, and so does a call whose kernel returns a non-zero
    status, so that the wrapper raises the error that names the culprit.
 
@@ -20,8 +34,8 @@
    wrapper and numba's unboxing of each array argument cost about as much again.
    Here the checks are C macros and the arrays are passed as bare pointers.
 
-   The kernels hold the GIL while they run (the model's buffer holds their
-   workspace, which two threads must not share). */
+   The kernels hold the GIL while they run (the model's buffer and the frame's array
+   hold their workspace, which two threads must not share). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -317,11 +331,331 @@ static PyTypeObject CallerType = {
     .tp_getset = caller_getset,
 };
 
+/* --- FrameCaller: the frame functions (frames.py) --------------------------------- */
+
+typedef int64_t (*frame_kernel)(double *P, double *q, double *v, double *a, int64_t op,
+                                double *res, double *J);
+
+/* what a FrameCaller returns */
+enum { RESULT_POSE = 0, RESULT_VECTOR = 1, RESULT_MATRIX = 2 };
+
+/* columns of row 0 of a frame's array P (frames_kernel.py P_NB, P_NQ, P_NV) */
+#define P_NB 13
+#define P_NQ 14
+#define P_NV 15
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *fallback;  /* the Python wrapper: everything this does not take */
+    PyObject *loader;    /* () -> the address of frames_kernel.frame_c, called once */
+    PyObject *dict;      /* __doc__, __name__, __wrapped__ ... of the wrapper */
+    PyObject *params;    /* names of the parameters after the states: frame[, reference[, classical]] */
+    PyObject *reference; /* the default reference */
+    PyObject *ops;       /* reference -> kernel op (with classical=True, its default) */
+    PyObject *spatial_ops; /* reference -> kernel op with classical=False, or NULL */
+    void *kernel;
+    int nin;             /* state arrays after the model: 1, 2 or 3 */
+    int result;          /* RESULT_POSE, RESULT_VECTOR or RESULT_MATRIX */
+} FrameCaller;
+
+static PyObject *str_frames; /* "_kd_frames" */
+
+/* The index of keyword `name` among `params` (interned strings: mostly the same object), or -1. */
+static Py_ssize_t
+param_index(PyObject *params, PyObject *name)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(params);
+    for (Py_ssize_t j = 0; j < n; j++)
+        if (PyTuple_GET_ITEM(params, j) == name)
+            return j;
+    for (Py_ssize_t j = 0; j < n; j++)
+        if (PyUnicode_Compare(PyTuple_GET_ITEM(params, j), name) == 0)
+            return j;
+    return -1;
+}
+
+/* A view of `nd` dims of base's data from entry `offset` on (base's reference is taken). */
+static PyObject *
+view_of(PyObject *base, npy_intp offset, int nd, npy_intp *dims)
+{
+    double *data = (double *)PyArray_DATA((PyArrayObject *)base) + offset;
+    PyObject *v = PyArray_New(&PyArray_Type, nd, dims, NPY_DOUBLE, NULL, data, 0, NPY_ARRAY_CARRAY,
+                              NULL);
+    if (v == NULL)
+        return NULL;
+    Py_INCREF(base);
+    if (PyArray_SetBaseObject((PyArrayObject *)v, base) < 0) { /* (it released base) */
+        Py_DECREF(v);
+        return NULL;
+    }
+    return v;
+}
+
+static PyObject *
+frame_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    FrameCaller *self = (FrameCaller *)op;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    Py_ssize_t npar = PyTuple_GET_SIZE(self->params);
+    /* model, the states by position; frame, reference, classical by position or name */
+    if (nargs < 1 + self->nin || nargs > 1 + self->nin + npar)
+        goto general;
+    PyObject *given[3] = {NULL, NULL, NULL};
+    for (Py_ssize_t k = 1 + self->nin; k < nargs; k++)
+        given[k - 1 - self->nin] = args[k];
+    if (kwnames != NULL) {
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(kwnames); k++) {
+            Py_ssize_t j = param_index(self->params, PyTuple_GET_ITEM(kwnames, k));
+            if (j < 0 || given[j] != NULL) /* the wrapper's TypeError */
+                goto general;
+            given[j] = args[nargs + k];
+        }
+    }
+    if (given[0] == NULL)
+        goto general;
+    PyObject *table = self->ops;
+    if (given[2] == Py_False && self->spatial_ops != NULL)
+        table = self->spatial_ops;
+    else if (given[2] != NULL && given[2] != Py_True)
+        goto general; /* (another truth value: the wrapper decides) */
+    PyObject *code = PyDict_GetItemWithError(table, given[1] != NULL ? given[1] : self->reference);
+    if (code == NULL) { /* an unknown or unhashable reference: the wrapper's error */
+        PyErr_Clear();
+        goto general;
+    }
+    int64_t kernel_op = PyLong_AsLongLong(code);
+    if (kernel_op == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        goto general;
+    }
+    PyObject *frames = PyObject_GetAttr(args[0], str_frames);
+    if (frames == NULL) { /* no frame cached yet, or not a Model */
+        PyErr_Clear();
+        goto general;
+    }
+    PyObject *hit = PyDict_Check(frames) ? PyDict_GetItemWithError(frames, given[0]) : NULL;
+    if (hit == NULL) { /* not cached yet (or unhashable): the wrapper resolves it */
+        PyErr_Clear();
+        Py_DECREF(frames);
+        goto general;
+    }
+    PyObject *P = PyTuple_Check(hit) && PyTuple_GET_SIZE(hit) > 0 ? PyTuple_GET_ITEM(hit, 0) : NULL;
+    if (P == NULL || !is_f8_contiguous(P, 2) || PyArray_DIM((PyArrayObject *)P, 1) <= P_NV) {
+        Py_DECREF(frames);
+        goto general;
+    }
+    /* held for the call: allocating may run a finalizer that empties the cache */
+    Py_INCREF(P);
+    Py_DECREF(frames);
+    double *Pd = (double *)PyArray_DATA((PyArrayObject *)P);
+    npy_intp nv = (npy_intp)Pd[P_NV];
+    if (PyArray_DIM((PyArrayObject *)P, 0) != 3 * (npy_intp)Pd[P_NB] + 7) /* (param_rows) */
+        goto general_P;
+    double *x[3];
+    for (int k = 0; k < self->nin; k++) {
+        if (!is_state(args[1 + k], k == 0 ? (npy_intp)Pd[P_NQ] : nv))
+            goto general_P;
+        x[k] = (double *)PyArray_DATA((PyArrayObject *)args[1 + k]);
+    }
+    for (int k = self->nin; k < 3; k++)
+        x[k] = x[0]; /* not read by this op (frame_c builds a view of it all the same) */
+    if (self->kernel == NULL) {
+        PyObject *addr = PyObject_CallNoArgs(self->loader);
+        if (addr == NULL) {
+            Py_DECREF(P);
+            return NULL;
+        }
+        void *p = PyLong_AsVoidPtr(addr);
+        Py_DECREF(addr);
+        if (p == NULL) {
+            Py_DECREF(P);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "kanedyn: kernel loader returned a null address");
+            return NULL;
+        }
+        self->kernel = p;
+    }
+    npy_intp dims[2] = {6, nv};
+    PyObject *out;
+    if (self->result == RESULT_MATRIX)
+        out = PyArray_SimpleNew(2, dims, NPY_DOUBLE);
+    else {
+        dims[0] = self->result == RESULT_POSE ? 12 : 6;
+        out = PyArray_SimpleNew(1, dims, NPY_DOUBLE);
+    }
+    if (out == NULL) {
+        Py_DECREF(P);
+        return NULL;
+    }
+    double *r = (double *)PyArray_DATA((PyArrayObject *)out);
+    /* a Jacobian is written to J (res unused), a vector or pose to res (J unused) */
+    int64_t status = ((frame_kernel)self->kernel)(Pd, x[0], x[1], x[2], kernel_op, r, r);
+    Py_DECREF(P);
+    if (status != 0) {
+        Py_DECREF(out); /* the wrapper runs it again and raises the error that fits */
+        goto general;
+    }
+    if (self->result != RESULT_POSE)
+        return out;
+    /* (R_F, p_F): res[:9].reshape(3, 3) and res[9:12], as the wrapper returns them */
+    npy_intp d33[2] = {3, 3}, d3[1] = {3};
+    PyObject *R = view_of(out, 0, 2, d33);
+    PyObject *p = R == NULL ? NULL : view_of(out, 9, 1, d3);
+    Py_DECREF(out);
+    if (p == NULL) {
+        Py_XDECREF(R);
+        return NULL;
+    }
+    PyObject *pose = PyTuple_New(2);
+    if (pose == NULL) {
+        Py_DECREF(R);
+        Py_DECREF(p);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(pose, 0, R);
+    PyTuple_SET_ITEM(pose, 1, p);
+    return pose;
+general_P:
+    Py_DECREF(P);
+general:
+    return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+}
+
+static PyObject *
+frame_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"fallback", "loader", "nin", "result", "params", "reference",
+                             "ops", "spatial_ops", NULL};
+    PyObject *fallback, *loader, *params, *reference, *ops, *spatial_ops = Py_None;
+    int nin, result;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOiiO!OO!|O:FrameCaller", kwlist, &fallback,
+                                     &loader, &nin, &result, &PyTuple_Type, &params, &reference,
+                                     &PyDict_Type, &ops, &spatial_ops))
+        return NULL;
+    if (nin < 1 || nin > 3) {
+        PyErr_Format(PyExc_ValueError, "FrameCaller: nin must be 1, 2 or 3, got %d", nin);
+        return NULL;
+    }
+    if (result != RESULT_POSE && result != RESULT_VECTOR && result != RESULT_MATRIX) {
+        PyErr_Format(PyExc_ValueError, "FrameCaller: result must be 0 (pose), 1 (vector) or "
+                     "2 (matrix), got %d", result);
+        return NULL;
+    }
+    Py_ssize_t npar = PyTuple_GET_SIZE(params);
+    if (npar < 1 || npar > 3) {
+        PyErr_Format(PyExc_ValueError, "FrameCaller: params must name 1 to 3 parameters "
+                     "(frame, reference, classical), got %zd", npar);
+        return NULL;
+    }
+    for (Py_ssize_t j = 0; j < npar; j++)
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(params, j))) {
+            PyErr_SetString(PyExc_TypeError, "FrameCaller: params must be strings");
+            return NULL;
+        }
+    if (spatial_ops == Py_None)
+        spatial_ops = NULL;
+    else if (!PyDict_Check(spatial_ops)) {
+        PyErr_SetString(PyExc_TypeError, "FrameCaller: spatial_ops must be a dict or None");
+        return NULL;
+    }
+    if ((npar == 3) != (spatial_ops != NULL)) {
+        PyErr_SetString(PyExc_ValueError, "FrameCaller: spatial_ops goes with a third "
+                        "parameter (classical), and only with it");
+        return NULL;
+    }
+    if (!PyCallable_Check(fallback) || !PyCallable_Check(loader)) {
+        PyErr_SetString(PyExc_TypeError, "FrameCaller: fallback and loader must be callable");
+        return NULL;
+    }
+    FrameCaller *self = (FrameCaller *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = frame_vectorcall;
+    Py_INCREF(fallback);
+    self->fallback = fallback;
+    Py_INCREF(loader);
+    self->loader = loader;
+    self->dict = NULL;
+    Py_INCREF(params);
+    self->params = params;
+    Py_INCREF(reference);
+    self->reference = reference;
+    Py_INCREF(ops);
+    self->ops = ops;
+    Py_XINCREF(spatial_ops);
+    self->spatial_ops = spatial_ops;
+    self->kernel = NULL;
+    self->nin = nin;
+    self->result = result;
+    return (PyObject *)self;
+}
+
+static int
+frame_traverse(FrameCaller *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->fallback);
+    Py_VISIT(self->loader);
+    Py_VISIT(self->dict);
+    Py_VISIT(self->params);
+    Py_VISIT(self->reference);
+    Py_VISIT(self->ops);
+    Py_VISIT(self->spatial_ops);
+    return 0;
+}
+
+static int
+frame_clear(FrameCaller *self)
+{
+    Py_CLEAR(self->fallback);
+    Py_CLEAR(self->loader);
+    Py_CLEAR(self->dict);
+    Py_CLEAR(self->params);
+    Py_CLEAR(self->reference);
+    Py_CLEAR(self->ops);
+    Py_CLEAR(self->spatial_ops);
+    return 0;
+}
+
+static void
+frame_dealloc(FrameCaller *self)
+{
+    PyObject_GC_UnTrack(self);
+    frame_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+frame_repr(FrameCaller *self)
+{
+    return PyUnicode_FromFormat("<fast path of %R>", self->fallback);
+}
+
+static PyTypeObject FrameCallerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kanedyn.dynamics._fastcall.FrameCaller",
+    .tp_basicsize = sizeof(FrameCaller),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "FrameCaller(fallback, loader, nin, result, params, reference, ops, "
+              "spatial_ops=None): a single-state fast path of a frame function in front of "
+              "fallback (see _fastcall.c).",
+    .tp_new = frame_new,
+    .tp_dealloc = (destructor)frame_dealloc,
+    .tp_traverse = (traverseproc)frame_traverse,
+    .tp_clear = (inquiry)frame_clear,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(FrameCaller, vectorcall),
+    .tp_dictoffset = offsetof(FrameCaller, dict),
+    .tp_repr = (reprfunc)frame_repr,
+    .tp_methods = caller_methods,
+    .tp_getset = caller_getset,
+};
+
 static struct PyModuleDef fastcall_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "kanedyn.dynamics._fastcall",
-    .m_doc = "Single-state calls of the recursive algorithms from Python, past the Python "
-             "wrapper (see the comment at the top of _fastcall.c).",
+    .m_doc = "Single-state calls of the recursive algorithms and the frame functions from "
+             "Python, past the Python wrapper (see the comment at the top of _fastcall.c).",
     .m_size = -1,
 };
 
@@ -329,12 +663,13 @@ PyMODINIT_FUNC
 PyInit__fastcall(void)
 {
     import_array();
-    if (PyType_Ready(&CallerType) < 0)
+    if (PyType_Ready(&CallerType) < 0 || PyType_Ready(&FrameCallerType) < 0)
         return NULL;
     str_hot = PyUnicode_InternFromString("_kd_hot");
     str_out = PyUnicode_InternFromString("out");
     str_fext = PyUnicode_InternFromString("f_ext");
-    if (str_hot == NULL || str_out == NULL || str_fext == NULL)
+    str_frames = PyUnicode_InternFromString("_kd_frames");
+    if (str_hot == NULL || str_out == NULL || str_fext == NULL || str_frames == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&fastcall_module);
     if (m == NULL)
@@ -342,6 +677,12 @@ PyInit__fastcall(void)
     Py_INCREF(&CallerType);
     if (PyModule_AddObject(m, "Caller", (PyObject *)&CallerType) < 0) {
         Py_DECREF(&CallerType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&FrameCallerType);
+    if (PyModule_AddObject(m, "FrameCaller", (PyObject *)&FrameCallerType) < 0) {
+        Py_DECREF(&FrameCallerType);
         Py_DECREF(m);
         return NULL;
     }

@@ -33,11 +33,11 @@ from __future__ import annotations
 
 import numpy as np
 from numba import carray, cfunc, njit, prange, types
+from numba.extending import intrinsic
 
 from . import _compiled
 from ._compiled import KernelModule
 from .kernels.constants import BAD_SHAPE, NOT_FINITE
-from .kernels.entries import buffer_of
 from .kernels.joint_rows import (
     SINCOS_BIG,
     SINCOS_MIN,
@@ -507,8 +507,34 @@ def cm_batch(data, Q, V, out, status):
 
 # --- the C entry point of A_G, for _fastcall.c (as kernels.c_entry) ----------------
 
+@intrinsic
+def _at(typingctx, p, k):
+    """``p + k``: the address of entry k of the buffer p points to (numba has no pointer
+    arithmetic of its own)."""
+    if not (isinstance(p, types.CPointer) and isinstance(k, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.gep(args[0], [args[1]])
+
+    return p(p, k), codegen
+
+
 def ag_c(bp, qp, Ap):
-    return ag_f(buffer_of(bp), carray(qp, (int(bp[1]),)), carray(Ap, (6, int(bp[2]))))
+    """:func:`ag_f` on bare pointers, its flat model and workspace made as arrays straight
+    from their addresses in the buffer (``carray``) rather than as reshaped slices of it:
+    each reshape is a call into numba's runtime helper, and ag_f's five cost about a fifth
+    of ur5's whole call from Python."""
+    nb, nv = int(bp[0]), int(bp[2])
+    o = HDR + (nb + 1) * WIDTH
+    if int(bp[3]) < o + 40 * nb + 12:  # (the buffer's length, as ag_f checks it)
+        return BAD_SHAPE
+    return ag_core(carray(_at(bp, HDR), (nb + 1, WIDTH)), carray(qp, (int(bp[1]),)),
+                   carray(Ap, (6, nv)), carray(_at(bp, o), (nb, 12)),
+                   carray(_at(bp, o + 12 * nb), (nb, 12)),
+                   carray(_at(bp, o + 24 * nb), (nb, 13)),
+                   carray(_at(bp, o + 37 * nb), (2, 6)),
+                   carray(_at(bp, o + 37 * nb + 12), (3 * nb,)))
 
 
 _C_MADE: dict = {}
@@ -517,7 +543,9 @@ _C_MADE: dict = {}
 def c_entry(name: str) -> int:
     """The address of the C entry point ``name`` (``ag_c``: ``int64 f(double *buf,
     double *q, double *A_G)``), compiled or loaded from the on-disk cache on first use,
-    after its ``*_f`` kernel is readied (see :func:`kanedyn.dynamics.kernels.c_entry`)."""
+    after its ``*_f`` kernel is readied (see :func:`kanedyn.dynamics.kernels.c_entry`;
+    readying also drops this module's disk cache when it was built against another
+    kernels.py, :mod:`._compiled`, before the cfunc's is loaded)."""
     made = _C_MADE.get(name)
     if made is None:
         ready(name[:-2] + "_f")

@@ -33,9 +33,19 @@ same reference, so ``J v̇ + J̇ v = d/dt (J v)``, which is:
 — Pinocchio's ``getFrameJacobianTimeVariation`` in each reference (checked in the
 tests). The computation is :mod:`.frames_kernel` (numba); the readable definitions
 are :mod:`.frames_reference`.
+
+A single state of C-contiguous float64 arrays, on a frame already used once with the
+model (its array cached on the model, :class:`_Frames`), goes from C straight to the
+kernel (``FrameCaller`` of ``_fastcall.c``, set up by :func:`_c_front`); every other
+call reaches the Python function behind it (``kd.frame_jacobian.__wrapped__``), with
+the same bits and the same errors.
 """
 
 from __future__ import annotations
+
+import functools
+import inspect
+import os
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -240,3 +250,47 @@ def frame_jacobian_time_variation(model: Model, q: ArrayLike, v: ArrayLike, fram
                 return dJ
     return _general(model, q, v, None, frame, DJAC, reference,
                     "frame_jacobian_time_variation")[1]
+
+
+# --- the C fast path in front of each function ------------------------------------
+
+#: what a FrameCaller returns (_fastcall.c RESULT_*)
+_POSE_RESULT, _VECTOR_RESULT, _MATRIX_RESULT = 0, 1, 2
+
+
+def _c_front(wrapper, nin: int, result: int, ops: dict, spatial_ops: dict | None = None):
+    """``wrapper`` with the C fast path of ``_fastcall.c`` (``FrameCaller``) in front: a
+    call with ``nin`` C-contiguous float64 states, a frame already cached on the model
+    (:func:`_resolve`) and a reference of ``ops`` (``reference -> op`` of the kernel;
+    ``spatial_ops`` for ``classical=False``) goes from C to ``frames_kernel.frame_c``;
+    every other call, and every call whose kernel says no, reaches ``wrapper``
+    unchanged. The parameters after the states and the default reference are read from
+    ``wrapper``'s signature. ``wrapper`` itself without the extension (or one built
+    before it had FrameCaller) or with ``KANEDYN_NO_C=1``."""
+    if os.environ.get("KANEDYN_NO_C", "") not in ("", "0"):
+        return wrapper
+    try:
+        from ._fastcall import FrameCaller
+    except ImportError:
+        return wrapper
+    sig = list(inspect.signature(wrapper).parameters.values())[1 + nin:]
+    params = tuple(p.name for p in sig)
+    reference = sig[1].default if len(sig) > 1 else "local"
+    assert params[:1] == ("frame",) and params[1:2] in ((), ("reference",))
+    assert params[2:] in ((), ("classical",)) and (len(sig) < 3 or sig[2].default is True)
+
+    def loader() -> int:
+        from . import frames_kernel
+
+        return frames_kernel.c_entry("frame_c")
+
+    caller = FrameCaller(wrapper, loader, nin, result, params, reference, ops, spatial_ops)
+    return functools.update_wrapper(caller, wrapper)
+
+
+frame_placement = _c_front(frame_placement, 1, _POSE_RESULT, {"local": POSE})
+frame_velocity = _c_front(frame_velocity, 2, _VECTOR_RESULT, _VEL_OPS)
+frame_acceleration = _c_front(frame_acceleration, 3, _VECTOR_RESULT, _CACC_OPS, _ACC_OPS)
+frame_jacobian = _c_front(frame_jacobian, 1, _MATRIX_RESULT, _JAC_OPS)
+frame_jacobian_time_variation = _c_front(frame_jacobian_time_variation, 2, _MATRIX_RESULT,
+                                         _DJAC_OPS)

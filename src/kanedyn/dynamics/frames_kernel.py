@@ -21,13 +21,15 @@ spatial helpers of :mod:`.kernels`:
 The single-state entry :func:`frame_f` reads the model and carves its workspace out
 of the frame's array P (:func:`frame_params`), which the wrapper keeps per model and
 frame (no allocation per call, one argument for model, frame and workspace); the batch runs
-states in parallel, a workspace per task. Status as in :mod:`.kernels`.
+states in parallel, a workspace per task. :func:`frame_c` is frame_f on bare pointers,
+for the C fast path of :mod:`.frames` (``FrameCaller`` of ``_fastcall.c``). Status as
+in :mod:`.kernels`.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import carray, cfunc, njit, prange, types
 
 from . import _compiled
 from ._compiled import KernelModule
@@ -67,10 +69,15 @@ OUT_R, OUT_P, OUT_V, OUT_A, OUT_SIZE = 0, 9, 12, 18, 24
 
 # The frame array P, (3 nb + 7) x WIDTH, so that every part of it is a slice (a view
 # without the reshape, which costs ~20 ns in a kernel): row 0 the frame — X_F = (E, r)
-# in columns 0-11, the body in 12 —, rows 1..nb+1 a copy of the flat model, then the
-# workspace of one state: a row per body holding X_up (12), R (9), p (3), v (6), a (6)
-# (WIDTH = 36 columns exactly), nb rows holding the support and its angles, cos, sin
-# (4 nb contiguous entries), 4 scratch rows and the 24 results.
+# in columns 0-11, the body in 12, then nb, nq, nv (P_NB, P_NQ, P_NV: the sizes that
+# frame_c and _fastcall.c read from the bare buffer) —, rows 1..nb+1 a copy of the
+# flat model, then the workspace of one state: a row per body holding X_up (12), R (9),
+# p (3), v (6), a (6) (columns 0-35), nb rows holding the support and its angles, cos,
+# sin (4 nb contiguous entries), 4 scratch rows and the 24 results.
+
+
+#: columns of P's row 0 holding the model's nb, nq and nv
+P_NB, P_NQ, P_NV = 13, 14, 15
 
 
 def param_rows(nb: int) -> int:
@@ -87,6 +94,7 @@ def frame_params(data, body: int, E, r):
     P[0, :9] = np.asarray(E, dtype=float).reshape(9)
     P[0, 9:12] = r
     P[0, 12] = body
+    P[0, P_NB], P[0, P_NQ], P[0, P_NV] = nb, data[nb, NQ], data[nb, NV]
     P[1:nb + 2] = data
     return P
 
@@ -432,6 +440,37 @@ def frame_batch(P, Q, V, A, op, res, J, status):
         for k in range(t * BATCH_TASK, min(N, (t + 1) * BATCH_TASK)):
             status[k] = frame_f(Pt, Q[k], V[k], A[k], op, res[k if res.shape[0] == N else 0],
                                 J[k if J.shape[0] == N else 0])
+
+
+# --- the C entry point, for _fastcall.c (as kernels.c_entry) ------------------------
+
+def frame_c(Pp, qp, vp, ap, op, resp, Jp):
+    """:func:`frame_f` on bare pointers, its sizes from P's row 0 (``FrameCaller`` of
+    _fastcall.c has checked the states' lengths against them, and points v, a and res at
+    some other array of the call where ``op`` does not read or write them)."""
+    nb, nv = int(Pp[P_NB]), int(Pp[P_NV])
+    return frame_f(carray(Pp, (3 * nb + 7, WIDTH)), carray(qp, (int(Pp[P_NQ]),)),
+                   carray(vp, (nv,)), carray(ap, (nv,)), op,
+                   carray(resp, (12 if op & POSE else 6,)), carray(Jp, (6, nv)))
+
+
+_C_MADE: dict = {}
+
+
+def c_entry(name: str) -> int:
+    """The address of the C entry point ``name`` (``frame_c``: ``int64 f(double *P,
+    double *q, double *v, double *a, int64 op, double *res, double *J)``), compiled or
+    loaded from the on-disk cache on first use, after :func:`frame_f` is readied (see
+    :func:`kanedyn.dynamics.kernels.c_entry`: the cfunc then calls that one
+    specialisation, and a stale cache has been dropped first)."""
+    made = _C_MADE.get(name)
+    if made is None:
+        ready("frame_f")
+        ptr = types.CPointer(types.float64)
+        made = cfunc(types.int64(ptr, ptr, ptr, ptr, types.int64, ptr, ptr),
+                     cache=True)(globals()[name])
+        _C_MADE[name] = made
+    return made.address
 
 
 _A = "float64[:]"
