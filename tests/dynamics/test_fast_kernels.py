@@ -17,7 +17,7 @@ import pytest
 import kanedyn as kd
 from kanedyn.dynamics import reference as ref
 from kanedyn.dynamics.flat import _CACHE, HOT, flatten
-from kanedyn.dynamics.kernels import AXIS_ID, CHAIN
+from kanedyn.dynamics.layout import AXIS_ID, CHAIN
 
 ALL_JOINTS = ("revolute", "prismatic", "helical", "spherical", "planar", "free")
 RTOL = 1e-12

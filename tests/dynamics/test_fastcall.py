@@ -166,7 +166,7 @@ def test_which_calls_the_c_path_takes():
         seen.append((args, kwargs))
         return "wrapper"
 
-    f = Caller(wrapper, lambda: kernels.c_entry("rnea_c"), 3, fext=True)
+    f = Caller(wrapper, lambda: kernels.c_entry("rnea_c"), "qvv", (-1,), fext=True)
     model = kd.models.random_tree(4, 5, floating_base=True)
     q, v, a = state(model, 5)
     tau = kd.rnea.__wrapped__(model, q, v, a)
@@ -192,3 +192,45 @@ def test_which_calls_the_c_path_takes():
         assert all(x is y for x, y in zip(seen[-1][0], args, strict=True))
         assert seen[-1][1].keys() == kwargs.keys()
     assert len(seen) == len(handed)
+
+
+def test_every_entry_with_a_c_kernel_has_the_c_path_in_front():
+    """The C front end is made from the entry-point table: every public function whose
+    entry names a C kernel is a Caller, and the shape it allocates is the table's."""
+    from kanedyn.dynamics._fastcall import Caller
+
+    from kanedyn.dynamics.kernels import ENTRIES
+
+    model = kd.models.random_tree(5, 2, floating_base=True)
+    q, v, a = state(model, 2)
+    args = {"q": q, "v": v, "a": a, "tau": a}
+    with_c = [e for e in ENTRIES.values() if e.c]
+    assert {e.name for e in with_c} >= set(PUBLIC)
+    for e in with_c:
+        f = getattr(kd, e.name)
+        assert isinstance(f, Caller), e.name
+        r = f(model, *(args[n] for n in e.inputs))
+        assert r.shape == e.result_shape(model.nv, model.nb), e.name
+        np.testing.assert_array_equal(r, f.__wrapped__(model, *(args[n] for n in e.inputs)))
+
+
+def test_a_caller_refuses_a_row_it_cannot_serve():
+    """Caller(fallback, loader, inputs, result): each state 'q' or 'v', one to four of them,
+    a result of one or two dimensions, each a size or -1 (nv) or -2 (nb)."""
+    from kanedyn.dynamics._fastcall import Caller
+
+    def w(*a, **k):
+        return None
+
+    def loader():
+        return 0
+
+    for inputs, result, word in [("", (-1,), "state arrays"), ("qvvvv", (-1,), "state arrays"),
+                                 ("qx", (-1,), "'q' or 'v'"), ("q", (), "dimensions"),
+                                 ("q", (6, 6, 6), "dimensions"), ("q", (-3,), "size >= 0")]:
+        with pytest.raises(ValueError, match=word):
+            Caller(w, loader, inputs, result)
+    with pytest.raises(TypeError):
+        Caller(w, loader, 3, (-1,))  # the former signature (nin, matrix, ...): refused
+    with pytest.raises(TypeError, match="callable"):
+        Caller(w, None, "q", (-1,))

@@ -26,7 +26,8 @@ LAYOUT_NAMES = ({n for n, _, _ in layout.BODY_COLUMNS + layout.MODEL_COLUMNS}
 
 
 def _module_name(path: Path) -> str:
-    return "kanedyn." + ".".join(path.relative_to(SRC).with_suffix("").parts)
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return "kanedyn." + ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def _cached_numba_modules() -> list[str]:
@@ -93,7 +94,7 @@ def test_one_flat_array_per_model_for_every_consumer():
 
 
 def test_the_layout_is_defined_once():
-    """No module but layout.py assigns a layout name at module level (kernels.py and the
+    """No module but layout.py assigns a layout name at module level (the kernels and the
     others import them), and no module keeps its own table of joint codes."""
     offenders = []
     for p in SRC.rglob("*.py"):
@@ -118,15 +119,18 @@ def test_the_layout_is_defined_once():
 
 
 def test_layout_constants_come_from_layout_py():
-    """Modules read the layout names from layout.py (kernels.py re-exports them while it is
-    split; nothing imports them from kernels.py or flat.py)."""
+    """Modules read the layout names from layout.py (nothing imports them from the kernels
+    package, one of its files, or flat.py)."""
     offenders = []
     for p in SRC.rglob("*.py"):
         tree = ast.parse(p.read_text())
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module and (
-                    node.module.endswith("kernels") and not node.module.endswith("_kernels")
-                    or node.module.endswith("flat")):
+            if not (isinstance(node, ast.ImportFrom) and node.module):
+                continue
+            # the kernels package, one of its files (relatively too, from inside it), flat.py
+            parts = node.module.split(".")
+            if ("kernels" in parts or p.parent.name == "kernels" and node.level == 1
+                    or parts[-1] == "flat"):
                 bad = [a.name for a in node.names if a.name in LAYOUT_NAMES]
                 if bad:
                     offenders.append(f"{p.relative_to(SRC)}: {bad} from {node.module}")
@@ -159,7 +163,9 @@ def test_every_compiled_module_keys_its_cache(name):
 
 
 def test_the_keyed_modules_are_those_that_read_the_layout():
-    expected = {"kanedyn.dynamics.kernels", "kanedyn.dynamics.energy_kernel",
+    package = {f"kanedyn.dynamics.kernels.{m}" for m in (
+        "joint_rows", "spatial_rows", "lanes", "rnea", "crba", "aba", "kinematics", "entries")}
+    expected = package | {"kanedyn.dynamics.kernels", "kanedyn.dynamics.energy_kernel",
                 "kanedyn.dynamics.derivatives_kernel", "kanedyn.dynamics.frames_kernel",
                 "kanedyn.dynamics.centroidal_kernel", "kanedyn.dynamics.joint_wrenches_kernel",
                 "kanedyn.sim.configuration_kernel", "kanedyn.sim.batch",
@@ -171,15 +177,22 @@ def test_the_keyed_modules_are_those_that_read_the_layout():
 
 
 def test_c_entry_points_are_keyed_too():
-    """The cfuncs of kernels.py (made on first use by c_entry) get the keyed locator: their
-    cache is stamped like the njit kernels they call."""
-    f = kernels.rnea_c
-    loc = _compiled.KeyedLocator.from_function(f, kernels.__file__)
+    """The cfuncs of kernels/entries.py (made on first use by c_entry) get the keyed
+    locator: their cache is stamped with that file's key, which covers the kernels they
+    call (entries.py imports them)."""
+    from kanedyn.dynamics.kernels import entries, rnea
+
+    f = entries.rnea_c
+    loc = _compiled.KeyedLocator.from_function(f, entries.__file__)
     assert loc is not None
-    assert loc.get_source_stamp()[1] == _compiled.stamp_of(kernels.rnea_f)[1]
-    made = kernels._C_MADE.get("rnea_c")
+    key = loc.get_source_stamp()[1]
+    assert key == ("kanedyn layout", layout.LAYOUT_VERSION,
+                   _compiled.compile_key(entries.__name__))
+    assert "kanedyn.dynamics.kernels.rnea" in _compiled.dependencies(entries.__name__)
+    assert _compiled.stamp_of(rnea.rnea_f)[1][1] == layout.LAYOUT_VERSION
+    made = entries._C_MADE.get("rnea_c")
     if made is not None and isinstance(made, CFunc):
-        assert _compiled.stamp_of(made)[1] == _compiled.stamp_of(kernels.rnea_f)[1]
+        assert _compiled.stamp_of(made)[1] == key
 
 
 def test_compile_key_follows_the_sources_compiled_in():
@@ -187,12 +200,28 @@ def test_compile_key_follows_the_sources_compiled_in():
     the layout version (here by recomputing it with a patched digest and version)."""
     base = _compiled.compile_key("kanedyn.dynamics.energy_kernel")
     real = _compiled._source_digest
-    try:
+    try:  # the package file it reads kernels.X from
         _compiled._source_digest = lambda p: real(p) + ("x" if p and p.endswith(
-            "kernels.py") else "")
+            str(Path("kernels", "__init__.py"))) else "")
         assert _compiled.compile_key("kanedyn.dynamics.energy_kernel") != base
     finally:
         _compiled._source_digest = real
+    # a helper file of the package: the keys of the package's files that compile it in,
+    # and through the package's own key, of the energy kernel
+    pkg = "kanedyn.dynamics.kernels"
+    pkg_file = str(Path(kernels.__file__).resolve())
+    rnea_base, pkg_base = _compiled.compile_key(f"{pkg}.rnea"), _compiled._KEYS[pkg_file]
+    try:
+        _compiled._source_digest = lambda p: real(p) + ("x" if p and p.endswith(
+            "joint_rows.py") else "")
+        assert _compiled.compile_key(f"{pkg}.rnea") != rnea_base
+        assert _compiled.compile_key(pkg) != pkg_base
+        _compiled._KEYS[pkg_file] = "another"
+        _compiled._source_digest = real
+        assert _compiled.compile_key("kanedyn.dynamics.energy_kernel") != base
+    finally:
+        _compiled._source_digest = real
+        _compiled._KEYS[pkg_file] = pkg_base
     v = layout.LAYOUT_VERSION
     try:
         layout.LAYOUT_VERSION = v + 1

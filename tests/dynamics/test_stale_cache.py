@@ -8,13 +8,16 @@ on a copy of the package in a tmp dir:
 - a column moved (MASS and PITCH swapped) without a bump of ``LAYOUT_VERSION`` is
   caught at ``import kanedyn``: a ``LayoutError`` names the version and the fingerprints;
 - with the version bumped, the caches written under the old layout are provably not
-  loaded: both kernels the run calls — one of kernels.py itself (potential energy) and
-  the energy kernel, which compiles in kernels.py's joint transforms — are cache misses,
+  loaded: both kernels the run calls — one of the kernels package itself (potential
+  energy, ``kernels/kinematics.py``) and the energy kernel, which compiles in the
+  package's joint transforms — are cache misses,
   compiled afresh, and right; a stale kernel would read the mass from the old column,
   which now holds the pitch (0), and give V = 0;
-- after an edit of kernels.py alone, the energy kernel that compiles kernels.py in is
-  compiled afresh too (the frames, centroidal and joint-wrench kernels compile it in the
-  same way and carry the same kind of key: tests/dynamics/test_layout.py), and right;
+- after an edit of ``kernels/joint_rows.py`` alone (which the energy kernel reaches only
+  through the package: ``kernels.motion_subspace_column``, ``kernels/__init__.py`` →
+  ``joint_rows.py``), the energy kernel is compiled afresh too (the frames, centroidal
+  and joint-wrench kernels compile it in the same way and carry the same kind of key:
+  tests/dynamics/test_layout.py), and right;
   an unchanged next run loads the caches (hits).
 
 "Caught" means: an error at import for a layout change without a version bump; else
@@ -45,7 +48,7 @@ SCRIPT = textwrap.dedent("""
     v = np.array([0.1, 0.4, -0.3])
     ok = {}
     if "V" in sys.argv[1]:
-        V = kd.potential_energy(model, q)           # kernels.summary1
+        V = kd.potential_energy(model, q)           # kernels/kinematics.py summary1
         ok["V"] = bool(np.isclose(V, reference.potential_energy(model, q), rtol=1e-12))
     if "E" in sys.argv[1]:
         E = kd.ModelSystem(model).energy(q, v)      # energy_kernel.energy_terms
@@ -55,7 +58,7 @@ SCRIPT = textwrap.dedent("""
         s = f.stats
         return [sum(s.cache_hits.values()), sum(s.cache_misses.values())]
     print(json.dumps({"version": layout.LAYOUT_VERSION, "ok": ok,
-                      "summary1": stats(kernels.summary1),
+                      "summary1": stats(kernels.kinematics.summary1),
                       "energy_terms": stats(energy_kernel.energy_terms)}))
 """)
 
@@ -120,9 +123,9 @@ def test_a_cache_built_against_another_layout_or_source_is_never_run(tmp_path):
     assert moved["ok"] == {"V": True, "E": True}, moved
     assert all(moved[k][0] == 0 and moved[k][1] > 0 for k in both), moved
 
-    # kernels.py edited (a comment): the energy kernel, which compiles it in (its own
-    # file unchanged), is compiled afresh
-    kernels_py = src / "kanedyn" / "dynamics" / "kernels.py"
+    # kernels/joint_rows.py edited (a comment): the energy kernel, which compiles it in
+    # through the package (its own file unchanged), is compiled afresh
+    kernels_py = src / "kanedyn" / "dynamics" / "kernels" / "joint_rows.py"
     kernels_py.write_text(kernels_py.read_text() + "\n# edited\n")
     edited = run("E")
     assert edited["ok"] == {"E": True}, edited

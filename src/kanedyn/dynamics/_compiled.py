@@ -83,7 +83,7 @@ def dependencies(module_name: str, whole: bool = False) -> list[str]:
     in ``from package import module`` count as themselves), already imported.
 
     Only the source before the module's :func:`key_cache` call is parsed (its imports
-    must come before it; parsing all of kernels.py would cost ~0.1 s at import), unless
+    must come before it; parsing all of a long kernel module would cost ~0.1 s at import), unless
     ``whole``."""
     mod = sys.modules[module_name]
     text = Path(mod.__file__).read_bytes()

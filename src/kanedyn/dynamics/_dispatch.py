@@ -29,50 +29,56 @@ from ._state import external_forces
 
 
 class _Kernels:
-    """``K.name`` is the compiled entry point ``kernels.name``, loaded on first use
-    (so that importing kanedyn compiles nothing): the dispatcher, or for the
-    single-state kernels ``*_f*`` the bare entry point (see ``kernels.entry``: the
-    caller checks ndim and dtype of what it passes)."""
+    """``K.name`` (or ``K[name]``) is the compiled kernel ``name`` of the entry-point
+    table (:data:`kanedyn.dynamics.kernels.ENTRIES`), loaded on first use (so that
+    importing kanedyn compiles nothing): the bare entry point of a single-state kernel on
+    the packed buffer (see ``kernels.entry``: the caller checks ndim and dtype of what it
+    passes), the dispatcher of any other — as the table says (``kernels.load``)."""
 
     def __getattr__(self, name: str):
-        from . import kernels
+        from .kernels import load
 
-        disp = kernels.entry(name) if "_f" in name else kernels.ready(name)
+        disp = load(name)
         setattr(self, name, disp)
         return disp
+
+    def __getitem__(self, name: str):
+        return getattr(self, name)
 
 
 K = _Kernels()
 F8 = np.dtype(np.float64)
 
 
-def entry_stub(name: str, namespace: dict):
-    """A stand-in for the bare entry point ``kernels.name`` (see ``kernels.entry``), to
-    be bound to the global ``_name`` of the wrapper's module: its first call loads the
-    entry point, rebinds that global to it and forwards the call. The hot path then
-    reads a plain module global (~20 ns), where ``K.name`` costs ~45 ns more (a class
-    with ``__getattr__`` defeats CPython's attribute specialization)."""
-    key = "_" + name
+def entry_stub(kernel: str, namespace: dict, key: str):
+    """A stand-in for the kernel ``kernel`` of the entry-point table, to be bound to the
+    global ``key`` of the wrapper's module: its first call loads the kernel (its bare
+    entry point, or its dispatcher: ``kernels.load``), rebinds that global to it and
+    forwards the call. The hot path then reads a plain module global (~20 ns), where
+    ``K.name`` costs ~45 ns more (a class with ``__getattr__`` defeats CPython's
+    attribute specialization)."""
 
     def load(*args):
-        from . import kernels
+        from .kernels import load as load_kernel
 
-        f = kernels.entry(name)
+        f = load_kernel(kernel)
         namespace[key] = f
         return f(*args)
 
     return load
 
 
-def c_front(wrapper, kernel: str, nin: int, matrix: bool = False, fext: bool = False):
-    """``wrapper`` with the C fast path of ``_fastcall.c`` in front of it: a call with
-    ``nin`` C-contiguous float64 state arrays (and ``out=``, and ``f_ext=None`` where
-    ``fext``) goes from C straight to the C entry point ``kernels.kernel`` (see
-    ``kernels.c_entry``); every other call, and every call whose kernel says no,
-    reaches ``wrapper`` unchanged. Where the extension is not built (no C compiler at
-    install), or ``KANEDYN_NO_C=1`` is set, this is ``wrapper`` itself. Name,
-    docstring and signature are the wrapper's."""
-    if os.environ.get("KANEDYN_NO_C", "") not in ("", "0"):
+def c_front(wrapper, entry):
+    """``wrapper`` with the C fast path of ``_fastcall.c`` in front of it, for the entry
+    point ``entry`` of the table (:class:`kanedyn.dynamics.kernels.Entry`): a call with
+    its state arrays (``entry.inputs``), C-contiguous float64 of the model's lengths (and
+    ``out=``, and ``f_ext=None`` where the entry takes f_ext) goes from C straight to its
+    C entry point (``entry.c``, see ``kernels.c_entry``), the result of the entry's shape;
+    every other call, and every call whose kernel says no, reaches ``wrapper`` unchanged.
+    Where the extension is not built (no C compiler at install), or is older than the
+    table, or ``KANEDYN_NO_C=1`` is set, this is ``wrapper`` itself. Name, docstring and
+    signature are the wrapper's."""
+    if os.environ.get("KANEDYN_NO_C", "") not in ("", "0") or entry.c is None:
         return wrapper
     try:
         from ._fastcall import Caller
@@ -80,11 +86,21 @@ def c_front(wrapper, kernel: str, nin: int, matrix: bool = False, fext: bool = F
         return wrapper
 
     def loader() -> int:
-        from . import kernels
+        from .kernels import c_address
 
-        return kernels.c_entry(kernel)
+        return c_address(entry)
 
-    return functools.update_wrapper(Caller(wrapper, loader, nin, matrix, fext), wrapper)
+    from .kernels.entries import DIM_NB, DIM_NV
+
+    # the table's row as _fastcall.c reads it: each state's length ('q': nq, 'v': nv), the
+    # result's dimensions (-1: nv, -2: nb)
+    inputs = "".join("q" if name == "q" else "v" for name in entry.inputs)
+    result = tuple(-1 if d == DIM_NV else -2 if d == DIM_NB else d for d in entry.result)
+    try:
+        caller = Caller(wrapper, loader, inputs, result, fext=entry.takes_f_ext)
+    except TypeError:  # an extension built before it took a row of the table
+        return wrapper
+    return functools.update_wrapper(caller, wrapper)
 
 
 def writable(out, ndim: int) -> bool:

@@ -7,9 +7,12 @@
    each x is a 1-D, aligned, C-contiguous, native float64 ndarray of the model's length
    (q: nq, the others: nv) and r (if not None) a writeable one of the result's shape,
    it reads the model's packed buffer (`model._kd_hot[0]`, see
-   flat.py), allocates the result ((nv,), (nv, nv) with `matrix`, (rows, nv) with
-   `rows`: the centroidal momentum matrix) or takes r, and calls the numba kernel through its
-   C address (`kernels.c_entry`).
+   flat.py), allocates the result or takes r, and calls the numba kernel through its
+   C address (`kernels.c_entry`). What a Caller takes is a row of the kernels'
+   entry-point table (kernels/entries.py, `ENTRIES`), passed by `_dispatch.c_front`:
+   the length of each state ('q': the model's nq, 'v': its nv), the result's shape
+   (fixed sizes, DIM_NV for the model's nv, DIM_NB for its nb) and whether there is
+   f_ext; nothing in Caller is particular to one algorithm.
 
    `FrameCaller` (kanedyn.dynamics.frames.frame_jacobian etc.): called as
    `f(model, x1, ..., xk, frame[, reference[, classical]])`, the last two by position
@@ -38,13 +41,22 @@
 #include <Python.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 
+/* int64 kernel(double *buf, double *x1, ..., double *xk, double *out), k = 1 .. MAX_IN */
 typedef int64_t (*kernel1)(double *, double *, double *);
 typedef int64_t (*kernel2)(double *, double *, double *, double *);
 typedef int64_t (*kernel3)(double *, double *, double *, double *, double *);
+typedef int64_t (*kernel4)(double *, double *, double *, double *, double *, double *);
+
+#define MAX_IN 4
+#define MAX_ND 2
+/* result dimensions that are the model's: its number of speeds, of bodies */
+#define DIM_NV (-1)
+#define DIM_NB (-2)
 
 typedef struct {
     PyObject_HEAD
@@ -53,9 +65,10 @@ typedef struct {
     PyObject *loader;   /* () -> the kernel's address, called once on first use */
     PyObject *dict;     /* __doc__, __name__, __wrapped__ ... of the wrapper */
     void *kernel;
-    int nin;            /* state arrays after the model: 1, 2 or 3 */
-    int matrix;         /* result (nv, nv) instead of (nv,) */
-    int rows;           /* result (rows, nv) instead, when > 0 (A_G: 6) */
+    int nin;            /* state arrays after the model: 1 .. MAX_IN */
+    char lengths[MAX_IN]; /* each state's length: 'q' the model's nq, 'v' its nv */
+    int nd;             /* the result's dimensions: 1 .. MAX_ND */
+    npy_intp shape[MAX_ND]; /* each a size >= 0, or DIM_NV, DIM_NB */
     int fext;           /* an f_ext parameter after the states (taken when None) */
 } Caller;
 
@@ -85,11 +98,12 @@ is_state(PyObject *x, npy_intp n)
 static int
 is_result(PyObject *x, int nd, const npy_intp *dims)
 {
-    if (!is_f8_contiguous(x, nd))
+    if (!is_f8_contiguous(x, nd) || !PyArray_ISWRITEABLE((PyArrayObject *)x))
         return 0;
-    PyArrayObject *a = (PyArrayObject *)x;
-    return PyArray_DIM(a, 0) == dims[0] && (nd == 1 || PyArray_DIM(a, 1) == dims[1])
-           && PyArray_ISWRITEABLE(a);
+    for (int k = 0; k < nd; k++)
+        if (PyArray_DIM((PyArrayObject *)x, k) != dims[k])
+            return 0;
+    return 1;
 }
 
 static PyObject *
@@ -122,12 +136,15 @@ caller_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
         goto general_hot;
     PyArrayObject *buf = (PyArrayObject *)PyTuple_GET_ITEM(hot, 0);
     double *b = (double *)PyArray_DATA(buf);
-    npy_intp nv = (npy_intp)b[2]; /* header: nb, nq, nv */
-    int nd = (self->matrix || self->rows > 0) ? 2 : 1;
-    npy_intp dims[2] = {self->rows > 0 ? (npy_intp)self->rows : nv, nv};
-    double *x[3];
+    /* header: nb, nq, nv */
+    npy_intp nb = (npy_intp)b[0], nq = (npy_intp)b[1], nv = (npy_intp)b[2];
+    int nd = self->nd;
+    npy_intp dims[MAX_ND];
+    for (int k = 0; k < nd; k++)
+        dims[k] = self->shape[k] == DIM_NV ? nv : (self->shape[k] == DIM_NB ? nb : self->shape[k]);
+    double *x[MAX_IN];
     for (int k = 0; k < self->nin; k++) {
-        if (!is_state(args[1 + k], k == 0 ? (npy_intp)b[1] : nv))
+        if (!is_state(args[1 + k], self->lengths[k] == 'q' ? nq : nv))
             goto general_hot;
         x[k] = (double *)PyArray_DATA((PyArrayObject *)args[1 + k]);
     }
@@ -165,7 +182,8 @@ caller_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
     switch (self->nin) {
     case 1: status = ((kernel1)self->kernel)(b, x[0], r); break;
     case 2: status = ((kernel2)self->kernel)(b, x[0], x[1], r); break;
-    default: status = ((kernel3)self->kernel)(b, x[0], x[1], x[2], r); break;
+    case 3: status = ((kernel3)self->kernel)(b, x[0], x[1], x[2], r); break;
+    default: status = ((kernel4)self->kernel)(b, x[0], x[1], x[2], x[3], r); break;
     }
     Py_DECREF(hot);
     if (status == 0)
@@ -178,22 +196,50 @@ general:
     return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
 }
 
+/* Caller(fallback, loader, inputs, result, fext=False): `inputs` a str, one character
+   per state array ('q': of the model's nq entries, 'v': of its nv); `result` a tuple of
+   the result's dimensions, each a size >= 0 or DIM_NV (-1, the model's nv) or DIM_NB
+   (-2, its nb). _dispatch.c_front makes them from a row of the entry-point table. */
 static PyObject *
 caller_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"fallback", "loader", "nin", "matrix", "fext", "rows", NULL};
-    PyObject *fallback, *loader;
-    int nin, matrix = 0, fext = 0, rows = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOi|ppi:Caller", kwlist, &fallback, &loader,
-                                     &nin, &matrix, &fext, &rows))
+    static char *kwlist[] = {"fallback", "loader", "inputs", "result", "fext", NULL};
+    PyObject *fallback, *loader, *inputs, *result;
+    int fext = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOUO!|p:Caller", kwlist, &fallback, &loader,
+                                     &inputs, &PyTuple_Type, &result, &fext))
         return NULL;
-    if (rows < 0) {
-        PyErr_Format(PyExc_ValueError, "Caller: rows must be >= 0, got %d", rows);
+    Py_ssize_t nin = PyUnicode_GET_LENGTH(inputs), nd = PyTuple_GET_SIZE(result);
+    if (nin < 1 || nin > MAX_IN) {
+        PyErr_Format(PyExc_ValueError, "Caller: 1 to %d state arrays, got %zd", MAX_IN, nin);
         return NULL;
     }
-    if (nin < 1 || nin > 3) {
-        PyErr_Format(PyExc_ValueError, "Caller: nin must be 1, 2 or 3, got %d", nin);
+    char lengths[MAX_IN];
+    for (Py_ssize_t k = 0; k < nin; k++) {
+        Py_UCS4 c = PyUnicode_READ_CHAR(inputs, k);
+        if (c != 'q' && c != 'v') {
+            PyErr_Format(PyExc_ValueError, "Caller: inputs must be 'q' or 'v' each, got %R",
+                         inputs);
+            return NULL;
+        }
+        lengths[k] = (char)c;
+    }
+    if (nd < 1 || nd > MAX_ND) {
+        PyErr_Format(PyExc_ValueError, "Caller: a result of 1 to %d dimensions, got %R", MAX_ND,
+                     result);
         return NULL;
+    }
+    npy_intp shape[MAX_ND];
+    for (Py_ssize_t k = 0; k < nd; k++) {
+        long d = PyLong_AsLong(PyTuple_GET_ITEM(result, k));
+        if (d == -1 && PyErr_Occurred())
+            return NULL;
+        if (d < DIM_NB) {
+            PyErr_Format(PyExc_ValueError, "Caller: a result dimension is a size >= 0, %d (nv) or "
+                         "%d (nb), got %ld", DIM_NV, DIM_NB, d);
+            return NULL;
+        }
+        shape[k] = (npy_intp)d;
     }
     if (!PyCallable_Check(fallback) || !PyCallable_Check(loader)) {
         PyErr_SetString(PyExc_TypeError, "Caller: fallback and loader must be callable");
@@ -209,10 +255,11 @@ caller_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->loader = loader;
     self->dict = NULL;
     self->kernel = NULL;
-    self->nin = nin;
-    self->matrix = matrix;
+    self->nin = (int)nin;
+    memcpy(self->lengths, lengths, sizeof lengths);
+    self->nd = (int)nd;
+    memcpy(self->shape, shape, sizeof shape);
     self->fext = fext;
-    self->rows = rows;
     return (PyObject *)self;
 }
 
@@ -270,8 +317,8 @@ static PyTypeObject CallerType = {
     .tp_name = "kanedyn.dynamics._fastcall.Caller",
     .tp_basicsize = sizeof(Caller),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "Caller(fallback, loader, nin, matrix=False, fext=False, rows=0): a single-state fast path in front of "
-              "fallback (see _fastcall.c).",
+    .tp_doc = "Caller(fallback, loader, inputs, result, fext=False): a single-state fast path "
+              "in front of fallback, for a row of the kernels' entry-point table (see _fastcall.c).",
     .tp_new = caller_new,
     .tp_dealloc = (destructor)caller_dealloc,
     .tp_traverse = (traverseproc)caller_traverse,

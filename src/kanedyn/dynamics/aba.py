@@ -1,6 +1,6 @@
 """Forward dynamics by the articulated-body algorithm (Featherstone 2008, Table 7.1).
 
-The computation is :func:`kanedyn.dynamics.kernels.aba_core` (numba); the
+The computation is :func:`kanedyn.dynamics.kernels.aba.aba_core` (numba); the
 readable definition is :func:`kanedyn.dynamics.reference.aba`.
 """
 
@@ -23,10 +23,12 @@ from ._dispatch import (
     writable,
 )
 from .flat import fast, flatten
+from .kernels.entries import ENTRIES
 
+_ABA = ENTRIES["aba"]
 _empty = np.empty
-_aba_f = entry_stub("aba_f", globals())
-_aba_f_fext = entry_stub("aba_f_fext", globals())
+_aba_f = entry_stub(_ABA.single, globals(), "_aba_f")
+_aba_f_fext = entry_stub(_ABA.single_fext, globals(), "_aba_f_fext")
 
 
 def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
@@ -67,7 +69,7 @@ def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
     return store(out, _aba_general(model, q, v, tau, f_ext, out))
 
 
-aba = c_front(aba, "aba_c", 3, fext=True)
+aba = c_front(aba, _ABA)
 
 
 def _aba_general(model, q, v, tau, f_ext, out_=None):
@@ -75,10 +77,10 @@ def _aba_general(model, q, v, tau, f_ext, out_=None):
     speeds = ((v, "v"), (tau, "tau"))
     (Q, V, T), F, single = general(model, q, speeds, f_ext)
     N = Q.shape[0]
-    out = batch_result(None if single else out_, (N, fm.nv), Q, V, T, F)
+    out = batch_result(None if single else out_, (N, *_ABA.result_shape(fm.nv)), Q, V, T, F)
     status = np.zeros(N, dtype=np.int64)
     Fk = F if F is not None else np.zeros((1, fm.nb, 6))
-    batch(K.aba_batch, fm.data, Q, V, T, Fk, F is not None, out, status)
+    batch(K[_ABA.batch], fm.data, Q, V, T, Fk, F is not None, out, status)
     if status.any():
         fail(model, status, "aba", Q, ((V, "v"), (T, "tau")), F)
     return out[0] if single else out

@@ -26,42 +26,38 @@ below, which follow the sums above body by body.
 
 from __future__ import annotations
 
-import functools
-import os
-
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ModelError
 from ..model import Model
 from ..spatial import crf, crm, plucker
-from ._dispatch import F8, batch, batch_result, fail, general, store, writable
+from ._dispatch import (
+    F8,
+    batch,
+    batch_result,
+    c_front,
+    entry_stub,
+    fail,
+    general,
+    store,
+    writable,
+)
 from .flat import fast, flatten
+from .kernels.entries import ENTRIES
 from .reference import body_placements, body_velocities, jacobian_local, joint_transforms
 
 _empty = np.empty
 
 
-def _stub(name: str):
-    """A stand-in for the kernel ``centroidal_kernel.name`` bound to the module global
-    ``_name``: its first call loads the kernel (the bare entry point for the single-state
-    ``*_f``, else the dispatcher), rebinds the global to it and forwards the call (as
-    :func:`kanedyn.dynamics._dispatch.entry_stub`); importing kanedyn compiles nothing."""
-
-    def load(*args):
-        from . import centroidal_kernel as ck
-
-        f = ck.entry(name) if name.endswith("_f") else ck.ready(name)
-        globals()["_" + name] = f
-        return f(*args)
-
-    return load
-
-
-_ag_f = _stub("ag_f")
-_cm_f = _stub("cm_f")
-_ag_batch = _stub("ag_batch")
-_cm_batch = _stub("cm_batch")
+_AG, _CM = ENTRIES["centroidal_momentum_matrix"], ENTRIES["centroidal_momentum"]
+_AG_ROWS = _AG.result[0]  # A_G is (6, nv): read once, not per call
+# the kernels of the entry-point table, loaded on first call (importing kanedyn compiles
+# nothing): see kanedyn.dynamics._dispatch.entry_stub
+_ag_f = entry_stub(_AG.single, globals(), "_ag_f")
+_cm_f = entry_stub(_CM.single, globals(), "_cm_f")
+_ag_batch = entry_stub(_AG.batch, globals(), "_ag_batch")
+_cm_batch = entry_stub(_CM.batch, globals(), "_cm_batch")
 
 
 def _no_mass(model: Model, what: str):
@@ -98,7 +94,7 @@ def centroidal_momentum_matrix(model: Model, q: ArrayLike, *,
         # one float64 state straight to the kernel's entry point (see kernels.entry)
         if q.ndim == 1 and q.dtype is F8:
             if out is None:
-                Ag = _empty((6, nv))
+                Ag = _empty((_AG_ROWS, nv))
                 if not (s := _ag_f(buf, q, Ag)):
                     return Ag
                 _fail(model, s, "centroidal_momentum_matrix", q, ())
@@ -111,7 +107,7 @@ def centroidal_momentum_matrix(model: Model, q: ArrayLike, *,
     fm = flatten(model)
     (Q,), _, single = general(model, q, ())
     N = Q.shape[0]
-    res = batch_result(None if single else out, (N, 6, fm.nv), Q)
+    res = batch_result(None if single else out, (N, *_AG.result_shape(fm.nv)), Q)
     status = np.zeros(N, dtype=np.int64)
     batch(_ag_batch, fm.data, Q, res, status)
     if status.any():
@@ -119,28 +115,7 @@ def centroidal_momentum_matrix(model: Model, q: ArrayLike, *,
     return store(out, res[0] if single else res)
 
 
-def _c_front(wrapper):
-    """``wrapper`` with the C fast path of ``_fastcall.c`` in front (as
-    :func:`kanedyn.dynamics._dispatch.c_front`), its result (6, nv); ``wrapper`` itself
-    without the extension, with ``KANEDYN_NO_C=1``, or with an extension built before
-    it took ``rows=``."""
-    if os.environ.get("KANEDYN_NO_C", "") not in ("", "0"):
-        return wrapper
-    try:
-        from ._fastcall import Caller
-
-        def loader() -> int:
-            from . import centroidal_kernel
-
-            return centroidal_kernel.c_entry("ag_c")
-
-        caller = Caller(wrapper, loader, 1, rows=6)
-    except (ImportError, TypeError):
-        return wrapper
-    return functools.update_wrapper(caller, wrapper)
-
-
-centroidal_momentum_matrix = _c_front(centroidal_momentum_matrix)
+centroidal_momentum_matrix = c_front(centroidal_momentum_matrix, _AG)
 
 
 def _momentum_and_bias(model: Model, q: ArrayLike, v: ArrayLike, what: str) -> NDArray:
@@ -151,7 +126,7 @@ def _momentum_and_bias(model: Model, q: ArrayLike, v: ArrayLike, what: str) -> N
         buf, _, _ = fast(model)
     try:
         if q.ndim == 1 and v.ndim == 1 and q.dtype is F8 and v.dtype is F8:
-            out = _empty(12)
+            out = _empty(_CM.result)
             if not (s := _cm_f(buf, q, v, out)):
                 return out
             _fail(model, s, what, q, ((v, "v"),))
@@ -160,7 +135,7 @@ def _momentum_and_bias(model: Model, q: ArrayLike, v: ArrayLike, what: str) -> N
     fm = flatten(model)
     (Q, V), _, single = general(model, q, ((v, "v"),))
     N = Q.shape[0]
-    out = np.empty((N, 12))
+    out = np.empty((N, *_CM.result))
     status = np.zeros(N, dtype=np.int64)
     batch(_cm_batch, fm.data, Q, V, out, status)
     if status.any():

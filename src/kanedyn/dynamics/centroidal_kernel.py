@@ -37,14 +37,19 @@ from numba.extending import intrinsic
 
 from . import _compiled
 from ._compiled import KernelModule
-from .kernels import (
-    BAD_SHAPE,
-    BATCH_TASK,
-    LANE_BODIES,
-    LANES,
-    NOT_FINITE,
+from .kernels.constants import BAD_SHAPE, NOT_FINITE
+from .kernels.joint_rows import (
     SINCOS_BIG,
     SINCOS_MIN,
+    joint_transform,
+    lanes_x_up,
+    motion_subspace_column,
+    motion_subspace_times,
+    sincos,
+    unit_axis_transform,
+)
+from .kernels.lanes import BATCH_TASK, LANE_BODIES, LANES, stack_array
+from .kernels.spatial_rows import (
     all_finite,
     all_finite2,
     compose,
@@ -57,13 +62,6 @@ from .kernels import (
     inertia_times,
     inertia_to_parent_add,
     inertia_unit_column,
-    joint_transform,
-    lanes_x_up,
-    s_column,
-    s_times,
-    sincos,
-    stack_array,
-    unit_axis_transform,
     x_motion,
     xt_force,
 )
@@ -163,7 +161,7 @@ def ag_core(data, q, Ag, X, X0, P, F, C):
             elif jt == FREE or jt == SPHERICAL:
                 inertia_column(P, i, col, F, 0)
             else:
-                s_column(data, i, col, F, 1)
+                motion_subspace_column(data, i, col, F, 1)
                 inertia_times(P, i, 0, F, 1, F, 0)
             n0, n1, n2, f0, f1, f2 = xt_force(
                 X0[i, 0], X0[i, 1], X0[i, 2], X0[i, 3], X0[i, 4], X0[i, 5], X0[i, 6],
@@ -205,7 +203,7 @@ def ag_f(buf, q, Ag):
 
 # A_G on several states at once, LANES states through the arithmetic of ag_core
 # together, operation for operation, on stack blocks (see "Several states at once" in
-# kernels.py): a state gives the same bits alone or in a batch.
+# kernels/lanes.py): a state gives the same bits alone or in a batch.
 _LANE_ANGLES = LANE_BODIES * LANES
 
 
@@ -325,7 +323,8 @@ def ag_lanes(data, Q, k0, L, out, status, Xs, Fs):
                         P[i, 10, l], P[i, 11, l], P[i, 12, l])
                     lane_column_out(X0, i, l, G, F0, F1, F2, F3, F4, F5, out, k0, o + col)
             else:
-                s_column(data, i, col, Fs, 1)  # the model's column, the same in every lane
+                # the model's column, the same in every lane
+                motion_subspace_column(data, i, col, Fs, 1)
                 for l in range(L):
                     inertia_times(P[:, :, l], i, 0, Fs, 1, Fs, 0)
                     lane_column_out(X0, i, l, G, Fs[0, 0], Fs[0, 1], Fs[0, 2], Fs[0, 3],
@@ -377,7 +376,7 @@ def cm_core(data, q, v, out, X, w, Mh):
         if joint_transform(data, i, q, X):
             return i + 1
         p = int(data[i, PARENT])
-        s_times(data, i, v, w, J)
+        motion_subspace_times(data, i, v, w, J)
         if p < 0:
             # a root moves with S v_i alone; its acceleration S q̈ + v × S v is zero
             for m in range(6):

@@ -1,6 +1,6 @@
 """Joint-space inertia matrix by the composite-rigid-body algorithm (Featherstone 2008, Table 6.2).
 
-The computation is :func:`kanedyn.dynamics.kernels.crba_core` (numba); the
+The computation is :func:`kanedyn.dynamics.kernels.crba.crba_core` (numba); the
 readable definition is :func:`kanedyn.dynamics.reference.crba`.
 """
 
@@ -23,9 +23,11 @@ from ._dispatch import (
     writable,
 )
 from .flat import fast, flatten
+from .kernels.entries import ENTRIES
 
+_CRBA = ENTRIES["crba"]
 _empty = np.empty
-_crba_f = entry_stub("crba_f", globals())
+_crba_f = entry_stub(_CRBA.single, globals(), "_crba_f")
 
 
 def crba(model: Model, q: ArrayLike, *, out: NDArray | None = None) -> NDArray:
@@ -56,12 +58,12 @@ def crba(model: Model, q: ArrayLike, *, out: NDArray | None = None) -> NDArray:
     fm = flatten(model)
     (Q,), _, single = general(model, q, ())
     N = Q.shape[0]
-    res = batch_result(None if single else out, (N, fm.nv, fm.nv), Q)
+    res = batch_result(None if single else out, (N, *_CRBA.result_shape(fm.nv)), Q)
     status = np.zeros(N, dtype=np.int64)
-    batch(K.crba_batch, fm.data, Q, res, status)
+    batch(K[_CRBA.batch], fm.data, Q, res, status)
     if status.any():
         fail(model, status, "crba", Q, ())
     return store(out, res[0] if single else res)
 
 
-crba = c_front(crba, "crba_c", 1, matrix=True)
+crba = c_front(crba, _CRBA)

@@ -138,7 +138,7 @@ def _body_arrays(data, q, X, S, I):
             X[i, a + 3, 2] = -(e0 * r1 - e1 * r0)
         S[i, :, :] = 0.0
         for c in range(int(data[i, NVJ])):
-            kernels.s_column(data, i, c, Sc, 0)
+            kernels.motion_subspace_column(data, i, c, Sc, 0)
             for r in range(6):
                 S[i, r, c] = Sc[0, r]
         m = data[i, MASS]

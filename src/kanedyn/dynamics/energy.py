@@ -1,7 +1,7 @@
 """Kinetic and potential energy and spatial momentum, computed from the bodies directly
 (not from the equations of motion), so they check those equations independently.
 
-One kernel (:func:`kanedyn.dynamics.kernels.summary_into`) computes all of them
+One kernel (:func:`kanedyn.dynamics.kernels.kinematics.summary_into`) computes all of them
 from the body poses and velocities; the readable definitions are
 :func:`kanedyn.dynamics.reference.kinetic_energy`, ``potential_energy`` and
 ``spatial_momentum``.
@@ -13,8 +13,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from ._dispatch import K, fail, general
+from ._dispatch import K, entry_stub, fail, general
 from .flat import _CACHE, flatten
+from .kernels.entries import ENTRIES
+
+_SUMMARY = ENTRIES["energy"]
+_summary1 = entry_stub(_SUMMARY.single, globals(), "_summary1")
 
 # layout of a summary row
 T, V, MOMENTUM, COM = 0, 1, slice(2, 8), slice(8, 11)
@@ -29,16 +33,16 @@ def summary(model: Model, q: ArrayLike, v: ArrayLike | None = None) -> NDArray:
         if q.ndim != 1:  # a batch (or no array): skip numba's costly type mismatch
             raise TypeError
         if v is None:
-            s = K.summary1(fm.data, q, q, False, out)
+            s = _summary1(fm.data, q, q, False, out)
         else:
-            s = K.summary1(fm.data, q, v, True, out)
+            s = _summary1(fm.data, q, v, True, out)
     except (TypeError, AttributeError):
         speeds = () if v is None else ((v, "v"),)
         (Q, *X), _, single = general(model, q, speeds)
         N = Q.shape[0]
         out = np.empty((N, 11))
         status = np.zeros(N, dtype=np.int64)
-        K.summary_batch(fm.data, Q, X[0] if X else Q, bool(X), out, status)
+        K[_SUMMARY.batch](fm.data, Q, X[0] if X else Q, bool(X), out, status)
         if status.any():
             fail(model, status, "energy", Q, tuple(zip(X, ("v",), strict=True)))
         return out[0] if single else out

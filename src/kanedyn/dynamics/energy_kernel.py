@@ -97,7 +97,7 @@ def energy_pass(data, q, v, dT, dV, out):
         o = int(data[i, IV])
         nvj = int(data[i, NVJ])
         for e in range(nvj):
-            kernels.s_column(data, i, e, Sc, 0)
+            kernels.motion_subspace_column(data, i, e, Sc, 0)
             for a in range(3):
                 s_w = 0.0
                 s_v = 0.0

@@ -33,22 +33,18 @@ from numba import carray, cfunc, njit, prange, types
 
 from . import _compiled
 from ._compiled import KernelModule
-from .kernels import (
-    BAD_SHAPE,
-    BATCH_TASK,
-    NOT_FINITE,
+from .kernels.constants import BAD_SHAPE, NOT_FINITE
+from .kernels.joint_rows import (
     SINCOS_BIG,
     SINCOS_MIN,
-    all_finite2,
-    cross_motion_add,
-    cross_unit_add,
     joint_transform,
-    s_column,
-    s_times,
+    motion_subspace_column,
+    motion_subspace_times,
     sincos,
     unit_axis_transform,
-    x_motion,
 )
+from .kernels.lanes import BATCH_TASK
+from .kernels.spatial_rows import all_finite2, cross_motion_add, cross_unit_add, x_motion
 from .layout import (
     AXIS_ID,
     IQ,
@@ -218,7 +214,7 @@ def frame_core(data, q, v, a, body, F, want, ref, out, J, dJ, X, R, p, Vb, Ab, T
                     Ab[i, k] += a[int(data[i, IV])]
                     cross_unit_add(Vb, i, k, qd, Ab, i)
             else:
-                s_times(data, i, v, T, 0)  # S q̇
+                motion_subspace_times(data, i, v, T, 0)  # S q̇
                 if par >= 0:
                     x_motion(X, i, Vb, par, Vb, i)
                     for m in range(6):
@@ -227,7 +223,7 @@ def frame_core(data, q, v, a, body, F, want, ref, out, J, dJ, X, R, p, Vb, Ab, T
                     for m in range(6):
                         Vb[i, m] = T[0, m]
                 if need_a:
-                    s_times(data, i, a, Ab, i)  # S q̈
+                    motion_subspace_times(data, i, a, Ab, i)  # S q̈
                     if par >= 0:
                         x_motion(X, i, Ab, par, T, 1)
                         for m in range(6):
@@ -337,7 +333,8 @@ def jac_columns(data, body, want, ref, RF, p0, p1, p2, J, dJ, R, p, Vb, T, chain
                     w0 = w1 = w2 = 0.0
                     u0, u1, u2 = R[j, k - 3], R[j, k], R[j, k + 3]
             else:
-                s_column(data, j, c, T, 1)  # (T[0], T[1]: free after the forward pass)
+                # (T[0], T[1]: free after the forward pass)
+                motion_subspace_column(data, j, c, T, 1)
                 s0, s1, s2, s3, s4, s5 = T[1, 0], T[1, 1], T[1, 2], T[1, 3], T[1, 4], T[1, 5]
                 w0 = R[j, 0] * s0 + R[j, 1] * s1 + R[j, 2] * s2
                 w1 = R[j, 3] * s0 + R[j, 4] * s1 + R[j, 5] * s2

@@ -11,7 +11,7 @@ For body b with spatial velocity ``[ω; v]``:
   being the velocity of the body point now passing through the world origin
   (Pinocchio ``WORLD``; Featherstone's spatial velocity in base coordinates).
 
-The computation is :func:`kanedyn.dynamics.kernels.jacobian_into` (numba); the
+The computation is :func:`kanedyn.dynamics.kernels.kinematics.jacobian_into` (numba); the
 readable definition is :func:`kanedyn.dynamics.reference.jacobian_local`.
 
 Given the name of a frame that is not a body (a merged fixed link such as a tool
@@ -27,9 +27,14 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import KanedynError
 from ..model import Model
-from ._dispatch import K, fail, general
+from ._dispatch import K, entry_stub, fail, general
 from .flat import _CACHE, flatten
 from .frames import frame_jacobian
+from .kernels.entries import ENTRIES
+
+_JACOBIAN = ENTRIES["jacobian"]
+_J_ROWS = _JACOBIAN.result[0]  # J is (6, nv): read once, not per call
+_jacobian1 = entry_stub(_JACOBIAN.single, globals(), "_jacobian1")
 
 FRAMES = ("local", "local_world_aligned", "world")
 
@@ -48,17 +53,17 @@ def jacobian(model: Model, q: ArrayLike, body: str | int, frame: str = "local") 
         return frame_jacobian(model, q, body, reference=frame)
     i = model.body_index(body)
     fm = _CACHE.get(id(model)) or flatten(model)
-    J = np.empty((6, fm.nv))
+    J = np.empty((_J_ROWS, fm.nv))
     try:
         if q.ndim != 1:  # a batch (or no array): skip numba's costly type mismatch
             raise TypeError
-        s = K.jacobian1(fm.data, q, i, code, J)
+        s = _jacobian1(fm.data, q, i, code, J)
     except (TypeError, AttributeError):
         (Q,), _, single = general(model, q, ())
         N = Q.shape[0]
-        out = np.empty((N, 6, fm.nv))
+        out = np.empty((N, *_JACOBIAN.result_shape(fm.nv)))
         status = np.zeros(N, dtype=np.int64)
-        K.jacobian_batch(fm.data, Q, i, code, out, status)
+        K[_JACOBIAN.batch](fm.data, Q, i, code, out, status)
         if status.any():
             fail(model, status, "jacobian", Q, ())
         return out[0] if single else out

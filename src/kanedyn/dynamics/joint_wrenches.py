@@ -27,8 +27,9 @@ from numpy.typing import ArrayLike, NDArray
 from ..errors import KanedynError
 from ..model import Model
 from ..spatial import crf, crm, plucker_force
-from ._dispatch import F8, batch, fail, general
+from ._dispatch import F8, batch, entry_stub, fail, general
 from .flat import fast, flatten
+from .kernels.entries import ENTRIES
 from .reference import body_placements, joint_transforms
 
 #: the coordinates a joint wrench is given in (Pinocchio's names, as for Jacobians)
@@ -37,24 +38,12 @@ REFERENCES = ("local", "world", "local_world_aligned")
 _empty = np.empty
 
 
-def _stub(name: str):
-    """A stand-in for the kernel ``joint_wrenches_kernel.name`` bound to the module global
-    ``_name``: its first call loads it (the bare entry point for the single-state
-    ``jw_f*``, else the dispatcher), rebinds the global and forwards the call."""
-
-    def load(*args):
-        from . import joint_wrenches_kernel as jk
-
-        f = jk.ready(name) if name.endswith("_batch") else jk.entry(name)
-        globals()["_" + name] = f
-        return f(*args)
-
-    return load
-
-
-_jw_f = _stub("jw_f")
-_jw_f_fext = _stub("jw_f_fext")
-_jw_batch = _stub("jw_batch")
+_JW = ENTRIES["joint_wrenches"]
+_JW_COLS = _JW.result[1]  # one wrench (6) per body: read once, not per call
+# loaded on first call (see kanedyn.dynamics._dispatch.entry_stub)
+_jw_f = entry_stub(_JW.single, globals(), "_jw_f")
+_jw_f_fext = entry_stub(_JW.single_fext, globals(), "_jw_f_fext")
+_jw_batch = entry_stub(_JW.batch, globals(), "_jw_batch")
 
 
 def _reference_code(reference: str) -> int:
@@ -91,7 +80,7 @@ def joint_wrenches(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
     try:
         if (q.ndim == 1 and v.ndim == 1 and a.ndim == 1 and q.dtype is F8
                 and v.dtype is F8 and a.dtype is F8):
-            W = _empty((model.nb, 6))
+            W = _empty((model.nb, _JW_COLS))
             if f_ext is None:
                 s = _jw_f(buf, q, v, a, code, W)
             elif f_ext.ndim == 2 and f_ext.dtype is F8:
@@ -107,7 +96,7 @@ def joint_wrenches(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
     fm = flatten(model)
     (Q, V, A), F, single = general(model, q, ((v, "v"), (a, "a")), f_ext)
     N = Q.shape[0]
-    out = np.empty((N, fm.nb, 6))
+    out = np.empty((N, *_JW.result_shape(fm.nv, fm.nb)))
     status = np.zeros(N, dtype=np.int64)
     Fk = F if F is not None else np.zeros((1, fm.nb, 6))
     batch(_jw_batch, fm.data, Q, V, A, Fk, F is not None, code, out, status)

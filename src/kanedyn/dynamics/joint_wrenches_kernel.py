@@ -1,10 +1,10 @@
 """numba kernels of :mod:`.joint_wrenches`: the spatial force each joint transmits.
 
 These are the forces of RNEA's backward pass: after it, the force row of body i of
-:func:`kanedyn.dynamics.kernels.rnea_core`'s workspace holds
+:func:`kanedyn.dynamics.kernels.rnea.rnea_core`'s workspace holds
 ``f_i = I_i a_i + v_i ×* I_i v_i - f_ext,i + Σ_children X_cᵀ f_c``, the force the
 parent exerts on the subtree of i through joint i, in body i coordinates about its
-origin. The kernel runs :func:`~kanedyn.dynamics.kernels.rnea_core` itself and copies
+origin. The kernel runs :func:`~kanedyn.dynamics.kernels.rnea.rnea_core` itself and copies
 them out, in body coordinates or moved to the world (``i_X_0ᵀ f_i``, about the world
 origin) or turned to world axes about the body origin. The readable definition is
 :func:`kanedyn.dynamics.joint_wrenches.joint_wrenches_reference`.
@@ -17,15 +17,10 @@ from numba import njit, prange
 
 from . import _compiled
 from ._compiled import KernelModule
-from .kernels import (
-    BAD_SHAPE,
-    BATCH_TASK,
-    NOT_FINITE,
-    all_finite2,
-    compose,
-    rnea_core,
-    xt_force,
-)
+from .kernels.constants import BAD_SHAPE, NOT_FINITE
+from .kernels.lanes import BATCH_TASK
+from .kernels.rnea import rnea_core
+from .kernels.spatial_rows import all_finite2, compose, xt_force
 from .layout import (
     HDR,
     PARENT,

@@ -1,6 +1,6 @@
 """Forward kinematics: where each body is, and how it moves.
 
-The computation is :func:`kanedyn.dynamics.kernels.kinematics_into` (numba); the
+The computation is :func:`kanedyn.dynamics.kernels.kinematics.kinematics_into` (numba); the
 readable definitions are :func:`kanedyn.dynamics.reference.body_placements` and
 :func:`~kanedyn.dynamics.reference.body_velocities`.
 """
@@ -13,10 +13,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
-from ._dispatch import K, fail, general
+from ._dispatch import K, entry_stub, fail, general
 from .energy import COM, summary
 from .flat import _CACHE, flatten
 from .frames import frame_placement as frame_placement  # (it lives in frames.py now)
+from .kernels.entries import ENTRIES
+
+_FK = ENTRIES["forward_kinematics"]
+_kinematics1 = entry_stub(_FK.single, globals(), "_kinematics1")
 
 
 @dataclass(frozen=True)
@@ -42,14 +46,14 @@ def forward_kinematics(model: Model, q: ArrayLike, v: ArrayLike | None = None):
     try:
         if q.ndim != 1:  # a batch (or no array): skip numba's costly type mismatch
             raise TypeError
-        s = K.kinematics1(fm.data, q, v if use_v else q, use_v, R, p, vel)
+        s = _kinematics1(fm.data, q, v if use_v else q, use_v, R, p, vel)
     except (TypeError, AttributeError):
         speeds = ((v, "v"),) if use_v else ()
         (Q, *X), _, single = general(model, q, speeds)
         N = Q.shape[0]
         R, p, vel = np.empty((N, nb, 3, 3)), np.empty((N, nb, 3)), np.empty((N, nb, 6))
         status = np.zeros(N, dtype=np.int64)
-        K.kinematics_batch(fm.data, Q, X[0] if use_v else Q, use_v, R, p, vel, status)
+        K[_FK.batch](fm.data, Q, X[0] if use_v else Q, use_v, R, p, vel, status)
         if status.any():
             fail(model, status, "forward_kinematics", Q, tuple(zip(X, ("v",), strict=True)))
         res = [Kinematics(R[k], p[k], vel[k] if use_v else None) for k in range(N)]

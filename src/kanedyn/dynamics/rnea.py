@@ -1,6 +1,6 @@
 """Inverse dynamics by the recursive Newton–Euler algorithm (Featherstone 2008, Table 5.1).
 
-The computation is :func:`kanedyn.dynamics.kernels.rnea_core` (numba); the
+The computation is :func:`kanedyn.dynamics.kernels.rnea.rnea_core` (numba); the
 readable definition it is tested against is :func:`kanedyn.dynamics.reference.rnea`.
 """
 
@@ -23,12 +23,14 @@ from ._dispatch import (
     writable,
 )
 from .flat import fast, flatten
+from .kernels.entries import ENTRIES
 
+_RNEA, _NLE, _GRAVITY = (ENTRIES[n] for n in ("rnea", "nonlinear_effects", "gravity_torques"))
 _empty = np.empty
-_rnea_f = entry_stub("rnea_f", globals())
-_rnea_f_fext = entry_stub("rnea_f_fext", globals())
-_nle_f = entry_stub("nle_f", globals())
-_gravity_f = entry_stub("gravity_f", globals())
+_rnea_f = entry_stub(_RNEA.single, globals(), "_rnea_f")
+_rnea_f_fext = entry_stub(_RNEA.single_fext, globals(), "_rnea_f_fext")
+_nle_f = entry_stub(_NLE.single, globals(), "_nle_f")
+_gravity_f = entry_stub(_GRAVITY.single, globals(), "_gravity_f")
 
 
 def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
@@ -72,7 +74,7 @@ def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
     return store(out, _rnea_general(model, q, v, a, f_ext, True, True, "rnea", out))
 
 
-rnea = c_front(rnea, "rnea_c", 3, fext=True)
+rnea = c_front(rnea, _RNEA)
 
 
 def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike, *,
@@ -96,7 +98,7 @@ def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike, *,
                                     "nonlinear_effects"))
 
 
-nonlinear_effects = c_front(nonlinear_effects, "nle_c", 2)
+nonlinear_effects = c_front(nonlinear_effects, _NLE)
 
 
 def gravity_torques(model: Model, q: ArrayLike, *, out: NDArray | None = None) -> NDArray:
@@ -119,7 +121,7 @@ def gravity_torques(model: Model, q: ArrayLike, *, out: NDArray | None = None) -
                                     "gravity_torques"))
 
 
-gravity_torques = c_front(gravity_torques, "gravity_c", 1)
+gravity_torques = c_front(gravity_torques, _GRAVITY)
 
 
 def _rnea_general(model, q, v, a, f_ext, use_v, use_a, what, out_=None):
@@ -133,10 +135,10 @@ def _rnea_general(model, q, v, a, f_ext, use_v, use_a, what, out_=None):
         zeros = np.zeros((N, fm.nv))
     V = X[0] if use_v else zeros
     A = X[1] if use_a else zeros
-    out = batch_result(None if single else out_, (N, fm.nv), Q, *X, F)
+    out = batch_result(None if single else out_, (N, *_RNEA.result_shape(fm.nv)), Q, *X, F)
     status = np.zeros(N, dtype=np.int64)
     Fk = F if F is not None else np.zeros((1, fm.nb, 6))
-    batch(K.rnea_batch, fm.data, Q, V, A, Fk, use_v, use_a, F is not None, out, status)
+    batch(K[_RNEA.batch], fm.data, Q, V, A, Fk, use_v, use_a, F is not None, out, status)
     if status.any():
         fail(model, status, what, Q, tuple((x, n) for x, (_, n) in zip(X, speeds, strict=True)), F)
     return out[0] if single else out
