@@ -659,13 +659,14 @@ def kanes_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsO
         """dᴺ/dt of a vector with components ``vel`` in W, u̇ = 0:
         ``dᵂ/dt vel + ω_W × vel``."""
         if W not in frame_rates:
-            frame_rates[W] = _frame_rate(W, N, kin.qdot_map, conv, rec)
+            frame_rates[W] = _frame_rate(W, N, kin.qdot_map, express)
         wW = frame_rates[W]
         d = [rec.rate(x, rates) for x in vel]
         return _add3(d, _cross3(wW, vel)) if wW is not None else d
 
     N = system.frame
     frame_rates: dict = {}
+    express = _Express(rec, conv)
     speeds = kin.speeds
     ns = len(speeds)
     M_full = [[sp.S.Zero] * n for _ in range(ns)]     # rows: all speeds; columns: true
@@ -677,8 +678,8 @@ def kanes_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsO
         # exact as written (no DCMᵀ DCM = 1 left to cancel, e.g. a quaternion's norm)
         Wt, W = _frame_of(v_r), _working_frame(body, v)
         tag = body.name
-        vr = [rec.vec(_components(x, Wt, conv), f"v_{tag}_{r}") for r, x in enumerate(v_r)]
-        vel = rec.vec(_components(v, Wt, conv), f"vel_{tag}")
+        vr = [express(x, Wt, f"v_{tag}_{r}") for r, x in enumerate(v_r)]
+        vel = express(v, Wt, f"vel_{tag}")
         a0 = rec.vec(acceleration(vel, Wt), f"a_{tag}")
         m = conv(body.mass)
         f_in = _scale3(-m, a0)
@@ -686,8 +687,8 @@ def kanes_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsO
         rot = w is not None and body.inertia != 0
         if rot:
             I3 = _inertia_matrix(body.inertia, W, conv, rec, f"I_{tag}")
-            wr = [rec.vec(_components(x, W, conv), f"w_{tag}_{r}") for r, x in enumerate(w_r)]
-            om = rec.vec(_components(w, W, conv), f"om_{tag}")
+            wr = [express(x, W, f"w_{tag}_{r}") for r, x in enumerate(w_r)]
+            om = express(w, W, f"om_{tag}")
             al0 = rec.vec(acceleration(om, W), f"al_{tag}")
             Iw = rec.vec(_matvec3(I3, om), f"Iom_{tag}")
             t_in = [-x for x in _add3(_matvec3(I3, al0), _cross3(om, Iw))]
@@ -712,7 +713,7 @@ def kanes_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsO
         if reactions:
             coeff = [[sp.diff(x, R) for x in vec] for R in reactions]
             vec = [x.xreplace({R: 0 for R in reactions}) for x in vec]
-        pr = [rec.vec(_components(x, W, conv), f"p{li}_{r}") for r, x in enumerate(parts)]
+        pr = [express(x, W, f"p{li}_{r}") for r, x in enumerate(parts)]
         vec = rec.vec(vec, f"load{li}")
         for r in range(ns):
             f_full[r] += _dot3(pr[r], vec)
@@ -807,6 +808,40 @@ def _matvec3(I3, x):
     return [_dot3(I3[r], x) for r in range(3)]
 
 
+class _Express:
+    """Vectors expressed in a frame through bound direction cosines: the DCM from F to
+    W is the product of the DCMs of the frames on the path between them, each product
+    bound (memoised per pair), and each measure number is bound before it is rotated.
+    A component is then a short sum over symbols, never a product of rotations
+    multiplied out."""
+
+    def __init__(self, rec: Recorder, conv) -> None:
+        self.rec, self.conv = rec, conv
+        self._dcm: dict = {}
+
+    def dcm(self, W: ReferenceFrame, F: ReferenceFrame) -> sp.Matrix:
+        """``[v]_W = dcm(W, F) [v]_F``."""
+        key = (W, F)
+        if key not in self._dcm:
+            path = W._dict_list(F, 0)
+            D = None
+            for A, B in zip(path[:-1], path[1:], strict=True):
+                step = A.dcm(B).applyfunc(lambda e: self.rec(self.conv(e), f"R_{A}_{B}"))
+                D = step if D is None else (D * step).applyfunc(
+                    lambda e: self.rec(e, f"R_{W}_{B}"))
+            self._dcm[key] = D
+        return self._dcm[key]
+
+    def __call__(self, vec: Vector, W: ReferenceFrame, name: str) -> list:
+        out = [_ZERO] * 3
+        for measures, F in vec.args:
+            m = sp.Matrix([self.rec(self.conv(x), f"{name}_{F}") for x in measures])
+            if F != W:
+                m = self.dcm(W, F) * m
+            out = [x + y for x, y in zip(out, m, strict=True)]
+        return self.rec.vec(out, name)
+
+
 def _components(vec: Vector, W: ReferenceFrame, conv) -> list:
     """The components of ``vec`` along W's axes, plain symbols."""
     if not vec.args:
@@ -824,13 +859,12 @@ def _working_frame(body, v: Vector) -> ReferenceFrame:
     return v.args[0][1] if v.args else ReferenceFrame("_unused")
 
 
-def _frame_rate(W, N, qdot_map, conv, rec):
+def _frame_rate(W, N, qdot_map, express):
     """ω of W in N, components in W (bound), or None for N itself or a frame that is not
     connected (a placeholder)."""
     if W == N or W.name == "_unused":
         return None
-    w = _vector_xreplace(W.ang_vel_in(N), qdot_map)
-    return rec.vec(_components(w, W, conv), f"omega_{W.name}")
+    return express(_vector_xreplace(W.ang_vel_in(N), qdot_map), W, f"omega_{W.name}")
 
 
 def _frame_of(vectors) -> ReferenceFrame:
