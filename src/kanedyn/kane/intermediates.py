@@ -209,6 +209,15 @@ def jacobian_at(intermediates: Sequence, outputs: Sequence, variables: Sequence,
     locally (it is short) and the derivative evaluated at the point at once, so no
     expression larger than one intermediate is ever differentiated."""
     var_index = {v: k for k, v in enumerate(variables)}
+    defined = {s for s, _ in intermediates}
+    leaves = set()
+    for _s, e in intermediates:
+        leaves |= e.free_symbols
+    for e in outputs:
+        leaves |= sp.sympify(e).free_symbols
+    leaves -= defined
+    if all(x in point and sp.sympify(point[x]).is_number for x in leaves):
+        return _jacobian_floats(intermediates, outputs, var_index, point)
     env = dict(point)                 # symbol -> value at the point
     grad: dict = {}                   # intermediate symbol -> {k: d/dx_k}
 
@@ -240,3 +249,74 @@ def jacobian_at(intermediates: Sequence, outputs: Sequence, variables: Sequence,
         for k, d in g.items():
             J[i, k] = d
     return values, J
+
+
+def _jacobian_floats(intermediates, outputs, var_index, point):
+    """:func:`jacobian_at` at a numeric point: forward mode in floats on the expression
+    trees (value and sparse gradient per node), no symbolic derivative formed."""
+    val: dict = {}
+    grad: dict = {}
+    for x, v in point.items():
+        x = sp.sympify(x)
+        val[x] = complex(sp.N(v)).real
+        if x in var_index:
+            grad[x] = {var_index[x]: 1.0}
+
+    def add_into(g, h, c=1.0):
+        for k, d in h.items():
+            g[k] = g.get(k, 0.0) + c * d
+
+    def ev(e):
+        if e.is_Symbol:
+            return val[e], grad.get(e, {})
+        if e.is_Number:
+            return float(e), {}
+        if e.is_Add:
+            v, g = 0.0, {}
+            for a in e.args:
+                va, ga = ev(a)
+                v += va
+                add_into(g, ga)
+            return v, g
+        if e.is_Mul:
+            parts = [ev(a) for a in e.args]
+            vals = [p[0] for p in parts]
+            n = len(vals)
+            prefix = [1.0] * (n + 1)
+            for i in range(n):
+                prefix[i + 1] = prefix[i] * vals[i]
+            suffix = 1.0
+            g: dict = {}
+            for i in range(n - 1, -1, -1):
+                if parts[i][1]:
+                    add_into(g, parts[i][1], prefix[i] * suffix)
+                suffix *= vals[i]
+            return prefix[n], g
+        if e.is_Pow and e.exp.is_Number:
+            vb, gb = ev(e.base)
+            n = float(e.exp)
+            v = vb ** n
+            return v, ({k: n * vb ** (n - 1) * d for k, d in gb.items()} if gb else {})
+        if isinstance(e, (sp.sin, sp.cos)):
+            va, ga = ev(e.args[0])
+            if isinstance(e, sp.sin):
+                return math.sin(va), {k: math.cos(va) * d for k, d in ga.items()}
+            return math.cos(va), {k: -math.sin(va) * d for k, d in ga.items()}
+        # anything else: its local symbolic derivatives, evaluated
+        subs = {x: sp.Float(val[x]) for x in e.free_symbols}
+        v = float(e.xreplace(subs))
+        g: dict = {}
+        for x in e.free_symbols:
+            if grad.get(x):
+                add_into(g, grad[x], float(sp.diff(e, x).xreplace(subs)))
+        return v, g
+
+    for s, e in intermediates:
+        val[s], grad[s] = ev(e)
+    values, J = [], np.zeros((len(outputs), len(var_index)))
+    for i, e in enumerate(outputs):
+        v, g = ev(sp.sympify(e))
+        values.append(sp.Float(v))
+        for k, d in g.items():
+            J[i, k] = d
+    return values, sp.Matrix(J)
