@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import sympy as sp
-from sympy.physics.vector import Point, ReferenceFrame, dynamicsymbols
+from sympy.physics.vector import Point, ReferenceFrame, dynamicsymbols, outer
 
 from ..errors import SymbolicError
 from .loads import RigidBody, Torque, inertia
@@ -212,24 +212,43 @@ def stewart_geometry(base_radius: float = 1.0, platform_radius: float = 0.6,
     return np.array(b), np.array(p)
 
 
-def stewart_platform() -> tuple[KaneSystem, dict]:
+def stewart_platform(legs: str = "massless") -> tuple[KaneSystem, dict]:
     """A 6-6 Stewart platform: platform P (mass M, central inertia diag(Ixx, Iyy,
     Izz)) at pose q = (quaternion e0..e3, position x, y, z) with the platform
     twist as speeds u = (ω in platform axes, velocity of its mass centre in N
     axes). Gravity −g N.z.
 
-    Each leg i joins base point b_i (fixed) to platform point p_i through
-    spherical joints, and is massless: a two-force member along its unit
-    vector n_i = (p_i − b_i)/ℓ_i. It pushes on the platform with the actuator
-    force f_i (an input) plus a passive spring −k (ℓ_i − ℓ0) (stiffness of the
-    actuator, potential ½ k (ℓ_i − ℓ0)²). The legs get no coordinates: their
-    forces enter through the partial velocities of the points p_i, so the
-    equations are an ODE in the twist with no constraint equation."""
+    Each leg i joins base point b_i (fixed) to platform point p_i, along its unit
+    vector n_i = (p_i − b_i)/ℓ_i. Its actuator pushes with the force f_i (an input)
+    plus a passive spring −k (ℓ_i − ℓ0) (stiffness of the actuator, potential
+    ½ k (ℓ_i − ℓ0)²). The legs get no coordinates: their motion follows from the
+    platform's, so the equations are an ODE in the twist with no constraint equation.
+
+    ``legs="massless"``: each leg is a two-force member (spherical joints at both
+    ends); its force enters through the partial velocities of the point p_i.
+
+    ``legs="massive"``: each leg is a cylinder (mass m_c, mass centre at d_c from b_i
+    along n_i) hinged to the base by a universal joint, and a piston (mass m_p, mass
+    centre at d_p from p_i back along n_i) sliding in it and hinged to the platform by
+    a spherical joint (a UPS leg); both axisymmetric about n_i (axial moment J_c, J_p,
+    transverse K_c, K_p about their mass centres), turning together with the leg's
+    angular velocity ``ω_i = n_i × ṗ_i / ℓ_i`` (the universal joint allows no spin
+    about the leg). Their velocities are expressed through the platform twist,
+    ``ṗ_i = v_G + ω_P × (p_i − G)``, ``ℓ̇_i = n_i · ṗ_i``,
+    ``ṅ_i = (ṗ_i − ℓ̇_i n_i)/ℓ_i``: ``v_c = d_c ṅ_i``, ``v_p = ṗ_i − d_p ṅ_i``, so
+    Kane's method takes their inertia through partial velocities of the twist, with
+    no leg coordinate and no constraint equation (the actuator force now acts between
+    cylinder and piston, the gravity of the leg parts at their mass centres)."""
+    if legs not in ("massless", "massive"):
+        raise SymbolicError(f"stewart_platform: legs must be 'massless' or 'massive', got "
+                            f"{legs!r}")
     q = dynamicsymbols("e0 e1 e2 e3 x y z")
     u = dynamicsymbols("w1 w2 w3 vx vy vz")
     f = dynamicsymbols("f1:7")
     M, Ixx, Iyy, Izz, g, k, l0 = sp.symbols("M Ixx Iyy Izz g k l0", positive=True)
     base, plat = stewart_geometry()
+    leg = {k_: sp.Symbol(k_, positive=True) for k_ in
+           ("m_c", "d_c", "J_c", "K_c", "m_p", "d_p", "J_p", "K_p")} if legs == "massive" else {}
     N = ReferenceFrame("N")
     P = N.orientnew("P", "Quaternion", q[:4])
     P.set_ang_vel(N, u[0] * P.x + u[1] * P.y + u[2] * P.z)
@@ -249,13 +268,42 @@ def stewart_platform() -> tuple[KaneSystem, dict]:
         d = (p_i.pos_from(O) - b_i).express(N)
         ell = sp.sqrt(d.dot(d))
         lengths.append(ell)
-        loads.append((p_i, (f[i] - k * (ell - l0)) * d / ell))
         V += k * (ell - l0) ** 2 / 2
+        axial = (f[i] - k * (ell - l0)) * d / ell
+        if legs == "massless":
+            loads.append((p_i, axial))
+            continue
+        n_i = d / ell
+        pdot = p_i.vel(N)
+        elldot = n_i.dot(pdot)
+        ndot = (pdot - elldot * n_i) / ell
+        Li = ReferenceFrame(f"L{i}")                     # the leg's frame: ω only
+        Li.set_ang_vel(N, n_i.cross(pdot) / ell)
+        Bi = O.locatenew(f"b{i}", b_i)
+        Bi.set_vel(N, 0)
+        Gc = Bi.locatenew(f"c{i}", leg["d_c"] * n_i)     # cylinder mass centre
+        Gc.set_vel(N, leg["d_c"] * ndot)
+        Gp = p_i.locatenew(f"s{i}", -leg["d_p"] * n_i)   # piston mass centre
+        Gp.set_vel(N, pdot - leg["d_p"] * ndot)
+        for name, pt, m, J, K in (("cylinder", Gc, leg["m_c"], leg["J_c"], leg["K_c"]),
+                                  ("piston", Gp, leg["m_p"], leg["J_p"], leg["K_p"])):
+            # axisymmetric about n_i: K (1 − n n) + J n n, written in N
+            I_leg = K * inertia(N, 1, 1, 1) + (J - K) * outer(n_i, n_i)
+            bodies.append(RigidBody(f"{name}{i}", pt, Li, m, I_leg))
+            loads.append((pt, -m * g * N.z))
+            V += m * g * pt.pos_from(O).dot(N.z)
+        # the actuator (and its spring) pushes the piston out of the cylinder: +axial on
+        # the piston, −axial on the cylinder, at the mass centres (the force is along the
+        # common axis, so its point on the axis does not matter)
+        loads.append((Gp, axial))
+        loads.append((Gc, -axial))
     kde = quaternion_kinematics(q[:4], u[:3]) + [q[4 + i].diff() - u[3 + i] for i in range(3)]
     system = KaneSystem(N, q, u, kde, bodies, loads, inputs=list(f), potential_energy=V,
-                        quaternions=[((0, 1, 2, 3), (0, 1, 2))], name="stewart_platform")
+                        quaternions=[((0, 1, 2, 3), (0, 1, 2))],
+                        name="stewart_platform" if legs == "massless" else
+                        "stewart_platform_massive")
     return system, dict(N=N, P=P, G=G, q=q, u=u, f=f, base=base, platform=plat, lengths=lengths,
-                        M=M, g=g, k=k, l0=l0, I=(Ixx, Iyy, Izz))
+                        M=M, g=g, k=k, l0=l0, I=(Ixx, Iyy, Izz), leg=leg)
 
 
 #: Meijaard, Papadopoulos, Ruina & Schwab (2007), Proc. R. Soc. A 463:1955, Table 1:

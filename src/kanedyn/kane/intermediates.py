@@ -29,7 +29,7 @@ from sympy.printing.pycode import PythonCodePrinter
 
 from ..errors import SymbolicError
 
-__all__ = ["Recorder", "evaluate", "jacobian_at", "solve_by_adjugate"]
+__all__ = ["Recorder", "evaluate", "jacobian_at", "program", "solve_by_adjugate"]
 
 
 class Recorder:
@@ -70,15 +70,28 @@ class Recorder:
         args = [self._atomize(x, name) for x in e.args]
         if any(x is not y for x, y in zip(args, e.args, strict=True)):
             e = e.func(*args)
-        if e.is_Pow and e.base.is_Add and not (e.exp.is_Integer and e.exp > 0):
-            base = self(e.base, f"{name}_b")
-            return self._bind(sp.Pow(base, e.exp), f"{name}_p")
+        if e.is_Pow and e.base.is_Add:
+            if not (e.exp.is_Integer and e.exp > 0):
+                base = self(e.base, f"{name}_b")
+                return self._bind(sp.Pow(base, e.exp), f"{name}_p")
+            if len(e.base.args) ** int(e.exp) > self.EXPAND_LIMIT:
+                return sp.Pow(self(e.base, f"{name}_b"), e.exp)
+        if e.is_Mul:
+            sums = [a for a in e.args if a.is_Add]
+            size = 1
+            for a in sums:
+                size *= len(a.args)
+            if size > self.EXPAND_LIMIT:
+                # multiplying these sums out would swell: bind them, keep the product
+                return sp.Mul(*[self(a, f"{name}_f") if a.is_Add else a for a in e.args])
         return e
 
+    #: products of sums with more terms than this when multiplied out are bound factor by
+    #: factor instead of expanded
+    EXPAND_LIMIT = 4
+
     def __call__(self, expr, name: str) -> sp.Expr:
-        expr = sp.sympify(expr)
-        if not expr.is_polynomial():
-            expr = self._atomize(expr, name)
+        expr = self._atomize(sp.sympify(expr), name)
         return self._bind(sp.expand(expr), name)
 
     def _bind(self, expr, name: str) -> sp.Expr:
@@ -106,18 +119,42 @@ class Recorder:
         the intermediate's own rate otherwise. ``rates`` must be the same mapping
         object for every call that shares the memo (one per kind of rate)."""
         memo = self._rates.setdefault(id(rates), {})
-        expr = sp.sympify(expr)
-        total = []
-        for x in expr.free_symbols:
+
+        def symbol_rate(x):
             if x in self.definitions:
                 if x not in memo:
-                    memo[x] = self(self.rate(self.definitions[x], rates), f"{x.name}_dt")
-                xd = memo[x]
-            else:
-                xd = rates.get(x, 0)
-            if xd != 0:
-                total.append(sp.diff(expr, x) * xd)
-        return sp.Add(*total)
+                    memo[x] = self(walk(self.definitions[x]), f"{x.name}_dt")
+                return memo[x]
+            return rates.get(x, 0)
+
+        def walk(e):
+            # one pass over the tree (product rule term by term), not one derivative
+            # per symbol: the definitions are expanded sums of products
+            if e.is_Symbol:
+                return symbol_rate(e)
+            if e.is_Number:
+                return 0
+            if e.is_Add:
+                return sp.Add(*[walk(a) for a in e.args])
+            if e.is_Mul:
+                terms = []
+                for i, a in enumerate(e.args):
+                    d = walk(a)
+                    if d != 0:
+                        terms.append(sp.Mul(*e.args[:i], d, *e.args[i + 1:]))
+                return sp.Add(*terms)
+            if e.is_Pow and e.exp.is_Number:
+                d = walk(e.base)
+                return 0 if d == 0 else e.exp * e.base ** (e.exp - 1) * d
+            if isinstance(e, sp.sin):
+                d = walk(e.args[0])
+                return 0 if d == 0 else sp.cos(e.args[0]) * d
+            if isinstance(e, sp.cos):
+                d = walk(e.args[0])
+                return 0 if d == 0 else -sp.sin(e.args[0]) * d
+            return sp.Add(*[sp.diff(e, x) * symbol_rate(x) for x in e.free_symbols])
+
+        return walk(sp.sympify(expr))
 
     def vec(self, v: Sequence, name: str) -> list:
         return [self(x, f"{name}_{'xyz'[k]}") for k, x in enumerate(v)]
@@ -167,14 +204,25 @@ def _program(intermediates: Sequence, outputs: Sequence):
     return "\n".join(lines)
 
 
+def program(intermediates: Sequence, outputs: Sequence):
+    """A Python function ``f(values) -> array`` of the outputs, ``values`` a mapping
+    {symbol: float}: the intermediates run in order, in plain floats (``math``). For
+    checks and tests; compiled code is :meth:`EquationsOfMotion.compile`."""
+    ns = {"math": math}
+    exec(_program(intermediates, outputs), ns)  # noqa: S102 - our own generated code
+    run = ns["_run"]
+
+    def f(values: Mapping) -> np.ndarray:
+        env = {k.name: float(v) for k, v in values.items()}
+        return np.array([complex(x).real if isinstance(x, complex) else float(x)
+                         for x in run(env)], dtype=float)
+    return f
+
+
 def evaluate(intermediates: Sequence, outputs: Sequence, values: Mapping) -> np.ndarray:
     """The outputs at ``values`` ({symbol: float}), the intermediates run in order.
     Raises ValueError or ZeroDivisionError outside the domain (callers draw again)."""
-    ns = {"math": math}
-    exec(_program(intermediates, outputs), ns)  # noqa: S102 - our own generated code
-    env = {k.name: float(v) for k, v in values.items()}
-    return np.array([complex(x).real if isinstance(x, complex) else float(x)
-                     for x in ns["_run"](env)], dtype=float)
+    return program(intermediates, outputs)(values)
 
 
 def random_evaluate(intermediates: Sequence, outputs: Sequence, leaves: Iterable,

@@ -31,7 +31,7 @@ __all__ = ["linearize"]
 def _through(eom: EquationsOfMotion, expr) -> sp.Expr:
     """``expr`` with the intermediates it uses substituted (a single quantity)."""
     defs = dict(eom.intermediates)
-    need, stack = [], [x for x in sp.sympify(expr).free_symbols if x in defs]
+    stack = [x for x in sp.sympify(expr).free_symbols if x in defs]
     seen = set()
     while stack:
         x = stack.pop()

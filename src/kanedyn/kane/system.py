@@ -45,7 +45,7 @@ from sympy.physics.vector import Point, ReferenceFrame, Vector, dynamicsymbols
 from ..errors import SymbolicError
 from .eom import EquationsOfMotion
 from .intermediates import Recorder, random_evaluate, solve_by_adjugate
-from .loads import Force, Particle, RigidBody, Torque, as_load
+from .loads import Force, Particle, RigidBody, as_load
 
 t = dynamicsymbols._t
 
@@ -826,9 +826,9 @@ class _Express:
             path = W._dict_list(F, 0)
             D = None
             for A, B in zip(path[:-1], path[1:], strict=True):
-                step = A.dcm(B).applyfunc(lambda e: self.rec(self.conv(e), f"R_{A}_{B}"))
-                D = step if D is None else (D * step).applyfunc(
-                    lambda e: self.rec(e, f"R_{W}_{B}"))
+                step = sp.Matrix(3, 3, [self.rec(self.conv(e), f"R_{A}_{B}") for e in A.dcm(B)])
+                D = step if D is None else sp.Matrix(
+                    3, 3, [self.rec(e, f"R_{W}_{B}") for e in D * step])
             self._dcm[key] = D
         return self._dcm[key]
 
