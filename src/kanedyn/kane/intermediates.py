@@ -47,6 +47,8 @@ class Recorder:
         self._seen: dict[sp.Expr, sp.Symbol] = {}
         self._names: set[str] = set(reserved)
         self.definitions: dict[sp.Symbol, sp.Expr] = {}
+        #: local rewrites applied after each expansion, e.g. cos(q)² → 1 − sin(q)²
+        self.pythagoras: dict = {}
         self._rates: dict = {}
 
     def fresh(self, name: str) -> sp.Symbol:
@@ -92,7 +94,12 @@ class Recorder:
 
     def __call__(self, expr, name: str) -> sp.Expr:
         expr = self._atomize(sp.sympify(expr), name)
-        return self._bind(sp.expand(expr), name)
+        expr = sp.expand(expr)
+        if self.pythagoras:
+            replaced = expr.xreplace(self.pythagoras)
+            if replaced is not expr:
+                expr = sp.expand(replaced)
+        return self._bind(expr, name)
 
     def _bind(self, expr, name: str) -> sp.Expr:
         if expr.is_Number or expr.is_Symbol:
@@ -111,6 +118,10 @@ class Recorder:
         self.intermediates.append((s, expr))
         self.definitions[s] = expr
         return s
+
+    def seed_rates(self, rates: Mapping, known: Mapping) -> None:
+        """Give intermediates their rate (for ``rates``) instead of deriving it."""
+        self._rates.setdefault(id(rates), {}).update(known)
 
     def rate(self, expr, rates: Mapping):
         """``d expr/dt`` by the chain rule through the intermediates, each rate bound

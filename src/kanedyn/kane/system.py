@@ -44,7 +44,7 @@ from sympy.physics.vector import Point, ReferenceFrame, Vector, dynamicsymbols
 
 from ..errors import SymbolicError
 from .eom import EquationsOfMotion
-from .intermediates import Recorder, random_evaluate, solve_by_adjugate
+from .intermediates import Recorder, apply_adjugate, random_evaluate, solve_by_adjugate
 from .loads import Force, Particle, RigidBody, as_load
 
 t = dynamicsymbols._t
@@ -620,6 +620,9 @@ def kanes_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsO
             f"{system.name!r}: rename it"
         )
     rec = Recorder(plain.reserved(system))
+    for qi in system.q:          # local simplification of each expanded entry
+        x = plain.map[qi]
+        rec.pythagoras[sp.cos(x) ** 2] = 1 - sp.sin(x) ** 2
     u = list(system.u)
     n, na = len(u), len(system.u_auxiliary)
     dep = list(system.u_dependent)
@@ -645,15 +648,26 @@ def kanes_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsO
             dep_symbols[s] = sym
             T[u.index(s), :] = A[k, :]
         plain.dependent = dep_symbols
+    rates = {plain.map[qi]: rec(conv(e), f"{_name(qi)}_rate")
+             for qi, e in zip(system.q, kin.qdot, strict=True)}
+    rates[sp.Symbol("t")] = sp.S.One
+    if dep:
+        # u̇_dep at u̇_ind = 0: −C_dep⁻¹ (Ċ u + Ḋ), the constraints' rate with the speeds
+        # held, solved with the same adjugate; seeded as the rate of the u_dep
+        # intermediates, so the chain rule does not differentiate the solution A, B
+        speeds_plain = [dep_symbols.get(x, plain.map[x]) for x in u]
+        Cfull = sp.zeros(len(dep), n)
+        for j, x in enumerate(u):
+            Cfull[:, j] = C_dep[:, dep.index(x)] if x in dep else C_ind[:, ind.index(x)]
+        e = [rec(sum((rec.rate(Cfull[i, j], rates) * speeds_plain[j] for j in range(n)),
+                     rec.rate(D[i], rates)), "C_rate") for i in range(len(dep))]
+        b = apply_adjugate(adj, det, -sp.Matrix(e), rec, "dep_rate")
+        rec.seed_rates(rates, {dep_symbols[x]: b[k] for k, x in enumerate(dep)})
 
     # --- 1, 2. the bodies' and loads' contributions, all speeds (true and auxiliary)
     # accelerations with u̇_ind = 0 by the chain rule through the intermediates: q̇ from
     # the kinematic equations, u̇ = 0, ∂/∂t = 1; the dependent speeds are intermediates
-    # (u_dep = A u_ind + B), so their rate at u̇_ind = 0 — the constraints' bias
-    # −C_dep⁻¹ (Ċ u + Ḋ) — comes out of the same chain rule
-    rates = {plain.map[qi]: rec(conv(e), f"{_name(qi)}_rate")
-             for qi, e in zip(system.q, kin.qdot, strict=True)}
-    rates[sp.Symbol("t")] = sp.S.One
+    # whose rate at u̇_ind = 0 is the constraints' bias −C_dep⁻¹ (Ċ u + Ḋ) (seeded above)
 
     def acceleration(vel: list, W) -> list:
         """dᴺ/dt of a vector with components ``vel`` in W, u̇ = 0:
