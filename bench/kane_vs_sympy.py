@@ -1,6 +1,9 @@
 """Kane's method from a Model (kanedyn.kane.derive) against SymPy's KanesMethod, side by side.
 
-For the planar point-mass n-link pendulum and a 3D chain of rods, in one process:
+First the general derivation (``kane.KaneSystem``): the Whipple bicycle benchmark
+derived and linearised against SymPy's KanesMethod on the same kinematics, and the
+massive-leg Stewart platform derived and compiled. Then, for the planar point-mass
+n-link pendulum and a 3D chain of rods, in one process:
 derivation time, operation count of (mass_matrix, forcing) — expanded and after
 common-subexpression elimination — and the time to evaluate M and forcing once
 (kanedyn's numba-compiled code against ``sympy.lambdify(..., cse=True)`` of SymPy's
@@ -230,6 +233,102 @@ def forward_dynamics_vs_aba(models) -> None:
               f"{ta * 1e6:>10.1f} {ta / tn:>9.1f} {diff:>10.1e}", flush=True)
 
 
+def bicycle_table(sympy_linearize: bool = True) -> None:
+    """The Whipple bicycle (``kane.classic.whipple_bicycle``) derived and linearised by
+    kanedyn's general Kane derivation and by SymPy's KanesMethod on the same kinematics;
+    operations of (M, forcing) after CSE; compiled forward dynamics against SymPy's
+    ``lambdify(cse=True)`` of its own result."""
+    from kanedyn.kane import classic
+
+    print("\n== Whipple bicycle (benchmark parameters): general Kane derivation vs KanesMethod ==")
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    clear_cache()
+    gc.collect()
+    t0 = time.perf_counter()
+    system, info = classic.whipple_bicycle()
+    eom = system.derive()
+    t_derive = time.perf_counter() - t0
+    op = {**eom.parameters, **{sp.Symbol(n): 0 for n in ("q1", "q2", "q3", "q4", "u2", "u4")},
+          sp.Symbol("u5"): -5.0 / 0.3}
+    t0 = time.perf_counter()
+    A, _B = kane.linearize(eom, op)
+    t_lin = time.perf_counter() - t0
+    ops_kd = eom.operation_count()
+    t0 = time.perf_counter()
+    fast = eom.compile("c")
+    qs, us = np.array([0.0, 0.1, 0.0, 0.05]), np.array([0.2, -0.1, -5.0 / 0.3])
+    fast.forward_dynamics(qs, us)
+    t_compile = time.perf_counter() - t0
+    t_fd = best(lambda: fast.forward_dynamics(qs, us), 2000)
+    print(f"kanedyn: derive {t_derive:.2f} s, linearise {t_lin:.2f} s, ops(M, forcing, cse) "
+          f"{ops_kd}, compile (C) {t_compile:.2f} s, forward dynamics {t_fd * 1e6:.2f} us")
+
+    q, u = info["q"], info["u"]
+    clear_cache()
+    gc.collect()
+    t0 = time.perf_counter()
+    bodies = [me.RigidBody(b.name, b.masscenter, b.frame, b.mass, (b.inertia, b.masscenter))
+              for b in system.bodies]
+    km = me.KanesMethod(system.frame, q_ind=[q[0], q[1], q[3]], q_dependent=[q[2]],
+                        configuration_constraints=list(system.configuration_constraints),
+                        u_ind=[u[1], u[3], u[4]], u_dependent=[u[0], u[2], u[5]],
+                        velocity_constraints=list(system.velocity_constraints),
+                        kd_eqs=list(system.kinematic_equations), constraint_solver="CRAMER")
+    km.kanes_equations(bodies, list(system.loads))
+    t_sderive = time.perf_counter() - t0
+    ops_s = cse_count(list(km.mass_matrix) + list(km.forcing))
+    par = {info["parameters"][k]: v for k, v in classic.BENCHMARK_BICYCLE.items()}
+    plain = {x: sp.Symbol(x.func.__name__) for x in (*q, *u)}
+    args = [plain[x] for x in (*q, *u)]
+    f = sp.lambdify(args, [km.mass_matrix.xreplace(par).xreplace(plain),
+                           km.forcing.xreplace(par).xreplace(plain)], cse=True)
+    xs = [*qs, 0.0, 0.2, 0.0, -0.1, -5.0 / 0.3, 0.0]
+
+    def sympy_fd():
+        Ms, Fs = f(*xs)
+        return np.linalg.solve(Ms, Fs)
+
+    t_sfd = best(sympy_fd, 200)
+    print(f"SymPy:   derive {t_sderive:.2f} s, ops(M, forcing, cse) {ops_s}, "
+          f"lambdify(cse) M, forcing + solve {t_sfd * 1e6:.1f} us")
+    if sympy_linearize:
+        t0 = time.perf_counter()
+        sop = {x: 0 for x in q} | {u[0]: 0, u[1]: 0, u[2]: 0, u[3]: 0, u[4]: -5.0 / 0.3,
+                                   u[5]: -5.0 / 0.35} | {x.diff(): 0 for x in u}
+        km.linearize(op_point=sop, A_and_B=True, linear_solver="CRAMER")
+        t_slin = time.perf_counter() - t0
+        print(f"SymPy:   linearise {t_slin:.1f} s; derive + linearise ratio "
+              f"{(t_sderive + t_slin) / (t_derive + t_lin):.1f}x")
+    print(f"ratios: derive {t_sderive / t_derive:.2f}x, forward dynamics {t_sfd / t_fd:.0f}x, "
+          f"ops {ops_kd} vs {ops_s}")
+
+
+def stewart_massive() -> None:
+    """The massive-leg Stewart platform (13 bodies, 6 speeds): derived and compiled."""
+    from kanedyn.kane import classic
+
+    print("\n== Stewart platform with massive legs: derive + compile ==")
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    vals = dict(M=12.0, Ixx=0.9, Iyy=1.1, Izz=1.6, g=9.81, k=800.0, l0=1.05, m_c=1.5,
+                d_c=0.3, J_c=0.002, K_c=0.05, m_p=0.8, d_p=0.25, J_p=0.001, K_p=0.02)
+    clear_cache()
+    gc.collect()
+    t0 = time.perf_counter()
+    system, _info = classic.stewart_platform(legs="massive")
+    eom = system.derive()
+    t_derive = time.perf_counter() - t0
+    x = np.array([1.0, 0, 0, 0, 0, 0, 1.0])
+    for backend in ("numpy", "c"):
+        t0 = time.perf_counter()
+        fast = eom.compile(backend, parameters=vals)
+        fast.forward_dynamics(x, np.zeros(6), np.zeros(6))
+        t_c = time.perf_counter() - t0
+        t_fd = best(lambda fast=fast: fast.forward_dynamics(x, np.zeros(6), np.zeros(6)), 200)
+        print(f"derive {t_derive:.2f} s + compile ({backend}) {t_c:.2f} s = "
+              f"{t_derive + t_c:.2f} s; {len(eom.intermediates)} intermediates, "
+              f"ops(dynamics) {fast.counts['dynamics']}, forward dynamics {t_fd * 1e6:.1f} us")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--nmax-sympy", type=int, default=10)
@@ -239,13 +338,23 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     ap.add_argument("--fd-only", action="store_true",
                     help="only the forward dynamics against kd.aba")
+    ap.add_argument("--bicycle-only", action="store_true",
+                    help="only the Whipple bicycle against KanesMethod")
+    ap.add_argument("--no-sympy-linearize", action="store_true",
+                    help="skip SymPy's bicycle linearisation (about 2 minutes)")
     args = ap.parse_args()
     if args.quick:
         args.nmax_sympy, args.nmax, args.nmax_sympy_3d, args.big = 4, 5, 3, 6
     os.environ.setdefault("KANEDYN_CACHE", tempfile.mkdtemp(prefix="kanedyn_bench_"))
     print(f"sympy {sp.__version__}, numpy {np.__version__}, kanedyn {kd.__version__}; "
           f"code cache {os.environ['KANEDYN_CACHE']}")
+    if args.bicycle_only:
+        bicycle_table(not args.no_sympy_linearize)
+        stewart_massive()
+        return
     if not args.fd_only:
+        bicycle_table(not (args.quick or args.no_sympy_linearize))
+        stewart_massive()
         planar_table(args.nmax_sympy, args.nmax)
         chain3d_table(args.nmax_sympy_3d)
         big_chain(args.big)

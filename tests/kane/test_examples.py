@@ -53,7 +53,7 @@ def _random_unit_quaternion(rng):
 @pytest.fixture(scope="module")
 def free_body():
     system, info = classic.free_rigid_body()
-    return system, info, system.derive()
+    return system, info, system.derive().expanded()
 
 
 def test_free_rigid_body_gives_euler_equations_exactly(free_body):
@@ -104,7 +104,7 @@ def test_quaternion_kinematics_match_the_orientation(free_body):
 @pytest.fixture(scope="module")
 def spacecraft():
     system, info = classic.spacecraft_reaction_wheel()
-    return system, info, system.derive()
+    return system, info, system.derive().expanded()
 
 
 def test_reaction_wheel_reduces_to_the_gyrostat_equations(spacecraft):
@@ -175,7 +175,7 @@ def test_reaction_wheel_conserves_angular_momentum(spacecraft):
 @pytest.fixture(scope="module")
 def disk():
     system, info = classic.rolling_disk()
-    eom = system.derive()
+    eom = system.derive().expanded()
     q, u = info["q"], info["u"]
     kde_map = {qi.diff(): ui for qi, ui in zip(q, u, strict=True)}
     km = me.KanesMethod(
@@ -321,7 +321,7 @@ def test_upright_rolling_bound_for_a_hoop():
     """The general axisymmetric bound Ω² > A m g R / (C (C + m R²)) (A diametral, C
     axial moment) also holds for a thin hoop, A = mR²/2, C = mR²: Ω² > g/(4R)."""
     system, info = classic.rolling_disk(axial=1, diametral=sp.Rational(1, 2))
-    eom = system.derive()
+    eom = system.derive().expanded()
     crit = np.sqrt(DISK["g"] / (4 * DISK["R"]))
     for factor, stable in ((0.999, False), (1.001, True)):
         growth = np.max(np.linalg.eigvals(_disk_linearization(eom, info, factor * crit)).real)
@@ -386,7 +386,7 @@ def test_rolling_disk_contact_force_through_auxiliary_speeds():
     u̇5 solved numerically from the constraints and their time derivative, at
     random (q, u, u̇) — the identity holds for any u̇ compatible with rolling."""
     system, info = classic.rolling_disk(contact_forces=True)
-    eom = system.derive()
+    eom = system.derive().expanded()
     assert set(eom.auxiliary) == {"Fx", "Fy", "Fz"} and len(eom.u) == 3
     q, u, N, t = info["q"], info["u"], info["N"], dynamicsymbols._t
     vals = _disk_values(info)
@@ -432,7 +432,7 @@ def test_pin_reaction_through_auxiliary_speeds_equals_newton_euler():
     equal to our auxiliary-speed expressions at random (θ, θ̇, θ̈); on the motion,
     θ̈ = −3g/(2l) sin θ, which gives R2 = m g sin θ / 4."""
     system, info = classic.pendulum_pin_reaction()
-    eom = system.derive()
+    eom = system.derive().expanded()
     m, l, g = info["m"], info["l"], info["g"]
     th, w, wd = sp.Symbol("q1"), sp.Symbol("u1"), kane.udot_symbol(info["u1"])
     R1 = -m * (g * sp.cos(th) + l / 2 * w**2)
@@ -472,7 +472,7 @@ STEWART = {"M": 12.0, "Ixx": 0.9, "Iyy": 1.1, "Izz": 1.6, "g": 9.81, "k": 4000.0
 @pytest.fixture(scope="module")
 def stewart():
     system, info = classic.stewart_platform()
-    eom = system.derive()
+    eom = system.derive().expanded()
     vals = {sp.Symbol(k, positive=True): v for k, v in STEWART.items()}
     return system, info, eom, vals
 
@@ -599,12 +599,12 @@ def test_generalized_forces_make_a_general_system_simulate_like_a_model():
 
     system, _info = classic.rolling_disk()
     from dataclasses import replace
-    eom = replace(system, generalized_forces=True).derive()
+    eom = replace(system, generalized_forces=True).derive().expanded()
     assert [str(s) for s in eom.inputs] == ["tau0", "tau1", "tau2"]
     assert sp.diff(eom.forcing, sp.Symbol("tau1")) == sp.Matrix([0, 1, 0])
 
     system, info = classic.pendulum_pin_reaction()
-    eom = replace(system, generalized_forces=True).derive()
+    eom = replace(system, generalized_forces=True).derive().expanded()
     fast = eom.compile(backend="numpy", parameters={"m": 1.2, "l": 0.7, "g": 9.81})
     assert (fast.nq, fast.nv, fast.ninputs) == (1, 1, 1)
     traj = kd.simulate(fast, np.array([2.0]), np.array([0.0]), 2.0, method="avf", dt=0.01)
@@ -654,7 +654,7 @@ def test_ball_joint_chain_as_a_general_system_equals_crba_and_rnea():
     kde = classic.quaternion_kinematics(e[0], w[0]) + classic.quaternion_kinematics(e[1], w[1])
     system = kane.KaneSystem(N, [*e[0], *e[1]], [*w[0], *w[1]], kde, bodies, loads,
                              quaternions=[((0, 1, 2, 3), (0, 1, 2)), ((4, 5, 6, 7), (3, 4, 5))])
-    eom = system.derive()
+    eom = system.derive().expanded()
     _rhs, M, f, qd = _numeric(eom, {})
     rng = np.random.default_rng(12)
     for _ in range(3):

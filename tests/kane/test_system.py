@@ -57,7 +57,7 @@ def pendulum():
         bodies, loads, inputs=[Tt], parameters=VALUES, potential_energy=V,
         name="double_pendulum",
     )
-    eom = system.derive()
+    eom = system.derive().expanded()
 
     sym_bodies = [
         me.RigidBody("rod1", Ac, A, m1, (me.inertia(A, 0, IA, IA), Ac)),
@@ -274,7 +274,7 @@ def test_undeclared_time_function_in_a_load_is_rejected():
         s.derive()
     ok = kane.KaneSystem(N, [q1], [u1], [u1 - q1.diff()], [kane.Particle("bead", P, 1)],
                          [(P, F * N.x)], inputs=[F])
-    eom = ok.derive()
+    eom = ok.derive().expanded()
     assert eom.inputs == [sp.Symbol("F")] and eom.forcing[0] == sp.Symbol("F")
 
 
@@ -335,7 +335,7 @@ def test_drag_and_thruster_generalized_active_forces():
                         inputs=[P_])
     F = kane.generalized_active_forces(s)
     assert sp.simplify(F - sp.Matrix([P_ - c * v1, -c * v2, -d * P_])) == sp.zeros(3, 1)
-    eom = s.derive()
+    eom = s.derive().expanded()
     ps = {n: sp.Symbol(n) for n in ("v1", "v2", "w")}
     udot = eom.mass_matrix.LUsolve(eom.forcing)
     expected = sp.Matrix([(P_ - c * ps["v1"]) / m + ps["w"] * ps["v2"],
@@ -364,7 +364,7 @@ def test_rheonomic_speed_and_prescribed_rotation():
     P.set_vel(N, P.pos_from(O).dt(N))
     s = kane.KaneSystem(N, [th], [u], [u - th.diff() - k * t],
                         [kane.Particle("bead", P, m)], [(P, -m * g * N.z)])
-    eom = s.derive()
+    eom = s.derive().expanded()
     th_ = sp.Symbol("th")
     udot = eom.forcing[0] / eom.mass_matrix[0, 0]
     assert sp.simplify(udot - (sp.sin(th_) * (Om**2 * sp.cos(th_) - g / R) + k)) == 0
@@ -383,8 +383,61 @@ def test_kinematics_with_a_restricted_domain():
     O.set_vel(N, 0)
     P = O.locatenew("P", x * N.x + sp.sqrt(r**2 - x**2) * N.y)
     P.set_vel(N, P.pos_from(O).dt(N))
-    eom = kane.KaneSystem(N, [x], [u], [u - x.diff()], [kane.Particle("bead", P, 2)]).derive()
+    eom = kane.KaneSystem(N, [x], [u], [u - x.diff()],
+                          [kane.Particle("bead", P, 2)]).derive().expanded()
     xs, us = sp.Symbol("x"), sp.Symbol("u")
     udot = eom.forcing[0] / eom.mass_matrix[0, 0]
     assert sp.simplify(udot + xs * us**2 / (r**2 - xs**2)) == 0
     assert sp.simplify(eom.energy - us**2 * r**2 / (r**2 - xs**2)) == 0     # ½ m v², m = 2
+
+
+def test_configuration_constraint_errors():
+    kde = [u1 - q1.diff(), u2 - q2.diff()]
+    with pytest.raises(SymbolicError, match="3 configuration constraints for 2 coordinates"):
+        _one_particle(kde, [q1, q2], [u1, u2], q_dependent=[q2],
+                      configuration_constraints=[q1, q2, q1 + q2])
+    with pytest.raises(SymbolicError, match="1 configuration constraints but 0 dependent"):
+        _one_particle(kde, [q1, q2], [u1, u2], configuration_constraints=[q1 - q2])
+    with pytest.raises(SymbolicError, match="dependent coordinate .* not one of the coordinates"):
+        _one_particle(kde, [q1, q2], [u1, u2], q_dependent=[u1],
+                      configuration_constraints=[q1 - q2])
+    # g = q1² − 1 does not involve q2: it cannot be solved for q2
+    s = _one_particle(kde, [q1, q2], [u1, u2], q_dependent=[q2],
+                      configuration_constraints=[q1**2 - 1],
+                      u_dependent=[u1], velocity_constraints=[2 * q1 * u1])
+    with pytest.raises(SymbolicError, match=r"cannot be solved for the dependent coordinates q2"):
+        s.derive()
+
+
+def test_ignorable_speed_and_configuration_constraint_on_a_small_system():
+    """A bead on the line y = x (configuration constraint y − x = 0, dependent y), and a
+    spinning wheel's rate w with no coordinate (its angle is ignorable): the equations
+    are m ẍ·2 = −m g (gravity along −y) for the bead and a free spin, and linearisation
+    eliminates y."""
+    w = dynamicsymbols("w")
+    N = ReferenceFrame("N")
+    O = Point("O")
+    O.set_vel(N, 0)
+    P = O.locatenew("P", q1 * N.x + q2 * N.y)
+    P.set_vel(N, u1 * N.x + u2 * N.y)
+    W = ReferenceFrame("W")
+    W.set_ang_vel(N, w * N.z)
+    mm, gg = sp.symbols("mm gg", positive=True)
+    bodies = [kane.Particle("bead", P, mm),
+              kane.RigidBody("wheel", O, W, 1, kane.inertia(N, 1, 1, 2))]
+    s = kane.KaneSystem(N, [q1, q2], [u1, u2, w], [u1 - q1.diff(), u2 - q2.diff()], bodies,
+                        [(P, -mm * gg * N.y)], u_dependent=[u2],
+                        velocity_constraints=[u2 - u1], q_dependent=[q2],
+                        configuration_constraints=[q2 - q1])
+    eom = s.derive()
+    ex = eom.expanded()
+    assert [str(x) for x in eom.u] == ["u1", "w"]
+    assert sp.simplify(ex.mass_matrix - sp.diag(2 * mm, 2)) == sp.zeros(2, 2)
+    assert sp.simplify(ex.forcing - sp.Matrix([-mm * gg, 0])) == sp.zeros(2, 1)
+    A, _B = kane.linearize(eom, {q1: 0.3, u1: 1.0, w: 2.0, mm: 1.0, gg: 9.81})
+    # state [q1; u1, w]: q̇1 = u1, the rest constant
+    assert A.shape == (3, 3)
+    np.testing.assert_allclose(np.array(A, float), [[0, 1, 0], [0, 0, 0], [0, 0, 0]],
+                               atol=1e-14)
+    with pytest.raises(SymbolicError, match="violates the configuration constraints by 0.1"):
+        kane.linearize(eom, {q1: 0.3, q2: 0.4, u1: 1.0, w: 2.0, mm: 1.0, gg: 9.81})

@@ -24,8 +24,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import sympy as sp
-from sympy.physics.vector import Point, ReferenceFrame, dynamicsymbols
+from sympy.physics.vector import Point, ReferenceFrame, dynamicsymbols, outer
 
+from ..errors import SymbolicError
 from .loads import RigidBody, Torque, inertia
 from .system import KaneSystem
 
@@ -36,6 +37,7 @@ __all__ = [
     "rolling_disk",
     "spacecraft_reaction_wheel",
     "stewart_platform",
+    "whipple_bicycle",
 ]
 
 
@@ -210,24 +212,43 @@ def stewart_geometry(base_radius: float = 1.0, platform_radius: float = 0.6,
     return np.array(b), np.array(p)
 
 
-def stewart_platform() -> tuple[KaneSystem, dict]:
+def stewart_platform(legs: str = "massless") -> tuple[KaneSystem, dict]:
     """A 6-6 Stewart platform: platform P (mass M, central inertia diag(Ixx, Iyy,
     Izz)) at pose q = (quaternion e0..e3, position x, y, z) with the platform
     twist as speeds u = (ω in platform axes, velocity of its mass centre in N
     axes). Gravity −g N.z.
 
-    Each leg i joins base point b_i (fixed) to platform point p_i through
-    spherical joints, and is massless: a two-force member along its unit
-    vector n_i = (p_i − b_i)/ℓ_i. It pushes on the platform with the actuator
-    force f_i (an input) plus a passive spring −k (ℓ_i − ℓ0) (stiffness of the
-    actuator, potential ½ k (ℓ_i − ℓ0)²). The legs get no coordinates: their
-    forces enter through the partial velocities of the points p_i, so the
-    equations are an ODE in the twist with no constraint equation."""
+    Each leg i joins base point b_i (fixed) to platform point p_i, along its unit
+    vector n_i = (p_i − b_i)/ℓ_i. Its actuator pushes with the force f_i (an input)
+    plus a passive spring −k (ℓ_i − ℓ0) (stiffness of the actuator, potential
+    ½ k (ℓ_i − ℓ0)²). The legs get no coordinates: their motion follows from the
+    platform's, so the equations are an ODE in the twist with no constraint equation.
+
+    ``legs="massless"``: each leg is a two-force member (spherical joints at both
+    ends); its force enters through the partial velocities of the point p_i.
+
+    ``legs="massive"``: each leg is a cylinder (mass m_c, mass centre at d_c from b_i
+    along n_i) hinged to the base by a universal joint, and a piston (mass m_p, mass
+    centre at d_p from p_i back along n_i) sliding in it and hinged to the platform by
+    a spherical joint (a UPS leg); both axisymmetric about n_i (axial moment J_c, J_p,
+    transverse K_c, K_p about their mass centres), turning together with the leg's
+    angular velocity ``ω_i = n_i × ṗ_i / ℓ_i`` (the universal joint allows no spin
+    about the leg). Their velocities are expressed through the platform twist,
+    ``ṗ_i = v_G + ω_P × (p_i − G)``, ``ℓ̇_i = n_i · ṗ_i``,
+    ``ṅ_i = (ṗ_i − ℓ̇_i n_i)/ℓ_i``: ``v_c = d_c ṅ_i``, ``v_p = ṗ_i − d_p ṅ_i``, so
+    Kane's method takes their inertia through partial velocities of the twist, with
+    no leg coordinate and no constraint equation (the actuator force now acts between
+    cylinder and piston, the gravity of the leg parts at their mass centres)."""
+    if legs not in ("massless", "massive"):
+        raise SymbolicError(f"stewart_platform: legs must be 'massless' or 'massive', got "
+                            f"{legs!r}")
     q = dynamicsymbols("e0 e1 e2 e3 x y z")
     u = dynamicsymbols("w1 w2 w3 vx vy vz")
     f = dynamicsymbols("f1:7")
     M, Ixx, Iyy, Izz, g, k, l0 = sp.symbols("M Ixx Iyy Izz g k l0", positive=True)
     base, plat = stewart_geometry()
+    leg = {k_: sp.Symbol(k_, positive=True) for k_ in
+           ("m_c", "d_c", "J_c", "K_c", "m_p", "d_p", "J_p", "K_p")} if legs == "massive" else {}
     N = ReferenceFrame("N")
     P = N.orientnew("P", "Quaternion", q[:4])
     P.set_ang_vel(N, u[0] * P.x + u[1] * P.y + u[2] * P.z)
@@ -247,10 +268,151 @@ def stewart_platform() -> tuple[KaneSystem, dict]:
         d = (p_i.pos_from(O) - b_i).express(N)
         ell = sp.sqrt(d.dot(d))
         lengths.append(ell)
-        loads.append((p_i, (f[i] - k * (ell - l0)) * d / ell))
         V += k * (ell - l0) ** 2 / 2
+        axial = (f[i] - k * (ell - l0)) * d / ell
+        if legs == "massless":
+            loads.append((p_i, axial))
+            continue
+        n_i = d / ell
+        pdot = p_i.vel(N)
+        elldot = n_i.dot(pdot)
+        ndot = (pdot - elldot * n_i) / ell
+        Li = ReferenceFrame(f"L{i}")                     # the leg's frame: ω only
+        Li.set_ang_vel(N, n_i.cross(pdot) / ell)
+        Bi = O.locatenew(f"b{i}", b_i)
+        Bi.set_vel(N, 0)
+        Gc = Bi.locatenew(f"c{i}", leg["d_c"] * n_i)     # cylinder mass centre
+        Gc.set_vel(N, leg["d_c"] * ndot)
+        Gp = p_i.locatenew(f"s{i}", -leg["d_p"] * n_i)   # piston mass centre
+        Gp.set_vel(N, pdot - leg["d_p"] * ndot)
+        for name, pt, m, J, K in (("cylinder", Gc, leg["m_c"], leg["J_c"], leg["K_c"]),
+                                  ("piston", Gp, leg["m_p"], leg["J_p"], leg["K_p"])):
+            # axisymmetric about n_i: K (1 − n n) + J n n, written in N
+            I_leg = K * inertia(N, 1, 1, 1) + (J - K) * outer(n_i, n_i)
+            bodies.append(RigidBody(f"{name}{i}", pt, Li, m, I_leg))
+            loads.append((pt, -m * g * N.z))
+            V += m * g * pt.pos_from(O).dot(N.z)
+        # the actuator (and its spring) pushes the piston out of the cylinder: +axial on
+        # the piston, −axial on the cylinder, at the mass centres (the force is along the
+        # common axis, so its point on the axis does not matter)
+        loads.append((Gp, axial))
+        loads.append((Gc, -axial))
     kde = quaternion_kinematics(q[:4], u[:3]) + [q[4 + i].diff() - u[3 + i] for i in range(3)]
     system = KaneSystem(N, q, u, kde, bodies, loads, inputs=list(f), potential_energy=V,
-                        quaternions=[((0, 1, 2, 3), (0, 1, 2))], name="stewart_platform")
+                        quaternions=[((0, 1, 2, 3), (0, 1, 2))],
+                        name="stewart_platform" if legs == "massless" else
+                        "stewart_platform_massive")
     return system, dict(N=N, P=P, G=G, q=q, u=u, f=f, base=base, platform=plat, lengths=lengths,
-                        M=M, g=g, k=k, l0=l0, I=(Ixx, Iyy, Izz))
+                        M=M, g=g, k=k, l0=l0, I=(Ixx, Iyy, Izz), leg=leg)
+
+
+#: Meijaard, Papadopoulos, Ruina & Schwab (2007), Proc. R. Soc. A 463:1955, Table 1:
+#: the benchmark bicycle, in the benchmark's axes (x forward, y right, z down, origin
+#: at the rear contact in the upright reference configuration).
+BENCHMARK_BICYCLE = {
+    "w": 1.02, "c": 0.08, "lam": np.pi / 10, "g": 9.81,                  # wheelbase, trail, tilt
+    "rR": 0.3, "mR": 2.0, "IRxx": 0.0603, "IRyy": 0.12,                 # rear wheel R
+    "xB": 0.3, "zB": -0.9, "mB": 85.0,                                  # rear body and frame B
+    "IBxx": 9.2, "IByy": 11.0, "IBzz": 2.8, "IBxz": 2.4,
+    "xH": 0.9, "zH": -0.7, "mH": 4.0,                                   # front frame H
+    "IHxx": 0.05892, "IHyy": 0.06, "IHzz": 0.00708, "IHxz": -0.00756,
+    "rF": 0.35, "mF": 3.0, "IFxx": 0.1405, "IFyy": 0.28,                # front wheel F
+}
+
+
+def whipple_bicycle(parameters: str | None = "benchmark") -> tuple[KaneSystem, dict]:
+    """The Whipple bicycle in the parametrisation of the benchmark (Meijaard et al.
+    2007): four rigid bodies — rear wheel R, rear frame B (with the rider), front frame
+    H (fork and handlebar), front wheel F — knife-edge wheels rolling without slip on
+    the level ground, gravity g along the benchmark's z (down).
+
+    Coordinates (axes of the benchmark, x forward, y right, z down): yaw ψ = q1 about
+    N.z, roll (lean) φ = q2 about the yawed x axis, pitch θ = q3 of the rear frame about
+    the rear axle (dependent: the front wheel must touch the ground), steer δ = q4 about
+    the steer axis, which is tilted back by λ from the vertical. The rear contact
+    position and both wheel rotation angles are ignorable and left out (n_q = 4).
+
+    Speeds: u1..u4 = q̇1..q̇4, u5 the rear and u6 the front wheel's rate relative to
+    the frame it turns in (about its axle). The rear wheel rolls by construction (its
+    material contact point has zero velocity); the front contact gives three velocity
+    constraints (no slip along and across, and the contact staying on the ground),
+    solved for the dependent speeds u1 (yaw rate), u3 (pitch rate) and u6; the
+    independent ones are u2 (roll rate), u4 (steer rate) and u5 (rear wheel rate),
+    p = 3. The holonomic constraint — the front contact's height is zero — is the
+    configuration constraint with the dependent coordinate q3.
+
+    In the upright reference configuration all four coordinates are zero, and the
+    forward speed v means u5 = −v/rR (and u6 = −v/rF). ``parameters="benchmark"``
+    gives every symbol its value of Table 1 (``BENCHMARK_BICYCLE``); ``None`` leaves
+    them without values. Returns ``(system, info)``."""
+    if parameters not in ("benchmark", None):
+        raise SymbolicError(f"whipple_bicycle: parameters must be 'benchmark' or None, "
+                            f"got {parameters!r}")
+    q = dynamicsymbols("q1:5")
+    u = dynamicsymbols("u1:7")
+    P = {k: sp.Symbol(k) for k in BENCHMARK_BICYCLE}
+    w, c, lam, g = P["w"], P["c"], P["lam"], P["g"]
+    rR, rF = P["rR"], P["rF"]
+    N = ReferenceFrame("N")
+    Y = N.orientnew("Y", "Axis", [q[0], N.z])            # yaw
+    L = Y.orientnew("L", "Axis", [q[1], Y.x])            # roll (lean)
+    B = L.orientnew("B", "Axis", [q[2], L.y])            # rear frame pitch
+    S = B.orientnew("S", "Axis", [lam, B.y])             # steer-axis frame, S.z along the axis
+    H = S.orientnew("H", "Axis", [q[3], S.z])            # front frame, steered
+    Hb = H.orientnew("Hb", "Axis", [-lam, H.y])          # H's benchmark axes (= B at δ = 0)
+    # the wheels turn about their axles; their angles are ignorable, so the frames carry
+    # only an angular velocity
+    R = ReferenceFrame("Rw")
+    R.set_ang_vel(B, u[4] * B.y)
+    F = ReferenceFrame("Fw")
+    F.set_ang_vel(H, u[5] * H.y)
+
+    def in_S(x, z):
+        """components along S.x, S.z of the B-axis vector (x, 0, z) (S = B turned by λ
+        about y)"""
+        return x * sp.cos(lam) - z * sp.sin(lam), x * sp.sin(lam) + z * sp.cos(lam)
+
+    Pr = Point("Pr")                                     # rear wheel's material contact point
+    Pr.set_vel(N, 0)
+    Cr = Pr.locatenew("Cr", -rR * L.z)                   # rear wheel centre
+    Cr.v2pt_theory(Pr, N, R)
+    # rear frame mass centre, and the point where the steer axis meets the ground in the
+    # reference configuration (a point of the axis, fixed in B and H)
+    Gb = Cr.locatenew("Gb", P["xB"] * B.x + (P["zB"] + rR) * B.z)
+    Gb.v2pt_theory(Cr, N, B)
+    Qs = Cr.locatenew("Qs", (w + c) * B.x + rR * B.z)
+    Qs.v2pt_theory(Cr, N, B)
+    hx, hz = in_S(P["xH"] - w - c, P["zH"])
+    Gh = Qs.locatenew("Gh", hx * H.x + hz * H.z)
+    Gh.v2pt_theory(Qs, N, H)
+    fx, fz = in_S(-c, -rF)
+    Cf = Qs.locatenew("Cf", fx * H.x + fz * H.z)         # front wheel centre
+    Cf.v2pt_theory(Qs, N, H)
+    # the front contact: from the centre, rF along the downward direction in the wheel's
+    # plane (N.z with its component along the axle H.y removed)
+    down = (N.z - N.z.dot(H.y) * H.y)
+    Pf = Cf.locatenew("Pf", rF * down / sp.sqrt(down.dot(down)))
+    Pf.v2pt_theory(Cf, N, F)                             # the wheel's material point there
+
+    bodies = [
+        RigidBody("rear_wheel", Cr, R, P["mR"], inertia(B, P["IRxx"], P["IRyy"], P["IRxx"])),
+        RigidBody("rear_frame", Gb, B, P["mB"],
+                  inertia(B, P["IBxx"], P["IByy"], P["IBzz"], 0, 0, P["IBxz"])),
+        RigidBody("front_frame", Gh, H, P["mH"],
+                  inertia(Hb, P["IHxx"], P["IHyy"], P["IHzz"], 0, 0, P["IHxz"])),
+        RigidBody("front_wheel", Cf, F, P["mF"], inertia(H, P["IFxx"], P["IFyy"], P["IFxx"])),
+    ]
+    loads = [(pt, b.mass * g * N.z) for pt, b in zip((Cr, Gb, Gh, Cf), bodies, strict=True)]
+    V = -g * sum(b.mass * pt.pos_from(Pr).dot(N.z)
+                 for pt, b in zip((Cr, Gb, Gh, Cf), bodies, strict=True))
+    kde = [ui - qi.diff() for qi, ui in zip(q, u[:4], strict=True)]
+    vf = Pf.vel(N)
+    system = KaneSystem(
+        N, q, u, kde, bodies, loads,
+        u_dependent=[u[0], u[2], u[5]],
+        velocity_constraints=[vf.dot(Y.x), vf.dot(Y.y), vf.dot(Y.z)],
+        q_dependent=[q[2]], configuration_constraints=[Pf.pos_from(Pr).dot(Y.z)],
+        parameters={s: BENCHMARK_BICYCLE[k] for k, s in P.items()} if parameters else {},
+        potential_energy=V, name="whipple_bicycle")
+    return system, dict(N=N, Y=Y, L=L, B=B, H=H, R=R, F=F, q=q, u=u, parameters=P,
+                        points=dict(Pr=Pr, Cr=Cr, Gb=Gb, Qs=Qs, Gh=Gh, Cf=Cf, Pf=Pf))

@@ -65,6 +65,11 @@ class EquationsOfMotion:
     #: kinetic and potential energy separately, when known (their sum is ``energy``)
     kinetic_energy: sp.Expr | None = None
     potential_energy: sp.Expr | None = None
+    #: dependent coordinates (a subset of q) and the holonomic constraints g(q) = 0 that
+    #: fix them; used by linearisation (which eliminates them) and consistent initial
+    #: values, not by M and forcing
+    q_dependent: list = field(default_factory=list)
+    configuration_constraints: list = field(default_factory=list)
 
     @property
     def nq(self) -> int:

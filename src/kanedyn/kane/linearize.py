@@ -28,6 +28,24 @@ from .eom import EquationsOfMotion
 __all__ = ["linearize"]
 
 
+def _through(eom: EquationsOfMotion, expr) -> sp.Expr:
+    """``expr`` with the intermediates it uses substituted (a single quantity)."""
+    defs = dict(eom.intermediates)
+    stack = [x for x in sp.sympify(expr).free_symbols if x in defs]
+    seen = set()
+    while stack:
+        x = stack.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        stack.extend(y for y in defs[x].free_symbols if y in defs)
+    env: dict = {}
+    for s, e in eom.intermediates:
+        if s in seen:
+            env[s] = e.xreplace(env)
+    return sp.sympify(expr).xreplace(env)
+
+
 def _plain(key):
     if isinstance(key, AppliedUndef):
         return sp.Symbol(key.func.__name__)
@@ -64,13 +82,15 @@ def linearize(
     # dependent speeds follow from the others; a value given for one (as SymPy's
     # linearizer wants them) must agree with the velocity constraints
     for k, given in dependent.items():
-        implied = sp.sympify(eom.dependent_speeds[k]).xreplace(op)
+        implied = _through(eom, eom.dependent_speeds[k]).xreplace(op)
         gap = sp.N(implied - given)
         if gap.is_number and abs(complex(gap)) > 1e-9 * (1 + abs(complex(sp.N(given)))):
             raise SymbolicError(
                 f"operating point gives {k} = {given}, but the velocity constraints imply "
                 f"{k} = {sp.N(implied, 12)}"
             )
+    if eom.intermediates or eom.q_dependent:
+        return _linearize_chain_rule(eom, op, A_and_B=A_and_B, simplify=simplify)
     nq, nu = len(eom.q), len(eom.u)
     M, f, fq = eom.mass_matrix, eom.forcing, eom.qdot
     # intermediates are in evaluation order: substituting the last first leaves
@@ -101,3 +121,92 @@ def linearize(
     if simplify:
         A, B = A.applyfunc(sp.simplify), B.applyfunc(sp.simplify)
     return A, B
+
+
+def _linearize_chain_rule(eom: EquationsOfMotion, op: dict, *, A_and_B: bool, simplify: bool):
+    """The same linearisation, with every derivative taken by the chain rule through
+    ``eom.intermediates`` (:func:`~kanedyn.kane.intermediates.jacobian_at`): no
+    expression is expanded. With configuration constraints g(q) = 0 the dependent
+    coordinates are eliminated, ``δq_dep = P δq_ind`` with
+    ``P = −(∂g/∂q_dep)⁻¹ ∂g/∂q_ind``, and the state is ``[q_ind; u]`` (as SymPy's
+    ``KanesMethod.linearize``)."""
+    from .intermediates import jacobian_at
+
+    nq, nu = len(eom.q), len(eom.u)
+    qdep = list(eom.q_dependent)
+    qind = [x for x in eom.q if x not in qdep]
+    g = sp.Matrix(eom.configuration_constraints)
+    if qdep:
+        _consistent_dependent_coordinates(eom, op, qind, qdep, g)
+    states = list(eom.q) + list(eom.u)
+    r = list(eom.inputs)
+    variables = states + r
+    M_flat = list(eom.mass_matrix)
+    outputs = [*eom.forcing, *M_flat, *eom.qdot]
+    values, J = jacobian_at(eom.intermediates, outputs, variables, op)
+    f0 = sp.Matrix(values[:nu])
+    M0 = sp.Matrix(nu, nu, values[nu:nu + nu * nu])
+    Jf = J[:nu, :]
+    JM = J[nu:nu + nu * nu, :]
+    w = M0.LUsolve(f0)
+    # ∂(M w)/∂x with w = M⁻¹ f held fixed
+    JMw = sp.zeros(nu, len(variables))
+    for i in range(nu):
+        for j in range(nu):
+            if w[j] != 0:
+                JMw[i, :] += JM[i * nu + j, :] * w[j]
+    Jx = Jf - JMw
+    A_u = Jx[:, :nq + nu]
+    B_u = Jx[:, nq + nu:]
+    A_q = J[nu + nu * nu:, :nq + nu]
+    if qdep:
+        # δq_dep = P δq_ind: fold the dependent columns into the independent ones, drop
+        # the dependent rows
+        iq = [eom.q.index(x) for x in qind]
+        idq = [eom.q.index(x) for x in qdep]
+        Gq = g.jacobian(eom.q).xreplace(op)
+        Gd, Gi = Gq[:, idq], Gq[:, iq]
+        P = -Gd.LUsolve(Gi)
+        cols_u = list(range(nq, nq + nu))
+
+        def fold(Amat):
+            return Amat[:, iq] + Amat[:, idq] * P, Amat[:, cols_u]
+
+        aq, au = fold(A_q)
+        A_q = aq.row_join(au)[iq, :]
+        aq, au = fold(A_u)
+        A_u = aq.row_join(au)
+    nqi = len(qind)
+    if not A_and_B:
+        Mx = sp.diag(sp.eye(nqi), M0)
+        Ax = A_q.col_join(A_u)
+        Bx = sp.zeros(nqi, len(r)).col_join(B_u)
+        return Mx, Ax, Bx
+    A = A_q.col_join(M0.LUsolve(A_u))
+    B = sp.zeros(nqi, len(r)).col_join(M0.LUsolve(B_u)) if r else sp.zeros(nqi + nu, 0)
+    if simplify:
+        A, B = A.applyfunc(sp.simplify), B.applyfunc(sp.simplify)
+    return A, B
+
+
+def _consistent_dependent_coordinates(eom, op: dict, qind, qdep, g) -> None:
+    """The dependent coordinates at the operating point: given ones must satisfy
+    g(q) = 0; missing ones are solved for (Newton, from 0) when the rest is numeric."""
+    missing = [x for x in qdep if x not in op]
+    if missing:
+        rest = g.xreplace(op)
+        if not rest.free_symbols <= set(missing):
+            raise SymbolicError(
+                f"operating point: the dependent coordinates {', '.join(map(str, missing))} "
+                "are not given and cannot be solved for: the configuration constraints "
+                f"still contain {', '.join(sorted(map(str, rest.free_symbols - set(missing))))}")
+        sol = sp.nsolve(list(rest), missing, [0.0] * len(missing))
+        op.update({x: sp.Float(v) for x, v in zip(missing, sol, strict=True)})
+    gap = g.xreplace(op)
+    if all(x.is_number for x in gap):
+        res = max(abs(complex(sp.N(x))) for x in gap)
+        if res > 1e-9:
+            raise SymbolicError(
+                f"operating point violates the configuration constraints by {res:.3g} "
+                f"(|g(q)|; dependent coordinates {', '.join(map(str, qdep))}): give "
+                "consistent coordinates, or leave the dependent ones out to have them solved")

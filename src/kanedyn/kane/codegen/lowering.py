@@ -143,6 +143,7 @@ def lower(eom, parameters: dict | None = None, cse: bool = True, fold: bool = Tr
     else:
         energy_kind = "none"
         outputs["energy"] = []
+    defs = _reachable(defs, outputs)
     _check_symbols(eom, defs, outputs, () if fold else tuple(eom.parameters))
     _check_shapes(eom, outputs)
     names = list(outputs)
@@ -165,6 +166,21 @@ def lower(eom, parameters: dict | None = None, cse: bool = True, fold: bool = Tr
     _inline_single_use(definitions, order, outputs)
     return Lowered(eom, definitions, [s for s in order if s in definitions], outputs,
                    symmetric, energy_kind, values)
+
+
+def _reachable(defs: list, outputs: dict) -> list:
+    """The definitions the outputs use (an intermediate kept for another purpose, e.g. a
+    reaction in u̇ exposed through an auxiliary speed, is not compiled)."""
+    by_symbol = dict(defs)
+    need: set = set()
+    stack = [s for exprs in outputs.values() for e in exprs for s in free_symbols(e)]
+    while stack:
+        s = stack.pop()
+        if s in need or s not in by_symbol:
+            continue
+        need.add(s)
+        stack.extend(free_symbols(by_symbol[s]))
+    return [(s, e) for s, e in defs if s in need]
 
 
 def _exact_integers(e):
