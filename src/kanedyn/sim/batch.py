@@ -34,6 +34,7 @@ from ..dynamics._dispatch import singular_error
 from ..dynamics.flat import flatten
 from ..dynamics.layout import GRAV, IBAR, MASS, PARENT, H
 from ..errors import DivergenceError, KanedynError, StateError
+from ..friction.laws_kernel import stribeck_force, stribeck_parameters
 from ..model import Model
 from ..model.model import singular_joints
 
@@ -42,7 +43,6 @@ _compiled.key_cache(__name__)
 # per-dof force parameters, columns of P[run, dof, :]
 P_K, P_REST, P_C, P_FRIC, P_FC, P_FS, P_VS, P_DELTA, P_FV, P_EPS, P_SMOOTH, P_SURF = range(12)
 NPAR = 12
-SMOOTH_TANH, SMOOTH_SQRT = 0, 1
 QUANTITIES = {"stiffness": P_K, "rest": P_REST, "damping": P_C, "Fc": P_FC, "Fs": P_FS,
               "vs": P_VS, "delta": P_DELTA, "Fv": P_FV}
 METHODS = ("rk4",)
@@ -74,24 +74,17 @@ class BatchTrajectory:
 
 # --- the kernel ---------------------------------------------------------------------
 
-@njit(cache=True, _nrt=False)
-def _smooth_sign(u, eps, kind):
-    if kind == SMOOTH_TANH:
-        return np.tanh(u / eps)
-    return u / np.sqrt(u * u + eps * eps)
-
-
 @njit(cache=True)
 def _forces(P, q, v, tau_nc, tau):
-    """τ of springs (conservative), dampers and Stribeck friction (non-conservative)."""
+    """τ of springs (conservative), dampers and Stribeck friction (non-conservative; the
+    law's one compiled form, :func:`~kanedyn.friction.laws_kernel.stribeck_force`, at the
+    slip speed v - v_surface)."""
     for j in range(q.shape[0]):
         t_nc = -P[j, P_C] * v[j]
         if P[j, P_FRIC] != 0.0:
-            u = v[j] - P[j, P_SURF]
-            s = abs(u)
-            curve = P[j, P_FC] + (P[j, P_FS] - P[j, P_FC]) * np.exp(-(s / P[j, P_VS])
-                                                                     ** P[j, P_DELTA])
-            t_nc -= curve * _smooth_sign(u, P[j, P_EPS], P[j, P_SMOOTH]) + P[j, P_FV] * u
+            t_nc -= stribeck_force(v[j] - P[j, P_SURF], P[j, P_FC], P[j, P_FS], P[j, P_VS],
+                                   P[j, P_DELTA], P[j, P_FV], P[j, P_EPS],
+                                   int(P[j, P_SMOOTH]))
         tau_nc[j] = t_nc
         tau[j] = t_nc - P[j, P_K] * (q[j] - P[j, P_REST])
 
@@ -228,15 +221,15 @@ def _force_parameters(model: Model, forces, N: int) -> NDArray:
             c = model.bodies[iv].joint.damping if f.c is None else f.c
             P[:, iv, P_C] += c
         elif isinstance(f, JointFriction) and type(f.law) is Stribeck and f.law.smoothing:
-            law, sm = f.law, f.law.smoothing
-            if sm.kind not in ("tanh", "sqrt"):
-                raise KanedynError(f"simulate_batch: smoothing {sm.kind!r} of the friction on "
-                                   f"{f.joint!r} has no batched kernel (use tanh or sqrt)")
+            try:
+                Fc, Fs, vs, delta, Fv, eps, kind = stribeck_parameters(f.law)
+            except KanedynError as exc:
+                raise KanedynError(f"simulate_batch: the friction on {f.joint!r} has no "
+                                   f"batched kernel: {exc}") from exc
             P[:, iv, P_FRIC] = 1.0
-            P[:, iv, [P_FC, P_FS, P_VS, P_DELTA, P_FV]] = (law.Fc, law.Fs, law.vs, law.delta,
-                                                           law.Fv)
-            P[:, iv, P_EPS] = sm.eps
-            P[:, iv, P_SMOOTH] = SMOOTH_TANH if sm.kind == "tanh" else SMOOTH_SQRT
+            P[:, iv, [P_FC, P_FS, P_VS, P_DELTA, P_FV]] = (Fc, Fs, vs, delta, Fv)
+            P[:, iv, P_EPS] = eps
+            P[:, iv, P_SMOOTH] = kind
             P[:, iv, P_SURF] = f.surface_velocity
         else:
             raise KanedynError(
