@@ -19,10 +19,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..dynamics import _compiled
 from ..errors import FrictionError
 
-_compiled.key_cache(__name__)
+# No compile key here (dynamics/_compiled.py): these kernels compile in nothing from
+# another file, so numba's own digest of this file keeps their cache true; a module that
+# compiles them in (sim/batch.py) keys its cache with this file's source.
 
 #: codes of the smooth sign functions, in the order of ``smoothing.KINDS``
 SMOOTH_TANH, SMOOTH_SQRT = 0, 1

@@ -5,7 +5,9 @@ of one Model with the classical RK4 method — the same scheme as
 ``kd.simulate(..., method="rk4")``, so each run agrees with a single run to
 round-off — but the whole loop (forces, the articulated-body algorithm of
 :mod:`kanedyn.dynamics.kernels`, the stages) runs in one numba kernel,
-parallel over runs.
+parallel over runs. The RK4 stage states and update are the compiled ones of
+:mod:`kanedyn.integrators.rk4_compiled` (the single-run loop's), and the friction
+force the compiled Stribeck law of :mod:`kanedyn.friction.laws_kernel`.
 
 Per-run parameters change a run's model or forces without building N
 models: ``params={"mass:link3": masses, "damping:joint1": c, ...}``, each an
@@ -35,6 +37,7 @@ from ..dynamics.flat import flatten
 from ..dynamics.layout import GRAV, IBAR, MASS, PARENT, H
 from ..errors import DivergenceError, KanedynError, StateError
 from ..friction.laws_kernel import stribeck_force, stribeck_parameters
+from ..integrators.rk4_compiled import rk4_stage_state, rk4_update
 from ..model import Model
 from ..model.model import singular_joints
 
@@ -147,7 +150,6 @@ def _rk4_batch(D, Q0, V0, P, h, nsteps, save_every, outQ, outV, outW, outE, stat
         q = Q0[k].copy()
         v = V0[k].copy()
         qs = np.empty(n)
-        vs = np.empty(n)
         k1v = np.empty(n)
         k2v = np.empty(n)
         k3v = np.empty(n)
@@ -170,27 +172,18 @@ def _rk4_batch(D, Q0, V0, P, h, nsteps, save_every, outQ, outV, outW, outE, stat
         status[k] = -1
         for step in range(1, nsteps + 1):
             k1w = _stage(data, P[k], q, v, tau_nc, tau, fext, k1v)
-            for j in range(n):
-                k2x[j] = v[j] + 0.5 * h * k1v[j]
-                qs[j] = q[j] + 0.5 * h * v[j]
+            rk4_stage_state(q, v, v, k1v, 0.5 * h, qs, k2x)
             k2w = _stage(data, P[k], qs, k2x, tau_nc, tau, fext, k2v)
-            for j in range(n):
-                k3x[j] = v[j] + 0.5 * h * k2v[j]
-                qs[j] = q[j] + 0.5 * h * k2x[j]
+            rk4_stage_state(q, v, k2x, k2v, 0.5 * h, qs, k3x)
             k3w = _stage(data, P[k], qs, k3x, tau_nc, tau, fext, k3v)
-            for j in range(n):
-                k4x[j] = v[j] + h * k3v[j]
-                qs[j] = q[j] + h * k3x[j]
+            rk4_stage_state(q, v, k3x, k3v, h, qs, k4x)
             k4w = _stage(data, P[k], qs, k4x, tau_nc, tau, fext, k4v)
+            rk4_update(q, v, h, k2x, k3x, k4x, k1v, k2v, k3v, k4v)
             finite = True
             for j in range(n):
-                xi = (h / 6) * (v[j] + 2 * k2x[j] + 2 * k3x[j] + k4x[j])
-                vs[j] = v[j] + (h / 6) * (k1v[j] + 2 * k2v[j] + 2 * k3v[j] + k4v[j])
-                q[j] = q[j] + xi
-                if not (np.isfinite(q[j]) and np.isfinite(vs[j])):
+                if not (np.isfinite(q[j]) and np.isfinite(v[j])):
                     finite = False
             w += (h / 6) * (k1w + 2 * k2w + 2 * k3w + k4w)
-            v[:] = vs
             if not finite:
                 status[k] = step
                 break
