@@ -34,7 +34,7 @@ from ..dynamics import _compiled
 from ..dynamics import kernels as K
 from ..dynamics._dispatch import singular_error
 from ..dynamics.flat import flatten
-from ..dynamics.layout import GRAV, IBAR, MASS, PARENT, H
+from ..dynamics.layout import IBAR, MASS, H
 from ..errors import DivergenceError, KanedynError, StateError
 from ..friction.laws_kernel import stribeck_force, stribeck_parameters
 from ..integrators.rk4_compiled import rk4_stage_state, rk4_update
@@ -93,42 +93,17 @@ def _forces(P, q, v, tau_nc, tau):
 
 
 @njit(cache=True)
-def _energy(data, P, q, v, X, Rw, pw, M):
-    """T + V_gravity + V_springs of one state (world poses accumulated from X_up)."""
-    nb = data.shape[0] - 1
-    K.crba_into(data, q, M)
-    T = 0.0
-    for i in range(v.shape[0]):
-        s = 0.0
-        for j in range(v.shape[0]):
-            s += M[i, j] * v[j]
-        T += 0.5 * v[i] * s
-    Vg = 0.0
-    for i in range(nb):
-        K.joint_transform(data, i, q, X)
-        p = int(data[i, PARENT])
-        for a in range(3):  # E_w[i] = E_i E_w[parent]: world to body coordinates
-            for b in range(3):
-                e = 0.0
-                for c in range(3):
-                    e += X[i, 3 * a + c] * (Rw[p, c, b] if p >= 0 else (1.0 if c == b else 0.0))
-                Rw[i, a, b] = e
-        for a in range(3):  # origin: p_w[i] = p_w[parent] + E_w[parent]ᵀ r_i
-            s = pw[p, a] if p >= 0 else 0.0
-            for c in range(3):
-                s += (Rw[p, c, a] if p >= 0 else (1.0 if c == a else 0.0)) * X[i, 9 + c]
-            pw[i, a] = s
-        m = data[i, MASS]
-        for a in range(3):  # m c_world = m p_w + E_wᵀ h
-            mc = m * pw[i, a]
-            for c in range(3):
-                mc += Rw[i, c, a] * data[i, H + c]
-            Vg -= data[nb, GRAV + a] * mc
+def _energy(data, P, q, v, summary):
+    """T + V_gravity + V_springs of one state: T and V from the compiled kernel of
+    ``kd.energy`` (:func:`~kanedyn.dynamics.kernels.kinematics.summary_into`, rotors
+    included), another pass than the integrators' energy kernel, so a batch's energy
+    checks the single run's independently."""
+    K.summary_into(data, q, v, True, summary)
     Vs = 0.0
     for j in range(q.shape[0]):
         d = q[j] - P[j, P_REST]
         Vs += 0.5 * P[j, P_K] * d * d
-    return T + Vg + Vs
+    return summary[0] + summary[1] + Vs
 
 
 @njit(cache=True)
@@ -160,15 +135,12 @@ def _rk4_batch(D, Q0, V0, P, h, nsteps, save_every, outQ, outV, outW, outE, stat
         tau_nc = np.empty(n)
         tau = np.empty(n)
         fext = np.zeros((nb, 6))
-        X = np.empty((nb, 12))
-        Rw = np.empty((nb, 3, 3))
-        pw = np.empty((nb, 3))
-        M = np.empty((n, n))
+        summary = np.empty(11)
         w = 0.0
         outQ[k, 0] = q
         outV[k, 0] = v
         outW[k, 0] = 0.0
-        outE[k, 0] = _energy(data, P[k], q, v, X, Rw, pw, M)
+        outE[k, 0] = _energy(data, P[k], q, v, summary)
         status[k] = -1
         for step in range(1, nsteps + 1):
             k1w = _stage(data, P[k], q, v, tau_nc, tau, fext, k1v)
@@ -192,7 +164,7 @@ def _rk4_batch(D, Q0, V0, P, h, nsteps, save_every, outQ, outV, outW, outE, stat
                 outQ[k, s] = q
                 outV[k, s] = v
                 outW[k, s] = w
-                outE[k, s] = _energy(data, P[k], q, v, X, Rw, pw, M)
+                outE[k, s] = _energy(data, P[k], q, v, summary)
 
 
 # --- the Python side ------------------------------------------------------------------
