@@ -51,6 +51,27 @@ def rk4_update(q, v, h, k2q, k3q, k4q, k1v, k2v, k3v, k4v):
         v[i] += h / 6.0 * (k1v[i] + 2.0 * k2v[i] + 2.0 * k3v[i] + k4v[i])
 
 
+@nb.njit(cache=True, _nrt=False)
+def largest_speed(v) -> float:
+    """max_i |v_i|: the compiled loops' blow-up guard compares it with its start value."""
+    vm = 0.0
+    for i in range(v.shape[0]):
+        vm = max(vm, abs(v[i]))
+    return vm
+
+
+@nb.njit(cache=True, _nrt=False)
+def state_is_finite(q, v) -> bool:
+    """Whether every q_i and v_i is finite (neither NaN nor infinite)."""
+    for i in range(q.shape[0]):
+        if not np.isfinite(q[i]):
+            return False
+    for i in range(v.shape[0]):
+        if not np.isfinite(v[i]):
+            return False
+    return True
+
+
 @nb.njit(cache=True)
 def _rk4_loop(data, q0, v0, dt, n_steps, every, project, blowup, Q, V, status):
     nv = v0.shape[0]
@@ -62,9 +83,7 @@ def _rk4_loop(data, q0, v0, dt, n_steps, every, project, blowup, Q, V, status):
     M = np.empty((nv, nv))
     energy_pass(data, q, v, dT, dV, out)
     E0 = out[0] + out[1]
-    vmax0 = 0.0
-    for i in range(nv):
-        vmax0 = max(vmax0, abs(v[i]))
+    vmax0 = largest_speed(v)
     Q[0, :] = q
     V[0, :] = v
     k = 1
@@ -99,13 +118,10 @@ def _rk4_loop(data, q0, v0, dt, n_steps, every, project, blowup, Q, V, status):
                     break
             q[:] = qs
             v[:] = vs
-        vm = 0.0
-        for i in range(nv):
-            if not (np.isfinite(q[i]) and np.isfinite(v[i])):
-                status[0], status[1] = 1, n + 1
-                return k
-            vm = max(vm, abs(v[i]))
-        if s != 0 or vm > blowup * (1.0 + vmax0):
+        if not state_is_finite(q, v):
+            status[0], status[1] = 1, n + 1
+            return k
+        if s != 0 or largest_speed(v) > blowup * (1.0 + vmax0):
             status[0], status[1] = 2 if s == 0 else 3, n + 1
             return k
         if (n + 1) % every == 0 or n == n_steps - 1:

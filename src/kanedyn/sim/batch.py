@@ -37,7 +37,7 @@ from ..dynamics.flat import flatten
 from ..dynamics.layout import IBAR, MASS, H
 from ..errors import DivergenceError, KanedynError, StateError
 from ..friction.laws_kernel import stribeck_force, stribeck_parameters
-from ..integrators.rk4_compiled import rk4_stage_state, rk4_update
+from ..integrators.rk4_compiled import rk4_stage_state, rk4_update, state_is_finite
 from ..model import Model
 from ..model.model import singular_joints
 
@@ -151,12 +151,8 @@ def _rk4_batch(D, Q0, V0, P, h, nsteps, save_every, outQ, outV, outW, outE, stat
             rk4_stage_state(q, v, k3x, k3v, h, qs, k4x)
             k4w = _stage(data, P[k], qs, k4x, tau_nc, tau, fext, k4v)
             rk4_update(q, v, h, k2x, k3x, k4x, k1v, k2v, k3v, k4v)
-            finite = True
-            for j in range(n):
-                if not (np.isfinite(q[j]) and np.isfinite(v[j])):
-                    finite = False
             w += (h / 6) * (k1w + 2 * k2w + 2 * k3w + k4w)
-            if not finite:
+            if not state_is_finite(q, v):
                 status[k] = step
                 break
             if step % save_every == 0:
