@@ -22,7 +22,7 @@ from ..dynamics import _compiled, kernels
 from ..dynamics.energy_kernel import energy_pass
 from ..dynamics.flat import flatten
 from .base import _chol_solve
-from .rk4_compiled import step_grid
+from .rk4_compiled import largest_speed, state_is_finite, step_grid
 
 _compiled.key_cache(__name__)
 
@@ -41,9 +41,7 @@ def _avf_loop(data, q0, v0, dt, n_steps, every, xi, w, tol, maxiter, blowup, Q, 
     gq, gp = np.empty(n), np.empty(n)
     dq, dp, rq, rp = np.zeros(n), np.zeros(n), np.empty(n), np.empty(n)
     have_last, last_h = False, 0.0
-    vmax0 = 0.0
-    for i in range(n):
-        vmax0 = max(vmax0, abs(v[i]))
+    vmax0 = largest_speed(v)
     Q[0, :] = q
     V[0, :] = v
     k_out = 1
@@ -111,13 +109,7 @@ def _avf_loop(data, q0, v0, dt, n_steps, every, xi, w, tol, maxiter, blowup, Q, 
         if not _chol_solve(M, pk, v) or s != 0:
             status[0], status[1] = 3, step
             return k_out
-        vm = 0.0
-        for i in range(n):
-            if not (np.isfinite(q[i]) and np.isfinite(v[i])):
-                status[0], status[1] = 2, step + 1
-                return k_out
-            vm = max(vm, abs(v[i]))
-        if vm > blowup * (1.0 + vmax0):
+        if not state_is_finite(q, v) or largest_speed(v) > blowup * (1.0 + vmax0):
             status[0], status[1] = 2, step + 1
             return k_out
         if (step + 1) % every == 0 or step == n_steps - 1:

@@ -28,43 +28,75 @@ from ..errors import DivergenceError, SolverError
 _compiled.key_cache(__name__)
 
 
+# The two halves of a classical RK4 step on (q, v) with q̇ = v, v̇ = a(q, v) (Hairer,
+# Nørsett & Wanner, Solving ODEs I, eq. II.1.9), written once for every compiled RK4
+# loop: this module's single run and the batch of :mod:`kanedyn.sim.batch`, which add
+# their own accelerations (and forces) between them.
+
+@nb.njit(cache=True, _nrt=False)
+def rk4_stage_state(q, v, q_rate, v_rate, c, q_stage, v_stage):
+    """The state of the next stage: ``q_stage = q + c q_rate``, ``v_stage = v + c v_rate``
+    (c = h/2 for stages 2 and 3, h for stage 4; the rates those of the stage before)."""
+    for i in range(q.shape[0]):
+        q_stage[i] = q[i] + c * q_rate[i]
+        v_stage[i] = v[i] + c * v_rate[i]
+
+
+@nb.njit(cache=True, _nrt=False)
+def rk4_update(q, v, h, k2q, k3q, k4q, k1v, k2v, k3v, k4v):
+    """In place: ``q += h/6 (v + 2 k2q + 2 k3q + k4q)``, ``v += h/6 (k1v + 2 k2v + 2 k3v +
+    k4v)``, where k1q = v (each q_i is updated before v_i, which it reads)."""
+    for i in range(q.shape[0]):
+        q[i] += h / 6.0 * (v[i] + 2.0 * k2q[i] + 2.0 * k3q[i] + k4q[i])
+        v[i] += h / 6.0 * (k1v[i] + 2.0 * k2v[i] + 2.0 * k3v[i] + k4v[i])
+
+
+@nb.njit(cache=True, _nrt=False)
+def largest_speed(v) -> float:
+    """max_i |v_i|: the compiled loops' blow-up guard compares it with its start value."""
+    vm = 0.0
+    for i in range(v.shape[0]):
+        vm = max(vm, abs(v[i]))
+    return vm
+
+
+@nb.njit(cache=True, _nrt=False)
+def state_is_finite(q, v) -> bool:
+    """Whether every q_i and v_i is finite (neither NaN nor infinite)."""
+    for i in range(q.shape[0]):
+        if not np.isfinite(q[i]):
+            return False
+    for i in range(v.shape[0]):
+        if not np.isfinite(v[i]):
+            return False
+    return True
+
+
 @nb.njit(cache=True)
 def _rk4_loop(data, q0, v0, dt, n_steps, every, project, blowup, Q, V, status):
     nv = v0.shape[0]
     q, v = q0.copy(), v0.copy()
     tau = np.zeros(nv)
     k1v, k2v, k3v, k4v = np.empty(nv), np.empty(nv), np.empty(nv), np.empty(nv)
-    qs, vs = np.empty(nv), np.empty(nv)
+    qs, vs, k2q, k3q = np.empty(nv), np.empty(nv), np.empty(nv), np.empty(nv)
     dT, dV, out = np.empty(nv), np.empty(nv), np.empty(8)
     M = np.empty((nv, nv))
     energy_pass(data, q, v, dT, dV, out)
     E0 = out[0] + out[1]
-    vmax0 = 0.0
-    for i in range(nv):
-        vmax0 = max(vmax0, abs(v[i]))
+    vmax0 = largest_speed(v)
     Q[0, :] = q
     V[0, :] = v
     k = 1
     for n in range(n_steps):
         h = dt[n]
         s = kernels.aba1(data, q, v, tau, k1v)
-        for i in range(nv):
-            qs[i] = q[i] + 0.5 * h * v[i]
-            vs[i] = v[i] + 0.5 * h * k1v[i]
-        s |= kernels.aba1(data, qs, vs, tau, k2v)
-        k2q = vs.copy()
-        for i in range(nv):
-            qs[i] = q[i] + 0.5 * h * k2q[i]
-            vs[i] = v[i] + 0.5 * h * k2v[i]
-        s |= kernels.aba1(data, qs, vs, tau, k3v)
-        k3q = vs.copy()
-        for i in range(nv):
-            qs[i] = q[i] + h * k3q[i]
-            vs[i] = v[i] + h * k3v[i]
+        rk4_stage_state(q, v, v, k1v, 0.5 * h, qs, k2q)  # k2q = v of stage 2
+        s |= kernels.aba1(data, qs, k2q, tau, k2v)
+        rk4_stage_state(q, v, k2q, k2v, 0.5 * h, qs, k3q)
+        s |= kernels.aba1(data, qs, k3q, tau, k3v)
+        rk4_stage_state(q, v, k3q, k3v, h, qs, vs)
         s |= kernels.aba1(data, qs, vs, tau, k4v)
-        for i in range(nv):
-            q[i] += h / 6.0 * (v[i] + 2.0 * k2q[i] + 2.0 * k3q[i] + vs[i])
-            v[i] += h / 6.0 * (k1v[i] + 2.0 * k2v[i] + 2.0 * k3v[i] + k4v[i])
+        rk4_update(q, v, h, k2q, k3q, vs, k1v, k2v, k3v, k4v)
         if project:
             s |= energy_pass(data, q, v, dT, dV, out)
             s |= kernels.crba1(data, q, M)
@@ -86,13 +118,10 @@ def _rk4_loop(data, q0, v0, dt, n_steps, every, project, blowup, Q, V, status):
                     break
             q[:] = qs
             v[:] = vs
-        vm = 0.0
-        for i in range(nv):
-            if not (np.isfinite(q[i]) and np.isfinite(v[i])):
-                status[0], status[1] = 1, n + 1
-                return k
-            vm = max(vm, abs(v[i]))
-        if s != 0 or vm > blowup * (1.0 + vmax0):
+        if not state_is_finite(q, v):
+            status[0], status[1] = 1, n + 1
+            return k
+        if s != 0 or largest_speed(v) > blowup * (1.0 + vmax0):
             status[0], status[1] = 2 if s == 0 else 3, n + 1
             return k
         if (n + 1) % every == 0 or n == n_steps - 1:

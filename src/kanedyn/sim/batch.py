@@ -5,7 +5,9 @@ of one Model with the classical RK4 method — the same scheme as
 ``kd.simulate(..., method="rk4")``, so each run agrees with a single run to
 round-off — but the whole loop (forces, the articulated-body algorithm of
 :mod:`kanedyn.dynamics.kernels`, the stages) runs in one numba kernel,
-parallel over runs.
+parallel over runs. The RK4 stage states and update are the compiled ones of
+:mod:`kanedyn.integrators.rk4_compiled` (the single-run loop's), and the friction
+force the compiled Stribeck law of :mod:`kanedyn.friction.laws_kernel`.
 
 Per-run parameters change a run's model or forces without building N
 models: ``params={"mass:link3": masses, "damping:joint1": c, ...}``, each an
@@ -32,8 +34,10 @@ from ..dynamics import _compiled
 from ..dynamics import kernels as K
 from ..dynamics._dispatch import singular_error
 from ..dynamics.flat import flatten
-from ..dynamics.layout import GRAV, IBAR, MASS, PARENT, H
+from ..dynamics.layout import IBAR, MASS, H
 from ..errors import DivergenceError, KanedynError, StateError
+from ..friction.laws_kernel import stribeck_force, stribeck_parameters
+from ..integrators.rk4_compiled import rk4_stage_state, rk4_update, state_is_finite
 from ..model import Model
 from ..model.model import singular_joints
 
@@ -42,7 +46,6 @@ _compiled.key_cache(__name__)
 # per-dof force parameters, columns of P[run, dof, :]
 P_K, P_REST, P_C, P_FRIC, P_FC, P_FS, P_VS, P_DELTA, P_FV, P_EPS, P_SMOOTH, P_SURF = range(12)
 NPAR = 12
-SMOOTH_TANH, SMOOTH_SQRT = 0, 1
 QUANTITIES = {"stiffness": P_K, "rest": P_REST, "damping": P_C, "Fc": P_FC, "Fs": P_FS,
               "vs": P_VS, "delta": P_DELTA, "Fv": P_FV}
 METHODS = ("rk4",)
@@ -74,65 +77,33 @@ class BatchTrajectory:
 
 # --- the kernel ---------------------------------------------------------------------
 
-@njit(cache=True, _nrt=False)
-def _smooth_sign(u, eps, kind):
-    if kind == SMOOTH_TANH:
-        return np.tanh(u / eps)
-    return u / np.sqrt(u * u + eps * eps)
-
-
 @njit(cache=True)
 def _forces(P, q, v, tau_nc, tau):
-    """τ of springs (conservative), dampers and Stribeck friction (non-conservative)."""
+    """τ of springs (conservative), dampers and Stribeck friction (non-conservative; the
+    law's one compiled form, :func:`~kanedyn.friction.laws_kernel.stribeck_force`, at the
+    slip speed v - v_surface)."""
     for j in range(q.shape[0]):
         t_nc = -P[j, P_C] * v[j]
         if P[j, P_FRIC] != 0.0:
-            u = v[j] - P[j, P_SURF]
-            s = abs(u)
-            curve = P[j, P_FC] + (P[j, P_FS] - P[j, P_FC]) * np.exp(-(s / P[j, P_VS])
-                                                                     ** P[j, P_DELTA])
-            t_nc -= curve * _smooth_sign(u, P[j, P_EPS], P[j, P_SMOOTH]) + P[j, P_FV] * u
+            t_nc -= stribeck_force(v[j] - P[j, P_SURF], P[j, P_FC], P[j, P_FS], P[j, P_VS],
+                                   P[j, P_DELTA], P[j, P_FV], P[j, P_EPS],
+                                   int(P[j, P_SMOOTH]))
         tau_nc[j] = t_nc
         tau[j] = t_nc - P[j, P_K] * (q[j] - P[j, P_REST])
 
 
 @njit(cache=True)
-def _energy(data, P, q, v, X, Rw, pw, M):
-    """T + V_gravity + V_springs of one state (world poses accumulated from X_up)."""
-    nb = data.shape[0] - 1
-    K.crba_into(data, q, M)
-    T = 0.0
-    for i in range(v.shape[0]):
-        s = 0.0
-        for j in range(v.shape[0]):
-            s += M[i, j] * v[j]
-        T += 0.5 * v[i] * s
-    Vg = 0.0
-    for i in range(nb):
-        K.joint_transform(data, i, q, X)
-        p = int(data[i, PARENT])
-        for a in range(3):  # E_w[i] = E_i E_w[parent]: world to body coordinates
-            for b in range(3):
-                e = 0.0
-                for c in range(3):
-                    e += X[i, 3 * a + c] * (Rw[p, c, b] if p >= 0 else (1.0 if c == b else 0.0))
-                Rw[i, a, b] = e
-        for a in range(3):  # origin: p_w[i] = p_w[parent] + E_w[parent]ᵀ r_i
-            s = pw[p, a] if p >= 0 else 0.0
-            for c in range(3):
-                s += (Rw[p, c, a] if p >= 0 else (1.0 if c == a else 0.0)) * X[i, 9 + c]
-            pw[i, a] = s
-        m = data[i, MASS]
-        for a in range(3):  # m c_world = m p_w + E_wᵀ h
-            mc = m * pw[i, a]
-            for c in range(3):
-                mc += Rw[i, c, a] * data[i, H + c]
-            Vg -= data[nb, GRAV + a] * mc
+def _energy(data, P, q, v, summary):
+    """T + V_gravity + V_springs of one state: T and V from the compiled kernel of
+    ``kd.energy`` (:func:`~kanedyn.dynamics.kernels.kinematics.summary_into`, rotors
+    included), another pass than the integrators' energy kernel, so a batch's energy
+    checks the single run's independently."""
+    K.summary_into(data, q, v, True, summary)
     Vs = 0.0
     for j in range(q.shape[0]):
         d = q[j] - P[j, P_REST]
         Vs += 0.5 * P[j, P_K] * d * d
-    return T + Vg + Vs
+    return summary[0] + summary[1] + Vs
 
 
 @njit(cache=True)
@@ -154,7 +125,6 @@ def _rk4_batch(D, Q0, V0, P, h, nsteps, save_every, outQ, outV, outW, outE, stat
         q = Q0[k].copy()
         v = V0[k].copy()
         qs = np.empty(n)
-        vs = np.empty(n)
         k1v = np.empty(n)
         k2v = np.empty(n)
         k3v = np.empty(n)
@@ -165,40 +135,24 @@ def _rk4_batch(D, Q0, V0, P, h, nsteps, save_every, outQ, outV, outW, outE, stat
         tau_nc = np.empty(n)
         tau = np.empty(n)
         fext = np.zeros((nb, 6))
-        X = np.empty((nb, 12))
-        Rw = np.empty((nb, 3, 3))
-        pw = np.empty((nb, 3))
-        M = np.empty((n, n))
+        summary = np.empty(11)
         w = 0.0
         outQ[k, 0] = q
         outV[k, 0] = v
         outW[k, 0] = 0.0
-        outE[k, 0] = _energy(data, P[k], q, v, X, Rw, pw, M)
+        outE[k, 0] = _energy(data, P[k], q, v, summary)
         status[k] = -1
         for step in range(1, nsteps + 1):
             k1w = _stage(data, P[k], q, v, tau_nc, tau, fext, k1v)
-            for j in range(n):
-                k2x[j] = v[j] + 0.5 * h * k1v[j]
-                qs[j] = q[j] + 0.5 * h * v[j]
+            rk4_stage_state(q, v, v, k1v, 0.5 * h, qs, k2x)
             k2w = _stage(data, P[k], qs, k2x, tau_nc, tau, fext, k2v)
-            for j in range(n):
-                k3x[j] = v[j] + 0.5 * h * k2v[j]
-                qs[j] = q[j] + 0.5 * h * k2x[j]
+            rk4_stage_state(q, v, k2x, k2v, 0.5 * h, qs, k3x)
             k3w = _stage(data, P[k], qs, k3x, tau_nc, tau, fext, k3v)
-            for j in range(n):
-                k4x[j] = v[j] + h * k3v[j]
-                qs[j] = q[j] + h * k3x[j]
+            rk4_stage_state(q, v, k3x, k3v, h, qs, k4x)
             k4w = _stage(data, P[k], qs, k4x, tau_nc, tau, fext, k4v)
-            finite = True
-            for j in range(n):
-                xi = (h / 6) * (v[j] + 2 * k2x[j] + 2 * k3x[j] + k4x[j])
-                vs[j] = v[j] + (h / 6) * (k1v[j] + 2 * k2v[j] + 2 * k3v[j] + k4v[j])
-                q[j] = q[j] + xi
-                if not (np.isfinite(q[j]) and np.isfinite(vs[j])):
-                    finite = False
+            rk4_update(q, v, h, k2x, k3x, k4x, k1v, k2v, k3v, k4v)
             w += (h / 6) * (k1w + 2 * k2w + 2 * k3w + k4w)
-            v[:] = vs
-            if not finite:
+            if not state_is_finite(q, v):
                 status[k] = step
                 break
             if step % save_every == 0:
@@ -206,7 +160,7 @@ def _rk4_batch(D, Q0, V0, P, h, nsteps, save_every, outQ, outV, outW, outE, stat
                 outQ[k, s] = q
                 outV[k, s] = v
                 outW[k, s] = w
-                outE[k, s] = _energy(data, P[k], q, v, X, Rw, pw, M)
+                outE[k, s] = _energy(data, P[k], q, v, summary)
 
 
 # --- the Python side ------------------------------------------------------------------
@@ -228,15 +182,15 @@ def _force_parameters(model: Model, forces, N: int) -> NDArray:
             c = model.bodies[iv].joint.damping if f.c is None else f.c
             P[:, iv, P_C] += c
         elif isinstance(f, JointFriction) and type(f.law) is Stribeck and f.law.smoothing:
-            law, sm = f.law, f.law.smoothing
-            if sm.kind not in ("tanh", "sqrt"):
-                raise KanedynError(f"simulate_batch: smoothing {sm.kind!r} of the friction on "
-                                   f"{f.joint!r} has no batched kernel (use tanh or sqrt)")
+            try:
+                Fc, Fs, vs, delta, Fv, eps, kind = stribeck_parameters(f.law)
+            except KanedynError as exc:
+                raise KanedynError(f"simulate_batch: the friction on {f.joint!r} has no "
+                                   f"batched kernel: {exc}") from exc
             P[:, iv, P_FRIC] = 1.0
-            P[:, iv, [P_FC, P_FS, P_VS, P_DELTA, P_FV]] = (law.Fc, law.Fs, law.vs, law.delta,
-                                                           law.Fv)
-            P[:, iv, P_EPS] = sm.eps
-            P[:, iv, P_SMOOTH] = SMOOTH_TANH if sm.kind == "tanh" else SMOOTH_SQRT
+            P[:, iv, [P_FC, P_FS, P_VS, P_DELTA, P_FV]] = (Fc, Fs, vs, delta, Fv)
+            P[:, iv, P_EPS] = eps
+            P[:, iv, P_SMOOTH] = kind
             P[:, iv, P_SURF] = f.surface_velocity
         else:
             raise KanedynError(
