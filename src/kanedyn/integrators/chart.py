@@ -11,7 +11,8 @@ there: a step taken in the chart of q_n and read back as (q, v) is a step of the
 the manifold's own canonical structure, re-centred at the next step. E does not depend on
 the chart, so a discrete gradient of H conserves E exactly.
 
-The chart of each joint (``ModelChart``):
+The chart of each joint (``ModelChart``; each is its joint type's ``chart_*`` methods in
+:mod:`kanedyn.model.joints`, reached through the system's ``chart_types``):
 
 - revolute, prismatic, helical: ``q = q_n + x``, J = 1;
 - spherical: ``quat = quat_n ⊗ exp(x)`` (the quaternion only moves by the exponential map),
