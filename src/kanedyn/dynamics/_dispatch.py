@@ -154,15 +154,16 @@ def general(model: Model, q, speeds: tuple, f_ext=None):
 def check_quaternions(model: Model, Q: NDArray) -> None:
     """StateError naming the joint (and the state of a batch) whose quaternion is not unit."""
     for b in model.bodies:
-        if b.joint.kind not in ("spherical", "free"):
+        if not b.joint.has_quaternion:
             continue
-        n = np.linalg.norm(Q[:, b.iq][:, -4:], axis=1)
+        qs = Q[:, b.iq][:, b.joint.quaternion]
+        n = np.linalg.norm(qs, axis=1)
         bad = np.flatnonzero(~(np.abs(n - 1.0) <= QUAT_TOL))
         if bad.size:
             k = int(bad[0])
             where = f" (state {k} of the batch)" if Q.shape[0] > 1 else ""
             raise StateError(
-                f"joint {b.joint.name!r}: quaternion {Q[k, b.iq][-4:]} has norm {n[k]:.6g}, "
+                f"joint {b.joint.name!r}: quaternion {qs[k]} has norm {n[k]:.6g}, "
                 f"not 1 (tolerance {QUAT_TOL}){where}; normalise it or integrate with "
                 "integrate_configuration"
             )

@@ -33,11 +33,10 @@ from ..errors import ModelError
 from ..model import Model
 from ..model.joints import QUAT_TOL
 from ..model.model import singular_tolerance
+from . import layout
 from .kernels import workspace_size
 from .layout import (
     ARMATURE,
-    AXIS,
-    AXIS_ID,
     CHAIN,
     E_TREE,
     GRAV,
@@ -45,18 +44,14 @@ from .layout import (
     IBAR,
     IQ,
     IV,
-    JOINT_CODES,
-    JTYPE,
     MASS,
     NB,
     NQ,
     NV,
     NVJ,
     PARENT,
-    PITCH,
     QTOL,
     R_TREE,
-    SIDX,
     SINGTOL,
     WIDTH,
     H,
@@ -84,34 +79,22 @@ def _pack(model: Model) -> FlatModel:
     quats = []
     for b in model.bodies:
         j = b.joint
-        if j.kind not in JOINT_CODES:
-            raise ModelError(f"joint {j.name!r}: kind {j.kind!r} has no fast kernel")
         row = data[b.index]
+        # the joint's own columns (JTYPE, AXIS, PITCH, SIDX, AXIS_ID): its pack method
+        j.pack(row, layout)
         row[E_TREE:E_TREE + 9] = b.placement.E.reshape(9)
         row[R_TREE:R_TREE + 3] = b.placement.r
-        if hasattr(j, "axis"):
-            row[AXIS:AXIS + 3] = j.axis
-        row[PITCH] = getattr(j, "pitch", 0.0)
         I = b.inertia
         row[MASS] = I[5, 5]
         # I[:3, 3:] = m c× = h×
         row[H:H + 3] = (I[2, 4], I[0, 5], I[1, 3])
         row[IBAR:IBAR + 9] = I[:3, :3].reshape(9)
         row[PARENT] = b.parent
-        row[JTYPE] = JOINT_CODES[j.kind]
         row[IQ] = b.iq.start
         row[IV] = b.iv.start
         row[NVJ] = j.nv
         row[ARMATURE] = j.armature
-        row[AXIS_ID] = -1
-        row[SIDX] = -1
-        for k in range(3):
-            if j.kind in ("revolute", "prismatic") and np.array_equal(row[AXIS:AXIS + 3],
-                                                                      np.eye(3)[k]):
-                row[SIDX] = k if j.kind == "revolute" else 3 + k
-                if j.kind == "revolute":
-                    row[AXIS_ID] = k
-        if j.kind in ("spherical", "free"):
+        if j.has_quaternion:
             quats.append(b.index)
     data[nb, NB] = nb
     data[nb, NQ] = model.nq

@@ -11,7 +11,8 @@ there: a step taken in the chart of q_n and read back as (q, v) is a step of the
 the manifold's own canonical structure, re-centred at the next step. E does not depend on
 the chart, so a discrete gradient of H conserves E exactly.
 
-The chart of each joint (``ModelChart``):
+The chart of each joint (``ModelChart``; each is its joint type's ``chart_*`` methods in
+:mod:`kanedyn.model.joints`, reached through the system's ``chart_types``):
 
 - revolute, prismatic, helical: ``q = q_n + x``, J = 1;
 - spherical: ``quat = quat_n ⊗ exp(x)`` (the quaternion only moves by the exponential map),
@@ -41,14 +42,6 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from ..spatial import quat_to_matrix
-from ..spatial.lie import (
-    quat_times_exp,
-    skew3,
-    so3_exp_matrix,
-    so3_right_jacobian,
-    so3_right_jacobian_derivative,
-)
 from .base import (
     chart_jacobian,
     gravity_torques,
@@ -59,90 +52,55 @@ from .base import (
 
 class ModelChart:
     """The per-joint charts of the module doc for a system that declares them
-    (``has_chart``, ``chart_joints``)."""
+    (``has_chart``, ``chart_joints``, ``chart_types``): each non-additive joint's block
+    is its joint type's ``chart_point``, ``chart_jacobian``, ... (the joint modules of
+    :mod:`kanedyn.model.joints`), the additive ones are added in one go."""
 
     has_derivative = True
 
     def __init__(self, system):
         self.system = system
         self.nv = system.nv
-        self.blocks = []  # (kind, iq, iv) for every non-additive joint
+        self.blocks = []  # (joint type, iq, iv) for every non-additive joint
         self.add_q, self.add_v = [], []
         for kind, iq, iv in system.chart_joints:
-            if kind in ("revolute", "prismatic", "helical"):
+            jt = system.chart_types[kind]
+            if jt.chart_is_additive:
                 self.add_q.extend(range(iq.start, iq.stop))
                 self.add_v.extend(range(iv.start, iv.stop))
-            elif kind in ("spherical", "free", "planar"):
-                self.blocks.append((kind, iq, iv))
             else:
-                raise ValueError(kind)
+                self.blocks.append((jt, iq, iv))
         self.add_q = np.array(self.add_q, dtype=int)
         self.add_v = np.array(self.add_v, dtype=int)
 
-    #: the joint kinds this chart knows
-    KINDS = ("revolute", "prismatic", "helical", "spherical", "free", "planar")
-
     @classmethod
     def applies(cls, system) -> bool:
-        """The system declares per-joint charts (``has_chart``, ``chart_joints``: a
-        capability, see :mod:`kanedyn.sim.system`) of kinds this chart knows."""
+        """The system declares per-joint charts (``has_chart``, ``chart_joints`` and
+        ``chart_types``, kind → joint type: capabilities, see :mod:`kanedyn.sim.system`)."""
         if not getattr(system, "has_chart", False):
             return False
-        return all(kind in cls.KINDS for kind, _, _ in system.chart_joints)
+        types = getattr(system, "chart_types", {})
+        return all(kind in types for kind, _, _ in system.chart_joints)
 
     def point(self, qn: NDArray, x: NDArray) -> NDArray:
         q = np.array(qn, dtype=float)
         q[self.add_q] += x[self.add_v]
-        for kind, iq, iv in self.blocks:
-            xj, qj = x[iv], qn[iq]
-            if kind == "spherical":
-                q[iq] = quat_times_exp(qj, xj)
-            elif kind == "free":
-                q[iq.start + 3:iq.stop] = quat_times_exp(qj[3:7], xj[:3])
-                q[iq.start:iq.start + 3] = qj[:3] + quat_to_matrix(qj[3:7]) @ xj[3:]
-            else:  # planar: (x, y, θ)
-                c, s = np.cos(qj[2]), np.sin(qj[2])
-                q[iq] = (qj[0] + c * xj[0] - s * xj[1], qj[1] + s * xj[0] + c * xj[1],
-                         qj[2] + xj[2])
+        for jt, iq, iv in self.blocks:
+            q[iq] = jt.chart_point(qn[iq], x[iv])
         return q
 
     def jacobian(self, qn: NDArray, x: NDArray) -> NDArray:
         J = np.eye(self.nv)
-        for kind, _, iv in self.blocks:
-            xj = x[iv]
-            if kind == "spherical":
-                J[iv, iv] = so3_right_jacobian(xj)
-            elif kind == "free":
-                i = iv.start
-                J[i:i + 3, i:i + 3] = so3_right_jacobian(xj[:3])
-                J[i + 3:i + 6, i + 3:i + 6] = so3_exp_matrix(xj[:3]).T
-            else:
-                c, s = np.cos(xj[2]), np.sin(xj[2])
-                i = iv.start
-                J[i:i + 2, i:i + 2] = ((c, s), (-s, c))  # R(−ψ)
+        for jt, _, iv in self.blocks:
+            J[iv, iv] = jt.chart_jacobian(x[iv])
         return J
 
     def derivative(self, qn: NDArray, x: NDArray, w: NDArray) -> NDArray:
         """D with ``D δ = d/dε J(x + εδ) w`` (zero on additive joints)."""
         D = np.zeros((self.nv, self.nv))
-        for kind, _, iv in self.blocks:
-            xj, wj = x[iv], w[iv]
-            i = iv.start
-            if kind == "spherical":
-                D[iv, iv] = so3_right_jacobian_derivative(xj, wj)
-            elif kind == "free":
-                D[i:i + 3, i:i + 3] = so3_right_jacobian_derivative(xj[:3], wj[:3])
-                # exp(φ + εδ)ᵀ = exp(−ε J_r δ) exp(φ)ᵀ: d/dε exp(φ)ᵀ u = (exp(φ)ᵀ u)× J_r δ
-                Rt_u = so3_exp_matrix(xj[:3]).T @ wj[3:]
-                D[i + 3:i + 6, i:i + 3] = skew3(Rt_u) @ so3_right_jacobian(xj[:3])
-            else:
-                c, s = np.cos(xj[2]), np.sin(xj[2])
-                u0, u1 = wj[0], wj[1]
-                # d/dψ R(−ψ) u = R(−ψ) (u_y, −u_x)
-                D[i, i + 2] = c * u1 + s * (-u0)
-                D[i + 1, i + 2] = -s * u1 + c * (-u0)
+        for jt, _, iv in self.blocks:
+            D[iv, iv] = jt.chart_derivative(x[iv], w[iv])
         return D
-
 
     # --- what the variational (discrete Lagrangian) form of Verlet needs ---------------
     def end_velocity(self, x: NDArray) -> tuple[NDArray, NDArray]:
@@ -151,21 +109,8 @@ class ModelChart:
         joint's position block is exp(φ)ᵀρ, the planar one R(−ψ)ρ."""
         W = np.array(x, dtype=float)
         DW = np.eye(self.nv)
-        for kind, _, iv in self.blocks:
-            i, xj = iv.start, x[iv]
-            if kind == "free":
-                Et = so3_exp_matrix(xj[:3]).T
-                u = Et @ xj[3:]
-                W[i + 3:i + 6] = u
-                DW[i + 3:i + 6, i:i + 3] = skew3(u) @ so3_right_jacobian(xj[:3])
-                DW[i + 3:i + 6, i + 3:i + 6] = Et
-            elif kind == "planar":
-                c, s = np.cos(xj[2]), np.sin(xj[2])
-                r0, r1 = xj[0], xj[1]
-                W[i], W[i + 1] = c * r0 + s * r1, -s * r0 + c * r1
-                DW[i:i + 2, i:i + 2] = ((c, s), (-s, c))
-                DW[i, i + 2] = c * r1 + s * (-r0)
-                DW[i + 1, i + 2] = -s * r1 + c * (-r0)
+        for jt, _, iv in self.blocks:
+            W[iv], DW[iv, iv] = jt.chart_end_velocity(x[iv])
         return W, DW
 
     def start_sensitivity(self, x: NDArray) -> NDArray:
@@ -174,15 +119,8 @@ class ModelChart:
         exponential charts (log(exp(−εδ) exp(x))), and for the translations of the free and
         planar charts ``dρ = −δv + ρ × δω`` resp. ``dρ = −δv + δψ (ρ_y, −ρ_x)``."""
         K = -np.eye(self.nv)
-        for kind, _, iv in self.blocks:
-            i, xj = iv.start, x[iv]
-            if kind == "spherical":
-                K[iv, iv] = -np.linalg.inv(so3_right_jacobian(xj)).T
-            elif kind == "free":
-                K[i:i + 3, i:i + 3] = -np.linalg.inv(so3_right_jacobian(xj[:3])).T
-                K[i + 3:i + 6, i:i + 3] = skew3(xj[3:6])
-            else:
-                K[i, i + 2], K[i + 1, i + 2] = xj[1], -xj[0]
+        for jt, _, iv in self.blocks:
+            K[iv, iv] = jt.chart_start_sensitivity(x[iv])
         return K
 
 

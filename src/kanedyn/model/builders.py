@@ -7,7 +7,7 @@ from numpy.typing import ArrayLike
 
 from ..errors import ModelError
 from ..spatial import quat_to_matrix
-from .joints import Free, Helical, Planar, Prismatic, Revolute, Spherical
+from .joints import JOINT_TYPES, Free, Revolute, Spherical
 from .model import Model, ModelBuilder
 
 
@@ -88,18 +88,11 @@ def _random_inertia(rng: np.random.Generator) -> tuple[float, np.ndarray, np.nda
 
 
 def _joint_of_kind(kind: str, name: str, axis: tuple, pitch: float):
-    if kind == "revolute":
-        return Revolute(name, axis=axis)
-    if kind == "prismatic":
-        return Prismatic(name, axis=axis)
-    if kind == "helical":
-        return Helical(name, axis=axis, pitch=pitch)
-    if kind == "spherical":
-        return Spherical(name)
-    if kind == "planar":
-        return Planar(name)
-    if kind == "free":
-        return Free(name)
+    cls = JOINT_TYPES.get(kind)
+    if cls is not None and kind != "fixed":
+        # the parameters this type has (axis, pitch) from the draw, the rest its defaults
+        given = {"axis": axis, "pitch": pitch}
+        return cls(name, **{k: v for k, v in given.items() if k in cls.__dataclass_fields__})
     raise ModelError(f"random_tree: unknown joint type {kind!r}")
 
 

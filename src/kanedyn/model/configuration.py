@@ -55,15 +55,7 @@ def random_configuration(model: Model, rng: np.random.Generator | int | None = N
     rng = np.random.default_rng(rng)
     q = np.empty(model.nq)
     for b in model.bodies:
-        j = b.joint
-        if j.kind == "spherical":
-            x = rng.normal(size=4)
-            q[b.iq] = x / np.linalg.norm(x)
-        elif j.kind == "free":
-            x = rng.normal(size=4)
-            q[b.iq] = np.concatenate([rng.uniform(-scale, scale, 3), x / np.linalg.norm(x)])
-        else:
-            q[b.iq] = rng.uniform(-scale, scale, j.nq)
+        q[b.iq] = b.joint.random_configuration(rng, scale)
     return q
 
 

@@ -253,7 +253,7 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
         raise KanedynError(f"simulate_batch: unknown method {method!r}; batched methods: "
                            f"{', '.join(METHODS)}")
     odd = [b.joint.name for b in model.bodies
-           if b.joint.kind not in ("revolute", "prismatic", "helical")]
+           if not (b.joint.chart_is_additive and b.joint.nv == 1)]
     if odd:
         raise KanedynError(f"simulate_batch: joints {odd} are not 1-DOF additive joints "
                            "(revolute, prismatic, helical), which the batched kernel needs")

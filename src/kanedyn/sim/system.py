@@ -33,7 +33,9 @@ class name or the insides of a Model; absent means False / None):
 - ``has_chart``: the system's joints have the per-joint charts of
   :mod:`kanedyn.integrators.chart`; ``chart_joints`` then lists ``(kind, iq, iv)`` for
   each joint (kind as :attr:`kanedyn.model.joints.Joint.kind`, iq and iv its slices of
-  q and v), in tree order.
+  q and v), in tree order, and ``chart_types`` maps each kind to the object holding its
+  chart (``chart_is_additive``, ``chart_point``, ``chart_jacobian``, ``chart_derivative``,
+  ``chart_end_velocity``, ``chart_start_sensitivity``: the joint class).
 - ``compiled_step``: the Model whose flat layout the compiled RK4 and AVF loops
   (:mod:`kanedyn.integrators.rk4_compiled`) step, when they can take this system
   (additive coordinates, no rotor inertia); None when they cannot.
@@ -58,7 +60,6 @@ from ..model import Model
 from ..model import configuration as cfg
 from ..model.model import singular_joints
 from ..spatial import crf, crm
-from ..spatial.lie import RIGHT_JACOBIAN_QUADRATURE, se3_right_jacobian, so3_right_jacobian
 from .configuration_kernel import integrate_into
 
 
@@ -67,7 +68,7 @@ def _c(x) -> NDArray:
 
 
 def _additive(joint) -> bool:
-    return joint.kind in ("revolute", "prismatic", "helical")
+    return joint.chart_is_additive
 
 
 class ModelSystem:
@@ -91,6 +92,8 @@ class ModelSystem:
         self.nonholonomic = False  # a tree: nq − #quaternions = nv
         self.has_chart = True
         self.chart_joints = tuple((b.joint.kind, b.iq, b.iv) for b in model.bodies)
+        # kind → joint type: the chart maths of each joint lives in its own module
+        self.chart_types = {b.joint.kind: type(b.joint) for b in model.bodies}
         self.tree_model = model
         # the compiled loops' energy is the bodies' alone (no ½ Σ armature v²)
         self.compiled_step = (model if self.chart_is_additive and not model.armature.any()
@@ -242,20 +245,8 @@ class ModelSystem:
         q0 = np.asarray(q0, float)
         xi = np.asarray(xi, float)
         for b in self._curved:
-            jt = b.joint
-            xa = xi[b.iv]
-            if jt.kind == "spherical":
-                J[b.iv, b.iv] = so3_right_jacobian(xa)
-            elif jt.kind == "free":
-                J[b.iv, b.iv] = se3_right_jacobian(xa)
-            else:  # planar (and any other group joint): the quadrature over joint transforms
-                S = jt.motion_subspace()
-                qa = q0[b.iq]
-                X0inv = np.linalg.inv(jt.transform(qa))
-                A = np.zeros((6, 6))
-                for s, w in zip(*RIGHT_JACOBIAN_QUADRATURE, strict=True):
-                    A += w * (jt.transform(jt.integrate(qa, xa, s)) @ X0inv)
-                J[b.iv, b.iv] = S.T @ A @ S  # S has orthonormal columns
+            # closed forms (SO(3), SE(3)) or the quadrature: the joint's own method
+            J[b.iv, b.iv] = b.joint.exponential_right_jacobian(q0[b.iq], xi[b.iv])
         return J
 
 

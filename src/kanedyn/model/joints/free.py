@@ -1,0 +1,124 @@
+"""The free (floating) joint: q = (p, quaternion), v = (ω, v_O) of the child in child axes.
+
+``ṗ = R v_O``, ``q̇_quat = ½ q ⊗ (0, ω)``; ``q ⊕ v dt`` is the SE(3) exponential
+of the body twist. The integrators' chart is ``(p, q) ⊕ (φ, ρ) = (p + R ρ, q ⊗ exp φ)``
+(SO(3) × R³, not SE(3)). Compiled primitives: code FREE.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...spatial import quat_exp, quat_multiply, quat_to_matrix
+from ...spatial.lie import (
+    quat_difference,
+    quat_rate_matrix,
+    quat_times_exp,
+    se3_right_jacobian,
+    skew3,
+    so3_exp_matrix,
+    so3_left_jacobian,
+    so3_right_jacobian,
+    so3_right_jacobian_derivative,
+)
+from .base import Joint, random_unit_quaternion, register_joint_type
+
+
+@register_joint_type
+@dataclass(frozen=True)
+class Free(Joint):
+    """Floating joint: q = (p, quaternion), v = (ω, v_O) of the child in child axes."""
+
+    nq = 7
+    nv = 6
+    kind = "free"
+    quaternion = slice(3, 7)
+    chart_is_additive = False
+    compiled_code = "FREE"
+
+    def pose(self, qj):
+        return quat_to_matrix(qj[3:7]), np.asarray(qj[:3], dtype=float)
+
+    def motion_subspace(self, qj=None):
+        return np.eye(6)
+
+    def kinematic_map(self, qj):
+        W = np.zeros((7, 6))
+        W[:3, 3:] = quat_to_matrix(qj[3:7])  # ṗ = R v_O
+        W[3:, :3] = quat_rate_matrix(qj[3:7])
+        return W
+
+    def neutral(self):
+        return np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
+
+    def random_configuration(self, rng, scale=1.0):
+        return np.concatenate([rng.uniform(-scale, scale, 3), random_unit_quaternion(rng)])
+
+    def integrate(self, qj, vj, dt):
+        # exponential map of SE(3) for a constant body twist (ω, v)
+        w, v = dt * np.asarray(vj[:3], dtype=float), dt * np.asarray(vj[3:], dtype=float)
+        R = quat_to_matrix(qj[3:7])
+        V = so3_left_jacobian(w)
+        out = np.empty(7)
+        out[:3] = qj[:3] + R @ (V @ v)
+        out[3:] = quat_multiply(qj[3:7], quat_exp(w))
+        return out
+
+    def difference(self, q0, q1):
+        w = quat_difference(q0[3:7], q1[3:7])
+        R0 = quat_to_matrix(q0[3:7])
+        V = so3_left_jacobian(w)
+        v = np.linalg.solve(V, R0.T @ (q1[:3] - q0[:3]))
+        return np.concatenate([w, v])
+
+    def exponential_right_jacobian(self, q0, xi):
+        return se3_right_jacobian(xi)
+
+    # --- the chart (p + R ρ, q ⊗ exp φ) ---
+    @classmethod
+    def chart_point(cls, qj, xj):
+        out = np.empty(7)
+        out[3:] = quat_times_exp(qj[3:7], xj[:3])
+        out[:3] = qj[:3] + quat_to_matrix(qj[3:7]) @ xj[3:]
+        return out
+
+    @classmethod
+    def chart_jacobian(cls, xj):
+        J = np.eye(6)
+        J[:3, :3] = so3_right_jacobian(xj[:3])
+        J[3:, 3:] = so3_exp_matrix(xj[:3]).T
+        return J
+
+    @classmethod
+    def chart_derivative(cls, xj, wj):
+        D = np.zeros((6, 6))
+        D[:3, :3] = so3_right_jacobian_derivative(xj[:3], wj[:3])
+        # exp(φ + εδ)ᵀ = exp(−ε J_r δ) exp(φ)ᵀ: d/dε exp(φ)ᵀ u = (exp(φ)ᵀ u)× J_r δ
+        Rt_u = so3_exp_matrix(xj[:3]).T @ wj[3:]
+        D[3:, :3] = skew3(Rt_u) @ so3_right_jacobian(xj[:3])
+        return D
+
+    @classmethod
+    def chart_end_velocity(cls, xj):
+        # W = (φ, exp(φ)ᵀ ρ)
+        W = np.array(xj, dtype=float)
+        DW = np.eye(6)
+        Et = so3_exp_matrix(xj[:3]).T
+        u = Et @ xj[3:]
+        W[3:] = u
+        DW[3:, :3] = skew3(u) @ so3_right_jacobian(xj[:3])
+        DW[3:, 3:] = Et
+        return W, DW
+
+    @classmethod
+    def chart_start_sensitivity(cls, xj):
+        K = -np.eye(6)
+        K[:3, :3] = -np.linalg.inv(so3_right_jacobian(xj[:3])).T
+        K[3:, :3] = skew3(xj[3:6])
+        return K
+
+
+# URDF's "floating" is the free joint
+register_joint_type(Free, "floating")

@@ -1,0 +1,59 @@
+"""The revolute joint: rotation q about a unit axis of the joint frame.
+
+X_J = rot(R(a, q))ᵀ-Plücker, S = (a; 0), W = 1, q ⊕ x = q + x. Compiled
+primitives: code REVOLUTE in :mod:`kanedyn.dynamics.layout`; an axis along a
+coordinate axis k packs SIDX = AXIS_ID = k, for which the kernels of
+:mod:`kanedyn.dynamics.kernels.joint_rows` take the sparse rotation shortcut.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...spatial import axis_angle
+from .base import Joint, register_joint_type, unit_axis
+
+
+def coordinate_axis(axis) -> int:
+    """k when ``axis`` is the k-th unit vector exactly, else -1."""
+    for k in range(3):
+        if np.array_equal(np.asarray(axis, dtype=float), np.eye(3)[k]):
+            return k
+    return -1
+
+
+@register_joint_type
+@dataclass(frozen=True)
+class Revolute(Joint):
+    """Rotation by q about a unit axis of the joint frame (URDF revolute and continuous)."""
+
+    axis: tuple = (0.0, 0.0, 1.0)
+    continuous: bool = False
+    nq = 1
+    nv = 1
+    kind = "revolute"
+    compiled_code = "REVOLUTE"
+
+    def __post_init__(self):
+        object.__setattr__(self, "axis", tuple(unit_axis(self.axis, self.name)))
+
+    def pose(self, qj):
+        return axis_angle(self.axis, float(qj[0])), np.zeros(3)
+
+    def motion_subspace(self, qj=None):
+        S = np.zeros((6, 1))
+        S[:3, 0] = self.axis
+        return S
+
+    def pack(self, row, layout):
+        super().pack(row, layout)
+        row[layout.AXIS:layout.AXIS + 3] = self.axis
+        k = coordinate_axis(self.axis)
+        row[layout.SIDX] = k
+        row[layout.AXIS_ID] = k
+
+
+# URDF's "continuous" is a revolute joint without limits
+register_joint_type(Revolute, "continuous")
