@@ -40,8 +40,11 @@
    two threads, so a kernel can run without the GIL. Releasing and taking it back costs
    about 0.1 µs (PyEval_SaveThread/RestoreThread, uncontended), as much as a quarter of a
    small robot's whole call, so Caller releases it only for models of at least
-   RELEASE_GIL_NB bodies (measured: bench/threads.py and docs/benchmarks.md); FrameCaller
-   (whose calls are all short) keeps it. */
+   RELEASE_GIL_NB bodies, whose calls take several µs (with the release from 16 bodies,
+   chain20's and the humanoids' calls took 0.06-0.3 µs more in bench/rbd_vs_pinocchio.py,
+   docs/benchmarks.md); FrameCaller (whose calls are all short) keeps it. A thread that
+   wants its kernels to overlap others' passes data= (the Python wrapper then calls the
+   nogil entry point). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -60,7 +63,7 @@ typedef int64_t (*kernel4)(double *, double *, double *, double *, double *, dou
 
 #define MAX_IN 4
 /* bodies from which Caller runs the kernel without the GIL (see the top comment) */
-#define RELEASE_GIL_NB 16
+#define RELEASE_GIL_NB 64
 #define MAX_ND 2
 /* result dimensions that are the model's: its number of speeds, of bodies */
 #define DIM_NV (-1)
