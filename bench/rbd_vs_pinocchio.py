@@ -157,7 +157,13 @@ def breakdown(pair: Pair, rng, number: int, repeat: int) -> list[tuple[str, floa
     m, pm, d = pair.kd, pair.pin, pair.data
     q, v, a = pair.random_state(rng)
     qp, vp, ap = pair.to_pin(q, v, a)
-    buf, tau = flatten(m).buf, np.empty(m.nv)
+    try:  # the buffer the kernels write into: the calling thread's Data's
+        from kanedyn.dynamics.data import data_of
+
+        buf = data_of(m, None).buf
+    except ImportError:  # (a tree from before the Model / Data split)
+        buf = flatten(m).buf
+    tau = np.empty(m.nv)
     entry, disp = K.rnea_f, kernels.ready("rnea_f")
     wrapper = getattr(kd.rnea, "__wrapped__", kd.rnea)
     rows = [("kd.rnea(model, q, v, a)", lambda: kd.rnea(m, q, v, a)),

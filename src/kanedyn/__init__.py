@@ -9,6 +9,7 @@ constrained DAEs, energy-conserving integration and Stribeck friction.
 
 from . import constraints, forces, friction, verify
 from .dynamics import (
+    Data,
     aba,
     aba_derivatives,
     center_of_mass,
@@ -91,6 +92,7 @@ friction.time_stepping = _time_stepping.time_stepping
 
 __all__ = [
     "CompilerError",
+    "Data",
     "ConstraintError",
     "DivergenceError",
     "FrictionError",

@@ -16,6 +16,7 @@ import pytest
 
 import kanedyn as kd
 from kanedyn.dynamics import reference as ref
+from kanedyn.dynamics.data import data_of
 from kanedyn.dynamics.flat import _CACHE, HOT, flatten
 from kanedyn.dynamics.layout import AXIS_ID, CHAIN
 
@@ -253,7 +254,9 @@ def test_flat_model_is_cached_and_dropped_with_the_model():
     for b, I in zip(model.bodies, inertia_before, strict=True):  # the model is not touched
         np.testing.assert_array_equal(b.inertia, I)
     key = id(model)
-    assert key in _CACHE and getattr(model, HOT)[0] is fm.buf
+    # the hot buffer is the calling thread's Data's copy; the Model's is a read-only template
+    assert key in _CACHE and getattr(model, HOT)[0] is data_of(model, None).buf
+    assert getattr(model, HOT)[0] is not fm.buf and not fm.buf.flags.writeable
     del model
     gc.collect()
     assert key not in _CACHE
@@ -272,14 +275,14 @@ def test_a_copied_model_gets_its_own_flat_form(how):
     other = {"deepcopy": copy.deepcopy, "copy": copy.copy,
              "pickle": lambda m: pickle.loads(pickle.dumps(m))}[how](model)
     if how == "copy":
-        assert getattr(other, HOT)[0] is flatten(model).buf
+        assert getattr(other, HOT)[0] is getattr(model, HOT)[0]
     else:
         assert len(getattr(other, HOT)) == 0  # not carried: flattened on first use
     np.testing.assert_array_equal(kd.crba(other, q), M)
     np.testing.assert_array_equal(kd.rnea(other, q, v, a), tau)
     np.testing.assert_array_equal(kd.aba(other, q, v, tau), kd.aba(model, q, v, tau))
     if how != "copy":
-        assert getattr(other, HOT)[0] is flatten(other).buf
+        assert getattr(other, HOT)[0] is data_of(other, None).buf
 
 
 def test_revolute_joints_about_unit_axes():

@@ -3,6 +3,7 @@
 from .aba import aba
 from .centroidal import centroidal_momentum, centroidal_momentum_bias, centroidal_momentum_matrix
 from .crba import crba
+from .data import Data
 from .derivatives import aba_derivatives, kinetic_energy_gradient_derivative, rnea_derivatives
 from .energy import kinetic_energy, potential_energy, spatial_momentum
 from .frames import (
@@ -17,6 +18,7 @@ from .kinematics import Kinematics, center_of_mass, forward_kinematics, frame_pl
 from .rnea import gravity_torques, nonlinear_effects, rnea
 
 __all__ = [
+    "Data",
     "Kinematics",
     "aba",
     "aba_derivatives",

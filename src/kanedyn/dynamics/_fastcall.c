@@ -6,8 +6,9 @@
    arrays (and `f_ext=None`, by position or name, where the wrapper has f_ext), where
    each x is a 1-D, aligned, C-contiguous, native float64 ndarray of the model's length
    (q: nq, the others: nv) and r (if not None) a writeable one of the result's shape,
-   it reads the model's packed buffer (`model._kd_hot[0]`, see
-   flat.py), allocates the result or takes r, and calls the numba kernel through its
+   and the calling thread is the one whose default Data is the model's hot one
+   (`model._kd_hot[3]`, the thread ident, see flat.py `_Hot` and data.py), it reads that
+   Data's packed buffer (`model._kd_hot[0]`), allocates the result or takes r, and calls the numba kernel through its
    C address (`kernels.c_entry`). What a Caller takes is a row of the kernels'
    entry-point table (kernels/entries.py, `ENTRIES`), passed by `_dispatch.c_front`:
    the length of each state ('q': the model's nq, 'v': its nv), the result's shape
@@ -17,14 +18,15 @@
    `FrameCaller` (kanedyn.dynamics.frames.frame_jacobian etc.): called as
    `f(model, x1, ..., xk, frame[, reference[, classical]])`, the last two by position
    or by name, with states as above, a frame whose array P the wrapper has already
-   cached on the model (`model._kd_frames[frame][0]`, see frames.py `_Frames` and
+   cached on the model (`model._kd_frames[frame][0]`, see data.py `_Frames` and
    frames_kernel.py `frame_params`: P's row 0 gives nq and nv), a reference that is a
    key of the wrapper's table of kernel ops (frames.py `_OPS`) and `classical` True or
    False, it allocates the result (a 6-vector, a 6 x nv matrix, or the pose as the
    views (R (3, 3), p (3,)) of one 12-vector, as the wrapper returns them) and calls
    `frames_kernel.frame_c`, whose address `frames_kernel.c_entry` gives.
 
-   Anything else — external forces, a batch, a list,
+   Anything else — a `data=` (any keyword the type does not know), another thread than
+   the model's owner (`_kd_hot[3]`, `_kd_frames[frame][2]`), external forces, a batch, a list,
    another dtype, strides, a wrong length, a Model not yet flattened, a frame not yet
    cached, an unknown reference, a keyword the wrapper does not have — goes to the
    Python wrapper unchanged, and so does a call whose kernel returns a non-zero
@@ -34,8 +36,15 @@
    wrapper and numba's unboxing of each array argument cost about as much again.
    Here the checks are C macros and the arrays are passed as bare pointers.
 
-   The kernels hold the GIL while they run (the model's buffer and the frame's array
-   hold their workspace, which two threads must not share). */
+   The workspace a kernel writes is the owner thread's Data's (data.py), never shared by
+   two threads, so a kernel can run without the GIL. Releasing and taking it back costs
+   about 0.1 µs (PyEval_SaveThread/RestoreThread, uncontended), as much as a quarter of a
+   small robot's whole call, so Caller releases it only for models of at least
+   RELEASE_GIL_NB bodies, whose calls take several µs (with the release from 16 bodies,
+   chain20's and the humanoids' calls took 0.06-0.3 µs more in bench/rbd_vs_pinocchio.py,
+   docs/benchmarks.md); FrameCaller (whose calls are all short) keeps it. A thread that
+   wants its kernels to overlap others' passes data= (the Python wrapper then calls the
+   nogil entry point). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -53,6 +62,8 @@ typedef int64_t (*kernel3)(double *, double *, double *, double *, double *);
 typedef int64_t (*kernel4)(double *, double *, double *, double *, double *, double *);
 
 #define MAX_IN 4
+/* bodies from which Caller runs the kernel without the GIL (see the top comment) */
+#define RELEASE_GIL_NB 64
 #define MAX_ND 2
 /* result dimensions that are the model's: its number of speeds, of bodies */
 #define DIM_NV (-1)
@@ -131,9 +142,15 @@ caller_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
         PyErr_Clear();
         goto general;
     }
-    /* (buf, nv, shape); a deep copy of a Model carries an empty tuple */
-    if (!PyTuple_Check(hot) || PyTuple_GET_SIZE(hot) != 3 || !PyArray_Check(PyTuple_GET_ITEM(hot, 0)))
+    /* (buf, nv, shape, owner, per_thread); a deep copy of a Model carries an empty tuple.
+       Only the owner thread's Data is on the hot tuple: another thread takes the wrapper,
+       which finds its own Data (data.py data_of). */
+    if (!PyTuple_Check(hot) || PyTuple_GET_SIZE(hot) != 5 || !PyArray_Check(PyTuple_GET_ITEM(hot, 0))
+        || !PyLong_CheckExact(PyTuple_GET_ITEM(hot, 3))
+        || PyLong_AsUnsignedLong(PyTuple_GET_ITEM(hot, 3)) != PyThread_get_thread_ident()) {
+        PyErr_Clear(); /* (an ident that does not fit: not ours) */
         goto general_hot;
+    }
     PyArrayObject *buf = (PyArrayObject *)PyTuple_GET_ITEM(hot, 0);
     double *b = (double *)PyArray_DATA(buf);
     /* header: nb, nq, nv */
@@ -179,12 +196,16 @@ caller_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
     }
     double *r = (double *)PyArray_DATA((PyArrayObject *)out);
     int64_t status;
+    /* the arrays stay alive without the GIL: the caller holds x and out, `hot` holds buf */
+    PyThreadState *released = nb >= RELEASE_GIL_NB ? PyEval_SaveThread() : NULL;
     switch (self->nin) {
     case 1: status = ((kernel1)self->kernel)(b, x[0], r); break;
     case 2: status = ((kernel2)self->kernel)(b, x[0], x[1], r); break;
     case 3: status = ((kernel3)self->kernel)(b, x[0], x[1], x[2], r); break;
     default: status = ((kernel4)self->kernel)(b, x[0], x[1], x[2], x[3], r); break;
     }
+    if (released != NULL)
+        PyEval_RestoreThread(released);
     Py_DECREF(hot);
     if (status == 0)
         return out;
@@ -440,7 +461,14 @@ frame_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *k
         Py_DECREF(frames);
         goto general;
     }
-    PyObject *P = PyTuple_Check(hit) && PyTuple_GET_SIZE(hit) > 0 ? PyTuple_GET_ITEM(hit, 0) : NULL;
+    /* (P, shape, owner): P is the owner thread's (data.py _Frames) */
+    PyObject *P = PyTuple_Check(hit) && PyTuple_GET_SIZE(hit) == 3 ? PyTuple_GET_ITEM(hit, 0) : NULL;
+    if (P != NULL && (!PyLong_CheckExact(PyTuple_GET_ITEM(hit, 2))
+                      || PyLong_AsUnsignedLong(PyTuple_GET_ITEM(hit, 2))
+                             != PyThread_get_thread_ident())) {
+        PyErr_Clear();
+        P = NULL;
+    }
     if (P == NULL || !is_f8_contiguous(P, 2) || PyArray_DIM((PyArrayObject *)P, 1) <= P_NV) {
         Py_DECREF(frames);
         goto general;

@@ -22,6 +22,7 @@ from ._dispatch import (
     store,
     writable,
 )
+from .data import Data, _ident, buffer_of
 from .flat import fast, flatten
 from .kernels.entries import ENTRIES
 
@@ -32,7 +33,8 @@ _aba_f_fext = entry_stub(_ABA.single_fext, globals(), "_aba_f_fext")
 
 
 def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
-        f_ext: ArrayLike | None = None, *, out: NDArray | None = None) -> NDArray:
+        f_ext: ArrayLike | None = None, *, out: NDArray | None = None,
+        data: Data | None = None) -> NDArray:
     """Accelerations ``v̇ = M(q)⁻¹ (τ - h(q, v) + Σ J_iᵀ f_ext,i)``, in O(n).
 
     ``f_ext`` as in :func:`kanedyn.rnea`. Accepts one state or a batch
@@ -40,9 +42,11 @@ def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
     shape to write into (and return).
     """
     try:
-        buf, nv, _ = model._kd_hot  # (flat._Hot)
+        buf, nv, _, owner, _ = model._kd_hot  # (flat._Hot)
     except (AttributeError, ValueError):
-        buf, nv, _ = fast(model)
+        buf, nv, _, owner, _ = fast(model)
+    if data is not None or owner != _ident():  # (data.py)
+        buf = buffer_of(model, data)
     try:
         # one float64 state straight to the kernel's entry point (see kernels.entry)
         if (q.ndim == 1 and v.ndim == 1 and tau.ndim == 1 and q.dtype is F8

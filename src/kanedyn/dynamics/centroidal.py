@@ -43,6 +43,7 @@ from ._dispatch import (
     store,
     writable,
 )
+from .data import Data, _ident, buffer_of
 from .flat import fast, flatten
 from .kernels.entries import ENTRIES
 from .reference import body_placements, body_velocities, jacobian_local, joint_transforms
@@ -74,7 +75,8 @@ def _fail(model: Model, s, what: str, q, speeds: tuple):
 
 
 def centroidal_momentum_matrix(model: Model, q: ArrayLike, *,
-                               out: NDArray | None = None) -> NDArray:
+                               out: NDArray | None = None,
+                               data: Data | None = None) -> NDArray:
     """The centroidal momentum matrix ``A_G(q)`` (6 x nv; (N, 6, nv) for a batch).
 
     ``h_G = A_G v``: rows 0-2 the angular momentum about the centre of mass, rows 3-5
@@ -87,9 +89,11 @@ def centroidal_momentum_matrix(model: Model, q: ArrayLike, *,
     ``out``: an array of the result's shape to write into (and return).
     """
     try:
-        buf, nv, _ = model._kd_hot  # (flat._Hot)
+        buf, nv, _, owner, _ = model._kd_hot  # (flat._Hot)
     except (AttributeError, ValueError):
-        buf, nv, _ = fast(model)
+        buf, nv, _, owner, _ = fast(model)
+    if data is not None or owner != _ident():  # (data.py)
+        buf = buffer_of(model, data)
     try:
         # one float64 state straight to the kernel's entry point (see kernels.entry)
         if q.ndim == 1 and q.dtype is F8:
@@ -118,12 +122,15 @@ def centroidal_momentum_matrix(model: Model, q: ArrayLike, *,
 centroidal_momentum_matrix = c_front(centroidal_momentum_matrix, _AG)
 
 
-def _momentum_and_bias(model: Model, q: ArrayLike, v: ArrayLike, what: str) -> NDArray:
+def _momentum_and_bias(model: Model, q: ArrayLike, v: ArrayLike, what: str,
+                       data: Data | None = None) -> NDArray:
     """``[h_G, Ȧ_G v]`` (12,) or (N, 12)."""
     try:
-        buf, _, _ = model._kd_hot  # (flat._Hot)
+        buf, _, _, owner, _ = model._kd_hot  # (flat._Hot)
     except (AttributeError, ValueError):
-        buf, _, _ = fast(model)
+        buf, _, _, owner, _ = fast(model)
+    if data is not None or owner != _ident():  # (data.py)
+        buf = buffer_of(model, data)
     try:
         if q.ndim == 1 and v.ndim == 1 and q.dtype is F8 and v.dtype is F8:
             out = _empty(_CM.result)
@@ -143,7 +150,8 @@ def _momentum_and_bias(model: Model, q: ArrayLike, v: ArrayLike, what: str) -> N
     return out[0] if single else out
 
 
-def centroidal_momentum(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray:
+def centroidal_momentum(model: Model, q: ArrayLike, v: ArrayLike, *,
+                        data: Data | None = None) -> NDArray:
     """The centroidal momentum ``h_G = [k_G; l_G] = A_G(q) v`` (6,; (N, 6) for a batch):
     the angular momentum about the centre of mass and the linear momentum ``m ċ``, in
     world axes, angular first (Pinocchio's ``data.hg``, halves swapped).
@@ -151,11 +159,12 @@ def centroidal_momentum(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray:
     Computed body by body from the velocities, without forming A_G (Orin et al.
     2013): ``h_G = Σ_i i_X_Gᵀ I_i v_i``.
     """
-    out = _momentum_and_bias(model, q, v, "centroidal_momentum")
+    out = _momentum_and_bias(model, q, v, "centroidal_momentum", data)
     return out[..., :6]
 
 
-def centroidal_momentum_bias(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray:
+def centroidal_momentum_bias(model: Model, q: ArrayLike, v: ArrayLike, *,
+                             data: Data | None = None) -> NDArray:
     """``Ȧ_G(q, v) v`` (6,; (N, 6) for a batch), angular first: the rate of change of the
     centroidal momentum when v̇ = 0, so that ``ḣ_G = A_G v̇ + Ȧ_G v``.
 
@@ -164,7 +173,7 @@ def centroidal_momentum_bias(model: Model, q: ArrayLike, v: ArrayLike) -> NDArra
     Featherstone 2008, Table 5.1). Pinocchio: ``data.dhg`` after
     ``computeCentroidalMomentumTimeVariation(model, data, q, v, 0)``, halves swapped.
     """
-    out = _momentum_and_bias(model, q, v, "centroidal_momentum_bias")
+    out = _momentum_and_bias(model, q, v, "centroidal_momentum_bias", data)
     return out[..., 6:]
 
 

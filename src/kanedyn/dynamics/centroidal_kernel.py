@@ -184,7 +184,7 @@ def ag_into(data, q, Ag):
                    np.empty((2, 6)), np.empty(3 * nb))
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, nogil=True)
 def ag_f(buf, q, Ag):
     """A_G of one state; the workspace from the model's packed buffer."""
     nb = int(buf[0])
@@ -334,7 +334,7 @@ def ag_lanes(data, Q, k0, L, out, status, Xs, Fs):
             status[k0 + l] = NOT_FINITE
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def ag_batch(data, Q, out, status):
     """A_G over a batch of states, in parallel (LANES at a time up to LANE_BODIES
     bodies); per-state status."""
@@ -478,7 +478,7 @@ def cm_into(data, q, v, out):
                    np.empty((nb, 4)))
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, nogil=True)
 def cm_f(buf, q, v, out):
     """[h_G, Ȧ_G v] of one state; the workspace from the model's packed buffer."""
     nb = int(buf[0])
@@ -492,7 +492,7 @@ def cm_f(buf, q, v, out):
                    buf[o + 36 * nb + 12:o + 40 * nb + 12].reshape((nb, 4)))
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def cm_batch(data, Q, V, out, status):
     """[h_G, Ȧ_G v] over a batch of states, in parallel; per-state status."""
     N = Q.shape[0]

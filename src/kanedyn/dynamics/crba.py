@@ -22,6 +22,7 @@ from ._dispatch import (
     store,
     writable,
 )
+from .data import Data, _ident, buffer_of
 from .flat import fast, flatten
 from .kernels.entries import ENTRIES
 
@@ -30,15 +31,18 @@ _empty = np.empty
 _crba_f = entry_stub(_CRBA.single, globals(), "_crba_f")
 
 
-def crba(model: Model, q: ArrayLike, *, out: NDArray | None = None) -> NDArray:
+def crba(model: Model, q: ArrayLike, *, out: NDArray | None = None,
+         data: Data | None = None) -> NDArray:
     """M(q), symmetric positive definite (nv x nv; (N, nv, nv) for a batch).
 
     ``out``: an array of the result's shape to write into (and return).
     """
     try:
-        buf, _, shape = model._kd_hot  # (flat._Hot)
+        buf, _, shape, owner, _ = model._kd_hot  # (flat._Hot)
     except (AttributeError, ValueError):
-        buf, _, shape = fast(model)
+        buf, _, shape, owner, _ = fast(model)
+    if data is not None or owner != _ident():  # (data.py)
+        buf = buffer_of(model, data)
     try:
         # one float64 state straight to the kernel's entry point (see kernels.entry)
         if q.ndim == 1 and q.dtype is F8:

@@ -50,6 +50,7 @@ from ..errors import ModelError, StateError
 from ..model import Model
 from ..spatial import crf, crm, skew
 from ._dispatch import fail
+from .data import Data, data_of
 from .flat import flatten
 from .reference import joint_transforms
 
@@ -184,7 +185,7 @@ def rnea_derivatives_reference(model: Model, q: ArrayLike, v: ArrayLike, a: Arra
 
 
 def rnea_derivatives(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *,
-                     gravity: bool = True) -> tuple[NDArray, NDArray]:
+                     gravity: bool = True, data: Data | None = None) -> tuple[NDArray, NDArray]:
     """``(∂τ/∂q, ∂τ/∂v)`` (nv x nv each) of ``τ = RNEA(q, v, a) = M(q) a + C(q, v) v + g(q)``.
 
     ∂/∂q is along the chart of :func:`kanedyn.integrate_configuration` (for ball
@@ -195,6 +196,8 @@ def rnea_derivatives(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *,
     adds ``J ⊙ a`` to τ, constant in q and v: it leaves both derivatives unchanged
     (``∂τ/∂a = M + diag J`` is ``kd.crba``, which has it).
     """
+    if data is not None:  # (the tangent kernels write only into the arrays they return)
+        data_of(model, data)
     out = _batched(lambda m, qq, vv, aa: rnea_derivatives(m, qq, vv, aa, gravity=gravity),
                    model, q, v, a, "rnea_derivatives")
     if out is not None:
@@ -204,8 +207,8 @@ def rnea_derivatives(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *,
                                  _c(_vec(model, a, model.nv, "a")), gravity)
 
 
-def aba_derivatives(model: Model, q: ArrayLike, v: ArrayLike,
-                    tau: ArrayLike) -> tuple[NDArray, NDArray]:
+def aba_derivatives(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, *,
+                    data: Data | None = None) -> tuple[NDArray, NDArray]:
     """``(∂v̇/∂q, ∂v̇/∂v)`` of forward dynamics ``v̇ = ABA(q, v, τ)`` at fixed τ.
 
     From ``τ = RNEA(q, v, ABA(q, v, τ))``: ``∂v̇/∂(q, v) = −M⁻¹ ∂τ/∂(q, v)`` with the RNEA
@@ -213,7 +216,10 @@ def aba_derivatives(model: Model, q: ArrayLike, v: ArrayLike,
     ∂/∂q in the chart of :func:`kanedyn.integrate_configuration`. No external forces.
     Accepts one state or a batch (leading axis, looped).
     """
-    out = _batched(aba_derivatives, model, q, v, tau, "aba_derivatives")
+    if data is not None:
+        data_of(model, data)
+    out = _batched(lambda m, qq, vv, tt: aba_derivatives(m, qq, vv, tt, data=data),
+                   model, q, v, tau, "aba_derivatives")
     if out is not None:
         return out
     from scipy.linalg import cho_factor, cho_solve
@@ -224,17 +230,18 @@ def aba_derivatives(model: Model, q: ArrayLike, v: ArrayLike,
     qq = _check_q(model, q)
     vv = _vec(model, v, model.nv, "v")
     tt = _vec(model, tau, model.nv, "tau")
-    qdd = np.asarray(aba(model, qq, vv, tt), dtype=float)
+    qdd = np.asarray(aba(model, qq, vv, tt, data=data), dtype=float)
     dq, dv = rnea_tangent_compiled(model, qq, _c(vv), _c(qdd))
     try:
-        c = cho_factor(np.asarray(crba(model, qq), dtype=float))
+        c = cho_factor(np.asarray(crba(model, qq, data=data), dtype=float))
     except np.linalg.LinAlgError:
         raise ModelError(f"aba_derivatives: the mass matrix of {model.name!r} is not positive "
                          "definite at this q (a body without inertia on a moving joint?)") from None
     return -cho_solve(c, dq), -cho_solve(c, dv)
 
 
-def kinetic_energy_gradient_derivative(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray:
+def kinetic_energy_gradient_derivative(model: Model, q: ArrayLike, v: ArrayLike, *,
+                                       data: Data | None = None) -> NDArray:
     """``D[k, l] = ∂/∂q_l (∂T/∂q_k)`` at fixed v, both in the tangent chart (nv x nv).
 
     ∂T/∂ξ_k = −S_kᵀ crf(v_λ,k) H_k (v_λ,k the parent's velocity in k's coordinates,
@@ -248,6 +255,8 @@ def kinetic_energy_gradient_derivative(model: Model, q: ArrayLike, v: ArrayLike)
     q, symmetric. Used by the Newton matrix of the Hamiltonian (q, p) form. Compiled;
     the numpy definition is :func:`kinetic_energy_gradient_derivative_reference`.
     """
+    if data is not None:  # (the tangent kernels write only into the arrays they return)
+        data_of(model, data)
     qq = _check_q(model, q)
     return kinetic_tangent_compiled(model, qq, _c(_vec(model, v, model.nv, "v")))
 

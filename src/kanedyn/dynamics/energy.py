@@ -14,6 +14,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
 from ._dispatch import K, entry_stub, fail, general
+from .data import Data, data_of
 from .flat import _CACHE, flatten
 from .kernels.entries import ENTRIES
 
@@ -24,9 +25,12 @@ _summary1 = entry_stub(_SUMMARY.single, globals(), "_summary1")
 T, V, MOMENTUM, COM = 0, 1, slice(2, 8), slice(8, 11)
 
 
-def summary(model: Model, q: ArrayLike, v: ArrayLike | None = None) -> NDArray:
+def summary(model: Model, q: ArrayLike, v: ArrayLike | None = None, *,
+            data: Data | None = None) -> NDArray:
     """``[T, V, L (3), P (3), c (3)]`` for one state (11,) or a batch (N, 11); T and the
     momentum are zero when v is None."""
+    if data is not None:  # (these kernels write only into the arrays they return)
+        data_of(model, data)
     fm = _CACHE.get(id(model)) or flatten(model)
     out = np.empty(11)
     try:
@@ -51,19 +55,20 @@ def summary(model: Model, q: ArrayLike, v: ArrayLike | None = None) -> NDArray:
     return out
 
 
-def kinetic_energy(model: Model, q: ArrayLike, v: ArrayLike):
+def kinetic_energy(model: Model, q: ArrayLike, v: ArrayLike, *, data: Data | None = None):
     """``T = ½ Σ_i v_iᵀ I_i v_i`` (= ½ vᵀ M(q) v)."""
-    out = summary(model, q, v)
+    out = summary(model, q, v, data=data)
     return float(out[T]) if out.ndim == 1 else out[:, T]
 
 
-def potential_energy(model: Model, q: ArrayLike):
+def potential_energy(model: Model, q: ArrayLike, *, data: Data | None = None):
     """Gravitational potential ``V = -Σ_i m_i gᵀ c_i`` (zero at the world origin)."""
-    out = summary(model, q)
+    out = summary(model, q, data=data)
     return float(out[V]) if out.ndim == 1 else out[:, V]
 
 
-def spatial_momentum(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray:
+def spatial_momentum(model: Model, q: ArrayLike, v: ArrayLike, *,
+                     data: Data | None = None) -> NDArray:
     """Total spatial momentum ``[L; P]`` in world coordinates, L about the world origin."""
-    out = summary(model, q, v)
+    out = summary(model, q, v, data=data)
     return out[MOMENTUM].copy() if out.ndim == 1 else out[:, MOMENTUM].copy()

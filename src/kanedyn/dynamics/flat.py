@@ -10,15 +10,22 @@ row the whole model. One array keeps the cost of calling a numba function low (e
 array argument costs about 0.05 µs to unbox).
 
 ``data`` is a view into a larger 1-D array ``buf``: a header (nb, nq, nv, the
-length of ``buf``), then ``data``, then a workspace for the single-state entry
-points of :mod:`.kernels` (``rnea_f`` etc., and the C entry points ``rnea_c`` etc.
-that take bare pointers), which take ``buf`` alone in place of the model and the
-scratch arrays they would otherwise allocate on every call.
+length of ``buf``), then ``data``, then room for a workspace for the single-state
+entry points of :mod:`.kernels` (``rnea_f`` etc., and the C entry points ``rnea_c``
+etc. that take bare pointers), which take a buffer of this form alone in place of
+the model and the scratch arrays they would otherwise allocate on every call. The
+Model's ``buf`` is only the template: it is write-protected, and every kernel call
+runs on the copy held by a :class:`~kanedyn.dynamics.data.Data` (one per thread),
+so nothing reachable from the Model's flat form is written by a kernel. (``data``
+stays writeable as an array flag only because numba types a read-only array as
+another type, which the kernels' fixed signatures refuse; the tests check it is
+unchanged, bit for bit, after every algorithm.)
 
 The flat form is computed once per Model and cached by the Model's identity
 (a Model is immutable; its entry is dropped when the Model is collected): the one
 caching rule for every consumer. What a single-state call needs is also kept on the
-Model (see :class:`_Hot`).
+Model (see :class:`_Hot`): the buffer of the default Data of the thread that first
+called, and the per-thread default Data of the others.
 """
 
 from __future__ import annotations
@@ -63,7 +70,7 @@ class FlatModel:
     """The packed arrays of one Model, and the few facts the wrappers need."""
 
     data: NDArray          # (nb + 1, WIDTH) float64, C-contiguous; never written
-    buf: NDArray           # 1-D: header, data, workspace (written by the *_f kernels)
+    buf: NDArray           # 1-D: header, data, workspace; a read-only template (Data copies it)
     nb: int
     nq: int
     nv: int
@@ -104,6 +111,7 @@ def _pack(model: Model) -> FlatModel:
     # 1 when every body hangs from the one before it (CRBA then fills all of M)
     data[nb, CHAIN] = float(all(b.parent == b.index - 1 for b in model.bodies))
     data[nb, SINGTOL] = singular_tolerance(model)
+    buf.flags.writeable = False  # the kernels write into a Data's copy only
     return FlatModel(data, buf, nb, model.nq, model.nv, tuple(quats))
 
 
@@ -116,12 +124,17 @@ HOT = "_kd_hot"
 
 
 class _Hot(tuple):
-    """``(buf, nv, (nv, nv))``: what a single-state call needs, kept on the Model itself
-    (attribute :data:`HOT`), because reading one attribute costs ~40 ns less than a
-    dict lookup by ``id(model)`` in the hottest Python path. A deep copy or a pickle
-    of the Model does not carry it: it reduces to an empty tuple, which the wrappers'
-    unpacking rejects (ValueError), and they flatten the new Model. (A shallow copy
-    shares it, and the buffer with its workspace: safe, the kernels hold the GIL.)"""
+    """``(buf, nv, (nv, nv), owner, per_thread)``: what a single-state call needs, kept on
+    the Model itself (attribute :data:`HOT`), because reading one attribute costs ~40 ns
+    less than a dict lookup by ``id(model)`` in the hottest Python path. ``buf`` is the
+    buffer of the default :class:`~kanedyn.dynamics.data.Data` of thread ``owner`` (the
+    one that first called; ``threading.get_ident()``), ``per_thread`` the dict
+    ``thread ident -> default Data`` of every thread that called. A call from the owner
+    with no ``data=`` uses ``buf`` straight away (the C front end compares the ident as
+    ``PyThread_get_thread_ident()``); any other goes through
+    :func:`~kanedyn.dynamics.data.data_of`. A deep copy or a pickle of the Model does not
+    carry it: it reduces to an empty tuple, which the wrappers' unpacking rejects
+    (ValueError), and they make the new Model's own. (A shallow copy shares it.)"""
 
     __slots__ = ()
 
@@ -138,13 +151,15 @@ def flatten(model: Model) -> FlatModel:
         fm = _pack(model)
         _CACHE[id(model)] = fm
         weakref.finalize(model, _CACHE.pop, id(model), None)
-    if len(getattr(model, HOT, ())) != 3:
-        # the Model is a frozen dataclass: its fields are untouched, this is a cache
-        object.__setattr__(model, HOT, _Hot((fm.buf, fm.nv, (fm.nv, fm.nv))))
     return fm
 
 
-def fast(model: Model) -> tuple[NDArray, int, tuple[int, int]]:
-    """``(buf, nv, (nv, nv))`` of ``model``, flattening it on first use."""
-    flatten(model)
-    return getattr(model, HOT)
+def fast(model: Model) -> tuple[NDArray, int, tuple[int, int], int, dict]:
+    """``model``'s :class:`_Hot` tuple, flattening it and making the calling thread's
+    default Data on first use."""
+    hot = getattr(model, HOT, ())
+    if len(hot) != 5:
+        from .data import attach
+
+        hot = attach(model)
+    return hot

@@ -53,6 +53,7 @@ from numpy.typing import ArrayLike, NDArray
 from ..errors import KanedynError
 from ..model import Model
 from ._dispatch import F8, batch, fail, general
+from .data import FRAMES, Data, _ident, data_of
 from .flat import flatten
 from .frames_kernel import ACC, CLASSICAL, DJAC, JAC, POSE, VEL, frame_params
 
@@ -63,23 +64,9 @@ _OPS = {w: {r: w | c for r, c in _CODES.items()} for w in (VEL, ACC, ACC | CLASS
 _VEL_OPS, _ACC_OPS, _CACC_OPS, _JAC_OPS, _DJAC_OPS = (_OPS[w] for w in (
     VEL, ACC, ACC | CLASSICAL, JAC, DJAC))
 _ND, _empty = np.ndarray, np.empty  # (module globals: no attribute lookup per call)
-#: the attribute of a Model that holds its :class:`_Frames`
-ATTR = "_kd_frames"
+ATTR = FRAMES  # the Model's attribute holding its owner thread's frame arrays (data.py)
 _NO_J = np.empty((1, 1))
 _NO_J3 = np.empty((1, 1, 1))
-
-
-class _Frames(dict):
-    """``frame -> (P, (6, nv))``: the frame's array P (flat model, placement, body,
-    workspace; :func:`~.frames_kernel.frame_params`) and the Jacobian's shape, kept
-    on the Model itself (as :class:`~.flat._Hot`: one attribute read is the cheapest
-    lookup). A copy or a pickle of the Model does not carry it (it reduces to an empty
-    one)."""
-
-    __slots__ = ()
-
-    def __reduce__(self):
-        return (_Frames, ())
 
 
 def _load(*args):
@@ -93,21 +80,20 @@ def _load(*args):
 _frame_f = _load
 
 
-def _resolve(model: Model, frame) -> tuple[NDArray, tuple]:
-    """(P, (6, nv)) of ``frame``, made and cached on first use (ModelError listing the
-    frames if there is none)."""
+def _resolve(model: Model, frame, data: Data | None = None) -> tuple[NDArray, tuple, int]:
+    """(P, (6, nv), owner) of ``frame`` in ``data`` (default: the calling thread's), made
+    and cached there on first use (ModelError listing the frames if there is none)."""
     fm = flatten(model)  # (ModelError if model is not a Model)
-    c = getattr(model, ATTR, None)
-    if type(c) is not _Frames:
-        c = _Frames()
-        object.__setattr__(model, ATTR, c)  # a cache: the frozen fields are untouched
+    d = data_of(model, data)
+    c = d.frames
     try:
         hit = c.get(frame)
     except TypeError:  # unhashable: not a name
         hit = None
     if hit is None:
         fr = model.frame(frame)
-        hit = (frame_params(fm.data, fr.body, fr.placement.E, fr.placement.r), (6, fm.nv))
+        hit = (frame_params(fm.data, fr.body, fr.placement.E, fr.placement.r), (6, fm.nv),
+               d.owner)
         c[frame] = hit
     return hit
 
@@ -120,10 +106,11 @@ def _reference(reference: str) -> int:
             from None
 
 
-def _general(model: Model, q, v, a, frame, want: int, reference, what: str):
-    """Every call the fast paths do not take: validation, batches, errors.
-    Returns (res (k,) or (N, k), J or J̇, single)."""
-    P, (_, nv) = _resolve(model, frame)
+def _general(model: Model, q, v, a, frame, want: int, reference, what: str,
+             data: Data | None = None):
+    """Every call the fast paths do not take: another thread's or a given Data,
+    validation, batches, errors. Returns (res (k,) or (N, k), J or J̇, single)."""
+    P, (_, nv), _ = _resolve(model, frame, data)
     op = want | _reference(reference)
     use_v = bool(want & (VEL | ACC | CLASSICAL | DJAC))
     use_a = bool(want & (ACC | CLASSICAL))
@@ -149,48 +136,50 @@ def _general(model: Model, q, v, a, frame, want: int, reference, what: str):
     return res, J, False
 
 
-def frame_placement(model: Model, q: ArrayLike, frame: str | int) -> tuple[NDArray, NDArray]:
+def frame_placement(model: Model, q: ArrayLike, frame: str | int, *,
+                    data: Data | None = None) -> tuple[NDArray, NDArray]:
     """Pose of ``frame`` in the world: its axes R (3x3, columns in world coordinates) and
     origin p, ``R_F = R_b R_bF``, ``p_F = p_b + R_b p_bF`` with (R_bF, p_bF) its placement
     on body b. A batch of configurations gives R (N, 3, 3) and p (N, 3)."""
     try:
-        P, shape = getattr(model, ATTR)[frame]
+        P, shape, owner = getattr(model, ATTR)[frame]
     except (AttributeError, KeyError, TypeError, ValueError):
         pass
     else:
-        if type(q) is _ND and q.ndim == 1 and q.dtype is F8:
+        if data is None and owner == _ident() and type(q) is _ND and q.ndim == 1 \
+                and q.dtype is F8:
             res = _empty(12)
             if not _frame_f(P, q, q, q, POSE, res, _NO_J):
                 return res[:9].reshape(3, 3), res[9:]
     res, _, single = _general(model, q, None, None, frame, POSE, "local",
-                                 "frame_placement")
+                              "frame_placement", data)
     if single:
         return res[:9].reshape(3, 3), res[9:12]
     return res[:, :9].reshape(-1, 3, 3), res[:, 9:12]
 
 
 def frame_velocity(model: Model, q: ArrayLike, v: ArrayLike, frame: str | int,
-                   reference: str = "local") -> NDArray:
+                   reference: str = "local", *, data: Data | None = None) -> NDArray:
     """Spatial velocity ``[ω; v]`` of ``frame`` in ``reference`` (module doc):
     ``v_F = F_X_b v_b`` in F's coordinates (Featherstone 2008, eq. 2.20), then moved.
     Equals ``frame_jacobian(model, q, frame, reference) @ v``."""
     try:
-        P, shape = getattr(model, ATTR)[frame]
+        P, shape, owner = getattr(model, ATTR)[frame]
         op = _VEL_OPS[reference]
     except (AttributeError, KeyError, TypeError, ValueError):
         pass
     else:
-        if (type(q) is _ND and q.ndim == 1 and q.dtype is F8
-                and type(v) is _ND and v.ndim == 1 and v.dtype is F8):
+        if (data is None and owner == _ident() and type(q) is _ND and q.ndim == 1
+                and q.dtype is F8 and type(v) is _ND and v.ndim == 1 and v.dtype is F8):
             res = _empty(6)
             if not _frame_f(P, q, v, q, op, res, _NO_J):
                 return res
-    return _general(model, q, v, None, frame, VEL, reference, "frame_velocity")[0]
+    return _general(model, q, v, None, frame, VEL, reference, "frame_velocity", data)[0]
 
 
 def frame_acceleration(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
                        frame: str | int, reference: str = "local",
-                       classical: bool = True) -> NDArray:
+                       classical: bool = True, *, data: Data | None = None) -> NDArray:
     """Acceleration ``[ω̇; a]`` of ``frame`` at the state (q, v, v̇ = a), gravity left out.
 
     Spatial (``classical=False``): ``a_F = F_X_b a_b`` with
@@ -198,58 +187,60 @@ def frame_acceleration(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
     ``reference``; classical (default): its linear part plus ``ω × v`` (eq. 2.46), the
     acceleration of F's origin for ``local`` and ``local_world_aligned``."""
     try:
-        P, shape = getattr(model, ATTR)[frame]
+        P, shape, owner = getattr(model, ATTR)[frame]
         op = (_CACC_OPS if classical else _ACC_OPS)[reference]
     except (AttributeError, KeyError, TypeError, ValueError):
         pass
     else:
-        if (type(q) is _ND and q.ndim == 1 and q.dtype is F8
-                and type(v) is _ND and v.ndim == 1 and v.dtype is F8
+        if (data is None and owner == _ident() and type(q) is _ND and q.ndim == 1
+                and q.dtype is F8 and type(v) is _ND and v.ndim == 1 and v.dtype is F8
                 and type(a) is _ND and a.ndim == 1 and a.dtype is F8):
             res = _empty(6)
             if not _frame_f(P, q, v, a, op, res, _NO_J):
                 return res
     want = ACC | CLASSICAL if classical else ACC
-    return _general(model, q, v, a, frame, want, reference, "frame_acceleration")[0]
+    return _general(model, q, v, a, frame, want, reference, "frame_acceleration", data)[0]
 
 
 def frame_jacobian(model: Model, q: ArrayLike, frame: str | int,
-                   reference: str = "local") -> NDArray:
+                   reference: str = "local", *, data: Data | None = None) -> NDArray:
     """The 6 x nv Jacobian of ``frame``, rows ``[ω; v]`` in ``reference``: the velocity of
     the frame is ``J v``. Column c of joint j on the frame's support is ``X S_j[:, c]``,
     S_j carried from body j to the reference (Featherstone 2008, eq. 3.34 / §8.1)."""
     try:
-        P, shape = getattr(model, ATTR)[frame]
+        P, shape, owner = getattr(model, ATTR)[frame]
         op = _JAC_OPS[reference]
     except (AttributeError, KeyError, TypeError, ValueError):
         pass
     else:
-        if type(q) is _ND and q.ndim == 1 and q.dtype is F8:
+        if data is None and owner == _ident() and type(q) is _ND and q.ndim == 1 \
+                and q.dtype is F8:
             J = _empty(shape)
             if not _frame_f(P, q, q, q, op, q, J):
                 return J
-    return _general(model, q, None, None, frame, JAC, reference, "frame_jacobian")[1]
+    return _general(model, q, None, None, frame, JAC, reference, "frame_jacobian", data)[1]
 
 
 def frame_jacobian_time_variation(model: Model, q: ArrayLike, v: ArrayLike, frame: str | int,
-                                  reference: str = "local") -> NDArray:
+                                  reference: str = "local", *,
+                                  data: Data | None = None) -> NDArray:
     """``J̇ = d/dt J(q(t))`` of :func:`frame_jacobian` along the motion with speeds v, in
     the same reference, so that ``J v̇ + J̇ v`` is the spatial (local, world) or the
     classical (local_world_aligned) acceleration of the frame (module doc). In the world
     the columns of joint j change as ``v_j × (0_X_j S_j)`` (Featherstone 2008, §3.2)."""
     try:
-        P, shape = getattr(model, ATTR)[frame]
+        P, shape, owner = getattr(model, ATTR)[frame]
         op = _DJAC_OPS[reference]
     except (AttributeError, KeyError, TypeError, ValueError):
         pass
     else:
-        if (type(q) is _ND and q.ndim == 1 and q.dtype is F8
-                and type(v) is _ND and v.ndim == 1 and v.dtype is F8):
+        if (data is None and owner == _ident() and type(q) is _ND and q.ndim == 1
+                and q.dtype is F8 and type(v) is _ND and v.ndim == 1 and v.dtype is F8):
             dJ = _empty(shape)
             if not _frame_f(P, q, v, q, op, q, dJ):
                 return dJ
     return _general(model, q, v, None, frame, DJAC, reference,
-                    "frame_jacobian_time_variation")[1]
+                    "frame_jacobian_time_variation", data)[1]
 
 
 # --- the C fast path in front of each function ------------------------------------
@@ -273,7 +264,10 @@ def _c_front(wrapper, nin: int, result: int, ops: dict, spatial_ops: dict | None
         from ._fastcall import FrameCaller
     except ImportError:
         return wrapper
-    sig = list(inspect.signature(wrapper).parameters.values())[1 + nin:]
+    # (data= is keyword-only: a call that gives it reaches the wrapper, FrameCaller does
+    # not know it)
+    sig = [p for p in list(inspect.signature(wrapper).parameters.values())[1 + nin:]
+           if p.kind is not inspect.Parameter.KEYWORD_ONLY]
     params = tuple(p.name for p in sig)
     reference = sig[1].default if len(sig) > 1 else "local"
     assert params[:1] == ("frame",) and params[1:2] in ((), ("reference",))

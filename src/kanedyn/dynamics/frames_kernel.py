@@ -402,7 +402,7 @@ def deliver(want, out, res):
             res[m] = out[OUT_V + m]
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, nogil=True)
 def frame_f(P, q, v, a, op, res, J):
     """One state. ``P`` holds the frame, the model and the workspace (:func:`frame_params`),
     ``op = want | ref << 6``; ``J`` takes the Jacobian or J̇ (one is asked for at a
@@ -429,7 +429,7 @@ def frame_f(P, q, v, a, op, res, J):
     return st
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def frame_batch(P, Q, V, A, op, res, J, status):
     """States k of Q (V, A: as many rows; res, J: as many, or 1 when not wanted): each
     task runs :func:`frame_f` on a copy of P (its own workspace), so the batch reuses

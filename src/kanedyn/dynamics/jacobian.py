@@ -28,6 +28,7 @@ from numpy.typing import ArrayLike, NDArray
 from ..errors import KanedynError
 from ..model import Model
 from ._dispatch import K, entry_stub, fail, general
+from .data import Data, data_of
 from .flat import _CACHE, flatten
 from .frames import frame_jacobian
 from .kernels.entries import ENTRIES
@@ -39,7 +40,8 @@ _jacobian1 = entry_stub(_JACOBIAN.single, globals(), "_jacobian1")
 FRAMES = ("local", "local_world_aligned", "world")
 
 
-def jacobian(model: Model, q: ArrayLike, body: str | int, frame: str = "local") -> NDArray:
+def jacobian(model: Model, q: ArrayLike, body: str | int, frame: str = "local", *,
+             data: Data | None = None) -> NDArray:
     """The 6 x nv Jacobian of ``body`` (a name or index), rows ``[ω; v]``; see module doc.
 
     Given the name of a frame that is not a body (``model.frames``), the Jacobian of that
@@ -52,6 +54,8 @@ def jacobian(model: Model, q: ArrayLike, body: str | int, frame: str = "local") 
         # Jacobian, about its own origin — never that of the body it is fixed to
         return frame_jacobian(model, q, body, reference=frame)
     i = model.body_index(body)
+    if data is not None:  # (these kernels write only into the arrays they return)
+        data_of(model, data)
     fm = _CACHE.get(id(model)) or flatten(model)
     J = np.empty((_J_ROWS, fm.nv))
     try:

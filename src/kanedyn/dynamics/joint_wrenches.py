@@ -28,6 +28,7 @@ from ..errors import KanedynError
 from ..model import Model
 from ..spatial import crf, crm, plucker_force
 from ._dispatch import F8, batch, entry_stub, fail, general
+from .data import Data, _ident, buffer_of
 from .flat import fast, flatten
 from .kernels.entries import ENTRIES
 from .reference import body_placements, joint_transforms
@@ -55,7 +56,8 @@ def _reference_code(reference: str) -> int:
 
 
 def joint_wrenches(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
-                   f_ext: ArrayLike | None = None, reference: str = "local") -> NDArray:
+                   f_ext: ArrayLike | None = None, reference: str = "local", *,
+                   data: Data | None = None) -> NDArray:
     """The spatial force ``[n; f]`` each joint transmits from its parent to its child
     body, one row per body (nb x 6; (N, nb, 6) for a batch), in body order.
 
@@ -74,9 +76,11 @@ def joint_wrenches(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
     """
     code = _reference_code(reference)
     try:
-        buf, _, _ = model._kd_hot  # (flat._Hot)
+        buf, _, _, owner, _ = model._kd_hot  # (flat._Hot)
     except (AttributeError, ValueError):
-        buf, _, _ = fast(model)
+        buf, _, _, owner, _ = fast(model)
+    if data is not None or owner != _ident():  # (data.py)
+        buf = buffer_of(model, data)
     try:
         if (q.ndim == 1 and v.ndim == 1 and a.ndim == 1 and q.dtype is F8
                 and v.dtype is F8 and a.dtype is F8):

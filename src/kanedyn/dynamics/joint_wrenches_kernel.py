@@ -96,13 +96,13 @@ def _jw_f(buf, q, v, a, fext, use_fext, ref, W):
                    buf[o3:o3 + nv])
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, nogil=True)
 def jw_f(buf, q, v, a, ref, W):
     """The joint wrenches of one state, no external forces."""
     return _jw_f(buf, q, v, a, buf[:HDR].reshape((1, HDR)), False, ref, W)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, nogil=True)
 def jw_f_fext(buf, q, v, a, fext, ref, W):
     """The joint wrenches of one state with external forces fext (nb, 6), body coordinates."""
     if not (fext.shape[0] == int(buf[0]) and fext.shape[1] == 6):
@@ -110,7 +110,7 @@ def jw_f_fext(buf, q, v, a, fext, ref, W):
     return _jw_f(buf, q, v, a, fext, True, ref, W)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def jw_batch(data, Q, V, A, Fx, use_fext, ref, out, status):
     """The joint wrenches over a batch of states, in parallel; per-state status."""
     N = Q.shape[0]

@@ -14,6 +14,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..model import Model
 from ._dispatch import K, entry_stub, fail, general
+from .data import Data, data_of
 from .energy import COM, summary
 from .flat import _CACHE, flatten
 from .frames import frame_placement as frame_placement  # (it lives in frames.py now)
@@ -37,8 +38,11 @@ class Kinematics:
     velocity: NDArray | None
 
 
-def forward_kinematics(model: Model, q: ArrayLike, v: ArrayLike | None = None):
+def forward_kinematics(model: Model, q: ArrayLike, v: ArrayLike | None = None, *,
+                       data: Data | None = None):
     """Body poses (and spatial velocities, if v is given). A batch gives a list."""
+    if data is not None:  # (these kernels write only into the arrays they return)
+        data_of(model, data)
     fm = _CACHE.get(id(model)) or flatten(model)
     nb = fm.nb
     R, p, vel = np.empty((nb, 3, 3)), np.empty((nb, 3)), np.empty((nb, 6))
@@ -63,7 +67,7 @@ def forward_kinematics(model: Model, q: ArrayLike, v: ArrayLike | None = None):
     return Kinematics(R, p, vel if use_v else None)
 
 
-def center_of_mass(model: Model, q: ArrayLike) -> NDArray:
+def center_of_mass(model: Model, q: ArrayLike, *, data: Data | None = None) -> NDArray:
     """Centre of mass of the whole model in world coordinates."""
-    out = summary(model, q)
+    out = summary(model, q, data=data)
     return out[COM].copy() if out.ndim == 1 else out[:, COM].copy()

@@ -22,6 +22,7 @@ from ._dispatch import (
     store,
     writable,
 )
+from .data import Data, _ident, buffer_of
 from .flat import fast, flatten
 from .kernels.entries import ENTRIES
 
@@ -34,7 +35,8 @@ _gravity_f = entry_stub(_GRAVITY.single, globals(), "_gravity_f")
 
 
 def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
-         f_ext: ArrayLike | None = None, *, out: NDArray | None = None) -> NDArray:
+         f_ext: ArrayLike | None = None, *, out: NDArray | None = None,
+         data: Data | None = None) -> NDArray:
     """Joint forces ``τ = M(q) a + C(q, v) v + g(q) - Σ_i J_iᵀ f_ext,i``.
 
     ``f_ext`` (nb x 6, optional) is the external spatial force ``[n; f]`` on
@@ -44,9 +46,11 @@ def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
     saves an allocation per call in a hot loop.
     """
     try:
-        buf, nv, _ = model._kd_hot  # (flat._Hot)
+        buf, nv, _, owner, _ = model._kd_hot  # (flat._Hot)
     except (AttributeError, ValueError):
-        buf, nv, _ = fast(model)
+        buf, nv, _, owner, _ = fast(model)
+    if data is not None or owner != _ident():  # (data.py)
+        buf = buffer_of(model, data)
     try:
         # one state of float64 arrays goes straight to the kernel's entry point, which
         # relies on these checks (see kernels.entry); anything else takes the general path
@@ -78,12 +82,14 @@ rnea = c_front(rnea, _RNEA)
 
 
 def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike, *,
-                      out: NDArray | None = None) -> NDArray:
+                      out: NDArray | None = None, data: Data | None = None) -> NDArray:
     """``h(q, v) = C(q, v) v + g(q)`` = RNEA with zero acceleration."""
     try:
-        buf, nv, _ = model._kd_hot  # (flat._Hot)
+        buf, nv, _, owner, _ = model._kd_hot  # (flat._Hot)
     except (AttributeError, ValueError):
-        buf, nv, _ = fast(model)
+        buf, nv, _, owner, _ = fast(model)
+    if data is not None or owner != _ident():  # (data.py)
+        buf = buffer_of(model, data)
     try:
         if q.ndim == 1 and v.ndim == 1 and q.dtype is F8 and v.dtype is F8:
             tau = _empty(nv) if out is None else (out if writable(out, 1) else None)
@@ -101,12 +107,15 @@ def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike, *,
 nonlinear_effects = c_front(nonlinear_effects, _NLE)
 
 
-def gravity_torques(model: Model, q: ArrayLike, *, out: NDArray | None = None) -> NDArray:
+def gravity_torques(model: Model, q: ArrayLike, *, out: NDArray | None = None,
+                    data: Data | None = None) -> NDArray:
     """``g(q)``: the joint forces that hold the model still against gravity."""
     try:
-        buf, nv, _ = model._kd_hot  # (flat._Hot)
+        buf, nv, _, owner, _ = model._kd_hot  # (flat._Hot)
     except (AttributeError, ValueError):
-        buf, nv, _ = fast(model)
+        buf, nv, _, owner, _ = fast(model)
+    if data is not None or owner != _ident():  # (data.py)
+        buf = buffer_of(model, data)
     try:
         if q.ndim == 1 and q.dtype is F8:
             tau = _empty(nv) if out is None else (out if writable(out, 1) else None)

@@ -68,9 +68,10 @@ to ``D_i`` — exact, as the rotor's inertia acts on the joint's own speeds only
 with ``D_i`` so augmented; the kinetic energy gains ``½ Σ armature v²``. The Python wrappers turn a
 non-zero status into a :class:`~kanedyn.StateError` naming the culprit.
 
-The single-state entry points share the workspace in the model's buffer, which is
-safe because they run holding the GIL (numba's default, nogil=False): two Python
-threads never run them at once. Compiled code that calls the algorithms (batches,
+The single-state entry points write their workspace into the buffer they are given,
+which is a :class:`~kanedyn.dynamics.data.Data`'s (one per thread by default), never
+the Model's; so they are compiled ``nogil=True`` (as are the ``*1`` and batch kernels)
+and threads on different states run them at once. Compiled code that calls the algorithms (batches,
 compiled integrators) uses the ``*_into`` functions, which allocate, or ``*1``.
 
 Spatial vectors are rows of (n, 6) arrays. ``fastmath`` is off: the kernels

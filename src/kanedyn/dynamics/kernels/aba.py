@@ -352,7 +352,7 @@ def aba_into(data, q, v, tau, fext, use_fext, qdd):
                     np.empty((nb, 21)), np.empty((12 * nb, 6)), np.empty(nv))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def aba1(data, q, v, tau, qdd):
     nv = int(data[data.shape[0] - 1, NV])
     if not (state_lengths_ok(data, q, nv, v) and tau.shape[0] == nv and qdd.shape[0] == nv):
@@ -669,7 +669,7 @@ def aba_lanes_free_root(Tau, k0, o, L, X0, i, Pb, IA, Lc, Z, tol, status):
             Z[6 + r, l] = x / Lc[r, r, l]
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def aba_batch(data, Q, V, Tau, F, use_fext, out, status):
     N = Q.shape[0]
     nb = data.shape[0] - 1
@@ -720,7 +720,7 @@ def _aba_f(buf, q, v, tau, fext, use_fext, qdd):
                     buf[o6:o6 + nv])
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, nogil=True)
 def aba_f(buf, q, v, tau, qdd):
     nv = int(buf[2])
     if not (q.shape[0] == int(buf[1]) and v.shape[0] == nv and tau.shape[0] == nv
@@ -729,7 +729,7 @@ def aba_f(buf, q, v, tau, qdd):
     return _aba_f(buf, q, v, tau, buf[:HDR].reshape((1, HDR)), False, qdd)  # unused f_ext
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, nogil=True)
 def aba_f_fext(buf, q, v, tau, fext, qdd):
     nv = int(buf[2])
     if not (q.shape[0] == int(buf[1]) and v.shape[0] == nv and tau.shape[0] == nv

@@ -227,7 +227,7 @@ def crba_into(data, q, M):
                      np.empty(3 * nb))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def crba1(data, q, M):
     nb = data.shape[0] - 1
     nv = int(data[nb, NV])
@@ -348,7 +348,7 @@ def crba_lanes(data, Q, k0, L, out, status, Xs, Fs):
                     break
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def crba_batch(data, Q, out, status):
     N = Q.shape[0]
     nb = data.shape[0] - 1
@@ -371,7 +371,7 @@ def crba_batch(data, Q, out, status):
 # (Without the runtime a function cannot return a view it made, so each entry point
 # carves its own views out of the buffer: ``o`` is where the workspace starts.)
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, nogil=True)
 def crba_f(buf, q, M):
     nb = int(buf[0])
     nv = int(buf[2])

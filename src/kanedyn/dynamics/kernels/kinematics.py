@@ -167,7 +167,7 @@ def jacobian_into(data, q, body, frame, J):
     return 0 if all_finite2(J) else NOT_FINITE
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def kinematics1(data, q, v, use_v, R, p, vel):
     nb = data.shape[0] - 1
     if q.shape[0] != int(data[nb, NQ]) or (use_v and v.shape[0] != int(data[nb, NV])):
@@ -175,7 +175,7 @@ def kinematics1(data, q, v, use_v, R, p, vel):
     return kinematics_into(data, q, v, use_v, R, p, vel)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def summary1(data, q, v, use_v, out):
     nb = data.shape[0] - 1
     if q.shape[0] != int(data[nb, NQ]) or (use_v and v.shape[0] != int(data[nb, NV])):
@@ -183,26 +183,26 @@ def summary1(data, q, v, use_v, out):
     return summary_into(data, q, v, use_v, out)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def jacobian1(data, q, body, frame, J):
     if q.shape[0] != int(data[data.shape[0] - 1, NQ]):
         return BAD_SHAPE
     return jacobian_into(data, q, body, frame, J)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def kinematics_batch(data, Q, V, use_v, R, p, vel, status):
     for k in prange(Q.shape[0]):
         status[k] = kinematics_into(data, Q[k], V[k], use_v, R[k], p[k], vel[k])
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def summary_batch(data, Q, V, use_v, out, status):
     for k in prange(Q.shape[0]):
         status[k] = summary_into(data, Q[k], V[k], use_v, out[k])
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def jacobian_batch(data, Q, body, frame, out, status):
     for k in prange(Q.shape[0]):
         status[k] = jacobian_into(data, Q[k], body, frame, out[k])

@@ -136,7 +136,7 @@ def rnea_into(data, q, v, a, fext, use_v, use_a, use_fext, tau):
                      np.empty((nb, 12)), np.empty((3 * nb + 2, 6)))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def rnea1(data, q, v, a, tau):
     """One state, no external forces; status (see module doc)."""
     nv = int(data[data.shape[0] - 1, NV])
@@ -287,7 +287,7 @@ def rnea_lanes(data, Q, V, A, Fx, use_v, use_a, use_fext, k0, L, out, status, Xs
             status[k0 + l] = NOT_FINITE
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def rnea_batch(data, Q, V, A, F, use_v, use_a, use_fext, out, status):
     """RNEA over a batch of states (rows), in parallel; per-state status."""
     N = Q.shape[0]
@@ -311,7 +311,7 @@ def rnea_batch(data, Q, V, A, F, use_v, use_a, use_fext, out, status):
 # (Without the runtime a function cannot return a view it made, so each entry point
 # carves its own views out of the buffer: ``o`` is where the workspace starts.)
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, nogil=True)
 def rnea_f(buf, q, v, a, tau):
     """RNEA of one state, no external forces; status (see module doc)."""
     nb = int(buf[0])
@@ -326,7 +326,7 @@ def rnea_f(buf, q, v, a, tau):
                      buf[o + 12 * nb:o + 30 * nb + 12].reshape((3 * nb + 2, 6)))
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, nogil=True)
 def rnea_f_fext(buf, q, v, a, fext, tau):
     nb = int(buf[0])
     nv = int(buf[2])
@@ -339,7 +339,7 @@ def rnea_f_fext(buf, q, v, a, fext, tau):
                      buf[o + 12 * nb:o + 30 * nb + 12].reshape((3 * nb + 2, 6)))
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, nogil=True)
 def nle_f(buf, q, v, tau):
     """h(q, v) = RNEA(q, v, 0)."""
     nb = int(buf[0])
@@ -353,7 +353,7 @@ def nle_f(buf, q, v, tau):
                      buf[o + 12 * nb:o + 30 * nb + 12].reshape((3 * nb + 2, 6)))
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, nogil=True)
 def gravity_f(buf, q, tau):
     """g(q) = RNEA(q, 0, 0)."""
     nb = int(buf[0])
