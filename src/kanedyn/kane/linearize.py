@@ -111,16 +111,7 @@ def linearize(
     r = list(eom.inputs)
     B_u = f.jacobian(r).subs(op) if r else sp.zeros(nu, 0)
 
-    if not A_and_B:
-        Mx = sp.diag(sp.eye(nq), M0)
-        Ax = A_q.col_join(A_u)
-        Bx = sp.zeros(nq, len(r)).col_join(B_u)
-        return Mx, Ax, Bx
-    A = A_q.col_join(M0.LUsolve(A_u))
-    B = sp.zeros(nq, len(r)).col_join(M0.LUsolve(B_u)) if r else sp.zeros(nq + nu, 0)
-    if simplify:
-        A, B = A.applyfunc(sp.simplify), B.applyfunc(sp.simplify)
-    return A, B
+    return _state_space(M0, A_q, A_u, B_u, nq, A_and_B=A_and_B, simplify=simplify)
 
 
 def _linearize_chain_rule(eom: EquationsOfMotion, op: dict, *, A_and_B: bool, simplify: bool):
@@ -176,14 +167,20 @@ def _linearize_chain_rule(eom: EquationsOfMotion, op: dict, *, A_and_B: bool, si
         A_q = aq.row_join(au)[iq, :]
         aq, au = fold(A_u)
         A_u = aq.row_join(au)
-    nqi = len(qind)
+    return _state_space(M0, A_q, A_u, B_u, len(qind), A_and_B=A_and_B, simplify=simplify)
+
+
+def _state_space(M0, A_q, A_u, B_u, nq: int, *, A_and_B: bool, simplify: bool):
+    """The linearised equations of the state x = [q; u] (nq coordinates) from the rows
+    ``q̇ = A_q x`` and ``M0 u̇ = A_u x + B_u r``: the implicit form
+    ``(M_x, A_x, B_x)`` with ``M_x = diag(1, M0)``, or explicit ``(A, B)`` with ``M0``
+    solved (SymPy's ``KanesMethod.linearize`` returns the same two forms)."""
+    nr = B_u.shape[1]
     if not A_and_B:
-        Mx = sp.diag(sp.eye(nqi), M0)
-        Ax = A_q.col_join(A_u)
-        Bx = sp.zeros(nqi, len(r)).col_join(B_u)
-        return Mx, Ax, Bx
+        return (sp.diag(sp.eye(nq), M0), A_q.col_join(A_u),
+                sp.zeros(nq, nr).col_join(B_u))
     A = A_q.col_join(M0.LUsolve(A_u))
-    B = sp.zeros(nqi, len(r)).col_join(M0.LUsolve(B_u)) if r else sp.zeros(nqi + nu, 0)
+    B = sp.zeros(nq, nr).col_join(M0.LUsolve(B_u)) if nr else sp.zeros(nq + M0.shape[0], 0)
     if simplify:
         A, B = A.applyfunc(sp.simplify), B.applyfunc(sp.simplify)
     return A, B
