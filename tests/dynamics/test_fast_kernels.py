@@ -228,6 +228,15 @@ def test_bad_input_raises_state_error(call):
         nan_v[0] = np.inf
         with pytest.raises(kd.StateError, match="NaN or infinity"):
             fn(q, nan_v)
+    # not numbers, or not an array: named, never numpy's ValueError or TypeError
+    with pytest.raises(kd.StateError, match="q must hold real numbers; got strings"):
+        fn([str(x) for x in q], v)
+    with pytest.raises(kd.StateError, match="q must hold real numbers; got complex"):
+        fn(q + 1e-3j, v)
+    with pytest.raises(kd.StateError, match="rows differ in length"):
+        fn([list(q), list(q[:-1])], np.array([v, v]))
+    as_objects = np.array(list(q), dtype=object)
+    assert np.array_equal(fn(as_objects, v), fn(q, v))  # numbers held as objects are numbers
 
 
 def test_bad_external_forces():

@@ -14,7 +14,18 @@ from .model import Model
 
 def as_state(model: Model, x: ArrayLike, n: int, what: str) -> tuple[NDArray, bool]:
     """``x`` as a float array of shape (N, n); also whether it was a single state."""
-    a = np.asarray(x, dtype=float)
+    try:
+        raw = np.asarray(x)
+    except ValueError:  # a ragged nesting of lists
+        raise StateError(f"{what} must have shape ({n},) or (N, {n}); its rows differ "
+                         "in length") from None
+    if raw.dtype.kind not in "biuf" and not (
+            raw.dtype.kind == "O" and all(isinstance(e, (int, float, np.integer, np.floating))
+                                          for e in raw.flat)):
+        got = {"c": "complex numbers", "U": "strings", "S": "bytes"}.get(
+            raw.dtype.kind, f"entries of type {raw.dtype}")
+        raise StateError(f"{what} must hold real numbers; got {got}")
+    a = raw.astype(float, copy=False)
     if a.ndim == 1:
         single = True
         a = a[None, :]
