@@ -26,11 +26,11 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import KanedynError
 from ..model import Model
-from ..spatial import crf, crm, plucker_force
+from ..spatial import plucker_force
 from ._dispatch import fast_path, run_batch
 from .data import Data
 from .kernels.entries import ENTRIES
-from .reference import body_placements, joint_transforms
+from .reference import body_placements, rnea_forces
 
 #: the coordinates a joint wrench is given in (Pinocchio's names, as for Jacobians)
 REFERENCES = ("local", "world", "local_world_aligned")
@@ -76,22 +76,7 @@ def joint_wrenches_reference(model: Model, q: NDArray, v: NDArray, a: NDArray,
                              reference: str = "local") -> NDArray:
     """RNEA (Featherstone 2008, Table 5.1) keeping its backward-pass forces, one state."""
     code = _reference_code(reference)
-    X_up = joint_transforms(model, q)
-    nb = model.nb
-    vel, acc, f = [None] * nb, [None] * nb, [None] * nb
-    for b in model.bodies:  # forward pass: parent before child
-        i, p = b.index, b.parent
-        S = b.joint.motion_subspace()
-        vJ = S @ v[b.iv]
-        if p < 0:
-            vel[i] = vJ
-            acc[i] = X_up[i] @ (-model.gravity_spatial) + S @ a[b.iv]
-        else:
-            vel[i] = X_up[i] @ vel[p] + vJ
-            acc[i] = X_up[i] @ acc[p] + S @ a[b.iv] + crm(vel[i]) @ vJ
-        f[i] = b.inertia @ acc[i] + crf(vel[i]) @ b.inertia @ vel[i]
-        if f_ext is not None:
-            f[i] = f[i] - f_ext[i]
+    X_up, f = rnea_forces(model, q, v, a, f_ext)
     for b in reversed(model.bodies):  # backward pass: child before parent
         if b.parent >= 0:
             f[b.parent] = f[b.parent] + X_up[b.index].T @ f[b.index]
@@ -99,7 +84,7 @@ def joint_wrenches_reference(model: Model, q: NDArray, v: NDArray, a: NDArray,
     if code == 0:
         return W
     R, p = body_placements(model, q)
-    for i in range(nb):
+    for i in range(model.nb):
         # 0_X_i* (world) or its rotation alone (local_world_aligned): from body i to world
         # axes, R_i; the world origin seen from body i, -R_iᵀ p_i
         W[i] = plucker_force(R[i], -R[i].T @ p[i] if code == 1 else np.zeros(3)) @ W[i]

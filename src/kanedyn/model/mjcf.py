@@ -187,22 +187,11 @@ class MJCFRobot:
     visuals: tuple = ()
 
 
-class _MJWhere(_Where):
-    """URDF's locations, with each element's own file (``<include>``)."""
-
-    def __call__(self, el: _Element | None, what: str = "") -> str:
-        if el is None:
-            return f"{self.source}: {what}"
-        name = el.attrib.get("name")
-        tag = f"<{el.tag} name={name!r}>" if name is not None else f"<{el.tag}>"
-        return f"{getattr(el, 'source', self.source)}, line {el.line}, {tag}{what}"
-
-
 # --------------------------------------------------------------------------------------
 # Reading: files, includes, defaults, attributes
 # --------------------------------------------------------------------------------------
 
-def _read(path: Path, source: str, el: _Element | None, where: _MJWhere) -> bytes:
+def _read(path: Path, source: str, el: _Element | None, where: _Where) -> bytes:
     try:
         return path.read_bytes()
     except OSError as e:
@@ -235,7 +224,7 @@ def _walk(el: _Element):
         todo += reversed(e.children)
 
 
-def _expand_replicates(el: _Element, opts: dict, where: _MJWhere) -> None:
+def _expand_replicates(el: _Element, opts: dict, where: _Where) -> None:
     """Replace every ``<replicate count offset euler sep>`` below ``el`` by ``count``
     ``<frame>``s holding copies of its children, copy i at ``T^i`` (T the offset and the
     euler rotation, composed i times) with names suffixed ``sep`` + i (zero-padded to the
@@ -277,7 +266,7 @@ def _tag_source(el: _Element, source: str) -> None:
         todo += e.children
 
 
-def _expand_includes(el: _Element, base: Path, stack: tuple[Path, ...], where: _MJWhere
+def _expand_includes(el: _Element, base: Path, stack: tuple[Path, ...], where: _Where
                      ) -> None:
     """Replace every ``<include file>`` below ``el`` by the children of that file's root."""
     out = []
@@ -312,7 +301,7 @@ class _Defaults:
     """``<default>`` classes: ``{class: {tag: {attribute: value}}}``, children inheriting
     from their parent class (class "main" is the top one)."""
 
-    def __init__(self, root: _Element | None, where: _MJWhere):
+    def __init__(self, root: _Element | None, where: _Where):
         self.classes: dict[str, dict[str, dict]] = {"main": {}}
         self.where = where
         for d in ([] if root is None else root.findall("default")):
@@ -351,7 +340,7 @@ class _Defaults:
 class _Attrs:
     """Typed reads of one element's resolved attributes, errors naming element and line."""
 
-    def __init__(self, el: _Element, attrs: dict, where: _MJWhere):
+    def __init__(self, el: _Element, attrs: dict, where: _Where):
         self.el, self.a, self.where = el, attrs, where
 
     def has(self, k: str) -> bool:
@@ -836,7 +825,7 @@ def _kanedyn_joint(j: MJCFJoint) -> Joint:
 
 class _Parser:
     def __init__(self, root: _Element, source: str, base: Path, strict: bool):
-        self.where = _MJWhere(source)
+        self.where = _Where(source)
         self.source, self.base, self.strict = source, base, strict
         self.skipped: dict[str, list[int]] = {}
         self.visual_parts: list[tuple] = []  # see _geom_visual
@@ -1311,7 +1300,7 @@ def _actuators(elements, P: _Parser) -> list[MJCFActuator]:
 # Entry points
 # --------------------------------------------------------------------------------------
 
-def _root(text, source: str, base: Path, stack: tuple, where: _MJWhere) -> _Element:
+def _root(text, source: str, base: Path, stack: tuple, where: _Where) -> _Element:
     """The <mujoco> root of an MJCF text, its includes spliced in."""
     root = _parse_xml(text, source, MJCFError)
     _tag_source(root, source)
@@ -1323,7 +1312,7 @@ def _root(text, source: str, base: Path, stack: tuple, where: _MJWhere) -> _Elem
     return root
 
 
-def _load_root(path: Path, where: _MJWhere, el: _Element) -> _Element:
+def _load_root(path: Path, where: _Where, el: _Element) -> _Element:
     return _root(_read(path, str(path), el, where), str(path), path.resolve().parent,
                  (path.resolve(),), where)
 
@@ -1379,12 +1368,12 @@ def parse_mjcf(path: str | os.PathLike | None = None, *, string: str | None = No
         if source.lstrip().startswith("<"):
             raise MJCFError(f"cannot read MJCF file {source[:60]!r}...: that looks like XML "
                             "text; pass string=...")
-        text = _read(file, source, None, _MJWhere(source))
+        text = _read(file, source, None, _Where(source))
         base = file.resolve().parent
         stack = (file.resolve(),)
     else:
         source, text, base, stack = "<string>", string, Path.cwd(), ()
-    where = _MJWhere(source)
+    where = _Where(source)
     root = _root(text, source, base, stack, where)
     P = _Parser(root, source, base, strict)
     for c in root.children:
