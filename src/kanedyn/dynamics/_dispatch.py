@@ -16,6 +16,7 @@ explains a non-zero status.
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 
 import numpy as np
@@ -26,6 +27,8 @@ from ..model import Model
 from ..model.configuration import as_state
 from ..model.joints import QUAT_TOL
 from ._state import external_forces
+from .data import _ident, buffer_of
+from .flat import fast, flatten
 
 
 class _Kernels:
@@ -234,3 +237,153 @@ def fail(model: Model, status: NDArray | int, what: str, q, speeds: tuple, f_ext
     assert s == NOT_FINITE
     raise StateError(f"{what}: the result is not finite for finite input{where} — "
                      "the state is far outside the model's range (overflow)")
+
+
+def run_batch(entry, model: Model, q, speeds: tuple, f_ext=None, out=None, *,
+              what: str | None = None, options: tuple = (), pack=None, fail=fail):
+    """The general path of ``entry``'s wrapper (any array-like input, one state or a
+    batch): validate (:func:`general`), run its batched kernel, explain a status, store
+    into ``out``. The batched kernel takes ``(flat model, Q, *X[, F, has F], *options,
+    result, status)``; ``pack(N, fm, X, F, has_F)``, where given, returns what stands
+    between Q and the options instead (RNEA's kernel, shared by three entries, takes
+    flags there). ``fail``: the status explainer (:func:`fail`, or the wrapper's own)."""
+    what = what or entry.name
+    fm = flatten(model)
+    (Q, *X), F, single = general(model, q, speeds, f_ext)
+    N = Q.shape[0]
+    res = batch_result(None if single else out, (N, *entry.result_shape(fm.nv, fm.nb)),
+                       Q, *X, F)
+    status = np.zeros(N, dtype=np.int64)
+    Fk = F if F is not None else np.zeros((1, fm.nb, 6))
+    if pack is not None:
+        args = pack(N, fm, X, Fk, F is not None)
+    else:
+        args = (*X, Fk, F is not None) if entry.takes_f_ext else X
+    batch(K[entry.batch], fm.data, Q, *args, *options, res, status)
+    if status.any():
+        fail(model, status, what, Q, tuple((x, n) for x, (_, n) in zip(X, speeds, strict=True)),
+             F)
+    return store(out, res[0] if single else res)
+
+
+def fast_path(entry, *, fail=fail, view=None, options: dict | None = None):
+    """Decorator: the public function of the entry point ``entry`` (a row of
+    :data:`kanedyn.dynamics.kernels.ENTRIES`) from its general path.
+
+    The decorated function (signature, docstring, body: the general path, which any
+    call the fast path does not take reaches with its arguments unchanged) is replaced
+    by one of the same signature that first tries one state of float64 arrays on the
+    kernel's bare entry point (``entry.single``, ``entry.single_fext`` with an ``f_ext``
+    array; see ``kernels.entry``): it reads the model's hot tuple (``flat._Hot``), takes
+    the calling thread's buffer or that of ``data=`` (``data.py``), checks ``ndim`` and
+    ``dtype is F8`` of each array it passes and writes into a fresh result or into a
+    writeable ``out=`` of the result's ndim. The function is written out as source for
+    the entry's inputs and compiled once, at import: a wrapper written by hand would
+    spend the same steps, a generic one (``*args``, loops over the inputs) ~100 ns more
+    per call, which is a small robot's whole arithmetic. ``fail``: the status explainer
+    (:func:`fail`, or the wrapper's own); ``view``: an index of the kernel's result that
+    is the function's (``centroidal_momentum``: the first half); ``options``: parameter
+    name -> the function that makes the kernel's integer option of it."""
+
+    def make(general_path):
+        return _make_fast_path(entry, general_path, fail, view, options or {})
+
+    return make
+
+
+def _shape_expr(entry) -> str:
+    from .kernels.entries import DIM_NB, DIM_NV
+
+    dims = ["nv" if d == DIM_NV else "model.nb" if d == DIM_NB else str(d)
+            for d in entry.result]
+    if dims == ["nv", "nv"]:
+        return "shape"  # the hot tuple's (nv, nv): no tuple built per call
+    return dims[0] if len(dims) == 1 else f"({', '.join(dims)})"
+
+
+def _make_fast_path(entry, general_path, fail_, view, options: dict):
+    sig = inspect.signature(general_path)
+    params = list(sig.parameters)
+    what = general_path.__name__
+    names = entry.inputs
+    assert params[1:1 + len(names)] == list(names) and "data" in params, (what, params)
+    has_out, has_fext = "out" in params, entry.takes_f_ext
+    assert has_fext == ("f_ext" in params) and set(options) == set(entry.options), what
+    ns = {"F8": F8, "_empty": np.empty, "_fast": fast, "_ident": _ident,
+          "_buffer_of": buffer_of, "_writable": writable, "_fail": fail_,
+          "_general": general_path, "_view": view}
+    ns["_single"] = entry_stub(entry.single, ns, "_single")
+    if has_fext:
+        ns["_single_fext"] = entry_stub(entry.single_fext, ns, "_single_fext")
+    for k, o in enumerate(entry.options):
+        ns[f"_option{k}"] = options[o]
+    # the header: the parameters as written, with defaults by name (set below)
+    head = []
+    for p in sig.parameters.values():
+        if p.kind is p.KEYWORD_ONLY and "*" not in head:
+            head.append("*")
+        head.append(p.name if p.default is p.empty else f"{p.name}=None")
+    x = ", ".join(names)
+    opts = "".join(f"_{o}, " for o in entry.options)
+    speeds = "(" + "".join(f"({n}, {n!r}), " for n in names[1:]) + ")"
+    checks = " and ".join([f"{n}.ndim == 1" for n in names] + [f"{n}.dtype is F8" for n in names])
+    shape, ndim = _shape_expr(entry), len(entry.result)
+    ret = "res" if view is None else "res[_view]"
+    call_f = f"_single_fext(buf, {x}, f_ext, {opts}res)" if has_fext else ""
+    lines = [f"def {what}({', '.join(head)}):"]
+    lines += [f"    _{o} = _option{k}({o})" for k, o in enumerate(entry.options)]
+    lines += [
+        "    try:",
+        "        buf, nv, shape, owner, _ = model._kd_hot  # (flat._Hot)",
+        "    except (AttributeError, ValueError):",
+        "        buf, nv, shape, owner, _ = _fast(model)",
+        "    if data is not None or owner != _ident():  # (data.py)",
+        "        buf = _buffer_of(model, data)",
+        "    try:",
+        f"        if {checks}:",
+        # the common case first, in the fewest steps
+        "            if " + " and ".join(["out is None"] * has_out + ["f_ext is None"] * has_fext
+                                         or ["True"]) + ":",
+        f"                res = _empty({shape})",
+        f"                if not (s := _single(buf, {x}, {opts}res)):",
+        f"                    return {ret}",
+        f"                _fail(model, s, {what!r}, q, {speeds})",
+    ]
+    if has_out and not has_fext:
+        lines += [
+            f"            elif _writable(out, {ndim}):",
+            f"                if s := _single(buf, {x}, {opts}out):",
+            f"                    _fail(model, s, {what!r}, q, {speeds})",
+            "                return out",
+        ]
+    elif has_fext:
+        lines += [
+            (f"            res = _empty({shape}) if out is None else "
+             f"(out if _writable(out, {ndim}) else None)") if has_out
+            else f"            res = _empty({shape})",
+            "            if res is not None:",
+            "                if f_ext is None:",
+            f"                    s = _single(buf, {x}, {opts}res)",
+            "                elif f_ext.ndim == 2 and f_ext.dtype is F8:",
+            f"                    s = {call_f}",
+            "                else:",
+            "                    s = None",
+            "                if s is not None:",
+            "                    if s:",
+            f"                        _fail(model, s, {what!r}, q, {speeds}, f_ext)",
+            f"                    return {ret}",
+        ]
+    args = ", ".join(p if p in ("model", *names) else f"{p}={p}" for p in params)
+    lines += [
+        "    except (AttributeError, TypeError):  # not arrays",
+        "        pass",
+        f"    return _general({args})",
+    ]
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, f"<fast path of {general_path.__module__}.{what}>", "exec"), ns)
+    f = ns[what]
+    f.__defaults__, f.__kwdefaults__ = general_path.__defaults__, general_path.__kwdefaults__
+    for attr in ("__module__", "__qualname__", "__doc__", "__annotations__"):
+        setattr(f, attr, getattr(general_path, attr))
+    f._kd_source = source  # (for reading: what the call runs)
+    return f

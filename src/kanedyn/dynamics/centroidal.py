@@ -32,33 +32,14 @@ from numpy.typing import ArrayLike, NDArray
 from ..errors import ModelError
 from ..model import Model
 from ..spatial import crf, crm, plucker
-from ._dispatch import (
-    F8,
-    batch,
-    batch_result,
-    c_front,
-    entry_stub,
-    fail,
-    general,
-    store,
-    writable,
-)
-from .data import Data, _ident, buffer_of
-from .flat import fast, flatten
+from ._dispatch import c_front, fail, fast_path, run_batch
+from .data import Data
 from .kernels.entries import ENTRIES
 from .reference import body_placements, body_velocities, jacobian_local, joint_transforms
 
-_empty = np.empty
-
-
 _AG, _CM = ENTRIES["centroidal_momentum_matrix"], ENTRIES["centroidal_momentum"]
-_AG_ROWS = _AG.result[0]  # A_G is (6, nv): read once, not per call
-# the kernels of the entry-point table, loaded on first call (importing kanedyn compiles
-# nothing): see kanedyn.dynamics._dispatch.entry_stub
-_ag_f = entry_stub(_AG.single, globals(), "_ag_f")
-_cm_f = entry_stub(_CM.single, globals(), "_cm_f")
-_ag_batch = entry_stub(_AG.batch, globals(), "_ag_batch")
-_cm_batch = entry_stub(_CM.batch, globals(), "_cm_batch")
+# (one float64 state goes straight to the kernel: the fast path of _dispatch.fast_path;
+# the bodies below are the general path)
 
 
 def _no_mass(model: Model, what: str):
@@ -66,14 +47,15 @@ def _no_mass(model: Model, what: str):
                      f"{model.total_mass:g}), so it has no centre of mass")
 
 
-def _fail(model: Model, s, what: str, q, speeds: tuple):
+def _fail(model: Model, s, what: str, q, speeds: tuple, f_ext=None):
     from .centroidal_kernel import NO_MASS
 
     if np.any(np.asarray(s) == NO_MASS):
         _no_mass(model, what)
-    fail(model, s, what, q, speeds)
+    fail(model, s, what, q, speeds, f_ext)
 
 
+@fast_path(_AG, fail=_fail)
 def centroidal_momentum_matrix(model: Model, q: ArrayLike, *,
                                out: NDArray | None = None,
                                data: Data | None = None) -> NDArray:
@@ -88,68 +70,18 @@ def centroidal_momentum_matrix(model: Model, q: ArrayLike, *,
     ``A_G[:, joint i] = i_X_Gᵀ I^c_i S_i`` (Orin et al. 2013): O(nb + nv).
     ``out``: an array of the result's shape to write into (and return).
     """
-    try:
-        buf, nv, _, owner, _ = model._kd_hot  # (flat._Hot)
-    except (AttributeError, ValueError):
-        buf, nv, _, owner, _ = fast(model)
-    if data is not None or owner != _ident():  # (data.py)
-        buf = buffer_of(model, data)
-    try:
-        # one float64 state straight to the kernel's entry point (see kernels.entry)
-        if q.ndim == 1 and q.dtype is F8:
-            if out is None:
-                Ag = _empty((_AG_ROWS, nv))
-                if not (s := _ag_f(buf, q, Ag)):
-                    return Ag
-                _fail(model, s, "centroidal_momentum_matrix", q, ())
-            elif writable(out, 2):
-                if s := _ag_f(buf, q, out):
-                    _fail(model, s, "centroidal_momentum_matrix", q, ())
-                return out
-    except (AttributeError, TypeError):  # not an array
-        pass
-    fm = flatten(model)
-    (Q,), _, single = general(model, q, ())
-    N = Q.shape[0]
-    res = batch_result(None if single else out, (N, *_AG.result_shape(fm.nv)), Q)
-    status = np.zeros(N, dtype=np.int64)
-    batch(_ag_batch, fm.data, Q, res, status)
-    if status.any():
-        _fail(model, status, "centroidal_momentum_matrix", Q, ())
-    return store(out, res[0] if single else res)
+    return run_batch(_AG, model, q, (), None, out, fail=_fail)
 
 
 centroidal_momentum_matrix = c_front(centroidal_momentum_matrix, _AG)
 
 
-def _momentum_and_bias(model: Model, q: ArrayLike, v: ArrayLike, what: str,
-                       data: Data | None = None) -> NDArray:
-    """``[h_G, Ȧ_G v]`` (12,) or (N, 12)."""
-    try:
-        buf, _, _, owner, _ = model._kd_hot  # (flat._Hot)
-    except (AttributeError, ValueError):
-        buf, _, _, owner, _ = fast(model)
-    if data is not None or owner != _ident():  # (data.py)
-        buf = buffer_of(model, data)
-    try:
-        if q.ndim == 1 and v.ndim == 1 and q.dtype is F8 and v.dtype is F8:
-            out = _empty(_CM.result)
-            if not (s := _cm_f(buf, q, v, out)):
-                return out
-            _fail(model, s, what, q, ((v, "v"),))
-    except (AttributeError, TypeError):
-        pass
-    fm = flatten(model)
-    (Q, V), _, single = general(model, q, ((v, "v"),))
-    N = Q.shape[0]
-    out = np.empty((N, *_CM.result))
-    status = np.zeros(N, dtype=np.int64)
-    batch(_cm_batch, fm.data, Q, V, out, status)
-    if status.any():
-        _fail(model, status, what, Q, ((V, "v"),))
-    return out[0] if single else out
+def _momentum_and_bias(model: Model, q: ArrayLike, v: ArrayLike, what: str) -> NDArray:
+    """``[h_G, Ȧ_G v]`` (12,) or (N, 12), by the general path."""
+    return run_batch(_CM, model, q, ((v, "v"),), what=what, fail=_fail)
 
 
+@fast_path(_CM, fail=_fail, view=np.s_[..., :6])
 def centroidal_momentum(model: Model, q: ArrayLike, v: ArrayLike, *,
                         data: Data | None = None) -> NDArray:
     """The centroidal momentum ``h_G = [k_G; l_G] = A_G(q) v`` (6,; (N, 6) for a batch):
@@ -159,10 +91,10 @@ def centroidal_momentum(model: Model, q: ArrayLike, v: ArrayLike, *,
     Computed body by body from the velocities, without forming A_G (Orin et al.
     2013): ``h_G = Σ_i i_X_Gᵀ I_i v_i``.
     """
-    out = _momentum_and_bias(model, q, v, "centroidal_momentum", data)
-    return out[..., :6]
+    return _momentum_and_bias(model, q, v, "centroidal_momentum")[..., :6]
 
 
+@fast_path(_CM, fail=_fail, view=np.s_[..., 6:])
 def centroidal_momentum_bias(model: Model, q: ArrayLike, v: ArrayLike, *,
                              data: Data | None = None) -> NDArray:
     """``Ȧ_G(q, v) v`` (6,; (N, 6) for a batch), angular first: the rate of change of the
@@ -173,8 +105,7 @@ def centroidal_momentum_bias(model: Model, q: ArrayLike, v: ArrayLike, *,
     Featherstone 2008, Table 5.1). Pinocchio: ``data.dhg`` after
     ``computeCentroidalMomentumTimeVariation(model, data, q, v, 0)``, halves swapped.
     """
-    out = _momentum_and_bias(model, q, v, "centroidal_momentum_bias", data)
-    return out[..., 6:]
+    return _momentum_and_bias(model, q, v, "centroidal_momentum_bias")[..., 6:]
 
 
 # --- the readable definitions (one state), which the kernels are tested against ----

@@ -32,12 +32,13 @@ cleared — as for every kernel module that calls another's.)
 from __future__ import annotations
 
 import numpy as np
-from numba import carray, cfunc, njit, prange, types
+from numba import carray, njit, prange, types
 from numba.extending import intrinsic
 
 from . import _compiled
 from ._compiled import KernelModule
 from .kernels.constants import BAD_SHAPE, NOT_FINITE
+from .kernels.entries import Sig, c_function
 from .kernels.joint_rows import (
     SINCOS_BIG,
     SINCOS_MIN,
@@ -50,9 +51,10 @@ from .kernels.joint_rows import (
 )
 from .kernels.lanes import BATCH_TASK, LANE_BODIES, LANES, stack_array
 from .kernels.spatial_rows import (
+    add_at,
+    add_row,
     all_finite,
     all_finite2,
-    compose,
     cross_force_add,
     cross_motion_add,
     cross_unit_add,
@@ -62,6 +64,7 @@ from .kernels.spatial_rows import (
     inertia_times,
     inertia_to_parent_add,
     inertia_unit_column,
+    world_transform,
     x_motion,
     xt_force,
 )
@@ -117,12 +120,7 @@ def ag_core(data, q, Ag, X, X0, P, F, C):
             unit_axis_transform(data, i, C[nb + i], C[2 * nb + i], X)
         elif joint_transform(data, i, q, X):
             return i + 1
-        p = int(data[i, PARENT])
-        if p < 0:
-            for m in range(12):
-                X0[i, m] = X[i, m]
-        else:
-            compose(X, i, X0, p)
+        world_transform(X, i, X0, int(data[i, PARENT]))
     inertia_params(data, P)
     for i in range(nb - 1, -1, -1):
         p = int(data[i, PARENT])
@@ -422,35 +420,15 @@ def cm_core(data, q, v, out, X, w, Mh):
         y1 = X[i, 1] * Mh[i, 1] + X[i, 4] * Mh[i, 2] + X[i, 7] * Mh[i, 3] + m * X[i, 10]
         y2 = X[i, 2] * Mh[i, 1] + X[i, 5] * Mh[i, 2] + X[i, 8] * Mh[i, 3] + m * X[i, 11]
         if p >= 0:
-            w[Hr + p, 0] += h0
-            w[Hr + p, 1] += h1
-            w[Hr + p, 2] += h2
-            w[Hr + p, 3] += h3
-            w[Hr + p, 4] += h4
-            w[Hr + p, 5] += h5
-            w[F + p, 0] += d0
-            w[F + p, 1] += d1
-            w[F + p, 2] += d2
-            w[F + p, 3] += d3
-            w[F + p, 4] += d4
-            w[F + p, 5] += d5
+            add_row(w, Hr + p, h0, h1, h2, h3, h4, h5)
+            add_row(w, F + p, d0, d1, d2, d3, d4, d5)
             Mh[p, 0] += m
             Mh[p, 1] += y0
             Mh[p, 2] += y1
             Mh[p, 3] += y2
         else:
-            out[0] += h0
-            out[1] += h1
-            out[2] += h2
-            out[3] += h3
-            out[4] += h4
-            out[5] += h5
-            out[6] += d0
-            out[7] += d1
-            out[8] += d2
-            out[9] += d3
-            out[10] += d4
-            out[11] += d5
+            add_at(out, 0, h0, h1, h2, h3, h4, h5)
+            add_at(out, 6, d0, d1, d2, d3, d4, d5)
             mass += m
             c0 += y0
             c1 += y1
@@ -543,39 +521,23 @@ _C_MADE: dict = {}
 def c_entry(name: str) -> int:
     """The address of the C entry point ``name`` (``ag_c``: ``int64 f(double *buf,
     double *q, double *A_G)``), compiled or loaded from the on-disk cache on first use,
-    after its ``*_f`` kernel is readied (see :func:`kanedyn.dynamics.kernels.c_entry`;
-    readying also drops this module's disk cache when it was built against another
-    kernels.py, :mod:`._compiled`, before the cfunc's is loaded)."""
-    made = _C_MADE.get(name)
-    if made is None:
-        ready(name[:-2] + "_f")
-        ptr = types.CPointer(types.float64)
-        nargs = globals()[name].__code__.co_argcount
-        made = cfunc(types.int64(*([ptr] * nargs)), cache=True)(globals()[name])
-        _C_MADE[name] = made
-    return made.address
+    after its ``*_f`` kernel is readied (:func:`kanedyn.dynamics.kernels.entries.c_function`)."""
+    return c_function(_C_MADE, name, globals()[name], ready, name[:-2] + "_f")
 
 
 # --- entry points: compiled for one signature each, on first use -----------------
 
-_V = "float64[::1]"
-_M = "float64[:, ::1]"
-_T3 = "float64[:, :, ::1]"
-_I = "int64[::1]"
-_A = "float64[:]"
-_A2 = "float64[:, :]"
 SIGNATURES = {
     # any strides for the caller's arrays: called without the dispatcher's type check
     # (see kernels.entry); the wrappers check ndim and dtype
-    "ag_f": f"int64({_V}, {_A}, {_A2})",
-    "cm_f": f"int64({_V}, {_A}, {_A}, {_A})",
-    "ag_batch": f"void({_M}, {_M}, {_T3}, {_I})",
-    "cm_batch": f"void({_M}, {_M}, {_M}, {_M}, {_I})",
+    "ag_f": f"int64({Sig.V}, {Sig.A}, {Sig.A2})",
+    "cm_f": f"int64({Sig.V}, {Sig.A}, {Sig.A}, {Sig.A})",
+    "ag_batch": f"void({Sig.M}, {Sig.M}, {Sig.T3}, {Sig.I})",
+    "cm_batch": f"void({Sig.M}, {Sig.M}, {Sig.M}, {Sig.M}, {Sig.I})",
 }
 
 
 _LOADER = KernelModule(globals())
-#: the dispatcher of a kernel, compiled for its one signature (:meth:`KernelModule.ready`)
-ready = _LOADER.ready
-#: its bare compiled entry point (:meth:`KernelModule.entry`)
-entry = _LOADER.entry
+# the dispatcher of a kernel, compiled for its one signature, and its bare compiled entry
+# point (KernelModule.ready, .entry)
+ready, entry = _LOADER.ready, _LOADER.entry

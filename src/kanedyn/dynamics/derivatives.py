@@ -85,8 +85,12 @@ def _check_q(model: Model, q: ArrayLike) -> NDArray:
     return qq
 
 
-def _batched(fn, model, q, x, y, name):
-    """Run a one-state function over a leading batch axis (q of shape (N, nq))."""
+def _batched(fn, model, q, x, y, name, data=None):
+    """Run a one-state function over a leading batch axis (q of shape (N, nq)); None for
+    one state. ``data=`` is checked first (TypeError if it is no Data of ``model``): the
+    tangent kernels write only into the arrays they return, so it is not otherwise used."""
+    if data is not None:
+        data_of(model, data)
     q = np.asarray(q, dtype=float)
     if q.ndim == 2:
         x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
@@ -196,10 +200,8 @@ def rnea_derivatives(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *,
     adds ``J ⊙ a`` to τ, constant in q and v: it leaves both derivatives unchanged
     (``∂τ/∂a = M + diag J`` is ``kd.crba``, which has it).
     """
-    if data is not None:  # (the tangent kernels write only into the arrays they return)
-        data_of(model, data)
     out = _batched(lambda m, qq, vv, aa: rnea_derivatives(m, qq, vv, aa, gravity=gravity),
-                   model, q, v, a, "rnea_derivatives")
+                   model, q, v, a, "rnea_derivatives", data)
     if out is not None:
         return out
     qq = _check_q(model, q)
@@ -216,10 +218,8 @@ def aba_derivatives(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, *,
     ∂/∂q in the chart of :func:`kanedyn.integrate_configuration`. No external forces.
     Accepts one state or a batch (leading axis, looped).
     """
-    if data is not None:
-        data_of(model, data)
     out = _batched(lambda m, qq, vv, tt: aba_derivatives(m, qq, vv, tt, data=data),
-                   model, q, v, tau, "aba_derivatives")
+                   model, q, v, tau, "aba_derivatives", data)
     if out is not None:
         return out
     from scipy.linalg import cho_factor, cho_solve

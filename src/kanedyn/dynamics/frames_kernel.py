@@ -29,11 +29,12 @@ in :mod:`.kernels`.
 from __future__ import annotations
 
 import numpy as np
-from numba import carray, cfunc, njit, prange, types
+from numba import carray, njit, prange, types
 
 from . import _compiled
 from ._compiled import KernelModule
 from .kernels.constants import BAD_SHAPE, NOT_FINITE
+from .kernels.entries import Sig, c_function
 from .kernels.joint_rows import (
     SINCOS_BIG,
     SINCOS_MIN,
@@ -463,28 +464,19 @@ def c_entry(name: str) -> int:
     loaded from the on-disk cache on first use, after :func:`frame_f` is readied (see
     :func:`kanedyn.dynamics.kernels.c_entry`: the cfunc then calls that one
     specialisation, and a stale cache has been dropped first)."""
-    made = _C_MADE.get(name)
-    if made is None:
-        ready("frame_f")
-        ptr = types.CPointer(types.float64)
-        made = cfunc(types.int64(ptr, ptr, ptr, ptr, types.int64, ptr, ptr),
-                     cache=True)(globals()[name])
-        _C_MADE[name] = made
-    return made.address
+    ptr = types.CPointer(types.float64)
+    return c_function(_C_MADE, name, globals()[name], ready, "frame_f",
+                      (ptr, ptr, ptr, ptr, types.int64, ptr, ptr))
 
 
-_A = "float64[:]"
-_M = "float64[:, ::1]"
-_A2 = "float64[:, :]"
-_T3 = "float64[:, :, ::1]"
 SIGNATURES = {
-    "frame_f": f"int64({_M}, {_A}, {_A}, {_A}, int64, {_A}, {_A2})",
-    "frame_batch": f"void({_M}, {_M}, {_M}, {_M}, int64, {_M}, {_T3}, int64[::1])",
+    "frame_f": f"int64({Sig.M}, {Sig.A}, {Sig.A}, {Sig.A}, int64, {Sig.A}, {Sig.A2})",
+    "frame_batch": f"void({Sig.M}, {Sig.M}, {Sig.M}, {Sig.M}, int64, {Sig.M}, {Sig.T3}, "
+                   f"{Sig.I})",
 }
 
 
 _LOADER = KernelModule(globals(), first={"frame_batch": ("frame_f",)})
-#: the dispatcher of a kernel, compiled for its one signature (:meth:`KernelModule.ready`)
-ready = _LOADER.ready
-#: its bare compiled entry point (:meth:`KernelModule.entry`)
-entry = _LOADER.entry
+# the dispatcher of a kernel, compiled for its one signature, and its bare compiled entry
+# point (KernelModule.ready, .entry)
+ready, entry = _LOADER.ready, _LOADER.entry

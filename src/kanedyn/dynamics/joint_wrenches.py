@@ -26,25 +26,16 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import KanedynError
 from ..model import Model
-from ..spatial import crf, crm, plucker_force
-from ._dispatch import F8, batch, entry_stub, fail, general
-from .data import Data, _ident, buffer_of
-from .flat import fast, flatten
+from ..spatial import plucker_force
+from ._dispatch import fast_path, run_batch
+from .data import Data
 from .kernels.entries import ENTRIES
-from .reference import body_placements, joint_transforms
+from .reference import body_placements, rnea_forces
 
 #: the coordinates a joint wrench is given in (Pinocchio's names, as for Jacobians)
 REFERENCES = ("local", "world", "local_world_aligned")
 
-_empty = np.empty
-
-
 _JW = ENTRIES["joint_wrenches"]
-_JW_COLS = _JW.result[1]  # one wrench (6) per body: read once, not per call
-# loaded on first call (see kanedyn.dynamics._dispatch.entry_stub)
-_jw_f = entry_stub(_JW.single, globals(), "_jw_f")
-_jw_f_fext = entry_stub(_JW.single_fext, globals(), "_jw_f_fext")
-_jw_batch = entry_stub(_JW.batch, globals(), "_jw_batch")
 
 
 def _reference_code(reference: str) -> int:
@@ -55,6 +46,7 @@ def _reference_code(reference: str) -> int:
                            f"of {REFERENCES}") from None
 
 
+@fast_path(_JW, options={"reference": _reference_code})
 def joint_wrenches(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
                    f_ext: ArrayLike | None = None, reference: str = "local", *,
                    data: Data | None = None) -> NDArray:
@@ -74,39 +66,9 @@ def joint_wrenches(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike,
       (``i_X_0ᵀ f_i``; Pinocchio ``data.oMi[i].act(data.f[i])``);
     - ``"local_world_aligned"``: world axes, the moment about body i's origin.
     """
-    code = _reference_code(reference)
-    try:
-        buf, _, _, owner, _ = model._kd_hot  # (flat._Hot)
-    except (AttributeError, ValueError):
-        buf, _, _, owner, _ = fast(model)
-    if data is not None or owner != _ident():  # (data.py)
-        buf = buffer_of(model, data)
-    try:
-        if (q.ndim == 1 and v.ndim == 1 and a.ndim == 1 and q.dtype is F8
-                and v.dtype is F8 and a.dtype is F8):
-            W = _empty((model.nb, _JW_COLS))
-            if f_ext is None:
-                s = _jw_f(buf, q, v, a, code, W)
-            elif f_ext.ndim == 2 and f_ext.dtype is F8:
-                s = _jw_f_fext(buf, q, v, a, f_ext, code, W)
-            else:
-                s = None
-            if s == 0:
-                return W
-            if s is not None:
-                fail(model, s, "joint_wrenches", q, ((v, "v"), (a, "a")), f_ext)
-    except (AttributeError, TypeError):  # not arrays
-        pass
-    fm = flatten(model)
-    (Q, V, A), F, single = general(model, q, ((v, "v"), (a, "a")), f_ext)
-    N = Q.shape[0]
-    out = np.empty((N, *_JW.result_shape(fm.nv, fm.nb)))
-    status = np.zeros(N, dtype=np.int64)
-    Fk = F if F is not None else np.zeros((1, fm.nb, 6))
-    batch(_jw_batch, fm.data, Q, V, A, Fk, F is not None, code, out, status)
-    if status.any():
-        fail(model, status, "joint_wrenches", Q, ((V, "v"), (A, "a")), F)
-    return out[0] if single else out
+    # (one float64 state goes straight to the kernel: the fast path of _dispatch.fast_path)
+    return run_batch(_JW, model, q, ((v, "v"), (a, "a")), f_ext,
+                     options=(_reference_code(reference),))
 
 
 def joint_wrenches_reference(model: Model, q: NDArray, v: NDArray, a: NDArray,
@@ -114,22 +76,7 @@ def joint_wrenches_reference(model: Model, q: NDArray, v: NDArray, a: NDArray,
                              reference: str = "local") -> NDArray:
     """RNEA (Featherstone 2008, Table 5.1) keeping its backward-pass forces, one state."""
     code = _reference_code(reference)
-    X_up = joint_transforms(model, q)
-    nb = model.nb
-    vel, acc, f = [None] * nb, [None] * nb, [None] * nb
-    for b in model.bodies:  # forward pass: parent before child
-        i, p = b.index, b.parent
-        S = b.joint.motion_subspace()
-        vJ = S @ v[b.iv]
-        if p < 0:
-            vel[i] = vJ
-            acc[i] = X_up[i] @ (-model.gravity_spatial) + S @ a[b.iv]
-        else:
-            vel[i] = X_up[i] @ vel[p] + vJ
-            acc[i] = X_up[i] @ acc[p] + S @ a[b.iv] + crm(vel[i]) @ vJ
-        f[i] = b.inertia @ acc[i] + crf(vel[i]) @ b.inertia @ vel[i]
-        if f_ext is not None:
-            f[i] = f[i] - f_ext[i]
+    X_up, f = rnea_forces(model, q, v, a, f_ext)
     for b in reversed(model.bodies):  # backward pass: child before parent
         if b.parent >= 0:
             f[b.parent] = f[b.parent] + X_up[b.index].T @ f[b.index]
@@ -137,7 +84,7 @@ def joint_wrenches_reference(model: Model, q: NDArray, v: NDArray, a: NDArray,
     if code == 0:
         return W
     R, p = body_placements(model, q)
-    for i in range(nb):
+    for i in range(model.nb):
         # 0_X_i* (world) or its rotation alone (local_world_aligned): from body i to world
         # axes, R_i; the world origin seen from body i, -R_iᵀ p_i
         W[i] = plucker_force(R[i], -R[i].T @ p[i] if code == 1 else np.zeros(3)) @ W[i]

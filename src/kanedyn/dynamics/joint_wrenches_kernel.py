@@ -18,9 +18,10 @@ from numba import njit, prange
 from . import _compiled
 from ._compiled import KernelModule
 from .kernels.constants import BAD_SHAPE, NOT_FINITE
+from .kernels.entries import Sig
 from .kernels.lanes import BATCH_TASK
 from .kernels.rnea import rnea_core
-from .kernels.spatial_rows import all_finite2, compose, xt_force
+from .kernels.spatial_rows import all_finite2, world_transform, xt_force
 from .layout import (
     HDR,
     PARENT,
@@ -58,12 +59,7 @@ def jw_core(data, q, v, a, fext, use_fext, ref, W, X, w, X0, tau):
                 W[i, m] = w[F + i, m]
         return 0
     for i in range(nb):
-        p = int(data[i, PARENT])
-        if p < 0:
-            for m in range(12):
-                X0[i, m] = X[i, m]
-        else:
-            compose(X, i, X0, p)
+        world_transform(X, i, X0, int(data[i, PARENT]))
         # the force transform i_X_0ᵀ (world: about the world origin), or its rotation
         # alone (world axes, about the body origin)
         r0 = X0[i, 9] if ref == WORLD else 0.0
@@ -129,23 +125,17 @@ def jw_batch(data, Q, V, A, Fx, use_fext, ref, out, status):
 
 # --- entry points: compiled for one signature each, on first use -----------------
 
-_V = "float64[::1]"
-_M = "float64[:, ::1]"
-_T3 = "float64[:, :, ::1]"
-_I = "int64[::1]"
-_A = "float64[:]"
-_A2 = "float64[:, :]"
 SIGNATURES = {
     # any strides for the caller's arrays: called without the dispatcher's type check
     # (see kernels.entry); the wrappers check ndim and dtype
-    "jw_f": f"int64({_V}, {_A}, {_A}, {_A}, int64, {_A2})",
-    "jw_f_fext": f"int64({_V}, {_A}, {_A}, {_A}, {_A2}, int64, {_A2})",
-    "jw_batch": f"void({_M}, {_M}, {_M}, {_M}, {_T3}, boolean, int64, {_T3}, {_I})",
+    "jw_f": f"int64({Sig.V}, {Sig.A}, {Sig.A}, {Sig.A}, int64, {Sig.A2})",
+    "jw_f_fext": f"int64({Sig.V}, {Sig.A}, {Sig.A}, {Sig.A}, {Sig.A2}, int64, {Sig.A2})",
+    "jw_batch": f"void({Sig.M}, {Sig.M}, {Sig.M}, {Sig.M}, {Sig.T3}, {Sig.B}, int64, {Sig.T3}, "
+                f"{Sig.I})",
 }
 
 
 _LOADER = KernelModule(globals())
-#: the dispatcher of a kernel, compiled for its one signature (:meth:`KernelModule.ready`)
-ready = _LOADER.ready
-#: its bare compiled entry point (:meth:`KernelModule.entry`)
-entry = _LOADER.entry
+# the dispatcher of a kernel, compiled for its one signature, and its bare compiled entry
+# point (KernelModule.ready, .entry)
+ready, entry = _LOADER.ready, _LOADER.entry

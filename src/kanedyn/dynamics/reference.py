@@ -33,11 +33,27 @@ def rnea(model: Model, q: NDArray, v: NDArray, a: NDArray, f_ext: NDArray | None
 
     ``f_ext[i]`` is the external spatial force on body i, in body i coordinates.
     """
+    X_up, f = rnea_forces(model, q, v, a, f_ext, gravity)
+    tau = np.zeros(model.nv)
+    for b in reversed(model.bodies):  # backward pass: child before parent
+        i, p = b.index, b.parent
+        tau[b.iv] = b.joint.motion_subspace().T @ f[i] + b.joint.armature * a[b.iv]
+        if p >= 0:
+            f[p] = f[p] + X_up[i].T @ f[i]
+    return tau
+
+
+def rnea_forces(model: Model, q: NDArray, v: NDArray, a: NDArray,
+                f_ext: NDArray | None = None,
+                gravity: bool = True) -> tuple[list[NDArray], list[NDArray]]:
+    """RNEA's forward pass (Featherstone 2008, Table 5.1): ``(X_up, f)`` with each body's
+    ``f_i = I_i a_i + v_i ×* I_i v_i - f_ext,i`` before the backward pass adds the
+    children's, a_i measured from the free-fall frame (a_0 = -a_grav) when ``gravity``."""
     a_grav = model.gravity_spatial if gravity else np.zeros(6)
     X_up = joint_transforms(model, q)
     nb = model.nb
     vel, acc, f = [None] * nb, [None] * nb, [None] * nb
-    for b in model.bodies:  # forward pass: parent before child
+    for b in model.bodies:  # parent before child
         i, p = b.index, b.parent
         S = b.joint.motion_subspace()
         vJ = S @ v[b.iv]
@@ -50,13 +66,7 @@ def rnea(model: Model, q: NDArray, v: NDArray, a: NDArray, f_ext: NDArray | None
         f[i] = b.inertia @ acc[i] + crf(vel[i]) @ b.inertia @ vel[i]
         if f_ext is not None:
             f[i] = f[i] - f_ext[i]
-    tau = np.zeros(model.nv)
-    for b in reversed(model.bodies):  # backward pass: child before parent
-        i, p = b.index, b.parent
-        tau[b.iv] = b.joint.motion_subspace().T @ f[i] + b.joint.armature * a[b.iv]
-        if p >= 0:
-            f[p] = f[p] + X_up[i].T @ f[i]
-    return tau
+    return X_up, f
 
 
 def crba(model: Model, q: NDArray) -> NDArray:

@@ -224,8 +224,25 @@ class RationalStribeck(FrictionLaw):
             1.0 + xd) ** 2
 
 
+class _SmoothLaw(FrictionLaw):
+    """A law whose own form is continuous through v = 0 (no sgn in it to smooth):
+    ``smoothing`` is ``"intrinsic"``, it is never ``discontinuous`` (so exact stick–slip
+    refuses it) and :meth:`smoothed` is an error."""
+
+    smoothing = "intrinsic"  # type: ignore[assignment]
+    #: what makes it smooth, for the error of :meth:`smoothed`
+    _smooth_by = ""
+
+    @property
+    def discontinuous(self) -> bool:
+        return False
+
+    def smoothed(self, kind="tanh", eps=1e-3):
+        raise FrictionError(f"{type(self).__name__} is smooth by construction{self._smooth_by}")
+
+
 @dataclass(frozen=True)
-class TanhStribeck(FrictionLaw):
+class TanhStribeck(_SmoothLaw):
     """Continuously differentiable tanh model of Makkar, Dixon, Sawyer & Hu (IEEE TAC 50(10),
     2005, eq. 2):
 
@@ -253,12 +270,6 @@ class TanhStribeck(FrictionLaw):
                 f"TanhStribeck: gamma2={self.gamma2} must exceed gamma3={self.gamma3} "
                 "(the Stribeck hump γ1(tanh γ2 v - tanh γ3 v) must be positive for v > 0)"
             )
-
-    smoothing = "intrinsic"  # type: ignore[assignment]
-
-    @property
-    def discontinuous(self) -> bool:
-        return False
 
     @property
     def Fc(self) -> float:  # type: ignore[override]
@@ -288,15 +299,14 @@ class TanhStribeck(FrictionLaw):
                + self.gamma4 * self.gamma5 * sech2(self.gamma5 * v) + self.gamma6)
         return out if out.ndim else float(out)
 
-    def smoothed(self, kind="tanh", eps=1e-3):
-        raise FrictionError("TanhStribeck is smooth by construction; it has no sgn to smooth")
+    _smooth_by = "; it has no sgn to smooth"
 
     def exact(self):
         raise FrictionError("TanhStribeck has no exact (discontinuous) counterpart")
 
 
 @dataclass(frozen=True)
-class SimscapeFriction(FrictionLaw):
+class SimscapeFriction(_SmoothLaw):
     """The friction law of Simscape's Translational/Rotational Friction blocks:
 
         F = √(2e) (F_brk - Fc) exp(-(v/v_St)²) v/v_St + Fc tanh(v/v_Coul) + f v,
@@ -325,12 +335,6 @@ class SimscapeFriction(FrictionLaw):
         object.__setattr__(self, "F_brk", Fs)
         object.__setattr__(self, "v_brk", _positive("v_brk", self.v_brk, "SimscapeFriction"))
         object.__setattr__(self, "f", _nonneg("f", self.f, "SimscapeFriction"))
-
-    smoothing = "intrinsic"  # type: ignore[assignment]
-
-    @property
-    def discontinuous(self) -> bool:
-        return False
 
     @property
     def Fs(self) -> float:  # type: ignore[override]
@@ -375,8 +379,7 @@ class SimscapeFriction(FrictionLaw):
             )
         return cls(law.Fs, law.vs / math.sqrt(2.0), law.Fc, law.Fv)
 
-    def smoothed(self, kind="tanh", eps=1e-3):
-        raise FrictionError("SimscapeFriction is smooth by construction (tanh(v/v_Coul))")
+    _smooth_by = " (tanh(v/v_Coul))"
 
     def exact(self):
         return self.to_stribeck()

@@ -240,7 +240,8 @@ class _Where:
             return f"{self.source}: {what}"
         name = el.attrib.get("name")
         tag = f"<{el.tag} name={name!r}>" if name is not None else f"<{el.tag}>"
-        return f"{self.source}, line {el.line}, {tag}{what}"
+        # (an element of an MJCF <include> names its own file)
+        return f"{getattr(el, 'source', self.source)}, line {el.line}, {tag}{what}"
 
 
 def _floats(el: _Element, attr: str, n: int, where: _Where, default=None,

@@ -33,9 +33,7 @@ def xlt(r: ArrayLike) -> NDArray:
 def plucker(E: ArrayLike, r: ArrayLike) -> NDArray:
     """``[E 0; -E r× E]`` = rot(E) @ xlt(r)."""
     E = np.asarray(E, dtype=float)
-    X = np.zeros((6, 6))
-    X[:3, :3] = E
-    X[3:, 3:] = E
+    X = rot(E)
     X[3:, :3] = -E @ skew(r)
     return X
 
@@ -43,9 +41,7 @@ def plucker(E: ArrayLike, r: ArrayLike) -> NDArray:
 def plucker_force(E: ArrayLike, r: ArrayLike) -> NDArray:
     """The force transform ``X* = [E -E r×; 0 E]`` of :func:`plucker` (E, r)."""
     E = np.asarray(E, dtype=float)
-    X = np.zeros((6, 6))
-    X[:3, :3] = E
-    X[3:, 3:] = E
+    X = rot(E)
     X[:3, 3:] = -E @ skew(r)
     return X
 

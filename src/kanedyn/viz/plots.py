@@ -76,6 +76,18 @@ def _figure(nrows: int = 1, height: float = 3.0) -> tuple[Figure, list]:
     return fig, axes
 
 
+def _save_log_plot(fig: Figure, ax, ylabel: str, title: str, path,
+                   ylabel_size: float | None = None) -> Path:
+    """Label a one-axis log plot of curves over time (t, ``ylabel``, a legend, ``title``)
+    and save it (:func:`_save`)."""
+    ax.set_xlabel("t [s]")
+    ax.set_ylabel(ylabel, fontsize=ylabel_size)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    ax.set_title(title)
+    return _save(fig, path)
+
+
 def _save(fig: Figure, path) -> Path:
     fig.tight_layout()
     return write_atomic(path, lambda tmp: fig.savefig(tmp, format="png"))
@@ -142,12 +154,8 @@ def plot_energy_error(runs, path: str | os.PathLike = "energy_error.png", *,
         scale = max(abs(E[0]), float(np.abs(E - E[0]).max()), 1e-300)
         err = np.maximum(np.abs(E - E[0]) / scale, LOG_FLOOR)
         ax.semilogy(t, err, lw=1.2, label=f"{label} (max {err.max():.2e})")
-    ax.set_xlabel("t [s]")
-    ax.set_ylabel(f"|E - E(0)| / scale   (floor {LOG_FLOOR:g})")
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
-    ax.set_title(title or "energy error")
-    return _save(fig, path)
+    return _save_log_plot(fig, ax, f"|E - E(0)| / scale   (floor {LOG_FLOOR:g})",
+                          title or "energy error", path)
 
 
 def plot_energy_budget(traj=None, path: str | os.PathLike = "energy_budget.png", *, t=None,
@@ -189,12 +197,8 @@ def plot_constraint_residuals(traj=None, path: str | os.PathLike = "residuals.pn
     for label, r in levels.items():
         R = _rows(_field(None, str(label), r), tt.size, str(label))
         ax.semilogy(tt, np.maximum(np.linalg.norm(R, axis=1), LOG_FLOOR), lw=1.2, label=label)
-    ax.set_xlabel("t [s]")
-    ax.set_ylabel(f"residual norm  (floor {LOG_FLOOR:g})")
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
-    ax.set_title(title or "constraint residuals")
-    return _save(fig, path)
+    return _save_log_plot(fig, ax, f"residual norm  (floor {LOG_FLOOR:g})",
+                          title or "constraint residuals", path)
 
 
 #: points per curve of the energy figure (the envelope of the run, see energy_figure_data)
@@ -264,10 +268,6 @@ def plot_energy_figure(data: Mapping, path: str | os.PathLike = "energy.png") ->
     fig, (ax,) = _figure(1, 3.6)
     for s in data["series"]:
         ax.semilogy(s["t"], s["value"], lw=1.2, label=f"{s['label']} (max {s['max']:.1e})")
-    ax.set_xlabel("t [s]")
-    ax.set_ylabel(f"{data['quantity']}\n(E_scale = {data['scale']:.4g} J, floor {LOG_FLOOR:g})",
-                  fontsize=8)
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
-    ax.set_title(data["title"])
-    return _save(fig, path)
+    return _save_log_plot(
+        fig, ax, f"{data['quantity']}\n(E_scale = {data['scale']:.4g} J, floor {LOG_FLOOR:g})",
+        data["title"], path, ylabel_size=8)

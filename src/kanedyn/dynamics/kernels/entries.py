@@ -186,32 +186,46 @@ _SHIMS = {"rnea_c": rnea_c, "nle_c": nle_c, "gravity_c": gravity_c, "crba_c": cr
 _C_SINGLE = {e.c: e.single for e in ENTRIES.values() if e.c and e.module == "kernels"}
 
 
+def c_function(made: dict, name: str, shim, ready, single: str, argtypes=None) -> int:
+    """The address of the cfunc of ``shim``, made once per ``name`` (kept in ``made``) and
+    compiled or loaded from the on-disk cache (numba keys it by ``shim``'s module): ``int64
+    f(double *...)``, one pointer per argument of ``shim``, or ``argtypes``.
+
+    The single-state kernel ``single`` it calls is readied first (``ready(single)``:
+    compiled for its declared any-strides signature, compilation then disabled), so that
+    the cfunc always calls that one specialisation, whatever was called before (and a
+    stale disk cache of the module has been dropped first, :mod:`.._compiled`)."""
+    f = made.get(name)
+    if f is None:
+        ready(single)
+        ptr = types.CPointer(types.float64)
+        sig = types.int64(*(argtypes or [ptr] * shim.__code__.co_argcount))
+        f = made[name] = cfunc(sig, cache=True)(shim)
+    return f.address
+
+
 def c_entry(name: str) -> int:
     """The address of C entry point ``name`` (``int64 f(double *buf, double *x..., double
-    *out)``), compiled or loaded from the on-disk cache on first use.
-
-    The ``single`` kernel it calls is readied first (compiled for its declared
-    any-strides signature, compilation then disabled), so that the cfunc always
-    calls that one specialisation, whatever was called before."""
-    made = _C_MADE.get(name)
-    if made is None:
-        ready(_C_SINGLE[name])
-        shim = _SHIMS[name]
-        ptr = types.CPointer(types.float64)
-        made = cfunc(types.int64(*([ptr] * shim.__code__.co_argcount)), cache=True)(shim)
-        _C_MADE[name] = made
-    return made.address
+    *out)``), compiled or loaded from the on-disk cache on first use (:func:`c_function`)."""
+    return c_function(_C_MADE, name, _SHIMS[name], ready, _C_SINGLE[name])
 
 
 # --- compiled for one signature each, on first use ----------------------------------
 
-_V = "float64[::1]"
-_M = "float64[:, ::1]"
-_T3 = "float64[:, :, ::1]"
-_I = "int64[::1]"
-_B = "boolean"
-_A = "float64[:]"
-_A2 = "float64[:, :]"
+class Sig:
+    """The numba types the kernels' signatures are written in (:data:`SIGNATURES` here,
+    and each kernel module's)."""
+
+    V = "float64[::1]"  # C-contiguous vector
+    M = "float64[:, ::1]"  # C-contiguous matrix
+    T3 = "float64[:, :, ::1]"  # C-contiguous 3-d array
+    I = "int64[::1]"  # noqa: E741 (a status per state)
+    B = "boolean"
+    A = "float64[:]"  # any-strides vector (a caller's array)
+    A2 = "float64[:, :]"  # any-strides matrix
+
+
+_V, _M, _T3, _I, _B, _A, _A2 = Sig.V, Sig.M, Sig.T3, Sig.I, Sig.B, Sig.A, Sig.A2
 SIGNATURES = {
     "rnea1": f"int64({_M}, {_V}, {_V}, {_V}, {_V})",
     "crba1": f"int64({_M}, {_V}, {_M})",

@@ -27,6 +27,28 @@ _compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
 # --- spatial algebra on rows, transforms as (E, r) ---------------------------
 
 @njit(cache=True, _nrt=False, forceinline=True)
+def add_row(dst, k, c0, c1, c2, c3, c4, c5):
+    """``dst[k] += (c0, ..., c5)``: a spatial vector given as scalars added to row k."""
+    dst[k, 0] += c0
+    dst[k, 1] += c1
+    dst[k, 2] += c2
+    dst[k, 3] += c3
+    dst[k, 4] += c4
+    dst[k, 5] += c5
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def add_at(x, o, c0, c1, c2, c3, c4, c5):
+    """``x[o:o+6] += (c0, ..., c5)`` (:func:`add_row` for a flat array)."""
+    x[o] += c0
+    x[o + 1] += c1
+    x[o + 2] += c2
+    x[o + 3] += c3
+    x[o + 4] += c4
+    x[o + 5] += c5
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
 def x_motion_s(e0, e1, e2, e3, e4, e5, e6, e7, e8, r0, r1, r2, w0, w1, w2, v0, v1, v2):
     """``X (ω, v)`` for X = (E, r) and a motion given as scalars: ω' = E ω,
     v' = E (v - r × ω)."""
@@ -54,12 +76,7 @@ def xt_force_add(X, i, src, j, dst, k):
                                       X[i, 6], X[i, 7], X[i, 8], X[i, 9], X[i, 10], X[i, 11],
                                       src[j, 0], src[j, 1], src[j, 2], src[j, 3], src[j, 4],
                                       src[j, 5])
-    dst[k, 0] += c0
-    dst[k, 1] += c1
-    dst[k, 2] += c2
-    dst[k, 3] += c3
-    dst[k, 4] += c4
-    dst[k, 5] += c5
+    add_row(dst, k, c0, c1, c2, c3, c4, c5)
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
@@ -76,12 +93,7 @@ def cross_motion_add(v, i, m, j, dst, k):
     c0, c1, c2, c3, c4, c5 = cross_motion_s(v[i, 0], v[i, 1], v[i, 2], v[i, 3], v[i, 4],
                                             v[i, 5], m[j, 0], m[j, 1], m[j, 2], m[j, 3],
                                             m[j, 4], m[j, 5])
-    dst[k, 0] += c0
-    dst[k, 1] += c1
-    dst[k, 2] += c2
-    dst[k, 3] += c3
-    dst[k, 4] += c4
-    dst[k, 5] += c5
+    add_row(dst, k, c0, c1, c2, c3, c4, c5)
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
@@ -130,12 +142,7 @@ def cross_force_add(v, i, f, j, dst, k):
     c0, c1, c2, c3, c4, c5 = cross_force_s(v[i, 0], v[i, 1], v[i, 2], v[i, 3], v[i, 4],
                                            v[i, 5], f[j, 0], f[j, 1], f[j, 2], f[j, 3],
                                            f[j, 4], f[j, 5])
-    dst[k, 0] += c0
-    dst[k, 1] += c1
-    dst[k, 2] += c2
-    dst[k, 3] += c3
-    dst[k, 4] += c4
-    dst[k, 5] += c5
+    add_row(dst, k, c0, c1, c2, c3, c4, c5)
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
@@ -281,6 +288,17 @@ def compose(X, i, X0, p):
     for a in range(3):
         X0[i, 9 + a] = (X0[p, 9 + a] + X0[p, a] * X[i, 9] + X0[p, 3 + a] * X[i, 10]
                         + X0[p, 6 + a] * X[i, 11])
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def world_transform(X, i, X0, p):
+    """``X0[i] = X[i] X0[p]`` (:func:`compose`), or ``X[i]`` itself for a root (p < 0):
+    body i's transform from the world, its parent's already in X0."""
+    if p < 0:
+        for m in range(12):
+            X0[i, m] = X[i, m]
+    else:
+        compose(X, i, X0, p)
 
 
 @njit(cache=True, _nrt=False, forceinline=True)

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from numpy.typing import NDArray
 
 from ..model import Model
-from ..urdf import _Element, _Where
 
 #: joint types of MJCF
 MJCF_JOINT_TYPES = ("hinge", "slide", "ball", "free")
@@ -111,14 +110,3 @@ class MJCFRobot:
     options: dict = field(default_factory=dict)
     #: the visible geoms (groups 0-2) as :class:`~kanedyn.model.visuals.VisualGeometry`
     visuals: tuple = ()
-
-
-class _MJWhere(_Where):
-    """URDF's locations, with each element's own file (``<include>``)."""
-
-    def __call__(self, el: _Element | None, what: str = "") -> str:
-        if el is None:
-            return f"{self.source}: {what}"
-        name = el.attrib.get("name")
-        tag = f"<{el.tag} name={name!r}>" if name is not None else f"<{el.tag}>"
-        return f"{getattr(el, 'source', self.source)}, line {el.line}, {tag}{what}"

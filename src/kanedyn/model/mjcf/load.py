@@ -13,8 +13,8 @@ import numpy as np
 
 from ...errors import KanedynWarning, MJCFError, ModelError
 from ..model import Model, ModelBuilder
-from ..urdf import _Element
-from .elements import _TOP_SKIP, MJCFRobot, _MJWhere
+from ..urdf import _Element, _Where
+from .elements import _TOP_SKIP, MJCFRobot
 from .equality import _actuators, _equalities
 from .inertia import _sum_inertias, _visuals
 from .reading import (
@@ -71,12 +71,12 @@ def parse_mjcf(path: str | os.PathLike | None = None, *, string: str | None = No
         if source.lstrip().startswith("<"):
             raise MJCFError(f"cannot read MJCF file {source[:60]!r}...: that looks like XML "
                             "text; pass string=...")
-        text = _read(file, source, None, _MJWhere(source))
+        text = _read(file, source, None, _Where(source))
         base = file.resolve().parent
         stack = (file.resolve(),)
     else:
         source, text, base, stack = "<string>", string, Path.cwd(), ()
-    where = _MJWhere(source)
+    where = _Where(source)
     root = _root(text, source, base, stack, where)
     P = _Parser(root, source, base, strict)
     for c in root.children:

@@ -12,14 +12,14 @@ from numpy.typing import NDArray
 
 from ...errors import MJCFError
 from ...spatial import matrix_to_quat
-from ..urdf import _Element, _parse_xml, _plane_alignment
-from .elements import _ACTUATOR_TAGS, _MJWhere
+from ..urdf import _Element, _parse_xml, _plane_alignment, _Where
+from .elements import _ACTUATOR_TAGS
 
 # --------------------------------------------------------------------------------------
 # Reading: files, includes, defaults, attributes
 # --------------------------------------------------------------------------------------
 
-def _read(path: Path, source: str, el: _Element | None, where: _MJWhere) -> bytes:
+def _read(path: Path, source: str, el: _Element | None, where: _Where) -> bytes:
     try:
         return path.read_bytes()
     except OSError as e:
@@ -52,7 +52,7 @@ def _walk(el: _Element):
         todo += reversed(e.children)
 
 
-def _expand_replicates(el: _Element, opts: dict, where: _MJWhere) -> None:
+def _expand_replicates(el: _Element, opts: dict, where: _Where) -> None:
     """Replace every ``<replicate count offset euler sep>`` below ``el`` by ``count``
     ``<frame>``s holding copies of its children, copy i at ``T^i`` (T the offset and the
     euler rotation, composed i times) with names suffixed ``sep`` + i (zero-padded to the
@@ -94,7 +94,7 @@ def _tag_source(el: _Element, source: str) -> None:
         todo += e.children
 
 
-def _expand_includes(el: _Element, base: Path, stack: tuple[Path, ...], where: _MJWhere
+def _expand_includes(el: _Element, base: Path, stack: tuple[Path, ...], where: _Where
                      ) -> None:
     """Replace every ``<include file>`` below ``el`` by the children of that file's root."""
     out = []
@@ -129,7 +129,7 @@ class _Defaults:
     """``<default>`` classes: ``{class: {tag: {attribute: value}}}``, children inheriting
     from their parent class (class "main" is the top one)."""
 
-    def __init__(self, root: _Element | None, where: _MJWhere):
+    def __init__(self, root: _Element | None, where: _Where):
         self.classes: dict[str, dict[str, dict]] = {"main": {}}
         self.where = where
         for d in ([] if root is None else root.findall("default")):
@@ -168,7 +168,7 @@ class _Defaults:
 class _Attrs:
     """Typed reads of one element's resolved attributes, errors naming element and line."""
 
-    def __init__(self, el: _Element, attrs: dict, where: _MJWhere):
+    def __init__(self, el: _Element, attrs: dict, where: _Where):
         self.el, self.a, self.where = el, attrs, where
 
     def has(self, k: str) -> bool:
@@ -315,7 +315,7 @@ def _where_lines(skipped: dict, source: str) -> dict:
 # Entry points
 # --------------------------------------------------------------------------------------
 
-def _root(text, source: str, base: Path, stack: tuple, where: _MJWhere) -> _Element:
+def _root(text, source: str, base: Path, stack: tuple, where: _Where) -> _Element:
     """The <mujoco> root of an MJCF text, its includes spliced in."""
     root = _parse_xml(text, source, MJCFError)
     _tag_source(root, source)
@@ -327,7 +327,7 @@ def _root(text, source: str, base: Path, stack: tuple, where: _MJWhere) -> _Elem
     return root
 
 
-def _load_root(path: Path, where: _MJWhere, el: _Element) -> _Element:
+def _load_root(path: Path, where: _Where, el: _Element) -> _Element:
     return _root(_read(path, str(path), el, where), str(path), path.resolve().parent,
                  (path.resolve(),), where)
 

@@ -14,8 +14,8 @@ from numpy.typing import NDArray
 from ...errors import KanedynWarning, MJCFError
 from ...spatial import matrix_to_quat
 from ..joints import Free, Joint, JointLimits, Prismatic, Revolute, Spherical
-from ..urdf import _Element
-from .elements import _BODY_REFUSE, MJCF_JOINT_TYPES, MJCFBody, MJCFJoint, _MJWhere
+from ..urdf import _Element, _Where
+from .elements import _BODY_REFUSE, MJCF_JOINT_TYPES, MJCFBody, MJCFJoint
 from .inertia import _geom_properties, _geom_visual, _inertial, _read_meshes, _sum_inertias
 from .reading import (
     _ATTACH_SUFFIX,
@@ -113,7 +113,7 @@ def _kanedyn_joint(j: MJCFJoint) -> Joint:
 
 class _Parser:
     def __init__(self, root: _Element, source: str, base: Path, strict: bool):
-        self.where = _MJWhere(source)
+        self.where = _Where(source)
         self.source, self.base, self.strict = source, base, strict
         self.skipped: dict[str, list[int]] = {}
         self.visual_parts: list[tuple] = []  # see _geom_visual
