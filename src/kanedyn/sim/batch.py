@@ -137,16 +137,21 @@ def _energy(data, P, q, v, summary):
 
 
 @njit(cache=True, nogil=True)
-def _stage(data, P, forces, q, v, tau_nc, tau, fext, a, status):
-    """a = ABA(q, v, τ(q, v)) with the joint forces τ (none unless ``forces``); returns the
-    power vᵀ τ_nc; ORs the kernel's status into status[2]."""
+def _stage(data, P, forces, q, v, tau_nc, tau, fext, a, ws):
+    """a = ABA(q, v, τ(q, v)) with the joint forces τ (none unless ``forces``), ``ws`` the
+    ABA workspace (:func:`~kanedyn.dynamics.kernels.aba.aba_workspace`, allocated once a
+    run); returns the kernel's status (0 ok)."""
     if forces:
         _forces(P, q, v, tau_nc, tau)
-    status[2] |= K.aba_into(data, q, v, tau, fext, False, a)
+    return K.aba_core(data, q, v, tau, fext, False, a, *ws)
+
+
+@njit(cache=True, _nrt=False, nogil=True)
+def _power(v, tau_nc):
+    """vᵀ τ_nc, the rate of W_nc."""
     w = 0.0
-    if forces:
-        for j in range(v.shape[0]):
-            w += v[j] * tau_nc[j]
+    for j in range(v.shape[0]):
+        w += v[j] * tau_nc[j]
     return w
 
 
@@ -173,6 +178,7 @@ def rk4_run(data, P, forces, q0, v0, steps, every, project, blowup, record, Q, V
     qs, k1v, k2v, k3v, k4v = np.empty(nv), np.empty(nv), np.empty(nv), np.empty(nv), np.empty(nv)
     k2q, k3q, k4q = np.empty(nv), np.empty(nv), np.empty(nv)
     tau_nc, tau, fext = np.zeros(nv), np.zeros(nv), np.zeros((nb, 6))
+    ws = K.aba_workspace(nb, nv)
     summary = np.empty(11)
     # for the projection: M, ∂T/∂q, ∂V/∂q, the energy kernel's output, work vectors
     M, dT, dV, out = np.empty((nv, nv)), np.empty(nv), np.empty(nv), np.empty(8)
@@ -186,22 +192,26 @@ def rk4_run(data, P, forces, q0, v0, steps, every, project, blowup, record, Q, V
     k = store(q, v, Q, V, 0)
     for n in range(n_steps):
         h = steps[n]
-        k1w = _stage(data, P, forces, q, v, tau_nc, tau, fext, k1v, status)
+        s = _stage(data, P, forces, q, v, tau_nc, tau, fext, k1v, ws)
+        k1w = _power(v, tau_nc) if forces else 0.0
         rk4_stage_state(q, v, v, k1v, 0.5 * h, qs, k2q)  # k2q = v of stage 2
-        k2w = _stage(data, P, forces, qs, k2q, tau_nc, tau, fext, k2v, status)
+        s |= _stage(data, P, forces, qs, k2q, tau_nc, tau, fext, k2v, ws)
+        k2w = _power(k2q, tau_nc) if forces else 0.0
         rk4_stage_state(q, v, k2q, k2v, 0.5 * h, qs, k3q)
-        k3w = _stage(data, P, forces, qs, k3q, tau_nc, tau, fext, k3v, status)
+        s |= _stage(data, P, forces, qs, k3q, tau_nc, tau, fext, k3v, ws)
+        k3w = _power(k3q, tau_nc) if forces else 0.0
         rk4_stage_state(q, v, k3q, k3v, h, qs, k4q)
-        k4w = _stage(data, P, forces, qs, k4q, tau_nc, tau, fext, k4v, status)
+        s |= _stage(data, P, forces, qs, k4q, tau_nc, tau, fext, k4v, ws)
+        k4w = _power(k4q, tau_nc) if forces else 0.0
         rk4_update(q, v, h, k2q, k3q, k4q, k1v, k2v, k3v, k4v)
         w += (h / 6) * (k1w + 2 * k2w + 2 * k3w + k4w)
         if project:
-            status[2] |= project_energy(data, q, v, E0, M, dT, dV, out, qs, k4q, k1v, k2v)
+            s |= project_energy(data, q, v, E0, M, dT, dV, out, qs, k4q, k1v, k2v)
         code = state_guard(q, v, vmax0, blowup)
-        if code != NOT_FINITE and status[2] != 0:  # (the order of run_fixed's checks)
+        if code != NOT_FINITE and s != 0:  # (the order of run_fixed's checks)
             code = BAD_KERNEL_STATE
         if code != 0:
-            status[0], status[1] = code, n + 1
+            status[0], status[1], status[2] = code, n + 1, s
             return k
         kept = save_sample(n, n_steps, every, q, v, Q, V, k)
         if kept != k:
