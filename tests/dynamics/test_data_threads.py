@@ -203,3 +203,90 @@ def test_a_data_is_not_copied():
         pickle.dumps(d)
     with pytest.raises(TypeError, match="make a new one"):
         copy.deepcopy(d)
+
+
+def _energy_derivatives_configuration(system, model, q, v, a):
+    # ModelSystem: the energy kernel (energy, gravity torques) and the configuration
+    # kernel; kd.*_derivatives: the tangent kernels of derivatives_kernel.py
+    return (np.array([system.energy(q, v)]), system.gravity_torques(q),
+            *kd.rnea_derivatives(model, q, v, a), *kd.aba_derivatives(model, q, v, a),
+            system.integrate_configuration(q, v, 1e-2))
+
+
+@pytest.mark.parametrize("robot", ["panda", "floating"])
+def test_threads_on_energy_derivatives_and_configuration_give_the_single_thread_bits(robot):
+    """The energy, derivative and configuration kernels (nogil) on different states in N
+    threads, each with its own ModelSystem (whose result buffers are its own), give the
+    bits of the same calls one after another."""
+    model = (kd.load_robot("panda") if robot == "panda"
+             else kd.models.random_tree(12, 3, floating_base=True))
+    states = [_states(model, 40, seed=10 + k) for k in range(N_THREADS)]
+    one = kd.ModelSystem(model)
+    expected = [[_energy_derivatives_configuration(one, model, q[i], v[i], a[i])
+                 for i in range(len(q))] for q, v, a in states]
+    got: list[list | None] = [None] * N_THREADS
+
+    def work(k):
+        system = kd.ModelSystem(model)
+        q, v, a = states[k]
+        got[k] = [_energy_derivatives_configuration(system, model, q[i], v[i], a[i])
+                  for i in range(len(q))]
+
+    _run_threads(work)
+    names = ("energy", "gravity_torques", "rnea dq", "rnea dv", "aba dq", "aba dv",
+             "integrate_configuration")
+    for k in range(N_THREADS):
+        for i, (x, y) in enumerate(zip(got[k], expected[k], strict=True)):
+            for name, a, b in zip(names, x, y, strict=True):
+                assert np.array_equal(a, b), f"thread {k}, state {i}: {name} differs"
+
+
+def test_threads_running_batches_and_single_runs_give_the_single_thread_bits():
+    """simulate_batch (prange over runs inside, nogil) and kd.simulate's compiled rk4 in
+    N threads at once, on different initial states, give the single-thread bits."""
+    model = kd.models.pendulum_chain(5, planar=False)
+    forces = [kd.forces.JointDamper("joint1", 0.2), kd.forces.JointSpring("joint3", 1.5, 0.1)]
+    rng = np.random.default_rng(5)
+    starts = [(rng.uniform(-1, 1, (3, 5)), rng.normal(size=(3, 5))) for _ in range(N_THREADS)]
+
+    def runs(Q0, V0):
+        b = kd.simulate_batch(model, Q0, V0, 0.05, dt=1e-3, forces=forces, save_every=5)
+        s = kd.simulate(model, Q0[0], V0[0], 0.05, method="rk4", dt=1e-3, forces=forces,
+                        progress=False, save_every=5)
+        return b.q, b.v, b.energy, b.work_nc, s.q, s.v, s.work_nc
+
+    expected = [runs(Q0, V0) for Q0, V0 in starts]
+    got: list[tuple | None] = [None] * N_THREADS
+
+    def work(k):
+        got[k] = runs(*starts[k])
+
+    _run_threads(work)
+    for k in range(N_THREADS):
+        for name, x, y in zip(("batch q", "batch v", "batch energy", "batch work_nc",
+                               "single q", "single v", "single work_nc"), got[k], expected[k],
+                              strict=True):
+            assert np.array_equal(x, y), f"thread {k}: {name} differs"
+    # the single run is the batch's first run, to the bit (one compiled loop)
+    assert np.array_equal(expected[0][4], expected[0][0][0])
+
+
+def test_the_compiled_loops_and_kernels_release_the_gil():
+    """Every numba function of the energy, derivative and configuration kernels, of the
+    compiled integrator loops and of the batch is compiled with nogil=True: else a thread
+    pool over them would run one at a time."""
+    import importlib
+
+    from numba.core.dispatcher import Dispatcher
+
+    modules = ("kanedyn.dynamics.energy_kernel", "kanedyn.dynamics.derivatives_kernel",
+               "kanedyn.sim.configuration_kernel", "kanedyn.integrators.rk4_compiled",
+               "kanedyn.integrators.avf_compiled", "kanedyn.sim.batch")
+    seen = 0
+    for name in modules:
+        mod = importlib.import_module(name)
+        for attr, f in vars(mod).items():
+            if isinstance(f, Dispatcher) and f.py_func.__module__ == name:
+                seen += 1
+                assert f.targetoptions.get("nogil") is True, f"{name}.{attr} holds the GIL"
+    assert seen >= 30  # (the modules' kernels are there to be checked)

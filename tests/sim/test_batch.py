@@ -1,5 +1,6 @@
-"""The batched in-process path agrees with single runs, and per-run parameters act as
-independently built models do."""
+"""The batched in-process path agrees with single runs of the Python reference RK4, per-run
+parameters act as independently built models do, and a single compiled run is the batch
+of one."""
 
 import numpy as np
 import pytest
@@ -24,7 +25,7 @@ def test_batched_runs_equal_single_runs():
     assert b.q.shape == (6, 21, 4) and np.allclose(b.t[-1], 0.2)
     for k in range(6):
         s = kd.simulate(CHAIN, Q0[k], V0[k], 0.2, method="rk4", dt=1e-3, forces=_forces(),
-                        progress=False, save_every=10)
+                        progress=False, save_every=10, compiled=False)  # the reference
         assert np.allclose(b.q[k], s.q, rtol=0, atol=1e-12)
         assert np.allclose(b.v[k], s.v, rtol=0, atol=1e-11)
         assert np.allclose(b.work_nc[k], s.work_nc, atol=1e-12)
@@ -43,9 +44,55 @@ def test_per_run_parameters_act_like_rebuilt_models():
         # a uniform rod of another mass: the builder's own inertia, not a scaled copy
         model = kd.models.pendulum_chain(4, planar=False, mass=[1.0, masses[k], 1.0, 1.0])
         s = kd.simulate(model, q0, v0, 0.1, method="rk4", dt=1e-3, progress=False,
-                        forces=[kd.forces.JointDamper("joint1", damping[k])])
+                        forces=[kd.forces.JointDamper("joint1", damping[k])], compiled=False)
         assert np.allclose(b.q[k, -1], s.q[-1], atol=1e-12)
         assert np.allclose(b.energy[k], s.energy, atol=1e-11)
+
+
+def test_a_single_run_is_the_batch_of_one(monkeypatch):
+    """kd.simulate's rk4 with joint springs, dampers and smoothed friction runs the batch's
+    compiled loop (not the Python steps, as before issue 16), gives each batched run's
+    bits — an uneven last step and a kept last sample included — and the Python reference
+    RK4 to round-off, step for step."""
+    from kanedyn.sim import batch
+
+    rng = np.random.default_rng(1)
+    Q0, V0 = rng.uniform(-1, 1, (3, 4)), rng.normal(size=(3, 4))
+    t_final = 0.1005  # 101 steps of 1e-3, the last one 0.5e-3; samples every 7th and the last
+    b = simulate_batch(CHAIN, Q0, V0, t_final, dt=1e-3, forces=_forces(), save_every=7)
+    assert b.q.shape == (3, 16, 4) and b.t[-1] == t_final and b.t[-2] == 0.098
+    ran = []
+    one = batch._run_one
+    monkeypatch.setattr(batch, "_run_one", lambda *a: ran.append(a[-1]) or one(*a))
+    for k in range(3):
+        s = kd.simulate(CHAIN, Q0[k], V0[k], t_final, method="rk4", dt=1e-3, forces=_forces(),
+                        progress=False, save_every=7)
+        np.testing.assert_array_equal(s.t, b.t)
+        np.testing.assert_array_equal(s.q, b.q[k])
+        np.testing.assert_array_equal(s.v, b.v[k])
+        np.testing.assert_array_equal(s.work_nc, b.work_nc[k])
+        r = kd.simulate(CHAIN, Q0[k], V0[k], t_final, method="rk4", dt=1e-3, forces=_forces(),
+                        progress=False, save_every=7, compiled=False)
+        np.testing.assert_array_equal(r.t, s.t)
+        np.testing.assert_allclose(r.q, s.q, rtol=0, atol=1e-13)
+        np.testing.assert_allclose(r.v, s.v, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(r.work_nc, s.work_nc, rtol=0, atol=1e-13)
+    assert ran == ["rk4"] * 3  # the compiled loop, three times; compiled=False never
+    assert np.abs(s.work_nc[-1]) > 1e-3  # (the forces did work)
+
+
+def test_single_runs_the_loop_does_not_take_use_the_python_steps(monkeypatch):
+    """Force elements without a compiled form, and the energy projection with force
+    elements (its target E₀ + W_nc), take the Python steps."""
+    from kanedyn.sim import batch
+
+    monkeypatch.setattr(batch, "_run_one", lambda *a: pytest.fail("compiled loop taken"))
+    q0, v0 = np.array([0.3, -0.2, 0.1, 0.4]), np.zeros(4)
+    push = kd.forces.JointTorque(lambda t, q, v: [0.1], ["joint2"])
+    a = kd.simulate(CHAIN, q0, v0, 0.02, method="rk4", dt=1e-3, forces=[push], progress=False)
+    assert abs(a.work_nc[-1]) > 0.0
+    kd.simulate(CHAIN, q0, v0, 0.02, method="rk4", dt=1e-3, forces=_forces(), project="energy",
+                progress=False)
 
 
 def test_bad_input():

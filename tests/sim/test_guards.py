@@ -60,6 +60,11 @@ def test_cli_interrupt_writes_results_and_says_so(tmp_path, monkeypatch, capsys)
         return real(self, t, q, v)
 
     monkeypatch.setattr(JointDamper, "generalized_force", pressed)
+    # the Python steps, which call the damper above: the compiled RK4 loop evaluates its
+    # dampers itself (and, like any compiled loop, takes Ctrl-C only once it is done)
+    import sys
+
+    monkeypatch.setattr(sys.modules["kanedyn.sim.simulate"], "run_rk4", lambda *args: None)
     sc = tmp_path / "s.toml"
     sc.write_text('[model]\nbuilder = "pendulum_chain"\nn = 2\n[initial]\nq = [0.3, 0.0]\n'
                   '[[forces]]\ntype = "damper"\njoint = "joint1"\ndamping = 0.1\n'

@@ -21,7 +21,7 @@ from .layout import H as H_COLUMN  # (H is the subtree momentum below)
 _compiled.key_cache(__name__)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _skew_into(w, o, M, r, c, sign):
     """M[r:r+3, c:c+3] = sign * skew(w[o:o+3])."""
     M[r, c] = 0.0
@@ -35,7 +35,7 @@ def _skew_into(w, o, M, r, c, sign):
     M[r + 2, c + 2] = 0.0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _crm(x, C):
     """crm(x) = [ω× 0; v× ω×]."""
     C[:, :] = 0.0
@@ -44,7 +44,7 @@ def _crm(x, C):
     _skew_into(x, 3, C, 3, 0, 1.0)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _crf(x, C):
     """crf(x) = −crm(x)ᵀ = [ω× v×; 0 ω×]."""
     C[:, :] = 0.0
@@ -53,7 +53,7 @@ def _crf(x, C):
     _skew_into(x, 3, C, 0, 3, 1.0)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _crf_bar(b, C):
     """C with crf(a) b = C a, b = [n; f]: [−n× −f×; −f× 0]."""
     C[:, :] = 0.0
@@ -62,7 +62,7 @@ def _crf_bar(b, C):
     _skew_into(b, 3, C, 3, 0, -1.0)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _mv(A, x, out):
     for r in range(6):
         s = 0.0
@@ -71,7 +71,7 @@ def _mv(A, x, out):
         out[r] = s
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _mtv(A, x, out):
     for r in range(6):
         s = 0.0
@@ -80,7 +80,7 @@ def _mtv(A, x, out):
         out[r] = s
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _mm_add(A, B, out, sign):
     """out (6 x m) += sign * A (6x6) @ B (6 x m)."""
     for r in range(6):
@@ -91,7 +91,7 @@ def _mm_add(A, B, out, sign):
             out[r, c] += sign * s
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _mtm_add(A, B, out):
     """out (6 x m) += Aᵀ @ B."""
     for r in range(6):
@@ -102,7 +102,7 @@ def _mtm_add(A, B, out):
             out[r, c] += s
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _cols_add(A, S, nvj, out, c0):
     """out[:, c0:c0+nvj] += A @ S[:, :nvj]."""
     for r in range(6):
@@ -113,7 +113,7 @@ def _cols_add(A, S, nvj, out, c0):
             out[r, c0 + c] += s
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _body_arrays(data, q, X, S, I):
     """X[i] = i_X_parent(i) = [E 0; −E r× E] from X_up = (E, r) of
     :func:`kernels.joint_transform`; S[i, :, :nvj] the motion subspace; I[i] the spatial
@@ -158,7 +158,7 @@ def _body_arrays(data, q, X, S, I):
     return 0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def rnea_tangent(data, gravity, q, v, a, dq, dv):
     """dq ← ∂τ/∂q (tangent chart), dv ← ∂τ/∂v of RNEA(q, v, a), with the model's gravity
     if ``gravity``, else none. 0, or ``i + 1`` if the quaternion of body i is not unit."""
@@ -275,7 +275,7 @@ def rnea_tangent(data, gravity, q, v, a, dq, dv):
     return 0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def kinetic_tangent(data, q, v, D):
     """D ← ∂/∂q (∂T/∂q) at fixed v, both in the tangent chart. 0, or ``i + 1`` if the
     quaternion of body i is not unit."""

@@ -31,7 +31,7 @@ from .layout import ARMATURE, GRAV, IBAR, IV, MASS, NVJ, PARENT, H
 _compiled.key_cache(__name__)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def add_rotor_energy(data, v, out):
     """``out[0] += ½ Σ armature v²``: the rotors' kinetic energy (armature, a joint's rotor
     inertia, acts on its own speeds only: T gains this, ∂T/∂q and the momentum nothing)."""
@@ -43,7 +43,7 @@ def add_rotor_energy(data, v, out):
                 out[0] += 0.5 * arm * v[o + c] * v[o + c]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def energy_terms(data, q, v, dT, dV, out):
     """``out = [T, V, L (3), P (3)]`` with the rotors' energy in T, ``dT ← ∂T/∂q``,
     ``dV ← ∂V/∂q = g(q)`` (tangent space): what :class:`~kanedyn.ModelSystem` asks for.
@@ -54,14 +54,14 @@ def energy_terms(data, q, v, dT, dV, out):
     return s
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _cross(a, b, out):
     out[0] = a[1] * b[2] - a[2] * b[1]
     out[1] = a[2] * b[0] - a[0] * b[2]
     out[2] = a[0] * b[1] - a[1] * b[0]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def energy_pass(data, q, v, dT, dV, out):
     """``out[:8] = [T, V, L, P]`` of the bodies (no rotors), ``dT ← ∂T/∂q``, ``dV ← ∂V/∂q``;
     0, or ``i + 1`` if the quaternion of body i is not of unit norm (out is then not set).

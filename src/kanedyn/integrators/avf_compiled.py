@@ -22,12 +22,12 @@ from ..dynamics import _compiled, kernels
 from ..dynamics.energy_kernel import energy_pass
 from ..dynamics.flat import flatten
 from .base import _chol_solve
-from .rk4_compiled import largest_speed, state_is_finite, step_grid
+from .rk4_compiled import largest_speed, save_sample, state_guard, step_grid, store
 
 _compiled.key_cache(__name__)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _avf_loop(data, q0, v0, dt, n_steps, every, xi, w, tol, maxiter, blowup, Q, V, iters,
               status):
     n = v0.shape[0]
@@ -42,9 +42,7 @@ def _avf_loop(data, q0, v0, dt, n_steps, every, xi, w, tol, maxiter, blowup, Q, 
     dq, dp, rq, rp = np.zeros(n), np.zeros(n), np.empty(n), np.empty(n)
     have_last, last_h = False, 0.0
     vmax0 = largest_speed(v)
-    Q[0, :] = q
-    V[0, :] = v
-    k_out = 1
+    k_out = store(q, v, Q, V, 0)
     for step in range(n_steps):
         h = dt[step]
         s = kernels.crba1(data, q, M)
@@ -109,13 +107,10 @@ def _avf_loop(data, q0, v0, dt, n_steps, every, xi, w, tol, maxiter, blowup, Q, 
         if not _chol_solve(M, pk, v) or s != 0:
             status[0], status[1] = 3, step
             return k_out
-        if not state_is_finite(q, v) or largest_speed(v) > blowup * (1.0 + vmax0):
+        if state_guard(q, v, vmax0, blowup) != 0:
             status[0], status[1] = 2, step + 1
             return k_out
-        if (step + 1) % every == 0 or step == n_steps - 1:
-            Q[k_out, :] = q
-            V[k_out, :] = v
-            k_out += 1
+        k_out = save_sample(step, n_steps, every, q, v, Q, V, k_out)
     return k_out
 
 
@@ -124,7 +119,8 @@ def run(problem, tol: float, maxiter: int, nodes: int):
     from .base import Solution
 
     s, model = problem.system, problem.system.compiled_step
-    n_steps, steps, times, every, keep = step_grid(problem)
+    n_steps, steps, times, every, keep = step_grid(problem.dt, problem.t0, problem.t_final,
+                                                   problem.save_every)
     Q = np.empty((len(keep), s.nq))
     V = np.empty((len(keep), s.nv))
     iters = np.zeros(n_steps, dtype=np.int32)

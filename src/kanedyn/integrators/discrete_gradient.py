@@ -208,17 +208,9 @@ class AVF(_DiscreteGradient):
         if (not self.opts["compiled"] or project is not None or self.alpha > 0.0
                 or not rk4_compiled.applicable(self.problem)):
             return None
-        import warnings
-
-        from numba.core.errors import NumbaError
-
-        try:
-            return avf_compiled.run(self.problem, self.opts["tol"], self.opts["maxiter"],
-                                    int(self.opts["nodes"]))
-        except NumbaError as e:  # the kernels changed under us: the Python loop still works
-            warnings.warn(f"avf: compiled loop unavailable ({type(e).__name__}); using the "
-                          "Python step loop", RuntimeWarning, stacklevel=3)
-            return None
+        return rk4_compiled.compiled_or_none("avf", avf_compiled.run, self.problem,
+                                             self.opts["tol"], self.opts["maxiter"],
+                                             int(self.opts["nodes"]))
 
     def __init__(self, problem, **options):
         super().__init__(problem, **options)

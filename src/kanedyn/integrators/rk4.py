@@ -19,38 +19,17 @@ from .base import FixedStepMethod, chart_is_additive, chart_jacobian
 class RK4(FixedStepMethod):
     """Classical RK4 (explicit, fixed step, 4 dynamics evaluations per step).
 
-    ``compiled=True`` (default): when the system is a plain Model with additive
-    coordinates and no force elements, the whole run (and an energy projection)
-    goes through the compiled loop of :mod:`.rk4_compiled`; same steps, less
-    overhead.
+    This class is the readable reference. ``compiled=True`` (default): ``kd.simulate``
+    runs a plain Model with additive coordinates (and no armature), without force
+    elements or with joint springs, dampers and smoothed Stribeck friction, in the one
+    compiled RK4 loop, :func:`kanedyn.sim.batch.rk4_run` (also the batches'; its stages
+    are those of :mod:`.rk4_compiled`); same steps, less overhead. ``compiled=False``
+    takes these Python steps.
     """
 
     name = "rk4"
     order = 4
     options = {"compiled": True}
-
-    def compiled_run(self, project):
-        """The Solution by the compiled loop, or None when it does not apply."""
-        import warnings
-
-        from numba.core.errors import NumbaError
-
-        from . import rk4_compiled
-
-        if not self.opts["compiled"] or not rk4_compiled.applicable(self.problem):
-            return None
-        invariants = None if project is None else tuple(
-            [project] if isinstance(project, str) else project)
-        if invariants not in (None, ("energy",)):
-            return None
-        try:
-            if invariants is None:
-                return rk4_compiled.run(self.problem, self.name, project=False)
-            return rk4_compiled.run(self.problem, f"{self.name}+project('energy',)", True)
-        except NumbaError as e:  # the kernels changed under us: the Python loop still works
-            warnings.warn(f"rk4: compiled loop unavailable ({type(e).__name__}); using the "
-                          "Python step loop", RuntimeWarning, stacklevel=3)
-            return None
 
     def __init__(self, problem, **options):
         super().__init__(problem, **options)

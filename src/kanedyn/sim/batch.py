@@ -1,13 +1,21 @@
-"""Many simulations at once: N initial states (and per-run parameters) stepped together.
+"""The one compiled RK4 loop, for one run and for N runs at once.
 
-``simulate_batch(model, Q0, V0, t_final, dt=...)`` integrates N independent runs
-of one Model with the classical RK4 method — the same scheme as
-``kd.simulate(..., method="rk4")``, so each run agrees with a single run to
-round-off — but the whole loop (forces, the articulated-body algorithm of
-:mod:`kanedyn.dynamics.kernels`, the stages) runs in one numba kernel,
-parallel over runs. The RK4 stage states and update are the compiled ones of
-:mod:`kanedyn.integrators.rk4_compiled` (the single-run loop's), and the friction
-force the compiled Stribeck law of :mod:`kanedyn.friction.laws_kernel`.
+:func:`rk4_run` integrates one state with the classical RK4 method, the joint forces
+(springs, dampers, the smoothed Stribeck law of :mod:`kanedyn.friction.laws_kernel`)
+evaluated between the stages, with the guards of ``run_fixed``, the kept samples, the
+work W_nc of the non-conservative forces and, on request, the energy — all in numba,
+without the GIL. Both ``kd.simulate(model, ..., method="rk4")`` (:func:`run_rk4`, with
+the optional energy projection) and ``simulate_batch`` (which runs it per state in
+``prange``) call it: a single run is the batch of one, and gives the same bits. Its
+integrator parts (the stage state and the update, the projection, the guards, the step
+grid) are those of :mod:`kanedyn.integrators.rk4_compiled`; the Python reference is
+:class:`kanedyn.integrators.rk4.RK4` (the same steps, tested to round-off). It lives in
+``sim`` because it composes forces and friction with the integrator (DESIGN's import
+order keeps integrators from importing them).
+
+``simulate_batch(model, Q0, V0, t_final, dt=...)`` integrates N independent runs of
+one Model — the steps, times and kept samples of ``kd.simulate`` (the last step
+shortened to land on t_final, and kept) — parallel over runs.
 
 Per-run parameters change a run's model or forces without building N
 models: ``params={"mass:link3": masses, "damping:joint1": c, ...}``, each an
@@ -17,9 +25,11 @@ array of N values. A ``mass:<body>`` scales that body's whole spatial inertia
 of a :class:`~kanedyn.forces.JointDamper`, ``Fc``/``Fs``/``vs``/``delta``/``Fv``
 of the Stribeck law of a :class:`~kanedyn.forces.JointFriction`.
 
-The kernel takes models whose joints all have one speed and an additive
+The batch takes models whose joints all have one speed and an additive
 configuration (revolute, prismatic, helical), and the force elements just
-named; anything else is refused with the reason.
+named; anything else is refused with the reason. ``kd.simulate`` takes this loop for
+a Model with additive coordinates and no armature (``compiled_step``), without force
+elements or with only those (then on 1-speed joints); otherwise the Python steps.
 """
 
 from __future__ import annotations
@@ -35,9 +45,24 @@ from ..dynamics import kernels as K
 from ..dynamics._dispatch import singular_error
 from ..dynamics.flat import flatten
 from ..dynamics.layout import IBAR, MASS, H
-from ..errors import DivergenceError, KanedynError, StateError
+from ..errors import DivergenceError, KanedynError, SolverError, StateError
 from ..friction.laws_kernel import stribeck_force, stribeck_parameters
-from ..integrators.rk4_compiled import rk4_stage_state, rk4_update, state_is_finite
+from ..integrators.base import Solution
+from ..integrators.projection import parse_invariants
+from ..integrators.rk4_compiled import (
+    BAD_KERNEL_STATE,
+    NOT_FINITE,
+    compiled_or_none,
+    energy_of,
+    largest_speed,
+    project_energy,
+    rk4_stage_state,
+    rk4_update,
+    save_sample,
+    state_guard,
+    step_grid,
+    store,
+)
 from ..model import Model
 from ..model.model import singular_joints
 
@@ -49,6 +74,11 @@ NPAR = 12
 QUANTITIES = {"stiffness": P_K, "rest": P_REST, "damping": P_C, "Fc": P_FC, "Fs": P_FS,
               "vs": P_VS, "delta": P_DELTA, "Fv": P_FV}
 METHODS = ("rk4",)
+
+#: why a run stopped, by the status code of :mod:`kanedyn.integrators.rk4_compiled`
+STOPPED = {NOT_FINITE: "the state became NaN or infinite",
+           2: "blow-up (speed beyond blowup=)",
+           BAD_KERNEL_STATE: "the dynamics kernel reported a bad state"}
 
 
 @dataclass
@@ -75,9 +105,9 @@ class BatchTrajectory:
         return self.q.shape[0]
 
 
-# --- the kernel ---------------------------------------------------------------------
+# --- the loop -------------------------------------------------------------------------
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _forces(P, q, v, tau_nc, tau):
     """τ of springs (conservative), dampers and Stribeck friction (non-conservative; the
     law's one compiled form, :func:`~kanedyn.friction.laws_kernel.stribeck_force`, at the
@@ -92,12 +122,12 @@ def _forces(P, q, v, tau_nc, tau):
         tau[j] = t_nc - P[j, P_K] * (q[j] - P[j, P_REST])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _energy(data, P, q, v, summary):
     """T + V_gravity + V_springs of one state: T and V from the compiled kernel of
-    ``kd.energy`` (:func:`~kanedyn.dynamics.kernels.kinematics.summary_into`, rotors
-    included), another pass than the integrators' energy kernel, so a batch's energy
-    checks the single run's independently."""
+    ``kd.kinetic_energy`` (:func:`~kanedyn.dynamics.kernels.kinematics.summary_into`,
+    rotors included), another pass than the integrators' energy kernel, so a batch's
+    energy checks the single run's independently."""
     K.summary_into(data, q, v, True, summary)
     Vs = 0.0
     for j in range(q.shape[0]):
@@ -106,98 +136,191 @@ def _energy(data, P, q, v, summary):
     return summary[0] + summary[1] + Vs
 
 
-@njit(cache=True)
-def _stage(data, P, q, v, tau_nc, tau, fext, a):
-    _forces(P, q, v, tau_nc, tau)
-    K.aba_into(data, q, v, tau, fext, False, a)
+@njit(cache=True, nogil=True)
+def _stage(data, P, forces, q, v, tau_nc, tau, fext, a, ws):
+    """a = ABA(q, v, τ(q, v)) with the joint forces τ (none unless ``forces``), ``ws`` the
+    ABA workspace (:func:`~kanedyn.dynamics.kernels.aba.aba_workspace`, allocated once a
+    run); returns the kernel's status (0 ok)."""
+    if forces:
+        _forces(P, q, v, tau_nc, tau)
+    return K.aba_core(data, q, v, tau, fext, False, a, *ws)
+
+
+@njit(cache=True, _nrt=False, nogil=True)
+def _power(v, tau_nc):
+    """vᵀ τ_nc, the rate of W_nc."""
     w = 0.0
     for j in range(v.shape[0]):
         w += v[j] * tau_nc[j]
     return w
 
 
-@njit(cache=True, parallel=True)
-def _rk4_batch(D, Q0, V0, P, h, nsteps, save_every, outQ, outV, outW, outE, status):
-    N, n = Q0.shape
-    nb = D.shape[1] - 1
-    for k in prange(N):
-        data = D[k]
-        q = Q0[k].copy()
-        v = V0[k].copy()
-        qs = np.empty(n)
-        k1v = np.empty(n)
-        k2v = np.empty(n)
-        k3v = np.empty(n)
-        k4v = np.empty(n)
-        k2x = np.empty(n)
-        k3x = np.empty(n)
-        k4x = np.empty(n)
-        tau_nc = np.empty(n)
-        tau = np.empty(n)
-        fext = np.zeros((nb, 6))
-        summary = np.empty(11)
-        w = 0.0
-        outQ[k, 0] = q
-        outV[k, 0] = v
-        outW[k, 0] = 0.0
-        outE[k, 0] = _energy(data, P[k], q, v, summary)
-        status[k] = -1
-        for step in range(1, nsteps + 1):
-            k1w = _stage(data, P[k], q, v, tau_nc, tau, fext, k1v)
-            rk4_stage_state(q, v, v, k1v, 0.5 * h, qs, k2x)
-            k2w = _stage(data, P[k], qs, k2x, tau_nc, tau, fext, k2v)
-            rk4_stage_state(q, v, k2x, k2v, 0.5 * h, qs, k3x)
-            k3w = _stage(data, P[k], qs, k3x, tau_nc, tau, fext, k3v)
-            rk4_stage_state(q, v, k3x, k3v, h, qs, k4x)
-            k4w = _stage(data, P[k], qs, k4x, tau_nc, tau, fext, k4v)
-            rk4_update(q, v, h, k2x, k3x, k4x, k1v, k2v, k3v, k4v)
-            w += (h / 6) * (k1w + 2 * k2w + 2 * k3w + k4w)
-            if not state_is_finite(q, v):
-                status[k] = step
-                break
-            if step % save_every == 0:
-                s = step // save_every
-                outQ[k, s] = q
-                outV[k, s] = v
-                outW[k, s] = w
-                outE[k, s] = _energy(data, P[k], q, v, summary)
+@njit(cache=True, nogil=True)
+def rk4_run(data, P, forces, q0, v0, steps, every, project, blowup, record, Q, V, W, E,
+            status):
+    """One run of classical RK4 from (q0, v0) by the steps ``steps`` (the grid of
+    :func:`~kanedyn.integrators.rk4_compiled.step_grid`), on the flat array ``data``:
+
+        k₁ = f(x), k₂ = f(x + h/2 k₁), k₃ = f(x + h/2 k₂), k₄ = f(x + h k₃),
+        x ← x + h/6 (k₁ + 2k₂ + 2k₃ + k₄),   x = (q, v, W_nc), f = (v, a, vᵀτ_nc)
+
+    (Hairer, Nørsett & Wanner, Solving ODEs I, II.1.9), a = ABA(q, v, τ) with the joint
+    forces of the rows ``P`` (nv, NPAR) when ``forces``; then, if ``project``, the energy
+    projection (no forces). Keeps the state after every ``every``-th step and the last in
+    ``Q``, ``V``, ``W`` (and the energy in ``E`` if ``record``), sample 0 the start.
+    Returns the number of samples kept; ``status`` (3,) is left [0, 0, 0], or [code, step
+    (from 1), kernel status] of the step at which the state became non-finite, blew up
+    (speed beyond ``blowup (1 + max|v0|)``) or a kernel refused it."""
+    nv = v0.shape[0]
+    nb = data.shape[0] - 1
+    n_steps = steps.shape[0]
+    q, v = q0.copy(), v0.copy()
+    qs, k1v, k2v, k3v, k4v = np.empty(nv), np.empty(nv), np.empty(nv), np.empty(nv), np.empty(nv)
+    k2q, k3q, k4q = np.empty(nv), np.empty(nv), np.empty(nv)
+    tau_nc, tau, fext = np.zeros(nv), np.zeros(nv), np.zeros((nb, 6))
+    ws = K.aba_workspace(nb, nv)
+    summary = np.empty(11)
+    # for the projection: M, ∂T/∂q, ∂V/∂q, the energy kernel's output, work vectors
+    M, dT, dV, out = np.empty((nv, nv)), np.empty(nv), np.empty(nv), np.empty(8)
+    E0 = energy_of(data, q, v, dT, dV, out) if project else 0.0
+    vmax0 = largest_speed(v)
+    status[:] = 0
+    w = 0.0
+    W[0] = 0.0
+    if record:
+        E[0] = _energy(data, P, q, v, summary)
+    k = store(q, v, Q, V, 0)
+    for n in range(n_steps):
+        h = steps[n]
+        s = _stage(data, P, forces, q, v, tau_nc, tau, fext, k1v, ws)
+        k1w = _power(v, tau_nc) if forces else 0.0
+        rk4_stage_state(q, v, v, k1v, 0.5 * h, qs, k2q)  # k2q = v of stage 2
+        s |= _stage(data, P, forces, qs, k2q, tau_nc, tau, fext, k2v, ws)
+        k2w = _power(k2q, tau_nc) if forces else 0.0
+        rk4_stage_state(q, v, k2q, k2v, 0.5 * h, qs, k3q)
+        s |= _stage(data, P, forces, qs, k3q, tau_nc, tau, fext, k3v, ws)
+        k3w = _power(k3q, tau_nc) if forces else 0.0
+        rk4_stage_state(q, v, k3q, k3v, h, qs, k4q)
+        s |= _stage(data, P, forces, qs, k4q, tau_nc, tau, fext, k4v, ws)
+        k4w = _power(k4q, tau_nc) if forces else 0.0
+        rk4_update(q, v, h, k2q, k3q, k4q, k1v, k2v, k3v, k4v)
+        w += (h / 6) * (k1w + 2 * k2w + 2 * k3w + k4w)
+        if project:
+            s |= project_energy(data, q, v, E0, M, dT, dV, out, qs, k4q, k1v, k2v)
+        code = state_guard(q, v, vmax0, blowup)
+        if code != NOT_FINITE and s != 0:  # (the order of run_fixed's checks)
+            code = BAD_KERNEL_STATE
+        if code != 0:
+            status[0], status[1], status[2] = code, n + 1, s
+            return k
+        kept = save_sample(n, n_steps, every, q, v, Q, V, k)
+        if kept != k:
+            W[k] = w
+            if record:
+                E[k] = _energy(data, P, q, v, summary)
+            k = kept
+    return k
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _rk4_runs(D, P, forces, Q0, V0, steps, every, blowup, outQ, outV, outW, outE, status):
+    """:func:`rk4_run` for each run k (its own flat array ``D[k]`` and force rows
+    ``P[k]``), the runs spread over the threads."""
+    for k in prange(Q0.shape[0]):
+        rk4_run(D[k], P[k], forces, Q0[k], V0[k], steps, every, False, blowup, True, outQ[k],
+                outV[k], outW[k], outE[k], status[k])
 
 
 # --- the Python side ------------------------------------------------------------------
 
-def _force_parameters(model: Model, forces, N: int) -> NDArray:
+def _force_rows(model: Model, forces) -> tuple[NDArray, str | None]:
+    """The rows P (nv, NPAR) of the loop's joint forces, and None; or (None, why the loop
+    cannot take one of the elements). Needs every joint of one speed (dof = body index)."""
     from ..forces import JointDamper, JointFriction, JointSpring
     from ..friction.laws import Stribeck
 
-    P = np.zeros((N, model.nv, NPAR))
-    P[:, :, P_VS] = 1.0
-    P[:, :, P_DELTA] = 1.0
-    P[:, :, P_EPS] = 1.0
+    P = np.zeros((model.nv, NPAR))
+    P[:, P_VS] = 1.0
+    P[:, P_DELTA] = 1.0
+    P[:, P_EPS] = 1.0
     for f in forces:
         iv = model.joint_index(f.joint) if hasattr(f, "joint") else None
         if isinstance(f, JointSpring):
-            P[:, iv, P_K] += f.k
-            P[:, iv, P_REST] = f.rest
+            P[iv, P_K] += f.k
+            P[iv, P_REST] = f.rest
         elif isinstance(f, JointDamper):
             c = model.bodies[iv].joint.damping if f.c is None else f.c
-            P[:, iv, P_C] += c
+            P[iv, P_C] += c
         elif isinstance(f, JointFriction) and type(f.law) is Stribeck and f.law.smoothing:
             try:
                 Fc, Fs, vs, delta, Fv, eps, kind = stribeck_parameters(f.law)
             except KanedynError as exc:
-                raise KanedynError(f"simulate_batch: the friction on {f.joint!r} has no "
-                                   f"batched kernel: {exc}") from exc
-            P[:, iv, P_FRIC] = 1.0
-            P[:, iv, [P_FC, P_FS, P_VS, P_DELTA, P_FV]] = (Fc, Fs, vs, delta, Fv)
-            P[:, iv, P_EPS] = eps
-            P[:, iv, P_SMOOTH] = kind
-            P[:, iv, P_SURF] = f.surface_velocity
+                return None, f"the friction on {f.joint!r} has no batched kernel: {exc}"
+            P[iv, P_FRIC] = 1.0
+            P[iv, [P_FC, P_FS, P_VS, P_DELTA, P_FV]] = (Fc, Fs, vs, delta, Fv)
+            P[iv, P_EPS] = eps
+            P[iv, P_SMOOTH] = kind
+            P[iv, P_SURF] = f.surface_velocity
         else:
-            raise KanedynError(
-                f"simulate_batch: no batched kernel for {f!r}; it takes JointSpring, "
-                "JointDamper and JointFriction with a smoothed Stribeck law (for other "
-                "elements run kd.simulate per state)")
-    return P
+            return None, (f"no batched kernel for {f!r}; it takes JointSpring, JointDamper "
+                          "and JointFriction with a smoothed Stribeck law (for other "
+                          "elements run kd.simulate per state)")
+    return P, None
+
+
+def _has_forces(P: NDArray) -> bool:
+    """Whether any row acts (a spring, a damper or friction): else the loop skips them."""
+    return bool(np.any(P[..., [P_K, P_C, P_FRIC]] != 0.0))
+
+
+def _one_speed_joints(model: Model) -> list[str]:
+    """The joints that are not 1-DOF additive ones (which the force rows need)."""
+    return [b.joint.name for b in model.bodies
+            if not (b.joint.chart_is_additive and b.joint.nv == 1)]
+
+
+def run_rk4(compiled: bool, problem, forces, project) -> Solution | None:
+    """``kd.simulate``'s rk4 by :func:`rk4_run`: a Solution, or None where the loop does
+    not apply — ``compiled`` False (the method's ``compiled=`` option), a progress bar, a
+    system without ``compiled_step`` (a Model with additive coordinates and no armature),
+    force elements the loop does not take (or on joints of several speeds), a projection
+    onto anything but the energy, or the energy projection with force elements (its target
+    E₀ + W_nc and the springs' potential are the Python projection's)."""
+    model = getattr(problem.system, "compiled_step", None)
+    if not compiled or model is None or problem.progress is not None:
+        return None
+    invariants = None if project is None else parse_invariants(project)
+    forces = list(forces or ())
+    if invariants not in (None, ("energy",)) or (invariants and forces):
+        return None
+    if forces and _one_speed_joints(model):
+        return None
+    P, why = _force_rows(model, forces)
+    if why is not None:
+        return None
+    name = "rk4" if invariants is None else f"rk4+project{invariants}"
+    return compiled_or_none(name, _run_one, problem, model, P, invariants is not None, name)
+
+
+def _run_one(problem, model: Model, P: NDArray, project: bool, name: str) -> Solution:
+    n_steps, steps, times, every, keep = step_grid(problem.dt, problem.t0, problem.t_final,
+                                                   problem.save_every)
+    Q = np.empty((len(keep), model.nq))
+    V = np.empty((len(keep), model.nv))
+    W = np.empty(len(keep))
+    status = np.zeros(3, dtype=np.int64)
+    k = rk4_run(flatten(model).data, P, _has_forces(P),
+                np.ascontiguousarray(problem.q0, float), np.ascontiguousarray(problem.v0, float),
+                steps, every, project, float(problem.blowup), False, Q, V, W, np.empty(0),
+                status)
+    if status[0]:
+        n = int(status[1])
+        cls = SolverError if status[0] == BAD_KERNEL_STATE else DivergenceError
+        raise cls(f"{name}: {STOPPED[int(status[0])]} at step {n}, t = {times[n]:.6g}: q = "
+                  f"{np.array2string(Q[k - 1], precision=4)}, v = "
+                  f"{np.array2string(V[k - 1], precision=4)} (last saved state); reduce dt")
+    return Solution(times[keep], Q, V, W, {"newton_iterations": np.zeros(n_steps, np.int32)},
+                    name)
 
 
 def _apply_params(model: Model, D: NDArray, P: NDArray, params: dict, N: int) -> None:
@@ -243,8 +366,10 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
                    params: dict | None = None, save_every: int = 1) -> BatchTrajectory:
     """Integrate N runs of ``model`` from the rows of ``Q0`` (N, nq) and ``V0`` (N, nv).
 
-    See the module docstring for ``params``. Raises :class:`DivergenceError`
-    naming the runs whose state became non-finite.
+    The steps of ``dt`` from 0, the last one shortened to land on ``t_final``; the state
+    after every ``save_every``-th step and after the last is kept (the samples of
+    ``kd.simulate``). See the module docstring for ``params``. Raises
+    :class:`DivergenceError` naming the runs whose state became non-finite.
     """
     if not isinstance(model, Model):
         raise KanedynError("simulate_batch takes a Model (its kernels run on the model's "
@@ -252,8 +377,7 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
     if method not in METHODS:
         raise KanedynError(f"simulate_batch: unknown method {method!r}; batched methods: "
                            f"{', '.join(METHODS)}")
-    odd = [b.joint.name for b in model.bodies
-           if not (b.joint.chart_is_additive and b.joint.nv == 1)]
+    odd = _one_speed_joints(model)
     if odd:
         raise KanedynError(f"simulate_batch: joints {odd} are not 1-DOF additive joints "
                            "(revolute, prismatic, helical), which the batched kernel needs")
@@ -274,25 +398,27 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
     if int(save_every) != save_every or save_every < 1:
         raise StateError(f"simulate_batch: save_every = {save_every!r} must be a positive int")
     N = Q0.shape[0]
-    nsteps = int(round(t_final / dt))
-    if abs(nsteps * dt - t_final) > 1e-9 * max(1.0, t_final):
-        raise StateError(f"simulate_batch: t_final = {t_final} is not a whole number of steps "
-                         f"dt = {dt}")
-    nsteps -= nsteps % save_every
+    n_steps, steps, times, every, keep = step_grid(float(dt), 0.0, float(t_final),
+                                                   int(save_every))
     D = np.ascontiguousarray(np.repeat(flatten(model).data[None], N, axis=0))
-    P = _force_parameters(model, forces, N)
+    rows, why = _force_rows(model, forces)
+    if why is not None:
+        raise KanedynError(f"simulate_batch: {why}")
+    P = np.ascontiguousarray(np.repeat(rows[None], N, axis=0))
     _apply_params(model, D, P, params or {}, N)
-    S = nsteps // save_every + 1
+    S = len(keep)
     outQ = np.empty((N, S, model.nq))
     outV = np.empty((N, S, model.nv))
     outW = np.empty((N, S))
     outE = np.empty((N, S))
-    status = np.empty(N, np.int64)
-    _rk4_batch(D, Q0, V0, P, float(dt), nsteps, int(save_every), outQ, outV, outW, outE, status)
-    bad = np.flatnonzero(status >= 0)
+    status = np.zeros((N, 3), np.int64)
+    # no blow-up guard (np.inf): a batch stops a run only at a non-finite state
+    _rk4_runs(D, P, _has_forces(P), Q0, V0, steps, every, np.inf, outQ, outV, outW, outE,
+              status)
+    bad = np.flatnonzero(status[:, 0])
     if bad.size:
-        where = ", ".join(f"run {k} at t = {status[k] * dt:g}" for k in bad[:5])
-        raise DivergenceError(f"simulate_batch: {bad.size} of {N} runs diverged (non-finite "
-                              f"state): {where}{' ...' if bad.size > 5 else ''}")
-    t = dt * save_every * np.arange(S)
-    return BatchTrajectory(t, outQ, outV, outE, outW, method)
+        why = "; ".join(sorted({STOPPED[int(c)] for c in status[bad, 0]}))
+        where = ", ".join(f"run {k} at t = {times[status[k, 1]]:g}" for k in bad[:5])
+        raise DivergenceError(f"simulate_batch: {bad.size} of {N} runs diverged ({why}): "
+                              f"{where}{' ...' if bad.size > 5 else ''}")
+    return BatchTrajectory(times[keep], outQ, outV, outE, outW, method)

@@ -20,7 +20,7 @@ from ..dynamics.layout import FREE, IQ, IV, JTYPE, NVJ, PLANAR, SPHERICAL
 _compiled.key_cache(__name__)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _quat_exp_mul(q, k, w0, w1, w2, out, o):
     """out[o:o+4] = q[k:k+4] ⊗ exp((w0, w1, w2)), normalised."""
     th = np.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
@@ -36,7 +36,7 @@ def _quat_exp_mul(q, k, w0, w1, w2, out, o):
     out[o], out[o + 1], out[o + 2], out[o + 3] = rw / n, rx / n, ry / n, rz / n
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def integrate_into(data, q, v, dt, out):
     """out = q ⊕ dt v for the whole model (joint types and offsets from the flat array
     ``data`` of :func:`kanedyn.dynamics.flat.flatten`)."""

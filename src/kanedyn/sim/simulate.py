@@ -15,6 +15,7 @@ from ..integrators.projection import Projected, parse_invariants
 from ..integrators.scipy_ivp import SCIPY_METHODS
 from ..model import Model
 from ..model.configuration import check_configuration
+from .batch import run_rk4
 from .progress import ProgressBar, wants_progress
 from .stickslip import simulate_stick_slip
 from .system import as_system
@@ -179,8 +180,11 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, method: str =
             stepper = fn(problem, **options)
             if project is not None:
                 parse_invariants(project)
-            fast = getattr(stepper, "compiled_run", None)
-            sol = fast(project) if fast is not None else None
+            if method == "rk4":  # the one compiled RK4 loop (sim's: it adds the joint forces)
+                sol = run_rk4(stepper.opts["compiled"], problem, fs.elements, project)
+            else:
+                fast = getattr(stepper, "compiled_run", None)
+                sol = fast(project) if fast is not None else None
             if sol is None:
                 if project is not None:
                     stepper = Projected(stepper, parse_invariants(project))

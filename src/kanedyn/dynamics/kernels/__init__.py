@@ -91,7 +91,14 @@ from __future__ import annotations
 # algorithms and helpers that other compiled code calls (the energy and derivative
 # kernels, the compiled integrators, sim/batch.py, bench/), and what the tests look at
 from .. import _compiled
-from .aba import ABA_LANE_BODIES, aba1, aba_core, aba_into, aba_lanes_fit  # noqa: F401
+from .aba import (  # noqa: F401
+    ABA_LANE_BODIES,
+    aba1,
+    aba_core,
+    aba_into,
+    aba_lanes_fit,
+    aba_workspace,
+)
 from .constants import BAD_SHAPE, NOT_FINITE, SINGULAR, workspace_size  # noqa: F401
 from .crba import crba1, crba_core, crba_into  # noqa: F401
 from .entries import (  # noqa: F401

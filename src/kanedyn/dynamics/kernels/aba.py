@@ -342,14 +342,21 @@ def free_root_armature(IA, i, X0, arm):
     IA[i, 20] += arm
 
 
+@njit(cache=True, nogil=True)
+def aba_workspace(nb, nv):
+    """The scratch arrays (X, X0, S0, w, IA, LW, y) of :func:`aba_core` for nb bodies and
+    nv speeds: a loop calling ABA many times allocates them once
+    (``aba_core(..., qdd, *ws)``)."""
+    return (np.empty((nb, 12)), np.empty((nb, 12)), np.empty((nv, 6)),
+            np.empty((3 * nb + 8, 6)), np.empty((nb, 21)), np.empty((12 * nb, 6)),
+            np.empty(nv))
+
+
 @njit(cache=True)
 def aba_into(data, q, v, tau, fext, use_fext, qdd):
     """:func:`aba_core` with a workspace of its own."""
-    nb = data.shape[0] - 1
-    nv = qdd.shape[0]
-    return aba_core(data, q, v, tau, fext, use_fext, qdd, np.empty((nb, 12)),
-                    np.empty((nb, 12)), np.empty((nv, 6)), np.empty((3 * nb + 8, 6)),
-                    np.empty((nb, 21)), np.empty((12 * nb, 6)), np.empty(nv))
+    X, X0, S0, w, IA, LW, y = aba_workspace(data.shape[0] - 1, qdd.shape[0])
+    return aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, S0, w, IA, LW, y)
 
 
 @njit(cache=True, nogil=True)
