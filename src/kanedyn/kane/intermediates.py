@@ -50,6 +50,7 @@ class Recorder:
         #: local rewrites applied after each expansion, e.g. cos(q)² → 1 − sin(q)²
         self.pythagoras: dict = {}
         self._rates: dict = {}
+        self._atomized: dict = {}
 
     def fresh(self, name: str) -> sp.Symbol:
         while name in self._names:
@@ -69,6 +70,13 @@ class Recorder:
         never multiplies such a node out (a normalised vector, a constraint solution)."""
         if not isinstance(e, sp.Basic) or e.is_Atom or not e.args:
             return e
+        hit = self._atomized.get(e)
+        if hit is None:
+            # memoised: the kinematics' trees repeat their subtrees many times
+            hit = self._atomized[e] = self._atomize_node(e, name)
+        return hit
+
+    def _atomize_node(self, e, name: str):
         args = [self._atomize(x, name) for x in e.args]
         if any(x is not y for x, y in zip(args, e.args, strict=True)):
             e = e.func(*args)
