@@ -36,7 +36,10 @@ class Recorder:
     """Binds expressions to symbols in evaluation order (the program's intermediates).
 
     Each expression is expanded before it is bound (local simplification: terms of one
-    entry combine and cancel; nothing larger is ever expanded). Numbers, bare symbols
+    entry combine and cancel; nothing larger is ever expanded), except that a sum inside
+    a product or power is bound first and not multiplied out (``EXPAND_LIMIT``):
+    distributing ``c (a + b)`` costs operations and the code generator's CSE cannot
+    take them back. Numbers, bare symbols
     and ``c*x`` are returned unbound. Identical expressions (or negatives) share one
     symbol. ``reserved`` are names the system already uses (coordinates, speeds,
     parameters, inputs): a fresh symbol never takes one, so none can merge with it.
