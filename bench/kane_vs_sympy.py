@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import resource
 import tempfile
 import time
 import timeit
@@ -253,7 +254,11 @@ def bicycle_table(sympy_linearize: bool = True) -> None:
     t0 = time.perf_counter()
     A, _B = kane.linearize(eom, op)
     t_lin = time.perf_counter() - t0
+    # counted alike on both sides: sympy.count_ops over the CSE'd replacements and the
+    # reduced M and forcing, once with the parameters folded (numbers, as compiled) and
+    # once with them kept as symbols
     ops_kd = eom.operation_count()
+    ops_kd_sym = lower_count_symbolic(eom)
     t0 = time.perf_counter()
     fast = eom.compile("c")
     qs, us = np.array([0.0, 0.1, 0.0, 0.05]), np.array([0.2, -0.1, -5.0 / 0.3])
@@ -261,7 +266,8 @@ def bicycle_table(sympy_linearize: bool = True) -> None:
     t_compile = time.perf_counter() - t0
     t_fd = best(lambda: fast.forward_dynamics(qs, us), 2000)
     print(f"kanedyn: derive {t_derive:.2f} s, linearise {t_lin:.2f} s, ops(M, forcing, cse) "
-          f"{ops_kd}, compile (C) {t_compile:.2f} s, forward dynamics {t_fd * 1e6:.2f} us")
+          f"{ops_kd} folded / {ops_kd_sym} symbolic, compile (C) {t_compile:.2f} s, forward "
+          f"dynamics {t_fd * 1e6:.2f} us")
 
     q, u = info["q"], info["u"]
     clear_cache()
@@ -276,8 +282,9 @@ def bicycle_table(sympy_linearize: bool = True) -> None:
                         kd_eqs=list(system.kinematic_equations), constraint_solver="CRAMER")
     km.kanes_equations(bodies, list(system.loads))
     t_sderive = time.perf_counter() - t0
-    ops_s = cse_count(list(km.mass_matrix) + list(km.forcing))
+    ops_s_sym = cse_count(list(km.mass_matrix) + list(km.forcing))
     par = {info["parameters"][k]: v for k, v in classic.BENCHMARK_BICYCLE.items()}
+    ops_s = cse_count([e.xreplace(par) for e in (*km.mass_matrix, *km.forcing)])
     plain = {x: sp.Symbol(x.func.__name__) for x in (*q, *u)}
     args = [plain[x] for x in (*q, *u)]
     f = sp.lambdify(args, [km.mass_matrix.xreplace(par).xreplace(plain),
@@ -289,7 +296,8 @@ def bicycle_table(sympy_linearize: bool = True) -> None:
         return np.linalg.solve(Ms, Fs)
 
     t_sfd = best(sympy_fd, 200)
-    print(f"SymPy:   derive {t_sderive:.2f} s, ops(M, forcing, cse) {ops_s}, "
+    print(f"SymPy:   derive {t_sderive:.2f} s, ops(M, forcing, cse) {ops_s} folded / "
+          f"{ops_s_sym} symbolic, "
           f"lambdify(cse) M, forcing + solve {t_sfd * 1e6:.1f} us")
     if sympy_linearize:
         t0 = time.perf_counter()
@@ -300,7 +308,14 @@ def bicycle_table(sympy_linearize: bool = True) -> None:
         print(f"SymPy:   linearise {t_slin:.1f} s; derive + linearise ratio "
               f"{(t_sderive + t_slin) / (t_derive + t_lin):.1f}x")
     print(f"ratios: derive {t_sderive / t_derive:.2f}x, forward dynamics {t_sfd / t_fd:.0f}x, "
-          f"ops {ops_kd} vs {ops_s}")
+          f"ops {ops_kd} vs {ops_s} folded, {ops_kd_sym} vs {ops_s_sym} symbolic")
+
+
+def cpu_seconds() -> float:
+    """Process time of this process and its finished children (the C compiler): less
+    sensitive than wall time to other work on the machine."""
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
 
 
 def stewart_massive() -> None:
@@ -313,19 +328,20 @@ def stewart_massive() -> None:
                 d_c=0.3, J_c=0.002, K_c=0.05, m_p=0.8, d_p=0.25, J_p=0.001, K_p=0.02)
     clear_cache()
     gc.collect()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), cpu_seconds()
     system, _info = classic.stewart_platform(legs="massive")
     eom = system.derive()
-    t_derive = time.perf_counter() - t0
+    t_derive, c_derive = time.perf_counter() - t0, cpu_seconds() - c0
     x = np.array([1.0, 0, 0, 0, 0, 0, 1.0])
     for backend in ("numpy", "c"):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), cpu_seconds()
         fast = eom.compile(backend, parameters=vals)
         fast.forward_dynamics(x, np.zeros(6), np.zeros(6))
-        t_c = time.perf_counter() - t0
+        t_c, c_c = time.perf_counter() - t0, cpu_seconds() - c0
         t_fd = best(lambda fast=fast: fast.forward_dynamics(x, np.zeros(6), np.zeros(6)), 200)
         print(f"derive {t_derive:.2f} s + compile ({backend}) {t_c:.2f} s = "
-              f"{t_derive + t_c:.2f} s; {len(eom.intermediates)} intermediates, "
+              f"{t_derive + t_c:.2f} s (CPU {c_derive:.2f} + {c_c:.2f} = {c_derive + c_c:.2f} s); "
+              f"{len(eom.intermediates)} intermediates, "
               f"ops(dynamics) {fast.counts['dynamics']}, forward dynamics {t_fd * 1e6:.1f} us")
 
 
@@ -340,6 +356,8 @@ def main() -> None:
                     help="only the forward dynamics against kd.aba")
     ap.add_argument("--bicycle-only", action="store_true",
                     help="only the Whipple bicycle against KanesMethod")
+    ap.add_argument("--stewart-only", action="store_true",
+                    help="only the massive-leg Stewart platform's derive + compile")
     ap.add_argument("--no-sympy-linearize", action="store_true",
                     help="skip SymPy's bicycle linearisation (about 2 minutes)")
     args = ap.parse_args()
@@ -348,6 +366,9 @@ def main() -> None:
     os.environ.setdefault("KANEDYN_CACHE", tempfile.mkdtemp(prefix="kanedyn_bench_"))
     print(f"sympy {sp.__version__}, numpy {np.__version__}, kanedyn {kd.__version__}; "
           f"code cache {os.environ['KANEDYN_CACHE']}")
+    if args.stewart_only:
+        stewart_massive()
+        return
     if args.bicycle_only:
         bicycle_table(not args.no_sympy_linearize)
         stewart_massive()

@@ -34,6 +34,7 @@ Kinematics (frames, points, angular velocities) are built by the user with
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -215,15 +216,30 @@ def _name(s) -> str:
     return s.func.__name__ if isinstance(s, AppliedUndef) else str(s)
 
 
+def _leaves(exprs, types=(sp.Symbol, AppliedUndef, sp.Derivative)) -> set:
+    """The subexpressions of ``exprs`` of ``types`` (not entered), each distinct
+    subexpression visited once (``atoms`` walks every occurrence of a shared one)."""
+    out: set = set()
+    seen: set = set()
+    stack = [sp.sympify(e) for e in exprs]
+    while stack:
+        e = stack.pop()
+        if e in seen:
+            continue
+        seen.add(e)
+        if isinstance(e, types):
+            out.add(e)
+        else:
+            stack.extend(e.args)
+    return out
+
+
 def _free_dynamicsymbols(expr) -> set:
-    return {f for f in sp.sympify(expr).atoms(AppliedUndef)}
+    return _leaves([expr], AppliedUndef)
 
 
 def _vector_free_dynamicsymbols(vec: Vector) -> set:
-    out: set = set()
-    for measures, _frame in vec.args:
-        out |= _free_dynamicsymbols(measures)
-    return out
+    return _leaves([x for measures, _frame in vec.args for x in measures], AppliedUndef)
 
 
 def _vector_map(vec: Vector, fn) -> Vector:
@@ -231,10 +247,73 @@ def _vector_map(vec: Vector, fn) -> Vector:
     return Vector([(measures.applyfunc(fn), frame) for measures, frame in vec.args])
 
 
+def _xreplace_shared(e, rule: Mapping, memo: dict):
+    """``e.xreplace(rule)`` visiting each distinct subexpression once.
+
+    The measure numbers of sympy.physics.vector are trees in which one subexpression
+    (a leg's length, a normalised direction) recurs many times; ``xreplace`` walks every
+    occurrence, this walks the distinct ones (``memo``: node → result, shared by all
+    the expressions replaced with the same rule)."""
+    hit = rule.get(e)
+    if hit is not None:
+        return hit
+    if not e.args:
+        return e
+    hit = memo.get(e)
+    if hit is None:
+        args = [_xreplace_shared(a, rule, memo) for a in e.args]
+        hit = e.func(*args) if any(a is not b for a, b in zip(args, e.args, strict=True)) \
+            else e
+        memo[e] = hit
+    return hit
+
+
 def _vector_xreplace(vec: Vector, rule: dict) -> Vector:
     """Exact-node replacement on the measure numbers. ``subs`` is far slower and
     is not needed: q̇ and u̇ appear as ``Derivative(q(t), t)`` nodes."""
-    return _vector_map(vec, lambda e: e.xreplace(rule))
+    memo: dict = {}
+    return _vector_map(vec, lambda e: _xreplace_shared(e, rule, memo))
+
+
+#: math functions for the float evaluation of sampled expressions
+_FLOAT_FUNCTIONS = {sp.sin: math.sin, sp.cos: math.cos, sp.tan: math.tan, sp.exp: math.exp,
+                    sp.log: math.log, sp.asin: math.asin, sp.acos: math.acos,
+                    sp.atan: math.atan, sp.sinh: math.sinh, sp.cosh: math.cosh,
+                    sp.tanh: math.tanh, sp.Abs: abs, sp.atan2: math.atan2}
+
+
+def _float_value(e, values: Mapping, memo: dict) -> float:
+    """``e`` at ``values`` ({symbol, q(t) or q'(t): float}) in floats, each distinct
+    subexpression once. Outside the real domain (a negative base to a fractional
+    power, a division by zero) it raises ValueError or ZeroDivisionError."""
+    hit = values.get(e)              # a symbol, q(t) or a derivative q'(t) (not entered)
+    if hit is not None:
+        return hit
+    hit = memo.get(e)
+    if hit is not None:
+        return hit
+    if e.is_Number:
+        x = float(e)
+    elif e.is_Add:
+        x = math.fsum(_float_value(a, values, memo) for a in e.args)
+    elif e.is_Mul:
+        x = 1.0
+        for a in e.args:
+            x *= _float_value(a, values, memo)
+    elif e.is_Pow:
+        x = math.pow(_float_value(e.base, values, memo), _float_value(e.exp, values, memo))
+    elif e.func in _FLOAT_FUNCTIONS:
+        x = _FLOAT_FUNCTIONS[e.func](*[_float_value(a, values, memo) for a in e.args])
+    elif e.is_NumberSymbol:
+        x = float(e)
+    else:                            # anything else: SymPy's own evaluation of this node
+        sub = {a: _float_value(a, values, memo) for a in e.args}
+        x = complex(e.xreplace(sub).evalf())
+        if x.imag != 0:
+            raise ValueError("complex value")
+        x = x.real
+    memo[e] = x
+    return x
 
 
 class _Sampler:
@@ -247,20 +326,19 @@ class _Sampler:
         self.values: dict = {}
 
     def evaluate(self, matrix: sp.Matrix) -> np.ndarray:
-        atoms = set()
-        for e in matrix:
-            atoms |= {a for a in e.atoms(sp.Symbol, AppliedUndef, sp.Derivative)}
+        atoms = _leaves(matrix)
         for low, high in ((0.3, 1.3), (0.05, 0.6), (0.01, 0.1), (0.001, 0.01)):
             for a in sorted(atoms, key=str):
                 if a not in self.values:
                     self.values[a] = float(self.rng.uniform(low, high))
-            # derivatives first, so that q(t) inside q'(t) is not replaced first
-            derivs = {k: v for k, v in self.values.items() if isinstance(k, sp.Derivative)}
-            rest = {k: v for k, v in self.values.items() if not isinstance(k, sp.Derivative)}
+            # in floats, each distinct subexpression once (a derivative q'(t) is looked up
+            # as a whole, so q(t) inside it is not replaced first)
+            memo: dict = {}
             try:
-                out = np.array(matrix.xreplace(derivs).xreplace(rest).evalf(), dtype=float)
-            except (TypeError, ValueError):       # complex or symbolic: outside the domain
-                out = None
+                out = np.array([_float_value(e, self.values, memo) for e in matrix],
+                               dtype=float).reshape(matrix.shape)
+            except (TypeError, ValueError, ZeroDivisionError, OverflowError):
+                out = None                        # complex or infinite: outside the domain
             if out is not None and np.all(np.isfinite(out)):
                 return out
             # e.g. sqrt(1 − q²) or acos(q): draw again, nearer the origin
@@ -356,8 +434,12 @@ def _partials(vec: Vector, speeds: list, owner: str, sampler: _Sampler) -> list:
     for s in speeds:
         parts.append(_vector_xreplace(vec, {**zero, s: 1}) - v_t)
     residual = vec - v_t - sum((p * s for p, s in zip(parts, speeds, strict=True)), Vector(0))
-    for measures, _frame in residual.args:
-        if np.max(np.abs(sampler.evaluate(measures))) > 1e-9 * (1 + _scale(vec, sampler)):
+    if residual.args:
+        # the residual's and the velocity's measures at one random point
+        k = 3 * len(residual.args)
+        out = np.abs(sampler.evaluate(sp.Matrix.vstack(*(m for m, _f in residual.args),
+                                                       *(m for m, _f in vec.args))))
+        if np.max(out[:k]) > 1e-9 * (1 + np.max(out[k:], initial=0.0)):
             bad = [s for s in speeds if any(
                 sp.diff(m, s).has(*speeds) for m, _f in vec.args)]
             raise SymbolicError(
@@ -372,10 +454,6 @@ def _is_zero_vector(vec: Vector) -> bool:
     return all(sp.expand(x) == 0 for m, _f in vec.args for x in m)
 
 
-def _scale(vec: Vector, sampler: _Sampler) -> float:
-    return max((float(np.max(np.abs(sampler.evaluate(m)))) for m, _f in vec.args), default=0.0)
-
-
 def _check_kinematic_symbols(vec: Vector, allowed: set, owner: str) -> None:
     stray = {f for f in _vector_free_dynamicsymbols(vec) if f not in allowed}
     if stray:
@@ -383,7 +461,7 @@ def _check_kinematic_symbols(vec: Vector, allowed: set, owner: str) -> None:
             f"{owner} depends on {', '.join(sorted(map(_name, stray)))}, which are neither "
             "coordinates nor speeds"
         )
-    derivs = [d for m, _f in vec.args for d in m.atoms(sp.Derivative)]
+    derivs = sorted(_leaves([x for m, _f in vec.args for x in m], sp.Derivative), key=str)
     if derivs:
         raise SymbolicError(
             f"{owner} contains {sp.sstr(derivs[0])} after the kinematic differential equations "
@@ -949,8 +1027,12 @@ class _Plain:
                                  *self.user_symbols)} | {"t"}
 
     def conv(self, e):
-        e = sp.sympify(e).xreplace(self.derivs)
-        return e.xreplace({**self.map, **self.dependent} if self.dependent else self.map)
+        # one pass, each distinct subexpression once, the memo kept across calls (the
+        # measure numbers share their subtrees); u̇ nodes are matched whole before q(t)
+        rule = {**self.derivs, **self.map, **self.dependent}
+        if rule != self._rule:
+            self._rule, self._memo = rule, {}
+        return _xreplace_shared(sp.sympify(e), rule, self._memo)
 
     def leaves(self, rec: Recorder) -> set:
         defined = {s for s, _ in rec.intermediates}
