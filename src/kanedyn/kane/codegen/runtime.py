@@ -343,15 +343,13 @@ class CompiledSystem:
         for _ in range(maxiter):
             rg = self.constraint_residuals(q, self._zeros_v, t)[0]
             G = self.configuration_jacobian(q, t)
-            try:
-                if np.linalg.cond(G) > 1e12:
-                    raise np.linalg.LinAlgError
-                dq = np.linalg.solve(G, rg)
-            except np.linalg.LinAlgError:
+            sv = np.linalg.svd(G, compute_uv=False)
+            if not sv[-1] > 1e-12 * max(1.0, sv[0]):
                 raise StateError(
                     f"{self.name}: the configuration constraints cannot be solved for the "
                     f"dependent coordinates {names} at q = {q}: ∂g/∂q_dep is singular "
-                    f"(condition {np.linalg.cond(G):.3g})") from None
+                    f"(singular values {sv})")
+            dq = np.linalg.solve(G, rg)
             q[idx] -= dq
             if np.abs(dq).max() <= tol * (1.0 + np.abs(q[idx]).max()):
                 return q
