@@ -49,14 +49,13 @@ them (:mod:`.dae_common`): ``residual_g`` (N, l), the configuration constraints 
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 import scipy.integrate as si
 from numpy.typing import NDArray
 
 from ..errors import SolverError, StateError
 from .base import FixedStepMethod, NewtonFailure, Problem, Solution, check_state, newton, run_fixed
+from .scipy_ivp import advance, check_options, make_solver
 
 #: the methods that take a system with eliminated constraints (fixed-step, adaptive)
 FIXED_METHODS = ("rk4", "avf")
@@ -240,12 +239,7 @@ _FIXED = {"rk4": EliminatedRK4, "avf": EliminatedAVF}
 def _adaptive(problem: Problem, name: str, **options) -> Solution:
     """SciPy's explicit pair ``name`` on y = (q, u, w), projected after every step."""
     cls = getattr(si, name)
-    known = set(inspect.signature(cls.__init__).parameters) - {
-        "self", "fun", "t0", "y0", "t_bound", "vectorized", "extraneous"}
-    unknown = set(options) - known
-    if unknown:
-        raise SolverError(f"method {name!r} does not take option(s) {sorted(unknown)}; it "
-                          f"takes {sorted(known)}")
+    check_options(cls, name, options)
     P, s = problem, problem.system
     nq, nv = int(s.nq), int(s.nv)
 
@@ -254,13 +248,7 @@ def _adaptive(problem: Problem, name: str, **options) -> Solution:
         return np.concatenate([qd, ud, [wd]])
 
     def make(t, y, first=None):
-        opts = dict(options)
-        if first is not None and "first_step" not in options:
-            opts["first_step"] = first
-        try:
-            return cls(f, t, y, P.t_final, **opts)
-        except (TypeError, ValueError) as e:
-            raise SolverError(f"method {name!r}: {e}") from None
+        return make_solver(cls, name, f, t, y, P.t_final, options, first)
 
     def state(y):
         return _project(s, y[:nq]), y[nq:nq + nv].copy(), float(y[-1])
@@ -275,10 +263,7 @@ def _adaptive(problem: Problem, name: str, **options) -> Solution:
     vmax0 = float(np.abs(P.v0).max()) if nv else 0.0
     n = 0
     while solver.status == "running" and P.t_final > P.t0:
-        msg = solver.step()
-        if solver.status == "failed":
-            raise SolverError(f"method {name!r} failed at t = {solver.t:.6g} after {n} steps: "
-                              f"{msg}; loosen rtol/atol")
+        advance(solver, name, n, "loosen rtol/atol")
         n += 1
         q1, u1, w1 = state(solver.y)
         check_state(P, name, n, solver.t, q1, u1, vmax0)
