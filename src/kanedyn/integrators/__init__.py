@@ -19,6 +19,12 @@ Built in (one file per family; each docstring gives the order and what is conser
   (Cayley) for a free body, Gonzalez's discrete gradient for additive chains (cyclic
   momenta kept); midpoint + projection for the other systems (energy_momentum.py).
 
+A system with eliminated constraints (capability ``eliminated_constraints``: a compiled
+Kane system with velocity or configuration constraints) is integrated by the methods of
+eliminated.py instead — ``rk4``, ``avf`` and SciPy's ``RK45``, ``RK23``, ``DOP853`` on
+(q, u) with the dependent coordinates projected after every step; ``kd.simulate``
+refuses the others for it.
+
 ``project="energy"`` (or a tuple with ``"momentum"``, ``"angular_momentum"``,
 ``"linear_momentum"``) wraps any fixed-step method in a projection
 (projection.py).

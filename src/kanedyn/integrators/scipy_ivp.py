@@ -37,14 +37,41 @@ def scipy_method(name: str):
     return run
 
 
-def _run(cls, name: str, problem: Problem, recentre: float = 0.5, **options) -> Solution:
-    # SciPy only warns about options a solver ignores; here they are errors
+def check_options(cls, name: str, options: dict, extra: set = frozenset()) -> None:
+    """SciPy only warns about options a solver ignores; here they are errors (``extra``:
+    the caller's own options, listed among those it takes)."""
     known = set(inspect.signature(cls.__init__).parameters) - {
         "self", "fun", "t0", "y0", "t_bound", "vectorized", "extraneous"}
     unknown = set(options) - known
     if unknown:
         raise SolverError(f"method {name!r} does not take option(s) {sorted(unknown)}; it takes "
-                          f"{sorted(known | {'recentre'})}")
+                          f"{sorted(known | set(extra))}")
+
+
+def make_solver(cls, name: str, f, t: float, y, t_bound: float, options: dict,
+                first: float | None = None):
+    """``cls(f, t, y, t_bound, **options)``, started with step ``first`` unless the options
+    give one (a restart keeps the step size); SciPy's own errors as SolverErrors."""
+    opts = dict(options)
+    if first is not None and "first_step" not in options:
+        opts["first_step"] = first
+    try:
+        return cls(f, t, y, t_bound, **opts)
+    except (TypeError, ValueError) as e:
+        raise SolverError(f"method {name!r}: {e}") from None
+
+
+def advance(solver, name: str, n: int, hint: str) -> None:
+    """One step of a SciPy solver; its failure a SolverError with the time, the steps
+    taken and ``hint``."""
+    msg = solver.step()
+    if solver.status == "failed":
+        raise SolverError(f"method {name!r} failed at t = {solver.t:.6g} after {n} steps: "
+                          f"{msg}; {hint}")
+
+
+def _run(cls, name: str, problem: Problem, recentre: float = 0.5, **options) -> Solution:
+    check_options(cls, name, options, {"recentre"})
     P, s = problem, problem.system
     nv = s.nv
     # a nonholonomic system integrates q itself (q̇ = W(q) v), in nq unknowns
@@ -73,15 +100,7 @@ def _run(cls, name: str, problem: Problem, recentre: float = 0.5, **options) -> 
         return q0 + y[:nx] if additive else s.integrate_configuration(q0, y[:nx], 1.0)
 
     def make(t, y, first=None):
-        opts = dict(options)
-        if first is not None and "first_step" not in options:
-            opts["first_step"] = first
-        try:
-            return cls(f, t, y, P.t_final, **opts)
-        except TypeError as e:
-            raise SolverError(f"method {name!r}: {e}") from None
-        except ValueError as e:
-            raise SolverError(f"method {name!r}: {e}") from None
+        return make_solver(cls, name, f, t, y, P.t_final, options, first)
 
     y = np.concatenate([np.zeros(nx), np.array(P.v0, float), [0.0]])
     solver = make(P.t0, y)
@@ -93,10 +112,7 @@ def _run(cls, name: str, problem: Problem, recentre: float = 0.5, **options) -> 
     vmax0 = float(np.abs(P.v0).max()) if nv else 0.0
     n, last_nfev = 0, 0
     while solver.status == "running" and P.t_final > P.t0:
-        msg = solver.step()
-        if solver.status == "failed":
-            raise SolverError(f"method {name!r} failed at t = {solver.t:.6g} after {n} steps: "
-                              f"{msg}; loosen rtol/atol or try a stiff method (Radau, BDF)")
+        advance(solver, name, n, "loosen rtol/atol or try a stiff method (Radau, BDF)")
         n += 1
         y1 = solver.y
         q1 = to_q(y1)

@@ -70,6 +70,11 @@ class EquationsOfMotion:
     #: values, not by M and forcing
     q_dependent: list = field(default_factory=list)
     configuration_constraints: list = field(default_factory=list)
+    #: the velocity (nonholonomic) constraints as given, expressions that vanish, in q, the
+    #: independent speeds, t and the intermediates (each dependent speed replaced by its
+    #: intermediate of ``dependent_speeds``): evaluated they are the residual of the
+    #: eliminated speeds, which ``kd.simulate`` records
+    velocity_constraints: list = field(default_factory=list)
 
     @property
     def nq(self) -> int:
@@ -97,6 +102,7 @@ class EquationsOfMotion:
                        potential_energy=sub(self.potential_energy),
                        auxiliary={k: sub(v) for k, v in self.auxiliary.items()},
                        dependent_speeds={k: sub(v) for k, v in self.dependent_speeds.items()},
+                       velocity_constraints=[sub(c) for c in self.velocity_constraints],
                        intermediates=[])
 
     def operation_count(self, which=("mass_matrix", "forcing"),

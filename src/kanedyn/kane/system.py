@@ -868,6 +868,8 @@ def kanes_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsO
 
     eom = _result(system, plain, rec, ind, qdot, M, forcing, auxiliary, (energy, K, V), tau,
                   dep_symbols)
+    if dep:  # the constraints as given, u_dep by its intermediate: their residual
+        eom.velocity_constraints = [conv(c) for c in kin.constraints]
     if simplify:
         eom = eom.expanded()
         eom.mass_matrix = eom.mass_matrix.applyfunc(sp.simplify)

@@ -11,6 +11,7 @@ from ..errors import FrictionError, SolverError, StateError
 from ..forces import ForceElement, ForceSet, JointFriction
 from ..integrators import get_method, run_fixed
 from ..integrators.base import Problem, is_nonholonomic
+from ..integrators.eliminated import check_method, consistent_start, run_eliminated
 from ..integrators.projection import Projected, parse_invariants
 from ..integrators.scipy_ivp import SCIPY_METHODS
 from ..model import Model
@@ -118,7 +119,11 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, method: str =
                               "pass a Model or an object of the system protocol")
     nq, nv = int(sys_.nq), int(sys_.nv)
     q0 = _vector(q0, nq, "q0")
-    v0 = _vector(v0, nv, "v0")
+    eliminated = bool(getattr(sys_, "eliminated_constraints", False))
+    if eliminated:  # on the configuration manifold; v0 the independent speeds (or all)
+        q0, v0 = consistent_start(sys_, q0, v0)
+    else:
+        v0 = _vector(v0, nv, "v0")
     model = getattr(sys_, "model", None)
     if isinstance(model, Model):
         q0 = check_configuration(model, q0)[0][0]  # unit quaternions, named joint if not
@@ -149,7 +154,9 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, method: str =
             f"ignore the constraints of {getattr(sys_, 'name', 'this system')!r}; use "
             f"radau5 or ida (DAE solvers), or {', '.join(FORWARD_DYNAMICS_METHODS)} (which "
             "step the constrained accelerations)")
-    if is_nonholonomic(sys_) and method not in SCIPY_METHODS:
+    if eliminated:
+        check_method(sys_, method)
+    elif is_nonholonomic(sys_) and method not in SCIPY_METHODS:
         # the other methods step q in a chart of dimension nv, which cannot hold the
         # motion of a system with fewer speeds than coordinates
         raise SolverError(
@@ -174,7 +181,13 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, method: str =
         progress=bar, blowup=float(blowup), save_every=int(save_every),
     )
     try:
-        if kind == "fixed":
+        if eliminated:
+            if project is not None:
+                raise SolverError(f"simulate: project= does not apply to "
+                                  f"{getattr(sys_, 'name', 'this system')!r}, whose methods "
+                                  "project onto its configuration constraints themselves")
+            sol = run_eliminated(problem, method, **options)
+        elif kind == "fixed":
             if dt is None:
                 raise StateError(f"simulate: method {method!r} is a fixed-step method; give dt")
             stepper = fn(problem, **options)

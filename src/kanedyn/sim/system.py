@@ -44,6 +44,13 @@ class name or the insides of a Model; absent means False / None):
   methods that use its structure (bodies, inertias, gravity: the energy–momentum
   variants); None for any other system.
 - ``nonholonomic``: fewer independent speeds than coordinates minus quaternion norms.
+- ``eliminated_constraints``: the system's velocity constraints (and configuration
+  constraints g(q) = 0) are eliminated in its equations (a compiled Kane system with
+  ``u_dependent`` or ``q_dependent``); it then offers ``dependent_speeds(q, u)``,
+  ``constraint_residuals(q, u)``, ``configuration_jacobian(q)``,
+  ``consistent_configuration(q)``, ``q_dependent``, ``speed_names``,
+  ``dependent_speed_names`` and ``coordinate_names``, and ``kd.simulate`` integrates it by
+  :mod:`kanedyn.integrators.eliminated` (y = (q, u) stepped directly, q_dep projected).
 """
 
 from __future__ import annotations

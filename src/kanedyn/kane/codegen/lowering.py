@@ -6,7 +6,9 @@ system (``runtime.py``).
 
 :func:`lower` turns the SymPy equations into a :class:`Lowered`: an ordered list of
 definitions (symbol = expression in q, u, inputs, t and earlier definitions) and the
-flat outputs M (lower triangle when it is symmetric), forcing, q̇ and the energies.
+flat outputs M (lower triangle when it is symmetric), forcing, q̇, the energies and,
+for a system with eliminated constraints, the dependent speeds and the constraint
+residuals (:func:`_constraint_outputs`).
 It does, in order:
 
 1. substitute the parameter values and propagate them through the intermediates
@@ -131,6 +133,7 @@ def lower(eom, parameters: dict | None = None, cse: bool = True, fold: bool = Tr
         "mass_matrix": [M[r, c] for r in range(n) for c in range(n) if c <= r or not symmetric],
         "forcing": [_exact_integers(e) for e in eom.forcing.xreplace(subs)],
         "qdot": [_exact_integers(e) for e in eom.qdot.xreplace(subs)],
+        **_constraint_outputs(eom, subs),
     }
     T = getattr(eom, "kinetic_energy", None)
     V = getattr(eom, "potential_energy", None)
@@ -166,6 +169,32 @@ def lower(eom, parameters: dict | None = None, cse: bool = True, fold: bool = Tr
     _inline_single_use(definitions, order, outputs)
     return Lowered(eom, definitions, [s for s in order if s in definitions], outputs,
                    symmetric, energy_kind, values)
+
+
+def _constraint_outputs(eom, subs: dict) -> dict:
+    """The outputs of the eliminated constraints (empty lists for a system without them):
+    the dependent speeds ``u_dep(q, u)``; the residuals ``g(q)`` of the configuration
+    constraints and of the velocity constraints at those speeds; and ``∂g/∂q_dep``
+    (l x l, row-major), the Newton matrix of the projection onto g(q) = 0, differentiated
+    here since g is a plain expression in q (no intermediates)."""
+    g = [sp.sympify(c) for c in getattr(eom, "configuration_constraints", [])]
+    inter = {s for s, _ in eom.intermediates}
+    for i, c in enumerate(g):
+        if c.free_symbols & inter:
+            raise SymbolicError(f"{eom.name!r}: configuration constraint {i} refers to "
+                                "intermediates; it must be an expression in q and t")
+    qdep = list(getattr(eom, "q_dependent", []))
+    G = [c.diff(x) for c in g for x in qdep]
+
+    def fold(exprs):
+        return [_exact_integers(sp.sympify(e).xreplace(subs)) for e in exprs]
+
+    return {
+        "dependent_speeds": fold(eom.dependent_speeds.values()),
+        "configuration_residual": fold(g),
+        "velocity_residual": fold(getattr(eom, "velocity_constraints", [])),
+        "configuration_jacobian": fold(G),
+    }
 
 
 def _reachable(defs: list, outputs: dict) -> list:

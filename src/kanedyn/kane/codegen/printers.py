@@ -4,7 +4,8 @@ Where it sits: frozen equations → lowering (``lowering.py``) → **printing** 
 (``build.py``) → compiled system (``runtime.py``).
 
 This module fixes the interface of the generated code, the same in every language:
-the functions of ``SIGNATURES`` (mass_matrix, forcing, dynamics, qdot, energy; and a
+the functions of ``SIGNATURES`` (mass_matrix, forcing, dynamics, qdot, energy, the
+eliminated constraints' dependent_speeds, residuals and configuration_jacobian; and a
 Cholesky forward_dynamics for numba and C), each writing into output arrays named by
 ``OUTPUT_ARRAYS`` and returning a status (0; 1: an input is not finite; 2 + k:
 quaternion group k is off unit norm by more than ``QUAT_TOL``; -1: M is not positive
@@ -42,8 +43,15 @@ SIGNATURES = {
     "dynamics": (("q", "u", "tau", "t"), ("mass_matrix", "forcing")),
     "qdot": (("q", "u", "t"), ("qdot",)),
     "energy": (("q", "u", "t"), ("energy",)),
+    # the eliminated constraints (empty for a system without them): u_dep(q, u); the
+    # residuals g(q) and C(q) [u; u_dep] + D; ∂g/∂q_dep for the projection onto g = 0
+    "dependent_speeds": (("q", "u", "t"), ("dependent_speeds",)),
+    "residuals": (("q", "u", "t"), ("configuration_residual", "velocity_residual")),
+    "configuration_jacobian": (("q", "t"), ("configuration_jacobian",)),
 }
-OUTPUT_ARRAYS = {"mass_matrix": "M", "forcing": "F", "qdot": "qd", "energy": "E"}
+OUTPUT_ARRAYS = {"mass_matrix": "M", "forcing": "F", "qdot": "qd", "energy": "E",
+                 "dependent_speeds": "ud", "configuration_residual": "rg",
+                 "velocity_residual": "rv", "configuration_jacobian": "Gq"}
 
 
 def operation_counts(low: Lowered) -> dict[str, int]:
@@ -152,7 +160,7 @@ def _leaf_loads(low: Lowered, used: set, printer, ins) -> list[str]:
 def _name(s: sp.Symbol) -> str:
     """A C/Python identifier for a symbol (intermediate names may hold any character)."""
     n = s.name
-    if n.isidentifier() and n not in ("t", "q", "u", "tau", "M", "F", "qd", "E", "out"):
+    if n.isidentifier() and n not in ("t", "q", "u", "tau", "out", *OUTPUT_ARRAYS.values()):
         return "k_" + n if n in _RESERVED else n
     return "s_" + hashlib.sha1(n.encode()).hexdigest()[:10]
 
@@ -354,6 +362,9 @@ def c_source(low: Lowered, prefix: str = "") -> str:
                                               "none": "0 (no energy expression)"}[
                                                   low.energy_kind],
         "  forward_dynamics(q, u, tau, t, udot, work)  Cholesky solve; work: nu*nu doubles",
+        "  dependent_speeds(q, u, t, ud)  ud: the dependent speeds (velocity constraints)",
+        "  residuals(q, u, t, rg, rv)  rg: g(q), rv: the velocity constraints at ud",
+        "  configuration_jacobian(q, t, Gq)  Gq: dg/dq_dep (row-major), for a projection",
         "Every function returns 0, or 1 if an input is not finite, 2 + k if quaternion k",
         "is off unit norm by more than " + repr(QUAT_TOL) + " (quaternions are normalised),",
         "-1 (forward_dynamics) if M is not positive definite.",

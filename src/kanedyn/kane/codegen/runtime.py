@@ -90,6 +90,22 @@ class CompiledSystem:
         self._scalar = backend != "numpy"
         self._zeros_tau = np.zeros(self.ninputs)
         self._zeros_v = np.zeros(self.nv)
+        # the eliminated constraints: dependent speeds (their names, after the independent
+        # ones in a full speed vector) and dependent coordinates (indices into q)
+        self.dependent_speed_names = [str(x) for x in eom.dependent_speeds]
+        self.speed_names = [str(x) for x in eom.u]
+        self.coordinate_names = [str(x) for x in eom.q]
+        self.q_dependent = [list(eom.q).index(x) for x in eom.q_dependent]
+        self.n_configuration_constraints = len(low.outputs["configuration_residual"])
+        self.n_velocity_constraints = len(low.outputs["velocity_residual"])
+        self.constraint_names = ([f"g{k}" for k in range(self.n_configuration_constraints)]
+                                 + [f"v{k}" for k in range(self.n_velocity_constraints)])
+        #: capabilities (sim/system.py): fewer independent speeds than coordinates, and
+        #: constraints eliminated in the equations, which kd.simulate keeps by the methods
+        #: of kanedyn.integrators.eliminated (q̇ = W(q) u stepped directly, q_dep projected)
+        self.nonholonomic = (bool(self.dependent_speed_names)
+                             or self.nq - len(self.quaternions) > self.nv)
+        self.eliminated_constraints = bool(self.dependent_speed_names or self.q_dependent)
 
     def __repr__(self) -> str:
         return (f"CompiledSystem({self.name!r}, backend={self.backend!r}, nq={self.nq}, "
@@ -277,6 +293,69 @@ class CompiledSystem:
         (qd,) = self._eval("qdot", [self._arr(q, self.nq, "q"), self._arr(v, self.nv, "v")],
                            t, [self.nq])
         return qd
+
+    # --- the eliminated constraints ----------------------------------------------------------
+    def dependent_speeds(self, q: ArrayLike, v: ArrayLike, t: float = 0.0) -> NDArray:
+        """The dependent speeds ``u_dep(q, u)`` the velocity constraints give (in the order
+        of ``dependent_speed_names``; empty for a holonomic system)."""
+        (ud,) = self._eval("dependent_speeds", [self._arr(q, self.nq, "q"),
+                                                self._arr(v, self.nv, "v")], t,
+                           [len(self.dependent_speed_names)])
+        return ud
+
+    def constraint_residuals(self, q: ArrayLike, v: ArrayLike,
+                             t: float = 0.0) -> tuple[NDArray, NDArray]:
+        """``(g(q), C(q) [u; u_dep(q, u)] + D(q))``: the configuration constraints and the
+        velocity constraints as given, at the dependent speeds of :meth:`dependent_speeds`
+        (zero to round-off; the record of a simulation)."""
+        rg, rv = self._eval("residuals", [self._arr(q, self.nq, "q"),
+                                          self._arr(v, self.nv, "v")], t,
+                            [self.n_configuration_constraints, self.n_velocity_constraints])
+        return rg, rv
+
+    def residuals(self, t, q, v, vdot=None) -> dict:
+        """The residuals of a trajectory's states by level, as a constrained system gives
+        them (``Trajectory.to_pandas`` columns ``g:<row>``, ``Gv:<row>``): rows ``g0 ...``
+        of the configuration constraints (in "g"; their time derivatives are among the
+        velocity constraints) and ``v0 ...`` of the velocity constraints (in "Gv")."""
+        rg, rv = self.constraint_residuals(q, v, 0.0 if np.ndim(t) else float(t))
+        return {"g": rg, "Gv": rv}
+
+    def configuration_jacobian(self, q: ArrayLike, t: float = 0.0) -> NDArray:
+        """``∂g/∂q_dep`` (l x l), the derivative of the configuration constraints with
+        respect to the dependent coordinates."""
+        n = self.n_configuration_constraints
+        (G,) = self._eval("configuration_jacobian", [self._arr(q, self.nq, "q")], t, [n * n])
+        return G.reshape(G.shape[:-1] + (n, n))
+
+    def consistent_configuration(self, q: ArrayLike, tol: float = 1e-13, maxiter: int = 30,
+                                 t: float = 0.0) -> NDArray:
+        """q with its dependent coordinates solved from ``g(q) = 0`` by Newton, starting
+        from the values in q (the independent ones are kept): the projection that
+        ``kd.simulate`` applies after every step. Converged when the update is below
+        ``tol`` (1 + |q_dep|). A singular ``∂g/∂q_dep`` or no convergence is a StateError
+        naming the dependent coordinates."""
+        q = np.array(self._arr(q, self.nq, "q"), dtype=float)
+        if not self.q_dependent:
+            return q
+        idx = self.q_dependent
+        names = ", ".join(self.coordinate_names[i] for i in idx)
+        for _ in range(maxiter):
+            rg = self.constraint_residuals(q, self._zeros_v, t)[0]
+            G = self.configuration_jacobian(q, t)
+            sv = np.linalg.svd(G, compute_uv=False)
+            if not sv[-1] > 1e-12 * max(1.0, sv[0]):
+                raise StateError(
+                    f"{self.name}: the configuration constraints cannot be solved for the "
+                    f"dependent coordinates {names} at q = {q}: ∂g/∂q_dep is singular "
+                    f"(singular values {sv})")
+            dq = np.linalg.solve(G, rg)
+            q[idx] -= dq
+            if np.abs(dq).max() <= tol * (1.0 + np.abs(q[idx]).max()):
+                return q
+        raise StateError(
+            f"{self.name}: Newton on the configuration constraints did not converge for "
+            f"{names} in {maxiter} iterations (residual {np.abs(rg).max():.3g}) from q = {q}")
 
     def integrate_configuration(self, q: ArrayLike, v: ArrayLike, dt: float,
                                 t: float = 0.0) -> NDArray:
