@@ -134,23 +134,26 @@ def joint_transform(data, i, q, X):
         return 0
     # the dispatcher: one line per joint code (tests/model/test_joint_primitives.py checks
     # that every registered compiled_code has its line, against the numpy definition)
-    if jt == REVOLUTE:
+    if jt == REVOLUTE or jt == HELICAL:
+        # one inlined Rodrigues for both (two copies of it and of libm's cos and sin grew
+        # every kernel by ~150 instructions): the screw is the revolute rotation and its
+        # translation along the axis, as helical.joint_pose
         (bad, r00, r01, r02, r10, r11, r12, r20, r21, r22, p0, p1, p2) = revolute.joint_pose(
             q, k, data[i, AXIS], data[i, AXIS + 1], data[i, AXIS + 2])
+        if jt == HELICAL:
+            p0, p1, p2 = helical.screw_translation(
+                q, k, data[i, AXIS], data[i, AXIS + 1], data[i, AXIS + 2], data[i, PITCH])
     elif jt == PRISMATIC:
         (bad, r00, r01, r02, r10, r11, r12, r20, r21, r22, p0, p1, p2) = prismatic.joint_pose(
             q, k, data[i, AXIS], data[i, AXIS + 1], data[i, AXIS + 2])
-    elif jt == HELICAL:
-        (bad, r00, r01, r02, r10, r11, r12, r20, r21, r22, p0, p1, p2) = helical.joint_pose(
-            q, k, data[i, AXIS], data[i, AXIS + 1], data[i, AXIS + 2], data[i, PITCH])
     elif jt == PLANAR:
         (bad, r00, r01, r02, r10, r11, r12, r20, r21, r22, p0, p1, p2) = planar.joint_pose(q, k)
-    elif jt == SPHERICAL:
+    else:  # SPHERICAL or FREE: one inlined quaternion rotation for both (as above)
+        free_joint = jt != SPHERICAL  # FREE
         (bad, r00, r01, r02, r10, r11, r12, r20, r21, r22, p0, p1, p2) = spherical.joint_pose(
-            q, k, data[data.shape[0] - 1, QTOL])
-    else:  # FREE
-        (bad, r00, r01, r02, r10, r11, r12, r20, r21, r22, p0, p1, p2) = free.joint_pose(
-            q, k, data[data.shape[0] - 1, QTOL])
+            q, k + 3 if free_joint else k, data[data.shape[0] - 1, QTOL])
+        if free_joint:  # as free.joint_pose: the ball's rotation, translated
+            p0, p1, p2 = free.translation(q, k)
     if bad:
         return 1
     for b in range(3):

@@ -132,12 +132,20 @@ register_joint_type(Free, "floating")
 # --- compiled primitives: q = (p, quaternion), v = (ω, v_O) ------------------------------
 
 @compiled_primitive
+def translation(q, k):
+    """p = q[k:k+3]."""
+    return q[k], q[k + 1], q[k + 2]
+
+
+@compiled_primitive
 def joint_pose(q, k, qtol):
-    """(bad, R, p): R of the quaternion q[k+3:k+7] (bad = 1 when it is not unit within
-    qtol), p = q[k:k+3]."""
+    """(bad, R, p): R of the quaternion q[k+3:k+7] as the spherical joint's (bad = 1 when
+    it is not unit within qtol), p = q[k:k+3] (the dispatcher inlines these two parts,
+    sharing the rotation with the spherical code)."""
     (bad, r00, r01, r02, r10, r11, r12, r20, r21, r22,
      _, _, _) = rotation_pose(q, k + 3, qtol)
-    return bad, r00, r01, r02, r10, r11, r12, r20, r21, r22, q[k], q[k + 1], q[k + 2]
+    p0, p1, p2 = translation(q, k)
+    return bad, r00, r01, r02, r10, r11, r12, r20, r21, r22, p0, p1, p2
 
 
 @compiled_primitive

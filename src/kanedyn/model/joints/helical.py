@@ -51,12 +51,20 @@ class Helical(Joint):
 # --- compiled primitives (a = (a0, a1, a2) the unit axis, h the pitch) ----------------
 
 @compiled_primitive
+def screw_translation(q, k, a0, a1, a2, h):
+    """p = (h q[k]) a, the translation of the screw."""
+    d = h * q[k]
+    return d * a0, d * a1, d * a2
+
+
+@compiled_primitive
 def joint_pose(q, k, a0, a1, a2, h):
-    """(0, R, p) with R the revolute one (Rodrigues) and p = (h q[k]) a."""
+    """(0, R, p) with R the revolute one (Rodrigues) and p the screw's translation (the
+    dispatcher inlines these two parts, sharing the rotation with the revolute code)."""
     (bad, r00, r01, r02, r10, r11, r12, r20, r21, r22,
      _, _, _) = revolute.joint_pose(q, k, a0, a1, a2)
-    d = h * q[k]
-    return bad, r00, r01, r02, r10, r11, r12, r20, r21, r22, d * a0, d * a1, d * a2
+    p0, p1, p2 = screw_translation(q, k, a0, a1, a2, h)
+    return bad, r00, r01, r02, r10, r11, r12, r20, r21, r22, p0, p1, p2
 
 
 @compiled_primitive
