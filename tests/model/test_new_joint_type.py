@@ -7,7 +7,10 @@ joint type"): two types declared here, outside the package, are taken by every l
   compiled RK4 loop take it unchanged. Checked against the O(n³) reference
   (dynamics/reference.py) and against the same mechanism built from ``Revolute``.
 - ``Cylindrical``: rotation about and translation along z, nq = nv = 2, with no compiled
-  primitive. Its numpy definition reaches the reference algorithms and the
+  primitive (its S is no existing code's, and a new code is added inside the package:
+  its primitives, a JOINT_CODES entry and the dispatcher's lines in
+  kernels/joint_rows.py, which tests/model/test_joint_primitives.py checks for every
+  code). Its numpy definition reaches the reference algorithms and the
   configuration maps; the reference dynamics equal those of a prismatic joint followed by
   a revolute one through a massless link (an independent model of the same motion), and
   the fast kernels refuse it with a ModelError naming it.

@@ -70,16 +70,14 @@ from .kernels.spatial_rows import (
 )
 from .layout import (
     AXIS_ID,
-    FREE,
     HDR,
     IQ,
     IV,
-    JTYPE,
     MASS,
     NVJ,
     PARENT,
     SIDX,
-    SPHERICAL,
+    SUNIT,
     WIDTH,
     H,
 )
@@ -146,7 +144,6 @@ def ag_core(data, q, Ag, X, X0, P, F, C):
     for i in range(nb):
         o = int(data[i, IV])
         k = int(data[i, SIDX])
-        jt = int(data[i, JTYPE])
         # the force transform to world axes about the centre of mass: (E_0i, p_i - c)
         d0 = X0[i, 9] - c0
         d1 = X0[i, 10] - c1
@@ -156,7 +153,7 @@ def ag_core(data, q, Ag, X, X0, P, F, C):
             # spherical or free joint, pick a column of I^c_i
             if k >= 0:
                 inertia_column(P, i, k, F, 0)
-            elif jt == FREE or jt == SPHERICAL:
+            elif data[i, SUNIT] > 0:  # S[:, col] = e_col
                 inertia_column(P, i, col, F, 0)
             else:
                 motion_subspace_column(data, i, col, F, 1)
@@ -309,8 +306,7 @@ def ag_lanes(data, Q, k0, L, out, status, Xs, Fs):
     for i in range(nb):
         o = int(data[i, IV])
         k = int(data[i, SIDX])
-        jt = int(data[i, JTYPE])
-        unit = k >= 0 or jt == FREE or jt == SPHERICAL
+        unit = k >= 0 or data[i, SUNIT] > 0
         for col in range(int(data[i, NVJ])):
             kk = k if k >= 0 else col
             if unit:

@@ -36,6 +36,10 @@ column        width  holds
                      ``Sᵀ f = f[k]``, ``I S`` is column k of I), else -1
 ``ARMATURE``  1      the joint's rotor inertia, added to M's diagonal at each of
                      its speeds (:attr:`kanedyn.model.joints.Joint.armature`)
+``SUNIT``     1      n > 0 when S is the first n = nv columns of the 6 x 6
+                     identity, ``S[:, c] = e_c`` (spherical 3, free 6: ``S = 1``;
+                     :attr:`kanedyn.model.joints.Joint.identity_columns`), else 0:
+                     the kernels pick columns of an inertia instead of forming S
 ============  =====  ===========================================================
 
 Model row (the last, index nb):
@@ -73,7 +77,7 @@ from __future__ import annotations
 import hashlib
 
 #: bump on any change of the tables below, and record the new fingerprint
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2
 
 # joint type codes in ``data[i, JTYPE]``
 REVOLUTE, PRISMATIC, HELICAL, PLANAR, SPHERICAL, FREE = range(6)
@@ -97,6 +101,7 @@ NVJ = 33
 AXIS_ID = 34
 SIDX = 35
 ARMATURE = 36
+SUNIT = 37
 # columns of the model row (the last row)
 NB = 0
 NQ = 1
@@ -106,7 +111,7 @@ QTOL = 6
 CHAIN = 7
 SINGTOL = 8
 #: floats in a row
-WIDTH = 37
+WIDTH = 38
 #: floats in the header of the packed buffer before ``data``
 HDR = 8
 
@@ -115,13 +120,13 @@ BODY_COLUMNS = (("E_TREE", E_TREE, 9), ("R_TREE", R_TREE, 3), ("AXIS", AXIS, 3),
                 ("PITCH", PITCH, 1), ("MASS", MASS, 1), ("H", H, 3), ("IBAR", IBAR, 9),
                 ("PARENT", PARENT, 1), ("JTYPE", JTYPE, 1), ("IQ", IQ, 1), ("IV", IV, 1),
                 ("NVJ", NVJ, 1), ("AXIS_ID", AXIS_ID, 1), ("SIDX", SIDX, 1),
-                ("ARMATURE", ARMATURE, 1))
+                ("ARMATURE", ARMATURE, 1), ("SUNIT", SUNIT, 1))
 #: (name, first column, width) of the model row
 MODEL_COLUMNS = (("NB", NB, 1), ("NQ", NQ, 1), ("NV", NV, 1), ("GRAV", GRAV, 3),
                  ("QTOL", QTOL, 1), ("CHAIN", CHAIN, 1), ("SINGTOL", SINGTOL, 1))
 
 #: the fingerprint of the tables of version :data:`LAYOUT_VERSION`
-LAYOUT_FINGERPRINT = "30afaf80299afa62"
+LAYOUT_FINGERPRINT = "22658391e778e6af"
 
 
 class LayoutError(ImportError):

@@ -24,17 +24,16 @@ from .. import _compiled
 from ..layout import (
     ARMATURE,
     AXIS_ID,
-    FREE,
     GRAV,
     HDR,
     IQ,
     IV,
-    JTYPE,
     NV,
     NVJ,
     PARENT,
     SIDX,
     SINGTOL,
+    SUNIT,
     WIDTH,
 )
 from .constants import BAD_SHAPE, NOT_FINITE, SINGULAR
@@ -145,7 +144,7 @@ def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, S0, w, IA, LW, y):
                 S0[o, 3], S0[o, 4], S0[o, 5] = e0, e1, e2
             for m in range(6):
                 w[TM, m] = S0[o, m] * v[o]  # v_J = S⁰ q̇
-        elif par < 0 and int(data[i, JTYPE]) == FREE:
+        elif par < 0 and data[i, SUNIT] == 6:
             # floating base: v_J = X0⁻¹ v (S⁰ itself is not formed, see above)
             for m in range(6):
                 w[TM + 1, m] = v[o + m]
@@ -216,7 +215,7 @@ def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, S0, w, IA, LW, y):
                 sym_rank1_to_parent(IA, i, par, u0 * dinv, u1 * dinv, u2 * dinv, u3 * dinv,
                                     u4 * dinv, u5 * dinv, u0, u1, u2, u3, u4, u5)
             continue
-        if par < 0 and int(data[i, JTYPE]) == FREE:
+        if par < 0 and data[i, SUNIT] == 6:
             # floating base: I^A δ = X0ᵀ τ - p^A by the Cholesky factor L of I^A (SPD),
             # δ kept in y[o:o+6] for pass 3
             w[TM + 1, 0], w[TM + 1, 1], w[TM + 1, 2] = tau[o], tau[o + 1], tau[o + 2]
@@ -286,7 +285,7 @@ def aba_core(data, q, v, tau, fext, use_fext, qdd, X, X0, S0, w, IA, LW, y):
         par = int(data[i, PARENT])
         b = 6 * i
         if par < 0:
-            if n == 6 and int(data[i, JTYPE]) == FREE:  # floating base: q̈ = X0 δ
+            if n == 6 and data[i, SUNIT] == 6:  # floating base: q̈ = X0 δ
                 for m in range(6):
                     w[AC + i, m] = y[o + m]
                 x_motion(X0, i, w, AC + i, w, TM)
@@ -386,7 +385,7 @@ def aba_lanes_fit(data):
     if nb > ABA_LANE_BODIES:
         return False
     for i in range(nb):
-        if data[i, NVJ] != 1 and not (data[i, PARENT] < 0 and int(data[i, JTYPE]) == FREE):
+        if data[i, NVJ] != 1 and not (data[i, PARENT] < 0 and data[i, SUNIT] == 6):
             return False
         if data[i, NVJ] == 6 and data[i, ARMATURE] != 0.0:  # a free root with a rotor
             return False
@@ -463,7 +462,7 @@ def aba_lanes(data, Q, V, Tau, Fx, use_fext, k0, L, out, status, Xs, Ws):
             for m in range(6):
                 for l in range(L):
                     T[12 + m, l] = S0[i, m, l] * V[k0 + l, o]
-        elif par < 0 and int(data[i, JTYPE]) == FREE:  # v_J = X0⁻¹ v
+        elif par < 0 and data[i, SUNIT] == 6:  # v_J = X0⁻¹ v
             for l in range(L):
                 (T[12, l], T[13, l], T[14, l], T[15, l], T[16, l], T[17, l]) = x_inv_motion_s(
                     X0[i, 0, l], X0[i, 1, l], X0[i, 2, l], X0[i, 3, l], X0[i, 4, l],
@@ -542,7 +541,7 @@ def aba_lanes(data, Q, V, Tau, Fx, use_fext, k0, L, out, status, Xs, Ws):
     for i in range(nb - 1, -1, -1):  # pass 2: articulated inertias, child before parent
         o = int(data[i, IV])
         par = int(data[i, PARENT])
-        if par < 0 and int(data[i, JTYPE]) == FREE:
+        if par < 0 and data[i, SUNIT] == 6:
             aba_lanes_free_root(Tau, k0, o, L, X0, i, Pb, IA, Lc, Z, data[nb, SINGTOL], status)
             continue
         for l in range(L):
@@ -605,7 +604,7 @@ def aba_lanes(data, Q, V, Tau, Fx, use_fext, k0, L, out, status, Xs, Ws):
     for i in range(nb):  # pass 3: q̈ and δ, parent before child (δ_p = 0 at a root)
         o = int(data[i, IV])
         par = int(data[i, PARENT])
-        if par < 0 and int(data[i, JTYPE]) == FREE:  # q̈ = X0 δ
+        if par < 0 and data[i, SUNIT] == 6:  # q̈ = X0 δ
             for m in range(6):
                 for l in range(L):
                     Ab[i, m, l] = Z[6 + m, l]

@@ -22,17 +22,16 @@ from ..layout import (
     ARMATURE,
     AXIS_ID,
     CHAIN,
-    FREE,
     HDR,
     IQ,
     IV,
-    JTYPE,
     MASS,
     NQ,
     NV,
     NVJ,
     PARENT,
     SIDX,
+    SUNIT,
     WIDTH,
 )
 from .constants import BAD_SHAPE, NOT_FINITE
@@ -72,7 +71,7 @@ def mass_matrix_entries(data, j, col, n0, n1, n2, f0, f1, f2, M, F):
         x = unit_component(kj, n0, n1, n2, f0, f1, f2)
         M[oj, col] = x
         M[col, oj] = x
-    elif int(data[j, JTYPE]) == FREE:  # S_j = 1
+    elif data[j, SUNIT] == 6:  # S_j = 1
         M[oj, col], M[oj + 1, col], M[oj + 2, col] = n0, n1, n2
         M[oj + 3, col], M[oj + 4, col], M[oj + 5, col] = f0, f1, f2
         M[col, oj], M[col, oj + 1], M[col, oj + 2] = n0, n1, n2
@@ -166,7 +165,7 @@ def crba_core(data, q, M, X, P, F, A):
             if ki >= 0:
                 inertia_column(P, i, ki, F, 0)
                 M[oi, oi] = F[0, ki]
-            elif int(data[i, JTYPE]) == FREE:  # S = 1: I^c_i S = I^c_i
+            elif data[i, SUNIT] == 6:  # S = 1: I^c_i S = I^c_i
                 inertia_column(P, i, c, F, 0)
                 for r in range(6):
                     M[oi + r, oi + c] = F[0, r]
@@ -289,7 +288,7 @@ def crba_lanes(data, Q, k0, L, out, status, Xs, Fs):
         oi = int(data[i, IV])
         ki = int(data[i, SIDX])
         nvi = int(data[i, NVJ])
-        free = int(data[i, JTYPE]) == FREE
+        free = data[i, SUNIT] == 6
         for c in range(nvi):
             col = oi + c
             if ki >= 0 or free:  # S = e_k or S = 1: a column of I^c_i
@@ -324,7 +323,7 @@ def crba_lanes(data, Q, k0, L, out, status, Xs, Fs):
                 # the entries of joint j in column col and row col (as mass_matrix_entries)
                 oj = int(data[j, IV])
                 kj = int(data[j, SIDX])
-                if kj >= 0 or int(data[j, JTYPE]) == FREE:
+                if kj >= 0 or data[j, SUNIT] == 6:
                     for r in range(1 if kj >= 0 else 6):
                         for l in range(L):
                             x = F[kj if kj >= 0 else r, l]

@@ -23,12 +23,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ...model.joints import free, helical, planar, prismatic, revolute, spherical
 from .. import _compiled
 from ..layout import (
     AXIS,
     AXIS_ID,
     E_TREE,
-    FREE,
     HELICAL,
     IQ,
     IV,
@@ -40,6 +40,7 @@ from ..layout import (
     R_TREE,
     REVOLUTE,
     SPHERICAL,
+    SUNIT,
 )
 
 _compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
@@ -123,56 +124,38 @@ def joint_transform(data, i, q, X):
     """``X_up[i] = X_J(q_i) X_tree[i]`` into X[i] = (E row-major, r); 1 if a quaternion is not unit.
 
     ``X_J = plucker(Rᵀ, p)`` with (R, p) the pose of the child in the joint
-    frame, so ``E = Rᵀ E_tree`` and ``r = r_tree + E_treeᵀ p``.
+    frame (the joint type's ``joint_pose``), so ``E = Rᵀ E_tree`` and
+    ``r = r_tree + E_treeᵀ p``.
     """
     jt = int(data[i, JTYPE])
     k = int(data[i, IQ])
     if data[i, AXIS_ID] >= 0:
         unit_axis_transform(data, i, np.cos(q[k]), np.sin(q[k]), X)
         return 0
-    p0 = 0.0
-    p1 = 0.0
-    p2 = 0.0
-    if jt == REVOLUTE or jt == HELICAL or jt == PRISMATIC:
-        ax = data[i, AXIS]
-        ay = data[i, AXIS + 1]
-        az = data[i, AXIS + 2]
-        th = q[k]
-        if jt == PRISMATIC:
-            r00, r01, r02 = 1.0, 0.0, 0.0
-            r10, r11, r12 = 0.0, 1.0, 0.0
-            r20, r21, r22 = 0.0, 0.0, 1.0
-            p0, p1, p2 = th * ax, th * ay, th * az
-        else:
-            # Rodrigues: R = c 1 + s a× + (1 - c) a aᵀ
-            c = np.cos(th)
-            s = np.sin(th)
-            t = 1.0 - c
-            r00, r01, r02 = c + t * ax * ax, t * ax * ay - s * az, t * ax * az + s * ay
-            r10, r11, r12 = t * ax * ay + s * az, c + t * ay * ay, t * ay * az - s * ax
-            r20, r21, r22 = t * ax * az - s * ay, t * ay * az + s * ax, c + t * az * az
-            if jt == HELICAL:
-                d = data[i, PITCH] * th
-                p0, p1, p2 = d * ax, d * ay, d * az
+    # the dispatcher: one line per joint code (tests/model/test_joint_primitives.py checks
+    # that every registered compiled_code has its line, against the numpy definition)
+    if jt == REVOLUTE or jt == HELICAL:
+        # one inlined Rodrigues for both (two copies of it and of libm's cos and sin grew
+        # every kernel by ~150 instructions): the screw is the revolute rotation and its
+        # translation along the axis, as helical.joint_pose
+        (bad, r00, r01, r02, r10, r11, r12, r20, r21, r22, p0, p1, p2) = revolute.joint_pose(
+            q, k, data[i, AXIS], data[i, AXIS + 1], data[i, AXIS + 2])
+        if jt == HELICAL:
+            p0, p1, p2 = helical.screw_translation(
+                q, k, data[i, AXIS], data[i, AXIS + 1], data[i, AXIS + 2], data[i, PITCH])
+    elif jt == PRISMATIC:
+        (bad, r00, r01, r02, r10, r11, r12, r20, r21, r22, p0, p1, p2) = prismatic.joint_pose(
+            q, k, data[i, AXIS], data[i, AXIS + 1], data[i, AXIS + 2])
     elif jt == PLANAR:
-        c = np.cos(q[k + 2])
-        s = np.sin(q[k + 2])
-        r00, r01, r02 = c, -s, 0.0
-        r10, r11, r12 = s, c, 0.0
-        r20, r21, r22 = 0.0, 0.0, 1.0
-        p0, p1 = q[k], q[k + 1]
-    else:  # SPHERICAL or FREE: a unit quaternion (w, x, y, z)
-        if jt == FREE:
-            p0, p1, p2 = q[k], q[k + 1], q[k + 2]
-            k += 3
-        w, x, y, z = q[k], q[k + 1], q[k + 2], q[k + 3]
-        n = np.sqrt(w * w + x * x + y * y + z * z)
-        if abs(n - 1.0) > data[data.shape[0] - 1, QTOL]:
-            return 1
-        w, x, y, z = w / n, x / n, y / n, z / n
-        r00, r01, r02 = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
-        r10, r11, r12 = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
-        r20, r21, r22 = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
+        (bad, r00, r01, r02, r10, r11, r12, r20, r21, r22, p0, p1, p2) = planar.joint_pose(q, k)
+    else:  # SPHERICAL or FREE: one inlined quaternion rotation for both (as above)
+        free_joint = jt != SPHERICAL  # FREE
+        (bad, r00, r01, r02, r10, r11, r12, r20, r21, r22, p0, p1, p2) = spherical.joint_pose(
+            q, k + 3 if free_joint else k, data[data.shape[0] - 1, QTOL])
+        if free_joint:  # as free.joint_pose: the ball's rotation, translated
+            p0, p1, p2 = free.translation(q, k)
+    if bad:
+        return 1
     for b in range(3):
         t0 = data[i, E_TREE + b]
         t1 = data[i, E_TREE + 3 + b]
@@ -188,68 +171,68 @@ def joint_transform(data, i, q, X):
 @njit(cache=True, _nrt=False)
 def motion_subspace_column(data, i, c, dst, k):
     """``dst[k] = S_i[:, c]``, column c of the motion subspace of joint i."""
-    for m in range(6):
-        dst[k, m] = 0.0
     jt = int(data[i, JTYPE])
-    if jt == REVOLUTE or jt == HELICAL:
-        for m in range(3):
-            dst[k, m] = data[i, AXIS + m]
-        if jt == HELICAL:
-            for m in range(3):
-                dst[k, 3 + m] = data[i, PITCH] * data[i, AXIS + m]
+    if data[i, SUNIT] > 0:  # S[:, c] = e_c
+        s0, s1, s2, s3, s4, s5 = (1.0 if c == 0 else 0.0, 1.0 if c == 1 else 0.0,
+                                  1.0 if c == 2 else 0.0, 1.0 if c == 3 else 0.0,
+                                  1.0 if c == 4 else 0.0, 1.0 if c == 5 else 0.0)
+    elif jt == REVOLUTE:
+        s0, s1, s2, s3, s4, s5 = revolute.motion_subspace_column(
+            c, data[i, AXIS], data[i, AXIS + 1], data[i, AXIS + 2])
     elif jt == PRISMATIC:
-        for m in range(3):
-            dst[k, 3 + m] = data[i, AXIS + m]
-    elif jt == PLANAR:  # speeds (v_x, v_y, ω_z)
-        dst[k, 3 + c if c < 2 else 2] = 1.0
-    else:  # SPHERICAL: [1; 0]; FREE: 1 (6x6)
-        dst[k, c] = 1.0
+        s0, s1, s2, s3, s4, s5 = prismatic.motion_subspace_column(
+            c, data[i, AXIS], data[i, AXIS + 1], data[i, AXIS + 2])
+    elif jt == HELICAL:
+        s0, s1, s2, s3, s4, s5 = helical.motion_subspace_column(
+            c, data[i, AXIS], data[i, AXIS + 1], data[i, AXIS + 2], data[i, PITCH])
+    else:  # PLANAR
+        s0, s1, s2, s3, s4, s5 = planar.motion_subspace_column(c)
+    dst[k, 0], dst[k, 1], dst[k, 2], dst[k, 3], dst[k, 4], dst[k, 5] = s0, s1, s2, s3, s4, s5
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def subspace_times(data, i, jt, x, o):
+    """``S_i x_i`` (six scalars), x_i = x[o:o + nv_i]: the dispatcher of the joint types'
+    ``motion_subspace_times``."""
+    n = data[i, SUNIT]
+    if n > 0:  # S = [1; 0]: x_i and zeros
+        return (x[o], x[o + 1], x[o + 2], x[o + 3] if n > 3 else 0.0,
+                x[o + 4] if n > 4 else 0.0, x[o + 5] if n > 5 else 0.0)
+    if jt == REVOLUTE:
+        return revolute.motion_subspace_times(
+            x, o, data[i, AXIS], data[i, AXIS + 1], data[i, AXIS + 2])
+    if jt == PRISMATIC:
+        return prismatic.motion_subspace_times(
+            x, o, data[i, AXIS], data[i, AXIS + 1], data[i, AXIS + 2])
+    if jt == HELICAL:
+        return helical.motion_subspace_times(
+            x, o, data[i, AXIS], data[i, AXIS + 1], data[i, AXIS + 2], data[i, PITCH])
+    return planar.motion_subspace_times(x, o)  # PLANAR
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
 def motion_subspace_times(data, i, x, dst, k):
     """``dst[k] = S_i x_i`` with x_i the joint's part of the speed-sized vector x."""
-    jt = int(data[i, JTYPE])
-    o = int(data[i, IV])
-    if jt == REVOLUTE or jt == HELICAL or jt == PRISMATIC:
-        # S = [a; 0] (revolute), [0; a] (prismatic), [a; h a] (helical)
-        wa = 0.0 if jt == PRISMATIC else x[o]
-        va = x[o] if jt == PRISMATIC else (x[o] * data[i, PITCH] if jt == HELICAL else 0.0)
-        for m in range(3):
-            dst[k, m] = wa * data[i, AXIS + m]
-            dst[k, 3 + m] = va * data[i, AXIS + m]
-    elif jt == PLANAR:
-        dst[k, 0] = 0.0
-        dst[k, 1] = 0.0
-        dst[k, 2] = x[o + 2]
-        dst[k, 3] = x[o]
-        dst[k, 4] = x[o + 1]
-        dst[k, 5] = 0.0
-    elif jt == SPHERICAL:
-        for m in range(3):
-            dst[k, m] = x[o + m]
-            dst[k, 3 + m] = 0.0
-    else:
-        for m in range(6):
-            dst[k, m] = x[o + m]
+    (dst[k, 0], dst[k, 1], dst[k, 2], dst[k, 3], dst[k, 4],
+     dst[k, 5]) = subspace_times(data, i, int(data[i, JTYPE]), x, int(data[i, IV]))
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
 def motion_subspace_transpose_times(data, i, c, F, k):
     """``S_i[:, c]ᵀ F[k]``: the power-conjugate component c of a force on joint i."""
+    if data[i, SUNIT] > 0:  # S[:, c] = e_c
+        return F[k, c]
     jt = int(data[i, JTYPE])
     if jt == REVOLUTE:
-        return data[i, AXIS] * F[k, 0] + data[i, AXIS + 1] * F[k, 1] + data[i, AXIS + 2] * F[k, 2]
+        return revolute.motion_subspace_transpose_times(
+            F, k, c, data[i, AXIS], data[i, AXIS + 1], data[i, AXIS + 2])
     if jt == PRISMATIC:
-        return data[i, AXIS] * F[k, 3] + data[i, AXIS + 1] * F[k, 4] + data[i, AXIS + 2] * F[k, 5]
+        return prismatic.motion_subspace_transpose_times(
+            F, k, c, data[i, AXIS], data[i, AXIS + 1], data[i, AXIS + 2])
     if jt == HELICAL:
-        h = data[i, PITCH]
-        return (data[i, AXIS] * (F[k, 0] + h * F[k, 3])
-                + data[i, AXIS + 1] * (F[k, 1] + h * F[k, 4])
-                + data[i, AXIS + 2] * (F[k, 2] + h * F[k, 5]))
-    if jt == PLANAR:
-        return F[k, 3 + c if c < 2 else 2]
-    return F[k, c]
+        return helical.motion_subspace_transpose_times(
+            F, k, c, data[i, AXIS], data[i, AXIS + 1], data[i, AXIS + 2], data[i, PITCH])
+    return planar.motion_subspace_transpose_times(F, k, c)  # PLANAR
 
 
 @njit(cache=True, _nrt=False)
@@ -296,33 +279,9 @@ def lane_unit_axis_transform(data, i, c, s, X, r, L):
 def lane_motion_subspace_times(data, i, jt, o, Xv, k0, L, dst):
     """``dst[:, l] = S_i x_i`` of lane l for the speed-sized rows ``Xv[k0 + l]`` (as
     :func:`motion_subspace_times`, operation for operation)."""
-    if jt == REVOLUTE or jt == HELICAL or jt == PRISMATIC:
-        h = data[i, PITCH]
-        for m in range(3):
-            am = data[i, AXIS + m]
-            for l in range(L):
-                x = Xv[k0 + l, o]
-                wa = 0.0 if jt == PRISMATIC else x
-                va = x if jt == PRISMATIC else (x * h if jt == HELICAL else 0.0)
-                dst[m, l] = wa * am
-                dst[3 + m, l] = va * am
-    elif jt == PLANAR:
-        for l in range(L):
-            dst[0, l] = 0.0
-            dst[1, l] = 0.0
-            dst[2, l] = Xv[k0 + l, o + 2]
-            dst[3, l] = Xv[k0 + l, o]
-            dst[4, l] = Xv[k0 + l, o + 1]
-            dst[5, l] = 0.0
-    elif jt == SPHERICAL:
-        for m in range(3):
-            for l in range(L):
-                dst[m, l] = Xv[k0 + l, o + m]
-                dst[3 + m, l] = 0.0
-    else:
-        for m in range(6):
-            for l in range(L):
-                dst[m, l] = Xv[k0 + l, o + m]
+    for l in range(L):
+        (dst[0, l], dst[1, l], dst[2, l], dst[3, l], dst[4, l],
+         dst[5, l]) = subspace_times(data, i, jt, Xv[k0 + l], o)
 
 
 # --- the X_up block of several states at once (CRBA, A_G) ---------------------------

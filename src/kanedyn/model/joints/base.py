@@ -19,6 +19,27 @@ coordinates.
 The joint transform is ``X_J = child_X_jointframe = plucker(R(q).T, p(q))``
 with ``R(q), p(q)`` the pose of the child frame in the joint (predecessor)
 frame.
+
+**Compiled primitives.** Beside its class, a joint module defines numba functions
+(decorated :data:`compiled_primitive`) that the kernels inline, pure functions of the
+joint's parameters (axis a, pitch h: the caller reads them from the flat row and passes
+scalars, so that this layer does not import the layout) and of its slice of q, x or F:
+
+- ``joint_pose(q, k, ...)`` → ``(bad, R00, R01, …, R22, p0, p1, p2)``: the pose (R
+  row-major, p) of the child in the joint frame, ``X_J = plucker(Rᵀ, p)``
+  (Featherstone 2008, Table 4.1), q_j starting at ``q[k]``; ``bad`` = 1 when a
+  quaternion in q_j is not unit within the tolerance passed;
+- ``motion_subspace_column(c, ...)`` → S[:, c]; ``motion_subspace_times(x, o, ...)`` →
+  ``S x_j`` (x_j starting at ``x[o]``); ``motion_subspace_transpose_times(F, k, c, ...)``
+  → ``S[:, c]ᵀ F[k]`` (six-tuples and a scalar) — not needed when
+  :attr:`Joint.identity_columns` holds (the kernels then take ``S[:, c] = e_c``);
+- ``integrate(q, a, v, b, dt, out)``: ``out[a:a+nq] = q_j ⊕ v_j dt``, only when q is not
+  additive.
+
+Each keeps, operation for operation, the arithmetic of the kernels' branch it replaced
+(the batch and single-state kernels must give the same bits). The one dispatcher,
+:mod:`kanedyn.dynamics.kernels.joint_rows` (and, for ``integrate``,
+:mod:`kanedyn.sim.configuration_kernel`), calls them by joint code.
 """
 
 from __future__ import annotations
@@ -28,6 +49,7 @@ from types import ModuleType
 from typing import ClassVar
 
 import numpy as np
+from numba import njit
 from numpy.typing import NDArray
 
 from ...errors import ModelError, StateError
@@ -36,6 +58,13 @@ from ...spatial.lie import RIGHT_JACOBIAN_QUADRATURE
 
 #: how far from unit norm a quaternion in q may be before it is an error
 QUAT_TOL = 1e-4
+
+#: the decorator of the joint types' compiled primitives: inlined into the kernels and
+#: never cached on their own (a cached primitive that inlines another module's, as the
+#: helical pose inlines the revolute one, would go stale when that module changes; the
+#: kernels that compile them in import every joint module, so their keyed caches cover
+#: these files: kanedyn.dynamics._compiled)
+compiled_primitive = njit(_nrt=False, forceinline=True)
 
 
 def unit_axis(axis, joint: str) -> NDArray:
@@ -90,7 +119,12 @@ class Joint:
     - ``chart_is_additive``: True when ``q ⊕ x = q + x`` (then J(x) = 1, the chart
       methods are not called, and batched additive kernels accept the joint);
     - ``compiled_code``: the name of its joint code in :mod:`kanedyn.dynamics.layout`
-      (the compiled kernels branch on it), or None when no kernel knows the joint.
+      (the one dispatcher of :mod:`kanedyn.dynamics.kernels.joint_rows` calls the type's
+      compiled primitives by it), or None when no kernel knows the joint;
+    - ``identity_columns``: True when S is the first nv columns of the 6 x 6 identity
+      (``S[:, c] = e_c``; packed as SUNIT = nv): the kernels then pick columns of an
+      inertia instead of forming S, and take their floating-base paths when nv = 6
+      (``S = 1``) at a root.
     """
 
     name: str
@@ -105,6 +139,7 @@ class Joint:
     quaternion: ClassVar[slice | None] = None
     chart_is_additive = True
     compiled_code: ClassVar[str | None] = None
+    identity_columns: ClassVar[bool] = False
 
     # --- the joint model -------------------------------------------------
     def pose(self, qj: NDArray) -> tuple[NDArray, NDArray]:
@@ -203,12 +238,18 @@ class Joint:
 
     # --- the flat layout (kanedyn.dynamics.flat) ------------------------------
     def pack(self, row: NDArray, layout: ModuleType) -> None:
-        """Write this joint's columns of its body row: JTYPE, AXIS, PITCH, SIDX, AXIS_ID
-        (``layout`` is :mod:`kanedyn.dynamics.layout`, passed in so that the model layer
-        does not import the dynamics layer). SIDX and AXIS_ID stay -1 (no shortcut)."""
+        """Write this joint's columns of its body row: JTYPE, SUNIT (from
+        :attr:`identity_columns`), AXIS, PITCH, SIDX, AXIS_ID (``layout`` is
+        :mod:`kanedyn.dynamics.layout`, passed in so that the model layer does not import
+        the dynamics layer). SIDX and AXIS_ID stay -1 (no shortcut)."""
         if self.compiled_code is None:
             raise ModelError(f"joint {self.name!r}: kind {self.kind!r} has no fast kernel")
-        row[layout.JTYPE] = getattr(layout, self.compiled_code)
+        code = getattr(layout, self.compiled_code, None)
+        if code not in layout.JOINT_CODES.values():
+            raise ModelError(f"joint {self.name!r}: compiled_code {self.compiled_code!r} is "
+                             f"not a joint code of {layout.__name__} (JOINT_CODES)")
+        row[layout.JTYPE] = code
+        row[layout.SUNIT] = self.nv if self.identity_columns else 0
         row[layout.SIDX] = -1
         row[layout.AXIS_ID] = -1
 

@@ -2,7 +2,9 @@
 
 ``ṗ = R v_O``, ``q̇_quat = ½ q ⊗ (0, ω)``; ``q ⊕ v dt`` is the SE(3) exponential
 of the body twist. The integrators' chart is ``(p, q) ⊕ (φ, ρ) = (p + R ρ, q ⊗ exp φ)``
-(SO(3) × R³, not SE(3)). Compiled primitives: code FREE.
+(SO(3) × R³, not SE(3)). Compiled primitives (below the class; see :mod:`.base`): code
+FREE; S = 1 (:attr:`~.base.Joint.identity_columns`, which the kernels' floating-base paths
+read), so only the pose and ``q ⊕ v dt`` are compiled here.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from ...spatial.lie import (
     so3_right_jacobian,
     so3_right_jacobian_derivative,
 )
-from .base import Joint, random_unit_quaternion, register_joint_type
+from .base import Joint, compiled_primitive, random_unit_quaternion, register_joint_type
+from .spherical import joint_pose as rotation_pose
+from .spherical import quaternion_matrix, quaternion_times_exp
 
 
 @register_joint_type
@@ -37,6 +41,7 @@ class Free(Joint):
     quaternion = slice(3, 7)
     chart_is_additive = False
     compiled_code = "FREE"
+    identity_columns = True
 
     def pose(self, qj):
         return quat_to_matrix(qj[3:7]), np.asarray(qj[:3], dtype=float)
@@ -122,3 +127,45 @@ class Free(Joint):
 
 # URDF's "floating" is the free joint
 register_joint_type(Free, "floating")
+
+
+# --- compiled primitives: q = (p, quaternion), v = (ω, v_O) ------------------------------
+
+@compiled_primitive
+def translation(q, k):
+    """p = q[k:k+3]."""
+    return q[k], q[k + 1], q[k + 2]
+
+
+@compiled_primitive
+def joint_pose(q, k, qtol):
+    """(bad, R, p): R of the quaternion q[k+3:k+7] as the spherical joint's (bad = 1 when
+    it is not unit within qtol), p = q[k:k+3] (the dispatcher inlines these two parts,
+    sharing the rotation with the spherical code)."""
+    (bad, r00, r01, r02, r10, r11, r12, r20, r21, r22,
+     _, _, _) = rotation_pose(q, k + 3, qtol)
+    p0, p1, p2 = translation(q, k)
+    return bad, r00, r01, r02, r10, r11, r12, r20, r21, r22, p0, p1, p2
+
+
+@compiled_primitive
+def integrate(q, a, v, b, dt, out):
+    """The SE(3) exponential of the body twist v dt (as :meth:`Free.integrate`):
+    p + R V(ω) v_O and q ⊗ exp(ω), ``V u = u + c1 ω×u + c2 ω×(ω×u)``."""
+    w0, w1, w2 = dt * v[b], dt * v[b + 1], dt * v[b + 2]
+    u0, u1, u2 = dt * v[b + 3], dt * v[b + 4], dt * v[b + 5]
+    th = np.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
+    if th < 1e-6:
+        c1, c2 = 0.5, 1.0 / 6.0
+    else:
+        c1 = (1.0 - np.cos(th)) / (th * th)
+        c2 = (th - np.sin(th)) / (th * th * th)
+    x0, x1, x2 = w1 * u2 - w2 * u1, w2 * u0 - w0 * u2, w0 * u1 - w1 * u0
+    y0, y1, y2 = w1 * x2 - w2 * x1, w2 * x0 - w0 * x2, w0 * x1 - w1 * x0
+    d0, d1, d2 = u0 + c1 * x0 + c2 * y0, u1 + c1 * x1 + c2 * y1, u2 + c1 * x2 + c2 * y2
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = quaternion_matrix(
+        q[a + 3], q[a + 4], q[a + 5], q[a + 6])
+    out[a] = q[a] + (r00 * d0 + r01 * d1 + r02 * d2)
+    out[a + 1] = q[a + 1] + (r10 * d0 + r11 * d1 + r12 * d2)
+    out[a + 2] = q[a + 2] + (r20 * d0 + r21 * d1 + r22 * d2)
+    quaternion_times_exp(q, a + 3, w0, w1, w2, out, a + 3)

@@ -1,7 +1,8 @@
 """The helical (screw) joint: rotation q about the axis, translation ``h q`` along it.
 
 S = (a; h a) (the axis passes through the joint frame's origin), W = 1,
-q ⊕ x = q + x. Compiled primitives: code HELICAL, AXIS and PITCH packed.
+q ⊕ x = q + x. Compiled primitives (below the class; see :mod:`.base`): code HELICAL, AXIS and PITCH
+packed.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...spatial import axis_angle
-from .base import Joint, register_joint_type, unit_axis
+from . import revolute
+from .base import Joint, compiled_primitive, register_joint_type, unit_axis
 
 
 @register_joint_type
@@ -44,3 +46,43 @@ class Helical(Joint):
         super().pack(row, layout)
         row[layout.AXIS:layout.AXIS + 3] = self.axis
         row[layout.PITCH] = self.pitch
+
+
+# --- compiled primitives (a = (a0, a1, a2) the unit axis, h the pitch) ----------------
+
+@compiled_primitive
+def screw_translation(q, k, a0, a1, a2, h):
+    """p = (h q[k]) a, the translation of the screw."""
+    d = h * q[k]
+    return d * a0, d * a1, d * a2
+
+
+@compiled_primitive
+def joint_pose(q, k, a0, a1, a2, h):
+    """(0, R, p) with R the revolute one (Rodrigues) and p the screw's translation (the
+    dispatcher inlines these two parts, sharing the rotation with the revolute code)."""
+    (bad, r00, r01, r02, r10, r11, r12, r20, r21, r22,
+     _, _, _) = revolute.joint_pose(q, k, a0, a1, a2)
+    p0, p1, p2 = screw_translation(q, k, a0, a1, a2, h)
+    return bad, r00, r01, r02, r10, r11, r12, r20, r21, r22, p0, p1, p2
+
+
+@compiled_primitive
+def motion_subspace_column(c, a0, a1, a2, h):
+    """S = (a; h a)."""
+    return a0, a1, a2, h * a0, h * a1, h * a2
+
+
+@compiled_primitive
+def motion_subspace_times(x, o, a0, a1, a2, h):
+    """S x = (x a; (x h) a)."""
+    w = x[o]
+    v = w * h
+    return w * a0, w * a1, w * a2, v * a0, v * a1, v * a2
+
+
+@compiled_primitive
+def motion_subspace_transpose_times(F, k, c, a0, a1, a2, h):
+    """Sᵀ f = a · (n + h f), (n; f) = F[k]."""
+    return (a0 * (F[k, 0] + h * F[k, 3]) + a1 * (F[k, 1] + h * F[k, 4])
+            + a2 * (F[k, 2] + h * F[k, 5]))

@@ -3,7 +3,7 @@
 v = (v_x, v_y, ω_z) is the child's velocity in its own axes (as in Pinocchio),
 so ``q̇ = W(q) v`` with W rotating (v_x, v_y) by θ; ``q ⊕ v dt`` is the exact
 flow of SE(2). The integrators' chart is ``(x, y, θ) ⊕ (ρ, ψ) = (p + R(θ) ρ, θ + ψ)``.
-Compiled primitives: code PLANAR.
+Compiled primitives (below the class; see :mod:`.base`): code PLANAR.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...spatial.lie import se2_coefficients
-from .base import Joint, register_joint_type
+from .base import Joint, compiled_primitive, register_joint_type
 
 
 def _rotation(th: float) -> np.ndarray:
@@ -111,3 +111,48 @@ class Planar(Joint):
         K = -np.eye(3)
         K[0, 2], K[1, 2] = xj[1], -xj[0]
         return K
+
+
+# --- compiled primitives: q = (x, y, θ), speeds (v_x, v_y, ω_z) -------------------------
+
+@compiled_primitive
+def joint_pose(q, k):
+    """(0, R = rot_z(θ), p = (x, y, 0))."""
+    c = np.cos(q[k + 2])
+    s = np.sin(q[k + 2])
+    return 0, c, -s, 0.0, s, c, 0.0, 0.0, 0.0, 1.0, q[k], q[k + 1], 0.0
+
+
+@compiled_primitive
+def motion_subspace_column(c):
+    """S[:, c]: e_3 (v_x), e_4 (v_y), e_2 (ω_z)."""
+    return (0.0, 0.0, 1.0 if c == 2 else 0.0, 1.0 if c == 0 else 0.0,
+            1.0 if c == 1 else 0.0, 0.0)
+
+
+@compiled_primitive
+def motion_subspace_times(x, o):
+    """S x = (0, 0, ω_z, v_x, v_y, 0)."""
+    return 0.0, 0.0, x[o + 2], x[o], x[o + 1], 0.0
+
+
+@compiled_primitive
+def motion_subspace_transpose_times(F, k, c):
+    """S[:, c]ᵀ f: f_x, f_y, n_z of F[k]."""
+    return F[k, 3 + c if c < 2 else 2]
+
+
+@compiled_primitive
+def integrate(q, a, v, b, dt, out):
+    """The exact SE(2) flow of the body twist v dt (as :meth:`Planar.integrate`)."""
+    vx, vy, w = dt * v[b], dt * v[b + 1], dt * v[b + 2]
+    th = q[a + 2]
+    if abs(w) < 1e-9:
+        s1, s2 = 1.0 - w * w / 6.0, w / 2.0
+    else:
+        s1, s2 = np.sin(w) / w, (1.0 - np.cos(w)) / w
+    dx, dy = s1 * vx - s2 * vy, s2 * vx + s1 * vy
+    c, s = np.cos(th), np.sin(th)
+    out[a] = q[a] + c * dx - s * dy
+    out[a + 1] = q[a + 1] + s * dx + c * dy
+    out[a + 2] = th + w

@@ -1,8 +1,9 @@
 """The prismatic joint: translation q along a unit axis of the joint frame.
 
 X_J = translation by q a, S = (0; a), W = 1, q ⊕ x = q + x. Compiled
-primitives: code PRISMATIC; an axis along coordinate axis k packs SIDX = 3 + k
-(S is then a unit column, which the kernels exploit).
+primitives (below the class; see :mod:`.base`): code PRISMATIC; an axis along
+coordinate axis k packs SIDX = 3 + k (S is then a unit column, which the kernels
+exploit).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import Joint, register_joint_type, unit_axis
+from .base import Joint, compiled_primitive, register_joint_type, unit_axis
 from .revolute import coordinate_axis
 
 
@@ -42,3 +43,31 @@ class Prismatic(Joint):
         row[layout.AXIS:layout.AXIS + 3] = self.axis
         k = coordinate_axis(self.axis)
         row[layout.SIDX] = -1 if k < 0 else 3 + k
+
+
+# --- compiled primitives (a = (a0, a1, a2) the unit axis) ---------------------------
+
+@compiled_primitive
+def joint_pose(q, k, a0, a1, a2):
+    """(0, R = 1, p = q[k] a)."""
+    th = q[k]
+    return (0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, th * a0, th * a1, th * a2)
+
+
+@compiled_primitive
+def motion_subspace_column(c, a0, a1, a2):
+    """S = (0; a)."""
+    return 0.0, 0.0, 0.0, a0, a1, a2
+
+
+@compiled_primitive
+def motion_subspace_times(x, o, a0, a1, a2):
+    """S x = (0 a; x a) (0 a, not 0: the bits of the kernels' branch)."""
+    v = x[o]
+    return 0.0 * a0, 0.0 * a1, 0.0 * a2, v * a0, v * a1, v * a2
+
+
+@compiled_primitive
+def motion_subspace_transpose_times(F, k, c, a0, a1, a2):
+    """Sᵀ f = a · f, (n; f) = F[k]."""
+    return a0 * F[k, 3] + a1 * F[k, 4] + a2 * F[k, 5]

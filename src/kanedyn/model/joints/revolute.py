@@ -1,9 +1,10 @@
 """The revolute joint: rotation q about a unit axis of the joint frame.
 
 X_J = rot(R(a, q))ᵀ-Plücker, S = (a; 0), W = 1, q ⊕ x = q + x. Compiled
-primitives: code REVOLUTE in :mod:`kanedyn.dynamics.layout`; an axis along a
-coordinate axis k packs SIDX = AXIS_ID = k, for which the kernels of
-:mod:`kanedyn.dynamics.kernels.joint_rows` take the sparse rotation shortcut.
+primitives (below the class; see :mod:`.base`): code REVOLUTE in
+:mod:`kanedyn.dynamics.layout`; an axis along a coordinate axis k packs
+SIDX = AXIS_ID = k, for which the kernels of :mod:`kanedyn.dynamics.kernels.joint_rows`
+take the sparse rotation shortcut.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...spatial import axis_angle
-from .base import Joint, register_joint_type, unit_axis
+from .base import Joint, compiled_primitive, register_joint_type, unit_axis
 
 
 def coordinate_axis(axis) -> int:
@@ -57,3 +58,36 @@ class Revolute(Joint):
 
 # URDF's "continuous" is a revolute joint without limits
 register_joint_type(Revolute, "continuous")
+
+
+# --- compiled primitives (a = (a0, a1, a2) the unit axis) ---------------------------
+
+@compiled_primitive
+def joint_pose(q, k, a0, a1, a2):
+    """(0, R, p = 0) with R = c 1 + s a× + (1 - c) a aᵀ (Rodrigues), c, s of q[k]."""
+    th = q[k]
+    c = np.cos(th)
+    s = np.sin(th)
+    t = 1.0 - c
+    return (0, c + t * a0 * a0, t * a0 * a1 - s * a2, t * a0 * a2 + s * a1,
+            t * a0 * a1 + s * a2, c + t * a1 * a1, t * a1 * a2 - s * a0,
+            t * a0 * a2 - s * a1, t * a1 * a2 + s * a0, c + t * a2 * a2, 0.0, 0.0, 0.0)
+
+
+@compiled_primitive
+def motion_subspace_column(c, a0, a1, a2):
+    """S = (a; 0)."""
+    return a0, a1, a2, 0.0, 0.0, 0.0
+
+
+@compiled_primitive
+def motion_subspace_times(x, o, a0, a1, a2):
+    """S x = (x a; 0 a) (0 a, not 0: the bits of the kernels' branch, -0 where a_m < 0)."""
+    w = x[o]
+    return w * a0, w * a1, w * a2, 0.0 * a0, 0.0 * a1, 0.0 * a2
+
+
+@compiled_primitive
+def motion_subspace_transpose_times(F, k, c, a0, a1, a2):
+    """Sᵀ f = a · n, f = (n; f) = F[k]."""
+    return a0 * F[k, 0] + a1 * F[k, 1] + a2 * F[k, 2]
