@@ -2,9 +2,9 @@
 
 Kinematics use :mod:`sympy.physics.vector` (ReferenceFrame, Point, Vector,
 Dyadic, dynamicsymbols); the objects here only say *what* moves and *what*
-acts on it, so that :mod:`kanedyn.kane.system` can form the generalized
-active and inertia forces (Kane & Levinson, *Dynamics: Theory and
-Applications*, 1985, Ch. 4).
+acts on it, so that :mod:`kanedyn.kane.generalized_forces` and
+:mod:`kanedyn.kane.equations` can form the generalized active and inertia
+forces (Kane & Levinson, *Dynamics: Theory and Applications*, 1985, Ch. 4).
 
 A load is either a force bound to a point (its line of action passes through
 the point) or a torque (a couple) on a rigid frame. Forces and torques may be
