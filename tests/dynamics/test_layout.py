@@ -164,7 +164,8 @@ def test_every_compiled_module_keys_its_cache(name):
 
 def test_the_keyed_modules_are_those_that_read_the_layout():
     package = {f"kanedyn.dynamics.kernels.{m}" for m in (
-        "joint_rows", "spatial_rows", "lanes", "rnea", "crba", "aba", "kinematics", "entries")}
+        "joint_rows", "joint_extension", "spatial_rows", "lanes", "rnea", "crba", "aba",
+        "kinematics", "entries")}
     expected = package | {"kanedyn.dynamics.kernels", "kanedyn.dynamics.energy_kernel",
                 "kanedyn.dynamics.derivatives_kernel", "kanedyn.dynamics.frames_kernel",
                 "kanedyn.dynamics.centroidal_kernel", "kanedyn.dynamics.joint_wrenches_kernel",

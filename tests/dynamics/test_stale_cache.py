@@ -119,9 +119,12 @@ def test_a_cache_built_against_another_layout_or_source_is_never_run(tmp_path):
     new = re.search(r"set LAYOUT_FINGERPRINT = '([0-9a-f]+)'", msg).group(1)
     text = layout_py.read_text()
     text = re.sub(r'LAYOUT_FINGERPRINT = "[0-9a-f]+"', f'LAYOUT_FINGERPRINT = "{new}"', text)
-    layout_py.write_text(text.replace("LAYOUT_VERSION = 1\n", "LAYOUT_VERSION = 2\n"))
+    bumped = layout.LAYOUT_VERSION + 1
+    assert f"LAYOUT_VERSION = {layout.LAYOUT_VERSION}\n" in text
+    layout_py.write_text(text.replace(f"LAYOUT_VERSION = {layout.LAYOUT_VERSION}\n",
+                                      f"LAYOUT_VERSION = {bumped}\n"))
     moved = run()
-    assert moved["version"] == 2
+    assert moved["version"] == bumped
     assert moved["ok"] == {"V": True, "E": True}, moved
     assert all(moved[k][0] == 0 and moved[k][1] > 0 for k in both), moved
 

@@ -7,13 +7,16 @@ joint type"): two types declared here, outside the package, are taken by every l
   compiled RK4 loop take it unchanged. Checked against the O(n³) reference
   (dynamics/reference.py) and against the same mechanism built from ``Revolute``.
 - ``Cylindrical``: rotation about and translation along z, nq = nv = 2, with no compiled
-  primitive (its S is no existing code's, and a new code is added inside the package:
-  its primitives, a JOINT_CODES entry and the dispatcher's lines in
-  kernels/joint_rows.py, which tests/model/test_joint_primitives.py checks for every
-  code). Its numpy definition reaches the reference algorithms and the
+  primitive. Its numpy definition reaches the reference algorithms and the
   configuration maps; the reference dynamics equal those of a prismatic joint followed by
   a revolute one through a massless link (an independent model of the same motion), and
   the fast kernels refuse it with a ModelError naming it.
+- ``CompiledCylindrical``: the same joint with its compiled primitives (below, in this
+  module) and a ``compiled_code`` of its own, not a built-in one: the kernels call them
+  through C entry points (kernels/joint_extension.py), with no edit of the package.
+  Compiled rnea/crba/aba (one state and batched), kinematics and RK4 against the
+  reference and against the prismatic-then-revolute model. Its ``symbolic_model``
+  takes it to ``kane.derive`` and to the Lagrange check (verify/lagrange.py).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from kanedyn.dynamics import reference
 from kanedyn.errors import ModelError
 from kanedyn.model import ModelBuilder, Prismatic, Revolute
 from kanedyn.model.joints import JOINT_TYPES, Joint, register_joint_type
+from kanedyn.model.joints.base import compiled_primitive
 from kanedyn.spatial import axis_angle
 
 I1 = np.diag([0.02, 0.03, 0.04])
@@ -75,13 +79,51 @@ class Cylindrical(Joint):
         S[5, 1] = 1.0
         return S
 
+    def symbolic_model(self, qj, uj, ops):
+        s, c = ops.sincos(qj[0])
+        zero, one = ops.number(0.0), ops.number(1.0)
+        return [[c, -s, zero], [s, c, zero], [zero, zero, one]], [zero, zero, qj[1]], list(uj)
+
+
+@dataclass(frozen=True)
+class CompiledCylindrical(Cylindrical):
+    """Cylindrical, with the compiled primitives of this module."""
+
+    kind = "compiled_cylindrical"
+    compiled_code = "CYLINDRICAL"
+
+
+# the compiled primitives of CompiledCylindrical (contract: kanedyn.model.joints.base)
+@compiled_primitive
+def joint_pose(q, k):
+    """R = rotation q[k] about z, p = q[k + 1] e_z."""
+    c, s = np.cos(q[k]), np.sin(q[k])
+    return (0, c, -s, 0.0, s, c, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, q[k + 1])
+
+
+@compiled_primitive
+def motion_subspace_column(c):
+    """S = [e_z 0; 0 e_z]."""
+    return 0.0, 0.0, 1.0 if c == 0 else 0.0, 0.0, 0.0, 1.0 if c == 1 else 0.0
+
+
+@compiled_primitive
+def motion_subspace_times(x, o):
+    return 0.0, 0.0, x[o], 0.0, 0.0, x[o + 1]
+
+
+@compiled_primitive
+def motion_subspace_transpose_times(F, k, c):
+    return F[k, 2] if c == 0 else F[k, 5]
+
 
 @pytest.fixture
 def registered():
-    """Register the two types for one test and leave the registry as it was."""
+    """Register the types for one test and leave the registry as it was."""
     before = dict(JOINT_TYPES)
     register_joint_type(AxialRevolute)
     register_joint_type(Cylindrical)
+    register_joint_type(CompiledCylindrical)
     yield
     JOINT_TYPES.clear()
     JOINT_TYPES.update(before)
@@ -149,8 +191,8 @@ def test_new_type_simulates_like_the_revolute_model(registered):
         np.testing.assert_allclose(t_new.v, t_old.v, rtol=0, atol=1e-12)
 
 
-def _cylinder_arm() -> kd.Model:
-    return _arm(Cylindrical("c"))
+def _cylinder_arm(cls=Cylindrical) -> kd.Model:
+    return _arm(cls("c"))
 
 
 def _prismatic_then_revolute() -> kd.Model:
@@ -188,3 +230,62 @@ def test_new_type_without_kernels_on_the_reference_path(registered):
     assert cyl.nq == cyl.nv == 3 and not cyl.has_quaternions
     with pytest.raises(ModelError, match="joint 'c': kind 'cylindrical' has no fast kernel"):
         kd.rnea(cyl, q, v, a)
+
+
+def test_new_code_compiled_outside_the_package(registered):
+    """A joint code of its own, compiled: the kernels call the primitives above."""
+    cyl, pr = _cylinder_arm(CompiledCylindrical), _prismatic_then_revolute()
+    swap = [1, 0, 2]
+    rng = np.random.default_rng(11)
+    Q, V, A, T = (np.array(x) for x in zip(*(_state(rng, cyl) for _ in range(5)), strict=True))
+    for q, v, a, tau in zip(Q, V, A, T, strict=True):
+        tau_ref = reference.rnea(pr, q[swap], v[swap], a[swap])[swap]
+        np.testing.assert_allclose(kd.rnea(cyl, q, v, a), tau_ref, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(kd.crba(cyl, q), reference.crba(pr, q[swap])[
+            np.ix_(swap, swap)], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(kd.aba(cyl, q, v, tau),
+                                   reference.aba(pr, q[swap], v[swap], tau[swap])[swap],
+                                   rtol=0, atol=1e-10)
+        kin = kd.forward_kinematics(cyl, q, v)
+        R_ref, p_ref = reference.body_placements(cyl, q)
+        np.testing.assert_allclose(kin.R, R_ref, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(kin.p, p_ref, rtol=0, atol=1e-12)
+    # batched: each state gives its single-state bits
+    np.testing.assert_array_equal(kd.rnea(cyl, Q, V, A),
+                                  [kd.rnea(cyl, *s) for s in zip(Q, V, A, strict=True)])
+    np.testing.assert_array_equal(kd.crba(cyl, Q), [kd.crba(cyl, q) for q in Q])
+    # the compiled RK4 loop against the prismatic-then-revolute model
+    q0, v0 = np.array([0.4, -0.2, 0.3]), np.array([0.5, 0.3, -1.0])
+    t_cyl = kd.simulate(cyl, q0, v0, 0.5, method="rk4", dt=1e-3)
+    t_pr = kd.simulate(pr, q0[swap], v0[swap], 0.5, method="rk4", dt=1e-3)
+    np.testing.assert_allclose(t_cyl.q, t_pr.q[:, swap], rtol=0, atol=1e-11)
+
+
+def test_new_type_in_kane_derive_and_the_lagrange_check(registered):
+    """The symbolic model of the class (no edit of kane/ or verify/) against the
+    prismatic-then-revolute model."""
+    import sympy as sp
+
+    from kanedyn import kane
+    from kanedyn.verify.lagrange import lagrange_terms
+
+    cyl, pr = _cylinder_arm(), _prismatic_then_revolute()
+    swap = [1, 0, 2]
+    eom = kane.derive(cyl)
+    fM, fh = lagrange_terms(cyl)
+    rng = np.random.default_rng(4)
+    for _ in range(2):
+        q, v, _, tau = _state(rng, cyl)
+        env = {s: sp.Float(float(x)) for s, x in zip(eom.q, q, strict=True)}
+        env.update({s: sp.Float(float(x)) for s, x in zip(eom.u, v, strict=True)})
+        env.update({s: sp.Float(float(x)) for s, x in zip(eom.inputs, tau, strict=True)})
+        for sym, e in eom.intermediates:
+            env[sym] = sp.Float(float(sp.sympify(e).xreplace(env)))
+        M = np.array(eom.mass_matrix.xreplace(env), dtype=float)
+        F = np.array(eom.forcing.xreplace(env), dtype=float).ravel()
+        M_pr = reference.crba(pr, q[swap])[np.ix_(swap, swap)]
+        h_pr = reference.rnea(pr, q[swap], v[swap], np.zeros(3))[swap]
+        np.testing.assert_allclose(M, M_pr, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(F, tau - h_pr, rtol=0, atol=1e-11)
+        np.testing.assert_allclose(fM(q), M_pr, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(fh(q, v), h_pr, rtol=0, atol=1e-11)

@@ -42,6 +42,7 @@ from ..model.joints import QUAT_TOL
 from ..model.model import singular_tolerance
 from . import layout
 from .kernels import workspace_size
+from .kernels.joint_extension import entry_table
 from .layout import (
     ARMATURE,
     CHAIN,
@@ -89,6 +90,8 @@ def _pack(model: Model) -> FlatModel:
         row = data[b.index]
         # the joint's own columns (JTYPE, AXIS, PITCH, SIDX, AXIS_ID): its pack method
         j.pack(row, layout)
+        if row[layout.JTYPE] == layout.EXTENSION:  # primitives of its own: its entry table
+            row[layout.JFUNCS] = entry_table(type(j))
         row[E_TREE:E_TREE + 9] = b.placement.E.reshape(9)
         row[R_TREE:R_TREE + 3] = b.placement.r
         I = b.inertia

@@ -40,6 +40,9 @@ column        width  holds
                      identity, ``S[:, c] = e_c`` (spherical 3, free 6: ``S = 1``;
                      :attr:`kanedyn.model.joints.Joint.identity_columns`), else 0:
                      the kernels pick columns of an inertia instead of forming S
+``JFUNCS``    1      for ``JTYPE = EXTENSION`` (a joint type beyond the built-in
+                     codes), the address of its entry table of C entry points
+                     (:mod:`kanedyn.dynamics.kernels.joint_extension`), else 0
 ============  =====  ===========================================================
 
 Model row (the last, index nb):
@@ -77,13 +80,17 @@ from __future__ import annotations
 import hashlib
 
 #: bump on any change of the tables below, and record the new fingerprint
-LAYOUT_VERSION = 2
+LAYOUT_VERSION = 3
 
 # joint type codes in ``data[i, JTYPE]``
 REVOLUTE, PRISMATIC, HELICAL, PLANAR, SPHERICAL, FREE = range(6)
-#: joint kind (:attr:`kanedyn.model.joints.Joint.kind`) → code
+#: joint kind (:attr:`kanedyn.model.joints.Joint.kind`) → code: the built-in types,
+#: whose primitives the kernels call directly
 JOINT_CODES = {"revolute": REVOLUTE, "prismatic": PRISMATIC, "helical": HELICAL,
                "planar": PLANAR, "spherical": SPHERICAL, "free": FREE}
+#: the code of every other joint type with compiled primitives: the kernels call them
+#: through the entry table at ``data[i, JFUNCS]``
+EXTENSION = 6
 
 # columns of a body row
 E_TREE = 0
@@ -102,6 +109,7 @@ AXIS_ID = 34
 SIDX = 35
 ARMATURE = 36
 SUNIT = 37
+JFUNCS = 38
 # columns of the model row (the last row)
 NB = 0
 NQ = 1
@@ -111,7 +119,7 @@ QTOL = 6
 CHAIN = 7
 SINGTOL = 8
 #: floats in a row
-WIDTH = 38
+WIDTH = 39
 #: floats in the header of the packed buffer before ``data``
 HDR = 8
 
@@ -120,13 +128,13 @@ BODY_COLUMNS = (("E_TREE", E_TREE, 9), ("R_TREE", R_TREE, 3), ("AXIS", AXIS, 3),
                 ("PITCH", PITCH, 1), ("MASS", MASS, 1), ("H", H, 3), ("IBAR", IBAR, 9),
                 ("PARENT", PARENT, 1), ("JTYPE", JTYPE, 1), ("IQ", IQ, 1), ("IV", IV, 1),
                 ("NVJ", NVJ, 1), ("AXIS_ID", AXIS_ID, 1), ("SIDX", SIDX, 1),
-                ("ARMATURE", ARMATURE, 1), ("SUNIT", SUNIT, 1))
+                ("ARMATURE", ARMATURE, 1), ("SUNIT", SUNIT, 1), ("JFUNCS", JFUNCS, 1))
 #: (name, first column, width) of the model row
 MODEL_COLUMNS = (("NB", NB, 1), ("NQ", NQ, 1), ("NV", NV, 1), ("GRAV", GRAV, 3),
                  ("QTOL", QTOL, 1), ("CHAIN", CHAIN, 1), ("SINGTOL", SINGTOL, 1))
 
 #: the fingerprint of the tables of version :data:`LAYOUT_VERSION`
-LAYOUT_FINGERPRINT = "22658391e778e6af"
+LAYOUT_FINGERPRINT = "646ff792023e6fb9"
 
 
 class LayoutError(ImportError):
@@ -137,7 +145,8 @@ class LayoutError(ImportError):
 def fingerprint() -> str:
     """A digest of the tables (columns, widths, joint codes, header): what a layout
     version stands for."""
-    table = (BODY_COLUMNS, MODEL_COLUMNS, WIDTH, HDR, tuple(sorted(JOINT_CODES.items())))
+    table = (BODY_COLUMNS, MODEL_COLUMNS, WIDTH, HDR, tuple(sorted(JOINT_CODES.items())),
+             EXTENSION)
     return hashlib.sha256(repr(table).encode()).hexdigest()[:16]
 
 

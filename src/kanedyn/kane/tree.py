@@ -54,7 +54,6 @@ import sympy as sp
 
 from ..errors import SymbolicError
 from ..model import Model
-from ..model.joints import Free, Helical, Planar, Prismatic, Revolute, Spherical
 from ..spatial import inertia_parameters
 from .eom import EquationsOfMotion
 
@@ -236,63 +235,38 @@ class _RigidInertia:
 
 
 # --- joints ---------------------------------------------------------------------------------
-def _axis_rotation(a, c, s):
-    """Rodrigues: ``R = c 1 + s a× + (1 - c) a aᵀ`` for a numeric unit axis a."""
-    a = [_num(x) for x in a]
-    ax = [[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]]
-    return [[(c if r == k else 0) + s * ax[r][k] + (1 - c) * a[r] * a[k] for k in range(3)]
-            for r in range(3)]
+class _JointOps:
+    """The symbolic toolbox a joint's ``symbolic_model`` uses (model/joints/base.py): sin
+    and cos of a coordinate bound once as intermediates (with ``cos² = 1 - sin²`` for the
+    simplifier), exact numbers, a matrix bound as intermediates."""
 
-
-def _quat_matrix(w, x, y, z):
-    """Rotation of a unit quaternion (w, x, y, z), as :func:`kanedyn.spatial.quat_to_matrix`."""
-    return [[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]]
-
-
-def _quat_rate(w, x, y, z, om):
-    """``q̇ = ½ q ⊗ (0, ω)`` for body angular velocity ω."""
     half = sp.Rational(1, 2)
-    G = [[-x, -y, -z], [w, -z, y], [z, w, -x], [-y, x, w]]
-    return [half * (G[k][0] * om[0] + G[k][1] * om[1] + G[k][2] * om[2]) for k in range(4)]
+    number = staticmethod(_num)
+
+    def __init__(self, rec: _Recorder, name: str) -> None:
+        self.rec, self.name = rec, name
+
+    def sincos(self, x):
+        s = self.rec(sp.sin(x), f"sin_{x}")
+        c = self.rec(sp.cos(x), f"cos_{x}")
+        self.rec.pythagoras[c**2] = 1 - s**2
+        return s, c
+
+    def matrix(self, R, tag: str):
+        return self.rec.mat(R, f"{tag}{self.name}")
 
 
 def _joint(joint, qj, uj, rec: _Recorder, name: str):
     """Symbolic joint model: pose (R, p) of child in joint frame, kinematic equations
-    q̇_j = W(q_j) u_j, and the motion subspace S (numeric, constant in child coordinates)."""
+    q̇_j = W(q_j) u_j (the joint type's ``symbolic_model``), and the motion subspace S
+    (numeric, constant in child coordinates)."""
     S = np.asarray(joint.motion_subspace(), dtype=float)
-    if isinstance(joint, (Revolute, Helical)):
-        s = rec(sp.sin(qj[0]), f"sin_{qj[0]}")
-        c = rec(sp.cos(qj[0]), f"cos_{qj[0]}")
-        rec.pythagoras[c**2] = 1 - s**2
-        R = _axis_rotation(joint.axis, c, s)
-        pitch = joint.pitch if isinstance(joint, Helical) else 0.0
-        p = [_num(pitch * a) * qj[0] for a in joint.axis]
-        qdot = [uj[0]]
-    elif isinstance(joint, Prismatic):
-        R = [[sp.Integer(int(r == k)) for k in range(3)] for r in range(3)]
-        p = [_num(a) * qj[0] for a in joint.axis]
-        qdot = [uj[0]]
-    elif isinstance(joint, Planar):
-        s = rec(sp.sin(qj[2]), f"sin_{qj[2]}")
-        c = rec(sp.cos(qj[2]), f"cos_{qj[2]}")
-        rec.pythagoras[c**2] = 1 - s**2
-        R = [[c, -s, 0], [s, c, 0], [0, 0, 1]]
-        p = [qj[0], qj[1], 0]
-        qdot = [c * uj[0] - s * uj[1], s * uj[0] + c * uj[1], uj[2]]
-    elif isinstance(joint, Spherical):
-        R = rec.mat(_quat_matrix(*qj), f"RJ{name}")
-        p = [0, 0, 0]
-        qdot = _quat_rate(*qj, uj)
-    elif isinstance(joint, Free):
-        R = rec.mat(_quat_matrix(*qj[3:7]), f"RJ{name}")
-        p = list(qj[:3])
-        qdot = _matvec(R, uj[3:6]) + _quat_rate(*qj[3:7], uj[:3])
-    else:
+    try:
+        R, p, qdot = joint.symbolic_model(list(qj), list(uj), _JointOps(rec, name))
+    except NotImplementedError:
         raise SymbolicError(
-            f"joint {joint.name!r}: kane.derive has no symbolic model of a {joint.kind!r} joint"
-        )
+            f"joint {joint.name!r}: kane.derive has no symbolic model of a {joint.kind!r} "
+            f"joint (its type defines no symbolic_model)") from None
     return R, p, qdot, S
 
 
@@ -404,12 +378,11 @@ def derive(model: Model, parameters: str = "numeric", method: str = "recursive",
         qj, uj = q[b.iq], u[b.iv]
         RJ, pJ, qd, S[i] = _joint(b.joint, qj, uj, rec, n)
         qdot[i] = qd
-        if isinstance(b.joint, Spherical):
-            quaternions.append((list(range(b.iq.start, b.iq.stop)),
-                                list(range(b.iv.start, b.iv.stop))))
-        elif isinstance(b.joint, Free):
-            quaternions.append((list(range(b.iq.start + 3, b.iq.stop)),
-                                list(range(b.iv.start, b.iv.start + 3))))
+        if b.joint.quaternion is not None:  # its q slice, and the speeds that turn it
+            qs = b.joint.quaternion
+            turning = [c for c in range(b.joint.nv) if np.any(S[i][:3, c])]
+            quaternions.append((list(range(b.iq.start + qs.start, b.iq.start + qs.stop)),
+                                [b.iv.start + c for c in turning]))
         # X_up = X_J X_tree: E = R_Jᵀ E_tree, r = r_tree + E_treeᵀ p_J
         Et = [[_num(x) for x in row] for row in b.placement.E]
         rt = [par(b.placement.r[k], f"r_{b.name}_{_AXES[k]}") for k in range(3)]

@@ -15,7 +15,8 @@ from __future__ import annotations
 import numba as nb
 
 from ..dynamics import _compiled
-from ..dynamics.layout import FREE, IQ, IV, JTYPE, NVJ, PLANAR, SPHERICAL
+from ..dynamics.kernels.joint_extension import INTEGRATE, call_integrate, table_entry
+from ..dynamics.layout import EXTENSION, FREE, IQ, IV, JFUNCS, JTYPE, NVJ, PLANAR, SPHERICAL
 from ..model.joints import free, planar, spherical
 
 _compiled.key_cache(__name__)
@@ -34,6 +35,9 @@ def integrate_into(data, q, v, dt, out):
             free.integrate(q, a, v, b, dt, out)
         elif kd == PLANAR:
             planar.integrate(q, a, v, b, dt, out)
+        elif kd == EXTENSION and table_entry(int(data[i, JFUNCS]), INTEGRATE) != 0:
+            call_integrate(table_entry(int(data[i, JFUNCS]), INTEGRATE), q, a, v, b, dt, out,
+                           data[i])
         else:  # additive (Joint.chart_is_additive)
             for e in range(int(data[i, NVJ])):
                 out[a + e] = q[a + e] + dt * v[b + e]

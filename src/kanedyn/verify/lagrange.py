@@ -2,9 +2,10 @@
 symbolically.
 
 For a small model whose speeds are the derivatives of its coordinates
-(revolute, prismatic and helical joints: v = q̇) the Lagrangian is built
-symbolically from the model data alone — body poses as products of the joint
-transforms, ``T = Σ ½ m_i |ċ_i|² + ½ ω_iᵀ I_c,i ω_i`` with
+(revolute, prismatic and helical joints, any type with v = q̇ and a
+``symbolic_model``) the Lagrangian is built symbolically from the model data
+alone — body poses as products of the joint transforms (each type's
+``symbolic_model``), ``T = Σ ½ m_i |ċ_i|² + ½ ω_iᵀ I_c,i ω_i`` with
 ``[ω_i]× = R_iᵀ Ṙ_i`` and c_i the centre of mass, plus ``½ J_j q̇_j²`` for a
 joint's rotor inertia (armature) J_j, ``V = −Σ m_i gᵀ c_i`` —
 and Euler–Lagrange gives
@@ -34,8 +35,6 @@ LAGRANGE_TOL = 1e-9
 #: largest model (degrees of freedom) derived by default, by engine: SymEngine takes ~1 s at
 #: 6 dof (19 s for the 9-dof panda arm), SymPy ~3 s at 3 dof and a minute at 4 with skew axes
 LAGRANGE_MAX_DOF = {"symengine": 7, "sympy": 3}
-
-_KINDS = ("revolute", "prismatic", "helical")
 
 
 def _engine(name: str | None):
@@ -70,23 +69,33 @@ def _add(x, y):
     return [a + b for a, b in zip(x, y, strict=True)]
 
 
-def _rotation(sym, axis, angle):
-    """Rodrigues: ``R = 1 + sin θ [a]× + (1 − cos θ) [a]×²``."""
-    a = [float(x) for x in axis]
-    K = [[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]]
-    K2 = [[sum(K[i][k] * K[k][j] for k in range(3)) for j in range(3)] for i in range(3)]
-    s, c = sym.sin(angle), 1 - sym.cos(angle)
-    return [[(1.0 if i == j else 0.0) + s * K[i][j] + c * K2[i][j] for j in range(3)]
-            for i in range(3)]
+class _JointOps:
+    """The symbolic toolbox of a joint's ``symbolic_model`` (model/joints/base.py) on
+    the chosen engine: plain sin and cos, floats, no binding."""
+
+    half = 0.5
+
+    def __init__(self, sym) -> None:
+        self.sym = sym
+
+    def sincos(self, x):
+        return self.sym.sin(x), self.sym.cos(x)
+
+    @staticmethod
+    def number(x: float) -> float:
+        return float(x)
+
+    @staticmethod
+    def matrix(R, tag: str):
+        return R
 
 
-def _joint_pose(sym, joint, qj):
-    a = [float(x) for x in joint.axis]
-    if joint.kind == "revolute":
-        return _rotation(sym, a, qj), [0.0, 0.0, 0.0]
-    if joint.kind == "prismatic":
-        return np.eye(3).tolist(), [qj * x for x in a]
-    return _rotation(sym, a, qj), [joint.pitch * qj * x for x in a]  # helical
+def _coordinate_rates(joint) -> bool:
+    """v_j = q̇_j: no quaternion, nq = nv and W(q) = 1 (checked at a random q_j)."""
+    if joint.quaternion is not None or joint.nq != joint.nv:
+        return False
+    qj = joint.random_configuration(np.random.default_rng(0))
+    return bool(np.array_equal(joint.kinematic_map(qj), np.eye(joint.nv)))
 
 
 def lagrangian(model: Model, engine: str | None = None):
@@ -94,10 +103,11 @@ def lagrangian(model: Model, engine: str | None = None):
 
     Raises ValueError if some joint's speeds are not coordinate rates (v ≠ q̇).
     """
-    bad = [b.joint.name for b in model.bodies if b.joint.kind not in _KINDS]
+    bad = [b.joint.name for b in model.bodies if not _coordinate_rates(b.joint)]
     if bad:
         raise ValueError(f"joints {bad} have speeds that are not coordinate rates")
     _, sym = _engine(engine)
+    ops = _JointOps(sym)
     n = model.nv
     q = [sym.Symbol(f"q{i}") for i in range(n)]
     qd = [sym.Symbol(f"qd{i}") for i in range(n)]
@@ -105,7 +115,11 @@ def lagrangian(model: Model, engine: str | None = None):
     T, V = 0, 0
     g = [float(x) for x in model.gravity]
     for b in model.bodies:
-        Rj, pj = _joint_pose(sym, b.joint, q[b.iq.start])
+        try:
+            Rj, pj, _ = b.joint.symbolic_model(q[b.iq], qd[b.iv], ops)
+        except NotImplementedError:
+            raise ValueError(f"joint {b.joint.name!r}: its type {b.joint.kind!r} has no "
+                             f"symbolic model") from None
         Rt, pt = b.placement.rotation.tolist(), b.placement.translation.tolist()
         if b.parent < 0:
             Rp, pp = np.eye(3).tolist(), [0.0, 0.0, 0.0]

@@ -29,9 +29,11 @@ from ..layout import (
     AXIS,
     AXIS_ID,
     E_TREE,
+    EXTENSION,
     HELICAL,
     IQ,
     IV,
+    JFUNCS,
     JTYPE,
     PITCH,
     PLANAR,
@@ -41,6 +43,17 @@ from ..layout import (
     REVOLUTE,
     SPHERICAL,
     SUNIT,
+)
+from .joint_extension import (
+    COLUMN,
+    POSE,
+    TIMES,
+    TRANSPOSE_TIMES,
+    call_column,
+    call_pose,
+    call_times,
+    call_transpose_times,
+    table_entry,
 )
 
 _compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
@@ -148,6 +161,9 @@ def joint_transform(data, i, q, X):
             q, k, data[i, AXIS], data[i, AXIS + 1], data[i, AXIS + 2])
     elif jt == PLANAR:
         (bad, r00, r01, r02, r10, r11, r12, r20, r21, r22, p0, p1, p2) = planar.joint_pose(q, k)
+    elif jt == EXTENSION:  # a type of its own: through its entry table
+        (bad, r00, r01, r02, r10, r11, r12, r20, r21, r22, p0, p1, p2) = call_pose(
+            table_entry(int(data[i, JFUNCS]), POSE), q, k, data[i], data[data.shape[0] - 1, QTOL])
     else:  # SPHERICAL or FREE: one inlined quaternion rotation for both (as above)
         free_joint = jt != SPHERICAL  # FREE
         (bad, r00, r01, r02, r10, r11, r12, r20, r21, r22, p0, p1, p2) = spherical.joint_pose(
@@ -185,8 +201,11 @@ def motion_subspace_column(data, i, c, dst, k):
     elif jt == HELICAL:
         s0, s1, s2, s3, s4, s5 = helical.motion_subspace_column(
             c, data[i, AXIS], data[i, AXIS + 1], data[i, AXIS + 2], data[i, PITCH])
-    else:  # PLANAR
+    elif jt == PLANAR:
         s0, s1, s2, s3, s4, s5 = planar.motion_subspace_column(c)
+    else:  # EXTENSION
+        s0, s1, s2, s3, s4, s5 = call_column(table_entry(int(data[i, JFUNCS]), COLUMN), c,
+                                             data[i])
     dst[k, 0], dst[k, 1], dst[k, 2], dst[k, 3], dst[k, 4], dst[k, 5] = s0, s1, s2, s3, s4, s5
 
 
@@ -207,7 +226,9 @@ def subspace_times(data, i, jt, x, o):
     if jt == HELICAL:
         return helical.motion_subspace_times(
             x, o, data[i, AXIS], data[i, AXIS + 1], data[i, AXIS + 2], data[i, PITCH])
-    return planar.motion_subspace_times(x, o)  # PLANAR
+    if jt == PLANAR:
+        return planar.motion_subspace_times(x, o)
+    return call_times(table_entry(int(data[i, JFUNCS]), TIMES), x, o, data[i])  # EXTENSION
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
@@ -232,7 +253,10 @@ def motion_subspace_transpose_times(data, i, c, F, k):
     if jt == HELICAL:
         return helical.motion_subspace_transpose_times(
             F, k, c, data[i, AXIS], data[i, AXIS + 1], data[i, AXIS + 2], data[i, PITCH])
-    return planar.motion_subspace_transpose_times(F, k, c)  # PLANAR
+    if jt == PLANAR:
+        return planar.motion_subspace_transpose_times(F, k, c)
+    return call_transpose_times(table_entry(int(data[i, JFUNCS]), TRANSPOSE_TIMES), F[k], c,
+                                data[i])  # EXTENSION
 
 
 @njit(cache=True, _nrt=False)

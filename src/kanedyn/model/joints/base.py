@@ -39,7 +39,13 @@ scalars, so that this layer does not import the layout) and of its slice of q, x
 Each keeps, operation for operation, the arithmetic of the kernels' branch it replaced
 (the batch and single-state kernels must give the same bits). The one dispatcher,
 :mod:`kanedyn.dynamics.kernels.joint_rows` (and, for ``integrate``,
-:mod:`kanedyn.sim.configuration_kernel`), calls them by joint code.
+:mod:`kanedyn.sim.configuration_kernel`), calls those of the built-in types by joint
+code, inlined. A type whose ``compiled_code`` is no built-in code gets the code
+EXTENSION, and the kernels call its primitives through C entry points made from them
+(:mod:`kanedyn.dynamics.kernels.joint_extension`): the parameters ``p`` are then the
+floats of the body-row columns its ``compiled_parameters`` names, in order, after the
+fixed arguments above (and, for ``joint_pose``, the quaternion tolerance first when the
+type has a quaternion), as the built-in types' are.
 """
 
 from __future__ import annotations
@@ -118,9 +124,15 @@ class Joint:
     - ``quaternion``: the slice of q_j holding a unit quaternion (w, x, y, z), or None;
     - ``chart_is_additive``: True when ``q ⊕ x = q + x`` (then J(x) = 1, the chart
       methods are not called, and batched additive kernels accept the joint);
-    - ``compiled_code``: the name of its joint code in :mod:`kanedyn.dynamics.layout`
-      (the one dispatcher of :mod:`kanedyn.dynamics.kernels.joint_rows` calls the type's
-      compiled primitives by it), or None when no kernel knows the joint;
+    - ``compiled_code``: the name of a built-in joint code of
+      :mod:`kanedyn.dynamics.layout` (whose primitives the dispatcher of
+      :mod:`kanedyn.dynamics.kernels.joint_rows` calls inlined), or any other name for a
+      type with compiled primitives of its own (called through C entry points, see the
+      module docstring), or None when no kernel knows the joint;
+    - ``compiled_parameters``: the body-row columns (layout names such as ``"AXIS"``,
+      ``"PITCH"``) whose floats follow the fixed arguments of its primitives;
+    - ``compiled_primitives``: where its primitives are (a module or namespace), None
+      for the module that defines the class;
     - ``identity_columns``: True when S is the first nv columns of the 6 x 6 identity
       (``S[:, c] = e_c``; packed as SUNIT = nv): the kernels then pick columns of an
       inertia instead of forming S, and take their floating-base paths when nv = 6
@@ -139,6 +151,8 @@ class Joint:
     quaternion: ClassVar[slice | None] = None
     chart_is_additive = True
     compiled_code: ClassVar[str | None] = None
+    compiled_parameters: ClassVar[tuple[str, ...]] = ()
+    compiled_primitives: ClassVar[object | None] = None
     identity_columns: ClassVar[bool] = False
 
     # --- the joint model -------------------------------------------------
@@ -167,6 +181,19 @@ class Joint:
     def has_quaternion(self) -> bool:
         """q_j holds a unit quaternion (at :attr:`quaternion`)."""
         return self.quaternion is not None
+
+    def symbolic_model(self, qj: list, uj: list, ops) -> tuple[list, list, list]:
+        """``(R, p, q̇_j)``: the pose of the child in the joint frame (R a 3 x 3 nested
+        list, p a 3-list) and the kinematic equations ``q̇_j = W(q_j) u_j``, as symbolic
+        expressions of the joint's coordinates ``qj`` and speeds ``uj`` (for
+        :func:`kanedyn.kane.derive` and :mod:`kanedyn.verify.lagrange`).
+
+        ``ops`` is the caller's symbolic toolbox (this layer does not import a computer
+        algebra system): ``ops.sincos(x)`` → (sin x, cos x), ``ops.number(x)`` a float
+        as an exact constant, ``ops.matrix(R, tag)`` a 3 x 3 bound as one intermediate
+        (or R itself), ``ops.half`` = 1/2. Every built-in type defines it; a type that
+        does not is refused by those callers with an error naming it."""
+        raise NotImplementedError(f"joint type {self.kind!r} has no symbolic model")
 
     # --- the configuration manifold ----------------------------------------
     def neutral(self) -> NDArray:
@@ -241,13 +268,14 @@ class Joint:
         """Write this joint's columns of its body row: JTYPE, SUNIT (from
         :attr:`identity_columns`), AXIS, PITCH, SIDX, AXIS_ID (``layout`` is
         :mod:`kanedyn.dynamics.layout`, passed in so that the model layer does not import
-        the dynamics layer). SIDX and AXIS_ID stay -1 (no shortcut)."""
+        the dynamics layer). SIDX and AXIS_ID stay -1 (no shortcut). JTYPE is the
+        built-in code named by :attr:`compiled_code`, else EXTENSION (the packer then
+        writes the address of the type's entry table in JFUNCS)."""
         if self.compiled_code is None:
             raise ModelError(f"joint {self.name!r}: kind {self.kind!r} has no fast kernel")
         code = getattr(layout, self.compiled_code, None)
         if code not in layout.JOINT_CODES.values():
-            raise ModelError(f"joint {self.name!r}: compiled_code {self.compiled_code!r} is "
-                             f"not a joint code of {layout.__name__} (JOINT_CODES)")
+            code = layout.EXTENSION
         row[layout.JTYPE] = code
         row[layout.SUNIT] = self.nv if self.identity_columns else 0
         row[layout.SIDX] = -1

@@ -27,7 +27,12 @@ from ...spatial.lie import (
 )
 from .base import Joint, compiled_primitive, random_unit_quaternion, register_joint_type
 from .spherical import joint_pose as rotation_pose
-from .spherical import quaternion_matrix, quaternion_times_exp
+from .spherical import (
+    quaternion_matrix,
+    quaternion_rate,
+    quaternion_rotation,
+    quaternion_times_exp,
+)
 
 
 @register_joint_type
@@ -45,6 +50,12 @@ class Free(Joint):
 
     def pose(self, qj):
         return quat_to_matrix(qj[3:7]), np.asarray(qj[:3], dtype=float)
+
+    def symbolic_model(self, qj, uj, ops):
+        R = ops.matrix(quaternion_rotation(*qj[3:7]), "RJ")
+        # ṗ = R v_O, q̇ = ½ q ⊗ (0, ω)
+        pdot = [sum(R[r][k] * uj[3 + k] for k in range(3)) for r in range(3)]
+        return R, list(qj[:3]), pdot + quaternion_rate(*qj[3:7], uj[:3], ops.half)
 
     def motion_subspace(self, qj=None):
         return np.eye(6)

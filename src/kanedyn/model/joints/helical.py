@@ -27,6 +27,7 @@ class Helical(Joint):
     nv = 1
     kind = "helical"
     compiled_code = "HELICAL"
+    compiled_parameters = ("AXIS", "PITCH")
 
     def __post_init__(self):
         object.__setattr__(self, "axis", tuple(unit_axis(self.axis, self.name)))
@@ -34,6 +35,12 @@ class Helical(Joint):
     def pose(self, qj):
         a = np.asarray(self.axis)
         return axis_angle(a, float(qj[0])), self.pitch * float(qj[0]) * a
+
+    def symbolic_model(self, qj, uj, ops):
+        s, c = ops.sincos(qj[0])
+        a = [ops.number(x) for x in self.axis]
+        p = [ops.number(self.pitch * x) * qj[0] for x in self.axis]
+        return revolute.axis_rotation(a, c, s), p, [uj[0]]
 
     def motion_subspace(self, qj=None):
         a = np.asarray(self.axis)

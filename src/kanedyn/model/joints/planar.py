@@ -40,6 +40,12 @@ class Planar(Joint):
         x, y, th = (float(t) for t in qj)
         return _rotation(th), np.array([x, y, 0.0])
 
+    def symbolic_model(self, qj, uj, ops):
+        s, c = ops.sincos(qj[2])
+        zero, one = ops.number(0.0), ops.number(1.0)
+        R = [[c, -s, zero], [s, c, zero], [zero, zero, one]]
+        return R, [qj[0], qj[1], zero], [c * uj[0] - s * uj[1], s * uj[0] + c * uj[1], uj[2]]
+
     def motion_subspace(self, qj=None):
         S = np.zeros((6, 3))
         S[3, 0] = 1.0  # v_x

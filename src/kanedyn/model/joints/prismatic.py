@@ -26,12 +26,18 @@ class Prismatic(Joint):
     nv = 1
     kind = "prismatic"
     compiled_code = "PRISMATIC"
+    compiled_parameters = ("AXIS",)
 
     def __post_init__(self):
         object.__setattr__(self, "axis", tuple(unit_axis(self.axis, self.name)))
 
     def pose(self, qj):
         return np.eye(3), float(qj[0]) * np.asarray(self.axis)
+
+    def symbolic_model(self, qj, uj, ops):
+        one, zero = ops.number(1.0), ops.number(0.0)
+        R = [[one if r == k else zero for k in range(3)] for r in range(3)]
+        return R, [ops.number(x) * qj[0] for x in self.axis], [uj[0]]
 
     def motion_subspace(self, qj=None):
         S = np.zeros((6, 1))

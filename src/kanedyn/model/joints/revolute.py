@@ -25,6 +25,14 @@ def coordinate_axis(axis) -> int:
     return -1
 
 
+def axis_rotation(a, c, s) -> list:
+    """Rodrigues' formula ``R = c 1 + s [a]× + (1 - c) a aᵀ`` for a unit axis a and
+    c = cos θ, s = sin θ, as nested lists of whatever numbers or symbols they are."""
+    ax = [[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]]
+    return [[(c if r == k else 0) + s * ax[r][k] + (1 - c) * a[r] * a[k] for k in range(3)]
+            for r in range(3)]
+
+
 @register_joint_type
 @dataclass(frozen=True)
 class Revolute(Joint):
@@ -36,12 +44,18 @@ class Revolute(Joint):
     nv = 1
     kind = "revolute"
     compiled_code = "REVOLUTE"
+    compiled_parameters = ("AXIS",)
 
     def __post_init__(self):
         object.__setattr__(self, "axis", tuple(unit_axis(self.axis, self.name)))
 
     def pose(self, qj):
         return axis_angle(self.axis, float(qj[0])), np.zeros(3)
+
+    def symbolic_model(self, qj, uj, ops):
+        s, c = ops.sincos(qj[0])
+        zero = ops.number(0.0)
+        return axis_rotation([ops.number(x) for x in self.axis], c, s), [zero] * 3, [uj[0]]
 
     def motion_subspace(self, qj=None):
         S = np.zeros((6, 1))

@@ -24,6 +24,21 @@ from ...spatial.lie import (
 from .base import Joint, compiled_primitive, random_unit_quaternion, register_joint_type
 
 
+def quaternion_rotation(w, x, y, z) -> list:
+    """The rotation of a unit quaternion (w, x, y, z) as nested lists (as
+    :func:`kanedyn.spatial.quat_to_matrix`), of numbers or symbols."""
+    return [[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]]
+
+
+def quaternion_rate(w, x, y, z, om, half) -> list:
+    """``q̇ = ½ q ⊗ (0, ω)`` for the body angular velocity ω (``half`` = ½ as the caller
+    writes it)."""
+    G = [[-x, -y, -z], [w, -z, y], [z, w, -x], [-y, x, w]]
+    return [half * (G[k][0] * om[0] + G[k][1] * om[1] + G[k][2] * om[2]) for k in range(4)]
+
+
 @register_joint_type
 @dataclass(frozen=True)
 class Spherical(Joint):
@@ -39,6 +54,11 @@ class Spherical(Joint):
 
     def pose(self, qj):
         return quat_to_matrix(qj), np.zeros(3)
+
+    def symbolic_model(self, qj, uj, ops):
+        zero = ops.number(0.0)
+        R = ops.matrix(quaternion_rotation(*qj), "RJ")
+        return R, [zero] * 3, quaternion_rate(*qj, uj, ops.half)
 
     def motion_subspace(self, qj=None):
         S = np.zeros((6, 3))
