@@ -235,8 +235,30 @@ def _parameters(cls) -> str:
 
 
 def _unpacked(n: int, first: int) -> str:
-    """``out[j] = r[first + j]`` for j < n, one line each (r is a tuple of mixed types)."""
-    return "\n".join(f"    out[{j}] = r[{first + j}]" for j in range(n))
+    """``out[j] = res[first + j]`` for j < n, one line each (res: a tuple of mixed types)."""
+    return "\n".join(f"    out[{j}] = res[{first + j}]" for j in range(n))
+
+
+def _entry_point(head: str, arrays: str, body: str, slow_tail: str = "",
+                 forms: dict[str, tuple[str, str]] | None = None) -> str:
+    """The source of a C entry point ``def head:`` whose array arguments (the letters in
+    ``arrays``: x → xp, xn, xs) are, in ``body``, ``{x}``: the memory itself when every
+    one is contiguous (the kernels' case: no copy, no reference counting, ~5 ns a call),
+    else contiguous copies, in a function of its own, ``<name>_strided``
+    (:func:`array_view`; ``slow_tail`` then writes results back). ``forms``: other
+    placeholders, as (contiguous, strided) expressions."""
+    def fill(path):
+        subs = {x: ("carray({x}p, ({x}n,))", "array_view({x}p, {x}n, {x}s)")[path].format(x=x)
+                for x in arrays}
+        subs.update({k: v[path] for k, v in (forms or {}).items()})
+        return body.strip("\n").format(**subs)
+
+    name, args = head.split("(", 1)
+    contiguous = " and ".join(f"{x}s == 1" for x in arrays)
+    fast = "\n".join("    " + line for line in fill(0).splitlines())
+    return (f"def {name}_strided({args}:\n{fill(1)}{slow_tail}\n\n"
+            f"def {head}:\n    if {contiguous}:\n{fast}\n"
+            f"    else:\n        return {name}_strided({args}\n")
 
 
 def _shim_source(cls) -> dict[str, str]:
@@ -244,43 +266,37 @@ def _shim_source(cls) -> dict[str, str]:
     as in :data:`_ARGS`)."""
     p = _parameters(cls)
     tol = ", tol" if cls.quaternion is not None else ""
-    row = "    row = array_view(rp, rn, rs)"
-    src = {"joint_pose": f"""
-def joint_pose_c(qp, qn, qs, k, rp, rn, rs, tol, outp):
-{row}
-    r = joint_pose(array_view(qp, qn, qs), k{tol}{p})
+    src = {"joint_pose": _entry_point(
+        "joint_pose_c(qp, qn, qs, k, rp, rn, rs, tol, outp)", "qr", f"""
+    row = {{r}}
+    res = joint_pose({{q}}, k{tol}{p})
     out = carray(outp, (12,))
 {_unpacked(12, 1)}
-    return r[0]
-"""}
+    return res[0]""")}
     if not cls.identity_columns:
-        src["motion_subspace_column"] = f"""
-def motion_subspace_column_c(c, rp, rn, rs, outp):
-{row}
-    r = motion_subspace_column(c{p})
+        src["motion_subspace_column"] = _entry_point(
+            "motion_subspace_column_c(c, rp, rn, rs, outp)", "r", f"""
+    row = {{r}}
+    res = motion_subspace_column(c{p})
     out = carray(outp, (6,))
-{_unpacked(6, 0)}
-"""
-        src["motion_subspace_times"] = f"""
-def motion_subspace_times_c(xp, xn, xs, o, rp, rn, rs, outp):
-{row}
-    r = motion_subspace_times(array_view(xp, xn, xs), o{p})
+{_unpacked(6, 0)}""")
+        src["motion_subspace_times"] = _entry_point(
+            "motion_subspace_times_c(xp, xn, xs, o, rp, rn, rs, outp)", "xr", f"""
+    row = {{r}}
+    res = motion_subspace_times({{x}}, o{p})
     out = carray(outp, (6,))
-{_unpacked(6, 0)}
-"""
-        src["motion_subspace_transpose_times"] = f"""
-def motion_subspace_transpose_times_c(fp, fn, fs, c, rp, rn, rs):
-{row}
-    return motion_subspace_transpose_times(array_view(fp, fn, fs).reshape((1, 6)), 0, c{p})
-"""
+{_unpacked(6, 0)}""")
+        src["motion_subspace_transpose_times"] = _entry_point(
+            "motion_subspace_transpose_times_c(fp, fn, fs, c, rp, rn, rs)", "fr", f"""
+    row = {{r}}
+    return motion_subspace_transpose_times({{F}}, 0, c{p})""",
+            forms={"F": ("carray(fp, (1, 6))", "array_view(fp, fn, fs).reshape((1, 6))")})
     if not cls.chart_is_additive:
-        src["integrate"] = f"""
-def integrate_c(qp, qn, qs, a, vp, vn, vs, b, dt, op, on, os, rp, rn, rs):
-{row}
-    out = array_view(op, on, os)
-    integrate(array_view(qp, qn, qs), a, array_view(vp, vn, vs), b, dt, out{p})
-    array_store(out, op, on, os)
-"""
+        src["integrate"] = _entry_point(
+            "integrate_c(qp, qn, qs, a, vp, vn, vs, b, dt, op, on, os, rp, rn, rs)", "qvor", f"""
+    row = {{r}}
+    out = {{o}}
+    integrate({{q}}, a, {{v}}, b, dt, out{p})""", "\n    array_store(out, op, on, os)")
     return src
 
 
@@ -309,6 +325,7 @@ def entry_table(cls) -> int:
             scope = {"carray": carray, "array_view": array_view,
                      "array_store": array_store, name: primitive}
             exec(src, scope)  # noqa: S102 (our own template, filled with column numbers)
+            scope[name + "_c_strided"] = njit(scope[name + "_c_strided"])
             try:
                 f = cfunc(signature(slot), nopython=True)(scope[name + "_c"])
             except Exception as e:
