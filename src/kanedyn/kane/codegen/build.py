@@ -36,8 +36,10 @@ __all__ = ["C_FLAGS", "atomic_write", "c_module_name", "cache_dir", "find_c_comp
            "load_python", "python_module_name", "to_c"]
 
 
-#: what the C compiler is given besides the source (part of a library's cache key)
-C_FLAGS = ("-O2", "-std=c99")
+#: what the C compiler is given besides the source (part of a library's cache key);
+#: -g0 undoes the -g of Python's own CFLAGS, which cffi passes first: debug information
+#: for thousands of generated statements costs compile time and nobody steps through them
+C_FLAGS = ("-O2", "-g0", "-std=c99")
 
 
 def cache_dir() -> Path:
