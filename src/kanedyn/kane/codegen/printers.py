@@ -59,7 +59,10 @@ def operation_counts(low: Lowered) -> dict[str, int]:
     """``sympy.count_ops`` of each generated function (the definitions it evaluates and
     its outputs), as the header of the generated source and ``CompiledSystem.counts``
     give them."""
-    return {f: low.operation_count(outs) for f, (_, outs) in SIGNATURES.items()}
+    memo = low.__dict__.setdefault("_counts", {})  # the header and CompiledSystem ask alike
+    if not memo:
+        memo.update({f: low.operation_count(outs) for f, (_, outs) in SIGNATURES.items()})
+    return dict(memo)
 
 
 # --- the languages: a SymPy printer for the expressions, and the statements around them
@@ -362,7 +365,7 @@ def c_declarations(prefix: str = "") -> str:
 #: static functions of at most this many statements, passing what crosses a cut through
 #: a stack workspace. (Measured on the massive-leg Stewart platform: see
 #: docs/benchmarks.md, issue 18.)
-C_SEGMENT_STATEMENTS = 200
+C_SEGMENT_STATEMENTS = 50
 
 
 @dataclass
@@ -441,7 +444,9 @@ def c_source(low: Lowered, prefix: str = "", max_statements: int | None = None) 
     segs, slots = _segments(low, max_statements or C_SEGMENT_STATEMENTS)
     ren = _rename(low)
     eom = low.eom
-    args = "const double *q, const double *u, const double *tau, double t, double *w, double *o"
+    # restrict: the workspace, the output and the inputs never overlap
+    args = ("const double *restrict q, const double *restrict u, const double *restrict tau, "
+            "double t, double *restrict w, double *restrict o")
     funcs = ["#if defined(__GNUC__)\n#define KD_NOINLINE __attribute__((noinline))\n#else\n"
              "#define KD_NOINLINE\n#endif\n"
              "/* the segments stay functions of their own: inlined back into one, they would\n"
