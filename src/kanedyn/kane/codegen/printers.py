@@ -440,7 +440,9 @@ def c_source(low: Lowered, prefix: str = "", max_statements: int | None = None) 
     :func:`_segments` (at most ``max_statements`` statements each, default
     ``C_SEGMENT_STATEMENTS``); each public function checks its inputs, normalises the
     quaternions and calls the segments of its outputs in order."""
-    printer = _CPrinter()
+    # order="none": terms in SymPy's canonical argument order (deterministic) instead of
+    # sorted again for display, a third of the printing time
+    printer = _CPrinter({"order": "none"})
     segs, slots = _segments(low, max_statements or C_SEGMENT_STATEMENTS)
     ren = _rename(low)
     eom = low.eom
