@@ -14,6 +14,13 @@ the input checks (numba and C: inside the generated code; numpy: in the runtime)
 evaluates the definitions its outputs need and stores the outputs; M is symmetric
 when the lowering says so, and then its lower triangle is computed and mirrored.
 
+C and numpy write every definition once (:func:`_segments`): grouped by the outputs
+that need them (M alone, forcing alone, both, the energy too, ...) into segment
+functions that mass_matrix, forcing, dynamics and energy call in turn, passing what
+crosses a segment through a workspace; C cuts them further into short functions,
+which gcc optimises in a fraction of the time one long straight line takes. numba
+keeps one straight function per output set.
+
 numpy code is vectorised over a leading batch axis (``q[..., k]``); numba code is
 scalar and ``njit(cache=True)``; C is standalone C99 needing only ``<math.h>``.
 """
@@ -83,7 +90,10 @@ class _Language:
         return f"{name} = {code}"
 
     def store(self, arr: str, k: int, code: str) -> str:
-        return f"{self.element(arr, k)} = {code}"
+        return self.assign(self.element(arr, k), code)
+
+    def assign(self, target: str, code: str) -> str:
+        return f"{target} = {code}"
 
     def finite_check(self, arr: str, n: int) -> list[str]:
         return [f"for i in range({n}):", f"    if not math.isfinite({arr}[i]):",
@@ -116,8 +126,8 @@ class _CPrinter(_Language, C99CodePrinter):
     def define(self, name: str, code: str) -> str:
         return f"const double {name} = {code};"
 
-    def store(self, arr: str, k: int, code: str) -> str:
-        return f"{self.element(arr, k)} = {code};"
+    def assign(self, target: str, code: str) -> str:
+        return f"{target} = {code};"
 
     def finite_check(self, arr: str, n: int) -> list[str]:
         return [f"for (int i = 0; i < {n}; ++i) if (!isfinite({arr}[i])) return 1;"]
@@ -255,8 +265,26 @@ def python_source(low: Lowered, style: str) -> str:
     printer = _NumpyPrinter() if style == "numpy" else _ScalarPythonPrinter()
     deco = "@numba.njit(cache=True)\n" if style == "numba" else ""
     funcs = []
+    if style == "numpy":
+        # numpy: every definition once, in the blocks of _segments (uncut: a Python
+        # function's length costs nothing), that mass_matrix, forcing, dynamics and
+        # energy share; the runtime has checked and normalised the inputs. (numba keeps
+        # one straight function each: its calls between jitted functions are not free.)
+        segs, slots = _segments(low, 1 << 30)
+        ren = _rename(low)
+        for i, seg in enumerate(segs):
+            lines = _segment_body(low, seg, slots, printer, ren) or ["pass"]
+            funcs.append(f"def _segment{i}(q, u, tau, t, w, o):\n"
+                         + "".join(f"    {x}\n" for x in lines))
     for f, (ins, outs) in SIGNATURES.items():
-        lines = _body(low, f, printer)
+        if style == "numpy":
+            calls = _calls(segs, outs)
+            lines = [f"w = [None] * {len(slots)}"] if calls else []
+            lines += [f"_segment{i}(q, {'u' if 'u' in ins else 'None'}, "
+                      f"{'tau' if 'tau' in ins else 'None'}, t, w, "
+                      f"{OUTPUT_ARRAYS[seg.key] if seg.key else 'None'})" for i, seg in calls]
+        else:
+            lines = _body(low, f, printer)
         args = ", ".join(list(ins) + [OUTPUT_ARRAYS[k] for k in outs])
         funcs.append(f"{deco}def {f}({args}):\n" + "".join(f"    {x}\n" for x in lines)
                      + "    return 0\n")
@@ -432,6 +460,26 @@ def _segments(low: Lowered, max_statements: int) -> tuple[list, dict]:
     return segs, slots
 
 
+def _segment_body(low: Lowered, seg: _Segment, slots: dict, printer, ren: dict) -> list[str]:
+    """Statements of one segment: loads of the leaves (q already normalised) and of the
+    workspace slots it reads, its definitions, the slots it saves, its output stores
+    (into the array ``o``)."""
+    lines = _leaf_loads(low, seg.used, printer, (), checks=False)
+    lines += [printer.define(_name(s), f"w[{slots[s]}]") for s in seg.loads]
+    for s in seg.defs:
+        e = low.definitions[s]
+        lines.append(printer.define(_name(s), printer.doprint(e.xreplace(ren) if ren else e)))
+    lines += [printer.assign(f"w[{slots[s]}]", _name(s)) for s in seg.saves]
+    if seg.key:
+        lines += _stores(low, seg.key, printer, "o", ren, seg.stores)
+    return lines
+
+
+def _calls(segs: list, outs) -> list:
+    """The segments a function of the outputs ``outs`` runs, in order."""
+    return [(i, seg) for i, seg in enumerate(segs) if seg.keys & set(outs)]
+
+
 def c_source(low: Lowered, prefix: str = "", max_statements: int | None = None) -> str:
     """Standalone C99: ``mass_matrix``, ``forcing``, ``dynamics``, ``qdot``, ``energy`` and a
     Cholesky ``forward_dynamics``, on plain double arrays (see the header comment).
@@ -455,20 +503,13 @@ def c_source(low: Lowered, prefix: str = "", max_statements: int | None = None) 
              "   cost the compiler as much as the whole straight line did */\n"]
     for i, seg in enumerate(segs):
         lines = [f"(void){a};" for a in ("q", "u", "tau", "t", "w", "o")]
-        lines += _leaf_loads(low, seg.used, printer, (), checks=False)
-        lines += [printer.define(_name(s), printer.element("w", slots[s])) for s in seg.loads]
-        for s in seg.defs:
-            e = low.definitions[s]
-            lines.append(printer.define(_name(s), printer.doprint(e.xreplace(ren) if ren else e)))
-        lines += [printer.store("w", slots[s], _name(s)) for s in seg.saves]
-        if seg.key:
-            lines += _stores(low, seg.key, printer, "o", ren, seg.stores)
+        lines += _segment_body(low, seg, slots, printer, ren)
         funcs.append(f"static KD_NOINLINE void kd_segment{i}({args}) {{\n"
                      + "".join(f"    {x}\n" for x in lines) + "}\n")
     for f, (ins, outs) in SIGNATURES.items():
         checks, quat_of = _input_checks(low, printer, ins)
         lines = [f"(void){a};" for a in ins] + checks  # not every input is used
-        calls = [(i, seg) for i, seg in enumerate(segs) if seg.keys & set(outs)]
+        calls = _calls(segs, outs)
         qa = "qn" if quat_of else "q"  # the segments read q normalised
         if calls and quat_of:
             lines.append(f"double qn[{len(eom.q)}];")
