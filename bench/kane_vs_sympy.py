@@ -348,7 +348,7 @@ def stewart_massive() -> None:
 
 def stewart_compile_stages(eom, vals) -> None:
     """Where the C compile's time goes, stage by stage (CPU s), built again in a fresh
-    cache so that the compiler runs."""
+    cache (and under a prefix, so that it is another library) so that the compiler runs."""
     from kanedyn.kane.codegen import build, c_declarations, c_source, lower
     from kanedyn.kane.codegen.printers import operation_counts
 
@@ -367,9 +367,9 @@ def stewart_compile_stages(eom, vals) -> None:
         lap("lower")
         operation_counts(low)
         lap("operation counts")
-        src = c_source(low)
+        src = c_source(low, prefix="stages_")
         lap("print C")
-        build.load_c(src, c_declarations())
+        build.load_c(src, c_declarations("stages_"))
         lap(f"cffi + {' '.join(build.C_FLAGS)}")
     finally:
         os.environ["KANEDYN_CACHE"] = old
