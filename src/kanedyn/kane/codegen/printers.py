@@ -387,20 +387,23 @@ def c_declarations(prefix: str = "") -> str:
                    for f in [*SIGNATURES, "forward_dynamics"])
 
 
-#: most statements in one generated C function. gcc's optimisation time grows faster than
-#: linearly in the length of a function (register allocation, scheduling and the
-#: combiner on long straight-line code), so :func:`c_source` cuts the definitions into
-#: static functions of at most this many statements, passing what crosses a cut through
-#: a stack workspace. (Measured on the massive-leg Stewart platform: see
-#: docs/benchmarks.md, issue 18.)
+#: most statements in one generated C function: :func:`c_source` cuts the definitions
+#: into static functions of at most this many statements, passing what crosses a cut
+#: through a stack workspace. On the massive-leg Stewart platform (docs/benchmarks.md,
+#: issue 18) gcc took the same time for every cut from 25 statements to none (each block
+#: whole, up to ~1,500 statements), and the code cut at 25-100 ran as fast as or faster
+#: than longer pieces; the cut bounds the length of any one function for larger systems,
+#: where register allocation and scheduling on long straight lines grow faster than the
+#: length.
 C_SEGMENT_STATEMENTS = 50
 
 
 @dataclass
 class _Segment:
-    """One static C function of a generated program: the definitions ``defs`` (in
-    evaluation order) and the output entries ``stores`` (key, indices) it computes, the
-    definitions it reads from the workspace (``loads``) and those it writes (``saves``)."""
+    """One segment function of a generated program (C or numpy): the definitions
+    ``defs`` (in evaluation order) and the entries ``stores`` of the output ``key`` it
+    computes, the definitions it reads from the workspace (``loads``) and those it
+    writes there (``saves``)."""
 
     defs: list
     keys: frozenset  # the outputs that need its definitions (whose functions call it)
@@ -504,7 +507,7 @@ def c_source(low: Lowered, prefix: str = "", max_statements: int | None = None) 
     for i, seg in enumerate(segs):
         lines = [f"(void){a};" for a in ("q", "u", "tau", "t", "w", "o")]
         lines += _segment_body(low, seg, slots, printer, ren)
-        funcs.append(f"static KD_NOINLINE void kd_segment{i}({args}) {{\n"
+        funcs.append(f"static KD_NOINLINE void {prefix}kd_segment{i}({args}) {{\n"
                      + "".join(f"    {x}\n" for x in lines) + "}\n")
     for f, (ins, outs) in SIGNATURES.items():
         checks, quat_of = _input_checks(low, printer, ins)
@@ -519,7 +522,7 @@ def c_source(low: Lowered, prefix: str = "", max_statements: int | None = None) 
         for i, seg in calls:
             o = OUTPUT_ARRAYS[seg.key] if seg.key else "0"
             call = [qa] + [a if a in ins else "0" for a in ("u", "tau")]
-            lines.append(f"kd_segment{i}({', '.join(call)}, t, w, {o});")
+            lines.append(f"{prefix}kd_segment{i}({', '.join(call)}, t, w, {o});")
         lines.append("return 0;")
         funcs.append(f"{_c_signature(f, prefix)} {{\n" + "".join(f"    {x}\n" for x in lines)
                      + "}\n")
