@@ -343,6 +343,37 @@ def stewart_massive() -> None:
               f"{t_derive + t_c:.2f} s (CPU {c_derive:.2f} + {c_c:.2f} = {c_derive + c_c:.2f} s); "
               f"{len(eom.intermediates)} intermediates, "
               f"ops(dynamics) {fast.counts['dynamics']}, forward dynamics {t_fd * 1e6:.1f} us")
+    stewart_compile_stages(eom, vals)
+
+
+def stewart_compile_stages(eom, vals) -> None:
+    """Where the C compile's time goes, stage by stage (CPU s), built again in a fresh
+    cache (and under a prefix, so that it is another library) so that the compiler runs."""
+    from kanedyn.kane.codegen import build, c_declarations, c_source, lower
+    from kanedyn.kane.codegen.printers import operation_counts
+
+    old = os.environ["KANEDYN_CACHE"]
+    os.environ["KANEDYN_CACHE"] = tempfile.mkdtemp(prefix="kanedyn_bench_stages_")
+    try:
+        stages, c0 = [], cpu_seconds()
+
+        def lap(name):
+            nonlocal c0
+            c1 = cpu_seconds()
+            stages.append(f"{name} {c1 - c0:.2f}")
+            c0 = c1
+
+        low = lower(eom, vals)
+        lap("lower")
+        operation_counts(low)
+        lap("operation counts")
+        src = c_source(low, prefix="stages_")
+        lap("print C")
+        build.load_c(src, c_declarations("stages_"))
+        lap(f"cffi + {' '.join(build.C_FLAGS)}")
+    finally:
+        os.environ["KANEDYN_CACHE"] = old
+    print(f"C compile by stage (CPU s): {', '.join(stages)}; {src.count(chr(10))} lines")
 
 
 def main() -> None:

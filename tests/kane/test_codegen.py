@@ -249,6 +249,39 @@ def test_to_c_is_standalone(tmp_path):
     assert rel(kd.crba(model, q) @ a, -kd.nonlinear_effects(model, q, v)) < RTOL
 
 
+@pytest.mark.skipif(not HAVE_CC, reason="no C compiler")
+def test_c_segments_write_each_definition_once(monkeypatch):
+    """The C printer writes every definition once, in segments that mass_matrix, forcing,
+    dynamics and energy share. Cut into segments of three statements, so that nearly
+    every value crosses a segment through the workspace, the library still gives the
+    symbolic result's numbers, and mass_matrix and forcing the bits of dynamics."""
+    import re
+
+    model, eom = tree()
+    low = codegen.lower(eom)
+    src = codegen.c_source(low, max_statements=3)
+    for s in low.definitions:  # a load from the workspace (= w[...]) is no definition
+        name = codegen.printers._name(s)
+        assert len(re.findall(rf"const double {name} = (?!w\[)", src)) == 1, name
+    monkeypatch.setattr(codegen.printers, "C_SEGMENT_STATEMENTS", 3)
+    sysc = eom.compile("c")
+    assert sysc.source == src
+    rng = np.random.default_rng(12)
+    for _ in range(3):
+        q, v, tau = kd.random_configuration(model, rng), rng.normal(size=model.nv), \
+            rng.normal(size=model.nv)
+        M0, F0 = symbolic_values(eom, q, v, tau)
+        M, F = sysc.dynamics(q, v, tau)
+        assert rel(M, M0) < 1e-12 and rel(F, F0) < 1e-12
+        assert np.array_equal(M, sysc.mass_matrix(q))
+        assert np.array_equal(F, sysc.forcing(q, v, tau))
+        assert sysc.kinetic_energy(q, v) == pytest.approx(kd.kinetic_energy(model, q, v),
+                                                          rel=RTOL)
+        assert sysc.potential_energy(q) == pytest.approx(kd.potential_energy(model, q),
+                                                         rel=RTOL, abs=1e-12)
+        assert rel(sysc.forward_dynamics(q, v, tau), kd.aba(model, q, v, tau)) < 1e-8
+
+
 def test_to_latex():
     eom = kane.derive(kd.models.pendulum_chain(1, point_mass=True), parameters="symbolic")
     tex = eom.to_latex()

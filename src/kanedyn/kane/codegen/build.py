@@ -36,8 +36,14 @@ __all__ = ["C_FLAGS", "atomic_write", "c_module_name", "cache_dir", "find_c_comp
            "load_python", "python_module_name", "to_c"]
 
 
-#: what the C compiler is given besides the source (part of a library's cache key)
-C_FLAGS = ("-O2", "-std=c99")
+#: what the C compiler is given besides the source (part of a library's cache key).
+#: -g0 undoes the -g of Python's own CFLAGS, which cffi passes first: debug information
+#: for thousands of generated statements costs compile time and nobody steps through them.
+#: -fno-tree-slp-vectorize (gcc; clang takes it as -fno-slp-vectorize): the straight-line
+#: vectoriser took a quarter of gcc's time on the massive-leg Stewart platform and its
+#: code ran no faster (docs/benchmarks.md, issue 18). -O2 rather than -O1: -O1 compiled
+#: in 2/3 of the time but ran 15-20 % slower.
+C_FLAGS = ("-O2", "-fno-tree-slp-vectorize", "-g0", "-std=c99")
 
 
 def cache_dir() -> Path:

@@ -72,7 +72,11 @@ class Lowered:
     def operation_count(self, names=("mass_matrix", "forcing")) -> int:
         """``sympy.count_ops`` of the CSE'd code that computes the outputs ``names``."""
         n = sum(self.ops(s) for s in self.needed(names))
-        return int(n + sum(sp.count_ops(e) for k in names for e in self.outputs[k]))
+        memo = self.__dict__.setdefault("_output_ops", {})
+        for k in names:
+            if k not in memo:
+                memo[k] = sum(int(sp.count_ops(e)) for e in self.outputs[k])
+        return int(n + sum(memo[k] for k in names))
 
 
 def free_symbols(e) -> set:

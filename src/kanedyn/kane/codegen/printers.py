@@ -14,6 +14,13 @@ the input checks (numba and C: inside the generated code; numpy: in the runtime)
 evaluates the definitions its outputs need and stores the outputs; M is symmetric
 when the lowering says so, and then its lower triangle is computed and mirrored.
 
+C and numpy write every definition once (:func:`_segments`): grouped by the outputs
+that need them (M alone, forcing alone, both, the energy too, ...) into segment
+functions that mass_matrix, forcing, dynamics and energy call in turn, passing what
+crosses a segment through a workspace; C cuts them further into short functions,
+which gcc optimises in a fraction of the time one long straight line takes. numba
+keeps one straight function per output set.
+
 numpy code is vectorised over a leading batch axis (``q[..., k]``); numba code is
 scalar and ``njit(cache=True)``; C is standalone C99 needing only ``<math.h>``.
 """
@@ -21,6 +28,7 @@ scalar and ``njit(cache=True)``; C is standalone C99 needing only ``<math.h>``.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass, field
 
 import sympy as sp
 from sympy.printing.c import C99CodePrinter
@@ -58,7 +66,10 @@ def operation_counts(low: Lowered) -> dict[str, int]:
     """``sympy.count_ops`` of each generated function (the definitions it evaluates and
     its outputs), as the header of the generated source and ``CompiledSystem.counts``
     give them."""
-    return {f: low.operation_count(outs) for f, (_, outs) in SIGNATURES.items()}
+    memo = low.__dict__.setdefault("_counts", {})  # the header and CompiledSystem ask alike
+    if not memo:
+        memo.update({f: low.operation_count(outs) for f, (_, outs) in SIGNATURES.items()})
+    return dict(memo)
 
 
 # --- the languages: a SymPy printer for the expressions, and the statements around them
@@ -79,7 +90,10 @@ class _Language:
         return f"{name} = {code}"
 
     def store(self, arr: str, k: int, code: str) -> str:
-        return f"{self.element(arr, k)} = {code}"
+        return self.assign(self.element(arr, k), code)
+
+    def assign(self, target: str, code: str) -> str:
+        return f"{target} = {code}"
 
     def finite_check(self, arr: str, n: int) -> list[str]:
         return [f"for i in range({n}):", f"    if not math.isfinite({arr}[i]):",
@@ -112,8 +126,8 @@ class _CPrinter(_Language, C99CodePrinter):
     def define(self, name: str, code: str) -> str:
         return f"const double {name} = {code};"
 
-    def store(self, arr: str, k: int, code: str) -> str:
-        return f"{self.element(arr, k)} = {code};"
+    def assign(self, target: str, code: str) -> str:
+        return f"{target} = {code};"
 
     def finite_check(self, arr: str, n: int) -> list[str]:
         return [f"for (int i = 0; i < {n}; ++i) if (!isfinite({arr}[i])) return 1;"]
@@ -132,23 +146,31 @@ class _CPrinter(_Language, C99CodePrinter):
         return super()._print_Pow(expr)
 
 
-def _leaf_loads(low: Lowered, used: set, printer, ins) -> list[str]:
-    """Loads of q, u, tau entries into named locals. In numba and C code they are
-    preceded by the input checks (status 1: an entry is not finite; 2 + k: quaternion
-    group k is off unit norm by more than QUAT_TOL) and quaternions are normalised, as
-    the Model's joints do."""
+def _input_checks(low: Lowered, printer, ins) -> tuple[list[str], dict]:
+    """The input checks of one function (numba and C; none for numpy, whose runtime checks):
+    status 1 if an entry of the inputs ``ins`` is not finite, 2 + k if quaternion group k is
+    off unit norm by more than QUAT_TOL. Returns the lines and, per index of q in a
+    quaternion, the division that normalises it (as the Model's joints do)."""
     eom = low.eom
-    lines = []
+    lines, quat_of = [], {}
+    if not printer.checks_inputs:
+        return lines, quat_of
     sizes = {"q": len(eom.q), "u": len(eom.u), "tau": len(eom.inputs)}
-    quat_of = {}
-    if printer.checks_inputs:
-        for a in ins:
-            if a in sizes and sizes[a]:
-                lines += printer.finite_check(a, sizes[a])
-        for g, (qi, _) in enumerate(eom.quaternions):  # every group, used or not
-            lines += printer.norm_check(g, " + ".join(f"q[{k}] * q[{k}]" for k in qi))
-            for k in qi:
-                quat_of[k] = f" / nrm{g}"
+    for a in ins:
+        if a in sizes and sizes[a]:
+            lines += printer.finite_check(a, sizes[a])
+    for g, (qi, _) in enumerate(eom.quaternions):  # every group, used or not
+        lines += printer.norm_check(g, " + ".join(f"q[{k}] * q[{k}]" for k in qi))
+        for k in qi:
+            quat_of[k] = f" / nrm{g}"
+    return lines, quat_of
+
+
+def _leaf_loads(low: Lowered, used: set, printer, ins, checks: bool = True) -> list[str]:
+    """Loads of q, u, tau entries into named locals, preceded by the input checks of
+    :func:`_input_checks` (unless ``checks`` is false: q is then already normalised)."""
+    eom = low.eom
+    lines, quat_of = _input_checks(low, printer, ins) if checks else ([], {})
     for arr, syms in (("q", eom.q), ("u", eom.u), ("tau", eom.inputs)):
         for k, s in enumerate(syms):
             if s in used:
@@ -196,19 +218,27 @@ def _body(low: Lowered, func: str, printer) -> list[str]:
     for s in defs:
         e = low.definitions[s]
         lines.append(printer.define(_name(s), printer.doprint(e.xreplace(ren) if ren else e)))
+    for k in outs:
+        lines += _stores(low, k, printer, OUTPUT_ARRAYS[k], ren)
+    return lines
+
+
+def _stores(low: Lowered, key: str, printer, arr: str, ren: dict, which=None) -> list[str]:
+    """The stores of the output ``key`` (its entries ``which``, default all) into the array
+    ``arr``; a symmetric M has its lower triangle computed and mirrored."""
     n = len(low.eom.u)
     packed = [(r, c) for r in range(n) for c in range(r + 1)]
-    for k in outs:
-        arr = OUTPUT_ARRAYS[k]
-        for j, e in enumerate(low.outputs[k]):
-            code = printer.doprint(e.xreplace(ren) if ren else e)
-            if k == "mass_matrix" and low.symmetric:  # lower triangle computed, mirrored
-                r, c = packed[j]
-                lines.append(printer.store(arr, r * n + c, code))
-                if r != c:
-                    lines.append(printer.store(arr, c * n + r, printer.element(arr, r * n + c)))
-            else:
-                lines.append(printer.store(arr, j, code))
+    lines = []
+    for j in range(len(low.outputs[key])) if which is None else which:
+        e = low.outputs[key][j]
+        code = printer.doprint(e.xreplace(ren) if ren else e)
+        if key == "mass_matrix" and low.symmetric:
+            r, c = packed[j]
+            lines.append(printer.store(arr, r * n + c, code))
+            if r != c:
+                lines.append(printer.store(arr, c * n + r, printer.element(arr, r * n + c)))
+        else:
+            lines.append(printer.store(arr, j, code))
     return lines
 
 
@@ -235,8 +265,26 @@ def python_source(low: Lowered, style: str) -> str:
     printer = _NumpyPrinter() if style == "numpy" else _ScalarPythonPrinter()
     deco = "@numba.njit(cache=True)\n" if style == "numba" else ""
     funcs = []
+    if style == "numpy":
+        # numpy: every definition once, in the blocks of _segments (uncut: a Python
+        # function's length costs nothing), that mass_matrix, forcing, dynamics and
+        # energy share; the runtime has checked and normalised the inputs. (numba keeps
+        # one straight function each: its calls between jitted functions are not free.)
+        segs, slots = _segments(low, 1 << 30)
+        ren = _rename(low)
+        for i, seg in enumerate(segs):
+            lines = _segment_body(low, seg, slots, printer, ren) or ["pass"]
+            funcs.append(f"def _segment{i}(q, u, tau, t, w, o):\n"
+                         + "".join(f"    {x}\n" for x in lines))
     for f, (ins, outs) in SIGNATURES.items():
-        lines = _body(low, f, printer)
+        if style == "numpy":
+            calls = _calls(segs, outs)
+            lines = [f"w = [None] * {len(slots)}"] if calls else []
+            lines += [f"_segment{i}(q, {'u' if 'u' in ins else 'None'}, "
+                      f"{'tau' if 'tau' in ins else 'None'}, t, w, "
+                      f"{OUTPUT_ARRAYS[seg.key] if seg.key else 'None'})" for i, seg in calls]
+        else:
+            lines = _body(low, f, printer)
         args = ", ".join(list(ins) + [OUTPUT_ARRAYS[k] for k in outs])
         funcs.append(f"{deco}def {f}({args}):\n" + "".join(f"    {x}\n" for x in lines)
                      + "    return 0\n")
@@ -339,17 +387,145 @@ def c_declarations(prefix: str = "") -> str:
                    for f in [*SIGNATURES, "forward_dynamics"])
 
 
-def c_source(low: Lowered, prefix: str = "") -> str:
+#: most statements in one generated C function: :func:`c_source` cuts the definitions
+#: into static functions of at most this many statements, passing what crosses a cut
+#: through a stack workspace. On the massive-leg Stewart platform (docs/benchmarks.md,
+#: issue 18) gcc took the same time for every cut from 25 statements to none (each block
+#: whole, up to ~1,500 statements), and the code cut at 25-100 ran as fast as or faster
+#: than longer pieces; the cut bounds the length of any one function for larger systems,
+#: where register allocation and scheduling on long straight lines grow faster than the
+#: length.
+C_SEGMENT_STATEMENTS = 50
+
+
+@dataclass
+class _Segment:
+    """One segment function of a generated program (C or numpy): the definitions
+    ``defs`` (in evaluation order) and the entries ``stores`` of the output ``key`` it
+    computes, the definitions it reads from the workspace (``loads``) and those it
+    writes there (``saves``)."""
+
+    defs: list
+    keys: frozenset  # the outputs that need its definitions (whose functions call it)
+    key: str | None = None  # the output it stores (one per segment)
+    stores: list = field(default_factory=list)
+    used: set = field(default_factory=set)  # the symbols its statements read
+    loads: list = field(default_factory=list)
+    saves: list = field(default_factory=list)
+
+
+def _segments(low: Lowered, max_statements: int) -> tuple[list, dict]:
+    """The definitions and output stores of every generated function, each once.
+
+    A definition belongs to the block of the outputs that need it (``mass_matrix`` only,
+    ``forcing`` only, both, the energy too, ...): ``dynamics`` runs the blocks of M and of
+    forcing, ``mass_matrix`` those of M alone, and no definition is written twice. If a
+    definition needs another, every output that needs the first needs the second, so
+    blocks taken by decreasing number of outputs follow all they use. Each block is cut
+    into segments of at most ``max_statements`` statements; a definition used by a later
+    segment is saved to a workspace slot there. Returns the segments in evaluation order
+    and the slot of every saved definition."""
+    keys = list(OUTPUT_ARRAYS)
+    need = {k: set(low.needed([k])) for k in keys}
+    blocks: dict = {}
+    for s in low.order:
+        ks = frozenset(k for k in keys if s in need[k])
+        if ks:
+            blocks.setdefault(ks, []).append(s)
+    for k in keys:
+        if low.outputs[k]:
+            blocks.setdefault(frozenset([k]), [])
+    segs = []
+    for ks in sorted(blocks, key=lambda ks: (-len(ks), sorted(keys.index(k) for k in ks))):
+        defs = blocks[ks]
+        key = next(iter(ks)) if len(ks) == 1 else None
+        n_out = len(low.outputs[key]) if key else 0
+        items = [("d", s) for s in defs] + [("o", j) for j in range(n_out)]
+        for a in range(0, len(items), max_statements):
+            part = items[a:a + max_statements]
+            segs.append(_Segment([x for t, x in part if t == "d"], ks, key if n_out else None,
+                                 [x for t, x in part if t == "o"]))
+    # what each segment reads that an earlier one defined: those crossings use the workspace
+    home = {s: i for i, seg in enumerate(segs) for s in seg.defs}
+    position = {s: i for i, s in enumerate(low.order)}
+    slots: dict = {}
+    for i, seg in enumerate(segs):
+        for s in seg.defs:
+            seg.used |= free_symbols(low.definitions[s])
+        for j in seg.stores:
+            seg.used |= free_symbols(low.outputs[seg.key][j])
+        seg.loads = sorted((s for s in seg.used if s in home and home[s] != i),
+                           key=lambda s: position[s])
+        for s in seg.loads:
+            slots.setdefault(s, len(slots))
+    for s in slots:
+        segs[home[s]].saves.append(s)
+    return segs, slots
+
+
+def _segment_body(low: Lowered, seg: _Segment, slots: dict, printer, ren: dict) -> list[str]:
+    """Statements of one segment: loads of the leaves (q already normalised) and of the
+    workspace slots it reads, its definitions, the slots it saves, its output stores
+    (into the array ``o``)."""
+    lines = _leaf_loads(low, seg.used, printer, (), checks=False)
+    lines += [printer.define(_name(s), f"w[{slots[s]}]") for s in seg.loads]
+    for s in seg.defs:
+        e = low.definitions[s]
+        lines.append(printer.define(_name(s), printer.doprint(e.xreplace(ren) if ren else e)))
+    lines += [printer.assign(f"w[{slots[s]}]", _name(s)) for s in seg.saves]
+    if seg.key:
+        lines += _stores(low, seg.key, printer, "o", ren, seg.stores)
+    return lines
+
+
+def _calls(segs: list, outs) -> list:
+    """The segments a function of the outputs ``outs`` runs, in order."""
+    return [(i, seg) for i, seg in enumerate(segs) if seg.keys & set(outs)]
+
+
+def c_source(low: Lowered, prefix: str = "", max_statements: int | None = None) -> str:
     """Standalone C99: ``mass_matrix``, ``forcing``, ``dynamics``, ``qdot``, ``energy`` and a
-    Cholesky ``forward_dynamics``, on plain double arrays (see the header comment)."""
-    printer = _CPrinter()
-    funcs = []
-    for f, (ins, _) in SIGNATURES.items():
-        lines = _body(low, f, printer)
-        unused = "".join(f"    (void){a};\n" for a in ins)  # not every input is used
-        funcs.append(f"{_c_signature(f, prefix)} {{\n" + unused
-                     + "".join(f"    {x}\n" for x in lines) + "    return 0;\n}\n")
+    Cholesky ``forward_dynamics``, on plain double arrays (see the header comment).
+
+    Every definition is written once, in the static segment functions of
+    :func:`_segments` (at most ``max_statements`` statements each, default
+    ``C_SEGMENT_STATEMENTS``); each public function checks its inputs, normalises the
+    quaternions and calls the segments of its outputs in order."""
+    # order="none": terms in SymPy's canonical argument order (deterministic) instead of
+    # sorted again for display, a third of the printing time
+    printer = _CPrinter({"order": "none"})
+    segs, slots = _segments(low, max_statements or C_SEGMENT_STATEMENTS)
+    ren = _rename(low)
     eom = low.eom
+    # restrict: the workspace, the output and the inputs never overlap
+    args = ("const double *restrict q, const double *restrict u, const double *restrict tau, "
+            "double t, double *restrict w, double *restrict o")
+    funcs = ["#if defined(__GNUC__)\n#define KD_NOINLINE __attribute__((noinline))\n#else\n"
+             "#define KD_NOINLINE\n#endif\n"
+             "/* the segments stay functions of their own: inlined back into one, they would\n"
+             "   cost the compiler as much as the whole straight line did */\n"]
+    for i, seg in enumerate(segs):
+        lines = [f"(void){a};" for a in ("q", "u", "tau", "t", "w", "o")]
+        lines += _segment_body(low, seg, slots, printer, ren)
+        funcs.append(f"static KD_NOINLINE void {prefix}kd_segment{i}({args}) {{\n"
+                     + "".join(f"    {x}\n" for x in lines) + "}\n")
+    for f, (ins, outs) in SIGNATURES.items():
+        checks, quat_of = _input_checks(low, printer, ins)
+        lines = [f"(void){a};" for a in ins] + checks  # not every input is used
+        calls = _calls(segs, outs)
+        qa = "qn" if quat_of else "q"  # the segments read q normalised
+        if calls and quat_of:
+            lines.append(f"double qn[{len(eom.q)}];")
+            lines += [f"qn[{k}] = q[{k}]{quat_of.get(k, '')};" for k in range(len(eom.q))]
+        if calls:
+            lines.append(f"double w[{max(len(slots), 1)}];")
+        for i, seg in calls:
+            o = OUTPUT_ARRAYS[seg.key] if seg.key else "0"
+            call = [qa] + [a if a in ins else "0" for a in ("u", "tau")]
+            lines.append(f"{prefix}kd_segment{i}({', '.join(call)}, t, w, {o});")
+        lines.append("return 0;")
+        funcs.append(f"{_c_signature(f, prefix)} {{\n" + "".join(f"    {x}\n" for x in lines)
+                     + "}\n")
     doc = [
         "",
         "Functions (all arrays are plain doubles; q has nq entries, u nu, tau one per input):",
