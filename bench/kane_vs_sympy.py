@@ -333,7 +333,7 @@ def stewart_massive() -> None:
     eom = system.derive()
     t_derive, c_derive = time.perf_counter() - t0, cpu_seconds() - c0
     x = np.array([1.0, 0, 0, 0, 0, 0, 1.0])
-    for backend in ("numpy", "c"):
+    for backend in ("numpy", "c", "numba"):
         t0, c0 = time.perf_counter(), cpu_seconds()
         fast = eom.compile(backend, parameters=vals)
         fast.forward_dynamics(x, np.zeros(6), np.zeros(6))
