@@ -201,4 +201,4 @@ def test_entry_tables_are_made_once_per_type(registered):
     cls = ROUTED[Revolute]
     assert joint_extension.entry_table(cls) == joint_extension.entry_table(cls)
     table = joint_extension._TABLES[cls][0]
-    assert table[joint_extension.POSE] != 0 and table[joint_extension.INTEGRATE] == 0
+    assert table[joint_extension.TRANSFORM] != 0 and table[joint_extension.INTEGRATE] == 0

@@ -41,20 +41,23 @@ from numba.extending import intrinsic
 
 from ...errors import ModelError
 from .. import _compiled, layout
+from .spatial_rows import tree_compose
 
 _compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
 
 #: the slots of an entry table, in order
 SLOTS = ("joint_pose", "motion_subspace_column", "motion_subspace_times",
          "motion_subspace_transpose_times", "integrate")
-POSE, COLUMN, TIMES, TRANSPOSE_TIMES, INTEGRATE = range(len(SLOTS))
+TRANSFORM, COLUMN, TIMES, TRANSPOSE_TIMES, INTEGRATE = range(len(SLOTS))
 
 # What each slot's C entry point takes and gives. An array argument goes as three C
 # arguments (pointer to its lowest element, length, stride in elements), so that the
-# kernels' arrays of any layout can be passed; "o6" and "o12" are the six and twelve
-# floats of the result, written through a pointer. Results: "i" int64 (joint_pose: the
-# status), "f" float64, "v" none.
-_ARGS = (("a", "i", "a", "f", "o12"),        # q, k, row, tol
+# kernels' arrays of any layout can be passed; "o6" are the six floats of the result,
+# written through a pointer. Results: "i" int64 (the transform's status: 1 when a
+# quaternion is not unit), "f" float64, "v" none. The first slot makes the whole X_up[i]
+# (the joint's pose composed with the row's X_tree, spatial_rows.tree_compose), so that
+# the kernels' code for it is one call.
+_ARGS = (("a", "i", "a", "f", "a"),          # q, k, row, tol, X[i]: X_up[i] written
          ("i", "a", "o6"),                    # c, row
          ("a", "i", "a", "o6"),               # x, o, row
          ("a", "i", "a"),                     # F[k], c, row
@@ -66,7 +69,7 @@ _I64 = ir.IntType(64)
 _PTR = _F64.as_pointer()
 _CP = types.CPointer(types.float64)
 _C_TYPES = {"a": (_CP, types.int64, types.int64), "i": (types.int64,),
-            "f": (types.float64,), "o6": (_CP,), "o12": (_CP,)}
+            "f": (types.float64,), "o6": (_CP,)}
 _RESULT_TYPES = {"i": types.int64, "f": types.float64, "v": types.void}
 
 
@@ -107,7 +110,7 @@ def _lowering(slot: int):
     """The codegen of a call through slot ``slot``: the first argument is the entry
     point's address, the others the slot's arguments (:data:`_ARGS`)."""
     kinds, res = _ARGS[slot], _RESULTS[slot]
-    n_out = {"o6": 6, "o12": 12}.get(kinds[-1], 0)
+    n_out = 6 if kinds[-1] == "o6" else 0
 
     def codegen(context, builder, sig, args):
         c_args, it = [], iter(zip(sig.args[1:], args[1:], strict=True))
@@ -129,7 +132,7 @@ def _lowering(slot: int):
         if not n_out:
             return r if res != "v" else context.get_dummy_value()
         vals = [builder.load(builder.gep(out, [ir.Constant(_I64, j)])) for j in range(n_out)]
-        return context.make_tuple(builder, sig.return_type, ([r] if res == "i" else []) + vals)
+        return context.make_tuple(builder, sig.return_type, vals)
 
     return codegen
 
@@ -139,8 +142,7 @@ def _typed(slot: int, argtys):
     if not _fits(_ARGS[slot], argtys):
         return None
     res = _RESULTS[slot]
-    ret = (types.Tuple((types.int64,) + (types.float64,) * 12) if slot == POSE
-           else types.UniTuple(types.float64, 6) if slot in (COLUMN, TIMES)
+    ret = (types.UniTuple(types.float64, 6) if slot in (COLUMN, TIMES)
            else _RESULT_TYPES[res])
     return ret(types.int64, *argtys), _lowering(slot)
 
@@ -160,9 +162,10 @@ def table_entry(typingctx, table, slot):
 
 
 @intrinsic
-def call_pose(typingctx, fn, q, k, row, tol):
-    """``joint_pose`` through its entry point ``fn``: (bad, R row-major, p), 13 scalars."""
-    return _typed(POSE, (q, k, row, tol))
+def call_transform(typingctx, fn, q, k, row, tol, x):
+    """``x = X_up`` of the joint (row-major E, r) from its ``joint_pose`` through its entry
+    point ``fn``; the status (1: a quaternion is not unit, x not written)."""
+    return _typed(TRANSFORM, (q, k, row, tol, x))
 
 
 @intrinsic
@@ -267,12 +270,15 @@ def _shim_source(cls) -> dict[str, str]:
     p = _parameters(cls)
     tol = ", tol" if cls.quaternion is not None else ""
     src = {"joint_pose": _entry_point(
-        "joint_pose_c(qp, qn, qs, k, rp, rn, rs, tol, outp)", "qr", f"""
+        "joint_pose_c(qp, qn, qs, k, rp, rn, rs, tol, xp, xn, xs)", "qrx", f"""
     row = {{r}}
-    res = joint_pose({{q}}, k{tol}{p})
-    out = carray(outp, (12,))
-{_unpacked(12, 1)}
-    return res[0]""")}
+    (bad, r00, r01, r02, r10, r11, r12, r20, r21, r22, p0, p1, p2) = joint_pose({{q}}, k{tol}{p})
+    if bad:
+        return 1
+    x = {{x}}
+    tree_compose(row, x, r00, r01, r02, r10, r11, r12, r20, r21, r22, p0, p1, p2)
+    {{store}}
+    return 0""", forms={"store": ("pass", "array_store(x, xp, xn, xs)")})}
     if not cls.identity_columns:
         src["motion_subspace_column"] = _entry_point(
             "motion_subspace_column_c(c, rp, rn, rs, outp)", "r", f"""
@@ -322,8 +328,8 @@ def entry_table(cls) -> int:
                     f"joint type {cls.kind!r}: compiled_code {cls.compiled_code!r} is not a "
                     f"built-in code, so its compiled primitive {name!r} is needed in "
                     f"{getattr(where, '__name__', where)!r} (see kanedyn.model.joints.base)")
-            scope = {"carray": carray, "array_view": array_view,
-                     "array_store": array_store, name: primitive}
+            scope = {"carray": carray, "array_view": array_view, "array_store": array_store,
+                     "tree_compose": tree_compose, name: primitive}
             exec(src, scope)  # noqa: S102 (our own template, filled with column numbers)
             scope[name + "_c_strided"] = njit(scope[name + "_c_strided"])
             try:

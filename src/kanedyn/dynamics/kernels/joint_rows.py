@@ -46,15 +46,16 @@ from ..layout import (
 )
 from .joint_extension import (
     COLUMN,
-    POSE,
     TIMES,
+    TRANSFORM,
     TRANSPOSE_TIMES,
     call_column,
-    call_pose,
     call_times,
+    call_transform,
     call_transpose_times,
     table_entry,
 )
+from .spatial_rows import tree_compose
 
 _compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
 
@@ -145,6 +146,9 @@ def joint_transform(data, i, q, X):
     if data[i, AXIS_ID] >= 0:
         unit_axis_transform(data, i, np.cos(q[k]), np.sin(q[k]), X)
         return 0
+    if jt == EXTENSION:  # a type of its own: X_up[i] made by its entry point
+        return call_transform(table_entry(int(data[i, JFUNCS]), TRANSFORM), q, k, data[i],
+                              data[data.shape[0] - 1, QTOL], X[i])
     # the dispatcher: one line per joint code (tests/model/test_joint_primitives.py checks
     # that every registered compiled_code has its line, against the numpy definition)
     if jt == REVOLUTE or jt == HELICAL:
@@ -161,9 +165,6 @@ def joint_transform(data, i, q, X):
             q, k, data[i, AXIS], data[i, AXIS + 1], data[i, AXIS + 2])
     elif jt == PLANAR:
         (bad, r00, r01, r02, r10, r11, r12, r20, r21, r22, p0, p1, p2) = planar.joint_pose(q, k)
-    elif jt == EXTENSION:  # a type of its own: through its entry table
-        (bad, r00, r01, r02, r10, r11, r12, r20, r21, r22, p0, p1, p2) = call_pose(
-            table_entry(int(data[i, JFUNCS]), POSE), q, k, data[i], data[data.shape[0] - 1, QTOL])
     else:  # SPHERICAL or FREE: one inlined quaternion rotation for both (as above)
         free_joint = jt != SPHERICAL  # FREE
         (bad, r00, r01, r02, r10, r11, r12, r20, r21, r22, p0, p1, p2) = spherical.joint_pose(
@@ -172,15 +173,7 @@ def joint_transform(data, i, q, X):
             p0, p1, p2 = free.translation(q, k)
     if bad:
         return 1
-    for b in range(3):
-        t0 = data[i, E_TREE + b]
-        t1 = data[i, E_TREE + 3 + b]
-        t2 = data[i, E_TREE + 6 + b]
-        X[i, b] = r00 * t0 + r10 * t1 + r20 * t2
-        X[i, 3 + b] = r01 * t0 + r11 * t1 + r21 * t2
-        X[i, 6 + b] = r02 * t0 + r12 * t1 + r22 * t2
-        X[i, 9 + b] = (data[i, R_TREE + b] + data[i, E_TREE + b] * p0
-                    + data[i, E_TREE + 3 + b] * p1 + data[i, E_TREE + 6 + b] * p2)
+    tree_compose(data[i], X[i], r00, r01, r02, r10, r11, r12, r20, r21, r22, p0, p1, p2)
     return 0
 
 

@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 
 from .. import _compiled
-from ..layout import IBAR, MASS, NQ, H
+from ..layout import E_TREE, IBAR, MASS, NQ, R_TREE, H
 
 _compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
 
@@ -472,3 +472,18 @@ def cholesky_entry(L, b, r, c, d, tol):
 def state_lengths_ok(data, q, nx, x):
     nb = data.shape[0] - 1
     return q.shape[0] == int(data[nb, NQ]) and x.shape[0] == nx
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def tree_compose(row, x, r00, r01, r02, r10, r11, r12, r20, r21, r22, p0, p1, p2):
+    """``x = X_J X_tree`` as (E row-major, r) from the joint pose (R, p) and the body
+    row's X_tree: ``X_J = plucker(Rᵀ, p)``, so ``E = Rᵀ E_tree``, ``r = r_tree + E_treeᵀ p``."""
+    for b in range(3):
+        t0 = row[E_TREE + b]
+        t1 = row[E_TREE + 3 + b]
+        t2 = row[E_TREE + 6 + b]
+        x[b] = r00 * t0 + r10 * t1 + r20 * t2
+        x[3 + b] = r01 * t0 + r11 * t1 + r21 * t2
+        x[6 + b] = r02 * t0 + r12 * t1 + r22 * t2
+        x[9 + b] = (row[R_TREE + b] + row[E_TREE + b] * p0
+                    + row[E_TREE + 3 + b] * p1 + row[E_TREE + 6 + b] * p2)
