@@ -96,9 +96,12 @@ def _fits(kinds, argtys) -> bool:
 
 
 def _array_parts(context, builder, ty, value) -> list:
-    """(pointer to the lowest element, length, stride in elements) of a 1-D array."""
+    """(pointer to the lowest element, length, stride in elements) of a 1-D array (the
+    stride 1 as a constant when the type says the array is contiguous)."""
     ary = context.make_array(ty)(context, builder, value)
     (n,) = cgutils.unpack_tuple(builder, ary.shape, 1)
+    if ty.layout == "C":
+        return [ary.data, n, ir.Constant(n.type, 1)]
     (step,) = cgutils.unpack_tuple(builder, ary.strides, 1)
     s = builder.sdiv(step, ir.Constant(step.type, 8))
     last = builder.gep(ary.data, [builder.mul(builder.sub(n, ir.Constant(n.type, 1)), s)])
