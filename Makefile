@@ -9,8 +9,12 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
+# the install step also fills numba's disk cache with the kernels a first call needs
+# (`kanedyn precompile`, on every core: issue 17's "first call in seconds"); the cache is
+# numba's ordinary one, keyed by layout and sources, so an edit later never runs stale code
 $(STAMP): $(BIN)/python pyproject.toml setup.py src/kanedyn/dynamics/_fastcall.c
 	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m kanedyn precompile
 	touch $(STAMP)
 
 demo: $(STAMP)
