@@ -26,9 +26,11 @@ Caches:
   caller set one): the caches ``python -m kanedyn precompile`` — run by the Makefile's
   install step — filled. Run it after ``make .venv/.installed`` on a clean clone.
 
-``--repeat k`` runs the subprocess k times (a fresh empty directory each time for
-``empty``). Printed: a table per run, the load average before and after, and the
-children's CPU time from ``resource.getrusage(RUSAGE_CHILDREN)``.
+``--avf-first`` runs phase 4 right after phase 1 (the simulation then compiles what it
+shares with the others too). ``--repeat k`` runs the subprocess k times (a fresh empty
+directory each time for ``empty``). Printed: a table per run, the load average before and
+after, the children's CPU time from ``resource.getrusage(RUSAGE_CHILDREN)``, and for
+``installed`` how many index files beside the sources the run wrote (0: nothing compiled).
 
 Run: ``.venv/bin/python bench/first_call.py [--cache empty|installed] [--repeat k]``.
 """
@@ -60,6 +62,13 @@ import numpy as np
 import kanedyn as kd
 model = kd.models.pendulum_chain(7, planar=False, radius=0.05)
 mark("import kanedyn + model")
+def avf():
+    traj = kd.simulate(model, 0.5 * np.cos(np.arange(7)), np.zeros(7), 1.0, method="avf",
+                       dt=1e-3)
+    assert len(traj.t) == 1001
+    mark("first simulate avf")
+if sys.argv[1:] == ["avf-first"]:
+    avf()
 q, v, a = 0.5 * np.cos(np.arange(7)), 0.1 * np.arange(7.0), np.ones(7)
 tau = kd.rnea(model, q, v, a)
 M = kd.crba(model, q)
@@ -70,9 +79,8 @@ assert np.allclose(qdd, a) and np.allclose(M, M.T) and np.all(np.linalg.eigvalsh
 Q = np.tile(q, (16, 1)); V = np.tile(v, (16, 1)); A = np.tile(a, (16, 1))
 T = kd.rnea(model, Q, V, A); kd.crba(model, Q); kd.aba(model, Q, V, T)
 mark("first batched rnea, crba, aba")
-traj = kd.simulate(model, q, np.zeros(7), 1.0, method="avf", dt=1e-3)
-assert len(traj.t) == 1001
-mark("first simulate avf")
+if sys.argv[1:] != ["avf-first"]:
+    avf()
 from kanedyn.dynamics import kernels
 out["_cache_dir"] = kernels.ready("rnea_f")._cache._cache_path
 print(json.dumps(out))
@@ -93,18 +101,18 @@ def package_caches() -> dict[str, float]:
     return {str(p): p.stat().st_mtime for p in root.rglob("__pycache__/*.nb[ic]")}
 
 
-def run_once(cache: str) -> tuple[dict, float]:
+def run_once(cache: str, avf_first: bool) -> tuple[dict, float]:
     """One child process: its phases, and its CPU time from getrusage (user + system)."""
     env = dict(os.environ)
     tmp = None
     if cache == "empty":
         tmp = tempfile.TemporaryDirectory(prefix="kd_first_call_")
         env["NUMBA_CACHE_DIR"] = tmp.name
-    before = package_caches() if cache == "empty" else {}
+    before = package_caches()
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
-        r = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True,
-                           text=True)
+        r = subprocess.run([sys.executable, "-c", CHILD] + ["avf-first"] * avf_first, env=env,
+                           capture_output=True, text=True)
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         if r.returncode:
             raise SystemExit(f"the child process failed:\n{r.stderr}")
@@ -119,6 +127,10 @@ def run_once(cache: str) -> tuple[dict, float]:
             if changed:
                 raise SystemExit(f"the run wrote numba caches beside the sources: {changed[:3]}")
             res["_index_files"] = n_index
+        elif "NUMBA_CACHE_DIR" not in env:  # the caches beside the sources: what was compiled
+            after = package_caches()
+            res["_written"] = sum(before.get(p) != t for p, t in after.items()
+                                  if p.endswith(".nbi"))
     finally:
         if tmp is not None:
             tmp.cleanup()
@@ -128,7 +140,7 @@ def run_once(cache: str) -> tuple[dict, float]:
 
 def report(res: dict, cpu: float) -> None:
     print(f"  {'phase':34s} {'wall s':>8s} {'CPU s':>8s}")
-    for p in PHASES:
+    for p in (k for k in res if k in PHASES):  # in the order they ran
         w, c = res[p]
         print(f"  {p:34s} {w:8.2f} {c:8.2f}")
     total = sum(res[p][0] for p in PHASES)
@@ -140,6 +152,9 @@ def report(res: dict, cpu: float) -> None:
         t = TARGETS[name]
         print(f"  target {name:32s} <= {t:4.1f} s: {got:7.2f} s "
               f"{'met' if got <= t else 'NOT met'}")
+    if "_written" in res:
+        print(f"  ({res['_written']} numba index files beside the sources written or rewritten "
+              "by the run: 0 means everything was loaded, nothing compiled)")
     if "_index_files" in res:
         print(f"  ({res['_index_files']} numba index files written to the empty NUMBA_CACHE_DIR, "
               "none beside the sources)")
@@ -149,6 +164,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache", choices=("empty", "installed"), default="empty")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--avf-first", action="store_true",
+                    help="run kd.simulate(method='avf') right after the import, before rnea")
     args = ap.parse_args()
     import numba
 
@@ -159,7 +176,7 @@ def main() -> None:
     for k in range(args.repeat):
         la0 = os.getloadavg()
         t0 = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-        res, cpu = run_once(args.cache)
+        res, cpu = run_once(args.cache, args.avf_first)
         la1 = os.getloadavg()
         print(f"run {k + 1} at {t0}: load average {la0[0]:.2f} {la0[1]:.2f} {la0[2]:.2f} before, "
               f"{la1[0]:.2f} {la1[1]:.2f} {la1[2]:.2f} after")
