@@ -360,9 +360,10 @@ def precompile_tasks() -> list[str]:
     each calls (``c:<name>``), and first runs of the compiled loops (``run:<what>``), which
     specialise them for the argument types every call passes.
 
-    Costliest first, so that the workers end together (cold, on this 2-core machine: the
-    batched RNEA, CRBA and ABA 20-110 s each, the lane kernels; ABA's single state and C
-    entry point ~45 s; each first run 25-40 s; the rest 1-40 s)."""
+    Costliest first, so that the workers end together (cold, on the shared 2-core machine
+    of docs/benchmarks.md: the batched RNEA, CRBA and ABA 37-111 s each, the lane kernels;
+    ABA's single state with its C entry point 27-45 s; each first run 20-42 s; the rest
+    0.1-40 s)."""
     from kanedyn.dynamics.kernels import ENTRIES
 
     big = ["kernel:aba_batch", "kernel:rnea_batch", "kernel:crba_batch", "c:aba"]
@@ -460,7 +461,9 @@ def cmd_precompile(args) -> int:
     finally:
         if jobs > 1:
             pool.shutdown(cancel_futures=True)
-    where = kernels.ready("rnea_f")._cache._cache_path
+    # (read off a dispatcher's cache, which exists before anything is compiled: a run
+    # with --only compiles nothing more here)
+    where = kernels.rnea.rnea_f._cache._cache_path
     print(f"done in {time.perf_counter() - t0:.1f} s; numba cache of the kernels: {where}")
     return EXIT_OK
 
