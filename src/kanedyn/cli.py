@@ -351,6 +351,123 @@ def cmd_demo(args) -> int:
     return EXIT_OK if report.passed else EXIT_FAILED
 
 
+# --- precompile: numba's disk cache filled ahead of the first call ------------------
+
+def precompile_tasks() -> list[str]:
+    """What ``kanedyn precompile`` compiles: every kernel of the entry-point table
+    (``kernel:<name>``: its batched and single-state kernels, for their one declared
+    signature each), the C entry points of the C front end with the single-state kernel
+    each calls (``c:<name>``), and first runs of the compiled loops (``run:<what>``), which
+    specialise them for the argument types every call passes.
+
+    Costliest first, so that the workers end together (cold, on the shared 2-core machine
+    of docs/benchmarks.md: the batched RNEA, CRBA and ABA 37-111 s each, the lane kernels;
+    ABA's single state with its C entry point 27-45 s; each first run 20-42 s; the rest
+    0.1-40 s)."""
+    from kanedyn.dynamics.kernels import ENTRIES
+
+    big = ["kernel:aba_batch", "kernel:rnea_batch", "kernel:crba_batch", "c:aba"]
+    batches, cs, singles = [], [], []
+    for e in ENTRIES.values():
+        batches.append(f"kernel:{e.batch}")
+        # a C entry point readies its single-state kernel first: one task (the two in one
+        # process, not compiled twice by two workers)
+        cs += [f"c:{e.name}"] if e.c else []
+        singles += ([] if e.c else [f"kernel:{e.single}"])
+        singles += [f"kernel:{e.single_fext}"] if e.single_fext else []
+    rest = [f"run:{r}" for r in _PRECOMPILE_RUNS] + batches + cs + singles
+    return list(dict.fromkeys(big + rest))
+
+
+def _chain():
+    # the 7-link 3D chain of bench/sim_vs_mujoco.py and bench/first_call.py
+    model = kd.models.pendulum_chain(7, planar=False, radius=0.05)
+    return model, 0.5 * np.cos(np.arange(7)), np.zeros(7)
+
+
+def _run_avf():
+    model, q0, v0 = _chain()
+    kd.simulate(model, q0, v0, 0.01, method="avf", dt=1e-3)
+
+
+def _run_rk4():
+    model, q0, v0 = _chain()
+    kd.simulate(model, q0, v0, 0.01, method="rk4", dt=1e-3)
+
+
+def _run_demo():
+    # the demo's runs: both methods with Stribeck friction on every joint
+    model, forces = demo_arm()
+    for method in ("avf", "rk4"):
+        kd.simulate(model, np.linspace(0.9, 0.3, model.nq), np.zeros(model.nv), 0.01,
+                    method=method, dt=2e-3, forces=forces, progress=False)
+
+
+def _run_batch():
+    model, q0, v0 = _chain()
+    kd.simulate_batch(model, np.tile(q0, (4, 1)), np.tile(v0, (4, 1)), 0.01, dt=1e-3)
+
+
+_PRECOMPILE_RUNS = {"simulate avf": _run_avf, "simulate rk4": _run_rk4,
+                    "demo (friction)": _run_demo, "simulate_batch": _run_batch}
+
+
+def precompile_one(task: str) -> tuple[str, float]:
+    """Compile one task of :func:`precompile_tasks` (or load it from numba's disk cache):
+    ``(task, seconds)``."""
+    from kanedyn.dynamics import kernels
+
+    t0 = time.perf_counter()
+    kind, _, name = task.partition(":")
+    if kind == "kernel":
+        kernels.load(name)
+    elif kind == "c":
+        kernels.c_address(kernels.ENTRIES[name])
+    elif kind == "run":
+        _PRECOMPILE_RUNS[name]()
+    else:
+        raise UsageError(f"unknown precompile task {task!r}")
+    return task, time.perf_counter() - t0
+
+
+def cmd_precompile(args) -> int:
+    """Fill numba's on-disk cache with the kernels a first call needs, in ``--jobs``
+    worker processes. The cache is numba's ordinary one, keyed as always
+    (``dynamics/_compiled.py``): what a later process loads from it is exactly what it
+    would have compiled, and an edit of a source drops the entries it affects."""
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    from kanedyn.dynamics import kernels
+
+    tasks = precompile_tasks()
+    if args.only:
+        tasks = [t for t in tasks if any(o in t for o in args.only)]
+        if not tasks:
+            raise UsageError(f"--only {' '.join(args.only)}: no such task; the tasks: "
+                             f"{', '.join(precompile_tasks())}")
+    jobs = max(1, min(args.jobs or os.cpu_count() or 1, len(tasks)))
+    t0 = time.perf_counter()
+    print(f"kanedyn precompile: {len(tasks)} tasks on {jobs} process(es)", flush=True)
+    if jobs == 1:
+        done = map(precompile_one, tasks)
+    else:  # fresh interpreters (spawn): numba's compiler is not fork-safe once loaded
+        pool = ProcessPoolExecutor(jobs, mp_context=get_context("spawn"))
+        done = pool.map(precompile_one, tasks)
+    try:
+        for task, sec in done:
+            print(f"  {task:40s} {sec:7.2f} s", flush=True)
+    finally:
+        if jobs > 1:
+            pool.shutdown(cancel_futures=True)
+    # (read off a dispatcher's cache, which exists before anything is compiled: a run
+    # with --only compiles nothing more here)
+    where = kernels.rnea.rnea_f._cache._cache_path
+    print(f"done in {time.perf_counter() - t0:.1f} s; numba cache of the kernels: {where}")
+    return EXIT_OK
+
+
 # --- the parser ---------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -424,6 +541,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--t-final", type=float, default=3.0, help="simulated time (s)")
     p.add_argument("--dt", type=float, default=2e-3, help="step size (s)")
     p.add_argument("--no-progress", action="store_true")
+
+    p = add("precompile", cmd_precompile, "compile the kernels into numba's disk cache ahead "
+            "of the first call (the install step of the Makefile runs it)",
+            "kanedyn precompile --jobs 2")
+    p.add_argument("--jobs", type=int, help="worker processes (default: the CPU count)")
+    p.add_argument("--only", action="append", metavar="TEXT",
+                   help="only the tasks whose name contains TEXT (repeatable)")
     return parser
 
 

@@ -8,7 +8,8 @@ import pytest
 
 from kanedyn.cli import build_parser, main
 
-COMMANDS = ["simulate", "verify", "derive", "identify-friction", "bench", "sweep", "demo"]
+COMMANDS = ["simulate", "verify", "derive", "identify-friction", "bench", "sweep", "demo",
+            "precompile"]
 
 SCENARIO = """\
 [model]

@@ -237,3 +237,44 @@ def test_compile_key_follows_the_sources_compiled_in():
     deps = set(_compiled.dependencies("kanedyn.sim.batch"))
     assert deps >= {"kanedyn.dynamics.kernels", "kanedyn.integrators.rk4_compiled",
                     "kanedyn.dynamics.flat", "kanedyn.friction.laws_kernel"}
+
+
+UNCACHABLE = '''
+import ctypes
+from numba import njit
+from kanedyn.dynamics import _compiled
+
+_cos = ctypes.CDLL(None).cos
+_cos.restype, _cos.argtypes = ctypes.c_double, (ctypes.c_double,)
+
+_compiled.key_cache(__name__)
+
+
+@njit(cache=True)
+def f(x):
+    return _cos(x)  # a ctypes pointer: a dynamic global, which numba does not cache
+'''
+
+
+def test_a_keyed_function_numba_cannot_cache_warns_and_runs(tmp_path):
+    """numba's warning for a cached function it cannot cache reads the locator's source
+    file; the keyed locator hands it the inner locator's (it raised AttributeError)."""
+    import importlib.util
+    import sys
+
+    from numba.core.errors import NumbaWarning
+
+    name = "kanedyn_test_uncachable_module"
+    path = tmp_path / f"{name}.py"
+    path.write_text(UNCACHABLE)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    try:
+        spec.loader.exec_module(mod)
+        assert _compiled.KeyedLocator.from_function(mod.f.py_func, str(path)) is not None
+        with pytest.warns(NumbaWarning, match='Cannot cache compiled function "f"'):
+            assert mod.f(0.5) == np.cos(0.5)
+    finally:
+        del sys.modules[name]
+        _compiled._KEYS.pop(_compiled._real(str(path)), None)

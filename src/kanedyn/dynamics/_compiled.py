@@ -156,6 +156,14 @@ class KeyedLocator(caching._CacheLocator):
     def get_disambiguator(self):
         return self._inner.get_disambiguator()
 
+    def __getattr__(self, name: str):
+        # what numba reads of a locator beyond its methods (``_py_file`` in the warning
+        # for a function it cannot cache, e.g. one calling a ctypes pointer) is the inner
+        # locator's; without this, that warning was an AttributeError
+        if name == "_inner":  # (not set yet: unpickling, copying)
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
     @classmethod
     def from_function(cls, py_func, py_file):
         key = _KEYS.get(_real(py_file))
