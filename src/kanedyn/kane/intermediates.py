@@ -1,6 +1,6 @@
 """Straight-line symbolic programs: expressions bound to symbols, in evaluation order.
 
-The general Kane derivation (:mod:`kanedyn.kane.system`) never forms whole
+The general Kane derivation (:mod:`kanedyn.kane.equations`) never forms whole
 expressions: every velocity, partial velocity, acceleration, mass-matrix entry and
 constraint coefficient is expanded *locally* and bound to a symbol, as the tree
 derivation (:mod:`kanedyn.kane.tree`) does. This module holds what that needs:
