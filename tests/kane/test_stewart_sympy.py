@@ -3,14 +3,14 @@ against SymPy's ``KanesMethod`` on a formulation of the same mechanism written h
 the accelerations u̇ of the platform twist agree at random moving, actuated states.
 
 SymPy does not finish kanedyn's formulation (leg velocities through the twist, with
-ℓ_i = |p_i − b_i| under square roots, differentiated twice) in a test's budget (not
-in 6 minutes, issue 18). Here
-each leg gets its own coordinates and speeds instead — length ℓ_i, azimuth ψ_i and
-inclination θ_i of its axis n_i = L_i.z, the leg frame L_i being N turned by ψ_i about
-N.z then by θ_i about the new y — and the closure of each leg on the platform is a set
-of velocity constraints solved by SymPy for the 18 leg speeds. Every body's velocity is
-then a short expression, and SymPy derives the 24-speed system and lambdifies it in
-about 7 s (kanedyn derives and compiles its own in about 8 s).
+ℓ_i = |p_i − b_i| under square roots, differentiated twice) in a test's budget (not in
+6 minutes, issue 18). Here each leg gets its own coordinates and speeds instead —
+length ℓ_i, azimuth ψ_i and inclination θ_i of its axis n_i = L_i.z, the leg frame L_i
+being N turned by ψ_i about N.z then by θ_i about the new y — and the closure of each
+leg on the platform is a set of velocity constraints solved by SymPy for the 18 leg
+speeds. Every body's velocity is then a short expression, and SymPy derives the
+24-speed system and lambdifies it in about 7 s (kanedyn derives and compiles its own
+in about 8 s).
 """
 
 from __future__ import annotations
