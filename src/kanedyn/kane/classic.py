@@ -235,7 +235,8 @@ def stewart_platform(legs: str = "massless") -> tuple[KaneSystem, dict]:
     angular velocity ``ω_i = n_i × ṗ_i / ℓ_i``: the leg's spin about its own axis is
     taken as zero, the usual idealisation of the legs' dynamics (a universal joint with a
     base-fixed axis a would spin it at α̇ a·n_i, α the joint's angle about a), so the axial
-    moments J_c, J_p do not enter the equations (tests/kane/test_stewart_sympy.py). Their velocities are expressed through the platform twist,
+    moments J_c, J_p do not enter the equations (tests/kane/test_stewart_sympy.py). Their
+    velocities are expressed through the platform twist,
     ``ṗ_i = v_G + ω_P × (p_i − G)``, ``ℓ̇_i = n_i · ṗ_i``,
     ``ṅ_i = (ṗ_i − ℓ̇_i n_i)/ℓ_i``: ``v_c = d_c ṅ_i``, ``v_p = ṗ_i − d_p ṅ_i``, so
     Kane's method takes their inertia through partial velocities of the twist, with
