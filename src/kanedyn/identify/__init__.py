@@ -3,8 +3,10 @@ together, from measured trajectories (issue 20).
 
 - :func:`joint_torque_regressor` (also ``kd.joint_torque_regressor``): τ = Y(q, v, a) π,
   π the ten standard parameters of every body (:func:`standard_parameters`);
+- :func:`base_parameters`: the identifiable combinations π_b = K π, named in words;
 """
 
+from .base import BaseParameters, base_parameters, base_parameters_of
 from .regressor import (
     PARAMETERS,
     joint_torque_regressor,
@@ -14,7 +16,10 @@ from .regressor import (
 )
 
 __all__ = [
+    "BaseParameters",
     "PARAMETERS",
+    "base_parameters",
+    "base_parameters_of",
     "joint_torque_regressor",
     "joint_torque_regressor_reference",
     "parameter_names",
