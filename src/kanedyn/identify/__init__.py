@@ -4,9 +4,13 @@ together, from measured trajectories (issue 20).
 - :func:`joint_torque_regressor` (also ``kd.joint_torque_regressor``): τ = Y(q, v, a) π,
   π the ten standard parameters of every body (:func:`standard_parameters`);
 - :func:`base_parameters`: the identifiable combinations π_b = K π, named in words;
+- :func:`fit`: base parameters and joint friction (viscous + Coulomb, or Stribeck by
+  variable projection) together from (q, v, a, τ) samples, weighted by the joints' noise,
+  with covariance, intervals and the condition number (an :class:`Identification`).
 """
 
 from .base import BaseParameters, base_parameters, base_parameters_of
+from .fit import FRICTION, Identification, fit, friction_columns
 from .regressor import (
     PARAMETERS,
     joint_torque_regressor,
@@ -17,9 +21,13 @@ from .regressor import (
 
 __all__ = [
     "BaseParameters",
+    "FRICTION",
+    "Identification",
     "PARAMETERS",
     "base_parameters",
     "base_parameters_of",
+    "fit",
+    "friction_columns",
     "joint_torque_regressor",
     "joint_torque_regressor_reference",
     "parameter_names",
