@@ -63,7 +63,7 @@ def _words(lead: str, coefficients: NDArray, names: list[str]) -> str:
     text = lead
     for c, n in zip(coefficients, names, strict=True):
         if c != 0.0:
-            size = "" if abs(c) == 1.0 else f"{abs(c):.6g} "
+            size = "" if abs(abs(c) - 1.0) <= 1e-9 else f"{abs(c):.6g} "
             text += f" {'+' if c > 0 else '-'} {size}{n}"
     return text
 
