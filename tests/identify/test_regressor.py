@@ -131,6 +131,12 @@ def test_bad_input_is_named():
     free = kd.models.free_body()
     with pytest.raises(kd.StateError, match="quaternion"):
         ki.joint_torque_regressor(free, [0, 0, 0, 2.0, 0, 0, 0], np.zeros(6), np.zeros(6))
+    # the same through the single-state kernel (float64 arrays go there first)
+    with pytest.raises(kd.StateError, match="quaternion"):
+        ki.joint_torque_regressor(free, np.array([0, 0, 0, 2.0, 0, 0, 0]), np.zeros(6),
+                                  np.zeros(6))
+    with pytest.raises(kd.StateError, match="v"):
+        ki.joint_torque_regressor(model, np.zeros(2), np.zeros(3), np.zeros(2))
 
 
 def _compare_pinocchio(model, twin, rng):

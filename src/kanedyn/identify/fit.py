@@ -270,7 +270,8 @@ def fit(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, tau: ArrayLike,
         floor = 1e-12 * max(1.0, float(np.max(np.abs(T))))
         for _ in range(4):
             w = np.repeat(1.0 / np.maximum(sigma, floor), N)
-            theta, x, more = problem.solve(target, w, theta, theta_lo, theta_hi, max_nfev)
+            theta, x, more = problem.solve(target, w, theta, theta_lo, theta_hi, max_nfev,
+                                           search=False)
             nfev += more
             r = problem.residual(target, x, theta)
             previous, sigma = sigma, _noise(r, N, nv, p)
@@ -398,9 +399,10 @@ class _Problem:
         D, G = self.design(theta, x)
         return np.hstack([D, G])
 
-    def solve(self, target, w, theta0, lo, hi, max_nfev):
+    def solve(self, target, w, theta0, lo, hi, max_nfev, search=True):
         """(θ, x, evaluations): variable projection over θ (module doc); x alone when
-        the friction is linear."""
+        the friction is linear. ``search``: first pick v_s on a grid (:meth:`_start`);
+        off for the weighted steps, which start from the previous step's θ."""
         if theta0.size == 0:
             return theta0, self.linear(target, w, theta0), 1
         # the inertial columns are the same at every θ: project them out once (Q1), so
@@ -438,7 +440,8 @@ class _Problem:
             G = G - Q1 @ (Q1.T @ G)
             return -(G - Cs @ scipy.linalg.cho_solve(factor, Cs.T @ G, check_finite=False))
 
-        theta0 = self._start(fun, theta0, lo, hi)
+        if search:
+            theta0 = self._start(fun, theta0, lo, hi)
         # (tr_solver="lsmr": the trust-region steps from products with the Jacobian, not
         # an SVD of the tall Jacobian at every iteration)
         sol = least_squares(fun, theta0, jac=jac, bounds=(lo, hi), method="trf",

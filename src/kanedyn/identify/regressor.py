@@ -36,6 +36,8 @@ from ..model import Model
 from ..spatial import crf
 from . import regressor_kernel
 
+F8 = np.dtype(np.float64)
+
 #: the names of the ten standard parameters of a body, in the order of π_i
 PARAMETERS = ("m", "mcx", "mcy", "mcz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
 
@@ -114,6 +116,14 @@ def joint_torque_regressor(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLik
     gives N × nv × 10 nb, computed in parallel. The armature is not in Y:
     ``rnea(model, q, v, a) = Y @ π + armature * a``."""
     fm = flatten(model)
+    if (type(q) is np.ndarray and type(v) is np.ndarray and type(a) is np.ndarray
+            and q.ndim == v.ndim == a.ndim == 1 and q.dtype == v.dtype == a.dtype == F8
+            and q.flags.c_contiguous and v.flags.c_contiguous and a.flags.c_contiguous):
+        # one float64 state: straight to the single-state kernel (no validation pass, no
+        # parallel launch); any status goes through the general path, which names it
+        Y = np.empty((fm.nv, 10 * fm.nb))
+        if regressor_kernel.regressor1(fm.data, q, v, a, Y) == 0:
+            return Y
     (Q, V, A), _, single = _dispatch.general(model, q, ((v, "v"), (a, "a")))
     N = Q.shape[0]
     out = np.empty((N, fm.nv, 10 * fm.nb))

@@ -23,11 +23,11 @@ import numpy as np
 from numba import njit, prange
 
 from ..dynamics import _compiled
-from ..dynamics.kernels.constants import NOT_FINITE
+from ..dynamics.kernels.constants import BAD_SHAPE, NOT_FINITE
 from ..dynamics.kernels.joint_rows import motion_subspace_transpose_times
 from ..dynamics.kernels.lanes import BATCH_TASK
 from ..dynamics.kernels.rnea import rnea_core
-from ..dynamics.kernels.spatial_rows import all_finite, xt_force
+from ..dynamics.kernels.spatial_rows import all_finite, state_lengths_ok, xt_force
 from ..dynamics.layout import IV, NV, NVJ, PARENT
 
 _compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
@@ -138,3 +138,15 @@ def regressor_batch(data, Q, V, A, out, status):
         tau = np.empty(nv)
         for k in range(t * BATCH_TASK, min(N, (t + 1) * BATCH_TASK)):
             status[k] = regressor_core(data, Q[k], V[k], A[k], out[k], X, w, B, tau)
+
+
+@njit(cache=True, nogil=True)
+def regressor1(data, q, v, a, Y):
+    """Y of one state into Y (nv × 10 nb); status (BAD_SHAPE for a wrong length)."""
+    nb = data.shape[0] - 1
+    nv = int(data[nb, NV])
+    if not (state_lengths_ok(data, q, nv, v) and a.shape[0] == nv and Y.shape[0] == nv
+            and Y.shape[1] == 10 * nb):
+        return BAD_SHAPE
+    return regressor_core(data, q, v, a, Y, np.empty((nb, 12)), np.empty((3 * nb + 2, 6)),
+                          np.empty((10, 6)), np.empty(nv))
