@@ -22,7 +22,6 @@ import numpy as np
 
 import kanedyn as kd
 from kanedyn import friction, identify
-from kanedyn.model import Revolute
 from kanedyn.model.urdf import robot_path
 from kanedyn.spatial import inertia_parameters, spatial_inertia
 
@@ -61,19 +60,8 @@ def regressor(name: str, n: int) -> None:
           f"one {one / peer:.2f}, batch {batch / peer:.2f}; load {os.getloadavg()[0]:.1f}")
 
 
-def arm3():
-    b = kd.ModelBuilder("arm3")
-    b.add_body("link1", None, Revolute("j1", axis=(0, 0, 1)), None, 3.0, (0.01, 0.02, 0.15),
-               np.diag([0.05, 0.05, 0.03]))
-    b.add_body("link2", "link1", Revolute("j2", axis=(0, 1, 0)), (np.eye(3), (0, 0, 0.3)),
-               2.0, (0.2, 0.01, 0.02), np.diag([0.01, 0.04, 0.04]))
-    b.add_body("link3", "link2", Revolute("j3", axis=(0, 1, 0)), (np.eye(3), (0.4, 0, 0)),
-               1.0, (0.15, -0.01, 0.01), np.diag([0.005, 0.02, 0.02]))
-    return b.build()
-
-
 def fit(rate: float) -> None:
-    nominal = arm3()
+    nominal = kd.models.elbow_arm()
     for scale in (1.0, 5.0):
         rng = np.random.default_rng(1)
         bodies = []
@@ -102,7 +90,7 @@ def fit(rate: float) -> None:
         true = np.concatenate([res.base.of(identify.standard_parameters(truth))]
                               + [[l.Fc, l.Fs, l.Fv, l.vs, l.delta] for l in laws])
         z = np.abs(res.estimate - true) / res.stderr
-        print(f"fit, arm3 + Stribeck, {t.size} samples, noise x{scale:g}: {dt:.2f} s, "
+        print(f"fit, elbow_arm + Stribeck, {t.size} samples, noise x{scale:g}: {dt:.2f} s, "
               f"{res.nfev} evaluations, largest |error|/stderr {z.max():.2f}, condition "
               f"number {res.condition_number:.3g}; load {os.getloadavg()[0]:.1f}")
 

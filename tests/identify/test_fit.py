@@ -1,4 +1,4 @@
-"""The joint fit (kanedyn.identify.fit): base inertial parameters and Stribeck friction
+"""The joint fit (kanedyn.identify.estimation): base inertial parameters and Stribeck friction
 together, from synthetic experiments with a hidden truth.
 
 The truth is a 3-DOF arm whose inertias are perturbed from the nominal model's (masses
@@ -23,25 +23,12 @@ import pytest
 import kanedyn as kd
 from kanedyn import friction
 from kanedyn import identify as ki
-from kanedyn.model import Revolute
 from kanedyn.spatial import inertia_parameters, spatial_inertia
 
 NOISE = np.array([0.05, 0.1, 0.03])  # N m per joint
 
 
-def arm3():
-    """A vertical first axis, then two parallel horizontal ones (a PUMA's first three)."""
-    b = kd.ModelBuilder("arm3")
-    b.add_body("link1", None, Revolute("j1", axis=(0, 0, 1)), None, 3.0, (0.01, 0.02, 0.15),
-               np.diag([0.05, 0.05, 0.03]))
-    b.add_body("link2", "link1", Revolute("j2", axis=(0, 1, 0)), (np.eye(3), (0, 0, 0.3)),
-               2.0, (0.2, 0.01, 0.02), np.diag([0.01, 0.04, 0.04]))
-    b.add_body("link3", "link2", Revolute("j3", axis=(0, 1, 0)), (np.eye(3), (0.4, 0, 0)),
-               1.0, (0.15, -0.01, 0.01), np.diag([0.005, 0.02, 0.02]))
-    return b.build()
-
-
-NOMINAL = arm3()
+NOMINAL = kd.models.elbow_arm()  # a vertical first axis, then two horizontal ones
 
 
 def perturbed(model, rng):

@@ -6,11 +6,14 @@ together, from measured trajectories (issue 20).
 - :func:`base_parameters`: the identifiable combinations π_b = K π, named in words;
 - :func:`fit`: base parameters and joint friction (viscous + Coulomb, or Stribeck by
   variable projection) together from (q, v, a, τ) samples, weighted by the joints' noise,
-  with covariance, intervals and the condition number (an :class:`Identification`).
+  with covariance, intervals and the condition number (an :class:`Identification`);
+- :func:`excitation`: a finite-Fourier-series trajectory within the joints' limits that
+  minimises the condition number of the base regressor (an :class:`Excitation`).
 """
 
 from .base import BaseParameters, base_parameters, base_parameters_of
-from .fit import FRICTION, Identification, fit, friction_columns
+from .design import Excitation, excitation
+from .estimation import FRICTION, Identification, fit, friction_columns
 from .regressor import (
     PARAMETERS,
     joint_torque_regressor,
@@ -21,11 +24,13 @@ from .regressor import (
 
 __all__ = [
     "BaseParameters",
+    "Excitation",
     "FRICTION",
     "Identification",
     "PARAMETERS",
     "base_parameters",
     "base_parameters_of",
+    "excitation",
     "fit",
     "friction_columns",
     "joint_torque_regressor",
