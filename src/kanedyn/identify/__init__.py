@@ -13,7 +13,15 @@ together, from measured trajectories (issue 20).
 
 from .base import BaseParameters, base_parameters, base_parameters_of
 from .design import Excitation, excitation
-from .estimation import FRICTION, Identification, fit, friction_columns
+from .estimation import (
+    FRICTION,
+    ConsistentEstimate,
+    Identification,
+    consistent,
+    fit,
+    friction_columns,
+    pseudo_inertia,
+)
 from .regressor import (
     PARAMETERS,
     joint_torque_regressor,
@@ -24,17 +32,20 @@ from .regressor import (
 
 __all__ = [
     "BaseParameters",
+    "ConsistentEstimate",
     "Excitation",
     "FRICTION",
     "Identification",
     "PARAMETERS",
     "base_parameters",
     "base_parameters_of",
+    "consistent",
     "excitation",
     "fit",
     "friction_columns",
     "joint_torque_regressor",
     "joint_torque_regressor_reference",
     "parameter_names",
+    "pseudo_inertia",
     "standard_parameters",
 ]

@@ -159,6 +159,11 @@ class Identification:
             tau[:, j] += C @ np.array([p[n] for n in lin])
         return tau if Y.ndim == 3 else tau[0]
 
+    def consistent(self, regularization: float = 1e-3) -> ConsistentEstimate:
+        """Physically consistent parameters near this estimate (:func:`consistent`); the
+        unconstrained estimate stays as it is."""
+        return consistent(self, regularization)
+
     def report(self) -> str:
         """A plain-text table of the estimates and their intervals."""
         lvl = int(round(100 * self.confidence))
@@ -477,3 +482,98 @@ class _Problem:
             idx += [self.r + k * self.nlin + c for c in range(self.nlin)]
             idx += [self.nx + 2 * k + c for c in range(self.nnon)]
         return np.array(idx, dtype=int)
+
+
+def pseudo_inertia(pi: ArrayLike) -> NDArray:
+    """The 4 × 4 pseudo-inertia ``J = [Σ, h; hᵀ, m]``, ``Σ = ½ tr(Ī) 1 - Ī``, of the ten
+    standard parameters of a body: they are those of a physical rigid body (a mass
+    distribution) exactly when J ⪰ 0 (Wensing, Kim & Slotine 2017, Theorem 1)."""
+    m, hx, hy, hz, xx, xy, yy, xz, yz, zz = np.asarray(pi, dtype=float)
+    Ib = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+    J = np.empty((4, 4))
+    J[:3, :3] = 0.5 * np.trace(Ib) * np.eye(3) - Ib
+    J[:3, 3] = J[3, :3] = hx, hy, hz
+    J[3, 3] = m
+    return J
+
+
+def _parameters_of_pseudo_inertia(J: NDArray) -> NDArray:
+    """Inverse of :func:`pseudo_inertia`: Ī = tr(Σ) 1 - Σ."""
+    S = J[:3, :3]
+    Ib = np.trace(S) * np.eye(3) - S
+    return np.array([J[3, 3], J[0, 3], J[1, 3], J[2, 3], Ib[0, 0], Ib[0, 1], Ib[1, 1],
+                     Ib[0, 2], Ib[1, 2], Ib[2, 2]])
+
+
+@dataclass
+class ConsistentEstimate:
+    """Physically consistent parameters near an identification
+    (:meth:`Identification.consistent`): ``standard`` (10 nb) with every body's
+    pseudo-inertia ⪰ 0,
+    ``base`` = K standard, ``min_eigenvalue`` of each body's pseudo-inertia, and the
+    identification it came from (whose unconstrained estimate is unchanged)."""
+
+    standard: NDArray
+    base: NDArray
+    min_eigenvalue: NDArray
+    source: Identification
+
+    def predict(self, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> NDArray:
+        """The joint forces with the consistent base parameters and the identified friction."""
+        src = self.source
+        unconstrained = src.predict(q, v, a)
+        Yb = src.base.regressor(joint_torque_regressor(src.model, q, v, a))
+        return unconstrained + Yb @ (self.base - src.base_estimate)
+
+
+def consistent(result: Identification, regularization: float = 1e-3) -> ConsistentEstimate:
+    """The physically consistent standard parameters closest to the identified base
+    parameters in the metric of their covariance (Wensing, Kim & Slotine 2017):
+
+        min_π ‖L (K π - π̂_b)‖² + ρ Σ_i ‖(π_i - π_i,model) / s_i‖²,  J(π_i) ⪰ 0
+
+    with Lᵀ L = Cov(π̂_b)⁻¹; the constraint is kept by writing each body's pseudo-inertia
+    as J_i = U_i U_iᵀ (U_i upper triangular, ten numbers: as many as π_i), a nonlinear
+    least-squares problem in U solved from the model's own parameters. The small term
+    ρ (``regularization``) picks, among the π with the same K π, the one nearest the
+    model's (s_i: the scale of body i's parameters), as the base parameters leave the
+    rest undetermined."""
+    base, model = result.base, result.model
+    r = base.rank
+    C = result.cov[:r, :r]
+    w, Vc = np.linalg.eigh(C)
+    Lw = (Vc / np.sqrt(np.maximum(w, 1e-300 * w.max()))).T  # whitening: Lwᵀ Lw = C⁻¹
+    pi0 = standard_parameters(model)
+    nb = model.nb
+    scale = np.maximum(np.abs(pi0).reshape(nb, 10).max(axis=1), 1e-12)
+    iu = np.triu_indices(4)
+
+    def standard(u):
+        out = np.empty(10 * nb)
+        for i in range(nb):
+            U = np.zeros((4, 4))
+            U[iu] = u[10 * i:10 * i + 10]
+            out[10 * i:10 * i + 10] = _parameters_of_pseudo_inertia(U @ U.T)
+        return out
+
+    def residual(u):
+        pi = standard(u)
+        reg = (pi - pi0).reshape(nb, 10) / scale[:, None]
+        return np.concatenate([Lw @ (base.K @ pi - result.base_estimate),
+                               np.sqrt(regularization) * reg.ravel()])
+
+    u0 = []
+    for i in range(nb):  # U U ᵀ = J: the upper-triangular factor, by flipping a Cholesky
+        J = pseudo_inertia(pi0[10 * i:10 * i + 10]) + 1e-9 * scale[i] * np.eye(4)
+        P = np.eye(4)[::-1]
+        Lc = np.linalg.cholesky(P @ J @ P)
+        u0.append((P @ Lc @ P)[iu])
+    sol = least_squares(residual, np.concatenate(u0), method="trf", x_scale="jac", ftol=1e-14,
+                        xtol=1e-14, gtol=1e-14, max_nfev=200 * nb)
+    if not np.all(np.isfinite(sol.x)):
+        raise IdentificationError("consistent: the projection did not converge; no "
+                                  "parameters returned")
+    pi = standard(sol.x)
+    eig = np.array([np.linalg.eigvalsh(pseudo_inertia(pi[10 * i:10 * i + 10]))[0]
+                    for i in range(nb)])
+    return ConsistentEstimate(pi, base.K @ pi, eig, result)
