@@ -7,11 +7,14 @@ together, from measured trajectories (issue 20).
 - :func:`fit`: base parameters and joint friction (viscous + Coulomb, or Stribeck by
   variable projection) together from (q, v, a, τ) samples, weighted by the joints' noise,
   with covariance, intervals and the condition number (an :class:`Identification`);
+- :func:`prepare`, :func:`read_csv`: measured (t, q, τ), zero-phase filtered, with q̇, q̈
+  from q;
 - :func:`excitation`: a finite-Fourier-series trajectory within the joints' limits that
   minimises the condition number of the base regressor (an :class:`Excitation`).
 """
 
 from .base import BaseParameters, base_parameters, base_parameters_of
+from .data import prepare, read_csv
 from .design import Excitation, excitation
 from .estimation import (
     FRICTION,
@@ -46,6 +49,8 @@ __all__ = [
     "joint_torque_regressor",
     "joint_torque_regressor_reference",
     "parameter_names",
+    "prepare",
     "pseudo_inertia",
+    "read_csv",
     "standard_parameters",
 ]
