@@ -27,8 +27,8 @@ from sphinx.util.nodes import nested_parse_with_titles
 #: the modules whose ``__all__`` is the public API, each with a page under docs/api
 PUBLIC_MODULES = ("kanedyn", "kanedyn.spatial", "kanedyn.model", "kanedyn.dynamics",
                   "kanedyn.kane", "kanedyn.constraints", "kanedyn.integrators",
-                  "kanedyn.friction", "kanedyn.forces", "kanedyn.sim", "kanedyn.verify",
-                  "kanedyn.viz")
+                  "kanedyn.friction", "kanedyn.forces", "kanedyn.identify", "kanedyn.sim",
+                  "kanedyn.verify", "kanedyn.viz")
 
 
 def public_names() -> list[tuple[str, str, object]]:

@@ -7,7 +7,7 @@ constrained DAEs, energy-conserving integration and Stribeck friction.
 >>> M = kd.crba(model, q)
 """
 
-from . import constraints, forces, friction, verify
+from . import constraints, forces, friction, identify, verify
 from .dynamics import (
     Data,
     aba,
@@ -40,6 +40,7 @@ from .errors import (
     ConstraintError,
     DivergenceError,
     FrictionError,
+    IdentificationError,
     KanedynError,
     KanedynWarning,
     ModelError,
@@ -49,6 +50,7 @@ from .errors import (
     SymbolicError,
     URDFError,
 )
+from .identify import joint_torque_regressor
 from .model import (
     Model,
     ModelBuilder,
@@ -96,6 +98,7 @@ __all__ = [
     "ConstraintError",
     "DivergenceError",
     "FrictionError",
+    "IdentificationError",
     "KanedynError",
     "KanedynWarning",
     "Model",
@@ -127,8 +130,10 @@ __all__ = [
     "frame_jacobian_time_variation",
     "frame_velocity",
     "gravity_torques",
+    "identify",
     "integrate_configuration",
     "jacobian",
+    "joint_torque_regressor",
     "kinetic_energy",
     "load_mjcf",
     "load_robot",

@@ -48,6 +48,12 @@ class FrictionError(KanedynError, ValueError):
     """Friction parameters or identification data are invalid, or a fit failed."""
 
 
+class IdentificationError(KanedynError, ValueError):
+    """Identification data cannot give the parameters asked for: too few samples, a
+    trajectory that does not excite a parameter (named), inputs of different lengths,
+    NaNs (rows named). No parameters are returned from a failed fit."""
+
+
 class ScenarioError(KanedynError):
     """A scenario file is malformed or inconsistent."""
 

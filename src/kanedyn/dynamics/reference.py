@@ -49,10 +49,25 @@ def rnea_forces(model: Model, q: NDArray, v: NDArray, a: NDArray,
     """RNEA's forward pass (Featherstone 2008, Table 5.1): ``(X_up, f)`` with each body's
     ``f_i = I_i a_i + v_i ×* I_i v_i - f_ext,i`` before the backward pass adds the
     children's, a_i measured from the free-fall frame (a_0 = -a_grav) when ``gravity``."""
+    X_up, vel, acc = body_motions(model, q, v, a, gravity)
+    f = [None] * model.nb
+    for b in model.bodies:
+        i = b.index
+        f[i] = b.inertia @ acc[i] + crf(vel[i]) @ b.inertia @ vel[i]
+        if f_ext is not None:
+            f[i] = f[i] - f_ext[i]
+    return X_up, f
+
+
+def body_motions(model: Model, q: NDArray, v: NDArray, a: NDArray,
+                 gravity: bool = True) -> tuple[list[NDArray], list[NDArray], list[NDArray]]:
+    """``(X_up, vel, acc)``: RNEA's forward pass of motions (Table 5.1), body coordinates,
+    ``v_i = X_up[i] v_λ(i) + S_i q̇_i``, ``a_i = X_up[i] a_λ(i) + S_i q̈_i + v_i × S_i q̇_i``,
+    a_0 = -a_grav when ``gravity``."""
     a_grav = model.gravity_spatial if gravity else np.zeros(6)
     X_up = joint_transforms(model, q)
     nb = model.nb
-    vel, acc, f = [None] * nb, [None] * nb, [None] * nb
+    vel, acc = [None] * nb, [None] * nb
     for b in model.bodies:  # parent before child
         i, p = b.index, b.parent
         S = b.joint.motion_subspace()
@@ -63,10 +78,7 @@ def rnea_forces(model: Model, q: NDArray, v: NDArray, a: NDArray,
         else:
             vel[i] = X_up[i] @ vel[p] + vJ
             acc[i] = X_up[i] @ acc[p] + S @ a[b.iv] + crm(vel[i]) @ vJ
-        f[i] = b.inertia @ acc[i] + crf(vel[i]) @ b.inertia @ vel[i]
-        if f_ext is not None:
-            f[i] = f[i] - f_ext[i]
-    return X_up, f
+    return X_up, vel, acc
 
 
 def crba(model: Model, q: NDArray) -> NDArray:

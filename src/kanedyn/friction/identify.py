@@ -53,7 +53,7 @@ def _law(model: str, p: dict[str, float]) -> FrictionLaw:
     return Stribeck(p["Fc"], p["Fs"], p["vs"], delta, p["Fv"])
 
 
-def _curve_and_jacobian(model: str, p: dict[str, float], s: NDArray) -> tuple[NDArray, NDArray]:
+def curve_and_jacobian(model: str, p: dict[str, float], s: NDArray) -> tuple[NDArray, NDArray]:
     """(F·sgn v, ∂(F·sgn v)/∂p) as functions of s = |v| for one direction (analytic)."""
     names = MODELS[model]
     J = np.empty((s.size, len(names)))
@@ -285,7 +285,7 @@ def fit(v: ArrayLike, F: ArrayLike, model: str = "stribeck", loss: str = "soft_l
         J = np.zeros((v.size, npar))
         for k, (s, m) in enumerate(zip(sides, masks, strict=True)):
             sub = {n: p[n if s == 0 else f"{n}_{'pos' if s > 0 else 'neg'}"] for n in base}
-            fk, Jk = _curve_and_jacobian(model, sub, s_abs[m])
+            fk, Jk = curve_and_jacobian(model, sub, s_abs[m])
             f[m] = fk * sg[m]
             J[np.ix_(m, range(k * len(base), (k + 1) * len(base)))] = Jk * sg[m][:, None]
         return f, J

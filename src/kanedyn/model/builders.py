@@ -77,6 +77,22 @@ def free_body(mass: float = 1.0, inertia: ArrayLike = (0.1, 0.2, 0.3),
     return b.build()
 
 
+def elbow_arm(name: str = "elbow_arm") -> Model:
+    """A 3-DOF elbow manipulator, the first three joints of a PUMA-like arm: a waist about
+    the vertical z axis, then a shoulder and an elbow about parallel horizontal y axes
+    (links of 0.3 m and 0.4 m); centres of mass slightly off the links' axes, so that
+    every kind of base parameter occurs (the identification examples and tests)."""
+    b = ModelBuilder(name)
+    b.add_body("link1", None, Revolute("j1", axis=(0.0, 0.0, 1.0)), None, 3.0,
+               (0.01, 0.02, 0.15), np.diag([0.05, 0.05, 0.03]))
+    b.add_body("link2", "link1", Revolute("j2", axis=(0.0, 1.0, 0.0)),
+               (np.eye(3), (0.0, 0.0, 0.3)), 2.0, (0.2, 0.01, 0.02), np.diag([0.01, 0.04, 0.04]))
+    b.add_body("link3", "link2", Revolute("j3", axis=(0.0, 1.0, 0.0)),
+               (np.eye(3), (0.4, 0.0, 0.0)), 1.0, (0.15, -0.01, 0.01),
+               np.diag([0.005, 0.02, 0.02]))
+    return b.build()
+
+
 def _random_inertia(rng: np.random.Generator) -> tuple[float, np.ndarray, np.ndarray]:
     m = rng.uniform(0.5, 3.0)
     moments = rng.uniform(0.05, 0.5, 3)

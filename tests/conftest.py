@@ -1,4 +1,5 @@
-"""Pinocchio twins of kanedyn models, for the tests that take Pinocchio as the peer.
+"""Pinocchio twins of kanedyn models, for the tests that take Pinocchio as the peer (the
+dynamics, centroidal, joint-wrench and identification tests).
 
 ``pin_twin(model)`` builds the same tree in Pinocchio joint by joint (every joint type
 of ``kd.models.random_tree``); ``pin_urdf_twin(name, floating)`` loads a shipped robot's

@@ -1,0 +1,579 @@
+"""The joint fit: base inertial parameters and joint friction together, with their
+uncertainty (Khalil & Dombre 2002, ch. 12; Gautier 1997; Swevers et al. 2007).
+
+The measured joint forces of N samples are, per joint j and sample k,
+
+    τ_kj - J_r,j a_kj = Y_b(q_k, v_k, a_k)[j] π_b + F_j(v_kj; φ_j) + ε_kj
+
+(the rotor inertia J_r of the model taken as known), with friction
+
+- ``"viscous+coulomb"``: ``F_j = F_c sgn v + F_v v`` — linear in (F_c, F_v);
+- ``"stribeck"``: ``F_j = sgn v [F_c + (F_s - F_c) exp(-|v/v_s|^δ)] + F_v v`` (the law
+  :class:`kanedyn.friction.Stribeck`), linear in (F_c, F_s, F_v) for given (v_s, δ);
+- ``"none"``.
+
+Friction acts on every one-speed joint (revolute, prismatic, helical; the joints of
+``friction_joints`` when given). The linear parameters x = (π_b, F_c, F_s, F_v, ...)
+come from linear least squares; the Stribeck pairs θ = (v_s, δ) of every joint by
+**variable projection** (Golub & Pereyra 1973): ``scipy.optimize.least_squares``
+minimises the residual of the linear problem solved inside, ``r(θ) = (1 - P(θ)) W τ``
+(P the projection on the weighted design's columns), with Kaufman's Jacobian
+``-(1 - P) ∂(D x)/∂θ`` (Kaufman 1975), so the inertial part stays linear.
+
+**Weights** (Gautier 1997's two steps, repeated until they settle): a first unweighted
+fit gives each joint's residuals, ``σ̂_j² = ‖r_j‖² / (N - p/n)`` (n the joints'
+equations, p the parameters); the rows of joint j are then weighted by 1/σ̂_j and the
+fit repeated, σ̂ re-estimated from its residuals, until σ̂ changes by 2 % or less (at
+most four weighted steps: the unweighted residuals of a quiet joint carry some of a
+noisy joint's noise through the shared parameters).
+A base parameter whose standard error exceeds the model's largest parameter
+of its kind (mass, first moment or rotational inertia, the kind of its leading standard
+parameter) is reported as weakly excited (a warning), as is a parameter nearly dependent
+on the others.
+**Uncertainty**: the Gauss–Newton covariance of all parameters at the solution,
+``Cov = s² (JᵀJ)⁻¹``, J the Jacobian of the weighted residual in (x, θ), s² the
+weighted residual variance ‖r‖²/(M - p), M = N n; intervals ``± t_{M-p} σ_p``
+(Seber & Wild 1989, §2.1). The condition number reported is that of the stacked base
+regressor Y_b (Gautier & Khalil 1992's excitation criterion).
+
+Bad input raises :class:`~kanedyn.errors.IdentificationError` and returns nothing:
+inputs of different lengths or widths, NaN/infinite rows (named), fewer equations than
+parameters, and data that do not excite some parameter (the rank deficiency, named by
+parameter); a parameter excited only weakly gives a :class:`~kanedyn.errors.KanedynWarning`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg
+from numpy.typing import ArrayLike, NDArray
+from scipy.optimize import least_squares
+
+from ..errors import IdentificationError, KanedynWarning
+from ..friction.identify import curve_and_jacobian
+from ..friction.laws import Stribeck
+from ..model import Model
+from .base import BaseParameters, base_parameters
+from .regressor import joint_torque_regressor, standard_parameters
+
+#: the parameters per joint of each friction model, as (linear, nonlinear)
+FRICTION = {"none": ((), ()), "viscous+coulomb": (("Fc", "Fv"), ()),
+            "stribeck": (("Fc", "Fs", "Fv"), ("vs", "delta"))}
+#: a pivot of the column-normalised design at or below this (relative to the largest)
+#: is a rank deficiency; at or below WEAK a parameter is reported as nearly dependent
+RANK_RTOL = 1e-9
+WEAK = 1e-6
+#: a base parameter whose standard error exceeds this multiple of the largest standard
+#: parameter of its kind in the model is reported as weakly excited
+WEAK_FRACTION = 1.0
+#: the box of the Stribeck pair: δ in [DELTA_MIN, DELTA_MAX], v_s in
+#: [VS_MIN, 1] times the joint's largest |v|
+DELTA_MIN, DELTA_MAX, VS_MIN = 0.2, 5.0, 1e-3
+
+
+def friction_columns(kind: str, v: NDArray, theta: tuple = (),
+                     levels: tuple | None = None) -> tuple[NDArray, NDArray]:
+    """The friction of one joint as ``C @ (linear parameters)`` at speeds v: ``(C,
+    dC)``, C (N, nlin) and, for Stribeck, ``dC`` (N, 2) = ∂F/∂(v_s, δ) at the linear
+    parameters ``levels`` = (F_c, F_s, F_v) (friction.identify.curve_and_jacobian)."""
+    sg = np.sign(v)
+    if kind == "viscous+coulomb":
+        return np.column_stack([sg, v]), np.empty((v.size, 0))
+    vs, delta = theta
+    Fc, Fs, Fv = levels if levels is not None else (0.0, 0.0, 0.0)
+    _, J = curve_and_jacobian("stribeck", {"Fc": Fc, "Fs": Fs, "vs": vs, "delta": delta,
+                                           "Fv": Fv}, np.abs(v))
+    # columns of J: Fc, Fs, vs, delta, Fv for one direction; times sgn v for both
+    J = J * sg[:, None]
+    return J[:, [0, 1, 4]], J[:, [2, 3]]
+
+
+@dataclass
+class Identification:
+    """The result of :func:`fit`: the base inertial parameters and the friction
+    parameters, with their uncertainty.
+
+    ``names`` / ``estimate`` / ``stderr`` / ``interval`` (p × 2, at ``confidence``) /
+    ``cov``: every parameter, the base parameters first (in words, ``base.names``), then
+    the friction parameters ``"<joint>.<Fc|Fs|Fv|vs|delta>"``; ``sigma``: the noise
+    level estimated per speed (the weights were 1/σ̂); ``condition_number`` of the
+    stacked base regressor; ``residuals`` (N × nv, unweighted); ``notes``: the warnings
+    of the fit."""
+
+    model: Model
+    base: BaseParameters
+    friction: str
+    friction_joints: list[str]
+    friction_speeds: NDArray
+    names: list[str]
+    estimate: NDArray
+    stderr: NDArray
+    interval: NDArray
+    cov: NDArray
+    confidence: float
+    sigma: NDArray
+    condition_number: float
+    residuals: NDArray
+    dof: int
+    nfev: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def params(self) -> dict[str, float]:
+        return dict(zip(self.names, map(float, self.estimate), strict=True))
+
+    @property
+    def base_estimate(self) -> NDArray:
+        """π_b, the estimated base parameters (``base.names``)."""
+        return self.estimate[:self.base.rank]
+
+    def friction_parameters(self, joint: str) -> dict[str, float]:
+        """The friction parameters of one joint, by name."""
+        lin, nonlin = FRICTION[self.friction]
+        p = self.params
+        return {n: p[f"{joint}.{n}"] for n in lin + nonlin}
+
+    def friction_law(self, joint: str) -> Stribeck:
+        """The identified friction of a joint as a :class:`kanedyn.friction.Stribeck`
+        law (viscous + Coulomb: F_s = F_c); raises FrictionError when the estimate is
+        not a physical law (a level below zero, F_s < F_c)."""
+        p = self.friction_parameters(joint)
+        if self.friction == "viscous+coulomb":
+            return Stribeck(p["Fc"], p["Fc"], 1.0, 2.0, p["Fv"])
+        return Stribeck(p["Fc"], p["Fs"], p["vs"], p["delta"], p["Fv"])
+
+    def predict(self, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> NDArray:
+        """The joint forces the identified model gives: ``Y_b π_b + F(v) + J_r a``
+        (one state or a batch)."""
+        Y = joint_torque_regressor(self.model, q, v, a)
+        V = np.atleast_2d(np.asarray(v, dtype=float))
+        A = np.atleast_2d(np.asarray(a, dtype=float))
+        tau = np.atleast_2d(self.base.regressor(Y) @ self.base_estimate) + self.model.armature * A
+        lin, nonlin = FRICTION[self.friction]
+        for joint, j in zip(self.friction_joints, self.friction_speeds, strict=True):
+            p = self.friction_parameters(joint)
+            C, _ = friction_columns(self.friction, V[:, j], tuple(p[n] for n in nonlin))
+            tau[:, j] += C @ np.array([p[n] for n in lin])
+        return tau if Y.ndim == 3 else tau[0]
+
+    def consistent(self, regularization: float = 1e-3) -> ConsistentEstimate:
+        """Physically consistent parameters near this estimate (:func:`consistent`); the
+        unconstrained estimate stays as it is."""
+        return consistent(self, regularization)
+
+    def report(self) -> str:
+        """A plain-text table of the estimates and their intervals."""
+        lvl = int(round(100 * self.confidence))
+        lines = [f"identification: {self.base.rank} base parameters, friction "
+                 f"{self.friction!r} on {len(self.friction_joints)} joints, "
+                 f"{self.residuals.shape[0]} samples, condition number "
+                 f"{self.condition_number:.4g}",
+                 f"{'estimate':>13} {'std err':>11} {f'{lvl}% interval':>29}  parameter"]
+        for n, x, s, (lo, hi) in zip(self.names, self.estimate, self.stderr, self.interval,
+                                     strict=True):
+            lines.append(f"{x:13.6g} {s:11.3g} [{lo:13.6g}, {hi:13.6g}]  {n}")
+        lines.append("noise per speed: " + ", ".join(
+            f"{n} {s:.3g}" for n, s in zip(_speed_names(self.model), self.sigma, strict=True)))
+        lines += [f"note: {t}" for t in self.notes]
+        return "\n".join(lines)
+
+
+def _speed_names(model: Model) -> list[str]:
+    return [b.joint.name if b.joint.nv == 1 else f"{b.joint.name}[{c}]"
+            for b in model.bodies for c in range(b.joint.nv)]
+
+
+def _data(model: Model, q, v, a, tau) -> tuple[NDArray, ...]:
+    arrays = []
+    for x, name, width in ((q, "q", model.nq), (v, "v", model.nv), (a, "a", model.nv),
+                           (tau, "tau", model.nv)):
+        X = np.asarray(x, dtype=float)
+        if X.ndim == 1 and width == 1:
+            X = X[:, None]
+        if X.ndim != 2 or X.shape[1] != width:
+            raise IdentificationError(f"fit: {name} must be (samples, {width}); got shape "
+                                      f"{X.shape}")
+        arrays.append(X)
+    lengths = [X.shape[0] for X in arrays]
+    if len(set(lengths)) > 1:
+        raise IdentificationError(f"fit: q, v, a, tau have {lengths[0]}, {lengths[1]}, "
+                                  f"{lengths[2]}, {lengths[3]} samples; they must match")
+    bad = ~np.all(np.isfinite(np.hstack(arrays)), axis=1)
+    if np.any(bad):
+        rows = np.flatnonzero(bad)
+        which = [n for n, X in zip(("q", "v", "a", "tau"), arrays, strict=True)
+                 if not np.all(np.isfinite(X[rows]))]
+        raise IdentificationError(
+            f"fit: {rows.size} rows have NaN or infinity (in {', '.join(which)}): rows "
+            f"{rows[:10].tolist()}{' ...' if rows.size > 10 else ''}; drop or repair them")
+    return tuple(arrays)
+
+
+def _friction_speeds(model: Model, joints) -> tuple[list[str], NDArray]:
+    if joints is None:
+        chosen = [b for b in model.bodies if b.joint.nv == 1]
+    else:
+        chosen = []
+        for name in joints:
+            try:
+                b = model.bodies[model.joint_index(name)]
+            except Exception as exc:
+                raise IdentificationError(f"fit: friction joint {name!r} is not a joint of "
+                                          f"the model ({model.joint_names})") from exc
+            if b.joint.nv != 1:
+                raise IdentificationError(f"fit: joint {name!r} has {b.joint.nv} speeds; "
+                                          "friction is fitted on one-speed joints")
+            chosen.append(b)
+    return [b.joint.name for b in chosen], np.array([b.iv.start for b in chosen], dtype=int)
+
+
+def fit(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, tau: ArrayLike,
+        friction: str = "viscous+coulomb", *, friction_joints=None,
+        base: BaseParameters | None = None, confidence: float = 0.95,
+        weighted: bool = True, max_nfev: int = 200) -> Identification:
+    """Identify the base inertial parameters and the joint friction of ``model`` from
+    samples (rows) of q (N × nq), v, a and the measured joint forces tau (N × nv); the
+    method, the weights and the uncertainty are in the module doc.
+
+    ``friction``: ``"viscous+coulomb"``, ``"stribeck"`` or ``"none"``;
+    ``friction_joints``: the joints with friction (default: every one-speed joint);
+    ``base``: the base parameters to identify (default :func:`base_parameters` of the
+    model); ``weighted=False`` skips the second, weighted step."""
+    if friction not in FRICTION:
+        raise IdentificationError(f"fit: friction {friction!r} unknown; choose one of "
+                                  f"{sorted(FRICTION)}")
+    if not 0.0 < confidence < 1.0:
+        raise IdentificationError(f"fit: confidence={confidence} must lie in (0, 1)")
+    Q, V, A, T = _data(model, q, v, a, tau)
+    N, nv = V.shape
+    base = base if base is not None else base_parameters(model)
+    joints, speeds = _friction_speeds(model, friction_joints if friction != "none" else ())
+    lin, nonlin = FRICTION[friction]
+    names = list(base.names) + [f"{j}.{n}" for j in joints for n in lin + nonlin]
+    p = len(names)
+    if N * nv <= p:
+        raise IdentificationError(f"fit: {N} samples give {N * nv} equations, too few for "
+                                  f"{p} parameters ({base.rank} base, {p - base.rank} "
+                                  "friction); record more samples")
+    Yb = base.regressor(joint_torque_regressor(model, Q, V, A))  # (N, nv, r)
+    # rows joint-major: the N equations of speed 0, then of speed 1, ...
+    Yrows = np.transpose(Yb, (1, 0, 2)).reshape(nv * N, base.rank)
+    target = (T - model.armature * A).T.reshape(nv * N)
+    problem = _Problem(friction, Yrows, V, speeds, N, nv, base.rank, len(lin), len(nonlin))
+    theta_lo, theta_hi, theta0 = problem.box()
+    notes = _check_excitation(problem, theta0, names)
+    w = np.ones(nv * N)
+    theta, x, nfev = problem.solve(target, w, theta0, theta_lo, theta_hi, max_nfev)
+    r = problem.residual(target, x, theta)
+    sigma = _noise(r, N, nv, p)
+    if weighted:
+        # weights 1/σ̂_j from the unweighted residuals, then re-estimated from the
+        # weighted fit's until they settle (two or three steps: the first is Gautier's)
+        floor = 1e-12 * max(1.0, float(np.max(np.abs(T))))
+        for _ in range(4):
+            w = np.repeat(1.0 / np.maximum(sigma, floor), N)
+            theta, x, more = problem.solve(target, w, theta, theta_lo, theta_hi, max_nfev,
+                                           search=False)
+            nfev += more
+            r = problem.residual(target, x, theta)
+            previous, sigma = sigma, _noise(r, N, nv, p)
+            if np.all(np.abs(sigma - previous) <= 0.02 * previous):
+                break
+    rw = w * r
+    dof = N * nv - p
+    s2 = float(rw @ rw) / dof
+    Jw = w[:, None] * problem.jacobian(x, theta)
+    JtJ = Jw.T @ Jw
+    cov = s2 * np.linalg.pinv(JtJ, hermitian=True)
+    position = np.argsort(problem.order())  # column of (x, θ) -> position in names
+    at_bound = [names[position[problem.nx + k]] for k in range(theta.size)
+                if np.isclose(theta[k], theta_lo[k], rtol=1e-6)
+                or np.isclose(theta[k], theta_hi[k], rtol=1e-6)]
+    if at_bound:
+        notes.append(f"at a bound of its box (interval not meaningful): {at_bound}")
+    est = problem.ordered(x, theta)
+    order = problem.order()
+    cov = cov[np.ix_(order, order)]
+    se = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    # a base parameter not resolved even to the size its kind (mass, first moment,
+    # rotational inertia: the kind of its leading standard parameter) has in the model
+    pi = np.abs(standard_parameters(model)).reshape(-1, 10)
+    kind = np.array([0, 1, 1, 1, 2, 2, 2, 2, 2, 2])
+    size = np.array([pi[:, kind == c].max() for c in range(3)])
+    ref = WEAK_FRACTION * size[kind[base.independent % 10]]
+    weak = [names[k] for k in range(base.rank) if ref[k] > 0 and se[k] > ref[k]]
+    if weak:
+        notes.append("weakly excited (standard error above the model's largest "
+                     f"parameter of its kind): {weak}")
+    for t in notes:
+        warnings.warn(f"identify.fit: {t}", KanedynWarning, stacklevel=2)
+    from scipy import stats  # here: importing scipy.stats costs 0.5 s at kanedyn's import
+
+    tq = float(stats.t.ppf(0.5 + confidence / 2.0, dof))
+    return Identification(
+        model, base, friction, joints, speeds, names, est, se,
+        np.column_stack([est - tq * se, est + tq * se]), cov, confidence, sigma,
+        float(np.linalg.cond(Yrows)), r.reshape(nv, N).T.copy(), dof, nfev, notes)
+
+
+def _noise(r: NDArray, N: int, nv: int, p: int) -> NDArray:
+    """σ̂_j² = ‖r_j‖² / (N - p/n): each speed's residual variance, the degrees of freedom
+    shared evenly among the speeds."""
+    return np.sqrt(np.sum(r.reshape(nv, N) ** 2, axis=1) / (N - p / nv))
+
+
+def _check_excitation(problem: _Problem, theta0: NDArray, names: list[str]) -> list[str]:
+    """IdentificationError naming the parameters the data do not excite (a rank
+    deficiency of the column-normalised design, by QR with column pivoting); the notes
+    naming those excited only weakly."""
+    D = problem.design(theta0)[0]
+    norms = np.linalg.norm(D, axis=0)
+    order = np.argsort(problem.order())  # column of (x, θ) -> position in names
+    dead = [names[order[k]] for k in np.flatnonzero(norms == 0.0)]
+    if dead:
+        raise IdentificationError(f"fit: the data do not excite {dead} (their regressor "
+                                  "columns are zero); move those joints, or leave the "
+                                  "parameters out (friction_joints=...)")
+    _, R, perm = scipy.linalg.qr(D / norms, mode="economic", pivoting=True)
+    d = np.abs(np.diag(R)) / abs(R[0, 0])
+    deficient = [names[order[perm[k]]] for k in np.flatnonzero(d <= RANK_RTOL)]
+    if deficient:
+        raise IdentificationError(
+            f"fit: the data do not excite every parameter: the design has rank "
+            f"{int(np.count_nonzero(d > RANK_RTOL))} of {d.size}; {deficient} are "
+            "combinations of the others on these data — excite the robot more richly")
+    weak = [names[order[perm[k]]] for k in np.flatnonzero(d <= WEAK)]
+    return [f"nearly combinations of the others on these data (wide intervals): {weak}"
+            ] if weak else []
+
+
+class _Problem:
+    """The stacked design of one data set: ``D(θ) x`` with x = (π_b, the friction
+    levels joint by joint), the Stribeck pairs θ joint by joint."""
+
+    def __init__(self, kind, Yrows, V, speeds, N, nv, r, nlin, nnon):
+        self.kind, self.Yrows, self.V, self.speeds = kind, Yrows, V, speeds
+        self.N, self.nv, self.r, self.nlin, self.nnon = N, nv, r, nlin, nnon
+        self.nlin_total = nlin * speeds.size
+        self.nx = r + self.nlin_total
+
+    def box(self):
+        vmax = np.array([np.max(np.abs(self.V[:, j])) for j in self.speeds])
+        if self.nnon == 0:
+            e = np.empty(0)
+            return e, e, e
+        lo = np.column_stack([VS_MIN * vmax, np.full(vmax.size, DELTA_MIN)]).ravel()
+        hi = np.column_stack([vmax, np.full(vmax.size, DELTA_MAX)]).ravel()
+        return lo, hi, np.column_stack([0.1 * vmax, np.full(vmax.size, 2.0)]).ravel()
+
+    def friction_design(self, theta, levels=None):
+        """(C (nv N × friction levels), G (nv N × θ.size) = ∂(C levels)/∂θ, or None
+        without the levels): the friction part of the design, joint by joint."""
+        C = np.zeros((self.nv * self.N, self.nlin_total))
+        G = np.zeros((self.nv * self.N, theta.size)) if levels is not None else None
+        for k, j in enumerate(self.speeds):
+            rows = slice(j * self.N, (j + 1) * self.N)
+            cols = slice(k * self.nlin, (k + 1) * self.nlin)
+            th = tuple(theta[2 * k:2 * k + 2]) if self.nnon else ()
+            Ck, dC = friction_columns(self.kind, self.V[:, j], th,
+                                      tuple(levels[cols]) if levels is not None else None)
+            C[rows, cols] = Ck
+            if G is not None and self.nnon:
+                G[rows, 2 * k:2 * k + 2] = dC
+        return C, G
+
+    def design(self, theta, x=None):
+        """(D (nv N × nx) = [Y_b, C], G = ∂(D x)/∂θ at x, or None without x)."""
+        C, G = self.friction_design(theta, None if x is None else x[self.r:])
+        return np.hstack([self.Yrows, C]), G
+
+    def linear(self, target, w, theta):
+        D, _ = self.design(theta)
+        x, *_ = scipy.linalg.lstsq(w[:, None] * D, w * target, lapack_driver="gelsy",
+                                   check_finite=False)
+        return x
+
+    def residual(self, target, x, theta):
+        return target - self.design(theta)[0] @ x
+
+    def jacobian(self, x, theta):
+        """∂(D(θ) x)/∂(x, θ): the columns the covariance takes (the residual's, negated)."""
+        D, G = self.design(theta, x)
+        return np.hstack([D, G])
+
+    def solve(self, target, w, theta0, lo, hi, max_nfev, search=True):
+        """(θ, x, evaluations): variable projection over θ (module doc); x alone when
+        the friction is linear. ``search``: first pick v_s on a grid (:meth:`_start`);
+        off for the weighted steps, which start from the previous step's θ."""
+        if theta0.size == 0:
+            return theta0, self.linear(target, w, theta0), 1
+        # the inertial columns are the same at every θ: project them out once (Q1), so
+        # that an evaluation solves only for the few friction levels, by the normal
+        # equations of the projected, column-scaled friction columns (a small Cholesky
+        # factor; a LAPACK QR of the tall matrix at every evaluation costs more on a
+        # loaded machine than the whole rest)
+        Yw = w[:, None] * self.Yrows
+        Q1, R1 = np.linalg.qr(Yw)
+        tw = w * target
+        t1 = tw - Q1 @ (Q1.T @ tw)
+        cache = {}
+
+        def projected(th):
+            key = th.tobytes()
+            if key not in cache:
+                cache.clear()
+                Cw = w[:, None] * self.friction_design(th)[0]
+                Ct = Cw - Q1 @ (Q1.T @ Cw)
+                scale = np.linalg.norm(Ct, axis=0)
+                Cs = Ct / scale
+                factor = scipy.linalg.cho_factor(Cs.T @ Cs, check_finite=False)
+                levels = scipy.linalg.cho_solve(factor, Cs.T @ t1, check_finite=False) / scale
+                pi_b = scipy.linalg.solve_triangular(R1, Q1.T @ (tw - Cw @ levels),
+                                                     check_finite=False)
+                cache[key] = (np.concatenate([pi_b, levels]), Cs, factor, t1 - Ct @ levels)
+            return cache[key]
+
+        def fun(th):
+            return projected(th)[3]
+
+        def jac(th):  # Kaufman: -(1 - P) ∂(W D x)/∂θ, P the projection on [Y_b, C]
+            x, Cs, factor, _ = projected(th)
+            G = w[:, None] * self.friction_design(th, x[self.r:])[1]
+            G = G - Q1 @ (Q1.T @ G)
+            return -(G - Cs @ scipy.linalg.cho_solve(factor, Cs.T @ G, check_finite=False))
+
+        if search:
+            theta0 = self._start(fun, theta0, lo, hi)
+        # (tr_solver="lsmr": the trust-region steps from products with the Jacobian, not
+        # an SVD of the tall Jacobian at every iteration)
+        sol = least_squares(fun, theta0, jac=jac, bounds=(lo, hi), method="trf",
+                            x_scale="jac", tr_solver="lsmr", max_nfev=max_nfev)
+        if sol.status <= 0 or not np.all(np.isfinite(sol.x)):
+            raise IdentificationError(
+                f"fit: the Stribeck parameters did not converge ({sol.message}; {sol.nfev} "
+                "evaluations); no parameters returned — excite the joints at low speed too")
+        return sol.x, projected(sol.x)[0], int(sol.nfev)
+
+    def _start(self, fun, theta, lo, hi):
+        """A start for v_s: per joint, the best of a logarithmic grid in its box (δ = 2,
+        the other joints held), so the descent starts in the right basin."""
+        theta = np.clip(theta.copy(), lo, hi)
+        for k in range(self.speeds.size):
+            grid = np.geomspace(lo[2 * k] * 10, hi[2 * k] * 0.5, 10)
+            costs = []
+            for vs in grid:
+                theta[2 * k] = vs
+                costs.append(float(np.sum(fun(theta) ** 2)))
+            theta[2 * k] = grid[int(np.argmin(costs))]
+        return theta
+
+    def ordered(self, x, theta):
+        """The estimates in the order of the names: π_b, then per joint its levels and
+        its pair."""
+        return np.concatenate([x, theta])[self.order()]
+
+    def order(self):
+        """Index into (x, θ) of each name's entry."""
+        idx = list(range(self.r))
+        for k in range(self.speeds.size):
+            idx += [self.r + k * self.nlin + c for c in range(self.nlin)]
+            idx += [self.nx + 2 * k + c for c in range(self.nnon)]
+        return np.array(idx, dtype=int)
+
+
+def pseudo_inertia(pi: ArrayLike) -> NDArray:
+    """The 4 × 4 pseudo-inertia ``J = [Σ, h; hᵀ, m]``, ``Σ = ½ tr(Ī) 1 - Ī``, of the ten
+    standard parameters of a body: they are those of a physical rigid body (a mass
+    distribution) exactly when J ⪰ 0 (Wensing, Kim & Slotine 2017, Theorem 1)."""
+    m, hx, hy, hz, xx, xy, yy, xz, yz, zz = np.asarray(pi, dtype=float)
+    Ib = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+    J = np.empty((4, 4))
+    J[:3, :3] = 0.5 * np.trace(Ib) * np.eye(3) - Ib
+    J[:3, 3] = J[3, :3] = hx, hy, hz
+    J[3, 3] = m
+    return J
+
+
+def _parameters_of_pseudo_inertia(J: NDArray) -> NDArray:
+    """Inverse of :func:`pseudo_inertia`: Ī = tr(Σ) 1 - Σ."""
+    S = J[:3, :3]
+    Ib = np.trace(S) * np.eye(3) - S
+    return np.array([J[3, 3], J[0, 3], J[1, 3], J[2, 3], Ib[0, 0], Ib[0, 1], Ib[1, 1],
+                     Ib[0, 2], Ib[1, 2], Ib[2, 2]])
+
+
+@dataclass
+class ConsistentEstimate:
+    """Physically consistent parameters near an identification
+    (:meth:`Identification.consistent`): ``standard`` (10 nb) with every body's
+    pseudo-inertia ⪰ 0,
+    ``base`` = K standard, ``min_eigenvalue`` of each body's pseudo-inertia, and the
+    identification it came from (whose unconstrained estimate is unchanged)."""
+
+    standard: NDArray
+    base: NDArray
+    min_eigenvalue: NDArray
+    source: Identification
+
+    def predict(self, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> NDArray:
+        """The joint forces with the consistent base parameters and the identified friction."""
+        src = self.source
+        unconstrained = src.predict(q, v, a)
+        Yb = src.base.regressor(joint_torque_regressor(src.model, q, v, a))
+        return unconstrained + Yb @ (self.base - src.base_estimate)
+
+
+def consistent(result: Identification, regularization: float = 1e-3) -> ConsistentEstimate:
+    """The physically consistent standard parameters closest to the identified base
+    parameters in the metric of their covariance (Wensing, Kim & Slotine 2017):
+
+        min_π ‖L (K π - π̂_b)‖² + ρ Σ_i ‖(π_i - π_i,model) / s_i‖²,  J(π_i) ⪰ 0
+
+    with Lᵀ L = Cov(π̂_b)⁻¹; the constraint is kept by writing each body's pseudo-inertia
+    as J_i = U_i U_iᵀ (U_i upper triangular, ten numbers: as many as π_i), a nonlinear
+    least-squares problem in U solved from the model's own parameters. The small term
+    ρ (``regularization``) picks, among the π with the same K π, the one nearest the
+    model's (s_i: the scale of body i's parameters), as the base parameters leave the
+    rest undetermined."""
+    base, model = result.base, result.model
+    r = base.rank
+    C = result.cov[:r, :r]
+    w, Vc = np.linalg.eigh(C)
+    Lw = (Vc / np.sqrt(np.maximum(w, 1e-300 * w.max()))).T  # whitening: Lwᵀ Lw = C⁻¹
+    pi0 = standard_parameters(model)
+    nb = model.nb
+    scale = np.maximum(np.abs(pi0).reshape(nb, 10).max(axis=1), 1e-12)
+    iu = np.triu_indices(4)
+
+    def standard(u):
+        out = np.empty(10 * nb)
+        for i in range(nb):
+            U = np.zeros((4, 4))
+            U[iu] = u[10 * i:10 * i + 10]
+            out[10 * i:10 * i + 10] = _parameters_of_pseudo_inertia(U @ U.T)
+        return out
+
+    def residual(u):
+        pi = standard(u)
+        reg = (pi - pi0).reshape(nb, 10) / scale[:, None]
+        return np.concatenate([Lw @ (base.K @ pi - result.base_estimate),
+                               np.sqrt(regularization) * reg.ravel()])
+
+    u0 = []
+    for i in range(nb):  # U U ᵀ = J: the upper-triangular factor, by flipping a Cholesky
+        J = pseudo_inertia(pi0[10 * i:10 * i + 10]) + 1e-9 * scale[i] * np.eye(4)
+        P = np.eye(4)[::-1]
+        Lc = np.linalg.cholesky(P @ J @ P)
+        u0.append((P @ Lc @ P)[iu])
+    sol = least_squares(residual, np.concatenate(u0), method="trf", x_scale="jac", ftol=1e-14,
+                        xtol=1e-14, gtol=1e-14, max_nfev=200 * nb)
+    if not np.all(np.isfinite(sol.x)):
+        raise IdentificationError("consistent: the projection did not converge; no "
+                                  "parameters returned")
+    pi = standard(sol.x)
+    eig = np.array([np.linalg.eigvalsh(pseudo_inertia(pi[10 * i:10 * i + 10]))[0]
+                    for i in range(nb)])
+    return ConsistentEstimate(pi, base.K @ pi, eig, result)
