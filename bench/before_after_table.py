@@ -45,26 +45,23 @@ def parse(path: str):
     return order, calls, batch
 
 
+def table(title: str, best, order, robots, cell) -> None:
+    """A markdown table: a row per robot, a column per algorithm, checkouts in a cell."""
+    print(title + ", " + " / ".join(order))
+    print("| robot | " + " | ".join(ALGOS) + " |\n|---|" + "---|" * len(ALGOS))
+    for robot in robots:
+        cells = [" / ".join(cell(*best[w][(robot, algo)]) for w in order) for algo in ALGOS]
+        print(f"| {robot} | " + " | ".join(cells) + " |")
+
+
 def main(path: str) -> None:
     order, calls, batch = parse(path)
     robots = list(dict.fromkeys(r for r, _ in calls[order[0]]))
-    print("per call, µs kanedyn (ratio to Pinocchio), " + " / ".join(order))
-    print("| robot | " + " | ".join(ALGOS) + " |\n|---|" + "---|" * len(ALGOS))
-    for robot in robots:
-        cells = []
-        for algo in ALGOS:
-            kd_pin = [calls[w][(robot, algo)] for w in order]
-            cells.append(" / ".join(f"{k:.2f} ({k / p:.2f})" for k, p in kd_pin))
-        print(f"| {robot} | " + " | ".join(cells) + " |")
-    print("\nbatched, million states/s kanedyn on 2 threads (speed-up over the Pinocchio loop), "
-          + " / ".join(order))
-    print("| robot | " + " | ".join(ALGOS) + " |\n|---|" + "---|" * len(ALGOS))
-    for robot in robots:
-        cells = []
-        for algo in ALGOS:
-            kd_pin = [batch[w][(robot, algo)] for w in order]
-            cells.append(" / ".join(f"{k:.2f} ({k / max(p, 1e-300):.1f}x)" for k, p in kd_pin))
-        print(f"| {robot} | " + " | ".join(cells) + " |")
+    table("per call, µs kanedyn (ratio to Pinocchio)", calls, order, robots,
+          lambda k, p: f"{k:.2f} ({k / p:.2f})")
+    print()
+    table("batched, million states/s kanedyn on 2 threads (speed-up over the Pinocchio loop)",
+          batch, order, robots, lambda k, p: f"{k:.2f} ({k / max(p, 1e-300):.1f}x)")
 
 
 if __name__ == "__main__":
