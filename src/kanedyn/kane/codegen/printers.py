@@ -19,7 +19,11 @@ that need them (M alone, forcing alone, both, the energy too, ...) into segment
 functions that mass_matrix, forcing, dynamics and energy call in turn, passing what
 crosses a segment through a workspace; C cuts them further into short functions,
 which gcc optimises in a fraction of the time one long straight line takes. numba
-keeps one straight function per output set.
+keeps one straight body per function, which it does not type statement by statement:
+the definitions and stores are a *program* (:func:`_numba_program`) that the generated
+module hands to ``numba_ir.straight_line``, an intrinsic building the LLVM IR directly
+(numba's front end cost about a millisecond per operation, most of a large system's
+compile time); the ``njit`` functions around it check the inputs and solve.
 
 numpy code is vectorised over a leading batch axis (``q[..., k]``); numba code is
 scalar and ``njit(cache=True)``; C is standalone C99 needing only ``<math.h>``.
@@ -205,26 +209,6 @@ def _rename(low: Lowered) -> dict:
     return ren
 
 
-def _body(low: Lowered, func: str, printer) -> list[str]:
-    """Statements of one generated function: loads, definitions, stores."""
-    outs = SIGNATURES[func][1]
-    defs = low.needed(outs)
-    ren = _rename(low)
-    used = set()
-    for s in defs:
-        used |= free_symbols(low.definitions[s])
-    for k in outs:
-        for e in low.outputs[k]:
-            used |= free_symbols(e)
-    lines = _leaf_loads(low, used, printer, SIGNATURES[func][0])
-    for s in defs:
-        e = low.definitions[s]
-        lines.append(printer.define(_name(s), printer.doprint(e.xreplace(ren) if ren else e)))
-    for k in outs:
-        lines += _stores(low, k, printer, OUTPUT_ARRAYS[k], ren)
-    return lines
-
-
 def _stores(low: Lowered, key: str, printer, arr: str, ren: dict, which=None) -> list[str]:
     """The stores of the output ``key`` (its entries ``which``, default all) into the array
     ``arr``; a symmetric M has its lower triangle computed and mirrored."""
@@ -408,7 +392,7 @@ def _numba_program(low: Lowered, func: str) -> list:
         else:  # any other function: numba compiles its scalar Python (the old backend's code)
             syms = sorted(free_symbols(e), key=str)
             args = [sp.Symbol(f"a{k}") for k in range(len(syms))]
-            code = _ScalarPythonPrinter().doprint(e.xreplace(dict(zip(syms, args))))
+            code = _ScalarPythonPrinter().doprint(e.xreplace(dict(zip(syms, args, strict=True))))
             lam = f"lambda {', '.join(map(str, args))}: {code}"
             r = emit("py", lam, tuple(value(s) for s in syms))
         memo[e] = r
@@ -418,7 +402,7 @@ def _numba_program(low: Lowered, func: str) -> list:
         memo[s] = value(low.definitions[s])
     n = len(eom.u)
     packed = [(r, c) for r in range(n) for c in range(r + 1)]
-    for a, key in zip((4, 5), outs):
+    for a, key in zip((4, 5)[:len(outs)], outs, strict=True):
         for j, e in enumerate(low.outputs[key]):
             v = value(e)
             if key == "mass_matrix" and low.symmetric:
