@@ -271,7 +271,8 @@ def python_source(low: Lowered, style: str) -> str:
         funcs.append(f"def {f}({args}):\n" + "".join(f"    {x}\n" for x in lines)
                      + "    return 0\n")
     head = printer.comment(_header(low))
-    return head + "import math\n\nimport numpy\n\n\n" + "\n\n".join(funcs)
+    # functools: SymPy's NumPy printer writes Max and Min as functools.reduce
+    return head + "import functools\nimport math\n\nimport numpy\n\n\n" + "\n\n".join(funcs)
 
 
 def _numba_source(low: Lowered) -> str:
