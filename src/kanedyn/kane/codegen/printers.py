@@ -283,7 +283,7 @@ def _numba_source(low: Lowered) -> str:
     goes to LLVM without numba's per-statement front end (see ``numba_ir``)."""
     printer = _ScalarPythonPrinter()
     nq = len(low.eom.q)
-    progs, funcs = [], []
+    progs, funcs, bodies = [], [], {}
     for f, (ins, outs) in SIGNATURES.items():
         program = _numba_program(low, f)
         progs.append(f"_{f}_body = numba_ir.straight_line((\n"
@@ -297,18 +297,23 @@ def _numba_source(low: Lowered) -> str:
         if program:
             # every intrinsic takes (q, u, tau, t, o1, o2): an absent array is given q
             call = [qa] + [a if a in ins else qa for a in ("u", "tau")] + ["t"]
-            call += [OUTPUT_ARRAYS[k] for k in outs] + [qa] * (2 - len(outs))
+            call += [f"{{{OUTPUT_ARRAYS[k]}}}" for k in outs] + [qa] * (2 - len(outs))
             lines.append(f"_{f}_body({', '.join(call)})")
+        bodies[f] = lines
+        names = {OUTPUT_ARRAYS[k]: OUTPUT_ARRAYS[k] for k in outs}
         args = ", ".join(list(ins) + [OUTPUT_ARRAYS[k] for k in outs])
         funcs.append(f"@numba.njit(cache=True)\ndef {f}({args}):\n"
-                     + "".join(f"    {x}\n" for x in lines) + "    return 0\n")
+                     + "".join(f"    {x.format(**names)}\n" for x in lines) + "    return 0\n")
+    # forward_dynamics evaluates dynamics' body itself (into M and udot) rather than calling
+    # dynamics(): a call links the callee's LLVM module in and compiles it all over again
+    fd = "".join(f"    {x.format(M='M', F='udot')}\n" for x in bodies["dynamics"])
     # the emitter's digest is part of the source, so of the module's cache name: a change
     # of numba_ir.py gives new modules instead of numba's cached code of the old emitter
     head = printer.comment(_header(low) + [f"numba_ir.py digest: {_numba_ir_digest()}"])
     imports = ("import math\n\nimport numpy\nimport numba\n\n"
                "from kanedyn.kane.codegen import numba_ir\n")
     return (head + imports + "\n\n" + "\n\n".join(progs + funcs) + "\n\n"
-            + _NUMBA_FD.replace("{N}", str(len(low.eom.u))))
+            + _NUMBA_FD.replace("{N}", str(len(low.eom.u))).replace("{DYNAMICS}\n", fd))
 
 
 def _numba_ir_digest() -> str:
@@ -425,9 +430,7 @@ def forward_dynamics(q, u, tau, t, udot, work):
     or the status of dynamics()."""
     n = {N}
     M = work[: n * n]
-    status = dynamics(q, u, tau, t, M, udot)
-    if status:
-        return status
+{DYNAMICS}
     for j in range(n):
         d = M[j * n + j]
         for k in range(j):
