@@ -19,6 +19,7 @@ import argparse
 import gc
 import os
 import resource
+import sys
 import tempfile
 import time
 import timeit
@@ -344,6 +345,42 @@ def stewart_massive() -> None:
               f"{len(eom.intermediates)} intermediates, "
               f"ops(dynamics) {fast.counts['dynamics']}, forward dynamics {t_fd * 1e6:.1f} us")
     stewart_compile_stages(eom, vals)
+    stewart_numba_first_calls(eom, vals)
+
+
+def stewart_numba_first_calls(eom, vals) -> None:
+    """The numba backend function by function: the CPU time of each first call (numba's
+    compile of it and of what it calls, in a fresh cache) and, compiled, the time of a call
+    through the API and of the bare generated function (best of repeated runs)."""
+    old = os.environ["KANEDYN_CACHE"]
+    os.environ["KANEDYN_CACHE"] = tempfile.mkdtemp(prefix="kanedyn_bench_numba_")
+    for name in [m for m in sys.modules if m.startswith("kanedyn_gen_numba_")]:
+        del sys.modules[name]  # imported again from the fresh cache: new, uncompiled functions
+    try:
+        c0 = cpu_seconds()
+        fast = eom.compile("numba", parameters=vals)
+        lowering = cpu_seconds() - c0
+        x = np.array([1.0, 0, 0, 0, 0, 0, 1.0])
+        u, tau = np.array([0.1, -0.2, 0.05, 0.3, 0.0, -0.1]), np.zeros(6)
+        k, M, F, ud, w = fast._k, np.empty(36), np.empty(6), np.empty(6), np.empty(36)
+        api = {"forward_dynamics": lambda: fast.forward_dynamics(x, u, tau),
+               "mass_matrix": lambda: fast.mass_matrix(x),
+               "forcing": lambda: fast.forcing(x, u, tau)}
+        bare = {"forward_dynamics": lambda: k["forward_dynamics"](x, u, tau, 0.0, ud, w),
+                "mass_matrix": lambda: k["mass_matrix"](x, 0.0, M),
+                "forcing": lambda: k["forcing"](x, u, tau, 0.0, F)}
+        first = {}
+        for name, f in api.items():
+            c0 = cpu_seconds()
+            f()
+            first[name] = cpu_seconds() - c0
+    finally:
+        os.environ["KANEDYN_CACHE"] = old
+    print(f"numba: lower + print {lowering:.2f} CPU s; first call (CPU s) "
+          + ", ".join(f"{n} {t:.2f}" for n, t in first.items())
+          + "; run (us, API / bare) " + ", ".join(
+              f"{n} {best(api[n], 2000) * 1e6:.2f} / {best(bare[n], 2000) * 1e6:.2f}"
+              for n in api))
 
 
 def stewart_compile_stages(eom, vals) -> None:

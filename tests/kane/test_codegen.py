@@ -349,3 +349,48 @@ def test_compiled_system_simulates_like_the_model():
     assert np.abs(a.q[-1] - b.q[-1]).max() < 1e-11
     assert np.abs(a.v[-1] - b.v[-1]).max() < 1e-10
     assert np.ptp(a.energy) < 1e-8  # rk4 at dt = 1e-3 over 50 steps
+
+
+def test_numba_program_covers_every_kind_of_expression():
+    """The numba backend emits its arithmetic as LLVM IR (codegen/numba_ir.py): sums with
+    negative terms, rational and negative coefficients, integer powers up to high and
+    negative exponents, square roots and their inverse, other powers, the LLVM unary
+    functions, and functions numba compiles itself (atan2, tanh, sign, max) — all give the
+    numbers of the numpy backend (SymPy's NumPy printer, an independent path) and of the
+    equations substituted directly, on a bead whose force uses each of them and time."""
+    from sympy.physics.vector import Point, ReferenceFrame, dynamicsymbols
+
+    q1, u1 = dynamicsymbols("q1 u1")
+    t = dynamicsymbols._t
+    N = ReferenceFrame("N")
+    O = Point("O")
+    O.set_vel(N, 0)
+    P = O.locatenew("P", q1 * N.x)
+    P.set_vel(N, u1 * N.x)
+    a, b = q1, u1
+    force = (sp.Rational(3, 7) * a - 2.5 * b * a + a ** 7 - 1 / (1 + a ** 2) ** 3
+             + sp.sqrt(2 + a ** 2) - 1 / sp.sqrt(3 + b ** 2) + (1 + a ** 2) ** sp.Rational(3, 2)
+             + sp.sin(a) * sp.cos(b) + sp.exp(-a ** 2) + sp.log(2 + b ** 2) + sp.Abs(a - b)
+             + sp.atan2(a, 1 + b ** 2) + sp.tanh(b) + sp.sign(a) * b + sp.Max(a, b)
+             + sp.cos(3 * t) * a)
+    system = kane.KaneSystem(N, [q1], [u1], [u1 - q1.diff()],
+                             [kane.Particle("bead", P, sp.Integer(2))],
+                             [(P, force * N.x)], name="bead")
+    eom = system.derive()
+    src = codegen.python_source(codegen.lower(eom), "numba")
+    for kind in ("('pow',", "('py',", "('fn', 'sqrt'", "('fn', 'fabs'", "('div',", "('neg',",
+                 "('sub',", "('arg', 3)"):
+        assert kind in src, kind  # the test reaches every instruction it is about
+    fast, ref = eom.compile("numba"), eom.compile("numpy")
+    for q, u, tm in [(0.3, -0.7, 0.0), (-1.2, 0.4, 0.8), (2.0, 1.5, -2.1)]:
+        x, v = np.array([q]), np.array([u])
+        F = fast.forcing(x, v, np.zeros(0), t=tm)
+        env = {eom.q[0]: sp.Float(q, 30), eom.u[0]: sp.Float(u, 30), eom.t: sp.Float(tm, 30)}
+        for s, e in eom.intermediates:
+            env[s] = e.xreplace(env).evalf(30)
+        exact = float(eom.forcing[0].xreplace(env).evalf(30) / eom.mass_matrix[0].xreplace(env))
+        assert rel(F, ref.forcing(x, v, np.zeros(0), t=tm)) < 1e-14
+        assert F[0] / 2 == pytest.approx(exact, rel=1e-13)
+        assert rel(fast.mass_matrix(x, t=tm), ref.mass_matrix(x, t=tm)) < 1e-15
+        assert rel(fast.forward_dynamics(x, v, np.zeros(0), t=tm),
+                   ref.forward_dynamics(x, v, np.zeros(0), t=tm)) < 1e-14

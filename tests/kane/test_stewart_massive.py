@@ -204,14 +204,15 @@ def test_massive_legs_accelerations_equal_newton_euler(stewart):
         np.testing.assert_allclose(ours, ref, rtol=1e-9, atol=1e-9 * np.abs(ref).max())
 
 
-@pytest.mark.parametrize("backend", ["numpy", pytest.param("c", marks=pytest.mark.skipif(
+@pytest.mark.parametrize("backend", ["numpy", "numba", pytest.param("c", marks=pytest.mark.skipif(
     shutil.which("cc") is None, reason="no C compiler"))])
 def test_compiled_code_equals_the_program_and_newton_euler(stewart, backend, tmp_path,
                                                           monkeypatch):
     """The generated code (every definition written once, in segments shared by
     mass_matrix, forcing, dynamics and energy, hundreds of values crossing segments through
-    the workspace) gives the numbers of the symbolic program evaluated directly, and
-    accelerations equal to the Newton–Euler computation."""
+    the workspace; numba: the definitions emitted as LLVM IR, codegen/numba_ir.py) gives
+    the numbers of the symbolic program evaluated directly, and accelerations equal to
+    the Newton–Euler computation."""
     monkeypatch.setenv("KANEDYN_CACHE", str(tmp_path))
     _system, info, eom, evaluate = stewart
     fast = eom.compile(backend, parameters=VALUES)

@@ -7,7 +7,8 @@ compiled system, one module a stage:
   one CSE over all outputs, copies and single uses removed, a deterministic order);
 - ``printers.py``: those definitions → numpy, numba or C99 source, with the
   interface every backend shares (functions, output arrays, status codes, the
-  input checks);
+  input checks); ``numba_ir.py``: what the generated numba modules import to turn
+  their programs into LLVM IR (a numba intrinsic);
 - ``build.py``: the cache of generated code, the C compiler, cffi, loading; and
   ``to_c``, the standalone C file;
 - ``runtime.py``: :class:`CompiledSystem`, the system protocol of DESIGN.md over

@@ -19,7 +19,11 @@ that need them (M alone, forcing alone, both, the energy too, ...) into segment
 functions that mass_matrix, forcing, dynamics and energy call in turn, passing what
 crosses a segment through a workspace; C cuts them further into short functions,
 which gcc optimises in a fraction of the time one long straight line takes. numba
-keeps one straight function per output set.
+keeps one straight body per function, which it does not type statement by statement:
+the definitions and stores are a *program* (:func:`_numba_program`) that the generated
+module hands to ``numba_ir.straight_line``, an intrinsic building the LLVM IR directly
+(numba's front end cost about a millisecond per operation, most of a large system's
+compile time); the ``njit`` functions around it check the inputs and solve.
 
 numpy code is vectorised over a leading batch axis (``q[..., k]``); numba code is
 scalar and ``njit(cache=True)``; C is standalone C99 needing only ``<math.h>``.
@@ -29,12 +33,14 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import sympy as sp
 from sympy.printing.c import C99CodePrinter
 from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.pycode import PythonCodePrinter
 
+from ...errors import SymbolicError
 from .lowering import Lowered, free_symbols
 
 __all__ = ["OUTPUT_ARRAYS", "QUAT_TOL", "SIGNATURES", "c_declarations", "c_source",
@@ -203,26 +209,6 @@ def _rename(low: Lowered) -> dict:
     return ren
 
 
-def _body(low: Lowered, func: str, printer) -> list[str]:
-    """Statements of one generated function: loads, definitions, stores."""
-    outs = SIGNATURES[func][1]
-    defs = low.needed(outs)
-    ren = _rename(low)
-    used = set()
-    for s in defs:
-        used |= free_symbols(low.definitions[s])
-    for k in outs:
-        for e in low.outputs[k]:
-            used |= free_symbols(e)
-    lines = _leaf_loads(low, used, printer, SIGNATURES[func][0])
-    for s in defs:
-        e = low.definitions[s]
-        lines.append(printer.define(_name(s), printer.doprint(e.xreplace(ren) if ren else e)))
-    for k in outs:
-        lines += _stores(low, k, printer, OUTPUT_ARRAYS[k], ren)
-    return lines
-
-
 def _stores(low: Lowered, key: str, printer, arr: str, ren: dict, which=None) -> list[str]:
     """The stores of the output ``key`` (its entries ``which``, default all) into the array
     ``arr``; a symmetric M has its lower triangle computed and mirrored."""
@@ -262,38 +248,180 @@ def _header(low: Lowered) -> list[str]:
 def python_source(low: Lowered, style: str) -> str:
     """A Python module with mass_matrix, forcing, dynamics, qdot, energy (and for numba a
     Cholesky forward_dynamics)."""
-    printer = _NumpyPrinter() if style == "numpy" else _ScalarPythonPrinter()
-    deco = "@numba.njit(cache=True)\n" if style == "numba" else ""
+    if style == "numba":
+        return _numba_source(low)
+    printer = _NumpyPrinter()
     funcs = []
-    if style == "numpy":
-        # numpy: every definition once, in the blocks of _segments (uncut: a Python
-        # function's length costs nothing), that mass_matrix, forcing, dynamics and
-        # energy share; the runtime has checked and normalised the inputs. (numba keeps
-        # one straight function each: its calls between jitted functions are not free.)
-        segs, slots = _segments(low, 1 << 30)
-        ren = _rename(low)
-        for i, seg in enumerate(segs):
-            lines = _segment_body(low, seg, slots, printer, ren) or ["pass"]
-            funcs.append(f"def _segment{i}(q, u, tau, t, w, o):\n"
-                         + "".join(f"    {x}\n" for x in lines))
+    # numpy: every definition once, in the blocks of _segments (uncut: a Python function's
+    # length costs nothing), that mass_matrix, forcing, dynamics and energy share; the
+    # runtime has checked and normalised the inputs
+    segs, slots = _segments(low, 1 << 30)
+    ren = _rename(low)
+    for i, seg in enumerate(segs):
+        lines = _segment_body(low, seg, slots, printer, ren) or ["pass"]
+        funcs.append(f"def _segment{i}(q, u, tau, t, w, o):\n"
+                     + "".join(f"    {x}\n" for x in lines))
     for f, (ins, outs) in SIGNATURES.items():
-        if style == "numpy":
-            calls = _calls(segs, outs)
-            lines = [f"w = [None] * {len(slots)}"] if calls else []
-            lines += [f"_segment{i}(q, {'u' if 'u' in ins else 'None'}, "
-                      f"{'tau' if 'tau' in ins else 'None'}, t, w, "
-                      f"{OUTPUT_ARRAYS[seg.key] if seg.key else 'None'})" for i, seg in calls]
-        else:
-            lines = _body(low, f, printer)
+        calls = _calls(segs, outs)
+        lines = [f"w = [None] * {len(slots)}"] if calls else []
+        lines += [f"_segment{i}(q, {'u' if 'u' in ins else 'None'}, "
+                  f"{'tau' if 'tau' in ins else 'None'}, t, w, "
+                  f"{OUTPUT_ARRAYS[seg.key] if seg.key else 'None'})" for i, seg in calls]
         args = ", ".join(list(ins) + [OUTPUT_ARRAYS[k] for k in outs])
-        funcs.append(f"{deco}def {f}({args}):\n" + "".join(f"    {x}\n" for x in lines)
+        funcs.append(f"def {f}({args}):\n" + "".join(f"    {x}\n" for x in lines)
                      + "    return 0\n")
     head = printer.comment(_header(low))
-    imports = "import math\n\nimport numpy\n" + ("import numba\n" if style == "numba" else "")
-    src = head + imports + "\n\n" + "\n\n".join(funcs)
-    if style == "numba":
-        src += "\n\n" + _NUMBA_FD.replace("{N}", str(len(low.eom.u)))
-    return src
+    # functools: SymPy's NumPy printer writes Max and Min as functools.reduce
+    return head + "import functools\nimport math\n\nimport numpy\n\n\n" + "\n\n".join(funcs)
+
+
+def _numba_source(low: Lowered) -> str:
+    """The numba module: each function of ``SIGNATURES`` is ``njit(cache=True)`` code
+    that checks its inputs, normalises the quaternions of q into a copy and calls one
+    intrinsic (``numba_ir.straight_line``) built from the program of its definitions and
+    stores (:func:`_numba_program`): numba types that as one call, and the arithmetic
+    goes to LLVM without numba's per-statement front end (see ``numba_ir``)."""
+    printer = _ScalarPythonPrinter()
+    nq = len(low.eom.q)
+    progs, funcs, bodies = [], [], {}
+    for f, (ins, outs) in SIGNATURES.items():
+        program = _numba_program(low, f)
+        progs.append(f"_{f}_body = numba_ir.straight_line((\n"
+                     + "".join(f"    {x!r},\n" for x in program) + "))\n")
+        lines, quat_of = _input_checks(low, printer, ins)
+        qa = "q"
+        if quat_of and program:
+            lines.append(f"qn = numpy.empty({nq})")
+            lines += [f"qn[{k}] = q[{k}]{quat_of.get(k, '')}" for k in range(nq)]
+            qa = "qn"
+        if program:
+            # every intrinsic takes (q, u, tau, t, o1, o2): an absent array is given q
+            call = [qa] + [a if a in ins else qa for a in ("u", "tau")] + ["t"]
+            call += [f"{{{OUTPUT_ARRAYS[k]}}}" for k in outs] + [qa] * (2 - len(outs))
+            lines.append(f"_{f}_body({', '.join(call)})")
+        bodies[f] = lines
+        names = {OUTPUT_ARRAYS[k]: OUTPUT_ARRAYS[k] for k in outs}
+        args = ", ".join(list(ins) + [OUTPUT_ARRAYS[k] for k in outs])
+        funcs.append(f"@numba.njit(cache=True)\ndef {f}({args}):\n"
+                     + "".join(f"    {x.format(**names)}\n" for x in lines) + "    return 0\n")
+    # forward_dynamics evaluates dynamics' body itself (into M and udot) rather than calling
+    # dynamics(): a call links the callee's LLVM module in and compiles it all over again
+    fd = "".join(f"    {x.format(M='M', F='udot')}\n" for x in bodies["dynamics"])
+    # the emitter's digest is part of the source, so of the module's cache name: a change
+    # of numba_ir.py gives new modules instead of numba's cached code of the old emitter
+    head = printer.comment(_header(low) + [f"numba_ir.py digest: {_numba_ir_digest()}"])
+    imports = ("import math\n\nimport numpy\nimport numba\n\n"
+               "from kanedyn.kane.codegen import numba_ir\n")
+    return (head + imports + "\n\n" + "\n\n".join(progs + funcs) + "\n\n"
+            + _NUMBA_FD.replace("{N}", str(len(low.eom.u))).replace("{DYNAMICS}\n", fd))
+
+
+def _numba_ir_digest() -> str:
+    return hashlib.sha256(Path(__file__).with_name("numba_ir.py").read_bytes()).hexdigest()[:16]
+
+
+def _numba_program(low: Lowered, func: str) -> list:
+    """The instructions (``numba_ir``'s format) of the generated function ``func``: loads of
+    the inputs it uses, its definitions, the stores of its outputs (a symmetric M: the
+    lower triangle computed and stored on both sides). Arithmetic in the order the
+    Python printer writes it (sums left to right, a product's denominator divided last)."""
+    eom = low.eom
+    ins, outs = SIGNATURES[func]
+    prog: list = []
+    memo: dict = {}
+
+    def emit(*ins_):
+        prog.append(ins_)
+        return len(prog) - 1
+
+    leaves = {}
+    for a, syms in ((0, eom.q), (1, eom.u), (2, eom.inputs)):
+        leaves.update({s: ("ld", a, k) for k, s in enumerate(syms)})
+    leaves[eom.t] = ("arg", 3)
+
+    def product(factors):
+        v = None
+        for f in factors:
+            x = value(f)
+            v = x if v is None else emit("mul", v, x)
+        return v
+
+    def power(b, n: int):
+        v = None
+        for _ in range(n):  # as x*x*x: the C printer's order too (exponents 2-4)
+            v = b if v is None else emit("mul", v, b)
+        return v
+
+    def value(e) -> int:
+        r = memo.get(e)
+        if r is not None:
+            return r
+        if e in leaves:
+            r = emit(*leaves[e])
+        elif e.is_Symbol:
+            raise SymbolicError(f"numba program of {func}: {e} is neither an input nor a "
+                                "definition")
+        elif e.is_Number and e.is_finite:
+            r = emit("c", float(e))
+        elif e.is_Add:
+            r = value(e.args[0])
+            for term in e.args[1:]:
+                c = term.as_coeff_Mul()[0]
+                r = emit("sub", r, value(-term)) if c.is_negative else emit("add", r, value(term))
+        elif e.is_Mul:
+            c, rest = e.as_coeff_Mul()
+            num, den = [], []
+            for f in sp.Mul.make_args(rest):
+                if f.is_Pow and f.exp.is_Integer and f.exp < 0:
+                    den.append(f.base ** -f.exp)
+                else:
+                    num.append(f)
+            if c not in (1, -1):
+                num.insert(0, c)
+            r = product(num) if num else emit("c", 1.0)
+            if den:
+                r = emit("div", r, product(den))
+            if c == -1:
+                r = emit("neg", r)
+        elif e.is_Pow and e.exp.is_Integer and int(e.exp) > 0 and int(e.exp) <= 64:
+            r = power(value(e.base), int(e.exp))
+        elif e.is_Pow and e.exp.is_Integer and int(e.exp) < 0:
+            r = emit("div", value(sp.Integer(1)), value(e.base ** -e.exp))
+        elif e.is_Pow and e.exp == sp.S.Half:
+            r = emit("fn", "sqrt", value(e.base))
+        elif e.is_Pow and e.exp == -sp.S.Half:
+            r = emit("div", value(sp.Integer(1)), emit("fn", "sqrt", value(e.base)))
+        elif e.is_Pow:
+            r = emit("pow", value(e.base), value(e.exp))
+        elif e.func in _LLVM_UNARY:
+            r = emit("fn", _LLVM_UNARY[e.func], value(e.args[0]))
+        else:  # any other function: numba compiles its scalar Python (the old backend's code)
+            syms = sorted(free_symbols(e), key=str)
+            args = [sp.Symbol(f"a{k}") for k in range(len(syms))]
+            code = _ScalarPythonPrinter().doprint(e.xreplace(dict(zip(syms, args, strict=True))))
+            lam = f"lambda {', '.join(map(str, args))}: {code}"
+            r = emit("py", lam, tuple(value(s) for s in syms))
+        memo[e] = r
+        return r
+
+    for s in low.needed(outs):
+        memo[s] = value(low.definitions[s])
+    n = len(eom.u)
+    packed = [(r, c) for r in range(n) for c in range(r + 1)]
+    for a, key in zip((4, 5)[:len(outs)], outs, strict=True):
+        for j, e in enumerate(low.outputs[key]):
+            v = value(e)
+            if key == "mass_matrix" and low.symmetric:
+                r, c = packed[j]
+                emit("st", a, r * n + c, v)
+                if r != c:
+                    emit("st", a, c * n + r, v)
+            else:
+                emit("st", a, j, v)
+    return prog
+
+
+_LLVM_UNARY = {sp.sin: "sin", sp.cos: "cos", sp.exp: "exp", sp.log: "log", sp.Abs: "fabs"}
 
 
 _NUMBA_FD = '''@numba.njit(cache=True)
@@ -302,9 +430,7 @@ def forward_dynamics(q, u, tau, t, udot, work):
     or the status of dynamics()."""
     n = {N}
     M = work[: n * n]
-    status = dynamics(q, u, tau, t, M, udot)
-    if status:
-        return status
+{DYNAMICS}
     for j in range(n):
         d = M[j * n + j]
         for k in range(j):
