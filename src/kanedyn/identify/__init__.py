@@ -10,7 +10,9 @@ together, from measured trajectories (issue 20).
 - :func:`prepare`, :func:`read_csv`: measured (t, q, τ), zero-phase filtered, with q̇, q̈
   from q;
 - :func:`excitation`: a finite-Fourier-series trajectory within the joints' limits that
-  minimises the condition number of the base regressor (an :class:`Excitation`).
+  minimises the condition number of the base regressor (an :class:`Excitation`);
+- :func:`validate`: the torque prediction error and the output error of the identified
+  model simulated on held-out data (a :class:`Validation`).
 """
 
 from .base import BaseParameters, base_parameters, base_parameters_of
@@ -32,6 +34,7 @@ from .regressor import (
     parameter_names,
     standard_parameters,
 )
+from .validation import Validation, identified_model, validate
 
 __all__ = [
     "BaseParameters",
@@ -40,12 +43,14 @@ __all__ = [
     "FRICTION",
     "Identification",
     "PARAMETERS",
+    "Validation",
     "base_parameters",
     "base_parameters_of",
     "consistent",
     "excitation",
     "fit",
     "friction_columns",
+    "identified_model",
     "joint_torque_regressor",
     "joint_torque_regressor_reference",
     "parameter_names",
@@ -53,4 +58,5 @@ __all__ = [
     "pseudo_inertia",
     "read_csv",
     "standard_parameters",
+    "validate",
 ]

@@ -164,6 +164,14 @@ class Identification:
         unconstrained estimate stays as it is."""
         return consistent(self, regularization)
 
+    def validate(self, t: ArrayLike, q: ArrayLike, v: ArrayLike, a: ArrayLike,
+                 tau: ArrayLike, **options):
+        """The errors of this identification on held-out data
+        (:func:`kanedyn.identify.validate`, whose options it takes)."""
+        from .validation import validate
+
+        return validate(self, t, q, v, a, tau, **options)
+
     def report(self) -> str:
         """A plain-text table of the estimates and their intervals."""
         lvl = int(round(100 * self.confidence))
