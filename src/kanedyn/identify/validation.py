@@ -16,7 +16,9 @@ Two errors per joint j, on samples the fit did not see:
   the samples: ``e_q,kj = q_sim,j(t_k) - q_kj``, its RMS and maximum per joint.
 
 The friction laws are discontinuous at v = 0 (sgn); the simulation smooths the sign by
-tanh(v/ε) (``eps``), as a fixed-step integrator needs. The output error of an open-loop
+tanh(v/ε) (``eps``), as a fixed-step integrator needs, and takes the identified curve
+as fitted (also when its levels fit no :class:`~kanedyn.friction.Stribeck` law, e.g.
+F_s < F_c on a joint the data excite little at low speed). The output error of an open-loop
 simulation grows with the horizon for any model (a robot arm under given torques is not
 asymptotically stable), so it is meaningful on short held-out stretches and for
 comparing models on the same data.
@@ -31,9 +33,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import IdentificationError
-from ..friction.smoothing import Smoothing
 from ..model import Model
-from .estimation import Identification, _data, _speed_names
+from .estimation import FRICTION, Identification, _data, _speed_names, friction_columns
 from .regressor import inertia_from_parameters, joint_torque_regressor
 
 
@@ -89,7 +90,7 @@ def validate(result: Identification, t: ArrayLike, q: ArrayLike, v: ArrayLike, a
     the tanh smoothing of the friction's sign in the simulation (rad/s or m/s); ``dt``:
     the integration step (default: the sample spacing, RK4)."""
     from .. import simulate
-    from ..forces import JointFriction, JointTorque
+    from ..forces import JointTorque
 
     model = result.model
     Q, V, A, T = _data(model, q, v, a, tau)
@@ -114,14 +115,26 @@ def validate(result: Identification, t: ArrayLike, q: ArrayLike, v: ArrayLike, a
     scale = np.sqrt(np.mean(T ** 2, axis=0))
     relative = np.divide(torque_rms, scale, out=np.full_like(scale, np.inf), where=scale > 0)
 
-    smoothing = Smoothing("tanh", eps)
-    forces = [JointFriction(j, dataclasses.replace(result.friction_law(j), smoothing=smoothing))
-              for j in result.friction_joints]
+    if not (np.isfinite(eps) and eps > 0):
+        raise IdentificationError(f"validate: eps={eps} must be finite and > 0")
+    lin, nonlin = FRICTION[result.friction]
+    laws = []
+    for joint, j in zip(result.friction_joints, result.friction_speeds, strict=True):
+        p = result.friction_parameters(joint)
+        laws.append((int(j), tuple(p[n] for n in nonlin), np.array([p[n] for n in lin])))
 
-    def measured(time, _q, _v):
-        return np.array([np.interp(time, tt, T[:, j]) for j in range(model.nv)])
+    def applied(time, _q, v):
+        """The measured torque minus the identified friction, its sgn smoothed by tanh:
+        F(v) = tanh(v/ε) (g(|v|) + F_v |v|), g the identified curve (the fitted levels as
+        they are, even a curve no FrictionLaw admits, as Fs < Fc: the fit's own model)."""
+        out = np.array([np.interp(time, tt, T[:, j]) for j in range(model.nv)])
+        for j, theta, levels in laws:
+            s = np.abs(v[j:j + 1])
+            C, _ = friction_columns(result.friction, s, theta)
+            out[j] -= np.tanh(v[j] / eps) * float(C[0] @ levels)
+        return out
 
-    forces.append(JointTorque(measured))
+    forces = [JointTorque(applied)]
     h = float(np.mean(steps)) if dt is None else float(dt)
     every = max(1, int(round(float(np.mean(steps)) / h)))
     traj = simulate(sim_model, Q[0], V[0], float(tt[-1] - tt[0]), method="rk4", dt=h,
