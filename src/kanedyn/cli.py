@@ -235,6 +235,44 @@ def cmd_identify_friction(args) -> int:
     return EXIT_OK
 
 
+def cmd_identify(args) -> int:
+    """Base inertial parameters and joint friction of a model from a CSV of t, q, τ
+    (kanedyn.identify: read_csv, prepare, fit); the table and, with --json, the result."""
+    from kanedyn import identify
+
+    if not Path(args.data).exists():
+        raise UsageError(f"data file {args.data!r} does not exist")
+    model = load_model_spec(args.model)
+    t, q, tau = identify.read_csv(args.data, model)
+    tp, qp, vp, ap, taup = identify.prepare(t, q, tau, cutoff=args.cutoff)
+    if args.every is not None and args.every < 1:
+        raise UsageError(f"--every {args.every} must be a positive number of samples")
+    # filtered noise is correlated over ~1/(2 cut-off): by default one sample per that
+    # interval, so that the intervals take independent samples (docs/identify.md)
+    h = float(np.mean(np.diff(tp)))
+    every = args.every or max(1, int(1.0 / (2.0 * args.cutoff * h)))
+    keep = slice(None, None, every)
+    result = identify.fit(model, qp[keep], vp[keep], ap[keep], taup[keep],
+                          friction=args.friction, confidence=args.confidence)
+    print(result.report())
+    if args.json:
+        out = {"model": args.model, "data": str(args.data), "friction": result.friction,
+               "cutoff_hz": args.cutoff, "every": every, "samples": int(tp[keep].size),
+               "condition_number": result.condition_number,
+               "confidence": result.confidence, "base_rank": result.base.rank,
+               "parameters": [{"name": n, "estimate": float(x), "stderr": float(e),
+                               "interval": [float(lo), float(hi)]}
+                              for n, x, e, (lo, hi) in zip(result.names, result.estimate,
+                                                           result.stderr, result.interval,
+                                                           strict=True)],
+               "noise": dict(zip(model.joint_names, map(float, result.sigma), strict=True)),
+               "notes": list(result.notes)}
+        text = json.dumps(out, indent=2)
+        write_atomic(Path(args.json), lambda tmp: Path(tmp).write_text(text))
+        print(f"JSON: {args.json}")
+    return EXIT_OK
+
+
 def cmd_bench(args) -> int:
     bench = Path(__file__).resolve().parents[2] / "bench"
     scripts = sorted(bench.glob("*.py")) if bench.is_dir() else []
@@ -516,6 +554,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--velocity-column", default="v")
     p.add_argument("--force-column", default="F")
     p.add_argument("--plot", metavar="FILE", help="write data against the fitted curve")
+
+    p = add("identify", cmd_identify, "identify a robot's base inertial parameters and joint "
+            "friction from a CSV of t, q_<joint>, tau_<joint>",
+            "kanedyn identify panda data.csv --friction stribeck --json result.json")
+    p.add_argument("model", help="a .urdf, .xml (MJCF) or .toml file, a shipped robot, or "
+                   "builder:k=v,...")
+    p.add_argument("data", help="CSV with columns t, q_<joint>, tau_<joint> (uniform t)")
+    p.add_argument("--friction", default="viscous+coulomb",
+                   choices=("none", "viscous+coulomb", "stribeck"))
+    p.add_argument("--cutoff", type=float, default=10.0,
+                   help="low-pass of q and tau before differentiation (Hz)")
+    p.add_argument("--every", type=int, help="keep every k-th filtered sample (default: "
+                   "one per half cut-off period)")
+    p.add_argument("--confidence", type=float, default=0.95)
+    p.add_argument("--json", metavar="FILE", help="also write the result as JSON")
 
     p = add("bench", cmd_bench, "run the side-by-side benchmarks (needs the bench extras)",
             "kanedyn bench rbd_vs_pinocchio")
