@@ -89,8 +89,10 @@ def validate(result: Identification, t: ArrayLike, q: ArrayLike, v: ArrayLike, a
     deliberately wrong one — compares models on the same data); ``eps``: the width of
     the tanh smoothing of the friction's sign in the simulation (rad/s or m/s); ``dt``:
     the integration step (default: the sample spacing, RK4)."""
-    from .. import simulate
+    # (here: importing sim costs kanedyn.identify's import nothing until validation runs;
+    # forces is a leaf below sim — a known departure, tests/test_import_direction.py)
     from ..forces import JointTorque
+    from ..sim import simulate
 
     model = result.model
     Q, V, A, T = _data(model, q, v, a, tau)
