@@ -144,9 +144,8 @@ def _typed(slot: int, argtys):
     """(signature, codegen) of a call through ``slot``, or None when the types do not fit."""
     if not _fits(_ARGS[slot], argtys):
         return None
-    res = _RESULTS[slot]
-    ret = (types.UniTuple(types.float64, 6) if slot in (COLUMN, TIMES)
-           else _RESULT_TYPES[res])
+    ret = (types.UniTuple(types.float64, 6) if _ARGS[slot][-1] == "o6"
+           else _RESULT_TYPES[_RESULTS[slot]])
     return ret(types.int64, *argtys), _lowering(slot)
 
 
@@ -240,19 +239,19 @@ def _parameters(cls) -> str:
     return "".join(", " + c for c in cols)
 
 
-def _unpacked(n: int, first: int) -> str:
-    """``out[j] = res[first + j]`` for j < n, one line each (res: a tuple of mixed types)."""
-    return "\n".join(f"    out[{j}] = res[{first + j}]" for j in range(n))
+def _unpacked(n: int) -> str:
+    """``out[j] = res[j]`` for j < n, one line each (res: a tuple)."""
+    return "\n".join(f"    out[{j}] = res[{j}]" for j in range(n))
 
 
-def _entry_point(head: str, arrays: str, body: str, slow_tail: str = "",
+def _entry_point(head: str, arrays: str, body: str,
                  forms: dict[str, tuple[str, str]] | None = None) -> str:
     """The source of a C entry point ``def head:`` whose array arguments (the letters in
     ``arrays``: x → xp, xn, xs) are, in ``body``, ``{x}``: the memory itself when every
     one is contiguous (the kernels' case: no copy, no reference counting, ~5 ns a call),
     else contiguous copies, in a function of its own, ``<name>_strided``
-    (:func:`array_view`; ``slow_tail`` then writes results back). ``forms``: other
-    placeholders, as (contiguous, strided) expressions."""
+    (:func:`array_view`). ``forms``: other placeholders, as (contiguous, strided)
+    expressions (:func:`_store`: an output's copy written back)."""
     def fill(path):
         subs = {x: ("carray({x}p, ({x}n,))", "array_view({x}p, {x}n, {x}s)")[path].format(x=x)
                 for x in arrays}
@@ -262,9 +261,15 @@ def _entry_point(head: str, arrays: str, body: str, slow_tail: str = "",
     name, args = head.split("(", 1)
     contiguous = " and ".join(f"{x}s == 1" for x in arrays)
     fast = "\n".join("    " + line for line in fill(0).splitlines())
-    return (f"def {name}_strided({args}:\n{fill(1)}{slow_tail}\n\n"
+    return (f"def {name}_strided({args}:\n{fill(1)}\n\n"
             f"def {head}:\n    if {contiguous}:\n{fast}\n"
             f"    else:\n        return {name}_strided({args}\n")
+
+
+def _store(x: str) -> dict[str, tuple[str, str]]:
+    """The ``{store}`` placeholder: nothing on the contiguous path, the copy of output
+    ``x`` written back on the strided one."""
+    return {"store": ("pass", f"array_store({x}, {x}p, {x}n, {x}s)")}
 
 
 def _shim_source(cls) -> dict[str, str]:
@@ -281,20 +286,20 @@ def _shim_source(cls) -> dict[str, str]:
     x = {{x}}
     tree_compose(row, x, r00, r01, r02, r10, r11, r12, r20, r21, r22, p0, p1, p2)
     {{store}}
-    return 0""", forms={"store": ("pass", "array_store(x, xp, xn, xs)")})}
+    return 0""", forms=_store("x"))}
     if not cls.identity_columns:
         src["motion_subspace_column"] = _entry_point(
             "motion_subspace_column_c(c, rp, rn, rs, outp)", "r", f"""
     row = {{r}}
     res = motion_subspace_column(c{p})
     out = carray(outp, (6,))
-{_unpacked(6, 0)}""")
+{_unpacked(6)}""")
         src["motion_subspace_times"] = _entry_point(
             "motion_subspace_times_c(xp, xn, xs, o, rp, rn, rs, outp)", "xr", f"""
     row = {{r}}
     res = motion_subspace_times({{x}}, o{p})
     out = carray(outp, (6,))
-{_unpacked(6, 0)}""")
+{_unpacked(6)}""")
         src["motion_subspace_transpose_times"] = _entry_point(
             "motion_subspace_transpose_times_c(fp, fn, fs, c, rp, rn, rs)", "fr", f"""
     row = {{r}}
@@ -304,8 +309,9 @@ def _shim_source(cls) -> dict[str, str]:
         src["integrate"] = _entry_point(
             "integrate_c(qp, qn, qs, a, vp, vn, vs, b, dt, op, on, os, rp, rn, rs)", "qvor", f"""
     row = {{r}}
-    out = {{o}}
-    integrate({{q}}, a, {{v}}, b, dt, out{p})""", "\n    array_store(out, op, on, os)")
+    o = {{o}}
+    integrate({{q}}, a, {{v}}, b, dt, o{p})
+    {{store}}""", forms=_store("o"))
     return src
 
 
@@ -321,8 +327,9 @@ def entry_table(cls) -> int:
         where = cls.compiled_primitives or sys.modules[cls.__module__]
         table = np.zeros(len(SLOTS), dtype=np.int64)
         keep = []
+        sources = _shim_source(cls)
         for slot, name in enumerate(SLOTS):
-            src = _shim_source(cls).get(name)
+            src = sources.get(name)
             if src is None:
                 continue
             primitive = getattr(where, name, None)
