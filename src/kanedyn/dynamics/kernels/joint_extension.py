@@ -248,7 +248,7 @@ def _entry_point(head: str, arrays: str, body: str,
                  forms: dict[str, tuple[str, str]] | None = None) -> str:
     """The source of a C entry point ``def head:`` whose array arguments (the letters in
     ``arrays``: x → xp, xn, xs) are, in ``body``, ``{x}``: the memory itself when every
-    one is contiguous (the kernels' case: no copy, no reference counting, ~5 ns a call),
+    one is contiguous (the kernels' case: no copy, no reference counting),
     else contiguous copies, in a function of its own, ``<name>_strided``
     (:func:`array_view`). ``forms``: other placeholders, as (contiguous, strided)
     expressions (:func:`_store`: an output's copy written back)."""
