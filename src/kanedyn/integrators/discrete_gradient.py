@@ -53,6 +53,8 @@ coordinates only.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..errors import SolverError
@@ -193,8 +195,9 @@ class AVF(_DiscreteGradient):
     """Average vector field method: exact energy, order 2, symmetric.
 
     ``compiled=True`` (default): a plain Model with additive coordinates, no force
-    elements and no dissipation runs in the compiled loop of :mod:`.avf_compiled`
-    (same steps; it hands back to this Python method if Newton does not settle).
+    elements and no dissipation runs in the compiled loop of
+    :mod:`.discrete_gradient_compiled` (same steps to Newton's tolerance; it hands back to
+    this Python method if Newton does not settle).
     """
 
     name = "avf"
@@ -203,14 +206,9 @@ class AVF(_DiscreteGradient):
 
     def compiled_run(self, project):
         """The Solution by the compiled loop, or None when it does not apply."""
-        from . import avf_compiled, rk4_compiled
+        from . import discrete_gradient_compiled as dgc
 
-        if (not self.opts["compiled"] or project is not None or self.alpha > 0.0
-                or not rk4_compiled.applicable(self.problem)):
-            return None
-        return rk4_compiled.compiled_or_none("avf", avf_compiled.run, self.problem,
-                                             self.opts["tol"], self.opts["maxiter"],
-                                             int(self.opts["nodes"]))
+        return compiled_discrete_gradient(self, project, dgc.AVF, nodes=int(self.opts["nodes"]))
 
     def __init__(self, problem, **options):
         super().__init__(problem, **options)
@@ -230,13 +228,55 @@ class AVF(_DiscreteGradient):
         return gq, gp
 
 
+def compiled_discrete_gradient(method, project, kind: int, **kw):
+    """``method``'s whole run by :func:`.discrete_gradient_compiled.run`, or None when the
+    compiled loop does not apply (``compiled=False``, a projection, dissipation, force
+    elements, charts, armature: :func:`.rk4_compiled.applicable`) or gives up."""
+    from . import discrete_gradient_compiled as dgc
+    from . import rk4_compiled
+
+    if (not method.opts["compiled"] or project is not None or method.alpha > 0.0
+            or not rk4_compiled.applicable(method.problem)):
+        return None
+    run = functools.partial(dgc.run, stagnation=method.stagnation, **kw)
+    return rk4_compiled.compiled_or_none(method.name, run, method.problem, method.name, kind,
+                                         method.opts["tol"], method.opts["maxiter"])
+
+
 class ItohAbe(_DiscreteGradient):
-    """Itoh–Abe coordinate-increment discrete gradient: exact energy, order 1,
-    derivative-free (energy values only)."""
+    """Itoh–Abe coordinate-increment discrete gradient: exact energy, derivative-free
+    (energy values only).
+
+    ``variant="forward"`` (default): the coordinates moved in the order z_1..z_2n (q, then
+    p): order 1. ``variant="symmetric"``: the mean of that discrete gradient and the one of
+    the reverse order z_2n..z_1, ``½[∇̄H(z, z') + ∇̄H(z', z)]`` (the reverse path from z is
+    the forward path from z' run backwards), a symmetric discrete gradient, so the method
+    is symmetric and of order 2 (McLachlan, Quispel & Robidoux, *Phil. Trans. R. Soc. A*
+    357, 1999, sec. 3; symmetrised coordinate increments). It costs two paths per
+    residual. ``compiled=True`` (default): a plain Model with additive coordinates and no
+    force elements runs in :mod:`.discrete_gradient_compiled`.
+    """
 
     name = "itoh_abe"
     order = 1
     needs_gradient = False
+    options = {**_DiscreteGradient.options, "variant": "forward", "compiled": True}
+    VARIANTS = ("forward", "symmetric")
+
+    def __init__(self, problem, **options):
+        super().__init__(problem, **options)
+        if self.opts["variant"] not in self.VARIANTS:
+            raise SolverError(f"itoh_abe: variant must be one of {self.VARIANTS}, got "
+                              f"{self.opts['variant']!r}")
+        self.symmetric = self.opts["variant"] == "symmetric"
+        self.order = 2 if self.symmetric else 1
+
+    def compiled_run(self, project):
+        """The Solution by the compiled loop, or None when it does not apply."""
+        from . import discrete_gradient_compiled as dgc
+
+        kind = dgc.ITOH_ABE_SYMMETRIC if self.symmetric else dgc.ITOH_ABE
+        return compiled_discrete_gradient(self, project, kind)
 
     # Newton settles at the roundoff floor of the energy differences, which is
     # higher than for AVF; polish() then makes the momentum equation exact. In a chart the
@@ -248,13 +288,18 @@ class ItohAbe(_DiscreteGradient):
 
     def discrete_gradient(self, C, p0, dq, dp):
         gq = self.configuration_part(C, p0, dq)
-        return gq, self.momentum_part(C, dq, p0, dp)
+        gp = self.momentum_part(C, dq, p0, dp)
+        if self.symmetric:  # the reverse path: p_n..p_1 at x = 0, then x_n..x_1 at p0 + Δp
+            gq = 0.5 * (gq + self.configuration_part(C, p0 + dp, dq, reverse=True))
+            gp = 0.5 * (gp + self.momentum_part(C, np.zeros_like(dq), p0, dp, reverse=True))
+        return gq, gp
 
     #: Gauss–Legendre nodes on [0, 1], 2 points: the mean of ∂H/∂x_i over a small increment
     _GL2 = (0.5 - np.sqrt(3.0) / 6.0, 0.5 + np.sqrt(3.0) / 6.0)
 
-    def configuration_part(self, C, p0, dq):
-        """∇̄_xH: the increments of x one coordinate at a time, p = p0 held.
+    def configuration_part(self, C, p0, dq, reverse=False):
+        """∇̄_xH: the increments of x one coordinate at a time (1..n, or n..1 if
+        ``reverse``), p = p0 held.
 
         A quotient ``[H(.., x_i + Δx_i, ..) − H(..)]/Δx_i`` carries the roundoff of H
         divided by Δx_i. Below a switch the quotient is replaced by the mean of ∂H/∂x_i over
@@ -272,7 +317,7 @@ class ItohAbe(_DiscreteGradient):
         analytic = not self.additive and self.chart.has_derivative
         switch = 1e-3 if analytic else 1e-5
         H_prev = C.energy(x, p0)
-        for i in range(n):
+        for i in (reversed(range(n)) if reverse else range(n)):
             scale = 1.0 + abs(base[i])
             if abs(dq[i]) > switch * scale:
                 x[i] = dq[i]
@@ -302,15 +347,15 @@ class ItohAbe(_DiscreteGradient):
             H_prev = H_new
         return g
 
-    def momentum_part(self, C, dq, p0, dp):
-        """∇̄_pH at x1 = Δx: H is quadratic in p (matrix A = ∂²H/∂p², M⁻¹ for additive
-        coordinates, J⁻¹M⁻¹J⁻ᵀ in a chart), so each quotient is exactly
-        (A p)_i + ½ Δp_i A_ii, without the cancellation of a difference."""
+    def momentum_part(self, C, dq, p0, dp, reverse=False):
+        """∇̄_pH at x1 = Δx (1..n, or n..1 if ``reverse``): H is quadratic in p (matrix
+        A = ∂²H/∂p², M⁻¹ for additive coordinates, J⁻¹M⁻¹J⁻ᵀ in a chart), so each quotient
+        is exactly (A p)_i + ½ Δp_i A_ii, without the cancellation of a difference."""
         n = dp.size
         Minv = C.inverse_mass(dq)
         g = np.empty(n)
         p = p0.copy()
-        for i in range(n):
+        for i in (reversed(range(n)) if reverse else range(n)):
             g[i] = Minv[i] @ p + 0.5 * dp[i] * Minv[i, i]
             p[i] += dp[i]
         return g
@@ -331,12 +376,17 @@ class ItohAbe(_DiscreteGradient):
         dq, dp = d[:n].copy(), d[n:].copy()
         # additive coordinates: one sweep (the x-equation's residual is at roundoff there);
         # a chart's stiff directions need the second
+        # The symmetric variant's ∇̄_xH depends on Δp (its reverse path runs at p0 + Δp):
+        # there one sweep of the p-equation, which leaves in it O(h ∂²H/∂q∂p) times
+        # Newton's last error in Δp (the compiled loop does the same)
         for sweep in range(1 if self.additive else 2):
             if sweep:
-                dq = h * self.momentum_part(C, dq, p0, dp)
-            gq = self.configuration_part(C, p0, dq)
-            for _ in range(4):
-                gp = self.momentum_part(C, dq, p0, dp)
+                dq = h * self.discrete_gradient(C, p0, dq, dp)[1]
+            gq_forward = self.configuration_part(C, p0, dq)
+            for _ in range(1 if self.symmetric else 4):
+                gq, gp = gq_forward, self.momentum_part(C, dq, p0, dp)
+                if self.symmetric:
+                    gq, gp = self.discrete_gradient(C, p0, dq, dp)
                 new = -h * gq
                 if P.has_nc:
                     new += h * self.forcing(C, t + 0.5 * h, dq, gp)[0]

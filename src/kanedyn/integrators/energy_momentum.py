@@ -78,6 +78,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..errors import SolverError
@@ -197,7 +199,7 @@ class EnergyMomentum(FixedStepMethod):
     name = "energy_momentum"
     order = 2
     options = {"momentum": "auto", "tol": 1e-12, "maxiter": 30, "variant": "auto",
-               "cyclic": "auto"}
+               "cyclic": "auto", "compiled": True}
 
     def __init__(self, problem, **options):
         super().__init__(problem, **options)
@@ -242,6 +244,20 @@ class EnergyMomentum(FixedStepMethod):
             self._last = None
         else:
             self._setup_gonzalez()
+
+    def compiled_run(self, project):
+        """The whole run of the ``"gonzalez"`` variant by the compiled loop of
+        :mod:`.discrete_gradient_compiled` (a plain Model without force elements; same
+        steps to Newton's tolerance), or None: then these Python steps."""
+        from . import discrete_gradient_compiled as dgc
+        from . import rk4_compiled
+
+        if (self.variant != "gonzalez" or not self.opts["compiled"] or project is not None
+                or not rk4_compiled.applicable(self.problem)):
+            return None
+        run = functools.partial(dgc.run, cyclic=self.cyclic, carry_p=False)
+        return rk4_compiled.compiled_or_none(self.name, run, self.problem, self.name,
+                                             dgc.GONZALEZ, 1e-15, self.opts["maxiter"])
 
     def step(self, t, q, v, h):
         if self.variant == "lie":

@@ -1,0 +1,518 @@
+"""The discrete-gradient methods as one compiled loop over all steps (numba).
+
+The same methods as their Python references — :class:`~.discrete_gradient.AVF`,
+:class:`~.discrete_gradient.ItohAbe` (both variants) and the ``"gonzalez"`` variant of
+:class:`~.energy_momentum.EnergyMomentum` — for a plain Model with additive coordinates
+and no force elements (:func:`.rk4_compiled.applicable`), tested step for step against
+them. Every one solves, in canonical variables z = (q, p), p = M(q) v, for the increment
+d = (Δq, Δp) of
+
+    R(d) = (Δq − h ∇̄_pH,  Δp + h ∇̄_qH) = 0,
+
+with its own discrete gradient ∇̄H(z, z + d) (:data:`AVF`, :data:`ITOH_ABE`,
+:data:`ITOH_ABE_SYMMETRIC`, :data:`GONZALEZ`; formulas in the references' docstrings),
+evaluated by the kernels behind ``kd.crba`` (M, then a Cholesky factor for v = M⁻¹p) and
+the energy kernel (∂T/∂q|_v, g(q), T, V).
+
+What makes it fast (docs/benchmarks.md, "Issue 17: compiled discrete gradients"):
+
+- **Newton matrix**: the exact Jacobian of R to first order in h,
+  ``∂R/∂d = 1 + h [[−∂ḡ_p/∂Δq, −∂ḡ_p/∂Δp], [∂ḡ_q/∂Δq, ∂ḡ_q/∂Δp]]`` with
+  ``∂ḡ/∂d ≈ W ⊙ ∇²H(z_n)``: W = ½ for the symmetric discrete gradients (AVF, Gonzalez,
+  symmetrised Itoh–Abe), and for Itoh–Abe the weights of its coordinate path (1 for a
+  coordinate moved before, ½ for itself, 0 after). ∇²H from the tangent passes of
+  :mod:`kanedyn.dynamics.derivatives_kernel` (``B = ∂(Mv)/∂q``, ``∂g/∂q``,
+  ``∂²T/∂q²``): ``H_pp = M⁻¹``, ``H_pq = −M⁻¹B``, ``H_qq = −∂²T/∂q² + ∂g/∂q + BᵀM⁻¹B``
+  (Legendre transform, as ``ModelSystem.canonical_jacobians``). Newton then contracts by
+  O(h² |∇³H| |d|) per iteration (≈ 1e-5–1e-4 on the benchmark chains, against 2e-3–4e-2
+  for the block-triangular ``[[1, −h/2 M⁻¹], [0, 1]]`` it replaces). The matrix is
+  LU-factored and kept for ``refresh`` steps (the tangent passes cost several residuals),
+  and rebuilt at once when an iteration contracts by less than 1e-2.
+- **Predictor**: the quadratic extrapolation ``3d₁ − 3d₂ + d₃`` of the last three
+  increments (error O(h⁴) for a smooth motion), which leaves 1–2 iterations to converge.
+- One Cholesky factorization per mass matrix, no allocation inside a step.
+
+A step whose Newton iteration does not settle (after one rebuilt matrix), a kernel that
+refuses a state, or a blow-up makes :func:`run` return None: the Python method then takes
+the whole run and reports what happens (step, time, residual, method).
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from ..dynamics import _compiled, kernels
+from ..dynamics.derivatives_kernel import kinetic_tangent, rnea_tangent
+from ..dynamics.energy_kernel import energy_pass
+from ..dynamics.flat import flatten
+from ..dynamics.layout import GRAV, MASS, H
+from .rk4_compiled import save_sample, state_guard, step_grid, store
+
+_compiled.key_cache(__name__)
+
+#: the discrete gradients of the loop (its ``kind`` argument)
+AVF, ITOH_ABE, ITOH_ABE_SYMMETRIC, GONZALEZ = 0, 1, 2, 3
+_EPS = np.finfo(np.float64).eps
+
+
+# ------------------------------------------------------------------ small dense algebra
+@nb.njit(cache=True, _nrt=False, nogil=True)
+def chol_factor(M, L) -> bool:
+    """L ← the lower Cholesky factor of the SPD matrix M (only L's lower triangle is
+    written); False if M is not positive definite."""
+    n = M.shape[0]
+    for j in range(n):
+        d = M[j, j]
+        for k in range(j):
+            d -= L[j, k] * L[j, k]
+        if not d > 0.0:
+            return False
+        L[j, j] = np.sqrt(d)
+        for i in range(j + 1, n):
+            s = M[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / L[j, j]
+    return True
+
+
+@nb.njit(cache=True, _nrt=False, nogil=True)
+def chol_solve(L, b, out):
+    """out ← M⁻¹ b from the Cholesky factor L of M (forward, then back substitution)."""
+    n = L.shape[0]
+    for i in range(n):
+        s = b[i]
+        for k in range(i):
+            s -= L[i, k] * out[k]
+        out[i] = s / L[i, i]
+    for i in range(n - 1, -1, -1):
+        s = out[i]
+        for k in range(i + 1, n):
+            s -= L[k, i] * out[k]
+        out[i] = s / L[i, i]
+
+
+@nb.njit(cache=True, _nrt=False, nogil=True)
+def lu_factor(A, piv) -> bool:
+    """In place, A ← its LU factors with partial pivoting (row swaps in piv); False if
+    A is singular."""
+    n = A.shape[0]
+    for k in range(n):
+        m, big = k, abs(A[k, k])
+        for i in range(k + 1, n):
+            if abs(A[i, k]) > big:
+                m, big = i, abs(A[i, k])
+        if not big > 0.0:
+            return False
+        piv[k] = m
+        if m != k:
+            for c in range(n):
+                A[k, c], A[m, c] = A[m, c], A[k, c]
+        for i in range(k + 1, n):
+            f = A[i, k] / A[k, k]
+            A[i, k] = f
+            for c in range(k + 1, n):
+                A[i, c] -= f * A[k, c]
+    return True
+
+
+@nb.njit(cache=True, _nrt=False, nogil=True)
+def lu_solve(A, piv, b):
+    """In place, b ← A⁻¹ b from the factors of :func:`lu_factor`."""
+    n = A.shape[0]
+    for k in range(n):
+        m = piv[k]
+        if m != k:
+            b[k], b[m] = b[m], b[k]
+    for i in range(n):
+        s = b[i]
+        for k in range(i):
+            s -= A[i, k] * b[k]
+        b[i] = s
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for k in range(i + 1, n):
+            s -= A[i, k] * b[k]
+        b[i] = s / A[i, i]
+
+
+# --------------------------------------------------------------------- H and its gradient
+@nb.njit(cache=True, nogil=True)
+def potential(data, q, R, P, vel) -> float:
+    """V(q) = −Σ m_i gᵀ c_i (world centres of mass) from the body poses; NaN if the
+    kernels refuse q. R (nb, 3, 3), P (nb, 3), vel (nb, 6): work arrays."""
+    nb_ = data.shape[0] - 1
+    if kernels.kinematics_into(data, q, q, False, R, P, vel) != 0:
+        return np.nan
+    V = 0.0
+    for i in range(nb_):
+        m = data[i, MASS]
+        for a in range(3):
+            mc = (m * P[i, a] + R[i, a, 0] * data[i, H] + R[i, a, 1] * data[i, H + 1]
+                  + R[i, a, 2] * data[i, H + 2])
+            V -= data[nb_, GRAV + a] * mc
+    return V
+
+
+@nb.njit(cache=True, nogil=True)
+def velocity(data, q, p, M, L, v) -> bool:
+    """v ← M(q)⁻¹ p (M, L: work matrices, L left holding M's Cholesky factor)."""
+    if kernels.crba1(data, q, M) != 0 or not chol_factor(M, L):
+        return False
+    chol_solve(L, p, v)
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def hamiltonian(data, q, p, M, L, v, R, P, vel) -> float:
+    """H(q, p) = ½ pᵀM⁻¹p + V(q); NaN if a kernel refuses q."""
+    if not velocity(data, q, p, M, L, v):
+        return np.nan
+    T = 0.0
+    for i in range(p.shape[0]):
+        T += 0.5 * p[i] * v[i]
+    return T + potential(data, q, R, P, vel)
+
+
+@nb.njit(cache=True, nogil=True)
+def energy(data, q, p, M, L, v, dT, dV, out) -> float:
+    """H(q, p) = T + V by the energy kernel at v = M⁻¹p (the energy the trajectory
+    reports); NaN if a kernel refuses q."""
+    if not velocity(data, q, p, M, L, v) or energy_pass(data, q, v, dT, dV, out) != 0:
+        return np.nan
+    return out[0] + out[1]
+
+
+@nb.njit(cache=True, nogil=True)
+def gradient(data, q, p, M, L, v, dT, dV, out, gq) -> bool:
+    """gq ← ∂H/∂q|_p = g(q) − ∂T/∂q|_v, v ← ∂H/∂p = M⁻¹p, out[0] + out[1] = H."""
+    if not velocity(data, q, p, M, L, v) or energy_pass(data, q, v, dT, dV, out) != 0:
+        return False
+    for i in range(q.shape[0]):
+        gq[i] = dV[i] - dT[i]
+    return True
+
+
+# ------------------------------------------------------------------- discrete gradients
+@nb.njit(cache=True, nogil=True)
+def configuration_part(data, q, p, dq, reverse, g, x, M, L, v, R, P, vel) -> bool:
+    """Itoh–Abe's ∇̄_qH at fixed p, the coordinates moved in the order 1..n (``reverse``:
+    n..1): ``g_i = [H(.., q_i + Δq_i, ..) − H(..)]/Δq_i``; below an increment of
+    1e-5 (1 + |q_i|) the central difference of H at the increment's midpoint (as
+    :meth:`.discrete_gradient.ItohAbe.configuration_part`)."""
+    n = q.shape[0]
+    for i in range(n):
+        x[i] = q[i]
+    H_prev = hamiltonian(data, x, p, M, L, v, R, P, vel)
+    for k in range(n):
+        i = n - 1 - k if reverse else k
+        scale = 1.0 + abs(q[i])
+        if abs(dq[i]) > 1e-5 * scale:
+            x[i] = q[i] + dq[i]
+            H_new = hamiltonian(data, x, p, M, L, v, R, P, vel)
+            g[i] = (H_new - H_prev) / dq[i]
+        else:
+            e = 1e-5 * scale
+            x[i] = q[i] + (0.5 * dq[i] + e)
+            Hp = hamiltonian(data, x, p, M, L, v, R, P, vel)
+            x[i] = q[i] + (0.5 * dq[i] - e)
+            g[i] = (Hp - hamiltonian(data, x, p, M, L, v, R, P, vel)) / (2 * e)
+            x[i] = q[i] + dq[i]
+            H_new = hamiltonian(data, x, p, M, L, v, R, P, vel)
+        if not np.isfinite(H_new):
+            return False
+        H_prev = H_new
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def momentum_part(Minv, p, dp, reverse, g):
+    """Itoh–Abe's ∇̄_pH with ∂²H/∂p² = M⁻¹ (of the configuration it is taken at): in
+    closed form, ``g_i = (M⁻¹ p̃)_i + ½ Δp_i M⁻¹_ii`` with p̃ the momenta moved so far."""
+    n = p.shape[0]
+    for k in range(n):
+        i = n - 1 - k if reverse else k
+        s = 0.5 * dp[i] * Minv[i, i]
+        for j in range(n):
+            moved = (j > i) if reverse else (j < i)
+            s += Minv[i, j] * (p[j] + dp[j] if moved else p[j])
+        g[i] = s
+
+
+@nb.njit(cache=True, nogil=True)
+def inverse(L, Minv, e, col):
+    """Minv ← M⁻¹ from its Cholesky factor L."""
+    n = L.shape[0]
+    for j in range(n):
+        e[:] = 0.0
+        e[j] = 1.0
+        chol_solve(L, e, col)
+        for i in range(n):
+            Minv[i, j] = col[i]
+
+
+# --------------------------------------------------------------------------- Newton matrix
+@nb.njit(cache=True, nogil=True)
+def newton_matrix(data, kind, q, v, L, h, J, piv, Minv, B, G, D, dv_, zero, e, col) -> bool:
+    """J ← the LU factors of ``1 + h [[−∂ḡ_p/∂Δq, −∂ḡ_p/∂Δp], [∂ḡ_q/∂Δq, ∂ḡ_q/∂Δp]]``
+    with ``∂ḡ/∂d = W ⊙ ∇²H(q, p)`` (module doc); L the Cholesky factor of M(q)."""
+    n = q.shape[0]
+    inverse(L, Minv, e, col)
+    zero[:] = 0.0
+    s = rnea_tangent(data, False, q, zero, v, B, dv_)     # B = ∂(M v)/∂q
+    s |= rnea_tangent(data, True, q, zero, zero, G, dv_)  # ∂g/∂q
+    s |= kinetic_tangent(data, q, v, D)                    # ∂²T/∂q²
+    if s != 0:
+        return False
+    A = -(Minv @ B)             # H_pq = ∂v/∂q|_p
+    K = B.T @ (Minv @ B)        # H_qq = −∂²T/∂q² + ∂g/∂q + BᵀM⁻¹B
+    for i in range(n):
+        for j in range(n):
+            K[i, j] += G[i, j] - D[i, j]
+    for i in range(n):
+        for j in range(n):
+            if kind == ITOH_ABE:  # the weights of the path q_1..q_n, then p_1..p_n
+                w = 1.0 if j < i else (0.5 if j == i else 0.0)
+                wqq, wqp, wpq, wpp = w, 0.0, 1.0, w
+            else:
+                wqq, wqp, wpq, wpp = 0.5, 0.5, 0.5, 0.5
+            d = 1.0 if i == j else 0.0
+            J[i, j] = d - h * wpq * A[i, j]                 # ∂R_q/∂Δq
+            J[i, n + j] = -h * wpp * Minv[i, j]             # ∂R_q/∂Δp
+            J[n + i, j] = h * wqq * K[i, j]                 # ∂R_p/∂Δq
+            J[n + i, n + j] = d + h * wqp * A[j, i]         # ∂R_p/∂Δp (H_qp = H_pqᵀ)
+    return lu_factor(J, piv)
+
+
+# ------------------------------------------------------------------------------ the loop
+@nb.njit(cache=True, nogil=True)
+def _dg_loop(data, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol, stagnation,
+             maxiter, refresh, blowup, Q, V, iters, status):
+    n = v0.shape[0]
+    nb_ = data.shape[0] - 1
+    q, v = q0.copy(), v0.copy()
+    M0, L0 = np.empty((n, n)), np.zeros((n, n))  # M(q) at the start of the step, its factor
+    M, L, Minv = np.empty((n, n)), np.zeros((n, n)), np.empty((n, n))
+    B, G, D, dv_ = np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
+    J, piv = np.empty((2 * n, 2 * n)), np.empty(2 * n, dtype=np.int64)
+    R, P, vel = np.empty((nb_, 3, 3)), np.empty((nb_, 3)), np.empty((nb_, 6))
+    zero, e, col, x = np.zeros(n), np.empty(n), np.empty(n), np.empty(n)
+    qk, pk, vk, dT, dV, out = (np.empty(n), np.empty(n), np.empty(n), np.empty(n),
+                               np.empty(n), np.empty(8))
+    gq, gp, g1, g2 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    d, d0, r = np.zeros(2 * n), np.zeros(2 * n), np.empty(2 * n)
+    hist = np.zeros((3, 2 * n))  # the last increments, newest first
+    n_hist, last_h, since = 0, 0.0, refresh
+    p = np.empty(n)
+    if kernels.crba1(data, q, M0) != 0 or not chol_factor(M0, L0):
+        status[0], status[1] = 3, 0
+        return store(q, v, Q, V, 0)
+    p[:] = M0 @ v
+    k_out = store(q, v, Q, V, 0)
+    vmax0 = 0.0
+    for i in range(n):
+        vmax0 = max(vmax0, abs(v[i]))
+    for step in range(n_steps):
+        h = dt[step]
+        if not carry_p:
+            p[:] = M0 @ v  # the Gonzalez reference takes p = M v at every step
+        H0 = 0.0
+        if kind == GONZALEZ:
+            H0 = energy(data, q, p, M, L, vk, dT, dV, out)
+        if h != last_h:
+            n_hist, since = 0, refresh
+        # predictor: extrapolate the last increments (Euler's (h v, 0) at the start)
+        if n_hist >= 3:
+            for i in range(2 * n):
+                d0[i] = 3.0 * hist[0, i] - 3.0 * hist[1, i] + hist[2, i]
+        elif n_hist == 2:
+            for i in range(2 * n):
+                d0[i] = 2.0 * hist[0, i] - hist[1, i]
+        elif n_hist == 1:
+            d0[:] = hist[0]
+        else:
+            for i in range(n):
+                d0[i] = h * v[i]
+                d0[n + i] = 0.0
+        ok, total = False, 0
+        for attempt in range(2):
+            # the Newton matrix: kept for `refresh` steps, rebuilt when it contracts badly
+            fresh = since >= refresh or attempt == 1
+            if fresh:
+                if not newton_matrix(data, kind, q, v, L0, h, J, piv, Minv, B, G, D, dv_,
+                                     zero, e, col):
+                    status[0], status[1] = 3, step
+                    return k_out
+                since = 0
+            d[:] = d0
+            last = np.inf
+            for it in range(1, maxiter + 1):
+                total += 1
+                if not _residual(data, kind, q, p, H0, d, h, xi, w, mask, r, gq, gp, g1, g2,
+                                 qk, pk, vk, dT, dV, out, M, L, Minv, x, R, P, vel, e, col):
+                    break
+                lu_solve(J, piv, r)
+                size, scale = 0.0, 0.0
+                for i in range(2 * n):
+                    d[i] -= r[i]
+                    size = max(size, abs(r[i]))
+                    scale = max(scale, abs(d[i]))
+                if not np.isfinite(size):
+                    break
+                theta = size / last if last < np.inf and last > 0 else 1.0
+                if (size <= tol * scale
+                        or (theta < 0.5 and theta / (1 - theta) * size <= tol * scale)
+                        or (it >= 2 and size <= stagnation * scale and theta >= 0.5)):
+                    # (stagnation: an update at the roundoff floor that no longer shrinks —
+                    # which takes two updates to see, as the predictor may start within it)
+                    ok = True
+                    break
+                if it >= 2 and theta > 1e-2 and not fresh:
+                    break  # the kept matrix no longer contracts well: rebuild it
+                last = size
+            if ok or fresh:
+                break  # (a fresh matrix that fails: the Python method reports)
+        iters[step] = total
+        if not ok:
+            status[0], status[1] = 1, step
+            return k_out
+        since += 1
+        if kind == ITOH_ABE or kind == ITOH_ABE_SYMMETRIC:
+            if not _polish(data, kind, q, p, d, h, g1, g2, x, M, L, vk, R, P, vel):
+                status[0], status[1] = 3, step
+                return k_out
+        for k in range(2, 0, -1):
+            hist[k] = hist[k - 1]
+        hist[0] = d
+        n_hist, last_h = min(n_hist + 1, 3), h
+        for i in range(n):
+            q[i] += d[i]
+            p[i] += d[n + i]
+        if kernels.crba1(data, q, M0) != 0 or not chol_factor(M0, L0):
+            status[0], status[1] = 3, step
+            return k_out
+        chol_solve(L0, p, v)
+        if state_guard(q, v, vmax0, blowup) != 0:
+            status[0], status[1] = 2, step + 1
+            return k_out
+        k_out = save_sample(step, n_steps, every, q, v, Q, V, k_out)
+    return k_out
+
+
+@nb.njit(cache=True, nogil=True)
+def _residual(data, kind, q, p, H0, d, h, xi, w, mask, r, gq, gp, g1, g2, qk, pk, vk, dT,
+              dV, out, M, L, Minv, x, R, P, vel, e, col) -> bool:
+    """r ← R(d) = (Δq − h ∇̄_pH, Δp + h ∇̄_qH) for the discrete gradient ``kind``."""
+    n = q.shape[0]
+    dq, dp = d[:n], d[n:]
+    if kind == AVF:
+        # ∫₀¹ ∇H(z + ξ d) dξ by Gauss–Legendre (Quispel & McLaren 2008)
+        gq[:] = 0.0
+        gp[:] = 0.0
+        for k in range(xi.shape[0]):
+            for i in range(n):
+                qk[i] = q[i] + xi[k] * dq[i]
+                pk[i] = p[i] + xi[k] * dp[i]
+            if not gradient(data, qk, pk, M, L, vk, dT, dV, out, g1):
+                return False
+            for i in range(n):
+                gq[i] += w[k] * g1[i]
+                gp[i] += w[k] * vk[i]
+    elif kind == GONZALEZ:
+        # ∇H(z̄) + [ΔH − ∇H(z̄)·d]/(m·d) m, m = d without the cyclic Δq_k (Gonzalez 1996)
+        for i in range(n):
+            qk[i] = q[i] + 0.5 * dq[i]
+            pk[i] = p[i] + 0.5 * dp[i]
+        if not gradient(data, qk, pk, M, L, vk, dT, dV, out, gq):
+            return False
+        gp[:] = vk
+        for i in range(n):
+            qk[i] = q[i] + dq[i]
+            pk[i] = p[i] + dp[i]
+        dH = energy(data, qk, pk, M, L, vk, dT, dV, out) - H0
+        if not np.isfinite(dH):
+            return False
+        den, gd, gg = 0.0, 0.0, 0.0
+        for i in range(n):
+            den += mask[i] * dq[i] * dq[i] + dp[i] * dp[i]
+            gd += gq[i] * dq[i] + gp[i] * dp[i]
+            gg += gq[i] * gq[i] + gp[i] * gp[i]
+        floor = 1e3 * _EPS * (abs(H0) + 1.0) / (np.sqrt(gg) + 1e-300)
+        if den > floor * floor:
+            c = (dH - gd) / den
+            for i in range(n):
+                gq[i] += c * mask[i] * dq[i]
+                gp[i] += c * dp[i]
+    else:
+        # Itoh–Abe (Itoh & Abe 1988): q_1..q_n at p, then p_1..p_n at q + Δq; symmetrised:
+        # the mean with the reverse path p_n..p_1 at q, then q_n..q_1 at p + Δp
+        if not configuration_part(data, q, p, dq, False, gq, x, M, L, vk, R, P, vel):
+            return False
+        for i in range(n):
+            qk[i] = q[i] + dq[i]
+        if kernels.crba1(data, qk, M) != 0 or not chol_factor(M, L):
+            return False
+        inverse(L, Minv, e, col)
+        momentum_part(Minv, p, dp, False, gp)
+        if kind == ITOH_ABE_SYMMETRIC:
+            for i in range(n):
+                pk[i] = p[i] + dp[i]
+            if not configuration_part(data, q, pk, dq, True, g1, x, M, L, vk, R, P, vel):
+                return False
+            if kernels.crba1(data, q, M) != 0 or not chol_factor(M, L):
+                return False
+            inverse(L, Minv, e, col)
+            momentum_part(Minv, p, dp, True, g2)
+            for i in range(n):
+                gq[i] = 0.5 * (gq[i] + g1[i])
+                gp[i] = 0.5 * (gp[i] + g2[i])
+    for i in range(n):
+        r[i] = dq[i] - h * gp[i]
+        r[n + i] = dp[i] + h * gq[i]
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _polish(data, kind, q, p, d, h, g1, g2, x, M, L, v, R, P, vel) -> bool:
+    """Δp ← −h ∇̄_qH(Δq, Δp) once more after Newton (as ``ItohAbe.polish`` for additive
+    coordinates without forces): the momentum equation then holds to the noise of the
+    energy differences rather than Newton's stopping point."""
+    n = q.shape[0]
+    dq = d[:n]
+    if not configuration_part(data, q, p, dq, False, g1, x, M, L, v, R, P, vel):
+        return False
+    if kind == ITOH_ABE_SYMMETRIC:
+        pk = p + d[n:]
+        if not configuration_part(data, q, pk, dq, True, g2, x, M, L, v, R, P, vel):
+            return False
+        for i in range(n):
+            g1[i] = 0.5 * (g1[i] + g2[i])
+    for i in range(n):
+        d[n + i] = -h * g1[i]
+    return True
+
+
+def run(problem, name: str, kind: int, tol: float, maxiter: int, *, nodes: int = 3,
+        stagnation: float = 1e-9, cyclic=(), carry_p: bool = True, refresh: int = 20):
+    """The whole run in the compiled loop: a Solution, or None to fall back."""
+    from .base import Solution
+
+    s, model = problem.system, problem.system.compiled_step
+    n_steps, steps, times, every, keep = step_grid(problem.dt, problem.t0, problem.t_final,
+                                                   problem.save_every)
+    Q = np.empty((len(keep), s.nq))
+    V = np.empty((len(keep), s.nv))
+    iters = np.zeros(n_steps, dtype=np.int32)
+    x, wts = np.polynomial.legendre.leggauss(nodes)
+    mask = np.ones(s.nv)
+    mask[list(cyclic)] = 0.0
+    status = np.zeros(2, dtype=np.int64)
+    _dg_loop(flatten(model).data, kind, carry_p, np.ascontiguousarray(problem.q0, float),
+             np.ascontiguousarray(problem.v0, float), steps, n_steps, every, 0.5 * (x + 1.0),
+             0.5 * wts, mask, float(tol), float(stagnation), int(maxiter), int(refresh),
+             float(problem.blowup), Q, V, iters, status)
+    if status[0]:
+        return None  # the Python method takes the whole run, and reports what happens
+    return Solution(times[keep], Q, V, np.zeros(len(keep)), {"newton_iterations": iters},
+                    name)
