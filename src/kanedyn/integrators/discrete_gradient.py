@@ -276,7 +276,9 @@ class ItohAbe(_DiscreteGradient):
         from . import discrete_gradient_compiled as dgc
 
         kind = dgc.ITOH_ABE_SYMMETRIC if self.symmetric else dgc.ITOH_ABE
-        return compiled_discrete_gradient(self, project, kind)
+        # (a quadratic predictor: a higher degree amplifies the noise of the differences of
+        # H; an update below 1e-9 leaves an error at that noise)
+        return compiled_discrete_gradient(self, project, kind, degree=2, floor=1e-9)
 
     # Newton settles at the roundoff floor of the energy differences, which is
     # higher than for AVF; polish() then makes the momentum equation exact. In a chart the

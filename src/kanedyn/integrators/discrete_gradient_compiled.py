@@ -288,7 +288,7 @@ def newton_matrix(data, kind, q, v, L, h, J, piv, Minv, B, G, D, dv_, zero, e, c
 # ------------------------------------------------------------------------------ the loop
 @nb.njit(cache=True, nogil=True)
 def _dg_loop(data, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol, stagnation,
-             maxiter, refresh, blowup, Q, V, iters, status):
+             maxiter, refresh, degree, slow, floor, blowup, Q, V, iters, status):
     n = v0.shape[0]
     nb_ = data.shape[0] - 1
     q, v = q0.copy(), v0.copy()
@@ -302,7 +302,7 @@ def _dg_loop(data, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol, 
                                np.empty(n), np.empty(8))
     gq, gp, g1, g2 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
     d, d0, r = np.zeros(2 * n), np.zeros(2 * n), np.empty(2 * n)
-    hist = np.zeros((3, 2 * n))  # the last increments, newest first
+    hist = np.zeros((degree + 1, 2 * n))  # the last increments, newest first
     n_hist, last_h, since = 0, 0.0, refresh
     p = np.empty(n)
     if kernels.crba1(data, q, M0) != 0 or not chol_factor(M0, L0):
@@ -322,31 +322,38 @@ def _dg_loop(data, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol, 
             H0 = energy(data, q, p, M, L, vk, dT, dV, out)
         if h != last_h:
             n_hist, since = 0, refresh
-        # predictor: extrapolate the last increments (Euler's (h v, 0) at the start)
-        if n_hist >= 3:
-            for i in range(2 * n):
-                d0[i] = 3.0 * hist[0, i] - 3.0 * hist[1, i] + hist[2, i]
-        elif n_hist == 2:
-            for i in range(2 * n):
-                d0[i] = 2.0 * hist[0, i] - hist[1, i]
-        elif n_hist == 1:
-            d0[:] = hist[0]
-        else:
+        # predictor: the polynomial through the last increments, extrapolated
+        # (Σ_j (−1)^{j+1} C(k, j) d_{n−j}, k = how many are known, up to `degree` + 1)
+        if n_hist == 0:
             for i in range(n):
                 d0[i] = h * v[i]
                 d0[n + i] = 0.0
+        else:
+            d0[:] = 0.0
+            c = 1.0
+            for j in range(n_hist):  # c = (−1)^j C(n_hist, j + 1)
+                c = c * (n_hist - j) / (j + 1) if j else float(n_hist)
+                for i in range(2 * n):
+                    d0[i] += (c if j % 2 == 0 else -c) * hist[j, i]
         ok, total = False, 0
         for attempt in range(2):
             # the Newton matrix: kept for `refresh` steps, rebuilt when it contracts badly
             fresh = since >= refresh or attempt == 1
+            if attempt == 0 or not np.all(np.isfinite(d)):
+                d[:] = d0  # (a rebuilt matrix goes on from the last iterate)
             if fresh:
-                if not newton_matrix(data, kind, q, v, L0, h, J, piv, Minv, B, G, D, dv_,
-                                     zero, e, col):
+                # ∇²H at the midpoint of the predicted step: the AVF Jacobian
+                # Σ w_k ξ_k ∇²H(z + ξ_k d) differs from ½∇²H(z + d/2) by O(h |d|²)
+                for i in range(n):
+                    qk[i] = q[i] + 0.5 * d[i]
+                    pk[i] = p[i] + 0.5 * d[n + i]
+                if not velocity(data, qk, pk, M, L, vk) or not newton_matrix(
+                        data, kind, qk, vk, L, h, J, piv, Minv, B, G, D, dv_, zero, e, col):
                     status[0], status[1] = 3, step
                     return k_out
                 since = 0
-            d[:] = d0
-            last = np.inf
+                status[2] += 1
+            last, rate = np.inf, 0.0
             for it in range(1, maxiter + 1):
                 total += 1
                 if not _residual(data, kind, q, p, H0, d, h, xi, w, mask, r, gq, gp, g1, g2,
@@ -361,16 +368,26 @@ def _dg_loop(data, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol, 
                 if not np.isfinite(size):
                     break
                 theta = size / last if last < np.inf and last > 0 else 1.0
+                # the contraction of the matrix, judged only on updates well above the
+                # roundoff floor of R (where θ says nothing about the matrix): 1e-12 for
+                # the gradients, 1e-9 for Itoh–Abe's differences of H
+                measured = it >= 2 and last > max(1e3 * tol, 1e-3 * stagnation) * scale
+                if measured:
+                    rate = theta
                 if (size <= tol * scale
                         or (theta < 0.5 and theta / (1 - theta) * size <= tol * scale)
-                        or (it >= 2 and size <= stagnation * scale and theta >= 0.5)):
+                        or (it >= 2 and size <= stagnation * scale and theta >= 0.5)
+                        or (it >= 2 and size <= floor * scale)):
                     # (stagnation: an update at the roundoff floor that no longer shrinks —
-                    # which takes two updates to see, as the predictor may start within it)
+                    # which takes two updates to see, as the predictor may start within it;
+                    # `floor`: an update this small leaves an error at the noise of R)
                     ok = True
                     break
-                if it >= 2 and theta > 1e-2 and not fresh:
-                    break  # the kept matrix no longer contracts well: rebuild it
+                if measured and theta > 0.1 and not fresh:
+                    break  # the kept matrix hardly contracts: rebuild it now
                 last = size
+            if ok and rate > slow:
+                since = refresh  # it contracts slowly: rebuild it at the next step
             if ok or fresh:
                 break  # (a fresh matrix that fails: the Python method reports)
         iters[step] = total
@@ -382,10 +399,10 @@ def _dg_loop(data, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol, 
             if not _polish(data, kind, q, p, d, h, g1, g2, x, M, L, vk, R, P, vel):
                 status[0], status[1] = 3, step
                 return k_out
-        for k in range(2, 0, -1):
+        for k in range(degree, 0, -1):
             hist[k] = hist[k - 1]
         hist[0] = d
-        n_hist, last_h = min(n_hist + 1, 3), h
+        n_hist, last_h = min(n_hist + 1, degree + 1), h
         for i in range(n):
             q[i] += d[i]
             p[i] += d[n + i]
@@ -494,7 +511,8 @@ def _polish(data, kind, q, p, d, h, g1, g2, x, M, L, v, R, P, vel) -> bool:
 
 
 def run(problem, name: str, kind: int, tol: float, maxiter: int, *, nodes: int = 3,
-        stagnation: float = 1e-9, cyclic=(), carry_p: bool = True, refresh: int = 20):
+        stagnation: float = 1e-9, cyclic=(), carry_p: bool = True, refresh: int = 20,
+        degree: int = 4, slow: float = 3e-3, floor: float = 0.0):
     """The whole run in the compiled loop: a Solution, or None to fall back."""
     from .base import Solution
 
@@ -507,12 +525,13 @@ def run(problem, name: str, kind: int, tol: float, maxiter: int, *, nodes: int =
     x, wts = np.polynomial.legendre.leggauss(nodes)
     mask = np.ones(s.nv)
     mask[list(cyclic)] = 0.0
-    status = np.zeros(2, dtype=np.int64)
+    status = np.zeros(3, dtype=np.int64)  # (stop code, at step, Newton matrices built)
     _dg_loop(flatten(model).data, kind, carry_p, np.ascontiguousarray(problem.q0, float),
              np.ascontiguousarray(problem.v0, float), steps, n_steps, every, 0.5 * (x + 1.0),
-             0.5 * wts, mask, float(tol), float(stagnation), int(maxiter), int(refresh),
+             0.5 * wts, mask, float(tol), float(stagnation), int(maxiter), int(refresh), int(degree), float(slow),
+             float(floor),
              float(problem.blowup), Q, V, iters, status)
     if status[0]:
         return None  # the Python method takes the whole run, and reports what happens
-    return Solution(times[keep], Q, V, np.zeros(len(keep)), {"newton_iterations": iters},
-                    name)
+    return Solution(times[keep], Q, V, np.zeros(len(keep)),
+                    {"newton_iterations": iters, "newton_matrices": np.array([status[2]])}, name)
