@@ -52,6 +52,7 @@ def measured_order(case, method, dts, **kw):
     ("verlet", 2, (0.05, 0.025, 0.0125), {}),
     ("avf", 2, (0.05, 0.025, 0.0125), {}),
     ("itoh_abe", 1, (0.02, 0.01, 0.005), {}),
+    ("itoh_abe", 2, (0.05, 0.025, 0.0125), {"variant": "symmetric"}),
     ("energy_momentum", 2, (0.05, 0.025, 0.0125), {}),
     ("rk4", 4, (0.1, 0.05, 0.025), {"project": "energy"}),
     ("midpoint", 2, (0.05, 0.025, 0.0125), {"project": "energy"}),

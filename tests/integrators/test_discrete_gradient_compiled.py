@@ -1,0 +1,158 @@
+"""The compiled discrete-gradient loop (integrators/discrete_gradient_compiled.py) takes the
+steps of its Python references: avf, itoh_abe (forward and symmetric), energy_momentum's
+Gonzalez variant; it keeps E, the symmetric Itoh–Abe gradient is a symmetric discrete
+gradient, and failures are reported by the Python method."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import kanedyn as kd
+from kanedyn.integrators.base import Problem
+from kanedyn.integrators.chart import canonical_coordinates
+from kanedyn.integrators.discrete_gradient import ItohAbe
+from kanedyn.model.joints import Prismatic, Revolute
+from kanedyn.sim.system import ModelSystem
+
+# the compiled loop must really run: its fallback warns, and a warning fails these tests
+pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
+
+METHODS = [("avf", {}), ("itoh_abe", {}), ("itoh_abe", {"variant": "symmetric"}),
+           ("energy_momentum", {})]
+
+
+def slider_chain():
+    """A planar chain in the x–z plane: hinge (y), a telescoping prismatic joint along the
+    link, hinge (y)."""
+    b = kd.ModelBuilder("slider_chain")
+    b.add_body("l1", None, Revolute("j1", axis=(0, 1, 0)), None, 1.0, (0, 0, -0.5),
+               np.diag([0.09, 0.09, 0.01]))
+    b.add_body("sleeve", "l1", Prismatic("d", axis=(0, 0, 1)), (np.eye(3), (0, 0, -1.0)),
+               0.6, (0, 0, -0.2), np.diag([0.02, 0.02, 0.005]))
+    b.add_body("l2", "sleeve", Revolute("j2", axis=(0, 1, 0)), (np.eye(3), (0, 0, -0.4)),
+               0.8, (0, 0, -0.4), np.diag([0.05, 0.05, 0.01]))
+    return b.build()
+
+
+def chain7():
+    m = kd.models.pendulum_chain(7, planar=False, radius=0.05)
+    return m, 0.5 * np.cos(np.arange(7)), np.linspace(-1.0, 1.0, 7)
+
+
+def slider():
+    return slider_chain(), np.array([0.7, 0.1, -0.5]), np.array([0.5, 0.8, -1.2])
+
+
+def compiled_ran(tr) -> bool:
+    return "newton_matrices" in tr.stats
+
+
+@pytest.mark.parametrize("case", [chain7, slider])
+@pytest.mark.parametrize("method,kw", METHODS)
+def test_compiled_equals_python_step_for_step(case, method, kw):
+    """250 steps, every state compared. avf and Gonzalez solve smooth equations to 1e-15 of
+    the increment: the two agree to round-off growth. Itoh–Abe's quotients
+    [H(..) − H(..)]/Δq_i carry the noise eps|H|/|Δq_i| ≈ 1e-13 (|Δq| ≈ 1e-3): the two
+    solvers stop at different points within it, and differ by about that. Either
+    tolerance is five orders below the methods' own error per step (≈ h³ ≈ 1e-9 in q,
+    h² in v for the first-order Itoh–Abe), so another discrete gradient would fail."""
+    m, q0, v0 = case()
+    a = kd.simulate(m, q0, v0, 0.25, method=method, dt=1e-3, **kw)
+    b = kd.simulate(m, q0, v0, 0.25, method=method, dt=1e-3, compiled=False, **kw)
+    assert compiled_ran(a) and not compiled_ran(b)
+    assert len(a) == 251
+    noisy = method == "itoh_abe"
+    np.testing.assert_allclose(a.q, b.q, rtol=0, atol=1e-10 if noisy else 1e-13)
+    np.testing.assert_allclose(a.v, b.v, rtol=0, atol=1e-9 if noisy else 1e-12)
+    assert np.ptp(a.q, axis=0).min() > 1e-3  # every joint moves
+
+
+@pytest.mark.parametrize("method,kw", METHODS)
+def test_compiled_energy_over_1000_steps(method, kw):
+    m, q0, v0 = chain7()
+    tr = kd.simulate(m, q0, v0, 1.0, method=method, dt=1e-3, **kw)
+    assert compiled_ran(tr)
+    assert tr.relative_energy_error().max() <= 1e-12
+    assert np.ptp(tr.v) > 0.1  # it moves
+
+
+@pytest.mark.parametrize("variant,order,dts", [("forward", 1, (0.02, 0.01, 0.005)),
+                                               ("symmetric", 2, (0.05, 0.025, 0.0125))])
+@pytest.mark.parametrize("compiled", [True, False])
+def test_itoh_abe_orders(variant, order, dts, compiled):
+    """Step halving against dopri5 at rtol 1e-13 (slider chain, 0.5 s): order 1 for the
+    coordinate-increment gradient, 2 for its symmetrised form (McLachlan, Quispel &
+    Robidoux 1999), compiled and Python alike."""
+    m, q0, v0 = slider()
+    ref = kd.simulate(m, q0, v0, 0.5, method="dopri5", rtol=1e-13, atol=1e-14)
+    errs = []
+    for dt in dts:
+        tr = kd.simulate(m, q0, v0, 0.5, method="itoh_abe", dt=dt, variant=variant,
+                         compiled=compiled)
+        errs.append(np.linalg.norm(np.concatenate([tr.q[-1] - ref.q[-1],
+                                                   tr.v[-1] - ref.v[-1]])))
+    p = np.log2(errs[-2] / errs[-1])
+    assert abs(p - order) < 0.3, (p, errs)
+
+
+def test_symmetric_itoh_abe_is_a_symmetric_discrete_gradient():
+    """For z, z' (slider chain, increments of a dt = 1e-2 step): ∇̄H(z, z')·(z' − z) =
+    H(z') − H(z) (a discrete gradient), ∇̄H(z, z') = ∇̄H(z', z) (symmetric: the reverse
+    path from z is the forward path from z'), and the forward gradient alone is not
+    symmetric (its asymmetry is O(|Δz|), ≈ 1e-2 here)."""
+    m, q, v = slider()
+    P = Problem(ModelSystem(m), q, v, 1.0, 1e-2)
+    sym = ItohAbe(P, variant="symmetric")
+    fwd = ItohAbe(P)
+    M = kd.crba(m, q)
+    p = M @ v
+    dq, dp = np.array([4e-3, 6e-3, -9e-3]), np.array([0.02, -0.03, 0.05])
+    C, C1 = canonical_coordinates(P, None, q), canonical_coordinates(P, None, q + dq)
+    H0, H1 = C.energy(np.zeros(3), p), C1.energy(np.zeros(3), p + dp)
+    g = np.concatenate(sym.discrete_gradient(C, p, dq, dp))
+    g_back = np.concatenate(sym.discrete_gradient(C1, p + dp, -dq, -dp))
+    assert abs(g @ np.concatenate([dq, dp]) - (H1 - H0)) <= 1e-13 * abs(H0)
+    np.testing.assert_allclose(g, g_back, rtol=0, atol=1e-9 * np.abs(g).max())
+    f = np.concatenate(fwd.discrete_gradient(C, p, dq, dp))
+    f_back = np.concatenate(fwd.discrete_gradient(C1, p + dp, -dq, -dp))
+    assert np.abs(f - f_back).max() > 1e-4 * np.abs(f).max()
+    np.testing.assert_allclose(0.5 * (f + f_back), g, rtol=0, atol=1e-9 * np.abs(g).max())
+
+
+def test_compiled_gonzalez_keeps_the_cyclic_momentum():
+    """A yaw hinge about the gravity axis at the root: p_yaw = (M v)_0 is a first integral,
+    which Gonzalez's gradient with the cyclic direction left out keeps exactly."""
+    b = kd.ModelBuilder("turntable")
+    b.add_body("base", None, Revolute("yaw", axis=(0, 0, 1)), None, 1.0, (0.2, 0, 0),
+               np.diag([0.05, 0.06, 0.04]))
+    b.add_body("l1", "base", Revolute("j1", axis=(0, 1, 0)), (np.eye(3), (0.3, 0, 0)), 1.0,
+               (0, 0, -0.5), np.diag([0.08, 0.08, 0.01]))
+    m = b.build()
+    q0, v0 = np.array([0.2, 1.0]), np.array([1.5, 2.0])
+    tr = kd.simulate(m, q0, v0, 2.0, method="energy_momentum", dt=1e-3)
+    assert compiled_ran(tr)
+    pyaw = np.array([(kd.crba(m, q) @ v)[0] for q, v in zip(tr.q, tr.v, strict=True)])
+    assert np.abs(pyaw - pyaw[0]).max() <= 1e-12 * abs(pyaw[0])
+    assert tr.relative_energy_error().max() <= 1e-12
+    assert np.ptp(tr.v[:, 0]) > 0.1  # the yaw rate itself changes as the arm swings
+
+
+@pytest.mark.parametrize("method,kw", METHODS)
+def test_newton_failure_is_reported_with_step_time_residual(method, kw):
+    """maxiter=1 cannot converge: the compiled loop gives up, the Python method reports."""
+    m = kd.models.pendulum_chain(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with pytest.raises(kd.SolverError,
+                           match=rf"{method}: Newton failed at step 0 \(t = 0.*residual"):
+            kd.simulate(m, [1.0, 0.0], [0.0, 1.0], 0.1, method=method, dt=1e-2, maxiter=1,
+                        **kw)
+
+
+@pytest.mark.parametrize("method,kw", METHODS)
+def test_blow_up_stops_with_time_and_state(method, kw):
+    m = kd.models.pendulum_chain(2)
+    with pytest.raises(kd.DivergenceError, match=rf"{method}: .*t = .*q = .*v = "):
+        kd.simulate(m, [1.0, 0.0], [0.0, 1.0], 5.0, method=method, dt=1e-2, blowup=1e-3,
+                    **kw)
