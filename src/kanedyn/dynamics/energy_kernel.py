@@ -62,29 +62,40 @@ def _cross(a, b, out):
 
 
 @nb.njit(cache=True, nogil=True)
+def energy_workspace(n):
+    """The scratch arrays of :func:`energy_pass_into` for n bodies: a loop calling the pass
+    many times (the compiled discrete gradients) allocates them once."""
+    return (np.empty((n, 6)), np.empty((n, 6)), np.empty(n), np.empty((n, 3)),
+            np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 6)), np.empty((n, 6, 6)),
+            np.empty((6, 6)))
+
+
+@nb.njit(cache=True, nogil=True)
 def energy_pass(data, q, v, dT, dV, out):
     """``out[:8] = [T, V, L, P]`` of the bodies (no rotors), ``dT ← ∂T/∂q``, ``dV ← ∂V/∂q``;
     0, or ``i + 1`` if the quaternion of body i is not of unit norm (out is then not set).
     The body poses (R_i, p_i) are those of :func:`kernels.kinematics_into`."""
+    return energy_pass_into(data, q, v, dT, dV, out, *energy_workspace(data.shape[0] - 1))
+
+
+@nb.njit(cache=True, nogil=True)
+def energy_pass_into(data, q, v, dT, dV, out, Vw, Vp, msub, mcsub, R, P, Hm, sig, small):
+    """:func:`energy_pass` in the workspace of :func:`energy_workspace` (every entry is
+    written before it is read)."""
     n = data.shape[0] - 1
     g = data[n, GRAV:GRAV + 3]
-    Vw = np.zeros((n, 6))
-    Vp = np.zeros((n, 6))
-    msub = np.zeros(n)  # subtree mass and first moment Σ m c (world), for ∂V/∂q
-    mcsub = np.zeros((n, 3))
-    R = np.empty((n, 3, 3))  # body axes in the world
-    P = np.empty((n, 3))  # body origins in the world
+    # Vw, Vp: world spatial velocities of each body and its parent; msub, mcsub: subtree
+    # mass and first moment Σ m c (world), for ∂V/∂q; R, P: body axes and origins in the
+    # world; Hm: world momenta (then subtree sums); sig: world motion axes
     st = kernels.kinematics_into(data, q, v, False, R, P, Vp)  # (no velocities: Vp unused)
     if st:
         return st
-    Hm = np.zeros((n, 6))
-    sig = np.empty((n, 6, 6))
-    Sc = np.empty((1, 6))
-    tmp = np.empty(3)
-    tmp2 = np.empty(3)
-    wc = np.empty(3)
-    vc = np.empty(3)
-    hc = np.empty(6)
+    Sc = small[0:1, :]
+    tmp = small[1, :3]
+    tmp2 = small[2, :3]
+    wc = small[3, :3]
+    vc = small[4, :3]
+    hc = small[5, :]
     T = 0.0
     Vpot = 0.0
     for i in range(n):

@@ -44,8 +44,9 @@ import numpy as np
 
 from ..dynamics import _compiled, kernels
 from ..dynamics.derivatives_kernel import kinetic_tangent, rnea_tangent
-from ..dynamics.energy_kernel import energy_pass
+from ..dynamics.energy_kernel import energy_pass_into, energy_workspace
 from ..dynamics.flat import flatten
+from ..dynamics.kernels.crba import crba_core
 from ..dynamics.layout import GRAV, MASS, H
 from .rk4_compiled import save_sample, state_guard, step_grid, store
 
@@ -139,10 +140,11 @@ def lu_solve(A, piv, b):
 
 # --------------------------------------------------------------------- H and its gradient
 @nb.njit(cache=True, nogil=True)
-def potential(data, q, R, P, vel) -> float:
+def potential(data, q, ew) -> float:
     """V(q) = −Σ m_i gᵀ c_i (world centres of mass) from the body poses; NaN if the
-    kernels refuse q. R (nb, 3, 3), P (nb, 3), vel (nb, 6): work arrays."""
+    kernels refuse q. ew: the energy pass's workspace (its pose arrays are used)."""
     nb_ = data.shape[0] - 1
+    R, P, vel = ew[4], ew[5], ew[1]
     if kernels.kinematics_into(data, q, q, False, R, P, vel) != 0:
         return np.nan
     V = 0.0
@@ -156,38 +158,58 @@ def potential(data, q, R, P, vel) -> float:
 
 
 @nb.njit(cache=True, nogil=True)
-def velocity(data, q, p, M, L, v) -> bool:
-    """v ← M(q)⁻¹ p (M, L: work matrices, L left holding M's Cholesky factor)."""
-    if kernels.crba1(data, q, M) != 0 or not chol_factor(M, L):
+def mass_workspace(n, nb_):
+    """(M, L, then the CRBA kernel's scratch: X_up (nb, 12), composite inertias (nb, 13),
+    two force rows, the joint angles with cos and sin (3 nb))."""
+    return (np.empty((n, n)), np.zeros((n, n)), np.empty((nb_, 12)), np.empty((nb_, 13)),
+            np.empty((2, 6)), np.empty(3 * nb_))
+
+
+@nb.njit(cache=True, nogil=True)
+def factor_mass(data, q, mw) -> bool:
+    """mw[0] ← M(q) by the CRBA kernel (:func:`kanedyn.dynamics.kernels.crba.crba_core`,
+    in mw's scratch), mw[1] ← its Cholesky factor; False if a kernel refuses q or M is
+    not positive definite."""
+    M, L = mw[0], mw[1]
+    if crba_core(data, q, M, mw[2], mw[3], mw[4], mw[5]) != 0:
         return False
-    chol_solve(L, p, v)
+    return chol_factor(M, L)
+
+
+@nb.njit(cache=True, nogil=True)
+def velocity(data, q, p, mw, v) -> bool:
+    """v ← M(q)⁻¹ p (mw: the workspace of :func:`factor_mass`, left holding M(q) and its
+    Cholesky factor)."""
+    if not factor_mass(data, q, mw):
+        return False
+    chol_solve(mw[1], p, v)
     return True
 
 
 @nb.njit(cache=True, nogil=True)
-def hamiltonian(data, q, p, M, L, v, R, P, vel) -> float:
+def hamiltonian(data, q, p, mw, v, ew) -> float:
     """H(q, p) = ½ pᵀM⁻¹p + V(q); NaN if a kernel refuses q."""
-    if not velocity(data, q, p, M, L, v):
+    if not velocity(data, q, p, mw, v):
         return np.nan
     T = 0.0
     for i in range(p.shape[0]):
         T += 0.5 * p[i] * v[i]
-    return T + potential(data, q, R, P, vel)
+    return T + potential(data, q, ew)
 
 
 @nb.njit(cache=True, nogil=True)
-def energy(data, q, p, M, L, v, dT, dV, out) -> float:
+def energy(data, q, p, mw, v, ew, dT, dV, out) -> float:
     """H(q, p) = T + V by the energy kernel at v = M⁻¹p (the energy the trajectory
     reports); NaN if a kernel refuses q."""
-    if not velocity(data, q, p, M, L, v) or energy_pass(data, q, v, dT, dV, out) != 0:
+    if not velocity(data, q, p, mw, v) or energy_pass_into(data, q, v, dT, dV, out, *ew) != 0:
         return np.nan
     return out[0] + out[1]
 
 
 @nb.njit(cache=True, nogil=True)
-def gradient(data, q, p, M, L, v, dT, dV, out, gq) -> bool:
+def gradient(data, q, p, mw, v, ew, dT, dV, out, gq) -> bool:
     """gq ← ∂H/∂q|_p = g(q) − ∂T/∂q|_v, v ← ∂H/∂p = M⁻¹p, out[0] + out[1] = H."""
-    if not velocity(data, q, p, M, L, v) or energy_pass(data, q, v, dT, dV, out) != 0:
+    if not velocity(data, q, p, mw, v) or energy_pass_into(data, q, v, dT, dV, out, *ew) != 0:
         return False
     for i in range(q.shape[0]):
         gq[i] = dV[i] - dT[i]
@@ -196,7 +218,7 @@ def gradient(data, q, p, M, L, v, dT, dV, out, gq) -> bool:
 
 # ------------------------------------------------------------------- discrete gradients
 @nb.njit(cache=True, nogil=True)
-def configuration_part(data, q, p, dq, reverse, g, x, M, L, v, R, P, vel) -> bool:
+def configuration_part(data, q, p, dq, reverse, g, x, mw, v, ew) -> bool:
     """Itoh–Abe's ∇̄_qH at fixed p, the coordinates moved in the order 1..n (``reverse``:
     n..1): ``g_i = [H(.., q_i + Δq_i, ..) − H(..)]/Δq_i``; below an increment of
     1e-5 (1 + |q_i|) the central difference of H at the increment's midpoint (as
@@ -204,22 +226,22 @@ def configuration_part(data, q, p, dq, reverse, g, x, M, L, v, R, P, vel) -> boo
     n = q.shape[0]
     for i in range(n):
         x[i] = q[i]
-    H_prev = hamiltonian(data, x, p, M, L, v, R, P, vel)
+    H_prev = hamiltonian(data, x, p, mw, v, ew)
     for k in range(n):
         i = n - 1 - k if reverse else k
         scale = 1.0 + abs(q[i])
         if abs(dq[i]) > 1e-5 * scale:
             x[i] = q[i] + dq[i]
-            H_new = hamiltonian(data, x, p, M, L, v, R, P, vel)
+            H_new = hamiltonian(data, x, p, mw, v, ew)
             g[i] = (H_new - H_prev) / dq[i]
         else:
             e = 1e-5 * scale
             x[i] = q[i] + (0.5 * dq[i] + e)
-            Hp = hamiltonian(data, x, p, M, L, v, R, P, vel)
+            Hp = hamiltonian(data, x, p, mw, v, ew)
             x[i] = q[i] + (0.5 * dq[i] - e)
-            g[i] = (Hp - hamiltonian(data, x, p, M, L, v, R, P, vel)) / (2 * e)
+            g[i] = (Hp - hamiltonian(data, x, p, mw, v, ew)) / (2 * e)
             x[i] = q[i] + dq[i]
-            H_new = hamiltonian(data, x, p, M, L, v, R, P, vel)
+            H_new = hamiltonian(data, x, p, mw, v, ew)
         if not np.isfinite(H_new):
             return False
         H_prev = H_new
@@ -292,11 +314,13 @@ def _dg_loop(data, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol, 
     n = v0.shape[0]
     nb_ = data.shape[0] - 1
     q, v = q0.copy(), v0.copy()
-    M0, L0 = np.empty((n, n)), np.zeros((n, n))  # M(q) at the start of the step, its factor
-    M, L, Minv = np.empty((n, n)), np.zeros((n, n)), np.empty((n, n))
+    mw0 = mass_workspace(n, nb_)  # M(q) at the start of the step, its factor
+    M0, L0 = mw0[0], mw0[1]
+    mw = mass_workspace(n, nb_)  # M and its factor at the points the residual visits
+    ew = energy_workspace(nb_)
+    Minv = np.empty((n, n))
     B, G, D, dv_ = np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
     J, piv = np.empty((2 * n, 2 * n)), np.empty(2 * n, dtype=np.int64)
-    R, P, vel = np.empty((nb_, 3, 3)), np.empty((nb_, 3)), np.empty((nb_, 6))
     zero, e, col, x = np.zeros(n), np.empty(n), np.empty(n), np.empty(n)
     qk, pk, vk, dT, dV, out = (np.empty(n), np.empty(n), np.empty(n), np.empty(n),
                                np.empty(n), np.empty(8))
@@ -305,7 +329,7 @@ def _dg_loop(data, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol, 
     hist = np.zeros((degree + 1, 2 * n))  # the last increments, newest first
     n_hist, last_h, since = 0, 0.0, refresh
     p = np.empty(n)
-    if kernels.crba1(data, q, M0) != 0 or not chol_factor(M0, L0):
+    if not factor_mass(data, q, mw0):
         status[0], status[1] = 3, 0
         return store(q, v, Q, V, 0)
     p[:] = M0 @ v
@@ -319,7 +343,7 @@ def _dg_loop(data, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol, 
             p[:] = M0 @ v  # the Gonzalez reference takes p = M v at every step
         H0 = 0.0
         if kind == GONZALEZ:
-            H0 = energy(data, q, p, M, L, vk, dT, dV, out)
+            H0 = energy(data, q, p, mw, vk, ew, dT, dV, out)
         if h != last_h:
             n_hist, since = 0, refresh
         # predictor: the polynomial through the last increments, extrapolated
@@ -347,8 +371,8 @@ def _dg_loop(data, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol, 
                 for i in range(n):
                     qk[i] = q[i] + 0.5 * d[i]
                     pk[i] = p[i] + 0.5 * d[n + i]
-                if not velocity(data, qk, pk, M, L, vk) or not newton_matrix(
-                        data, kind, qk, vk, L, h, J, piv, Minv, B, G, D, dv_, zero, e, col):
+                if not velocity(data, qk, pk, mw, vk) or not newton_matrix(
+                        data, kind, qk, vk, mw[1], h, J, piv, Minv, B, G, D, dv_, zero, e, col):
                     status[0], status[1] = 3, step
                     return k_out
                 since = 0
@@ -357,7 +381,7 @@ def _dg_loop(data, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol, 
             for it in range(1, maxiter + 1):
                 total += 1
                 if not _residual(data, kind, q, p, H0, d, h, xi, w, mask, r, gq, gp, g1, g2,
-                                 qk, pk, vk, dT, dV, out, M, L, Minv, x, R, P, vel, e, col):
+                                 qk, pk, vk, dT, dV, out, mw, ew, Minv, x, e, col):
                     break
                 lu_solve(J, piv, r)
                 size, scale = 0.0, 0.0
@@ -396,7 +420,7 @@ def _dg_loop(data, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol, 
             return k_out
         since += 1
         if kind == ITOH_ABE or kind == ITOH_ABE_SYMMETRIC:
-            if not _polish(data, kind, q, p, d, h, g1, g2, x, M, L, vk, R, P, vel):
+            if not _polish(data, kind, q, p, d, h, g1, g2, x, mw, vk, ew):
                 status[0], status[1] = 3, step
                 return k_out
         for k in range(degree, 0, -1):
@@ -406,7 +430,7 @@ def _dg_loop(data, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol, 
         for i in range(n):
             q[i] += d[i]
             p[i] += d[n + i]
-        if kernels.crba1(data, q, M0) != 0 or not chol_factor(M0, L0):
+        if not factor_mass(data, q, mw0):
             status[0], status[1] = 3, step
             return k_out
         chol_solve(L0, p, v)
@@ -419,7 +443,7 @@ def _dg_loop(data, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol, 
 
 @nb.njit(cache=True, nogil=True)
 def _residual(data, kind, q, p, H0, d, h, xi, w, mask, r, gq, gp, g1, g2, qk, pk, vk, dT,
-              dV, out, M, L, Minv, x, R, P, vel, e, col) -> bool:
+              dV, out, mw, ew, Minv, x, e, col) -> bool:
     """r ← R(d) = (Δq − h ∇̄_pH, Δp + h ∇̄_qH) for the discrete gradient ``kind``."""
     n = q.shape[0]
     dq, dp = d[:n], d[n:]
@@ -431,7 +455,7 @@ def _residual(data, kind, q, p, H0, d, h, xi, w, mask, r, gq, gp, g1, g2, qk, pk
             for i in range(n):
                 qk[i] = q[i] + xi[k] * dq[i]
                 pk[i] = p[i] + xi[k] * dp[i]
-            if not gradient(data, qk, pk, M, L, vk, dT, dV, out, g1):
+            if not gradient(data, qk, pk, mw, vk, ew, dT, dV, out, g1):
                 return False
             for i in range(n):
                 gq[i] += w[k] * g1[i]
@@ -441,13 +465,13 @@ def _residual(data, kind, q, p, H0, d, h, xi, w, mask, r, gq, gp, g1, g2, qk, pk
         for i in range(n):
             qk[i] = q[i] + 0.5 * dq[i]
             pk[i] = p[i] + 0.5 * dp[i]
-        if not gradient(data, qk, pk, M, L, vk, dT, dV, out, gq):
+        if not gradient(data, qk, pk, mw, vk, ew, dT, dV, out, gq):
             return False
         gp[:] = vk
         for i in range(n):
             qk[i] = q[i] + dq[i]
             pk[i] = p[i] + dp[i]
-        dH = energy(data, qk, pk, M, L, vk, dT, dV, out) - H0
+        dH = energy(data, qk, pk, mw, vk, ew, dT, dV, out) - H0
         if not np.isfinite(dH):
             return False
         den, gd, gg = 0.0, 0.0, 0.0
@@ -464,22 +488,22 @@ def _residual(data, kind, q, p, H0, d, h, xi, w, mask, r, gq, gp, g1, g2, qk, pk
     else:
         # Itoh–Abe (Itoh & Abe 1988): q_1..q_n at p, then p_1..p_n at q + Δq; symmetrised:
         # the mean with the reverse path p_n..p_1 at q, then q_n..q_1 at p + Δp
-        if not configuration_part(data, q, p, dq, False, gq, x, M, L, vk, R, P, vel):
+        if not configuration_part(data, q, p, dq, False, gq, x, mw, vk, ew):
             return False
         for i in range(n):
             qk[i] = q[i] + dq[i]
-        if kernels.crba1(data, qk, M) != 0 or not chol_factor(M, L):
+        if not factor_mass(data, qk, mw):
             return False
-        inverse(L, Minv, e, col)
+        inverse(mw[1], Minv, e, col)
         momentum_part(Minv, p, dp, False, gp)
         if kind == ITOH_ABE_SYMMETRIC:
             for i in range(n):
                 pk[i] = p[i] + dp[i]
-            if not configuration_part(data, q, pk, dq, True, g1, x, M, L, vk, R, P, vel):
+            if not configuration_part(data, q, pk, dq, True, g1, x, mw, vk, ew):
                 return False
-            if kernels.crba1(data, q, M) != 0 or not chol_factor(M, L):
+            if not factor_mass(data, q, mw):
                 return False
-            inverse(L, Minv, e, col)
+            inverse(mw[1], Minv, e, col)
             momentum_part(Minv, p, dp, True, g2)
             for i in range(n):
                 gq[i] = 0.5 * (gq[i] + g1[i])
@@ -491,17 +515,17 @@ def _residual(data, kind, q, p, H0, d, h, xi, w, mask, r, gq, gp, g1, g2, qk, pk
 
 
 @nb.njit(cache=True, nogil=True)
-def _polish(data, kind, q, p, d, h, g1, g2, x, M, L, v, R, P, vel) -> bool:
+def _polish(data, kind, q, p, d, h, g1, g2, x, mw, v, ew) -> bool:
     """Δp ← −h ∇̄_qH(Δq, Δp) once more after Newton (as ``ItohAbe.polish`` for additive
     coordinates without forces): the momentum equation then holds to the noise of the
     energy differences rather than Newton's stopping point."""
     n = q.shape[0]
     dq = d[:n]
-    if not configuration_part(data, q, p, dq, False, g1, x, M, L, v, R, P, vel):
+    if not configuration_part(data, q, p, dq, False, g1, x, mw, v, ew):
         return False
     if kind == ITOH_ABE_SYMMETRIC:
         pk = p + d[n:]
-        if not configuration_part(data, q, pk, dq, True, g2, x, M, L, v, R, P, vel):
+        if not configuration_part(data, q, pk, dq, True, g2, x, mw, v, ew):
             return False
         for i in range(n):
             g1[i] = 0.5 * (g1[i] + g2[i])
@@ -528,9 +552,8 @@ def run(problem, name: str, kind: int, tol: float, maxiter: int, *, nodes: int =
     status = np.zeros(3, dtype=np.int64)  # (stop code, at step, Newton matrices built)
     _dg_loop(flatten(model).data, kind, carry_p, np.ascontiguousarray(problem.q0, float),
              np.ascontiguousarray(problem.v0, float), steps, n_steps, every, 0.5 * (x + 1.0),
-             0.5 * wts, mask, float(tol), float(stagnation), int(maxiter), int(refresh), int(degree), float(slow),
-             float(floor),
-             float(problem.blowup), Q, V, iters, status)
+             0.5 * wts, mask, float(tol), float(stagnation), int(maxiter), int(refresh),
+             int(degree), float(slow), float(floor), float(problem.blowup), Q, V, iters, status)
     if status[0]:
         return None  # the Python method takes the whole run, and reports what happens
     return Solution(times[keep], Q, V, np.zeros(len(keep)),
