@@ -170,7 +170,8 @@ def test_the_keyed_modules_are_those_that_read_the_layout():
                 "kanedyn.dynamics.derivatives_kernel", "kanedyn.dynamics.frames_kernel",
                 "kanedyn.dynamics.centroidal_kernel", "kanedyn.dynamics.joint_wrenches_kernel",
                 "kanedyn.sim.configuration_kernel", "kanedyn.sim.batch",
-                "kanedyn.integrators.rk4_compiled", "kanedyn.integrators.discrete_gradient_compiled",
+                "kanedyn.integrators.rk4_compiled",
+                "kanedyn.integrators.discrete_gradient_compiled",
                 "kanedyn.identify.regressor_kernel"}
     for name in expected:
         importlib.import_module(name)

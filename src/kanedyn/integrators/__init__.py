@@ -12,9 +12,10 @@ Built in (one file per family; each docstring gives the order and what is conser
   ball, free and planar joints its variational form on the charts of chart.py);
 - ``midpoint``, ``gauss4`` — Gauss–Legendre, orders 2 and 4, symplectic in canonical
   coordinates (gauss.py);
-- ``avf`` (order 2), ``itoh_abe`` (order 1) — discrete gradients, exact energy
-  (discrete_gradient.py; on ball, free and planar joints in the local canonical
-  coordinates of chart.py);
+- ``avf`` (order 2), ``itoh_abe`` (order 1; ``variant="symmetric"`` order 2) — discrete
+  gradients, exact energy (discrete_gradient.py; on ball, free and planar joints in the
+  local canonical coordinates of chart.py; compiled for plain models in
+  discrete_gradient_compiled.py, with energy_momentum's Gonzalez variant);
 - ``energy_momentum`` — order 2, exact energy and momentum by construction: Lie–midpoint
   (Cayley) for a free body, Gonzalez's discrete gradient for additive chains (cyclic
   momenta kept); midpoint + projection for the other systems (energy_momentum.py).

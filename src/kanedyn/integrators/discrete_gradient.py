@@ -17,7 +17,12 @@ Robidoux, *Phil. Trans. R. Soc. A* 357, 1999).
   ``∇̄H_i = [H(z'₁..z'ᵢ, zᵢ₊₁..) − H(z'₁..z'ᵢ₋₁, zᵢ..)] / (z'ᵢ − zᵢ)`` (Itoh &
   Abe, *J. Comput. Phys.* 76, 1988): derivative-free, nv + 1 energy
   evaluations per residual (the p-increments in closed form, T being
-  quadratic in p); order 1 (not symmetric).
+  quadratic in p); order 1 (not symmetric). ``variant="symmetric"``: the mean of that
+  gradient and the one of the reverse coordinate order, ``½[∇̄H(z, z') + ∇̄H(z', z)]``, a
+  symmetric discrete gradient, hence order 2 (McLachlan, Quispel & Robidoux 1999).
+
+On a plain Model with additive joints and no force elements both run in the compiled
+loop of :mod:`.discrete_gradient_compiled` (``compiled=False``: these Python steps).
 
 Both conserve E = T + V_gravity + V_springs to roundoff (avf up to its quadrature
 error, above). With non-conservative

@@ -59,7 +59,9 @@
     H written in the invariants of the translation symmetry (every variable but q_k), his
     G-equivariant construction for this group. Then ``∇̄_{q_k}H = ∂H/∂q_k(z̄) = 0`` and
     ``p_k' = p_k`` exactly, as is every momentum linear in (q, p) that the symmetry gives.
-    Order 2, symmetric. ``cyclic="auto"`` takes the root joints that leave E invariant: a
+    Order 2, symmetric. On a plain Model without force elements it runs in the compiled
+    loop of :mod:`.discrete_gradient_compiled` (``compiled=False``: the Python steps
+    below, its reference). ``cyclic="auto"`` takes the root joints that leave E invariant: a
     revolute root about the gravity axis, a prismatic root across it, any 1-dof root without
     gravity — and none when springs are present (their potential may depend on q_k). Pass
     joint names (or ``()``) to choose. Non-conservative forces enter as

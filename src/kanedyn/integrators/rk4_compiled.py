@@ -14,7 +14,8 @@ not import); this module holds its integrator parts, on the flat array of a Mode
   ``(q, v) = (q̃, ṽ) + λ (∂E/∂q, M ṽ)``, λ by Newton on ``E(q, v) = E₀`` (simplified: the
   slope at λ = 0, ``|∂E/∂q|² + |Mṽ|²``), with the energy kernel of
   :mod:`kanedyn.dynamics.energy_kernel` and the CRBA kernel behind ``kd.crba``;
-- what every compiled loop (this RK4, the AVF of :mod:`.avf_compiled`) does around its
+- what every compiled loop (this RK4, the discrete gradients of
+  :mod:`.discrete_gradient_compiled`) does around its
   steps: the step grid (:func:`step_grid`), the guards (:func:`state_guard`), storing
   the kept samples (:func:`store`, :func:`save_sample`), and the fall-back to the Python
   steps when numba fails (:func:`compiled_or_none`).

@@ -36,9 +36,9 @@ class name or the insides of a Model; absent means False / None):
   q and v), in tree order, and ``chart_types`` maps each kind to the object holding its
   chart (``chart_is_additive``, ``chart_point``, ``chart_jacobian``, ``chart_derivative``,
   ``chart_end_velocity``, ``chart_start_sensitivity``: the joint class).
-- ``compiled_step``: the Model whose flat layout the compiled RK4 and AVF loops
-  (:func:`kanedyn.sim.batch.rk4_run`, :mod:`kanedyn.integrators.avf_compiled`) step,
-  when they can take this system
+- ``compiled_step``: the Model whose flat layout the compiled RK4 and discrete-gradient
+  loops (:func:`kanedyn.sim.batch.rk4_run`,
+  :mod:`kanedyn.integrators.discrete_gradient_compiled`) step, when they can take this system
   (additive coordinates, no rotor inertia); None when they cannot.
 - ``tree_model``: the Model whose equations these are, with nothing added, for the
   methods that use its structure (bodies, inertias, gravity: the energy–momentum
