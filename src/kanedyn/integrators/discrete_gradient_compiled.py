@@ -48,6 +48,7 @@ from ..dynamics.energy_kernel import energy_pass_into, energy_workspace
 from ..dynamics.flat import flatten
 from ..dynamics.kernels.crba import crba_core
 from ..dynamics.layout import GRAV, MASS, H
+from .base import chol_factor, chol_solve
 from .rk4_compiled import save_sample, state_guard, step_grid, store
 
 _compiled.key_cache(__name__)
@@ -58,42 +59,6 @@ _EPS = np.finfo(np.float64).eps
 
 
 # ------------------------------------------------------------------ small dense algebra
-@nb.njit(cache=True, _nrt=False, nogil=True)
-def chol_factor(M, L) -> bool:
-    """L ← the lower Cholesky factor of the SPD matrix M (only L's lower triangle is
-    written); False if M is not positive definite."""
-    n = M.shape[0]
-    for j in range(n):
-        d = M[j, j]
-        for k in range(j):
-            d -= L[j, k] * L[j, k]
-        if not d > 0.0:
-            return False
-        L[j, j] = np.sqrt(d)
-        for i in range(j + 1, n):
-            s = M[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / L[j, j]
-    return True
-
-
-@nb.njit(cache=True, _nrt=False, nogil=True)
-def chol_solve(L, b, out):
-    """out ← M⁻¹ b from the Cholesky factor L of M (forward, then back substitution)."""
-    n = L.shape[0]
-    for i in range(n):
-        s = b[i]
-        for k in range(i):
-            s -= L[i, k] * out[k]
-        out[i] = s / L[i, i]
-    for i in range(n - 1, -1, -1):
-        s = out[i]
-        for k in range(i + 1, n):
-            s -= L[k, i] * out[k]
-        out[i] = s / L[i, i]
-
-
 @nb.njit(cache=True, _nrt=False, nogil=True)
 def lu_factor(A, piv) -> bool:
     """In place, A ← its LU factors with partial pivoting (row swaps in piv); False if
@@ -536,7 +501,7 @@ def _polish(data, kind, q, p, d, h, g1, g2, x, mw, v, ew) -> bool:
 
 def run(problem, name: str, kind: int, tol: float, maxiter: int, *, nodes: int = 3,
         stagnation: float = 1e-9, cyclic=(), carry_p: bool = True, refresh: int = 20,
-        degree: int = 4, slow: float = 3e-3, floor: float = 0.0):
+        degree: int = 4, slow: float = 1e-2, floor: float = 0.0):
     """The whole run in the compiled loop: a Solution, or None to fall back."""
     from .base import Solution
 
