@@ -183,7 +183,7 @@ def gradient(data, q, p, mw, v, ew, dT, dV, out, gq) -> bool:
 
 # ------------------------------------------------------------------- discrete gradients
 @nb.njit(cache=True, nogil=True)
-def configuration_part(data, q, p, dq, reverse, g, x, mw, v, ew) -> bool:
+def configuration_part(data, q, p, dq, reverse, g, x, mw, v, ew, H_start) -> bool:
     """Itoh–Abe's ∇̄_qH at fixed p, the coordinates moved in the order 1..n (``reverse``:
     n..1): ``g_i = [H(.., q_i + Δq_i, ..) − H(..)]/Δq_i``; below an increment of
     1e-5 (1 + |q_i|) the central difference of H at the increment's midpoint (as
@@ -191,7 +191,8 @@ def configuration_part(data, q, p, dq, reverse, g, x, mw, v, ew) -> bool:
     n = q.shape[0]
     for i in range(n):
         x[i] = q[i]
-    H_prev = hamiltonian(data, x, p, mw, v, ew)
+    # H(q, p) at the path's start: given (the same for every residual of a step), or NaN
+    H_prev = H_start if np.isfinite(H_start) else hamiltonian(data, x, p, mw, v, ew)
     for k in range(n):
         i = n - 1 - k if reverse else k
         scale = 1.0 + abs(q[i])
@@ -283,7 +284,7 @@ def _dg_loop(data, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol, 
     M0, L0 = mw0[0], mw0[1]
     mw = mass_workspace(n, nb_)  # M and its factor at the points the residual visits
     ew = energy_workspace(nb_)
-    Minv = np.empty((n, n))
+    Minv, Minv0 = np.empty((n, n)), np.empty((n, n))
     B, G, D, dv_ = np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
     J, piv = np.empty((2 * n, 2 * n)), np.empty(2 * n, dtype=np.int64)
     zero, e, col, x = np.zeros(n), np.empty(n), np.empty(n), np.empty(n)
@@ -309,6 +310,9 @@ def _dg_loop(data, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol, 
         H0 = 0.0
         if kind == GONZALEZ:
             H0 = energy(data, q, p, mw, vk, ew, dT, dV, out)
+        elif kind != AVF:  # Itoh–Abe: H at the start of the forward path, M⁻¹ at q
+            H0 = hamiltonian(data, q, p, mw, vk, ew)
+            inverse(L0, Minv0, e, col)
         if h != last_h:
             n_hist, since = 0, refresh
         # predictor: the polynomial through the last increments, extrapolated
@@ -345,7 +349,7 @@ def _dg_loop(data, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol, 
             last, rate = np.inf, 0.0
             for it in range(1, maxiter + 1):
                 total += 1
-                if not _residual(data, kind, q, p, H0, d, h, xi, w, mask, r, gq, gp, g1, g2,
+                if not _residual(data, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, gq, gp, g1, g2,
                                  qk, pk, vk, dT, dV, out, mw, ew, Minv, x, e, col):
                     break
                 lu_solve(J, piv, r)
@@ -385,7 +389,7 @@ def _dg_loop(data, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol, 
             return k_out
         since += 1
         if kind == ITOH_ABE or kind == ITOH_ABE_SYMMETRIC:
-            if not _polish(data, kind, q, p, d, h, g1, g2, x, mw, vk, ew):
+            if not _polish(data, kind, q, p, H0, d, h, g1, g2, x, mw, vk, ew):
                 status[0], status[1] = 3, step
                 return k_out
         for k in range(degree, 0, -1):
@@ -407,7 +411,7 @@ def _dg_loop(data, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol, 
 
 
 @nb.njit(cache=True, nogil=True)
-def _residual(data, kind, q, p, H0, d, h, xi, w, mask, r, gq, gp, g1, g2, qk, pk, vk, dT,
+def _residual(data, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, gq, gp, g1, g2, qk, pk, vk, dT,
               dV, out, mw, ew, Minv, x, e, col) -> bool:
     """r ← R(d) = (Δq − h ∇̄_pH, Δp + h ∇̄_qH) for the discrete gradient ``kind``."""
     n = q.shape[0]
@@ -453,7 +457,7 @@ def _residual(data, kind, q, p, H0, d, h, xi, w, mask, r, gq, gp, g1, g2, qk, pk
     else:
         # Itoh–Abe (Itoh & Abe 1988): q_1..q_n at p, then p_1..p_n at q + Δq; symmetrised:
         # the mean with the reverse path p_n..p_1 at q, then q_n..q_1 at p + Δp
-        if not configuration_part(data, q, p, dq, False, gq, x, mw, vk, ew):
+        if not configuration_part(data, q, p, dq, False, gq, x, mw, vk, ew, H0):
             return False
         for i in range(n):
             qk[i] = q[i] + dq[i]
@@ -464,12 +468,9 @@ def _residual(data, kind, q, p, H0, d, h, xi, w, mask, r, gq, gp, g1, g2, qk, pk
         if kind == ITOH_ABE_SYMMETRIC:
             for i in range(n):
                 pk[i] = p[i] + dp[i]
-            if not configuration_part(data, q, pk, dq, True, g1, x, mw, vk, ew):
+            if not configuration_part(data, q, pk, dq, True, g1, x, mw, vk, ew, np.nan):
                 return False
-            if not factor_mass(data, q, mw):
-                return False
-            inverse(mw[1], Minv, e, col)
-            momentum_part(Minv, p, dp, True, g2)
+            momentum_part(Minv0, p, dp, True, g2)
             for i in range(n):
                 gq[i] = 0.5 * (gq[i] + g1[i])
                 gp[i] = 0.5 * (gp[i] + g2[i])
@@ -480,17 +481,17 @@ def _residual(data, kind, q, p, H0, d, h, xi, w, mask, r, gq, gp, g1, g2, qk, pk
 
 
 @nb.njit(cache=True, nogil=True)
-def _polish(data, kind, q, p, d, h, g1, g2, x, mw, v, ew) -> bool:
+def _polish(data, kind, q, p, H0, d, h, g1, g2, x, mw, v, ew) -> bool:
     """Δp ← −h ∇̄_qH(Δq, Δp) once more after Newton (as ``ItohAbe.polish`` for additive
     coordinates without forces): the momentum equation then holds to the noise of the
     energy differences rather than Newton's stopping point."""
     n = q.shape[0]
     dq = d[:n]
-    if not configuration_part(data, q, p, dq, False, g1, x, mw, v, ew):
+    if not configuration_part(data, q, p, dq, False, g1, x, mw, v, ew, H0):
         return False
     if kind == ITOH_ABE_SYMMETRIC:
         pk = p + d[n:]
-        if not configuration_part(data, q, pk, dq, True, g2, x, mw, v, ew):
+        if not configuration_part(data, q, pk, dq, True, g2, x, mw, v, ew, np.nan):
             return False
         for i in range(n):
             g1[i] = 0.5 * (g1[i] + g2[i])
