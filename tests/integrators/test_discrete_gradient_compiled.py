@@ -156,3 +156,18 @@ def test_blow_up_stops_with_time_and_state(method, kw):
     with pytest.raises(kd.DivergenceError, match=rf"{method}: .*t = .*q = .*v = "):
         kd.simulate(m, [1.0, 0.0], [0.0, 1.0], 5.0, method=method, dt=1e-2, blowup=1e-3,
                     **kw)
+
+
+@pytest.mark.parametrize("method,kw", METHODS)
+def test_compiled_uneven_last_step_and_save_every(method, kw):
+    """t_final = 0.1005 (a last step of 5e-4, where the loop drops its extrapolation
+    history and rebuilds its matrix) and every third state kept: the Python samples."""
+    m, q0, v0 = slider()
+    a = kd.simulate(m, q0, v0, 0.1005, method=method, dt=1e-3, save_every=3, **kw)
+    b = kd.simulate(m, q0, v0, 0.1005, method=method, dt=1e-3, save_every=3,
+                    compiled=False, **kw)
+    assert compiled_ran(a)
+    np.testing.assert_array_equal(a.t, b.t)
+    assert a.t[-1] == pytest.approx(0.1005, abs=1e-15) and len(a) == 35
+    np.testing.assert_allclose(a.q, b.q, rtol=0, atol=1e-11)
+    np.testing.assert_allclose(a.v, b.v, rtol=0, atol=1e-10)
