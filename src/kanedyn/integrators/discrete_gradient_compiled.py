@@ -25,11 +25,14 @@ What makes it fast (docs/benchmarks.md, "Issue 17: compiled discrete gradients")
   ``∂²T/∂q²``): ``H_pp = M⁻¹``, ``H_pq = −M⁻¹B``, ``H_qq = −∂²T/∂q² + ∂g/∂q + BᵀM⁻¹B``
   (Legendre transform, as ``ModelSystem.canonical_jacobians``). Newton then contracts by
   O(h² |∇³H| |d|) per iteration (≈ 1e-5–1e-4 on the benchmark chains, against 2e-3–4e-2
-  for the block-triangular ``[[1, −h/2 M⁻¹], [0, 1]]`` it replaces). The matrix is
-  LU-factored and kept for ``refresh`` steps (the tangent passes cost several residuals),
-  and rebuilt at once when an iteration contracts by less than 1e-2.
-- **Predictor**: the quadratic extrapolation ``3d₁ − 3d₂ + d₃`` of the last three
-  increments (error O(h⁴) for a smooth motion), which leaves 1–2 iterations to converge.
+  for the block-triangular ``[[1, −h/2 M⁻¹], [0, 1]]`` it replaces; taken at the midpoint
+  of the predicted step). The matrix is LU-factored and kept for at most ``refresh`` (20)
+  steps — the tangent passes cost about five AVF residuals —, rebuilt at the next step
+  when a step's iteration contracted by less than ``slow`` (1e-2), at once when by less
+  than 0.1 (rates judged only on updates above the roundoff floor).
+- **Predictor**: the polynomial extrapolation of the last ``degree`` + 1 increments
+  (degree 4; 2 for Itoh–Abe, whose differences of H are noisy), which leaves about two
+  residuals a step.
 - One Cholesky factorization per mass matrix, no allocation inside a step.
 
 A step whose Newton iteration does not settle (after one rebuilt matrix), a kernel that
