@@ -133,6 +133,24 @@ class ConstrainedSystem(ConstrainedMechanics):
                 V = V + np.array([el.potential(x) for x in Q]).reshape(lead)
         return float(V) if V.ndim == 0 else V
 
+    def compiled_form(self):
+        """The compiled primitives (:mod:`.system_kernel`) when every constraint is a loop
+        closure, there are no velocity constraints, no applied forces beyond the model's,
+        and every joint has ``q̇ = v``; else None."""
+        from ..dynamics.flat import flatten
+        from ..model.joints.base import Joint
+        from .system_kernel import KIND_MODEL, CompiledForm, pack_loops
+
+        if (self.velocity_constraints or self.tau is not None or self.forces
+                or not all(isinstance(c, LoopClosure) for c in self.constraints)
+                or self.model.nq != self.model.nv
+                or any(type(b.joint).kinematic_map is not Joint.kinematic_map
+                       for b in self.model.bodies)):
+            return None
+        bodies = [tuple(-1 if i is None else i for i in b) for b in self._bodies]
+        return CompiledForm(KIND_MODEL, pack_loops(self.constraints, bodies),
+                            flatten(self.model).data)
+
     # ---- constraints --------------------------------------------------------------------
     def _position_rows(self, q: NDArray):
         """g and C = [G; A] at one configuration."""
