@@ -347,3 +347,29 @@ def primitives(kind, P, data, q, v, want_f, want_gamma, M, f, g, G, gam):
     if st == 0:
         st = loop_rows_kernel(data, P, q, v, want_gamma, g, G, gam)
     return st
+
+
+@njit(cache=True)
+def residuals_batch(kind, P, data, Q, V, A, res_g, res_Gv, res_acc):
+    """The three levels at each state k (rows of Q, V, A = v̇): ``g``, ``G v`` and
+    ``G v̇ − γ`` (:meth:`~kanedyn.constraints.system.ConstrainedMechanics.residuals`).
+    Returns 0, or the first kernel status that refused a state."""
+    nv = V.shape[1]
+    nc = res_g.shape[1]
+    M = np.empty((nv, nv))
+    f = np.empty(nv)
+    G = np.empty((nc, nv))
+    gam = np.empty(nc)
+    for k in range(Q.shape[0]):
+        st = primitives(kind, P, data, Q[k], V[k], False, True, M, f, res_g[k], G, gam)
+        if st:
+            return st
+        for r in range(nc):
+            Gv = 0.0
+            Ga = 0.0
+            for j in range(nv):
+                Gv += G[r, j] * V[k, j]
+                Ga += G[r, j] * A[k, j]
+            res_Gv[k, r] = Gv
+            res_acc[k, r] = Ga - gam[r]
+    return 0

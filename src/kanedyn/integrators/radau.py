@@ -462,7 +462,8 @@ def radau5_method(problem, formulation: str = "index3", rtol: float = 1e-6,
             res = radau5(dae.rhs, (problem.t0, problem.t_final), y0, dae.mass, dae.index,
                          rtol=rtol, atol=atol, jac=dae.jacobian, h0=h0, max_step=max_step,
                          t_eval=t_eval, names=names, max_steps=max_steps)
-    return solution(system, dae, res.t, res.y, res.stats, "radau5", problem)
+    return solution(system, dae, res.t, res.y, res.stats, "radau5", problem,
+                    compiled=compiled is not False)
 
 
 def _register():
