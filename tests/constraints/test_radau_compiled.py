@@ -10,7 +10,7 @@ from kanedyn import ConstraintError, SolverError
 from kanedyn.constraints import ConstrainedSystem, LoopClosure, problems
 from kanedyn.constraints.consistent import consistent_initial_values
 from kanedyn.constraints.mechanisms import four_bar_configuration, four_bar_system
-from kanedyn.constraints.system_kernel import primitives
+from kanedyn.constraints.system_kernel import primitives, workspace_size
 from kanedyn.spatial import axis_angle
 
 
@@ -20,8 +20,9 @@ def compiled(system, q, v):
     nv, nc = system.nv, system.nc
     M, f, g, G, gam = (np.empty((nv, nv)), np.empty(nv), np.empty(nc), np.empty((nc, nv)),
                        np.empty(nc))
-    assert primitives(form.kind, form.params, form.data, q, v, True, True, M, f, g, G,
-                      gam) == 0
+    ws = np.full(workspace_size(form.data, nv), np.nan)  # nothing read before written
+    assert primitives(form.kind, form.params, form.data, q, v, True, True, M, f, g, G, gam,
+                      ws) == 0
     return M, f, g, G, gam
 
 

@@ -36,14 +36,14 @@ from numba import njit
 from numpy.typing import NDArray
 
 from ..dynamics import _compiled
-from ..dynamics.kernels.crba import crba_into
+from ..dynamics.kernels.crba import crba_core
 from ..dynamics.kernels.joint_rows import (
     joint_transform,
     motion_subspace_column,
     motion_subspace_times,
 )
 from ..dynamics.kernels.kinematics import kinematics_into
-from ..dynamics.kernels.rnea import rnea_into
+from ..dynamics.kernels.rnea import rnea_core
 from ..dynamics.kernels.spatial_rows import x_motion
 from ..dynamics.layout import IV, NVJ, PARENT
 
@@ -191,161 +191,215 @@ def andrews_constraints(p, q, v, want_gamma, g, G, gam):
 
 # ------------------------------------------------------------------ loop closures
 @njit(cache=True)
-def bias_accelerations(data, q, v, vel, acc):
-    """``acc[i]`` = spatial acceleration of body i at v̇ = 0 without gravity (body
-    coordinates): ``a_i = X_up a_p + crm(v_i) S v_i``; ``vel`` from kinematics_into."""
+def workspace_size(data, nv):
+    """Length of the float64 workspace :func:`primitives` takes (carved by
+    :func:`_carve`): per body R (9), p (3), v and a (6 each), X_up (12), the RNEA rows
+    (18), the CRBA's composite inertias (13) and angles (3); 12 + 12 more for those two,
+    12 rows of 6 for the closures, and four 3 × nv Jacobians."""
     nb = data.shape[0] - 1
-    X = np.empty((nb, 12))
-    vJ = np.empty((1, 6))
+    return 70 * nb + 96 + 12 * nv
+
+
+@njit(cache=True, forceinline=True)
+def _carve(ws, nb, nv):
+    """The workspace's parts (see :func:`workspace_size`). (Not ``_nrt=False``: it makes
+    the views it returns, whose references the caller then owns.)"""
+    o = 0
+    R = ws[o:o + 9 * nb].reshape((nb, 3, 3))
+    o += 9 * nb
+    p = ws[o:o + 3 * nb].reshape((nb, 3))
+    o += 3 * nb
+    vel = ws[o:o + 6 * nb].reshape((nb, 6))
+    o += 6 * nb
+    acc = ws[o:o + 6 * nb].reshape((nb, 6))
+    o += 6 * nb
+    X = ws[o:o + 12 * nb].reshape((nb, 12))
+    o += 12 * nb
+    w = ws[o:o + 18 * nb + 12].reshape((3 * nb + 2, 6))  # RNEA's rows
+    o += 18 * nb + 12
+    P = ws[o:o + 13 * nb].reshape((nb, 13))  # CRBA's composite inertias
+    o += 13 * nb
+    F = ws[o:o + 12].reshape((2, 6))
+    o += 12
+    A = ws[o:o + 3 * nb]
+    o += 3 * nb
+    S = ws[o:o + 72].reshape((12, 6))  # the closures' rows (loop_rows_kernel)
+    o += 72
+    J = ws[o:o + 12 * nv].reshape((4, 3, nv))  # Jp a, Jp b, Jω a, Jω b
+    return R, p, vel, acc, X, w, P, F, A, S, J
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def _cross(a0, a1, a2, b0, b1, b2):
+    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+
+
+@njit(cache=True, _nrt=False)
+def bias_accelerations(data, q, v, vel, acc, X, vJ):
+    """``acc[i]`` = spatial acceleration of body i at v̇ = 0 without gravity (body
+    coordinates): ``a_i = X_up a_p + crm(v_i) S v_i``; ``vel`` from kinematics_into,
+    ``X`` (nb, 12) and ``vJ`` (1, 6) workspace."""
+    nb = data.shape[0] - 1
     for i in range(nb):
         joint_transform(data, i, q, X)
         motion_subspace_times(data, i, v, vJ, 0)
-        w0, w1, w2, u0, u1, u2 = vel[i, 0], vel[i, 1], vel[i, 2], vel[i, 3], vel[i, 4], vel[i, 5]
-        m0, m1, m2, n0, n1, n2 = vJ[0, 0], vJ[0, 1], vJ[0, 2], vJ[0, 3], vJ[0, 4], vJ[0, 5]
         # crm(v) m = [ω × m_ω; ω × m_v + v_O × m_ω]
-        c0, c1, c2 = w1 * m2 - w2 * m1, w2 * m0 - w0 * m2, w0 * m1 - w1 * m0
-        c3 = w1 * n2 - w2 * n1 + u1 * m2 - u2 * m1
-        c4 = w2 * n0 - w0 * n2 + u2 * m0 - u0 * m2
-        c5 = w0 * n1 - w1 * n0 + u0 * m1 - u1 * m0
+        c0, c1, c2 = _cross(vel[i, 0], vel[i, 1], vel[i, 2], vJ[0, 0], vJ[0, 1], vJ[0, 2])
+        d0, d1, d2 = _cross(vel[i, 0], vel[i, 1], vel[i, 2], vJ[0, 3], vJ[0, 4], vJ[0, 5])
+        e0, e1, e2 = _cross(vel[i, 3], vel[i, 4], vel[i, 5], vJ[0, 0], vJ[0, 1], vJ[0, 2])
         par = int(data[i, PARENT])
         if par >= 0:
             x_motion(X, i, acc, par, acc, i)
-            acc[i, 0] += c0
-            acc[i, 1] += c1
-            acc[i, 2] += c2
-            acc[i, 3] += c3
-            acc[i, 4] += c4
-            acc[i, 5] += c5
         else:
-            acc[i, 0], acc[i, 1], acc[i, 2], acc[i, 3], acc[i, 4], acc[i, 5] = \
-                c0, c1, c2, c3, c4, c5
+            acc[i, :] = 0.0
+        acc[i, 0] += c0
+        acc[i, 1] += c1
+        acc[i, 2] += c2
+        acc[i, 3] += d0 + e0
+        acc[i, 4] += d1 + e1
+        acc[i, 5] += d2 + e2
 
 
-@njit(cache=True)
-def side_kinematics(data, body, c, R, p, vel, acc, use_v, x, Jp, Jw, ab, wab):
+@njit(cache=True, _nrt=False)
+def side_kinematics(data, body, c, R, p, vel, acc, use_v, Jp, Jw, col, out):
     """One side of a closure: the world point x of body point c, its Jacobian Jp
-    (3 × nv), the angular Jacobian Jw, and with ``use_v`` its bias acceleration ``ab`` and
-    the body's world ω and bias ω̇ (``wab[0]``, ``wab[1]``). body < 0: the world."""
-    nv = Jp.shape[1]
-    for a in range(3):
-        for j in range(nv):
-            Jp[a, j] = 0.0
-            Jw[a, j] = 0.0
-        ab[a] = 0.0
-        wab[0, a] = 0.0
-        wab[1, a] = 0.0
+    (3 × nv) and the angular Jacobian Jw (columns ``u_j + w_j × (x − p_j)`` and ``w_j``
+    of the supporting joints j); with ``use_v`` the point's bias acceleration
+    ``R (a_O + ω × v_O + ω̇ × c + ω × (ω × c))`` and the body's world ω and bias ω̇.
+    ``out`` rows: x, bias acceleration, ω, ω̇. body < 0: the world. ``col``: (1, 6)."""
+    Jp[:, :] = 0.0
+    Jw[:, :] = 0.0
+    out[:, :] = 0.0
     if body < 0:
-        for a in range(3):
-            x[a] = c[a]
+        out[0, 0], out[0, 1], out[0, 2] = c[0], c[1], c[2]
         return
+    Rb = R[body]
     for a in range(3):
-        x[a] = p[body, a] + R[body, a, 0] * c[0] + R[body, a, 1] * c[1] + R[body, a, 2] * c[2]
-    col = np.empty((1, 6))
+        out[0, a] = p[body, a] + Rb[a, 0] * c[0] + Rb[a, 1] * c[1] + Rb[a, 2] * c[2]
     j = body
     while j >= 0:  # the motion columns of the supporting joints, in world coordinates
         o = int(data[j, IV])
+        Rj = R[j]
+        d0, d1, d2 = out[0, 0] - p[j, 0], out[0, 1] - p[j, 1], out[0, 2] - p[j, 2]
         for k in range(int(data[j, NVJ])):
             motion_subspace_column(data, j, k, col, 0)
-            w = R[j] @ col[0, :3]
-            u = R[j] @ col[0, 3:]
-            # velocity of the point x moving with the column: u + p_j × w + w × x
-            #   = u + w × (x − p_j)
-            d0, d1, d2 = x[0] - p[j, 0], x[1] - p[j, 1], x[2] - p[j, 2]
-            Jp[0, o + k] = u[0] + w[1] * d2 - w[2] * d1
-            Jp[1, o + k] = u[1] + w[2] * d0 - w[0] * d2
-            Jp[2, o + k] = u[2] + w[0] * d1 - w[1] * d0
-            Jw[0, o + k], Jw[1, o + k], Jw[2, o + k] = w[0], w[1], w[2]
+            for a in range(3):
+                Jw[a, o + k] = Rj[a, 0] * col[0, 0] + Rj[a, 1] * col[0, 1] + Rj[a, 2] * col[0, 2]
+                Jp[a, o + k] = Rj[a, 0] * col[0, 3] + Rj[a, 1] * col[0, 4] + Rj[a, 2] * col[0, 5]
+            x0, x1, x2 = _cross(Jw[0, o + k], Jw[1, o + k], Jw[2, o + k], d0, d1, d2)
+            Jp[0, o + k] += x0
+            Jp[1, o + k] += x1
+            Jp[2, o + k] += x2
         j = int(data[j, PARENT])
-    if use_v:
-        w, vO = vel[body, :3], vel[body, 3:]
-        wd, aO = acc[body, :3], acc[body, 3:]
-        a_body = aO + np.cross(w, vO) + np.cross(wd, c) + np.cross(w, np.cross(w, c))
-        ab[:] = R[body] @ a_body
-        wab[0, :] = R[body] @ w
-        wab[1, :] = R[body] @ wd
+    if not use_v:
+        return
+    w0, w1, w2 = vel[body, 0], vel[body, 1], vel[body, 2]
+    wd0, wd1, wd2 = acc[body, 0], acc[body, 1], acc[body, 2]
+    a0, a1, a2 = _cross(w0, w1, w2, vel[body, 3], vel[body, 4], vel[body, 5])
+    b0, b1, b2 = _cross(wd0, wd1, wd2, c[0], c[1], c[2])
+    e0, e1, e2 = _cross(w0, w1, w2, c[0], c[1], c[2])
+    f0, f1, f2 = _cross(w0, w1, w2, e0, e1, e2)
+    ab0 = acc[body, 3] + a0 + b0 + f0
+    ab1 = acc[body, 4] + a1 + b1 + f1
+    ab2 = acc[body, 5] + a2 + b2 + f2
+    for a in range(3):
+        out[1, a] = Rb[a, 0] * ab0 + Rb[a, 1] * ab1 + Rb[a, 2] * ab2
+        out[2, a] = Rb[a, 0] * w0 + Rb[a, 1] * w1 + Rb[a, 2] * w2
+        out[3, a] = Rb[a, 0] * wd0 + Rb[a, 1] * wd1 + Rb[a, 2] * wd2
+
+
+@njit(cache=True, _nrt=False)
+def _frame_axes(R, body, Rf, F):
+    """World axes (columns of F) of a closure frame with axes Rf on ``body`` (-1: world)."""
+    for a in range(3):
+        for b in range(3):
+            if body < 0:
+                F[a, b] = Rf[a, b]
+            else:
+                F[a, b] = (R[body, a, 0] * Rf[0, b] + R[body, a, 1] * Rf[1, b]
+                           + R[body, a, 2] * Rf[2, b])
 
 
 @njit(cache=True)
-def loop_rows_kernel(data, L, q, v, use_v, g, G, gam):
+def loop_rows_kernel(data, L, q, v, use_v, g, G, gam, ws):
     """g, G (rows of C) and, with ``use_v``, γ of the loop closures packed in L
     (:func:`pack_loops`); the compiled :func:`~kanedyn.constraints.loops.loop_rows`.
-    Returns the kinematics kernel's status (0 ok)."""
+    ``ws``: the workspace of :func:`workspace_size`. Returns the kinematics kernel's
+    status (0 ok)."""
     nb = data.shape[0] - 1
     nv = G.shape[1]
-    R = np.empty((nb, 3, 3))
-    p = np.empty((nb, 3))
-    vel = np.empty((nb, 6))
-    acc = np.empty((nb, 6))
+    R, p, vel, acc, X, _, _, _, _, S, J = _carve(ws, nb, nv)
     st = kinematics_into(data, q, v, use_v, R, p, vel)
     if st:
         return st
+    col = S[:1]
     if use_v:
-        bias_accelerations(data, q, v, vel, acc)
-    xa, xb, aa, abb = np.empty(3), np.empty(3), np.empty(3), np.empty(3)
-    Jpa, Jpb = np.empty((3, nv)), np.empty((3, nv))
-    Jwa, Jwb = np.empty((3, nv)), np.empty((3, nv))
-    wa, wb = np.empty((2, 3)), np.empty((2, 3))
-    FA, FB = np.empty((3, 3)), np.empty((3, 3))
+        bias_accelerations(data, q, v, vel, acc, X, col)
+    sa, sb = S[1:5, :3], S[5:9, :3]  # x, bias acceleration, ω, ω̇ of each side
+    FA, FB = S[9:12, :3], S[9:12, 3:]
     row = 0
     for k in range(int(L[0])):
         o = 1 + _LOOP * k
         ia, ib, kind, nax = int(L[o]), int(L[o + 1]), int(L[o + 2]), int(L[o + 3])
-        Ra, pa = L[o + 7:o + 16].reshape((3, 3)), L[o + 16:o + 19]
-        Rb, pb = L[o + 19:o + 28].reshape((3, 3)), L[o + 28:o + 31]
-        side_kinematics(data, ia, pa, R, p, vel, acc, use_v, xa, Jpa, Jwa, aa, wa)
-        side_kinematics(data, ib, pb, R, p, vel, acc, use_v, xb, Jpb, Jwb, abb, wb)
+        side_kinematics(data, ia, L[o + 16:o + 19], R, p, vel, acc, use_v, J[0], J[2], col, sa)
+        side_kinematics(data, ib, L[o + 28:o + 31], R, p, vel, acc, use_v, J[1], J[3], col, sb)
         for m in range(nax):
             a = int(L[o + 4 + m])
-            g[row] = xb[a] - xa[a]
+            g[row] = sb[0, a] - sa[0, a]
             for j in range(nv):
-                G[row, j] = Jpb[a, j] - Jpa[a, j]
+                G[row, j] = J[1, a, j] - J[0, a, j]
             if use_v:
-                gam[row] = -(abb[a] - aa[a])
+                gam[row] = -(sb[1, a] - sa[1, a])
             row += 1
         if kind == 0:
             continue
-        RA = np.eye(3) if ia < 0 else R[ia]
-        RB = np.eye(3) if ib < 0 else R[ib]
-        FA[:, :] = RA @ Ra
-        FB[:, :] = RB @ Rb
+        _frame_axes(R, ia, L[o + 7:o + 16].reshape((3, 3)), FA)
+        _frame_axes(R, ib, L[o + 19:o + 28].reshape((3, 3)), FB)
         for m in range(2 if kind == 1 else 3):
             # the pairs of loops._ROT_PAIRS: revolute (0,2),(1,2); weld (1,2),(2,0),(0,1)
-            if kind == 1:
-                i, jj = m, 2
-            else:
-                i, jj = (m + 1) % 3, (m + 2) % 3
-            u, w = FA[:, i].copy(), FB[:, jj].copy()
-            n = np.cross(w, u)
-            g[row] = u @ w
+            i, jj = (m, 2) if kind == 1 else ((m + 1) % 3, (m + 2) % 3)
+            u0, u1, u2 = FA[0, i], FA[1, i], FA[2, i]
+            w0, w1, w2 = FB[0, jj], FB[1, jj], FB[2, jj]
+            n0, n1, n2 = _cross(w0, w1, w2, u0, u1, u2)
+            g[row] = u0 * w0 + u1 * w1 + u2 * w2
             for j in range(nv):
-                G[row, j] = (n[0] * (Jwb[0, j] - Jwa[0, j]) + n[1] * (Jwb[1, j] - Jwa[1, j])
-                             + n[2] * (Jwb[2, j] - Jwa[2, j]))
+                G[row, j] = (n0 * (J[3, 0, j] - J[2, 0, j]) + n1 * (J[3, 1, j] - J[2, 1, j])
+                             + n2 * (J[3, 2, j] - J[2, 2, j]))
             if use_v:
-                ud, wd = np.cross(wa[0], u), np.cross(wb[0], w)
-                dw, dwd = wb[0] - wa[0], wb[1] - wa[1]
-                gam[row] = -((np.cross(wd, u) + np.cross(w, ud)) @ dw + n @ dwd)
+                # u̇ = ω_a × u, ẇ = ω_b × w; γ = −((ẇ × u + w × u̇)·Δω + (w × u)·Δω̇)
+                ud0, ud1, ud2 = _cross(sa[2, 0], sa[2, 1], sa[2, 2], u0, u1, u2)
+                wd0, wd1, wd2 = _cross(sb[2, 0], sb[2, 1], sb[2, 2], w0, w1, w2)
+                p0, p1, p2 = _cross(wd0, wd1, wd2, u0, u1, u2)
+                r0, r1, r2 = _cross(w0, w1, w2, ud0, ud1, ud2)
+                gam[row] = -((p0 + r0) * (sb[2, 0] - sa[2, 0]) + (p1 + r1) * (sb[2, 1] - sa[2, 1])
+                             + (p2 + r2) * (sb[2, 2] - sa[2, 2])
+                             + n0 * (sb[3, 0] - sa[3, 0]) + n1 * (sb[3, 1] - sa[3, 1])
+                             + n2 * (sb[3, 2] - sa[3, 2]))
             row += 1
     return 0
 
 
 # ------------------------------------------------------------------ one entry point
 @njit(cache=True)
-def primitives(kind, P, data, q, v, want_f, want_gamma, M, f, g, G, gam):
+def primitives(kind, P, data, q, v, want_f, want_gamma, M, f, g, G, gam, ws):
     """At one state: M(q), f(q, v) (``want_f``), g(q), G(q) and γ(q, v) (``want_gamma``).
-    Returns 0, or the kernel status that refused the state."""
+    ``ws``: a workspace of :func:`workspace_size` floats (Andrews needs none). Returns 0,
+    or the kernel status that refused the state."""
     if kind == KIND_ANDREWS:
         andrews_mass(P, q, M)
         if want_f:
             andrews_force(P, q, v, f)
         andrews_constraints(P, q, v, want_gamma, g, G, gam)
         return 0
-    st = crba_into(data, q, M)
+    nb = data.shape[0] - 1
+    _, _, _, _, X, w, Pc, F, A, _, _ = _carve(ws, nb, M.shape[0])
+    st = crba_core(data, q, M, X, Pc, F, A)  # (with the armature)
     if want_f and st == 0:
-        st = rnea_into(data, q, v, v, data, True, False, False, f)  # h(q, v); f = −h
+        st = rnea_core(data, q, v, v, data, True, False, False, f, X, w)  # h(q, v); f = −h
         for i in range(f.shape[0]):
             f[i] = -f[i]
     if st == 0:
-        st = loop_rows_kernel(data, P, q, v, want_gamma, g, G, gam)
+        st = loop_rows_kernel(data, P, q, v, want_gamma, g, G, gam, ws)
     return st
 
 
@@ -360,8 +414,9 @@ def residuals_batch(kind, P, data, Q, V, A, res_g, res_Gv, res_acc):
     f = np.empty(nv)
     G = np.empty((nc, nv))
     gam = np.empty(nc)
+    ws = np.empty(workspace_size(data, nv))
     for k in range(Q.shape[0]):
-        st = primitives(kind, P, data, Q[k], V[k], False, True, M, f, res_g[k], G, gam)
+        st = primitives(kind, P, data, Q[k], V[k], False, True, M, f, res_g[k], G, gam, ws)
         if st:
             return st
         for r in range(nc):

@@ -43,17 +43,18 @@ OK, MAX_STEPS, COLLAPSED, F0_NOT_FINITE, F_NOT_FINITE, KERNEL_REFUSED = 0, 1, 2,
 
 # ------------------------------------------------------------------ residual and Jacobian
 @njit(cache=True)
-def dae_rhs(kind, P, data, form, nq, nc, alpha, beta, t, y, out, M, f, g, G, gam):
+def dae_rhs(kind, P, data, form, nq, nc, alpha, beta, t, y, out, M, f, g, G, gam, ws):
     """``F(t, y)`` of ``D y' = F`` in the formulation ``form`` (see the table of
     :mod:`kanedyn.constraints.formulations`; here q̇ = v and there are no velocity rows):
-    ``q' = v (+ Gᵀμ)``, ``v' = a``, ``0 = f − M a − Gᵀλ`` and the constraint rows."""
+    ``q' = v (+ Gᵀμ)``, ``v' = a``, ``0 = f − M a − Gᵀλ`` and the constraint rows.
+    M, f, g, G, gam, ws: work arrays of the primitives."""
     nv = nq
     q = y[:nq]
     v = y[nq:2 * nq]
     a = y[2 * nq:3 * nq]
     lam = y[3 * nq:3 * nq + nc]
     want_gamma = form == 2 or form == 3
-    st = sk.primitives(kind, P, data, q, v, True, want_gamma, M, f, g, G, gam)
+    st = sk.primitives(kind, P, data, q, v, True, want_gamma, M, f, g, G, gam, ws)
     if st != 0:
         out[:] = np.nan
         return st
@@ -93,7 +94,7 @@ def dae_rhs(kind, P, data, form, nq, nc, alpha, beta, t, y, out, M, f, g, G, gam
 
 @njit(cache=True)
 def dae_jacobian(kind, P, data, form, nq, nc, alpha, beta, t, y, f0, J, work, M, f, g, G,
-                 gam):
+                 gam, ws):
     """∂F/∂y as ``DAE.jacobian``: forward differences in (q, v) with the step
     ``√(eps·max(1e-5, |y_j|))``, the exact blocks in a, λ, μ (F is linear in them)."""
     n = y.shape[0]
@@ -104,11 +105,11 @@ def dae_jacobian(kind, P, data, form, nq, nc, alpha, beta, t, y, f0, J, work, M,
     for j in range(nd):
         delt = np.sqrt(eps * max(1e-5, abs(y[j])))
         yp[j] = y[j] + delt
-        dae_rhs(kind, P, data, form, nq, nc, alpha, beta, t, yp, work, M, f, g, G, gam)
+        dae_rhs(kind, P, data, form, nq, nc, alpha, beta, t, yp, work, M, f, g, G, gam, ws)
         yp[j] = y[j]
         for i in range(n):
             J[i, j] = (work[i] - f0[i]) / delt
-    sk.primitives(kind, P, data, y[:nq], y[nq:nd], False, False, M, f, g, G, gam)
+    sk.primitives(kind, P, data, y[:nq], y[nq:nd], False, False, M, f, g, G, gam, ws)
     for i in range(nq):
         J[nq + i, nd + i] = 1.0
         for j in range(nq):
@@ -224,6 +225,7 @@ def radau5_run(kind, P, data, form, nq, nc, alpha, beta, t0, tf, y0, Dm, idx, rt
     g = np.empty(max(nc, 1))
     G = np.empty((max(nc, 1), nv))
     gam = np.empty(max(nc, 1))
+    ws = np.empty(sk.workspace_size(data, nv))
     uround = np.finfo(np.float64).eps
     safe, facl, facr, thet = 0.9, 5.0, 1.0 / 8.0, 0.001
     cfac = safe * (1 + 2 * max_newton)
@@ -234,7 +236,7 @@ def radau5_run(kind, P, data, form, nq, nc, alpha, beta, t0, tf, y0, Dm, idx, rt
     t = t0
     y = y0.copy()
     f0 = np.empty(n)
-    st = dae_rhs(kind, P, data, form, nq, nc, alpha, beta, t, y, f0, M, fv, g, G, gam)
+    st = dae_rhs(kind, P, data, form, nq, nc, alpha, beta, t, y, f0, M, fv, g, G, gam, ws)
     info[4] = 1
     if st != 0 or not np.all(np.isfinite(f0)):
         info[0] = F0_NOT_FINITE
@@ -243,7 +245,7 @@ def radau5_run(kind, P, data, form, nq, nc, alpha, beta, t0, tf, y0, Dm, idx, rt
     J = np.empty((n, n))
     work = np.empty(n)
     dae_jacobian(kind, P, data, form, nq, nc, alpha, beta, t, y, f0, J, work, M, fv, g,
-                 G, gam)
+                 G, gam, ws)
     info[5] = 1
     cap = 256
     ts = np.empty(cap)
@@ -331,7 +333,7 @@ def radau5_run(kind, P, data, form, nq, nc, alpha, beta, t0, tf, y0, Dm, idx, rt
                 for i in range(n):
                     ystage[i] = y[i] + Z[s, i]
                 dae_rhs(kind, P, data, form, nq, nc, alpha, beta, t + Cc[s] * h, ystage,
-                        Fz[s], M, fv, g, G, gam)
+                        Fz[s], M, fv, g, G, gam, ws)
                 for i in range(n):
                     if not np.isfinite(Fz[s, i]):
                         finite = False
@@ -392,7 +394,7 @@ def radau5_run(kind, P, data, form, nq, nc, alpha, beta, t0, tf, y0, Dm, idx, rt
             decompose = True
             if not caljac:
                 dae_jacobian(kind, P, data, form, nq, nc, alpha, beta, t, y, f0, J, work,
-                             M, fv, g, G, gam)
+                             M, fv, g, G, gam, ws)
                 info[5] += 1
                 caljac = True
             continue
@@ -412,7 +414,7 @@ def radau5_run(kind, P, data, form, nq, nc, alpha, beta, t0, tf, y0, Dm, idx, rt
             for i in range(n):
                 ystage[i] = y[i] + err_v[i]
             dae_rhs(kind, P, data, form, nq, nc, alpha, beta, t, ystage, work, M, fv, g, G,
-                    gam)
+                    gam, ws)
             info[4] += 1
             if np.all(np.isfinite(work)):
                 for i in range(n):
@@ -453,7 +455,7 @@ def radau5_run(kind, P, data, form, nq, nc, alpha, beta, t0, tf, y0, Dm, idx, rt
             ys = _grow(ys, nacc)
             ts[nacc] = t
             ys[nacc] = y
-            dae_rhs(kind, P, data, form, nq, nc, alpha, beta, t, y, f0, M, fv, g, G, gam)
+            dae_rhs(kind, P, data, form, nq, nc, alpha, beta, t, y, f0, M, fv, g, G, gam, ws)
             info[4] += 1
             if not np.all(np.isfinite(f0)):
                 info[0] = F_NOT_FINITE
@@ -473,7 +475,7 @@ def radau5_run(kind, P, data, form, nq, nc, alpha, beta, t0, tf, y0, Dm, idx, rt
             decompose = True
             if theta > thet:
                 dae_jacobian(kind, P, data, form, nq, nc, alpha, beta, t, y, f0, J, work,
-                             M, fv, g, G, gam)
+                             M, fv, g, G, gam, ws)
                 info[5] += 1
                 caljac = True
         else:
@@ -483,7 +485,7 @@ def radau5_run(kind, P, data, form, nq, nc, alpha, beta, t0, tf, y0, Dm, idx, rt
             decompose = True
             if not caljac:
                 dae_jacobian(kind, P, data, form, nq, nc, alpha, beta, t, y, f0, J, work,
-                             M, fv, g, G, gam)
+                             M, fv, g, G, gam, ws)
                 info[5] += 1
                 caljac = True
     return ts[:nacc + 1].copy(), ys[:nacc + 1].copy(), hs[:nacc].copy(), Ds[:nacc].copy()
