@@ -446,8 +446,17 @@ def _run_batch():
     kd.simulate_batch(model, np.tile(q0, (4, 1)), np.tile(v0, (4, 1)), 0.01, dt=1e-3)
 
 
+def _run_radau():
+    # the compiled radau5 loop for both kinds of compiled constrained system
+    from kanedyn.constraints import problems
+
+    for prob in (problems.andrews(), problems.four_bar()):
+        kd.simulate(prob.system, prob.q0, prob.v0, 1e-4, method="radau5")
+
+
 _PRECOMPILE_RUNS = {"simulate avf": _run_avf, "simulate rk4": _run_rk4,
-                    "demo (friction)": _run_demo, "simulate_batch": _run_batch}
+                    "demo (friction)": _run_demo, "simulate_batch": _run_batch,
+                    "simulate radau5 (constrained)": _run_radau}
 
 
 def precompile_one(task: str) -> tuple[str, float]:
