@@ -201,6 +201,20 @@ def _worst(ev, sc, info, finfo):
     info[8], finfo[2] = k, best
 
 
+@njit(cache=True)
+def _error_estimate(f, Z, Ee, Dm, h, E1, p1, scal, err_v):
+    """``err_v = (γ̂/h D − J)⁻¹ (f + D (e·Z)/h)`` and its scaled RMS norm (≥ 1e-10),
+    RADAU5's embedded estimate (Hairer & Wanner II, sec. IV.8)."""
+    n = f.shape[0]
+    for i in range(n):
+        err_v[i] = f[i] + Dm[i] * (Ee[0] * Z[0, i] + Ee[1] * Z[1, i] + Ee[2] * Z[2, i]) / h
+    lu_solve(E1, p1, err_v)
+    ss = 0.0
+    for i in range(n):
+        ss += (err_v[i] / scal[i]) ** 2
+    return max(np.sqrt(ss) * (1.0 / np.sqrt(n)), 1e-10)
+
+
 # ------------------------------------------------------------------ the integration
 @njit(cache=True)
 def radau5_run(kind, P, data, form, nq, nc, alpha, beta, t0, tf, y0, Dm, idx, rtol_i,
@@ -230,7 +244,6 @@ def radau5_run(kind, P, data, form, nq, nc, alpha, beta, t0, tf, y0, Dm, idx, rt
     safe, facl, facr, thet = 0.9, 5.0, 1.0 / 8.0, 0.001
     cfac = safe * (1 + 2 * max_newton)
     inv_sqrt_3n = 1.0 / np.sqrt(3.0 * n)
-    inv_sqrt_n = 1.0 / np.sqrt(n)
     for k in range(10):
         info[k] = 0
     t = t0
@@ -402,14 +415,7 @@ def radau5_run(kind, P, data, form, nq, nc, alpha, beta, t0, tf, y0, Dm, idx, rt
         for i in range(n):
             y1[i] = y[i] + Z[2, i]
         _scale(y, y1, h, atol_i, rtol_i, idx, scal)
-        for i in range(n):
-            F2 = (Ee[0] * Z[0, i] + Ee[1] * Z[1, i] + Ee[2] * Z[2, i]) / h
-            err_v[i] = f0[i] + Dm[i] * F2
-        lu_solve(E1, p1, err_v)
-        ss = 0.0
-        for i in range(n):
-            ss += (err_v[i] / scal[i]) ** 2
-        err = max(np.sqrt(ss) * inv_sqrt_n, 1e-10)
+        err = _error_estimate(f0, Z, Ee, Dm, h, E1, p1, scal, err_v)
         if err >= 1.0 and (first or reject):
             for i in range(n):
                 ystage[i] = y[i] + err_v[i]
@@ -417,14 +423,7 @@ def radau5_run(kind, P, data, form, nq, nc, alpha, beta, t0, tf, y0, Dm, idx, rt
                     gam, ws)
             info[4] += 1
             if np.all(np.isfinite(work)):
-                for i in range(n):
-                    F2 = (Ee[0] * Z[0, i] + Ee[1] * Z[1, i] + Ee[2] * Z[2, i]) / h
-                    err_v[i] = work[i] + Dm[i] * F2
-                lu_solve(E1, p1, err_v)
-                ss = 0.0
-                for i in range(n):
-                    ss += (err_v[i] / scal[i]) ** 2
-                err = max(np.sqrt(ss) * inv_sqrt_n, 1e-10)
+                err = _error_estimate(work, Z, Ee, Dm, h, E1, p1, scal, err_v)
         last_kind = 2
         last_ev[:] = err_v
         last_sc[:] = scal
