@@ -7,7 +7,13 @@ import pytest
 
 import kanedyn as kd
 from kanedyn import ConstraintError, SolverError
-from kanedyn.constraints import ConstrainedSystem, LoopClosure, problems
+from kanedyn.constraints import (
+    ConstrainedSystem,
+    LoopClosure,
+    UserConstraint,
+    VelocityConstraint,
+    problems,
+)
 from kanedyn.constraints.consistent import consistent_initial_values
 from kanedyn.constraints.mechanisms import four_bar_configuration, four_bar_system
 from kanedyn.constraints.system_kernel import primitives, workspace_size
@@ -26,7 +32,16 @@ def compiled(system, q, v):
     return M, f, g, G, gam
 
 
+def reference(system):
+    """The system with its readable Python rows (loops.loop_rows) for a Model."""
+    if isinstance(system, ConstrainedSystem):
+        return ConstrainedSystem(system.model, system.constraints,
+                                 system.velocity_constraints, system.tau, compiled=False)
+    return system
+
+
 def python(system, q, v):
+    system = reference(system)
     return (system.mass_matrix(q), system.applied_forces(0.0, q, v), system.constraint(0.0, q),
             system.constraint_matrix(0.0, q), system.gamma(0.0, q, v))
 
@@ -78,12 +93,38 @@ def test_compiled_primitives_equal_python_and_differentiation(name):
         np.testing.assert_allclose(gam, -dGv / (2 * h), atol=1e-7 * np.abs(gam).max())
 
 
+def test_model_system_rows_compiled_equal_python_in_any_mix():
+    """A ConstrainedSystem's own g, C = [G; A] and γ come from the compiled loop rows; with
+    a user constraint between two loop closures and a velocity row after them, every row
+    lands where the Python rows put it (equal to round-off), for one state and a batch."""
+    model = kd.models.random_tree(4, seed=3, joint_types=("revolute",))
+    rng = np.random.default_rng(2)
+    loops = [LoopClosure(1, 3, "revolute", frame_a=(axis_angle(rng.normal(size=3), 0.4),
+                                                    (0.1, 0.0, 0.2)), name="a"),
+             LoopClosure(None, 2, "point", axes=(0, 2), name="b")]
+    user = UserConstraint(lambda q: np.array([q[0] * q[3]]),
+                          lambda q: np.array([[q[3], 0.0, 0.0, q[0]]]), 1,
+                          lambda q, v: np.array([-2.0 * v[0] * v[3]]), name="u")
+    vel = VelocityConstraint(lambda q: np.array([[1.0, np.cos(q[1]), 0.0, 0.0]]), 1,
+                             gamma=lambda q, v: np.array([np.sin(q[1]) * v[1] * v[1]]),
+                             name="w")
+    comp = ConstrainedSystem(model, [loops[0], user, loops[1]], [vel])
+    ref = ConstrainedSystem(model, [loops[0], user, loops[1]], [vel], compiled=False)
+    Q, V = rng.normal(size=(3, 4)), rng.normal(size=(3, 4))
+    for q, v in ((Q[0], V[0]), (Q, V)):
+        for what in ("constraint", "constraint_matrix"):
+            np.testing.assert_allclose(getattr(comp, what)(0.0, q), getattr(ref, what)(0.0, q),
+                                       rtol=1e-12, atol=1e-13, err_msg=what)
+        np.testing.assert_allclose(comp.gamma(0.0, q, v), ref.gamma(0.0, q, v), rtol=1e-12,
+                                   atol=1e-12)
+    assert comp.compiled_form() is None  # velocity rows: radau5 takes the Python loop
+
+
 def same_run(prob, formulation, tol, t_final):
-    """Compiled and Python radau5 on one problem; the compiled and reference results."""
-    runs = [kd.simulate(prob.system, prob.q0, prob.v0, t_final, method="radau5",
+    """Compiled radau5 on one problem, and the Python loop on the Python rows."""
+    return [kd.simulate(system, prob.q0, prob.v0, t_final, method="radau5",
                         formulation=formulation, rtol=tol, atol=tol, compiled=c)
-            for c in (True, False)]
-    return runs
+            for system, c in ((prob.system, True), (reference(prob.system), False))]
 
 
 @pytest.mark.parametrize("case", [("andrews", "index3", 1e-8), ("andrews", "ggl", 1e-6),

@@ -428,3 +428,15 @@ def residuals_batch(kind, P, data, Q, V, A, res_g, res_Gv, res_acc):
             res_Gv[k, r] = Gv
             res_acc[k, r] = Ga - gam[r]
     return 0
+
+
+@njit(cache=True)
+def loop_rows_batch(data, L, Q, V, use_v, g, G, gam):
+    """:func:`loop_rows_kernel` at each state k (rows of Q, V) into g[k], G[k], gam[k].
+    Returns 0, or the first kernel status that refused a state."""
+    ws = np.empty(workspace_size(data, G.shape[2]))
+    for k in range(Q.shape[0]):
+        st = loop_rows_kernel(data, L, Q[k], V[k], use_v, g[k], G[k], gam[k], ws)
+        if st:
+            return st
+    return 0
