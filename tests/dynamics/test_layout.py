@@ -171,7 +171,8 @@ def test_the_keyed_modules_are_those_that_read_the_layout():
                 "kanedyn.dynamics.centroidal_kernel", "kanedyn.dynamics.joint_wrenches_kernel",
                 "kanedyn.sim.configuration_kernel", "kanedyn.sim.batch",
                 "kanedyn.integrators.rk4_compiled", "kanedyn.integrators.avf_compiled",
-                "kanedyn.identify.regressor_kernel"}
+                "kanedyn.identify.regressor_kernel", "kanedyn.constraints.system_kernel",
+                "kanedyn.integrators.radau_compiled"}
     for name in expected:
         importlib.import_module(name)
     keyed = {_module_name(Path(f)) for f in _compiled._KEYS if Path(f).is_relative_to(SRC)}

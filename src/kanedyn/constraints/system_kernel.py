@@ -108,7 +108,7 @@ def pack_loops(closures, bodies) -> NDArray:
 
 
 # ------------------------------------------------------------------ Andrews' squeezer
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, nogil=True)
 def andrews_mass(p, q, M):
     """M(q) of Andrews' squeezer (Hairer & Wanner II, sec. VII.7)."""
     m1, m2, m3, m4, m5, m6, m7 = p[0], p[1], p[2], p[3], p[4], p[5], p[6]
@@ -134,7 +134,7 @@ def andrews_mass(p, q, M):
                + i7)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, nogil=True)
 def andrews_force(p, q, v, f):
     """f(q, q̇): the driving moment, the spring between D and C, the Coriolis terms."""
     m2, m4, m6 = p[1], p[3], p[5]
@@ -159,7 +159,7 @@ def andrews_force(p, q, v, f):
     f[6] = m6 * u * zz * omp * (omp + 2 * epp) * np.cos(om)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, nogil=True)
 def andrews_constraints(p, q, v, want_gamma, g, G, gam):
     """g, G (and γ if asked) from the terms ``T = k·trig(φ)``, ``φ = c·q``: g sums T minus
     the row's constant, G sums ``T'(φ) c``, γ sums ``T φ̇²`` (``d²T/dt²`` at q̈ = 0 is
@@ -190,7 +190,7 @@ def andrews_constraints(p, q, v, want_gamma, g, G, gam):
 
 
 # ------------------------------------------------------------------ loop closures
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def workspace_size(data, nv):
     """Length of the float64 workspace :func:`primitives` takes (carved by
     :func:`_carve`): per body R (9), p (3), v and a (6 each), X_up (12), the RNEA rows
@@ -200,7 +200,7 @@ def workspace_size(data, nv):
     return 70 * nb + 96 + 12 * nv
 
 
-@njit(cache=True, forceinline=True)
+@njit(cache=True, forceinline=True, nogil=True)
 def _carve(ws, nb, nv):
     """The workspace's parts (see :func:`workspace_size`). (Not ``_nrt=False``: it makes
     the views it returns, whose references the caller then owns.)"""
@@ -229,12 +229,12 @@ def _carve(ws, nb, nv):
     return R, p, vel, acc, X, w, P, F, A, S, J
 
 
-@njit(cache=True, _nrt=False, forceinline=True)
+@njit(cache=True, _nrt=False, forceinline=True, nogil=True)
 def _cross(a0, a1, a2, b0, b1, b2):
     return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, nogil=True)
 def bias_accelerations(data, q, v, vel, acc, X, vJ):
     """``acc[i]`` = spatial acceleration of body i at v̇ = 0 without gravity (body
     coordinates): ``a_i = X_up a_p + crm(v_i) S v_i``; ``vel`` from kinematics_into,
@@ -260,7 +260,7 @@ def bias_accelerations(data, q, v, vel, acc, X, vJ):
         acc[i, 5] += d2 + e2
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, nogil=True)
 def side_kinematics(data, body, c, R, p, vel, acc, use_v, Jp, Jw, col, out):
     """One side of a closure: the world point x of body point c, its Jacobian Jp
     (3 × nv) and the angular Jacobian Jw (columns ``u_j + w_j × (x − p_j)`` and ``w_j``
@@ -308,7 +308,7 @@ def side_kinematics(data, body, c, R, p, vel, acc, use_v, Jp, Jw, col, out):
         out[3, a] = Rb[a, 0] * wd0 + Rb[a, 1] * wd1 + Rb[a, 2] * wd2
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, nogil=True)
 def _frame_axes(R, body, Rf, F):
     """World axes (columns of F) of a closure frame with axes Rf on ``body`` (-1: world)."""
     for a in range(3):
@@ -320,7 +320,7 @@ def _frame_axes(R, body, Rf, F):
                            + R[body, a, 2] * Rf[2, b])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def loop_rows_kernel(data, L, q, v, use_v, g, G, gam, ws):
     """g, G (rows of C) and, with ``use_v``, γ of the loop closures packed in L
     (:func:`pack_loops`); the compiled :func:`~kanedyn.constraints.loops.loop_rows`.
@@ -380,7 +380,7 @@ def loop_rows_kernel(data, L, q, v, use_v, g, G, gam, ws):
 
 
 # ------------------------------------------------------------------ one entry point
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def primitives(kind, P, data, q, v, want_f, want_gamma, M, f, g, G, gam, ws):
     """At one state: M(q), f(q, v) (``want_f``), g(q), G(q) and γ(q, v) (``want_gamma``).
     ``ws``: a workspace of :func:`workspace_size` floats (Andrews needs none). Returns 0,
@@ -403,7 +403,7 @@ def primitives(kind, P, data, q, v, want_f, want_gamma, M, f, g, G, gam, ws):
     return st
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def residuals_batch(kind, P, data, Q, V, A, res_g, res_Gv, res_acc):
     """The three levels at each state k (rows of Q, V, A = v̇): ``g``, ``G v`` and
     ``G v̇ − γ`` (:meth:`~kanedyn.constraints.system.ConstrainedMechanics.residuals`).
@@ -430,7 +430,7 @@ def residuals_batch(kind, P, data, Q, V, A, res_g, res_Gv, res_acc):
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def loop_rows_batch(data, L, Q, V, use_v, g, G, gam):
     """:func:`loop_rows_kernel` at each state k (rows of Q, V) into g[k], G[k], gam[k].
     Returns 0, or the first kernel status that refused a state."""

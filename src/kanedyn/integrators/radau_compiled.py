@@ -42,7 +42,7 @@ OK, MAX_STEPS, COLLAPSED, F0_NOT_FINITE, F_NOT_FINITE, KERNEL_REFUSED = 0, 1, 2,
 
 
 # ------------------------------------------------------------------ residual and Jacobian
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def dae_rhs(kind, P, data, form, nq, nc, alpha, beta, t, y, out, M, f, g, G, gam, ws):
     """``F(t, y)`` of ``D y' = F`` in the formulation ``form`` (see the table of
     :mod:`kanedyn.constraints.formulations`; here q̇ = v and there are no velocity rows):
@@ -92,7 +92,7 @@ def dae_rhs(kind, P, data, form, nq, nc, alpha, beta, t, y, out, M, f, g, G, gam
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def dae_jacobian(kind, P, data, form, nq, nc, alpha, beta, t, y, f0, J, work, M, f, g, G,
                  gam, ws):
     """∂F/∂y as ``DAE.jacobian``: forward differences in (q, v) with the step
@@ -123,7 +123,7 @@ def dae_jacobian(kind, P, data, form, nq, nc, alpha, beta, t, y, f0, J, work, M,
 
 
 # ------------------------------------------------------------------ LU (as getrf/getrs)
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def lu_factor(A, piv):
     """In place, ``P A = L U`` by Gaussian elimination with partial pivoting (the pivot
     of largest |re| + |im|, as LAPACK's i?amax)."""
@@ -151,7 +151,7 @@ def lu_factor(A, piv):
                     A[i, j] -= lik * A[k, j]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def lu_solve(LU, piv, b):
     """In place, b ← A⁻¹ b from :func:`lu_factor`'s LU and pivots."""
     n = LU.shape[0]
@@ -171,7 +171,7 @@ def lu_solve(LU, piv, b):
         b[i] = s / LU[i, i]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _scale(y_a, y_b, h, atol_i, rtol_i, idx, sc):
     for i in range(y_a.shape[0]):
         sc[i] = atol_i[i] + rtol_i * max(abs(y_a[i]), abs(y_b[i]))
@@ -181,7 +181,7 @@ def _scale(y_a, y_b, h, atol_i, rtol_i, idx, sc):
             sc[i] /= h * h
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _grow(a, k):
     if k < a.shape[0]:
         return a
@@ -190,7 +190,7 @@ def _grow(a, k):
     return b
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _worst(ev, sc, info, finfo):
     """The component with the largest scaled error (for the collapse message)."""
     k, best = 0, -1.0
@@ -201,7 +201,7 @@ def _worst(ev, sc, info, finfo):
     info[8], finfo[2] = k, best
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _error_estimate(f, Z, Ee, Dm, h, E1, p1, scal, err_v):
     """``err_v = (γ̂/h D − J)⁻¹ (f + D (e·Z)/h)`` and its scaled RMS norm (≥ 1e-10),
     RADAU5's embedded estimate (Hairer & Wanner II, sec. IV.8)."""
@@ -216,7 +216,7 @@ def _error_estimate(f, Z, Ee, Dm, h, E1, p1, scal, err_v):
 
 
 # ------------------------------------------------------------------ the integration
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def radau5_run(kind, P, data, form, nq, nc, alpha, beta, t0, tf, y0, Dm, idx, rtol_i,
                atol_i, fnewt, hmax, h, hmin_abs, max_steps, max_newton, Tm, TIm, cons,
                info, finfo):
