@@ -129,6 +129,13 @@ def formulated(problem, method: str, formulation: str, alpha, beta, initialize: 
     return system, dae, q0, v0
 
 
+def compiled_form_of(system):
+    """The system's compiled form, or None (also for a constrained system that does not
+    derive from ConstrainedMechanics and offers none)."""
+    get = getattr(system, "compiled_form", None)
+    return get() if callable(get) else None
+
+
 def solution(system, dae, t: NDArray, Y: NDArray, stats: dict, method: str, problem,
              compiled: bool = True):
     """A Solution with the constraint residuals of every output state (compiled when the
@@ -138,7 +145,7 @@ def solution(system, dae, t: NDArray, Y: NDArray, stats: dict, method: str, prob
 
     sp = dae.split(Y)
     q, v, a, lam = sp["q"], sp["v"], sp["a"], sp["lam"]
-    form = system.compiled_form() if compiled and len(t) else None
+    form = compiled_form_of(system) if compiled and len(t) else None
     if form is not None:
         from ..constraints.system_kernel import residuals_batch
 

@@ -427,7 +427,7 @@ def radau5_method(problem, formulation: str = "index3", rtol: float = 1e-6,
     Model with loop closures and no force elements), else this module's Python loop;
     False always the Python loop (the reference); True the compiled loop or an error.
     """
-    from .dae_common import formulated, solution
+    from .dae_common import compiled_form_of, formulated, solution
 
     if unknown:
         raise SolverError(f"method 'radau5' does not take option(s) {sorted(unknown)}; it "
@@ -447,7 +447,7 @@ def radau5_method(problem, formulation: str = "index3", rtol: float = 1e-6,
     if problem.t_final == problem.t0:
         res = RadauResult(np.array([problem.t0]), y0[None, :], {})
     else:
-        form = None if compiled is False else system.compiled_form()
+        form = None if compiled is False else compiled_form_of(system)
         if compiled and form is None:
             raise SolverError(f"radau5: compiled=True, but {system.name!r} has no compiled "
                               "form (one has Andrews' squeezer and a Model with loop "
