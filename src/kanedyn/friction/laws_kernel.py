@@ -64,3 +64,33 @@ def stribeck_parameters(law) -> tuple[float, float, float, float, float, float, 
         raise FrictionError(f"smoothing {sm.kind!r} of {law!r} has no compiled form "
                             f"(one of {tuple(SMOOTHING_CODES)})")
     return (law.Fc, law.Fs, law.vs, law.delta, law.Fv, sm.eps, SMOOTHING_CODES[sm.kind])
+
+
+@njit(cache=True, _nrt=False)
+def smooth_sign_derivative(v: float, eps: float, kind: int) -> float:
+    """σ'(v): (1 − tanh²(v/ε)) / ε or ε² / (v² + ε²)^{3/2}."""
+    if kind == SMOOTH_TANH:
+        th = np.tanh(v / eps)
+        return (1.0 - th * th) / eps
+    return eps * eps / (v * v + eps * eps) ** 1.5
+
+
+@njit(cache=True, _nrt=False)
+def stribeck_curve(s: float, Fc: float, Fs: float, vs: float, delta: float) -> float:
+    """g(s) = Fc + (Fs − Fc) exp(−(s/vs)^δ), the level of the law at the speed s ≥ 0."""
+    return Fc + (Fs - Fc) * np.exp(-((s / vs) ** delta))
+
+
+@njit(cache=True, _nrt=False)
+def stribeck_derivative(v: float, Fc: float, Fs: float, vs: float, delta: float, Fv: float,
+                        eps: float, kind: int) -> float:
+    """∂F/∂v of :func:`stribeck_force`: g'(|v|) sgn(v) σ(v) + g(|v|) σ'(v) + Fv, with
+    g'(s) = −(Fs − Fc) δ/vs (s/vs)^{δ−1} exp(−(s/vs)^δ) (0 at v = 0, as
+    :meth:`~kanedyn.friction.laws.FrictionLaw.derivative`)."""
+    s = abs(v)
+    out = stribeck_curve(s, Fc, Fs, vs, delta) * smooth_sign_derivative(v, eps, kind) + Fv
+    if s > 0.0:
+        x = s / vs
+        gp = -(Fs - Fc) * delta / vs * x ** (delta - 1.0) * np.exp(-(x ** delta))
+        out += gp * np.sign(v) * smooth_sign(v, eps, kind)
+    return out
