@@ -68,11 +68,8 @@ def _stick_slip(system, q0, v0, t_final: float, method: str, dt: float | None, f
                                    surface_velocity=surface, dt_out=dt, **options)
     if dt is None:
         raise StateError("simulate: method 'time_stepping' is a fixed-step method; give dt")
-    if others:
-        raise SolverError(f"simulate: method 'time_stepping' takes joint friction and an "
-                          f"applied tau=(t, q, v) only, not {[repr(f) for f in others]}")
     return time_stepping(system, q0, v0, t_final, dt, joints, surface_velocity=surface,
-                         **options)
+                         forces=others, **options)
 
 
 def _vector(x, n: int, what: str) -> np.ndarray:
