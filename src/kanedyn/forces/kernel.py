@@ -74,6 +74,14 @@ def spring_potential(P, q) -> float:
     return V
 
 
+@njit(cache=True, nogil=True)
+def spring_gradient_add(P, q, weight, out):
+    """out_j += weight k_j (q_j − q_rest,j): the springs' share of ∂H/∂q, weighted (a
+    quadrature node's)."""
+    for j in range(q.shape[0]):
+        out[j] += weight * P[j, P_K] * (q[j] - P[j, P_REST])
+
+
 def empty_rows(nv: int) -> NDArray:
     """Rows that apply nothing (the law's vs, δ, ε at 1 so that nothing divides by 0)."""
     P = np.zeros((nv, NPAR))

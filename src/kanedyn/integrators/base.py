@@ -52,6 +52,9 @@ class Problem:
     #: None as a field: no force Jacobians known (then only a problem without forces
     #: gets analytic Newton matrices)
     force_jacobians: Callable | None = None
+    #: the force elements as the rows of the compiled loops (:mod:`kanedyn.forces.kernel`),
+    #: filled by ``kd.simulate`` when every element has one; None otherwise
+    force_rows: NDArray | None = None
 
     @property
     def has_nc(self) -> bool:
