@@ -9,7 +9,9 @@ and differ only in how τ_f is found:
 
 - a smoothed or continuous law: τ_f = -F(w) linearised in v⁺ (linearly
   implicit: (M + dt ∂F/∂v) Δv = dt(...)), because its slope Fs/ε near 0
-  would make the explicit step unstable for dt > 2 m ε / Fs;
+  would make the explicit step unstable for dt > 2 m ε / Fs; where the law falls
+  (∂F/∂v < 0, the Stribeck dip) its slope is left out (explicit there), as a
+  negative term on M's diagonal would destabilise the step;
 - :class:`Karnopp` (Karnopp, ASME J. Dyn. Sys. 107, 1985): outside the band
   |w| >= band the exact law; inside it the force that makes v̇_j = 0, clipped
   to ±Fs — a joint inside the band keeps its (small) velocity: it drifts;
@@ -145,9 +147,12 @@ def _python_run(sys_, idx, items, kinds, vb, tau, fs, q, v, dt, nsteps):
         for c, (j, law, kind) in enumerate(zip(idx, items, kinds, strict=True)):
             w = v[j] - vb[c]
             if kind == "smooth":
-                f0, d0 = float(law(w)), float(law.derivative(w))
+                # linearly implicit in v⁺ where the law rises (the slope Fs/ε near 0); where
+                # it falls (the Stribeck dip) explicit, as a negative slope on M's diagonal
+                # would destabilise the step (or make A singular)
+                f0, d0 = float(law(w)), max(float(law.derivative(w)), 0.0)
                 rhs[j] -= dt * f0
-                A[j, j] += dt * d0               # linearly implicit in v⁺
+                A[j, j] += dt * d0
             elif kind == "karnopp" and abs(w) >= law.band:
                 tf[c] = -float(law.law(w))
                 rhs[j] += dt * tf[c]
@@ -185,7 +190,8 @@ def _python_run(sys_, idx, items, kinds, vb, tau, fs, q, v, dt, nsteps):
             if kind == "smooth":
                 w_new = v_new[idx[c]] - vb[c]
                 w = v[idx[c]] - vb[c]
-                tf[c] = -(float(items[c](w)) + float(items[c].derivative(w)) * (w_new - w))
+                tf[c] = -(float(items[c](w))
+                          + max(float(items[c].derivative(w)), 0.0) * (w_new - w))
         if not np.all(np.isfinite(v_new)):
             raise SolverError(f"time_stepping: the state is not finite at t={t + dt:.6g}")
         Wf[n + 1] = Wf[n] + dt * float(tf @ v_new[idx])

@@ -235,7 +235,7 @@ def time_stepping_run(data, P, forces, FT, idx, q0, v0, dt, n_steps, Q, V, FR, S
                 args = (FT[c, FT_FC], FT[c, FT_FS], FT[c, FT_VS], FT[c, FT_DELTA],
                         FT[c, FT_FV], FT[c, FT_EPS], int(FT[c, FT_SMOOTH]))
                 f0[c] = stribeck_force(w, *args)
-                d0[c] = stribeck_derivative(w, *args)
+                d0[c] = max(stribeck_derivative(w, *args), 0.0)  # (the reference's)
                 rhs[j] -= dt * f0[c]
                 M[j, j] += dt * d0[c]  # linearly implicit in v⁺
             elif stuck[c]:
