@@ -52,11 +52,12 @@ from ..friction.laws_kernel import stribeck_curve, stribeck_derivative, stribeck
 
 _compiled.key_cache(__name__)
 
-# columns of the friction table FT (nf, NFT): the law's parameters, the surface speed, and
-# the treatment (KIND_EXACT: the BLCP; KIND_SMOOTH: linearly implicit)
-FT_FC, FT_FS, FT_VS, FT_DELTA, FT_FV, FT_EPS, FT_SMOOTH, FT_SURF, FT_KIND = range(9)
-NFT = 9
-KIND_EXACT, KIND_SMOOTH = 0, 1
+# columns of the friction table FT (nf, NFT): the law's parameters (FT_EPS 0: the exact
+# sgn), the surface speed, the treatment (KIND_EXACT: the BLCP; KIND_SMOOTH: linearly
+# implicit; KIND_KARNOPP: Karnopp's band of half-width FT_BAND around the law)
+FT_FC, FT_FS, FT_VS, FT_DELTA, FT_FV, FT_EPS, FT_SMOOTH, FT_SURF, FT_KIND, FT_BAND = range(10)
+NFT = 10
+KIND_EXACT, KIND_SMOOTH, KIND_KARNOPP = 0, 1, 2
 
 #: why a run stopped early, by the status code it leaves
 TS_NOT_FINITE, TS_KERNEL, TS_LCP = 1, 2, 3
@@ -186,6 +187,29 @@ def box_lcp(W, w, c, lam, state) -> int:
 
 
 @nb.njit(cache=True, nogil=True)
+def law_force(FT, c, w) -> float:
+    """F(w) of friction joint c's Stribeck law: smoothed (FT_EPS > 0) or exact,
+    g(|w|) sgn(w) + Fv w."""
+    if FT[c, FT_EPS] > 0.0:
+        return stribeck_force(w, FT[c, FT_FC], FT[c, FT_FS], FT[c, FT_VS], FT[c, FT_DELTA],
+                              FT[c, FT_FV], FT[c, FT_EPS], int(FT[c, FT_SMOOTH]))
+    return (stribeck_curve(abs(w), FT[c, FT_FC], FT[c, FT_FS], FT[c, FT_VS], FT[c, FT_DELTA])
+            * np.sign(w) + FT[c, FT_FV] * w)
+
+
+@nb.njit(cache=True, nogil=True)
+def inverse_columns(Lc, idx, sel, ns, G, col):
+    """G[:, a] = A⁻¹ e_{idx[sel[a]]} for a < ns (A = Lc Lcᵀ)."""
+    nv = col.shape[0]
+    for a in range(ns):
+        col[:] = 0.0
+        col[idx[sel[a]]] = 1.0
+        cholesky_solve(Lc, nv, col, col)
+        for i in range(nv):
+            G[i, a] = col[i]
+
+
+@nb.njit(cache=True, nogil=True)
 def time_stepping_run(data, P, forces, FT, idx, q0, v0, dt, n_steps, Q, V, FR, ST, E, Wf,
                       Wo, D, status):
     """The whole run of the module doc from (q0, v0) by ``n_steps`` steps of ``dt``; every
@@ -211,6 +235,9 @@ def time_stepping_run(data, P, forces, FT, idx, q0, v0, dt, n_steps, Q, V, FR, S
             ne += 1
             stuck[c] = v[idx[c]] == FT[c, FT_SURF]
     G = np.empty((nv, ne))  # A⁻¹'s columns of the exact joints
+    band = np.empty(nf, np.int64)  # the Karnopp joints inside their band, this step
+    Gk, Wk, Lk = np.empty((nv, nf)), np.empty((nf, nf)), np.empty((nf, nf))
+    rk, lk = np.empty(nf), np.empty(nf)
     W = np.empty((ne, ne))
     wfree, lam, cl = np.empty(ne), np.zeros(ne), np.empty(ne)
     state = np.zeros(ne, np.int64)
@@ -228,16 +255,25 @@ def time_stepping_run(data, P, forces, FT, idx, q0, v0, dt, n_steps, Q, V, FR, S
             joint_forces(P, t, q, v, tau_nc, tau)
         for i in range(nv):
             rhs[i] = dt * (tau[i] - h[i])
+        nk = 0
         for c in range(nf):
             j = idx[c]
             w = v[j] - FT[c, FT_SURF]
-            if FT[c, FT_KIND] == KIND_SMOOTH:
+            kind = FT[c, FT_KIND]
+            if kind == KIND_SMOOTH:
                 args = (FT[c, FT_FC], FT[c, FT_FS], FT[c, FT_VS], FT[c, FT_DELTA],
                         FT[c, FT_FV], FT[c, FT_EPS], int(FT[c, FT_SMOOTH]))
                 f0[c] = stribeck_force(w, *args)
                 d0[c] = max(stribeck_derivative(w, *args), 0.0)  # (the reference's)
                 rhs[j] -= dt * f0[c]
                 M[j, j] += dt * d0[c]  # linearly implicit in v⁺
+            elif kind == KIND_KARNOPP and abs(w) >= FT[c, FT_BAND]:
+                tf[c] = -law_force(FT, c, w)
+                rhs[j] += dt * tf[c]
+            elif kind == KIND_KARNOPP:
+                band[nk] = c  # the holding force is found below
+                nk += 1
+                level[c] = FT[c, FT_FS]
             elif stuck[c]:
                 level[c] = FT[c, FT_FS]
             else:
@@ -248,12 +284,26 @@ def time_stepping_run(data, P, forces, FT, idx, q0, v0, dt, n_steps, Q, V, FR, S
             status[0], status[1] = TS_KERNEL, n + 1
             return n
         cholesky_solve(Lc, nv, rhs, dv)
+        if nk > 0:
+            # Karnopp: the force that gives Δv_j = 0 for the band joints, clipped to ±Fs
+            inverse_columns(Lc, idx, band, nk, Gk, col)
+            for a in range(nk):
+                for b in range(nk):
+                    Wk[a, b] = Gk[idx[band[a]], b]
+                rk[a] = dv[idx[band[a]]]
+            if not cholesky(Wk, nk, Lk):
+                status[0], status[1] = TS_KERNEL, n + 1
+                return n
+            cholesky_solve(Lk, nk, rk, lk)
+            for a in range(nk):
+                c = band[a]
+                lk[a] = min(max(-lk[a] / dt, -level[c]), level[c])
+                tf[c] = lk[a]
+            for a in range(nk):
+                for i in range(nv):
+                    dv[i] += dt * Gk[i, a] * lk[a]
         if ne > 0:
-            for a in range(ne):
-                col[:] = 0.0
-                col[idx[ex[a]]] = 1.0
-                cholesky_solve(Lc, nv, col, col)
-                G[:, a] = col
+            inverse_columns(Lc, idx, ex, ne, G, col)
             for a in range(ne):
                 c = ex[a]
                 j = idx[c]
