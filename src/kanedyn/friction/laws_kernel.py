@@ -2,16 +2,18 @@
 
 :class:`~kanedyn.friction.laws.Stribeck` (numpy) is the reference; this module is
 its one compiled form, called by every compiled loop that evaluates a friction
-force (today the batched RK4 of :mod:`kanedyn.sim.batch`), so the law and its
+force (the force rows of :mod:`kanedyn.forces.kernel` in the RK4, batch and AVF loops,
+and the time-stepping of :mod:`kanedyn.sim.time_stepping_compiled`), so the law and its
 smoothing are written once in compiled code:
 
     F(v) = [Fc + (Fs - Fc) exp(-(|v|/vs)^δ)] σ(v) + Fv v
 
 (Armstrong-Hélouvry, Dupont & Canudas de Wit, Automatica 30(7), 1994, eq. 5),
 with σ the smooth sign of :mod:`kanedyn.friction.smoothing`:
-σ(v) = tanh(v/ε) (``SMOOTH_TANH``) or v / √(v² + ε²) (``SMOOTH_SQRT``).
-Only the smoothed law has a compiled form: the exact sgn needs the event
-handling of stick–slip, which a fixed-step compiled loop does not have.
+σ(v) = tanh(v/ε) (``SMOOTH_TANH``) or v / √(v² + ε²) (``SMOOTH_SQRT``), and its
+derivative ∂F/∂v (for linearly implicit steps and Newton matrices). The exact law
+(σ = sgn) has its curve g here (:func:`stribeck_curve`), the level of a sliding joint in
+the time-stepping's complementarity problem, which handles v = 0 itself.
 """
 
 from __future__ import annotations
