@@ -174,6 +174,18 @@ def cost(steps: int) -> None:
             out.append((time.perf_counter() - t0) / steps * 1e6)
         print(f"{name:<22} {out[0]:21.1f} {out[0] / mj_us:8.0f} {out[1]:16.1f} "
               f"{out[1] / mj_us:8.0f}")
+    # the same runs compiled: the load as a SinusoidalTorque element instead of tau=
+    drive_el = kd.forces.SinusoidalTorque("x", 2.0, 1.0)
+    for name, L in (("exact, compiled", law), ("Karnopp 1e-3, compiled",
+                                               friction.Karnopp(law, 1e-3)),
+                    ("tanh eps=1e-3, compiled", law.smoothed("tanh", 1e-3))):
+        run = lambda L=L: friction.time_stepping(slider(), [0.0], [0.0], T1, DT, {"x": L},
+                                                 forces=[drive_el])
+        run()
+        t0 = time.perf_counter()
+        run()
+        us = (time.perf_counter() - t0) / steps * 1e6
+        print(f"{name:<22} {'':>21} {'':>8} {us:16.1f} {us / mj_us:8.2f}")
     print(f"MuJoCo mj_step (frictionloss, 1-DOF): {mj_us:.1f} us/step")
     for sysm, lab in ((Slider1(), "M=1 system"), (slider(), "Model")):
         key = 0 if isinstance(sysm, Slider1) else "x"
