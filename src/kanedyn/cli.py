@@ -443,13 +443,25 @@ def _run_demo():
                     method=method, dt=2e-3, forces=forces, progress=False)
 
 
+def _run_time_stepping():
+    # the compiled time-stepping with exact friction (bench/friction.py's arm, briefly)
+    from kanedyn import friction
+
+    model, q0, v0 = _chain()
+    law = friction.Stribeck(Fc=2.0, Fs=3.0, vs=0.05, delta=2.0, Fv=0.1)
+    forces = [kd.forces.JointFriction(j, law) for j in model.joint_names]
+    forces += [kd.forces.SinusoidalTorque(model.joint_names[0], 1.0, 1.0)]
+    kd.simulate(model, q0, v0, 0.01, method="time_stepping", dt=1e-3, forces=forces)
+
+
 def _run_batch():
     model, q0, v0 = _chain()
     kd.simulate_batch(model, np.tile(q0, (4, 1)), np.tile(v0, (4, 1)), 0.01, dt=1e-3)
 
 
 _PRECOMPILE_RUNS = {"simulate avf": _run_avf, "simulate rk4": _run_rk4,
-                    "demo (friction)": _run_demo, "simulate_batch": _run_batch}
+                    "demo (friction)": _run_demo, "time_stepping (friction)": _run_time_stepping,
+                    "simulate_batch": _run_batch}
 
 
 def precompile_one(task: str) -> tuple[str, float]:

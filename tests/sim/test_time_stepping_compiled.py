@@ -195,6 +195,10 @@ def test_bad_input_names_the_element_and_the_joint():
         kd.simulate(model, np.zeros(7), np.zeros(7), 0.01, method="time_stepping", dt=1e-3,
                     forces=[kd.forces.JointFriction("joint1", law)],
                     joints={"joint1": law})
+    lugre = friction.LuGre(sigma0=1e5, sigma1=300.0, Fc=0.6, Fs=0.9, vs=0.05)
+    with pytest.raises(kd.FrictionError, match="joint1.*LuGre.*method='stickslip'"):
+        kd.simulate(model, np.zeros(7), np.zeros(7), 0.01, method="time_stepping", dt=1e-3,
+                    joints={"joint1": lugre})
     with pytest.raises(kd.SolverError, match="discontinuous.*stickslip.*time_stepping"):
         kd.simulate(model, np.zeros(7), np.zeros(7), 0.01, method="avf", dt=1e-3,
                     forces=[kd.forces.JointFriction("joint1", law)])

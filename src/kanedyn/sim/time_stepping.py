@@ -55,6 +55,7 @@ from ..friction._joints import joint_speed_index
 from ..friction.karnopp import Karnopp
 from ..friction.laws import FrictionLaw, Stribeck
 from ..friction.laws_kernel import SMOOTHING_CODES
+from ..friction.lugre import LuGre
 from ..model import Model
 from . import time_stepping_compiled as tsc
 from .friction_joints import checked_state, friction_system
@@ -86,7 +87,10 @@ def time_stepping(system, q0: ArrayLike, v0: ArrayLike, t_final: float, dt: floa
     idx, items = [], []
     for name, law in joints.items():
         if not isinstance(law, (FrictionLaw, Karnopp)):
-            raise FrictionError(f"joint {name!r}: {law!r} is not a friction law or Karnopp band")
+            hint = ("; a LuGre law has a state, which this fixed-step method does not "
+                    "carry: use method='stickslip'" if isinstance(law, LuGre) else "")
+            raise FrictionError(f"joint {name!r}: {law!r} is not a friction law or Karnopp "
+                                f"band{hint}")
         j = joint_speed_index(sys_, name)
         if j in idx:
             raise FrictionError(f"time_stepping: joint {name!r} has two friction laws")
