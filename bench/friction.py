@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 import kanedyn as kd
 from kanedyn import friction
 from kanedyn.model.joints import Prismatic
+
+sys.path.insert(0, str(Path(__file__).parent))  # for sim_vs_mujoco's MJCF chain
 
 TRUTH = friction.Stribeck(Fc=1.0, Fs=1.5, vs=0.02, delta=2.0, Fv=0.3)
 TRUE = {"Fc": 1.0, "Fs": 1.5, "vs": 0.02, "delta": 2.0, "Fv": 0.3}
@@ -208,25 +212,14 @@ def arm_model() -> kd.Model:
 
 
 def mjcf_arm(levels, dt: float) -> str:
-    """The arm of :func:`arm_model` in MJCF: hinges about y, x, y, ..., solid cylinders,
-    ``frictionloss`` the joints' levels, no damping, no armature, contacts off."""
-    n, L, m = ARM["n"], ARM["length"], ARM["mass"]
-    r = ARM["radius"] * L  # pendulum_chain's radius is relative to the length
-    across = m * (3 * r * r + L * L) / 12.0
-    along = 0.5 * m * r * r
-    body = ""
-    for i in reversed(range(n)):
-        axis = "0 1 0" if i % 2 == 0 else "1 0 0"
-        pos = "0 0 0" if i == 0 else f"0 0 {-L}"
-        body = (f'<body name="link{i + 1}" pos="{pos}">'
-                f'<joint name="joint{i + 1}" type="hinge" axis="{axis}" '
-                f'frictionloss="{levels[i]:.17g}"/>'
-                f'<inertial pos="0 0 {-L / 2}" mass="{m}" '
-                f'diaginertia="{across} {across} {along}"/>'
-                f'<geom type="capsule" fromto="0 0 0 0 0 {-L}" size="{r}" contype="0" '
-                f'conaffinity="0" mass="0"/>{body}</body>')
-    return (f'<mujoco><option timestep="{dt}" gravity="0 0 -9.81"><flag contact="disable"/>'
-            f'</option><worldbody>{body}</worldbody></mujoco>')
+    """The arm of :func:`arm_model` in MJCF (bench/sim_vs_mujoco.py's chain: hinges about
+    y, x, y, ..., solid cylinders, no damping, no armature, contacts off), semi-implicit
+    Euler, ``frictionloss`` the joints' levels."""
+    from sim_vs_mujoco import mjcf_chain
+
+    xml = mjcf_chain(ARM["n"], "Euler", dt, length=ARM["length"], radius=ARM["radius"],
+                     joint_attrs=[f'frictionloss="{f:.17g}"' for f in levels])
+    return xml.replace('energy="enable"', 'energy="disable"')  # not computed in mj_step
 
 
 def arm(steps: int, repeat: int = 3) -> None:

@@ -35,7 +35,8 @@ the stick set settles).
 
 :func:`time_stepping_run` is the whole run on a Model's flat array (additive coordinates:
 revolute, prismatic and helical joints): the CRBA and RNEA kernels of
-:mod:`kanedyn.dynamics.kernels`, the energy kernel for the energy, the force rows of
+:mod:`kanedyn.dynamics.kernels` (their workspace allocated once a run), the kernel of
+``kd.kinetic_energy`` for the energy (rotors included), the force rows of
 :mod:`kanedyn.forces.kernel` (springs, dampers, constant and sinusoidal torques) and the
 compiled Stribeck law of :mod:`kanedyn.friction.laws_kernel` (exact or smoothed).
 """
@@ -46,9 +47,9 @@ import numba as nb
 import numpy as np
 
 from ..dynamics import _compiled, kernels
-from ..dynamics.energy_kernel import energy_terms
 from ..forces.kernel import joint_forces, spring_potential
 from ..friction.laws_kernel import stribeck_curve, stribeck_derivative, stribeck_force
+from ..integrators.base import cholesky, cholesky_solve
 
 _compiled.key_cache(__name__)
 
@@ -61,39 +62,6 @@ KIND_EXACT, KIND_SMOOTH, KIND_KARNOPP = 0, 1, 2
 
 #: why a run stopped early, by the status code it leaves
 TS_NOT_FINITE, TS_KERNEL, TS_LCP = 1, 2, 3
-
-
-@nb.njit(cache=True, nogil=True)
-def cholesky(A, n, L) -> bool:
-    """L (n×n, lower) with L Lᵀ = A[:n, :n]; False if A is not positive definite."""
-    for j in range(n):
-        d = A[j, j]
-        for k in range(j):
-            d -= L[j, k] * L[j, k]
-        if not d > 0.0:
-            return False
-        L[j, j] = np.sqrt(d)
-        for i in range(j + 1, n):
-            s = A[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / L[j, j]
-    return True
-
-
-@nb.njit(cache=True, nogil=True)
-def cholesky_solve(L, n, b, x):
-    """x[:n] = (L Lᵀ)⁻¹ b[:n] (forward then back substitution; x may be b)."""
-    for i in range(n):
-        s = b[i]
-        for k in range(i):
-            s -= L[i, k] * x[k]
-        x[i] = s / L[i, i]
-    for i in range(n - 1, -1, -1):
-        s = x[i]
-        for k in range(i + 1, n):
-            s -= L[k, i] * x[k]
-        x[i] = s / L[i, i]
 
 
 @nb.njit(cache=True, nogil=True)
@@ -224,7 +192,10 @@ def time_stepping_run(data, P, forces, FT, idx, q0, v0, dt, n_steps, Q, V, FR, S
     M, Lc = np.empty((nv, nv)), np.empty((nv, nv))
     h, rhs, dv, col = np.empty(nv), np.empty(nv), np.empty(nv), np.empty(nv)
     tau_nc, tau = np.zeros(nv), np.zeros(nv)
-    dT, dV, out = np.empty(nv), np.empty(nv), np.empty(8)
+    out = np.empty(11)  # T, V, momentum, centre of mass (summary_into)
+    nb = data.shape[0] - 1
+    Xc, Pc, Fc, Ac = np.empty((nb, 12)), np.empty((nb, 13)), np.empty((2, 6)), np.empty(3 * nb)
+    Xr, wr = np.empty((nb, 12)), np.empty((3 * nb + 2, 6))
     f0, d0, level, tf = np.zeros(nf), np.zeros(nf), np.zeros(nf), np.zeros(nf)
     stuck = np.zeros(nf, np.bool_)
     ex = np.empty(nf, np.int64)  # the exact-law joints (friction indices)
@@ -242,15 +213,15 @@ def time_stepping_run(data, P, forces, FT, idx, q0, v0, dt, n_steps, Q, V, FR, S
     wfree, lam, cl = np.empty(ne), np.zeros(ne), np.empty(ne)
     state = np.zeros(ne, np.int64)
     status[0], status[1] = 0, 0
-    s = energy_terms(data, q, v, dT, dV, out)
+    s = kernels.summary_into(data, q, v, True, out)  # the energy of kd.kinetic_energy
     E[0] = out[0] + out[1] + spring_potential(P, q)
     Q[0], V[0] = q, v
     for c in range(nf):
         ST[0, c] = stuck[c]
     for n in range(n_steps):
         t = n * dt
-        s |= kernels.crba1(data, q, M)
-        s |= kernels.rnea_into(data, q, v, v, data, True, False, False, h)  # h(q, v)
+        s |= kernels.crba_core(data, q, M, Xc, Pc, Fc, Ac)
+        s |= kernels.rnea_core(data, q, v, v, data, True, False, False, h, Xr, wr)  # h(q, v)
         if forces:
             joint_forces(P, t, q, v, tau_nc, tau)
         for i in range(nv):
@@ -346,6 +317,6 @@ def time_stepping_run(data, P, forces, FT, idx, q0, v0, dt, n_steps, Q, V, FR, S
         for c in range(nf):
             FR[n + 1, c] = tf[c]
             ST[n + 1, c] = stuck[c]
-        s |= energy_terms(data, q, v, dT, dV, out)
+        s |= kernels.summary_into(data, q, v, True, out)
         E[n + 1] = out[0] + out[1] + spring_potential(P, q)
     return n_steps
