@@ -164,6 +164,62 @@ def test_compiled_karnopp_equals_the_python_reference():
     np.testing.assert_allclose(fast.friction.force, ref.friction.force, rtol=0, atol=1e-11)
 
 
+def _slider():
+    from kanedyn.model.joints import Prismatic
+
+    b = kd.ModelBuilder("slider", gravity=(0.0, 0.0, 0.0))
+    b.add_body("block", None, Prismatic("x", axis=(1.0, 0.0, 0.0)), mass=1.0,
+               inertia=np.eye(3) * 0.01)
+    return b.build()
+
+
+LUGRE = friction.LuGre(sigma0=1e5, sigma1=300.0, Fc=1.0, Fs=1.5, vs=0.01, delta=2.0,
+                       sigma2=0.4)
+
+
+def test_lugre_time_stepping_converges_to_the_event_driven_run():
+    """A 1 kg slider under a constant 0.8 N (below Fc): LuGre's pre-sliding. The step
+    (backward Euler in z) converges at first order to the event-driven run (LSODA, tight
+    tolerances) — halving dt halves the error — and comes to rest where the bristles hold
+    the load, z = F/σ0, exactly (at rest F = σ0 z)."""
+    model, F = _slider(), 0.8
+    load = [kd.forces.JointTorque([F], "x")]
+    ev = kd.simulate(model, [0.0], [0.0], 0.05, method="stickslip", joints={"x": LUGRE},
+                     forces=load, rtol=1e-10, atol=1e-14, dt=1e-3)
+    err = []
+    for dt in (4e-5, 2e-5):
+        tr = kd.simulate(model, [0.0], [0.0], 0.05, method="time_stepping", dt=dt,
+                         joints={"x": LUGRE}, forces=load)
+        err.append(np.interp(0.01, tr.t, tr.q[:, 0]) - np.interp(0.01, ev.t, ev.q[:, 0]))
+    assert 1.8 < err[0] / err[1] < 2.2 and abs(err[1]) < 3e-3 * abs(ev.q[-1, 0])
+    rest = kd.simulate(model, [0.0], [0.0], 0.5, method="time_stepping", dt=1e-4,
+                       joints={"x": LUGRE}, forces=load)
+    assert abs(rest.v[-1, 0]) < 1e-15
+    np.testing.assert_allclose(rest.friction.z[-1, 0], F / LUGRE.sigma0, rtol=1e-9)
+    np.testing.assert_allclose(rest.friction.force[-1, 0], -F, rtol=1e-9)
+
+
+def test_compiled_lugre_equals_the_python_reference():
+    """LuGre on three joints of the arm beside exact laws on four: compiled = Python."""
+    model = _arm()
+    names = model.joint_names
+    q0 = np.linspace(0.9, 0.3, 7)
+    Fs = 1.2 * np.abs(kd.gravity_torques(model, q0)) + 0.3
+    joints = {j: (friction.LuGre(1e4, 100.0, 0.7 * f, f, 0.05, 2.0, 0.05) if k < 3 else
+                  friction.Stribeck(0.7 * f, f, 0.05, 2.0, 0.05))
+              for k, (j, f) in enumerate(zip(names, Fs, strict=True))}
+    forces = [SinusoidalTorque(j, 0.5 * f, 3.0, phase=0.7 * k)
+              for k, (j, f) in enumerate(zip(names, Fs, strict=True))]
+    fast = time_stepping(model, q0, np.zeros(7), 0.2, 1e-3, joints, forces=forces)
+    ref = time_stepping(model, q0, np.zeros(7), 0.2, 1e-3, joints, forces=forces,
+                        compiled=False)
+    assert fast.friction.z.shape == (201, 3) and np.abs(fast.friction.z).max() > 0
+    np.testing.assert_array_equal(fast.friction.stuck, ref.friction.stuck)
+    np.testing.assert_allclose(fast.v, ref.v, rtol=0, atol=1e-11)
+    np.testing.assert_allclose(fast.friction.z, ref.friction.z, rtol=0,
+                               atol=1e-12 * np.abs(ref.friction.z).max())
+
+
 def test_seven_joints_held_until_the_analytic_break_away():
     """No gravity, the arm at rest, the same torque A sin(ωt) on every joint, static levels
     Fs_k rising along the chain. While all joints are held the arm does not move, so each
@@ -223,10 +279,9 @@ def test_bad_input_names_the_element_and_the_joint():
         kd.simulate(model, np.zeros(7), np.zeros(7), 0.01, method="time_stepping", dt=1e-3,
                     forces=[kd.forces.JointFriction("joint1", law)],
                     joints={"joint1": law})
-    lugre = friction.LuGre(sigma0=1e5, sigma1=300.0, Fc=0.6, Fs=0.9, vs=0.05)
-    with pytest.raises(kd.FrictionError, match="joint1.*LuGre.*method='stickslip'"):
+    with pytest.raises(kd.FrictionError, match="joint1.*not a friction law, a LuGre law or"):
         kd.simulate(model, np.zeros(7), np.zeros(7), 0.01, method="time_stepping", dt=1e-3,
-                    joints={"joint1": lugre})
+                    joints={"joint1": 2.0})
     with pytest.raises(kd.SolverError, match="discontinuous.*stickslip.*time_stepping"):
         kd.simulate(model, np.zeros(7), np.zeros(7), 0.01, method="avf", dt=1e-3,
                     forces=[kd.forces.JointFriction("joint1", law)])

@@ -15,6 +15,11 @@ and differ only in how τ_f is found:
 - :class:`Karnopp` (Karnopp, ASME J. Dyn. Sys. 107, 1985): outside the band
   |w| >= band the exact law; inside it the force that makes v̇_j = 0, clipped
   to ±Fs — a joint inside the band keeps its (small) velocity: it drifts;
+- :class:`~kanedyn.friction.LuGre` (a state z per joint): backward Euler in z with the
+  rate σ0|w|/g(w) of the start of the step, z⁺ = (z + dt w⁺) / (1 + dt σ0|w|/g(w)), so
+  that F⁺ = σ0 z⁺ + σ1 (z⁺ − z)/dt + σ2 w⁺ is affine in w⁺ with a positive slope and
+  enters the step linearly implicit like a smoothed law (stable for the stiff σ0);
+  the bristle states are in ``traj.friction.z``;
 - an exact law (sgn): a complementarity problem per step (Moreau's
   time-stepping, Moreau 1988; Jean 1999): each joint either sticks,
   w⁺_j = 0 with |τ_f,j| <= c_j, or slides with τ_f,j = -c_j sgn w⁺_j, where
@@ -29,13 +34,13 @@ and differ only in how τ_f is found:
 :func:`kanedyn.friction.time_stepping`) runs :func:`time_stepping`; the result is a
 :class:`~kanedyn.sim.Trajectory` with the friction's side in ``traj.friction``.
 This function's step loop is the readable reference. A Model with additive coordinates,
-Stribeck laws (exact, smoothed, or inside a Karnopp band), no ``tau=`` function and force
-elements that have a compiled form (:mod:`kanedyn.forces.kernel`) runs the same steps in
-the compiled loop of :mod:`.time_stepping_compiled` (``compiled=True``, the default;
-tested step for step against this loop). Another law, another system, or a torque given
-as a Python function (``tau=`` or a :class:`~kanedyn.forces.JointTorque` of a function)
-takes this loop: on the 7-link arm of ``bench/friction.py`` about 2 ms a step instead of
-4–8 µs.
+Stribeck laws (exact, smoothed, or inside a Karnopp band) or LuGre laws, no ``tau=``
+function and force elements that have a compiled form (:mod:`kanedyn.forces.kernel`)
+runs the same steps in the compiled loop of :mod:`.time_stepping_compiled`
+(``compiled=True``, the default; tested step for step against this loop). Another law,
+another system, or a torque given as a Python function (``tau=`` or a
+:class:`~kanedyn.forces.JointTorque` of a function) takes this loop: on the 7-link arm
+of ``bench/friction.py`` about 2 ms a step instead of 4–8 µs.
 
 The energy E (springs' potential included) and the works are recorded at every step;
 semi-implicit Euler does not conserve energy, so the budget E − E₀ − W_nc closes to
@@ -86,11 +91,9 @@ def time_stepping(system, q0: ArrayLike, v0: ArrayLike, t_final: float, dt: floa
         raise FrictionError("time_stepping: no friction joints given")
     idx, items = [], []
     for name, law in joints.items():
-        if not isinstance(law, (FrictionLaw, Karnopp)):
-            hint = ("; a LuGre law has a state, which this fixed-step method does not "
-                    "carry: use method='stickslip'" if isinstance(law, LuGre) else "")
-            raise FrictionError(f"joint {name!r}: {law!r} is not a friction law or Karnopp "
-                                f"band{hint}")
+        if not isinstance(law, (FrictionLaw, Karnopp, LuGre)):
+            raise FrictionError(f"joint {name!r}: {law!r} is not a friction law, a LuGre law "
+                                "or a Karnopp band")
         j = joint_speed_index(sys_, name)
         if j in idx:
             raise FrictionError(f"time_stepping: joint {name!r} has two friction laws")
@@ -100,27 +103,29 @@ def time_stepping(system, q0: ArrayLike, v0: ArrayLike, t_final: float, dt: floa
     vb = np.zeros(nf)
     for name, val in (surface_velocity or {}).items():
         vb[idx.index(joint_speed_index(sys_, name))] = float(val)
-    kinds = ["karnopp" if isinstance(x, Karnopp) else "exact" if x.discontinuous else "smooth"
-             for x in items]
+    kinds = ["karnopp" if isinstance(x, Karnopp) else "lugre" if isinstance(x, LuGre)
+             else "exact" if x.discontinuous else "smooth" for x in items]
     fs = ForceSet(sys_, forces)
     nsteps = int(round(t_final / dt))
     q = checked_state(q0, sys_.nq, "q0")
     v = checked_state(v0, sys_.nv, "v0")
     run = _compiled_run(sys_, items, tau, fs, compiled) if nsteps > 0 else None
     if run is not None:
-        Q, V, FR, ST, E, Wf, Wo, D = run(idx, vb, kinds, q, v, dt, nsteps)
+        Q, V, FR, ST, E, Wf, Wo, D, Z = run(idx, vb, kinds, q, v, dt, nsteps)
     else:
-        Q, V, FR, ST, E, Wf, Wo, D = _python_run(sys_, idx, items, kinds, vb, tau, fs, q, v,
-                                                 dt, nsteps)
+        Q, V, FR, ST, E, Wf, Wo, D, Z = _python_run(sys_, idx, items, kinds, vb, tau, fs, q,
+                                                    v, dt, nsteps)
     mode = np.where(ST, 0, np.sign(V[:, idx] - vb)).astype(int)
     record = FrictionRecord(joints=idx, force=FR, mode=mode, stuck=ST, work=Wf, other_work=Wo,
-                            dissipated=D, z=np.zeros((nsteps + 1, 0)))
+                            dissipated=D, z=Z[:, [c for c, k in enumerate(kinds)
+                                                  if k == "lugre"]])
     return Trajectory(np.arange(nsteps + 1) * dt, Q, V, Wf + Wo, method="time_stepping",
                       energy=E, system=sys_, friction=record)
 
 
 def _python_run(sys_, idx, items, kinds, vb, tau, fs, q, v, dt, nsteps):
-    """The reference step loop (module doc): (Q, V, FR, ST, E, Wf, Wo, D)."""
+    """The reference step loop (module doc): (Q, V, FR, ST, E, Wf, Wo, D, Z), Z the
+    bristle states (a column per friction joint, zero but for LuGre's)."""
     nf = len(idx)
     Q = np.empty((nsteps + 1, sys_.nq))
     V = np.empty((nsteps + 1, sys_.nv))
@@ -130,6 +135,8 @@ def _python_run(sys_, idx, items, kinds, vb, tau, fs, q, v, dt, nsteps):
     Wf = np.zeros(nsteps + 1)
     Wo = np.zeros(nsteps + 1)
     D = np.zeros(nsteps + 1)
+    Z = np.zeros((nsteps + 1, nf))
+    z = np.zeros(nf)
     Q[0], V[0], E[0] = q, v, sys_.energy(q, v) + fs.potential(q)
     stuck = np.array([k == "exact" and v[j] == vb[c] for c, (j, k) in
                       enumerate(zip(idx, kinds, strict=True))])
@@ -149,6 +156,8 @@ def _python_run(sys_, idx, items, kinds, vb, tau, fs, q, v, dt, nsteps):
         A = M.copy()
         tf = np.zeros(nf)
         level = np.zeros(nf)
+        slope = np.zeros(nf)  # LuGre: 1 / (1 + dt σ0|w|/g(w))
+        lugre_fc = {}  # LuGre: (F at w, ∂F⁺/∂w⁺)
         cpl = []
         for c, (j, law, kind) in enumerate(zip(idx, items, kinds, strict=True)):
             w = v[j] - vb[c]
@@ -159,6 +168,15 @@ def _python_run(sys_, idx, items, kinds, vb, tau, fs, q, v, dt, nsteps):
                 f0, d0 = float(law(w)), max(float(law.derivative(w)), 0.0)
                 rhs[j] -= dt * f0
                 A[j, j] += dt * d0
+            elif kind == "lugre":
+                # z⁺ = r (z + dt w⁺): F⁺ = c0 + c1 w⁺ (module doc), linearly implicit
+                r = 1.0 / (1.0 + dt * law.sigma0 * abs(w) / float(law.g(w)))
+                c0 = law.sigma0 * r * z[c] + law.sigma1 * (r - 1.0) * z[c] / dt
+                c1 = (law.sigma0 * dt + law.sigma1) * r + law.sigma2
+                slope[c] = r
+                lugre_fc[c] = (c0 + c1 * w, c1)
+                rhs[j] -= dt * (c0 + c1 * w)
+                A[j, j] += dt * c1
             elif kind == "karnopp" and abs(w) >= law.band:
                 tf[c] = -float(law.law(w))
                 rhs[j] += dt * tf[c]
@@ -193,11 +211,15 @@ def _python_run(sys_, idx, items, kinds, vb, tau, fs, q, v, dt, nsteps):
             if stuck[c]:
                 v_new[idx[c]] = vb[c]            # on the constraint, exactly
         for c, kind in enumerate(kinds):
+            w_new = v_new[idx[c]] - vb[c]
+            w = v[idx[c]] - vb[c]
             if kind == "smooth":
-                w_new = v_new[idx[c]] - vb[c]
-                w = v[idx[c]] - vb[c]
                 tf[c] = -(float(items[c](w))
                           + max(float(items[c].derivative(w)), 0.0) * (w_new - w))
+            elif kind == "lugre":
+                f0, c1 = lugre_fc[c]
+                tf[c] = -(f0 + c1 * (w_new - w))
+                z[c] = slope[c] * (z[c] + dt * w_new)
         if not np.all(np.isfinite(v_new)):
             raise SolverError(f"time_stepping: the state is not finite at t={t + dt:.6g}")
         Wf[n + 1] = Wf[n] + dt * float(tf @ v_new[idx])
@@ -205,9 +227,9 @@ def _python_run(sys_, idx, items, kinds, vb, tau, fs, q, v, dt, nsteps):
         D[n + 1] = D[n] - dt * float(tf @ (v_new[idx] - vb))
         q = np.asarray(sys_.integrate_configuration(q, v_new, dt), dtype=float)
         v = v_new
-        Q[n + 1], V[n + 1], FR[n + 1], ST[n + 1] = q, v, tf, stuck
+        Q[n + 1], V[n + 1], FR[n + 1], ST[n + 1], Z[n + 1] = q, v, tf, stuck, z
         E[n + 1] = sys_.energy(q, v) + fs.potential(q)
-    return Q, V, FR, ST, E, Wf, Wo, D
+    return Q, V, FR, ST, E, Wf, Wo, D, Z
 
 
 def _compiled_run(sys_, items, tau, fs, compiled: bool):
@@ -218,8 +240,8 @@ def _compiled_run(sys_, items, tau, fs, compiled: bool):
             or not sys_.chart_is_additive or model.nq != model.nv):
         return None
     laws = [x.law if isinstance(x, Karnopp) else x for x in items]
-    if any(type(x) is not Stribeck or (x.smoothing is not None
-                                       and x.smoothing.kind not in SMOOTHING_CODES)
+    if any(not isinstance(x, LuGre) and (type(x) is not Stribeck or (
+            x.smoothing is not None and x.smoothing.kind not in SMOOTHING_CODES))
            for x in laws):
         return None
     P, why = force_rows(model, fs.elements, friction=True)
@@ -232,6 +254,14 @@ def _compiled_run(sys_, items, tau, fs, compiled: bool):
         nf = len(idx)
         FT = np.zeros((nf, tsc.NFT))
         for c, law in enumerate(laws):
+            if isinstance(law, LuGre):
+                FT[c, [tsc.FT_FC, tsc.FT_FS, tsc.FT_VS, tsc.FT_DELTA]] = (
+                    law.Fc, law.Fs, law.vs, law.delta)
+                FT[c, [tsc.FT_S0, tsc.FT_S1, tsc.FT_S2]] = (law.sigma0, law.sigma1,
+                                                             law.sigma2)
+                FT[c, tsc.FT_SURF] = vb[c]
+                FT[c, tsc.FT_KIND] = tsc.KIND_LUGRE
+                continue
             FT[c, [tsc.FT_FC, tsc.FT_FS, tsc.FT_VS, tsc.FT_DELTA, tsc.FT_FV]] = (
                 law.Fc, law.Fs, law.vs, law.delta, law.Fv)
             sm = law.smoothing
@@ -248,10 +278,11 @@ def _compiled_run(sys_, items, tau, fs, compiled: bool):
         ST = np.zeros((nsteps + 1, nf), dtype=bool)
         E = np.empty(nsteps + 1)
         Wf, Wo, D = np.zeros(nsteps + 1), np.zeros(nsteps + 1), np.zeros(nsteps + 1)
+        Z = np.zeros((nsteps + 1, nf))
         status = np.zeros(2, np.int64)
         tsc.time_stepping_run(flatten(model).data, P, has_forces(P), FT,
                               np.asarray(idx, np.int64), q, v, dt, nsteps, Q, V, FR, ST, E,
-                              Wf, Wo, D, status)
+                              Wf, Wo, D, Z, status)
         if status[0]:
             n = int(status[1])
             why = {tsc.TS_NOT_FINITE: "the state is not finite",
@@ -261,6 +292,6 @@ def _compiled_run(sys_, items, tau, fs, compiled: bool):
             raise SolverError(f"time_stepping: {why[int(status[0])]} at step {n}, "
                               f"t={n * dt:.6g}: q = {np.array2string(Q[n - 1], precision=4)}, "
                               f"v = {np.array2string(V[n - 1], precision=4)}")
-        return Q, V, FR, ST, E, Wf, Wo, D
+        return Q, V, FR, ST, E, Wf, Wo, D, Z
 
     return run

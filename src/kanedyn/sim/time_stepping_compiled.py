@@ -55,10 +55,12 @@ _compiled.key_cache(__name__)
 
 # columns of the friction table FT (nf, NFT): the law's parameters (FT_EPS 0: the exact
 # sgn), the surface speed, the treatment (KIND_EXACT: the BLCP; KIND_SMOOTH: linearly
-# implicit; KIND_KARNOPP: Karnopp's band of half-width FT_BAND around the law)
-FT_FC, FT_FS, FT_VS, FT_DELTA, FT_FV, FT_EPS, FT_SMOOTH, FT_SURF, FT_KIND, FT_BAND = range(10)
-NFT = 10
-KIND_EXACT, KIND_SMOOTH, KIND_KARNOPP = 0, 1, 2
+# implicit; KIND_KARNOPP: Karnopp's band of half-width FT_BAND around the law; KIND_LUGRE:
+# LuGre with σ0, σ1, σ2 in FT_S0..FT_S2 and its curve in FT_FC..FT_DELTA)
+(FT_FC, FT_FS, FT_VS, FT_DELTA, FT_FV, FT_EPS, FT_SMOOTH, FT_SURF, FT_KIND, FT_BAND, FT_S0,
+ FT_S1, FT_S2) = range(13)
+NFT = 13
+KIND_EXACT, KIND_SMOOTH, KIND_KARNOPP, KIND_LUGRE = 0, 1, 2, 3
 
 #: why a run stopped early, by the status code it leaves
 TS_NOT_FINITE, TS_KERNEL, TS_LCP = 1, 2, 3
@@ -179,7 +181,7 @@ def inverse_columns(Lc, idx, sel, ns, G, col):
 
 @nb.njit(cache=True, nogil=True)
 def time_stepping_run(data, P, forces, FT, idx, q0, v0, dt, n_steps, Q, V, FR, ST, E, Wf,
-                      Wo, D, status):
+                      Wo, D, Z, status):
     """The whole run of the module doc from (q0, v0) by ``n_steps`` steps of ``dt``; every
     step kept: Q, V (n_steps + 1, n), the friction forces FR and stick flags ST (·, nf),
     the energy E (springs included), the friction work Wf, the other forces' work Wo and
@@ -197,6 +199,7 @@ def time_stepping_run(data, P, forces, FT, idx, q0, v0, dt, n_steps, Q, V, FR, S
     Xc, Pc, Fc, Ac = np.empty((nb, 12)), np.empty((nb, 13)), np.empty((2, 6)), np.empty(3 * nb)
     Xr, wr = np.empty((nb, 12)), np.empty((3 * nb + 2, 6))
     f0, d0, level, tf = np.zeros(nf), np.zeros(nf), np.zeros(nf), np.zeros(nf)
+    z, rl = np.zeros(nf), np.zeros(nf)  # LuGre: bristle states, 1/(1 + dt σ0|w|/g)
     stuck = np.zeros(nf, np.bool_)
     ex = np.empty(nf, np.int64)  # the exact-law joints (friction indices)
     ne = 0
@@ -238,6 +241,17 @@ def time_stepping_run(data, P, forces, FT, idx, q0, v0, dt, n_steps, Q, V, FR, S
                 d0[c] = max(stribeck_derivative(w, *args), 0.0)  # (the reference's)
                 rhs[j] -= dt * f0[c]
                 M[j, j] += dt * d0[c]  # linearly implicit in v⁺
+            elif kind == KIND_LUGRE:
+                # z⁺ = r (z + dt w⁺), F⁺ = f0 + d0 (w⁺ − w) (time_stepping's module doc)
+                g = stribeck_curve(abs(w), FT[c, FT_FC], FT[c, FT_FS], FT[c, FT_VS],
+                                   FT[c, FT_DELTA])
+                s0, s1 = FT[c, FT_S0], FT[c, FT_S1]
+                rl[c] = 1.0 / (1.0 + dt * s0 * abs(w) / g)
+                c0 = s0 * rl[c] * z[c] + s1 * (rl[c] - 1.0) * z[c] / dt
+                d0[c] = (s0 * dt + s1) * rl[c] + FT[c, FT_S2]
+                f0[c] = c0 + d0[c] * w
+                rhs[j] -= dt * f0[c]
+                M[j, j] += dt * d0[c]
             elif kind == KIND_KARNOPP and abs(w) >= FT[c, FT_BAND]:
                 tf[c] = -law_force(FT, c, w)
                 rhs[j] += dt * tf[c]
@@ -299,8 +313,10 @@ def time_stepping_run(data, P, forces, FT, idx, q0, v0, dt, n_steps, Q, V, FR, S
         wf, wo, dis = 0.0, 0.0, 0.0
         for c in range(nf):
             j = idx[c]
-            if FT[c, FT_KIND] == KIND_SMOOTH:
+            if FT[c, FT_KIND] == KIND_SMOOTH or FT[c, FT_KIND] == KIND_LUGRE:
                 tf[c] = -(f0[c] + d0[c] * (dv[j] - v[j]))
+            if FT[c, FT_KIND] == KIND_LUGRE:
+                z[c] = rl[c] * (z[c] + dt * (dv[j] - FT[c, FT_SURF]))
             wf += tf[c] * dv[j]
             dis -= tf[c] * (dv[j] - FT[c, FT_SURF])
         for i in range(nv):
@@ -317,6 +333,7 @@ def time_stepping_run(data, P, forces, FT, idx, q0, v0, dt, n_steps, Q, V, FR, S
         for c in range(nf):
             FR[n + 1, c] = tf[c]
             ST[n + 1, c] = stuck[c]
+            Z[n + 1, c] = z[c]
         s |= kernels.summary_into(data, q, v, True, out)
         E[n + 1] = out[0] + out[1] + spring_potential(P, q)
     return n_steps
