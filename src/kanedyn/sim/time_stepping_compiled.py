@@ -27,8 +27,10 @@ minimiser the bound whose multiplier (the slip speed u_i) has the wrong sign lea
 It terminates in finitely many faces (the objective strictly decreases between them), each
 exact to round-off, for any number of joints sticking at once. Why not projected
 Gauss–Seidel (the former solve): on a chain the joints are strongly coupled (W far from
-diagonal) and PGS converges linearly at a rate near 1 — with 7 joints stuck it needs
-hundreds of sweeps for 1e-13, and stops short of exact zero slip; why not Lemke's method:
+diagonal) and PGS converges linearly at a rate near 1 — on the 7-link arm of
+``bench/friction.py`` held at rest, all seven stuck (cond W = 720), it takes 405 sweeps
+to a change of 1e-13 and its λ is then still 6e-11 off (the former cap of 50 sweeps
+raised there); why not Lemke's method:
 it would double the problem (the box as two LCPs) where the active set works on the box
 directly, warm-started by the previous step's stick set (one face solve per step once
 the stick set settles).
