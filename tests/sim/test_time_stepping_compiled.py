@@ -279,6 +279,9 @@ def test_bad_input_names_the_element_and_the_joint():
         kd.simulate(model, np.zeros(7), np.zeros(7), 0.01, method="time_stepping", dt=1e-3,
                     forces=[kd.forces.JointFriction("joint1", law)],
                     joints={"joint1": law})
+    with pytest.raises(kd.FrictionError, match="JointFriction.*discontinuous.*joints="):
+        time_stepping(model, np.zeros(7), np.zeros(7), 0.01, 1e-3, {"joint2": law},
+                      forces=[kd.forces.JointFriction("joint1", law)])
     with pytest.raises(kd.FrictionError, match="joint1.*not a friction law, a LuGre law or"):
         kd.simulate(model, np.zeros(7), np.zeros(7), 0.01, method="time_stepping", dt=1e-3,
                     joints={"joint1": 2.0})

@@ -72,14 +72,14 @@ def time_stepping(system, q0: ArrayLike, v0: ArrayLike, t_final: float, dt: floa
                   forces=None, compiled: bool = True) -> Trajectory:
     """Fixed-step simulation with friction on 1-DOF joints (see the module docstring).
 
-    ``joints`` maps a joint to an exact law (complementarity), a smoothed law,
-    or a :class:`Karnopp` band. ``tau(t, q, v)`` is an applied generalized force given
-    as a Python function; ``forces`` other force elements (springs, dampers, torques,
-    wrenches; springs' potential is part of the energy). Works are accumulated with
-    the post-step speed v⁺, the speed the step moves q with. ``compiled``: run the
-    compiled loop where it applies (module doc). Returns a
-    :class:`~kanedyn.sim.Trajectory` (``work_nc`` = friction work + work of τ and of
-    the non-conservative elements, the friction's side in ``traj.friction``).
+    ``joints`` maps a joint to an exact law (complementarity), a smoothed law, a
+    :class:`~kanedyn.friction.LuGre` law or a :class:`Karnopp` band. ``tau(t, q, v)``
+    is an applied generalized force given as a Python function; ``forces`` other force
+    elements (springs, dampers, torques, wrenches; springs' potential is part of the
+    energy). Works are accumulated with the post-step speed v⁺, the speed the step
+    moves q with. ``compiled``: run the compiled loop where it applies (module doc).
+    Returns a :class:`~kanedyn.sim.Trajectory` (``work_nc`` = friction work + work of
+    τ and of the non-conservative elements, the friction's side in ``traj.friction``).
     """
     sys_ = friction_system(system)
     dt, t_final = float(dt), float(t_final)
@@ -106,6 +106,11 @@ def time_stepping(system, q0: ArrayLike, v0: ArrayLike, t_final: float, dt: floa
     kinds = ["karnopp" if isinstance(x, Karnopp) else "lugre" if isinstance(x, LuGre)
              else "exact" if x.discontinuous else "smooth" for x in items]
     fs = ForceSet(sys_, forces)
+    for f in fs.elements:
+        if f.discontinuous:
+            raise FrictionError(f"time_stepping: force element {f!r} is discontinuous in v; "
+                                f"exact friction goes in joints=, where its stick–slip is "
+                                f"resolved (or pass it to kd.simulate, which puts it there)")
     nsteps = int(round(t_final / dt))
     q = checked_state(q0, sys_.nq, "q0")
     v = checked_state(v0, sys_.nv, "v0")
