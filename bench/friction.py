@@ -259,14 +259,17 @@ def arm(steps: int, repeat: int = 3) -> None:
     stribeck = [friction.Stribeck(0.7 * f, f, 0.05, 2.0, 0.05) for f in Fs]
     treatments = [("exact stick-slip (complementarity)", stribeck),
                   ("smoothed tanh eps=1e-3 (lin. implicit)",
-                   [law.smoothed("tanh", 1e-3) for law in stribeck])]
+                   [law.smoothed("tanh", 1e-3) for law in stribeck]),
+                  ("LuGre sigma0=1e5, sigma1=300 (same curve)",
+                   [friction.LuGre(1e5, 300.0, law.Fc, law.Fs, law.vs, law.delta, law.Fv)
+                    for law in stribeck])]
     print(f"load average before: {open('/proc/loadavg').read().split()[:3]}")
-    print(f"{'kanedyn time_stepping, Stribeck':<42} {'us/step':>8} {'/mj_step':>9} "
+    print(f"{'kanedyn time_stepping':<42} {'us/step':>8} {'/mj_step':>9} "
           f"{'stuck %':>8} {'switches':>9}")
     for name, laws in treatments:
-        forces = [kd.forces.JointFriction(j, law) for j, law in zip(names, laws, strict=True)]
-        run = lambda els=forces + torques: kd.simulate(
-            model, q0, np.zeros(ARM["n"]), T1, method="time_stepping", dt=DT, forces=els)
+        run = lambda laws=laws: kd.simulate(
+            model, q0, np.zeros(ARM["n"]), T1, method="time_stepping", dt=DT,
+            joints=dict(zip(names, laws, strict=True)), forces=torques)
         tr = run()
         best = np.inf
         for _ in range(repeat):
