@@ -40,7 +40,7 @@ runs the same steps in the compiled loop of :mod:`.time_stepping_compiled`
 (``compiled=True``, the default; tested step for step against this loop). Another law,
 another system, or a torque given as a Python function (``tau=`` or a
 :class:`~kanedyn.forces.JointTorque` of a function) takes this loop: on the 7-link arm
-of ``bench/friction.py`` about 2 ms a step instead of 4–8 µs.
+of ``bench/friction.py`` about 2 ms a step instead of 3–14 µs.
 
 The energy E (springs' potential included) and the works are recorded at every step;
 semi-implicit Euler does not conserve energy, so the budget E − E₀ − W_nc closes to
