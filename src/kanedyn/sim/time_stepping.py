@@ -61,6 +61,7 @@ from ..friction.karnopp import Karnopp
 from ..friction.laws import FrictionLaw, Stribeck
 from ..friction.laws_kernel import SMOOTHING_CODES
 from ..friction.lugre import LuGre
+from ..integrators.rk4_compiled import compiled_or_none
 from ..model import Model
 from . import time_stepping_compiled as tsc
 from .friction_joints import checked_state, friction_system
@@ -115,11 +116,13 @@ def time_stepping(system, q0: ArrayLike, v0: ArrayLike, t_final: float, dt: floa
     q = checked_state(q0, sys_.nq, "q0")
     v = checked_state(v0, sys_.nv, "v0")
     run = _compiled_run(sys_, items, tau, fs, compiled) if nsteps > 0 else None
-    if run is not None:
-        Q, V, FR, ST, E, Wf, Wo, D, Z = run(idx, vb, kinds, q, v, dt, nsteps)
-    else:
-        Q, V, FR, ST, E, Wf, Wo, D, Z = _python_run(sys_, idx, items, kinds, vb, tau, fs, q,
-                                                    v, dt, nsteps)
+    # None from compiled_or_none: numba could not compile the loop (a RuntimeWarning says
+    # so); the Python steps then take the run
+    out = (None if run is None else
+           compiled_or_none("time_stepping", run, idx, vb, kinds, q, v, dt, nsteps))
+    if out is None:
+        out = _python_run(sys_, idx, items, kinds, vb, tau, fs, q, v, dt, nsteps)
+    Q, V, FR, ST, E, Wf, Wo, D, Z = out
     mode = np.where(ST, 0, np.sign(V[:, idx] - vb)).astype(int)
     record = FrictionRecord(joints=idx, force=FR, mode=mode, stuck=ST, work=Wf, other_work=Wo,
                             dissipated=D, z=Z[:, [c for c, k in enumerate(kinds)
