@@ -54,6 +54,32 @@ def test_box_lcp_equals_the_enumeration_of_stick_sets():
     assert len(seen) > 5  # stuck and sliding joints in many patterns
 
 
+def test_box_lcp_meets_the_complementarity_conditions_beyond_enumeration():
+    """Up to 20 joints (beyond any enumeration), ill-conditioned W (cond 1e6), zero levels
+    and zero loads: the solution satisfies the conditions that define it — stuck joints
+    (|λ| < c) at zero slip, the others sliding against λ = ±c — to round-off."""
+    rng = np.random.default_rng(1)
+    for trial in range(300):
+        n = int(rng.integers(5, 21))
+        if trial % 3 == 0:
+            U, _ = np.linalg.qr(rng.normal(size=(n, n)))
+            W = U @ np.diag(np.geomspace(1.0, 1e-6, n)) @ U.T
+        else:
+            A = rng.normal(size=(n, n))
+            W = A @ A.T + 1e-3 * np.eye(n)
+        w = rng.normal(size=n) * (trial % 17 != 0)
+        c = rng.uniform(0.0, 2.0, n) * (rng.random(n) > 0.1)
+        lam, state = rng.normal(size=n), rng.integers(-1, 2, n)
+        assert box_lcp(W, w, c, lam, state) > 0
+        u = w + W @ lam
+        scale = np.abs(w).max() + (np.abs(W) @ c).max() + 1e-300
+        stuck = state == 0
+        assert np.all(np.abs(lam) <= c)
+        assert np.abs(u[stuck]).max(initial=0.0) <= 1e-14 * scale
+        np.testing.assert_array_equal(lam[~stuck], state[~stuck] * c[~stuck])
+        assert (u * state)[~stuck].max(initial=0.0) <= 1e-14 * scale
+
+
 def test_complementarity_agrees_with_the_event_driven_enumeration():
     """At rest, one step of the velocity-level problem is the acceleration-level one times
     dt: the stick set and the holding forces of the time-stepping equal those that the
