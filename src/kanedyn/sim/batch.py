@@ -1,8 +1,9 @@
 """The one compiled RK4 loop, for one run and for N runs at once.
 
 :func:`rk4_run` integrates one state with the classical RK4 method, the joint forces
-(springs, dampers, the smoothed Stribeck law of :mod:`kanedyn.friction.laws_kernel`)
-evaluated between the stages, with the guards of ``run_fixed``, the kept samples, the
+(the rows of :mod:`kanedyn.forces.kernel`: springs, dampers, constant and sinusoidal
+torques, the smoothed Stribeck law of :mod:`kanedyn.friction.laws_kernel`) evaluated
+between the stages at their times, with the guards of ``run_fixed``, the kept samples, the
 work W_nc of the non-conservative forces and, on request, the energy — all in numba,
 without the GIL. Both ``kd.simulate(model, ..., method="rk4")`` (:func:`run_rk4`, with
 the optional energy projection) and ``simulate_batch`` (which runs it per state in
@@ -27,7 +28,8 @@ of the Stribeck law of a :class:`~kanedyn.forces.JointFriction`.
 
 The batch takes models whose joints all have one speed and an additive
 configuration (revolute, prismatic, helical), and the force elements just
-named; anything else is refused with the reason. ``kd.simulate`` takes this loop for
+named, constant :class:`~kanedyn.forces.JointTorque` and
+:class:`~kanedyn.forces.SinusoidalTorque`; anything else is refused with the reason. ``kd.simulate`` takes this loop for
 a Model with additive coordinates and no armature (``compiled_step``), without force
 elements or with only those (then on 1-speed joints); otherwise the Python steps.
 """
