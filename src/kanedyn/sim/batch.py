@@ -29,9 +29,10 @@ of the Stribeck law of a :class:`~kanedyn.forces.JointFriction`.
 The batch takes models whose joints all have one speed and an additive
 configuration (revolute, prismatic, helical), and the force elements just
 named, constant :class:`~kanedyn.forces.JointTorque` and
-:class:`~kanedyn.forces.SinusoidalTorque`; anything else is refused with the reason. ``kd.simulate`` takes this loop for
-a Model with additive coordinates and no armature (``compiled_step``), without force
-elements or with only those (then on 1-speed joints); otherwise the Python steps.
+:class:`~kanedyn.forces.SinusoidalTorque`; anything else is refused with the reason.
+``kd.simulate`` takes this loop for a Model with additive coordinates and no armature
+(``compiled_step``), without force elements or with only those (then on 1-speed
+joints); otherwise the Python steps.
 """
 
 from __future__ import annotations
