@@ -31,9 +31,11 @@ import kanedyn as kd
 RADIUS = 0.05
 
 
-def mjcf_chain(n: int, integrator: str, dt: float) -> str:
-    """The chain of pendulum_chain(n, planar=False, radius=0.05) in MJCF."""
-    m, L, r = 1.0, 1.0, RADIUS * 1.0
+def mjcf_chain(n: int, integrator: str, dt: float, length: float = 1.0,
+               radius: float = RADIUS, joint_attrs=None) -> str:
+    """The chain of pendulum_chain(n, planar=False, length, radius) in MJCF (its radius
+    relative to the length); ``joint_attrs[i]``: more attributes of joint i."""
+    m, L, r = 1.0, length, radius * length
     across = m * (3 * r * r + L * L) / 12.0
     along = 0.5 * m * r * r
     body = ""
@@ -41,7 +43,8 @@ def mjcf_chain(n: int, integrator: str, dt: float) -> str:
         axis = "0 1 0" if i % 2 == 0 else "1 0 0"
         pos = "0 0 0" if i == 0 else f"0 0 {-L}"
         body = (f'<body name="link{i + 1}" pos="{pos}">'
-                f'<joint name="joint{i + 1}" type="hinge" axis="{axis}" pos="0 0 0"/>'
+                f'<joint name="joint{i + 1}" type="hinge" axis="{axis}" pos="0 0 0"'
+                f'{" " + joint_attrs[i] if joint_attrs else ""}/>'
                 f'<inertial pos="0 0 {-L / 2}" mass="{m}" '
                 f'diaginertia="{across} {across} {along}"/>'
                 f'<geom type="capsule" fromto="0 0 0 0 0 {-L}" size="{r}" contype="0" '

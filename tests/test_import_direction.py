@@ -58,6 +58,11 @@ EXCEPTIONS = {
     # import points down the layers, not up, but DESIGN.md lists identify's uses as
     # dynamics, friction and sim only
     ("identify/validation.py", "forces"),
+    # the compiled AVF loop evaluates the force elements inside its Newton iteration, by
+    # the one compiled form of them (forces/kernel.py, rows of parameters); numba cannot
+    # take that kernel as an argument and keep its disk cache (a function argument's type
+    # differs in every process), so the loop imports it — forces is a leaf below sim
+    ("integrators/avf_compiled.py", "forces"),
 }
 
 

@@ -166,13 +166,17 @@ def step_grid(dt: float, t0: float, tf: float, save_every: int):
     return n_steps, steps, times, every, keep
 
 
-def applicable(problem) -> bool:
+def applicable(problem, forces: bool = False) -> bool:
     """A plain Model, additive coordinates, no force elements, no progress bar, no armature
     (the loops' energy is the bodies' alone; a model with rotors takes the Python steps,
-    whose energy includes ½ Σ armature v²)."""
+    whose energy includes ½ Σ armature v²). ``forces``: a loop that takes the force rows
+    of :mod:`kanedyn.forces.kernel` (``problem.force_rows``) also applies when every force
+    element has one."""
     s = problem.system
+    no_forces = problem.tau_cons is None and problem.tau_nc is None
     return (getattr(s, "compiled_step", None) is not None  # a capability (sim/system.py)
-            and problem.tau_cons is None and problem.tau_nc is None and problem.progress is None)
+            and (no_forces or (forces and problem.force_rows is not None))
+            and problem.progress is None)
 
 
 def compiled_or_none(name: str, run, *args):

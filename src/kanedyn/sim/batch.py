@@ -1,8 +1,9 @@
 """The one compiled RK4 loop, for one run and for N runs at once.
 
 :func:`rk4_run` integrates one state with the classical RK4 method, the joint forces
-(springs, dampers, the smoothed Stribeck law of :mod:`kanedyn.friction.laws_kernel`)
-evaluated between the stages, with the guards of ``run_fixed``, the kept samples, the
+(the rows of :mod:`kanedyn.forces.kernel`: springs, dampers, constant and sinusoidal
+torques, the smoothed Stribeck law of :mod:`kanedyn.friction.laws_kernel`) evaluated
+between the stages at their times, with the guards of ``run_fixed``, the kept samples, the
 work W_nc of the non-conservative forces and, on request, the energy — all in numba,
 without the GIL. Both ``kd.simulate(model, ..., method="rk4")`` (:func:`run_rk4`, with
 the optional energy projection) and ``simulate_batch`` (which runs it per state in
@@ -27,9 +28,11 @@ of the Stribeck law of a :class:`~kanedyn.forces.JointFriction`.
 
 The batch takes models whose joints all have one speed and an additive
 configuration (revolute, prismatic, helical), and the force elements just
-named; anything else is refused with the reason. ``kd.simulate`` takes this loop for
-a Model with additive coordinates and no armature (``compiled_step``), without force
-elements or with only those (then on 1-speed joints); otherwise the Python steps.
+named, constant :class:`~kanedyn.forces.JointTorque` and
+:class:`~kanedyn.forces.SinusoidalTorque`; anything else is refused with the reason.
+``kd.simulate`` takes this loop for a Model with additive coordinates and no armature
+(``compiled_step``), without force elements or with only those (then on 1-speed
+joints); otherwise the Python steps.
 """
 
 from __future__ import annotations
@@ -46,7 +49,21 @@ from ..dynamics._dispatch import singular_error
 from ..dynamics.flat import flatten
 from ..dynamics.layout import IBAR, MASS, H
 from ..errors import DivergenceError, KanedynError, SolverError, StateError
-from ..friction.laws_kernel import stribeck_force, stribeck_parameters
+from ..forces.kernel import (
+    P_C,
+    P_DELTA,
+    P_FC,
+    P_FRIC,
+    P_FS,
+    P_FV,
+    P_K,
+    P_REST,
+    P_VS,
+    force_rows,
+    has_forces,
+    joint_forces,
+    spring_potential,
+)
 from ..integrators.base import Solution
 from ..integrators.projection import parse_invariants
 from ..integrators.rk4_compiled import (
@@ -68,9 +85,6 @@ from ..model.model import singular_joints
 
 _compiled.key_cache(__name__)
 
-# per-dof force parameters, columns of P[run, dof, :]
-P_K, P_REST, P_C, P_FRIC, P_FC, P_FS, P_VS, P_DELTA, P_FV, P_EPS, P_SMOOTH, P_SURF = range(12)
-NPAR = 12
 QUANTITIES = {"stiffness": P_K, "rest": P_REST, "damping": P_C, "Fc": P_FC, "Fs": P_FS,
               "vs": P_VS, "delta": P_DELTA, "Fv": P_FV}
 METHODS = ("rk4",)
@@ -108,41 +122,23 @@ class BatchTrajectory:
 # --- the loop -------------------------------------------------------------------------
 
 @njit(cache=True, nogil=True)
-def _forces(P, q, v, tau_nc, tau):
-    """τ of springs (conservative), dampers and Stribeck friction (non-conservative; the
-    law's one compiled form, :func:`~kanedyn.friction.laws_kernel.stribeck_force`, at the
-    slip speed v - v_surface)."""
-    for j in range(q.shape[0]):
-        t_nc = -P[j, P_C] * v[j]
-        if P[j, P_FRIC] != 0.0:
-            t_nc -= stribeck_force(v[j] - P[j, P_SURF], P[j, P_FC], P[j, P_FS], P[j, P_VS],
-                                   P[j, P_DELTA], P[j, P_FV], P[j, P_EPS],
-                                   int(P[j, P_SMOOTH]))
-        tau_nc[j] = t_nc
-        tau[j] = t_nc - P[j, P_K] * (q[j] - P[j, P_REST])
-
-
-@njit(cache=True, nogil=True)
 def _energy(data, P, q, v, summary):
     """T + V_gravity + V_springs of one state: T and V from the compiled kernel of
     ``kd.kinetic_energy`` (:func:`~kanedyn.dynamics.kernels.kinematics.summary_into`,
     rotors included), another pass than the integrators' energy kernel, so a batch's
     energy checks the single run's independently."""
     K.summary_into(data, q, v, True, summary)
-    Vs = 0.0
-    for j in range(q.shape[0]):
-        d = q[j] - P[j, P_REST]
-        Vs += 0.5 * P[j, P_K] * d * d
-    return summary[0] + summary[1] + Vs
+    return summary[0] + summary[1] + spring_potential(P, q)
 
 
 @njit(cache=True, nogil=True)
-def _stage(data, P, forces, q, v, tau_nc, tau, fext, a, ws):
-    """a = ABA(q, v, τ(q, v)) with the joint forces τ (none unless ``forces``), ``ws`` the
-    ABA workspace (:func:`~kanedyn.dynamics.kernels.aba.aba_workspace`, allocated once a
+def _stage(data, P, forces, t, q, v, tau_nc, tau, fext, a, ws):
+    """a = ABA(q, v, τ(t, q, v)) with the joint forces τ of the rows ``P``
+    (:func:`~kanedyn.forces.kernel.joint_forces`; none unless ``forces``), ``ws`` the ABA
+    workspace (:func:`~kanedyn.dynamics.kernels.aba.aba_workspace`, allocated once a
     run); returns the kernel's status (0 ok)."""
     if forces:
-        _forces(P, q, v, tau_nc, tau)
+        joint_forces(P, t, q, v, tau_nc, tau)
     return K.aba_core(data, q, v, tau, fext, False, a, *ws)
 
 
@@ -156,18 +152,19 @@ def _power(v, tau_nc):
 
 
 @njit(cache=True, nogil=True)
-def rk4_run(data, P, forces, q0, v0, steps, every, project, blowup, record, Q, V, W, E,
+def rk4_run(data, P, forces, t0, q0, v0, steps, every, project, blowup, record, Q, V, W, E,
             status):
-    """One run of classical RK4 from (q0, v0) by the steps ``steps`` (the grid of
+    """One run of classical RK4 from (q0, v0) at t0 by the steps ``steps`` (the grid of
     :func:`~kanedyn.integrators.rk4_compiled.step_grid`), on the flat array ``data``:
 
         k₁ = f(x), k₂ = f(x + h/2 k₁), k₃ = f(x + h/2 k₂), k₄ = f(x + h k₃),
         x ← x + h/6 (k₁ + 2k₂ + 2k₃ + k₄),   x = (q, v, W_nc), f = (v, a, vᵀτ_nc)
 
     (Hairer, Nørsett & Wanner, Solving ODEs I, II.1.9), a = ABA(q, v, τ) with the joint
-    forces of the rows ``P`` (nv, NPAR) when ``forces``; then, if ``project``, the energy
-    projection (no forces). Keeps the state after every ``every``-th step and the last in
-    ``Q``, ``V``, ``W`` (and the energy in ``E`` if ``record``), sample 0 the start.
+    forces of the rows ``P`` (:mod:`kanedyn.forces.kernel`) when ``forces``; then, if
+    ``project``, the energy projection (no forces). Keeps the state after every
+    ``every``-th step and the last in ``Q``, ``V``, ``W`` (and the energy in ``E`` if
+    ``record``), sample 0 the start.
     Returns the number of samples kept; ``status`` (3,) is left [0, 0, 0], or [code, step
     (from 1), kernel status] of the step at which the state became non-finite, blew up
     (speed beyond ``blowup (1 + max|v0|)``) or a kernel refused it."""
@@ -192,16 +189,17 @@ def rk4_run(data, P, forces, q0, v0, steps, every, project, blowup, record, Q, V
     k = store(q, v, Q, V, 0)
     for n in range(n_steps):
         h = steps[n]
-        s = _stage(data, P, forces, q, v, tau_nc, tau, fext, k1v, ws)
+        t = t0 + n * steps[0]  # the grid of step_grid: t0 + n dt
+        s = _stage(data, P, forces, t, q, v, tau_nc, tau, fext, k1v, ws)
         k1w = _power(v, tau_nc) if forces else 0.0
         rk4_stage_state(q, v, v, k1v, 0.5 * h, qs, k2q)  # k2q = v of stage 2
-        s |= _stage(data, P, forces, qs, k2q, tau_nc, tau, fext, k2v, ws)
+        s |= _stage(data, P, forces, t + 0.5 * h, qs, k2q, tau_nc, tau, fext, k2v, ws)
         k2w = _power(k2q, tau_nc) if forces else 0.0
         rk4_stage_state(q, v, k2q, k2v, 0.5 * h, qs, k3q)
-        s |= _stage(data, P, forces, qs, k3q, tau_nc, tau, fext, k3v, ws)
+        s |= _stage(data, P, forces, t + 0.5 * h, qs, k3q, tau_nc, tau, fext, k3v, ws)
         k3w = _power(k3q, tau_nc) if forces else 0.0
         rk4_stage_state(q, v, k3q, k3v, h, qs, k4q)
-        s |= _stage(data, P, forces, qs, k4q, tau_nc, tau, fext, k4v, ws)
+        s |= _stage(data, P, forces, t + h, qs, k4q, tau_nc, tau, fext, k4v, ws)
         k4w = _power(k4q, tau_nc) if forces else 0.0
         rk4_update(q, v, h, k2q, k3q, k4q, k1v, k2v, k3v, k4v)
         w += (h / 6) * (k1w + 2 * k2w + 2 * k3w + k4w)
@@ -227,51 +225,11 @@ def _rk4_runs(D, P, forces, Q0, V0, steps, every, blowup, outQ, outV, outW, outE
     """:func:`rk4_run` for each run k (its own flat array ``D[k]`` and force rows
     ``P[k]``), the runs spread over the threads."""
     for k in prange(Q0.shape[0]):
-        rk4_run(D[k], P[k], forces, Q0[k], V0[k], steps, every, False, blowup, True, outQ[k],
+        rk4_run(D[k], P[k], forces, 0.0, Q0[k], V0[k], steps, every, False, blowup, True, outQ[k],
                 outV[k], outW[k], outE[k], status[k])
 
 
 # --- the Python side ------------------------------------------------------------------
-
-def _force_rows(model: Model, forces) -> tuple[NDArray, str | None]:
-    """The rows P (nv, NPAR) of the loop's joint forces, and None; or (None, why the loop
-    cannot take one of the elements). Needs every joint of one speed (dof = body index)."""
-    from ..forces import JointDamper, JointFriction, JointSpring
-    from ..friction.laws import Stribeck
-
-    P = np.zeros((model.nv, NPAR))
-    P[:, P_VS] = 1.0
-    P[:, P_DELTA] = 1.0
-    P[:, P_EPS] = 1.0
-    for f in forces:
-        iv = model.joint_index(f.joint) if hasattr(f, "joint") else None
-        if isinstance(f, JointSpring):
-            P[iv, P_K] += f.k
-            P[iv, P_REST] = f.rest
-        elif isinstance(f, JointDamper):
-            c = model.bodies[iv].joint.damping if f.c is None else f.c
-            P[iv, P_C] += c
-        elif isinstance(f, JointFriction) and type(f.law) is Stribeck and f.law.smoothing:
-            try:
-                Fc, Fs, vs, delta, Fv, eps, kind = stribeck_parameters(f.law)
-            except KanedynError as exc:
-                return None, f"the friction on {f.joint!r} has no batched kernel: {exc}"
-            P[iv, P_FRIC] = 1.0
-            P[iv, [P_FC, P_FS, P_VS, P_DELTA, P_FV]] = (Fc, Fs, vs, delta, Fv)
-            P[iv, P_EPS] = eps
-            P[iv, P_SMOOTH] = kind
-            P[iv, P_SURF] = f.surface_velocity
-        else:
-            return None, (f"no batched kernel for {f!r}; it takes JointSpring, JointDamper "
-                          "and JointFriction with a smoothed Stribeck law (for other "
-                          "elements run kd.simulate per state)")
-    return P, None
-
-
-def _has_forces(P: NDArray) -> bool:
-    """Whether any row acts (a spring, a damper or friction): else the loop skips them."""
-    return bool(np.any(P[..., [P_K, P_C, P_FRIC]] != 0.0))
-
 
 def _one_speed_joints(model: Model) -> list[str]:
     """The joints that are not 1-DOF additive ones (which the force rows need)."""
@@ -295,7 +253,7 @@ def run_rk4(compiled: bool, problem, forces, project) -> Solution | None:
         return None
     if forces and _one_speed_joints(model):
         return None
-    P, why = _force_rows(model, forces)
+    P, why = force_rows(model, forces)
     if why is not None:
         return None
     name = "rk4" if invariants is None else f"rk4+project{invariants}"
@@ -309,7 +267,7 @@ def _run_one(problem, model: Model, P: NDArray, project: bool, name: str) -> Sol
     V = np.empty((len(keep), model.nv))
     W = np.empty(len(keep))
     status = np.zeros(3, dtype=np.int64)
-    k = rk4_run(flatten(model).data, P, _has_forces(P),
+    k = rk4_run(flatten(model).data, P, has_forces(P), float(problem.t0),
                 np.ascontiguousarray(problem.q0, float), np.ascontiguousarray(problem.v0, float),
                 steps, every, project, float(problem.blowup), False, Q, V, W, np.empty(0),
                 status)
@@ -401,7 +359,7 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
     n_steps, steps, times, every, keep = step_grid(float(dt), 0.0, float(t_final),
                                                    int(save_every))
     D = np.ascontiguousarray(np.repeat(flatten(model).data[None], N, axis=0))
-    rows, why = _force_rows(model, forces)
+    rows, why = force_rows(model, forces)
     if why is not None:
         raise KanedynError(f"simulate_batch: {why}")
     P = np.ascontiguousarray(np.repeat(rows[None], N, axis=0))
@@ -413,7 +371,7 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
     outE = np.empty((N, S))
     status = np.zeros((N, 3), np.int64)
     # no blow-up guard (np.inf): a batch stops a run only at a non-finite state
-    _rk4_runs(D, P, _has_forces(P), Q0, V0, steps, every, np.inf, outQ, outV, outW, outE,
+    _rk4_runs(D, P, has_forces(P), Q0, V0, steps, every, np.inf, outQ, outV, outW, outE,
               status)
     bad = np.flatnonzero(status[:, 0])
     if bad.size:
