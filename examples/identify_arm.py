@@ -88,9 +88,15 @@ def experiment(model, truth, laws, design, duration, rng):
     Kp, Kd = 400.0, 40.0
     smooth = [dataclasses.replace(law, smoothing=Smoothing("tanh", EPS)) for law in laws]
 
-    def control(time, q, v):  # held over each step (the sample's command)
-        k = min(int(round(time * RATE)), t.size - 1)
-        return ff[k] + Kp * (qd[k] - q) + Kd * (vd[k] - v)
+    def control(time, q, v):
+        """The torque acting at ``time``: the references interpolated between samples, so
+        that the torque "measured" at a sample instant is the one acting on the state
+        there (a command held over the step would be measured half a step early)."""
+        x = min(max(time * RATE, 0.0), t.size - 1.0)
+        k = min(int(x), t.size - 2)
+        w = x - k
+        at = (lambda z: (1.0 - w) * z[k] + w * z[k + 1])  # noqa: E731
+        return at(ff) + Kp * (at(qd) - q) + Kd * (at(vd) - v)
 
     forces = [JointTorque(control)] + [JointFriction(name, law) for name, law in
                                        zip(model.joint_names, smooth, strict=True)]
