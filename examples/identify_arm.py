@@ -15,12 +15,16 @@ geared arm has; the armature is known to the fit, the link inertias are not.
    excitation (the URDF's inverse dynamics plus PD feedback, so the truth's errors show
    as tracking error), at 1 kHz; the joint angles and the applied torques are
    "measured" with noise;
-4. ``identify.prepare`` (zero-phase low-pass, q̇ and q̈ by differences, one sample per
-   half cut-off period kept), ``identify.fit`` with Stribeck friction, the 95 %
-   intervals and how often they hold the truth;
+4. ``identify.prepare`` (zero-phase low-pass of q and τ, q̇ and q̈ by differences),
+   ``identify.fit`` with Stribeck friction, the friction columns through the same
+   low-pass as τ (parallel filtering), one sample per half cut-off period, a joint's
+   equations near rest (|q̇| < V_MIN) left out; the 95 % intervals and how often they
+   hold the truth;
 5. ``identify.validate`` on a second, held-out run (another excitation): the torque
    prediction error per joint against the noise, and the motion of the identified model
-   simulated under the measured torques, against the URDF's own parameters.
+   simulated under the measured torques, against the URDF's own parameters;
+6. ``identify.report``: the tables and the plots (friction curves with their bands and
+   the hidden truth, measured against predicted torque on the held-out run) in FOLDER.
 
 Run: .venv/bin/python examples/identify_arm.py [--short] [--out FOLDER]
 """
@@ -49,6 +53,8 @@ EPS = 1e-2               # rad/s: tanh width of the friction's sign in the simul
 NOISE_Q = 2e-6           # rad: encoder noise (a 20-bit encoder's quantisation, RMS)
 NOISE_TAU = 0.05         # N m: torque sensor noise
 CUTOFF = 25.0            # Hz: low-pass of q and τ before differentiation
+V_MIN = 0.03             # rad/s: below it friction is not a sliding law (the truth's
+                         # tanh region here; presliding on a real joint)
 HORIZON = 0.5            # s: the held-out stretch simulated open loop
 ARMATURE = 0.1           # kg m²: rotor inertia of every joint (known)
 
@@ -128,11 +134,14 @@ def main(short: bool = False, out: str | Path | None = None) -> dict:
     t, q, tau = experiment(model, truth, laws, design, periods * period, rng)
     t2 = time.perf_counter()
     tp, qp, vp, ap, taup = identify.prepare(t, q, tau, cutoff=CUTOFF)
-    keep = slice(None, None, int(RATE / (2 * CUTOFF)))  # samples ~ independent after filtering
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", kd.KanedynWarning)  # notes are kept in result.notes
-        result = identify.fit(model, qp[keep], vp[keep], ap[keep], taup[keep],
-                              friction="stribeck")
+        # τ was low-passed: the friction columns go through the same filter (parallel
+        # filtering); one sample per half cut-off period (the filtered noise nearly
+        # independent); a joint's equations near rest left out
+        result = identify.fit(model, qp, vp, ap, taup, friction="stribeck",
+                              lowpass=identify.Lowpass(CUTOFF, RATE),
+                              every=int(RATE / (2 * CUTOFF)), v_min=V_MIN)
     t3 = time.perf_counter()
     print(result.report())
     print(f"design {t1 - t0:.1f} s, experiment {t2 - t1:.1f} s, fit {t3 - t2:.1f} s")
@@ -153,22 +162,11 @@ def main(short: bool = False, out: str | Path | None = None) -> dict:
     print("\nidentified model on held-out data:\n" + val.report())
     print("\nthe URDF's inertias (with the identified friction) on the same data:\n"
           + cad.report())
-    plot = out / "identify_arm.png"
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(model.nv, 1, figsize=(8, 12), sharex=True)
-    for j, ax in enumerate(axes):
-        ax.plot(held[0], held[4][:, j], "k", lw=1, label="measured")
-        ax.plot(held[0], val.tau_pred[:, j], "r--", lw=1, label="identified")
-        ax.plot(held[0], cad.tau_pred[:, j], "b:", lw=1, label="URDF")
-        ax.set_ylabel(f"τ{j + 1} [N m]")
-    axes[0].legend(loc="upper right", fontsize=7)
-    axes[-1].set_xlabel("t [s]")
-    fig.tight_layout()
-    fig.savefig(plot, dpi=80)
-    plt.close(fig)
-    print(f"plot written to {plot}")
-    return {"result": result, "truth_inside": inside, "validation": val, "urdf": cad}
+    files = identify.report(result, out, validation=val, other=cad, other_label="URDF",
+                            truth=dict(zip(model.joint_names, laws, strict=True)))
+    print(f"report written to {out}: {', '.join(Path(f).name for f in files.values())}")
+    return {"result": result, "truth_inside": inside, "validation": val, "urdf": cad,
+            "files": files}
 
 
 if __name__ == "__main__":

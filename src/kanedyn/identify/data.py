@@ -60,6 +60,19 @@ class Lowpass:
         """One period of the cut-off, in samples: the reach of the start-up transients."""
         return max(1, int(round(self.rate / self.cutoff)))
 
+    def correlation(self, tol: float = 1e-4) -> NDArray:
+        """ρ(d), d = 0, 1, ... samples: the correlation of white noise after the filter
+        (the normalised autocorrelation of its impulse response), to where |ρ| stays
+        below ``tol``."""
+        n = 40 * self.period
+        impulse = np.zeros(2 * n + 1)
+        impulse[n] = 1.0
+        h = self(impulse)
+        r = np.correlate(h, h, mode="full")[h.size - 1:]
+        r = r / r[0]
+        big = np.flatnonzero(np.abs(r) >= tol)
+        return r[:big[-1] + 1]
+
     def __call__(self, x: ArrayLike) -> NDArray:
         from scipy.signal import butter, filtfilt
 

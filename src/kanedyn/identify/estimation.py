@@ -390,7 +390,11 @@ def fit(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, tau: ArrayLike,
     s2 = float(rw @ rw) / dof
     Jw = w[:, None] * problem.jacobian(x, theta)
     JtJ = Jw.T @ Jw
-    cov = s2 * np.linalg.pinv(JtJ, hermitian=True)
+    inv = np.linalg.pinv(JtJ, hermitian=True)
+    if lowpass is None:
+        cov = s2 * inv
+    else:  # the filtered noise is correlated: the sandwich with its known correlation
+        cov = s2 * inv @ _correlated(Jw.reshape(nv, N, -1), rows, lowpass) @ inv
     position = np.argsort(problem.order())  # column of (x, θ) -> position in names
     at_bound = [names[position[problem.nx + k]] for k in range(theta.size)
                 if np.isclose(theta[k], theta_lo[k], rtol=1e-6)
@@ -454,6 +458,25 @@ def _rows(n: int, lowpass: Lowpass | None, every: int, segments) -> tuple[NDArra
         return out
 
     return np.concatenate(rows), filt
+
+
+def _correlated(Jw: NDArray, rows: NDArray, lowpass: Lowpass) -> NDArray:
+    """Σ_k Σ_l ρ(|s_k - s_l|) J_kᵀ J_l over the equations of each speed (Jw: speed ×
+    equation × parameter, s the samples of the equations): the middle of the covariance
+    ``(JᵀJ)⁻¹ Jᵀ R J (JᵀJ)⁻¹`` of a least-squares fit whose noise has the correlation R
+    = ρ of white noise through the parallel filter (Seber & Wild 1989, §6.1); the
+    equations of different speeds are independent (their noise is)."""
+    rho = lowpass.correlation()
+    B = np.einsum("jkp,jkq->pq", Jw, Jw)
+    for lag in range(1, rows.size):
+        d = rows[lag:] - rows[:-lag]
+        near = d < rho.size  # within a segment and the correlation's reach
+        if not np.any(near):
+            break
+        coef = np.where(near, rho[np.minimum(d, rho.size - 1)], 0.0)
+        C = np.einsum("jkp,k,jkq->pq", Jw[:, :-lag], coef, Jw[:, lag:])
+        B += C + C.T
+    return B
 
 
 def _noise(r: NDArray, use: NDArray, nv: int, p: int) -> NDArray:

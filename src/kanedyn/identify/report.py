@@ -156,19 +156,25 @@ def plot_torques(path: str | Path, t: ArrayLike, measured: ArrayLike, predicted:
 
 
 def report(result: Identification, folder: str | Path, *, validation=None,
-           data: tuple | None = None, truth: dict | None = None) -> dict[str, str]:
+           data: tuple | None = None, truth: dict | None = None, other=None,
+           other_label: str = "other model") -> dict[str, str]:
     """Write the identification report into ``folder``: ``identification.txt`` (the table
     of :meth:`Identification.report`, and the validation's), ``friction.png``
-    (:func:`plot_friction`) and ``torque.png`` — measured against predicted torque on
-    the held-out data of ``validation`` (a :class:`~kanedyn.identify.Validation`), or
-    else on ``data`` = (t, q, v, a, tau) (e.g. the fit's own). Returns {name: path}."""
+    (:func:`plot_friction`, ``truth`` its option) and ``torque.png`` — measured against
+    predicted torque on the held-out data of ``validation`` (a
+    :class:`~kanedyn.identify.Validation`; ``other``, a validation of another model on
+    the same data, drawn beside it), or else on ``data`` = (t, q, v, a, tau) (e.g. the
+    fit's own). Returns {name: path}."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     text = result.report()
     out = {"friction": plot_friction(result, folder / "friction.png", truth=truth)}
     if validation is not None:
         text += "\n\nvalidation on held-out data:\n" + validation.report()
-        out["torque"] = validation.plot(folder / "torque.png")
+        if other is not None:
+            text += f"\n\n{other_label} on the same data:\n" + other.report()
+        out["torque"] = validation.plot(folder / "torque.png", other=other,
+                                        other_label=other_label)
     elif data is not None:
         t, q, v, a, tau = data
         out["torque"] = plot_torques(folder / "torque.png", t, tau, result.predict(q, v, a),
