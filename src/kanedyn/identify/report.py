@@ -164,7 +164,8 @@ def report(result: Identification, folder: str | Path, *, validation=None,
     predicted torque on the held-out data of ``validation`` (a
     :class:`~kanedyn.identify.Validation`; ``other``, a validation of another model on
     the same data, drawn beside it), or else on ``data`` = (t, q, v, a, tau) (e.g. the
-    fit's own). Returns {name: path}."""
+    fit's own; when the fit had a parallel filter, samples in order at its rate, and
+    the prediction goes through the filter as τ did). Returns {name: path}."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     text = result.report()
@@ -177,7 +178,10 @@ def report(result: Identification, folder: str | Path, *, validation=None,
                                         other_label=other_label)
     elif data is not None:
         t, q, v, a, tau = data
-        out["torque"] = plot_torques(folder / "torque.png", t, tau, result.predict(q, v, a),
+        predicted = result.predict(q, v, a)
+        if result.lowpass is not None:
+            predicted = result.lowpass(predicted)
+        out["torque"] = plot_torques(folder / "torque.png", t, tau, predicted,
                                      _speed_names(result.model))
     path = folder / "identification.txt"
     path.write_text(text + "\n", encoding="utf-8")

@@ -34,6 +34,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import IdentificationError
 from ..model import Model
+from .data import Lowpass
 from .estimation import Identification, _data, _speed_names
 from .regressor import inertia_from_parameters, joint_torque_regressor
 
@@ -95,14 +96,18 @@ def identified_model(result: Identification, standard: ArrayLike | None = None) 
 
 def validate(result: Identification, t: ArrayLike, q: ArrayLike, v: ArrayLike, a: ArrayLike,
              tau: ArrayLike, *, standard: ArrayLike | None = None, eps: float = 1e-2,
-             dt: float | None = None) -> Validation:
+             dt: float | None = None, lowpass: Lowpass | None = None) -> Validation:
     """Validate ``result`` on held-out samples (t, q, v, a, τ) of a uniform time grid: the
     torque prediction error and the output error of the simulated identified model
     (module doc). ``standard``: the standard parameters to simulate and predict with
     (default: the consistent projection of the estimate; another set — a CAD model, a
     deliberately wrong one — compares models on the same data); ``eps``: the width of
     the tanh smoothing of the friction's sign in the simulation (rad/s or m/s); ``dt``:
-    the integration step (default: the sample spacing, RK4)."""
+    the integration step (default: the sample spacing, RK4); ``lowpass``: the filter
+    the measured τ went through (:class:`~kanedyn.identify.Lowpass`, samples at its
+    rate): the predicted torque is passed through it too before the comparison, as the
+    fit's friction columns are, and the torque errors are taken one cut-off period in
+    from the ends (``tau_pred`` is then the filtered prediction)."""
     # (here: importing sim costs kanedyn.identify's import nothing until validation runs;
     # forces is a leaf below sim — a known departure, tests/test_import_direction.py)
     from ..forces import JointTorque
@@ -126,9 +131,20 @@ def validate(result: Identification, t: ArrayLike, q: ArrayLike, v: ArrayLike, a
         Yb = result.base.regressor(joint_torque_regressor(model, Q, V, A))
         pi_b = result.base.of(np.asarray(standard, dtype=float))
         tau_pred = result.predict(Q, V, A) + Yb @ (pi_b - result.base_estimate)
-    err = tau_pred - T
+    inner = slice(None)
+    if lowpass is not None:  # τ was low-passed: so is the prediction (parallel filtering)
+        if abs(float(np.mean(steps)) * lowpass.rate - 1.0) > 1e-6:
+            raise IdentificationError(f"validate: the samples are {float(np.mean(steps)):.6g}"
+                                      f" s apart; lowpass= is for samples at "
+                                      f"{lowpass.rate:g} Hz")
+        if tt.size <= 2 * lowpass.period:
+            raise IdentificationError(f"validate: {tt.size} samples are too few for the "
+                                      f"low-pass's ends ({lowpass.period} at each)")
+        tau_pred = lowpass(tau_pred)
+        inner = slice(lowpass.period, tt.size - lowpass.period)
+    err = (tau_pred - T)[inner]
     torque_rms = np.sqrt(np.mean(err ** 2, axis=0))
-    scale = np.sqrt(np.mean(T ** 2, axis=0))
+    scale = np.sqrt(np.mean(T[inner] ** 2, axis=0))
     relative = np.divide(torque_rms, scale, out=np.full_like(scale, np.inf), where=scale > 0)
 
     if not (np.isfinite(eps) and eps > 0):
