@@ -109,30 +109,27 @@ def fit(rate: float) -> None:
 
 def whole(duration: float = 100.0, rate: float = 1000.0, cutoff: float = 25.0) -> None:
     import re
+    import sys
     import warnings
+    from pathlib import Path
 
     import pinocchio as pin
     import scipy.linalg
 
     from kanedyn.errors import KanedynWarning
 
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    from identify_arm import hidden_truth, seven_dof_panda  # the worked example's arm
+
+    model = seven_dof_panda()
     xml = robot_path("panda").read_text()
-    xml = re.sub(r'(<joint name="panda_finger_joint\d" )type="prismatic"', r'\1type="fixed"', xml)
-    model = kd.load_urdf_string(xml)
-    pm = pin.buildModelFromXML(xml)
+    pm = pin.buildModelFromXML(re.sub(r'(<joint name="panda_finger_joint\d" )type="prismatic"',
+                                      r'\1type="fixed"', xml))
     pd = pm.createData()
     rng = np.random.default_rng(3)
-    bodies = []
-    for b in model.bodies:
-        m, c, Ic = inertia_parameters(b.inertia)
-        bodies.append(dataclasses.replace(b, inertia=spatial_inertia(
-            m * rng.uniform(0.7, 1.3), c + rng.normal(0.0, 0.01, 3), Ic * rng.uniform(0.7, 1.3))))
-    truth = dataclasses.replace(model, bodies=tuple(bodies))
-    Fc = rng.uniform(0.3, 0.8, 7)
-    laws = [friction.Stribeck(Fc[j], Fc[j] * rng.uniform(1.3, 1.8), rng.uniform(0.05, 0.15),
-                              2.0, rng.uniform(0.2, 0.6)) for j in range(7)]
+    truth, laws = hidden_truth(model, rng)
     design = identify.excitation(model, v_limits=1.5, a_limits=4.0, harmonics=3, samples=40,
-                                 period=10.0, max_iter=20, seed=1)
+                                 period=10.0, max_iter=8, seed=1)
     t = np.arange(0.0, duration, 1.0 / rate)
     q, v, a = design.trajectory(t)
     clean = kd.rnea(truth, q, v, a) + np.column_stack([laws[j](v[:, j]) for j in range(7)])
@@ -178,7 +175,8 @@ def whole(duration: float = 100.0, rate: float = 1000.0, cutoff: float = 25.0) -
         Ws = W.reshape(-1, W.shape[2])
         _, R, perm = scipy.linalg.qr(Ws, mode="economic", pivoting=True)
         rank = int(np.sum(np.abs(np.diag(R)) > 1e-9 * abs(R[0, 0])))
-        x, *_ = np.linalg.lstsq(Ws[:, perm[:rank]], T.ravel(), rcond=None)
+        x, *_ = np.linalg.lstsq(Ws[:, perm[:rank]], (T - model.armature * A).ravel(),
+                                rcond=None)
         return rank, x
 
     def ours():
