@@ -248,16 +248,22 @@ def cmd_identify(args) -> int:
     if args.every is not None and args.every < 1:
         raise UsageError(f"--every {args.every} must be a positive number of samples")
     # filtered noise is correlated over ~1/(2 cut-off): by default one sample per that
-    # interval, so that the intervals take independent samples (docs/identify.md)
+    # interval, so that the intervals take nearly independent samples; τ was low-passed,
+    # so the fit passes its friction columns through the same filter (docs/identify.md)
     h = float(np.mean(np.diff(tp)))
     every = args.every or max(1, int(1.0 / (2.0 * args.cutoff * h)))
-    keep = slice(None, None, every)
-    result = identify.fit(model, qp[keep], vp[keep], ap[keep], taup[keep],
-                          friction=args.friction, confidence=args.confidence)
+    result = identify.fit(model, qp, vp, ap, taup, friction=args.friction,
+                          confidence=args.confidence, asymmetric=args.asymmetric,
+                          lowpass=identify.Lowpass(args.cutoff, 1.0 / h), every=every,
+                          v_min=args.v_min)
     print(result.report())
+    if args.plot:
+        files = identify.report(result, args.plot, data=(tp, qp, vp, ap, taup))
+        print(f"report: {', '.join(files.values())}")
     if args.json:
         out = {"model": args.model, "data": str(args.data), "friction": result.friction,
-               "cutoff_hz": args.cutoff, "every": every, "samples": int(tp[keep].size),
+               "cutoff_hz": args.cutoff, "every": every, "samples": int(result.rows.size),
+               "asymmetric": result.asymmetric, "v_min": args.v_min,
                "condition_number": result.condition_number,
                "confidence": result.confidence, "base_rank": result.base.rank,
                "parameters": [{"name": n, "estimate": float(x), "stderr": float(e),
@@ -590,7 +596,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--every", type=int, help="keep every k-th filtered sample (default: "
                    "one per half cut-off period)")
     p.add_argument("--confidence", type=float, default=0.95)
+    p.add_argument("--asymmetric", action="store_true",
+                   help="separate friction levels for positive and negative speeds")
+    p.add_argument("--v-min", type=float, default=0.0, metavar="SPEED",
+                   help="leave out a joint's equations where its |speed| < SPEED (near "
+                   "rest: stick, presliding)")
     p.add_argument("--json", metavar="FILE", help="also write the result as JSON")
+    p.add_argument("--plot", metavar="DIR", help="write the report with its plots into DIR "
+                   "(friction curves with their bands, measured against predicted torque)")
 
     p = add("bench", cmd_bench, "run the side-by-side benchmarks (needs the bench extras)",
             "kanedyn bench rbd_vs_pinocchio")
