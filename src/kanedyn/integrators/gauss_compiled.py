@@ -1,0 +1,463 @@
+"""Implicit midpoint and 2-stage Gauss as one compiled loop over all steps (numba).
+
+The same method as :class:`~kanedyn.integrators.gauss.GaussLegendre` (its readable
+reference, tested step for step against this loop) for a plain Model with additive
+coordinates and no force elements (:func:`.rk4_compiled.applicable`): canonical
+``z = (q, p)``, ``q̇ = v = M⁻¹p``, ``ṗ = ∂T/∂q − g(q)`` from the CRBA kernel behind
+``kd.crba``, a Cholesky solve and the energy kernel of :mod:`kanedyn.dynamics.energy_kernel`.
+
+Stages by Newton on ``Z_i − h Σ_j a_ij f(z0 + Z_j) = 0`` with the stage matrix
+``1 − h [a_ij ∂f/∂z(z0 + Z_j)]`` in closed form (:func:`newton_matrix`, the formula of
+:meth:`GaussLegendre._jf`: ``∂v/∂q = −M⁻¹B``, ``∂ṗ/∂q = L_qq + Bᵀ∂v/∂q``, ``∂ṗ/∂p = BᵀM⁻¹``,
+B and L_qq from the compiled RNEA tangent pass and ∂²T/∂q² of
+:mod:`kanedyn.dynamics.derivatives_kernel`), LU-factored (partial pivoting) when it is
+evaluated and kept from step to step; evaluated afresh after a solve of more than
+``REFRESH_AFTER`` iterations, or within a solve that contracts slowly (ratio > 0.25)
+or diverges (restart from the predictor) — the rules of :func:`.base.newton`, with its
+stopping test (update, or ``θ/(1−θ)|Δx|``, below ``tol |Z|``). The predictor is the
+previous steps' stages extrapolated linearly in the step index, ``2 Z_{n−1} − Z_{n−2}``
+(error O(h³), where the reference's Euler predictor ``c_i h f(z0)`` has O(h²)): the
+solution is the same to the Newton tolerance, with fewer iterations.
+
+``project="energy"``: after each step the projection of :class:`.projection.Projected`
+(standard projection along ∇E, scalar simplified Newton, the same stopping test), in
+:func:`project_energy_standard`.
+
+A step whose Newton iteration fails (or a mass matrix that is not positive definite)
+makes the whole run fall back to the Python method, which reports the step, the time,
+the residual and the method; a blow-up or a non-finite state is reported from here
+with the message of :func:`.base.check_state`.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from ..dynamics import _compiled, kernels
+from ..dynamics.derivatives_kernel import kinetic_tangent, rnea_tangent
+from ..dynamics.energy_kernel import energy_pass
+from ..dynamics.flat import flatten
+from .rk4_compiled import largest_speed, save_sample, state_guard, step_grid, store
+
+_compiled.key_cache(__name__)
+
+#: ``status[0]`` of the loops: Newton failed (hand the run to the Python method), the
+#: state failed the guard (report it, ``status[2]`` the guard's code), a kernel refused
+#: the state or M is not positive definite (hand the run over too)
+NEWTON_FAILED, STATE_GUARD, BAD_STATE = 1, 2, 3
+
+
+# ------------------------------------------------------------------ small dense algebra
+@nb.njit(cache=True, _nrt=False, nogil=True)
+def lu_factor(A, piv) -> bool:
+    """In place, ``P A = L U`` by Gaussian elimination with partial pivoting (Golub & Van
+    Loan, Alg. 3.4.1): unit L below the diagonal, U on and above; ``piv[k]`` the row
+    swapped with k at step k. False if a pivot is zero or not finite (singular)."""
+    n = A.shape[0]
+    for k in range(n):
+        p, big = k, abs(A[k, k])
+        for i in range(k + 1, n):
+            if abs(A[i, k]) > big:
+                p, big = i, abs(A[i, k])
+        if not (big > 0.0 and np.isfinite(big)):
+            return False
+        piv[k] = p
+        if p != k:
+            for j in range(n):
+                A[k, j], A[p, j] = A[p, j], A[k, j]
+        for i in range(k + 1, n):
+            lik = A[i, k] / A[k, k]
+            A[i, k] = lik
+            if lik != 0.0:
+                for j in range(k + 1, n):
+                    A[i, j] -= lik * A[k, j]
+    return True
+
+
+@nb.njit(cache=True, _nrt=False, nogil=True)
+def lu_solve(LU, piv, b):
+    """In place, ``b ← A⁻¹ b`` from :func:`lu_factor`'s factors."""
+    n = LU.shape[0]
+    for k in range(n):
+        p = piv[k]
+        if p != k:
+            b[k], b[p] = b[p], b[k]
+    for i in range(n):
+        s = b[i]
+        for k in range(i):
+            s -= LU[i, k] * b[k]
+        b[i] = s
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for k in range(i + 1, n):
+            s -= LU[i, k] * b[k]
+        b[i] = s / LU[i, i]
+
+
+@nb.njit(cache=True, _nrt=False, nogil=True)
+def cholesky(M, L) -> bool:
+    """``M = L Lᵀ`` (L lower), the operations of :func:`.base._chol_solve` (so a solve
+    with :func:`cholesky_solve` gives its bits); False if M is not positive definite."""
+    n = M.shape[0]
+    for j in range(n):
+        d = M[j, j]
+        for k in range(j):
+            d -= L[j, k] * L[j, k]
+        if not d > 0.0:
+            return False
+        L[j, j] = np.sqrt(d)
+        for i in range(j + 1, n):
+            s = M[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / L[j, j]
+    return True
+
+
+@nb.njit(cache=True, _nrt=False, nogil=True)
+def cholesky_solve(L, b, out):
+    """``out ← (L Lᵀ)⁻¹ b`` (forward, then back substitution)."""
+    n = L.shape[0]
+    for i in range(n):
+        s = b[i]
+        for k in range(i):
+            s -= L[i, k] * out[k]
+        out[i] = s / L[i, i]
+    for i in range(n - 1, -1, -1):
+        s = out[i]
+        for k in range(i + 1, n):
+            s -= L[k, i] * out[k]
+        out[i] = s / L[i, i]
+
+
+@nb.njit(cache=True, _nrt=False, nogil=True)
+def max_abs(x) -> float:
+    m = 0.0
+    for i in range(x.shape[0]):
+        m = max(m, abs(x[i]))
+    return m
+
+
+# ------------------------------------------------------------------ Hamilton's equations
+@nb.njit(cache=True, nogil=True)
+def hamiltonian_field(data, q, p, M, L, v, dT, dV, out, fq, fp) -> int:
+    """``(fq, fp) = (∂H/∂p, −∂H/∂q) = (M⁻¹p, ∂T/∂q|_v − g)`` at (q, p), as
+    :meth:`.base.Problem.hamiltonian_gradient`; M and its Cholesky factor L are left
+    for the caller. 0, or :data:`BAD_STATE`."""
+    if kernels.crba1(data, q, M) != 0 or not cholesky(M, L):
+        return BAD_STATE
+    cholesky_solve(L, p, v)
+    if energy_pass(data, q, v, dT, dV, out) != 0:
+        return BAD_STATE
+    for i in range(v.shape[0]):
+        fq[i] = v[i]
+        fp[i] = dT[i] - dV[i]
+    return 0
+
+
+@nb.njit(cache=True, nogil=True)
+def stage_residual(data, q0, p0, Z, A, h, F, R, qs, ps, M, L, v, dT, dV, out) -> int:
+    """``R_i = Z_i − h Σ_j a_ij f(z0 + Z_j)`` (Z, F, R: s x 2n, z0 = (q0, p0))."""
+    st, n = A.shape[0], q0.shape[0]
+    for j in range(st):
+        for k in range(n):
+            qs[k] = q0[k] + Z[j, k]
+            ps[k] = p0[k] + Z[j, n + k]
+        if hamiltonian_field(data, qs, ps, M, L, v, dT, dV, out, F[j, :n], F[j, n:]) != 0:
+            return BAD_STATE
+    for i in range(st):
+        for k in range(2 * n):
+            acc = 0.0
+            for j in range(st):
+                acc += A[i, j] * F[j, k]
+            R[i, k] = Z[i, k] - h * acc
+    return 0
+
+
+@nb.njit(cache=True, nogil=True)
+def newton_matrix(data, q0, p0, Z, A, h, Jm, piv) -> bool:
+    """``Jm ← 1 − h [a_ij ∂f/∂z(z0 + Z_j)]``, LU-factored in place (:func:`lu_factor`).
+
+    ∂f/∂z at (q, p) (canonical, no forces; :meth:`.gauss.GaussLegendre._jf`): with
+    ``B = ∂(Mv)/∂q`` (RNEA tangent pass at (q, 0, v) without gravity), ``L_qq =
+    ∂²T/∂q² − ∂g/∂q`` and v = M⁻¹p, ``[[−M⁻¹B, M⁻¹], [L_qq − BᵀM⁻¹B, BᵀM⁻¹]]``.
+    False if a kernel refuses the state or the matrix is singular."""
+    st, n = A.shape[0], q0.shape[0]
+    N = 2 * n
+    M = np.empty((n, n))
+    Lc = np.empty((n, n))
+    Minv = np.empty((n, n))
+    e = np.zeros(n)
+    col = np.empty(n)
+    q, y, v = np.empty(n), np.empty(n), np.empty(n)
+    zero = np.zeros(n)
+    B, G, K, W = np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
+    Jf = np.empty((N, N))
+    Jm[:, :] = 0.0
+    for i in range(st * N):
+        Jm[i, i] = 1.0
+    for j in range(st):
+        for k in range(n):
+            q[k] = q0[k] + Z[j, k]
+            y[k] = p0[k] + Z[j, n + k]
+        if kernels.crba1(data, q, M) != 0 or not cholesky(M, Lc):
+            return False
+        for k in range(n):  # M⁻¹ column by column
+            e[k] = 1.0
+            cholesky_solve(Lc, e, col)
+            e[k] = 0.0
+            Minv[:, k] = col
+        v[:] = Minv @ y
+        s = rnea_tangent(data, False, q, zero, v, B, W)
+        s |= rnea_tangent(data, True, q, zero, zero, G, W)
+        s |= kinetic_tangent(data, q, v, K)
+        if s != 0:
+            return False
+        dvdq = -(Minv @ B)
+        Bt = B.T.copy()
+        Jf[:n, :n] = dvdq
+        Jf[:n, n:] = Minv
+        Jf[n:, :n] = K - G + Bt @ dvdq
+        Jf[n:, n:] = Bt @ Minv
+        for i in range(st):
+            c = h * A[i, j]
+            for r in range(N):
+                for k in range(N):
+                    Jm[i * N + r, j * N + k] -= c * Jf[r, k]
+    return lu_factor(Jm, piv)
+
+
+# ------------------------------------------------------------------ energy projection
+@nb.njit(cache=True, nogil=True)
+def project_energy_standard(data, q, v, E0, M, tol, maxiter, dT, dV, out, qs, vs, t1, t2):
+    """In place, ``(q, v) ← (q, v) + λ (∂E/∂q, M v)`` with ``E(q, v) = E0``: the
+    projection of :class:`.projection.Projected` for ``project="energy"`` (Hairer, Lubich
+    & Wanner 2006, IV.4): λ by simplified Newton with the slope ``|∂E/∂q|² + |Mv|²`` at
+    the start, until ``|E − E0| ≤ 4 tol (1 + |E0|)`` (or ``1e-13 (1 + |E0|)`` after
+    ``maxiter``). M is M(q) on entry. Returns (status, iterations): status 0, or
+    :data:`NEWTON_FAILED` (not converged), :data:`BAD_STATE`."""
+    n = v.shape[0]
+    if energy_pass(data, q, v, dT, dV, out) != 0:
+        return BAD_STATE, 0
+    b = M @ v
+    dd = 0.0
+    for i in range(n):
+        dT[i] += dV[i]  # ∂E/∂q
+        dd += dT[i] * dT[i] + b[i] * b[i]
+    ginv = 1.0 / dd
+    G = out[0] + out[1] - E0
+    scale = 1.0 + abs(E0)
+    lam = 0.0
+    for it in range(1, maxiter + 1):
+        lam -= ginv * G
+        for i in range(n):
+            qs[i] = q[i] + dT[i] * lam
+            vs[i] = v[i] + b[i] * lam
+        if energy_pass(data, qs, vs, t1, t2, out) != 0:
+            return BAD_STATE, it
+        G = out[0] + out[1] - E0
+        if abs(G) <= tol * scale * 4:
+            q[:] = qs
+            v[:] = vs
+            return 0, it
+    if abs(G) <= 1e-13 * scale:
+        q[:] = qs
+        v[:] = vs
+        return 0, maxiter
+    return NEWTON_FAILED, maxiter
+
+
+# ------------------------------------------------------------------ the loop
+@nb.njit(cache=True, nogil=True)
+def _gauss_loop(data, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter, refresh_after,
+                project, ptol, pmaxiter, blowup, Q, V, iters, status):
+    n = v0.shape[0]
+    st = A.shape[0]
+    N = 2 * n
+    q, v = q0.copy(), v0.copy()
+    M, L = np.empty((n, n)), np.empty((n, n))
+    vk, dT, dV, out = np.empty(n), np.empty(n), np.empty(n), np.empty(8)
+    qs, ps, t1, t2 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    p0 = np.empty(n)
+    Z = np.zeros((st, N))
+    F = np.empty((st, N))
+    R = np.empty((st, N))
+    Zs, Rs = np.empty((st, N)), np.empty((st, N))
+    Z1, Z2 = np.zeros((st, N)), np.zeros((st, N))  # the last two steps' stages
+    dx = np.empty(st * N)
+    Jm = np.empty((st * N, st * N))
+    piv = np.zeros(st * N, dtype=np.int64)
+    have_J, known, last_h, last_it = False, 0, 0.0, 0
+    if energy_pass(data, q, v, dT, dV, out) != 0:
+        status[0], status[1] = BAD_STATE, 0
+        return 0
+    E0 = out[0] + out[1]
+    vmax0 = largest_speed(v)
+    k_out = store(q, v, Q, V, 0)
+    if kernels.crba1(data, q, M) != 0:
+        status[0], status[1] = BAD_STATE, 0
+        return k_out
+    for step in range(n_steps):
+        h = dt[step]
+        p0[:] = M @ v  # M = M(q): from the end of the last step
+        if h != last_h:
+            have_J, known = False, 0  # a new step size: a new matrix, no history
+        # predictor: the stages of the last steps extrapolated, else c_i h f(z0)
+        if known >= 2:
+            for i in range(st):
+                for k in range(N):
+                    Z[i, k] = 2.0 * Z1[i, k] - Z2[i, k]
+        elif known == 1:
+            Z[:, :] = Z1
+        else:
+            if hamiltonian_field(data, q, p0, M, L, vk, dT, dV, out, F[0, :n], F[0, n:]) != 0:
+                status[0], status[1] = BAD_STATE, step
+                return k_out
+            for i in range(st):
+                for k in range(N):
+                    Z[i, k] = c[i] * h * F[0, k]
+        # Newton, the rules of base.newton with a closed-form matrix
+        if stage_residual(data, q, p0, Z, A, h, F, R, qs, ps, M, L, vk, dT, dV, out) != 0 \
+                or not np.isfinite(max_abs(R.ravel())):
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        Zs[:, :] = Z
+        Rs[:, :] = R
+        if not have_J or last_it > refresh_after:
+            if not newton_matrix(data, q, p0, Z, A, h, Jm, piv):
+                status[0], status[1] = NEWTON_FAILED, step
+                return k_out
+            have_J = True
+        refreshed = False
+        last = np.inf
+        ok = False
+        it = 0
+        while it < maxiter:
+            it += 1
+            dx[:] = R.ravel()
+            lu_solve(Jm, piv, dx)
+            size, scale = 0.0, 0.0
+            for i in range(st):
+                for k in range(N):
+                    Z[i, k] -= dx[i * N + k]
+                    size = max(size, abs(dx[i * N + k]))
+                    scale = max(scale, abs(Z[i, k]))
+            bad = stage_residual(data, q, p0, Z, A, h, F, R, qs, ps, M, L, vk, dT, dV, out)
+            finite = bad == 0 and np.isfinite(max_abs(R.ravel())) and np.isfinite(size)
+            if not refreshed and (not finite or (it >= 2 and size > last)):
+                # diverging with the kept matrix: restart from the predictor, fresh matrix
+                Z[:, :] = Zs
+                R[:, :] = Rs
+                if not newton_matrix(data, q, p0, Z, A, h, Jm, piv):
+                    break
+                refreshed, last = True, np.inf
+                continue
+            if not finite:
+                break
+            if size <= tol * scale:
+                ok = True
+                break
+            theta = size / last if last < np.inf and last > 0 else 1.0
+            if theta < 0.5 and theta / (1 - theta) * size <= tol * scale:
+                ok = True
+                break
+            if size <= 1e-9 * scale and theta >= 0.5:  # at the residual's roundoff
+                ok = True
+                break
+            if it >= 2 and size > 0.25 * last and not refreshed:
+                if not newton_matrix(data, q, p0, Z, A, h, Jm, piv):
+                    break
+                refreshed = True
+            last = size
+        if not ok:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        last_it, last_h = it, h
+        Z2[:, :] = Z1
+        Z1[:, :] = Z
+        known = min(known + 1, 2)
+        # z1 = z0 + Σ d_i Z_i; v1 = M(q1)⁻¹ p1
+        for k in range(n):
+            sq, sp = 0.0, 0.0
+            for i in range(st):
+                sq += d[i] * Z[i, k]
+                sp += d[i] * Z[i, n + k]
+            q[k] += sq
+            ps[k] = p0[k] + sp
+        if kernels.crba1(data, q, M) != 0 or not cholesky(M, L):
+            status[0], status[1] = BAD_STATE, step
+            return k_out
+        cholesky_solve(L, ps, v)
+        if project:
+            s, pit = project_energy_standard(data, q, v, E0, M, ptol, pmaxiter, dT, dV, out,
+                                             qs, ps, t1, t2)
+            it += pit
+            if s != 0:
+                status[0], status[1] = s, step
+                return k_out
+            if kernels.crba1(data, q, M) != 0:
+                status[0], status[1] = BAD_STATE, step
+                return k_out
+        iters[step] = it
+        g = state_guard(q, v, vmax0, blowup)
+        if g != 0:
+            status[0], status[1], status[2] = STATE_GUARD, step, g
+            Q[Q.shape[0] - 1, :] = q  # the state that failed, for the report
+            V[V.shape[0] - 1, :] = v
+            return k_out
+        k_out = save_sample(step, n_steps, every, q, v, Q, V, k_out)
+    return k_out
+
+
+def report_state_guard(problem, name: str, status, Q, V, times) -> None:
+    """Raise the DivergenceError of :func:`.base.check_state` for the state a compiled loop
+    stopped at (step ``status[1]``, stored in the last rows of Q and V)."""
+    from .base import check_state
+
+    n = int(status[1])
+    v0 = np.asarray(problem.v0, float)
+    vmax0 = float(np.abs(v0).max()) if v0.size else 0.0
+    check_state(problem, name, n + 1, float(times[n + 1]), Q[-1].copy(), V[-1].copy(), vmax0)
+
+
+def run(problem, stages: int, tol: float, maxiter: int, refresh_after: int, name: str,
+        project: bool = False):
+    """The whole run of midpoint (``stages=1``) or gauss4 (2), optionally with the energy
+    projection, in the compiled loop: a Solution, or None to fall back."""
+    from .base import Solution
+    from .gauss import TABLEAUX
+
+    s, model = problem.system, problem.system.compiled_step
+    n_steps, steps, times, every, keep = step_grid(problem.dt, problem.t0, problem.t_final,
+                                                   problem.save_every)
+    # one spare row: where a loop leaves the state that failed its guard
+    Q = np.empty((len(keep) + 1, s.nq))
+    V = np.empty((len(keep) + 1, s.nv))
+    iters = np.zeros(n_steps, dtype=np.int32)
+    status = np.zeros(3, dtype=np.int64)
+    A, b, c = TABLEAUX[stages]
+    d = b @ np.linalg.inv(A)
+    ptol, pmaxiter = _projection_defaults()
+    _gauss_loop(flatten(model).data, np.ascontiguousarray(problem.q0, float),
+                np.ascontiguousarray(problem.v0, float), steps, n_steps, every,
+                np.ascontiguousarray(A), np.ascontiguousarray(c), np.ascontiguousarray(d),
+                float(tol), int(maxiter), int(refresh_after), bool(project), ptol, pmaxiter,
+                float(problem.blowup), Q, V, iters, status)
+    label = f"{name}+project{('energy',)}" if project else name
+    if status[0] == STATE_GUARD:
+        report_state_guard(problem, label, status, Q, V, times)
+    if status[0]:
+        return None  # the Python method takes the whole run, and reports what happens
+    return Solution(times[keep], Q[:-1], V[:-1], np.zeros(len(keep)),
+                    {"newton_iterations": iters}, label)
+
+
+def _projection_defaults() -> tuple[float, int]:
+    """(tol, maxiter) of :class:`.projection.Projected` as ``kd.simulate`` builds it."""
+    import inspect
+
+    from .projection import Projected
+
+    sig = inspect.signature(Projected.__init__).parameters
+    return float(sig["tol"].default), int(sig["maxiter"].default)
