@@ -1,0 +1,256 @@
+"""Störmer–Verlet (generalized leapfrog) as one compiled loop over all steps (numba).
+
+The same method as :class:`~kanedyn.integrators.verlet.Verlet` on additive coordinates
+(its readable reference, tested step for step against this loop), for a plain Model
+with no force elements (:func:`.rk4_compiled.applicable`); with ``x = q − q_n``,
+``p = M v`` (Hairer, Lubich & Wanner 2006, eq. VI.3.4):
+
+    p_{n+½} = p_n + h/2 K(q_n, p_{n+½}),         K = −∂H/∂q = ∂T/∂q|_v − g,  v = M⁻¹p
+    x       = h/2 [M(q_n)⁻¹ + M(q_n + x)⁻¹] p_{n+½}
+    p_{n+1} = p_{n+½} + h/2 K(q_n + x, p_{n+½})
+
+Both implicit equations by the fixed-point iteration the reference runs (Newton with the
+identity matrix; it contracts like h|∂²H/∂q∂p|, O(h ω)) and its stopping test
+(:func:`.base.newton`: the update, or ``θ/(1−θ)|Δ|``, below ``tol`` relative), from a
+predictor extrapolated from the last two steps (the half kick ``p_{n+½} − p_n`` and the
+correction ``x − h v_{n+½}``, error O(h³); the reference starts from p_n and h v_{n+½}).
+The Cholesky factor of M(q_n) is kept for the first equation; the M(q_{n+1}) of the last
+iterate serves the final kick, v_{n+1} and the next step.
+
+An iteration that contracts slowly (ratio > 0.25, where the reference switches to a
+difference Jacobian) or fails makes the whole run fall back to the Python method, which
+reports what happens; a blow-up or a non-finite state is reported from here.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from ..dynamics import _compiled, kernels
+from ..dynamics.derivatives_kernel import rnea_tangent
+from ..dynamics.energy_kernel import energy_pass
+from ..dynamics.flat import flatten
+from .gauss_compiled import (
+    BAD_STATE,
+    NEWTON_FAILED,
+    STATE_GUARD,
+    cholesky,
+    cholesky_solve,
+    lu_factor,
+    lu_solve,
+    report_state_guard,
+)
+from .rk4_compiled import largest_speed, save_sample, state_guard, step_grid, store
+
+_compiled.key_cache(__name__)
+
+
+#: what :func:`_newton_test` says of an update
+GO_ON, CONVERGED, SLOW, DIVERGING, FAILED = 0, 1, 2, 3, 4
+
+
+@nb.njit(cache=True, _nrt=False, nogil=True)
+def _newton_test(size, scale, last, finite, refreshed, tol) -> int:
+    """The tests of :func:`.base.newton` after an update of size ``size`` (the previous
+    one ``last``, inf at the first), in its order: with a kept matrix (not ``refreshed``
+    in this solve) :data:`DIVERGING` (a non-finite update, or a growing one: restart with
+    a fresh matrix); :data:`FAILED` (not finite); :data:`CONVERGED` (the update or
+    ``θ/(1−θ)|Δ|`` below ``tol · scale``, or an update at roundoff, below 1e-9 · scale, that
+    no longer shrinks); :data:`SLOW` (θ > 0.25 with a kept matrix: time for a fresh one);
+    else :data:`GO_ON`."""
+    if not refreshed and (not finite or (last < np.inf and size > last)):
+        return DIVERGING
+    if not finite:
+        return FAILED
+    if size <= tol * scale:
+        return CONVERGED
+    theta = size / last if last < np.inf and last > 0 else 1.0
+    if theta < 0.5 and theta / (1 - theta) * size <= tol * scale:
+        return CONVERGED
+    if size <= 1e-9 * scale and theta >= 0.5:
+        return CONVERGED
+    if not refreshed and last < np.inf and size > 0.25 * last:
+        return SLOW
+    return GO_ON
+
+
+@nb.njit(cache=True, nogil=True)
+def _matrix(data, q, v, L, h, sign, J, piv) -> bool:
+    """LU of ``1 + sign h/2 M⁻¹B`` (sign +1, position equation) or of its transpose with
+    sign −1 (half kick: ``1 − h/2 BᵀM⁻¹``), ``B = ∂(M v)/∂q`` at (q, v) by the RNEA tangent
+    pass without gravity (so ``∂K/∂p = BᵀM⁻¹`` since ∂(∂T/∂q)/∂v = Bᵀ, and
+    ``∂(M⁻¹p)/∂q = −M⁻¹B``); L the Cholesky factor of M(q)."""
+    n = v.shape[0]
+    B, W = np.empty((n, n)), np.empty((n, n))
+    if rnea_tangent(data, False, q, np.zeros(n), v, B, W) != 0:
+        return False
+    col = np.empty(n)
+    for k in range(n):  # M⁻¹B column by column
+        cholesky_solve(L, B[:, k].copy(), col)
+        for i in range(n):
+            if sign > 0:
+                J[i, k] = 0.5 * h * col[i]
+            else:
+                J[k, i] = -0.5 * h * col[i]  # (M⁻¹B)ᵀ = BᵀM⁻¹ (M symmetric)
+    for i in range(n):
+        J[i, i] += 1.0
+    return lu_factor(J, piv)
+
+
+@nb.njit(cache=True, nogil=True)
+def _verlet_loop(data, q0, v0, dt, n_steps, every, tol, maxiter, refresh_after, blowup, Q, V,
+                 iters, status):
+    n = v0.shape[0]
+    q, v = q0.copy(), v0.copy()
+    M0, L0, M1, L1 = np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
+    p0, ph, va, vb, ka = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    x, xs, r, dx = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    start, dT, dV, out = np.empty(n), np.empty(n), np.empty(n), np.empty(8)
+    J1, J2 = np.empty((n, n)), np.empty((n, n))
+    piv1, piv2 = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    kick1, kick2 = np.zeros(n), np.zeros(n)  # p_{n+½} − p_n of the last two steps
+    corr1, corr2 = np.zeros(n), np.zeros(n)  # x − h v_{n+½} of the last two steps
+    known, last_h, have1, have2 = 0, 0.0, False, False
+    vmax0 = largest_speed(v)
+    k_out = store(q, v, Q, V, 0)
+    if kernels.crba1(data, q, M1) != 0 or not cholesky(M1, L1):
+        status[0], status[1] = BAD_STATE, 0
+        return k_out
+    for step in range(n_steps):
+        h = dt[step]
+        if h != last_h:
+            known, have1, have2 = 0, False, False
+        M0[:, :] = M1  # M(q_n), from the end of the last step
+        L0[:, :] = L1
+        p0[:] = M0 @ v
+        # --- p_{n+½} = p_n + h/2 K(q_n, p_{n+½}) ----------------------------------
+        for i in range(n):
+            ph[i] = p0[i] + (2.0 * kick1[i] - kick2[i] if known >= 2 else
+                             kick1[i] if known == 1 else 0.0)
+        start[:] = ph
+        it1, last, test, refreshed = 0, np.inf, GO_ON, False
+        while True:
+            cholesky_solve(L0, ph, va)
+            if energy_pass(data, q, va, dT, dV, out) != 0:
+                status[0], status[1] = BAD_STATE, step
+                return k_out
+            for i in range(n):
+                ka[i] = dT[i] - dV[i]
+                r[i] = ph[i] - p0[i] - 0.5 * h * ka[i]
+            if test == CONVERGED:
+                break  # K and v_{n+½} at the solution, as the reference evaluates them
+            if not have1 or test == SLOW or test == DIVERGING:
+                if test == DIVERGING:
+                    # restart from the predictor, with a fresh matrix there
+                    ph[:] = start
+                    last, test = np.inf, SLOW
+                    continue
+                if not _matrix(data, q, va, L0, h, -1.0, J1, piv1):
+                    break
+                have1, refreshed = True, refreshed or test == SLOW
+            it1 += 1
+            if it1 > maxiter:
+                break
+            dx[:] = r
+            lu_solve(J1, piv1, dx)
+            size, scale = 0.0, 0.0
+            for i in range(n):
+                ph[i] -= dx[i]
+                size = max(size, abs(dx[i]))
+                scale = max(scale, abs(ph[i]))
+            last, test = size, _newton_test(size, scale, last, np.isfinite(size), refreshed,
+                                            tol)
+            if test == FAILED:
+                break
+        if test != CONVERGED:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        # --- x = h/2 (v_{n+½} + M(q_n + x)⁻¹ p_{n+½}) --------------------------------
+        for i in range(n):
+            x[i] = h * va[i] + (2.0 * corr1[i] - corr2[i] if known >= 2 else
+                                corr1[i] if known == 1 else 0.0)
+        start[:] = x
+        it2, last, test, refreshed = 0, np.inf, GO_ON, False
+        while True:
+            for i in range(n):
+                xs[i] = q[i] + x[i]
+            if kernels.crba1(data, xs, M1) != 0 or not cholesky(M1, L1):
+                status[0], status[1] = BAD_STATE, step
+                return k_out
+            cholesky_solve(L1, ph, vb)
+            if test == CONVERGED:
+                break  # M(q_{n+1}) and M(q_{n+1})⁻¹ p_{n+½} at the solution
+            for i in range(n):
+                r[i] = x[i] - 0.5 * h * (va[i] + vb[i])
+            if not have2 or test == SLOW or test == DIVERGING:
+                if test == DIVERGING:
+                    # restart from the predictor, with a fresh matrix there
+                    x[:] = start
+                    last, test = np.inf, SLOW
+                    continue
+                if not _matrix(data, xs, vb, L1, h, 1.0, J2, piv2):
+                    break
+                have2, refreshed = True, refreshed or test == SLOW
+            it2 += 1
+            if it2 > maxiter:
+                break
+            dx[:] = r
+            lu_solve(J2, piv2, dx)
+            size, scale = 0.0, 0.0
+            for i in range(n):
+                x[i] -= dx[i]
+                size = max(size, abs(dx[i]))
+                scale = max(scale, abs(x[i]))
+            last, test = size, _newton_test(size, scale, last, np.isfinite(size), refreshed,
+                                            tol)
+            if test == FAILED:
+                break
+        if test != CONVERGED:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        # the matrices are kept while the solves stay short
+        have1 = have1 and it1 <= refresh_after
+        have2 = have2 and it2 <= refresh_after
+        # --- p_{n+1} = p_{n+½} + h/2 K(q_{n+1}, p_{n+½}); v_{n+1} = M(q_{n+1})⁻¹ p_{n+1} ---
+        if energy_pass(data, xs, vb, dT, dV, out) != 0:
+            status[0], status[1] = BAD_STATE, step
+            return k_out
+        for i in range(n):
+            kick2[i], kick1[i] = kick1[i], ph[i] - p0[i]
+            corr2[i], corr1[i] = corr1[i], x[i] - h * va[i]
+            r[i] = ph[i] + 0.5 * h * (dT[i] - dV[i])
+            q[i] = xs[i]
+        cholesky_solve(L1, r, v)
+        known, last_h = min(known + 1, 2), h
+        iters[step] = it1 + it2
+        g = state_guard(q, v, vmax0, blowup)
+        if g != 0:
+            status[0], status[1], status[2] = STATE_GUARD, step, g
+            Q[Q.shape[0] - 1, :] = q
+            V[V.shape[0] - 1, :] = v
+            return k_out
+        k_out = save_sample(step, n_steps, every, q, v, Q, V, k_out)
+    return k_out
+
+
+def run(problem, tol: float, maxiter: int, refresh_after: int = 3):
+    """The whole Störmer–Verlet run in the compiled loop: a Solution, or None to fall back."""
+    from .base import Solution
+
+    s, model = problem.system, problem.system.compiled_step
+    n_steps, steps, times, every, keep = step_grid(problem.dt, problem.t0, problem.t_final,
+                                                   problem.save_every)
+    Q = np.empty((len(keep) + 1, s.nq))  # the spare row: a state that failed the guard
+    V = np.empty((len(keep) + 1, s.nv))
+    iters = np.zeros(n_steps, dtype=np.int32)
+    status = np.zeros(3, dtype=np.int64)
+    _verlet_loop(flatten(model).data, np.ascontiguousarray(problem.q0, float),
+                 np.ascontiguousarray(problem.v0, float), steps, n_steps, every, float(tol),
+                 int(maxiter), int(refresh_after), float(problem.blowup), Q, V, iters, status)
+    if status[0] == STATE_GUARD:
+        report_state_guard(problem, "verlet", status, Q, V, times)
+    if status[0]:
+        return None
+    return Solution(times[keep], Q[:-1], V[:-1], np.zeros(len(keep)),
+                    {"newton_iterations": iters}, "verlet")
