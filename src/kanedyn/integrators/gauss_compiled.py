@@ -284,7 +284,7 @@ def _gauss_loop(data, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter, refresh
     F = np.empty((st, N))
     R = np.empty((st, N))
     Zs, Rs = np.empty((st, N)), np.empty((st, N))
-    Z1, Z2 = np.zeros((st, N)), np.zeros((st, N))  # the last two steps' stages
+    Z1, Z2, Z3 = np.zeros((st, N)), np.zeros((st, N)), np.zeros((st, N))  # last steps' stages
     dx = np.empty(st * N)
     Jm = np.empty((st * N, st * N))
     piv = np.zeros(st * N, dtype=np.int64)
@@ -304,7 +304,11 @@ def _gauss_loop(data, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter, refresh
         if h != last_h:
             have_J, known = False, 0  # a new step size: a new matrix, no history
         # predictor: the stages of the last steps extrapolated, else c_i h f(z0)
-        if known >= 2:
+        if known >= 3:
+            for i in range(st):
+                for k in range(N):
+                    Z[i, k] = 3.0 * (Z1[i, k] - Z2[i, k]) + Z3[i, k]
+        elif known == 2:
             for i in range(st):
                 for k in range(N):
                     Z[i, k] = 2.0 * Z1[i, k] - Z2[i, k]
@@ -374,9 +378,10 @@ def _gauss_loop(data, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter, refresh
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
         last_it, last_h = it, h
+        Z3[:, :] = Z2
         Z2[:, :] = Z1
         Z1[:, :] = Z
-        known = min(known + 1, 2)
+        known = min(known + 1, 3)
         # z1 = z0 + Σ d_i Z_i; v1 = M(q1)⁻¹ p1
         for k in range(n):
             sq, sp = 0.0, 0.0
