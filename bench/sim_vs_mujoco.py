@@ -5,8 +5,8 @@ radius=0.05)``: unit rods of 1 kg, axes alternating y, x) and the same chain in
 MuJoCo from an MJCF string (explicit inertials, contacts and every passive
 force off), dt = 1e-3 for 10 s from the same initial state. MuJoCo runs its
 RK4 and its semi-implicit Euler. Energy drift = max |E(t) − E(0)| / |E(0)|.
-MuJoCo and our rk4 / rk4+proj: best of 3 runs after a warm-up; the implicit
-methods: one run after a warm-up.
+MuJoCo and our compiled rk4, rk4+proj, midpoint (+proj), gauss4, verlet: best of 3
+runs after a warm-up; the other methods: one run after a warm-up.
 
 Then a work–precision diagram on the 7-link chain (1 s, several dt): error of
 q, v at t = 1 s against a tight reference (our dopri5 at rtol 1e-13), against
@@ -140,7 +140,8 @@ def main() -> None:
                 # 10⁴ steps; the --quick run measures it over 1 s
                 print(f"  {'itoh_abe':22s}   (not run for 10 s at 20 links; see --quick)")
                 continue
-            rep = 3 if method == "rk4" else 1  # the cheap ones: best of 3, as MuJoCo
+            # the compiled loops: best of 3, as MuJoCo; the Python ones once
+            rep = 3 if method in ("rk4", "midpoint", "gauss4", "verlet") else 1
             us, tr = ours(model, method, q0, v0, dt, t_final, repeat=rep, **kw)
             drift = np.abs(tr.energy - tr.energy[0]).max() / abs(tr.energy[0])
             print(f"  {label(method, kw):22s} {us * 1e6:9.2f} {us / mj['RK4'][0]:13.2f} "

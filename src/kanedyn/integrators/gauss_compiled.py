@@ -47,6 +47,10 @@ _compiled.key_cache(__name__)
 #: the state or M is not positive definite (hand the run over too)
 NEWTON_FAILED, STATE_GUARD, BAD_STATE = 1, 2, 3
 
+#: the predictor extrapolates the stages of up to this many past steps (the order that
+#: predicted the last step best)
+PREDICTOR_STEPS = 8
+
 
 # ------------------------------------------------------------------ small dense algebra
 @nb.njit(cache=True, _nrt=False, nogil=True)
@@ -268,10 +272,48 @@ def project_energy_standard(data, q, v, E0, M, tol, maxiter, dT, dV, out, qs, vs
     return NEWTON_FAILED, maxiter
 
 
+# ------------------------------------------------------------------ the predictor
+@nb.njit(cache=True, _nrt=False, nogil=True)
+def extrapolate(hist, newest, k, out):
+    """``out = Σ_{j=1..k} (−1)^(j+1) C(k, j) Z_(n−j)``: the polynomial of degree k − 1 through
+    the unknowns of the last k steps (``hist``, a ring whose latest entry is ``newest``),
+    extrapolated one step on (error O(h^k) times the k-th derivative of the unknowns)."""
+    history = hist.shape[0]
+    out[:, :] = 0.0
+    coef = 1.0
+    for j in range(k):
+        coef = coef * (k - j) / (j + 1)  # C(k, j + 1)
+        c = coef if j % 2 == 0 else -coef
+        h = hist[(newest - j) % history]
+        for i in range(out.shape[0]):
+            for m in range(out.shape[1]):
+                out[i, m] += c * h[i, m]
+
+
+@nb.njit(cache=True, _nrt=False, nogil=True)
+def best_order(hist, newest, known, Z, work) -> int:
+    """The order k ≤ ``known`` whose extrapolation (:func:`extrapolate`) came closest to
+    this step's solution Z — the one to predict the next step with (high orders win on
+    smooth motion, low ones when the step resolves it poorly); while the ring fills, the
+    next order is tried as soon as it can be formed."""
+    best, order = np.inf, 1
+    for k in range(1, known + 1):
+        extrapolate(hist, newest, k, work)
+        e = 0.0
+        for i in range(Z.shape[0]):
+            for m in range(Z.shape[1]):
+                e = max(e, abs(work[i, m] - Z[i, m]))
+        if e < best:
+            best, order = e, k
+    if known < hist.shape[0]:
+        order = max(order, known + 1)
+    return order
+
+
 # ------------------------------------------------------------------ the loop
 @nb.njit(cache=True, nogil=True)
 def _gauss_loop(data, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter, refresh_after,
-                project, ptol, pmaxiter, blowup, Q, V, iters, status):
+                history, project, ptol, pmaxiter, blowup, Q, V, iters, status):
     n = v0.shape[0]
     st = A.shape[0]
     N = 2 * n
@@ -284,7 +326,8 @@ def _gauss_loop(data, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter, refresh
     F = np.empty((st, N))
     R = np.empty((st, N))
     Zs, Rs = np.empty((st, N)), np.empty((st, N))
-    Z1, Z2, Z3 = np.zeros((st, N)), np.zeros((st, N)), np.zeros((st, N))  # last steps' stages
+    hist = np.zeros((history, st, N))  # the stages of the last steps, a ring
+    newest, order = -1, 1
     dx = np.empty(st * N)
     Jm = np.empty((st * N, st * N))
     piv = np.zeros(st * N, dtype=np.int64)
@@ -304,16 +347,8 @@ def _gauss_loop(data, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter, refresh
         if h != last_h:
             have_J, known = False, 0  # a new step size: a new matrix, no history
         # predictor: the stages of the last steps extrapolated, else c_i h f(z0)
-        if known >= 3:
-            for i in range(st):
-                for k in range(N):
-                    Z[i, k] = 3.0 * (Z1[i, k] - Z2[i, k]) + Z3[i, k]
-        elif known == 2:
-            for i in range(st):
-                for k in range(N):
-                    Z[i, k] = 2.0 * Z1[i, k] - Z2[i, k]
-        elif known == 1:
-            Z[:, :] = Z1
+        if known > 0:
+            extrapolate(hist, newest, min(order, known), Z)
         else:
             if hamiltonian_field(data, q, p0, M, L, vk, dT, dV, out, F[0, :n], F[0, n:]) != 0:
                 status[0], status[1] = BAD_STATE, step
@@ -366,7 +401,9 @@ def _gauss_loop(data, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter, refresh
             if theta < 0.5 and theta / (1 - theta) * size <= tol * scale:
                 ok = True
                 break
-            if size <= 1e-9 * scale and theta >= 0.5:  # at the residual's roundoff
+            # at the residual's roundoff: an update that no longer shrinks (not the first
+            # update, which when this small says only that the predictor was good)
+            if last < np.inf and size <= 1e-9 * scale and theta >= 0.5:
                 ok = True
                 break
             if it >= 2 and size > 0.25 * last and not refreshed:
@@ -378,10 +415,9 @@ def _gauss_loop(data, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter, refresh
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
         last_it, last_h = it, h
-        Z3[:, :] = Z2
-        Z2[:, :] = Z1
-        Z1[:, :] = Z
-        known = min(known + 1, 3)
+        order = best_order(hist, newest, known, Z, Zs)
+        newest, known = (newest + 1) % history, min(known + 1, history)
+        hist[newest] = Z
         # z1 = z0 + Σ d_i Z_i; v1 = M(q1)⁻¹ p1
         for k in range(n):
             sq, sp = 0.0, 0.0
@@ -427,7 +463,7 @@ def report_state_guard(problem, name: str, status, Q, V, times) -> None:
 
 
 def run(problem, stages: int, tol: float, maxiter: int, refresh_after: int, name: str,
-        project: bool = False):
+        project: bool = False, history: int = PREDICTOR_STEPS):
     """The whole run of midpoint (``stages=1``) or gauss4 (2), optionally with the energy
     projection, in the compiled loop: a Solution, or None to fall back."""
     from .base import Solution
@@ -447,8 +483,8 @@ def run(problem, stages: int, tol: float, maxiter: int, refresh_after: int, name
     _gauss_loop(flatten(model).data, np.ascontiguousarray(problem.q0, float),
                 np.ascontiguousarray(problem.v0, float), steps, n_steps, every,
                 np.ascontiguousarray(A), np.ascontiguousarray(c), np.ascontiguousarray(d),
-                float(tol), int(maxiter), int(refresh_after), bool(project), ptol, pmaxiter,
-                float(problem.blowup), Q, V, iters, status)
+                float(tol), int(maxiter), int(refresh_after), int(history), bool(project), ptol,
+                pmaxiter, float(problem.blowup), Q, V, iters, status)
     label = f"{name}+project{('energy',)}" if project else name
     if status[0] == STATE_GUARD:
         report_state_guard(problem, label, status, Q, V, times)

@@ -34,9 +34,12 @@ from ..dynamics.flat import flatten
 from .gauss_compiled import (
     BAD_STATE,
     NEWTON_FAILED,
+    PREDICTOR_STEPS,
     STATE_GUARD,
+    best_order,
     cholesky,
     cholesky_solve,
+    extrapolate,
     lu_factor,
     lu_solve,
     report_state_guard,
@@ -57,7 +60,8 @@ def _newton_test(size, scale, last, finite, refreshed, tol) -> int:
     in this solve) :data:`DIVERGING` (a non-finite update, or a growing one: restart with
     a fresh matrix); :data:`FAILED` (not finite); :data:`CONVERGED` (the update or
     ``θ/(1−θ)|Δ|`` below ``tol · scale``, or an update at roundoff, below 1e-9 · scale, that
-    no longer shrinks); :data:`SLOW` (θ > 0.25 with a kept matrix: time for a fresh one);
+    no longer shrinks — from the second update on: a first update that small says only
+    that the predictor was good); :data:`SLOW` (θ > 0.25 with a kept matrix: time for a fresh one);
     else :data:`GO_ON`."""
     if not refreshed and (not finite or (last < np.inf and size > last)):
         return DIVERGING
@@ -68,7 +72,7 @@ def _newton_test(size, scale, last, finite, refreshed, tol) -> int:
     theta = size / last if last < np.inf and last > 0 else 1.0
     if theta < 0.5 and theta / (1 - theta) * size <= tol * scale:
         return CONVERGED
-    if size <= 1e-9 * scale and theta >= 0.5:
+    if last < np.inf and size <= 1e-9 * scale and theta >= 0.5:
         return CONVERGED
     if not refreshed and last < np.inf and size > 0.25 * last:
         return SLOW
@@ -99,8 +103,8 @@ def _matrix(data, q, v, L, h, sign, J, piv) -> bool:
 
 
 @nb.njit(cache=True, nogil=True)
-def _verlet_loop(data, q0, v0, dt, n_steps, every, tol, maxiter, refresh_after, blowup, Q, V,
-                 iters, status):
+def _verlet_loop(data, q0, v0, dt, n_steps, every, tol, maxiter, refresh_after, history,
+                 blowup, Q, V, iters, status):
     n = v0.shape[0]
     q, v = q0.copy(), v0.copy()
     M0, L0, M1, L1 = np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
@@ -109,9 +113,11 @@ def _verlet_loop(data, q0, v0, dt, n_steps, every, tol, maxiter, refresh_after, 
     start, dT, dV, out = np.empty(n), np.empty(n), np.empty(n), np.empty(8)
     J1, J2 = np.empty((n, n)), np.empty((n, n))
     piv1, piv2 = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
-    kick1, kick2 = np.zeros(n), np.zeros(n)  # p_{n+½} − p_n of the last two steps
-    corr1, corr2 = np.zeros(n), np.zeros(n)  # x − h v_{n+½} of the last two steps
-    known, last_h, have1, have2 = 0, 0.0, False, False
+    # the predictors: p_{n+½} − p_n and x − h v_{n+½} of the last steps, extrapolated
+    kicks, corrs = np.zeros((history, 1, n)), np.zeros((history, 1, n))
+    guess, work, now = np.zeros((1, n)), np.zeros((1, n)), np.zeros((1, n))
+    known, newest, order1, order2 = 0, -1, 1, 1
+    last_h, have1, have2 = 0.0, False, False
     vmax0 = largest_speed(v)
     k_out = store(q, v, Q, V, 0)
     if kernels.crba1(data, q, M1) != 0 or not cholesky(M1, L1):
@@ -125,9 +131,11 @@ def _verlet_loop(data, q0, v0, dt, n_steps, every, tol, maxiter, refresh_after, 
         L0[:, :] = L1
         p0[:] = M0 @ v
         # --- p_{n+½} = p_n + h/2 K(q_n, p_{n+½}) ----------------------------------
+        guess[:, :] = 0.0
+        if known > 0:
+            extrapolate(kicks, newest, min(order1, known), guess)
         for i in range(n):
-            ph[i] = p0[i] + (2.0 * kick1[i] - kick2[i] if known >= 2 else
-                             kick1[i] if known == 1 else 0.0)
+            ph[i] = p0[i] + guess[0, i]
         start[:] = ph
         it1, last, test, refreshed = 0, np.inf, GO_ON, False
         while True:
@@ -167,9 +175,11 @@ def _verlet_loop(data, q0, v0, dt, n_steps, every, tol, maxiter, refresh_after, 
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
         # --- x = h/2 (v_{n+½} + M(q_n + x)⁻¹ p_{n+½}) --------------------------------
+        guess[:, :] = 0.0
+        if known > 0:
+            extrapolate(corrs, newest, min(order2, known), guess)
         for i in range(n):
-            x[i] = h * va[i] + (2.0 * corr1[i] - corr2[i] if known >= 2 else
-                                corr1[i] if known == 1 else 0.0)
+            x[i] = h * va[i] + guess[0, i]
         start[:] = x
         it2, last, test, refreshed = 0, np.inf, GO_ON, False
         while True:
@@ -217,12 +227,19 @@ def _verlet_loop(data, q0, v0, dt, n_steps, every, tol, maxiter, refresh_after, 
             status[0], status[1] = BAD_STATE, step
             return k_out
         for i in range(n):
-            kick2[i], kick1[i] = kick1[i], ph[i] - p0[i]
-            corr2[i], corr1[i] = corr1[i], x[i] - h * va[i]
+            now[0, i] = ph[i] - p0[i]
+        order1 = best_order(kicks, newest, known, now, work)
+        for i in range(n):
+            now[0, i] = x[i] - h * va[i]
+        order2 = best_order(corrs, newest, known, now, work)
+        newest, known = (newest + 1) % history, min(known + 1, history)
+        for i in range(n):
+            kicks[newest, 0, i] = ph[i] - p0[i]
+            corrs[newest, 0, i] = x[i] - h * va[i]
             r[i] = ph[i] + 0.5 * h * (dT[i] - dV[i])
             q[i] = xs[i]
         cholesky_solve(L1, r, v)
-        known, last_h = min(known + 1, 2), h
+        last_h = h
         iters[step] = it1 + it2
         g = state_guard(q, v, vmax0, blowup)
         if g != 0:
@@ -247,7 +264,8 @@ def run(problem, tol: float, maxiter: int, refresh_after: int = 3):
     status = np.zeros(3, dtype=np.int64)
     _verlet_loop(flatten(model).data, np.ascontiguousarray(problem.q0, float),
                  np.ascontiguousarray(problem.v0, float), steps, n_steps, every, float(tol),
-                 int(maxiter), int(refresh_after), float(problem.blowup), Q, V, iters, status)
+                 int(maxiter), int(refresh_after), PREDICTOR_STEPS,
+                 float(problem.blowup), Q, V, iters, status)
     if status[0] == STATE_GUARD:
         report_state_guard(problem, "verlet", status, Q, V, times)
     if status[0]:
