@@ -14,10 +14,13 @@ B and L_qq from the compiled RNEA tangent pass and ∂²T/∂q² of
 evaluated and kept from step to step; evaluated afresh after a solve of more than
 ``REFRESH_AFTER`` iterations, or within a solve that contracts slowly (ratio > 0.25)
 or diverges (restart from the predictor) — the rules of :func:`.base.newton`, with its
-stopping test (update, or ``θ/(1−θ)|Δx|``, below ``tol |Z|``). The predictor is the
-previous steps' stages extrapolated linearly in the step index, ``2 Z_{n−1} − Z_{n−2}``
-(error O(h³), where the reference's Euler predictor ``c_i h f(z0)`` has O(h²)): the
-solution is the same to the Newton tolerance, with fewer iterations.
+stopping test (the update, or ``θ/(1−θ)|Δx|``, below ``tol |Z|``; the roundoff-stagnation
+stop only from the second update). The predictor extrapolates the stages of the last
+steps (:func:`extrapolate`, a polynomial in the step index through up to
+:data:`PREDICTOR_STEPS` of them) at the order that predicted the last step best
+(:func:`best_order`); on smooth motion it is within the tolerance of the solution, and
+one or two Newton updates settle a step where the reference's Euler predictor
+``c_i h f(z0)`` takes three. The solution is the same to the Newton tolerance.
 
 ``project="energy"``: after each step the projection of :class:`.projection.Projected`
 (standard projection along ∇E, scalar simplified Newton, the same stopping test), in

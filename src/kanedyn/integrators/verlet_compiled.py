@@ -9,16 +9,19 @@ with no force elements (:func:`.rk4_compiled.applicable`); with ``x = q − q_n`
     x       = h/2 [M(q_n)⁻¹ + M(q_n + x)⁻¹] p_{n+½}
     p_{n+1} = p_{n+½} + h/2 K(q_n + x, p_{n+½})
 
-Both implicit equations by the fixed-point iteration the reference runs (Newton with the
-identity matrix; it contracts like h|∂²H/∂q∂p|, O(h ω)) and its stopping test
-(:func:`.base.newton`: the update, or ``θ/(1−θ)|Δ|``, below ``tol`` relative), from a
-predictor extrapolated from the last two steps (the half kick ``p_{n+½} − p_n`` and the
-correction ``x − h v_{n+½}``, error O(h³); the reference starts from p_n and h v_{n+½}).
+Both implicit equations by Newton with closed-form matrices (:func:`_matrix`:
+``1 − h/2 BᵀM⁻¹`` for the half kick, ``1 + h/2 M⁻¹B`` for the position, ``B = ∂(Mv)/∂q``
+from the compiled RNEA tangent pass), LU-factored, kept from step to step and evaluated
+afresh when a solve contracts slowly or takes more than ``refresh_after`` iterations;
+the reference iterates with the identity (a fixed point contracting like h|∂²H/∂q∂p|)
+and takes difference Jacobians when that is slow (the 20-link chain). Both stop by the
+test of :func:`.base.newton` (:func:`_newton_test`) at the reference's ``tol``. Predictors:
+the half kick ``p_{n+½} − p_n`` and the correction ``x − h v_{n+½}`` of the last steps
+extrapolated as in :mod:`.gauss_compiled` (the reference starts from p_n and h v_{n+½}).
 The Cholesky factor of M(q_n) is kept for the first equation; the M(q_{n+1}) of the last
 iterate serves the final kick, v_{n+1} and the next step.
 
-An iteration that contracts slowly (ratio > 0.25, where the reference switches to a
-difference Jacobian) or fails makes the whole run fall back to the Python method, which
+An iteration that fails makes the whole run fall back to the Python method, which
 reports what happens; a blow-up or a non-finite state is reported from here.
 """
 
