@@ -385,6 +385,17 @@ def _gauss_loop(data, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter, refresh
                     Z[i, k] -= dx[i * N + k]
                     size = max(size, abs(dx[i * N + k]))
                     scale = max(scale, abs(Z[i, k]))
+            # the stopping test first: z1 needs no f at the converged stages, so the
+            # residual there (which the reference evaluates) is skipped
+            if np.isfinite(size):
+                theta = size / last if last < np.inf and last > 0 else 1.0
+                if (size <= tol * scale
+                        or (theta < 0.5 and theta / (1 - theta) * size <= tol * scale)
+                        # at the residual's roundoff: an update that no longer shrinks (not
+                        # the first: that small, it says only that the predictor was good)
+                        or (last < np.inf and size <= 1e-9 * scale and theta >= 0.5)):
+                    ok = True
+                    break
             bad = stage_residual(data, q, p0, Z, A, h, F, R, qs, ps, M, L, vk, dT, dV, out)
             finite = bad == 0 and np.isfinite(max_abs(R.ravel())) and np.isfinite(size)
             if not refreshed and (not finite or (it >= 2 and size > last)):
@@ -396,18 +407,6 @@ def _gauss_loop(data, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter, refresh
                 refreshed, last = True, np.inf
                 continue
             if not finite:
-                break
-            if size <= tol * scale:
-                ok = True
-                break
-            theta = size / last if last < np.inf and last > 0 else 1.0
-            if theta < 0.5 and theta / (1 - theta) * size <= tol * scale:
-                ok = True
-                break
-            # at the residual's roundoff: an update that no longer shrinks (not the first
-            # update, which when this small says only that the predictor was good)
-            if last < np.inf and size <= 1e-9 * scale and theta >= 0.5:
-                ok = True
                 break
             if it >= 2 and size > 0.25 * last and not refreshed:
                 if not newton_matrix(data, q, p0, Z, A, h, Jm, piv):

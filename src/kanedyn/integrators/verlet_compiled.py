@@ -111,7 +111,7 @@ def _verlet_loop(data, q0, v0, dt, n_steps, every, tol, maxiter, refresh_after, 
     n = v0.shape[0]
     q, v = q0.copy(), v0.copy()
     M0, L0, M1, L1 = np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
-    p0, ph, va, vb, ka = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    p0, ph, va, vb = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
     x, xs, r, dx = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
     start, dT, dV, out = np.empty(n), np.empty(n), np.empty(n), np.empty(8)
     J1, J2 = np.empty((n, n)), np.empty((n, n))
@@ -143,14 +143,13 @@ def _verlet_loop(data, q0, v0, dt, n_steps, every, tol, maxiter, refresh_after, 
         it1, last, test, refreshed = 0, np.inf, GO_ON, False
         while True:
             cholesky_solve(L0, ph, va)
+            if test == CONVERGED:
+                break  # v_{n+½} at the solution (K there is not needed)
             if energy_pass(data, q, va, dT, dV, out) != 0:
                 status[0], status[1] = BAD_STATE, step
                 return k_out
             for i in range(n):
-                ka[i] = dT[i] - dV[i]
-                r[i] = ph[i] - p0[i] - 0.5 * h * ka[i]
-            if test == CONVERGED:
-                break  # K and v_{n+½} at the solution, as the reference evaluates them
+                r[i] = ph[i] - p0[i] - 0.5 * h * (dT[i] - dV[i])
             if not have1 or test == SLOW or test == DIVERGING:
                 if test == DIVERGING:
                     # restart from the predictor, with a fresh matrix there
