@@ -109,11 +109,10 @@ class Problem:
         return dq, v, v
 
 
-@nb.njit(cache=True)
-def _chol_solve(M, b, out):
-    """Solve M x = b for symmetric positive definite M (Cholesky); False if not SPD."""
+@nb.njit(cache=True, _nrt=False, nogil=True)
+def cholesky(M, L) -> bool:
+    """``M = L Lᵀ`` (L lower, written in place); False if M is not positive definite."""
     n = M.shape[0]
-    L = np.zeros((n, n))
     for j in range(n):
         d = M[j, j]
         for k in range(j):
@@ -126,6 +125,14 @@ def _chol_solve(M, b, out):
             for k in range(j):
                 s -= L[i, k] * L[j, k]
             L[i, j] = s / L[j, j]
+    return True
+
+
+@nb.njit(cache=True, _nrt=False, nogil=True)
+def cholesky_solve(L, b, out):
+    """``out ← (L Lᵀ)⁻¹ b`` from :func:`cholesky`'s factor (forward, then back substitution);
+    a compiled loop that solves with one matrix several times factors it once."""
+    n = L.shape[0]
     for i in range(n):
         s = b[i]
         for k in range(i):
@@ -136,6 +143,15 @@ def _chol_solve(M, b, out):
         for k in range(i + 1, n):
             s -= L[k, i] * out[k]
         out[i] = s / L[i, i]
+
+
+@nb.njit(cache=True)
+def _chol_solve(M, b, out):
+    """Solve M x = b for symmetric positive definite M (Cholesky); False if not SPD."""
+    L = np.zeros((M.shape[0], M.shape[0]))
+    if not cholesky(M, L):
+        return False
+    cholesky_solve(L, b, out)
     return True
 
 

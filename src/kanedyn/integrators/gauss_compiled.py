@@ -41,6 +41,7 @@ from ..dynamics import _compiled, kernels
 from ..dynamics.derivatives_kernel import kinetic_tangent, rnea_tangent
 from ..dynamics.energy_kernel import energy_pass
 from ..dynamics.flat import flatten
+from .base import cholesky, cholesky_solve
 from .rk4_compiled import largest_speed, save_sample, state_guard, step_grid, store
 
 _compiled.key_cache(__name__)
@@ -100,50 +101,6 @@ def lu_solve(LU, piv, b):
         for k in range(i + 1, n):
             s -= LU[i, k] * b[k]
         b[i] = s / LU[i, i]
-
-
-@nb.njit(cache=True, _nrt=False, nogil=True)
-def cholesky(M, L) -> bool:
-    """``M = L Lᵀ`` (L lower), the operations of :func:`.base._chol_solve` (so a solve
-    with :func:`cholesky_solve` gives its bits); False if M is not positive definite."""
-    n = M.shape[0]
-    for j in range(n):
-        d = M[j, j]
-        for k in range(j):
-            d -= L[j, k] * L[j, k]
-        if not d > 0.0:
-            return False
-        L[j, j] = np.sqrt(d)
-        for i in range(j + 1, n):
-            s = M[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / L[j, j]
-    return True
-
-
-@nb.njit(cache=True, _nrt=False, nogil=True)
-def cholesky_solve(L, b, out):
-    """``out ← (L Lᵀ)⁻¹ b`` (forward, then back substitution)."""
-    n = L.shape[0]
-    for i in range(n):
-        s = b[i]
-        for k in range(i):
-            s -= L[i, k] * out[k]
-        out[i] = s / L[i, i]
-    for i in range(n - 1, -1, -1):
-        s = out[i]
-        for k in range(i + 1, n):
-            s -= L[k, i] * out[k]
-        out[i] = s / L[i, i]
-
-
-@nb.njit(cache=True, _nrt=False, nogil=True)
-def max_abs(x) -> float:
-    m = 0.0
-    for i in range(x.shape[0]):
-        m = max(m, abs(x[i]))
-    return m
 
 
 # ------------------------------------------------------------------ Hamilton's equations
@@ -361,7 +318,7 @@ def _gauss_loop(data, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter, refresh
                     Z[i, k] = c[i] * h * F[0, k]
         # Newton, the rules of base.newton with a closed-form matrix
         if stage_residual(data, q, p0, Z, A, h, F, R, qs, ps, M, L, vk, dT, dV, out) != 0 \
-                or not np.isfinite(max_abs(R.ravel())):
+                or not np.isfinite(largest_speed(R.ravel())):
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
         Zs[:, :] = Z
@@ -397,7 +354,7 @@ def _gauss_loop(data, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter, refresh
                     ok = True
                     break
             bad = stage_residual(data, q, p0, Z, A, h, F, R, qs, ps, M, L, vk, dT, dV, out)
-            finite = bad == 0 and np.isfinite(max_abs(R.ravel())) and np.isfinite(size)
+            finite = bad == 0 and np.isfinite(largest_speed(R.ravel())) and np.isfinite(size)
             if not refreshed and (not finite or (it >= 2 and size > last)):
                 # diverging with the kept matrix: restart from the predictor, fresh matrix
                 Z[:, :] = Zs

@@ -34,14 +34,13 @@ from ..dynamics import _compiled, kernels
 from ..dynamics.derivatives_kernel import rnea_tangent
 from ..dynamics.energy_kernel import energy_pass
 from ..dynamics.flat import flatten
+from .base import cholesky, cholesky_solve
 from .gauss_compiled import (
     BAD_STATE,
     NEWTON_FAILED,
     PREDICTOR_STEPS,
     STATE_GUARD,
     best_order,
-    cholesky,
-    cholesky_solve,
     extrapolate,
     lu_factor,
     lu_solve,
@@ -80,6 +79,21 @@ def _newton_test(size, scale, last, finite, refreshed, tol) -> int:
     if not refreshed and last < np.inf and size > 0.25 * last:
         return SLOW
     return GO_ON
+
+
+@nb.njit(cache=True, _nrt=False, nogil=True)
+def _newton_update(J, piv, r, dx, y, last, refreshed, tol):
+    """``y ← y − J⁻¹r`` (J LU-factored, ``dx`` work); returns (the update's size |Δy|∞, the
+    verdict of :func:`_newton_test` on it)."""
+    for i in range(r.shape[0]):
+        dx[i] = r[i]
+    lu_solve(J, piv, dx)
+    size, scale = 0.0, 0.0
+    for i in range(y.shape[0]):
+        y[i] -= dx[i]
+        size = max(size, abs(dx[i]))
+        scale = max(scale, abs(y[i]))
+    return size, _newton_test(size, scale, last, np.isfinite(size), refreshed, tol)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -162,15 +176,7 @@ def _verlet_loop(data, q0, v0, dt, n_steps, every, tol, maxiter, refresh_after, 
             it1 += 1
             if it1 > maxiter:
                 break
-            dx[:] = r
-            lu_solve(J1, piv1, dx)
-            size, scale = 0.0, 0.0
-            for i in range(n):
-                ph[i] -= dx[i]
-                size = max(size, abs(dx[i]))
-                scale = max(scale, abs(ph[i]))
-            last, test = size, _newton_test(size, scale, last, np.isfinite(size), refreshed,
-                                            tol)
+            last, test = _newton_update(J1, piv1, r, dx, ph, last, refreshed, tol)
             if test == FAILED:
                 break
         if test != CONVERGED:
@@ -207,15 +213,7 @@ def _verlet_loop(data, q0, v0, dt, n_steps, every, tol, maxiter, refresh_after, 
             it2 += 1
             if it2 > maxiter:
                 break
-            dx[:] = r
-            lu_solve(J2, piv2, dx)
-            size, scale = 0.0, 0.0
-            for i in range(n):
-                x[i] -= dx[i]
-                size = max(size, abs(dx[i]))
-                scale = max(scale, abs(x[i]))
-            last, test = size, _newton_test(size, scale, last, np.isfinite(size), refreshed,
-                                            tol)
+            last, test = _newton_update(J2, piv2, r, dx, x, last, refreshed, tol)
             if test == FAILED:
                 break
         if test != CONVERGED:
