@@ -91,13 +91,17 @@ class GaussLegendre(FixedStepMethod):
         from . import gauss_compiled, rk4_compiled
         from .projection import parse_invariants
 
-        if (not self.opts["compiled"] or self._mode != "auto" or not self.canonical
-                or not rk4_compiled.applicable(self.problem)
+        if (not self.opts["compiled"] or self._mode != "auto"
                 or (project is not None and parse_invariants(project) != ("energy",))):
+            return None
+        tangent = not self.canonical
+        if not (gauss_compiled.tangent_applicable(self.problem) if tangent
+                else rk4_compiled.applicable(self.problem)):
             return None
         return rk4_compiled.compiled_or_none(
             self.name, gauss_compiled.run, self.problem, self.stages, self.opts["tol"],
-            self.opts["maxiter"], REFRESH_AFTER, self.name, project is not None)
+            self.opts["maxiter"], REFRESH_AFTER, self.name, project is not None,
+            gauss_compiled.PREDICTOR_STEPS, tangent)
 
     @property
     def analytic(self) -> bool:

@@ -41,6 +41,9 @@ from ..dynamics import _compiled, kernels
 from ..dynamics.derivatives_kernel import kinetic_tangent, rnea_tangent
 from ..dynamics.energy_kernel import energy_pass
 from ..dynamics.flat import flatten
+from ..dynamics.layout import IQ, IV, JTYPE, NVJ, SPHERICAL
+from ..model.joints import spherical
+from ..spatial.lie import so3_right_jacobian
 from .base import cholesky, cholesky_solve
 from .rk4_compiled import largest_speed, save_sample, state_guard, step_grid, store
 
@@ -121,14 +124,54 @@ def hamiltonian_field(data, q, p, M, L, v, dT, dV, out, fq, fp) -> int:
 
 
 @nb.njit(cache=True, nogil=True)
-def stage_residual(data, q0, p0, Z, A, h, F, R, qs, ps, M, L, v, dT, dV, out) -> int:
-    """``R_i = Z_i − h Σ_j a_ij f(z0 + Z_j)`` (Z, F, R: s x 2n, z0 = (q0, p0))."""
-    st, n = A.shape[0], q0.shape[0]
+def chart_point(data, q0, x, out):
+    """``out = q0 ⊕ x``: ``q0 ⊗ exp(x)`` for ball joints (the joint's compiled ``integrate``,
+    as ``ModelSystem.integrate_configuration``), ``q0 + x`` for additive joints."""
+    for i in range(data.shape[0] - 1):
+        a, b = int(data[i, IQ]), int(data[i, IV])
+        if int(data[i, JTYPE]) == SPHERICAL:
+            spherical.integrate(q0, a, x, b, 1.0, out)
+        else:
+            for e in range(int(data[i, NVJ])):
+                out[a + e] = q0[a + e] + 1.0 * x[b + e]
+
+
+@nb.njit(cache=True, nogil=True)
+def tangent_field(data, q0, x, y, q, tau, Jb, pivb, fx, fy) -> int:
+    """``(ξ̇, v̇) = (J(ξ)⁻¹ v, ABA(q0 ⊕ ξ, v, 0))`` at z = (ξ, v) = (x, y), the tangent form of
+    :meth:`.gauss.GaussLegendre._f` (J block diagonal: the SO(3) right Jacobian of each ball
+    joint, 1 elsewhere); q ← q0 ⊕ ξ. 0, or :data:`BAD_STATE`."""
+    chart_point(data, q0, x, q)
+    if kernels.aba1(data, q, y, tau, fy) != 0:
+        return BAD_STATE
+    for k in range(y.shape[0]):
+        fx[k] = y[k]
+    for i in range(data.shape[0] - 1):
+        if int(data[i, JTYPE]) == SPHERICAL:
+            b = int(data[i, IV])
+            Jb[:, :] = so3_right_jacobian(x[b:b + 3])
+            if not lu_factor(Jb, pivb):
+                return BAD_STATE
+            lu_solve(Jb, pivb, fx[b:b + 3])
+    return 0
+
+
+@nb.njit(cache=True, nogil=True)
+def stage_residual(data, tangent, q0, p0, Z, A, h, F, R, qs, ps, M, L, v, dT, dV, out, tau,
+                   Jb, pivb) -> int:
+    """``R_i = Z_i − h Σ_j a_ij f(z0 + Z_j)`` (Z, F, R: s x 2n; z0 = (q0, p0) canonical,
+    ``(0, v0)`` with q = q0 ⊕ ξ if ``tangent``)."""
+    st, n = A.shape[0], p0.shape[0]
     for j in range(st):
         for k in range(n):
-            qs[k] = q0[k] + Z[j, k]
             ps[k] = p0[k] + Z[j, n + k]
-        if hamiltonian_field(data, qs, ps, M, L, v, dT, dV, out, F[j, :n], F[j, n:]) != 0:
+        if tangent:
+            s = tangent_field(data, q0, Z[j, :n], ps, qs, tau, Jb, pivb, F[j, :n], F[j, n:])
+        else:
+            for k in range(n):
+                qs[k] = q0[k] + Z[j, k]
+            s = hamiltonian_field(data, qs, ps, M, L, v, dT, dV, out, F[j, :n], F[j, n:])
+        if s != 0:
             return BAD_STATE
     for i in range(st):
         for k in range(2 * n):
@@ -140,14 +183,17 @@ def stage_residual(data, q0, p0, Z, A, h, F, R, qs, ps, M, L, v, dT, dV, out) ->
 
 
 @nb.njit(cache=True, nogil=True)
-def newton_matrix(data, q0, p0, Z, A, h, Jm, piv) -> bool:
+def newton_matrix(data, tangent, q0, p0, Z, A, h, Jm, piv) -> bool:
     """``Jm ← 1 − h [a_ij ∂f/∂z(z0 + Z_j)]``, LU-factored in place (:func:`lu_factor`).
 
     ∂f/∂z at (q, p) (canonical, no forces; :meth:`.gauss.GaussLegendre._jf`): with
     ``B = ∂(Mv)/∂q`` (RNEA tangent pass at (q, 0, v) without gravity), ``L_qq =
-    ∂²T/∂q² − ∂g/∂q`` and v = M⁻¹p, ``[[−M⁻¹B, M⁻¹], [L_qq − BᵀM⁻¹B, BᵀM⁻¹]]``.
+    ∂²T/∂q² − ∂g/∂q`` and v = M⁻¹p, ``[[−M⁻¹B, M⁻¹], [L_qq − BᵀM⁻¹B, BᵀM⁻¹]]``. Tangent,
+    at (ξ, v) with q = q0 ⊕ ξ: ``[[K(v), J(ξ)⁻¹], [A_q J(ξ), A_v]]``, ``A_{q,v} =
+    −M⁻¹ ∂RNEA/∂(q, v)`` at a = ABA(q, v, 0), K the ``chart_rate_jacobian`` of a Model's
+    system (−½ ω× for each ball joint).
     False if a kernel refuses the state or the matrix is singular."""
-    st, n = A.shape[0], q0.shape[0]
+    st, n = A.shape[0], p0.shape[0]
     N = 2 * n
     M = np.empty((n, n))
     Lc = np.empty((n, n))
@@ -158,10 +204,19 @@ def newton_matrix(data, q0, p0, Z, A, h, Jm, piv) -> bool:
     zero = np.zeros(n)
     B, G, K, W = np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
     Jf = np.empty((N, N))
+    qt, acc, tau = np.empty(q0.shape[0]), np.empty(n), np.zeros(n)
     Jm[:, :] = 0.0
     for i in range(st * N):
         Jm[i, i] = 1.0
     for j in range(st):
+        if tangent:
+            for k in range(n):
+                y[k] = p0[k] + Z[j, n + k]
+            if not _tangent_jacobian(data, q0, Z[j, :n], y, qt, acc, tau, M, Lc, Minv, B, G,
+                                     Jf):
+                return False
+            _add_stage_blocks(Jm, Jf, A, h, j)
+            continue
         for k in range(n):
             q[k] = q0[k] + Z[j, k]
             y[k] = p0[k] + Z[j, n + k]
@@ -184,22 +239,64 @@ def newton_matrix(data, q0, p0, Z, A, h, Jm, piv) -> bool:
         Jf[:n, n:] = Minv
         Jf[n:, :n] = K - G + Bt @ dvdq
         Jf[n:, n:] = Bt @ Minv
-        for i in range(st):
-            c = h * A[i, j]
-            for r in range(N):
-                for k in range(N):
-                    Jm[i * N + r, j * N + k] -= c * Jf[r, k]
+        _add_stage_blocks(Jm, Jf, A, h, j)
     return lu_factor(Jm, piv)
+
+
+@nb.njit(cache=True, nogil=True)
+def _add_stage_blocks(Jm, Jf, A, h, j):
+    """The column j of stage blocks: ``Jm[i, j] −= h a_ij Jf`` for every stage i."""
+    N = Jf.shape[0]
+    for i in range(A.shape[0]):
+        c = h * A[i, j]
+        for r in range(N):
+            for k in range(N):
+                Jm[i * N + r, j * N + k] -= c * Jf[r, k]
+
+
+@nb.njit(cache=True, nogil=True)
+def _tangent_jacobian(data, q0, x, v, q, acc, tau, M, Lc, Minv, Dq, Dv, Jf) -> bool:
+    """∂f/∂z of the tangent form at (ξ, v) = (x, v) (:func:`newton_matrix`) into Jf."""
+    n = v.shape[0]
+    chart_point(data, q0, x, q)
+    if kernels.aba1(data, q, v, tau, acc) != 0 or kernels.crba1(data, q, M) != 0 \
+            or not cholesky(M, Lc):
+        return False
+    e, col = np.zeros(n), np.empty(n)
+    for k in range(n):
+        e[k] = 1.0
+        cholesky_solve(Lc, e, col)
+        e[k] = 0.0
+        Minv[:, k] = col
+    if rnea_tangent(data, True, q, v, acc, Dq, Dv) != 0:
+        return False
+    J = np.eye(n)
+    K = np.zeros((n, n))
+    for i in range(data.shape[0] - 1):
+        if int(data[i, JTYPE]) == SPHERICAL:
+            b = int(data[i, IV])
+            J[b:b + 3, b:b + 3] = so3_right_jacobian(x[b:b + 3])
+            w0, w1, w2 = 0.5 * v[b], 0.5 * v[b + 1], 0.5 * v[b + 2]
+            K[b, b + 1], K[b, b + 2] = w2, -w1  # −½ ω×
+            K[b + 1, b], K[b + 1, b + 2] = -w2, w0
+            K[b + 2, b], K[b + 2, b + 1] = w1, -w0
+    Jf[:n, :n] = K
+    Jf[:n, n:] = np.linalg.inv(J)
+    Jf[n:, :n] = -(Minv @ Dq) @ J
+    Jf[n:, n:] = -(Minv @ Dv)
+    return True
 
 
 # ------------------------------------------------------------------ energy projection
 @nb.njit(cache=True, nogil=True)
-def project_energy_standard(data, q, v, E0, M, tol, maxiter, dT, dV, out, qs, vs, t1, t2):
+def project_energy_standard(data, tangent, q, v, E0, M, tol, maxiter, dT, dV, out, qs, vs, dz,
+                            t2):
     """In place, ``(q, v) ← (q, v) + λ (∂E/∂q, M v)`` with ``E(q, v) = E0``: the
     projection of :class:`.projection.Projected` for ``project="energy"`` (Hairer, Lubich
     & Wanner 2006, IV.4): λ by simplified Newton with the slope ``|∂E/∂q|² + |Mv|²`` at
     the start, until ``|E − E0| ≤ 4 tol (1 + |E0|)`` (or ``1e-13 (1 + |E0|)`` after
-    ``maxiter``). M is M(q) on entry. Returns (status, iterations): status 0, or
+    ``maxiter``); q moves by ``q ⊕ λ ∂E/∂q`` if ``tangent``. M is M(q) on entry. Returns
+    (status, iterations): status 0, or
     :data:`NEWTON_FAILED` (not converged), :data:`BAD_STATE`."""
     n = v.shape[0]
     if energy_pass(data, q, v, dT, dV, out) != 0:
@@ -216,9 +313,14 @@ def project_energy_standard(data, q, v, E0, M, tol, maxiter, dT, dV, out, qs, vs
     for it in range(1, maxiter + 1):
         lam -= ginv * G
         for i in range(n):
-            qs[i] = q[i] + dT[i] * lam
+            dz[i] = dT[i] * lam
             vs[i] = v[i] + b[i] * lam
-        if energy_pass(data, qs, vs, t1, t2, out) != 0:
+        if tangent:
+            chart_point(data, q, dz, qs)
+        else:
+            for i in range(n):
+                qs[i] = q[i] + dz[i]
+        if energy_pass(data, qs, vs, dz, t2, out) != 0:
             return BAD_STATE, it
         G = out[0] + out[1] - E0
         if abs(G) <= tol * scale * 4:
@@ -272,16 +374,16 @@ def best_order(hist, newest, known, Z, work) -> int:
 
 # ------------------------------------------------------------------ the loop
 @nb.njit(cache=True, nogil=True)
-def _gauss_loop(data, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter, refresh_after,
-                history, project, ptol, pmaxiter, blowup, Q, V, iters, status):
+def _gauss_loop(data, tangent, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter,
+                refresh_after, history, project, ptol, pmaxiter, blowup, Q, V, iters, status):
     n = v0.shape[0]
     st = A.shape[0]
     N = 2 * n
     q, v = q0.copy(), v0.copy()
     M, L = np.empty((n, n)), np.empty((n, n))
     vk, dT, dV, out = np.empty(n), np.empty(n), np.empty(n), np.empty(8)
-    qs, ps, t1, t2 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    p0 = np.empty(n)
+    qs, ps, t1, t2 = np.empty(q0.shape[0]), np.empty(n), np.empty(n), np.empty(n)
+    p0, tau, Jb, pivb = np.empty(n), np.zeros(n), np.empty((3, 3)), np.zeros(3, dtype=np.int64)
     Z = np.zeros((st, N))
     F = np.empty((st, N))
     R = np.empty((st, N))
@@ -298,33 +400,39 @@ def _gauss_loop(data, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter, refresh
     E0 = out[0] + out[1]
     vmax0 = largest_speed(v)
     k_out = store(q, v, Q, V, 0)
-    if kernels.crba1(data, q, M) != 0:
+    if not tangent and kernels.crba1(data, q, M) != 0:
         status[0], status[1] = BAD_STATE, 0
         return k_out
     for step in range(n_steps):
         h = dt[step]
-        p0[:] = M @ v  # M = M(q): from the end of the last step
+        if tangent:
+            p0[:] = v  # z0 = (0, v0)
+        else:
+            p0[:] = M @ v  # z0 = (0, M v0), M = M(q0) from the end of the last step
         if h != last_h:
             have_J, known = False, 0  # a new step size: a new matrix, no history
         # predictor: the stages of the last steps extrapolated, else c_i h f(z0)
         if known > 0:
             extrapolate(hist, newest, min(order, known), Z)
         else:
-            if hamiltonian_field(data, q, p0, M, L, vk, dT, dV, out, F[0, :n], F[0, n:]) != 0:
+            Z[:, :] = 0.0
+            if stage_residual(data, tangent, q, p0, Z, A, h, F, R, qs, ps, M, L, vk, dT, dV,
+                              out, tau, Jb, pivb) != 0:
                 status[0], status[1] = BAD_STATE, step
                 return k_out
             for i in range(st):
                 for k in range(N):
                     Z[i, k] = c[i] * h * F[0, k]
         # Newton, the rules of base.newton with a closed-form matrix
-        if stage_residual(data, q, p0, Z, A, h, F, R, qs, ps, M, L, vk, dT, dV, out) != 0 \
+        if stage_residual(data, tangent, q, p0, Z, A, h, F, R, qs, ps, M, L, vk, dT, dV, out,
+                          tau, Jb, pivb) != 0 \
                 or not np.isfinite(largest_speed(R.ravel())):
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
         Zs[:, :] = Z
         Rs[:, :] = R
         if not have_J or last_it > refresh_after:
-            if not newton_matrix(data, q, p0, Z, A, h, Jm, piv):
+            if not newton_matrix(data, tangent, q, p0, Z, A, h, Jm, piv):
                 status[0], status[1] = NEWTON_FAILED, step
                 return k_out
             have_J = True
@@ -353,20 +461,21 @@ def _gauss_loop(data, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter, refresh
                         or (last < np.inf and size <= 1e-9 * scale and theta >= 0.5)):
                     ok = True
                     break
-            bad = stage_residual(data, q, p0, Z, A, h, F, R, qs, ps, M, L, vk, dT, dV, out)
+            bad = stage_residual(data, tangent, q, p0, Z, A, h, F, R, qs, ps, M, L, vk, dT, dV,
+                                 out, tau, Jb, pivb)
             finite = bad == 0 and np.isfinite(largest_speed(R.ravel())) and np.isfinite(size)
             if not refreshed and (not finite or (it >= 2 and size > last)):
                 # diverging with the kept matrix: restart from the predictor, fresh matrix
                 Z[:, :] = Zs
                 R[:, :] = Rs
-                if not newton_matrix(data, q, p0, Z, A, h, Jm, piv):
+                if not newton_matrix(data, tangent, q, p0, Z, A, h, Jm, piv):
                     break
                 refreshed, last = True, np.inf
                 continue
             if not finite:
                 break
             if it >= 2 and size > 0.25 * last and not refreshed:
-                if not newton_matrix(data, q, p0, Z, A, h, Jm, piv):
+                if not newton_matrix(data, tangent, q, p0, Z, A, h, Jm, piv):
                     break
                 refreshed = True
             last = size
@@ -377,26 +486,38 @@ def _gauss_loop(data, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter, refresh
         order = best_order(hist, newest, known, Z, Zs)
         newest, known = (newest + 1) % history, min(known + 1, history)
         hist[newest] = Z
-        # z1 = z0 + Σ d_i Z_i; v1 = M(q1)⁻¹ p1
+        # z1 = z0 + Σ d_i Z_i; canonical: q1 = q0 + x1, v1 = M(q1)⁻¹ p1; tangent:
+        # q1 = q0 ⊕ x1, v1 = y1
         for k in range(n):
             sq, sp = 0.0, 0.0
             for i in range(st):
                 sq += d[i] * Z[i, k]
                 sp += d[i] * Z[i, n + k]
-            q[k] += sq
+            t1[k] = sq
             ps[k] = p0[k] + sp
-        if kernels.crba1(data, q, M) != 0 or not cholesky(M, L):
+        if tangent:
+            chart_point(data, q, t1, qs)
+            q[:] = qs
+            v[:] = ps
+        else:
+            for k in range(n):
+                q[k] += t1[k]
+        if (not tangent or project) and kernels.crba1(data, q, M) != 0:
             status[0], status[1] = BAD_STATE, step
             return k_out
-        cholesky_solve(L, ps, v)
+        if not tangent:
+            if not cholesky(M, L):
+                status[0], status[1] = BAD_STATE, step
+                return k_out
+            cholesky_solve(L, ps, v)
         if project:
-            s, pit = project_energy_standard(data, q, v, E0, M, ptol, pmaxiter, dT, dV, out,
-                                             qs, ps, t1, t2)
+            s, pit = project_energy_standard(data, tangent, q, v, E0, M, ptol, pmaxiter, dT,
+                                             dV, out, qs, ps, t1, t2)
             it += pit
             if s != 0:
                 status[0], status[1] = s, step
                 return k_out
-            if kernels.crba1(data, q, M) != 0:
+            if not tangent and kernels.crba1(data, q, M) != 0:
                 status[0], status[1] = BAD_STATE, step
                 return k_out
         iters[step] = it
@@ -422,13 +543,14 @@ def report_state_guard(problem, name: str, status, Q, V, times) -> None:
 
 
 def run(problem, stages: int, tol: float, maxiter: int, refresh_after: int, name: str,
-        project: bool = False, history: int = PREDICTOR_STEPS):
+        project: bool = False, history: int = PREDICTOR_STEPS, tangent: bool = False):
     """The whole run of midpoint (``stages=1``) or gauss4 (2), optionally with the energy
     projection, in the compiled loop: a Solution, or None to fall back."""
     from .base import Solution
     from .gauss import TABLEAUX
 
-    s, model = problem.system, problem.system.compiled_step
+    s = problem.system
+    model = s.tree_model if tangent else s.compiled_step
     n_steps, steps, times, every, keep = step_grid(problem.dt, problem.t0, problem.t_final,
                                                    problem.save_every)
     # one spare row: where a loop leaves the state that failed its guard
@@ -439,7 +561,7 @@ def run(problem, stages: int, tol: float, maxiter: int, refresh_after: int, name
     A, b, c = TABLEAUX[stages]
     d = b @ np.linalg.inv(A)
     ptol, pmaxiter = _projection_defaults()
-    _gauss_loop(flatten(model).data, np.ascontiguousarray(problem.q0, float),
+    _gauss_loop(flatten(model).data, bool(tangent), np.ascontiguousarray(problem.q0, float),
                 np.ascontiguousarray(problem.v0, float), steps, n_steps, every,
                 np.ascontiguousarray(A), np.ascontiguousarray(c), np.ascontiguousarray(d),
                 float(tol), int(maxiter), int(refresh_after), int(history), bool(project), ptol,
@@ -451,6 +573,22 @@ def run(problem, stages: int, tol: float, maxiter: int, refresh_after: int, name
         return None  # the Python method takes the whole run, and reports what happens
     return Solution(times[keep], Q[:-1], V[:-1], np.zeros(len(keep)),
                     {"newton_iterations": iters}, label)
+
+
+def tangent_applicable(problem) -> bool:
+    """The tangent form of the loop takes a Model's system (``tree_model``) whose joints are
+    revolute, prismatic, helical or ball joints, at least one of them a ball (else the
+    canonical form applies), without rotor armature, force elements or a progress bar."""
+    from ..dynamics.layout import HELICAL, PRISMATIC, REVOLUTE
+
+    s = problem.system
+    model = getattr(s, "tree_model", None)
+    if (model is None or getattr(s, "chart_is_additive", True) or model.armature.any()
+            or problem.tau_cons is not None or problem.tau_nc is not None
+            or problem.progress is not None):
+        return False
+    kinds = flatten(model).data[:-1, JTYPE]
+    return bool(np.isin(kinds, (REVOLUTE, PRISMATIC, HELICAL, SPHERICAL)).all())
 
 
 def _projection_defaults() -> tuple[float, int]:
