@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import kanedyn as kd
-from kanedyn.model.joints import Prismatic, Revolute
+from kanedyn.model.joints import Prismatic, Revolute, Spherical
 
 # the module (kanedyn.sim exports its function under the same name)
 simulate_module = importlib.import_module("kanedyn.sim.simulate")
@@ -67,6 +67,52 @@ def test_compiled_equals_python_step_for_step(method, project, case, monkeypatch
     assert np.ptp(ref.v, axis=0).max() > 0.5  # the chain really moves
     # the matrix is kept across steps: a few iterations per step, not one per unknown
     assert 1.5 <= tr.stats["newton_iterations"].mean() <= 8
+
+
+def ball_chain(gravity=(0.0, 0.0, -9.81)):
+    """Two rods on ball joints and a third on a hinge: the tangent form (q = q0 ⊕ ξ)."""
+    b = kd.ModelBuilder("ball_chain", gravity=gravity)
+    rod = np.diag([1.0 / 12.0, 1.0 / 12.0, 1e-2])
+    below = (np.eye(3), (0, 0, -1.0))
+    b.add_body("l1", None, Spherical("b1"), None, 1.0, (0, 0, -0.5), rod)
+    b.add_body("l2", "l1", Spherical("b2"), below, 1.0, (0, 0, -0.5), rod)
+    b.add_body("l3", "l2", Revolute("r3", axis=(0, 1, 0)), below, 0.5, (0, 0, -0.5), rod)
+    m = b.build()
+    return m, kd.random_configuration(m, np.random.default_rng(1)), \
+        np.array([0.5, -1.0, 2.0, 1.0, 0.3, -0.2, 1.5])
+
+
+@pytest.mark.parametrize("method,project", [("midpoint", None), ("gauss4", None),
+                                            ("midpoint", "energy")])
+def test_compiled_tangent_form_equals_python_on_ball_joints(method, project, monkeypatch):
+    """Ball joints: the same 250 steps in tangent coordinates (quaternions moved by the
+    exponential map), to 1e-12 relative; the quaternions stay unit."""
+    m, q0, v0 = ball_chain()
+    kw = {"method": method, "dt": 1e-3, "project": project, "tol": 1e-14}
+    ref = kd.simulate(m, q0, v0, 0.25, compiled=False, **kw)
+    monkeypatch.setattr(simulate_module, "run_fixed", _refuse)
+    tr = kd.simulate(m, q0, v0, 0.25, **kw)
+    assert len(tr) == len(ref) == 251 and tr.method == ref.method
+    assert np.abs(tr.q - ref.q).max() <= 1e-12 * np.abs(ref.q).max()
+    assert np.abs(tr.v - ref.v).max() <= 1e-12 * np.abs(ref.v).max()
+    for a in (0, 4):
+        np.testing.assert_allclose(np.linalg.norm(tr.q[:, a:a + 4], axis=1), 1.0, atol=1e-14)
+    assert np.ptp(ref.v, axis=0).max() > 1.0
+
+
+@pytest.mark.parametrize("method,order", [("midpoint", 2), ("gauss4", 4)])
+def test_tangent_form_convergence_order(method, order, compiled_only):
+    """The ball chain at t = 0.3 s against a gauss4 run at dt/16 (the reference's own error
+    is 16⁴ times below the coarsest gauss4 run's): slope of the error = the order."""
+    m, q0, v0 = ball_chain()
+    ref = kd.simulate(m, q0, v0, 0.3, method="gauss4", dt=0.3 / 480)
+    dts = (0.3 / 30, 0.3 / 60, 0.3 / 120) if order == 4 else (0.3 / 60, 0.3 / 120, 0.3 / 240)
+    err = []
+    for dt in dts:
+        tr = kd.simulate(m, q0, v0, 0.3, method=method, dt=dt)
+        err.append(max(np.abs(tr.q[-1] - ref.q[-1]).max(), np.abs(tr.v[-1] - ref.v[-1]).max()))
+    slope = np.polyfit(np.log(dts), np.log(err), 1)[0]
+    assert abs(slope - order) <= 0.25, (err, slope)
 
 
 @pytest.mark.parametrize("method", ["gauss4", "verlet"])
@@ -169,3 +215,29 @@ def test_blowup_stops_with_time_and_state(method, project, compiled_only):
     name = method + ("+project('energy',)" if project else "")
     for part in (f"{name}: blow-up at step", "t = ", "q = [", "v = [", "raise blowup="):
         assert part in msg, msg
+
+
+@pytest.mark.parametrize("method", ["midpoint", "gauss4", "verlet"])
+def test_what_the_loops_do_not_take_goes_to_the_python_steps(method):
+    """A force element, or (verlet) a ball joint: the Python method runs (run_fixed is
+    called), with its own results, bit for bit."""
+    m, q0, v0 = chain7()
+    spring = [kd.forces.JointSpring("joint2", 50.0)]
+    calls = []
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return run_fixed(*args, **kwargs)
+
+    run_fixed = simulate_module.run_fixed
+    cases = [(m, q0, v0, spring)]
+    if method == "verlet":
+        cases.append((*ball_chain(), None))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(simulate_module, "run_fixed", counting)
+        for model, q, v, forces in cases:
+            a = kd.simulate(model, q, v, 0.02, method=method, dt=1e-3, forces=forces)
+            b = kd.simulate(model, q, v, 0.02, method=method, dt=1e-3, forces=forces,
+                            compiled=False)
+            np.testing.assert_array_equal(a.q, b.q)
+    assert len(calls) == 2 * len(cases)

@@ -5,6 +5,11 @@ reference, tested step for step against this loop) for a plain Model with additi
 coordinates and no force elements (:func:`.rk4_compiled.applicable`): canonical
 ``z = (q, p)``, ``q̇ = v = M⁻¹p``, ``ṗ = ∂T/∂q − g(q)`` from the CRBA kernel behind
 ``kd.crba``, a Cholesky solve and the energy kernel of :mod:`kanedyn.dynamics.energy_kernel`.
+With ball joints among revolute, prismatic and helical ones (:func:`tangent_applicable`)
+the tangent form of the reference: ``z = (ξ, v)``, ``q = q0 ⊕ ξ`` (the quaternion moved by
+the exponential map), ``ξ̇ = J(ξ)⁻¹v`` with the SO(3) right Jacobian of each ball joint,
+``v̇`` by the ABA kernel (:func:`tangent_field`); symmetric and of the same order, not
+symplectic. Free and planar joints take the Python method.
 
 Stages by Newton on ``Z_i − h Σ_j a_ij f(z0 + Z_j) = 0`` with the stage matrix
 ``1 − h [a_ij ∂f/∂z(z0 + Z_j)]`` in closed form (:func:`newton_matrix`, the formula of
