@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import kanedyn as kd
-from kanedyn.model.joints import Prismatic, Revolute, Spherical
+from kanedyn.model.joints import Free, Prismatic, Revolute, Spherical
 
 # the module (kanedyn.sim exports its function under the same name)
 simulate_module = importlib.import_module("kanedyn.sim.simulate")
@@ -82,12 +82,26 @@ def ball_chain(gravity=(0.0, 0.0, -9.81)):
         np.array([0.5, -1.0, 2.0, 1.0, 0.3, -0.2, 1.5])
 
 
+def floating_chain():
+    """A free-floating base (free joint) carrying a hinged rod and a ball-jointed rod."""
+    b = kd.ModelBuilder("floating", gravity=(0.0, 0.0, -9.81))
+    rod = np.diag([1.0 / 12.0, 1.0 / 12.0, 1e-2])
+    b.add_body("base", None, Free("root"), None, 2.0, (0.1, 0, 0), np.diag([0.2, 0.3, 0.4]))
+    b.add_body("l1", "base", Revolute("r1", axis=(0, 1, 0)), None, 1.0, (0, 0, -0.5), rod)
+    b.add_body("l2", "l1", Spherical("b2"), (np.eye(3), (0, 0, -1.0)), 0.5, (0, 0, -0.5), rod)
+    m = b.build()
+    return m, kd.random_configuration(m, np.random.default_rng(2)), \
+        np.array([0.5, -1.0, 2.0, 0.3, 0.1, -0.2, 1.5, 0.2, -0.3, 0.4])
+
+
 @pytest.mark.parametrize("method,project", [("midpoint", None), ("gauss4", None),
                                             ("midpoint", "energy")])
-def test_compiled_tangent_form_equals_python_on_ball_joints(method, project, monkeypatch):
-    """Ball joints: the same 250 steps in tangent coordinates (quaternions moved by the
-    exponential map), to 1e-12 relative; the quaternions stay unit."""
-    m, q0, v0 = ball_chain()
+@pytest.mark.parametrize("case", ["ball", "floating"])
+def test_compiled_tangent_form_equals_python(method, project, case, monkeypatch):
+    """Ball and free joints: the same 250 steps in tangent coordinates (q = q0 ⊕ ξ, the
+    quaternions moved by the exponential map, the free joint by the SE(3) exponential), to
+    1e-12 relative; the quaternions stay unit."""
+    m, q0, v0 = ball_chain() if case == "ball" else floating_chain()
     kw = {"method": method, "dt": 1e-3, "project": project, "tol": 1e-14}
     ref = kd.simulate(m, q0, v0, 0.25, compiled=False, **kw)
     monkeypatch.setattr(simulate_module, "run_fixed", _refuse)
@@ -95,7 +109,8 @@ def test_compiled_tangent_form_equals_python_on_ball_joints(method, project, mon
     assert len(tr) == len(ref) == 251 and tr.method == ref.method
     assert np.abs(tr.q - ref.q).max() <= 1e-12 * np.abs(ref.q).max()
     assert np.abs(tr.v - ref.v).max() <= 1e-12 * np.abs(ref.v).max()
-    for a in (0, 4):
+    quaternions = (0, 4) if case == "ball" else (3, 8)
+    for a in quaternions:
         np.testing.assert_allclose(np.linalg.norm(tr.q[:, a:a + 4], axis=1), 1.0, atol=1e-14)
     assert np.ptp(ref.v, axis=0).max() > 1.0
 
@@ -241,3 +256,25 @@ def test_what_the_loops_do_not_take_goes_to_the_python_steps(method):
                             compiled=False)
             np.testing.assert_array_equal(a.q, b.q)
     assert len(calls) == 2 * len(cases)
+
+
+def test_compiled_se3_right_jacobian_equals_the_reference():
+    """The compiled SE(3) right Jacobian (free joints' chart) against the numpy one of
+    spatial.lie, and against its defining property v = J ξ̇ (differences of the SE(3)
+    exponential, to 1e-7)."""
+    from kanedyn.integrators.gauss_compiled import _GL_S, _GL_W, se3_right_jacobian
+    from kanedyn.model.joints import Free
+    from kanedyn.spatial.lie import se3_right_jacobian as reference
+
+    rng = np.random.default_rng(3)
+    for scale in (1.0, 1e-3, 1e-9):
+        xi = scale * rng.normal(size=6)
+        np.testing.assert_allclose(se3_right_jacobian(xi, _GL_S, _GL_W), reference(xi),
+                                   rtol=0, atol=1e-15)
+    # v = J(ξ) ξ̇: the body twist of the curve exp(ξ + t δ) at t = 0
+    joint, q0 = Free("f"), np.array([0.0, 0, 0, 1, 0, 0, 0])
+    xi, delta, eps = rng.normal(size=6), rng.normal(size=6), 1e-6
+    qp, qm = joint.integrate(q0, xi + eps * delta, 1.0), joint.integrate(q0, xi - eps * delta, 1.0)
+    twist = joint.difference(qm, qp) / (2 * eps)
+    J = se3_right_jacobian(xi, _GL_S, _GL_W)
+    np.testing.assert_allclose(J @ delta, twist, atol=1e-7)

@@ -5,11 +5,12 @@ reference, tested step for step against this loop) for a plain Model with additi
 coordinates and no force elements (:func:`.rk4_compiled.applicable`): canonical
 ``z = (q, p)``, ``q̇ = v = M⁻¹p``, ``ṗ = ∂T/∂q − g(q)`` from the CRBA kernel behind
 ``kd.crba``, a Cholesky solve and the energy kernel of :mod:`kanedyn.dynamics.energy_kernel`.
-With ball joints among revolute, prismatic and helical ones (:func:`tangent_applicable`)
-the tangent form of the reference: ``z = (ξ, v)``, ``q = q0 ⊕ ξ`` (the quaternion moved by
-the exponential map), ``ξ̇ = J(ξ)⁻¹v`` with the SO(3) right Jacobian of each ball joint,
-``v̇`` by the ABA kernel (:func:`tangent_field`); symmetric and of the same order, not
-symplectic. Free and planar joints take the Python method.
+With ball and free joints among revolute, prismatic and helical ones
+(:func:`tangent_applicable`) the tangent form of the reference: ``z = (ξ, v)``,
+``q = q0 ⊕ ξ`` (quaternions moved by the exponential map, a free joint by the SE(3)
+exponential of its body twist), ``ξ̇ = J(ξ)⁻¹v`` with the SO(3) or SE(3) right Jacobian of
+each such joint (:func:`chart_block`), ``v̇`` by the ABA kernel (:func:`tangent_field`);
+symmetric and of the same order, not symplectic. Planar joints take the Python method.
 
 Stages by Newton on ``Z_i − h Σ_j a_ij f(z0 + Z_j) = 0`` with the stage matrix
 ``1 − h [a_ij ∂f/∂z(z0 + Z_j)]`` in closed form (:func:`newton_matrix`, the formula of
@@ -46,9 +47,9 @@ from ..dynamics import _compiled, kernels
 from ..dynamics.derivatives_kernel import kinetic_tangent, rnea_tangent
 from ..dynamics.energy_kernel import energy_pass
 from ..dynamics.flat import flatten
-from ..dynamics.layout import IQ, IV, JTYPE, NVJ, SPHERICAL
-from ..model.joints import spherical
-from ..spatial.lie import so3_right_jacobian
+from ..dynamics.layout import FREE, IQ, IV, JTYPE, NVJ, SPHERICAL
+from ..model.joints import free, spherical
+from ..spatial.lie import RIGHT_JACOBIAN_QUADRATURE, skew3, so3_coefficients, so3_right_jacobian
 from .base import cholesky, cholesky_solve
 from .rk4_compiled import largest_speed, save_sample, state_guard, step_grid, store
 
@@ -128,42 +129,85 @@ def hamiltonian_field(data, q, p, M, L, v, dT, dV, out, fq, fp) -> int:
     return 0
 
 
+_GL_S, _GL_W = RIGHT_JACOBIAN_QUADRATURE
+
+
+@nb.njit(cache=True, nogil=True)
+def se3_right_jacobian(xi, S, W):
+    """``J_r(ξ) = ∫₀¹ Ad_{exp(−sξ)} ds`` for a body twist ξ = (φ, ρ), by the quadrature (nodes
+    S, weights W) of :func:`kanedyn.spatial.lie.se3_right_jacobian` (its numpy form, the
+    reference): at each node ``Ad = [E 0; −E r× E]``, E = exp(w×), w = −sφ, r = V(w) sρ."""
+    J = np.zeros((6, 6))
+    eye = np.eye(3)
+    w, rho = np.empty(3), np.empty(3)
+    for k in range(S.shape[0]):
+        s = S[k]
+        for i in range(3):
+            w[i] = -s * xi[i]
+            rho[i] = s * xi[3 + i]
+        th = np.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
+        b, c, _, _ = so3_coefficients(th)
+        a = 1.0 - th * th * c  # sin θ/θ
+        Wx = skew3(w)
+        W2 = Wx @ Wx
+        E = eye + a * Wx + b * W2
+        r = (eye - b * Wx + c * W2) @ rho
+        ER = E @ skew3(r)
+        J[:3, :3] += W[k] * E
+        J[3:, 3:] += W[k] * E
+        J[3:, :3] -= W[k] * ER
+    return J
+
+
 @nb.njit(cache=True, nogil=True)
 def chart_point(data, q0, x, out):
-    """``out = q0 ⊕ x``: ``q0 ⊗ exp(x)`` for ball joints (the joint's compiled ``integrate``,
-    as ``ModelSystem.integrate_configuration``), ``q0 + x`` for additive joints."""
+    """``out = q0 ⊕ x``: ``q0 ⊗ exp(x)`` for ball joints, the SE(3) exponential of the body
+    twist for free joints (the joints' compiled ``integrate``, as
+    ``ModelSystem.integrate_configuration``), ``q0 + x`` for additive joints."""
     for i in range(data.shape[0] - 1):
         a, b = int(data[i, IQ]), int(data[i, IV])
-        if int(data[i, JTYPE]) == SPHERICAL:
+        kind = int(data[i, JTYPE])
+        if kind == SPHERICAL:
             spherical.integrate(q0, a, x, b, 1.0, out)
+        elif kind == FREE:
+            free.integrate(q0, a, x, b, 1.0, out)
         else:
             for e in range(int(data[i, NVJ])):
                 out[a + e] = q0[a + e] + 1.0 * x[b + e]
 
 
 @nb.njit(cache=True, nogil=True)
-def tangent_field(data, q0, x, y, q, tau, Jb, pivb, fx, fy) -> int:
+def tangent_field(data, q0, x, y, q, tau, pivb, fx, fy) -> int:
     """``(ξ̇, v̇) = (J(ξ)⁻¹ v, ABA(q0 ⊕ ξ, v, 0))`` at z = (ξ, v) = (x, y), the tangent form of
-    :meth:`.gauss.GaussLegendre._f` (J block diagonal: the SO(3) right Jacobian of each ball
-    joint, 1 elsewhere); q ← q0 ⊕ ξ. 0, or :data:`BAD_STATE`."""
+    :meth:`.gauss.GaussLegendre._f` (J block diagonal, :func:`chart_block`); q ← q0 ⊕ ξ.
+    0, or :data:`BAD_STATE`."""
     chart_point(data, q0, x, q)
     if kernels.aba1(data, q, y, tau, fy) != 0:
         return BAD_STATE
     for k in range(y.shape[0]):
         fx[k] = y[k]
     for i in range(data.shape[0] - 1):
-        if int(data[i, JTYPE]) == SPHERICAL:
-            b = int(data[i, IV])
-            Jb[:, :] = so3_right_jacobian(x[b:b + 3])
+        kind, b = int(data[i, JTYPE]), int(data[i, IV])
+        if kind == SPHERICAL or kind == FREE:
+            Jb = chart_block(kind, x, b)
             if not lu_factor(Jb, pivb):
                 return BAD_STATE
-            lu_solve(Jb, pivb, fx[b:b + 3])
+            lu_solve(Jb, pivb, fx[b:b + Jb.shape[0]])
     return 0
 
 
 @nb.njit(cache=True, nogil=True)
+def chart_block(kind, x, b):
+    """The block of J(ξ) (``v = J ξ̇`` along q0 ⊕ ξ) of a ball (SO(3) right Jacobian) or free
+    joint (SE(3) right Jacobian, :func:`se3_right_jacobian`) whose speeds start at b."""
+    if kind == SPHERICAL:
+        return so3_right_jacobian(x[b:b + 3])
+    return se3_right_jacobian(x[b:b + 6], _GL_S, _GL_W)
+
+
+@nb.njit(cache=True, nogil=True)
 def stage_residual(data, tangent, q0, p0, Z, A, h, F, R, qs, ps, M, L, v, dT, dV, out, tau,
-                   Jb, pivb) -> int:
+                   pivb) -> int:
     """``R_i = Z_i − h Σ_j a_ij f(z0 + Z_j)`` (Z, F, R: s x 2n; z0 = (q0, p0) canonical,
     ``(0, v0)`` with q = q0 ⊕ ξ if ``tangent``)."""
     st, n = A.shape[0], p0.shape[0]
@@ -171,7 +215,7 @@ def stage_residual(data, tangent, q0, p0, Z, A, h, F, R, qs, ps, M, L, v, dT, dV
         for k in range(n):
             ps[k] = p0[k] + Z[j, n + k]
         if tangent:
-            s = tangent_field(data, q0, Z[j, :n], ps, qs, tau, Jb, pivb, F[j, :n], F[j, n:])
+            s = tangent_field(data, q0, Z[j, :n], ps, qs, tau, pivb, F[j, :n], F[j, n:])
         else:
             for k in range(n):
                 qs[k] = q0[k] + Z[j, k]
@@ -278,13 +322,16 @@ def _tangent_jacobian(data, q0, x, v, q, acc, tau, M, Lc, Minv, Dq, Dv, Jf) -> b
     J = np.eye(n)
     K = np.zeros((n, n))
     for i in range(data.shape[0] - 1):
-        if int(data[i, JTYPE]) == SPHERICAL:
-            b = int(data[i, IV])
-            J[b:b + 3, b:b + 3] = so3_right_jacobian(x[b:b + 3])
-            w0, w1, w2 = 0.5 * v[b], 0.5 * v[b + 1], 0.5 * v[b + 2]
-            K[b, b + 1], K[b, b + 2] = w2, -w1  # −½ ω×
-            K[b + 1, b], K[b + 1, b + 2] = -w2, w0
-            K[b + 2, b], K[b + 2, b + 1] = w1, -w0
+        kind, b = int(data[i, JTYPE]), int(data[i, IV])
+        if kind == SPHERICAL or kind == FREE:
+            Jb = chart_block(kind, x, b)
+            m = Jb.shape[0]
+            J[b:b + m, b:b + m] = Jb
+            # −½ crm(v_j): −½ ω× on the rotation, −½ [ω× 0; v× ω×] for a twist
+            K[b:b + 3, b:b + 3] = -0.5 * skew3(v[b:b + 3])
+            if kind == FREE:
+                K[b + 3:b + 6, b:b + 3] = -0.5 * skew3(v[b + 3:b + 6])
+                K[b + 3:b + 6, b + 3:b + 6] = -0.5 * skew3(v[b:b + 3])
     Jf[:n, :n] = K
     Jf[:n, n:] = np.linalg.inv(J)
     Jf[n:, :n] = -(Minv @ Dq) @ J
@@ -388,7 +435,7 @@ def _gauss_loop(data, tangent, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter
     M, L = np.empty((n, n)), np.empty((n, n))
     vk, dT, dV, out = np.empty(n), np.empty(n), np.empty(n), np.empty(8)
     qs, ps, t1, t2 = np.empty(q0.shape[0]), np.empty(n), np.empty(n), np.empty(n)
-    p0, tau, Jb, pivb = np.empty(n), np.zeros(n), np.empty((3, 3)), np.zeros(3, dtype=np.int64)
+    p0, tau, pivb = np.empty(n), np.zeros(n), np.zeros(6, dtype=np.int64)
     Z = np.zeros((st, N))
     F = np.empty((st, N))
     R = np.empty((st, N))
@@ -422,7 +469,7 @@ def _gauss_loop(data, tangent, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter
         else:
             Z[:, :] = 0.0
             if stage_residual(data, tangent, q, p0, Z, A, h, F, R, qs, ps, M, L, vk, dT, dV,
-                              out, tau, Jb, pivb) != 0:
+                              out, tau, pivb) != 0:
                 status[0], status[1] = BAD_STATE, step
                 return k_out
             for i in range(st):
@@ -430,7 +477,7 @@ def _gauss_loop(data, tangent, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter
                     Z[i, k] = c[i] * h * F[0, k]
         # Newton, the rules of base.newton with a closed-form matrix
         if stage_residual(data, tangent, q, p0, Z, A, h, F, R, qs, ps, M, L, vk, dT, dV, out,
-                          tau, Jb, pivb) != 0 \
+                          tau, pivb) != 0 \
                 or not np.isfinite(largest_speed(R.ravel())):
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
@@ -467,7 +514,7 @@ def _gauss_loop(data, tangent, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter
                     ok = True
                     break
             bad = stage_residual(data, tangent, q, p0, Z, A, h, F, R, qs, ps, M, L, vk, dT, dV,
-                                 out, tau, Jb, pivb)
+                                 out, tau, pivb)
             finite = bad == 0 and np.isfinite(largest_speed(R.ravel())) and np.isfinite(size)
             if not refreshed and (not finite or (it >= 2 and size > last)):
                 # diverging with the kept matrix: restart from the predictor, fresh matrix
@@ -582,8 +629,9 @@ def run(problem, stages: int, tol: float, maxiter: int, refresh_after: int, name
 
 def tangent_applicable(problem) -> bool:
     """The tangent form of the loop takes a Model's system (``tree_model``) whose joints are
-    revolute, prismatic, helical or ball joints, at least one of them a ball (else the
-    canonical form applies), without rotor armature, force elements or a progress bar."""
+    revolute, prismatic, helical, ball or free joints, at least one of them a ball or free
+    joint (else the canonical form applies), without rotor armature, force elements or a
+    progress bar."""
     from ..dynamics.layout import HELICAL, PRISMATIC, REVOLUTE
 
     s = problem.system
@@ -593,7 +641,7 @@ def tangent_applicable(problem) -> bool:
             or problem.progress is not None):
         return False
     kinds = flatten(model).data[:-1, JTYPE]
-    return bool(np.isin(kinds, (REVOLUTE, PRISMATIC, HELICAL, SPHERICAL)).all())
+    return bool(np.isin(kinds, (REVOLUTE, PRISMATIC, HELICAL, SPHERICAL, FREE)).all())
 
 
 def _projection_defaults() -> tuple[float, int]:
