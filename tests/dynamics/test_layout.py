@@ -173,7 +173,8 @@ def test_the_keyed_modules_are_those_that_read_the_layout():
                 "kanedyn.integrators.rk4_compiled", "kanedyn.integrators.avf_compiled",
                 "kanedyn.identify.regressor_kernel", "kanedyn.constraints.system_kernel",
                 "kanedyn.integrators.radau_compiled", "kanedyn.forces.kernel",
-                "kanedyn.sim.time_stepping_compiled"}
+                "kanedyn.sim.time_stepping_compiled",
+                "kanedyn.integrators.gauss_compiled", "kanedyn.integrators.verlet_compiled"}
     for name in expected:
         importlib.import_module(name)
     keyed = {_module_name(Path(f)) for f in _compiled._KEYS if Path(f).is_relative_to(SRC)}
