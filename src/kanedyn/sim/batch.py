@@ -34,6 +34,7 @@ elements or with only those (then on 1-speed joints); otherwise the Python steps
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,6 +52,7 @@ from ..integrators.base import Solution
 from ..integrators.projection import parse_invariants
 from ..integrators.rk4_compiled import (
     BAD_KERNEL_STATE,
+    BLOWUP,
     NOT_FINITE,
     compiled_or_none,
     energy_of,
@@ -73,12 +75,12 @@ P_K, P_REST, P_C, P_FRIC, P_FC, P_FS, P_VS, P_DELTA, P_FV, P_EPS, P_SMOOTH, P_SU
 NPAR = 12
 QUANTITIES = {"stiffness": P_K, "rest": P_REST, "damping": P_C, "Fc": P_FC, "Fs": P_FS,
               "vs": P_VS, "delta": P_DELTA, "Fv": P_FV}
-METHODS = ("rk4",)
 
 #: why a run stopped, by the status code of :mod:`kanedyn.integrators.rk4_compiled`
 STOPPED = {NOT_FINITE: "the state became NaN or infinite",
-           2: "blow-up (speed beyond blowup=)",
-           BAD_KERNEL_STATE: "the dynamics kernel reported a bad state"}
+           BLOWUP: "blow-up (speed beyond blowup=)",
+           BAD_KERNEL_STATE: "the dynamics kernel reported a bad state",
+           4: "the energy projection did not converge"}  # (rk4_manifold.PROJECTION_FAILED)
 
 
 @dataclass
@@ -231,6 +233,51 @@ def _rk4_runs(D, P, forces, Q0, V0, steps, every, blowup, outQ, outV, outW, outE
                 outV[k], outW[k], outE[k], status[k])
 
 
+# --- the methods simulate_batch takes -------------------------------------------------
+
+@dataclass(frozen=True)
+class BatchMethod:
+    """A whole-run compiled loop that :func:`simulate_batch` runs for every state (see the
+    module doc, "Batched methods").
+
+    ``refuses(model)``: why the method cannot take this Model (a sentence naming the joint
+    or element), or None. ``runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE,
+    status)``: fill the outputs of every run k from (Q0[k], V0[k]) on the flat array D[k]
+    with the force rows P[k], by the compiled loop of one state called in ``prange``; a run
+    that stops leaves [code, step, kernel status] in status[k] (codes: :data:`STOPPED`).
+    """
+
+    name: str
+    refuses: Callable[[Model], str | None]
+    runs: Callable[..., None]
+
+
+def _rk4_refuses(model: Model) -> str | None:
+    return None  # every tree: additive joints in rk4_run, the others in rk4_manifold_run
+
+
+def _manifold(model: Model) -> bool:
+    """Whether a model takes the manifold loop (as kd.simulate: a configuration that is not
+    additive, or armature) rather than :func:`rk4_run`."""
+    return not all(b.joint.chart_is_additive for b in model.bodies) or model.armature.any()
+
+
+def _rk4_batch(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status) -> None:
+    # no blow-up guard (np.inf): a batch stops a run only at a non-finite state
+    if _manifold(model):
+        from .rk4_manifold import dof_coordinates, manifold_runs
+
+        manifold_runs(D, P, dof_coordinates(model), _has_forces(P), Q0, V0, steps, every,
+                      np.inf, outQ, outV, outW, outE, status)
+    else:
+        _rk4_runs(D, P, _has_forces(P), Q0, V0, steps, every, np.inf, outQ, outV, outW, outE,
+                  status)
+
+
+#: the batched methods by name; another compiled whole-run loop is added as one entry
+METHODS: dict[str, BatchMethod] = {"rk4": BatchMethod("rk4", _rk4_refuses, _rk4_batch)}
+
+
 # --- the Python side ------------------------------------------------------------------
 
 def _force_rows(model: Model, forces) -> tuple[NDArray, str | None]:
@@ -244,12 +291,17 @@ def _force_rows(model: Model, forces) -> tuple[NDArray, str | None]:
     P[:, P_DELTA] = 1.0
     P[:, P_EPS] = 1.0
     for f in forces:
-        iv = model.joint_index(f.joint) if hasattr(f, "joint") else None
+        i = model.joint_index(f.joint) if hasattr(f, "joint") else None
+        iv = None if i is None else model.bodies[i].iv  # the joint's speeds
+        if isinstance(f, (JointSpring, JointFriction)) and not _one_speed(model.bodies[i]):
+            return None, (f"{type(f).__name__} on {f.joint!r}: the joint has "
+                          f"{model.bodies[i].joint.nv} speeds (a {model.bodies[i].joint.kind} "
+                          "joint); springs and friction need a 1-DOF additive joint")
         if isinstance(f, JointSpring):
             P[iv, P_K] += f.k
             P[iv, P_REST] = f.rest
         elif isinstance(f, JointDamper):
-            c = model.bodies[iv].joint.damping if f.c is None else f.c
+            c = model.bodies[i].joint.damping if f.c is None else f.c
             P[iv, P_C] += c
         elif isinstance(f, JointFriction) and type(f.law) is Stribeck and f.law.smoothing:
             try:
@@ -273,33 +325,43 @@ def _has_forces(P: NDArray) -> bool:
     return bool(np.any(P[..., [P_K, P_C, P_FRIC]] != 0.0))
 
 
+def _one_speed(body) -> bool:
+    """Whether the body's joint is 1-DOF additive (revolute, prismatic, helical): springs
+    and friction need its one coordinate."""
+    return body.joint.chart_is_additive and body.joint.nv == 1
+
+
 def _one_speed_joints(model: Model) -> list[str]:
-    """The joints that are not 1-DOF additive ones (which the force rows need)."""
-    return [b.joint.name for b in model.bodies
-            if not (b.joint.chart_is_additive and b.joint.nv == 1)]
+    """The joints that are not 1-DOF additive ones (which the additive loop needs)."""
+    return [b.joint.name for b in model.bodies if not _one_speed(b)]
 
 
 def run_rk4(compiled: bool, problem, forces, project) -> Solution | None:
     """``kd.simulate``'s rk4 by :func:`rk4_run`: a Solution, or None where the loop does
     not apply — ``compiled`` False (the method's ``compiled=`` option), a progress bar, a
-    system without ``compiled_step`` (a Model with additive coordinates and no armature),
-    force elements the loop does not take (or on joints of several speeds), a projection
+    system that is not a Model (neither ``compiled_step``, a Model with additive
+    coordinates and no armature, for this loop, nor ``compiled_manifold_step``, any other
+    Model, for :func:`kanedyn.sim.rk4_manifold.rk4_manifold_run`), force elements the
+    loops do not take (or springs and friction on joints of several speeds), a projection
     onto anything but the energy, or the energy projection with force elements (its target
     E₀ + W_nc and the springs' potential are the Python projection's)."""
     model = getattr(problem.system, "compiled_step", None)
+    run = _run_one
+    if model is None:  # ball, free, planar joints, armature: the manifold loop
+        from .rk4_manifold import run_one as run
+
+        model = getattr(problem.system, "compiled_manifold_step", None)
     if not compiled or model is None or problem.progress is not None:
         return None
     invariants = None if project is None else parse_invariants(project)
     forces = list(forces or ())
     if invariants not in (None, ("energy",)) or (invariants and forces):
         return None
-    if forces and _one_speed_joints(model):
-        return None
     P, why = _force_rows(model, forces)
     if why is not None:
         return None
     name = "rk4" if invariants is None else f"rk4+project{invariants}"
-    return compiled_or_none(name, _run_one, problem, model, P, invariants is not None, name)
+    return compiled_or_none(name, run, problem, model, P, invariants is not None, name)
 
 
 def _run_one(problem, model: Model, P: NDArray, project: bool, name: str) -> Solution:
@@ -314,13 +376,19 @@ def _run_one(problem, model: Model, P: NDArray, project: bool, name: str) -> Sol
                 steps, every, project, float(problem.blowup), False, Q, V, W, np.empty(0),
                 status)
     if status[0]:
-        n = int(status[1])
-        cls = SolverError if status[0] == BAD_KERNEL_STATE else DivergenceError
-        raise cls(f"{name}: {STOPPED[int(status[0])]} at step {n}, t = {times[n]:.6g}: q = "
-                  f"{np.array2string(Q[k - 1], precision=4)}, v = "
-                  f"{np.array2string(V[k - 1], precision=4)} (last saved state); reduce dt")
+        raise_stopped(name, status, times, Q[k - 1], V[k - 1])
     return Solution(times[keep], Q, V, W, {"newton_iterations": np.zeros(n_steps, np.int32)},
                     name)
+
+
+def raise_stopped(name: str, status: NDArray, times: NDArray, q: NDArray, v: NDArray):
+    """Raise the error of a compiled run that stopped (``status`` of :func:`rk4_run`), with
+    the step, its time and the last saved state (q, v)."""
+    n = int(status[1])
+    cls = DivergenceError if status[0] in (NOT_FINITE, BLOWUP) else SolverError
+    raise cls(f"{name}: {STOPPED[int(status[0])]} at step {n}, t = {times[n]:.6g}: q = "
+              f"{np.array2string(q, precision=4)}, v = "
+              f"{np.array2string(v, precision=4)} (last saved state); reduce dt")
 
 
 def _apply_params(model: Model, D: NDArray, P: NDArray, params: dict, N: int) -> None:
@@ -349,12 +417,18 @@ def _apply_params(model: Model, D: NDArray, P: NDArray, params: dict, N: int) ->
             D[:, i, H:H + 3] *= s
             D[:, i, IBAR:IBAR + 9] *= s
         elif qty in QUANTITIES:
-            iv = model.joint_index(target)
+            body = model.bodies[model.joint_index(target)]
+            iv = body.iv  # the joint's speeds: a damping acts on each of them
             col = QUANTITIES[qty]
+            if qty != "damping" and not _one_speed(body):
+                raise StateError(f"simulate_batch: {name!r}: joint {target!r} is a "
+                                 f"{body.joint.kind} joint ({body.joint.nv} speeds); "
+                                 "per-run stiffness, rest and friction parameters need a "
+                                 "1-DOF joint (damping works on every joint)")
             if qty in ("Fc", "Fs", "vs", "delta", "Fv") and not np.all(P[:, iv, P_FRIC]):
                 raise StateError(f"simulate_batch: {name!r}: joint {target!r} has no "
                                  "JointFriction element to take it")
-            P[:, iv, col] = vals
+            P[:, iv, col] = vals[:, None]
         else:
             raise StateError(f"simulate_batch: unknown parameter {name!r}; write "
                              f"'<quantity>:<name>' with quantity mass (a body) or one of "
@@ -377,18 +451,18 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
     if method not in METHODS:
         raise KanedynError(f"simulate_batch: unknown method {method!r}; batched methods: "
                            f"{', '.join(METHODS)}")
-    odd = _one_speed_joints(model)
-    if odd:
-        raise KanedynError(f"simulate_batch: joints {odd} are not 1-DOF additive joints "
-                           "(revolute, prismatic, helical), which the batched kernel needs")
+    why = METHODS[method].refuses(model)
+    if why is not None:
+        raise KanedynError(f"simulate_batch: method {method!r} cannot take {model.name!r}: "
+                           f"{why}")
     bad = singular_joints(model)
     if bad:  # the batched steps call ABA, which needs M⁻¹: say which joint, before any step
         raise singular_error(model, bad[0], "simulate_batch")
     Q0 = np.ascontiguousarray(Q0, dtype=float)
     V0 = np.ascontiguousarray(V0, dtype=float)
-    if Q0.ndim != 2 or Q0.shape[1] != model.nq or V0.shape != Q0.shape:
-        raise StateError(f"simulate_batch: Q0 and V0 must both be (N, {model.nq}); got "
-                         f"{Q0.shape} and {V0.shape}")
+    if Q0.ndim != 2 or Q0.shape[1] != model.nq or V0.shape != (Q0.shape[0], model.nv):
+        raise StateError(f"simulate_batch: Q0 and V0 must be (N, {model.nq}) and "
+                         f"(N, {model.nv}); got {Q0.shape} and {V0.shape}")
     if not (np.all(np.isfinite(Q0)) and np.all(np.isfinite(V0))):
         raise StateError("simulate_batch: Q0 or V0 contains NaN or infinity")
     if dt is None:
@@ -412,9 +486,7 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
     outW = np.empty((N, S))
     outE = np.empty((N, S))
     status = np.zeros((N, 3), np.int64)
-    # no blow-up guard (np.inf): a batch stops a run only at a non-finite state
-    _rk4_runs(D, P, _has_forces(P), Q0, V0, steps, every, np.inf, outQ, outV, outW, outE,
-              status)
+    METHODS[method].runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status)
     bad = np.flatnonzero(status[:, 0])
     if bad.size:
         why = "; ".join(sorted({STOPPED[int(c)] for c in status[bad, 0]}))
