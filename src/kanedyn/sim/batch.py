@@ -66,6 +66,7 @@ from ..integrators.rk4_compiled import (
     store,
 )
 from ..model import Model
+from ..model.configuration import check_configuration
 from ..model.model import singular_joints
 
 _compiled.key_cache(__name__)
@@ -465,6 +466,10 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
                          f"(N, {model.nv}); got {Q0.shape} and {V0.shape}")
     if not (np.all(np.isfinite(Q0)) and np.all(np.isfinite(V0))):
         raise StateError("simulate_batch: Q0 or V0 contains NaN or infinity")
+    try:  # unit quaternions (normalised within the tolerance, as kd.simulate's q0)
+        Q0 = np.ascontiguousarray(check_configuration(model, Q0)[0])
+    except StateError as e:
+        raise StateError(f"simulate_batch: Q0: {e}") from None
     if dt is None:
         raise StateError("simulate_batch: give the step dt (the batched methods are fixed-step)")
     if not (np.isfinite(dt) and dt > 0) or not (np.isfinite(t_final) and t_final >= 0):
