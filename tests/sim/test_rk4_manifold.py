@@ -87,7 +87,7 @@ def test_quaternions_stay_unit_and_energy_error_is_fourth_order():
     for dt in (0.004, 0.002, 0.001):
         s = kd.simulate(BALL, q0, v0, 0.5, method="rk4", dt=dt, progress=False)
         E = [kd.kinetic_energy(BALL, q, v) + kd.potential_energy(BALL, q)
-             for q, v in zip(s.q, s.v)]
+             for q, v in zip(s.q, s.v, strict=True)]
         errors.append(np.abs(np.array(E) - E[0]).max())
     orders = np.log2(np.array(errors[:-1]) / errors[1:])
     assert np.all((orders > 3.7) & (orders < 4.3)), orders
