@@ -136,3 +136,25 @@ def test_what_the_batch_cannot_take_is_refused_by_name():
                        forces=[kd.forces.JointTorque(lambda t, q, v: [0.0], "joint3")])
     with pytest.raises(kd.StateError, match=r"\(N, 12\) and \(N, 9\)"):
         simulate_batch(BALL, Q0, Q0, 0.01, dt=1e-3)  # V0 of nq columns
+
+
+@pytest.mark.parametrize("scale", [1e-3, 0.3, 2.0])  # the series (|ω_z| ≤ 1), the quadrature
+def test_chart_rate_equals_the_joints_right_jacobians(scale):
+    """ξ̇ = J(ξ)⁻¹ v of the compiled chart kernel (SO(3) closed form, Bernoulli series of
+    ad, quadrature) against a solve with ModelSystem.chart_jacobian (the joints' own numpy
+    closed form and quadrature) on a tree of every joint type with a free root."""
+    from kanedyn.dynamics.flat import flatten
+    from kanedyn.sim.chart_kernel import chart_rate_into
+
+    m = kd.models.random_tree(8, seed=5, floating_base=True)
+    assert {b.joint.kind for b in m.bodies} >= {"free", "spherical", "planar", "helical"}
+    rng = np.random.default_rng(6)
+    q0, xi, v = kd.random_configuration(m, rng), scale * rng.normal(size=m.nv), rng.normal(
+        size=m.nv)
+    ref = np.linalg.solve(kd.ModelSystem(m).chart_jacobian(q0, xi), v)
+    d = flatten(m).data
+    out = np.empty(m.nv)
+    assert chart_rate_into(d, q0, xi, v, q0.copy(), np.empty((m.nb, 12)), np.empty((m.nb, 12)),
+                           np.empty((4, 6, 6)), out) == 0
+    np.testing.assert_allclose(out, ref, rtol=0, atol=2e-15 * np.abs(ref).max())
+    assert np.abs(ref - v).max() > 10 * scale * 1e-2  # (J ≠ 1: the check has teeth)

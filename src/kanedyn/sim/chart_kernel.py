@@ -14,13 +14,27 @@ computes the same way:
       J_r(ξ)⁻¹ = 1 + ½ ξ× + c (ξ×)²,   c = 1/θ² − (1 + cos θ) / (2 θ sin θ),   θ = |ξ|
 
   (c → 1/12 + θ²/720 as θ → 0);
-- every other joint that is not additive (free, planar, the entry tables of a joint type of
-  one's own): ``J(ξ) = Sᵀ (∫₀¹ X_J(q₀ ⊕ sξ) X_J(q₀)⁻¹ ds) S`` (Hairer, Lubich & Wanner
-  2006, III.4) by the same 8-point Gauss–Legendre rule as the Python joints
+- a free or planar joint, whose ``q₀ ⊕ ξ`` is the exponential of the body twist ``z = S ξ``
+  (SE(3), SE(2) ⊂ SE(3)): ``J(ξ) = Sᵀ ∫₀¹ Ad_{exp(−s z)} ds S = Sᵀ (1 − e^{−ad_z})/ad_z S``,
+  whose inverse on the subalgebra is the Bernoulli series
+
+      J⁻¹ v = Sᵀ Σ_k (B_k⁺ / k!) ad_zᵏ (S v) = Sᵀ (1 + ½ ad_z + ad_z²/12 − ad_z⁴/720 + …) S v
+
+  (``x / (1 − e^{−x})``; ad_z = crm(z); it converges for rotation angles |ω_z| < 2π and its
+  terms fall like (|ω_z|/2π)^k), summed until a term is below 1e-17 of the sum, up to
+  k = 20 — for |ω_z| ≤ 1 (a step turning a joint by < 1 rad);
+- every other joint that is not additive (the entry tables of a joint type of one's own,
+  and the free and planar joints beyond |ω_z| = 1): ``J(ξ) = Sᵀ (∫₀¹ X_J(q₀ ⊕ sξ)
+  X_J(q₀)⁻¹ ds) S`` (Hairer, Lubich & Wanner 2006, III.4) by the same 8-point
+  Gauss–Legendre rule as the Python joints
   (:data:`kanedyn.spatial.lie.RIGHT_JACOBIAN_QUADRATURE`), the transforms from the joint's
   compiled pose (``joint_transform``: ``X_up(q_s) X_up(q₀)⁻¹ = X_J(q_s) X_J(q₀)⁻¹``) and
   ``q₀ ⊕ sξ`` from its compiled ``integrate``; then ``J ξ̇ = v`` by Gaussian elimination
   with partial pivoting (nv ≤ 6).
+
+The Python joints compute J by the closed form (ball) or the quadrature (free, planar) and
+solve with numpy; the three forms agree to round-off (tested against
+``ModelSystem.chart_jacobian``).
 """
 
 from __future__ import annotations
@@ -36,6 +50,11 @@ from .configuration_kernel import integrate_joint
 
 _compiled.key_cache(__name__)
 
+#: B_k⁺ / k!, the coefficients of x / (1 − e^{−x}) = Σ_k c_k x^k (k = 0 … 20)
+_SERIES = np.array([1.0, 1 / 2, 1 / 12, 0.0, -1 / 720, 0.0, 1 / 30240, 0.0, -1 / 1209600, 0.0,
+                    1 / 47900160, 0.0, -691 / 1307674368000, 0.0, 1 / 74724249600, 0.0,
+                    -3617 / 10670622842880000, 0.0, 43867 / 5109094217170944000, 0.0,
+                    -174611 / 802857662698291200000])
 _NODES = np.ascontiguousarray(RIGHT_JACOBIAN_QUADRATURE[0], dtype=float)
 _WEIGHTS = np.ascontiguousarray(RIGHT_JACOBIAN_QUADRATURE[1], dtype=float)
 
@@ -146,15 +165,65 @@ def quadrature_rate(data, i, q0, xi, v, qs, X0, Xs, W, out) -> int:
 
 
 @nb.njit(cache=True, nogil=True)
+def twist_series_rate(data, i, xi, v, W, out) -> bool:
+    """out[iv] = J(ξ)⁻¹ v[iv] for joint i whose chart is the exponential of the twist S ξ,
+    by the Bernoulli series of the module doc; False (out untouched) when the rotation
+    |ω_z| exceeds 1, where the caller takes the quadrature. ``W`` (4, 6, 6) work."""
+    b, n = int(data[i, IV]), int(data[i, NVJ])
+    S, z, t, acc, u = W[1], W[3, 0], W[3, 1], W[3, 2], W[3, 3]
+    for c in range(n):
+        kernels.motion_subspace_column(data, i, c, S, c)  # S[c] = column c of S
+    for a in range(6):
+        z[a] = 0.0
+        t[a] = 0.0
+        for c in range(n):
+            z[a] += S[c, a] * xi[b + c]
+            t[a] += S[c, a] * v[b + c]
+    if z[0] * z[0] + z[1] * z[1] + z[2] * z[2] > 1.0:
+        return False
+    acc[:] = t
+    big = 0.0
+    for a in range(6):
+        big = max(big, abs(t[a]))
+    for k in range(1, _SERIES.shape[0]):
+        # t ← ad_z t = [z_ω × t_ω; z_v × t_ω + z_ω × t_v] (the motion cross product)
+        u[0] = z[1] * t[2] - z[2] * t[1]
+        u[1] = z[2] * t[0] - z[0] * t[2]
+        u[2] = z[0] * t[1] - z[1] * t[0]
+        u[3] = z[4] * t[2] - z[5] * t[1] + z[1] * t[5] - z[2] * t[4]
+        u[4] = z[5] * t[0] - z[3] * t[2] + z[2] * t[3] - z[0] * t[5]
+        u[5] = z[3] * t[1] - z[4] * t[0] + z[0] * t[4] - z[1] * t[3]
+        t[:] = u
+        ck = _SERIES[k]
+        if ck == 0.0:
+            continue
+        term = 0.0
+        for a in range(6):
+            acc[a] += ck * t[a]
+            term = max(term, abs(ck * t[a]))
+        if term <= 1e-17 * big:
+            break
+    for r in range(n):
+        s = 0.0
+        for a in range(6):
+            s += S[r, a] * acc[a]
+        out[b + r] = s
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
 def chart_rate_into(data, q0, xi, v, qs, X0, Xs, W, out) -> int:
     """out = J(ξ)⁻¹ v, ξ̇ of the chart ``q = q₀ ⊕ ξ`` (module doc), joint by joint: v on
-    additive joints, the SO(3) closed form on ball joints, the quadrature elsewhere.
+    additive joints, the SO(3) closed form on ball joints, the twist series on free and
+    planar ones, the quadrature elsewhere.
     Work arrays as :func:`quadrature_rate`; returns 0, or 1 (a pose refused, J singular)."""
     s = 0
     for i in range(data.shape[0] - 1):
         b, kd = int(data[i, IV]), int(data[i, JTYPE])
         if kd == SPHERICAL:
             so3_right_jacobian_inverse_times(xi, b, v, out)
+        elif (kd == FREE or kd == PLANAR) and twist_series_rate(data, i, xi, v, W, out):
+            pass
         elif kd == FREE or kd == PLANAR or (
                 kd == EXTENSION and table_entry(int(data[i, JFUNCS]), INTEGRATE) != 0):
             s |= quadrature_rate(data, i, q0, xi, v, qs, X0, Xs, W, out)
