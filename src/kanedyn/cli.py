@@ -446,8 +446,19 @@ def _run_batch():
     kd.simulate_batch(model, np.tile(q0, (4, 1)), np.tile(v0, (4, 1)), 0.01, dt=1e-3)
 
 
+def _run_manifold():
+    # the manifold RK4 loop (ball, free, planar joints, armature), alone and batched
+    model = kd.models.pendulum_chain(2, planar=False, joint="spherical")
+    q0, v0 = kd.neutral(model), np.full(model.nv, 0.1)
+    for project in (None, "energy"):
+        kd.simulate(model, q0, v0, 0.01, method="rk4", dt=1e-3, project=project,
+                    progress=False)
+    kd.simulate_batch(model, np.tile(q0, (2, 1)), np.tile(v0, (2, 1)), 0.01, dt=1e-3)
+
+
 _PRECOMPILE_RUNS = {"simulate avf": _run_avf, "simulate rk4": _run_rk4,
-                    "demo (friction)": _run_demo, "simulate_batch": _run_batch}
+                    "demo (friction)": _run_demo, "simulate_batch": _run_batch,
+                    "rk4 on the manifold": _run_manifold}
 
 
 def precompile_one(task: str) -> tuple[str, float]:

@@ -1,21 +1,26 @@
-"""The one compiled RK4 loop, for one run and for N runs at once.
+"""The compiled RK4 loops, for one run and for N runs at once; the table of batched methods.
 
 :func:`rk4_run` integrates one state with the classical RK4 method, the joint forces
 (springs, dampers, the smoothed Stribeck law of :mod:`kanedyn.friction.laws_kernel`)
 evaluated between the stages, with the guards of ``run_fixed``, the kept samples, the
 work W_nc of the non-conservative forces and, on request, the energy — all in numba,
-without the GIL. Both ``kd.simulate(model, ..., method="rk4")`` (:func:`run_rk4`, with
-the optional energy projection) and ``simulate_batch`` (which runs it per state in
-``prange``) call it: a single run is the batch of one, and gives the same bits. Its
-integrator parts (the stage state and the update, the projection, the guards, the step
-grid) are those of :mod:`kanedyn.integrators.rk4_compiled`; the Python reference is
-:class:`kanedyn.integrators.rk4.RK4` (the same steps, tested to round-off). It lives in
-``sim`` because it composes forces and friction with the integrator (DESIGN's import
+without the GIL. It takes Models with additive coordinates (revolute, prismatic, helical
+joints); :func:`kanedyn.sim.rk4_manifold.rk4_manifold_run` is the same loop on the
+configuration manifold, for every other Model (ball, free and planar joints, joint types
+with a compiled ``integrate``) and for Models with armature. Both
+``kd.simulate(model, ..., method="rk4")`` (:func:`run_rk4`, with the optional energy
+projection) and ``simulate_batch`` (which runs them per state in ``prange``) call them:
+a single run is the batch of one, and gives the same bits. Their integrator parts (the
+stage state and the update, the projection, the guards, the step grid) are those of
+:mod:`kanedyn.integrators.rk4_compiled`; the Python reference is
+:class:`kanedyn.integrators.rk4.RK4` (the same steps, tested to round-off). They live in
+``sim`` because they compose forces and friction with the integrator (DESIGN's import
 order keeps integrators from importing them).
 
 ``simulate_batch(model, Q0, V0, t_final, dt=...)`` integrates N independent runs of
 one Model — the steps, times and kept samples of ``kd.simulate`` (the last step
-shortened to land on t_final, and kept) — parallel over runs.
+shortened to land on t_final, and kept) — parallel over runs. Q0's quaternions are
+checked and normalised as ``kd.simulate``'s q0.
 
 Per-run parameters change a run's model or forces without building N
 models: ``params={"mass:link3": masses, "damping:joint1": c, ...}``, each an
@@ -25,13 +30,28 @@ array of N values. A ``mass:<body>`` scales that body's whole spatial inertia
 of a :class:`~kanedyn.forces.JointDamper`, ``Fc``/``Fs``/``vs``/``delta``/``Fv``
 of the Stribeck law of a :class:`~kanedyn.forces.JointFriction`.
 
-The batch takes models whose joints all have one speed and an additive
-configuration (revolute, prismatic, helical), and the force elements just
-named; anything else is refused with the reason. ``kd.simulate`` takes this loop for
-a Model with additive coordinates and no armature (``compiled_step``), without force
-elements or with only those (then on 1-speed joints); otherwise the Python steps.
-"""
+Joints of several speeds (ball, free, planar): a damper acts on each of the joint's speeds
+(``τ = −c v_j``, as :class:`~kanedyn.forces.JointDamper`), so ``JointDamper`` and a
+per-run ``damping:<joint>`` work on them; springs and Stribeck friction need the one
+coordinate of a 1-DOF additive joint, so ``JointSpring``/``JointFriction`` on such a
+joint, and ``stiffness``/``rest``/``Fc``/... of it, are refused naming the joint.
+Other force elements are refused with the reason. ``kd.simulate`` takes these loops for
+any Model without force elements or with only those; otherwise the Python steps.
 
+Batched methods
+---------------
+``simulate_batch(..., method=...)`` looks the method up in :data:`METHODS`, a table of
+:class:`BatchMethod`: its name, ``refuses(model)`` (why it cannot take the Model, or None)
+and ``runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status)``, which
+fills the outputs of every run by a compiled whole-run loop of one state called in
+``prange`` — ``D[k]`` the run's flat array (its ``mass:`` parameters applied), ``P[k]``
+its force rows, ``steps``/``every`` the grid of
+:func:`~kanedyn.integrators.rk4_compiled.step_grid`, ``status[k]`` left [code, step,
+kernel status] by a run that stops (codes in :data:`STOPPED`). Today the table holds
+``"rk4"`` (:func:`rk4_run` or the manifold loop, by the Model). Another compiled loop
+(AVF, a friction treatment) joins it with one entry: write its loop for one state with
+these outputs, a ``prange`` driver like :func:`_rk4_runs`, and its ``refuses``.
+"""
 from __future__ import annotations
 
 from collections.abc import Callable
