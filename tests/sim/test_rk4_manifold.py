@@ -158,3 +158,11 @@ def test_chart_rate_equals_the_joints_right_jacobians(scale):
                            np.empty((4, 6, 6)), out) == 0
     np.testing.assert_allclose(out, ref, rtol=0, atol=2e-15 * np.abs(ref).max())
     assert np.abs(ref - v).max() > 10 * scale * 1e-2  # (J ≠ 1: the check has teeth)
+
+
+def test_a_blow_up_is_reported_with_the_step_and_time():
+    """A step far too long for the speeds: the compiled loop stops at the guard of
+    run_fixed (speed beyond blowup (1 + max|v0|)) and names the step and the time."""
+    q0, v0 = kd.neutral(BALL), np.full(BALL.nv, 20.0)
+    with pytest.raises(kd.DivergenceError, match=r"rk4: .* at step \d+, t = "):
+        kd.simulate(BALL, q0, v0, 50.0, method="rk4", dt=0.3, blowup=5.0, progress=False)
