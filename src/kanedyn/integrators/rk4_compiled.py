@@ -9,7 +9,8 @@ the batch of one) on additive coordinates (its twin on the configuration manifol
 ball, free, planar joints and armature, is :mod:`kanedyn.sim.rk4_manifold`, with the
 guards, grid and samples of this module). That loop lives in :mod:`kanedyn.sim` because
 it adds joint forces between the stages (the Stribeck law of :mod:`kanedyn.friction`,
-which integrators may not import); this module holds its integrator parts, on the flat array of a Model:
+which integrators may not import); this module holds its integrator parts, on the flat
+array of a Model:
 
 - the two halves of a classical RK4 step, :func:`rk4_stage_state` and :func:`rk4_update`;
 - the energy projection of :mod:`.projection`, :func:`project_energy`:
