@@ -13,8 +13,8 @@ energies at t = 0 are checked equal, so the models are the same):
 - the floating-base humanoid, ``kd.load_robot("humanoid", floating_base=True)`` (nv = 38;
   MuJoCo not run: its URDF has no free joint to give MuJoCo).
 
-Then ``kd.simulate_batch`` per state (N states in prange over the cores) against single
-compiled runs, on the 7-link ball chain and the humanoid.
+Then ``kd.simulate_batch`` of N states (in prange over the cores) against N single
+compiled runs by ``kd.simulate``, interleaved, on the 7-link ball chain and the humanoid.
 
 dt = 1e-3; our compiled runs and MuJoCo: best of 3 after a warm-up; the Python steps: one
 shorter run after a warm-up.
@@ -150,22 +150,26 @@ def main() -> None:
             mj = mujoco_rk4(kinds, *mujoco_state(model, q0, v0), dt, t_final, E0)
             line += f" {mj * 1e6:8.2f} {comp / mj:8.2f} {proj / mj:8.2f}"
         print(line, flush=True)
-    print("\nsimulate_batch per state against single compiled runs "
-          f"({t_final} s, dt = {dt})")
+    print("\nsimulate_batch of N states against N single compiled runs "
+          f"({t_final} s, dt = {dt}; interleaved, best of 5)")
     for name, model, _ in (cases[0], cases[3]):
-        N = 32
+        N = 16
         Q0 = np.array([kd.random_configuration(model, rng, scale=0.3) for _ in range(N)])
         V0 = 0.3 * rng.normal(size=(N, model.nv))
         kd.simulate_batch(model, Q0[:2], V0[:2], 5 * dt, dt=dt)  # compile / warm up
-        best = np.inf
-        for _ in range(3):
+        ours(model, Q0[0], V0[0], dt, 5 * dt, repeat=1)
+        batch = singles = np.inf
+        for _ in range(5):
             t = time.perf_counter()
             kd.simulate_batch(model, Q0, V0, t_final, dt=dt)
-            best = min(best, time.perf_counter() - t)
-        single = ours(model, Q0[0], V0[0], dt, t_final)
+            batch = min(batch, time.perf_counter() - t)
+            t = time.perf_counter()
+            for k in range(N):
+                kd.simulate(model, Q0[k], V0[k], t_final, method="rk4", dt=dt, progress=False)
+            singles = min(singles, time.perf_counter() - t)
         steps = int(round(t_final / dt))
-        print(f"  {name:26s} N = {N}: {best / N / steps * 1e6:7.2f} µs/step per state, "
-              f"single run {single * 1e6:7.2f} µs/step: {single * N * steps / best:.2f}x")
+        print(f"  {name:26s} N = {N}: batch {batch / N / steps * 1e6:7.2f} µs/step per "
+              f"state, single runs {singles / N / steps * 1e6:7.2f}: {singles / batch:.2f}x")
     print(f"\nload {open('/proc/loadavg').read().split()[:3]}")
 
 
