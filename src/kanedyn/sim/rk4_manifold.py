@@ -99,6 +99,16 @@ def _stage(data, P, iq_of_dof, forces, q, v, qd, tau_nc, tau, fext, a, ws):
 
 
 @njit(cache=True, nogil=True)
+def _chart_point(data, q, v, c, kx, kv, xi, qs, vs):
+    """The state of the next stage: ``ξ = c k_x``, ``q_s = q ⊕ ξ``, ``v_s = v + c k_v``
+    (c = h/2 for stages 2 and 3, h for stage 4; the rates those of the stage before)."""
+    for i in range(v.shape[0]):
+        xi[i] = c * kx[i]
+        vs[i] = v[i] + c * kv[i]
+    integrate_into(data, q, xi, 1.0, qs)
+
+
+@njit(cache=True, nogil=True)
 def project_energy_manifold(data, q, v, E0, M, dT, dV, out, qs, vs, dq) -> int:
     """In place, ``(q, v) ← (q ⊕ λ ∂E/∂q, v + λ M v)`` with ``E = E0``: the Python
     projection's Newton iteration (module doc). ``qs`` (nq), ``vs``, ``dq`` (nv) work
@@ -170,26 +180,17 @@ def rk4_manifold_run(data, P, iq_of_dof, forces, q0, v0, steps, every, project, 
         s = _stage(data, P, iq_of_dof, forces, q, v, qd, tau_nc, tau, fext, k1v, ws)
         k1w = _power(v, tau_nc) if forces else 0.0
         # stage 2 at (q ⊕ h/2 k1x, v + h/2 k1v)
-        for i in range(nv):
-            xi[i] = 0.5 * h * v[i]
-            vs[i] = v[i] + 0.5 * h * k1v[i]
-        integrate_into(data, q, xi, 1.0, qs)
+        _chart_point(data, q, v, 0.5 * h, v, k1v, xi, qs, vs)
         s |= _stage(data, P, iq_of_dof, forces, qs, vs, qd, tau_nc, tau, fext, k2v, ws)
         k2w = _power(vs, tau_nc) if forces else 0.0
         s |= chart_rate_into(data, q, xi, vs, cq, X0, Xs, Wj, k2x)
         # stage 3 at (q ⊕ h/2 k2x, v + h/2 k2v)
-        for i in range(nv):
-            xi[i] = 0.5 * h * k2x[i]
-            vs[i] = v[i] + 0.5 * h * k2v[i]
-        integrate_into(data, q, xi, 1.0, qs)
+        _chart_point(data, q, v, 0.5 * h, k2x, k2v, xi, qs, vs)
         s |= _stage(data, P, iq_of_dof, forces, qs, vs, qd, tau_nc, tau, fext, k3v, ws)
         k3w = _power(vs, tau_nc) if forces else 0.0
         s |= chart_rate_into(data, q, xi, vs, cq, X0, Xs, Wj, k3x)
         # stage 4 at (q ⊕ h k3x, v + h k3v)
-        for i in range(nv):
-            xi[i] = h * k3x[i]
-            vs[i] = v[i] + h * k3v[i]
-        integrate_into(data, q, xi, 1.0, qs)
+        _chart_point(data, q, v, h, k3x, k3v, xi, qs, vs)
         s |= _stage(data, P, iq_of_dof, forces, qs, vs, qd, tau_nc, tau, fext, k4v, ws)
         k4w = _power(vs, tau_nc) if forces else 0.0
         s |= chart_rate_into(data, q, xi, vs, cq, X0, Xs, Wj, k4x)
