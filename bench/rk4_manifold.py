@@ -16,8 +16,8 @@ energies at t = 0 are checked equal, so the models are the same):
 Then ``kd.simulate_batch`` of N states (in prange over the cores) against N single
 compiled runs by ``kd.simulate``, interleaved, on the 7-link ball chain and the humanoid.
 
-dt = 1e-3; our compiled runs and MuJoCo: best of 3 after a warm-up; the Python steps: one
-shorter run after a warm-up.
+dt = 1e-3; our compiled runs and MuJoCo: best of 5 after a warm-up, interleaved (each
+round runs every variant once); the Python steps: one 0.05 s run after a warm-up.
 
     .venv/bin/python bench/rk4_manifold.py            # 1 s runs (about a minute)
     .venv/bin/python bench/rk4_manifold.py --quick    # 0.2 s runs
@@ -74,35 +74,69 @@ def mjcf(kinds: list[str], dt: float) -> str:
             f'</option><worldbody>{body}</worldbody></mujoco>')
 
 
-def mujoco_rk4(kinds, qpos, qvel, dt, t_final, E0, repeat=3) -> float:
-    """s/step of MuJoCo's RK4 (best of ``repeat`` after a warm-up); checks E(0) = E0."""
+def mujoco_rk4(kinds, qpos, qvel, dt, t_final, E0):
+    """A run of MuJoCo's RK4 from (qpos, qvel): a function returning its s/step (after a
+    warm-up here; E(0) checked equal to E0)."""
     model = mujoco.MjModel.from_xml_string(mjcf(kinds, dt))
     data = mujoco.MjData(model)
     steps = int(round(t_final / dt))
-    best = np.inf
-    for r in range(repeat + 1):
+
+    def run(n=steps) -> float:
         mujoco.mj_resetData(model, data)
         data.qpos[:], data.qvel[:] = qpos, qvel
         mujoco.mj_forward(model, data)
         E = data.energy[0] + data.energy[1]
         assert abs(E - E0) < 1e-9 * (1 + abs(E0)), (E, E0)  # the same model and state
         t = time.perf_counter()
-        for _ in range(steps if r else 100):
+        for _ in range(n):
             mujoco.mj_step(model, data)
-        if r:
-            best = min(best, time.perf_counter() - t)
-    return best / steps
+        return (time.perf_counter() - t) / n
+
+    run(100)
+    return run
 
 
-def ours(model, q0, v0, dt, t_final, repeat=3, **kw) -> float:
-    """s/step of kd.simulate(method="rk4") (best of ``repeat`` after a warm-up)."""
+def ours(model, q0, v0, dt, t_final, **kw):
+    """A run of kd.simulate(method="rk4"): a function returning its s/step (compiled and
+    warmed up here)."""
     kd.simulate(model, q0, v0, 5 * dt, method="rk4", dt=dt, progress=False, **kw)
-    best = np.inf
-    for _ in range(repeat):
+
+    def run() -> float:
         t = time.perf_counter()
         tr = kd.simulate(model, q0, v0, t_final, method="rk4", dt=dt, progress=False, **kw)
-        best = min(best, time.perf_counter() - t)
-    return best / (len(tr) - 1)
+        return (time.perf_counter() - t) / (len(tr) - 1)
+
+    return run
+
+
+def batch_and_singles(model, Q0, V0, dt, t_final):
+    """Two functions returning the wall time of ``kd.simulate_batch`` of the N states and
+    of N ``kd.simulate`` runs of them (both compiled and warmed up here)."""
+    kd.simulate_batch(model, Q0[:2], V0[:2], 5 * dt, dt=dt)
+    kd.simulate(model, Q0[0], V0[0], 5 * dt, method="rk4", dt=dt, progress=False)
+
+    def batch() -> float:
+        t = time.perf_counter()
+        kd.simulate_batch(model, Q0, V0, t_final, dt=dt)
+        return time.perf_counter() - t
+
+    def singles() -> float:
+        t = time.perf_counter()
+        for q0, v0 in zip(Q0, V0, strict=True):
+            kd.simulate(model, q0, v0, t_final, method="rk4", dt=dt, progress=False)
+        return time.perf_counter() - t
+
+    return [batch, singles]
+
+
+def best_of(runs, repeat: int) -> list[float]:
+    """The best time of each run over ``repeat`` rounds, the runs interleaved in each round
+    (so that a burst of load on the shared machine hits them alike)."""
+    best = [np.inf] * len(runs)
+    for _ in range(repeat):
+        for i, run in enumerate(runs):
+            best[i] = min(best[i], run())
+    return best
 
 
 def mujoco_state(model, q0, v0):
@@ -140,15 +174,17 @@ def main() -> None:
             q0 = kd.integrate_configuration(model, kd.neutral(model),
                                             0.3 * rng.normal(size=model.nv), 1.0)
         v0 = 0.5 * rng.normal(size=model.nv)
-        comp = ours(model, q0, v0, dt, t_final)
-        proj = ours(model, q0, v0, dt, t_final, project="energy")
-        py = ours(model, q0, v0, dt, min(t_final, 0.05), repeat=1, compiled=False)
-        line = (f"{name:26s} {model.nv:3d} {comp * 1e6:9.2f} {proj * 1e6:9.2f} "
-                f"{py * 1e6:9.1f} {py / comp:8.0f}")
+        runs = [ours(model, q0, v0, dt, t_final), ours(model, q0, v0, dt, t_final,
+                                                        project="energy")]
         if kinds is not None:
             E0 = kd.kinetic_energy(model, q0, v0) + kd.potential_energy(model, q0)
-            mj = mujoco_rk4(kinds, *mujoco_state(model, q0, v0), dt, t_final, E0)
-            line += f" {mj * 1e6:8.2f} {comp / mj:8.2f} {proj / mj:8.2f}"
+            runs.append(mujoco_rk4(kinds, *mujoco_state(model, q0, v0), dt, t_final, E0))
+        comp, proj, *mj = best_of(runs, 5)
+        py = ours(model, q0, v0, dt, min(t_final, 0.05), compiled=False)()
+        line = (f"{name:26s} {model.nv:3d} {comp * 1e6:9.2f} {proj * 1e6:9.2f} "
+                f"{py * 1e6:9.1f} {py / comp:8.0f}")
+        if mj:
+            line += f" {mj[0] * 1e6:8.2f} {comp / mj[0]:8.2f} {proj / mj[0]:8.2f}"
         print(line, flush=True)
     print("\nsimulate_batch of N states against N single compiled runs "
           f"({t_final} s, dt = {dt}; interleaved, best of 5)")
@@ -156,17 +192,7 @@ def main() -> None:
         N = 16
         Q0 = np.array([kd.random_configuration(model, rng, scale=0.3) for _ in range(N)])
         V0 = 0.3 * rng.normal(size=(N, model.nv))
-        kd.simulate_batch(model, Q0[:2], V0[:2], 5 * dt, dt=dt)  # compile / warm up
-        ours(model, Q0[0], V0[0], dt, 5 * dt, repeat=1)
-        batch = singles = np.inf
-        for _ in range(5):
-            t = time.perf_counter()
-            kd.simulate_batch(model, Q0, V0, t_final, dt=dt)
-            batch = min(batch, time.perf_counter() - t)
-            t = time.perf_counter()
-            for k in range(N):
-                kd.simulate(model, Q0[k], V0[k], t_final, method="rk4", dt=dt, progress=False)
-            singles = min(singles, time.perf_counter() - t)
+        batch, singles = best_of(batch_and_singles(model, Q0, V0, dt, t_final), 5)
         steps = int(round(t_final / dt))
         print(f"  {name:26s} N = {N}: batch {batch / N / steps * 1e6:7.2f} µs/step per "
               f"state, single runs {singles / N / steps * 1e6:7.2f}: {singles / batch:.2f}x")
