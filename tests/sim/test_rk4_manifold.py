@@ -94,21 +94,26 @@ def test_quaternions_stay_unit_and_energy_error_is_fourth_order():
 
 
 def test_batch_on_a_floating_tree_is_n_single_runs():
-    """simulate_batch on a free-joint root with a damper on it (all six speeds) and on a
-    revolute joint, per-run damping of the free joint: each run gives the bits of
-    kd.simulate with that damper (the same compiled loop), and the Python reference to
-    round-off (the damper's per-speed rows, W_nc)."""
+    """simulate_batch on a free-joint root with a damper on it (all six speeds), a damper,
+    a spring and smoothed friction on revolute joints (whose coordinates sit one place
+    after their speeds: the free joint has 7 coordinates and 6 speeds), per-run damping
+    of the free joint: each run gives the bits of kd.simulate with that damper (the same
+    compiled loop), and the Python reference to round-off (the per-speed rows, the
+    springs' coordinates, W_nc)."""
     rng = np.random.default_rng(4)
     N = 3
     Q0 = np.array([kd.random_configuration(FLOATING, rng) for _ in range(N)])
     V0 = rng.normal(size=(N, FLOATING.nv))
     c = np.array([0.0, 0.3, 1.1])
-    forces = [kd.forces.JointDamper("joint0", 0.0), kd.forces.JointDamper("joint2", 0.4)]
+    law = kd.friction.Stribeck(Fc=0.05, Fs=0.08, vs=0.05, delta=2.0, Fv=0.01).smoothed(
+        "tanh", 0.02)
+    forces = [kd.forces.JointDamper("joint0", 0.0), kd.forces.JointDamper("joint2", 0.4),
+              kd.forces.JointSpring("joint1", 30.0, 0.2), kd.forces.JointFriction("joint3", law)]
     b = simulate_batch(FLOATING, Q0, V0, 0.05, dt=1e-3, forces=forces, save_every=5,
                        params={"damping:joint0": c})
     assert b.q.shape == (N, 11, FLOATING.nq)
     for k in range(N):
-        fk = [kd.forces.JointDamper("joint0", c[k]), forces[1]]
+        fk = [kd.forces.JointDamper("joint0", c[k]), *forces[1:]]
         s = kd.simulate(FLOATING, Q0[k], V0[k], 0.05, method="rk4", dt=1e-3, forces=fk,
                         progress=False, save_every=5)
         np.testing.assert_array_equal(s.q, b.q[k])
