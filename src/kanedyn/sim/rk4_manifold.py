@@ -109,20 +109,23 @@ def _chart_point(data, q, v, c, kx, kv, xi, qs, vs):
 
 
 @njit(cache=True, nogil=True)
-def project_energy_manifold(data, q, v, E0, M, dT, dV, out, qs, vs, dq) -> int:
+def project_energy_manifold(data, q, v, E0, M, dT, dV, out, qs, vs, dq, b) -> int:
     """In place, ``(q, v) ← (q ⊕ λ ∂E/∂q, v + λ M v)`` with ``E = E0``: the Python
-    projection's Newton iteration (module doc). ``qs`` (nq), ``vs``, ``dq`` (nv) work
-    vectors; returns 0, a kernel's status, or :data:`PROJECTION_FAILED`."""
+    projection's Newton iteration (module doc). ``qs`` (nq), ``vs``, ``dq``, ``b`` (nv)
+    work vectors; returns 0, a kernel's status, or :data:`PROJECTION_FAILED`."""
     nv = v.shape[0]
     s = energy_terms(data, q, v, dT, dV, out)
     s |= K.crba1(data, q, M)
-    b = M @ v
     slope = 0.0
     for i in range(nv):
         dq[i] = dT[i] + dV[i]
         slope += dq[i] * dq[i]
-    for i in range(nv):
-        slope += b[i] * b[i]
+    for i in range(nv):  # b = M v
+        bi = 0.0
+        for j in range(nv):
+            bi += M[i, j] * v[j]
+        b[i] = bi
+        slope += bi * bi
     G = out[0] + out[1] - E0
     scale = 1.0 + abs(E0)
     lam = 0.0
@@ -162,6 +165,7 @@ def rk4_manifold_run(data, P, iq_of_dof, forces, q0, v0, steps, every, project, 
     cq, X0, Xs, Wj = np.empty(nq), np.empty((nb, 12)), np.empty((nb, 12)), np.empty((4, 6, 6))
     summary = np.empty(11)
     M, dT, dV, out = np.empty((nv, nv)), np.empty(nv), np.empty(nv), np.empty(8)
+    b = np.empty(nv)
     E0 = 0.0
     if project:
         energy_terms(data, q, v, dT, dV, out)
@@ -202,7 +206,7 @@ def rk4_manifold_run(data, P, iq_of_dof, forces, q0, v0, steps, every, project, 
         q[:] = qs
         w += (h / 6) * (k1w + 2 * k2w + 2 * k3w + k4w)
         if project:
-            s |= project_energy_manifold(data, q, v, E0, M, dT, dV, out, qs, vs, xi)
+            s |= project_energy_manifold(data, q, v, E0, M, dT, dV, out, qs, vs, xi, b)
         code = state_guard(q, v, vmax0, blowup)
         if code != NOT_FINITE and s == PROJECTION_FAILED:
             code = PROJECTION_FAILED
