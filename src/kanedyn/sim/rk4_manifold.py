@@ -15,8 +15,9 @@ start (Munthe-Kaas's RKMK with the classical tableau):
 joint's compiled ``integrate`` (:mod:`.configuration_kernel`, quaternions renormalised),
 the dynamics by the ABA kernel (armature included). The work W_nc of the joint forces is
 a third state ``ẇ = vᵀ τ_nc`` with the same stages. The energy projection
-(``project="energy"``, no force elements) is the Python :class:`~kanedyn.integrators.
-projection.Projected`'s, step for step: ``(q, v) = (q̃ ⊕ λ ∂E/∂q, ṽ + λ M ṽ)`` with λ by
+(``project="energy"``, no force elements) is the Python
+:class:`~kanedyn.integrators.projection.Projected`'s, step for step:
+``(q, v) = (q̃ ⊕ λ ∂E/∂q, ṽ + λ M ṽ)`` with λ by
 simplified Newton (slope ``|∂E/∂q|² + |Mṽ|²`` at q̃), until ``|E − E₀| ≤ 4e-15 (1 + |E₀|)``
 (at most 20 iterations; accepted at ``1e-13 (1 + |E₀|)``, else a failure), E = T + V with
 the rotors' ½ Σ J v² (:func:`~kanedyn.dynamics.energy_kernel.energy_terms`).
