@@ -473,9 +473,20 @@ def _run_radau():
         kd.simulate(prob.system, prob.q0, prob.v0, 1e-4, method="radau5")
 
 
+def _run_manifold():
+    # the manifold RK4 loop (ball, free, planar joints, armature), alone and batched
+    model = kd.models.pendulum_chain(2, planar=False, joint="spherical")
+    q0, v0 = kd.neutral(model), np.full(model.nv, 0.1)
+    for project in (None, "energy"):
+        kd.simulate(model, q0, v0, 0.01, method="rk4", dt=1e-3, project=project,
+                    progress=False)
+    kd.simulate_batch(model, np.tile(q0, (2, 1)), np.tile(v0, (2, 1)), 0.01, dt=1e-3)
+
+
 _PRECOMPILE_RUNS = {"simulate avf": _run_avf, "simulate rk4": _run_rk4,
                     "demo (friction)": _run_demo, "time_stepping (friction)": _run_time_stepping,
-                    "simulate_batch": _run_batch, "simulate radau5 (constrained)": _run_radau}
+                    "simulate_batch": _run_batch, "simulate radau5 (constrained)": _run_radau,
+                    "rk4 on the manifold": _run_manifold}
 
 
 def precompile_one(task: str) -> tuple[str, float]:

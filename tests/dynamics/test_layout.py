@@ -170,6 +170,7 @@ def test_the_keyed_modules_are_those_that_read_the_layout():
                 "kanedyn.dynamics.derivatives_kernel", "kanedyn.dynamics.frames_kernel",
                 "kanedyn.dynamics.centroidal_kernel", "kanedyn.dynamics.joint_wrenches_kernel",
                 "kanedyn.sim.configuration_kernel", "kanedyn.sim.batch",
+                "kanedyn.sim.chart_kernel", "kanedyn.sim.rk4_manifold",
                 "kanedyn.integrators.rk4_compiled", "kanedyn.integrators.avf_compiled",
                 "kanedyn.identify.regressor_kernel", "kanedyn.constraints.system_kernel",
                 "kanedyn.integrators.radau_compiled", "kanedyn.forces.kernel",

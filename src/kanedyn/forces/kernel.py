@@ -90,22 +90,32 @@ def empty_rows(nv: int) -> NDArray:
 
 
 def force_rows(model, forces, friction: bool = True) -> tuple[NDArray | None, str | None]:
-    """(P, None): the rows of ``forces`` on ``model`` (every joint of one speed, dof = body
-    index); or (None, why one of them has no row). ``friction=False``: friction elements
-    are not taken here (a loop that treats friction itself)."""
+    """(P, None): the rows of ``forces`` on ``model``, one per speed; or (None, why one of
+    them has no row). A damper acts on every speed of its joint (τ = −c v_j); springs,
+    sinusoidal torques and Stribeck friction need the one coordinate of a 1-DOF additive
+    joint (revolute, prismatic, helical) and are refused, naming the joint, on others.
+    ``friction=False``: friction elements are not taken here (a loop that treats friction
+    itself)."""
     from ..friction.laws import Stribeck
     from .friction import JointFriction
     from .joint import JointDamper, JointSpring, JointTorque, SinusoidalTorque
 
     P = empty_rows(model.nv)
     for f in forces:
-        iv = model.joint_index(f.joint) if hasattr(f, "joint") else None
+        body = model.bodies[model.joint_index(f.joint)] if hasattr(f, "joint") else None
+        if (isinstance(f, (JointSpring, SinusoidalTorque, JointFriction))
+                and not (body.joint.chart_is_additive and body.joint.nv == 1)):
+            return None, (f"{type(f).__name__} on {f.joint!r}: the joint has "
+                          f"{body.joint.nv} speeds (a {body.joint.kind} joint); the compiled "
+                          "springs, sinusoidal torques and friction need a 1-DOF additive "
+                          "joint")
+        iv = None if body is None else body.iv.start
         if isinstance(f, JointSpring):
             P[iv, P_K] += f.k
             P[iv, P_REST] = f.rest
         elif isinstance(f, JointDamper):
-            c = model.bodies[iv].joint.damping if f.c is None else f.c
-            P[iv, P_C] += c
+            c = body.joint.damping if f.c is None else f.c
+            P[body.iv, P_C] += c
         elif isinstance(f, JointTorque) and f.constant is not None:
             idx = (np.arange(model.nv) if f.joints is None else
                    np.array([model.bodies[model.joint_index(j)].iv.start for j in f.joints]))
@@ -129,7 +139,10 @@ def force_rows(model, forces, friction: bool = True) -> tuple[NDArray | None, st
             P[iv, P_SMOOTH] = kind
             P[iv, P_SURF] = f.surface_velocity
         else:
-            return None, (f"{f!r} has no compiled form: the compiled loops take JointSpring, "
+            joints = getattr(f, "joints", None) or [getattr(f, "joint", None)]
+            where = "" if joints[0] is None else " on " + ", ".join(map(repr, joints))
+            return None, (f"{type(f).__name__}{where} has no compiled form: the compiled "
+                          "loops take JointSpring, "
                           "JointDamper, JointTorque with constant values, SinusoidalTorque "
                           "and JointFriction with a smoothed Stribeck law")
     return P, None

@@ -5,9 +5,12 @@ than the O(n) dynamics of a small chain — hence the design note's "tight stepp
 loop". RK4 has one readable reference, :class:`~kanedyn.integrators.rk4.RK4` (on the
 system protocol), and one compiled loop, :func:`kanedyn.sim.batch.rk4_run`, which both
 ``kd.simulate(model, ..., method="rk4")`` and ``kd.simulate_batch`` run (a single run is
-the batch of one). That loop lives in :mod:`kanedyn.sim` because it adds joint forces
-between the stages (the Stribeck law of :mod:`kanedyn.friction`, which integrators may
-not import); this module holds its integrator parts, on the flat array of a Model:
+the batch of one) on additive coordinates (its twin on the configuration manifold, for
+ball, free, planar joints and armature, is :mod:`kanedyn.sim.rk4_manifold`, with the
+guards, grid and samples of this module). That loop lives in :mod:`kanedyn.sim` because
+it adds joint forces between the stages (the Stribeck law of :mod:`kanedyn.friction`,
+which integrators may not import); this module holds its integrator parts, on the flat
+array of a Model:
 
 - the two halves of a classical RK4 step, :func:`rk4_stage_state` and :func:`rk4_update`;
 - the energy projection of :mod:`.projection`, :func:`project_energy`:

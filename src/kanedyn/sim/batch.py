@@ -1,22 +1,27 @@
-"""The one compiled RK4 loop, for one run and for N runs at once.
+"""The compiled RK4 loops, for one run and for N runs at once; the table of batched methods.
 
 :func:`rk4_run` integrates one state with the classical RK4 method, the joint forces
 (the rows of :mod:`kanedyn.forces.kernel`: springs, dampers, constant and sinusoidal
 torques, the smoothed Stribeck law of :mod:`kanedyn.friction.laws_kernel`) evaluated
 between the stages at their times, with the guards of ``run_fixed``, the kept samples, the
 work W_nc of the non-conservative forces and, on request, the energy — all in numba,
-without the GIL. Both ``kd.simulate(model, ..., method="rk4")`` (:func:`run_rk4`, with
-the optional energy projection) and ``simulate_batch`` (which runs it per state in
-``prange``) call it: a single run is the batch of one, and gives the same bits. Its
-integrator parts (the stage state and the update, the projection, the guards, the step
-grid) are those of :mod:`kanedyn.integrators.rk4_compiled`; the Python reference is
-:class:`kanedyn.integrators.rk4.RK4` (the same steps, tested to round-off). It lives in
-``sim`` because it composes forces and friction with the integrator (DESIGN's import
+without the GIL. It takes Models with additive coordinates (revolute, prismatic, helical
+joints); :func:`kanedyn.sim.rk4_manifold.rk4_manifold_run` is the same loop on the
+configuration manifold, for every other Model (ball, free and planar joints, joint types
+with a compiled ``integrate``) and for Models with armature. Both
+``kd.simulate(model, ..., method="rk4")`` (:func:`run_rk4`, with the optional energy
+projection) and ``simulate_batch`` (which runs them per state in ``prange``) call them:
+a single run is the batch of one, and gives the same bits. Their integrator parts (the
+stage state and the update, the projection, the guards, the step grid) are those of
+:mod:`kanedyn.integrators.rk4_compiled`; the Python reference is
+:class:`kanedyn.integrators.rk4.RK4` (the same steps, tested to round-off). They live in
+``sim`` because they compose forces and friction with the integrator (DESIGN's import
 order keeps integrators from importing them).
 
 ``simulate_batch(model, Q0, V0, t_final, dt=...)`` integrates N independent runs of
 one Model — the steps, times and kept samples of ``kd.simulate`` (the last step
-shortened to land on t_final, and kept) — parallel over runs.
+shortened to land on t_final, and kept) — parallel over runs. Q0's quaternions are
+checked and normalised as ``kd.simulate``'s q0.
 
 Per-run parameters change a run's model or forces without building N
 models: ``params={"mass:link3": masses, "damping:joint1": c, ...}``, each an
@@ -26,17 +31,34 @@ array of N values. A ``mass:<body>`` scales that body's whole spatial inertia
 of a :class:`~kanedyn.forces.JointDamper`, ``Fc``/``Fs``/``vs``/``delta``/``Fv``
 of the Stribeck law of a :class:`~kanedyn.forces.JointFriction`.
 
-The batch takes models whose joints all have one speed and an additive
-configuration (revolute, prismatic, helical), and the force elements just
-named, constant :class:`~kanedyn.forces.JointTorque` and
-:class:`~kanedyn.forces.SinusoidalTorque`; anything else is refused with the reason.
-``kd.simulate`` takes this loop for a Model with additive coordinates and no armature
-(``compiled_step``), without force elements or with only those (then on 1-speed
-joints); otherwise the Python steps.
-"""
+The batch takes the force elements just named, constant
+:class:`~kanedyn.forces.JointTorque` and :class:`~kanedyn.forces.SinusoidalTorque` (the
+rows of :func:`kanedyn.forces.kernel.force_rows`). On joints of several speeds (ball,
+free, planar) a damper acts on each of the joint's speeds (``τ = −c v_j``, as
+:class:`~kanedyn.forces.JointDamper`), so ``JointDamper`` and a per-run
+``damping:<joint>`` work on them; springs, sinusoidal torques and Stribeck friction need
+the one coordinate of a 1-DOF additive joint: on a joint of several speeds they, and
+``stiffness``/``rest``/``Fc``/... of it, are refused naming the joint. Other force
+elements are refused with the reason. ``kd.simulate`` takes these loops for any Model
+without force elements or with only those; otherwise the Python steps.
 
+Batched methods
+---------------
+``simulate_batch(..., method=...)`` looks the method up in :data:`METHODS`, a table of
+:class:`BatchMethod`: its name, ``refuses(model)`` (why it cannot take the Model, or None)
+and ``runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status)``, which
+fills the outputs of every run by a compiled whole-run loop of one state called in
+``prange`` — ``D[k]`` the run's flat array (its ``mass:`` parameters applied), ``P[k]``
+its force rows, ``steps``/``every`` the grid of
+:func:`~kanedyn.integrators.rk4_compiled.step_grid`, ``status[k]`` left [code, step,
+kernel status] by a run that stops (codes in :data:`STOPPED`). Today the table holds
+``"rk4"`` (:func:`rk4_run` or the manifold loop, by the Model). Another compiled loop
+(AVF, a friction treatment) joins it with one entry: write its loop for one state with
+these outputs, a ``prange`` driver like :func:`_rk4_runs`, and its ``refuses``.
+"""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,6 +90,7 @@ from ..integrators.base import Solution
 from ..integrators.projection import parse_invariants
 from ..integrators.rk4_compiled import (
     BAD_KERNEL_STATE,
+    BLOWUP,
     NOT_FINITE,
     compiled_or_none,
     energy_of,
@@ -81,18 +104,19 @@ from ..integrators.rk4_compiled import (
     store,
 )
 from ..model import Model
+from ..model.configuration import check_configuration
 from ..model.model import singular_joints
 
 _compiled.key_cache(__name__)
 
 QUANTITIES = {"stiffness": P_K, "rest": P_REST, "damping": P_C, "Fc": P_FC, "Fs": P_FS,
               "vs": P_VS, "delta": P_DELTA, "Fv": P_FV}
-METHODS = ("rk4",)
 
 #: why a run stopped, by the status code of :mod:`kanedyn.integrators.rk4_compiled`
 STOPPED = {NOT_FINITE: "the state became NaN or infinite",
-           2: "blow-up (speed beyond blowup=)",
-           BAD_KERNEL_STATE: "the dynamics kernel reported a bad state"}
+           BLOWUP: "blow-up (speed beyond blowup=)",
+           BAD_KERNEL_STATE: "the dynamics kernel reported a bad state",
+           4: "the energy projection did not converge"}  # (rk4_manifold.PROJECTION_FAILED)
 
 
 @dataclass
@@ -229,35 +253,85 @@ def _rk4_runs(D, P, forces, Q0, V0, steps, every, blowup, outQ, outV, outW, outE
                 outV[k], outW[k], outE[k], status[k])
 
 
+# --- the methods simulate_batch takes -------------------------------------------------
+
+@dataclass(frozen=True)
+class BatchMethod:
+    """A whole-run compiled loop that :func:`simulate_batch` runs for every state (see the
+    module doc, "Batched methods").
+
+    ``refuses(model)``: why the method cannot take this Model (a sentence naming the joint
+    or element), or None. ``runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE,
+    status)``: fill the outputs of every run k from (Q0[k], V0[k]) on the flat array D[k]
+    with the force rows P[k], by the compiled loop of one state called in ``prange``; a run
+    that stops leaves [code, step, kernel status] in status[k] (codes: :data:`STOPPED`).
+    """
+
+    name: str
+    refuses: Callable[[Model], str | None]
+    runs: Callable[..., None]
+
+
+def _rk4_refuses(model: Model) -> str | None:
+    return None  # every tree: additive joints in rk4_run, the others in rk4_manifold_run
+
+
+def _manifold(model: Model) -> bool:
+    """Whether a model takes the manifold loop (as kd.simulate: a configuration that is not
+    additive, or armature) rather than :func:`rk4_run`."""
+    return not all(b.joint.chart_is_additive for b in model.bodies) or model.armature.any()
+
+
+def _rk4_batch(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status) -> None:
+    # no blow-up guard (np.inf): a batch stops a run only at a non-finite state
+    if _manifold(model):
+        from .rk4_manifold import dof_coordinates, manifold_runs
+
+        manifold_runs(D, P, dof_coordinates(model), has_forces(P), Q0, V0, steps, every,
+                      np.inf, outQ, outV, outW, outE, status)
+    else:
+        _rk4_runs(D, P, has_forces(P), Q0, V0, steps, every, np.inf, outQ, outV, outW, outE,
+                  status)
+
+
+#: the batched methods by name; another compiled whole-run loop is added as one entry
+METHODS: dict[str, BatchMethod] = {"rk4": BatchMethod("rk4", _rk4_refuses, _rk4_batch)}
+
+
 # --- the Python side ------------------------------------------------------------------
 
-def _one_speed_joints(model: Model) -> list[str]:
-    """The joints that are not 1-DOF additive ones (which the force rows need)."""
-    return [b.joint.name for b in model.bodies
-            if not (b.joint.chart_is_additive and b.joint.nv == 1)]
+def _one_speed(body) -> bool:
+    """Whether the body's joint is 1-DOF additive (revolute, prismatic, helical): springs
+    and friction need its one coordinate."""
+    return body.joint.chart_is_additive and body.joint.nv == 1
 
 
 def run_rk4(compiled: bool, problem, forces, project) -> Solution | None:
     """``kd.simulate``'s rk4 by :func:`rk4_run`: a Solution, or None where the loop does
     not apply — ``compiled`` False (the method's ``compiled=`` option), a progress bar, a
-    system without ``compiled_step`` (a Model with additive coordinates and no armature),
-    force elements the loop does not take (or on joints of several speeds), a projection
+    system that is not a Model (neither ``compiled_step``, a Model with additive
+    coordinates and no armature, for this loop, nor ``compiled_manifold_step``, any other
+    Model, for :func:`kanedyn.sim.rk4_manifold.rk4_manifold_run`), force elements the
+    loops do not take (or springs and friction on joints of several speeds), a projection
     onto anything but the energy, or the energy projection with force elements (its target
     E₀ + W_nc and the springs' potential are the Python projection's)."""
     model = getattr(problem.system, "compiled_step", None)
+    run = _run_one
+    if model is None:  # ball, free, planar joints, armature: the manifold loop
+        from .rk4_manifold import run_one as run
+
+        model = getattr(problem.system, "compiled_manifold_step", None)
     if not compiled or model is None or problem.progress is not None:
         return None
     invariants = None if project is None else parse_invariants(project)
     forces = list(forces or ())
     if invariants not in (None, ("energy",)) or (invariants and forces):
         return None
-    if forces and _one_speed_joints(model):
-        return None
     P, why = force_rows(model, forces)
     if why is not None:
         return None
     name = "rk4" if invariants is None else f"rk4+project{invariants}"
-    return compiled_or_none(name, _run_one, problem, model, P, invariants is not None, name)
+    return compiled_or_none(name, run, problem, model, P, invariants is not None, name)
 
 
 def _run_one(problem, model: Model, P: NDArray, project: bool, name: str) -> Solution:
@@ -272,13 +346,19 @@ def _run_one(problem, model: Model, P: NDArray, project: bool, name: str) -> Sol
                 steps, every, project, float(problem.blowup), False, Q, V, W, np.empty(0),
                 status)
     if status[0]:
-        n = int(status[1])
-        cls = SolverError if status[0] == BAD_KERNEL_STATE else DivergenceError
-        raise cls(f"{name}: {STOPPED[int(status[0])]} at step {n}, t = {times[n]:.6g}: q = "
-                  f"{np.array2string(Q[k - 1], precision=4)}, v = "
-                  f"{np.array2string(V[k - 1], precision=4)} (last saved state); reduce dt")
+        raise_stopped(name, status, times, Q[k - 1], V[k - 1])
     return Solution(times[keep], Q, V, W, {"newton_iterations": np.zeros(n_steps, np.int32)},
                     name)
+
+
+def raise_stopped(name: str, status: NDArray, times: NDArray, q: NDArray, v: NDArray):
+    """Raise the error of a compiled run that stopped (``status`` of :func:`rk4_run`), with
+    the step, its time and the last saved state (q, v)."""
+    n = int(status[1])
+    cls = DivergenceError if status[0] in (NOT_FINITE, BLOWUP) else SolverError
+    raise cls(f"{name}: {STOPPED[int(status[0])]} at step {n}, t = {times[n]:.6g}: q = "
+              f"{np.array2string(q, precision=4)}, v = "
+              f"{np.array2string(v, precision=4)} (last saved state); reduce dt")
 
 
 def _apply_params(model: Model, D: NDArray, P: NDArray, params: dict, N: int) -> None:
@@ -307,12 +387,18 @@ def _apply_params(model: Model, D: NDArray, P: NDArray, params: dict, N: int) ->
             D[:, i, H:H + 3] *= s
             D[:, i, IBAR:IBAR + 9] *= s
         elif qty in QUANTITIES:
-            iv = model.joint_index(target)
+            body = model.bodies[model.joint_index(target)]
+            iv = body.iv  # the joint's speeds: a damping acts on each of them
             col = QUANTITIES[qty]
+            if qty != "damping" and not _one_speed(body):
+                raise StateError(f"simulate_batch: {name!r}: joint {target!r} is a "
+                                 f"{body.joint.kind} joint ({body.joint.nv} speeds); "
+                                 "per-run stiffness, rest and friction parameters need a "
+                                 "1-DOF joint (damping works on every joint)")
             if qty in ("Fc", "Fs", "vs", "delta", "Fv") and not np.all(P[:, iv, P_FRIC]):
                 raise StateError(f"simulate_batch: {name!r}: joint {target!r} has no "
                                  "JointFriction element to take it")
-            P[:, iv, col] = vals
+            P[:, iv, col] = vals[:, None]
         else:
             raise StateError(f"simulate_batch: unknown parameter {name!r}; write "
                              f"'<quantity>:<name>' with quantity mass (a body) or one of "
@@ -335,20 +421,24 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
     if method not in METHODS:
         raise KanedynError(f"simulate_batch: unknown method {method!r}; batched methods: "
                            f"{', '.join(METHODS)}")
-    odd = _one_speed_joints(model)
-    if odd:
-        raise KanedynError(f"simulate_batch: joints {odd} are not 1-DOF additive joints "
-                           "(revolute, prismatic, helical), which the batched kernel needs")
+    why = METHODS[method].refuses(model)
+    if why is not None:
+        raise KanedynError(f"simulate_batch: method {method!r} cannot take {model.name!r}: "
+                           f"{why}")
     bad = singular_joints(model)
     if bad:  # the batched steps call ABA, which needs M⁻¹: say which joint, before any step
         raise singular_error(model, bad[0], "simulate_batch")
     Q0 = np.ascontiguousarray(Q0, dtype=float)
     V0 = np.ascontiguousarray(V0, dtype=float)
-    if Q0.ndim != 2 or Q0.shape[1] != model.nq or V0.shape != Q0.shape:
-        raise StateError(f"simulate_batch: Q0 and V0 must both be (N, {model.nq}); got "
-                         f"{Q0.shape} and {V0.shape}")
+    if Q0.ndim != 2 or Q0.shape[1] != model.nq or V0.shape != (Q0.shape[0], model.nv):
+        raise StateError(f"simulate_batch: Q0 and V0 must be (N, {model.nq}) and "
+                         f"(N, {model.nv}); got {Q0.shape} and {V0.shape}")
     if not (np.all(np.isfinite(Q0)) and np.all(np.isfinite(V0))):
         raise StateError("simulate_batch: Q0 or V0 contains NaN or infinity")
+    try:  # unit quaternions (normalised within the tolerance, as kd.simulate's q0)
+        Q0 = np.ascontiguousarray(check_configuration(model, Q0)[0])
+    except StateError as e:
+        raise StateError(f"simulate_batch: Q0: {e}") from None
     if dt is None:
         raise StateError("simulate_batch: give the step dt (the batched methods are fixed-step)")
     if not (np.isfinite(dt) and dt > 0) or not (np.isfinite(t_final) and t_final >= 0):
@@ -370,9 +460,7 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
     outW = np.empty((N, S))
     outE = np.empty((N, S))
     status = np.zeros((N, 3), np.int64)
-    # no blow-up guard (np.inf): a batch stops a run only at a non-finite state
-    _rk4_runs(D, P, has_forces(P), Q0, V0, steps, every, np.inf, outQ, outV, outW, outE,
-              status)
+    METHODS[method].runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status)
     bad = np.flatnonzero(status[:, 0])
     if bad.size:
         why = "; ".join(sorted({STOPPED[int(c)] for c in status[bad, 0]}))
