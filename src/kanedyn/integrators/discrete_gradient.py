@@ -21,8 +21,10 @@ Robidoux, *Phil. Trans. R. Soc. A* 357, 1999).
   gradient and the one of the reverse coordinate order, ``½[∇̄H(z, z') + ∇̄H(z', z)]``, a
   symmetric discrete gradient, hence order 2 (McLachlan, Quispel & Robidoux 1999).
 
-On a plain Model with additive joints and no force elements both run in the compiled
-loop of :mod:`.discrete_gradient_compiled` (``compiled=False``: these Python steps).
+On a plain Model with additive joints, whose force elements all have compiled rows
+(:mod:`kanedyn.forces.kernel`: springs, dampers, smoothed Stribeck friction, constant and
+sinusoidal torques), both run in the compiled loop of :mod:`.discrete_gradient_compiled`
+(``compiled=False``: these Python steps).
 
 Both conserve E = T + V_gravity + V_springs to roundoff (avf up to its quadrature
 error, above). With non-conservative
@@ -199,10 +201,11 @@ class _DiscreteGradient(FixedStepMethod):
 class AVF(_DiscreteGradient):
     """Average vector field method: exact energy, order 2, symmetric.
 
-    ``compiled=True`` (default): a plain Model with additive coordinates, no force
-    elements and no dissipation runs in the compiled loop of
-    :mod:`.discrete_gradient_compiled` (same steps to Newton's tolerance; it hands back to
-    this Python method if Newton does not settle).
+    ``compiled=True`` (default): a plain Model with additive coordinates, force elements
+    that have a compiled form (springs, dampers, smoothed Stribeck friction, constant and
+    sinusoidal torques: :mod:`kanedyn.forces.kernel`) and no dissipation runs in the
+    compiled loop of :mod:`.discrete_gradient_compiled` (same steps to Newton's tolerance;
+    it hands back to this Python method if Newton does not settle).
     """
 
     name = "avf"
@@ -235,13 +238,14 @@ class AVF(_DiscreteGradient):
 
 def compiled_discrete_gradient(method, project, kind: int, **kw):
     """``method``'s whole run by :func:`.discrete_gradient_compiled.run`, or None when the
-    compiled loop does not apply (``compiled=False``, a projection, dissipation, force
-    elements, charts, armature: :func:`.rk4_compiled.applicable`) or gives up."""
+    compiled loop does not apply (``compiled=False``, a projection, dissipation, a force
+    element without a compiled row, charts, armature: :func:`.rk4_compiled.applicable`)
+    or gives up."""
     from . import discrete_gradient_compiled as dgc
     from . import rk4_compiled
 
     if (not method.opts["compiled"] or project is not None or method.alpha > 0.0
-            or not rk4_compiled.applicable(method.problem)):
+            or not rk4_compiled.applicable(method.problem, forces=True)):
         return None
     run = functools.partial(dgc.run, stagnation=method.stagnation, **kw)
     return rk4_compiled.compiled_or_none(method.name, run, method.problem, method.name, kind,
@@ -258,8 +262,9 @@ class ItohAbe(_DiscreteGradient):
     the forward path from z' run backwards), a symmetric discrete gradient, so the method
     is symmetric and of order 2 (McLachlan, Quispel & Robidoux, *Phil. Trans. R. Soc. A*
     357, 1999, sec. 3; symmetrised coordinate increments). It costs two paths per
-    residual. ``compiled=True`` (default): a plain Model with additive coordinates and no
-    force elements runs in :mod:`.discrete_gradient_compiled`.
+    residual. ``compiled=True`` (default): a plain Model with additive coordinates and force
+    elements that have compiled rows (:mod:`kanedyn.forces.kernel`) runs in
+    :mod:`.discrete_gradient_compiled`.
     """
 
     name = "itoh_abe"

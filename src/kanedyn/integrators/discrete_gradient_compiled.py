@@ -3,37 +3,53 @@
 The same methods as their Python references — :class:`~.discrete_gradient.AVF`,
 :class:`~.discrete_gradient.ItohAbe` (both variants) and the ``"gonzalez"`` variant of
 :class:`~.energy_momentum.EnergyMomentum` — for a plain Model with additive coordinates
-and no force elements (:func:`.rk4_compiled.applicable`), tested step for step against
-them. Every one solves, in canonical variables z = (q, p), p = M(q) v, for the increment
-d = (Δq, Δp) of
+whose force elements all have rows in :mod:`kanedyn.forces.kernel`
+(:func:`.rk4_compiled.applicable`), tested step for step against them. Every one solves,
+in canonical variables z = (q, p), p = M(q) v, for the increment d = (Δq, Δp) of
 
-    R(d) = (Δq − h ∇̄_pH,  Δp + h ∇̄_qH) = 0,
+    R(d) = (Δq − h ∇̄_pH,  Δp + h ∇̄_qH − h τ_nc(t + h/2, q + Δq/2, ∇̄_pH)) = 0,
 
 with its own discrete gradient ∇̄H(z, z + d) (:data:`AVF`, :data:`ITOH_ABE`,
 :data:`ITOH_ABE_SYMMETRIC`, :data:`GONZALEZ`; formulas in the references' docstrings),
 evaluated by the kernels behind ``kd.crba`` (M, then a Cholesky factor for v = M⁻¹p) and
-the energy kernel (∂T/∂q|_v, g(q), T, V).
+the energy kernel (∂T/∂q|_v, g(q), T, V). The force rows (springs, dampers, smoothed
+Stribeck friction, constant and sinusoidal torques) enter as the Python methods take them:
+the springs' potential in H, τ_nc in the momentum equation, ``W_nc += h v̄ᵀ τ_nc`` with
+v̄ = Δq/h, so that the budget E − E₀ − W_nc closes to round-off; Itoh–Abe's polish sweeps
+its momentum equation with τ_nc as ``ItohAbe.polish`` does. Any other element makes the
+method take its Python steps.
+
+This module imports the force rows of :mod:`kanedyn.forces` (DESIGN's order has
+integrators below forces; a recorded exception in tests/test_import_direction.py): numba
+cannot take the force kernel as an argument without losing its disk cache, so the loop
+compiles the one compiled form of the elements in.
 
 What makes it fast (docs/benchmarks.md, "Issue 17: compiled discrete gradients"):
 
-- **Newton matrix**: the exact Jacobian of R to first order in h,
-  ``∂R/∂d = 1 + h [[−∂ḡ_p/∂Δq, −∂ḡ_p/∂Δp], [∂ḡ_q/∂Δq, ∂ḡ_q/∂Δp]]`` with
-  ``∂ḡ/∂d ≈ W ⊙ ∇²H(z_n)``: W = ½ for the symmetric discrete gradients (AVF, Gonzalez,
-  symmetrised Itoh–Abe), and for Itoh–Abe the weights of its coordinate path (1 for a
-  coordinate moved before, ½ for itself, 0 after). ∇²H from the tangent passes of
-  :mod:`kanedyn.dynamics.derivatives_kernel` (``B = ∂(Mv)/∂q``, ``∂g/∂q``,
-  ``∂²T/∂q²``): ``H_pp = M⁻¹``, ``H_pq = −M⁻¹B``, ``H_qq = −∂²T/∂q² + ∂g/∂q + BᵀM⁻¹B``
-  (Legendre transform, as ``ModelSystem.canonical_jacobians``). Newton then contracts by
-  O(h² |∇³H| |d|) per iteration (≈ 1e-5–1e-4 on the benchmark chains, against 2e-3–4e-2
-  for the block-triangular ``[[1, −h/2 M⁻¹], [0, 1]]`` it replaces; taken at the midpoint
-  of the predicted step). The matrix is LU-factored and kept for at most ``refresh`` (20)
-  steps — the tangent passes cost about five AVF residuals —, rebuilt at the next step
-  when a step's iteration contracted by less than ``slow`` (1e-2), at once when by less
-  than 0.1 (rates judged only on updates above the roundoff floor).
+- **Newton matrix**: the exact Jacobian of R to first order in h, ``∂R/∂d = 1 + h
+  [[−∂ḡ_p/∂Δq, −∂ḡ_p/∂Δp], [∂ḡ_q/∂Δq, ∂ḡ_q/∂Δp]]`` with ``∂ḡ/∂d ≈ W ⊙ ∇²H(z_n)``: W = ½
+  for the symmetric discrete gradients (AVF, Gonzalez, symmetrised Itoh–Abe), and for
+  Itoh–Abe the weights of its coordinate path (1 for a coordinate moved before, ½ for
+  itself, 0 after). ∇²H from the tangent passes of
+  :mod:`kanedyn.dynamics.derivatives_kernel` (``B = ∂(Mv)/∂q``, ``∂g/∂q``, ``∂²T/∂q²``):
+  ``H_pp = M⁻¹``, ``H_pq = −M⁻¹B``, ``H_qq = −∂²T/∂q² + ∂g/∂q + BᵀM⁻¹B`` (Legendre
+  transform, as ``ModelSystem.canonical_jacobians``); with force rows the springs' k join
+  H_qq and the slopes C = diag(−∂τ_nc/∂v) ≥ 0 of dampers and friction join the momentum
+  rows as ``h C ∂ḡ_p/∂d`` (which keeps Newton contracting on a steep smoothed friction
+  law, as the block-triangular matrix with C of the former AVF loop). Newton then
+  contracts by O(h² |∇³H| |d|) per iteration (≈ 1e-5–1e-4 on the benchmark chains,
+  against 2e-3–4e-2 for the block-triangular ``[[1, −h/2 M⁻¹], [0, 1]]`` it replaces;
+  taken at the midpoint of the predicted step). The matrix is LU-factored and kept for at
+  most ``refresh`` (20) steps — the tangent passes cost about five AVF residuals —,
+  rebuilt at the next step when a step's iteration contracted by less than ``slow``
+  (1e-2), at once when by less than 0.1 (rates judged only on updates above the roundoff
+  floor).
 - **Predictor**: the polynomial extrapolation of the last ``degree`` + 1 increments
   (degree 4; 2 for Itoh–Abe, whose differences of H are noisy), which leaves about two
   residuals a step.
-- One Cholesky factorization per mass matrix, no allocation inside a step.
+- One Cholesky factorization per mass matrix (``cholesky``/``cholesky_solve`` of
+  :mod:`.base`), the Newton matrix by ``lu_factor``/``lu_solve`` of
+  :mod:`.gauss_compiled`; no allocation inside a step.
 
 A step whose Newton iteration does not settle (after one rebuilt matrix), a kernel that
 refuses a state, or a blow-up makes :func:`run` return None: the Python method then takes
@@ -51,7 +67,17 @@ from ..dynamics.energy_kernel import energy_pass_into, energy_workspace
 from ..dynamics.flat import flatten
 from ..dynamics.kernels.crba import crba_core
 from ..dynamics.layout import GRAV, MASS, H
-from .base import chol_factor, chol_solve
+from ..forces.kernel import (
+    P_K,
+    damping_slopes,
+    empty_rows,
+    has_forces,
+    joint_forces,
+    spring_gradient_add,
+    spring_potential,
+)
+from .base import cholesky, cholesky_solve
+from .gauss_compiled import lu_factor, lu_solve
 from .rk4_compiled import save_sample, state_guard, step_grid, store
 
 _compiled.key_cache(__name__)
@@ -59,51 +85,6 @@ _compiled.key_cache(__name__)
 #: the discrete gradients of the loop (its ``kind`` argument)
 AVF, ITOH_ABE, ITOH_ABE_SYMMETRIC, GONZALEZ = 0, 1, 2, 3
 _EPS = np.finfo(np.float64).eps
-
-
-# ------------------------------------------------------------------ small dense algebra
-@nb.njit(cache=True, _nrt=False, nogil=True)
-def lu_factor(A, piv) -> bool:
-    """In place, A ← its LU factors with partial pivoting (row swaps in piv); False if
-    A is singular."""
-    n = A.shape[0]
-    for k in range(n):
-        m, big = k, abs(A[k, k])
-        for i in range(k + 1, n):
-            if abs(A[i, k]) > big:
-                m, big = i, abs(A[i, k])
-        if not big > 0.0:
-            return False
-        piv[k] = m
-        if m != k:
-            for c in range(n):
-                A[k, c], A[m, c] = A[m, c], A[k, c]
-        for i in range(k + 1, n):
-            f = A[i, k] / A[k, k]
-            A[i, k] = f
-            for c in range(k + 1, n):
-                A[i, c] -= f * A[k, c]
-    return True
-
-
-@nb.njit(cache=True, _nrt=False, nogil=True)
-def lu_solve(A, piv, b):
-    """In place, b ← A⁻¹ b from the factors of :func:`lu_factor`."""
-    n = A.shape[0]
-    for k in range(n):
-        m = piv[k]
-        if m != k:
-            b[k], b[m] = b[m], b[k]
-    for i in range(n):
-        s = b[i]
-        for k in range(i):
-            s -= A[i, k] * b[k]
-        b[i] = s
-    for i in range(n - 1, -1, -1):
-        s = b[i]
-        for k in range(i + 1, n):
-            s -= A[i, k] * b[k]
-        b[i] = s / A[i, i]
 
 
 # --------------------------------------------------------------------- H and its gradient
@@ -141,7 +122,7 @@ def factor_mass(data, q, mw) -> bool:
     M, L = mw[0], mw[1]
     if crba_core(data, q, M, mw[2], mw[3], mw[4], mw[5]) != 0:
         return False
-    return chol_factor(M, L)
+    return cholesky(M, M.shape[0], L)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -150,43 +131,53 @@ def velocity(data, q, p, mw, v) -> bool:
     Cholesky factor)."""
     if not factor_mass(data, q, mw):
         return False
-    chol_solve(mw[1], p, v)
+    cholesky_solve(mw[1], p.shape[0], p, v)
     return True
 
 
 @nb.njit(cache=True, nogil=True)
-def hamiltonian(data, q, p, mw, v, ew) -> float:
-    """H(q, p) = ½ pᵀM⁻¹p + V(q); NaN if a kernel refuses q."""
+def hamiltonian(data, P, forces, q, p, mw, v, ew) -> float:
+    """H(q, p) = ½ pᵀM⁻¹p + V(q) (+ the springs' potential of the force rows P when
+    ``forces``); NaN if a kernel refuses q."""
     if not velocity(data, q, p, mw, v):
         return np.nan
     T = 0.0
     for i in range(p.shape[0]):
         T += 0.5 * p[i] * v[i]
-    return T + potential(data, q, ew)
+    H = T + potential(data, q, ew)
+    if forces:
+        H += spring_potential(P, q)
+    return H
 
 
 @nb.njit(cache=True, nogil=True)
-def energy(data, q, p, mw, v, ew, dT, dV, out) -> float:
+def energy(data, P, forces, q, p, mw, v, ew, dT, dV, out) -> float:
     """H(q, p) = T + V by the energy kernel at v = M⁻¹p (the energy the trajectory
-    reports); NaN if a kernel refuses q."""
+    reports, springs included); NaN if a kernel refuses q."""
     if not velocity(data, q, p, mw, v) or energy_pass_into(data, q, v, dT, dV, out, *ew) != 0:
         return np.nan
-    return out[0] + out[1]
+    H = out[0] + out[1]
+    if forces:
+        H += spring_potential(P, q)
+    return H
 
 
 @nb.njit(cache=True, nogil=True)
-def gradient(data, q, p, mw, v, ew, dT, dV, out, gq) -> bool:
-    """gq ← ∂H/∂q|_p = g(q) − ∂T/∂q|_v, v ← ∂H/∂p = M⁻¹p, out[0] + out[1] = H."""
+def gradient(data, P, forces, q, p, mw, v, ew, dT, dV, out, gq) -> bool:
+    """gq ← ∂H/∂q|_p = g(q) − ∂T/∂q|_v (+ the springs' k (q − q_rest)), v ← ∂H/∂p = M⁻¹p,
+    out[0] + out[1] = H without the springs."""
     if not velocity(data, q, p, mw, v) or energy_pass_into(data, q, v, dT, dV, out, *ew) != 0:
         return False
     for i in range(q.shape[0]):
         gq[i] = dV[i] - dT[i]
+    if forces:
+        spring_gradient_add(P, q, 1.0, gq)
     return True
 
 
 # ------------------------------------------------------------------- discrete gradients
 @nb.njit(cache=True, nogil=True)
-def configuration_part(data, q, p, dq, reverse, g, x, mw, v, ew, H_start) -> bool:
+def configuration_part(data, P, forces, q, p, dq, reverse, g, x, mw, v, ew, H_start) -> bool:
     """Itoh–Abe's ∇̄_qH at fixed p, the coordinates moved in the order 1..n (``reverse``:
     n..1): ``g_i = [H(.., q_i + Δq_i, ..) − H(..)]/Δq_i``; below an increment of
     1e-5 (1 + |q_i|) the central difference of H at the increment's midpoint (as
@@ -195,22 +186,22 @@ def configuration_part(data, q, p, dq, reverse, g, x, mw, v, ew, H_start) -> boo
     for i in range(n):
         x[i] = q[i]
     # H(q, p) at the path's start: given (the same for every residual of a step), or NaN
-    H_prev = H_start if np.isfinite(H_start) else hamiltonian(data, x, p, mw, v, ew)
+    H_prev = H_start if np.isfinite(H_start) else hamiltonian(data, P, forces, x, p, mw, v, ew)
     for k in range(n):
         i = n - 1 - k if reverse else k
         scale = 1.0 + abs(q[i])
         if abs(dq[i]) > 1e-5 * scale:
             x[i] = q[i] + dq[i]
-            H_new = hamiltonian(data, x, p, mw, v, ew)
+            H_new = hamiltonian(data, P, forces, x, p, mw, v, ew)
             g[i] = (H_new - H_prev) / dq[i]
         else:
             e = 1e-5 * scale
             x[i] = q[i] + (0.5 * dq[i] + e)
-            Hp = hamiltonian(data, x, p, mw, v, ew)
+            Hp = hamiltonian(data, P, forces, x, p, mw, v, ew)
             x[i] = q[i] + (0.5 * dq[i] - e)
-            g[i] = (Hp - hamiltonian(data, x, p, mw, v, ew)) / (2 * e)
+            g[i] = (Hp - hamiltonian(data, P, forces, x, p, mw, v, ew)) / (2 * e)
             x[i] = q[i] + dq[i]
-            H_new = hamiltonian(data, x, p, mw, v, ew)
+            H_new = hamiltonian(data, P, forces, x, p, mw, v, ew)
         if not np.isfinite(H_new):
             return False
         H_prev = H_new
@@ -238,16 +229,19 @@ def inverse(L, Minv, e, col):
     for j in range(n):
         e[:] = 0.0
         e[j] = 1.0
-        chol_solve(L, e, col)
+        cholesky_solve(L, n, e, col)
         for i in range(n):
             Minv[i, j] = col[i]
 
 
 # --------------------------------------------------------------------------- Newton matrix
 @nb.njit(cache=True, nogil=True)
-def newton_matrix(data, kind, q, v, L, h, J, piv, Minv, B, G, D, dv_, zero, e, col) -> bool:
+def newton_matrix(data, P, forces, kind, q, v, L, h, J, piv, Minv, B, G, D, dv_, zero, e,
+                  col, slope) -> bool:
     """J ← the LU factors of ``1 + h [[−∂ḡ_p/∂Δq, −∂ḡ_p/∂Δp], [∂ḡ_q/∂Δq, ∂ḡ_q/∂Δp]]``
-    with ``∂ḡ/∂d = W ⊙ ∇²H(q, p)`` (module doc); L the Cholesky factor of M(q)."""
+    with ``∂ḡ/∂d = W ⊙ ∇²H(q, p)`` (module doc); L the Cholesky factor of M(q). With
+    force rows: the springs' k in H_qq, and the p-rows' ``+ h C ∂ḡ_p/∂d`` of
+    ``−h τ_nc(ḡ_p)``, C = diag(−∂τ_nc/∂v) ≥ 0 (dampers, friction) at v."""
     n = q.shape[0]
     inverse(L, Minv, e, col)
     zero[:] = 0.0
@@ -261,6 +255,11 @@ def newton_matrix(data, kind, q, v, L, h, J, piv, Minv, B, G, D, dv_, zero, e, c
     for i in range(n):
         for j in range(n):
             K[i, j] += G[i, j] - D[i, j]
+    slope[:] = 0.0
+    if forces:
+        damping_slopes(P, v, slope)
+        for i in range(n):
+            K[i, i] += P[i, P_K]
     for i in range(n):
         for j in range(n):
             if kind == ITOH_ABE:  # the weights of the path q_1..q_n, then p_1..p_n
@@ -271,15 +270,17 @@ def newton_matrix(data, kind, q, v, L, h, J, piv, Minv, B, G, D, dv_, zero, e, c
             d = 1.0 if i == j else 0.0
             J[i, j] = d - h * wpq * A[i, j]                 # ∂R_q/∂Δq
             J[i, n + j] = -h * wpp * Minv[i, j]             # ∂R_q/∂Δp
-            J[n + i, j] = h * wqq * K[i, j]                 # ∂R_p/∂Δq
-            J[n + i, n + j] = d + h * wqp * A[j, i]         # ∂R_p/∂Δp (H_qp = H_pqᵀ)
+            J[n + i, j] = h * (wqq * K[i, j] + slope[i] * wpq * A[i, j])  # ∂R_p/∂Δq
+            J[n + i, n + j] = d + h * (wqp * A[j, i]                       # ∂R_p/∂Δp
+                                       + slope[i] * wpp * Minv[i, j])      # (H_qp = H_pqᵀ)
     return lu_factor(J, piv)
 
 
 # ------------------------------------------------------------------------------ the loop
 @nb.njit(cache=True, nogil=True)
-def _dg_loop(data, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol, stagnation,
-             maxiter, refresh, degree, slow, floor, blowup, Q, V, iters, status):
+def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol,
+             stagnation, maxiter, refresh, degree, slow, floor, blowup, Q, V, Wk, iters,
+             status):
     n = v0.shape[0]
     nb_ = data.shape[0] - 1
     q, v = q0.copy(), v0.copy()
@@ -295,6 +296,9 @@ def _dg_loop(data, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol, 
                                np.empty(n), np.empty(8))
     gq, gp, g1, g2 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
     d, d0, r = np.zeros(2 * n), np.zeros(2 * n), np.empty(2 * n)
+    tau_nc, tau, slope = np.zeros(n), np.zeros(n), np.zeros(n)
+    work = 0.0
+    Wk[0] = 0.0
     hist = np.zeros((degree + 1, 2 * n))  # the last increments, newest first
     n_hist, last_h, since = 0, 0.0, refresh
     p = np.empty(n)
@@ -308,13 +312,14 @@ def _dg_loop(data, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol, 
         vmax0 = max(vmax0, abs(v[i]))
     for step in range(n_steps):
         h = dt[step]
+        tm = t0 + step * dt[0] + 0.5 * h  # the midpoint time (the grid of step_grid)
         if not carry_p:
             p[:] = M0 @ v  # the Gonzalez reference takes p = M v at every step
         H0 = 0.0
         if kind == GONZALEZ:
-            H0 = energy(data, q, p, mw, vk, ew, dT, dV, out)
+            H0 = energy(data, P, forces, q, p, mw, vk, ew, dT, dV, out)
         elif kind != AVF:  # Itoh–Abe: H at the start of the forward path, M⁻¹ at q
-            H0 = hamiltonian(data, q, p, mw, vk, ew)
+            H0 = hamiltonian(data, P, forces, q, p, mw, vk, ew)
             inverse(L0, Minv0, e, col)
         if h != last_h:
             n_hist, since = 0, refresh
@@ -344,7 +349,8 @@ def _dg_loop(data, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol, 
                     qk[i] = q[i] + 0.5 * d[i]
                     pk[i] = p[i] + 0.5 * d[n + i]
                 if not velocity(data, qk, pk, mw, vk) or not newton_matrix(
-                        data, kind, qk, vk, mw[1], h, J, piv, Minv, B, G, D, dv_, zero, e, col):
+                        data, P, forces, kind, qk, vk, mw[1], h, J, piv, Minv, B, G, D, dv_,
+                        zero, e, col, slope):
                     status[0], status[1] = 3, step
                     return k_out
                 since = 0
@@ -352,8 +358,9 @@ def _dg_loop(data, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol, 
             last, rate = np.inf, 0.0
             for it in range(1, maxiter + 1):
                 total += 1
-                if not _residual(data, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, gq, gp, g1, g2,
-                                 qk, pk, vk, dT, dV, out, mw, ew, Minv, x, e, col):
+                if not _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r,
+                                 gq, gp, g1, g2, qk, pk, vk, dT, dV, out, mw, ew, Minv, x, e,
+                                 col, tau_nc, tau):
                     break
                 lu_solve(J, piv, r)
                 size, scale = 0.0, 0.0
@@ -392,9 +399,18 @@ def _dg_loop(data, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol, 
             return k_out
         since += 1
         if kind == ITOH_ABE or kind == ITOH_ABE_SYMMETRIC:
-            if not _polish(data, kind, q, p, H0, d, h, g1, g2, x, mw, vk, ew):
+            if not _polish(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, g1, g2, gp, x, mw,
+                           vk, ew, Minv, e, col, qk, tau_nc, tau):
                 status[0], status[1] = 3, step
                 return k_out
+        if forces:
+            # W_nc += h v̄ᵀ τ_nc(t + h/2, q̄, v̄) with v̄ = Δq/h (the Python methods')
+            for i in range(n):
+                qk[i] = q[i] + 0.5 * d[i]
+                vk[i] = d[i] / h
+            joint_forces(P, tm, qk, vk, tau_nc, tau)
+            for i in range(n):
+                work += h * vk[i] * tau_nc[i]
         for k in range(degree, 0, -1):
             hist[k] = hist[k - 1]
         hist[0] = d
@@ -405,18 +421,22 @@ def _dg_loop(data, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol, 
         if not factor_mass(data, q, mw0):
             status[0], status[1] = 3, step
             return k_out
-        chol_solve(L0, p, v)
+        cholesky_solve(L0, n, p, v)
         if state_guard(q, v, vmax0, blowup) != 0:
             status[0], status[1] = 2, step + 1
             return k_out
-        k_out = save_sample(step, n_steps, every, q, v, Q, V, k_out)
+        kept = save_sample(step, n_steps, every, q, v, Q, V, k_out)
+        if kept != k_out:
+            Wk[k_out] = work
+            k_out = kept
     return k_out
 
 
 @nb.njit(cache=True, nogil=True)
-def _residual(data, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, gq, gp, g1, g2, qk, pk, vk, dT,
-              dV, out, mw, ew, Minv, x, e, col) -> bool:
-    """r ← R(d) = (Δq − h ∇̄_pH, Δp + h ∇̄_qH) for the discrete gradient ``kind``."""
+def _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, gq, gp, g1, g2,
+              qk, pk, vk, dT, dV, out, mw, ew, Minv, x, e, col, tau_nc, tau) -> bool:
+    """r ← R(d) = (Δq − h ∇̄_pH, Δp + h ∇̄_qH − h τ_nc(t + h/2, q + Δq/2, ∇̄_pH)) for the
+    discrete gradient ``kind`` (τ_nc: the force rows P, when ``forces``)."""
     n = q.shape[0]
     dq, dp = d[:n], d[n:]
     if kind == AVF:
@@ -427,7 +447,7 @@ def _residual(data, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, gq, gp, g1, g2,
             for i in range(n):
                 qk[i] = q[i] + xi[k] * dq[i]
                 pk[i] = p[i] + xi[k] * dp[i]
-            if not gradient(data, qk, pk, mw, vk, ew, dT, dV, out, g1):
+            if not gradient(data, P, forces, qk, pk, mw, vk, ew, dT, dV, out, g1):
                 return False
             for i in range(n):
                 gq[i] += w[k] * g1[i]
@@ -437,13 +457,13 @@ def _residual(data, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, gq, gp, g1, g2,
         for i in range(n):
             qk[i] = q[i] + 0.5 * dq[i]
             pk[i] = p[i] + 0.5 * dp[i]
-        if not gradient(data, qk, pk, mw, vk, ew, dT, dV, out, gq):
+        if not gradient(data, P, forces, qk, pk, mw, vk, ew, dT, dV, out, gq):
             return False
         gp[:] = vk
         for i in range(n):
             qk[i] = q[i] + dq[i]
             pk[i] = p[i] + dp[i]
-        dH = energy(data, qk, pk, mw, vk, ew, dT, dV, out) - H0
+        dH = energy(data, P, forces, qk, pk, mw, vk, ew, dT, dV, out) - H0
         if not np.isfinite(dH):
             return False
         den, gd, gg = 0.0, 0.0, 0.0
@@ -460,7 +480,7 @@ def _residual(data, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, gq, gp, g1, g2,
     else:
         # Itoh–Abe (Itoh & Abe 1988): q_1..q_n at p, then p_1..p_n at q + Δq; symmetrised:
         # the mean with the reverse path p_n..p_1 at q, then q_n..q_1 at p + Δp
-        if not configuration_part(data, q, p, dq, False, gq, x, mw, vk, ew, H0):
+        if not configuration_part(data, P, forces, q, p, dq, False, gq, x, mw, vk, ew, H0):
             return False
         for i in range(n):
             qk[i] = q[i] + dq[i]
@@ -471,7 +491,7 @@ def _residual(data, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, gq, gp, g1, g2,
         if kind == ITOH_ABE_SYMMETRIC:
             for i in range(n):
                 pk[i] = p[i] + dp[i]
-            if not configuration_part(data, q, pk, dq, True, g1, x, mw, vk, ew, np.nan):
+            if not configuration_part(data, P, forces, q, pk, dq, True, g1, x, mw, vk, ew, np.nan):
                 return False
             momentum_part(Minv0, p, dp, True, g2)
             for i in range(n):
@@ -480,26 +500,61 @@ def _residual(data, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, gq, gp, g1, g2,
     for i in range(n):
         r[i] = dq[i] - h * gp[i]
         r[n + i] = dp[i] + h * gq[i]
+    if forces:
+        for i in range(n):
+            qk[i] = q[i] + 0.5 * dq[i]
+        joint_forces(P, tm, qk, gp, tau_nc, tau)
+        for i in range(n):
+            r[n + i] -= h * tau_nc[i]
     return True
 
 
 @nb.njit(cache=True, nogil=True)
-def _polish(data, kind, q, p, H0, d, h, g1, g2, x, mw, v, ew) -> bool:
-    """Δp ← −h ∇̄_qH(Δq, Δp) once more after Newton (as ``ItohAbe.polish`` for additive
-    coordinates without forces): the momentum equation then holds to the noise of the
-    energy differences rather than Newton's stopping point."""
+def _polish(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, g1, g2, gp, x, mw, v, ew, Minv,
+            e, col, qk, tau_nc, tau) -> bool:
+    """Δp ← −h ∇̄_qH(Δq, Δp) + h τ_nc(t + h/2, q̄, ∇̄_pH) once more after Newton (as
+    ``ItohAbe.polish`` for additive coordinates: with forces, up to four sweeps of that
+    fixed point for the forward variant, one for the symmetric): the momentum equation
+    then holds to the noise of the energy differences rather than Newton's stopping
+    point."""
     n = q.shape[0]
     dq = d[:n]
-    if not configuration_part(data, q, p, dq, False, g1, x, mw, v, ew, H0):
+    dp = d[n:]
+    if not configuration_part(data, P, forces, q, p, dq, False, g1, x, mw, v, ew, H0):
         return False
     if kind == ITOH_ABE_SYMMETRIC:
-        pk = p + d[n:]
-        if not configuration_part(data, q, pk, dq, True, g2, x, mw, v, ew, np.nan):
+        pk = p + dp
+        if not configuration_part(data, P, forces, q, pk, dq, True, g2, x, mw, v, ew, np.nan):
             return False
         for i in range(n):
             g1[i] = 0.5 * (g1[i] + g2[i])
+    if not forces:
+        for i in range(n):
+            dp[i] = -h * g1[i]
+        return True
+    # ∇̄_pH at Δp (M⁻¹ at q + Δq; the symmetric variant's mean with the reverse path at q)
     for i in range(n):
-        d[n + i] = -h * g1[i]
+        qk[i] = q[i] + dq[i]
+    if not factor_mass(data, qk, mw):
+        return False
+    inverse(mw[1], Minv, e, col)
+    for i in range(n):
+        qk[i] = q[i] + 0.5 * dq[i]
+    for _ in range(1 if kind == ITOH_ABE_SYMMETRIC else 4):
+        momentum_part(Minv, p, dp, False, gp)
+        if kind == ITOH_ABE_SYMMETRIC:
+            momentum_part(Minv0, p, dp, True, v)
+            for i in range(n):
+                gp[i] = 0.5 * (gp[i] + v[i])
+        joint_forces(P, tm, qk, gp, tau_nc, tau)
+        same = True
+        for i in range(n):
+            g2[i] = -h * g1[i] + h * tau_nc[i]
+            same = same and g2[i] == dp[i]
+        if same:
+            break
+        for i in range(n):
+            dp[i] = g2[i]
     return True
 
 
@@ -510,20 +565,24 @@ def run(problem, name: str, kind: int, tol: float, maxiter: int, *, nodes: int =
     from .base import Solution
 
     s, model = problem.system, problem.system.compiled_step
+    P = problem.force_rows if problem.force_rows is not None else empty_rows(s.nv)
     n_steps, steps, times, every, keep = step_grid(problem.dt, problem.t0, problem.t_final,
                                                    problem.save_every)
     Q = np.empty((len(keep), s.nq))
     V = np.empty((len(keep), s.nv))
+    W = np.zeros(len(keep))
     iters = np.zeros(n_steps, dtype=np.int32)
     x, wts = np.polynomial.legendre.leggauss(nodes)
     mask = np.ones(s.nv)
     mask[list(cyclic)] = 0.0
     status = np.zeros(3, dtype=np.int64)  # (stop code, at step, Newton matrices built)
-    _dg_loop(flatten(model).data, kind, carry_p, np.ascontiguousarray(problem.q0, float),
+    _dg_loop(flatten(model).data, np.ascontiguousarray(P, float), has_forces(P),
+             float(problem.t0), kind, carry_p, np.ascontiguousarray(problem.q0, float),
              np.ascontiguousarray(problem.v0, float), steps, n_steps, every, 0.5 * (x + 1.0),
              0.5 * wts, mask, float(tol), float(stagnation), int(maxiter), int(refresh),
-             int(degree), float(slow), float(floor), float(problem.blowup), Q, V, iters, status)
+             int(degree), float(slow), float(floor), float(problem.blowup), Q, V, W, iters,
+             status)
     if status[0]:
         return None  # the Python method takes the whole run, and reports what happens
-    return Solution(times[keep], Q, V, np.zeros(len(keep)),
+    return Solution(times[keep], Q, V, W,
                     {"newton_iterations": iters, "newton_matrices": np.array([status[2]])}, name)

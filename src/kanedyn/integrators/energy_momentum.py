@@ -59,9 +59,10 @@
     H written in the invariants of the translation symmetry (every variable but q_k), his
     G-equivariant construction for this group. Then ``∇̄_{q_k}H = ∂H/∂q_k(z̄) = 0`` and
     ``p_k' = p_k`` exactly, as is every momentum linear in (q, p) that the symmetry gives.
-    Order 2, symmetric. On a plain Model without force elements it runs in the compiled
-    loop of :mod:`.discrete_gradient_compiled` (``compiled=False``: the Python steps
-    below, its reference). ``cyclic="auto"`` takes the root joints that leave E invariant: a
+    Order 2, symmetric. On a plain Model whose force elements all have compiled rows
+    (:mod:`kanedyn.forces.kernel`) it runs in the compiled loop of
+    :mod:`.discrete_gradient_compiled` (``compiled=False``: the Python steps below, its
+    reference). ``cyclic="auto"`` takes the root joints that leave E invariant: a
     revolute root about the gravity axis, a prismatic root across it, any 1-dof root without
     gravity — and none when springs are present (their potential may depend on q_k). Pass
     joint names (or ``()``) to choose. Non-conservative forces enter as
@@ -249,13 +250,14 @@ class EnergyMomentum(FixedStepMethod):
 
     def compiled_run(self, project):
         """The whole run of the ``"gonzalez"`` variant by the compiled loop of
-        :mod:`.discrete_gradient_compiled` (a plain Model without force elements; same
+        :mod:`.discrete_gradient_compiled` (a plain Model whose force elements have compiled
+        rows, :mod:`kanedyn.forces.kernel`; same
         steps to Newton's tolerance), or None: then these Python steps."""
         from . import discrete_gradient_compiled as dgc
         from . import rk4_compiled
 
         if (self.variant != "gonzalez" or not self.opts["compiled"] or project is not None
-                or not rk4_compiled.applicable(self.problem)):
+                or not rk4_compiled.applicable(self.problem, forces=True)):
             return None
         run = functools.partial(dgc.run, cyclic=self.cyclic, carry_p=False)
         return rk4_compiled.compiled_or_none(self.name, run, self.problem, self.name,
