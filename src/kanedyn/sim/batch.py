@@ -87,6 +87,13 @@ from ..forces.kernel import (
     spring_potential,
 )
 from ..integrators.base import Solution
+from ..integrators.gauss_compiled import (
+    BAD_STATE,
+    NEWTON_FAILED,
+    PREDICTOR_STEPS,
+    STATE_GUARD,
+    _gauss_loop,
+)
 from ..integrators.projection import parse_invariants
 from ..integrators.rk4_compiled import (
     BAD_KERNEL_STATE,
@@ -103,6 +110,7 @@ from ..integrators.rk4_compiled import (
     step_grid,
     store,
 )
+from ..integrators.verlet_compiled import _verlet_loop
 from ..model import Model
 from ..model.configuration import check_configuration
 from ..model.model import singular_joints
@@ -294,8 +302,137 @@ def _rk4_batch(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status
                   status)
 
 
-#: the batched methods by name; another compiled whole-run loop is added as one entry
-METHODS: dict[str, BatchMethod] = {"rk4": BatchMethod("rk4", _rk4_refuses, _rk4_batch)}
+# --- midpoint, gauss4, verlet: the implicit loops of integrators, one per run ----------
+
+#: a stopped implicit run (the loops' NEWTON_FAILED), beside the codes of rk4_compiled
+NEWTON_STOPPED = 5
+STOPPED[NEWTON_STOPPED] = "the Newton iteration of a step did not converge"
+
+
+@njit(cache=True, nogil=True)
+def _finish(data, P, Q, V, kept, outQ, outV, outW, outE):
+    """Copy the ``kept`` samples of an implicit loop (no force elements: W_nc = 0) into a
+    run's outputs with their energy (:func:`_energy`); samples a stopped run did not reach
+    are NaN."""
+    summary = np.empty(11)
+    for i in range(outQ.shape[0]):
+        if i < kept:
+            outQ[i] = Q[i]
+            outV[i] = V[i]
+            outE[i] = _energy(data, P, Q[i], V[i], summary)
+            outW[i] = 0.0
+        else:
+            outQ[i] = np.nan
+            outV[i] = np.nan
+            outE[i] = np.nan
+            outW[i] = np.nan
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _gauss_runs(D, P, tangent, Q0, V0, steps, every, A, c, d, tol, maxiter, refresh_after,
+                history, outQ, outV, outW, outE, status):
+    """:func:`~kanedyn.integrators.gauss_compiled._gauss_loop` (midpoint or gauss4 by the
+    tableau A, c, d) for each run k on ``D[k]``, the runs spread over the threads; status[k]
+    left as the loop leaves it (translated by :func:`_implicit_status`)."""
+    n_steps = steps.shape[0]
+    S = outQ.shape[1]
+    for k in prange(Q0.shape[0]):
+        Q, V = np.empty((S + 1, Q0.shape[1])), np.empty((S + 1, V0.shape[1]))
+        iters = np.zeros(n_steps, dtype=np.int32)
+        kept = _gauss_loop(D[k], tangent, Q0[k], V0[k], steps, n_steps, every, A, c, d, tol,
+                           maxiter, refresh_after, history, False, 0.0, 0, np.inf, Q, V,
+                           iters, status[k])
+        _finish(D[k], P[k], Q, V, kept, outQ[k], outV[k], outW[k], outE[k])
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _verlet_runs(D, P, Q0, V0, steps, every, tol, maxiter, refresh_after, history, outQ,
+                 outV, outW, outE, status):
+    """:func:`~kanedyn.integrators.verlet_compiled._verlet_loop` for each run k on ``D[k]``,
+    the runs spread over the threads."""
+    n_steps = steps.shape[0]
+    S = outQ.shape[1]
+    for k in prange(Q0.shape[0]):
+        Q, V = np.empty((S + 1, Q0.shape[1])), np.empty((S + 1, V0.shape[1]))
+        iters = np.zeros(n_steps, dtype=np.int32)
+        kept = _verlet_loop(D[k], Q0[k], V0[k], steps, n_steps, every, tol, maxiter,
+                            refresh_after, history, np.inf, Q, V, iters, status[k])
+        _finish(D[k], P[k], Q, V, kept, outQ[k], outV[k], outW[k], outE[k])
+
+
+def _implicit_status(status: NDArray) -> None:
+    """The implicit loops' [code, step index, guard code] as the batch's [code, step from 1,
+    kernel status] (the codes of :data:`STOPPED`), in place."""
+    code = status[:, 0].copy()
+    stopped = code != 0
+    status[stopped, 1] += 1  # the loops give the index of the step that failed
+    status[code == NEWTON_FAILED, 0] = NEWTON_STOPPED
+    status[code == STATE_GUARD, 0] = status[code == STATE_GUARD, 2]  # NOT_FINITE / BLOWUP
+    status[code == BAD_STATE, 0] = BAD_KERNEL_STATE
+
+
+def _no_forces(method: str, P: NDArray) -> None:
+    if has_forces(P):
+        raise KanedynError(f"simulate_batch: method {method!r} takes no force elements (its "
+                           "compiled loop integrates the conservative tree only); use "
+                           "method='rk4' for springs, dampers, torques and friction")
+
+
+def _implicit_refuses(name: str, tangent_ok: bool) -> Callable[[Model], str | None]:
+    """``refuses`` of midpoint/gauss4 (``tangent_ok``: ball and free joints by the tangent
+    form) and verlet (additive coordinates only), as their compiled loops in kd.simulate."""
+    def refuses(model: Model) -> str | None:
+        if model.armature.any():
+            return (f"its joints have rotor armature, which the compiled {name} loop does "
+                    "not take; use method='rk4'")
+        allowed = ("revolute", "prismatic", "helical") + (("ball", "free") if tangent_ok
+                                                            else ())
+        for b in model.bodies:
+            if not b.joint.chart_is_additive and (not tangent_ok or b.joint.kind not in
+                                                  ("ball", "spherical", "free")):
+                return (f"joint {b.joint.name!r} is a {b.joint.kind} joint; the compiled "
+                        f"{name} loop takes {', '.join(allowed)} joints; use method='rk4' "
+                        "(every joint type)"
+                        + ("" if tangent_ok else " or 'midpoint'/'gauss4' (ball, free)"))
+        return None
+    return refuses
+
+
+def _gauss_batch(stages: int):
+    def runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status) -> None:
+        from ..integrators.gauss import REFRESH_AFTER, TABLEAUX, GaussLegendre
+
+        A, b, c = TABLEAUX[stages]
+        d = b @ np.linalg.inv(A)
+        tangent = not all(bd.joint.chart_is_additive for bd in model.bodies)
+        _gauss_runs(D, P, tangent, Q0, V0, steps, every, np.ascontiguousarray(A),
+                    np.ascontiguousarray(c), np.ascontiguousarray(d),
+                    float(GaussLegendre.options["tol"]), int(GaussLegendre.options["maxiter"]),
+                    REFRESH_AFTER, PREDICTOR_STEPS, outQ, outV, outW, outE, status)
+        _implicit_status(status)
+    return runs
+
+
+def _verlet_batch(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status) -> None:
+    from ..integrators.verlet import Verlet
+
+    _verlet_runs(D, P, Q0, V0, steps, every, float(Verlet.options["tol"]),
+                 int(Verlet.options["maxiter"]), 3, PREDICTOR_STEPS, outQ, outV, outW, outE,
+                 status)  # refresh_after 3: verlet_compiled.run's default
+    _implicit_status(status)
+
+
+#: the batched methods by name; another compiled whole-run loop is added as one entry.
+#: (avf, itoh_abe and energy_momentum are left out while their compiled loops change.)
+METHODS: dict[str, BatchMethod] = {
+    "rk4": BatchMethod("rk4", _rk4_refuses, _rk4_batch),
+    "midpoint": BatchMethod("midpoint", _implicit_refuses("midpoint", True), _gauss_batch(1)),
+    "gauss4": BatchMethod("gauss4", _implicit_refuses("gauss4", True), _gauss_batch(2)),
+    "verlet": BatchMethod("verlet", _implicit_refuses("verlet", False), _verlet_batch),
+}
+
+#: the methods whose loops take no force elements
+_CONSERVATIVE = ("midpoint", "gauss4", "verlet")
 
 
 # --- the Python side ------------------------------------------------------------------
@@ -454,6 +591,8 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
         raise KanedynError(f"simulate_batch: {why}")
     P = np.ascontiguousarray(np.repeat(rows[None], N, axis=0))
     _apply_params(model, D, P, params or {}, N)
+    if method in _CONSERVATIVE:
+        _no_forces(method, P)
     S = len(keep)
     outQ = np.empty((N, S, model.nq))
     outV = np.empty((N, S, model.nv))
@@ -461,10 +600,20 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
     outE = np.empty((N, S))
     status = np.zeros((N, 3), np.int64)
     METHODS[method].runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status)
+    result = BatchTrajectory(times[keep], outQ, outV, outE, outW, method)
     bad = np.flatnonzero(status[:, 0])
+    for k in bad:  # samples at or after the step that stopped run k were not reached
+        late = times[keep] >= times[status[k, 1]]
+        for out in (outQ, outV, outE, outW):
+            out[k, late] = np.nan
     if bad.size:
         why = "; ".join(sorted({STOPPED[int(c)] for c in status[bad, 0]}))
         where = ", ".join(f"run {k} at t = {times[status[k, 1]]:g}" for k in bad[:5])
-        raise DivergenceError(f"simulate_batch: {bad.size} of {N} runs diverged ({why}): "
-                              f"{where}{' ...' if bad.size > 5 else ''}")
-    return BatchTrajectory(times[keep], outQ, outV, outE, outW, method)
+        err = DivergenceError(f"simulate_batch: {bad.size} of {N} runs stopped ({why}): "
+                              f"{where}{' ...' if bad.size > 5 else ''}; the other runs' "
+                              "results are in the error's .result")
+        err.result = result  # the runs that finished are kept (a stopped one is NaN after)
+        err.failures = {int(k): (float(times[status[k, 1]]), STOPPED[int(status[k, 0])])
+                        for k in bad}
+        raise err
+    return result

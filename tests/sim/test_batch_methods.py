@@ -1,0 +1,92 @@
+"""Every batched method of ``simulate_batch`` gives, run by run, the bits of the single-run
+``kd.simulate`` with that method; a run that stops is reported alone, the others kept;
+a method refuses, naming it, what its compiled loop cannot take."""
+
+import numpy as np
+import pytest
+
+import kanedyn as kd
+from kanedyn.errors import DivergenceError, KanedynError
+from kanedyn.sim.batch import METHODS, simulate_batch
+
+CHAIN = kd.models.pendulum_chain(3, planar=False)
+# a free base with ball and revolute joints: the tangent form of midpoint and gauss4
+BALLS = kd.models.random_tree(3, seed=2, floating_base=True,
+                              joint_types=("spherical", "revolute"))
+
+
+def _states(model, n, seed):
+    rng = np.random.default_rng(seed)
+    Q0 = np.array([kd.random_configuration(model, seed + k) for k in range(n)])
+    return Q0, 0.5 * rng.normal(size=(n, model.nv))
+
+
+def _single(model, q0, v0, method, **kw):
+    return kd.simulate(model, q0, v0, 0.3, method=method, dt=0.01, progress=False, **kw)
+
+
+@pytest.mark.parametrize("method", ["midpoint", "gauss4", "verlet"])
+def test_batched_runs_equal_single_runs(method):
+    Q0, V0 = _states(CHAIN, 5, 0)
+    b = simulate_batch(CHAIN, Q0, V0, 0.3, method=method, dt=0.01, save_every=3)
+    assert b.method == method and b.q.shape == (5, 11, 3) and np.isclose(b.t[-1], 0.3)
+    for k in range(5):
+        s = _single(CHAIN, Q0[k], V0[k], method, save_every=3)
+        assert np.allclose(b.q[k], s.q, rtol=0, atol=1e-13)
+        assert np.allclose(b.v[k], s.v, rtol=0, atol=1e-13)
+        assert np.allclose(b.energy[k], s.energy, rtol=0, atol=1e-11)
+    assert np.all(b.work_nc == 0)
+    # symplectic / symmetric: the energy error stays small and bounded
+    assert np.abs(b.budget).max() < 1e-2
+
+
+@pytest.mark.parametrize("method", ["midpoint", "gauss4"])
+def test_ball_and_free_joints_by_the_tangent_form(method):
+    Q0, V0 = _states(BALLS, 4, 10)
+    b = simulate_batch(BALLS, Q0, V0, 0.3, method=method, dt=0.01)
+    for k in range(4):
+        s = _single(BALLS, Q0[k], V0[k], method)
+        assert np.allclose(b.q[k], s.q, rtol=0, atol=1e-13)
+        assert np.allclose(b.v[k], s.v, rtol=0, atol=1e-13)
+    quat = b.q[:, :, 3:7]  # the free joint's quaternion stays unit
+    assert np.allclose(np.linalg.norm(quat, axis=-1), 1, atol=1e-12)
+
+
+def test_per_run_masses():
+    Q0, V0 = _states(CHAIN, 3, 5)
+    masses = np.array([0.5, 1.0, 2.0])
+    b = simulate_batch(CHAIN, Q0, V0, 0.3, method="gauss4", dt=0.01,
+                       params={"mass:link2": masses})
+    for k in range(3):
+        model = kd.models.pendulum_chain(3, planar=False, mass=[1.0, masses[k], 1.0])
+        s = _single(model, Q0[k], V0[k], "gauss4")
+        assert np.allclose(b.q[k], s.q, rtol=0, atol=1e-10)
+
+
+def test_a_stopped_run_is_reported_alone():
+    Q0, V0 = _states(CHAIN, 3, 1)
+    V0[1] = 1e8
+    with pytest.raises(DivergenceError, match=r"1 of 3 runs stopped.*run 1 at t = ") as e:
+        simulate_batch(CHAIN, Q0, V0, 0.3, method="verlet", dt=0.01)
+    assert list(e.value.failures) == [1]
+    r = e.value.result
+    assert np.isnan(r.q[1, -1]).all() and np.isfinite(r.q[[0, 2]]).all()
+    s = _single(CHAIN, Q0[2], V0[2], "verlet")
+    assert np.allclose(r.q[2], s.q, rtol=0, atol=1e-13)
+
+
+def test_refusals_name_the_combination_and_the_way_out():
+    planar = kd.models.random_tree(3, seed=7, joint_types=("planar", "revolute"))
+    Q0, V0 = _states(planar, 2, 0)
+    with pytest.raises(KanedynError, match=r"'midpoint'.*planar joint.*method='rk4'"):
+        simulate_batch(planar, Q0, V0, 0.1, method="midpoint", dt=0.01)
+    Q0, V0 = _states(BALLS, 2, 0)
+    with pytest.raises(KanedynError, match=r"'verlet'.*free joint.*'midpoint'/'gauss4'"):
+        simulate_batch(BALLS, Q0, V0, 0.1, method="verlet", dt=0.01)
+    Q0, V0 = _states(CHAIN, 2, 0)
+    with pytest.raises(KanedynError, match=r"'gauss4' takes no force elements.*'rk4'"):
+        simulate_batch(CHAIN, Q0, V0, 0.1, method="gauss4", dt=0.01,
+                       forces=[kd.forces.JointDamper("joint1", 0.1)])
+    with pytest.raises(KanedynError, match="batched methods: rk4, midpoint, gauss4, verlet"):
+        simulate_batch(CHAIN, Q0, V0, 0.1, method="radau5", dt=0.01)
+    assert set(METHODS) == {"rk4", "midpoint", "gauss4", "verlet"}
