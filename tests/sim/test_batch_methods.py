@@ -87,6 +87,52 @@ def test_refusals_name_the_combination_and_the_way_out():
     with pytest.raises(KanedynError, match=r"'gauss4' takes no force elements.*'rk4'"):
         simulate_batch(CHAIN, Q0, V0, 0.1, method="gauss4", dt=0.01,
                        forces=[kd.forces.JointDamper("joint1", 0.1)])
-    with pytest.raises(KanedynError, match="batched methods: rk4, midpoint, gauss4, verlet"):
+    with pytest.raises(KanedynError,
+                       match="batched methods: rk4, midpoint, gauss4, verlet, time_stepping"):
         simulate_batch(CHAIN, Q0, V0, 0.1, method="radau5", dt=0.01)
-    assert set(METHODS) == {"rk4", "midpoint", "gauss4", "verlet"}
+    assert set(METHODS) == {"rk4", "midpoint", "gauss4", "verlet", "time_stepping"}
+
+
+PLANAR4 = kd.models.pendulum_chain(4, planar=True)
+
+
+def _friction(Fs2=3.0):
+    from kanedyn import friction
+
+    law = friction.Stribeck(Fc=2.0, Fs=3.0, vs=0.05, delta=2.0, Fv=0.1)  # exact: sgn
+    law2 = friction.Stribeck(Fc=2.0, Fs=Fs2, vs=0.05, delta=2.0, Fv=0.1)
+    return [kd.forces.JointFriction("joint1", law), kd.forces.JointFriction("joint2", law2),
+            kd.forces.JointFriction("joint3", law2), kd.forces.JointFriction("joint4", law),
+            kd.forces.SinusoidalTorque("joint1", 1.0, 1.0), kd.forces.JointDamper("joint2", 0.1)]
+
+
+def test_time_stepping_with_exact_friction_per_run_levels():
+    """Exact stick–slip (box LCP) with per-run breakaway levels Fs of joints 2 and 3: each
+    run is the single kd.simulate run with those laws, stick flags included, and several
+    joints stick at once."""
+    rng = np.random.default_rng(0)
+    Q0, V0 = rng.uniform(-1, 1, (4, 4)), 0.3 * rng.normal(size=(4, 4))
+    Fs = np.array([3.0, 5.0, 8.0, 20.0])
+    b = simulate_batch(PLANAR4, Q0, V0, 0.5, method="time_stepping", dt=1e-3,
+                       forces=_friction(), params={"Fs:joint2": Fs, "Fs:joint3": Fs},
+                       save_every=10)
+    assert b.q.shape == (4, 51, 4) and b.stuck.shape == (4, 51, 4)
+    for k in range(4):
+        s = kd.simulate(PLANAR4, Q0[k], V0[k], 0.5, method="time_stepping", dt=1e-3,
+                        forces=_friction(Fs[k]))
+        assert np.allclose(b.q[k], s.q[::10], rtol=0, atol=1e-13)
+        assert np.allclose(b.v[k], s.v[::10], rtol=0, atol=1e-13)
+        assert np.allclose(b.energy[k], s.energy[::10], rtol=0, atol=1e-12)
+        assert np.allclose(b.work_nc[k], s.work_nc[::10], rtol=0, atol=1e-12)
+        assert (b.stuck[k] == s.friction.stuck[::10]).all()
+    assert b.stuck.sum(axis=-1).max() >= 2  # several joints stuck at the same time
+    assert b.stuck[1, -1, 2:].all()  # the high-Fs run ends with joints 3 and 4 stuck
+    with pytest.raises(KanedynError, match="time_stepping.*spherical joint.*'rk4'"):
+        ball = kd.models.pendulum_chain(2, planar=False, joint="spherical")
+        simulate_batch(ball, np.tile(kd.neutral(ball), (2, 1)), np.zeros((2, 6)), 0.1,
+                       method="time_stepping", dt=1e-3)
+    with pytest.raises(KanedynError, match="needs JointFriction"):
+        simulate_batch(PLANAR4, Q0, V0, 0.1, method="time_stepping", dt=1e-3)
+    with pytest.raises(KanedynError, match="joint 'joint9' has no JointFriction|joint9"):
+        simulate_batch(PLANAR4, Q0, V0, 0.1, method="time_stepping", dt=1e-3,
+                       forces=_friction(), params={"Fs:joint9": Fs})

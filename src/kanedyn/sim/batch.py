@@ -114,6 +114,8 @@ from ..integrators.verlet_compiled import _verlet_loop
 from ..model import Model
 from ..model.configuration import check_configuration
 from ..model.model import singular_joints
+from . import time_stepping_compiled as tsc
+from .time_stepping_compiled import time_stepping_run
 
 _compiled.key_cache(__name__)
 
@@ -142,6 +144,8 @@ class BatchTrajectory:
     energy: NDArray
     work_nc: NDArray
     method: str = "rk4"
+    #: time_stepping: the stick flags (N, S, n_friction_joints), in forces= order
+    stuck: NDArray | None = None
 
     @property
     def budget(self) -> NDArray:
@@ -422,6 +426,120 @@ def _verlet_batch(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, sta
     _implicit_status(status)
 
 
+# --- time_stepping: exact stick–slip by the box LCP, one compiled run per state --------
+
+#: a stopped time-stepping run whose friction complementarity problem was not solved
+LCP_STOPPED = 6
+STOPPED[LCP_STOPPED] = "the friction complementarity problem (box LCP) was not solved"
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _ts_runs(D, P, forces, FT, idx, Q0, V0, dt, n_steps, keep, outQ, outV, outW, outE,
+             outS, status):
+    """:func:`~kanedyn.sim.time_stepping_compiled.time_stepping_run` for each run k (its
+    flat array ``D[k]``, force rows ``P[k]`` and friction table ``FT[k]``), the runs spread
+    over the threads; the steps ``keep`` of each kept in the outputs (``outS`` the stick
+    flags), status[k] = [code, step] of time_stepping_run."""
+    nf = idx.shape[0]
+    for k in prange(Q0.shape[0]):
+        Q, V = np.empty((n_steps + 1, Q0.shape[1])), np.empty((n_steps + 1, V0.shape[1]))
+        FR, Z = np.zeros((n_steps + 1, nf)), np.zeros((n_steps + 1, nf))
+        ST = np.zeros((n_steps + 1, nf), dtype=np.bool_)
+        E = np.empty(n_steps + 1)
+        Wf, Wo, Dh = np.zeros(n_steps + 1), np.zeros(n_steps + 1), np.zeros(n_steps + 1)
+        st = np.zeros(2, np.int64)
+        time_stepping_run(D[k], P[k], forces, FT[k], idx, Q0[k], V0[k], dt, n_steps, Q, V,
+                          FR, ST, E, Wf, Wo, Dh, Z, st)
+        status[k, 0], status[k, 1] = st[0], st[1]
+        for i in range(keep.shape[0]):
+            j = keep[i]
+            outQ[k, i] = Q[j]
+            outV[k, i] = V[j]
+            outE[k, i] = E[j]
+            outW[k, i] = Wf[j] + Wo[j]
+            outS[k, i] = ST[j]
+
+
+def _ts_refuses(model: Model) -> str | None:
+    for b in model.bodies:
+        if not _one_speed(b) and b.joint.nv > 0:
+            return (f"joint {b.joint.name!r} is a {b.joint.kind} joint; the compiled "
+                    "time-stepping takes revolute, prismatic and helical joints (friction "
+                    "acts on one coordinate); use method='rk4' with a smoothed law or "
+                    "dampers")
+    return None
+
+
+#: per-run friction quantities of a time-stepping batch: the columns of its table FT
+_FT_COLUMNS = {"Fc": tsc.FT_FC, "Fs": tsc.FT_FS, "vs": tsc.FT_VS, "delta": tsc.FT_DELTA,
+               "Fv": tsc.FT_FV}
+
+
+def _time_stepping_batch(model, D, Q0, V0, t_final, dt, forces, params, save_every):
+    """simulate_batch's ``time_stepping``: the JointFriction elements (exact, smoothed) become
+    friction joints as in kd.simulate, the other elements force rows; the steps of
+    time_stepping (``round(t_final/dt)`` of ``dt``), every ``save_every``-th and the last
+    kept. Returns (times, keep, outputs..., status)."""
+    from ..forces.friction import JointFriction
+    from ..friction.laws import Stribeck
+    from .time_stepping import friction_table
+
+    N = Q0.shape[0]
+    joints, items, vb, others = [], [], [], []
+    for f in forces or ():
+        if isinstance(f, JointFriction):
+            if type(f.law) is not Stribeck:
+                raise KanedynError(f"simulate_batch: time_stepping batches Stribeck laws "
+                                   f"(exact or smoothed); joint {f.joint!r} has {f.law!r}: "
+                                   "use kd.simulate per state for LuGre or Karnopp")
+            joints.append(f.joint)
+            items.append(f.law)
+            vb.append(f.surface_velocity)
+        else:
+            others.append(f)
+    if not joints:
+        raise KanedynError("simulate_batch: method 'time_stepping' needs JointFriction "
+                           "elements in forces=; without friction use 'rk4' or 'verlet'")
+    idx = np.array([model.bodies[model.joint_index(j)].iv.start for j in joints], np.int64)
+    kinds = ["exact" if x.discontinuous else "smooth" for x in items]
+    rows, why = force_rows(model, others, friction=True)
+    if why is not None:
+        raise KanedynError(f"simulate_batch: {why}")
+    P = np.ascontiguousarray(np.repeat(rows[None], N, axis=0))
+    FT = np.ascontiguousarray(np.repeat(friction_table(items, kinds, np.array(vb))[None], N,
+                                        axis=0))
+    rest = {}
+    for name, vals in (params or {}).items():
+        qty, _, target = name.partition(":")
+        if qty in _FT_COLUMNS:
+            if target not in joints:
+                raise StateError(f"simulate_batch: {name!r}: joint {target!r} has no "
+                                 "JointFriction element to take it")
+            vals = np.asarray(vals, dtype=float)
+            if vals.shape != (N,) or not np.all(np.isfinite(vals)):
+                raise StateError(f"simulate_batch: params[{name!r}] must be {N} finite "
+                                 f"numbers, one per run; got shape {vals.shape}")
+            FT[:, joints.index(target), _FT_COLUMNS[qty]] = vals
+        else:
+            rest[name] = vals
+    _apply_params(model, D, P, rest, N)
+    n_steps = int(round(t_final / dt))
+    times = np.arange(n_steps + 1) * dt
+    keep = np.unique(np.r_[np.arange(0, n_steps + 1, save_every), n_steps]).astype(np.int64)
+    S = len(keep)
+    outQ, outV = np.empty((N, S, model.nq)), np.empty((N, S, model.nv))
+    outW, outE = np.empty((N, S)), np.empty((N, S))
+    outS = np.zeros((N, S, len(idx)), dtype=bool)
+    status = np.zeros((N, 3), np.int64)
+    _ts_runs(D, P, has_forces(P), FT, idx, Q0, V0, float(dt), n_steps, keep, outQ, outV,
+             outW, outE, outS, status)
+    code = status[:, 0].copy()  # TS_NOT_FINITE, TS_KERNEL, TS_LCP -> the codes of STOPPED
+    status[code == tsc.TS_NOT_FINITE, 0] = NOT_FINITE
+    status[code == tsc.TS_KERNEL, 0] = BAD_KERNEL_STATE
+    status[code == tsc.TS_LCP, 0] = LCP_STOPPED
+    return times, keep, outQ, outV, outW, outE, outS, status
+
+
 #: the batched methods by name; another compiled whole-run loop is added as one entry.
 #: (avf, itoh_abe and energy_momentum are left out while their compiled loops change.)
 METHODS: dict[str, BatchMethod] = {
@@ -429,6 +547,8 @@ METHODS: dict[str, BatchMethod] = {
     "midpoint": BatchMethod("midpoint", _implicit_refuses("midpoint", True), _gauss_batch(1)),
     "gauss4": BatchMethod("gauss4", _implicit_refuses("gauss4", True), _gauss_batch(2)),
     "verlet": BatchMethod("verlet", _implicit_refuses("verlet", False), _verlet_batch),
+    # (its runs take the friction table too: simulate_batch calls _time_stepping_batch)
+    "time_stepping": BatchMethod("time_stepping", _ts_refuses, None),
 }
 
 #: the methods whose loops take no force elements
@@ -542,6 +662,28 @@ def _apply_params(model: Model, D: NDArray, P: NDArray, params: dict, N: int) ->
                              f"{', '.join(QUANTITIES)} (a joint)")
 
 
+def _run_methods(model, method, D, Q0, V0, t_final, dt, forces, params, save_every):
+    """simulate_batch for the methods whose runs take (D, P): the grid of step_grid."""
+    N = Q0.shape[0]
+    n_steps, steps, times, every, keep = step_grid(float(dt), 0.0, float(t_final),
+                                                   int(save_every))
+    rows, why = force_rows(model, forces)
+    if why is not None:
+        raise KanedynError(f"simulate_batch: {why}")
+    P = np.ascontiguousarray(np.repeat(rows[None], N, axis=0))
+    _apply_params(model, D, P, params or {}, N)
+    if method in _CONSERVATIVE:
+        _no_forces(method, P)
+    S = len(keep)
+    outQ = np.empty((N, S, model.nq))
+    outV = np.empty((N, S, model.nv))
+    outW = np.empty((N, S))
+    outE = np.empty((N, S))
+    status = np.zeros((N, 3), np.int64)
+    METHODS[method].runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status)
+    return times, keep, outQ, outV, outW, outE, status
+
+
 def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
                    method: str = "rk4", dt: float | None = None, forces=(),
                    params: dict | None = None, save_every: int = 1) -> BatchTrajectory:
@@ -583,24 +725,15 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
     if int(save_every) != save_every or save_every < 1:
         raise StateError(f"simulate_batch: save_every = {save_every!r} must be a positive int")
     N = Q0.shape[0]
-    n_steps, steps, times, every, keep = step_grid(float(dt), 0.0, float(t_final),
-                                                   int(save_every))
     D = np.ascontiguousarray(np.repeat(flatten(model).data[None], N, axis=0))
-    rows, why = force_rows(model, forces)
-    if why is not None:
-        raise KanedynError(f"simulate_batch: {why}")
-    P = np.ascontiguousarray(np.repeat(rows[None], N, axis=0))
-    _apply_params(model, D, P, params or {}, N)
-    if method in _CONSERVATIVE:
-        _no_forces(method, P)
-    S = len(keep)
-    outQ = np.empty((N, S, model.nq))
-    outV = np.empty((N, S, model.nv))
-    outW = np.empty((N, S))
-    outE = np.empty((N, S))
-    status = np.zeros((N, 3), np.int64)
-    METHODS[method].runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status)
-    result = BatchTrajectory(times[keep], outQ, outV, outE, outW, method)
+    stuck = None
+    if method == "time_stepping":
+        times, keep, outQ, outV, outW, outE, stuck, status = _time_stepping_batch(
+            model, D, Q0, V0, float(t_final), float(dt), forces, params, int(save_every))
+    else:
+        times, keep, outQ, outV, outW, outE, status = _run_methods(
+            model, method, D, Q0, V0, t_final, dt, forces, params, save_every)
+    result = BatchTrajectory(times[keep], outQ, outV, outE, outW, method, stuck)
     bad = np.flatnonzero(status[:, 0])
     for k in bad:  # samples at or after the step that stopped run k were not reached
         late = times[keep] >= times[status[k, 1]]
