@@ -3,7 +3,8 @@ and against MuJoCo's rollout (its threads) and a loop of mj_step.
 
 The 7-link chain of ``bench/sim_vs_mujoco.py`` (unit rods, hinges alternating y and x,
 gravity), N random states (angles ±1, speeds ±0.5), dt = 1e-3 for ``--t`` seconds.
-For each batched method (``kanedyn.sim.batch.METHODS``: rk4, midpoint, gauss4, verlet)
+For each batched method (``kanedyn.sim.batch.METHODS``: rk4, midpoint, gauss4, verlet, and
+time_stepping with exact Stribeck friction on every joint and a sinusoidal root torque)
 the time per run-step of ``kd.simulate_batch`` (prange over the cores) and of N calls of
 ``kd.simulate`` (the same compiled loop, one run at a time); for MuJoCo its RK4 and
 implicitfast by ``mujoco.rollout`` (nthread = the cores) and by a loop of ``mj_step``.
@@ -27,7 +28,15 @@ from sim_vs_mujoco import mjcf_chain
 
 import kanedyn as kd
 
-METHODS = ("rk4", "midpoint", "gauss4", "verlet")
+METHODS = ("rk4", "midpoint", "gauss4", "verlet", "time_stepping")
+
+
+def friction_forces(model):
+    """time_stepping's elements: exact Stribeck friction on every joint (the box LCP) and
+    a sinusoidal torque at the root, as bench/friction.py."""
+    law = kd.friction.Stribeck(Fc=2.0, Fs=3.0, vs=0.05, delta=2.0, Fv=0.1)
+    return ([kd.forces.JointFriction(j, law) for j in model.joint_names]
+            + [kd.forces.SinusoidalTorque(model.joint_names[0], 1.0, 1.0)])
 
 
 def best(fn, repeat):
@@ -54,11 +63,14 @@ def main() -> None:
           f"load {os.getloadavg()[0]:.2f}")
     print(f"{'method':>22} {'batched µs/run-step':>20} {'loop µs/run-step':>17} {'ratio':>6}")
     for m in METHODS:
-        def batch(m=m):
-            return kd.simulate_batch(model, Q0, V0, a.t, method=m, dt=dt)
+        fs = friction_forces(model) if m == "time_stepping" else ()
 
-        def loop(m=m):
-            return [kd.simulate(model, Q0[k], V0[k], a.t, method=m, dt=dt, progress=False)
+        def batch(m=m, fs=fs):
+            return kd.simulate_batch(model, Q0, V0, a.t, method=m, dt=dt, forces=fs)
+
+        def loop(m=m, fs=fs):
+            kw = {} if m == "time_stepping" else {"progress": False}
+            return [kd.simulate(model, Q0[k], V0[k], a.t, method=m, dt=dt, forces=fs, **kw)
                     for k in range(N)]
 
         batch(), loop()  # warm-up (compilation)
