@@ -51,10 +51,32 @@ fills the outputs of every run by a compiled whole-run loop of one state called 
 ``prange`` — ``D[k]`` the run's flat array (its ``mass:`` parameters applied), ``P[k]``
 its force rows, ``steps``/``every`` the grid of
 :func:`~kanedyn.integrators.rk4_compiled.step_grid`, ``status[k]`` left [code, step,
-kernel status] by a run that stops (codes in :data:`STOPPED`). Today the table holds
-``"rk4"`` (:func:`rk4_run` or the manifold loop, by the Model). Another compiled loop
-(AVF, a friction treatment) joins it with one entry: write its loop for one state with
-these outputs, a ``prange`` driver like :func:`_rk4_runs`, and its ``refuses``.
+kernel status] by a run that stops (codes in :data:`STOPPED`). The table holds
+
+- ``"rk4"``: :func:`rk4_run` or the manifold loop, by the Model;
+- ``"midpoint"``, ``"gauss4"``: ``_gauss_loop`` of :mod:`kanedyn.integrators.gauss_compiled`
+  per run (:func:`_gauss_runs`; ball and free joints by its tangent form), no force
+  elements (``mass:`` parameters only);
+- ``"verlet"``: ``_verlet_loop`` of :mod:`kanedyn.integrators.verlet_compiled` per run
+  (additive joints, no force elements);
+- ``"time_stepping"``: :func:`~kanedyn.sim.time_stepping_compiled.time_stepping_run` per run
+  (:func:`_ts_runs`): the JointFriction elements with Stribeck laws become friction joints
+  (exact stick–slip by the box LCP, or smoothed) with a friction table per run, so that
+  ``Fc:``/``Fs:``/``vs:``/``delta:``/``Fv:`` of a friction joint set its law per run; the
+  grid of ``time_stepping`` (``round(t_final/dt)`` steps), the stick flags in
+  ``BatchTrajectory.stuck``. Its runs take that table, so :func:`simulate_batch` calls
+  :func:`_time_stepping_batch` for it (``runs`` is None).
+
+Each gives, run by run, the single ``kd.simulate`` with the method to the bit (the same
+loop, the same options). ``avf``, ``itoh_abe`` and ``energy_momentum`` are not in the table
+while their compiled loops are being replaced. Another compiled loop joins with one entry:
+write its loop for one state with these outputs, a ``prange`` driver like
+:func:`_rk4_runs`, and its ``refuses``.
+
+A run that stops does not lose the others: :func:`simulate_batch` raises
+:class:`DivergenceError` naming the runs (run, time, why); the error's ``result`` holds the
+:class:`BatchTrajectory` (a stopped run NaN from its failed step on) and ``failures`` maps
+run -> (t, why).
 """
 from __future__ import annotations
 
@@ -691,8 +713,10 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
 
     The steps of ``dt`` from 0, the last one shortened to land on ``t_final``; the state
     after every ``save_every``-th step and after the last is kept (the samples of
-    ``kd.simulate``). See the module docstring for ``params``. Raises
-    :class:`DivergenceError` naming the runs whose state became non-finite.
+    ``kd.simulate``). ``method``: a key of :data:`METHODS` (rk4, midpoint, gauss4, verlet,
+    time_stepping; module doc, "Batched methods"). See the module docstring for
+    ``params``. Raises :class:`DivergenceError` naming the runs that stopped (run, time,
+    why), the finished runs in its ``result``.
     """
     if not isinstance(model, Model):
         raise KanedynError("simulate_batch takes a Model (its kernels run on the model's "
