@@ -1,7 +1,8 @@
 """simulate_batch by method: N runs batched against a loop of N single kd.simulate calls,
 and against MuJoCo's rollout (its threads) and a loop of mj_step.
 
-The 7-link chain of ``bench/sim_vs_mujoco.py`` (unit rods, hinges alternating y and x,
+The 7-link chain of ``bench/sim_vs_mujoco.py`` (``pendulum_chain(7, planar=False,
+radius=0.05)``: unit rods, hinges alternating y and x,
 gravity), N random states (angles ±1, speeds ±0.5), dt = 1e-3 for ``--t`` seconds.
 For each batched method (``kanedyn.sim.batch.METHODS``: rk4, midpoint, gauss4, verlet, and
 time_stepping with exact Stribeck friction on every joint and a sinusoidal root torque)
@@ -56,7 +57,7 @@ def main() -> None:
     a = ap.parse_args()
     dt, N = 1e-3, a.n
     steps = int(round(a.t / dt))
-    model = kd.models.pendulum_chain(7, planar=False)
+    model = kd.models.pendulum_chain(7, planar=False, radius=0.05)  # as the MJCF
     rng = np.random.default_rng(0)
     Q0, V0 = rng.uniform(-1, 1, (N, 7)), rng.uniform(-0.5, 0.5, (N, 7))
     print(f"7-link chain, N = {N} runs x {steps} steps, dt = {dt}; cores {os.cpu_count()}, "
