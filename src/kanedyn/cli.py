@@ -465,6 +465,25 @@ def _run_batch():
     kd.simulate_batch(model, np.tile(q0, (4, 1)), np.tile(v0, (4, 1)), 0.01, dt=1e-3)
 
 
+def _run_batch_implicit():
+    # simulate_batch's compiled midpoint/gauss4 (canonical and tangent forms) and verlet
+    model, q0, v0 = _chain()
+    Q0, V0 = np.tile(q0, (2, 1)), np.tile(v0, (2, 1))
+    for method in ("midpoint", "gauss4", "verlet"):
+        kd.simulate_batch(model, Q0, V0, 0.01, method=method, dt=1e-3)
+    ball = kd.models.pendulum_chain(2, planar=False, joint="spherical")
+    Q0, V0 = np.tile(kd.neutral(ball), (2, 1)), np.full((2, ball.nv), 0.1)
+    for method in ("midpoint", "gauss4"):  # the same njit loop for both tableaux
+        kd.simulate_batch(ball, Q0, V0, 0.01, method=method, dt=1e-3)
+    # the batched time-stepping with exact friction
+    from kanedyn import friction
+
+    law = friction.Stribeck(Fc=2.0, Fs=3.0, vs=0.05, delta=2.0, Fv=0.1)
+    forces = [kd.forces.JointFriction(j, law) for j in model.joint_names]
+    Q0, V0 = np.tile(q0, (2, 1)), np.tile(v0, (2, 1))
+    kd.simulate_batch(model, Q0, V0, 0.01, method="time_stepping", dt=1e-3, forces=forces)
+
+
 def _run_radau():
     # the compiled radau5 loop for both kinds of compiled constrained system
     from kanedyn.constraints import problems
@@ -486,7 +505,8 @@ def _run_manifold():
 _PRECOMPILE_RUNS = {"simulate avf": _run_avf, "simulate rk4": _run_rk4,
                     "demo (friction)": _run_demo, "time_stepping (friction)": _run_time_stepping,
                     "simulate_batch": _run_batch, "simulate radau5 (constrained)": _run_radau,
-                    "rk4 on the manifold": _run_manifold}
+                    "rk4 on the manifold": _run_manifold,
+                    "simulate_batch midpoint/gauss4/verlet/time_stepping": _run_batch_implicit}
 
 
 def precompile_one(task: str) -> tuple[str, float]:

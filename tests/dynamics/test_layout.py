@@ -243,7 +243,9 @@ def test_compile_key_follows_the_sources_compiled_in():
     # the force rows (keyed, their key covering the compiled Stribeck law they call)
     deps = set(_compiled.dependencies("kanedyn.sim.batch"))
     assert deps >= {"kanedyn.dynamics.kernels", "kanedyn.integrators.rk4_compiled",
-                    "kanedyn.dynamics.flat", "kanedyn.forces.kernel"}
+                    "kanedyn.dynamics.flat", "kanedyn.forces.kernel",
+                    # the batched midpoint/gauss4/verlet call these modules' loops
+                    "kanedyn.integrators.gauss_compiled", "kanedyn.integrators.verlet_compiled"}
     assert "kanedyn.friction.laws_kernel" in _compiled.dependencies("kanedyn.forces.kernel")
 
 

@@ -51,10 +51,32 @@ fills the outputs of every run by a compiled whole-run loop of one state called 
 ``prange`` — ``D[k]`` the run's flat array (its ``mass:`` parameters applied), ``P[k]``
 its force rows, ``steps``/``every`` the grid of
 :func:`~kanedyn.integrators.rk4_compiled.step_grid`, ``status[k]`` left [code, step,
-kernel status] by a run that stops (codes in :data:`STOPPED`). Today the table holds
-``"rk4"`` (:func:`rk4_run` or the manifold loop, by the Model). Another compiled loop
-(AVF, a friction treatment) joins it with one entry: write its loop for one state with
-these outputs, a ``prange`` driver like :func:`_rk4_runs`, and its ``refuses``.
+kernel status] by a run that stops (codes in :data:`STOPPED`). The table holds
+
+- ``"rk4"``: :func:`rk4_run` or the manifold loop, by the Model;
+- ``"midpoint"``, ``"gauss4"``: ``_gauss_loop`` of :mod:`kanedyn.integrators.gauss_compiled`
+  per run (:func:`_gauss_runs`; ball and free joints by its tangent form), no force
+  elements (``mass:`` parameters only);
+- ``"verlet"``: ``_verlet_loop`` of :mod:`kanedyn.integrators.verlet_compiled` per run
+  (additive joints, no force elements);
+- ``"time_stepping"``: :func:`~kanedyn.sim.time_stepping_compiled.time_stepping_run` per run
+  (:func:`_ts_runs`): the JointFriction elements with Stribeck laws become friction joints
+  (exact stick–slip by the box LCP, or smoothed) with a friction table per run, so that
+  ``Fc:``/``Fs:``/``vs:``/``delta:``/``Fv:`` of a friction joint set its law per run; the
+  grid of ``time_stepping`` (``round(t_final/dt)`` steps), the stick flags in
+  ``BatchTrajectory.stuck``. Its runs take that table, so :func:`simulate_batch` calls
+  :func:`_time_stepping_batch` for it (``runs`` is None).
+
+Each gives, run by run, the single ``kd.simulate`` with the method to the bit (the same
+loop, the same options). ``avf``, ``itoh_abe`` and ``energy_momentum`` are not in the table
+while their compiled loops are being replaced. Another compiled loop joins with one entry:
+write its loop for one state with these outputs, a ``prange`` driver like
+:func:`_rk4_runs`, and its ``refuses``.
+
+A run that stops does not lose the others: :func:`simulate_batch` raises
+:class:`DivergenceError` naming the runs (run, time, why); the error's ``result`` holds the
+:class:`BatchTrajectory` (a stopped run NaN from its failed step on) and ``failures`` maps
+run -> (t, why).
 """
 from __future__ import annotations
 
@@ -87,6 +109,13 @@ from ..forces.kernel import (
     spring_potential,
 )
 from ..integrators.base import Solution
+from ..integrators.gauss_compiled import (
+    BAD_STATE,
+    NEWTON_FAILED,
+    PREDICTOR_STEPS,
+    STATE_GUARD,
+    _gauss_loop,
+)
 from ..integrators.projection import parse_invariants
 from ..integrators.rk4_compiled import (
     BAD_KERNEL_STATE,
@@ -103,9 +132,12 @@ from ..integrators.rk4_compiled import (
     step_grid,
     store,
 )
+from ..integrators.verlet_compiled import _verlet_loop
 from ..model import Model
 from ..model.configuration import check_configuration
 from ..model.model import singular_joints
+from . import time_stepping_compiled as tsc
+from .time_stepping_compiled import time_stepping_run
 
 _compiled.key_cache(__name__)
 
@@ -134,6 +166,8 @@ class BatchTrajectory:
     energy: NDArray
     work_nc: NDArray
     method: str = "rk4"
+    #: time_stepping: the stick flags (N, S, n_friction_joints), in forces= order
+    stuck: NDArray | None = None
 
     @property
     def budget(self) -> NDArray:
@@ -294,8 +328,253 @@ def _rk4_batch(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status
                   status)
 
 
-#: the batched methods by name; another compiled whole-run loop is added as one entry
-METHODS: dict[str, BatchMethod] = {"rk4": BatchMethod("rk4", _rk4_refuses, _rk4_batch)}
+# --- midpoint, gauss4, verlet: the implicit loops of integrators, one per run ----------
+
+#: a stopped implicit run (the loops' NEWTON_FAILED), beside the codes of rk4_compiled
+NEWTON_STOPPED = 5
+STOPPED[NEWTON_STOPPED] = "the Newton iteration of a step did not converge"
+
+
+@njit(cache=True, nogil=True)
+def _finish(data, P, Q, V, kept, outQ, outV, outW, outE):
+    """Copy the ``kept`` samples of an implicit loop (no force elements: W_nc = 0) into a
+    run's outputs with their energy (:func:`_energy`); samples a stopped run did not reach
+    are NaN."""
+    summary = np.empty(11)
+    for i in range(outQ.shape[0]):
+        if i < kept:
+            outQ[i] = Q[i]
+            outV[i] = V[i]
+            outE[i] = _energy(data, P, Q[i], V[i], summary)
+            outW[i] = 0.0
+        else:
+            outQ[i] = np.nan
+            outV[i] = np.nan
+            outE[i] = np.nan
+            outW[i] = np.nan
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _gauss_runs(D, P, tangent, Q0, V0, steps, every, A, c, d, tol, maxiter, refresh_after,
+                history, outQ, outV, outW, outE, status):
+    """:func:`~kanedyn.integrators.gauss_compiled._gauss_loop` (midpoint or gauss4 by the
+    tableau A, c, d) for each run k on ``D[k]``, the runs spread over the threads; status[k]
+    left as the loop leaves it (translated by :func:`_implicit_status`)."""
+    n_steps = steps.shape[0]
+    S = outQ.shape[1]
+    for k in prange(Q0.shape[0]):
+        Q, V = np.empty((S + 1, Q0.shape[1])), np.empty((S + 1, V0.shape[1]))
+        iters = np.zeros(n_steps, dtype=np.int32)
+        kept = _gauss_loop(D[k], tangent, Q0[k], V0[k], steps, n_steps, every, A, c, d, tol,
+                           maxiter, refresh_after, history, False, 0.0, 0, np.inf, Q, V,
+                           iters, status[k])
+        _finish(D[k], P[k], Q, V, kept, outQ[k], outV[k], outW[k], outE[k])
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _verlet_runs(D, P, Q0, V0, steps, every, tol, maxiter, refresh_after, history, outQ,
+                 outV, outW, outE, status):
+    """:func:`~kanedyn.integrators.verlet_compiled._verlet_loop` for each run k on ``D[k]``,
+    the runs spread over the threads."""
+    n_steps = steps.shape[0]
+    S = outQ.shape[1]
+    for k in prange(Q0.shape[0]):
+        Q, V = np.empty((S + 1, Q0.shape[1])), np.empty((S + 1, V0.shape[1]))
+        iters = np.zeros(n_steps, dtype=np.int32)
+        kept = _verlet_loop(D[k], Q0[k], V0[k], steps, n_steps, every, tol, maxiter,
+                            refresh_after, history, np.inf, Q, V, iters, status[k])
+        _finish(D[k], P[k], Q, V, kept, outQ[k], outV[k], outW[k], outE[k])
+
+
+def _implicit_status(status: NDArray) -> None:
+    """The implicit loops' [code, step index, guard code] as the batch's [code, step from 1,
+    kernel status] (the codes of :data:`STOPPED`), in place."""
+    code = status[:, 0].copy()
+    stopped = code != 0
+    status[stopped, 1] += 1  # the loops give the index of the step that failed
+    status[code == NEWTON_FAILED, 0] = NEWTON_STOPPED
+    status[code == STATE_GUARD, 0] = status[code == STATE_GUARD, 2]  # NOT_FINITE / BLOWUP
+    status[code == BAD_STATE, 0] = BAD_KERNEL_STATE
+
+
+def _no_forces(method: str, P: NDArray) -> None:
+    if has_forces(P):
+        raise KanedynError(f"simulate_batch: method {method!r} takes no force elements (its "
+                           "compiled loop integrates the conservative tree only); use "
+                           "method='rk4' for springs, dampers, torques and friction")
+
+
+def _implicit_refuses(name: str, tangent_ok: bool) -> Callable[[Model], str | None]:
+    """``refuses`` of midpoint/gauss4 (``tangent_ok``: ball and free joints by the tangent
+    form) and verlet (additive coordinates only), as their compiled loops in kd.simulate."""
+    def refuses(model: Model) -> str | None:
+        if model.armature.any():
+            return (f"its joints have rotor armature, which the compiled {name} loop does "
+                    "not take; use method='rk4'")
+        allowed = ("revolute", "prismatic", "helical") + (("ball", "free") if tangent_ok
+                                                            else ())
+        for b in model.bodies:
+            if not b.joint.chart_is_additive and (not tangent_ok or b.joint.kind not in
+                                                  ("ball", "spherical", "free")):
+                return (f"joint {b.joint.name!r} is a {b.joint.kind} joint; the compiled "
+                        f"{name} loop takes {', '.join(allowed)} joints; use method='rk4' "
+                        "(every joint type)"
+                        + ("" if tangent_ok else " or 'midpoint'/'gauss4' (ball, free)"))
+        return None
+    return refuses
+
+
+def _gauss_batch(stages: int):
+    def runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status) -> None:
+        from ..integrators.gauss import REFRESH_AFTER, TABLEAUX, GaussLegendre
+
+        A, b, c = TABLEAUX[stages]
+        d = b @ np.linalg.inv(A)
+        tangent = not all(bd.joint.chart_is_additive for bd in model.bodies)
+        _gauss_runs(D, P, tangent, Q0, V0, steps, every, np.ascontiguousarray(A),
+                    np.ascontiguousarray(c), np.ascontiguousarray(d),
+                    float(GaussLegendre.options["tol"]), int(GaussLegendre.options["maxiter"]),
+                    REFRESH_AFTER, PREDICTOR_STEPS, outQ, outV, outW, outE, status)
+        _implicit_status(status)
+    return runs
+
+
+def _verlet_batch(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status) -> None:
+    from ..integrators.verlet import Verlet
+
+    _verlet_runs(D, P, Q0, V0, steps, every, float(Verlet.options["tol"]),
+                 int(Verlet.options["maxiter"]), 3, PREDICTOR_STEPS, outQ, outV, outW, outE,
+                 status)  # refresh_after 3: verlet_compiled.run's default
+    _implicit_status(status)
+
+
+# --- time_stepping: exact stick–slip by the box LCP, one compiled run per state --------
+
+#: a stopped time-stepping run whose friction complementarity problem was not solved
+LCP_STOPPED = 6
+STOPPED[LCP_STOPPED] = "the friction complementarity problem (box LCP) was not solved"
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _ts_runs(D, P, forces, FT, idx, Q0, V0, dt, n_steps, keep, outQ, outV, outW, outE,
+             outS, status):
+    """:func:`~kanedyn.sim.time_stepping_compiled.time_stepping_run` for each run k (its
+    flat array ``D[k]``, force rows ``P[k]`` and friction table ``FT[k]``), the runs spread
+    over the threads; the steps ``keep`` of each kept in the outputs (``outS`` the stick
+    flags), status[k] = [code, step] of time_stepping_run."""
+    nf = idx.shape[0]
+    for k in prange(Q0.shape[0]):
+        Q, V = np.empty((n_steps + 1, Q0.shape[1])), np.empty((n_steps + 1, V0.shape[1]))
+        FR, Z = np.zeros((n_steps + 1, nf)), np.zeros((n_steps + 1, nf))
+        ST = np.zeros((n_steps + 1, nf), dtype=np.bool_)
+        E = np.empty(n_steps + 1)
+        Wf, Wo, Dh = np.zeros(n_steps + 1), np.zeros(n_steps + 1), np.zeros(n_steps + 1)
+        st = np.zeros(2, np.int64)
+        time_stepping_run(D[k], P[k], forces, FT[k], idx, Q0[k], V0[k], dt, n_steps, Q, V,
+                          FR, ST, E, Wf, Wo, Dh, Z, st)
+        status[k, 0], status[k, 1] = st[0], st[1]
+        for i in range(keep.shape[0]):
+            j = keep[i]
+            outQ[k, i] = Q[j]
+            outV[k, i] = V[j]
+            outE[k, i] = E[j]
+            outW[k, i] = Wf[j] + Wo[j]
+            outS[k, i] = ST[j]
+
+
+def _ts_refuses(model: Model) -> str | None:
+    for b in model.bodies:
+        if not _one_speed(b) and b.joint.nv > 0:
+            return (f"joint {b.joint.name!r} is a {b.joint.kind} joint; the compiled "
+                    "time-stepping takes revolute, prismatic and helical joints (friction "
+                    "acts on one coordinate); use method='rk4' with a smoothed law or "
+                    "dampers")
+    return None
+
+
+#: per-run friction quantities of a time-stepping batch: the columns of its table FT
+_FT_COLUMNS = {"Fc": tsc.FT_FC, "Fs": tsc.FT_FS, "vs": tsc.FT_VS, "delta": tsc.FT_DELTA,
+               "Fv": tsc.FT_FV}
+
+
+def _time_stepping_batch(model, D, Q0, V0, t_final, dt, forces, params, save_every):
+    """simulate_batch's ``time_stepping``: the JointFriction elements (exact, smoothed) become
+    friction joints as in kd.simulate, the other elements force rows; the steps of
+    time_stepping (``round(t_final/dt)`` of ``dt``), every ``save_every``-th and the last
+    kept. Returns (times, keep, outputs..., status)."""
+    from ..forces.friction import JointFriction
+    from ..friction.laws import Stribeck
+    from .time_stepping import friction_table
+
+    N = Q0.shape[0]
+    joints, items, vb, others = [], [], [], []
+    for f in forces or ():
+        if isinstance(f, JointFriction):
+            if type(f.law) is not Stribeck:
+                raise KanedynError(f"simulate_batch: time_stepping batches Stribeck laws "
+                                   f"(exact or smoothed); joint {f.joint!r} has {f.law!r}: "
+                                   "use kd.simulate per state for LuGre or Karnopp")
+            joints.append(f.joint)
+            items.append(f.law)
+            vb.append(f.surface_velocity)
+        else:
+            others.append(f)
+    if not joints:
+        raise KanedynError("simulate_batch: method 'time_stepping' needs JointFriction "
+                           "elements in forces=; without friction use 'rk4' or 'verlet'")
+    idx = np.array([model.bodies[model.joint_index(j)].iv.start for j in joints], np.int64)
+    kinds = ["exact" if x.discontinuous else "smooth" for x in items]
+    rows, why = force_rows(model, others, friction=True)
+    if why is not None:
+        raise KanedynError(f"simulate_batch: {why}")
+    P = np.ascontiguousarray(np.repeat(rows[None], N, axis=0))
+    FT = np.ascontiguousarray(np.repeat(friction_table(items, kinds, np.array(vb))[None], N,
+                                        axis=0))
+    rest = {}
+    for name, vals in (params or {}).items():
+        qty, _, target = name.partition(":")
+        if qty in _FT_COLUMNS:
+            if target not in joints:
+                raise StateError(f"simulate_batch: {name!r}: joint {target!r} has no "
+                                 "JointFriction element to take it")
+            vals = np.asarray(vals, dtype=float)
+            if vals.shape != (N,) or not np.all(np.isfinite(vals)):
+                raise StateError(f"simulate_batch: params[{name!r}] must be {N} finite "
+                                 f"numbers, one per run; got shape {vals.shape}")
+            FT[:, joints.index(target), _FT_COLUMNS[qty]] = vals
+        else:
+            rest[name] = vals
+    _apply_params(model, D, P, rest, N)
+    n_steps = int(round(t_final / dt))
+    times = np.arange(n_steps + 1) * dt
+    keep = np.unique(np.r_[np.arange(0, n_steps + 1, save_every), n_steps]).astype(np.int64)
+    S = len(keep)
+    outQ, outV = np.empty((N, S, model.nq)), np.empty((N, S, model.nv))
+    outW, outE = np.empty((N, S)), np.empty((N, S))
+    outS = np.zeros((N, S, len(idx)), dtype=bool)
+    status = np.zeros((N, 3), np.int64)
+    _ts_runs(D, P, has_forces(P), FT, idx, Q0, V0, float(dt), n_steps, keep, outQ, outV,
+             outW, outE, outS, status)
+    code = status[:, 0].copy()  # TS_NOT_FINITE, TS_KERNEL, TS_LCP -> the codes of STOPPED
+    status[code == tsc.TS_NOT_FINITE, 0] = NOT_FINITE
+    status[code == tsc.TS_KERNEL, 0] = BAD_KERNEL_STATE
+    status[code == tsc.TS_LCP, 0] = LCP_STOPPED
+    return times, keep, outQ, outV, outW, outE, outS, status
+
+
+#: the batched methods by name; another compiled whole-run loop is added as one entry.
+#: (avf, itoh_abe and energy_momentum are left out while their compiled loops change.)
+METHODS: dict[str, BatchMethod] = {
+    "rk4": BatchMethod("rk4", _rk4_refuses, _rk4_batch),
+    "midpoint": BatchMethod("midpoint", _implicit_refuses("midpoint", True), _gauss_batch(1)),
+    "gauss4": BatchMethod("gauss4", _implicit_refuses("gauss4", True), _gauss_batch(2)),
+    "verlet": BatchMethod("verlet", _implicit_refuses("verlet", False), _verlet_batch),
+    # (its runs take the friction table too: simulate_batch calls _time_stepping_batch)
+    "time_stepping": BatchMethod("time_stepping", _ts_refuses, None),
+}
+
+#: the methods whose loops take no force elements
+_CONSERVATIVE = ("midpoint", "gauss4", "verlet")
 
 
 # --- the Python side ------------------------------------------------------------------
@@ -405,6 +684,28 @@ def _apply_params(model: Model, D: NDArray, P: NDArray, params: dict, N: int) ->
                              f"{', '.join(QUANTITIES)} (a joint)")
 
 
+def _run_methods(model, method, D, Q0, V0, t_final, dt, forces, params, save_every):
+    """simulate_batch for the methods whose runs take (D, P): the grid of step_grid."""
+    N = Q0.shape[0]
+    n_steps, steps, times, every, keep = step_grid(float(dt), 0.0, float(t_final),
+                                                   int(save_every))
+    rows, why = force_rows(model, forces)
+    if why is not None:
+        raise KanedynError(f"simulate_batch: {why}")
+    P = np.ascontiguousarray(np.repeat(rows[None], N, axis=0))
+    _apply_params(model, D, P, params or {}, N)
+    if method in _CONSERVATIVE:
+        _no_forces(method, P)
+    S = len(keep)
+    outQ = np.empty((N, S, model.nq))
+    outV = np.empty((N, S, model.nv))
+    outW = np.empty((N, S))
+    outE = np.empty((N, S))
+    status = np.zeros((N, 3), np.int64)
+    METHODS[method].runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status)
+    return times, keep, outQ, outV, outW, outE, status
+
+
 def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
                    method: str = "rk4", dt: float | None = None, forces=(),
                    params: dict | None = None, save_every: int = 1) -> BatchTrajectory:
@@ -412,8 +713,10 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
 
     The steps of ``dt`` from 0, the last one shortened to land on ``t_final``; the state
     after every ``save_every``-th step and after the last is kept (the samples of
-    ``kd.simulate``). See the module docstring for ``params``. Raises
-    :class:`DivergenceError` naming the runs whose state became non-finite.
+    ``kd.simulate``). ``method``: a key of :data:`METHODS` (rk4, midpoint, gauss4, verlet,
+    time_stepping; module doc, "Batched methods"). See the module docstring for
+    ``params``. Raises :class:`DivergenceError` naming the runs that stopped (run, time,
+    why), the finished runs in its ``result``.
     """
     if not isinstance(model, Model):
         raise KanedynError("simulate_batch takes a Model (its kernels run on the model's "
@@ -446,25 +749,28 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
     if int(save_every) != save_every or save_every < 1:
         raise StateError(f"simulate_batch: save_every = {save_every!r} must be a positive int")
     N = Q0.shape[0]
-    n_steps, steps, times, every, keep = step_grid(float(dt), 0.0, float(t_final),
-                                                   int(save_every))
     D = np.ascontiguousarray(np.repeat(flatten(model).data[None], N, axis=0))
-    rows, why = force_rows(model, forces)
-    if why is not None:
-        raise KanedynError(f"simulate_batch: {why}")
-    P = np.ascontiguousarray(np.repeat(rows[None], N, axis=0))
-    _apply_params(model, D, P, params or {}, N)
-    S = len(keep)
-    outQ = np.empty((N, S, model.nq))
-    outV = np.empty((N, S, model.nv))
-    outW = np.empty((N, S))
-    outE = np.empty((N, S))
-    status = np.zeros((N, 3), np.int64)
-    METHODS[method].runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status)
+    stuck = None
+    if method == "time_stepping":
+        times, keep, outQ, outV, outW, outE, stuck, status = _time_stepping_batch(
+            model, D, Q0, V0, float(t_final), float(dt), forces, params, int(save_every))
+    else:
+        times, keep, outQ, outV, outW, outE, status = _run_methods(
+            model, method, D, Q0, V0, t_final, dt, forces, params, save_every)
+    result = BatchTrajectory(times[keep], outQ, outV, outE, outW, method, stuck)
     bad = np.flatnonzero(status[:, 0])
+    for k in bad:  # samples at or after the step that stopped run k were not reached
+        late = times[keep] >= times[status[k, 1]]
+        for out in (outQ, outV, outE, outW):
+            out[k, late] = np.nan
     if bad.size:
         why = "; ".join(sorted({STOPPED[int(c)] for c in status[bad, 0]}))
         where = ", ".join(f"run {k} at t = {times[status[k, 1]]:g}" for k in bad[:5])
-        raise DivergenceError(f"simulate_batch: {bad.size} of {N} runs diverged ({why}): "
-                              f"{where}{' ...' if bad.size > 5 else ''}")
-    return BatchTrajectory(times[keep], outQ, outV, outE, outW, method)
+        err = DivergenceError(f"simulate_batch: {bad.size} of {N} runs stopped ({why}): "
+                              f"{where}{' ...' if bad.size > 5 else ''}; the other runs' "
+                              "results are in the error's .result")
+        err.result = result  # the runs that finished are kept (a stopped one is NaN after)
+        err.failures = {int(k): (float(times[status[k, 1]]), STOPPED[int(status[k, 0])])
+                        for k in bad}
+        raise err
+    return result

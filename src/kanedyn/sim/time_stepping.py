@@ -240,6 +240,34 @@ def _python_run(sys_, idx, items, kinds, vb, tau, fs, q, v, dt, nsteps):
     return Q, V, FR, ST, E, Wf, Wo, D, Z
 
 
+def friction_table(items, kinds, vb) -> np.ndarray:
+    """The friction table FT (nf, NFT) of :mod:`.time_stepping_compiled` for the laws
+    ``items`` (Stribeck, exact or smoothed, LuGre, Karnopp bands), their treatments
+    ``kinds`` and surface speeds ``vb`` — one row per friction joint (shared with the
+    batched time-stepping of :mod:`.batch`)."""
+    laws = [x.law if isinstance(x, Karnopp) else x for x in items]
+    FT = np.zeros((len(items), tsc.NFT))
+    for c, law in enumerate(laws):
+        if isinstance(law, LuGre):
+            FT[c, [tsc.FT_FC, tsc.FT_FS, tsc.FT_VS, tsc.FT_DELTA]] = (
+                law.Fc, law.Fs, law.vs, law.delta)
+            FT[c, [tsc.FT_S0, tsc.FT_S1, tsc.FT_S2]] = (law.sigma0, law.sigma1, law.sigma2)
+            FT[c, tsc.FT_SURF] = vb[c]
+            FT[c, tsc.FT_KIND] = tsc.KIND_LUGRE
+            continue
+        FT[c, [tsc.FT_FC, tsc.FT_FS, tsc.FT_VS, tsc.FT_DELTA, tsc.FT_FV]] = (
+            law.Fc, law.Fs, law.vs, law.delta, law.Fv)
+        sm = law.smoothing
+        FT[c, tsc.FT_EPS] = 0.0 if sm is None else sm.eps
+        FT[c, tsc.FT_SMOOTH] = 0 if sm is None else SMOOTHING_CODES[sm.kind]
+        FT[c, tsc.FT_SURF] = vb[c]
+        FT[c, tsc.FT_KIND] = {"exact": tsc.KIND_EXACT, "smooth": tsc.KIND_SMOOTH,
+                              "karnopp": tsc.KIND_KARNOPP}[kinds[c]]
+        if kinds[c] == "karnopp":
+            FT[c, tsc.FT_BAND] = items[c].band
+    return FT
+
+
 def _compiled_run(sys_, items, tau, fs, compiled: bool):
     """The compiled loop as a function of (idx, vb, kinds, q, v, dt, nsteps), or None
     where it does not apply (module doc)."""
@@ -260,26 +288,7 @@ def _compiled_run(sys_, items, tau, fs, compiled: bool):
         from ..dynamics.flat import flatten
 
         nf = len(idx)
-        FT = np.zeros((nf, tsc.NFT))
-        for c, law in enumerate(laws):
-            if isinstance(law, LuGre):
-                FT[c, [tsc.FT_FC, tsc.FT_FS, tsc.FT_VS, tsc.FT_DELTA]] = (
-                    law.Fc, law.Fs, law.vs, law.delta)
-                FT[c, [tsc.FT_S0, tsc.FT_S1, tsc.FT_S2]] = (law.sigma0, law.sigma1,
-                                                             law.sigma2)
-                FT[c, tsc.FT_SURF] = vb[c]
-                FT[c, tsc.FT_KIND] = tsc.KIND_LUGRE
-                continue
-            FT[c, [tsc.FT_FC, tsc.FT_FS, tsc.FT_VS, tsc.FT_DELTA, tsc.FT_FV]] = (
-                law.Fc, law.Fs, law.vs, law.delta, law.Fv)
-            sm = law.smoothing
-            FT[c, tsc.FT_EPS] = 0.0 if sm is None else sm.eps
-            FT[c, tsc.FT_SMOOTH] = 0 if sm is None else SMOOTHING_CODES[sm.kind]
-            FT[c, tsc.FT_SURF] = vb[c]
-            FT[c, tsc.FT_KIND] = {"exact": tsc.KIND_EXACT, "smooth": tsc.KIND_SMOOTH,
-                                  "karnopp": tsc.KIND_KARNOPP}[kinds[c]]
-            if kinds[c] == "karnopp":
-                FT[c, tsc.FT_BAND] = items[c].band
+        FT = friction_table(items, kinds, vb)
         Q = np.empty((nsteps + 1, model.nq))
         V = np.empty((nsteps + 1, model.nv))
         FR = np.zeros((nsteps + 1, nf))

@@ -1,0 +1,116 @@
+"""simulate_batch by method: N runs batched against a loop of N single kd.simulate calls,
+and against MuJoCo's rollout (its threads) and a loop of mj_step.
+
+The 7-link chain of ``bench/sim_vs_mujoco.py`` (``pendulum_chain(7, planar=False,
+radius=0.05)``: unit rods, hinges alternating y and x,
+gravity), N random states (angles ±1, speeds ±0.5), dt = 1e-3 for ``--t`` seconds.
+For each batched method (``kanedyn.sim.batch.METHODS``: rk4, midpoint, gauss4, verlet, and
+time_stepping with exact Stribeck friction on every joint and a sinusoidal root torque)
+the time per run-step of ``kd.simulate_batch`` (prange over the cores) and of N calls of
+``kd.simulate`` (the same compiled loop, one run at a time); for MuJoCo its RK4 and
+implicitfast by ``mujoco.rollout`` (nthread = the cores) and by a loop of ``mj_step``.
+Best of ``--repeat`` after a warm-up, the variants interleaved. Batched runs are checked
+equal to the single runs.
+
+    .venv/bin/python bench/batch_methods.py              # N = 256, 0.2 s
+    .venv/bin/python bench/batch_methods.py --n 64 --t 0.05 --repeat 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import mujoco
+import numpy as np
+from mujoco import rollout
+from sim_vs_mujoco import mjcf_chain
+
+import kanedyn as kd
+
+METHODS = ("rk4", "midpoint", "gauss4", "verlet", "time_stepping")
+
+
+def friction_forces(model):
+    """time_stepping's elements: exact Stribeck friction on every joint (the box LCP) and
+    a sinusoidal torque at the root, as bench/friction.py."""
+    law = kd.friction.Stribeck(Fc=2.0, Fs=3.0, vs=0.05, delta=2.0, Fv=0.1)
+    return ([kd.forces.JointFriction(j, law) for j in model.joint_names]
+            + [kd.forces.SinusoidalTorque(model.joint_names[0], 1.0, 1.0)])
+
+
+def best(fn, repeat):
+    out, t_best = None, np.inf
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        t_best = min(t_best, time.perf_counter() - t)
+    return t_best, out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=256)
+    ap.add_argument("--t", type=float, default=0.2)
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    dt, N = 1e-3, a.n
+    steps = int(round(a.t / dt))
+    model = kd.models.pendulum_chain(7, planar=False, radius=0.05)  # as the MJCF
+    rng = np.random.default_rng(0)
+    Q0, V0 = rng.uniform(-1, 1, (N, 7)), rng.uniform(-0.5, 0.5, (N, 7))
+    print(f"7-link chain, N = {N} runs x {steps} steps, dt = {dt}; cores {os.cpu_count()}, "
+          f"load {os.getloadavg()[0]:.2f}")
+    print(f"{'method':>22} {'batched µs/run-step':>20} {'loop µs/run-step':>17} {'ratio':>6}")
+    for m in METHODS:
+        fs = friction_forces(model) if m == "time_stepping" else ()
+
+        def batch(m=m, fs=fs):
+            return kd.simulate_batch(model, Q0, V0, a.t, method=m, dt=dt, forces=fs)
+
+        def loop(m=m, fs=fs):
+            kw = {} if m == "time_stepping" else {"progress": False}
+            return [kd.simulate(model, Q0[k], V0[k], a.t, method=m, dt=dt, forces=fs, **kw)
+                    for k in range(N)]
+
+        batch(), loop()  # warm-up (compilation)
+        tb, b = best(batch, a.repeat)
+        tl, s = best(loop, a.repeat)
+        err = max(np.abs(b.q[k] - s[k].q).max() for k in range(N))
+        assert err < 1e-12, (m, err)
+        us = 1e6 / (N * steps)
+        print(f"{m:>22} {tb * us:20.2f} {tl * us:17.2f} {tl / tb:6.1f}")
+    for integ in ("RK4", "implicitfast"):
+        mm = mujoco.MjModel.from_xml_string(mjcf_chain(7, integ, dt))
+        d = mujoco.MjData(mm)
+        spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+        size = mujoco.mj_stateSize(mm, spec)
+        x0 = np.empty((N, size))
+        for k in range(N):
+            mujoco.mj_resetData(mm, d)
+            d.qpos[:], d.qvel[:] = Q0[k], V0[k]
+            mujoco.mj_getState(mm, d, x0[k], spec)
+        datas = [mujoco.MjData(mm) for _ in range(os.cpu_count())]
+
+        def roll(mm=mm, datas=datas, x0=x0):
+            return rollout.rollout(mm, datas, x0, nstep=steps)
+
+        def step_loop(mm=mm, d=d):
+            for k in range(N):
+                mujoco.mj_resetData(mm, d)
+                d.qpos[:], d.qvel[:] = Q0[k], V0[k]
+                for _ in range(steps):
+                    mujoco.mj_step(mm, d)
+
+        roll(), step_loop()
+        tb, _ = best(roll, a.repeat)
+        tl, _ = best(step_loop, a.repeat)
+        us = 1e6 / (N * steps)
+        print(f"{'MuJoCo ' + integ:>22} {tb * us:20.2f} {tl * us:17.2f} {tl / tb:6.1f}"
+              "   (rollout / mj_step loop)")
+    print(f"load after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""Every batched method of ``simulate_batch`` gives, run by run, the bits of the single-run
+``kd.simulate`` with that method; a run that stops is reported alone, the others kept;
+a method refuses, naming it, what its compiled loop cannot take."""
+
+import numpy as np
+import pytest
+
+import kanedyn as kd
+from kanedyn.errors import DivergenceError, KanedynError
+from kanedyn.sim.batch import METHODS, STOPPED, simulate_batch
+
+CHAIN = kd.models.pendulum_chain(3, planar=False)
+# a free base with ball and revolute joints: the tangent form of midpoint and gauss4
+BALLS = kd.models.random_tree(3, seed=2, floating_base=True,
+                              joint_types=("spherical", "revolute"))
+
+
+def _states(model, n, seed):
+    rng = np.random.default_rng(seed)
+    Q0 = np.array([kd.random_configuration(model, seed + k) for k in range(n)])
+    return Q0, 0.5 * rng.normal(size=(n, model.nv))
+
+
+def _single(model, q0, v0, method, **kw):
+    return kd.simulate(model, q0, v0, 0.3, method=method, dt=0.01, progress=False, **kw)
+
+
+@pytest.mark.parametrize("method", ["midpoint", "gauss4", "verlet"])
+def test_batched_runs_equal_single_runs(method):
+    Q0, V0 = _states(CHAIN, 5, 0)
+    b = simulate_batch(CHAIN, Q0, V0, 0.3, method=method, dt=0.01, save_every=3)
+    assert b.method == method and b.q.shape == (5, 11, 3) and np.isclose(b.t[-1], 0.3)
+    for k in range(5):
+        s = _single(CHAIN, Q0[k], V0[k], method, save_every=3)
+        assert np.allclose(b.q[k], s.q, rtol=0, atol=1e-13)
+        assert np.allclose(b.v[k], s.v, rtol=0, atol=1e-13)
+        assert np.allclose(b.energy[k], s.energy, rtol=0, atol=1e-11)
+    assert np.all(b.work_nc == 0)
+    # symplectic / symmetric: the energy error stays small and bounded
+    assert np.abs(b.budget).max() < 1e-2
+
+
+@pytest.mark.parametrize("method", ["midpoint", "gauss4"])
+def test_ball_and_free_joints_by_the_tangent_form(method):
+    Q0, V0 = _states(BALLS, 4, 10)
+    b = simulate_batch(BALLS, Q0, V0, 0.3, method=method, dt=0.01)
+    for k in range(4):
+        s = _single(BALLS, Q0[k], V0[k], method)
+        assert np.allclose(b.q[k], s.q, rtol=0, atol=1e-13)
+        assert np.allclose(b.v[k], s.v, rtol=0, atol=1e-13)
+    quat = b.q[:, :, 3:7]  # the free joint's quaternion stays unit
+    assert np.allclose(np.linalg.norm(quat, axis=-1), 1, atol=1e-12)
+
+
+def test_per_run_masses():
+    Q0, V0 = _states(CHAIN, 3, 5)
+    masses = np.array([0.5, 1.0, 2.0])
+    b = simulate_batch(CHAIN, Q0, V0, 0.3, method="gauss4", dt=0.01,
+                       params={"mass:link2": masses})
+    for k in range(3):
+        model = kd.models.pendulum_chain(3, planar=False, mass=[1.0, masses[k], 1.0])
+        s = _single(model, Q0[k], V0[k], "gauss4")
+        assert np.allclose(b.q[k], s.q, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("method", ["rk4", "verlet"])
+def test_a_stopped_run_is_reported_alone(method):
+    Q0, V0 = _states(CHAIN, 3, 1)
+    V0[1] = 1e8 if method == "verlet" else 1e160  # no Newton step / a non-finite state
+    with pytest.raises(DivergenceError, match=r"1 of 3 runs stopped.*run 1 at t = ") as e:
+        simulate_batch(CHAIN, Q0, V0, 0.3, method=method, dt=0.01)
+    assert list(e.value.failures) == [1]
+    t, why = e.value.failures[1]
+    assert 0 < t <= 0.3 and why in STOPPED.values()
+    r = e.value.result
+    assert np.isnan(r.q[1, -1]).all() and np.isfinite(r.q[[0, 2]]).all()
+    s = _single(CHAIN, Q0[2], V0[2], method)
+    assert np.allclose(r.q[2], s.q, rtol=0, atol=1e-13)
+
+
+def test_refusals_name_the_combination_and_the_way_out():
+    planar = kd.models.random_tree(3, seed=7, joint_types=("planar", "revolute"))
+    Q0, V0 = _states(planar, 2, 0)
+    with pytest.raises(KanedynError, match=r"'midpoint'.*planar joint.*method='rk4'"):
+        simulate_batch(planar, Q0, V0, 0.1, method="midpoint", dt=0.01)
+    Q0, V0 = _states(BALLS, 2, 0)
+    with pytest.raises(KanedynError, match=r"'verlet'.*free joint.*'midpoint'/'gauss4'"):
+        simulate_batch(BALLS, Q0, V0, 0.1, method="verlet", dt=0.01)
+    Q0, V0 = _states(CHAIN, 2, 0)
+    with pytest.raises(KanedynError, match=r"'gauss4' takes no force elements.*'rk4'"):
+        simulate_batch(CHAIN, Q0, V0, 0.1, method="gauss4", dt=0.01,
+                       forces=[kd.forces.JointDamper("joint1", 0.1)])
+    with pytest.raises(KanedynError,
+                       match="batched methods: rk4, midpoint, gauss4, verlet, time_stepping"):
+        simulate_batch(CHAIN, Q0, V0, 0.1, method="radau5", dt=0.01)
+    assert set(METHODS) == {"rk4", "midpoint", "gauss4", "verlet", "time_stepping"}
+
+
+PLANAR4 = kd.models.pendulum_chain(4, planar=True)
+
+
+def _friction(Fs2=3.0):
+    from kanedyn import friction
+
+    law = friction.Stribeck(Fc=2.0, Fs=3.0, vs=0.05, delta=2.0, Fv=0.1)  # exact: sgn
+    law2 = friction.Stribeck(Fc=2.0, Fs=Fs2, vs=0.05, delta=2.0, Fv=0.1)
+    return [kd.forces.JointFriction("joint1", law), kd.forces.JointFriction("joint2", law2),
+            kd.forces.JointFriction("joint3", law2), kd.forces.JointFriction("joint4", law),
+            kd.forces.SinusoidalTorque("joint1", 1.0, 1.0), kd.forces.JointDamper("joint2", 0.1)]
+
+
+def test_time_stepping_with_exact_friction_per_run_levels():
+    """Exact stick–slip (box LCP) with per-run breakaway levels Fs of joints 2 and 3: each
+    run is the single kd.simulate run with those laws, stick flags included, and several
+    joints stick at once."""
+    rng = np.random.default_rng(0)
+    Q0, V0 = rng.uniform(-1, 1, (4, 4)), 0.3 * rng.normal(size=(4, 4))
+    Fs = np.array([3.0, 5.0, 8.0, 20.0])
+    b = simulate_batch(PLANAR4, Q0, V0, 0.5, method="time_stepping", dt=1e-3,
+                       forces=_friction(), params={"Fs:joint2": Fs, "Fs:joint3": Fs},
+                       save_every=10)
+    assert b.q.shape == (4, 51, 4) and b.stuck.shape == (4, 51, 4)
+    for k in range(4):
+        s = kd.simulate(PLANAR4, Q0[k], V0[k], 0.5, method="time_stepping", dt=1e-3,
+                        forces=_friction(Fs[k]))
+        assert np.allclose(b.q[k], s.q[::10], rtol=0, atol=1e-13)
+        assert np.allclose(b.v[k], s.v[::10], rtol=0, atol=1e-13)
+        assert np.allclose(b.energy[k], s.energy[::10], rtol=0, atol=1e-12)
+        assert np.allclose(b.work_nc[k], s.work_nc[::10], rtol=0, atol=1e-12)
+        assert (b.stuck[k] == s.friction.stuck[::10]).all()
+    assert b.stuck.sum(axis=-1).max() >= 2  # several joints stuck at the same time
+    assert b.stuck[1, -1, 2:].all()  # the high-Fs run ends with joints 3 and 4 stuck
+    with pytest.raises(KanedynError, match="time_stepping.*spherical joint.*'rk4'"):
+        ball = kd.models.pendulum_chain(2, planar=False, joint="spherical")
+        simulate_batch(ball, np.tile(kd.neutral(ball), (2, 1)), np.zeros((2, 6)), 0.1,
+                       method="time_stepping", dt=1e-3)
+    with pytest.raises(KanedynError, match="needs JointFriction"):
+        simulate_batch(PLANAR4, Q0, V0, 0.1, method="time_stepping", dt=1e-3)
+    with pytest.raises(KanedynError, match="joint 'joint9' has no JointFriction|joint9"):
+        simulate_batch(PLANAR4, Q0, V0, 0.1, method="time_stepping", dt=1e-3,
+                       forces=_friction(), params={"Fs:joint9": Fs})
