@@ -329,7 +329,8 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         ctx = (C, t, h, q, p0, H0, g0, G0 @ v, float(np.abs(q).max()))
         last = self._last
         if last is not None and last[0] == h:
-            u = last[1].copy()
+            # predictor: the last two steps' unknowns extrapolated (smooth motion)
+            u = last[1].copy() if last[2] is None else 2.0 * last[1] - last[2]
         else:
             lam = self.lam0 if not self.lam_mid else self.lam_mid[-1]
             vd = s.forward_dynamics(q, v, None, t) if m else np.zeros(n)
@@ -357,7 +358,7 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         u = u_new
         if it > 6:  # the kept matrix has gone stale: refresh it for the next step
             self._lu = None
-        self._last = (h, u)
+        self._last = (h, u, last[1] if last is not None and last[0] == h else None)
         self._n += 1
         dx, dp = u[:n], u[n:2 * n]
         self.lam_mid.append(u[2 * n:2 * n + m].copy())
@@ -383,7 +384,8 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
             err = self._update_size(du, u, p0_norm, ctx[8], ctx[2])
             # converged; or at the round-off floor, where an update no longer shrinks (the
             # corrections of the discrete gradients carry round-off of f divided by |Δz|)
-            if err <= tol or (err <= 1e-8 and err > 0.5 * last):
+            theta = err / last if np.isfinite(last) and last > 0 else 1.0
+            if err <= tol or (err <= 1e-8 and theta > 0.5):
                 return u, it, True, None
             if it >= 3 and err > 0.5 * last:
                 break  # not contracting with this matrix
