@@ -1,6 +1,7 @@
-"""Planar linkages built as Models cut open at one joint: the four-bar and the slider–crank.
+"""Linkages built as Models cut open at one joint: the planar four-bar and slider–crank,
+and the spatial RSSR linkage (ball joints).
 
-Both move in the world xy-plane (revolute joints about z, gravity −y). The cut joint is a
+The planar ones move in the world xy-plane (revolute joints about z, gravity −y). The cut joint is a
 :class:`~kanedyn.constraints.loops.LoopClosure` of kind "point" restricted to the x and y
 axes: a planar pin fixes two coordinates, not three (the third row would be redundant).
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import ModelBuilder
-from ..model.joints import Prismatic, Revolute
+from ..model.joints import Prismatic, Revolute, Spherical
 from .loops import LoopClosure
 from .model_system import ConstrainedSystem
 
@@ -187,3 +188,45 @@ def slider_crank_problem(theta0=np.pi / 4, omega0=5.0, t_final=1.0, **geom):
     return Problem("slider_crank", sys, q0, v0, t_final,
                    "rigid planar slider–crank (kanedyn); reference from the crank angle's "
                    "Lagrange equation", reference, "q")
+
+
+def rssr_system(crank=0.2, coupler=0.6, rocker=0.4, pivot=(0.5, 0.2, 0.1),
+                m=(1.0, 2.0, 1.5), gravity=9.81, tau=None) -> ConstrainedSystem:
+    """A spatial RSSR linkage: a crank on a revolute joint about the world z axis, a
+    coupler on a ball joint at the crank tip (a quaternion in q), a rocker on a revolute
+    joint about the world y axis at ``pivot``; the coupler tip is held on the rocker tip by
+    a ball joint, the cut joint (a "point" closure, 3 rows). Two degrees of freedom: the
+    input and the coupler's spin about its own axis. Gravity −z; slender rods along their
+    body x axes (spin inertia 1e-3 m L²)."""
+    def rod(mass, length):
+        inertia = np.full(3, mass * length ** 2 / 12)
+        inertia[0] = 1e-3 * mass * length ** 2
+        return mass, (length / 2, 0.0, 0.0), np.diag(inertia)
+
+    b = ModelBuilder("rssr", gravity=(0.0, 0.0, -gravity))
+    b.add_body("crank", None, Revolute("crank_pin", axis=_Z), None, *rod(m[0], crank))
+    b.add_body("coupler", "crank", Spherical("ball_a"), (np.eye(3), (crank, 0.0, 0.0)),
+               *rod(m[1], coupler))
+    b.add_body("rocker", None, Revolute("rocker_pin", axis=(0.0, 1.0, 0.0)),
+               (np.eye(3), tuple(pivot)), *rod(m[2], rocker))
+    model = b.build()
+    loop = LoopClosure("rocker", "coupler", "point", frame_a=(np.eye(3), (rocker, 0.0, 0.0)),
+                       frame_b=(np.eye(3), (coupler, 0.0, 0.0)), name="ball_b")
+    sys = ConstrainedSystem(model, [loop], tau=tau, name="rssr")
+    sys.geometry = dict(crank=crank, coupler=coupler, rocker=rocker, pivot=tuple(pivot))
+    return sys
+
+
+def rssr_guess(sys: ConstrainedSystem, rocker_angle: float = -1.5) -> np.ndarray:
+    """A configuration near the loop (crank at 0, the coupler pointed at the rocker tip),
+    for :func:`~kanedyn.constraints.consistent_initial_values` to put on it."""
+    g = sys.geometry
+    pivot = np.asarray(g["pivot"], dtype=float)
+    tip = pivot + g["rocker"] * np.array([np.cos(rocker_angle), 0.0, -np.sin(rocker_angle)])
+    d = tip - np.array([g["crank"], 0.0, 0.0])
+    d /= np.linalg.norm(d)
+    axis = np.cross([1.0, 0.0, 0.0], d)
+    angle = np.arctan2(np.linalg.norm(axis), d[0])
+    axis /= np.linalg.norm(axis)
+    quat = np.concatenate([[np.cos(angle / 2)], np.sin(angle / 2) * axis])
+    return np.concatenate([[0.0], quat, [rocker_angle]])

@@ -356,7 +356,7 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
                 "the motion), check that the mechanism is not near a singular "
                 "configuration (G M⁻¹ Gᵀ nearly singular), or use radau5")
         u = u_new
-        if it > 6:  # the kept matrix has gone stale: refresh it for the next step
+        if it > 8:  # the kept matrix has gone stale: refresh it for the next step
             self._lu = None
         self._last = (h, u, last[1] if last is not None and last[0] == h else None)
         self._n += 1
