@@ -155,6 +155,25 @@ def run_mujoco(q0, v0, T, dt, solref):
                                                              / abs(E[0])), g=float(g.max()))
 
 
+def run_all(s, q0, v0, T, dt, with_mujoco):
+    """Every method on one mechanism, in turn; a failed run is a result too."""
+    jobs = [("energy_momentum", run_em, (s, q0, v0, T, dt)),
+            ("radau5 index3 (1e-8)", run_dae, (s, q0, v0, T, "radau5", "index3")),
+            ("IDA GGL (1e-8)", run_dae, (s, q0, v0, T, "ida", "ggl")),
+            ("index1+Baumgarte RK4", run_baumgarte_rk4, (s, q0, v0, T, dt))]
+    if with_mujoco:
+        jobs += [("MuJoCo connect solref default", run_mujoco, (q0, v0, T, dt, (0.02, 1.0))),
+                 ("MuJoCo connect solref (2dt, 1)", run_mujoco, (q0, v0, T, dt,
+                                                                 (2 * dt, 1.0)))]
+    rows = {}
+    for label, fn, args in jobs:
+        try:
+            rows[label] = fn(*args)
+        except Exception as e:
+            rows[label] = {"error": f"{type(e).__name__}: {e}"[:100]}
+    return rows
+
+
 def table(name, rows, ref_label="radau5 index3 (1e-8)"):
     print(f"\n{name}")
     print(f"{'method':34s} {'steps':>7s} {'CPU s':>8s} {'µs/step':>10s} {'×radau5':>8s} "
@@ -181,22 +200,7 @@ def main():
     print(f"T = {T} s, dt = {dt}")
     for name, build, with_mujoco in (("four-bar", four_bar, True), ("RSSR (ball joints)", rssr,
                                                                       False)):
-        s, q0, v0 = build()
-        rows = {}
-        jobs = [("energy_momentum", lambda: run_em(s, q0, v0, T, dt)),
-                ("radau5 index3 (1e-8)", lambda: run_dae(s, q0, v0, T, "radau5", "index3")),
-                ("IDA GGL (1e-8)", lambda: run_dae(s, q0, v0, T, "ida", "ggl")),
-                ("index1+Baumgarte RK4", lambda: run_baumgarte_rk4(s, q0, v0, T, dt))]
-        if with_mujoco:
-            jobs += [("MuJoCo connect solref default", lambda: run_mujoco(q0, v0, T, dt,
-                                                                          (0.02, 1.0))),
-                     ("MuJoCo connect solref (2dt, 1)", lambda: run_mujoco(q0, v0, T, dt,
-                                                                           (2 * dt, 1.0)))]
-        for label, job in jobs:
-            try:
-                rows[label] = job()
-            except Exception as e:  # a failed run is a result too
-                rows[label] = {"error": f"{type(e).__name__}: {e}"[:100]}
+        rows = run_all(*build(), T, dt, with_mujoco)
         table(name, rows)
         em = rows["energy_momentum"]
         if "Gv" in em:
