@@ -87,6 +87,8 @@ from .chart import canonical_coordinates, make_chart
 from .energy_momentum import _gonzalez_correction
 
 _EPS = np.finfo(float).eps
+#: the Newton matrix is rebuilt every REFRESH steps (and when a step needs many iterations)
+REFRESH = 4
 #: the blocks of the unknowns, for messages
 _BLOCKS = ("Δq (positions)", "Δp (momenta)", "g = 0 (constraints)",
            "G v = 0 (hidden constraint)")
@@ -276,29 +278,32 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         """The simplified Newton matrix at the start of the step (module doc), factored."""
         s, n, m = self.system, self.system.nv, self.system.nc
         Ai = np.linalg.inv(M0)
-        # by central differences in the chart, at fixed p: ∂γ/∂x (γ = G(q) v, v = M⁻¹J⁻ᵀp)
-        # and the stiffness ∂(∇_xH + Gᵀλ)/∂x (gravity, springs, curvature of g times λ)
+        # by central differences in the chart, at fixed p: ∂γ/∂x (γ = G(q) v, v = M⁻¹J⁻ᵀp),
+        # the stiffness ∂(∇_xH + Gᵀλ)/∂x (gravity, springs, curvature of g times λ) and
+        # ∂ẋ/∂x = ∂²H/∂x∂p (the gyroscopic coupling: ∂(M⁻¹p)/∂q)
         p0 = M0 @ v0
         Gqv = np.empty((m, n))
         Kqq = np.empty((n, n))
+        Kxp = np.empty((n, n))
         for k in range(n):
             e = np.zeros(n)
             e[k] = 1e-7 * (1.0 + float(np.abs(q0).max()))
             ends = []
             for sgn in (1.0, -1.0):
-                gx, _, _, ve, Je = C.gradient(sgn * e, p0)
+                gx, gp, _, ve, Je = C.gradient(sgn * e, p0)
                 Ge = self._G(t, self._point(q0, sgn * e), Je)
-                ends.append((Ge @ ve, gx + Ge.T @ lam))
+                ends.append((Ge @ ve, gx + Ge.T @ lam, gp))
             Gqv[:, k] = (ends[0][0] - ends[1][0]) / (2 * e[k])
             Kqq[:, k] = (ends[0][1] - ends[1][1]) / (2 * e[k])
+            Kxp[:, k] = (ends[0][2] - ends[1][2]) / (2 * e[k])
         N = 2 * n + 2 * m
         K = np.zeros((N, N))
         I = np.eye(n)
-        K[:n, :n] = I
+        K[:n, :n] = I - 0.5 * h * Kxp
         K[:n, n:2 * n] = -0.5 * h * Ai
         K[:n, 2 * n + m:] = -h * (G0 @ Ai).T
         K[n:2 * n, :n] = 0.5 * h * Kqq
-        K[n:2 * n, n:2 * n] = I
+        K[n:2 * n, n:2 * n] = I + 0.5 * h * Kxp.T
         K[n:2 * n, 2 * n:2 * n + m] = h * G0.T
         K[n:2 * n, 2 * n + m:] = h * Gqv.T
         K[2 * n:2 * n + m, :n] = G0
@@ -336,7 +341,7 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
             vd = s.forward_dynamics(q, v, None, t) if m else np.zeros(n)
             u = np.concatenate([h * v, h * (M0 @ vd), lam, np.zeros(m)])
         rebuilt = False
-        if self._lu is None or self._lu[0] != h:
+        if self._lu is None or self._lu[0] != h or self._n % REFRESH == 0:
             self._lu = (h, self._newton_matrix(C, t, h, q, v, M0, G0, u[2 * n:2 * n + m]))
             rebuilt = True
         while True:
@@ -398,15 +403,20 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         """A Newton update measured by what it moves: Δx relative to |Δx|, Δp to |p|, and
         the multipliers by the momentum (h Gᵀδλ) and position (h M⁻¹Gᵀδμ) changes they
         make, relative to |p| and |Δx|. |Δx| vanishes where the mechanism stops (a
-        turning point): it is taken at least 1e-6 (1 + |q|)."""
+        turning point): it is taken at least 1e-6 (1 + |q|); and an update of Δx below the
+        round-off of q counts as none."""
         n, m = self.system.nv, self.system.nc
         gn, gan = self._norms
         sx = max(float(np.abs(u[:n]).max()), 1e-6 * (1.0 + q_norm))
         sp = max(p0_norm, float(np.abs(u[n:2 * n]).max()), 1e-300)
-        return max(float(np.abs(du[:n]).max()) / sx,
-                   float(np.abs(du[n:2 * n]).max()) / sp,
-                   h * gn * float(np.abs(du[2 * n:2 * n + m]).max(initial=0.0)) / sp,
-                   h * gan * float(np.abs(du[2 * n + m:]).max(initial=0.0)) / sx)
+        # what moves Δx (its update, h M⁻¹Gᵀδμ) and what moves Δp (its update, h Gᵀδλ),
+        # less the round-off of q and p themselves: an update at that level counts as none
+        move_x = max(float(np.abs(du[:n]).max()),
+                     h * gan * float(np.abs(du[2 * n + m:]).max(initial=0.0)))
+        move_p = max(float(np.abs(du[n:2 * n]).max()),
+                     h * gn * float(np.abs(du[2 * n:2 * n + m]).max(initial=0.0)))
+        return max(max(move_x - 4 * _EPS * (1.0 + q_norm), 0.0) / sx,
+                   max(move_p - 4 * _EPS * sp, 0.0) / sp)
 
     # ------------------------------------------------------------------ the record
     def finish(self, sol):
