@@ -387,13 +387,12 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
             if not (np.all(np.isfinite(r)) and np.all(np.isfinite(u))):
                 return u, it, False, (np.nan_to_num(r, nan=np.inf), 0)
             err = self._update_size(du, u, p0_norm, ctx[8], ctx[2])
-            # converged; or at the round-off floor, where an update no longer shrinks (the
-            # corrections of the discrete gradients carry round-off of f divided by |Δz|)
-            theta = err / last if np.isfinite(last) and last > 0 else 1.0
-            if err <= tol or (err <= 1e-8 and theta > 0.5):
+            if err <= tol:
                 return u, it, True, None
-            if it >= 3 and err > 0.5 * last:
-                break  # not contracting with this matrix
+            if it >= 2 and err > 0.9 * last:  # no longer contracting:
+                if err <= 1e-8:  # at the round-off floor (the corrections of the discrete
+                    return u, it, True, None  # gradients carry round-off of f over |Δz|)
+                break  # or not converging with this matrix
             last = err
         blk = int(np.argmax([np.abs(r[a:b]).max() if b > a else 0.0
                              for a, b in zip(cuts[:-1], cuts[1:], strict=True)]))
