@@ -1,8 +1,10 @@
 """Constrained energy–momentum (issue 19) against the other ways of integrating a closed
 loop: cost per step, energy drift and constraint violation over a run.
 
-Mechanisms: the planar four-bar (constraints/mechanisms.py, crank at 60°, 2 rad/s,
-gravity) and the spatial RSSR linkage (a ball joint in the tree, a ball-joint cut).
+Mechanisms (constraints/mechanisms.py): the planar four-bar (crank at 60°, 2 rad/s,
+gravity), the spatial RSSR linkage (a ball joint in the tree, a ball-joint cut) and a 6-6
+Stewart platform (a free platform on six UPS legs, 24 speeds, 18 rows; run over T/5 at
+2 dt: its steps cost ≈ 20x).
 Methods, side by side in one process on the same consistent start:
 
 - ``energy_momentum`` — this method (integrators/constrained_energy_momentum.py), dt fixed;
@@ -17,7 +19,7 @@ time over its accepted steps, and the run's total), max |E − E0| / |E0| over t
 max |g| (for MuJoCo the distance between the two connected points).
 
 Run: PYTHONPATH=src .venv/bin/python bench/constrained_energy.py [--T 10] [--dt 1e-3]
-     [--quick]  (--quick: T = 1 s)
+     [--quick] [--mechanisms four-bar,rssr,stewart]  (--quick: T = 1 s)
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ from kanedyn.constraints.mechanisms import (
     four_bar_system,
     rssr_guess,
     rssr_system,
+    stewart_configuration,
+    stewart_system,
 )
 
 
@@ -52,6 +56,22 @@ def rssr():
     s = rssr_system()
     cs = consistent_initial_values(s, rssr_guess(s), np.array([4.0, 0.0, 0.0, 0.5, 0.0]))
     return s, cs.q, cs.v
+
+
+def stewart():
+    s = stewart_system()
+    q = stewart_configuration(s, (0.05, -0.02, 0.03))
+    v = np.zeros(s.nv)
+    v[:6] = [0.3, -0.2, 0.5, 0.1, 0.05, -0.1]  # the platform's body twist
+    cs = consistent_initial_values(s, q, v)
+    return s, cs.q, cs.v
+
+
+#: name -> (builder, with MuJoCo, T and dt as fractions of the command line's: the Stewart
+#: platform's 24 speeds and 18 rows cost ≈ 20x a four-bar step in this Python method)
+MECHANISMS = {"four-bar": (four_bar, True, 1.0, 1.0),
+              "rssr": (rssr, False, 1.0, 1.0),
+              "stewart": (stewart, False, 0.2, 2.0)}
 
 
 def figures(s, t, q, v, cpu, steps):
@@ -192,15 +212,18 @@ def main():
     ap.add_argument("--T", type=float, default=10.0)
     ap.add_argument("--dt", type=float, default=1e-3)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--mechanisms", default="four-bar,rssr,stewart",
+                    help="comma-separated: " + ", ".join(MECHANISMS))
     a = ap.parse_args()
     T = 1.0 if a.quick else a.T
     dt = a.dt
     with open("/proc/loadavg") as f:
         print("load before:", f.read().strip())
     print(f"T = {T} s, dt = {dt}")
-    for name, build, with_mujoco in (("four-bar", four_bar, True), ("RSSR (ball joints)", rssr,
-                                                                      False)):
-        rows = run_all(*build(), T, dt, with_mujoco)
+    for name in a.mechanisms.split(","):
+        build, with_mujoco, fT, fdt = MECHANISMS[name]
+        print(f"\n{name}: T = {fT * T:g} s, dt = {fdt * dt:g}")
+        rows = run_all(*build(), fT * T, fdt * dt, with_mujoco)
         table(name, rows)
         em = rows["energy_momentum"]
         if "Gv" in em:

@@ -1,5 +1,6 @@
 """Linkages built as Models cut open at one joint: the planar four-bar and slider–crank,
-and the spatial RSSR linkage (ball joints).
+the spatial RSSR linkage (ball joints) and a 6-6 Stewart platform (a free platform on six
+UPS legs).
 
 The planar ones move in the world xy-plane (revolute joints about z, gravity −y). The cut joint is a
 :class:`~kanedyn.constraints.loops.LoopClosure` of kind "point" restricted to the x and y
@@ -11,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import ModelBuilder
-from ..model.joints import Prismatic, Revolute, Spherical
+from ..model.joints import Free, Prismatic, Revolute, Spherical
 from .loops import LoopClosure
 from .model_system import ConstrainedSystem
 
@@ -230,3 +231,61 @@ def rssr_guess(sys: ConstrainedSystem, rocker_angle: float = -1.5) -> np.ndarray
     axis /= np.linalg.norm(axis)
     quat = np.concatenate([[np.cos(angle / 2)], np.sin(angle / 2) * axis])
     return np.concatenate([[0.0], quat, [rocker_angle]])
+
+
+def stewart_system(base_radius=1.0, platform_radius=0.6, height=1.0, spread=0.2,
+                   platform_mass=10.0, leg_mass=(1.0, 0.5), gravity=9.81) -> ConstrainedSystem:
+    """A 6-6 Stewart platform as a closed-loop Model: the platform on a free joint (a
+    quaternion in q), six UPS legs — a universal joint at the base (revolute about x, then
+    about y; the cylinder after it), a prismatic joint along the cylinder's z axis (the
+    piston, its frame at the leg's tip) — each held on the platform by a ball joint, the
+    cut (a "point" closure, 3 rows: 18 in all, 6 degrees of freedom). Base points at
+    angles 120 k ± ``spread`` rad on ``base_radius``, platform points at 120 k + 60 ∓
+    ``spread`` on ``platform_radius``, the platform ``height`` above the base."""
+    b = ModelBuilder("stewart", gravity=(0.0, 0.0, -gravity))
+    Ip = platform_mass * np.diag([0.05, 0.05, 0.09])
+    b.add_body("platform", None, Free("platform_free"), (np.eye(3), (0.0, 0.0, height)),
+               platform_mass, (0.0, 0.0, 0.0), Ip)
+    mc, mp = leg_mass
+    loops, base_pts, plat_pts = [], [], []
+    for k in range(6):
+        sgn = 1.0 if k % 2 == 0 else -1.0
+        a = 2 * np.pi / 3 * (k // 2) + sgn * spread
+        ap = 2 * np.pi / 3 * (k // 2) + sgn * (np.pi / 3 - spread)
+        B = base_radius * np.array([np.cos(a), np.sin(a), 0.0])
+        P = platform_radius * np.array([np.cos(ap), np.sin(ap), 0.0])
+        base_pts.append(B)
+        plat_pts.append(P)
+        b.add_body(f"yoke{k}", None, Revolute(f"u{k}_x", axis=(1.0, 0.0, 0.0)),
+                   (np.eye(3), tuple(B)), 1e-3, (0.0, 0.0, 0.0), 1e-6 * np.eye(3))
+        b.add_body(f"cylinder{k}", f"yoke{k}", Revolute(f"u{k}_y", axis=(0.0, 1.0, 0.0)),
+                   None, mc, (0.0, 0.0, 0.25), mc * np.diag([0.021, 0.021, 0.001]))
+        b.add_body(f"piston{k}", f"cylinder{k}", Prismatic(f"p{k}", axis=(0.0, 0.0, 1.0)),
+                   None, mp, (0.0, 0.0, -0.25), mp * np.diag([0.021, 0.021, 0.001]))
+        loops.append(LoopClosure(f"piston{k}", "platform", "point",
+                                 frame_b=(np.eye(3), tuple(P)), name=f"ball{k}"))
+    sys = ConstrainedSystem(b.build(), loops, name="stewart")
+    sys.geometry = dict(base=np.array(base_pts), platform=np.array(plat_pts), height=height)
+    return sys
+
+
+def stewart_configuration(sys: ConstrainedSystem, position=(0.0, 0.0, 0.0),
+                          rotation=None) -> np.ndarray:
+    """q on the loops for the platform displaced by ``position`` (from its home, ``height``
+    above the base) and turned by ``rotation``: each leg's universal angles point it at its
+    platform point, R_x(α) R_y(β) e_z = d/|d|, and the piston reaches it, s = |d|.
+    (``rotation`` None: the home orientation.)"""
+    g = sys.geometry
+    R = np.eye(3) if rotation is None else np.asarray(rotation, dtype=float)
+    x = np.array([0.0, 0.0, g["height"]]) + np.asarray(position, dtype=float)
+    # the free joint's q: position, quaternion (w, x, y, z) of R
+    w = np.sqrt(max(0.0, 1.0 + np.trace(R))) / 2
+    quat = (np.array([w, (R[2, 1] - R[1, 2]) / (4 * w), (R[0, 2] - R[2, 0]) / (4 * w),
+                      (R[1, 0] - R[0, 1]) / (4 * w)]))
+    q = [np.asarray(position, dtype=float), quat]
+    for B, P in zip(g["base"], g["platform"], strict=True):
+        d = x + R @ P - B
+        s = float(np.linalg.norm(d))
+        u = d / s
+        q.append(np.array([np.arctan2(-u[1], u[2]), np.arcsin(u[0]), s]))
+    return np.concatenate(q)
