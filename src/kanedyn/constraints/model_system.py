@@ -89,7 +89,7 @@ class ConstrainedSystem(ConstrainedMechanics):
         self.has_chart = True
         self.chart_joints = tuple((b.joint.kind, b.iq, b.iv) for b in model.bodies)
         self.chart_types = {b.joint.kind: type(b.joint) for b in model.bodies}
-        self._flat_model = flatten(model).data
+        self._flat_model = None  # the flat layout, packed on first use (_energy_pass)
         self._dT, self._dV, self._out = np.zeros(self.nv), np.zeros(self.nv), np.zeros(8)
 
     # ---- batching helper ----------------------------------------------------------------
@@ -146,6 +146,8 @@ class ConstrainedSystem(ConstrainedMechanics):
     # ---- the tree's Hamiltonian terms (one state) ---------------------------------------
     def _energy_pass(self, q, v):
         """(∂T/∂q, ∂V_gravity/∂q, [L; P]) by one pass of the compiled energy kernel."""
+        if self._flat_model is None:
+            self._flat_model = flatten(self.model).data
         q = np.ascontiguousarray(q, dtype=float)
         v = np.ascontiguousarray(v, dtype=float)
         s = energy_terms(self._flat_model, q, v, self._dT, self._dV, self._out)
