@@ -95,15 +95,18 @@ _BLOCKS = ("Δq (positions)", "Δp (momenta)", "g = 0 (constraints)",
 
 
 def corrected_rows(A: NDArray, d: NDArray, w: NDArray, delta: NDArray,
-                   scale: float) -> NDArray:
+                   f_scale: float) -> NDArray:
     """Gonzalez's discrete gradient of each row of a vector function f:
-    ``A + [(Δf − A d) / (w·d)] wᵀ``, so that ``∇̄f d = Δf`` exactly. Below a w·d of
-    round-off size (``scale`` the size of the state) the correction, then O(|d|²) of
-    A d, is left out."""
+    ``A + [(Δf − A d) / (w·d)] wᵀ``, so that ``∇̄f d = Δf``. A row whose defect
+    ``Δf − A d`` is at the round-off of f (``f_scale`` the size of f's values) or of A d is
+    left uncorrected: the identity then holds to that round-off, and the correction would
+    only carry it, divided by |d|, into the step (at a turning point |d| → 0)."""
     den = float(w @ d)
-    floor = 1e3 * _EPS * (1.0 + scale)
-    if den > floor * floor:
-        return A + np.outer((delta - A @ d) / den, w)
+    resid = delta - A @ d
+    noise = 16 * _EPS * (f_scale + np.abs(A) @ np.abs(d))
+    resid = np.where(np.abs(resid) > noise, resid, 0.0)
+    if den > 0.0 and np.any(resid):
+        return A + np.outer(resid / den, w)
     return A
 
 
@@ -240,7 +243,7 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
     def _equations(self, ctx, u):
         """The residual of the step's equations (module doc) at u = (Δx, Δp, λ, μ), and the
         work Δx·F."""
-        C, t, h, q0, p0, H0, g0, gam0, scale = ctx
+        C, t, h, q0, p0, H0, g0, gam0, scale, gam_scale = ctx
         s, n, m = self.system, self.system.nv, self.system.nc
         dx, dp, lam, mu = u[:n], u[n:2 * n], u[2 * n:2 * n + m], u[2 * n + m:]
         p1 = p0 + dp
@@ -254,13 +257,13 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         Gb = self._G(t, qb, Jb)
         g1 = s.constraint(t, q1)
         wq = dx * self.mask
-        Gbar = corrected_rows(Gb, dx, wq, g1 - g0, scale)
+        Gbar = corrected_rows(Gb, dx, wq, g1 - g0, 1.0 + scale)
         # γ = G(q) v: base gradient (∂γ/∂x of the Newton matrix, G M⁻¹ J⁻ᵀ at the
         # midpoint), corrected along Δz
         Ab = C.inverse_mass(xb)
         A = np.hstack([self._aq, Gb @ Ab])
         gam1 = s.constraint_matrix(t, q1)[:m] @ v1
-        Gam = corrected_rows(A, dz, w, gam1 - gam0, scale)
+        Gam = corrected_rows(A, dz, w, gam1 - gam0, gam_scale)
         r_x = dx - h * (dgH[n:] + Gam[:, n:].T @ mu)
         r_p = dp + h * (dgH[:n] + Gbar.T @ lam + Gam[:, :n].T @ mu)
         work = 0.0
@@ -331,7 +334,8 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         H0 = self.problem.energy(q, v)
         g0 = s.constraint(t, q)
         G0 = self._G(t, q, None)
-        ctx = (C, t, h, q, p0, H0, g0, G0 @ v, float(np.abs(q).max()))
+        ctx = (C, t, h, q, p0, H0, g0, G0 @ v, float(np.abs(q).max()),
+               float((np.abs(G0) @ np.abs(v)).max(initial=0.0)))
         last = self._last
         if last is not None and last[0] == h:
             # predictor: the last two steps' unknowns extrapolated (smooth motion)
