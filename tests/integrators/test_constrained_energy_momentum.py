@@ -20,6 +20,7 @@ from kanedyn.constraints import (
     LoopClosure,
     UserConstraint,
     consistent_initial_values,
+    problems,
 )
 from kanedyn.constraints.mechanisms import (
     four_bar_configuration,
@@ -243,6 +244,9 @@ def test_other_fixed_step_methods_still_refuse_a_constrained_system():
     prob = four_bar_problem()
     with pytest.raises(SolverError, match="energy_momentum or avf"):
         kd.simulate(prob.system, prob.q0, prob.v0, 0.01, method="midpoint", dt=1e-3)
+    pend = problems.pendulum()  # given by formulas: no tree Hamiltonian to take apart
+    with pytest.raises(SolverError, match="hamiltonian_terms.*radau5 or ida"):
+        kd.simulate(pend.system, pend.q0, pend.v0, 0.01, method="energy_momentum", dt=1e-3)
     with pytest.raises(SolverError, match="project= does not apply"):
         kd.simulate(prob.system, prob.q0, prob.v0, 0.01, method="avf", dt=1e-3,
                     project="energy")
