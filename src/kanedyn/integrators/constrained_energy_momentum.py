@@ -66,8 +66,13 @@ q_n (quaternions move by the exponential map, never by addition); g is then g(φ
 depend on the chart, so the identities above hold unchanged.
 
 Newton. The 2 nv + 2 nc equations are solved by simplified Newton with the matrix at the
-start of a step (the terms in h M⁻¹, h Gᵀ, G, G M⁻¹ and ∂(G v)/∂q by differences), kept
-from step to step while it converges in a few iterations.
+start of a step: the terms in h M⁻¹, h Gᵀ, G, G M⁻¹, and by central differences in the
+chart ∂γ/∂x, the stiffness ∂(∇_xH + Gᵀλ)/∂x and ∂ẋ/∂x; rebuilt every ``REFRESH`` steps and
+when a step converges slowly (4–7 iterations a step on the linkages of the tests). The
+predictor extrapolates the last two steps. An update is measured by what it moves (Δx,
+Δp, h Gᵀδλ, h M⁻¹Gᵀδμ) beyond the round-off of q and p; where the mechanism turns back
+(Δx → 0) the corrections carry round-off divided by |Δx| and the updates stall above
+``tol``: the step is then taken if its own energy error |H' − H − Δx·F| is at round-off.
 
 Cost. Python on the compiled kernels (crba, the energy kernel) and the constraint rows of
 :class:`~kanedyn.constraints.ConstrainedSystem`: each iteration evaluates H, ∇H, g, G at
