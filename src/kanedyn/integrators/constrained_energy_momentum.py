@@ -72,7 +72,8 @@ when a step converges slowly (4–7 iterations a step on the linkages of the tes
 predictor extrapolates the last two steps. An update is measured by what it moves (Δx,
 Δp, h Gᵀδλ, h M⁻¹Gᵀδμ) beyond the round-off of q and p; where the mechanism turns back
 (Δx → 0) the corrections carry round-off divided by |Δx| and the updates stall above
-``tol``: the step is then taken if its own energy error |H' − H − Δx·F| is at round-off.
+``tol``: the step is then taken if they stall below 1e-12, or below 1e-6 when its own
+energy error |H' − H − Δx·F| is at round-off.
 
 Cost. Python on the compiled kernels (crba, the energy kernel) and the constraint rows of
 :class:`~kanedyn.constraints.ConstrainedSystem`: each iteration evaluates H, ∇H, g, G at
@@ -395,9 +396,11 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
                 return u, it, True, work[0]
             if it >= 2 and err > 0.9 * last:  # no longer contracting: at the round-off
                 # floor (the corrections of the discrete gradients carry the round-off of f
-                # divided by |Δz|, large where the mechanism turns back and Δx → 0), if the
-                # step's energy error is at the round-off of H; else not converging
-                if err <= 1e-6 and work[1] <= 16 * _EPS * (1.0 + abs(ctx[5])):
+                # divided by |Δz|, large where the mechanism turns back and Δx → 0): an
+                # update at 1e-12, or one above it when the step's energy error is at the
+                # round-off of H; else not converging
+                if err <= 1e-12 or (err <= 1e-6
+                                    and work[1] <= 64 * _EPS * (1.0 + abs(ctx[5]))):
                     return u, it, True, work[0]
                 break
             last = err
