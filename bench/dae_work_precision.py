@@ -11,6 +11,7 @@ rigid slider–crank (reference: its one-coordinate Lagrange equation), for
 - SciPy's Radau on the reduced index-1 ODE (q, v).
 
 Run: .venv/bin/python bench/dae_work_precision.py [--quick | --pair]
+(radau5 runs its compiled loop where the system has one: Andrews, the Model linkages)
 Prints a table and the ratios the targets ask for; writes docs/dae_work_precision.png.
 """
 
@@ -114,36 +115,85 @@ def time_at_mescd(rows, label, level):
     return np.nan
 
 
+def run_radau(prob, formulation, tol, t_final, compiled):
+    def go():
+        return kd.simulate(prob.system, prob.q0, prob.v0, t_final, method="radau5",
+                           formulation=formulation, rtol=tol, atol=tol, compiled=compiled)
+    return go
+
+
 def equal_mescd_pair(rounds=9):
     """Andrews: radau5 on index 3 at tol 1e-8 and IDA on index 1 at tol 1e-9 land on the
-    same mescd (8.14 both, measured), so their CPU times compare without interpolation;
-    the two alternate for ``rounds`` rounds."""
+    same mescd (8.14 both, measured), so their CPU times compare without interpolation.
+    radau5 runs twice, its compiled loop (the default, ``compiled=None``) and the Python
+    reference (``compiled=False``); the three alternate for ``rounds`` rounds."""
     prob = problems.andrews()
+    runs = (("radau5 index3 compiled", run_radau(prob, "index3", 1e-8, 0.03, None), 1e-8),
+            ("radau5 index3 Python", run_radau(prob, "index3", 1e-8, 0.03, False), 1e-8),
+            ("IDA index1", run_kanedyn(prob, "ida", "index1", 1e-9, 0.03), 1e-9))
+    for _, go, _ in runs:  # compilation and first calls out of the timing
+        go()
     out = {}
     for _ in range(rounds):
-        for label, method, form, tol in (("radau5 index3", "radau5", "index3", 1e-8),
-                                         ("IDA index1", "ida", "index1", 1e-9)):
-            cpu, traj = timed(run_kanedyn(prob, method, form, tol, 0.03), 1)
-            out.setdefault(label, ([], prob.mescd(traj.q[-1], rtol=tol, atol=tol)))[0].append(cpu)
-    (ra, ma), (ia, mi) = out["radau5 index3"], out["IDA index1"]
-    print(f"radau5 index3 at 1e-8: mescd {ma:.2f}, CPU best {min(ra):.3f} s, median "
-          f"{np.median(ra):.3f} s")
-    print(f"IDA index1 at 1e-9:    mescd {mi:.2f}, CPU best {min(ia):.3f} s, median "
-          f"{np.median(ia):.3f} s")
-    per_round = " ".join(f"{a / b:.2f}" for a, b in zip(ra, ia, strict=True))
-    print(f"radau5 / IDA: best {min(ra) / min(ia):.2f}, median "
-          f"{np.median(ra) / np.median(ia):.2f}, per round {per_round}")
+        for label, go, tol in runs:
+            cpu, traj = timed(go, 1)
+            steps = int(traj.stats["naccpt"][-1]) if "naccpt" in traj.stats else -1
+            out.setdefault(label, ([], prob.mescd(traj.q[-1], rtol=tol, atol=tol),
+                                   steps))[0].append(cpu)
+    for label, _, tol in runs:
+        cpus, m, steps = out[label]
+        print(f"{label:<24} tol {tol:.0e}: mescd {m:.2f}, CPU best {min(cpus):.4f} s, "
+              f"median {np.median(cpus):.4f} s" + (f", {steps} steps" if steps > 0 else ""))
+    ida = out["IDA index1"][0]
+    for label in ("radau5 index3 compiled", "radau5 index3 Python"):
+        ra = out[label][0]
+        per_round = " ".join(f"{a / b:.3f}" for a, b in zip(ra, ida, strict=True))
+        print(f"{label} / IDA: best {min(ra) / min(ida):.3f}, median "
+              f"{np.median(ra) / np.median(ida):.3f}, per round {per_round}")
+
+
+def four_bar_per_step(rounds=5, tol=1e-8):
+    """Cost per accepted step of radau5 (index 3) on the four-bar Model (a loop closure on
+    a 3-joint tree), 1 s of motion: the compiled loop; the Python loop on the system's
+    compiled loop rows (the default ``ConstrainedSystem``); the Python loop on the numpy
+    rows (``compiled=False``, the reference). The three alternate."""
+    from kanedyn.constraints import ConstrainedSystem
+
+    prob = problems.four_bar()
+    s = prob.system
+    numpy_rows = ConstrainedSystem(s.model, s.constraints, compiled=False)
+    runs = {}
+    for label, system, compiled in (("compiled loop", s, None),
+                                    ("Python loop, compiled rows", s, False),
+                                    ("Python loop, numpy rows", numpy_rows, False)):
+        runs[label] = (lambda system=system, compiled=compiled: kd.simulate(
+            system, prob.q0, prob.v0, prob.t_final, method="radau5", formulation="index3",
+            rtol=tol, atol=tol, compiled=compiled))
+    for go in runs.values():
+        go()
+    best = {}
+    for _ in range(rounds):
+        for label, go in runs.items():
+            cpu, traj = timed(go, 1)
+            best[label] = min(best.get(label, (np.inf,))[0], cpu), int(traj.stats["naccpt"][-1])
+    t_ref = best["Python loop, numpy rows"][0]
+    print(f"four-bar radau5 index3 at tol {tol:.0e}, t = {prob.t_final}, best of {rounds}:")
+    for label, (cpu, steps) in best.items():
+        print(f"  {label:<28} {cpu * 1e6 / steps:8.1f} µs/step ({steps} steps, {cpu:.4f} s), "
+              f"÷ numpy-rows reference {cpu / t_ref:.3f}")
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer tolerances, one repeat")
     ap.add_argument("--pair", action="store_true",
-                    help="only the equal-mescd pair on Andrews (radau5 index 3 vs IDA index 1)")
+                    help="only the equal-mescd pair on Andrews (radau5 index 3, compiled and "
+                    "Python, vs IDA index 1) and the four-bar's cost per step")
     args = ap.parse_args()
     if args.pair:
         print(f"load average at start: {open('/proc/loadavg').read().split()[:3]}")
         equal_mescd_pair()
+        four_bar_per_step()
         print(f"load average at end: {open('/proc/loadavg').read().split()[:3]}")
         return
     # the issue's sweep is 1e-4 ... 1e-10; 1e-11 and 1e-12 show where each curve ends

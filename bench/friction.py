@@ -1,20 +1,25 @@
 """Friction benchmark: identification accuracy and time, stuck-joint creep side by side
-with MuJoCo's frictionloss, and the cost per step of each treatment of v = 0.
+with MuJoCo's frictionloss, the cost per step of each treatment of v = 0, and a 7-DOF arm
+with friction on every joint against MuJoCo (and the demo's AVF run against its RK4 run).
 
-Run: .venv/bin/python bench/friction.py [--quick]
+Run: .venv/bin/python bench/friction.py [--quick] [--arm-only]
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 import kanedyn as kd
 from kanedyn import friction
 from kanedyn.model.joints import Prismatic
+
+sys.path.insert(0, str(Path(__file__).parent))  # for sim_vs_mujoco's MJCF chain
 
 TRUTH = friction.Stribeck(Fc=1.0, Fs=1.5, vs=0.02, delta=2.0, Fv=0.3)
 TRUE = {"Fc": 1.0, "Fs": 1.5, "vs": 0.02, "delta": 2.0, "Fv": 0.3}
@@ -173,6 +178,18 @@ def cost(steps: int) -> None:
             out.append((time.perf_counter() - t0) / steps * 1e6)
         print(f"{name:<22} {out[0]:21.1f} {out[0] / mj_us:8.0f} {out[1]:16.1f} "
               f"{out[1] / mj_us:8.0f}")
+    # the same runs compiled: the load as a SinusoidalTorque element instead of tau=
+    drive_el = kd.forces.SinusoidalTorque("x", 2.0, 1.0)
+    for name, L in (("exact, compiled", law), ("Karnopp 1e-3, compiled",
+                                               friction.Karnopp(law, 1e-3)),
+                    ("tanh eps=1e-3, compiled", law.smoothed("tanh", 1e-3))):
+        run = lambda L=L: friction.time_stepping(slider(), [0.0], [0.0], T1, DT, {"x": L},
+                                                 forces=[drive_el])
+        run()
+        t0 = time.perf_counter()
+        run()
+        us = (time.perf_counter() - t0) / steps * 1e6
+        print(f"{name:<22} {'':>21} {'':>8} {us:16.1f} {us / mj_us:8.2f}")
     print(f"MuJoCo mj_step (frictionloss, 1-DOF): {mj_us:.1f} us/step")
     for sysm, lab in ((Slider1(), "M=1 system"), (slider(), "Model")):
         key = 0 if isinstance(sysm, Slider1) else "x"
@@ -185,13 +202,135 @@ def cost(steps: int) -> None:
               f"{len(tr.friction.switches)} switches, {tr.t.size} steps")
 
 
+# --- 4. a 7-DOF arm, friction on every joint -------------------------------------
+ARM = dict(n=7, length=0.3, mass=1.0, radius=0.1)   # the demo's arm (cli.demo_arm)
+
+
+def arm_model() -> kd.Model:
+    return kd.models.pendulum_chain(ARM["n"], planar=False, length=ARM["length"],
+                                    mass=ARM["mass"], radius=ARM["radius"])
+
+
+def mjcf_arm(levels, dt: float) -> str:
+    """The arm of :func:`arm_model` in MJCF (bench/sim_vs_mujoco.py's chain: hinges about
+    y, x, y, ..., solid cylinders, no damping, no armature, contacts off), semi-implicit
+    Euler, ``frictionloss`` the joints' levels."""
+    from sim_vs_mujoco import mjcf_chain
+
+    xml = mjcf_chain(ARM["n"], "Euler", dt, length=ARM["length"], radius=ARM["radius"],
+                     joint_attrs=[f'frictionloss="{f:.17g}"' for f in levels])
+    return xml.replace('energy="enable"', 'energy="disable"')  # not computed in mj_step
+
+
+def arm(steps: int, repeat: int = 3) -> None:
+    import mujoco
+
+    model = arm_model()
+    names = model.joint_names
+    q0 = np.linspace(0.9, 0.3, ARM["n"])
+    Fs = 1.2 * np.abs(kd.gravity_torques(model, q0)) + 0.3   # holds the arm at rest
+    amp, f_hz, ph = 0.5 * Fs, 1.0, 0.7 * np.arange(ARM["n"])  # the periodic load
+    T1 = steps * DT
+    print(f"\n== 7-DOF arm (the demo's: 0.3 m links of 1 kg, hinges y/x alternating), friction "
+          f"on every joint, Fs = 1.2 |g(q0)| + 0.3 = {np.array2string(Fs, precision=2)} N m; "
+          f"load: gravity + 0.5 Fs sin(2π t + 0.7 k); {steps} steps of {DT:g} s from rest ==")
+    mj = mujoco.MjModel.from_xml_string(mjcf_arm(Fs, DT))
+    d = mujoco.MjData(mj)
+    d.qpos[:] = q0
+    mujoco.mj_forward(mj, d)
+    M = np.zeros((mj.nv, mj.nv))
+    mujoco.mj_fullM(mj, d, M)  # (MuJoCo 4 signature)
+    print(f"same arm: max |M_mujoco − M_kanedyn| = {np.abs(M - kd.crba(model, q0)).max():.1e}")
+    loads = np.array([amp * np.sin(2 * np.pi * f_hz * n * DT + ph) for n in range(steps)])
+
+    def mujoco_run():
+        mujoco.mj_resetData(mj, d)
+        d.qpos[:] = q0
+        t0 = time.perf_counter()
+        for n in range(steps):
+            d.qfrc_applied[:] = loads[n]
+            mujoco.mj_step(mj, d)
+        return time.perf_counter() - t0
+
+    mujoco_run()
+    mj_us = min(mujoco_run() for _ in range(repeat)) / steps * 1e6
+    torques = [kd.forces.SinusoidalTorque(j, a, f_hz, phase=p)
+               for j, a, p in zip(names, amp, ph, strict=True)]
+    stribeck = [friction.Stribeck(0.7 * f, f, 0.05, 2.0, 0.05) for f in Fs]
+    treatments = [("exact stick-slip (complementarity)", stribeck),
+                  ("smoothed tanh eps=1e-3 (lin. implicit)",
+                   [law.smoothed("tanh", 1e-3) for law in stribeck]),
+                  ("LuGre sigma0=1e5, sigma1=300 (same curve)",
+                   [friction.LuGre(1e5, 300.0, law.Fc, law.Fs, law.vs, law.delta, law.Fv)
+                    for law in stribeck])]
+    print(f"load average before: {open('/proc/loadavg').read().split()[:3]}")
+    print(f"{'kanedyn time_stepping':<42} {'us/step':>8} {'/mj_step':>9} "
+          f"{'stuck %':>8} {'switches':>9}")
+    for name, laws in treatments:
+        run = lambda laws=laws: kd.simulate(
+            model, q0, np.zeros(ARM["n"]), T1, method="time_stepping", dt=DT,
+            joints=dict(zip(names, laws, strict=True)), forces=torques)
+        tr = run()
+        best = np.inf
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            run()
+            best = min(best, time.perf_counter() - t0)
+        us = best / steps * 1e6
+        st = tr.friction.stuck
+        print(f"{name:<42} {us:8.2f} {us / mj_us:9.2f} {100 * st.mean():8.1f} "
+              f"{int(np.abs(np.diff(st.astype(int), axis=0)).sum()):9d}")
+    print(f"{'MuJoCo mj_step, frictionloss = Fs':<42} {mj_us:8.2f} {1.0:9.2f}")
+    print(f"load average after: {open('/proc/loadavg').read().split()[:3]}")
+    # creep: gravity only, every joint held (|g| < Fs): how far does each drift in 10 s?
+    Th = 10.0
+    exact = [kd.forces.JointFriction(j, law) for j, law in zip(names, stribeck, strict=True)]
+    tr = kd.simulate(model, q0, np.zeros(ARM["n"]), Th, method="time_stepping", dt=DT,
+                     forces=exact)
+    mujoco.mj_resetData(mj, d)
+    d.qpos[:] = q0
+    mujoco.mj_step(mj, d, nstep=int(round(Th / DT)))
+    print(f"creep, gravity only (every joint held), {Th:g} s: kanedyn exact max |q − q0| = "
+          f"{np.abs(tr.q[-1] - q0).max():.1e} rad (all stuck: {bool(tr.friction.stuck.all())}); "
+          f"MuJoCo frictionloss {np.abs(d.qpos - q0).max():.1e} rad "
+          f"(joint speeds {np.abs(d.qvel).max():.1e} rad/s)")
+
+
+def demo_ratio(repeat: int = 3) -> None:
+    """`make demo`'s two runs (cli.demo_arm, its q0, dt = 2e-3, 3 s), without the progress
+    bar: AVF with friction against RK4 with friction, per step."""
+    from kanedyn.cli import demo_arm
+
+    model, forces = demo_arm()
+    q0, v0 = np.linspace(0.9, 0.3, model.nq), np.zeros(model.nv)
+    out = {}
+    for method in ("avf", "rk4"):
+        kd.simulate(model, q0, v0, 0.02, method=method, dt=2e-3, forces=forces, progress=False)
+        best = np.inf
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            tr = kd.simulate(model, q0, v0, 3.0, method=method, dt=2e-3, forces=forces,
+                             progress=False)
+            best = min(best, time.perf_counter() - t0)
+        out[method] = (best / 1500 * 1e6, np.abs(tr.budget).max() / np.abs(tr.energy).max())
+    print(f"\n== make demo's runs (7-link arm, smoothed Stribeck on every joint, dt = 2e-3, "
+          f"3 s; load {open('/proc/loadavg').read().split()[:3]}) ==")
+    for method, (us, b) in out.items():
+        print(f"{method:4s} {us:8.1f} us/step  budget max|E − E0 − W_nc|/max E = {b:.1e}")
+    print(f"avf / rk4 = {out['avf'][0] / out['rk4'][0]:.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer repeats and steps")
+    ap.add_argument("--arm-only", action="store_true", help="only the 7-DOF arm and the demo")
     args = ap.parse_args()
-    identification(5 if args.quick else 20)
-    creep()
-    cost(500 if args.quick else 2000)
+    if not args.arm_only:
+        identification(5 if args.quick else 20)
+        creep()
+        cost(500 if args.quick else 2000)
+    arm(1000 if args.quick else 4000)
+    demo_ratio()
 
 
 if __name__ == "__main__":

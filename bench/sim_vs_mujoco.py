@@ -5,8 +5,8 @@ radius=0.05)``: unit rods of 1 kg, axes alternating y, x) and the same chain in
 MuJoCo from an MJCF string (explicit inertials, contacts and every passive
 force off), dt = 1e-3 for 10 s from the same initial state. MuJoCo runs its
 RK4 and its semi-implicit Euler. Energy drift = max |E(t) − E(0)| / |E(0)|.
-MuJoCo and our rk4 / rk4+proj: best of 3 runs after a warm-up; the implicit
-methods: one run after a warm-up.
+MuJoCo and our compiled rk4, rk4+proj, midpoint (+proj), gauss4, verlet: best of 3
+runs after a warm-up; the other methods: one run after a warm-up.
 
 Then a work–precision diagram on the 7-link chain (1 s, several dt): error of
 q, v at t = 1 s against a tight reference (our dopri5 at rtol 1e-13), against
@@ -15,6 +15,8 @@ the CPU time of the run, for every method and for MuJoCo — written to
 
     .venv/bin/python bench/sim_vs_mujoco.py            # the full run (a few minutes)
     .venv/bin/python bench/sim_vs_mujoco.py --quick    # 1 s instead of 10 s
+    .venv/bin/python bench/sim_vs_mujoco.py --methods midpoint,gauss4,verlet,midpoint+proj
+                                                       # only these rows (labels as printed)
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ import kanedyn as kd
 RADIUS = 0.05
 
 
-def mjcf_chain(n: int, integrator: str, dt: float) -> str:
-    """The chain of pendulum_chain(n, planar=False, radius=0.05) in MJCF."""
-    m, L, r = 1.0, 1.0, RADIUS * 1.0
+def mjcf_chain(n: int, integrator: str, dt: float, length: float = 1.0,
+               radius: float = RADIUS, joint_attrs=None) -> str:
+    """The chain of pendulum_chain(n, planar=False, length, radius) in MJCF (its radius
+    relative to the length); ``joint_attrs[i]``: more attributes of joint i."""
+    m, L, r = 1.0, length, radius * length
     across = m * (3 * r * r + L * L) / 12.0
     along = 0.5 * m * r * r
     body = ""
@@ -41,7 +45,8 @@ def mjcf_chain(n: int, integrator: str, dt: float) -> str:
         axis = "0 1 0" if i % 2 == 0 else "1 0 0"
         pos = "0 0 0" if i == 0 else f"0 0 {-L}"
         body = (f'<body name="link{i + 1}" pos="{pos}">'
-                f'<joint name="joint{i + 1}" type="hinge" axis="{axis}" pos="0 0 0"/>'
+                f'<joint name="joint{i + 1}" type="hinge" axis="{axis}" pos="0 0 0"'
+                f'{" " + joint_attrs[i] if joint_attrs else ""}/>'
                 f'<inertial pos="0 0 {-L / 2}" mass="{m}" '
                 f'diaginertia="{across} {across} {along}"/>'
                 f'<geom type="capsule" fromto="0 0 0 0 0 {-L}" size="{r}" contype="0" '
@@ -102,11 +107,22 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="1 s runs instead of 10 s")
     ap.add_argument("--no-diagram", action="store_true")
+    ap.add_argument("--methods", default=None,
+                    help="comma-separated labels of the rows to run (e.g. midpoint,rk4+proj); "
+                         "default all")
+    ap.add_argument("--links", default="7,20", help="chain lengths, comma-separated")
     args = ap.parse_args()
+    methods = METHODS
+    if args.methods:
+        wanted = args.methods.split(",")
+        unknown = set(wanted) - {label(m, kw) for m, kw in METHODS}
+        if unknown:
+            ap.error(f"unknown method label(s) {sorted(unknown)}")
+        methods = [(m, kw) for m, kw in METHODS if label(m, kw) in wanted]
     t_final = 1.0 if args.quick else 10.0
     dt = 1e-3
     print(f"kanedyn {kd.__version__}, MuJoCo {mujoco.__version__}; dt = {dt}, {t_final} s\n")
-    for n in (7, 20):
+    for n in (int(k) for k in args.links.split(",")):
         model = kd.models.pendulum_chain(n, planar=False, radius=RADIUS)
         q0 = 0.5 * np.cos(np.arange(n))  # a bent chain, released from rest
         v0 = np.zeros(n)
@@ -121,23 +137,24 @@ def main() -> None:
         for integ, (us, drift) in mj.items():
             print(f"  {'MuJoCo ' + integ:22s} {us * 1e6:9.2f} {us / mj['RK4'][0]:13.2f} "
                   f"{drift:13.2e}")
-        for method, kw in METHODS:
+        for method, kw in methods:
             if n == 20 and method == "itoh_abe" and not args.quick:
                 # nv + 1 energy evaluations per Newton iteration: ≈ 20 ms/step, minutes for
                 # 10⁴ steps; the --quick run measures it over 1 s
                 print(f"  {'itoh_abe':22s}   (not run for 10 s at 20 links; see --quick)")
                 continue
-            rep = 3 if method == "rk4" else 1  # the cheap ones: best of 3, as MuJoCo
+            # the compiled loops: best of 3, as MuJoCo; the Python ones once
+            rep = 3 if method in ("rk4", "midpoint", "gauss4", "verlet") else 1
             us, tr = ours(model, method, q0, v0, dt, t_final, repeat=rep, **kw)
             drift = np.abs(tr.energy - tr.energy[0]).max() / abs(tr.energy[0])
             print(f"  {label(method, kw):22s} {us * 1e6:9.2f} {us / mj['RK4'][0]:13.2f} "
                   f"{drift:13.2e}", flush=True)
         print()
     if not args.no_diagram:
-        work_precision(Path(__file__).with_suffix(".png"))
+        work_precision(Path(__file__).with_suffix(".png"), methods)
 
 
-def work_precision(path: Path) -> None:
+def work_precision(path: Path, methods=METHODS) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -154,7 +171,7 @@ def work_precision(path: Path) -> None:
     dts = [8e-3, 4e-3, 2e-3, 1e-3, 5e-4]
     fig, ax = plt.subplots(figsize=(7, 5))
     print("work–precision (7 links, t = 1 s): CPU seconds, error of (q, v) at 1 s")
-    for method, kw in METHODS:
+    for method, kw in methods:
         pts = []
         for dt in dts:
             us, tr = ours(model, method, q0, v0, dt, T, **kw)

@@ -248,16 +248,22 @@ def cmd_identify(args) -> int:
     if args.every is not None and args.every < 1:
         raise UsageError(f"--every {args.every} must be a positive number of samples")
     # filtered noise is correlated over ~1/(2 cut-off): by default one sample per that
-    # interval, so that the intervals take independent samples (docs/identify.md)
+    # interval, so that the intervals take nearly independent samples; τ was low-passed,
+    # so the fit passes its friction columns through the same filter (docs/identify.md)
     h = float(np.mean(np.diff(tp)))
     every = args.every or max(1, int(1.0 / (2.0 * args.cutoff * h)))
-    keep = slice(None, None, every)
-    result = identify.fit(model, qp[keep], vp[keep], ap[keep], taup[keep],
-                          friction=args.friction, confidence=args.confidence)
+    result = identify.fit(model, qp, vp, ap, taup, friction=args.friction,
+                          confidence=args.confidence, asymmetric=args.asymmetric,
+                          lowpass=identify.Lowpass(args.cutoff, 1.0 / h), every=every,
+                          v_min=args.v_min)
     print(result.report())
+    if args.plot:
+        files = identify.report(result, args.plot, data=(tp, qp, vp, ap, taup))
+        print(f"report: {', '.join(files.values())}")
     if args.json:
         out = {"model": args.model, "data": str(args.data), "friction": result.friction,
-               "cutoff_hz": args.cutoff, "every": every, "samples": int(tp[keep].size),
+               "cutoff_hz": args.cutoff, "every": every, "samples": int(result.rows.size),
+               "asymmetric": result.asymmetric, "v_min": args.v_min,
                "condition_number": result.condition_number,
                "confidence": result.confidence, "base_rank": result.base.rank,
                "parameters": [{"name": n, "estimate": float(x), "stderr": float(e),
@@ -360,8 +366,10 @@ def cmd_demo(args) -> int:
     runs, rows, walls = {}, [], {}
     for method in ("avf", "rk4"):
         t0 = time.perf_counter()
+        # no progress bar: a bar makes kd.simulate take the Python steps, and the compiled
+        # loops (friction included) finish these runs before a bar would show (1 s)
         traj = kd.simulate(model, q0, v0, args.t_final, method=method, dt=args.dt,
-                           forces=forces, progress=not args.no_progress)
+                           forces=forces, progress=False)
         wall = time.perf_counter() - t0
         runs[method], walls[method] = traj, wall
         s = summarize(traj)
@@ -441,13 +449,44 @@ def _run_demo():
                     method=method, dt=2e-3, forces=forces, progress=False)
 
 
+def _run_time_stepping():
+    # the compiled time-stepping with exact friction (bench/friction.py's arm, briefly)
+    from kanedyn import friction
+
+    model, q0, v0 = _chain()
+    law = friction.Stribeck(Fc=2.0, Fs=3.0, vs=0.05, delta=2.0, Fv=0.1)
+    forces = [kd.forces.JointFriction(j, law) for j in model.joint_names]
+    forces += [kd.forces.SinusoidalTorque(model.joint_names[0], 1.0, 1.0)]
+    kd.simulate(model, q0, v0, 0.01, method="time_stepping", dt=1e-3, forces=forces)
+
+
 def _run_batch():
     model, q0, v0 = _chain()
     kd.simulate_batch(model, np.tile(q0, (4, 1)), np.tile(v0, (4, 1)), 0.01, dt=1e-3)
 
 
+def _run_radau():
+    # the compiled radau5 loop for both kinds of compiled constrained system
+    from kanedyn.constraints import problems
+
+    for prob in (problems.andrews(), problems.four_bar()):
+        kd.simulate(prob.system, prob.q0, prob.v0, 1e-4, method="radau5")
+
+
+def _run_manifold():
+    # the manifold RK4 loop (ball, free, planar joints, armature), alone and batched
+    model = kd.models.pendulum_chain(2, planar=False, joint="spherical")
+    q0, v0 = kd.neutral(model), np.full(model.nv, 0.1)
+    for project in (None, "energy"):
+        kd.simulate(model, q0, v0, 0.01, method="rk4", dt=1e-3, project=project,
+                    progress=False)
+    kd.simulate_batch(model, np.tile(q0, (2, 1)), np.tile(v0, (2, 1)), 0.01, dt=1e-3)
+
+
 _PRECOMPILE_RUNS = {"simulate avf": _run_avf, "simulate rk4": _run_rk4,
-                    "demo (friction)": _run_demo, "simulate_batch": _run_batch}
+                    "demo (friction)": _run_demo, "time_stepping (friction)": _run_time_stepping,
+                    "simulate_batch": _run_batch, "simulate radau5 (constrained)": _run_radau,
+                    "rk4 on the manifold": _run_manifold}
 
 
 def precompile_one(task: str) -> tuple[str, float]:
@@ -568,7 +607,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--every", type=int, help="keep every k-th filtered sample (default: "
                    "one per half cut-off period)")
     p.add_argument("--confidence", type=float, default=0.95)
+    p.add_argument("--asymmetric", action="store_true",
+                   help="separate friction levels for positive and negative speeds")
+    p.add_argument("--v-min", type=float, default=0.0, metavar="SPEED",
+                   help="leave out a joint's equations where its |speed| < SPEED (near "
+                   "rest: stick, presliding)")
     p.add_argument("--json", metavar="FILE", help="also write the result as JSON")
+    p.add_argument("--plot", metavar="DIR", help="write the report with its plots into DIR "
+                   "(friction curves with their bands, measured against predicted torque)")
 
     p = add("bench", cmd_bench, "run the side-by-side benchmarks (needs the bench extras)",
             "kanedyn bench rbd_vs_pinocchio")
@@ -593,7 +639,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="demo_output", help="output folder")
     p.add_argument("--t-final", type=float, default=3.0, help="simulated time (s)")
     p.add_argument("--dt", type=float, default=2e-3, help="step size (s)")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true",
+                   help="(accepted; the demo's runs are compiled and show no bar)")
 
     p = add("precompile", cmd_precompile, "compile the kernels into numba's disk cache ahead "
             "of the first call (the install step of the Makefile runs it)",

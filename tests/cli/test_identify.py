@@ -37,16 +37,17 @@ def test_identify_prints_and_writes_the_library_fit(tmp_path, capsys):
     path, truth = _csv(tmp_path)
     out_json = tmp_path / "result.json"
     assert main(["identify", "ur5", str(path), "--cutoff", "5", "--json",
-                 str(out_json)]) == 0
+                 str(out_json), "--plot", str(tmp_path / "report")]) == 0
     printed = capsys.readouterr().out
-    # the same pipeline by hand: read, filter at 5 Hz, one sample per 0.1 s, fit
+    # the same pipeline by hand: read, filter at 5 Hz, the friction columns through the
+    # same filter, one sample per 0.1 s, fit
     t, q, tau = ki.read_csv(str(path), NOMINAL)
     tp, qp, vp, ap, taup = ki.prepare(t, q, tau, cutoff=5.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ref = ki.fit(NOMINAL, qp[::100], vp[::100], ap[::100], taup[::100])
+        ref = ki.fit(NOMINAL, qp, vp, ap, taup, lowpass=ki.Lowpass(5.0, 1000.0), every=100)
     data = json.loads(out_json.read_text())
-    assert data["every"] == 100 and data["samples"] == tp[::100].size
+    assert data["every"] == 100 and data["samples"] == ref.rows.size == tp[200:-200:100].size
     assert [p["name"] for p in data["parameters"]] == ref.names
     np.testing.assert_allclose([p["estimate"] for p in data["parameters"]], ref.estimate,
                                rtol=1e-9, atol=1e-12)
@@ -56,6 +57,13 @@ def test_identify_prints_and_writes_the_library_fit(tmp_path, capsys):
     assert f"condition number {ref.condition_number:.4g}" in printed
     for name in ref.names:
         assert name in printed
+    # the report: the table and two figures (their content: tests/identify/test_report.py)
+    import matplotlib.image
+
+    for name in ("friction.png", "torque.png"):
+        image = matplotlib.image.imread(tmp_path / "report" / name)
+        assert image.ndim == 3 and min(image.shape[:2]) > 300
+    assert (tmp_path / "report" / "identification.txt").read_text().startswith(printed[:200])
     # the truth: base parameters and viscous levels within 4 standard errors, no Coulomb
     true = np.concatenate([ref.base.of(ki.standard_parameters(truth)),
                            np.column_stack([np.zeros(6), FV]).ravel()])

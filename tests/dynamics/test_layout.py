@@ -170,8 +170,12 @@ def test_the_keyed_modules_are_those_that_read_the_layout():
                 "kanedyn.dynamics.derivatives_kernel", "kanedyn.dynamics.frames_kernel",
                 "kanedyn.dynamics.centroidal_kernel", "kanedyn.dynamics.joint_wrenches_kernel",
                 "kanedyn.sim.configuration_kernel", "kanedyn.sim.batch",
+                "kanedyn.sim.chart_kernel", "kanedyn.sim.rk4_manifold",
                 "kanedyn.integrators.rk4_compiled", "kanedyn.integrators.avf_compiled",
-                "kanedyn.identify.regressor_kernel"}
+                "kanedyn.identify.regressor_kernel", "kanedyn.constraints.system_kernel",
+                "kanedyn.integrators.radau_compiled", "kanedyn.forces.kernel",
+                "kanedyn.sim.time_stepping_compiled",
+                "kanedyn.integrators.gauss_compiled", "kanedyn.integrators.verlet_compiled"}
     for name in expected:
         importlib.import_module(name)
     keyed = {_module_name(Path(f)) for f in _compiled._KEYS if Path(f).is_relative_to(SRC)}
@@ -234,10 +238,12 @@ def test_compile_key_follows_the_sources_compiled_in():
     deps = set(_compiled.dependencies("kanedyn.integrators.rk4_compiled"))
     assert deps >= {"kanedyn.dynamics.kernels", "kanedyn.dynamics.energy_kernel"}
     assert "kanedyn.dynamics._compiled" not in deps
-    # the one RK4 loop compiles in the stages of rk4_compiled (a keyed module) and kernels
+    # the one RK4 loop compiles in the stages of rk4_compiled (a keyed module), kernels and
+    # the force rows (keyed, their key covering the compiled Stribeck law they call)
     deps = set(_compiled.dependencies("kanedyn.sim.batch"))
     assert deps >= {"kanedyn.dynamics.kernels", "kanedyn.integrators.rk4_compiled",
-                    "kanedyn.dynamics.flat", "kanedyn.friction.laws_kernel"}
+                    "kanedyn.dynamics.flat", "kanedyn.forces.kernel"}
+    assert "kanedyn.friction.laws_kernel" in _compiled.dependencies("kanedyn.forces.kernel")
 
 
 UNCACHABLE = '''

@@ -115,7 +115,7 @@ def test_time_stepping_bad_input():
 def test_kd_simulate_time_stepping_is_the_same_run():
     """kd.simulate(method="time_stepping") with the law as a JointFriction element is
     friction.time_stepping's run, bit for bit, in one kd.Trajectory; other force elements
-    are refused by name (the step takes joint friction and tau= only)."""
+    (a spring) are applied forces of the step, their potential part of the energy."""
     from kanedyn.forces import JointFriction, JointSpring
 
     push = lambda t, q, v: np.array([2.5])
@@ -132,6 +132,12 @@ def test_kd_simulate_time_stepping_is_the_same_run():
     # the heat: the block slides against −2 N at the speed it has after each step
     np.testing.assert_allclose(st.friction.dissipated[-1],
                                2.0 * 1e-3 * np.sum(st.v[1:, 0]), rtol=1e-12)
-    with pytest.raises(kd.SolverError, match="JointSpring"):
-        kd.simulate(slider(), [0.0], [0.0], 0.2, method="time_stepping", dt=1e-3,
-                    forces=[JointFriction("x", COULOMB), JointSpring("x", 1.0)])
+    # other force elements go to the step as applied forces, their potential into E
+    spring = JointSpring("x", 30.0)
+    st = friction.time_stepping(slider(), [0.0], [0.0], 0.2, 1e-3, {"x": COULOMB}, tau=push,
+                                forces=[spring])
+    via = kd.simulate(slider(), [0.0], [0.0], 0.2, method="time_stepping", dt=1e-3,
+                      forces=[JointFriction("x", COULOMB), spring], tau=push)
+    np.testing.assert_array_equal(via.q, st.q)
+    np.testing.assert_allclose(st.energy, 0.5 * st.v[:, 0] ** 2 + 15.0 * st.q[:, 0] ** 2,
+                               rtol=1e-14)

@@ -255,3 +255,10 @@ def test_the_consistent_projection(scale):
     err_u = np.sqrt(np.mean((res.predict(q2, v2, a2) - measured) ** 2))
     err_c = np.sqrt(np.mean((c.predict(q2, v2, a2) - measured) ** 2))
     assert err_c <= 1.05 * err_u
+
+
+def test_a_fit_that_does_not_converge_returns_nothing():
+    """The Stribeck pairs' search stopped before it converged: an error, no estimate."""
+    truth, laws, q, v, a, tau = experiment(4)
+    with pytest.raises(kd.IdentificationError, match="did not converge.*no parameters returned"):
+        ki.fit(NOMINAL, q, v, a, tau, friction="stribeck", max_nfev=1)

@@ -47,13 +47,18 @@ class ConstrainedSystem(ConstrainedMechanics):
 
     ``tau(t, q, v)``: applied joint forces (optional); ``forces``: force elements
     (``generalized_force(t, q, v)``, see :mod:`kanedyn.forces`). M and h come from
-    ``kd.crba`` and ``kd.nonlinear_effects``; the constraint Jacobians from ``kd.jacobian``.
+    ``kd.crba`` and ``kd.nonlinear_effects``. The rows of the loop closures (g, G, γ) come
+    from the compiled :func:`~.system_kernel.loop_rows_kernel` on the flat model; with
+    ``compiled=False`` from :func:`~.loops.loop_rows` (numpy, on ``kd.jacobian`` and the
+    body kinematics: the readable reference it is tested against).
     """
 
     def __init__(self, model, constraints: Sequence[LoopClosure | UserConstraint] = (),
                  velocity_constraints: Sequence[VelocityConstraint] = (),
-                 tau: Callable | None = None, forces: Sequence = (), name: str | None = None):
+                 tau: Callable | None = None, forces: Sequence = (), name: str | None = None,
+                 compiled: bool = True):
         self.model = model
+        self.compiled = bool(compiled)
         self.constraints = tuple(constraints)
         self.velocity_constraints = tuple(velocity_constraints)
         self.nq, self.nv = model.nq, model.nv
@@ -185,14 +190,72 @@ class ConstrainedSystem(ConstrainedMechanics):
     def has_nonconservative_forces(self) -> bool:
         return self.tau is not None or any(not el.conservative for el in self.forces)
 
+    def compiled_form(self):
+        """The compiled primitives (:mod:`.system_kernel`) when every constraint is a loop
+        closure, there are no velocity constraints, no applied forces beyond the model's,
+        every joint has ``q̇ = v``, and ``compiled`` is on; else None."""
+        from ..model.joints.base import Joint
+        from .system_kernel import KIND_MODEL, CompiledForm
+
+        if (self.velocity_constraints or self.tau is not None or self.forces
+                or not self.constraints
+                or not all(isinstance(c, LoopClosure) for c in self.constraints)
+                or self.model.nq != self.model.nv
+                or any(type(b.joint).kinematic_map is not Joint.kinematic_map
+                       for b in self.model.bodies)
+                or self._loop_kernel() is None):
+            return None
+        data, L = self._loop_kernel()
+        return CompiledForm(KIND_MODEL, L, data)
+
     # ---- constraints --------------------------------------------------------------------
-    def _position_rows(self, q: NDArray):
-        """g and C = [G; A] at one configuration."""
-        kin = BodyKinematics(self.model, q) if any(
+    def _loop_kernel(self):
+        """(flat model, packed loop closures) for the compiled rows; None with
+        ``compiled=False`` or without loop closures."""
+        if not self.compiled:
+            return None
+        if not hasattr(self, "_kernel_args"):
+            from ..dynamics.flat import flatten
+            from .system_kernel import pack_loops
+
+            loops = [(c, b) for c, b in zip(self.constraints, self._bodies, strict=True)
+                     if isinstance(c, LoopClosure)]
+            self._kernel_args = None if not loops else (
+                flatten(self.model).data,
+                pack_loops([c for c, _ in loops],
+                           [tuple(-1 if i is None else i for i in b) for _, b in loops]))
+        return self._kernel_args
+
+    def _compiled_loop_rows(self, Q: NDArray, V: NDArray | None):
+        """The loop closures' rows (g, G, γ) at the states Q (V: None for g and G only),
+        by :func:`~.system_kernel.loop_rows_batch`."""
+        from .system_kernel import loop_rows_batch
+
+        data, L = self._loop_kernel()
+        nl = sum(c.dim for c in self.constraints if isinstance(c, LoopClosure))
+        N = Q.shape[0]
+        g, G, gam = np.empty((N, nl)), np.empty((N, nl, self.nv)), np.empty((N, nl))
+        Vk = np.zeros((N, self.nv)) if V is None else np.ascontiguousarray(V, dtype=float)
+        status = loop_rows_batch(data, L, np.ascontiguousarray(Q, dtype=float), Vk,
+                                 V is not None, g, G, gam)
+        if status:
+            raise ConstraintError(f"{self.name}: the loop-closure kernel refused a state "
+                                  f"(status {status}: a quaternion not of unit norm, or a "
+                                  "non-finite result)")
+        return g, G, gam
+
+    def _position_rows(self, q: NDArray, loops=None):
+        """g and C = [G; A] at one configuration (``loops``: the loop closures' (g, G)
+        rows already computed compiled)."""
+        kin = BodyKinematics(self.model, q) if loops is None and any(
             isinstance(c, LoopClosure) for c in self.constraints) else None
         g, G = [], []
+        k = 0
         for c, bodies in zip(self.constraints, self._bodies, strict=True):
-            if isinstance(c, LoopClosure):
+            if isinstance(c, LoopClosure) and loops is not None:
+                gi, Gi = loops[0][k:k + c.dim], loops[1][k:k + c.dim]
+                k += c.dim
+            elif isinstance(c, LoopClosure):
                 gi, Gi, _ = loop_rows(c, kin, *bodies)
             else:
                 gi, Gi = c.g(q), c.G(q)
@@ -204,13 +267,18 @@ class ConstrainedSystem(ConstrainedMechanics):
         C = np.vstack(G + A) if G + A else np.zeros((0, self.nv))
         return gv, C
 
-    def _gamma_rows(self, q: NDArray, v: NDArray):
-        """γ = −Ċ v at one state (exact for loop closures)."""
-        kin = BodyKinematics(self.model, q, v) if any(
+    def _gamma_rows(self, q: NDArray, v: NDArray, loops=None):
+        """γ = −Ċ v at one state (exact for loop closures; ``loops``: their γ rows already
+        computed compiled)."""
+        kin = BodyKinematics(self.model, q, v) if loops is None and any(
             isinstance(c, LoopClosure) for c in self.constraints) else None
         gam = []
+        k = 0
         for c, bodies in zip(self.constraints, self._bodies, strict=True):
-            if isinstance(c, LoopClosure):
+            if isinstance(c, LoopClosure) and loops is not None:
+                gam.append(loops[k:k + c.dim])
+                k += c.dim
+            elif isinstance(c, LoopClosure):
                 gam.append(loop_rows(c, kin, *bodies)[2])
             elif c.gamma is not None:
                 gam.append(np.asarray(c.gamma(q, v), dtype=float))
@@ -234,7 +302,11 @@ class ConstrainedSystem(ConstrainedMechanics):
         key = (Q.shape, Q.tobytes())
         cached = getattr(self, "_cache_q", None)
         if cached is None or cached[0] != key:
-            rows = [self._position_rows(x) for x in Q]
+            if self._loop_kernel() is not None:
+                gl, Gl, _ = self._compiled_loop_rows(Q, None)
+                rows = [self._position_rows(x, (gl[k], Gl[k])) for k, x in enumerate(Q)]
+            else:
+                rows = [self._position_rows(x) for x in Q]
             cached = (key, np.array([r[0] for r in rows]), np.array([r[1] for r in rows]))
             self._cache_q = cached
         return (cached[1].reshape(lead + (self.nc,)),
@@ -259,7 +331,12 @@ class ConstrainedSystem(ConstrainedMechanics):
         lead = np.broadcast_shapes(np.shape(q)[:-1], np.shape(v)[:-1])
         Q = np.array(np.broadcast_to(q, lead + (self.nq,)), dtype=float).reshape(-1, self.nq)
         V = np.array(np.broadcast_to(v, lead + (self.nv,)), dtype=float).reshape(-1, self.nv)
-        out = np.array([self._gamma_rows(x, y) for x, y in zip(Q, V, strict=True)])
+        if self._loop_kernel() is not None:
+            gl = self._compiled_loop_rows(Q, V)[2]
+            out = np.array([self._gamma_rows(x, y, gl[k])
+                            for k, (x, y) in enumerate(zip(Q, V, strict=True))])
+        else:
+            out = np.array([self._gamma_rows(x, y) for x, y in zip(Q, V, strict=True)])
         return out.reshape(lead + (self.m,))
 
     # ---- reactions ----------------------------------------------------------------------

@@ -257,11 +257,18 @@ def andrews_system(params: dict | None = None) -> DescriptorSystem:
         phidot = v @ Cph.T
         return (T * phidot ** 2) @ onehot
 
-    return DescriptorSystem(7, 7, mass, force, g, G, nc=6, gamma=gamma,
-                            constraint_names=[f"loop {r}" for r in
-                                              ("B x", "B y", "A x (via E)", "A y (via E)",
-                                               "A x (via G)", "A y (via G)")],
-                            name="andrews")
+    system = DescriptorSystem(7, 7, mass, force, g, G, nc=6, gamma=gamma,
+                              constraint_names=[f"loop {r}" for r in
+                                                ("B x", "B y", "A x (via E)", "A y (via E)",
+                                                 "A x (via G)", "A y (via G)")],
+                              name="andrews")
+    # the same formulas compiled, for the compiled DAE solver (system_kernel.py)
+    from .system_kernel import KIND_ANDREWS, CompiledForm, pack_andrews
+
+    system._compiled_form = CompiledForm(KIND_ANDREWS,
+                                         pack_andrews(P, K, is_sin, Cph, rows, consts),
+                                         np.zeros((1, 1)))
+    return system
 
 
 #: the test set's consistent initial values (positions; velocities are zero)

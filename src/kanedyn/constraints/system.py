@@ -113,6 +113,12 @@ class ConstrainedMechanics:
         q = np.asarray(q, dtype=float)
         return np.zeros(q.shape[:-1]) if q.ndim > 1 else 0.0
 
+    def compiled_form(self):
+        """The :class:`~kanedyn.constraints.system_kernel.CompiledForm` of this system (its
+        primitives compiled, for the compiled DAE solver), or None: a system has one only
+        where a subclass says so."""
+        return None
+
     # ---- derived ------------------------------------------------------------------------
     def constraint_jacobian(self, q: ArrayLike, t: float = 0.0) -> NDArray:
         """G, the holonomic rows of C (shape (..., nc, nv))."""
@@ -249,6 +255,11 @@ class DescriptorSystem(ConstrainedMechanics):
         if len(names) != nc + nn:
             raise ConstraintError(f"{name}: {len(names)} constraint names for {nc + nn} rows")
         self.constraint_names = names
+        #: set by a problem whose formulas exist compiled (Andrews' squeezer)
+        self._compiled_form = None
+
+    def compiled_form(self):
+        return self._compiled_form
 
     def mass_matrix(self, q):
         return np.asarray(self._mass(np.asarray(q, dtype=float)), dtype=float)

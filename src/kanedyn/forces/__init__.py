@@ -10,10 +10,11 @@ Gravity is part of the model, not a force element.
 
 from .base import ForceElement
 from .friction import JointFriction, urdf_friction
-from .joint import JointDamper, JointSpring, JointTorque
+from .joint import JointDamper, JointSpring, JointTorque, SinusoidalTorque
 from .mjcf import mjcf_forces
 from .set import ForceSet
 from .wrench import ExternalWrench
 
 __all__ = ["ExternalWrench", "ForceElement", "ForceSet", "JointDamper", "JointFriction",
-           "JointSpring", "JointTorque", "mjcf_forces", "urdf_friction"]
+           "JointSpring", "JointTorque", "SinusoidalTorque", "mjcf_forces",
+           "urdf_friction"]

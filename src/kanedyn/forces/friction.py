@@ -7,8 +7,8 @@ work W_nc in the energy budget. An exact law (sgn) is flagged
 ``discontinuous``: integrators that assume a smooth right-hand side refuse
 it, and exact stick–slip is done by ``kd.simulate(..., method="stickslip")``
 (:mod:`kanedyn.sim.stickslip`) instead. LuGre carries a bristle state and is
-not a memoryless force element; simulate it with ``method="stickslip"`` and
-``joints={joint: law}``.
+not a memoryless force element; simulate it with ``method="stickslip"`` or
+``method="time_stepping"`` and ``joints={joint: law}``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ class JointFriction(ForceElement):
         if not isinstance(law, FrictionLaw):
             raise FrictionError(
                 f"JointFriction on {joint!r}: {law!r} is not a static friction law "
-                "(LuGre has a state: use kd.simulate(method='stickslip', joints=...))"
+                "(LuGre has a state: use kd.simulate(method='stickslip' or 'time_stepping', "
+                "joints=...))"
             )
         self.joint, self.law = joint, law
         self.surface_velocity = float(surface_velocity)

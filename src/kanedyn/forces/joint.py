@@ -44,20 +44,33 @@ class JointTorque(ForceElement):
 
     ``fn(t, q, v)`` returns the forces on ``joints`` (in the order given, one
     entry per speed of each), or on all nv speeds when ``joints`` is None.
-    Non-conservative: its work ``∫ vᵀ τ dt`` enters W_nc.
+    ``fn`` may also be numbers, a constant τ (``constant`` then holds them): the
+    compiled loops of ``kd.simulate`` take a constant torque (and a
+    :class:`SinusoidalTorque`) in their own code, while a Python function makes the
+    run take the Python steps (a call into Python at every force evaluation: tens of
+    µs a step instead of a few). Non-conservative: its work ``∫ vᵀ τ dt`` enters W_nc.
     """
 
-    def __init__(self, fn: Callable[[float, NDArray, NDArray], ArrayLike],
+    def __init__(self, fn: Callable[[float, NDArray, NDArray], ArrayLike] | ArrayLike,
                  joints: str | Sequence[str] | None = None):
+        self.constant: NDArray | None = None
         if not callable(fn):
-            raise ModelError(f"JointTorque needs a function of (t, q, v); got {fn!r}")
+            try:
+                c = np.atleast_1d(np.asarray(fn, dtype=float))
+            except (TypeError, ValueError):
+                c = None
+            if c is None or c.ndim != 1 or not np.all(np.isfinite(c)):
+                raise ModelError(f"JointTorque needs a function of (t, q, v) or finite "
+                                 f"constant numbers; got {fn!r}")
+            self.constant = c
+            fn = _Constant(c)
         self.fn = fn
         self.joints = _joint_list(joints)
         self._idx: NDArray | None = None
         self._nv: int | None = None
 
     def bind(self, system) -> JointTorque:
-        out = JointTorque(self.fn, self.joints)
+        out = JointTorque(self.fn if self.constant is None else self.constant, self.joints)
         out._nv = system.nv
         if self.joints is not None:
             out._idx = np.concatenate(
@@ -76,6 +89,66 @@ class JointTorque(ForceElement):
         tau = np.zeros(self._nv)
         tau[self._idx] = f
         return tau
+
+    def jacobians(self, t, q, v):
+        if self.constant is None:
+            return None  # a function of (t, q, v): its derivatives are not known
+        z = np.zeros((self._nv, self._nv))
+        return z, z.copy()
+
+
+class _Constant:
+    """τ(t, q, v) = c, the function of a constant :class:`JointTorque`."""
+
+    def __init__(self, c: NDArray):
+        self.c = c
+
+    def __call__(self, t, q, v) -> NDArray:
+        return self.c
+
+
+class SinusoidalTorque(ForceElement):
+    """A periodic joint force on a 1-DOF joint, ``τ = offset + amplitude sin(2π f t + phase)``
+    (a shaker, a test load); taken by the compiled loops of ``kd.simulate``.
+    Non-conservative: its work enters W_nc."""
+
+    def __init__(self, joint: str, amplitude: float, frequency: float, phase: float = 0.0,
+                 offset: float = 0.0):
+        vals = dict(amplitude=amplitude, frequency=frequency, phase=phase, offset=offset)
+        for k, x in vals.items():
+            if not np.isfinite(float(x)):
+                raise ModelError(f"SinusoidalTorque on {joint!r}: {k} = {x} is not finite")
+        self.joint = joint
+        self.amplitude, self.frequency = float(amplitude), float(frequency)
+        self.phase, self.offset = float(phase), float(offset)
+        self._iv: int | None = None
+        self._nv = 0
+
+    def __repr__(self) -> str:
+        return (f"SinusoidalTorque({self.joint!r}, amplitude={self.amplitude}, "
+                f"frequency={self.frequency}, phase={self.phase}, offset={self.offset})")
+
+    def bind(self, system) -> SinusoidalTorque:
+        sv = joint_speed_slice(system, self.joint)
+        if sv.stop - sv.start != 1:
+            raise ModelError(f"SinusoidalTorque: joint {self.joint!r} has "
+                             f"{sv.stop - sv.start} speeds; it needs a 1-DOF joint")
+        out = SinusoidalTorque(self.joint, self.amplitude, self.frequency, self.phase,
+                               self.offset)
+        out._iv, out._nv = sv.start, system.nv
+        return out
+
+    def generalized_force(self, t, q, v):
+        if self._iv is None:
+            raise ModelError("SinusoidalTorque used before bind(system)")
+        tau = np.zeros(self._nv)
+        tau[self._iv] = self.offset + self.amplitude * np.sin(
+            2.0 * np.pi * self.frequency * t + self.phase)
+        return tau
+
+    def jacobians(self, t, q, v):
+        z = np.zeros((self._nv, self._nv))
+        return z, z.copy()
 
 
 class JointSpring(ForceElement):

@@ -12,11 +12,13 @@ together, from measured trajectories (issue 20).
 - :func:`excitation`: a finite-Fourier-series trajectory within the joints' limits that
   minimises the condition number of the base regressor (an :class:`Excitation`);
 - :func:`validate`: the torque prediction error and the output error of the identified
-  model simulated on held-out data (a :class:`Validation`).
+  model simulated on held-out data (a :class:`Validation`);
+- :func:`report`, :func:`plot_torques`, :func:`plot_friction`: the report with its plots
+  (measured against predicted torque, friction curves with their bands), as PNG files.
 """
 
 from .base import BaseParameters, base_parameters, base_parameters_of
-from .data import prepare, read_csv
+from .data import Lowpass, prepare, read_csv
 from .design import Excitation, excitation
 from .estimation import (
     FRICTION,
@@ -25,6 +27,7 @@ from .estimation import (
     consistent,
     fit,
     friction_columns,
+    friction_names,
     pseudo_inertia,
 )
 from .regressor import (
@@ -34,6 +37,7 @@ from .regressor import (
     parameter_names,
     standard_parameters,
 )
+from .report import friction_band, plot_friction, plot_torques, report
 from .validation import Validation, identified_model, validate
 
 __all__ = [
@@ -42,6 +46,7 @@ __all__ = [
     "Excitation",
     "FRICTION",
     "Identification",
+    "Lowpass",
     "PARAMETERS",
     "Validation",
     "base_parameters",
@@ -49,14 +54,19 @@ __all__ = [
     "consistent",
     "excitation",
     "fit",
+    "friction_band",
     "friction_columns",
+    "friction_names",
     "identified_model",
     "joint_torque_regressor",
     "joint_torque_regressor_reference",
     "parameter_names",
+    "plot_friction",
+    "plot_torques",
     "prepare",
     "pseudo_inertia",
     "read_csv",
+    "report",
     "standard_parameters",
     "validate",
 ]

@@ -22,6 +22,7 @@ name, so that a file written for another robot is not read silently).
 from __future__ import annotations
 
 import csv
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -30,14 +31,62 @@ from ..errors import IdentificationError
 from ..model import Model
 
 
+@dataclass(frozen=True)
+class Lowpass:
+    """The zero-phase low-pass of :func:`prepare`: a Butterworth filter of ``order`` at
+    ``cutoff`` Hz for samples at ``rate`` Hz, run forwards and backwards
+    (``scipy.signal.filtfilt``, gain |H(f)|² = 1 / (1 + (f/f_c)^(2 order)) twice over, no
+    phase), the ends padded by odd extension over five cut-off periods (module doc).
+    ``lowpass(x)`` filters x along its first axis. Given to :func:`kanedyn.identify.fit`
+    as ``lowpass=``, it is the filter τ went through, and the fit passes its friction
+    columns through it too (parallel filtering, see the fit's doc)."""
+
+    cutoff: float
+    rate: float
+    order: int = 4
+
+    def __post_init__(self):
+        if not (np.isfinite(self.rate) and self.rate > 0):
+            raise IdentificationError(f"Lowpass: rate={self.rate} Hz must be finite and > 0")
+        if not 0.0 < self.cutoff < 0.5 * self.rate:
+            raise IdentificationError(f"Lowpass: cutoff={self.cutoff} Hz must lie in (0, "
+                                      f"{0.5 * self.rate:.6g}) (the Nyquist frequency of the "
+                                      "samples)")
+        if int(self.order) != self.order or self.order < 1:
+            raise IdentificationError(f"Lowpass: order={self.order} must be a positive integer")
+
+    @property
+    def period(self) -> int:
+        """One period of the cut-off, in samples: the reach of the start-up transients."""
+        return max(1, int(round(self.rate / self.cutoff)))
+
+    def correlation(self, tol: float = 1e-4) -> NDArray:
+        """ρ(d), d = 0, 1, ... samples: the correlation of white noise after the filter
+        (the normalised autocorrelation of its impulse response), to where |ρ| stays
+        below ``tol``."""
+        n = 40 * self.period
+        impulse = np.zeros(2 * n + 1)
+        impulse[n] = 1.0
+        h = self(impulse)
+        r = np.correlate(h, h, mode="full")[h.size - 1:]
+        r = r / r[0]
+        big = np.flatnonzero(np.abs(r) >= tol)
+        return r[:big[-1] + 1]
+
+    def __call__(self, x: ArrayLike) -> NDArray:
+        from scipy.signal import butter, filtfilt
+
+        x = np.asarray(x, dtype=float)
+        b, a = butter(int(self.order), self.cutoff / (0.5 * self.rate))
+        return filtfilt(b, a, x, axis=0, padlen=min(5 * self.period, x.shape[0] - 1))
+
+
 def prepare(t: ArrayLike, q: ArrayLike, tau: ArrayLike, cutoff: float,
             order: int = 4, trim: int | None = None) -> tuple[NDArray, ...]:
     """``(t, q, v, a, tau)`` from samples of q and τ on a uniform time grid: q and τ
     low-passed at ``cutoff`` Hz (zero-phase Butterworth of ``order``), v and a central
     differences of the filtered q (module doc). ``trim`` samples are dropped at each end
     (default: one period of the cut-off), where the filter's start-up transients are."""
-    from scipy.signal import butter, filtfilt
-
     t = np.asarray(t, dtype=float).ravel()
     q = np.atleast_2d(np.asarray(q, dtype=float).T).T
     tau = np.atleast_2d(np.asarray(tau, dtype=float).T).T
@@ -67,10 +116,8 @@ def prepare(t: ArrayLike, q: ArrayLike, tau: ArrayLike, cutoff: float,
     if t.size <= 2 * trim + 3 * (order + 1):
         raise IdentificationError(f"prepare: {t.size} samples are too few to filter and "
                                   f"trim {trim} at each end")
-    b, a = butter(order, cutoff / nyquist)
-    pad = min(5 * int(round(1.0 / (cutoff * h))), t.size - 1)
-    qf = filtfilt(b, a, q, axis=0, padlen=pad)
-    tf = filtfilt(b, a, tau, axis=0, padlen=pad)
+    lowpass = Lowpass(cutoff, 1.0 / h, order)
+    qf, tf = lowpass(q), lowpass(tau)
     v = np.gradient(qf, h, axis=0)
     acc = np.gradient(v, h, axis=0)
     keep = slice(trim, t.size - trim)

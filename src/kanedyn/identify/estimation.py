@@ -54,9 +54,10 @@ from scipy.optimize import least_squares
 
 from ..errors import IdentificationError, KanedynWarning
 from ..friction.identify import curve_and_jacobian
-from ..friction.laws import Stribeck
+from ..friction.laws import Asymmetric, Stribeck
 from ..model import Model
 from .base import BaseParameters, base_parameters
+from .data import Lowpass
 from .regressor import joint_torque_regressor, standard_parameters
 
 #: the parameters per joint of each friction model, as (linear, nonlinear)
@@ -74,21 +75,48 @@ WEAK_FRACTION = 1.0
 DELTA_MIN, DELTA_MAX, VS_MIN = 0.2, 5.0, 1e-3
 
 
+def friction_names(kind: str, asymmetric: bool = False) -> tuple[tuple[str, ...],
+                                                                   tuple[str, ...]]:
+    """(linear, nonlinear) parameter names of one joint's friction: those of
+    :data:`FRICTION`, the levels F_c (and F_s) split into ``_pos`` (v > 0) and ``_neg``
+    (v < 0) when ``asymmetric`` (F_v, v_s and δ shared by both directions)."""
+    lin, nonlin = FRICTION[kind]
+    if asymmetric:
+        lin = tuple(f"{n}_{side}" for n in lin if n != "Fv" for side in ("pos", "neg")) + (
+            ("Fv",) if "Fv" in lin else ())
+    return lin, nonlin
+
+
 def friction_columns(kind: str, v: NDArray, theta: tuple = (),
-                     levels: tuple | None = None) -> tuple[NDArray, NDArray]:
+                     levels: tuple | None = None,
+                     asymmetric: bool = False) -> tuple[NDArray, NDArray]:
     """The friction of one joint as ``C @ (linear parameters)`` at speeds v: ``(C,
     dC)``, C (N, nlin) and, for Stribeck, ``dC`` (N, 2) = ∂F/∂(v_s, δ) at the linear
-    parameters ``levels`` = (F_c, F_s, F_v) (friction.identify.curve_and_jacobian)."""
-    sg = np.sign(v)
+    parameters ``levels`` (in the order of :func:`friction_names`;
+    friction.identify.curve_and_jacobian). ``asymmetric``: the levels of each direction
+    apply on its side only, F = F_pos(|v|) for v > 0, -F_neg(|v|) for v < 0."""
+    v = np.asarray(v, dtype=float)
+    lin, _ = friction_names(kind, asymmetric)
     if kind == "viscous+coulomb":
-        return np.column_stack([sg, v]), np.empty((v.size, 0))
+        if asymmetric:
+            return (np.column_stack([(v > 0).astype(float), -(v < 0).astype(float), v]),
+                    np.empty((v.size, 0)))
+        return np.column_stack([np.sign(v), v]), np.empty((v.size, 0))
     vs, delta = theta
-    Fc, Fs, Fv = levels if levels is not None else (0.0, 0.0, 0.0)
-    _, J = curve_and_jacobian("stribeck", {"Fc": Fc, "Fs": Fs, "vs": vs, "delta": delta,
-                                           "Fv": Fv}, np.abs(v))
-    # columns of J: Fc, Fs, vs, delta, Fv for one direction; times sgn v for both
-    J = J * sg[:, None]
-    return J[:, [0, 1, 4]], J[:, [2, 3]]
+    lv = np.zeros(len(lin)) if levels is None else np.asarray(levels, dtype=float)
+    if not asymmetric:
+        sides = ((np.sign(v), np.ones(v.size, bool), (0, 1, 2)),)
+    else:  # columns Fc_pos, Fc_neg, Fs_pos, Fs_neg, Fv
+        sides = ((1.0, v > 0, (0, 2, 4)), (-1.0, v < 0, (1, 3, 4)))
+    C, dC = np.zeros((v.size, len(lin))), np.zeros((v.size, 2))
+    for sign, m, (ic, i_s, iv) in sides:
+        _, J = curve_and_jacobian("stribeck", {"Fc": lv[ic], "Fs": lv[i_s], "vs": vs,
+                                               "delta": delta, "Fv": lv[iv]}, np.abs(v[m]))
+        # columns of J: Fc, Fs, vs, delta, Fv for one direction; times the sign of v
+        J = J * (sign[m, None] if np.ndim(sign) else sign)
+        C[m, ic], C[m, i_s], C[m, iv] = J[:, 0], J[:, 1], J[:, 4]
+        dC[m] = J[:, 2:4]
+    return C, dC
 
 
 @dataclass
@@ -98,10 +126,15 @@ class Identification:
 
     ``names`` / ``estimate`` / ``stderr`` / ``interval`` (p × 2, at ``confidence``) /
     ``cov``: every parameter, the base parameters first (in words, ``base.names``), then
-    the friction parameters ``"<joint>.<Fc|Fs|Fv|vs|delta>"``; ``sigma``: the noise
-    level estimated per speed (the weights were 1/σ̂); ``condition_number`` of the
-    stacked base regressor; ``residuals`` (N × nv, unweighted); ``notes``: the warnings
-    of the fit."""
+    the friction parameters ``"<joint>.<Fc|Fs|Fv|vs|delta>"`` (``Fc_pos``, ``Fc_neg``,
+    ... when ``asymmetric``); ``sigma``: the noise level estimated per speed (the
+    weights were 1/σ̂); ``condition_number`` of the stacked base regressor;
+    ``residuals`` (rows × nv, unweighted); ``notes``: the warnings of the fit; ``rows``:
+    the samples the equations were written at (all, or those kept after the parallel
+    filter's ends and the decimation); ``lowpass``: the parallel filter, if any;
+    ``equations`` (rows × nv): which equations the fit used (``v_min`` leaves out those
+    of a joint near rest; their residuals are reported all the same); ``v``: the speeds
+    at ``rows``."""
 
     model: Model
     base: BaseParameters
@@ -120,6 +153,11 @@ class Identification:
     dof: int
     nfev: int
     notes: list[str] = field(default_factory=list)
+    asymmetric: bool = False
+    rows: NDArray | None = None
+    lowpass: Lowpass | None = None
+    equations: NDArray | None = None
+    v: NDArray | None = None
 
     @property
     def params(self) -> dict[str, float]:
@@ -132,18 +170,32 @@ class Identification:
 
     def friction_parameters(self, joint: str) -> dict[str, float]:
         """The friction parameters of one joint, by name."""
-        lin, nonlin = FRICTION[self.friction]
+        lin, nonlin = friction_names(self.friction, self.asymmetric)
         p = self.params
         return {n: p[f"{joint}.{n}"] for n in lin + nonlin}
 
-    def friction_law(self, joint: str) -> Stribeck:
-        """The identified friction of a joint as a :class:`kanedyn.friction.Stribeck`
-        law (viscous + Coulomb: F_s = F_c); raises FrictionError when the estimate is
-        not a physical law (a level below zero, F_s < F_c)."""
+    def friction_torque(self, joint: str, v: ArrayLike) -> NDArray:
+        """The identified friction of a joint at speeds v (its sign that of v)."""
+        lin, nonlin = friction_names(self.friction, self.asymmetric)
         p = self.friction_parameters(joint)
-        if self.friction == "viscous+coulomb":
-            return Stribeck(p["Fc"], p["Fc"], 1.0, 2.0, p["Fv"])
-        return Stribeck(p["Fc"], p["Fs"], p["vs"], p["delta"], p["Fv"])
+        C, _ = friction_columns(self.friction, np.atleast_1d(np.asarray(v, dtype=float)),
+                                tuple(p[n] for n in nonlin), asymmetric=self.asymmetric)
+        return C @ np.array([p[n] for n in lin])
+
+    def friction_law(self, joint: str) -> Stribeck | Asymmetric:
+        """The identified friction of a joint as a :class:`kanedyn.friction.Stribeck`
+        law (viscous + Coulomb: F_s = F_c), or a :class:`kanedyn.friction.Asymmetric`
+        of two when ``asymmetric``; raises FrictionError when the estimate is not a
+        physical law (a level below zero, F_s < F_c)."""
+        p = self.friction_parameters(joint)
+
+        def law(side):
+            Fc = p["Fc" + side]
+            if self.friction == "viscous+coulomb":
+                return Stribeck(Fc, Fc, 1.0, 2.0, p["Fv"])
+            return Stribeck(Fc, p["Fs" + side], p["vs"], p["delta"], p["Fv"])
+
+        return Asymmetric(law("_pos"), law("_neg")) if self.asymmetric else law("")
 
     def predict(self, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> NDArray:
         """The joint forces the identified model gives: ``Y_b π_b + F(v) + J_r a``
@@ -152,11 +204,8 @@ class Identification:
         V = np.atleast_2d(np.asarray(v, dtype=float))
         A = np.atleast_2d(np.asarray(a, dtype=float))
         tau = np.atleast_2d(self.base.regressor(Y) @ self.base_estimate) + self.model.armature * A
-        lin, nonlin = FRICTION[self.friction]
         for joint, j in zip(self.friction_joints, self.friction_speeds, strict=True):
-            p = self.friction_parameters(joint)
-            C, _ = friction_columns(self.friction, V[:, j], tuple(p[n] for n in nonlin))
-            tau[:, j] += C @ np.array([p[n] for n in lin])
+            tau[:, j] += self.friction_torque(joint, V[:, j])
         return tau if Y.ndim == 3 else tau[0]
 
     def consistent(self, regularization: float = 1e-3) -> ConsistentEstimate:
@@ -172,13 +221,25 @@ class Identification:
 
         return validate(self, t, q, v, a, tau, **options)
 
+    def plot_friction(self, path, **options) -> str:
+        """The identified friction curves with their bands, to a PNG
+        (:func:`kanedyn.identify.plot_friction`, whose options it takes)."""
+        from .report import plot_friction
+
+        return plot_friction(self, path, **options)
+
     def report(self) -> str:
         """A plain-text table of the estimates and their intervals."""
         lvl = int(round(100 * self.confidence))
+        left_out = 0 if self.equations is None else int(self.equations.size
+                                                         - np.count_nonzero(self.equations))
         lines = [f"identification: {self.base.rank} base parameters, friction "
-                 f"{self.friction!r} on {len(self.friction_joints)} joints, "
-                 f"{self.residuals.shape[0]} samples, condition number "
-                 f"{self.condition_number:.4g}",
+                 f"{self.friction!r} on {len(self.friction_joints)} joints"
+                 + (" (asymmetric levels)" if self.asymmetric else "")
+                 + f", {self.residuals.shape[0]} samples"
+                 + (f" (parallel low-pass {self.lowpass.cutoff:g} Hz)" if self.lowpass else "")
+                 + (f", {left_out} equations near rest left out" if left_out else "")
+                 + f", condition number {self.condition_number:.4g}",
                  f"{'estimate':>13} {'std err':>11} {f'{lvl}% interval':>29}  parameter"]
         for n, x, s, (lo, hi) in zip(self.names, self.estimate, self.stderr, self.interval,
                                      strict=True):
@@ -241,61 +302,99 @@ def _friction_speeds(model: Model, joints) -> tuple[list[str], NDArray]:
 def fit(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, tau: ArrayLike,
         friction: str = "viscous+coulomb", *, friction_joints=None,
         base: BaseParameters | None = None, confidence: float = 0.95,
-        weighted: bool = True, max_nfev: int = 200) -> Identification:
+        weighted: bool = True, max_nfev: int = 200, asymmetric: bool = False,
+        lowpass: Lowpass | None = None, every: int = 1,
+        segments: ArrayLike | None = None, v_min: float = 0.0) -> Identification:
     """Identify the base inertial parameters and the joint friction of ``model`` from
     samples (rows) of q (N × nq), v, a and the measured joint forces tau (N × nv); the
     method, the weights and the uncertainty are in the module doc.
 
     ``friction``: ``"viscous+coulomb"``, ``"stribeck"`` or ``"none"``;
+    ``asymmetric``: separate Coulomb (and static) levels for v > 0 and v < 0;
     ``friction_joints``: the joints with friction (default: every one-speed joint);
     ``base``: the base parameters to identify (default :func:`base_parameters` of the
-    model); ``weighted=False`` skips the second, weighted step."""
+    model); ``weighted=False`` skips the second, weighted step.
+
+    ``lowpass``: the filter τ went through (:class:`Lowpass`, as
+    :func:`~kanedyn.identify.prepare` applies it); the friction columns of the design
+    are passed through it too (parallel filtering, module doc), which needs the samples
+    in time order on a uniform grid at ``lowpass.rate``: several experiments
+    concatenated are told apart by ``segments`` (their numbers of samples). ``every``:
+    the equations are written at one sample in ``every`` (of each segment, one cut-off
+    period in from its ends when filtered): with a low-pass, ``rate / (2 cutoff)``
+    makes the filtered noise of the samples kept nearly independent, as the intervals
+    assume. ``v_min``: a friction joint's equation is left out at a sample where its
+    |v| < v_min, or was within the parallel filter's reach (one cut-off period either
+    side): near rest friction is in the stick or presliding regime, which no sliding law
+    of v describes (module doc)."""
     if friction not in FRICTION:
         raise IdentificationError(f"fit: friction {friction!r} unknown; choose one of "
                                   f"{sorted(FRICTION)}")
     if not 0.0 < confidence < 1.0:
         raise IdentificationError(f"fit: confidence={confidence} must lie in (0, 1)")
+    if asymmetric and friction == "none":
+        raise IdentificationError("fit: asymmetric=True needs a friction model with levels "
+                                  "(viscous+coulomb or stribeck)")
     Q, V, A, T = _data(model, q, v, a, tau)
-    N, nv = V.shape
+    nv = V.shape[1]
+    rows, filt = _rows(V.shape[0], lowpass, every, segments)
+    N = rows.size
     base = base if base is not None else base_parameters(model)
     joints, speeds = _friction_speeds(model, friction_joints if friction != "none" else ())
-    lin, nonlin = FRICTION[friction]
+    lin, nonlin = friction_names(friction, asymmetric)
     names = list(base.names) + [f"{j}.{n}" for j in joints for n in lin + nonlin]
     p = len(names)
     if N * nv <= p:
         raise IdentificationError(f"fit: {N} samples give {N * nv} equations, too few for "
                                   f"{p} parameters ({base.rank} base, {p - base.rank} "
                                   "friction); record more samples")
-    Yb = base.regressor(joint_torque_regressor(model, Q, V, A))  # (N, nv, r)
+    if asymmetric:
+        for joint, j in zip(joints, speeds, strict=True):
+            for side, m in (("positive", V[rows, j] > 0), ("negative", V[rows, j] < 0)):
+                if not np.any(m):
+                    raise IdentificationError(
+                        f"fit: joint {joint!r} never moves at {side} speed; its "
+                        f"{side} friction levels (asymmetric=True) are not excited")
+    use = _sliding(V, rows, speeds, v_min, lowpass)  # 1 for the equations written, else 0
+    if np.count_nonzero(use) <= p:
+        raise IdentificationError(
+            f"fit: {np.count_nonzero(use)} equations are left (v_min={v_min} leaves out "
+            f"{use.size - np.count_nonzero(use)} of {use.size}), too few for {p} parameters")
+    Yb = base.regressor(joint_torque_regressor(model, Q[rows], V[rows], A[rows]))  # (N, nv, r)
     # rows joint-major: the N equations of speed 0, then of speed 1, ...
     Yrows = np.transpose(Yb, (1, 0, 2)).reshape(nv * N, base.rank)
-    target = (T - model.armature * A).T.reshape(nv * N)
-    problem = _Problem(friction, Yrows, V, speeds, N, nv, base.rank, len(lin), len(nonlin))
+    target = (T - model.armature * A)[rows].T.reshape(nv * N)
+    problem = _Problem(friction, asymmetric, Yrows, V, rows, filt, speeds, nv, base.rank,
+                       len(lin), len(nonlin))
     theta_lo, theta_hi, theta0 = problem.box()
-    notes = _check_excitation(problem, theta0, names)
-    w = np.ones(nv * N)
+    notes = _check_excitation(problem, theta0, names, use)
+    w = use.copy()
     theta, x, nfev = problem.solve(target, w, theta0, theta_lo, theta_hi, max_nfev)
     r = problem.residual(target, x, theta)
-    sigma = _noise(r, N, nv, p)
+    sigma = _noise(r, use, nv, p)
     if weighted:
         # weights 1/σ̂_j from the unweighted residuals, then re-estimated from the
         # weighted fit's until they settle (two or three steps: the first is Gautier's)
         floor = 1e-12 * max(1.0, float(np.max(np.abs(T))))
         for _ in range(4):
-            w = np.repeat(1.0 / np.maximum(sigma, floor), N)
+            w = use * np.repeat(1.0 / np.maximum(sigma, floor), N)
             theta, x, more = problem.solve(target, w, theta, theta_lo, theta_hi, max_nfev,
                                            search=False)
             nfev += more
             r = problem.residual(target, x, theta)
-            previous, sigma = sigma, _noise(r, N, nv, p)
+            previous, sigma = sigma, _noise(r, use, nv, p)
             if np.all(np.abs(sigma - previous) <= 0.02 * previous):
                 break
     rw = w * r
-    dof = N * nv - p
+    dof = int(np.count_nonzero(use)) - p
     s2 = float(rw @ rw) / dof
     Jw = w[:, None] * problem.jacobian(x, theta)
     JtJ = Jw.T @ Jw
-    cov = s2 * np.linalg.pinv(JtJ, hermitian=True)
+    inv = np.linalg.pinv(JtJ, hermitian=True)
+    if lowpass is None:
+        cov = s2 * inv
+    else:  # the filtered noise is correlated: the sandwich with its known correlation
+        cov = s2 * inv @ _correlated(Jw.reshape(nv, N, -1), rows, lowpass) @ inv
     position = np.argsort(problem.order())  # column of (x, θ) -> position in names
     at_bound = [names[position[problem.nx + k]] for k in range(theta.size)
                 if np.isclose(theta[k], theta_lo[k], rtol=1e-6)
@@ -324,20 +423,91 @@ def fit(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, tau: ArrayLike,
     return Identification(
         model, base, friction, joints, speeds, names, est, se,
         np.column_stack([est - tq * se, est + tq * se]), cov, confidence, sigma,
-        float(np.linalg.cond(Yrows)), r.reshape(nv, N).T.copy(), dof, nfev, notes)
+        float(np.linalg.cond(Yrows)), r.reshape(nv, N).T.copy(), dof, nfev, notes,
+        asymmetric, rows, lowpass, use.reshape(nv, N).T > 0, V[rows].copy())
 
 
-def _noise(r: NDArray, N: int, nv: int, p: int) -> NDArray:
-    """σ̂_j² = ‖r_j‖² / (N - p/n): each speed's residual variance, the degrees of freedom
-    shared evenly among the speeds."""
-    return np.sqrt(np.sum(r.reshape(nv, N) ** 2, axis=1) / (N - p / nv))
+def _rows(n: int, lowpass: Lowpass | None, every: int, segments) -> tuple[NDArray, object]:
+    """The samples the equations are written at, and the parallel filter (None, or a
+    function filtering the columns of an (n, k) array segment by segment)."""
+    if int(every) != every or every < 1:
+        raise IdentificationError(f"fit: every={every} must be a positive whole number")
+    lengths = np.array([n] if segments is None else segments).ravel()
+    if (lengths.size == 0 or np.any(lengths != np.round(lengths)) or np.any(lengths < 1)
+            or int(lengths.sum()) != n):
+        raise IdentificationError(f"fit: segments {lengths.tolist()} must be positive numbers "
+                                  f"of samples adding up to the {n} samples given")
+    if lowpass is not None and not isinstance(lowpass, Lowpass):
+        raise IdentificationError(f"fit: lowpass must be an identify.Lowpass; got {lowpass!r}")
+    ends = np.concatenate([[0], np.cumsum(lengths.astype(int))])
+    edge = lowpass.period if lowpass is not None else 0
+    rows = []
+    for k, (s, e) in enumerate(zip(ends[:-1], ends[1:], strict=True)):
+        if e - s <= 2 * edge:
+            raise IdentificationError(
+                f"fit: segment {k} has {e - s} samples, too few for the parallel filter's "
+                f"ends ({edge} samples, one cut-off period, dropped at each)")
+        rows.append(np.arange(s + edge, e - edge, int(every)))
+    if lowpass is None:
+        return np.concatenate(rows), None
+
+    def filt(X):
+        out = np.empty_like(X)
+        for s, e in zip(ends[:-1], ends[1:], strict=True):
+            out[s:e] = lowpass(X[s:e])
+        return out
+
+    return np.concatenate(rows), filt
 
 
-def _check_excitation(problem: _Problem, theta0: NDArray, names: list[str]) -> list[str]:
+def _correlated(Jw: NDArray, rows: NDArray, lowpass: Lowpass) -> NDArray:
+    """Σ_k Σ_l ρ(|s_k - s_l|) J_kᵀ J_l over the equations of each speed (Jw: speed ×
+    equation × parameter, s the samples of the equations): the middle of the covariance
+    ``(JᵀJ)⁻¹ Jᵀ R J (JᵀJ)⁻¹`` of a least-squares fit whose noise has the correlation R
+    = ρ of white noise through the parallel filter (Seber & Wild 1989, §6.1); the
+    equations of different speeds are independent (their noise is)."""
+    rho = lowpass.correlation()
+    B = np.einsum("jkp,jkq->pq", Jw, Jw)
+    for lag in range(1, rows.size):
+        d = rows[lag:] - rows[:-lag]
+        near = d < rho.size  # within a segment and the correlation's reach
+        if not np.any(near):
+            break
+        coef = np.where(near, rho[np.minimum(d, rho.size - 1)], 0.0)
+        C = np.einsum("jkp,k,jkq->pq", Jw[:, :-lag], coef, Jw[:, lag:])
+        B += C + C.T
+    return B
+
+
+def _noise(r: NDArray, use: NDArray, nv: int, p: int) -> NDArray:
+    """σ̂_j² = ‖r_j‖² / (N_j - p/n): each speed's residual variance over its N_j
+    equations written (``use``), the degrees of freedom shared evenly among the speeds."""
+    n = np.count_nonzero(use.reshape(nv, -1), axis=1)
+    return np.sqrt(np.sum((use * r).reshape(nv, -1) ** 2, axis=1) / np.maximum(n - p / nv, 1))
+
+
+def _sliding(V: NDArray, rows: NDArray, speeds: NDArray, v_min: float,
+             lowpass: Lowpass | None) -> NDArray:
+    """(nv N,) joint-major: 1.0 for the equations written, 0.0 for those of a friction
+    joint at the samples of ``rows`` where its |v| < v_min within the filter's reach."""
+    if not (np.isfinite(v_min) and v_min >= 0.0):
+        raise IdentificationError(f"fit: v_min={v_min} must be finite and >= 0")
+    use = np.ones((V.shape[1], rows.size))
+    if v_min == 0.0:
+        return use.ravel()
+    reach = np.ones(2 * (lowpass.period if lowpass is not None else 0) + 1)
+    for j in speeds:
+        slow = np.convolve(np.abs(V[:, j]) < v_min, reach, mode="same") > 0
+        use[j, slow[rows]] = 0.0
+    return use.ravel()
+
+
+def _check_excitation(problem: _Problem, theta0: NDArray, names: list[str],
+                      use: NDArray) -> list[str]:
     """IdentificationError naming the parameters the data do not excite (a rank
     deficiency of the column-normalised design, by QR with column pivoting); the notes
     naming those excited only weakly."""
-    D = problem.design(theta0)[0]
+    D = problem.design(theta0)[0][use > 0]
     norms = np.linalg.norm(D, axis=0)
     order = np.argsort(problem.order())  # column of (x, θ) -> position in names
     dead = [names[order[k]] for k in np.flatnonzero(norms == 0.0)]
@@ -360,11 +530,15 @@ def _check_excitation(problem: _Problem, theta0: NDArray, names: list[str]) -> l
 
 class _Problem:
     """The stacked design of one data set: ``D(θ) x`` with x = (π_b, the friction
-    levels joint by joint), the Stribeck pairs θ joint by joint."""
+    levels joint by joint), the Stribeck pairs θ joint by joint; the equations at the
+    samples ``rows`` of the speeds V, the friction columns computed at every sample and
+    passed through the parallel filter ``filt`` (when given) before they are picked."""
 
-    def __init__(self, kind, Yrows, V, speeds, N, nv, r, nlin, nnon):
-        self.kind, self.Yrows, self.V, self.speeds = kind, Yrows, V, speeds
-        self.N, self.nv, self.r, self.nlin, self.nnon = N, nv, r, nlin, nnon
+    def __init__(self, kind, asymmetric, Yrows, V, rows, filt, speeds, nv, r, nlin, nnon):
+        self.kind, self.asymmetric, self.Yrows, self.V, self.speeds = (kind, asymmetric,
+                                                                       Yrows, V, speeds)
+        self.rows, self.filt = rows, filt
+        self.N, self.nv, self.r, self.nlin, self.nnon = rows.size, nv, r, nlin, nnon
         self.nlin_total = nlin * speeds.size
         self.nx = r + self.nlin_total
 
@@ -387,10 +561,14 @@ class _Problem:
             cols = slice(k * self.nlin, (k + 1) * self.nlin)
             th = tuple(theta[2 * k:2 * k + 2]) if self.nnon else ()
             Ck, dC = friction_columns(self.kind, self.V[:, j], th,
-                                      tuple(levels[cols]) if levels is not None else None)
-            C[rows, cols] = Ck
+                                      tuple(levels[cols]) if levels is not None else None,
+                                      self.asymmetric)
+            if self.filt is not None:  # the filter τ went through (linear: columnwise)
+                both = self.filt(np.hstack([Ck, dC]) if G is not None else Ck)
+                Ck, dC = both[:, :self.nlin], both[:, self.nlin:]
+            C[rows, cols] = Ck[self.rows]
             if G is not None and self.nnon:
-                G[rows, 2 * k:2 * k + 2] = dC
+                G[rows, 2 * k:2 * k + 2] = dC[self.rows]
         return C, G
 
     def design(self, theta, x=None):

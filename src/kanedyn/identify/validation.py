@@ -34,7 +34,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import IdentificationError
 from ..model import Model
-from .estimation import FRICTION, Identification, _data, _speed_names, friction_columns
+from .data import Lowpass
+from .estimation import Identification, _data, _speed_names
 from .regressor import inertia_from_parameters, joint_torque_regressor
 
 
@@ -43,7 +44,8 @@ class Validation:
     """The errors of :func:`validate`, per speed (``joints``): ``torque_rms``,
     ``torque_relative`` (RMS error / RMS of the measured torque), ``noise`` (the fit's σ̂
     for comparison), ``q_rms`` and ``q_max`` of the simulated motion, the samples
-    ``t``, the simulated ``q_sim`` and the predicted torques ``tau_pred``."""
+    ``t``, the simulated ``q_sim``, the predicted torques ``tau_pred`` and the measured
+    ``tau`` and ``q``."""
 
     joints: list[str]
     torque_rms: NDArray
@@ -54,6 +56,19 @@ class Validation:
     t: NDArray
     q_sim: NDArray
     tau_pred: NDArray
+    tau: NDArray | None = None
+    q: NDArray | None = None
+
+    def plot(self, path, other: Validation | None = None, label: str = "identified",
+             other_label: str = "other model") -> str:
+        """Measured against predicted torque per joint (and ``other``'s prediction, e.g. a
+        validation of the CAD model's parameters on the same data), to a PNG
+        (:func:`kanedyn.identify.plot_torques`); returns the path."""
+        from .report import plot_torques
+
+        return plot_torques(path, self.t, self.tau, self.tau_pred, self.joints,
+                            other=None if other is None else other.tau_pred,
+                            label=label, other_label=other_label)
 
     def report(self) -> str:
         """A plain-text table of the errors per joint."""
@@ -81,14 +96,18 @@ def identified_model(result: Identification, standard: ArrayLike | None = None) 
 
 def validate(result: Identification, t: ArrayLike, q: ArrayLike, v: ArrayLike, a: ArrayLike,
              tau: ArrayLike, *, standard: ArrayLike | None = None, eps: float = 1e-2,
-             dt: float | None = None) -> Validation:
+             dt: float | None = None, lowpass: Lowpass | None = None) -> Validation:
     """Validate ``result`` on held-out samples (t, q, v, a, τ) of a uniform time grid: the
     torque prediction error and the output error of the simulated identified model
     (module doc). ``standard``: the standard parameters to simulate and predict with
     (default: the consistent projection of the estimate; another set — a CAD model, a
     deliberately wrong one — compares models on the same data); ``eps``: the width of
     the tanh smoothing of the friction's sign in the simulation (rad/s or m/s); ``dt``:
-    the integration step (default: the sample spacing, RK4)."""
+    the integration step (default: the sample spacing, RK4); ``lowpass``: the filter
+    the measured τ went through (:class:`~kanedyn.identify.Lowpass`, samples at its
+    rate): the predicted torque is passed through it too before the comparison, as the
+    fit's friction columns are, and the torque errors are taken one cut-off period in
+    from the ends (``tau_pred`` is then the filtered prediction)."""
     # (here: importing sim costs kanedyn.identify's import nothing until validation runs;
     # forces is a leaf below sim — a known departure, tests/test_import_direction.py)
     from ..forces import JointTorque
@@ -112,28 +131,35 @@ def validate(result: Identification, t: ArrayLike, q: ArrayLike, v: ArrayLike, a
         Yb = result.base.regressor(joint_torque_regressor(model, Q, V, A))
         pi_b = result.base.of(np.asarray(standard, dtype=float))
         tau_pred = result.predict(Q, V, A) + Yb @ (pi_b - result.base_estimate)
-    err = tau_pred - T
+    inner = slice(None)
+    if lowpass is not None:  # τ was low-passed: so is the prediction (parallel filtering)
+        if abs(float(np.mean(steps)) * lowpass.rate - 1.0) > 1e-6:
+            raise IdentificationError(f"validate: the samples are {float(np.mean(steps)):.6g}"
+                                      f" s apart; lowpass= is for samples at "
+                                      f"{lowpass.rate:g} Hz")
+        if tt.size <= 2 * lowpass.period:
+            raise IdentificationError(f"validate: {tt.size} samples are too few for the "
+                                      f"low-pass's ends ({lowpass.period} at each)")
+        tau_pred = lowpass(tau_pred)
+        inner = slice(lowpass.period, tt.size - lowpass.period)
+    err = (tau_pred - T)[inner]
     torque_rms = np.sqrt(np.mean(err ** 2, axis=0))
-    scale = np.sqrt(np.mean(T ** 2, axis=0))
+    scale = np.sqrt(np.mean(T[inner] ** 2, axis=0))
     relative = np.divide(torque_rms, scale, out=np.full_like(scale, np.inf), where=scale > 0)
 
     if not (np.isfinite(eps) and eps > 0):
         raise IdentificationError(f"validate: eps={eps} must be finite and > 0")
-    lin, nonlin = FRICTION[result.friction]
-    laws = []
-    for joint, j in zip(result.friction_joints, result.friction_speeds, strict=True):
-        p = result.friction_parameters(joint)
-        laws.append((int(j), tuple(p[n] for n in nonlin), np.array([p[n] for n in lin])))
+    laws = list(zip(result.friction_joints, map(int, result.friction_speeds), strict=True))
 
     def applied(time, _q, v):
         """The measured torque minus the identified friction, its sgn smoothed by tanh:
-        F(v) = tanh(v/ε) (g(|v|) + F_v |v|), g the identified curve (the fitted levels as
-        they are, even a curve no FrictionLaw admits, as Fs < Fc: the fit's own model)."""
+        F(v) = tanh(v/ε) sgn(v) F̂(v) = tanh(v/ε) (g(|v|) + F_v |v|), g the identified
+        curve of v's direction (the fitted levels as they are, even a curve no
+        FrictionLaw admits, as Fs < Fc: the fit's own model)."""
         out = np.array([np.interp(time, tt, T[:, j]) for j in range(model.nv)])
-        for j, theta, levels in laws:
-            s = np.abs(v[j:j + 1])
-            C, _ = friction_columns(result.friction, s, theta)
-            out[j] -= np.tanh(v[j] / eps) * float(C[0] @ levels)
+        for joint, j in laws:
+            out[j] -= (np.tanh(v[j] / eps) * np.sign(v[j])
+                       * float(result.friction_torque(joint, v[j])[0]))
         return out
 
     forces = [JointTorque(applied)]
@@ -145,4 +171,4 @@ def validate(result: Identification, t: ArrayLike, q: ArrayLike, v: ArrayLike, a
     dq = q_sim - Q
     return Validation(_speed_names(model), torque_rms, relative, result.sigma.copy(),
                       np.sqrt(np.mean(dq ** 2, axis=0)), np.max(np.abs(dq), axis=0), tt,
-                      q_sim, tau_pred)
+                      q_sim, tau_pred, T, Q)

@@ -2,9 +2,10 @@
 
 Built in (one file per family; each docstring gives the order and what is conserved):
 
-- ``rk4`` — explicit Runge–Kutta, order 4, conserves nothing (rk4.py; for plain
-  models kd.simulate runs the one compiled loop, kanedyn.sim.batch.rk4_run, built on
-  the stages of rk4_compiled.py);
+- ``rk4`` — explicit Runge–Kutta, order 4, conserves nothing (rk4.py; for Models
+  kd.simulate runs a compiled loop: kanedyn.sim.batch.rk4_run, built on the stages of
+  rk4_compiled.py, for additive coordinates, kanedyn.sim.rk4_manifold for ball, free,
+  planar joints and armature);
 - ``dopri5`` — adaptive Dormand–Prince 5(4) with dense output (dopri5.py);
 - ``RK45``, ``RK23``, ``DOP853``, ``Radau``, ``BDF``, ``LSODA`` — SciPy's solvers
   (scipy_ivp.py);

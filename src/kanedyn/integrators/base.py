@@ -52,6 +52,9 @@ class Problem:
     #: None as a field: no force Jacobians known (then only a problem without forces
     #: gets analytic Newton matrices)
     force_jacobians: Callable | None = None
+    #: the force elements as the rows of the compiled loops (:mod:`kanedyn.forces.kernel`),
+    #: filled by ``kd.simulate`` when every element has one; None otherwise
+    force_rows: NDArray | None = None
 
     @property
     def has_nc(self) -> bool:
@@ -109,33 +112,47 @@ class Problem:
         return dq, v, v
 
 
-@nb.njit(cache=True)
-def _chol_solve(M, b, out):
-    """Solve M x = b for symmetric positive definite M (Cholesky); False if not SPD."""
-    n = M.shape[0]
-    L = np.zeros((n, n))
+@nb.njit(cache=True, nogil=True)
+def cholesky(A, n, L) -> bool:
+    """L (n×n, lower) with L Lᵀ = A[:n, :n]; False if A is not positive definite."""
     for j in range(n):
-        d = M[j, j]
+        d = A[j, j]
         for k in range(j):
             d -= L[j, k] * L[j, k]
         if not d > 0.0:
             return False
         L[j, j] = np.sqrt(d)
         for i in range(j + 1, n):
-            s = M[i, j]
+            s = A[i, j]
             for k in range(j):
                 s -= L[i, k] * L[j, k]
             L[i, j] = s / L[j, j]
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def cholesky_solve(L, n, b, x):
+    """x[:n] = (L Lᵀ)⁻¹ b[:n] (forward then back substitution; x may be b)."""
     for i in range(n):
         s = b[i]
         for k in range(i):
-            s -= L[i, k] * out[k]
-        out[i] = s / L[i, i]
+            s -= L[i, k] * x[k]
+        x[i] = s / L[i, i]
     for i in range(n - 1, -1, -1):
-        s = out[i]
+        s = x[i]
         for k in range(i + 1, n):
-            s -= L[k, i] * out[k]
-        out[i] = s / L[i, i]
+            s -= L[k, i] * x[k]
+        x[i] = s / L[i, i]
+
+
+@nb.njit(cache=True)
+def _chol_solve(M, b, out):
+    """Solve M x = b for symmetric positive definite M (Cholesky); False if not SPD."""
+    n = M.shape[0]
+    L = np.zeros((n, n))
+    if not cholesky(M, n, L):
+        return False
+    cholesky_solve(L, n, b, out)
     return True
 
 

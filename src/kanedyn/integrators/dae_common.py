@@ -129,16 +129,40 @@ def formulated(problem, method: str, formulation: str, alpha, beta, initialize: 
     return system, dae, q0, v0
 
 
-def solution(system, dae, t: NDArray, Y: NDArray, stats: dict, method: str, problem):
-    """A Solution with the constraint residuals of every output state."""
+def compiled_form_of(system):
+    """The system's compiled form, or None (also for a constrained system that does not
+    derive from ConstrainedMechanics and offers none)."""
+    get = getattr(system, "compiled_form", None)
+    return get() if callable(get) else None
+
+
+def solution(system, dae, t: NDArray, Y: NDArray, stats: dict, method: str, problem,
+             compiled: bool = True):
+    """A Solution with the constraint residuals of every output state (compiled when the
+    system has a compiled form and ``compiled``:
+    :func:`~kanedyn.constraints.system_kernel.residuals_batch`)."""
     from .base import Solution
 
     sp = dae.split(Y)
     q, v, a, lam = sp["q"], sp["v"], sp["a"], sp["lam"]
-    acc = np.einsum("nij,nj->ni", system.constraint_matrix(t, q), a) - system.gamma(t, q, v)
-    res = {"residual_g": system.constraint(t, q),
-           "residual_Gv": system.velocity_constraint(t, q, v),
-           "residual_acc": acc, "lam": lam, "vdot": a}
+    form = compiled_form_of(system) if compiled and len(t) else None
+    if form is not None:
+        from ..constraints.system_kernel import residuals_batch
+
+        N, nc = len(t), system.nc
+        rg, rv, ra = np.empty((N, nc)), np.empty((N, nc)), np.empty((N, nc))
+        status = residuals_batch(form.kind, form.params, form.data, np.ascontiguousarray(q),
+                                 np.ascontiguousarray(v), np.ascontiguousarray(a), rg, rv, ra)
+        if status:
+            raise SolverError(f"{method}: the constraint kernels refused an output state "
+                              f"(status {status})")
+        res = {"residual_g": rg, "residual_Gv": rv, "residual_acc": ra}
+    else:
+        acc = (np.einsum("nij,nj->ni", system.constraint_matrix(t, q), a)
+               - system.gamma(t, q, v))
+        res = {"residual_g": system.constraint(t, q),
+               "residual_Gv": system.velocity_constraint(t, q, v), "residual_acc": acc}
+    res.update(lam=lam, vdot=a)
     if problem.tau_nc is not None:
         p = np.array([problem.power_nc(ti, qi, vi) for ti, qi, vi in zip(t, q, v, strict=True)])
         work = np.concatenate([[0.0], np.cumsum(0.5 * (p[1:] + p[:-1]) * np.diff(t))])

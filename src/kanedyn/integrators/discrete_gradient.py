@@ -192,8 +192,10 @@ class _DiscreteGradient(FixedStepMethod):
 class AVF(_DiscreteGradient):
     """Average vector field method: exact energy, order 2, symmetric.
 
-    ``compiled=True`` (default): a plain Model with additive coordinates, no force
-    elements and no dissipation runs in the compiled loop of :mod:`.avf_compiled`
+    ``compiled=True`` (default): a plain Model with additive coordinates, force elements
+    that have a compiled form (springs, dampers, smoothed Stribeck friction, constant and
+    sinusoidal torques: :mod:`kanedyn.forces.kernel`) and no dissipation runs in the
+    compiled loop of :mod:`.avf_compiled`
     (same steps; it hands back to this Python method if Newton does not settle).
     """
 
@@ -206,7 +208,7 @@ class AVF(_DiscreteGradient):
         from . import avf_compiled, rk4_compiled
 
         if (not self.opts["compiled"] or project is not None or self.alpha > 0.0
-                or not rk4_compiled.applicable(self.problem)):
+                or not rk4_compiled.applicable(self.problem, forces=True)):
             return None
         return rk4_compiled.compiled_or_none("avf", avf_compiled.run, self.problem,
                                              self.opts["tol"], self.opts["maxiter"],

@@ -30,6 +30,13 @@ Stages by Newton on ``Z_i − h Σ_j a_ij f(z0 + Z_j) = 0``, with the matrix
 
 The solution is the same either way to the Newton tolerance; what differs is
 the number of residual evaluations (``residual_evaluations``, counted).
+
+``compiled=True`` (default): a plain Model with additive joints and no force elements
+(:func:`.rk4_compiled.applicable`) — or with ball and free joints among them, in the tangent form
+(:func:`.gauss_compiled.tangent_applicable`) — with ``jacobian="auto"``, no projection or
+``project="energy"``, runs in the compiled loop of :mod:`.gauss_compiled`: the same
+stage equations, matrix and tolerance, tested step for step against this class, which
+stays the readable reference and takes the run back when Newton fails there.
 ``W_nc`` by the method's own quadrature ``h Σ b_i vᵢᵀ τ_nc,i``.
 """
 
@@ -59,7 +66,7 @@ class GaussLegendre(FixedStepMethod):
     # the stage equations to 1e-12 relative: far below the truncation error, and above
     # the residual's roundoff floor (≈ 1e-14 |Z|), which a tighter bar would chase
     # jacobian: "auto" (closed form where the system provides it) or "differences"
-    options = {"tol": 1e-12, "maxiter": 30, "jacobian": "auto"}
+    options = {"tol": 1e-12, "maxiter": 30, "jacobian": "auto", "compiled": True}
 
     def __init__(self, problem, **options):
         super().__init__(problem, **options)
@@ -78,6 +85,24 @@ class GaussLegendre(FixedStepMethod):
         #: closed-form Jacobians ∂f/∂z evaluated
         self.jacobian_evaluations = 0
         self._last_iterations = 0
+
+    def compiled_run(self, project):
+        """The Solution by the compiled loop of :mod:`.gauss_compiled`, or None when it does
+        not apply (module doc) or hands the run back."""
+        from . import gauss_compiled, rk4_compiled
+        from .projection import parse_invariants
+
+        if (not self.opts["compiled"] or self._mode != "auto"
+                or (project is not None and parse_invariants(project) != ("energy",))):
+            return None
+        tangent = not self.canonical
+        if not (gauss_compiled.tangent_applicable(self.problem) if tangent
+                else rk4_compiled.applicable(self.problem)):
+            return None
+        return rk4_compiled.compiled_or_none(
+            self.name, gauss_compiled.run, self.problem, self.stages, self.opts["tol"],
+            self.opts["maxiter"], REFRESH_AFTER, self.name, project is not None,
+            gauss_compiled.PREDICTOR_STEPS, tangent)
 
     @property
     def analytic(self) -> bool:

@@ -149,25 +149,9 @@ def _fd_jacobian(fun, t, y, f0, vectorized):
     return ((Fb - f0[None, :]) / delt[:, None]).T
 
 
-def radau5(fun: Callable, t_span: tuple[float, float], y0: ArrayLike,
-           mass: ArrayLike | None = None, index: ArrayLike | None = None,
-           rtol: float = 1e-6, atol: float | ArrayLike = 1e-6, jac: Callable | None = None,
-           h0: float | None = None, max_step: float | None = None,
-           t_eval: ArrayLike | None = None, vectorized: bool = True,
-           names: Sequence[str] | None = None, max_steps: int = 100_000,
-           max_newton: int = 7, hmin: float | None = None) -> RadauResult:
-    """Integrate ``diag(mass) y' = fun(t, y)`` from t_span[0] to t_span[1].
-
-    ``fun(t, Y)`` must accept a batch ``Y`` of shape (k, n) with ``t`` a scalar or an
-    array of shape (k,) when ``vectorized`` (the three stages and the finite-difference
-    Jacobian are then one call each). ``mass``: the diagonal of D (default: ones, an
-    ODE). ``index``: the differentiation index (1, 2, 3) of each variable (default 1).
-    ``jac(t, y)``: ∂f/∂y (n × n), else forward differences. ``rtol``/``atol`` set the
-    *global* error aimed at; how they become the local tolerances of the step control and
-    of the Newton iteration is :func:`_internal_tolerances`. ``max_newton``: Newton
-    iterations per step (7, as RADAU5). ``names``: labels of the components, used in
-    error messages.
-    """
+def _setup(t_span, y0, mass, index, rtol, atol, names, h0, max_step, hmin):
+    """The checked inputs and the local tolerances of :func:`radau5` (shared with the
+    compiled loop of :mod:`.radau_compiled`)."""
     t0, tf = float(t_span[0]), float(t_span[1])
     if not tf > t0:
         raise SolverError(f"radau5 integrates forward only: t_span = {t_span}")
@@ -188,10 +172,34 @@ def radau5(fun: Callable, t_span: tuple[float, float], y0: ArrayLike,
             f"radau5: rtol = {rtol:g} is below the floor {INDEX3_RTOL_FLOOR:g} for index-3 "
             f"DAEs (tighter, roundoff stalls the Newton iteration); running at rtol = "
             f"{INDEX3_RTOL_FLOOR:g}, atol in proportion. For tighter positions use the "
-            "'ggl' or 'index1' formulation.", KanedynWarning, stacklevel=2)
+            "'ggl' or 'index1' formulation.", KanedynWarning, stacklevel=3)
     hmax = (tf - t0) if max_step is None else float(max_step)
     h = min(1e-6 if h0 is None else float(h0), hmax, tf - t0)
     hmin_abs = 1e-14 * max(1.0, abs(tf)) if hmin is None else float(hmin)
+    return t0, tf, y, n, Dm, idx, names, rtol_i, atol_i, fnewt, hmax, h, hmin_abs
+
+
+def radau5(fun: Callable, t_span: tuple[float, float], y0: ArrayLike,
+           mass: ArrayLike | None = None, index: ArrayLike | None = None,
+           rtol: float = 1e-6, atol: float | ArrayLike = 1e-6, jac: Callable | None = None,
+           h0: float | None = None, max_step: float | None = None,
+           t_eval: ArrayLike | None = None, vectorized: bool = True,
+           names: Sequence[str] | None = None, max_steps: int = 100_000,
+           max_newton: int = 7, hmin: float | None = None) -> RadauResult:
+    """Integrate ``diag(mass) y' = fun(t, y)`` from t_span[0] to t_span[1].
+
+    ``fun(t, Y)`` must accept a batch ``Y`` of shape (k, n) with ``t`` a scalar or an
+    array of shape (k,) when ``vectorized`` (the three stages and the finite-difference
+    Jacobian are then one call each). ``mass``: the diagonal of D (default: ones, an
+    ODE). ``index``: the differentiation index (1, 2, 3) of each variable (default 1).
+    ``jac(t, y)``: ∂f/∂y (n × n), else forward differences. ``rtol``/``atol`` set the
+    *global* error aimed at; how they become the local tolerances of the step control and
+    of the Newton iteration is :func:`_internal_tolerances`. ``max_newton``: Newton
+    iterations per step (7, as RADAU5). ``names``: labels of the components, used in
+    error messages.
+    """
+    (t0, tf, y, n, Dm, idx, names, rtol_i, atol_i, fnewt, hmax, h,
+     hmin_abs) = _setup(t_span, y0, mass, index, rtol, atol, names, h0, max_step, hmin)
     safe, facl, facr, thet = 0.9, 5.0, 1.0 / 8.0, 0.001
     cfac = safe * (1 + 2 * max_newton)
     idx2, idx3 = idx == 2, idx >= 3
@@ -379,26 +387,34 @@ def radau5(fun: Callable, t_span: tuple[float, float], y0: ArrayLike,
 
 
 def _collapse(t, h, last_err, names, idx):
-    where = ""
     if last_err is not None and last_err[1] is not None:
         kind, ev, sc = last_err
-        ratio = np.abs(np.atleast_2d(ev)) / sc[None, :]
-        k = int(np.argmax(ratio.max(axis=0)))
+        r = np.abs(np.atleast_2d(ev)) / sc[None, :]
+        k, ratio = int(np.argmax(r.max(axis=0))), float(r.max())
+        raise SolverError(_collapse_message(t, h, kind, k, ratio, names, idx))
+    raise SolverError(_collapse_message(t, h, None, None, None, names, idx))
+
+
+def _collapse_message(t, h, kind, k, ratio, names, idx) -> str:
+    """'step size collapsed' with the time, the step and the component at fault."""
+    where = ""
+    if kind is not None:
         what = "Newton correction" if kind == "Newton" else "error estimate"
-        where = (f"; largest scaled {what} {ratio.max():.3g} in component {k} "
+        where = (f"; largest scaled {what} {ratio:.3g} in component {k} "
                  f"({names[k]}, index {idx[k]})")
-    raise SolverError(f"radau5: step size collapsed to h = {h:.3g} at t = {t:.10g}{where}")
+    return f"radau5: step size collapsed to h = {h:.3g} at t = {t:.10g}{where}"
 
 
 # ---------------------------------------------------------------- kd.simulate entry point
 _SIM_OPTIONS = ("formulation", "rtol", "atol", "alpha", "beta", "h0", "max_step",
-                "max_steps", "initialize")
+                "max_steps", "initialize", "compiled")
 
 
 def radau5_method(problem, formulation: str = "index3", rtol: float = 1e-6,
                   atol: float = 1e-6, alpha: float | None = None, beta: float | None = None,
                   h0: float | None = None, max_step: float | None = None,
-                  max_steps: int = 100_000, initialize: bool = True, **unknown):
+                  max_steps: int = 100_000, initialize: bool = True,
+                  compiled: bool | None = None, **unknown):
     """``kd.simulate(system, q0, v0, t_final, method="radau5", formulation=..., rtol=...,
     atol=...)``: the DAE of the (constrained) system in ``formulation`` (see
     :mod:`kanedyn.constraints.formulations`), integrated by :func:`radau5`.
@@ -406,8 +422,12 @@ def radau5_method(problem, formulation: str = "index3", rtol: float = 1e-6,
     ``initialize``: make (q0, v0) consistent first (minimum-distance projection); a
     Baumgarte formulation without alpha/beta takes them from dt (or t_final/100).
     ``dt`` of simulate is the output spacing (dense output); None keeps every step.
+    ``compiled``: None (default) runs the compiled loop of :mod:`.radau_compiled` when
+    the system has a compiled form (``system.compiled_form()``: Andrews' squeezer, a
+    Model with loop closures and no force elements), else this module's Python loop;
+    False always the Python loop (the reference); True the compiled loop or an error.
     """
-    from .dae_common import formulated, solution
+    from .dae_common import compiled_form_of, formulated, solution
 
     if unknown:
         raise SolverError(f"method 'radau5' does not take option(s) {sorted(unknown)}; it "
@@ -427,10 +447,23 @@ def radau5_method(problem, formulation: str = "index3", rtol: float = 1e-6,
     if problem.t_final == problem.t0:
         res = RadauResult(np.array([problem.t0]), y0[None, :], {})
     else:
-        res = radau5(dae.rhs, (problem.t0, problem.t_final), y0, dae.mass, dae.index,
-                     rtol=rtol, atol=atol, jac=dae.jacobian, h0=h0, max_step=max_step,
-                     t_eval=t_eval, names=names, max_steps=max_steps)
-    return solution(system, dae, res.t, res.y, res.stats, "radau5", problem)
+        form = None if compiled is False else compiled_form_of(system)
+        if compiled and form is None:
+            raise SolverError(f"radau5: compiled=True, but {system.name!r} has no compiled "
+                              "form (one has Andrews' squeezer and a Model with loop "
+                              "closures only, q̇ = v, no force elements); pass compiled=None")
+        if form is not None:
+            from .radau_compiled import radau5_compiled
+
+            res = radau5_compiled(dae, form, (problem.t0, problem.t_final), y0, rtol=rtol,
+                                  atol=atol, h0=h0, max_step=max_step, t_eval=t_eval,
+                                  names=names, max_steps=max_steps)
+        else:
+            res = radau5(dae.rhs, (problem.t0, problem.t_final), y0, dae.mass, dae.index,
+                         rtol=rtol, atol=atol, jac=dae.jacobian, h0=h0, max_step=max_step,
+                         t_eval=t_eval, names=names, max_steps=max_steps)
+    return solution(system, dae, res.t, res.y, res.stats, "radau5", problem,
+                    compiled=compiled is not False)
 
 
 def _register():

@@ -20,11 +20,13 @@ class RK4(FixedStepMethod):
     """Classical RK4 (explicit, fixed step, 4 dynamics evaluations per step).
 
     This class is the readable reference. ``compiled=True`` (default): ``kd.simulate``
-    runs a plain Model with additive coordinates (and no armature), without force
-    elements or with joint springs, dampers and smoothed Stribeck friction, in the one
-    compiled RK4 loop, :func:`kanedyn.sim.batch.rk4_run` (also the batches'; its stages
-    are those of :mod:`.rk4_compiled`); same steps, less overhead. ``compiled=False``
-    takes these Python steps.
+    runs a plain Model, without force elements or with joint springs, dampers and
+    smoothed Stribeck friction, in a compiled RK4 loop (also the batches'): one with
+    additive coordinates and no armature in :func:`kanedyn.sim.batch.rk4_run` (its
+    stages are those of :mod:`.rk4_compiled`), any other (ball, free, planar joints,
+    armature) in :func:`kanedyn.sim.rk4_manifold.rk4_manifold_run`, which takes these
+    chart stages (``ξ̇ = J(ξ)⁻¹ v`` by :mod:`kanedyn.sim.chart_kernel`); same steps, less
+    overhead. ``compiled=False`` takes these Python steps.
     """
 
     name = "rk4"

@@ -5,9 +5,12 @@ than the O(n) dynamics of a small chain — hence the design note's "tight stepp
 loop". RK4 has one readable reference, :class:`~kanedyn.integrators.rk4.RK4` (on the
 system protocol), and one compiled loop, :func:`kanedyn.sim.batch.rk4_run`, which both
 ``kd.simulate(model, ..., method="rk4")`` and ``kd.simulate_batch`` run (a single run is
-the batch of one). That loop lives in :mod:`kanedyn.sim` because it adds joint forces
-between the stages (the Stribeck law of :mod:`kanedyn.friction`, which integrators may
-not import); this module holds its integrator parts, on the flat array of a Model:
+the batch of one) on additive coordinates (its twin on the configuration manifold, for
+ball, free, planar joints and armature, is :mod:`kanedyn.sim.rk4_manifold`, with the
+guards, grid and samples of this module). That loop lives in :mod:`kanedyn.sim` because
+it adds joint forces between the stages (the Stribeck law of :mod:`kanedyn.friction`,
+which integrators may not import); this module holds its integrator parts, on the flat
+array of a Model:
 
 - the two halves of a classical RK4 step, :func:`rk4_stage_state` and :func:`rk4_update`;
 - the energy projection of :mod:`.projection`, :func:`project_energy`:
@@ -166,13 +169,17 @@ def step_grid(dt: float, t0: float, tf: float, save_every: int):
     return n_steps, steps, times, every, keep
 
 
-def applicable(problem) -> bool:
+def applicable(problem, forces: bool = False) -> bool:
     """A plain Model, additive coordinates, no force elements, no progress bar, no armature
     (the loops' energy is the bodies' alone; a model with rotors takes the Python steps,
-    whose energy includes ½ Σ armature v²)."""
+    whose energy includes ½ Σ armature v²). ``forces``: a loop that takes the force rows
+    of :mod:`kanedyn.forces.kernel` (``problem.force_rows``) also applies when every force
+    element has one."""
     s = problem.system
+    no_forces = problem.tau_cons is None and problem.tau_nc is None
     return (getattr(s, "compiled_step", None) is not None  # a capability (sim/system.py)
-            and problem.tau_cons is None and problem.tau_nc is None and problem.progress is None)
+            and (no_forces or (forces and problem.force_rows is not None))
+            and problem.progress is None)
 
 
 def compiled_or_none(name: str, run, *args):

@@ -31,6 +31,11 @@ so its discrete Euler–Lagrange map is symplectic whatever chart writes it down
 a constant mass matrix it is the same map as the scheme above. Order 2, symmetric; the
 quaternion moves by the exponential map. A protocol-only system with quaternions (no chart
 structure) is refused.
+
+``compiled=True`` (default): additive coordinates on a plain Model without force elements
+(:func:`.rk4_compiled.applicable`) run in the compiled loop of :mod:`.verlet_compiled` (the
+same equations and tolerance, tested step for step against this class, which takes the run
+back when an iteration there fails or contracts slowly).
 """
 
 from __future__ import annotations
@@ -54,7 +59,7 @@ class Verlet(FixedStepMethod):
 
     name = "verlet"
     order = 2
-    options = {"tol": 1e-14, "maxiter": 50}
+    options = {"tol": 1e-14, "maxiter": 50, "compiled": True}
 
     def __init__(self, problem, **options):
         super().__init__(problem, **options)
@@ -68,6 +73,17 @@ class Verlet(FixedStepMethod):
                     "Jacobian, which is known for a Model's joints but not for this "
                     "protocol-only system; use 'midpoint', 'gauss4', 'itoh_abe', "
                     "'energy_momentum' or project='energy'")
+
+    def compiled_run(self, project):
+        """The Solution by the compiled loop of :mod:`.verlet_compiled`, or None when it
+        does not apply (a chart, forces, a projection, ``compiled=False``) or hands back."""
+        from . import rk4_compiled, verlet_compiled
+
+        if (not self.opts["compiled"] or self.chart is not None or project is not None
+                or not rk4_compiled.applicable(self.problem)):
+            return None
+        return rk4_compiled.compiled_or_none("verlet", verlet_compiled.run, self.problem,
+                                             self.opts["tol"], self.opts["maxiter"])
 
     def _kick(self, C, t, x, p):
         """(−∂H/∂x + τ_nc, ẋ, vᵀτ_nc) at (x, p) (additive coordinates)."""

@@ -1,21 +1,27 @@
-"""The one compiled RK4 loop, for one run and for N runs at once.
+"""The compiled RK4 loops, for one run and for N runs at once; the table of batched methods.
 
 :func:`rk4_run` integrates one state with the classical RK4 method, the joint forces
-(springs, dampers, the smoothed Stribeck law of :mod:`kanedyn.friction.laws_kernel`)
-evaluated between the stages, with the guards of ``run_fixed``, the kept samples, the
+(the rows of :mod:`kanedyn.forces.kernel`: springs, dampers, constant and sinusoidal
+torques, the smoothed Stribeck law of :mod:`kanedyn.friction.laws_kernel`) evaluated
+between the stages at their times, with the guards of ``run_fixed``, the kept samples, the
 work W_nc of the non-conservative forces and, on request, the energy — all in numba,
-without the GIL. Both ``kd.simulate(model, ..., method="rk4")`` (:func:`run_rk4`, with
-the optional energy projection) and ``simulate_batch`` (which runs it per state in
-``prange``) call it: a single run is the batch of one, and gives the same bits. Its
-integrator parts (the stage state and the update, the projection, the guards, the step
-grid) are those of :mod:`kanedyn.integrators.rk4_compiled`; the Python reference is
-:class:`kanedyn.integrators.rk4.RK4` (the same steps, tested to round-off). It lives in
-``sim`` because it composes forces and friction with the integrator (DESIGN's import
+without the GIL. It takes Models with additive coordinates (revolute, prismatic, helical
+joints); :func:`kanedyn.sim.rk4_manifold.rk4_manifold_run` is the same loop on the
+configuration manifold, for every other Model (ball, free and planar joints, joint types
+with a compiled ``integrate``) and for Models with armature. Both
+``kd.simulate(model, ..., method="rk4")`` (:func:`run_rk4`, with the optional energy
+projection) and ``simulate_batch`` (which runs them per state in ``prange``) call them:
+a single run is the batch of one, and gives the same bits. Their integrator parts (the
+stage state and the update, the projection, the guards, the step grid) are those of
+:mod:`kanedyn.integrators.rk4_compiled`; the Python reference is
+:class:`kanedyn.integrators.rk4.RK4` (the same steps, tested to round-off). They live in
+``sim`` because they compose forces and friction with the integrator (DESIGN's import
 order keeps integrators from importing them).
 
 ``simulate_batch(model, Q0, V0, t_final, dt=...)`` integrates N independent runs of
 one Model — the steps, times and kept samples of ``kd.simulate`` (the last step
-shortened to land on t_final, and kept) — parallel over runs.
+shortened to land on t_final, and kept) — parallel over runs. Q0's quaternions are
+checked and normalised as ``kd.simulate``'s q0.
 
 Per-run parameters change a run's model or forces without building N
 models: ``params={"mass:link3": masses, "damping:joint1": c, ...}``, each an
@@ -25,15 +31,34 @@ array of N values. A ``mass:<body>`` scales that body's whole spatial inertia
 of a :class:`~kanedyn.forces.JointDamper`, ``Fc``/``Fs``/``vs``/``delta``/``Fv``
 of the Stribeck law of a :class:`~kanedyn.forces.JointFriction`.
 
-The batch takes models whose joints all have one speed and an additive
-configuration (revolute, prismatic, helical), and the force elements just
-named; anything else is refused with the reason. ``kd.simulate`` takes this loop for
-a Model with additive coordinates and no armature (``compiled_step``), without force
-elements or with only those (then on 1-speed joints); otherwise the Python steps.
-"""
+The batch takes the force elements just named, constant
+:class:`~kanedyn.forces.JointTorque` and :class:`~kanedyn.forces.SinusoidalTorque` (the
+rows of :func:`kanedyn.forces.kernel.force_rows`). On joints of several speeds (ball,
+free, planar) a damper acts on each of the joint's speeds (``τ = −c v_j``, as
+:class:`~kanedyn.forces.JointDamper`), so ``JointDamper`` and a per-run
+``damping:<joint>`` work on them; springs, sinusoidal torques and Stribeck friction need
+the one coordinate of a 1-DOF additive joint: on a joint of several speeds they, and
+``stiffness``/``rest``/``Fc``/... of it, are refused naming the joint. Other force
+elements are refused with the reason. ``kd.simulate`` takes these loops for any Model
+without force elements or with only those; otherwise the Python steps.
 
+Batched methods
+---------------
+``simulate_batch(..., method=...)`` looks the method up in :data:`METHODS`, a table of
+:class:`BatchMethod`: its name, ``refuses(model)`` (why it cannot take the Model, or None)
+and ``runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status)``, which
+fills the outputs of every run by a compiled whole-run loop of one state called in
+``prange`` — ``D[k]`` the run's flat array (its ``mass:`` parameters applied), ``P[k]``
+its force rows, ``steps``/``every`` the grid of
+:func:`~kanedyn.integrators.rk4_compiled.step_grid`, ``status[k]`` left [code, step,
+kernel status] by a run that stops (codes in :data:`STOPPED`). Today the table holds
+``"rk4"`` (:func:`rk4_run` or the manifold loop, by the Model). Another compiled loop
+(AVF, a friction treatment) joins it with one entry: write its loop for one state with
+these outputs, a ``prange`` driver like :func:`_rk4_runs`, and its ``refuses``.
+"""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,11 +71,26 @@ from ..dynamics._dispatch import singular_error
 from ..dynamics.flat import flatten
 from ..dynamics.layout import IBAR, MASS, H
 from ..errors import DivergenceError, KanedynError, SolverError, StateError
-from ..friction.laws_kernel import stribeck_force, stribeck_parameters
+from ..forces.kernel import (
+    P_C,
+    P_DELTA,
+    P_FC,
+    P_FRIC,
+    P_FS,
+    P_FV,
+    P_K,
+    P_REST,
+    P_VS,
+    force_rows,
+    has_forces,
+    joint_forces,
+    spring_potential,
+)
 from ..integrators.base import Solution
 from ..integrators.projection import parse_invariants
 from ..integrators.rk4_compiled import (
     BAD_KERNEL_STATE,
+    BLOWUP,
     NOT_FINITE,
     compiled_or_none,
     energy_of,
@@ -64,21 +104,19 @@ from ..integrators.rk4_compiled import (
     store,
 )
 from ..model import Model
+from ..model.configuration import check_configuration
 from ..model.model import singular_joints
 
 _compiled.key_cache(__name__)
 
-# per-dof force parameters, columns of P[run, dof, :]
-P_K, P_REST, P_C, P_FRIC, P_FC, P_FS, P_VS, P_DELTA, P_FV, P_EPS, P_SMOOTH, P_SURF = range(12)
-NPAR = 12
 QUANTITIES = {"stiffness": P_K, "rest": P_REST, "damping": P_C, "Fc": P_FC, "Fs": P_FS,
               "vs": P_VS, "delta": P_DELTA, "Fv": P_FV}
-METHODS = ("rk4",)
 
 #: why a run stopped, by the status code of :mod:`kanedyn.integrators.rk4_compiled`
 STOPPED = {NOT_FINITE: "the state became NaN or infinite",
-           2: "blow-up (speed beyond blowup=)",
-           BAD_KERNEL_STATE: "the dynamics kernel reported a bad state"}
+           BLOWUP: "blow-up (speed beyond blowup=)",
+           BAD_KERNEL_STATE: "the dynamics kernel reported a bad state",
+           4: "the energy projection did not converge"}  # (rk4_manifold.PROJECTION_FAILED)
 
 
 @dataclass
@@ -108,41 +146,23 @@ class BatchTrajectory:
 # --- the loop -------------------------------------------------------------------------
 
 @njit(cache=True, nogil=True)
-def _forces(P, q, v, tau_nc, tau):
-    """τ of springs (conservative), dampers and Stribeck friction (non-conservative; the
-    law's one compiled form, :func:`~kanedyn.friction.laws_kernel.stribeck_force`, at the
-    slip speed v - v_surface)."""
-    for j in range(q.shape[0]):
-        t_nc = -P[j, P_C] * v[j]
-        if P[j, P_FRIC] != 0.0:
-            t_nc -= stribeck_force(v[j] - P[j, P_SURF], P[j, P_FC], P[j, P_FS], P[j, P_VS],
-                                   P[j, P_DELTA], P[j, P_FV], P[j, P_EPS],
-                                   int(P[j, P_SMOOTH]))
-        tau_nc[j] = t_nc
-        tau[j] = t_nc - P[j, P_K] * (q[j] - P[j, P_REST])
-
-
-@njit(cache=True, nogil=True)
 def _energy(data, P, q, v, summary):
     """T + V_gravity + V_springs of one state: T and V from the compiled kernel of
     ``kd.kinetic_energy`` (:func:`~kanedyn.dynamics.kernels.kinematics.summary_into`,
     rotors included), another pass than the integrators' energy kernel, so a batch's
     energy checks the single run's independently."""
     K.summary_into(data, q, v, True, summary)
-    Vs = 0.0
-    for j in range(q.shape[0]):
-        d = q[j] - P[j, P_REST]
-        Vs += 0.5 * P[j, P_K] * d * d
-    return summary[0] + summary[1] + Vs
+    return summary[0] + summary[1] + spring_potential(P, q)
 
 
 @njit(cache=True, nogil=True)
-def _stage(data, P, forces, q, v, tau_nc, tau, fext, a, ws):
-    """a = ABA(q, v, τ(q, v)) with the joint forces τ (none unless ``forces``), ``ws`` the
-    ABA workspace (:func:`~kanedyn.dynamics.kernels.aba.aba_workspace`, allocated once a
+def _stage(data, P, forces, t, q, v, tau_nc, tau, fext, a, ws):
+    """a = ABA(q, v, τ(t, q, v)) with the joint forces τ of the rows ``P``
+    (:func:`~kanedyn.forces.kernel.joint_forces`; none unless ``forces``), ``ws`` the ABA
+    workspace (:func:`~kanedyn.dynamics.kernels.aba.aba_workspace`, allocated once a
     run); returns the kernel's status (0 ok)."""
     if forces:
-        _forces(P, q, v, tau_nc, tau)
+        joint_forces(P, t, q, v, tau_nc, tau)
     return K.aba_core(data, q, v, tau, fext, False, a, *ws)
 
 
@@ -156,18 +176,19 @@ def _power(v, tau_nc):
 
 
 @njit(cache=True, nogil=True)
-def rk4_run(data, P, forces, q0, v0, steps, every, project, blowup, record, Q, V, W, E,
+def rk4_run(data, P, forces, t0, q0, v0, steps, every, project, blowup, record, Q, V, W, E,
             status):
-    """One run of classical RK4 from (q0, v0) by the steps ``steps`` (the grid of
+    """One run of classical RK4 from (q0, v0) at t0 by the steps ``steps`` (the grid of
     :func:`~kanedyn.integrators.rk4_compiled.step_grid`), on the flat array ``data``:
 
         k₁ = f(x), k₂ = f(x + h/2 k₁), k₃ = f(x + h/2 k₂), k₄ = f(x + h k₃),
         x ← x + h/6 (k₁ + 2k₂ + 2k₃ + k₄),   x = (q, v, W_nc), f = (v, a, vᵀτ_nc)
 
     (Hairer, Nørsett & Wanner, Solving ODEs I, II.1.9), a = ABA(q, v, τ) with the joint
-    forces of the rows ``P`` (nv, NPAR) when ``forces``; then, if ``project``, the energy
-    projection (no forces). Keeps the state after every ``every``-th step and the last in
-    ``Q``, ``V``, ``W`` (and the energy in ``E`` if ``record``), sample 0 the start.
+    forces of the rows ``P`` (:mod:`kanedyn.forces.kernel`) when ``forces``; then, if
+    ``project``, the energy projection (no forces). Keeps the state after every
+    ``every``-th step and the last in ``Q``, ``V``, ``W`` (and the energy in ``E`` if
+    ``record``), sample 0 the start.
     Returns the number of samples kept; ``status`` (3,) is left [0, 0, 0], or [code, step
     (from 1), kernel status] of the step at which the state became non-finite, blew up
     (speed beyond ``blowup (1 + max|v0|)``) or a kernel refused it."""
@@ -192,16 +213,17 @@ def rk4_run(data, P, forces, q0, v0, steps, every, project, blowup, record, Q, V
     k = store(q, v, Q, V, 0)
     for n in range(n_steps):
         h = steps[n]
-        s = _stage(data, P, forces, q, v, tau_nc, tau, fext, k1v, ws)
+        t = t0 + n * steps[0]  # the grid of step_grid: t0 + n dt
+        s = _stage(data, P, forces, t, q, v, tau_nc, tau, fext, k1v, ws)
         k1w = _power(v, tau_nc) if forces else 0.0
         rk4_stage_state(q, v, v, k1v, 0.5 * h, qs, k2q)  # k2q = v of stage 2
-        s |= _stage(data, P, forces, qs, k2q, tau_nc, tau, fext, k2v, ws)
+        s |= _stage(data, P, forces, t + 0.5 * h, qs, k2q, tau_nc, tau, fext, k2v, ws)
         k2w = _power(k2q, tau_nc) if forces else 0.0
         rk4_stage_state(q, v, k2q, k2v, 0.5 * h, qs, k3q)
-        s |= _stage(data, P, forces, qs, k3q, tau_nc, tau, fext, k3v, ws)
+        s |= _stage(data, P, forces, t + 0.5 * h, qs, k3q, tau_nc, tau, fext, k3v, ws)
         k3w = _power(k3q, tau_nc) if forces else 0.0
         rk4_stage_state(q, v, k3q, k3v, h, qs, k4q)
-        s |= _stage(data, P, forces, qs, k4q, tau_nc, tau, fext, k4v, ws)
+        s |= _stage(data, P, forces, t + h, qs, k4q, tau_nc, tau, fext, k4v, ws)
         k4w = _power(k4q, tau_nc) if forces else 0.0
         rk4_update(q, v, h, k2q, k3q, k4q, k1v, k2v, k3v, k4v)
         w += (h / 6) * (k1w + 2 * k2w + 2 * k3w + k4w)
@@ -227,79 +249,89 @@ def _rk4_runs(D, P, forces, Q0, V0, steps, every, blowup, outQ, outV, outW, outE
     """:func:`rk4_run` for each run k (its own flat array ``D[k]`` and force rows
     ``P[k]``), the runs spread over the threads."""
     for k in prange(Q0.shape[0]):
-        rk4_run(D[k], P[k], forces, Q0[k], V0[k], steps, every, False, blowup, True, outQ[k],
+        rk4_run(D[k], P[k], forces, 0.0, Q0[k], V0[k], steps, every, False, blowup, True, outQ[k],
                 outV[k], outW[k], outE[k], status[k])
+
+
+# --- the methods simulate_batch takes -------------------------------------------------
+
+@dataclass(frozen=True)
+class BatchMethod:
+    """A whole-run compiled loop that :func:`simulate_batch` runs for every state (see the
+    module doc, "Batched methods").
+
+    ``refuses(model)``: why the method cannot take this Model (a sentence naming the joint
+    or element), or None. ``runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE,
+    status)``: fill the outputs of every run k from (Q0[k], V0[k]) on the flat array D[k]
+    with the force rows P[k], by the compiled loop of one state called in ``prange``; a run
+    that stops leaves [code, step, kernel status] in status[k] (codes: :data:`STOPPED`).
+    """
+
+    name: str
+    refuses: Callable[[Model], str | None]
+    runs: Callable[..., None]
+
+
+def _rk4_refuses(model: Model) -> str | None:
+    return None  # every tree: additive joints in rk4_run, the others in rk4_manifold_run
+
+
+def _manifold(model: Model) -> bool:
+    """Whether a model takes the manifold loop (as kd.simulate: a configuration that is not
+    additive, or armature) rather than :func:`rk4_run`."""
+    return not all(b.joint.chart_is_additive for b in model.bodies) or model.armature.any()
+
+
+def _rk4_batch(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status) -> None:
+    # no blow-up guard (np.inf): a batch stops a run only at a non-finite state
+    if _manifold(model):
+        from .rk4_manifold import dof_coordinates, manifold_runs
+
+        manifold_runs(D, P, dof_coordinates(model), has_forces(P), Q0, V0, steps, every,
+                      np.inf, outQ, outV, outW, outE, status)
+    else:
+        _rk4_runs(D, P, has_forces(P), Q0, V0, steps, every, np.inf, outQ, outV, outW, outE,
+                  status)
+
+
+#: the batched methods by name; another compiled whole-run loop is added as one entry
+METHODS: dict[str, BatchMethod] = {"rk4": BatchMethod("rk4", _rk4_refuses, _rk4_batch)}
 
 
 # --- the Python side ------------------------------------------------------------------
 
-def _force_rows(model: Model, forces) -> tuple[NDArray, str | None]:
-    """The rows P (nv, NPAR) of the loop's joint forces, and None; or (None, why the loop
-    cannot take one of the elements). Needs every joint of one speed (dof = body index)."""
-    from ..forces import JointDamper, JointFriction, JointSpring
-    from ..friction.laws import Stribeck
-
-    P = np.zeros((model.nv, NPAR))
-    P[:, P_VS] = 1.0
-    P[:, P_DELTA] = 1.0
-    P[:, P_EPS] = 1.0
-    for f in forces:
-        iv = model.joint_index(f.joint) if hasattr(f, "joint") else None
-        if isinstance(f, JointSpring):
-            P[iv, P_K] += f.k
-            P[iv, P_REST] = f.rest
-        elif isinstance(f, JointDamper):
-            c = model.bodies[iv].joint.damping if f.c is None else f.c
-            P[iv, P_C] += c
-        elif isinstance(f, JointFriction) and type(f.law) is Stribeck and f.law.smoothing:
-            try:
-                Fc, Fs, vs, delta, Fv, eps, kind = stribeck_parameters(f.law)
-            except KanedynError as exc:
-                return None, f"the friction on {f.joint!r} has no batched kernel: {exc}"
-            P[iv, P_FRIC] = 1.0
-            P[iv, [P_FC, P_FS, P_VS, P_DELTA, P_FV]] = (Fc, Fs, vs, delta, Fv)
-            P[iv, P_EPS] = eps
-            P[iv, P_SMOOTH] = kind
-            P[iv, P_SURF] = f.surface_velocity
-        else:
-            return None, (f"no batched kernel for {f!r}; it takes JointSpring, JointDamper "
-                          "and JointFriction with a smoothed Stribeck law (for other "
-                          "elements run kd.simulate per state)")
-    return P, None
-
-
-def _has_forces(P: NDArray) -> bool:
-    """Whether any row acts (a spring, a damper or friction): else the loop skips them."""
-    return bool(np.any(P[..., [P_K, P_C, P_FRIC]] != 0.0))
-
-
-def _one_speed_joints(model: Model) -> list[str]:
-    """The joints that are not 1-DOF additive ones (which the force rows need)."""
-    return [b.joint.name for b in model.bodies
-            if not (b.joint.chart_is_additive and b.joint.nv == 1)]
+def _one_speed(body) -> bool:
+    """Whether the body's joint is 1-DOF additive (revolute, prismatic, helical): springs
+    and friction need its one coordinate."""
+    return body.joint.chart_is_additive and body.joint.nv == 1
 
 
 def run_rk4(compiled: bool, problem, forces, project) -> Solution | None:
     """``kd.simulate``'s rk4 by :func:`rk4_run`: a Solution, or None where the loop does
     not apply — ``compiled`` False (the method's ``compiled=`` option), a progress bar, a
-    system without ``compiled_step`` (a Model with additive coordinates and no armature),
-    force elements the loop does not take (or on joints of several speeds), a projection
+    system that is not a Model (neither ``compiled_step``, a Model with additive
+    coordinates and no armature, for this loop, nor ``compiled_manifold_step``, any other
+    Model, for :func:`kanedyn.sim.rk4_manifold.rk4_manifold_run`), force elements the
+    loops do not take (or springs and friction on joints of several speeds), a projection
     onto anything but the energy, or the energy projection with force elements (its target
     E₀ + W_nc and the springs' potential are the Python projection's)."""
     model = getattr(problem.system, "compiled_step", None)
+    run = _run_one
+    if model is None:  # ball, free, planar joints, armature: the manifold loop
+        from .rk4_manifold import run_one as run
+
+        model = getattr(problem.system, "compiled_manifold_step", None)
     if not compiled or model is None or problem.progress is not None:
         return None
     invariants = None if project is None else parse_invariants(project)
     forces = list(forces or ())
     if invariants not in (None, ("energy",)) or (invariants and forces):
         return None
-    if forces and _one_speed_joints(model):
-        return None
-    P, why = _force_rows(model, forces)
+    P, why = force_rows(model, forces)
     if why is not None:
         return None
     name = "rk4" if invariants is None else f"rk4+project{invariants}"
-    return compiled_or_none(name, _run_one, problem, model, P, invariants is not None, name)
+    return compiled_or_none(name, run, problem, model, P, invariants is not None, name)
 
 
 def _run_one(problem, model: Model, P: NDArray, project: bool, name: str) -> Solution:
@@ -309,18 +341,24 @@ def _run_one(problem, model: Model, P: NDArray, project: bool, name: str) -> Sol
     V = np.empty((len(keep), model.nv))
     W = np.empty(len(keep))
     status = np.zeros(3, dtype=np.int64)
-    k = rk4_run(flatten(model).data, P, _has_forces(P),
+    k = rk4_run(flatten(model).data, P, has_forces(P), float(problem.t0),
                 np.ascontiguousarray(problem.q0, float), np.ascontiguousarray(problem.v0, float),
                 steps, every, project, float(problem.blowup), False, Q, V, W, np.empty(0),
                 status)
     if status[0]:
-        n = int(status[1])
-        cls = SolverError if status[0] == BAD_KERNEL_STATE else DivergenceError
-        raise cls(f"{name}: {STOPPED[int(status[0])]} at step {n}, t = {times[n]:.6g}: q = "
-                  f"{np.array2string(Q[k - 1], precision=4)}, v = "
-                  f"{np.array2string(V[k - 1], precision=4)} (last saved state); reduce dt")
+        raise_stopped(name, status, times, Q[k - 1], V[k - 1])
     return Solution(times[keep], Q, V, W, {"newton_iterations": np.zeros(n_steps, np.int32)},
                     name)
+
+
+def raise_stopped(name: str, status: NDArray, times: NDArray, q: NDArray, v: NDArray):
+    """Raise the error of a compiled run that stopped (``status`` of :func:`rk4_run`), with
+    the step, its time and the last saved state (q, v)."""
+    n = int(status[1])
+    cls = DivergenceError if status[0] in (NOT_FINITE, BLOWUP) else SolverError
+    raise cls(f"{name}: {STOPPED[int(status[0])]} at step {n}, t = {times[n]:.6g}: q = "
+              f"{np.array2string(q, precision=4)}, v = "
+              f"{np.array2string(v, precision=4)} (last saved state); reduce dt")
 
 
 def _apply_params(model: Model, D: NDArray, P: NDArray, params: dict, N: int) -> None:
@@ -349,12 +387,18 @@ def _apply_params(model: Model, D: NDArray, P: NDArray, params: dict, N: int) ->
             D[:, i, H:H + 3] *= s
             D[:, i, IBAR:IBAR + 9] *= s
         elif qty in QUANTITIES:
-            iv = model.joint_index(target)
+            body = model.bodies[model.joint_index(target)]
+            iv = body.iv  # the joint's speeds: a damping acts on each of them
             col = QUANTITIES[qty]
+            if qty != "damping" and not _one_speed(body):
+                raise StateError(f"simulate_batch: {name!r}: joint {target!r} is a "
+                                 f"{body.joint.kind} joint ({body.joint.nv} speeds); "
+                                 "per-run stiffness, rest and friction parameters need a "
+                                 "1-DOF joint (damping works on every joint)")
             if qty in ("Fc", "Fs", "vs", "delta", "Fv") and not np.all(P[:, iv, P_FRIC]):
                 raise StateError(f"simulate_batch: {name!r}: joint {target!r} has no "
                                  "JointFriction element to take it")
-            P[:, iv, col] = vals
+            P[:, iv, col] = vals[:, None]
         else:
             raise StateError(f"simulate_batch: unknown parameter {name!r}; write "
                              f"'<quantity>:<name>' with quantity mass (a body) or one of "
@@ -377,20 +421,24 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
     if method not in METHODS:
         raise KanedynError(f"simulate_batch: unknown method {method!r}; batched methods: "
                            f"{', '.join(METHODS)}")
-    odd = _one_speed_joints(model)
-    if odd:
-        raise KanedynError(f"simulate_batch: joints {odd} are not 1-DOF additive joints "
-                           "(revolute, prismatic, helical), which the batched kernel needs")
+    why = METHODS[method].refuses(model)
+    if why is not None:
+        raise KanedynError(f"simulate_batch: method {method!r} cannot take {model.name!r}: "
+                           f"{why}")
     bad = singular_joints(model)
     if bad:  # the batched steps call ABA, which needs M⁻¹: say which joint, before any step
         raise singular_error(model, bad[0], "simulate_batch")
     Q0 = np.ascontiguousarray(Q0, dtype=float)
     V0 = np.ascontiguousarray(V0, dtype=float)
-    if Q0.ndim != 2 or Q0.shape[1] != model.nq or V0.shape != Q0.shape:
-        raise StateError(f"simulate_batch: Q0 and V0 must both be (N, {model.nq}); got "
-                         f"{Q0.shape} and {V0.shape}")
+    if Q0.ndim != 2 or Q0.shape[1] != model.nq or V0.shape != (Q0.shape[0], model.nv):
+        raise StateError(f"simulate_batch: Q0 and V0 must be (N, {model.nq}) and "
+                         f"(N, {model.nv}); got {Q0.shape} and {V0.shape}")
     if not (np.all(np.isfinite(Q0)) and np.all(np.isfinite(V0))):
         raise StateError("simulate_batch: Q0 or V0 contains NaN or infinity")
+    try:  # unit quaternions (normalised within the tolerance, as kd.simulate's q0)
+        Q0 = np.ascontiguousarray(check_configuration(model, Q0)[0])
+    except StateError as e:
+        raise StateError(f"simulate_batch: Q0: {e}") from None
     if dt is None:
         raise StateError("simulate_batch: give the step dt (the batched methods are fixed-step)")
     if not (np.isfinite(dt) and dt > 0) or not (np.isfinite(t_final) and t_final >= 0):
@@ -401,7 +449,7 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
     n_steps, steps, times, every, keep = step_grid(float(dt), 0.0, float(t_final),
                                                    int(save_every))
     D = np.ascontiguousarray(np.repeat(flatten(model).data[None], N, axis=0))
-    rows, why = _force_rows(model, forces)
+    rows, why = force_rows(model, forces)
     if why is not None:
         raise KanedynError(f"simulate_batch: {why}")
     P = np.ascontiguousarray(np.repeat(rows[None], N, axis=0))
@@ -412,9 +460,7 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
     outW = np.empty((N, S))
     outE = np.empty((N, S))
     status = np.zeros((N, 3), np.int64)
-    # no blow-up guard (np.inf): a batch stops a run only at a non-finite state
-    _rk4_runs(D, P, _has_forces(P), Q0, V0, steps, every, np.inf, outQ, outV, outW, outE,
-              status)
+    METHODS[method].runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status)
     bad = np.flatnonzero(status[:, 0])
     if bad.size:
         why = "; ".join(sorted({STOPPED[int(c)] for c in status[bad, 0]}))

@@ -23,21 +23,29 @@ _compiled.key_cache(__name__)
 
 
 @nb.njit(cache=True, nogil=True)
+def integrate_joint(data, i, q, v, dt, out):
+    """out[iq] = q[iq] ⊕ dt v[iv] for joint i alone (its slices of q and v, by the flat
+    array ``data``): the joint type's compiled ``integrate`` where q is not additive,
+    ``q + dt v`` elsewhere."""
+    a, b, kd = int(data[i, IQ]), int(data[i, IV]), int(data[i, JTYPE])
+    if kd == SPHERICAL:
+        spherical.integrate(q, a, v, b, dt, out)
+    elif kd == FREE:
+        free.integrate(q, a, v, b, dt, out)
+    elif kd == PLANAR:
+        planar.integrate(q, a, v, b, dt, out)
+    elif kd == EXTENSION and table_entry(int(data[i, JFUNCS]), INTEGRATE) != 0:
+        call_integrate(table_entry(int(data[i, JFUNCS]), INTEGRATE), q, a, v, b, dt, out,
+                       data[i])
+    else:  # additive (Joint.chart_is_additive)
+        for e in range(int(data[i, NVJ])):
+            out[a + e] = q[a + e] + dt * v[b + e]
+
+
+@nb.njit(cache=True, nogil=True)
 def integrate_into(data, q, v, dt, out):
     """out = q ⊕ dt v for the whole model (joint types and offsets from the flat array
-    ``data`` of :func:`kanedyn.dynamics.flat.flatten`): the joint type's compiled
-    ``integrate`` by its code where q is not additive, ``q + dt v`` elsewhere."""
+    ``data`` of :func:`kanedyn.dynamics.flat.flatten`), joint by joint
+    (:func:`integrate_joint`)."""
     for i in range(data.shape[0] - 1):
-        a, b, kd = int(data[i, IQ]), int(data[i, IV]), int(data[i, JTYPE])
-        if kd == SPHERICAL:
-            spherical.integrate(q, a, v, b, dt, out)
-        elif kd == FREE:
-            free.integrate(q, a, v, b, dt, out)
-        elif kd == PLANAR:
-            planar.integrate(q, a, v, b, dt, out)
-        elif kd == EXTENSION and table_entry(int(data[i, JFUNCS]), INTEGRATE) != 0:
-            call_integrate(table_entry(int(data[i, JFUNCS]), INTEGRATE), q, a, v, b, dt, out,
-                           data[i])
-        else:  # additive (Joint.chart_is_additive)
-            for e in range(int(data[i, NVJ])):
-                out[a + e] = q[a + e] + dt * v[b + e]
+        integrate_joint(data, i, q, v, dt, out)

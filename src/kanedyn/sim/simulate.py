@@ -9,6 +9,7 @@ from numpy.typing import ArrayLike
 
 from ..errors import FrictionError, SolverError, StateError
 from ..forces import ForceElement, ForceSet, JointFriction
+from ..forces.kernel import force_rows
 from ..integrators import get_method, run_fixed
 from ..integrators.base import Problem, is_nonholonomic
 from ..integrators.constrained_energy_momentum import CONSTRAINED_METHODS
@@ -69,11 +70,17 @@ def _stick_slip(system, q0, v0, t_final: float, method: str, dt: float | None, f
                                    surface_velocity=surface, dt_out=dt, **options)
     if dt is None:
         raise StateError("simulate: method 'time_stepping' is a fixed-step method; give dt")
-    if others:
-        raise SolverError(f"simulate: method 'time_stepping' takes joint friction and an "
-                          f"applied tau=(t, q, v) only, not {[repr(f) for f in others]}")
     return time_stepping(system, q0, v0, t_final, dt, joints, surface_velocity=surface,
-                         **options)
+                         forces=others, **options)
+
+
+def _rows(sys_, fs: ForceSet):
+    """The force elements as the compiled loops' rows (:mod:`kanedyn.forces.kernel`), or
+    None: no elements, no compiled loop for this system, or one without a compiled form."""
+    model = getattr(sys_, "compiled_step", None)
+    if not fs.elements or model is None:
+        return None
+    return force_rows(model, fs.elements)[0]
 
 
 def _vector(x, n: int, what: str) -> np.ndarray:
@@ -187,6 +194,7 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, method: str =
         tau_nc=fs.tau_nonconservative if fs.nonconservative else None,
         potential=fs.potential if fs.conservative else None,
         force_jacobians=fs.jacobians,
+        force_rows=_rows(sys_, fs),
         progress=bar, blowup=float(blowup), save_every=int(save_every),
     )
     try:

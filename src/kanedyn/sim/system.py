@@ -40,6 +40,10 @@ class name or the insides of a Model; absent means False / None):
   (:func:`kanedyn.sim.batch.rk4_run`, :mod:`kanedyn.integrators.avf_compiled`) step,
   when they can take this system
   (additive coordinates, no rotor inertia); None when they cannot.
+- ``compiled_manifold_step``: the Model whose flat layout the compiled RK4 loop on the
+  configuration manifold (:func:`kanedyn.sim.rk4_manifold.rk4_manifold_run`: ball, free
+  and planar joints, joint types with a compiled ``integrate``, armature) steps, for
+  ``kd.simulate(..., method="rk4")`` where ``compiled_step`` is None; None when it cannot.
 - ``tree_model``: the Model whose equations these are, with nothing added, for the
   methods that use its structure (bodies, inertias, gravity: the energy–momentum
   variants); None for any other system.
@@ -106,6 +110,8 @@ class ModelSystem:
         # the compiled loops' energy is the bodies' alone (no ½ Σ armature v²)
         self.compiled_step = (model if self.chart_is_additive and not model.armature.any()
                               else None)
+        # every tree: the compiled RK4 loop on the manifold (ball, free, planar, armature)
+        self.compiled_manifold_step = model
         self._curved = [b for b in model.bodies if not _additive(b.joint)]
         self._zero_v = np.zeros(model.nv)
         # the Model's one flat array (cached per Model by flatten, shared with kd.aba etc.)

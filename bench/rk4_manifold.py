@@ -1,0 +1,203 @@
+"""RK4 on every joint type: the compiled manifold loop against the Python steps and MuJoCo.
+
+Per-step cost of ``kd.simulate(model, ..., method="rk4")`` (the compiled loop of
+``kanedyn.sim.rk4_manifold``), with and without the energy projection, against the
+Python step loop it replaces (``compiled=False``) and, on models MJCF can state, against
+MuJoCo's RK4 on the same model (explicit inertials, contacts and passive forces off; the
+energies at t = 0 are checked equal, so the models are the same):
+
+- a 7-link ball-joint chain of capsules (``pendulum_chain(7, planar=False,
+  joint="spherical")``: unit rods of 1 kg, radius 0.05), and a 20-link one;
+- a free-floating chain of capsules: a free root body and 6 hinge children (axes
+  alternating y, x), under gravity;
+- the floating-base humanoid, ``kd.load_robot("humanoid", floating_base=True)`` (nv = 38;
+  MuJoCo not run: its URDF has no free joint to give MuJoCo).
+
+Then ``kd.simulate_batch`` of N states (in prange over the cores) against N single
+compiled runs by ``kd.simulate``, interleaved, on the 7-link ball chain and the humanoid.
+
+dt = 1e-3; our compiled runs and MuJoCo: best of 5 after a warm-up, interleaved (each
+round runs every variant once); the Python steps: one 0.05 s run after a warm-up.
+
+    .venv/bin/python bench/rk4_manifold.py            # 1 s runs (about a minute)
+    .venv/bin/python bench/rk4_manifold.py --quick    # 0.2 s runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import mujoco
+import numpy as np
+
+import kanedyn as kd
+from kanedyn.model import ModelBuilder
+from kanedyn.model.builders import rod_inertia
+from kanedyn.model.joints import Free, Revolute
+
+RADIUS = 0.05
+
+
+def free_chain(n: int) -> kd.Model:
+    """A free root rod and n − 1 hinge children (unit rods of 1 kg, axes y, x, y, ...)."""
+    b = ModelBuilder(f"free_chain_{n}")
+    parent = None
+    for i in range(n):
+        jt = Free("root") if i == 0 else Revolute(f"joint{i + 1}",
+                                                  axis=(0, 1, 0) if i % 2 == 0 else (1, 0, 0))
+        placement = (np.eye(3), (0.0, 0.0, -1.0 if i > 0 else 0.0))
+        parent = b.add_body(f"link{i + 1}", parent, jt, placement, 1.0, (0.0, 0.0, -0.5),
+                            rod_inertia(1.0, 1.0, RADIUS))
+    return b.build()
+
+
+def mjcf(kinds: list[str], dt: float) -> str:
+    """The chain of unit capsule rods with the joints ``kinds`` (ball, free, hinge) in MJCF."""
+    across = (3 * RADIUS**2 + 1.0) / 12.0
+    along = 0.5 * RADIUS**2
+    body = ""
+    for i in reversed(range(len(kinds))):
+        if kinds[i] == "free":
+            joint = '<freejoint name="root"/>'
+        else:
+            axis = "0 1 0" if i % 2 == 0 else "1 0 0"
+            joint = f'<joint name="joint{i + 1}" type="{kinds[i]}" axis="{axis}" pos="0 0 0"/>'
+        pos = "0 0 0" if i == 0 else "0 0 -1"
+        body = (f'<body name="link{i + 1}" pos="{pos}">{joint}'
+                f'<inertial pos="0 0 -0.5" mass="1" diaginertia="{across} {across} {along}"/>'
+                f'<geom type="capsule" fromto="0 0 0 0 0 -1" size="{RADIUS}" contype="0" '
+                f'conaffinity="0" mass="0"/>{body}</body>')
+    return (f'<mujoco><option timestep="{dt}" integrator="RK4" gravity="0 0 -9.81">'
+            '<flag contact="disable" energy="enable" spring="disable" damper="disable" '
+            'actuation="disable"/>'
+            f'</option><worldbody>{body}</worldbody></mujoco>')
+
+
+def mujoco_rk4(kinds, qpos, qvel, dt, t_final, E0):
+    """A run of MuJoCo's RK4 from (qpos, qvel): a function returning its s/step (after a
+    warm-up here; E(0) checked equal to E0)."""
+    model = mujoco.MjModel.from_xml_string(mjcf(kinds, dt))
+    data = mujoco.MjData(model)
+    steps = int(round(t_final / dt))
+
+    def run(n=steps) -> float:
+        mujoco.mj_resetData(model, data)
+        data.qpos[:], data.qvel[:] = qpos, qvel
+        mujoco.mj_forward(model, data)
+        E = data.energy[0] + data.energy[1]
+        assert abs(E - E0) < 1e-9 * (1 + abs(E0)), (E, E0)  # the same model and state
+        t = time.perf_counter()
+        for _ in range(n):
+            mujoco.mj_step(model, data)
+        return (time.perf_counter() - t) / n
+
+    run(100)
+    return run
+
+
+def ours(model, q0, v0, dt, t_final, **kw):
+    """A run of kd.simulate(method="rk4"): a function returning its s/step (compiled and
+    warmed up here)."""
+    kd.simulate(model, q0, v0, 5 * dt, method="rk4", dt=dt, progress=False, **kw)
+
+    def run() -> float:
+        t = time.perf_counter()
+        tr = kd.simulate(model, q0, v0, t_final, method="rk4", dt=dt, progress=False, **kw)
+        return (time.perf_counter() - t) / (len(tr) - 1)
+
+    return run
+
+
+def batch_and_singles(model, Q0, V0, dt, t_final):
+    """Two functions returning the wall time of ``kd.simulate_batch`` of the N states and
+    of N ``kd.simulate`` runs of them (both compiled and warmed up here)."""
+    kd.simulate_batch(model, Q0[:2], V0[:2], 5 * dt, dt=dt)
+    kd.simulate(model, Q0[0], V0[0], 5 * dt, method="rk4", dt=dt, progress=False)
+
+    def batch() -> float:
+        t = time.perf_counter()
+        kd.simulate_batch(model, Q0, V0, t_final, dt=dt)
+        return time.perf_counter() - t
+
+    def singles() -> float:
+        t = time.perf_counter()
+        for q0, v0 in zip(Q0, V0, strict=True):
+            kd.simulate(model, q0, v0, t_final, method="rk4", dt=dt, progress=False)
+        return time.perf_counter() - t
+
+    return [batch, singles]
+
+
+def best_of(runs, repeat: int) -> list[float]:
+    """The best time of each run over ``repeat`` rounds, the runs interleaved in each round
+    (so that a burst of load on the shared machine hits them alike)."""
+    best = [np.inf] * len(runs)
+    for _ in range(repeat):
+        for i, run in enumerate(runs):
+            best[i] = min(best[i], run())
+    return best
+
+
+def mujoco_state(model, q0, v0):
+    """MuJoCo's (qpos, qvel) of our state: the same except a free joint's velocity, which
+    MuJoCo gives as (world linear velocity of the origin, body angular velocity)."""
+    qvel = np.array(v0, float)
+    for b in model.bodies:
+        if b.joint.kind == "free":
+            w, vO = v0[b.iv][:3], v0[b.iv][3:]
+            R = kd.spatial.quat_to_matrix(q0[b.iq][3:7])
+            qvel[b.iv] = np.concatenate([R @ vO, w])
+    return np.array(q0, float), qvel
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="0.2 s runs instead of 1 s")
+    args = ap.parse_args()
+    t_final = 0.2 if args.quick else 1.0
+    dt = 1e-3
+    rng = np.random.default_rng(0)
+    cases = [("ball chain, 7 links", kd.models.pendulum_chain(7, planar=False,
+                                                             joint="spherical"), ["ball"] * 7),
+             ("ball chain, 20 links", kd.models.pendulum_chain(20, planar=False,
+                                                              joint="spherical"), ["ball"] * 20),
+             ("free chain, 7 links", free_chain(7), ["free"] + ["hinge"] * 6),
+             ("humanoid, floating base", kd.load_robot("humanoid", floating_base=True), None)]
+    print(f"kanedyn {kd.__version__}, MuJoCo {mujoco.__version__}; dt = {dt}, {t_final} s; "
+          f"load {open('/proc/loadavg').read().split()[:3]}\n")
+    print(f"{'model':26s} {'nv':>3s} {'compiled':>9s} {'+proj':>9s} {'Python':>9s} "
+          f"{'Py/comp':>8s} {'MuJoCo':>8s} {'comp/MJ':>8s} {'proj/MJ':>8s}   (µs/step)")
+    for name, model, kinds in cases:
+        q0 = kd.random_configuration(model, rng, scale=0.5)
+        if kinds is not None:  # the chains hang near their rest pose
+            q0 = kd.integrate_configuration(model, kd.neutral(model),
+                                            0.3 * rng.normal(size=model.nv), 1.0)
+        v0 = 0.5 * rng.normal(size=model.nv)
+        runs = [ours(model, q0, v0, dt, t_final), ours(model, q0, v0, dt, t_final,
+                                                        project="energy")]
+        if kinds is not None:
+            E0 = kd.kinetic_energy(model, q0, v0) + kd.potential_energy(model, q0)
+            runs.append(mujoco_rk4(kinds, *mujoco_state(model, q0, v0), dt, t_final, E0))
+        comp, proj, *mj = best_of(runs, 5)
+        py = ours(model, q0, v0, dt, min(t_final, 0.05), compiled=False)()
+        line = (f"{name:26s} {model.nv:3d} {comp * 1e6:9.2f} {proj * 1e6:9.2f} "
+                f"{py * 1e6:9.1f} {py / comp:8.0f}")
+        if mj:
+            line += f" {mj[0] * 1e6:8.2f} {comp / mj[0]:8.2f} {proj / mj[0]:8.2f}"
+        print(line, flush=True)
+    print("\nsimulate_batch of N states against N single compiled runs "
+          f"({t_final} s, dt = {dt}; interleaved, best of 5)")
+    for name, model, _ in (cases[0], cases[3]):
+        N = 16
+        Q0 = np.array([kd.random_configuration(model, rng, scale=0.3) for _ in range(N)])
+        V0 = 0.3 * rng.normal(size=(N, model.nv))
+        batch, singles = best_of(batch_and_singles(model, Q0, V0, dt, t_final), 5)
+        steps = int(round(t_final / dt))
+        print(f"  {name:26s} N = {N}: batch {batch / N / steps * 1e6:7.2f} µs/step per "
+              f"state, single runs {singles / N / steps * 1e6:7.2f}: {singles / batch:.2f}x")
+    print(f"\nload {open('/proc/loadavg').read().split()[:3]}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,654 @@
+"""Implicit midpoint and 2-stage Gauss as one compiled loop over all steps (numba).
+
+The same method as :class:`~kanedyn.integrators.gauss.GaussLegendre` (its readable
+reference, tested step for step against this loop) for a plain Model with additive
+coordinates and no force elements (:func:`.rk4_compiled.applicable`): canonical
+``z = (q, p)``, ``q̇ = v = M⁻¹p``, ``ṗ = ∂T/∂q − g(q)`` from the CRBA kernel behind
+``kd.crba``, a Cholesky solve and the energy kernel of :mod:`kanedyn.dynamics.energy_kernel`.
+With ball and free joints among revolute, prismatic and helical ones
+(:func:`tangent_applicable`) the tangent form of the reference: ``z = (ξ, v)``,
+``q = q0 ⊕ ξ`` (quaternions moved by the exponential map, a free joint by the SE(3)
+exponential of its body twist), ``ξ̇ = J(ξ)⁻¹v`` with the SO(3) or SE(3) right Jacobian of
+each such joint (:func:`chart_block`), ``v̇`` by the ABA kernel (:func:`tangent_field`);
+symmetric and of the same order, not symplectic. Planar joints take the Python method.
+
+Stages by Newton on ``Z_i − h Σ_j a_ij f(z0 + Z_j) = 0`` with the stage matrix
+``1 − h [a_ij ∂f/∂z(z0 + Z_j)]`` in closed form (:func:`newton_matrix`, the formula of
+:meth:`GaussLegendre._jf`: ``∂v/∂q = −M⁻¹B``, ``∂ṗ/∂q = L_qq + Bᵀ∂v/∂q``, ``∂ṗ/∂p = BᵀM⁻¹``,
+B and L_qq from the compiled RNEA tangent pass and ∂²T/∂q² of
+:mod:`kanedyn.dynamics.derivatives_kernel`), LU-factored (partial pivoting) when it is
+evaluated and kept from step to step; evaluated afresh after a solve of more than
+``REFRESH_AFTER`` iterations, or within a solve that contracts slowly (ratio > 0.25)
+or diverges (restart from the predictor) — the rules of :func:`.base.newton`, with its
+stopping test (the update, or ``θ/(1−θ)|Δx|``, below ``tol |Z|``; the roundoff-stagnation
+stop only from the second update). The predictor extrapolates the stages of the last
+steps (:func:`extrapolate`, a polynomial in the step index through up to
+:data:`PREDICTOR_STEPS` of them) at the order that predicted the last step best
+(:func:`best_order`); on smooth motion it is within the tolerance of the solution, and
+one or two Newton updates settle a step where the reference's Euler predictor
+``c_i h f(z0)`` takes three. The solution is the same to the Newton tolerance.
+
+``project="energy"``: after each step the projection of :class:`.projection.Projected`
+(standard projection along ∇E, scalar simplified Newton, the same stopping test), in
+:func:`project_energy_standard`.
+
+A step whose Newton iteration fails (or a mass matrix that is not positive definite)
+makes the whole run fall back to the Python method, which reports the step, the time,
+the residual and the method; a blow-up or a non-finite state is reported from here
+with the message of :func:`.base.check_state`.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from ..dynamics import _compiled, kernels
+from ..dynamics.derivatives_kernel import kinetic_tangent, rnea_tangent
+from ..dynamics.energy_kernel import energy_pass
+from ..dynamics.flat import flatten
+from ..dynamics.layout import FREE, IQ, IV, JTYPE, NVJ, SPHERICAL
+from ..model.joints import free, spherical
+from ..spatial.lie import RIGHT_JACOBIAN_QUADRATURE, skew3, so3_coefficients, so3_right_jacobian
+from .base import cholesky, cholesky_solve
+from .rk4_compiled import largest_speed, save_sample, state_guard, step_grid, store
+
+_compiled.key_cache(__name__)
+
+#: ``status[0]`` of the loops: Newton failed (hand the run to the Python method), the
+#: state failed the guard (report it, ``status[2]`` the guard's code), a kernel refused
+#: the state or M is not positive definite (hand the run over too)
+NEWTON_FAILED, STATE_GUARD, BAD_STATE = 1, 2, 3
+
+#: the predictor extrapolates the stages of up to this many past steps (the order that
+#: predicted the last step best)
+PREDICTOR_STEPS = 8
+
+
+# ------------------------------------------------------------------ small dense algebra
+@nb.njit(cache=True, _nrt=False, nogil=True)
+def lu_factor(A, piv) -> bool:
+    """In place, ``P A = L U`` by Gaussian elimination with partial pivoting (Golub & Van
+    Loan, Alg. 3.4.1): unit L below the diagonal, U on and above; ``piv[k]`` the row
+    swapped with k at step k. False if a pivot is zero or not finite (singular)."""
+    n = A.shape[0]
+    for k in range(n):
+        p, big = k, abs(A[k, k])
+        for i in range(k + 1, n):
+            if abs(A[i, k]) > big:
+                p, big = i, abs(A[i, k])
+        if not (big > 0.0 and np.isfinite(big)):
+            return False
+        piv[k] = p
+        if p != k:
+            for j in range(n):
+                A[k, j], A[p, j] = A[p, j], A[k, j]
+        for i in range(k + 1, n):
+            lik = A[i, k] / A[k, k]
+            A[i, k] = lik
+            if lik != 0.0:
+                for j in range(k + 1, n):
+                    A[i, j] -= lik * A[k, j]
+    return True
+
+
+@nb.njit(cache=True, _nrt=False, nogil=True)
+def lu_solve(LU, piv, b):
+    """In place, ``b ← A⁻¹ b`` from :func:`lu_factor`'s factors."""
+    n = LU.shape[0]
+    for k in range(n):
+        p = piv[k]
+        if p != k:
+            b[k], b[p] = b[p], b[k]
+    for i in range(n):
+        s = b[i]
+        for k in range(i):
+            s -= LU[i, k] * b[k]
+        b[i] = s
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for k in range(i + 1, n):
+            s -= LU[i, k] * b[k]
+        b[i] = s / LU[i, i]
+
+
+# ------------------------------------------------------------------ Hamilton's equations
+@nb.njit(cache=True, nogil=True)
+def hamiltonian_field(data, q, p, M, L, v, dT, dV, out, fq, fp) -> int:
+    """``(fq, fp) = (∂H/∂p, −∂H/∂q) = (M⁻¹p, ∂T/∂q|_v − g)`` at (q, p), as
+    :meth:`.base.Problem.hamiltonian_gradient`; M and its Cholesky factor L are left
+    for the caller. 0, or :data:`BAD_STATE`."""
+    if kernels.crba1(data, q, M) != 0 or not cholesky(M, M.shape[0], L):
+        return BAD_STATE
+    cholesky_solve(L, L.shape[0], p, v)
+    if energy_pass(data, q, v, dT, dV, out) != 0:
+        return BAD_STATE
+    for i in range(v.shape[0]):
+        fq[i] = v[i]
+        fp[i] = dT[i] - dV[i]
+    return 0
+
+
+_GL_S, _GL_W = RIGHT_JACOBIAN_QUADRATURE
+
+
+@nb.njit(cache=True, nogil=True)
+def se3_right_jacobian(xi, S, W):
+    """``J_r(ξ) = ∫₀¹ Ad_{exp(−sξ)} ds`` for a body twist ξ = (φ, ρ), by the quadrature (nodes
+    S, weights W) of :func:`kanedyn.spatial.lie.se3_right_jacobian` (its numpy form, the
+    reference): at each node ``Ad = [E 0; −E r× E]``, E = exp(w×), w = −sφ, r = V(w) sρ."""
+    J = np.zeros((6, 6))
+    eye = np.eye(3)
+    w, rho = np.empty(3), np.empty(3)
+    for k in range(S.shape[0]):
+        s = S[k]
+        for i in range(3):
+            w[i] = -s * xi[i]
+            rho[i] = s * xi[3 + i]
+        th = np.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
+        b, c, _, _ = so3_coefficients(th)
+        a = 1.0 - th * th * c  # sin θ/θ
+        Wx = skew3(w)
+        W2 = Wx @ Wx
+        E = eye + a * Wx + b * W2
+        r = (eye - b * Wx + c * W2) @ rho
+        ER = E @ skew3(r)
+        J[:3, :3] += W[k] * E
+        J[3:, 3:] += W[k] * E
+        J[3:, :3] -= W[k] * ER
+    return J
+
+
+@nb.njit(cache=True, nogil=True)
+def chart_point(data, q0, x, out):
+    """``out = q0 ⊕ x``: ``q0 ⊗ exp(x)`` for ball joints, the SE(3) exponential of the body
+    twist for free joints (the joints' compiled ``integrate``, as
+    ``ModelSystem.integrate_configuration``), ``q0 + x`` for additive joints."""
+    for i in range(data.shape[0] - 1):
+        a, b = int(data[i, IQ]), int(data[i, IV])
+        kind = int(data[i, JTYPE])
+        if kind == SPHERICAL:
+            spherical.integrate(q0, a, x, b, 1.0, out)
+        elif kind == FREE:
+            free.integrate(q0, a, x, b, 1.0, out)
+        else:
+            for e in range(int(data[i, NVJ])):
+                out[a + e] = q0[a + e] + 1.0 * x[b + e]
+
+
+@nb.njit(cache=True, nogil=True)
+def tangent_field(data, q0, x, y, q, tau, pivb, fx, fy) -> int:
+    """``(ξ̇, v̇) = (J(ξ)⁻¹ v, ABA(q0 ⊕ ξ, v, 0))`` at z = (ξ, v) = (x, y), the tangent form of
+    :meth:`.gauss.GaussLegendre._f` (J block diagonal, :func:`chart_block`); q ← q0 ⊕ ξ.
+    0, or :data:`BAD_STATE`."""
+    chart_point(data, q0, x, q)
+    if kernels.aba1(data, q, y, tau, fy) != 0:
+        return BAD_STATE
+    for k in range(y.shape[0]):
+        fx[k] = y[k]
+    for i in range(data.shape[0] - 1):
+        kind, b = int(data[i, JTYPE]), int(data[i, IV])
+        if kind == SPHERICAL or kind == FREE:
+            Jb = chart_block(kind, x, b)
+            if not lu_factor(Jb, pivb):
+                return BAD_STATE
+            lu_solve(Jb, pivb, fx[b:b + Jb.shape[0]])
+    return 0
+
+
+@nb.njit(cache=True, nogil=True)
+def chart_block(kind, x, b):
+    """The block of J(ξ) (``v = J ξ̇`` along q0 ⊕ ξ) of a ball (SO(3) right Jacobian) or free
+    joint (SE(3) right Jacobian, :func:`se3_right_jacobian`) whose speeds start at b."""
+    if kind == SPHERICAL:
+        return so3_right_jacobian(x[b:b + 3])
+    return se3_right_jacobian(x[b:b + 6], _GL_S, _GL_W)
+
+
+@nb.njit(cache=True, nogil=True)
+def stage_residual(data, tangent, q0, p0, Z, A, h, F, R, qs, ps, M, L, v, dT, dV, out, tau,
+                   pivb) -> int:
+    """``R_i = Z_i − h Σ_j a_ij f(z0 + Z_j)`` (Z, F, R: s x 2n; z0 = (q0, p0) canonical,
+    ``(0, v0)`` with q = q0 ⊕ ξ if ``tangent``)."""
+    st, n = A.shape[0], p0.shape[0]
+    for j in range(st):
+        for k in range(n):
+            ps[k] = p0[k] + Z[j, n + k]
+        if tangent:
+            s = tangent_field(data, q0, Z[j, :n], ps, qs, tau, pivb, F[j, :n], F[j, n:])
+        else:
+            for k in range(n):
+                qs[k] = q0[k] + Z[j, k]
+            s = hamiltonian_field(data, qs, ps, M, L, v, dT, dV, out, F[j, :n], F[j, n:])
+        if s != 0:
+            return BAD_STATE
+    for i in range(st):
+        for k in range(2 * n):
+            acc = 0.0
+            for j in range(st):
+                acc += A[i, j] * F[j, k]
+            R[i, k] = Z[i, k] - h * acc
+    return 0
+
+
+@nb.njit(cache=True, nogil=True)
+def newton_matrix(data, tangent, q0, p0, Z, A, h, Jm, piv) -> bool:
+    """``Jm ← 1 − h [a_ij ∂f/∂z(z0 + Z_j)]``, LU-factored in place (:func:`lu_factor`).
+
+    ∂f/∂z at (q, p) (canonical, no forces; :meth:`.gauss.GaussLegendre._jf`): with
+    ``B = ∂(Mv)/∂q`` (RNEA tangent pass at (q, 0, v) without gravity), ``L_qq =
+    ∂²T/∂q² − ∂g/∂q`` and v = M⁻¹p, ``[[−M⁻¹B, M⁻¹], [L_qq − BᵀM⁻¹B, BᵀM⁻¹]]``. Tangent,
+    at (ξ, v) with q = q0 ⊕ ξ: ``[[K(v), J(ξ)⁻¹], [A_q J(ξ), A_v]]``, ``A_{q,v} =
+    −M⁻¹ ∂RNEA/∂(q, v)`` at a = ABA(q, v, 0), K the ``chart_rate_jacobian`` of a Model's
+    system (−½ ω× for each ball joint).
+    False if a kernel refuses the state or the matrix is singular."""
+    st, n = A.shape[0], p0.shape[0]
+    N = 2 * n
+    M = np.empty((n, n))
+    Lc = np.empty((n, n))
+    Minv = np.empty((n, n))
+    e = np.zeros(n)
+    col = np.empty(n)
+    q, y, v = np.empty(n), np.empty(n), np.empty(n)
+    zero = np.zeros(n)
+    B, G, K, W = np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
+    Jf = np.empty((N, N))
+    qt, acc, tau = np.empty(q0.shape[0]), np.empty(n), np.zeros(n)
+    Jm[:, :] = 0.0
+    for i in range(st * N):
+        Jm[i, i] = 1.0
+    for j in range(st):
+        if tangent:
+            for k in range(n):
+                y[k] = p0[k] + Z[j, n + k]
+            if not _tangent_jacobian(data, q0, Z[j, :n], y, qt, acc, tau, M, Lc, Minv, B, G,
+                                     Jf):
+                return False
+            _add_stage_blocks(Jm, Jf, A, h, j)
+            continue
+        for k in range(n):
+            q[k] = q0[k] + Z[j, k]
+            y[k] = p0[k] + Z[j, n + k]
+        if kernels.crba1(data, q, M) != 0 or not cholesky(M, M.shape[0], Lc):
+            return False
+        for k in range(n):  # M⁻¹ column by column
+            e[k] = 1.0
+            cholesky_solve(Lc, Lc.shape[0], e, col)
+            e[k] = 0.0
+            Minv[:, k] = col
+        v[:] = Minv @ y
+        s = rnea_tangent(data, False, q, zero, v, B, W)
+        s |= rnea_tangent(data, True, q, zero, zero, G, W)
+        s |= kinetic_tangent(data, q, v, K)
+        if s != 0:
+            return False
+        dvdq = -(Minv @ B)
+        Bt = B.T.copy()
+        Jf[:n, :n] = dvdq
+        Jf[:n, n:] = Minv
+        Jf[n:, :n] = K - G + Bt @ dvdq
+        Jf[n:, n:] = Bt @ Minv
+        _add_stage_blocks(Jm, Jf, A, h, j)
+    return lu_factor(Jm, piv)
+
+
+@nb.njit(cache=True, nogil=True)
+def _add_stage_blocks(Jm, Jf, A, h, j):
+    """The column j of stage blocks: ``Jm[i, j] −= h a_ij Jf`` for every stage i."""
+    N = Jf.shape[0]
+    for i in range(A.shape[0]):
+        c = h * A[i, j]
+        for r in range(N):
+            for k in range(N):
+                Jm[i * N + r, j * N + k] -= c * Jf[r, k]
+
+
+@nb.njit(cache=True, nogil=True)
+def _tangent_jacobian(data, q0, x, v, q, acc, tau, M, Lc, Minv, Dq, Dv, Jf) -> bool:
+    """∂f/∂z of the tangent form at (ξ, v) = (x, v) (:func:`newton_matrix`) into Jf."""
+    n = v.shape[0]
+    chart_point(data, q0, x, q)
+    if kernels.aba1(data, q, v, tau, acc) != 0 or kernels.crba1(data, q, M) != 0 \
+            or not cholesky(M, M.shape[0], Lc):
+        return False
+    e, col = np.zeros(n), np.empty(n)
+    for k in range(n):
+        e[k] = 1.0
+        cholesky_solve(Lc, Lc.shape[0], e, col)
+        e[k] = 0.0
+        Minv[:, k] = col
+    if rnea_tangent(data, True, q, v, acc, Dq, Dv) != 0:
+        return False
+    J = np.eye(n)
+    K = np.zeros((n, n))
+    for i in range(data.shape[0] - 1):
+        kind, b = int(data[i, JTYPE]), int(data[i, IV])
+        if kind == SPHERICAL or kind == FREE:
+            Jb = chart_block(kind, x, b)
+            m = Jb.shape[0]
+            J[b:b + m, b:b + m] = Jb
+            # −½ crm(v_j): −½ ω× on the rotation, −½ [ω× 0; v× ω×] for a twist
+            K[b:b + 3, b:b + 3] = -0.5 * skew3(v[b:b + 3])
+            if kind == FREE:
+                K[b + 3:b + 6, b:b + 3] = -0.5 * skew3(v[b + 3:b + 6])
+                K[b + 3:b + 6, b + 3:b + 6] = -0.5 * skew3(v[b:b + 3])
+    Jf[:n, :n] = K
+    Jf[:n, n:] = np.linalg.inv(J)
+    Jf[n:, :n] = -(Minv @ Dq) @ J
+    Jf[n:, n:] = -(Minv @ Dv)
+    return True
+
+
+# ------------------------------------------------------------------ energy projection
+@nb.njit(cache=True, nogil=True)
+def project_energy_standard(data, tangent, q, v, E0, M, tol, maxiter, dT, dV, out, qs, vs, dz,
+                            t2):
+    """In place, ``(q, v) ← (q, v) + λ (∂E/∂q, M v)`` with ``E(q, v) = E0``: the
+    projection of :class:`.projection.Projected` for ``project="energy"`` (Hairer, Lubich
+    & Wanner 2006, IV.4): λ by simplified Newton with the slope ``|∂E/∂q|² + |Mv|²`` at
+    the start, until ``|E − E0| ≤ 4 tol (1 + |E0|)`` (or ``1e-13 (1 + |E0|)`` after
+    ``maxiter``); q moves by ``q ⊕ λ ∂E/∂q`` if ``tangent``. M is M(q) on entry. Returns
+    (status, iterations): status 0, or
+    :data:`NEWTON_FAILED` (not converged), :data:`BAD_STATE`."""
+    n = v.shape[0]
+    if energy_pass(data, q, v, dT, dV, out) != 0:
+        return BAD_STATE, 0
+    b = M @ v
+    dd = 0.0
+    for i in range(n):
+        dT[i] += dV[i]  # ∂E/∂q
+        dd += dT[i] * dT[i] + b[i] * b[i]
+    ginv = 1.0 / dd
+    G = out[0] + out[1] - E0
+    scale = 1.0 + abs(E0)
+    lam = 0.0
+    for it in range(1, maxiter + 1):
+        lam -= ginv * G
+        for i in range(n):
+            dz[i] = dT[i] * lam
+            vs[i] = v[i] + b[i] * lam
+        if tangent:
+            chart_point(data, q, dz, qs)
+        else:
+            for i in range(n):
+                qs[i] = q[i] + dz[i]
+        if energy_pass(data, qs, vs, dz, t2, out) != 0:
+            return BAD_STATE, it
+        G = out[0] + out[1] - E0
+        if abs(G) <= tol * scale * 4:
+            q[:] = qs
+            v[:] = vs
+            return 0, it
+    if abs(G) <= 1e-13 * scale:
+        q[:] = qs
+        v[:] = vs
+        return 0, maxiter
+    return NEWTON_FAILED, maxiter
+
+
+# ------------------------------------------------------------------ the predictor
+@nb.njit(cache=True, _nrt=False, nogil=True)
+def extrapolate(hist, newest, k, out):
+    """``out = Σ_{j=1..k} (−1)^(j+1) C(k, j) Z_(n−j)``: the polynomial of degree k − 1 through
+    the unknowns of the last k steps (``hist``, a ring whose latest entry is ``newest``),
+    extrapolated one step on (error O(h^k) times the k-th derivative of the unknowns)."""
+    history = hist.shape[0]
+    out[:, :] = 0.0
+    coef = 1.0
+    for j in range(k):
+        coef = coef * (k - j) / (j + 1)  # C(k, j + 1)
+        c = coef if j % 2 == 0 else -coef
+        h = hist[(newest - j) % history]
+        for i in range(out.shape[0]):
+            for m in range(out.shape[1]):
+                out[i, m] += c * h[i, m]
+
+
+@nb.njit(cache=True, _nrt=False, nogil=True)
+def best_order(hist, newest, known, Z, work) -> int:
+    """The order k ≤ ``known`` whose extrapolation (:func:`extrapolate`) came closest to
+    this step's solution Z — the one to predict the next step with (high orders win on
+    smooth motion, low ones when the step resolves it poorly); while the ring fills, the
+    next order is tried as soon as it can be formed."""
+    best, order = np.inf, 1
+    for k in range(1, known + 1):
+        extrapolate(hist, newest, k, work)
+        e = 0.0
+        for i in range(Z.shape[0]):
+            for m in range(Z.shape[1]):
+                e = max(e, abs(work[i, m] - Z[i, m]))
+        if e < best:
+            best, order = e, k
+    if known < hist.shape[0]:
+        order = max(order, known + 1)
+    return order
+
+
+# ------------------------------------------------------------------ the loop
+@nb.njit(cache=True, nogil=True)
+def _gauss_loop(data, tangent, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter,
+                refresh_after, history, project, ptol, pmaxiter, blowup, Q, V, iters, status):
+    n = v0.shape[0]
+    st = A.shape[0]
+    N = 2 * n
+    q, v = q0.copy(), v0.copy()
+    M, L = np.empty((n, n)), np.empty((n, n))
+    vk, dT, dV, out = np.empty(n), np.empty(n), np.empty(n), np.empty(8)
+    qs, ps, t1, t2 = np.empty(q0.shape[0]), np.empty(n), np.empty(n), np.empty(n)
+    p0, tau, pivb = np.empty(n), np.zeros(n), np.zeros(6, dtype=np.int64)
+    Z = np.zeros((st, N))
+    F = np.empty((st, N))
+    R = np.empty((st, N))
+    Zs, Rs = np.empty((st, N)), np.empty((st, N))
+    hist = np.zeros((history, st, N))  # the stages of the last steps, a ring
+    newest, order = -1, 1
+    dx = np.empty(st * N)
+    Jm = np.empty((st * N, st * N))
+    piv = np.zeros(st * N, dtype=np.int64)
+    have_J, known, last_h, last_it = False, 0, 0.0, 0
+    if energy_pass(data, q, v, dT, dV, out) != 0:
+        status[0], status[1] = BAD_STATE, 0
+        return 0
+    E0 = out[0] + out[1]
+    vmax0 = largest_speed(v)
+    k_out = store(q, v, Q, V, 0)
+    if not tangent and kernels.crba1(data, q, M) != 0:
+        status[0], status[1] = BAD_STATE, 0
+        return k_out
+    for step in range(n_steps):
+        h = dt[step]
+        if tangent:
+            p0[:] = v  # z0 = (0, v0)
+        else:
+            p0[:] = M @ v  # z0 = (0, M v0), M = M(q0) from the end of the last step
+        if h != last_h:
+            have_J, known = False, 0  # a new step size: a new matrix, no history
+        # predictor: the stages of the last steps extrapolated, else c_i h f(z0)
+        if known > 0:
+            extrapolate(hist, newest, min(order, known), Z)
+        else:
+            Z[:, :] = 0.0
+            if stage_residual(data, tangent, q, p0, Z, A, h, F, R, qs, ps, M, L, vk, dT, dV,
+                              out, tau, pivb) != 0:
+                status[0], status[1] = BAD_STATE, step
+                return k_out
+            for i in range(st):
+                for k in range(N):
+                    Z[i, k] = c[i] * h * F[0, k]
+        # Newton, the rules of base.newton with a closed-form matrix
+        if stage_residual(data, tangent, q, p0, Z, A, h, F, R, qs, ps, M, L, vk, dT, dV, out,
+                          tau, pivb) != 0 \
+                or not np.isfinite(largest_speed(R.ravel())):
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        Zs[:, :] = Z
+        Rs[:, :] = R
+        if not have_J or last_it > refresh_after:
+            if not newton_matrix(data, tangent, q, p0, Z, A, h, Jm, piv):
+                status[0], status[1] = NEWTON_FAILED, step
+                return k_out
+            have_J = True
+        refreshed = False
+        last = np.inf
+        ok = False
+        it = 0
+        while it < maxiter:
+            it += 1
+            dx[:] = R.ravel()
+            lu_solve(Jm, piv, dx)
+            size, scale = 0.0, 0.0
+            for i in range(st):
+                for k in range(N):
+                    Z[i, k] -= dx[i * N + k]
+                    size = max(size, abs(dx[i * N + k]))
+                    scale = max(scale, abs(Z[i, k]))
+            # the stopping test first: z1 needs no f at the converged stages, so the
+            # residual there (which the reference evaluates) is skipped
+            if np.isfinite(size):
+                theta = size / last if last < np.inf and last > 0 else 1.0
+                if (size <= tol * scale
+                        or (theta < 0.5 and theta / (1 - theta) * size <= tol * scale)
+                        # at the residual's roundoff: an update that no longer shrinks (not
+                        # the first: that small, it says only that the predictor was good)
+                        or (last < np.inf and size <= 1e-9 * scale and theta >= 0.5)):
+                    ok = True
+                    break
+            bad = stage_residual(data, tangent, q, p0, Z, A, h, F, R, qs, ps, M, L, vk, dT, dV,
+                                 out, tau, pivb)
+            finite = bad == 0 and np.isfinite(largest_speed(R.ravel())) and np.isfinite(size)
+            if not refreshed and (not finite or (it >= 2 and size > last)):
+                # diverging with the kept matrix: restart from the predictor, fresh matrix
+                Z[:, :] = Zs
+                R[:, :] = Rs
+                if not newton_matrix(data, tangent, q, p0, Z, A, h, Jm, piv):
+                    break
+                refreshed, last = True, np.inf
+                continue
+            if not finite:
+                break
+            if it >= 2 and size > 0.25 * last and not refreshed:
+                if not newton_matrix(data, tangent, q, p0, Z, A, h, Jm, piv):
+                    break
+                refreshed = True
+            last = size
+        if not ok:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        last_it, last_h = it, h
+        order = best_order(hist, newest, known, Z, Zs)
+        newest, known = (newest + 1) % history, min(known + 1, history)
+        hist[newest] = Z
+        # z1 = z0 + Σ d_i Z_i; canonical: q1 = q0 + x1, v1 = M(q1)⁻¹ p1; tangent:
+        # q1 = q0 ⊕ x1, v1 = y1
+        for k in range(n):
+            sq, sp = 0.0, 0.0
+            for i in range(st):
+                sq += d[i] * Z[i, k]
+                sp += d[i] * Z[i, n + k]
+            t1[k] = sq
+            ps[k] = p0[k] + sp
+        if tangent:
+            chart_point(data, q, t1, qs)
+            q[:] = qs
+            v[:] = ps
+        else:
+            for k in range(n):
+                q[k] += t1[k]
+        if (not tangent or project) and kernels.crba1(data, q, M) != 0:
+            status[0], status[1] = BAD_STATE, step
+            return k_out
+        if not tangent:
+            if not cholesky(M, M.shape[0], L):
+                status[0], status[1] = BAD_STATE, step
+                return k_out
+            cholesky_solve(L, L.shape[0], ps, v)
+        if project:
+            s, pit = project_energy_standard(data, tangent, q, v, E0, M, ptol, pmaxiter, dT,
+                                             dV, out, qs, ps, t1, t2)
+            it += pit
+            if s != 0:
+                status[0], status[1] = s, step
+                return k_out
+            if not tangent and kernels.crba1(data, q, M) != 0:
+                status[0], status[1] = BAD_STATE, step
+                return k_out
+        iters[step] = it
+        g = state_guard(q, v, vmax0, blowup)
+        if g != 0:
+            status[0], status[1], status[2] = STATE_GUARD, step, g
+            Q[Q.shape[0] - 1, :] = q  # the state that failed, for the report
+            V[V.shape[0] - 1, :] = v
+            return k_out
+        k_out = save_sample(step, n_steps, every, q, v, Q, V, k_out)
+    return k_out
+
+
+def report_state_guard(problem, name: str, status, Q, V, times) -> None:
+    """Raise the DivergenceError of :func:`.base.check_state` for the state a compiled loop
+    stopped at (step ``status[1]``, stored in the last rows of Q and V)."""
+    from .base import check_state
+
+    n = int(status[1])
+    v0 = np.asarray(problem.v0, float)
+    vmax0 = float(np.abs(v0).max()) if v0.size else 0.0
+    check_state(problem, name, n + 1, float(times[n + 1]), Q[-1].copy(), V[-1].copy(), vmax0)
+
+
+def run(problem, stages: int, tol: float, maxiter: int, refresh_after: int, name: str,
+        project: bool = False, history: int = PREDICTOR_STEPS, tangent: bool = False):
+    """The whole run of midpoint (``stages=1``) or gauss4 (2), optionally with the energy
+    projection, in the compiled loop: a Solution, or None to fall back."""
+    from .base import Solution
+    from .gauss import TABLEAUX
+
+    s = problem.system
+    model = s.tree_model if tangent else s.compiled_step
+    n_steps, steps, times, every, keep = step_grid(problem.dt, problem.t0, problem.t_final,
+                                                   problem.save_every)
+    # one spare row: where a loop leaves the state that failed its guard
+    Q = np.empty((len(keep) + 1, s.nq))
+    V = np.empty((len(keep) + 1, s.nv))
+    iters = np.zeros(n_steps, dtype=np.int32)
+    status = np.zeros(3, dtype=np.int64)
+    A, b, c = TABLEAUX[stages]
+    d = b @ np.linalg.inv(A)
+    ptol, pmaxiter = _projection_defaults()
+    _gauss_loop(flatten(model).data, bool(tangent), np.ascontiguousarray(problem.q0, float),
+                np.ascontiguousarray(problem.v0, float), steps, n_steps, every,
+                np.ascontiguousarray(A), np.ascontiguousarray(c), np.ascontiguousarray(d),
+                float(tol), int(maxiter), int(refresh_after), int(history), bool(project), ptol,
+                pmaxiter, float(problem.blowup), Q, V, iters, status)
+    label = f"{name}+project{('energy',)}" if project else name
+    if status[0] == STATE_GUARD:
+        report_state_guard(problem, label, status, Q, V, times)
+    if status[0]:
+        return None  # the Python method takes the whole run, and reports what happens
+    return Solution(times[keep], Q[:-1], V[:-1], np.zeros(len(keep)),
+                    {"newton_iterations": iters}, label)
+
+
+def tangent_applicable(problem) -> bool:
+    """The tangent form of the loop takes a Model's system (``tree_model``) whose joints are
+    revolute, prismatic, helical, ball or free joints, at least one of them a ball or free
+    joint (else the canonical form applies), without rotor armature, force elements or a
+    progress bar."""
+    from ..dynamics.layout import HELICAL, PRISMATIC, REVOLUTE
+
+    s = problem.system
+    model = getattr(s, "tree_model", None)
+    if (model is None or getattr(s, "chart_is_additive", True) or model.armature.any()
+            or problem.tau_cons is not None or problem.tau_nc is not None
+            or problem.progress is not None):
+        return False
+    kinds = flatten(model).data[:-1, JTYPE]
+    return bool(np.isin(kinds, (REVOLUTE, PRISMATIC, HELICAL, SPHERICAL, FREE)).all())
+
+
+def _projection_defaults() -> tuple[float, int]:
+    """(tol, maxiter) of :class:`.projection.Projected` as ``kd.simulate`` builds it."""
+    import inspect
+
+    from .projection import Projected
+
+    sig = inspect.signature(Projected.__init__).parameters
+    return float(sig["tol"].default), int(sig["maxiter"].default)

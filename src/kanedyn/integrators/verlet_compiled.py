@@ -1,0 +1,274 @@
+"""Störmer–Verlet (generalized leapfrog) as one compiled loop over all steps (numba).
+
+The same method as :class:`~kanedyn.integrators.verlet.Verlet` on additive coordinates
+(its readable reference, tested step for step against this loop), for a plain Model
+with no force elements (:func:`.rk4_compiled.applicable`); with ``x = q − q_n``,
+``p = M v`` (Hairer, Lubich & Wanner 2006, eq. VI.3.4):
+
+    p_{n+½} = p_n + h/2 K(q_n, p_{n+½}),         K = −∂H/∂q = ∂T/∂q|_v − g,  v = M⁻¹p
+    x       = h/2 [M(q_n)⁻¹ + M(q_n + x)⁻¹] p_{n+½}
+    p_{n+1} = p_{n+½} + h/2 K(q_n + x, p_{n+½})
+
+Both implicit equations by Newton with closed-form matrices (:func:`_matrix`:
+``1 − h/2 BᵀM⁻¹`` for the half kick, ``1 + h/2 M⁻¹B`` for the position, ``B = ∂(Mv)/∂q``
+from the compiled RNEA tangent pass), LU-factored, kept from step to step and evaluated
+afresh when a solve contracts slowly or takes more than ``refresh_after`` iterations;
+the reference iterates with the identity (a fixed point contracting like h|∂²H/∂q∂p|)
+and takes difference Jacobians when that is slow (the 20-link chain). Both stop by the
+test of :func:`.base.newton` (:func:`_newton_test`) at the reference's ``tol``. Predictors:
+the half kick ``p_{n+½} − p_n`` and the correction ``x − h v_{n+½}`` of the last steps
+extrapolated as in :mod:`.gauss_compiled` (the reference starts from p_n and h v_{n+½}).
+The Cholesky factor of M(q_n) is kept for the first equation; the M(q_{n+1}) of the last
+iterate serves the final kick, v_{n+1} and the next step.
+
+An iteration that fails makes the whole run fall back to the Python method, which
+reports what happens; a blow-up or a non-finite state is reported from here.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from ..dynamics import _compiled, kernels
+from ..dynamics.derivatives_kernel import rnea_tangent
+from ..dynamics.energy_kernel import energy_pass
+from ..dynamics.flat import flatten
+from .base import cholesky, cholesky_solve
+from .gauss_compiled import (
+    BAD_STATE,
+    NEWTON_FAILED,
+    PREDICTOR_STEPS,
+    STATE_GUARD,
+    best_order,
+    extrapolate,
+    lu_factor,
+    lu_solve,
+    report_state_guard,
+)
+from .rk4_compiled import largest_speed, save_sample, state_guard, step_grid, store
+
+_compiled.key_cache(__name__)
+
+
+#: what :func:`_newton_test` says of an update
+GO_ON, CONVERGED, SLOW, DIVERGING, FAILED = 0, 1, 2, 3, 4
+
+
+@nb.njit(cache=True, _nrt=False, nogil=True)
+def _newton_test(size, scale, last, finite, refreshed, tol) -> int:
+    """The tests of :func:`.base.newton` after an update of size ``size`` (the previous
+    one ``last``, inf at the first), in its order: with a kept matrix (not ``refreshed``
+    in this solve) :data:`DIVERGING` (a non-finite update, or a growing one: restart with
+    a fresh matrix); :data:`FAILED` (not finite); :data:`CONVERGED` (the update or
+    ``θ/(1−θ)|Δ|`` below ``tol · scale``, or an update at roundoff, below 1e-9 · scale, that
+    no longer shrinks — from the second update on: a first update that small says only
+    that the predictor was good); :data:`SLOW` (θ > 0.25 with a kept matrix: time for a fresh one);
+    else :data:`GO_ON`."""
+    if not refreshed and (not finite or (last < np.inf and size > last)):
+        return DIVERGING
+    if not finite:
+        return FAILED
+    if size <= tol * scale:
+        return CONVERGED
+    theta = size / last if last < np.inf and last > 0 else 1.0
+    if theta < 0.5 and theta / (1 - theta) * size <= tol * scale:
+        return CONVERGED
+    if last < np.inf and size <= 1e-9 * scale and theta >= 0.5:
+        return CONVERGED
+    if not refreshed and last < np.inf and size > 0.25 * last:
+        return SLOW
+    return GO_ON
+
+
+@nb.njit(cache=True, _nrt=False, nogil=True)
+def _newton_update(J, piv, r, dx, y, last, refreshed, tol):
+    """``y ← y − J⁻¹r`` (J LU-factored, ``dx`` work); returns (the update's size |Δy|∞, the
+    verdict of :func:`_newton_test` on it)."""
+    for i in range(r.shape[0]):
+        dx[i] = r[i]
+    lu_solve(J, piv, dx)
+    size, scale = 0.0, 0.0
+    for i in range(y.shape[0]):
+        y[i] -= dx[i]
+        size = max(size, abs(dx[i]))
+        scale = max(scale, abs(y[i]))
+    return size, _newton_test(size, scale, last, np.isfinite(size), refreshed, tol)
+
+
+@nb.njit(cache=True, nogil=True)
+def _matrix(data, q, v, L, h, sign, J, piv) -> bool:
+    """LU of ``1 + sign h/2 M⁻¹B`` (sign +1, position equation) or of its transpose with
+    sign −1 (half kick: ``1 − h/2 BᵀM⁻¹``), ``B = ∂(M v)/∂q`` at (q, v) by the RNEA tangent
+    pass without gravity (so ``∂K/∂p = BᵀM⁻¹`` since ∂(∂T/∂q)/∂v = Bᵀ, and
+    ``∂(M⁻¹p)/∂q = −M⁻¹B``); L the Cholesky factor of M(q)."""
+    n = v.shape[0]
+    B, W = np.empty((n, n)), np.empty((n, n))
+    if rnea_tangent(data, False, q, np.zeros(n), v, B, W) != 0:
+        return False
+    col = np.empty(n)
+    for k in range(n):  # M⁻¹B column by column
+        cholesky_solve(L, L.shape[0], B[:, k].copy(), col)
+        for i in range(n):
+            if sign > 0:
+                J[i, k] = 0.5 * h * col[i]
+            else:
+                J[k, i] = -0.5 * h * col[i]  # (M⁻¹B)ᵀ = BᵀM⁻¹ (M symmetric)
+    for i in range(n):
+        J[i, i] += 1.0
+    return lu_factor(J, piv)
+
+
+@nb.njit(cache=True, nogil=True)
+def _verlet_loop(data, q0, v0, dt, n_steps, every, tol, maxiter, refresh_after, history,
+                 blowup, Q, V, iters, status):
+    n = v0.shape[0]
+    q, v = q0.copy(), v0.copy()
+    M0, L0, M1, L1 = np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
+    p0, ph, va, vb = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    x, xs, r, dx = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    start, dT, dV, out = np.empty(n), np.empty(n), np.empty(n), np.empty(8)
+    J1, J2 = np.empty((n, n)), np.empty((n, n))
+    piv1, piv2 = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    # the predictors: p_{n+½} − p_n and x − h v_{n+½} of the last steps, extrapolated
+    kicks, corrs = np.zeros((history, 1, n)), np.zeros((history, 1, n))
+    guess, work, now = np.zeros((1, n)), np.zeros((1, n)), np.zeros((1, n))
+    known, newest, order1, order2 = 0, -1, 1, 1
+    last_h, have1, have2 = 0.0, False, False
+    vmax0 = largest_speed(v)
+    k_out = store(q, v, Q, V, 0)
+    if kernels.crba1(data, q, M1) != 0 or not cholesky(M1, M1.shape[0], L1):
+        status[0], status[1] = BAD_STATE, 0
+        return k_out
+    for step in range(n_steps):
+        h = dt[step]
+        if h != last_h:
+            known, have1, have2 = 0, False, False
+        M0[:, :] = M1  # M(q_n), from the end of the last step
+        L0[:, :] = L1
+        p0[:] = M0 @ v
+        # --- p_{n+½} = p_n + h/2 K(q_n, p_{n+½}) ----------------------------------
+        guess[:, :] = 0.0
+        if known > 0:
+            extrapolate(kicks, newest, min(order1, known), guess)
+        for i in range(n):
+            ph[i] = p0[i] + guess[0, i]
+        start[:] = ph
+        it1, last, test, refreshed = 0, np.inf, GO_ON, False
+        while True:
+            cholesky_solve(L0, L0.shape[0], ph, va)
+            if test == CONVERGED:
+                break  # v_{n+½} at the solution (K there is not needed)
+            if energy_pass(data, q, va, dT, dV, out) != 0:
+                status[0], status[1] = BAD_STATE, step
+                return k_out
+            for i in range(n):
+                r[i] = ph[i] - p0[i] - 0.5 * h * (dT[i] - dV[i])
+            if not have1 or test == SLOW or test == DIVERGING:
+                if test == DIVERGING:
+                    # restart from the predictor, with a fresh matrix there
+                    ph[:] = start
+                    last, test = np.inf, SLOW
+                    continue
+                if not _matrix(data, q, va, L0, h, -1.0, J1, piv1):
+                    break
+                have1, refreshed = True, refreshed or test == SLOW
+            it1 += 1
+            if it1 > maxiter:
+                break
+            last, test = _newton_update(J1, piv1, r, dx, ph, last, refreshed, tol)
+            if test == FAILED:
+                break
+        if test != CONVERGED:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        # --- x = h/2 (v_{n+½} + M(q_n + x)⁻¹ p_{n+½}) --------------------------------
+        guess[:, :] = 0.0
+        if known > 0:
+            extrapolate(corrs, newest, min(order2, known), guess)
+        for i in range(n):
+            x[i] = h * va[i] + guess[0, i]
+        start[:] = x
+        it2, last, test, refreshed = 0, np.inf, GO_ON, False
+        while True:
+            for i in range(n):
+                xs[i] = q[i] + x[i]
+            if kernels.crba1(data, xs, M1) != 0 or not cholesky(M1, M1.shape[0], L1):
+                status[0], status[1] = BAD_STATE, step
+                return k_out
+            cholesky_solve(L1, L1.shape[0], ph, vb)
+            if test == CONVERGED:
+                break  # M(q_{n+1}) and M(q_{n+1})⁻¹ p_{n+½} at the solution
+            for i in range(n):
+                r[i] = x[i] - 0.5 * h * (va[i] + vb[i])
+            if not have2 or test == SLOW or test == DIVERGING:
+                if test == DIVERGING:
+                    # restart from the predictor, with a fresh matrix there
+                    x[:] = start
+                    last, test = np.inf, SLOW
+                    continue
+                if not _matrix(data, xs, vb, L1, h, 1.0, J2, piv2):
+                    break
+                have2, refreshed = True, refreshed or test == SLOW
+            it2 += 1
+            if it2 > maxiter:
+                break
+            last, test = _newton_update(J2, piv2, r, dx, x, last, refreshed, tol)
+            if test == FAILED:
+                break
+        if test != CONVERGED:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        # the matrices are kept while the solves stay short
+        have1 = have1 and it1 <= refresh_after
+        have2 = have2 and it2 <= refresh_after
+        # --- p_{n+1} = p_{n+½} + h/2 K(q_{n+1}, p_{n+½}); v_{n+1} = M(q_{n+1})⁻¹ p_{n+1} ---
+        if energy_pass(data, xs, vb, dT, dV, out) != 0:
+            status[0], status[1] = BAD_STATE, step
+            return k_out
+        for i in range(n):
+            now[0, i] = ph[i] - p0[i]
+        order1 = best_order(kicks, newest, known, now, work)
+        for i in range(n):
+            now[0, i] = x[i] - h * va[i]
+        order2 = best_order(corrs, newest, known, now, work)
+        newest, known = (newest + 1) % history, min(known + 1, history)
+        for i in range(n):
+            kicks[newest, 0, i] = ph[i] - p0[i]
+            corrs[newest, 0, i] = x[i] - h * va[i]
+            r[i] = ph[i] + 0.5 * h * (dT[i] - dV[i])
+            q[i] = xs[i]
+        cholesky_solve(L1, L1.shape[0], r, v)
+        last_h = h
+        iters[step] = it1 + it2
+        g = state_guard(q, v, vmax0, blowup)
+        if g != 0:
+            status[0], status[1], status[2] = STATE_GUARD, step, g
+            Q[Q.shape[0] - 1, :] = q
+            V[V.shape[0] - 1, :] = v
+            return k_out
+        k_out = save_sample(step, n_steps, every, q, v, Q, V, k_out)
+    return k_out
+
+
+def run(problem, tol: float, maxiter: int, refresh_after: int = 3):
+    """The whole Störmer–Verlet run in the compiled loop: a Solution, or None to fall back."""
+    from .base import Solution
+
+    s, model = problem.system, problem.system.compiled_step
+    n_steps, steps, times, every, keep = step_grid(problem.dt, problem.t0, problem.t_final,
+                                                   problem.save_every)
+    Q = np.empty((len(keep) + 1, s.nq))  # the spare row: a state that failed the guard
+    V = np.empty((len(keep) + 1, s.nv))
+    iters = np.zeros(n_steps, dtype=np.int32)
+    status = np.zeros(3, dtype=np.int64)
+    _verlet_loop(flatten(model).data, np.ascontiguousarray(problem.q0, float),
+                 np.ascontiguousarray(problem.v0, float), steps, n_steps, every, float(tol),
+                 int(maxiter), int(refresh_after), PREDICTOR_STEPS,
+                 float(problem.blowup), Q, V, iters, status)
+    if status[0] == STATE_GUARD:
+        report_state_guard(problem, "verlet", status, Q, V, times)
+    if status[0]:
+        return None
+    return Solution(times[keep], Q[:-1], V[:-1], np.zeros(len(keep)),
+                    {"newton_iterations": iters}, "verlet")
