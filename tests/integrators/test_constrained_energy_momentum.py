@@ -169,6 +169,58 @@ def test_closed_chain_on_a_free_yaw_keeps_angular_momentum():
     assert np.abs(L - L[0]).max() <= 1e-12 * abs(L[0])
 
 
+def _floating_rssr():
+    """The spatial RSSR loop on a free-floating frame (a free joint, a ball joint in the
+    tree, a ball-joint cut), no gravity, tumbling and drifting."""
+    s = rssr_system(gravity=0.0, floating=True)
+    v = np.zeros(s.nv)
+    v[:6] = [0.3, -0.2, 0.5, 0.1, 0.2, -0.1]   # the frame's body twist
+    v[6], v[9] = 4.0, 0.5                        # crank, coupler spin
+    cs = consistent_initial_values(s, rssr_guess(s), v)
+    return s, cs.q, cs.v
+
+
+def test_free_floating_spatial_closed_chain_keeps_both_momenta():
+    """Issue 19: a free-floating closed chain without gravity, 10⁴ steps: energy, g, G v
+    and the total linear and angular momenta all kept to ≤ 1e-12 (momenta=True)."""
+    s, q0, v0 = _floating_rssr()
+    tr = kd.simulate(s, q0, v0, 10.0, method="energy_momentum", dt=1e-3, momenta=True)
+    assert len(tr.t) == 10001
+    rel, g, gv = invariants(tr)
+    assert rel <= 1e-12 and g <= 1e-12 and gv <= 1e-12
+    # the momenta recomputed here from (q, v), not only the method's own record
+    mom = np.array([s.momentum(q, v) for q, v in zip(tr.q, tr.v, strict=True)])
+    np.testing.assert_allclose(tr.stats["momenta"], mom, rtol=0, atol=1e-14)
+    L, P = mom[:, :3], mom[:, 3:]
+    assert np.abs(L[0]).max() > 1.0 and np.abs(P[0]).max() > 1.0   # not a trivial motion
+    assert np.abs(L - L[0]).max() <= 1e-12
+    assert np.abs(P - P[0]).max() <= 1e-12
+
+
+def test_free_floating_momenta_drift_without_the_option_and_order_is_kept():
+    """Without momenta= the angular momentum is kept only to the method's order; with it,
+    the trajectory stays within O(h²) of the one without (second order kept)."""
+    s, q0, v0 = _floating_rssr()
+    a = kd.simulate(s, q0, v0, 0.3, method="energy_momentum", dt=1e-3)
+    b = kd.simulate(s, q0, v0, 0.3, method="energy_momentum", dt=1e-3, momenta=True)
+    La = np.array([s.momentum(q, v) for q, v in zip(a.q, a.v, strict=True)])[:, :3]
+    assert 1e-10 < np.abs(La - La[0]).max() < 1e-4
+    assert np.abs(b.q - a.q).max() < 1e-5
+
+
+def test_momenta_refused_where_the_whole_is_not_free():
+    s = rssr_system()          # pinned to the world, with gravity
+    q0 = consistent_initial_values(s, rssr_guess(s), np.zeros(5)).q
+    with pytest.raises(SolverError, match="momenta"):
+        kd.simulate(s, q0, np.zeros(5), 0.01, method="energy_momentum", dt=1e-3,
+                    momenta=True)
+    s = rssr_system(floating=True)   # free, but under gravity
+    q0 = consistent_initial_values(s, rssr_guess(s), np.zeros(s.nv)).q
+    with pytest.raises(SolverError, match="rigid motion"):
+        kd.simulate(s, q0, np.zeros(s.nv), 0.01, method="energy_momentum", dt=1e-3,
+                    momenta="angular")
+
+
 # ----------------------------------------------------------------- forces, reactions
 def test_damper_and_motor_budget_closes():
     prob = four_bar_problem(t_final=0.5)

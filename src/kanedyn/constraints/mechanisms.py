@@ -192,29 +192,41 @@ def slider_crank_problem(theta0=np.pi / 4, omega0=5.0, t_final=1.0, **geom):
 
 
 def rssr_system(crank=0.2, coupler=0.6, rocker=0.4, pivot=(0.5, 0.2, 0.1),
-                m=(1.0, 2.0, 1.5), gravity=9.81, tau=None) -> ConstrainedSystem:
+                m=(1.0, 2.0, 1.5), gravity=9.81, tau=None,
+                floating=False) -> ConstrainedSystem:
     """A spatial RSSR linkage: a crank on a revolute joint about the world z axis, a
     coupler on a ball joint at the crank tip (a quaternion in q), a rocker on a revolute
     joint about the world y axis at ``pivot``; the coupler tip is held on the rocker tip by
     a ball joint, the cut joint (a "point" closure, 3 rows). Two degrees of freedom: the
     input and the coupler's spin about its own axis. Gravity −z; slender rods along their
-    body x axes (spin inertia 1e-3 m L²)."""
+    body x axes (spin inertia 1e-3 m L²).
+
+    ``floating=True``: the ground is a free body itself ("frame", 3 kg, on a free joint: 6
+    more speeds, a quaternion in q), the crank and the rocker pinned to it — a free-floating
+    closed chain, whose total momenta are conserved when ``gravity=0``."""
     def rod(mass, length):
         inertia = np.full(3, mass * length ** 2 / 12)
         inertia[0] = 1e-3 * mass * length ** 2
         return mass, (length / 2, 0.0, 0.0), np.diag(inertia)
 
-    b = ModelBuilder("rssr", gravity=(0.0, 0.0, -gravity))
-    b.add_body("crank", None, Revolute("crank_pin", axis=_Z), None, *rod(m[0], crank))
+    b = ModelBuilder("rssr_floating" if floating else "rssr", gravity=(0.0, 0.0, -gravity))
+    ground = None
+    if floating:
+        ground = "frame"
+        b.add_body("frame", None, Free("frame_free"), None, 3.0, (0.25, 0.1, 0.05),
+                   np.diag([0.02, 0.03, 0.04]))
+    b.add_body("crank", ground, Revolute("crank_pin", axis=_Z), None, *rod(m[0], crank))
     b.add_body("coupler", "crank", Spherical("ball_a"), (np.eye(3), (crank, 0.0, 0.0)),
                *rod(m[1], coupler))
-    b.add_body("rocker", None, Revolute("rocker_pin", axis=(0.0, 1.0, 0.0)),
+    b.add_body("rocker", ground, Revolute("rocker_pin", axis=(0.0, 1.0, 0.0)),
                (np.eye(3), tuple(pivot)), *rod(m[2], rocker))
     model = b.build()
     loop = LoopClosure("rocker", "coupler", "point", frame_a=(np.eye(3), (rocker, 0.0, 0.0)),
                        frame_b=(np.eye(3), (coupler, 0.0, 0.0)), name="ball_b")
-    sys = ConstrainedSystem(model, [loop], tau=tau, name="rssr")
-    sys.geometry = dict(crank=crank, coupler=coupler, rocker=rocker, pivot=tuple(pivot))
+    sys = ConstrainedSystem(model, [loop], tau=tau,
+                            name="rssr (floating)" if floating else "rssr")
+    sys.geometry = dict(crank=crank, coupler=coupler, rocker=rocker, pivot=tuple(pivot),
+                        floating=bool(floating))
     return sys
 
 
@@ -230,7 +242,10 @@ def rssr_guess(sys: ConstrainedSystem, rocker_angle: float = -1.5) -> np.ndarray
     angle = np.arctan2(np.linalg.norm(axis), d[0])
     axis /= np.linalg.norm(axis)
     quat = np.concatenate([[np.cos(angle / 2)], np.sin(angle / 2) * axis])
-    return np.concatenate([[0.0], quat, [rocker_angle]])
+    q = np.concatenate([[0.0], quat, [rocker_angle]])
+    if g.get("floating"):  # the frame at the origin, unrotated
+        q = np.concatenate([[0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0], q])
+    return q
 
 
 def stewart_system(base_radius=1.0, platform_radius=0.6, height=1.0, spread=0.2,

@@ -59,6 +59,26 @@ q_k on which neither H nor g depend — a root revolute about gravity, a root pr
 across it, no gravity: checked numerically at random states), so their momenta p_k are
 kept exactly, as in :mod:`.energy_momentum`'s "gonzalez" variant.
 
+Momenta (``momenta=True``, "linear", "angular"). The cyclic coordinates above keep the
+momenta whose symmetry is a translation of coordinates. A free-floating mechanism's
+rotations act on the root's chart nonlinearly (the rotation's exponential coordinates), its
+angular momentum is not quadratic in (x, p), and the midpoint-based discrete gradients keep
+it to O(h²) only. With ``momenta=`` the chosen rows Ψ of the whole's [L; P] (world axes,
+about the origin) are equations of the step, Ψ(z') = Ψ(z₀) (z₀ the run's start), with
+multipliers κ along directions D:
+
+    Δz = h S (∇̄H + ∇̄Φᵀν) + h (0, F) + D κ,    D = (1 − Π) ∂Ψᵀ,
+
+∂Ψ the Jacobian of Ψ in (x, p) at the start of the Newton matrix, Π the orthogonal
+projector onto the span of ∇̄H, ∇̄g and ∇̄γ at the iterate. Every column of D is orthogonal
+to those discrete gradients, so ∇̄H·Dκ = 0 and ∇̄Φ·Dκ = 0: the identities of "Why energy is
+exact" hold as they are (ΔH = (Δx − D_xκ)·F) and E, g, γ stay exact; Ψ is exact to the
+Newton tolerance. (The Hamiltonian direction S∇Ψᵀ cannot carry κ: {Ψᵢ, Ψⱼ} is singular on
+se(3)*.) The exact flow keeps Ψ, so κ only removes the method's O(h³) local momentum
+error and the order stays 2. ``check_symmetry`` refuses the option where E or g change
+under a rigid motion of the whole (gravity, a loop on the world, a root not on a free
+joint); forces must be internal (joint dampers, motors) for the momenta to be conserved.
+
 Joints. With revolute, prismatic and helical joints z = (q, p). With ball or free joints
 in the tree, the step is taken in the local canonical chart of :mod:`.chart` centred on
 q_n (quaternions move by the exponential map, never by addition); g is then g(φ_n(x)) with
@@ -97,7 +117,75 @@ _EPS = np.finfo(float).eps
 REFRESH = 4
 #: the blocks of the unknowns, for messages
 _BLOCKS = ("Δq (positions)", "Δp (momenta)", "g = 0 (constraints)",
-           "G v = 0 (hidden constraint)")
+           "G v = 0 (hidden constraint)", "total momenta kept (momenta=)")
+#: the rows of the system's momentum [L; P] that ``momenta=`` names
+_MOMENTA = {"angular": (0, 1, 2), "linear": (3, 4, 5)}
+
+
+def momentum_rows(spec) -> tuple[int, ...]:
+    """The rows of [L; P] that ``momenta=`` keeps: False/None none, True/"all" six,
+    "linear", "angular" or a sequence of them."""
+    if spec is None or spec is False:
+        return ()
+    if spec is True or spec == "all":
+        return (0, 1, 2, 3, 4, 5)
+    names = (spec,) if isinstance(spec, str) else tuple(spec)
+    rows = []
+    for nm in names:
+        if nm not in _MOMENTA:
+            raise SolverError(f"momenta={spec!r}: expected True, 'all', 'linear', "
+                              "'angular' or a sequence of the last two")
+        rows.extend(_MOMENTA[nm])
+    return tuple(sorted(set(rows)))
+
+
+def _quat_mul(a, b):
+    w1, x1, y1, z1 = a
+    w2, x2, y2, z2 = b
+    return np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                     w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
+
+
+def check_symmetry(system, q0: NDArray, rows: tuple[int, ...], seed: int = 19) -> None:
+    """Refuse ``momenta=`` where the rigid motions of the whole do not leave E and g
+    unchanged (gravity, a loop closed on the world, a root that is not a free joint): at
+    random states near q0, the roots (free joints) are moved by a world rotation (for the
+    angular rows) and a translation (for the linear ones) and E and g compared."""
+    model = system.model
+    roots = [b for b in model.bodies if b.parent < 0]
+    bad = [b.name for b in roots if b.joint.kind != "free"]
+    if bad:
+        raise SolverError(f"momenta=: the root bodies {bad} of {system.name!r} are not on "
+                          "free joints: the whole cannot move rigidly, its momenta are not "
+                          "conserved")
+    rng = np.random.default_rng(seed)
+    for _ in range(2):
+        q = np.array(q0, dtype=float)
+        v = rng.uniform(-1.0, 1.0, system.nv)
+        axis = rng.normal(size=3)
+        axis *= (0.3 if any(r < 3 for r in rows) else 0.0) / np.linalg.norm(axis)
+        c = rng.normal(size=3) * (1.0 if any(r >= 3 for r in rows) else 0.0)
+        ang = np.linalg.norm(axis)
+        qr = np.concatenate([[np.cos(ang / 2)],
+                             np.sin(ang / 2) * axis / ang if ang > 0 else np.zeros(3)])
+        w, x, y, z = qr
+        R = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                      [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                      [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+        qm = q.copy()
+        for b in roots:
+            i = b.iq.start
+            qm[i:i + 3] = R @ q[i:i + 3] + c
+            qm[i + 3:i + 7] = _quat_mul(qr, q[i + 3:i + 7])
+        E, Em = system.energy(q, v), system.energy(qm, v)
+        g, gm = system.constraint(0.0, q), system.constraint(0.0, qm)
+        scale = max(1.0, abs(E))
+        if abs(Em - E) > 1e-9 * scale or (g.size and np.abs(gm - g).max() > 1e-9):
+            raise SolverError(
+                f"momenta=: the energy or the constraints of {system.name!r} change under a "
+                f"rigid motion of the whole (ΔE = {Em - E:.3g}, Δg = "
+                f"{np.abs(gm - g).max() if g.size else 0.0:.3g}): gravity, a spring or a "
+                "loop closed on the world — the momenta are not conserved")
 
 
 def corrected_rows(A: NDArray, d: NDArray, w: NDArray, delta: NDArray) -> NDArray:
@@ -141,7 +229,7 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
     #: the discrete gradient of H: "midpoint" (Gonzalez) or "avf" (quadrature, corrected)
     gradient = "midpoint"
     options = {"tol": 1e-14, "maxiter": 30, "initialize": True, "cyclic": "auto",
-               "nodes": 3}
+               "nodes": 3, "momenta": False}
 
     def __init__(self, problem, **options):
         super().__init__(problem, **options)
@@ -175,6 +263,15 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         self.mask = np.ones(n)
         self.mask[list(self.cyclic)] = 0.0
         self.sys_nc = bool(getattr(s, "has_nonconservative_forces", False))
+        self.mrows = momentum_rows(self.opts["momenta"])
+        if self.mrows:
+            if not hasattr(s, "momentum") or not hasattr(s, "model"):
+                raise SolverError(f"{self.name}: momenta= needs a ConstrainedSystem of a "
+                                  f"Model (its momentum); {getattr(s, 'name', s)!r} is not")
+            check_symmetry(s, problem.q0, self.mrows)
+        self.k = len(self.mrows)
+        self._B = None         # ∂Ψ/∂(x, p) of the kept momenta, with the Newton matrix
+        self._psi = None       # the kept momenta at the start of the run
         self._last = None      # (h, unknowns) of the last step: the next predictor
         self._lu = None        # the Newton matrix kept between steps
         self._aq = None        # ∂γ/∂x at its last evaluation (module doc)
@@ -243,9 +340,10 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
     def _equations(self, ctx, u):
         """The residual of the step's equations (module doc) at u = (Δx, Δp, λ, μ), and
         (the work Δx·F, |H' − H − Δx·F|)."""
-        C, t, h, q0, p0, H0, g0, gam0, scale = ctx
+        C, t, h, q0, p0, H0, g0, gam0, scale, psi0 = ctx
         s, n, m = self.system, self.system.nv, self.system.nc
-        dx, dp, lam, mu = u[:n], u[n:2 * n], u[2 * n:2 * n + m], u[2 * n + m:]
+        dx, dp = u[:n], u[n:2 * n]
+        lam, mu, kap = u[2 * n:2 * n + m], u[2 * n + m:2 * n + 2 * m], u[2 * n + 2 * m:]
         p1 = p0 + dp
         q1, v1, J1 = C.state(dx, p1)
         H1 = self.problem.energy(q1, v1)
@@ -266,6 +364,18 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         Gam = corrected_rows(A, dz, w, gam1 - gam0)
         r_x = dx - h * (dgH[n:] + Gam[:, n:].T @ mu)
         r_p = dp + h * (dgH[:n] + Gbar.T @ lam + Gam[:, :n].T @ mu)
+        extra = ()
+        Dx = None
+        if self.k:
+            # the kept momenta Ψ: Ψ(z') = Ψ(z), their multipliers κ along D, the rows of
+            # ∂Ψ projected orthogonal to ∇̄H, ∇̄g and ∇̄γ (module doc): E, g, γ untouched
+            Q = np.vstack([dgH[None, :], np.hstack([Gbar, np.zeros((m, n))]), Gam])
+            Qo = np.linalg.qr(Q.T)[0]
+            D = self._B.T - Qo @ (Qo.T @ self._B.T)
+            Dx = D[:n]
+            r_x -= Dx @ kap
+            r_p -= D[n:] @ kap
+            extra = (s.momentum(q1, v1)[list(self.mrows)] - psi0,)
         work = 0.0
         if self.problem.tau_nc is not None or self.sys_nc:
             xdot = dx / h
@@ -274,10 +384,10 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
             else:
                 F = Jb.T @ self._force(t + 0.5 * h, qb, Jb @ xdot)
             r_p -= h * F
-            work = float(dx @ F)
+            work = float((dx if Dx is None else dx - Dx @ kap) @ F)
         # the step's own energy error if it ended here: at round-off once the equations hold
         defect = abs(H1 - H0 - work)
-        return np.concatenate([r_x, r_p, g1, gam1]), (work, defect)
+        return np.concatenate([r_x, r_p, g1, gam1, *extra]), (work, defect)
 
     def _newton_matrix(self, C, t, h, q0, v0, M0, G0, lam):
         """The simplified Newton matrix at the start of the step (module doc), factored."""
@@ -290,6 +400,9 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         Gqv = np.empty((m, n))
         Kqq = np.empty((n, n))
         Kxp = np.empty((n, n))
+        k_ = self.k
+        rows = list(self.mrows)
+        B = np.zeros((k_, 2 * n))
         for k in range(n):
             e = np.zeros(n)
             e[k] = 1e-7 * (1.0 + float(np.abs(q0).max()))
@@ -297,27 +410,47 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
             for sgn in (1.0, -1.0):
                 gx, gp, _, ve, Je = C.gradient(sgn * e, p0)
                 Ge = self._G(t, self._point(q0, sgn * e), Je)
-                ends.append((Ge @ ve, gx + Ge.T @ lam, gp))
+                ends.append((Ge @ ve, gx + Ge.T @ lam, gp,
+                             s.momentum(self._point(q0, sgn * e), ve)[rows] if k_ else None))
             Gqv[:, k] = (ends[0][0] - ends[1][0]) / (2 * e[k])
+            if k_:
+                B[:, k] = (ends[0][3] - ends[1][3]) / (2 * e[k])
             Kqq[:, k] = (ends[0][1] - ends[1][1]) / (2 * e[k])
             Kxp[:, k] = (ends[0][2] - ends[1][2]) / (2 * e[k])
-        N = 2 * n + 2 * m
+        if k_:
+            # ∂Ψ/∂p: Ψ is linear in v = M⁻¹p at x = 0
+            for j in range(n):
+                B[:, n + j] = s.momentum(q0, Ai[:, j])[rows]
+            self._B = B
+            gx0, gp0 = C.gradient(np.zeros(n), p0)[:2]
+            Q = np.vstack([np.concatenate([gx0, gp0])[None, :],
+                           np.hstack([G0, np.zeros((m, n))]), np.hstack([Gqv, G0 @ Ai])])
+            Qo = np.linalg.qr(Q.T)[0]
+            D0 = B.T - Qo @ (Qo.T @ B.T)
+        N = 2 * n + 2 * m + k_
+        e2 = 2 * n + 2 * m
         K = np.zeros((N, N))
         I = np.eye(n)
         K[:n, :n] = I - 0.5 * h * Kxp
         K[:n, n:2 * n] = -0.5 * h * Ai
-        K[:n, 2 * n + m:] = -h * (G0 @ Ai).T
+        K[:n, 2 * n + m:e2] = -h * (G0 @ Ai).T
         K[n:2 * n, :n] = 0.5 * h * Kqq
         K[n:2 * n, n:2 * n] = I + 0.5 * h * Kxp.T
         K[n:2 * n, 2 * n:2 * n + m] = h * G0.T
-        K[n:2 * n, 2 * n + m:] = h * Gqv.T
+        K[n:2 * n, 2 * n + m:e2] = h * Gqv.T
         K[2 * n:2 * n + m, :n] = G0
-        K[2 * n + m:, :n] = Gqv
-        K[2 * n + m:, n:2 * n] = G0 @ Ai
+        K[2 * n + m:e2, :n] = Gqv
+        K[2 * n + m:e2, n:2 * n] = G0 @ Ai
+        dn = (0.0, 0.0)
+        if k_:
+            K[:2 * n, e2:] = -D0
+            K[e2:, :2 * n] = B
+            dn = (float(np.abs(D0[:n]).sum(axis=1).max()),
+                  float(np.abs(D0[n:]).sum(axis=1).max()))
         self._aq = Gqv  # the q-part of the base gradient of γ, until the next matrix
         # the sizes by which _update_size weighs the multipliers' updates
         self._norms = (float(np.abs(G0).sum(axis=0).max()),
-                       float(np.abs(Ai @ G0.T).sum(axis=1).max()))
+                       float(np.abs(Ai @ G0.T).sum(axis=1).max()), *dn)
         lu = lu_factor(K, check_finite=False)
         d = np.abs(np.diag(lu[0]))
         if not np.all(np.isfinite(d)) or d.min() <= 1e-13 * d.max():
@@ -336,17 +469,24 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         H0 = self.problem.energy(q, v)
         g0 = s.constraint(t, q)
         G0 = self._G(t, q, None)
-        ctx = (C, t, h, q, p0, H0, g0, G0 @ v, float(np.abs(q).max()))
+        if self.k and self._psi is None:
+            self._psi = s.momentum(q, v)[list(self.mrows)]
+        # the kept momenta are held at their values at the start of the run, not of the
+        # step: the round-off of each step's evaluation does not accumulate
+        psi0 = self._psi
+        ctx = (C, t, h, q, p0, H0, g0, G0 @ v, float(np.abs(q).max()), psi0)
         last = self._last
-        if last is not None and last[0] == h:
-            # predictor: the last two steps' unknowns extrapolated (smooth motion)
+        if last is not None and abs(last[0] - h) <= 1e-9 * h:
+            # predictor: the last two steps' unknowns extrapolated (smooth motion; also for
+            # the last step of a run, shortened by round-off to land on t_final)
             u = last[1].copy() if last[2] is None else 2.0 * last[1] - last[2]
         else:
             lam = self.lam0 if not self.lam_mid else self.lam_mid[-1]
             vd = s.forward_dynamics(q, v, None, t) if m else np.zeros(n)
-            u = np.concatenate([h * v, h * (M0 @ vd), lam, np.zeros(m)])
+            u = np.concatenate([h * v, h * (M0 @ vd), lam, np.zeros(m + self.k)])
         rebuilt = False
-        if self._lu is None or self._lu[0] != h or self._n % REFRESH == 0:
+        if (self._lu is None or abs(self._lu[0] - h) > 1e-9 * h
+                or self._n % REFRESH == 0):
             self._lu = (h, self._newton_matrix(C, t, h, q, v, M0, G0, u[2 * n:2 * n + m]))
             rebuilt = True
         while True:
@@ -368,7 +508,8 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         u = u_new
         if it > 8:  # the kept matrix has gone stale: refresh it for the next step
             self._lu = None
-        self._last = (h, u, last[1] if last is not None and last[0] == h else None)
+        self._last = (h, u, last[1] if last is not None and abs(last[0] - h) <= 1e-9 * h
+                      else None)
         self._n += 1
         dx, dp = u[:n], u[n:2 * n]
         self.lam_mid.append(u[2 * n:2 * n + m].copy())
@@ -379,7 +520,7 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         """Simplified Newton; returns (u, iterations, converged, the work Δx·F at u if it
         converged, else (residual, worst block))."""
         n, m = self.system.nv, self.system.nc
-        cuts = (0, n, 2 * n, 2 * n + m, 2 * n + 2 * m)
+        cuts = (0, n, 2 * n, 2 * n + m, 2 * n + 2 * m, 2 * n + 2 * m + self.k)
         tol = self.opts["tol"]
         p0_norm = float(np.abs(ctx[4]).max())
         u = u.copy()
@@ -415,15 +556,17 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         turning point): it is taken at least 1e-6 (1 + |q|); and an update of Δx below the
         round-off of q counts as none."""
         n, m = self.system.nv, self.system.nc
-        gn, gan = self._norms
+        gn, gan, dnx, dnp = self._norms
+        e2 = 2 * n + 2 * m
+        dk = float(np.abs(du[e2:]).max(initial=0.0))
         sx = max(float(np.abs(u[:n]).max()), 1e-6 * (1.0 + q_norm))
         sp = max(p0_norm, float(np.abs(u[n:2 * n]).max()), 1e-300)
         # what moves Δx (its update, h M⁻¹Gᵀδμ) and what moves Δp (its update, h Gᵀδλ),
         # less the round-off of q and p themselves: an update at that level counts as none
         move_x = max(float(np.abs(du[:n]).max()),
-                     h * gan * float(np.abs(du[2 * n + m:]).max(initial=0.0)))
+                     h * gan * float(np.abs(du[2 * n + m:e2]).max(initial=0.0)), dnx * dk)
         move_p = max(float(np.abs(du[n:2 * n]).max()),
-                     h * gn * float(np.abs(du[2 * n:2 * n + m]).max(initial=0.0)))
+                     h * gn * float(np.abs(du[2 * n:2 * n + m]).max(initial=0.0)), dnp * dk)
         return max(max(move_x - 4 * _EPS * (1.0 + q_norm), 0.0) / sx,
                    max(move_p - 4 * _EPS * sp, 0.0) / sp)
 
@@ -448,6 +591,10 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         sol.stats["residual_Gv"] = np.array([s.velocity_constraint(t, q, v) for t, q, v
                                              in zip(sol.t, sol.q, sol.v, strict=True)])
         sol.stats["cyclic"] = np.array(self.cyclic, dtype=int)
+        if self.k:
+            # [L; P] of the whole at the output times (world axes, L about the origin)
+            sol.stats["momenta"] = np.array([s.momentum(q, v) for q, v
+                                             in zip(sol.q, sol.v, strict=True)])
         return sol
 
 
