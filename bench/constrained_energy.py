@@ -20,6 +20,8 @@ max |g| (for MuJoCo the distance between the two connected points).
 
 Run: PYTHONPATH=src .venv/bin/python bench/constrained_energy.py [--T 10] [--dt 1e-3]
      [--quick] [--mechanisms four-bar,rssr,stewart]  (--quick: T = 1 s)
+     --mechanisms floating-rssr: the RSSR on a free frame without gravity, with
+     energy_momentum momenta=True beside the others, and every run's |ΔL|, |ΔP|
 """
 
 from __future__ import annotations
@@ -67,23 +69,40 @@ def stewart():
     return s, cs.q, cs.v
 
 
+def floating_rssr():
+    """The RSSR loop on a free-floating frame, no gravity (momenta conserved)."""
+    s = rssr_system(gravity=0.0, floating=True)
+    v = np.zeros(s.nv)
+    v[:6] = [0.3, -0.2, 0.5, 0.1, 0.2, -0.1]
+    v[6], v[9] = 4.0, 0.5
+    cs = consistent_initial_values(s, rssr_guess(s), v)
+    s.bench_momenta = True
+    return s, cs.q, cs.v
+
+
 #: name -> (builder, with MuJoCo, T and dt as fractions of the command line's: the Stewart
 #: platform's 24 speeds and 18 rows cost ≈ 20x a four-bar step in this Python method)
 MECHANISMS = {"four-bar": (four_bar, True, 1.0, 1.0),
               "rssr": (rssr, False, 1.0, 1.0),
-              "stewart": (stewart, False, 0.2, 2.0)}
+              "stewart": (stewart, False, 0.2, 2.0),
+              "floating-rssr": (floating_rssr, False, 1.0, 1.0)}
 
 
 def figures(s, t, q, v, cpu, steps):
     E = np.array([s.energy(a, b) for a, b in zip(q, v, strict=True)])
     g = np.array([np.abs(s.constraint(0.0, a)).max() for a in q])
-    return dict(cpu=cpu, steps=steps, per_step=cpu / max(steps, 1),
-                dE=float(np.abs(E - E[0]).max() / abs(E[0])), g=float(g.max()))
+    out = dict(cpu=cpu, steps=steps, per_step=cpu / max(steps, 1),
+               dE=float(np.abs(E - E[0]).max() / abs(E[0])), g=float(g.max()))
+    if getattr(s, "bench_momenta", False):  # total [L; P] drift of a free-floating chain
+        LP = np.array([s.momentum(a, b) for a, b in zip(q, v, strict=True)])
+        out["dL"] = float(np.abs(LP[:, :3] - LP[0, :3]).max())
+        out["dP"] = float(np.abs(LP[:, 3:] - LP[0, 3:]).max())
+    return out
 
 
-def run_em(s, q0, v0, T, dt):
+def run_em(s, q0, v0, T, dt, **options):
     c = time.process_time()
-    tr = kd.simulate(s, q0, v0, T, method="energy_momentum", dt=dt)
+    tr = kd.simulate(s, q0, v0, T, method="energy_momentum", dt=dt, **options)
     cpu = time.process_time() - c
     out = figures(s, tr.t, tr.q, tr.v, cpu, len(tr.t) - 1)
     out["Gv"] = float(np.abs(tr.stats["residual_Gv"]).max())
@@ -181,14 +200,17 @@ def run_all(s, q0, v0, T, dt, with_mujoco):
             ("radau5 index3 (1e-8)", run_dae, (s, q0, v0, T, "radau5", "index3")),
             ("IDA GGL (1e-8)", run_dae, (s, q0, v0, T, "ida", "ggl")),
             ("index1+Baumgarte RK4", run_baumgarte_rk4, (s, q0, v0, T, dt))]
+    if getattr(s, "bench_momenta", False):
+        jobs.insert(1, ("energy_momentum momenta=True", run_em, (s, q0, v0, T, dt),
+                        {"momenta": True}))
     if with_mujoco:
         jobs += [("MuJoCo connect solref default", run_mujoco, (q0, v0, T, dt, (0.02, 1.0))),
                  ("MuJoCo connect solref (2dt, 1)", run_mujoco, (q0, v0, T, dt,
                                                                  (2 * dt, 1.0)))]
     rows = {}
-    for label, fn, args in jobs:
+    for label, fn, args, *kw in jobs:
         try:
-            rows[label] = fn(*args)
+            rows[label] = fn(*args, **(kw[0] if kw else {}))
         except Exception as e:
             rows[label] = {"error": f"{type(e).__name__}: {e}"[:100]}
     return rows
@@ -204,7 +226,8 @@ def table(name, rows, ref_label="radau5 index3 (1e-8)"):
             print(f"{label:34s} failed: {r['error']}")
             continue
         print(f"{label:34s} {r['steps']:7d} {r['cpu']:8.2f} {1e6 * r['per_step']:10.1f} "
-              f"{r['per_step'] / ref:8.2f} {r['dE']:11.2e} {r['g']:9.2e}")
+              f"{r['per_step'] / ref:8.2f} {r['dE']:11.2e} {r['g']:9.2e}"
+              + (f"  |ΔL| {r['dL']:.2e} |ΔP| {r['dP']:.2e}" if "dL" in r else ""))
 
 
 def main():
