@@ -1,6 +1,8 @@
-"""Planar linkages built as Models cut open at one joint: the four-bar and the slider–crank.
+"""Linkages built as Models cut open at one joint: the planar four-bar and slider–crank,
+the spatial RSSR linkage (ball joints) and a 6-6 Stewart platform (a free platform on six
+UPS legs).
 
-Both move in the world xy-plane (revolute joints about z, gravity −y). The cut joint is a
+The planar ones move in the world xy-plane (revolute joints about z, gravity −y). The cut joint is a
 :class:`~kanedyn.constraints.loops.LoopClosure` of kind "point" restricted to the x and y
 axes: a planar pin fixes two coordinates, not three (the third row would be redundant).
 """
@@ -10,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import ModelBuilder
-from ..model.joints import Prismatic, Revolute
+from ..model.joints import Free, Prismatic, Revolute, Spherical
 from .loops import LoopClosure
 from .model_system import ConstrainedSystem
 
@@ -187,3 +189,118 @@ def slider_crank_problem(theta0=np.pi / 4, omega0=5.0, t_final=1.0, **geom):
     return Problem("slider_crank", sys, q0, v0, t_final,
                    "rigid planar slider–crank (kanedyn); reference from the crank angle's "
                    "Lagrange equation", reference, "q")
+
+
+def rssr_system(crank=0.2, coupler=0.6, rocker=0.4, pivot=(0.5, 0.2, 0.1),
+                m=(1.0, 2.0, 1.5), gravity=9.81, tau=None,
+                floating=False) -> ConstrainedSystem:
+    """A spatial RSSR linkage: a crank on a revolute joint about the world z axis, a
+    coupler on a ball joint at the crank tip (a quaternion in q), a rocker on a revolute
+    joint about the world y axis at ``pivot``; the coupler tip is held on the rocker tip by
+    a ball joint, the cut joint (a "point" closure, 3 rows). Two degrees of freedom: the
+    input and the coupler's spin about its own axis. Gravity −z; slender rods along their
+    body x axes (spin inertia 1e-3 m L²).
+
+    ``floating=True``: the ground is a free body itself ("frame", 3 kg, on a free joint: 6
+    more speeds, a quaternion in q), the crank and the rocker pinned to it — a free-floating
+    closed chain, whose total momenta are conserved when ``gravity=0``."""
+    def rod(mass, length):
+        inertia = np.full(3, mass * length ** 2 / 12)
+        inertia[0] = 1e-3 * mass * length ** 2
+        return mass, (length / 2, 0.0, 0.0), np.diag(inertia)
+
+    b = ModelBuilder("rssr_floating" if floating else "rssr", gravity=(0.0, 0.0, -gravity))
+    ground = None
+    if floating:
+        ground = "frame"
+        b.add_body("frame", None, Free("frame_free"), None, 3.0, (0.25, 0.1, 0.05),
+                   np.diag([0.02, 0.03, 0.04]))
+    b.add_body("crank", ground, Revolute("crank_pin", axis=_Z), None, *rod(m[0], crank))
+    b.add_body("coupler", "crank", Spherical("ball_a"), (np.eye(3), (crank, 0.0, 0.0)),
+               *rod(m[1], coupler))
+    b.add_body("rocker", ground, Revolute("rocker_pin", axis=(0.0, 1.0, 0.0)),
+               (np.eye(3), tuple(pivot)), *rod(m[2], rocker))
+    model = b.build()
+    loop = LoopClosure("rocker", "coupler", "point", frame_a=(np.eye(3), (rocker, 0.0, 0.0)),
+                       frame_b=(np.eye(3), (coupler, 0.0, 0.0)), name="ball_b")
+    sys = ConstrainedSystem(model, [loop], tau=tau,
+                            name="rssr (floating)" if floating else "rssr")
+    sys.geometry = dict(crank=crank, coupler=coupler, rocker=rocker, pivot=tuple(pivot),
+                        floating=bool(floating))
+    return sys
+
+
+def rssr_guess(sys: ConstrainedSystem, rocker_angle: float = -1.5) -> np.ndarray:
+    """A configuration near the loop (crank at 0, the coupler pointed at the rocker tip),
+    for :func:`~kanedyn.constraints.consistent_initial_values` to put on it."""
+    g = sys.geometry
+    pivot = np.asarray(g["pivot"], dtype=float)
+    tip = pivot + g["rocker"] * np.array([np.cos(rocker_angle), 0.0, -np.sin(rocker_angle)])
+    d = tip - np.array([g["crank"], 0.0, 0.0])
+    d /= np.linalg.norm(d)
+    axis = np.cross([1.0, 0.0, 0.0], d)
+    angle = np.arctan2(np.linalg.norm(axis), d[0])
+    axis /= np.linalg.norm(axis)
+    quat = np.concatenate([[np.cos(angle / 2)], np.sin(angle / 2) * axis])
+    q = np.concatenate([[0.0], quat, [rocker_angle]])
+    if g.get("floating"):  # the frame at the origin, unrotated
+        q = np.concatenate([[0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0], q])
+    return q
+
+
+def stewart_system(base_radius=1.0, platform_radius=0.6, height=1.0, spread=0.2,
+                   platform_mass=10.0, leg_mass=(1.0, 0.5), gravity=9.81) -> ConstrainedSystem:
+    """A 6-6 Stewart platform as a closed-loop Model: the platform on a free joint (a
+    quaternion in q), six UPS legs — a universal joint at the base (revolute about x, then
+    about y; the cylinder after it), a prismatic joint along the cylinder's z axis (the
+    piston, its frame at the leg's tip) — each held on the platform by a ball joint, the
+    cut (a "point" closure, 3 rows: 18 in all, 6 degrees of freedom). Base points at
+    angles 120 k ± ``spread`` rad on ``base_radius``, platform points at 120 k + 60 ∓
+    ``spread`` on ``platform_radius``, the platform ``height`` above the base."""
+    b = ModelBuilder("stewart", gravity=(0.0, 0.0, -gravity))
+    Ip = platform_mass * np.diag([0.05, 0.05, 0.09])
+    b.add_body("platform", None, Free("platform_free"), (np.eye(3), (0.0, 0.0, height)),
+               platform_mass, (0.0, 0.0, 0.0), Ip)
+    mc, mp = leg_mass
+    loops, base_pts, plat_pts = [], [], []
+    for k in range(6):
+        sgn = 1.0 if k % 2 == 0 else -1.0
+        a = 2 * np.pi / 3 * (k // 2) + sgn * spread
+        ap = 2 * np.pi / 3 * (k // 2) + sgn * (np.pi / 3 - spread)
+        B = base_radius * np.array([np.cos(a), np.sin(a), 0.0])
+        P = platform_radius * np.array([np.cos(ap), np.sin(ap), 0.0])
+        base_pts.append(B)
+        plat_pts.append(P)
+        b.add_body(f"yoke{k}", None, Revolute(f"u{k}_x", axis=(1.0, 0.0, 0.0)),
+                   (np.eye(3), tuple(B)), 1e-3, (0.0, 0.0, 0.0), 1e-6 * np.eye(3))
+        b.add_body(f"cylinder{k}", f"yoke{k}", Revolute(f"u{k}_y", axis=(0.0, 1.0, 0.0)),
+                   None, mc, (0.0, 0.0, 0.25), mc * np.diag([0.021, 0.021, 0.001]))
+        b.add_body(f"piston{k}", f"cylinder{k}", Prismatic(f"p{k}", axis=(0.0, 0.0, 1.0)),
+                   None, mp, (0.0, 0.0, -0.25), mp * np.diag([0.021, 0.021, 0.001]))
+        loops.append(LoopClosure(f"piston{k}", "platform", "point",
+                                 frame_b=(np.eye(3), tuple(P)), name=f"ball{k}"))
+    sys = ConstrainedSystem(b.build(), loops, name="stewart")
+    sys.geometry = dict(base=np.array(base_pts), platform=np.array(plat_pts), height=height)
+    return sys
+
+
+def stewart_configuration(sys: ConstrainedSystem, position=(0.0, 0.0, 0.0),
+                          rotation=None) -> np.ndarray:
+    """q on the loops for the platform displaced by ``position`` (from its home, ``height``
+    above the base) and turned by ``rotation``: each leg's universal angles point it at its
+    platform point, R_x(α) R_y(β) e_z = d/|d|, and the piston reaches it, s = |d|.
+    (``rotation`` None: the home orientation.)"""
+    g = sys.geometry
+    R = np.eye(3) if rotation is None else np.asarray(rotation, dtype=float)
+    x = np.array([0.0, 0.0, g["height"]]) + np.asarray(position, dtype=float)
+    # the free joint's q: position, quaternion (w, x, y, z) of R
+    w = np.sqrt(max(0.0, 1.0 + np.trace(R))) / 2
+    quat = (np.array([w, (R[2, 1] - R[1, 2]) / (4 * w), (R[0, 2] - R[2, 0]) / (4 * w),
+                      (R[1, 0] - R[0, 1]) / (4 * w)]))
+    q = [np.asarray(position, dtype=float), quat]
+    for B, P in zip(g["base"], g["platform"], strict=True):
+        d = x + R @ P - B
+        s = float(np.linalg.norm(d))
+        u = d / s
+        q.append(np.array([np.arctan2(-u[1], u[2]), np.arcsin(u[0]), s]))
+    return np.concatenate(q)

@@ -9,7 +9,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..dynamics import crba, nonlinear_effects, potential_energy
-from ..errors import ConstraintError
+from ..dynamics.energy_kernel import energy_terms
+from ..dynamics.flat import flatten
+from ..errors import ConstraintError, StateError
 from ..model.configuration import integrate_configuration, q_dot
 from .loops import (
     BodyKinematics,
@@ -86,6 +88,14 @@ class ConstrainedSystem(ConstrainedMechanics):
         self.tau = tau
         self.forces = tuple(f.bind(self) for f in forces)
         self.name = name or f"{model.name} (constrained)"
+        # the capabilities the energy–momentum methods read (sim/system.py's module doc):
+        # the tree's per-joint charts, and the tree's Hamiltonian terms below
+        self.chart_is_additive = all(b.joint.chart_is_additive for b in model.bodies)
+        self.has_chart = True
+        self.chart_joints = tuple((b.joint.kind, b.iq, b.iv) for b in model.bodies)
+        self.chart_types = {b.joint.kind: type(b.joint) for b in model.bodies}
+        self._flat_model = None  # the flat layout, packed on first use (_energy_pass)
+        self._dT, self._dV, self._out = np.zeros(self.nv), np.zeros(self.nv), np.zeros(8)
 
     # ---- batching helper ----------------------------------------------------------------
     @staticmethod
@@ -137,6 +147,48 @@ class ConstrainedSystem(ConstrainedMechanics):
             if el.conservative:
                 V = V + np.array([el.potential(x) for x in Q]).reshape(lead)
         return float(V) if V.ndim == 0 else V
+
+    # ---- the tree's Hamiltonian terms (one state) ---------------------------------------
+    def _energy_pass(self, q, v):
+        """(∂T/∂q, ∂V_gravity/∂q, [L; P]) by one pass of the compiled energy kernel."""
+        if self._flat_model is None:
+            self._flat_model = flatten(self.model).data
+        q = np.ascontiguousarray(q, dtype=float)
+        v = np.ascontiguousarray(v, dtype=float)
+        s = energy_terms(self._flat_model, q, v, self._dT, self._dV, self._out)
+        if s:
+            raise StateError(f"{self.name}: the quaternion of body "
+                             f"{self.model.body_names[s - 1]!r} is not unit: {q}")
+        return self._dT.copy(), self._dV.copy(), self._out[2:].copy()
+
+    def hamiltonian_terms(self, q: ArrayLike, v: ArrayLike) -> tuple[NDArray, NDArray]:
+        """(∂T/∂q at fixed v, ∂V/∂q) in the tangent space, V the potential of
+        :meth:`potential_energy` (gravity and the conservative force elements)."""
+        dT, dV, _ = self._energy_pass(q, v)
+        q = np.asarray(q, dtype=float)
+        for el in self.forces:
+            if el.conservative:
+                dV -= el.generalized_force(0.0, q, np.zeros(self.nv))
+        return dT, dV
+
+    def momentum(self, q: ArrayLike, v: ArrayLike) -> NDArray:
+        """Spatial momentum [L; P] of all bodies (world coordinates, L about the origin)."""
+        return self._energy_pass(q, v)[2]
+
+    def nonconservative_forces(self, t, q: ArrayLike, v: ArrayLike) -> NDArray:
+        """The applied forces that are not in :meth:`potential_energy`: ``tau(t, q, v)``
+        and the non-conservative force elements (their power is the work W_nc)."""
+        f = np.zeros(self.nv)
+        if self.tau is not None:
+            f += np.asarray(self.tau(t, q, v), dtype=float)
+        for el in self.forces:
+            if not el.conservative:
+                f += el.generalized_force(t, q, v)
+        return f
+
+    @property
+    def has_nonconservative_forces(self) -> bool:
+        return self.tau is not None or any(not el.conservative for el in self.forces)
 
     def compiled_form(self):
         """The compiled primitives (:mod:`.system_kernel`) when every constraint is a loop

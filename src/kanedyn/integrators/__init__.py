@@ -21,6 +21,11 @@ Built in (one file per family; each docstring gives the order and what is conser
   (Cayley) for a free body, Gonzalez's discrete gradient for additive chains (cyclic
   momenta kept); midpoint + projection for the other systems (energy_momentum.py).
 
+A constrained system (capability ``handles_constraints``) asked for ``energy_momentum`` or
+``avf`` is integrated by constrained_energy_momentum.py (``CONSTRAINED_METHODS``): exact
+energy, exact g(q) = 0 and G v = 0 per step, order 2; ``kd.simulate`` refuses the other
+fixed-step methods but ``rk4`` for it.
+
 A system with eliminated constraints (capability ``eliminated_constraints``: a compiled
 Kane system with velocity or configuration constraints) is integrated by the methods of
 eliminated.py instead — ``rk4``, ``avf`` and SciPy's ``RK45``, ``RK23``, ``DOP853`` on

@@ -12,6 +12,7 @@ from ..forces import ForceElement, ForceSet, JointFriction
 from ..forces.kernel import force_rows
 from ..integrators import get_method, run_fixed
 from ..integrators.base import Problem, is_nonholonomic
+from ..integrators.constrained_energy_momentum import CONSTRAINED_METHODS
 from ..integrators.eliminated import check_method, consistent_start, run_eliminated
 from ..integrators.projection import Projected, parse_invariants
 from ..integrators.scipy_ivp import SCIPY_METHODS
@@ -153,14 +154,22 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, method: str =
         return _stick_slip(sys_, q0, v0, t_final, method, dt, forces, project, t0,
                            int(save_every), options)
     fn, kind = get_method(method)
-    if kind == "fixed" and method not in FORWARD_DYNAMICS_METHODS and _is_constrained(sys_):
+    if _is_constrained(sys_) and method in CONSTRAINED_METHODS:
+        # exact energy and exact constraints together (integrators/constrained_energy_momentum)
+        fn = CONSTRAINED_METHODS[method]
+        if project is not None:
+            raise SolverError(f"simulate: method {method!r} on a constrained system keeps the "
+                              "energy and the constraints by construction; project= does "
+                              "not apply")
+    elif kind == "fixed" and method not in FORWARD_DYNAMICS_METHODS and _is_constrained(sys_):
         # these methods build their steps from M(q) and the energy gradients, which for a
         # constrained system describe the *unconstrained* motion: refuse rather than drift
         raise SolverError(
             f"simulate: method {method!r} integrates the unconstrained Hamiltonian and would "
             f"ignore the constraints of {getattr(sys_, 'name', 'this system')!r}; use "
-            f"radau5 or ida (DAE solvers), or {', '.join(FORWARD_DYNAMICS_METHODS)} (which "
-            "step the constrained accelerations)")
+            f"{' or '.join(CONSTRAINED_METHODS)} (exact energy and constraints), radau5 or "
+            f"ida (DAE solvers), or {', '.join(FORWARD_DYNAMICS_METHODS)} (which step the "
+            "constrained accelerations)")
     if eliminated:
         check_method(sys_, method)
     elif is_nonholonomic(sys_) and method not in SCIPY_METHODS:
@@ -210,6 +219,9 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, method: str =
                 if project is not None:
                     stepper = Projected(stepper, parse_invariants(project))
                 sol = run_fixed(stepper, problem)
+                finish = getattr(stepper, "finish", None)  # a method's own records
+                if finish is not None:
+                    sol = finish(sol)
         else:
             if project is not None:
                 raise SolverError(f"simulate: project= wraps fixed-step methods; {method!r} is "

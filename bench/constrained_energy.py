@@ -1,0 +1,260 @@
+"""Constrained energy–momentum (issue 19) against the other ways of integrating a closed
+loop: cost per step, energy drift and constraint violation over a run.
+
+Mechanisms (constraints/mechanisms.py): the planar four-bar (crank at 60°, 2 rad/s,
+gravity), the spatial RSSR linkage (a ball joint in the tree, a ball-joint cut) and a 6-6
+Stewart platform (a free platform on six UPS legs, 24 speeds, 18 rows; run over T/5 at
+2 dt: its steps cost ≈ 20x).
+Methods, side by side in one process on the same consistent start:
+
+- ``energy_momentum`` — this method (integrators/constrained_energy_momentum.py), dt fixed;
+- radau5 on the index-3 DAE, rtol = atol = 1e-8 (kanedyn's Radau IIA);
+- IDA (SUNDIALS, scikit-sundae) on the GGL form, rtol = atol = 1e-8;
+- the index-1 ODE with Baumgarte stabilisation (α = β = 1/(10 dt)) stepped by RK4, dt fixed;
+- MuJoCo 3 with ``<equality connect>`` (soft constraint), its default solref (0.02, 1) and
+  the tightest it accepts, (2 dt, 1); Euler integrator at dt (four-bar only).
+
+Figures per method: CPU time per step (process time; for the adaptive solvers the run's
+time over its accepted steps, and the run's total), max |E − E0| / |E0| over the run,
+max |g| (for MuJoCo the distance between the two connected points).
+
+Run: PYTHONPATH=src .venv/bin/python bench/constrained_energy.py [--T 10] [--dt 1e-3]
+     [--quick] [--mechanisms four-bar,rssr,stewart]  (--quick: T = 1 s)
+     --mechanisms floating-rssr: the RSSR on a free frame without gravity, with
+     energy_momentum momenta=True beside the others, and every run's |ΔL|, |ΔP|
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+import kanedyn as kd
+from kanedyn.constraints import (
+    baumgarte_parameters,
+    consistent_initial_values,
+    index1_ode,
+)
+from kanedyn.constraints.mechanisms import (
+    four_bar_configuration,
+    four_bar_system,
+    rssr_guess,
+    rssr_system,
+    stewart_configuration,
+    stewart_system,
+)
+
+
+def four_bar():
+    s = four_bar_system()
+    q0 = four_bar_configuration(np.pi / 3)
+    cs = consistent_initial_values(s, q0, np.array([2.0, 0.0, 0.0]))
+    return s, cs.q, cs.v
+
+
+def rssr():
+    s = rssr_system()
+    cs = consistent_initial_values(s, rssr_guess(s), np.array([4.0, 0.0, 0.0, 0.5, 0.0]))
+    return s, cs.q, cs.v
+
+
+def stewart():
+    s = stewart_system()
+    q = stewart_configuration(s, (0.05, -0.02, 0.03))
+    v = np.zeros(s.nv)
+    v[:6] = [0.3, -0.2, 0.5, 0.1, 0.05, -0.1]  # the platform's body twist
+    cs = consistent_initial_values(s, q, v)
+    return s, cs.q, cs.v
+
+
+def floating_rssr():
+    """The RSSR loop on a free-floating frame, no gravity (momenta conserved)."""
+    s = rssr_system(gravity=0.0, floating=True)
+    v = np.zeros(s.nv)
+    v[:6] = [0.3, -0.2, 0.5, 0.1, 0.2, -0.1]
+    v[6], v[9] = 4.0, 0.5
+    cs = consistent_initial_values(s, rssr_guess(s), v)
+    s.bench_momenta = True
+    return s, cs.q, cs.v
+
+
+#: name -> (builder, with MuJoCo, T and dt as fractions of the command line's: the Stewart
+#: platform's 24 speeds and 18 rows cost ≈ 20x a four-bar step in this Python method)
+MECHANISMS = {"four-bar": (four_bar, True, 1.0, 1.0),
+              "rssr": (rssr, False, 1.0, 1.0),
+              "stewart": (stewart, False, 0.2, 2.0),
+              "floating-rssr": (floating_rssr, False, 1.0, 1.0)}
+
+
+def figures(s, t, q, v, cpu, steps):
+    E = np.array([s.energy(a, b) for a, b in zip(q, v, strict=True)])
+    g = np.array([np.abs(s.constraint(0.0, a)).max() for a in q])
+    out = dict(cpu=cpu, steps=steps, per_step=cpu / max(steps, 1),
+               dE=float(np.abs(E - E[0]).max() / abs(E[0])), g=float(g.max()))
+    if getattr(s, "bench_momenta", False):  # total [L; P] drift of a free-floating chain
+        LP = np.array([s.momentum(a, b) for a, b in zip(q, v, strict=True)])
+        out["dL"] = float(np.abs(LP[:, :3] - LP[0, :3]).max())
+        out["dP"] = float(np.abs(LP[:, 3:] - LP[0, 3:]).max())
+    return out
+
+
+def run_em(s, q0, v0, T, dt, **options):
+    c = time.process_time()
+    tr = kd.simulate(s, q0, v0, T, method="energy_momentum", dt=dt, **options)
+    cpu = time.process_time() - c
+    out = figures(s, tr.t, tr.q, tr.v, cpu, len(tr.t) - 1)
+    out["Gv"] = float(np.abs(tr.stats["residual_Gv"]).max())
+    out["newton"] = float(tr.stats["newton_iterations"].mean())
+    return out
+
+
+def run_dae(s, q0, v0, T, method, formulation, tol=1e-8):
+    c = time.process_time()
+    tr = kd.simulate(s, q0, v0, T, method=method, formulation=formulation, rtol=tol,
+                     atol=tol)
+    cpu = time.process_time() - c
+    steps = int(tr.stats["naccpt"][-1]) if "naccpt" in tr.stats else len(tr.t) - 1
+    return figures(s, tr.t, tr.q, tr.v, cpu, steps)
+
+
+def run_baumgarte_rk4(s, q0, v0, T, dt):
+    a, b = baumgarte_parameters(dt)
+    f = index1_ode(s, a, b)
+    n = int(round(T / dt))
+    y = np.r_[q0, v0]
+    Y = [y]
+    c = time.process_time()
+    for k in range(n):
+        t = k * dt
+        k1 = f(t, y)
+        k2 = f(t + dt / 2, y + dt / 2 * k1)
+        k3 = f(t + dt / 2, y + dt / 2 * k2)
+        k4 = f(t + dt, y + dt * k3)
+        y = y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        Y.append(y)
+    cpu = time.process_time() - c
+    Y = np.array(Y)
+    return figures(s, None, Y[:, :s.nq], Y[:, s.nq:], cpu, n)
+
+
+MJCF = """<mujoco model="four_bar">
+  <option timestep="{dt}" gravity="0 -9.81 0"><flag energy="enable"/></option>
+  <worldbody>
+    <body name="crank" euler="0 0 {t1}">
+      <joint name="crank_pin" type="hinge" axis="0 0 1"/>
+      <inertial pos="0.1 0 0" mass="1" diaginertia="1e-9 0.0033333 0.0033333"/>
+      <body name="coupler" pos="0.2 0 0" euler="0 0 {t2}">
+        <joint name="coupler_pin" type="hinge" axis="0 0 1"/>
+        <inertial pos="0.25 0 0" mass="2" diaginertia="1e-9 0.0416667 0.0416667"/>
+      </body>
+    </body>
+    <body name="rocker" pos="0.45 0 0" euler="0 0 {t3}">
+      <joint name="rocker_pin" type="hinge" axis="0 0 1"/>
+      <inertial pos="0.2 0 0" mass="1.5" diaginertia="1e-9 0.02 0.02"/>
+    </body>
+  </worldbody>
+  <equality>
+    <connect body1="coupler" body2="rocker" anchor="0.5 0 0" solref="{solref}"/>
+  </equality>
+</mujoco>"""
+
+
+def run_mujoco(q0, v0, T, dt, solref):
+    """The four-bar in MuJoCo, built so that qpos = 0 is kanedyn's q0 (the body frames
+    turned by q0): then qvel = v0, and the connect's anchor is consistent at the start."""
+    import mujoco
+
+    # MuJoCo reads euler= in degrees (its default angle unit)
+    xml = MJCF.format(dt=dt, t1=np.degrees(q0[0]), t2=np.degrees(q0[1]),
+                      t3=np.degrees(q0[2]), solref=f"{solref[0]} {solref[1]}")
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    d.qvel[:] = v0
+    mujoco.mj_forward(m, d)
+    n = int(round(T / dt))
+    E, g = np.empty(n + 1), np.empty(n + 1)
+    cb, rb = m.body("coupler").id, m.body("rocker").id
+    tip_c, tip_r = np.array([0.5, 0, 0]), np.array([0.4, 0, 0])
+
+    def record(k):
+        E[k] = d.energy[0] + d.energy[1]
+        pc = d.xpos[cb] + d.xmat[cb].reshape(3, 3) @ tip_c
+        pr = d.xpos[rb] + d.xmat[rb].reshape(3, 3) @ tip_r
+        g[k] = np.abs(pc - pr).max()
+
+    record(0)
+    c = time.process_time()
+    for k in range(n):
+        mujoco.mj_step(m, d)
+        record(k + 1)
+    cpu = time.process_time() - c
+    return dict(cpu=cpu, steps=n, per_step=cpu / n, dE=float(np.abs(E - E[0]).max()
+                                                             / abs(E[0])), g=float(g.max()))
+
+
+def run_all(s, q0, v0, T, dt, with_mujoco):
+    """Every method on one mechanism, in turn; a failed run is a result too."""
+    jobs = [("energy_momentum", run_em, (s, q0, v0, T, dt)),
+            ("radau5 index3 (1e-8)", run_dae, (s, q0, v0, T, "radau5", "index3")),
+            ("IDA GGL (1e-8)", run_dae, (s, q0, v0, T, "ida", "ggl")),
+            ("index1+Baumgarte RK4", run_baumgarte_rk4, (s, q0, v0, T, dt))]
+    if getattr(s, "bench_momenta", False):
+        jobs.insert(1, ("energy_momentum momenta=True", run_em, (s, q0, v0, T, dt),
+                        {"momenta": True}))
+    if with_mujoco:
+        jobs += [("MuJoCo connect solref default", run_mujoco, (q0, v0, T, dt, (0.02, 1.0))),
+                 ("MuJoCo connect solref (2dt, 1)", run_mujoco, (q0, v0, T, dt,
+                                                                 (2 * dt, 1.0)))]
+    rows = {}
+    for label, fn, args, *kw in jobs:
+        try:
+            rows[label] = fn(*args, **(kw[0] if kw else {}))
+        except Exception as e:
+            rows[label] = {"error": f"{type(e).__name__}: {e}"[:100]}
+    return rows
+
+
+def table(name, rows, ref_label="radau5 index3 (1e-8)"):
+    print(f"\n{name}")
+    print(f"{'method':34s} {'steps':>7s} {'CPU s':>8s} {'µs/step':>10s} {'×radau5':>8s} "
+          f"{'max|ΔE|/E0':>11s} {'max|g|':>9s}")
+    ref = rows[ref_label]["per_step"]
+    for label, r in rows.items():
+        if "error" in r:
+            print(f"{label:34s} failed: {r['error']}")
+            continue
+        print(f"{label:34s} {r['steps']:7d} {r['cpu']:8.2f} {1e6 * r['per_step']:10.1f} "
+              f"{r['per_step'] / ref:8.2f} {r['dE']:11.2e} {r['g']:9.2e}"
+              + (f"  |ΔL| {r['dL']:.2e} |ΔP| {r['dP']:.2e}" if "dL" in r else ""))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--T", type=float, default=10.0)
+    ap.add_argument("--dt", type=float, default=1e-3)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--mechanisms", default="four-bar,rssr,stewart",
+                    help="comma-separated: " + ", ".join(MECHANISMS))
+    a = ap.parse_args()
+    T = 1.0 if a.quick else a.T
+    dt = a.dt
+    with open("/proc/loadavg") as f:
+        print("load before:", f.read().strip())
+    print(f"T = {T} s, dt = {dt}")
+    for name in a.mechanisms.split(","):
+        build, with_mujoco, fT, fdt = MECHANISMS[name]
+        print(f"\n{name}: T = {fT * T:g} s, dt = {fdt * dt:g}")
+        rows = run_all(*build(), fT * T, fdt * dt, with_mujoco)
+        table(name, rows)
+        em = rows["energy_momentum"]
+        if "Gv" in em:
+            print(f"energy_momentum: max|G v| {em['Gv']:.2e}, Newton iterations per step "
+                  f"{em['newton']:.2f}")
+    with open("/proc/loadavg") as f:
+        print("load after:", f.read().strip())
+
+
+if __name__ == "__main__":
+    main()
