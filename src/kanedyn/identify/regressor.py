@@ -30,7 +30,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..dynamics import _dispatch
-from ..dynamics.flat import flatten
+from ..dynamics.data import _ident, buffer_of
+from ..dynamics.flat import fast, flatten
 from ..dynamics.reference import body_motions
 from ..model import Model
 from ..spatial import crf
@@ -115,20 +116,42 @@ def joint_torque_regressor(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLik
     One state gives nv × 10 nb; a batch (Q, V, A of shape (N, nq), (N, nv), (N, nv))
     gives N × nv × 10 nb, computed in parallel. The armature is not in Y:
     ``rnea(model, q, v, a) = Y @ π + armature * a``."""
-    fm = flatten(model)
+    # one float64 state: the kernel on the calling thread's packed buffer, no validation
+    # pass, no parallel launch (the C front end below does the same without Python); any
+    # status goes through the general path, which names the culprit
+    try:
+        buf, nv, _, owner, _ = model._kd_hot  # (dynamics/flat.py _Hot)
+    except (AttributeError, ValueError):
+        buf, nv, _, owner, _ = fast(model)
+    if owner != _ident():
+        buf = buffer_of(model, None)
     if (type(q) is np.ndarray and type(v) is np.ndarray and type(a) is np.ndarray
-            and q.ndim == v.ndim == a.ndim == 1 and q.dtype == v.dtype == a.dtype == F8
-            and q.flags.c_contiguous and v.flags.c_contiguous and a.flags.c_contiguous):
-        # one float64 state: straight to the single-state kernel (no validation pass, no
-        # parallel launch); any status goes through the general path, which names it
-        Y = np.empty((fm.nv, 10 * fm.nb))
-        if regressor_kernel.regressor1(fm.data, q, v, a, Y) == 0:
+            and q.ndim == v.ndim == a.ndim == 1 and q.dtype is F8 and v.dtype is F8
+            and a.dtype is F8):
+        Y = np.empty((nv, 10 * model.nb))
+        if _single(buf, q, v, a, Y) == 0:
             return Y
+    fm = flatten(model)
     (Q, V, A), _, single = _dispatch.general(model, q, ((v, "v"), (a, "a")))
     N = Q.shape[0]
     out = np.empty((N, fm.nv, 10 * fm.nb))
     status = np.zeros(N, dtype=np.int64)
-    _dispatch.batch(regressor_kernel.regressor_batch, fm.data, Q, V, A, out, status)
+    _dispatch.batch(regressor_kernel.ready("regressor_batch"), fm.data, Q, V, A, out, status)
     if np.any(status):
         _dispatch.fail(model, status, "joint_torque_regressor", q, ((v, "v"), (a, "a")))
     return out[0] if single else out
+
+
+def _single(*args) -> int:
+    """``regressor_kernel.regressor_f``'s bare entry point (``dynamics.kernels.entry``:
+    the caller passes float64 arrays of the declared ndim), loaded on the first call."""
+    global _single
+    _single = regressor_kernel.entry("regressor_f")
+    return _single(*args)
+
+
+# one state of C-contiguous float64 arrays on the model's owner thread: from C straight to
+# regressor_kernel.regressor_c (dynamics/_fastcall.c, as rnea's); everything else, and any
+# non-zero status, reaches the function above unchanged
+joint_torque_regressor = _dispatch.c_front_of(
+    joint_torque_regressor, regressor_kernel.c_address, "qvv", (-1, -3))
