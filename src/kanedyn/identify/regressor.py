@@ -108,14 +108,17 @@ def joint_torque_regressor_reference(model: Model, q: ArrayLike, v: ArrayLike,
     return Y
 
 
-def joint_torque_regressor(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> NDArray:
+def joint_torque_regressor(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *,
+                           out: NDArray | None = None) -> NDArray:
     """The joint torque regressor Y(q, v, a): ``τ = Y π`` (module doc), compiled.
 
     π = :func:`standard_parameters` (10 per body, Pinocchio's order and convention:
     m, m c, and the rotational inertia about the **body frame origin**, body axes).
     One state gives nv × 10 nb; a batch (Q, V, A of shape (N, nq), (N, nv), (N, nv))
     gives N × nv × 10 nb, computed in parallel. The armature is not in Y:
-    ``rnea(model, q, v, a) = Y @ π + armature * a``."""
+    ``rnea(model, q, v, a) = Y @ π + armature * a``. ``out``: a float64 array of the
+    result's shape to write into (and return), which saves an allocation per call in a
+    hot loop."""
     # one float64 state: the kernel on the calling thread's packed buffer, no validation
     # pass, no parallel launch (the C front end below does the same without Python); any
     # status goes through the general path, which names the culprit
@@ -128,9 +131,15 @@ def joint_torque_regressor(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLik
     if (type(q) is np.ndarray and type(v) is np.ndarray and type(a) is np.ndarray
             and q.ndim == v.ndim == a.ndim == 1 and q.dtype is F8 and v.dtype is F8
             and a.dtype is F8):
-        Y = np.empty((nv, 10 * model.nb))
-        if _single(buf, q, v, a, Y) == 0:
-            return Y
+        Y = np.empty((nv, 10 * model.nb)) if out is None else out
+        if _dispatch.writable(Y, 2) and _single(buf, q, v, a, Y) == 0:
+            return Y  # (the kernel checks Y's shape: BAD_SHAPE, then store() names it)
+    return _dispatch.store(out, _general(model, q, v, a))
+
+
+def _general(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> NDArray:
+    """Y of one state or a batch, of any array-likes: validated (a
+    :class:`~kanedyn.StateError` naming the input at fault), then the batched kernel."""
     fm = flatten(model)
     (Q, V, A), _, single = _dispatch.general(model, q, ((v, "v"), (a, "a")))
     N = Q.shape[0]

@@ -53,7 +53,6 @@ from ..dynamics.kernels.joint_rows import (
 )
 from ..dynamics.kernels.lanes import BATCH_TASK
 from ..dynamics.kernels.spatial_rows import (
-    all_finite,
     cross_motion_add,
     cross_unit_add,
     state_lengths_ok,
@@ -212,10 +211,31 @@ def regressor_core(data, q, v, a, Y, X, X0, w, S0, B):
             for c in range(int(data[j, NVJ])):
                 project(S0, o + c, B, Y, 10 * i)
             j = int(data[j, PARENT])
+    return 0 if all_finite_rows(Y) else NOT_FINITE
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def all_finite_rows(Y):
+    """Whether every entry of Y is finite: ``Σ y · 0`` is 0 exactly when no y is ±inf or
+    NaN (their product with 0 is NaN, which any sum keeps). Four independent sums and no
+    branch per entry: the early-exit ``isfinite`` loop (``spatial_rows.all_finite``) took
+    ~0.45 µs of the Panda's 810 entries, this ~0.15 µs."""
+    n = Y.shape[1]
     for r in range(Y.shape[0]):
-        if not all_finite(Y[r]):
-            return NOT_FINITE
-    return 0
+        z0 = z1 = z2 = z3 = 0.0
+        k = 0
+        while k + 4 <= n:
+            z0 += Y[r, k] * 0.0
+            z1 += Y[r, k + 1] * 0.0
+            z2 += Y[r, k + 2] * 0.0
+            z3 += Y[r, k + 3] * 0.0
+            k += 4
+        while k < n:
+            z0 += Y[r, k] * 0.0
+            k += 1
+        if not (z0 + z1 + z2 + z3 == 0.0):
+            return False
+    return True
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
