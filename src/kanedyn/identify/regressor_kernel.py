@@ -47,9 +47,13 @@ from ..dynamics.centroidal_kernel import _at
 from ..dynamics.kernels.constants import BAD_SHAPE, NOT_FINITE
 from ..dynamics.kernels.entries import Sig, c_function
 from ..dynamics.kernels.joint_rows import (
+    SINCOS_BIG,
+    SINCOS_MIN,
     joint_transform,
     motion_subspace_column,
     motion_subspace_times,
+    sincos,
+    unit_axis_transform,
 )
 from ..dynamics.kernels.lanes import BATCH_TASK
 from ..dynamics.kernels.spatial_rows import (
@@ -61,15 +65,17 @@ from ..dynamics.kernels.spatial_rows import (
     x_motion,
     xt_force,
 )
-from ..dynamics.layout import GRAV, HDR, IV, NV, NVJ, PARENT, SIDX, WIDTH
+from ..dynamics.layout import AXIS_ID, GRAV, HDR, IQ, IV, NV, NVJ, PARENT, SIDX, WIDTH
 
 _compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
 
 
 def workspace(nb: int, nv: int) -> int:
     """Floats of workspace :func:`regressor_core` needs: X, X0 (nb × 12 each), w
-    ((2 nb + 2) × 6), S0 (nv × 6), B (10 × 6)."""
-    return 36 * nb + 6 * nv + 72
+    ((2 nb + 2) × 6), S0 (nv × 6), B (10 × 6), T (3 nb). (Less than the packed buffer's,
+    ``dynamics.kernels.constants.workspace_size``, for any model: ABA's is larger; the
+    entry points check it all the same.)"""
+    return 39 * nb + 6 * nv + 72
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
@@ -146,17 +152,26 @@ def block_to_world(X0, i, B):
 
 
 @njit(cache=True, _nrt=False)
-def forward_pass(data, q, v, a, X, X0, w, S0):
+def forward_pass(data, q, v, a, X, X0, w, S0, T):
     """RNEA's forward pass (Table 5.1) without forces, and the world quantities; status
     (i + 1: the quaternion of body i is not of unit norm).
 
     Writes X[i] = X_up[i] and X0[i] = ⁱX_0 as (E, r); w[i] = v_i, w[nb + i] = a_i (body
-    coordinates; rows 2 nb, 2 nb + 1 scratch); S0[iv_i + c] = ⁰X_i S_i[:, c]."""
+    coordinates; rows 2 nb, 2 nb + 1 scratch); S0[iv_i + c] = ⁰X_i S_i[:, c]; T (3 nb)
+    the joint angles, their cos and sin (as CRBA: from ``SINCOS_MIN`` bodies on, in one
+    vectorised loop, ``joint_rows.sincos``, for the joints about a unit axis)."""
     nb = data.shape[0] - 1
     A = nb
     J = 2 * nb
+    vec = nb >= SINCOS_MIN
+    if vec:
+        for i in range(nb):
+            T[i] = q[int(data[i, IQ])]
+        sincos(T[:nb], T[nb:2 * nb], T[2 * nb:3 * nb])
     for i in range(nb):  # parent before child
-        if joint_transform(data, i, q, X):
+        if vec and data[i, AXIS_ID] >= 0 and abs(T[i]) <= SINCOS_BIG:
+            unit_axis_transform(data, i, T[nb + i], T[2 * nb + i], X)
+        elif joint_transform(data, i, q, X):
             return i + 1
         p = int(data[i, PARENT])
         motion_subspace_times(data, i, v, w, J)  # S q̇
@@ -190,13 +205,13 @@ def forward_pass(data, q, v, a, X, X0, w, S0):
 
 
 @njit(cache=True, _nrt=False)
-def regressor_core(data, q, v, a, Y, X, X0, w, S0, B):
+def regressor_core(data, q, v, a, Y, X, X0, w, S0, B, T):
     """Y(q, v, a) (nv × 10 nb) into Y; status (0, i + 1 for a quaternion, NOT_FINITE).
 
-    Workspace (written, never read before): X, X0 (nb, 12), w (2 nb + 2, 6), S0 (nv, 6)
-    (:func:`forward_pass`), B (10, 6) the block of the body at hand."""
+    Workspace (written, never read before): X, X0 (nb, 12), w (2 nb + 2, 6), S0 (nv, 6),
+    T (3 nb) (:func:`forward_pass`), B (10, 6) the block of the body at hand."""
     nb = data.shape[0] - 1
-    st = forward_pass(data, q, v, a, X, X0, w, S0)
+    st = forward_pass(data, q, v, a, X, X0, w, S0, T)
     if st:
         return st
     for r in range(Y.shape[0]):
@@ -263,8 +278,9 @@ def regressor_batch(data, Q, V, A, out, status):
         w = np.empty((2 * nb + 2, 6))
         S0 = np.empty((nv, 6))
         B = np.empty((10, 6))
+        T = np.empty(3 * nb)
         for k in range(t * BATCH_TASK, min(N, (t + 1) * BATCH_TASK)):
-            status[k] = regressor_core(data, Q[k], V[k], A[k], out[k], X, X0, w, S0, B)
+            status[k] = regressor_core(data, Q[k], V[k], A[k], out[k], X, X0, w, S0, B, T)
 
 
 @njit(cache=True, nogil=True)
@@ -277,7 +293,8 @@ def regressor1(data, q, v, a, Y):
             and Y.shape[1] == 10 * nb):
         return BAD_SHAPE
     return regressor_core(data, q, v, a, Y, np.empty((nb, 12)), np.empty((nb, 12)),
-                          np.empty((2 * nb + 2, 6)), np.empty((nv, 6)), np.empty((10, 6)))
+                          np.empty((2 * nb + 2, 6)), np.empty((nv, 6)), np.empty((10, 6)),
+                          np.empty(3 * nb))
 
 
 @njit(cache=True, _nrt=False, nogil=True)
@@ -288,7 +305,7 @@ def regressor_f(buf, q, v, a, Y):
     nb, nq, nv = int(buf[0]), int(buf[1]), int(buf[2])
     o = HDR + (nb + 1) * WIDTH
     if not (q.shape[0] == nq and v.shape[0] == nv and a.shape[0] == nv and Y.shape[0] == nv
-            and Y.shape[1] == 10 * nb and buf.shape[0] >= o + 36 * nb + 6 * nv + 72):
+            and Y.shape[1] == 10 * nb and buf.shape[0] >= o + 39 * nb + 6 * nv + 72):
         return BAD_SHAPE
     s = o + 36 * nb + 12
     return regressor_core(buf[HDR:o].reshape((nb + 1, WIDTH)), q, v, a, Y,
@@ -296,7 +313,8 @@ def regressor_f(buf, q, v, a, Y):
                           buf[o + 12 * nb:o + 24 * nb].reshape((nb, 12)),
                           buf[o + 24 * nb:s].reshape((2 * nb + 2, 6)),
                           buf[s:s + 6 * nv].reshape((nv, 6)),
-                          buf[s + 6 * nv:s + 6 * nv + 60].reshape((10, 6)))
+                          buf[s + 6 * nv:s + 6 * nv + 60].reshape((10, 6)),
+                          buf[s + 6 * nv + 60:s + 6 * nv + 60 + 3 * nb])
 
 
 # --- the C entry point, for _fastcall.c (as dynamics.kernels.c_entry) -------------
@@ -307,14 +325,15 @@ def regressor_c(bp, qp, vp, ap, Yp):
     straight from their addresses in the buffer (``carray``, no reshape calls)."""
     nb, nv = int(bp[0]), int(bp[2])
     o = HDR + (nb + 1) * WIDTH
-    if int(bp[3]) < o + 36 * nb + 6 * nv + 72:  # (the buffer's length)
+    if int(bp[3]) < o + 39 * nb + 6 * nv + 72:  # (the buffer's length)
         return BAD_SHAPE
     s = o + 36 * nb + 12
     return regressor_core(carray(_at(bp, HDR), (nb + 1, WIDTH)), carray(qp, (int(bp[1]),)),
                           carray(vp, (nv,)), carray(ap, (nv,)), carray(Yp, (nv, 10 * nb)),
                           carray(_at(bp, o), (nb, 12)), carray(_at(bp, o + 12 * nb), (nb, 12)),
                           carray(_at(bp, o + 24 * nb), (2 * nb + 2, 6)),
-                          carray(_at(bp, s), (nv, 6)), carray(_at(bp, s + 6 * nv), (10, 6)))
+                          carray(_at(bp, s), (nv, 6)), carray(_at(bp, s + 6 * nv), (10, 6)),
+                          carray(_at(bp, s + 6 * nv + 60), (3 * nb,)))
 
 
 _C_MADE: dict = {}
