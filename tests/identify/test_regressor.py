@@ -81,6 +81,19 @@ def test_compiled_equals_reference_alone_and_batched(model):
         assert np.array_equal(ki.joint_torque_regressor(model, Q[k], V[k], A[k]), Yb[k])
 
 
+@pytest.mark.parametrize("model", MODELS, ids=IDS)
+def test_world_formulation_is_the_definition(model):
+    """The kernel's formulation in numpy (blocks and motion subspaces in world
+    coordinates, one dot product per body and ancestor) equals the book's (blocks
+    carried up by X_upᵀ), and the kernel equals it."""
+    rng = np.random.default_rng(6)
+    Q, V, A = states(model, rng, 3)
+    for k in range(3):
+        Yw = ki.regressor.joint_torque_regressor_world_reference(model, Q[k], V[k], A[k])
+        close(Yw, ki.joint_torque_regressor_reference(model, Q[k], V[k], A[k]))
+        close(ki.joint_torque_regressor(model, Q[k], V[k], A[k]), Yw)
+
+
 @pytest.mark.parametrize("model", [MODELS[2], MODELS[-1]], ids=[IDS[2], IDS[-1]])
 def test_every_path_gives_the_same_bits(model):
     """One state through the C front end, the Python wrapper behind it (which runs the

@@ -20,8 +20,11 @@ RNEA's backward pass sums the bodies' forces up the tree, ``τ_j = S_jᵀ Σ_{i 
 parameter: ``rnea(q, v, a) = Y π + J_r ⊙ a``.
 
 :func:`joint_torque_regressor_reference` is the readable definition (numpy, one state);
-:func:`joint_torque_regressor` is the public function on the compiled kernel
-(:mod:`.regressor_kernel`), one state or a batch.
+:func:`joint_torque_regressor_world_reference` the same in the kernel's formulation
+(blocks and motion subspaces moved once to world coordinates, a dot product per body
+and ancestor); :func:`joint_torque_regressor` is the public function on the compiled
+kernel (:mod:`.regressor_kernel`), one state or a batch; from Python, one state goes
+through the C front end (``dynamics/_fastcall.c``) straight to the kernel.
 """
 
 from __future__ import annotations
@@ -105,6 +108,33 @@ def joint_torque_regressor_reference(model: Model, q: ArrayLike, v: ArrayLike,
             Y[bj.iv, 10 * i:10 * i + 10] = bj.joint.motion_subspace().T @ F
             F = X_up[j].T @ F
             j = bj.parent
+    return Y
+
+
+def joint_torque_regressor_world_reference(model: Model, q: ArrayLike, v: ArrayLike,
+                                           a: ArrayLike) -> NDArray:
+    """Y(q, v, a) as the compiled kernel computes it (:mod:`.regressor_kernel`), readable:
+    each body's block moved once to world coordinates, ``A⁰_i = (ⁱX_0)ᵀ A_i``, each
+    joint's motion subspace too, ``S⁰_j = (ʲX_0)⁻¹ S_j``, and then
+
+        Y[j, block i] = S_jᵀ (ⁱX_j)ᵀ A_i = (S⁰_j)ᵀ A⁰_i     (i in the subtree of j)
+
+    as ``ⁱX_j = ⁱX_0 (ʲX_0)⁻¹`` (Featherstone 2008, §2.9: the power Sᵀ f is the same in
+    any coordinates). Equal to :func:`joint_torque_regressor_reference` to rounding."""
+    q, v, a = (np.asarray(x, dtype=float) for x in (q, v, a))
+    X_up, vel, acc = body_motions(model, q, v, a)
+    X0 = []  # ⁱX_0, parent before child
+    for b in model.bodies:
+        X0.append(X_up[b.index] if b.parent < 0 else X_up[b.index] @ X0[b.parent])
+    S0 = [np.linalg.solve(X0[b.index], b.joint.motion_subspace()) for b in model.bodies]
+    Y = np.zeros((model.nv, 10 * model.nb))
+    for b in model.bodies:
+        i = b.index
+        A0 = X0[i].T @ body_regressor_reference(vel[i], acc[i])
+        j = i
+        while j >= 0:
+            Y[model.bodies[j].iv, 10 * i:10 * i + 10] = S0[j].T @ A0
+            j = model.bodies[j].parent
     return Y
 
 
