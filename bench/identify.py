@@ -63,6 +63,7 @@ def regressor(name: str, n: int) -> None:
     identify.joint_torque_regressor(model, Q, V, A)  # compile
     identify.joint_torque_regressor(model, Q[0], V[0], A[0])
     m = min(n, 500)
+    load0 = os.getloadavg()[0]
     one, batch, peer = [], [], []
     for _ in range(3):  # alternate: a shared machine's load hits all alike
         one.append(best(lambda: [identify.joint_torque_regressor(model, Q[k], V[k], A[k])
@@ -73,7 +74,8 @@ def regressor(name: str, n: int) -> None:
     one, batch, peer = min(one), min(batch), min(peer)
     print(f"regressor, {name} (nb={model.nb}, nv={model.nv}), µs per state: kanedyn one "
           f"{one * 1e6:.2f}, batch {batch * 1e6:.2f}; pinocchio {peer * 1e6:.2f}; ratio "
-          f"one {one / peer:.2f}, batch {batch / peer:.2f}; load {os.getloadavg()[0]:.1f}")
+          f"one {one / peer:.2f}, batch {batch / peer:.2f}; load {load0:.2f} before, "
+          f"{os.getloadavg()[0]:.2f} after")
 
 
 def fit(rate: float) -> None:
