@@ -3,22 +3,35 @@
 The readable form is :func:`.regressor.joint_torque_regressor_reference`: each body's
 block A_i (6 × 10, body coordinates) carried up through its ancestors j by X_upᵀ, the
 rows of joint j getting ``S_jᵀ`` of it. Carrying ten force columns through every
-ancestor costs ten 6-D force transforms per (body, ancestor) pair; here the same block
-is instead moved **once**, to world coordinates, and each joint's motion subspace is
-moved once too, so that each (body, ancestor) pair costs ten 6-D dot products:
+ancestor costs ten 6-D force transforms per (body, ancestor) pair; here the block is
+carried up two levels only (body i's own joint and its parent's), then moved **once** to
+world coordinates, where each joint's motion subspace has been moved once too, so that
+each further (body, ancestor) pair costs ten 6-D dot products:
 
     Y[j, block i] = S_jᵀ (ⁱX_j)ᵀ A_i = (⁰X_j S_j)ᵀ (⁰X_i)⁻ᵀ A_i = (S⁰_j)ᵀ A⁰_i
 
-since ``(ⁱX_j)ᵀ = (ⁱX_0 ⁰X_j)ᵀ`` and the power ``Sᵀ f`` is the same in any coordinates
-(Featherstone 2008, §2.9 and eq. 5.20; Pinocchio's ``computeJointTorqueRegressor``
-carries the block up instead, as the reference). Six of A's ten columns (those of Ī) are
-pure moments (f = 0), so their dot products take three products, not six.
+since ``ⁱX_j = ⁱX_0 (ʲX_0)⁻¹`` and the power ``Sᵀ f`` is the same in any coordinates
+(Featherstone 2008, §2.9; readable: :func:`.regressor.joint_torque_regressor_world_reference`;
+Pinocchio's ``computeJointTorqueRegressor`` carries the block all the way up, as the
+reference). Six of A's ten columns (those of Ī) are pure moments (f = 0), so their
+transforms are rotations only.
+
+Why two levels in body coordinates: there the structural zeros of Y come out exactly 0,
+as in Pinocchio — a joint's torque does not depend on its own body's m and h_z (about
+its axis), nor on a child's m where the child's origin is on the axis — while the
+world-coordinate dot products leave ~1e-16 of rounding in their place. Those zeros are
+what ``base_parameters`` tells unidentifiable parameters by, and the rounding changed
+its pivoting (the worked example's excitation came out with condition number 966
+instead of 47.6). The zeros of the farther ancestors of the shipped robots are kept by
+the world formulation (checked against the body-coordinate definition in the tests).
 
 One state (:func:`regressor_core`): the forward pass (RNEA's, Table 5.1, without forces)
 gives X_up[i], v_i, a_i (body coordinates, a_0 = -a_grav so gravity is in Y), and the
 world transform ``ⁱX_0`` (X0) and the world motion subspace ``S⁰_i = ⁰X_i S_i`` (S0) of
-every joint; then per body its A_i in closed form (:func:`body_regressor`), moved to
-world coordinates (:func:`block_to_world`), and dotted with S⁰_j of every ancestor j.
+every joint; then per body its A_i in closed form (:func:`body_regressor`), the rows of
+its joint (:func:`joint_rows`), carried to the parent (:func:`block_xt` with X_up[i]),
+the parent's rows, moved to world coordinates (:func:`block_xt` with the parent's ⁱX_0),
+and dotted with S⁰_j of every further ancestor j (:func:`project`).
 
 The closed form of A_i (Atkeson, An & Hollerbach 1986, eq. 9, in spatial form): with
 v_i = (ω, u), a_i = (α, ā) and â = ā + ω × u (the classical acceleration of the body
@@ -52,6 +65,7 @@ from ..dynamics.kernels.joint_rows import (
     joint_transform,
     motion_subspace_column,
     motion_subspace_times,
+    motion_subspace_transpose_times,
     sincos,
     unit_axis_transform,
 )
@@ -134,10 +148,10 @@ def body_regressor(w, iv, ia, B):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def block_to_world(X0, i, B):
-    """``B[k] ← (ⁱX_0)ᵀ B[k]``: body i's ten force rows in world coordinates (``xt_force``
-    with the body's world transform; the six moment-only rows of Ī just rotate,
-    n' = Eᵀ n, as f = 0)."""
+def block_xt(X0, i, B):
+    """``B[k] ← X0[i]ᵀ B[k]`` for the ten force rows (``xt_force``; the six moment-only
+    rows of Ī just rotate, n' = Eᵀ n, as f = 0): to the parent's coordinates with
+    X_up[i], to world coordinates with ⁱX_0."""
     e0, e1, e2, e3, e4, e5, e6, e7, e8 = (X0[i, 0], X0[i, 1], X0[i, 2], X0[i, 3], X0[i, 4],
                                           X0[i, 5], X0[i, 6], X0[i, 7], X0[i, 8])
     for k in range(4):
@@ -219,14 +233,32 @@ def regressor_core(data, q, v, a, Y, X, X0, w, S0, B, T):
             Y[r, c] = 0.0
     for i in range(nb):
         body_regressor(w, i, nb + i, B)  # f_i = A_i π_i, body i coordinates
-        block_to_world(X0, i, B)
-        j = i
-        while j >= 0:  # the support of body i: Y[j, block i] = (S⁰_j)ᵀ A⁰_i
+        joint_rows(data, i, B, Y, 10 * i)  # Y[i, block i] = S_iᵀ A_i
+        p = int(data[i, PARENT])
+        if p < 0:
+            continue
+        block_xt(X, i, B)  # to the parent's coordinates: X_up[i]ᵀ A_i
+        joint_rows(data, p, B, Y, 10 * i)
+        j = int(data[p, PARENT])
+        if j < 0:
+            continue
+        block_xt(X0, p, B)  # to world coordinates: (ᵖX_0)ᵀ X_up[i]ᵀ A_i = A⁰_i
+        while j >= 0:  # the rest of the support of body i: Y[j, block i] = (S⁰_j)ᵀ A⁰_i
             o = int(data[j, IV])
             for c in range(int(data[j, NVJ])):
                 project(S0, o + c, B, Y, 10 * i)
             j = int(data[j, PARENT])
     return 0 if all_finite_rows(Y) else NOT_FINITE
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def joint_rows(data, j, B, Y, col):
+    """``Y[j's rows, col + k] = S_jᵀ B[k]`` for the ten force rows of B (in j's
+    coordinates): a copy of a component for a joint about a coordinate axis."""
+    o = int(data[j, IV])
+    for c in range(int(data[j, NVJ])):
+        for k in range(10):
+            Y[o + c, col + k] = motion_subspace_transpose_times(data, j, c, B, k)
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
