@@ -1,7 +1,8 @@
 """Robot identification against Pinocchio (issue 20): the joint torque regressor per
 sample, and a whole identification's time and parameter error.
 
-    .venv/bin/python bench/identify.py [--robot panda] [--samples 2000] [--whole-only]
+    .venv/bin/python bench/identify.py [--robot panda] [--samples 2000]
+                                       [--only regressor|fit|whole]
 
 Per state, µs: ``kd.joint_torque_regressor`` one state at a time from Python, the same
 over a batch (per sample, all cores), and Pinocchio's ``computeJointTorqueRegressor``
@@ -10,7 +11,10 @@ several alternating runs, and the load). Then ``identify.fit`` of a 3-DOF arm wi
 Stribeck friction from 10 s of 1 kHz data: its time and the largest error of a parameter
 in units of its standard error, at two noise levels.
 
-``--whole``: the whole identification of a 7-DOF arm (the Panda of
+``--only regressor`` (or ``fit``, ``whole``) runs that part alone (the default: all
+three; ``--whole-only`` is ``--only whole``).
+
+The whole identification of a 7-DOF arm (the Panda of
 examples/identify_arm.py, fingers fixed) from 100 s of 1 kHz data — an excitation
 trajectory (finite Fourier series), the hidden truth's torques (inertias ±30 %, a
 Stribeck law per joint) plus noise, encoder noise on q — through ``identify.prepare``
@@ -59,6 +63,7 @@ def regressor(name: str, n: int) -> None:
     identify.joint_torque_regressor(model, Q, V, A)  # compile
     identify.joint_torque_regressor(model, Q[0], V[0], A[0])
     m = min(n, 500)
+    load0 = os.getloadavg()[0]
     one, batch, peer = [], [], []
     for _ in range(3):  # alternate: a shared machine's load hits all alike
         one.append(best(lambda: [identify.joint_torque_regressor(model, Q[k], V[k], A[k])
@@ -69,7 +74,8 @@ def regressor(name: str, n: int) -> None:
     one, batch, peer = min(one), min(batch), min(peer)
     print(f"regressor, {name} (nb={model.nb}, nv={model.nv}), µs per state: kanedyn one "
           f"{one * 1e6:.2f}, batch {batch * 1e6:.2f}; pinocchio {peer * 1e6:.2f}; ratio "
-          f"one {one / peer:.2f}, batch {batch / peer:.2f}; load {os.getloadavg()[0]:.1f}")
+          f"one {one / peer:.2f}, batch {batch / peer:.2f}; load {load0:.2f} before, "
+          f"{os.getloadavg()[0]:.2f} after")
 
 
 def fit(rate: float) -> None:
@@ -204,10 +210,15 @@ if __name__ == "__main__":
     ap.add_argument("--robot", default="panda")
     ap.add_argument("--samples", type=int, default=2000)
     ap.add_argument("--rate", type=float, default=1000.0)
-    ap.add_argument("--whole-only", action="store_true",
-                    help="only the whole identification of the 7-DOF arm")
+    ap.add_argument("--only", choices=("regressor", "fit", "whole"),
+                    help="run one part alone: the regressor per state, the 3-DOF fit, or "
+                         "the whole identification of the 7-DOF arm")
+    ap.add_argument("--whole-only", action="store_true", help="the same as --only whole")
     args = ap.parse_args()
-    if not args.whole_only:
+    only = "whole" if args.whole_only else args.only
+    if only in (None, "regressor"):
         regressor(args.robot, args.samples)
+    if only in (None, "fit"):
         fit(args.rate)
-    whole()
+    if only in (None, "whole"):
+        whole()

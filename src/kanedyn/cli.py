@@ -502,11 +502,25 @@ def _run_manifold():
     kd.simulate_batch(model, np.tile(q0, (2, 1)), np.tile(v0, (2, 1)), 0.01, dt=1e-3)
 
 
+def _run_regressor():
+    # the joint torque regressor's kernels: one state (its C entry point and regressor_f,
+    # by the C front end and its Python wrapper) and a batch
+    from kanedyn import identify
+    from kanedyn.identify import regressor_kernel
+
+    model, q0, v0 = _chain()
+    regressor_kernel.c_address()
+    identify.joint_torque_regressor(model, q0, v0, v0)
+    identify.joint_torque_regressor(model, np.tile(q0, (2, 1)), np.tile(v0, (2, 1)),
+                                    np.tile(v0, (2, 1)))
+
+
 _PRECOMPILE_RUNS = {"simulate avf": _run_avf, "simulate rk4": _run_rk4,
                     "demo (friction)": _run_demo, "time_stepping (friction)": _run_time_stepping,
                     "simulate_batch": _run_batch, "simulate radau5 (constrained)": _run_radau,
                     "rk4 on the manifold": _run_manifold,
-                    "simulate_batch midpoint/gauss4/verlet/time_stepping": _run_batch_implicit}
+                    "simulate_batch midpoint/gauss4/verlet/time_stepping": _run_batch_implicit,
+                    "joint torque regressor": _run_regressor}
 
 
 def precompile_one(task: str) -> tuple[str, float]:

@@ -216,7 +216,8 @@ def test_every_entry_with_a_c_kernel_has_the_c_path_in_front():
 
 def test_a_caller_refuses_a_row_it_cannot_serve():
     """Caller(fallback, loader, inputs, result): each state 'q' or 'v', one to four of them,
-    a result of one or two dimensions, each a size or -1 (nv) or -2 (nb)."""
+    a result of one or two dimensions, each a size or -1 (nv), -2 (nb) or -3 (10 nb, the
+    joint torque regressor's columns)."""
     from kanedyn.dynamics._fastcall import Caller
 
     def w(*a, **k):
@@ -227,9 +228,10 @@ def test_a_caller_refuses_a_row_it_cannot_serve():
 
     for inputs, result, word in [("", (-1,), "state arrays"), ("qvvvv", (-1,), "state arrays"),
                                  ("qx", (-1,), "'q' or 'v'"), ("q", (), "dimensions"),
-                                 ("q", (6, 6, 6), "dimensions"), ("q", (-3,), "size >= 0")]:
+                                 ("q", (6, 6, 6), "dimensions"), ("q", (-4,), "size >= 0")]:
         with pytest.raises(ValueError, match=word):
             Caller(w, loader, inputs, result)
+    Caller(w, loader, "qvv", (-1, -3))  # (identify/regressor.py's)
     with pytest.raises(TypeError):
         Caller(w, loader, 3, (-1,))  # the former signature (nin, matrix, ...): refused
     with pytest.raises(TypeError, match="callable"):

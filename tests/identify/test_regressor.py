@@ -81,6 +81,80 @@ def test_compiled_equals_reference_alone_and_batched(model):
         assert np.array_equal(ki.joint_torque_regressor(model, Q[k], V[k], A[k]), Yb[k])
 
 
+@pytest.mark.parametrize("model", MODELS, ids=IDS)
+def test_world_formulation_is_the_definition(model):
+    """The kernel's formulation in numpy (blocks and motion subspaces in world
+    coordinates, one dot product per body and ancestor) equals the book's (blocks
+    carried up by X_upᵀ), and the kernel equals it."""
+    rng = np.random.default_rng(6)
+    Q, V, A = states(model, rng, 3)
+    for k in range(3):
+        Yw = ki.regressor.joint_torque_regressor_world_reference(model, Q[k], V[k], A[k])
+        close(Yw, ki.joint_torque_regressor_reference(model, Q[k], V[k], A[k]))
+        close(ki.joint_torque_regressor(model, Q[k], V[k], A[k]), Yw)
+
+
+@pytest.mark.parametrize("model", MODELS[:4], ids=IDS[:4])
+def test_structural_zeros_are_exact(model):
+    """Where the book's definition (blocks carried up in body coordinates, as Pinocchio)
+    gives an exact 0 — a joint's own body's m and h along its axis, the first body's
+    parameters of a fixed base — so does the kernel: base_parameters tells the
+    unidentifiable parameters by them."""
+    rng = np.random.default_rng(7)
+    Q, V, A = states(model, rng, 5)
+    Y = ki.joint_torque_regressor(model, Q, V, A)
+    for k in range(5):
+        Yr = ki.joint_torque_regressor_reference(model, Q[k], V[k], A[k])
+        assert np.all(Y[k][Yr == 0.0] == 0.0)  # (the kernel has a few more: numpy's 6 × 6
+        # products leave ~1e-17 where its (E, r) transforms give 0)
+
+
+@pytest.mark.parametrize("model", [MODELS[2], MODELS[-1]], ids=[IDS[2], IDS[-1]])
+def test_every_path_gives_the_same_bits(model):
+    """One state through the C front end, the Python wrapper behind it (which runs the
+    same kernel on the packed buffer: ``__wrapped__``), from another thread (its own
+    buffer), into ``out=``, and in a batch: the same bits; and the readable reference to
+    rounding."""
+    import threading
+
+    rng = np.random.default_rng(5)
+    Q, V, A = states(model, rng, 3)
+    Yb = ki.joint_torque_regressor(model, Q, V, A)
+    wrapper = getattr(ki.joint_torque_regressor, "__wrapped__", ki.joint_torque_regressor)
+    for k in range(3):
+        Y = ki.joint_torque_regressor(model, Q[k], V[k], A[k])
+        assert np.array_equal(Y, Yb[k])
+        assert np.array_equal(wrapper(model, Q[k], V[k], A[k]), Y)
+        out = np.full_like(Y, np.nan)
+        assert ki.joint_torque_regressor(model, Q[k], V[k], A[k], out=out) is out
+        assert np.array_equal(out, Y)
+        out[:] = np.nan
+        assert wrapper(model, Q[k], V[k], A[k], out=out) is out
+        assert np.array_equal(out, Y)
+        got = []
+        t = threading.Thread(target=lambda got, x: got.append(
+            ki.joint_torque_regressor(model, *x)), args=(got, (Q[k], V[k], A[k])))
+        t.start()
+        t.join()
+        assert np.array_equal(got[0], Y)
+        close(Y, ki.joint_torque_regressor_reference(model, Q[k], V[k], A[k]))
+
+
+def test_bad_input_on_the_fast_paths_is_named():
+    """What the single-state kernel refuses (a non-finite result, an out= of the wrong
+    shape) reaches the general path, which names it."""
+    model = kd.load_robot("panda")
+    q, v, a = kd.neutral(model), np.zeros(model.nv), np.zeros(model.nv)
+    a[3] = np.inf
+    with pytest.raises(kd.StateError, match="a contains NaN or infinity"):
+        ki.joint_torque_regressor(model, q, v, a)
+    with pytest.raises(kd.StateError, match="out="):
+        ki.joint_torque_regressor(model, q, v, np.zeros(model.nv), out=np.zeros((3, 3)))
+    with pytest.raises(kd.StateError, match="out="):
+        ki.joint_torque_regressor(model, q, v, np.zeros(model.nv),
+                                  out=np.zeros((model.nv, 10 * model.nb), dtype=np.float32))
+
+
 def test_armature_is_outside_the_regressor():
     model = kd.load_urdf(str(robot_path("panda")),
                          armature={n: 0.1 * (k + 1) for k, n in enumerate(

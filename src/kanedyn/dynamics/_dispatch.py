@@ -81,11 +81,7 @@ def c_front(wrapper, entry):
     Where the extension is not built (no C compiler at install), or is older than the
     table, or ``KANEDYN_NO_C=1`` is set, this is ``wrapper`` itself. Name, docstring and
     signature are the wrapper's."""
-    if os.environ.get("KANEDYN_NO_C", "") not in ("", "0") or entry.c is None:
-        return wrapper
-    try:
-        from ._fastcall import Caller
-    except ImportError:
+    if entry.c is None:
         return wrapper
 
     def loader() -> int:
@@ -99,9 +95,26 @@ def c_front(wrapper, entry):
     # result's dimensions (-1: nv, -2: nb)
     inputs = "".join("q" if name == "q" else "v" for name in entry.inputs)
     result = tuple(-1 if d == DIM_NV else -2 if d == DIM_NB else d for d in entry.result)
+    return c_front_of(wrapper, loader, inputs, result, fext=entry.takes_f_ext)
+
+
+def c_front_of(wrapper, loader, inputs: str, result: tuple[int, ...], fext: bool = False):
+    """:func:`c_front` for a computation outside the entry-point table (the joint torque
+    regressor of ``identify``): ``loader()`` gives the address of its C entry point
+    (``int64 f(double *buf, double *x..., double *out)`` on the packed buffer),
+    ``inputs`` one character per state array ('q': nq entries, 'v': nv), ``result`` the
+    result's dimensions as ``_fastcall.c`` reads them (a size, or -1: nv, -2: nb, -3:
+    10 nb). ``wrapper`` itself where the extension is not built, is older than these
+    arguments, or ``KANEDYN_NO_C=1`` is set."""
+    if os.environ.get("KANEDYN_NO_C", "") not in ("", "0"):
+        return wrapper
     try:
-        caller = Caller(wrapper, loader, inputs, result, fext=entry.takes_f_ext)
-    except TypeError:  # an extension built before it took a row of the table
+        from ._fastcall import Caller
+    except ImportError:
+        return wrapper
+    try:
+        caller = Caller(wrapper, loader, inputs, result, fext=fext)
+    except (TypeError, ValueError):  # an extension built before it took these arguments
         return wrapper
     return functools.update_wrapper(caller, wrapper)
 

@@ -65,9 +65,11 @@ typedef int64_t (*kernel4)(double *, double *, double *, double *, double *, dou
 /* bodies from which Caller runs the kernel without the GIL (see the top comment) */
 #define RELEASE_GIL_NB 64
 #define MAX_ND 2
-/* result dimensions that are the model's: its number of speeds, of bodies */
+/* result dimensions that are the model's: its number of speeds, of bodies, and ten per
+   body (the joint torque regressor's columns, identify/regressor.py) */
 #define DIM_NV (-1)
 #define DIM_NB (-2)
+#define DIM_NB10 (-3)
 
 typedef struct {
     PyObject_HEAD
@@ -158,7 +160,9 @@ caller_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
     int nd = self->nd;
     npy_intp dims[MAX_ND];
     for (int k = 0; k < nd; k++)
-        dims[k] = self->shape[k] == DIM_NV ? nv : (self->shape[k] == DIM_NB ? nb : self->shape[k]);
+        dims[k] = self->shape[k] == DIM_NV ? nv
+                  : self->shape[k] == DIM_NB ? nb
+                  : self->shape[k] == DIM_NB10 ? 10 * nb : self->shape[k];
     double *x[MAX_IN];
     for (int k = 0; k < self->nin; k++) {
         if (!is_state(args[1 + k], self->lengths[k] == 'q' ? nq : nv))
@@ -219,8 +223,9 @@ general:
 
 /* Caller(fallback, loader, inputs, result, fext=False): `inputs` a str, one character
    per state array ('q': of the model's nq entries, 'v': of its nv); `result` a tuple of
-   the result's dimensions, each a size >= 0 or DIM_NV (-1, the model's nv) or DIM_NB
-   (-2, its nb). _dispatch.c_front makes them from a row of the entry-point table. */
+   the result's dimensions, each a size >= 0 or DIM_NV (-1, the model's nv), DIM_NB
+   (-2, its nb) or DIM_NB10 (-3, 10 nb). _dispatch.c_front makes them from a row of the
+   entry-point table (_dispatch.c_front_of from its arguments). */
 static PyObject *
 caller_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
@@ -255,9 +260,9 @@ caller_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         long d = PyLong_AsLong(PyTuple_GET_ITEM(result, k));
         if (d == -1 && PyErr_Occurred())
             return NULL;
-        if (d < DIM_NB) {
-            PyErr_Format(PyExc_ValueError, "Caller: a result dimension is a size >= 0, %d (nv) or "
-                         "%d (nb), got %ld", DIM_NV, DIM_NB, d);
+        if (d < DIM_NB10) {
+            PyErr_Format(PyExc_ValueError, "Caller: a result dimension is a size >= 0, %d (nv), "
+                         "%d (nb) or %d (10 nb), got %ld", DIM_NV, DIM_NB, DIM_NB10, d);
             return NULL;
         }
         shape[k] = (npy_intp)d;

@@ -20,8 +20,11 @@ RNEA's backward pass sums the bodies' forces up the tree, ``τ_j = S_jᵀ Σ_{i 
 parameter: ``rnea(q, v, a) = Y π + J_r ⊙ a``.
 
 :func:`joint_torque_regressor_reference` is the readable definition (numpy, one state);
-:func:`joint_torque_regressor` is the public function on the compiled kernel
-(:mod:`.regressor_kernel`), one state or a batch.
+:func:`joint_torque_regressor_world_reference` the same in the kernel's formulation
+(blocks and motion subspaces moved once to world coordinates, a dot product per body
+and ancestor); :func:`joint_torque_regressor` is the public function on the compiled
+kernel (:mod:`.regressor_kernel`), one state or a batch; from Python, one state goes
+through the C front end (``dynamics/_fastcall.c``) straight to the kernel.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..dynamics import _dispatch
-from ..dynamics.flat import flatten
+from ..dynamics.data import _ident, buffer_of
+from ..dynamics.flat import fast, flatten
 from ..dynamics.reference import body_motions
 from ..model import Model
 from ..spatial import crf
@@ -107,28 +111,86 @@ def joint_torque_regressor_reference(model: Model, q: ArrayLike, v: ArrayLike,
     return Y
 
 
-def joint_torque_regressor(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> NDArray:
+def joint_torque_regressor_world_reference(model: Model, q: ArrayLike, v: ArrayLike,
+                                           a: ArrayLike) -> NDArray:
+    """Y(q, v, a) as the compiled kernel computes it (:mod:`.regressor_kernel`), readable:
+    each body's block moved once to world coordinates, ``A⁰_i = (ⁱX_0)ᵀ A_i``, each
+    joint's motion subspace too, ``S⁰_j = (ʲX_0)⁻¹ S_j``, and then
+
+        Y[j, block i] = S_jᵀ (ⁱX_j)ᵀ A_i = (S⁰_j)ᵀ A⁰_i     (i in the subtree of j)
+
+    as ``ⁱX_j = ⁱX_0 (ʲX_0)⁻¹`` (Featherstone 2008, §2.9: the power Sᵀ f is the same in
+    any coordinates). Equal to :func:`joint_torque_regressor_reference` to rounding."""
+    q, v, a = (np.asarray(x, dtype=float) for x in (q, v, a))
+    X_up, vel, acc = body_motions(model, q, v, a)
+    X0 = []  # ⁱX_0, parent before child
+    for b in model.bodies:
+        X0.append(X_up[b.index] if b.parent < 0 else X_up[b.index] @ X0[b.parent])
+    S0 = [np.linalg.solve(X0[b.index], b.joint.motion_subspace()) for b in model.bodies]
+    Y = np.zeros((model.nv, 10 * model.nb))
+    for b in model.bodies:
+        i = b.index
+        A0 = X0[i].T @ body_regressor_reference(vel[i], acc[i])
+        j = i
+        while j >= 0:
+            Y[model.bodies[j].iv, 10 * i:10 * i + 10] = S0[j].T @ A0
+            j = model.bodies[j].parent
+    return Y
+
+
+def joint_torque_regressor(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, *,
+                           out: NDArray | None = None) -> NDArray:
     """The joint torque regressor Y(q, v, a): ``τ = Y π`` (module doc), compiled.
 
     π = :func:`standard_parameters` (10 per body, Pinocchio's order and convention:
     m, m c, and the rotational inertia about the **body frame origin**, body axes).
     One state gives nv × 10 nb; a batch (Q, V, A of shape (N, nq), (N, nv), (N, nv))
     gives N × nv × 10 nb, computed in parallel. The armature is not in Y:
-    ``rnea(model, q, v, a) = Y @ π + armature * a``."""
-    fm = flatten(model)
+    ``rnea(model, q, v, a) = Y @ π + armature * a``. ``out``: a float64 array of the
+    result's shape to write into (and return), which saves an allocation per call in a
+    hot loop."""
+    # one float64 state: the kernel on the calling thread's packed buffer, no validation
+    # pass, no parallel launch (the C front end below does the same without Python); any
+    # status goes through the general path, which names the culprit
+    try:
+        buf, nv, _, owner, _ = model._kd_hot  # (dynamics/flat.py _Hot)
+    except (AttributeError, ValueError):
+        buf, nv, _, owner, _ = fast(model)
+    if owner != _ident():
+        buf = buffer_of(model, None)
     if (type(q) is np.ndarray and type(v) is np.ndarray and type(a) is np.ndarray
-            and q.ndim == v.ndim == a.ndim == 1 and q.dtype == v.dtype == a.dtype == F8
-            and q.flags.c_contiguous and v.flags.c_contiguous and a.flags.c_contiguous):
-        # one float64 state: straight to the single-state kernel (no validation pass, no
-        # parallel launch); any status goes through the general path, which names it
-        Y = np.empty((fm.nv, 10 * fm.nb))
-        if regressor_kernel.regressor1(fm.data, q, v, a, Y) == 0:
-            return Y
+            and q.ndim == v.ndim == a.ndim == 1 and q.dtype is F8 and v.dtype is F8
+            and a.dtype is F8):
+        Y = np.empty((nv, 10 * model.nb)) if out is None else out
+        if _dispatch.writable(Y, 2) and _single(buf, q, v, a, Y) == 0:
+            return Y  # (the kernel checks Y's shape: BAD_SHAPE, then store() names it)
+    return _dispatch.store(out, _general(model, q, v, a))
+
+
+def _general(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> NDArray:
+    """Y of one state or a batch, of any array-likes: validated (a
+    :class:`~kanedyn.StateError` naming the input at fault), then the batched kernel."""
+    fm = flatten(model)
     (Q, V, A), _, single = _dispatch.general(model, q, ((v, "v"), (a, "a")))
     N = Q.shape[0]
     out = np.empty((N, fm.nv, 10 * fm.nb))
     status = np.zeros(N, dtype=np.int64)
-    _dispatch.batch(regressor_kernel.regressor_batch, fm.data, Q, V, A, out, status)
+    _dispatch.batch(regressor_kernel.ready("regressor_batch"), fm.data, Q, V, A, out, status)
     if np.any(status):
         _dispatch.fail(model, status, "joint_torque_regressor", q, ((v, "v"), (a, "a")))
     return out[0] if single else out
+
+
+def _single(*args) -> int:
+    """``regressor_kernel.regressor_f``'s bare entry point (``dynamics.kernels.entry``:
+    the caller passes float64 arrays of the declared ndim), loaded on the first call."""
+    global _single
+    _single = regressor_kernel.entry("regressor_f")
+    return _single(*args)
+
+
+# one state of C-contiguous float64 arrays on the model's owner thread: from C straight to
+# regressor_kernel.regressor_c (dynamics/_fastcall.c, as rnea's); everything else, and any
+# non-zero status, reaches the function above unchanged
+joint_torque_regressor = _dispatch.c_front_of(
+    joint_torque_regressor, regressor_kernel.c_address, "qvv", (-1, -3))
