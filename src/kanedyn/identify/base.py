@@ -8,9 +8,16 @@ Khalil 1990). The **base parameters** are a minimal set of linear combinations
 π_b = K π with ``Y π = Y_b π_b`` for every state. They are found numerically (Gautier
 1991): stack Y over random states into W (N nv × 10 nb), take the QR decomposition with
 column pivoting ``W P = Q R`` and its numerical rank r. The first r pivoted columns W₁
-are independent; the others are ``W₂ = W₁ β`` with ``β = R₁₁⁻¹ R₁₂``, so
+are independent; the others are ``W₂ = W₁ β`` (least squares, exact to rounding), so
 
     W π = W₁ π₁ + W₂ π₂ = W₁ (π₁ + β π₂),    π_b = π₁ + β π₂,    Y_b = Y[:, independent]
+
+The pivoted QR gives the rank; which r columns lead is chosen in π's order, a column
+kept when it is independent of those kept before it (Gram–Schmidt, twice). That is
+Khalil's convention — a later body's parameter is grouped into an earlier body's, as in
+ZZ1R = ZZ1 + l₁² m₂ — and, unlike the pivot order, it does not depend on the last bits of
+W: pivoting breaks ties between columns of equal norm by rounding, so a regressor equal
+to 1e-14 could lead with other columns.
 
 The rank is that of W for almost every sample (the random states are generic), so r
 is the dimension of the identifiable space; a combination is named in words from the
@@ -101,17 +108,37 @@ def base_parameters_of(W: ArrayLike, standard_names: list[str],
         raise IdentificationError("base parameters: the regressor is zero; no parameter "
                                   "moves a joint torque")
     r = int(np.count_nonzero(d > rtol * d[0]))
-    beta = scipy.linalg.solve_triangular(R[:r, :r], R[:r, r:P])
+    independent = _leading_columns(W, r)
+    if independent is None:  # the in-order choice disagrees with the rank: pivot order
+        independent = np.sort(perm[:r])
+    dependent = np.setdiff1d(np.arange(P), independent)
+    beta = np.linalg.lstsq(W[:, independent], W[:, dependent], rcond=None)[0]
     scale = np.maximum(np.abs(beta).max(axis=1, keepdims=True), 1.0)
     beta[np.abs(beta) <= rtol * scale] = 0.0
     K = np.zeros((r, P))
-    K[np.arange(r), perm[:r]] = 1.0
-    K[:, perm[r:]] = beta
-    # the leading parameters in the order of π, so that the set reads body by body
-    order = np.argsort(perm[:r])
-    K = K[order]
-    independent = perm[:r][order]
-    rest = [standard_names[j] for j in perm[r:]]
-    names = [_words(standard_names[independent[k]], K[k, perm[r:]], rest) for k in range(r)]
+    K[np.arange(r), independent] = 1.0
+    K[:, dependent] = beta
+    rest = [standard_names[j] for j in dependent]
+    names = [_words(standard_names[independent[k]], K[k, dependent], rest) for k in range(r)]
     return BaseParameters(independent, K, names, list(standard_names),
                           [standard_names[j] for j in np.flatnonzero(zero)])
+
+
+def _leading_columns(W: NDArray, r: int, tol: float = 1e-8) -> NDArray | None:
+    """The first r columns of W, in order, each independent of those before it: column j
+    is kept when its part orthogonal to the kept ones (classical Gram–Schmidt applied
+    twice, which is orthogonal to rounding) exceeds ``tol`` of its norm. None when that
+    does not give exactly r columns (a rank too close to call in this order)."""
+    basis = np.zeros((W.shape[0], 0))
+    kept = []
+    for j in range(W.shape[1]):
+        w = W[:, j]
+        norm = np.linalg.norm(w)
+        if norm == 0.0:
+            continue
+        u = w - basis @ (basis.T @ w)
+        u -= basis @ (basis.T @ u)
+        if np.linalg.norm(u) > tol * norm:
+            kept.append(j)
+            basis = np.column_stack([basis, u / np.linalg.norm(u)])
+    return np.array(kept) if len(kept) == r else None
