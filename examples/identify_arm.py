@@ -21,8 +21,9 @@ geared arm has; the armature is known to the fit, the link inertias are not.
    equations near rest (|q̇| < V_MIN) left out; the 95 % intervals and how often they
    hold the truth;
 5. ``identify.validate`` on a second, held-out run (another excitation): the torque
-   prediction error per joint against the noise, and the motion of the identified model
-   simulated under the measured torques, against the URDF's own parameters;
+   prediction error per joint against the noise over the whole run, and the motion of
+   the identified model simulated open loop under the measured torques over its first
+   HORIZON seconds, against the URDF's own parameters;
 6. ``identify.report``: the tables and the plots (friction curves with their bands and
    the hidden truth, measured against predicted torque on the held-out run) in FOLDER.
 
@@ -153,13 +154,13 @@ def main(short: bool = False, out: str | Path | None = None) -> dict:
     # held out: another excitation, validated by torque prediction and by simulation
     other = identify.excitation(model, seed=2, **{**limits, "max_iter": 3})
     t2, q2, tau2 = experiment(model, truth, laws, other, 2.0 if short else 5.0, rng)
-    t2p, q2p, v2p, a2p, tau2p = identify.prepare(t2, q2, tau2, cutoff=CUTOFF)
-    sub = slice(0, int(HORIZON * RATE))  # open loop, a short stretch (module doc)
-    held = (t2p[sub], q2p[sub], v2p[sub], a2p[sub], tau2p[sub])
-    # the measured τ was low-passed: the predictions are passed through the same filter
+    held = identify.prepare(t2, q2, tau2, cutoff=CUTOFF)
+    # the measured τ was low-passed: the predictions are passed through the same filter;
+    # the torque errors over the whole held-out run, the motion open loop over its first
+    # HORIZON seconds (module doc)
     lowpass = identify.Lowpass(CUTOFF, RATE)
-    val = result.validate(*held, eps=EPS, lowpass=lowpass)
-    cad = result.validate(*held, eps=EPS, lowpass=lowpass,
+    val = result.validate(*held, eps=EPS, lowpass=lowpass, horizon=HORIZON)
+    cad = result.validate(*held, eps=EPS, lowpass=lowpass, horizon=HORIZON,
                           standard=identify.standard_parameters(model))
     print("\nidentified model on held-out data:\n" + val.report())
     print("\nthe URDF's inertias (with the identified friction) on the same data:\n"

@@ -99,6 +99,24 @@ def test_identified_model_follows_the_held_out_motion_and_a_wrong_one_does_not(c
     assert np.all(wrong.torque_rms > 1.5 * val.torque_rms), (wrong.torque_rms, val.torque_rms)
 
 
+def test_a_horizon_shortens_the_simulation_and_not_the_torque_errors(case):
+    _, _, res, data = case
+    t = data[0]
+    full = res.validate(*data)
+    horizon = 0.4 * (t[-1] - t[0])
+    short = res.validate(*data, horizon=horizon)
+    n = int(np.sum(t <= t[0] + horizon))
+    assert 2 <= n < t.size and short.q_sim.shape == (n, full.q_sim.shape[1])
+    # the same integration (same steps from the same start), only stopped earlier
+    np.testing.assert_allclose(short.q_sim, full.q_sim[:n], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(short.q_rms, np.sqrt(np.mean((full.q_sim[:n] - data[1][:n]) ** 2,
+                                                            axis=0)), rtol=1e-9)
+    np.testing.assert_array_equal(short.torque_rms, full.torque_rms)
+    for bad in (0.0, -1.0, np.nan, np.inf):
+        with pytest.raises(kd.IdentificationError, match="horizon"):
+            res.validate(*data, horizon=bad)
+
+
 def test_validate_refuses_bad_input(case):
     _, _, res, (t, q, v, a, tau) = case
     with pytest.raises(kd.IdentificationError, match="t has"):

@@ -12,10 +12,11 @@ periodic, so that several periods can be averaged and differentiated exactly. Wi
 c_jl = √(a_jl² + b_jl²), every sample of the trajectory keeps |q_j - q0_j| ≤ Σ c_jl/(ω_f l),
 |q̇_j| ≤ Σ c_jl and |q̈_j| ≤ Σ ω_f l c_jl; holding these bounds inside the limits holds
 the limits at every instant, not only at the samples. The coefficients and q0 minimise
-``log cond(W_b)``, W_b the base regressor stacked over ``samples`` instants of one
-period (SLSQP, the bounds as inequality constraints), from a random start scaled to half
-the limits; SLSQP's last iterate is scaled back inside the bounds (its constraints hold
-to a tolerance only), and the best feasible point met is returned.
+``log cond(W_b D⁻¹)``, W_b the base regressor stacked over ``samples`` instants of one
+period and D its column norms (:func:`_log_condition`), by SLSQP with the bounds as
+inequality constraints, from a random start scaled to half the limits; SLSQP's last
+iterate is scaled back inside the bounds (its constraints hold to a tolerance only), and
+the best feasible point met is returned.
 """
 
 from __future__ import annotations
@@ -35,9 +36,10 @@ from .regressor import joint_torque_regressor
 @dataclass(frozen=True)
 class Excitation:
     """A designed trajectory: ``q0`` (nv), Fourier coefficients ``a``, ``b`` (nv × H) of
-    the speeds, its ``period``; ``condition_number`` of the stacked base regressor at the
-    design's samples and ``initial_condition_number`` at the start of the optimisation;
-    ``limits`` the (q_lo, q_hi, v_max, a_max) per joint it respects."""
+    the speeds, its ``period``; ``condition_number`` of the stacked base regressor, its
+    columns scaled to unit norm, at the design's samples and ``initial_condition_number``
+    at the start of the optimisation; ``limits`` the (q_lo, q_hi, v_max, a_max) per
+    joint it respects."""
 
     q0: NDArray
     a: NDArray
@@ -66,6 +68,23 @@ def _series(q0, a, b, wf, t):
     v = c @ a.T + s @ b.T
     acc = c @ (b * harm).T - s @ (a * harm).T
     return q, v, acc
+
+
+def _log_condition(W: NDArray) -> float:
+    """log cond(W D⁻¹), D the column norms of W: the condition number of the regressor with
+    its columns equilibrated (inf where a column or a direction is not excited).
+
+    Unscaled, cond(W_b) depends on the units and the size of each parameter (a link's
+    mass against a wrist's inertia in kg m²), and the design chases the column norms
+    rather than the directions no column excites. Equilibrated, it is independent of
+    any scaling of the base parameters, and among all diagonal scalings of the columns
+    it is within √p of the smallest (van der Sluis 1969; Higham, *Accuracy and Stability of
+    Numerical Algorithms*, 2nd ed., thm. 7.5)."""
+    norms = np.linalg.norm(W, axis=0)
+    if not np.all(norms > 0):
+        return np.inf
+    s = np.linalg.svd(W / norms, compute_uv=False)
+    return float(np.log(s[0] / s[-1])) if s[-1] > 0 else np.inf
 
 
 def _limits(model: Model, q_limits, v_limits, a_limits) -> NDArray:
@@ -140,9 +159,8 @@ def excitation(model: Model, *, period: float = 10.0, harmonics: int = 5,
 
     def objective(x):
         q, v, acc = _series(*unpack(x), wf, t)
-        W = base.regressor(joint_torque_regressor(model, q, v, acc)).reshape(-1, base.rank)
-        s = np.linalg.svd(W, compute_uv=False)
-        f = float(np.log(s[0] / s[-1])) if s[-1] > 0 else np.inf
+        f = _log_condition(base.regressor(joint_torque_regressor(model, q, v, acc))
+                           .reshape(-1, base.rank))
         if f < best["f"] and np.all(constraints(x, 0.0) >= 0.0):
             best["f"], best["x"] = f, x.copy()
         return f

@@ -44,7 +44,8 @@ class Validation:
     """The errors of :func:`validate`, per speed (``joints``): ``torque_rms``,
     ``torque_relative`` (RMS error / RMS of the measured torque), ``noise`` (the fit's σ̂
     for comparison), ``q_rms`` and ``q_max`` of the simulated motion, the samples
-    ``t``, the simulated ``q_sim``, the predicted torques ``tau_pred`` and the measured
+    ``t``, the simulated ``q_sim`` (at the first ``len(q_sim)`` samples of ``t``: all of
+    them unless a ``horizon`` was given), the predicted torques ``tau_pred`` and the measured
     ``tau`` and ``q``."""
 
     joints: list[str]
@@ -96,7 +97,8 @@ def identified_model(result: Identification, standard: ArrayLike | None = None) 
 
 def validate(result: Identification, t: ArrayLike, q: ArrayLike, v: ArrayLike, a: ArrayLike,
              tau: ArrayLike, *, standard: ArrayLike | None = None, eps: float = 1e-2,
-             dt: float | None = None, lowpass: Lowpass | None = None) -> Validation:
+             dt: float | None = None, lowpass: Lowpass | None = None,
+             horizon: float | None = None) -> Validation:
     """Validate ``result`` on held-out samples (t, q, v, a, τ) of a uniform time grid: the
     torque prediction error and the output error of the simulated identified model
     (module doc). ``standard``: the standard parameters to simulate and predict with
@@ -107,7 +109,10 @@ def validate(result: Identification, t: ArrayLike, q: ArrayLike, v: ArrayLike, a
     the measured τ went through (:class:`~kanedyn.identify.Lowpass`, samples at its
     rate): the predicted torque is passed through it too before the comparison, as the
     fit's friction columns are, and the torque errors are taken one cut-off period in
-    from the ends (``tau_pred`` is then the filtered prediction)."""
+    from the ends (``tau_pred`` is then the filtered prediction); ``horizon``: simulate
+    only the first ``horizon`` seconds (the output error of an open loop grows with the
+    horizon, the torque error does not: it is taken over every sample); ``q_sim`` then
+    holds the samples of ``t`` up to t[0] + horizon."""
     # (here: importing sim costs kanedyn.identify's import nothing until validation runs;
     # forces is a leaf below sim — a known departure, tests/test_import_direction.py)
     from ..forces import JointTorque
@@ -149,6 +154,13 @@ def validate(result: Identification, t: ArrayLike, q: ArrayLike, v: ArrayLike, a
 
     if not (np.isfinite(eps) and eps > 0):
         raise IdentificationError(f"validate: eps={eps} must be finite and > 0")
+    n_sim = tt.size
+    if horizon is not None:
+        n_sim = int(np.searchsorted(tt, tt[0] + float(horizon), side="right"))
+        if not (np.isfinite(horizon) and n_sim >= 2):
+            raise IdentificationError(f"validate: horizon={horizon} s must be finite and "
+                                      f"hold at least two samples (they are "
+                                      f"{float(np.mean(steps)):.6g} s apart)")
     laws = list(zip(result.friction_joints, map(int, result.friction_speeds), strict=True))
 
     def applied(time, _q, v):
@@ -165,10 +177,11 @@ def validate(result: Identification, t: ArrayLike, q: ArrayLike, v: ArrayLike, a
     forces = [JointTorque(applied)]
     h = float(np.mean(steps)) if dt is None else float(dt)
     every = max(1, int(round(float(np.mean(steps)) / h)))
-    traj = simulate(sim_model, Q[0], V[0], float(tt[-1] - tt[0]), method="rk4", dt=h,
-                    forces=forces, t0=float(tt[0]), save_every=every)
-    q_sim = np.column_stack([np.interp(tt, traj.t, traj.q[:, j]) for j in range(model.nq)])
-    dq = q_sim - Q
+    ts = tt[:n_sim]
+    traj = simulate(sim_model, Q[0], V[0], float(ts[-1] - ts[0]), method="rk4", dt=h,
+                    forces=forces, t0=float(ts[0]), save_every=every)
+    q_sim = np.column_stack([np.interp(ts, traj.t, traj.q[:, j]) for j in range(model.nq)])
+    dq = q_sim - Q[:n_sim]
     return Validation(_speed_names(model), torque_rms, relative, result.sigma.copy(),
                       np.sqrt(np.mean(dq ** 2, axis=0)), np.max(np.abs(dq), axis=0), tt,
                       q_sim, tau_pred, T, Q)
