@@ -27,7 +27,7 @@ geared arm has; the armature is known to the fit, the link inertias are not.
 6. ``identify.report``: the tables and the plots (friction curves with their bands and
    the hidden truth, measured against predicted torque on the held-out run) in FOLDER.
 
-Run: .venv/bin/python examples/identify_arm.py [--short] [--out FOLDER]
+Run: .venv/bin/python examples/identify_arm.py [--short] [--out FOLDER] [--seed N]
 """
 
 from __future__ import annotations
@@ -116,11 +116,12 @@ def experiment(model, truth, laws, design, duration, rng):
     return traj.t, q_meas, tau_meas
 
 
-def main(short: bool = False, out: str | Path | None = None) -> dict:
-    """Run the example; returns the identification and the two validations."""
+def main(short: bool = False, out: str | Path | None = None, seed: int = 7) -> dict:
+    """Run the example (``seed``: the hidden truth's and the noise's); returns the
+    identification and the two validations."""
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="identify_arm_"))
     out.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(7)
+    rng = np.random.default_rng(seed)
     model = seven_dof_panda()
     truth, laws = hidden_truth(model, rng)
     period = 6.0 if short else 10.0
@@ -176,5 +177,6 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--short", action="store_true")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--seed", type=int, default=7, help="of the hidden truth and the noise")
     args = ap.parse_args()
-    main(args.short, args.out)
+    main(args.short, args.out, args.seed)
