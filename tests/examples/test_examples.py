@@ -33,6 +33,9 @@ from kanedyn.cli import main as cli_main
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SCRIPTS = sorted(EXAMPLES.glob("*.py"))
+# examples with a test file of their own here (test_<name>.py) are run there, once, with
+# the same check of what they write (check_written) beside their own
+OWN_TESTS = {p.stem.removeprefix("test_") for p in Path(__file__).parent.glob("test_*.py")}
 SCENARIOS = sorted(EXAMPLES.glob("*.toml"))
 # a file an example says it wrote: a token ending in one of these
 WRITTEN = re.compile(r"([\w./\\-]+\.(?:png|gif|mp4|html|npz|csv|json|tex|c))\b")
@@ -107,9 +110,16 @@ def test_the_examples_of_the_issue_are_there():
     assert len(SCENARIOS) >= 3
 
 
-@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [p for p in SCRIPTS if p.stem not in OWN_TESTS],
+                         ids=lambda p: p.stem)
 def test_every_example_runs_and_writes_what_it_says(path, runs_root):
     _, out, folder = run_example(path, runs_root)
+    check_written(path, out, folder)
+
+
+def check_written(path: Path, out: str, folder: Path) -> None:
+    """Every file the example's output says it wrote exists and is not empty (and the
+    examples of this part wrote a plot)."""
     said = WRITTEN.findall(out)
     if path.stem in OURS:
         assert any(s.endswith(".png") for s in said), f"{path.name} wrote no plot:\n{out}"

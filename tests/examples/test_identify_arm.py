@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .test_examples import EXAMPLES, run_example
+from .test_examples import EXAMPLES, check_written, run_example
 
 
 def test_identified_panda_beats_the_urdf_on_held_out_data(tmp_path_factory):
-    result, out, _ = run_example(EXAMPLES / "identify_arm.py",
-                                 tmp_path_factory.mktemp("identify_arm"))
+    path = EXAMPLES / "identify_arm.py"
+    result, out, folder = run_example(path, tmp_path_factory.mktemp("identify_arm"))
+    check_written(path, out, folder)  # (test_examples.py leaves this example to this file)
     val, cad = result["validation"], result["urdf"]
     assert result["result"].base.rank == 43 and len(val.joints) == 7
     # the three large joints (2-4), loaded by gravity: the URDF's torque error over the
