@@ -355,7 +355,7 @@ def cem_run(P, data, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint, 
           gam, ws, ew)
     st = (np.empty(n), np.empty(n), np.empty(m), np.empty(m))
     M0, L0, G0, g0 = np.empty((n, n)), np.zeros((n, n)), np.empty((m, n)), np.empty(m)
-    p0, gam0, vs = np.empty(n), np.empty(m), np.empty(n)
+    p0, gam0 = np.empty(n), np.empty(m)
     K, piv = np.empty((N, N)), np.empty(N, dtype=np.int64)
     KA, piva, b = np.empty((n + m, n + m)), np.empty(n + m, dtype=np.int64), np.empty(n + m)
     aq, norms = np.zeros((m, n)), np.zeros(2)
