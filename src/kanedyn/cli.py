@@ -492,6 +492,15 @@ def _run_radau():
         kd.simulate(prob.system, prob.q0, prob.v0, 1e-4, method="radau5")
 
 
+def _run_constrained_em():
+    # the compiled constrained energy_momentum loop, both discrete gradients of H
+    from kanedyn.constraints import problems
+
+    prob = problems.four_bar()
+    for method in ("energy_momentum", "avf"):
+        kd.simulate(prob.system, prob.q0, prob.v0, 2e-3, method=method, dt=1e-3)
+
+
 def _run_manifold():
     # the manifold RK4 loop (ball, free, planar joints, armature), alone and batched
     model = kd.models.pendulum_chain(2, planar=False, joint="spherical")
@@ -518,6 +527,7 @@ def _run_regressor():
 _PRECOMPILE_RUNS = {"simulate avf": _run_avf, "simulate rk4": _run_rk4,
                     "demo (friction)": _run_demo, "time_stepping (friction)": _run_time_stepping,
                     "simulate_batch": _run_batch, "simulate radau5 (constrained)": _run_radau,
+                    "simulate energy_momentum (constrained)": _run_constrained_em,
                     "rk4 on the manifold": _run_manifold,
                     "simulate_batch midpoint/gauss4/verlet/time_stepping": _run_batch_implicit,
                     "joint torque regressor": _run_regressor}

@@ -97,7 +97,11 @@ energy error |H' − H − Δx·F| is at round-off.
 
 Cost. Python on the compiled kernels (crba, the energy kernel) and the constraint rows of
 :class:`~kanedyn.constraints.ConstrainedSystem`: each iteration evaluates H, ∇H, g, G at
-the midpoint and the end. See docs/benchmarks.md, "Constrained energy–momentum".
+the midpoint and the end. This is the readable reference; where radau5's compiled loop
+applies (loop closures, every joint q̇ = v) and there are no force elements and no
+``momenta=``, the whole run is one numba loop of the same steps
+(:mod:`.constrained_energy_momentum_compiled`, option ``compiled``, default True), about
+20× faster on the four-bar. See docs/benchmarks.md, "Constrained energy–momentum".
 """
 
 from __future__ import annotations
@@ -108,7 +112,7 @@ from scipy.linalg import lu_factor, lu_solve
 
 from ..constraints.consistent import consistent_initial_values
 from ..errors import ConstraintError, SolverError
-from .base import FixedStepMethod
+from .base import FixedStepMethod, Solution
 from .chart import canonical_coordinates, make_chart
 from .energy_momentum import _gonzalez_correction
 
@@ -229,7 +233,7 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
     #: the discrete gradient of H: "midpoint" (Gonzalez) or "avf" (quadrature, corrected)
     gradient = "midpoint"
     options = {"tol": 1e-14, "maxiter": 30, "initialize": True, "cyclic": "auto",
-               "nodes": 3, "momenta": False}
+               "nodes": 3, "momenta": False, "compiled": True}
 
     def __init__(self, problem, **options):
         super().__init__(problem, **options)
@@ -454,11 +458,35 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         lu = lu_factor(K, check_finite=False)
         d = np.abs(np.diag(lu[0]))
         if not np.all(np.isfinite(d)) or d.min() <= 1e-13 * d.max():
-            s.check_constraints(q0, t=t)  # names the dependent rows, with the rank
-            raise SolverError(f"{self.name}: the Newton matrix is singular at t = {t:.6g} "
-                              "(G M⁻¹ Gᵀ singular: a singular configuration of the "
-                              "mechanism?)")
+            raise self.singular_matrix(q0, t)
         return lu
+
+    def singular_matrix(self, q0, t) -> SolverError:
+        """The error of a singular Newton matrix at (t, q0) (after
+        ``check_constraints``, which raises first when rows of G are dependent, naming
+        them and the rank)."""
+        self.system.check_constraints(q0, t=t)
+        return SolverError(f"{self.name}: the Newton matrix is singular at t = {t:.6g} "
+                           "(G M⁻¹ Gᵀ singular: a singular configuration of the "
+                           "mechanism?)")
+
+    def newton_failure(self, n: int, t: float, h: float, it: int, residual: float,
+                       block: int) -> str:
+        """The message of a step whose Newton iteration failed (step n at t, size h, after
+        ``it`` iterations; the largest residual and the block it is in)."""
+        return (f"{self.name}: Newton failed at step {n} (t = {t:.6g}, h = {h:.3g}) "
+                f"after {it} iterations: residual {residual:.3g} in {_BLOCKS[block]}. "
+                "Reduce dt (the iteration contracts like (h·ω)², ω the fastest rate of "
+                "the motion), check that the mechanism is not near a singular "
+                "configuration (G M⁻¹ Gᵀ nearly singular), or use radau5")
+
+    def compiled_run(self, project) -> Solution | None:
+        """The whole run by the compiled loop of :mod:`.constrained_energy_momentum_compiled`
+        (a Model cut at loop closures, q̇ = v, no force elements, no ``momenta=``; option
+        ``compiled``), or None: these Python steps then take it."""
+        from . import constrained_energy_momentum_compiled as cemc
+
+        return None if project is not None else cemc.run(self)
 
     # -------------------------------------------------------------------------- step
     def step(self, t, q, v, h):
@@ -499,12 +527,8 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         self.newton_iterations += it
         if not ok:
             r, blk = res
-            raise SolverError(
-                f"{self.name}: Newton failed at step {self._n} (t = {t:.6g}, h = {h:.3g}) "
-                f"after {it} iterations: residual {np.abs(r).max():.3g} in {_BLOCKS[blk]}. "
-                "Reduce dt (the iteration contracts like (h·ω)², ω the fastest rate of "
-                "the motion), check that the mechanism is not near a singular "
-                "configuration (G M⁻¹ Gᵀ nearly singular), or use radau5")
+            raise SolverError(self.newton_failure(self._n, t, h, it, float(np.abs(r).max()),
+                                                  blk))
         u = u_new
         if it > 8:  # the kept matrix has gone stale: refresh it for the next step
             self._lu = None
@@ -571,10 +595,11 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
                    max(move_p - 4 * _EPS * sp, 0.0) / sp)
 
     # ------------------------------------------------------------------ the record
-    def finish(self, sol):
+    def finish(self, sol, residuals=None):
         """Add to the Solution what the DAE path records: the multipliers λ at the output
         times (``stats["lam"]``, the mean of the two neighbouring steps' λ, which are at
-        t ± h/2: O(h²)), and the residuals ``residual_g`` (g) and ``residual_Gv`` (G v)."""
+        t ± h/2: O(h²)), and the residuals ``residual_g`` (g) and ``residual_Gv`` (G v) —
+        given as ``residuals`` by the compiled loop, which has them at hand."""
         s, every = self.system, max(1, int(self.problem.save_every))
         lm = np.array(self.lam_mid).reshape(-1, s.nc)
         ns = len(lm)
@@ -586,10 +611,13 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         idx = np.minimum(np.arange(len(sol.t)) * every, ns)
         idx[-1] = ns if len(sol.t) > 1 else 0
         sol.stats["lam"] = nodes[idx]
-        sol.stats["residual_g"] = np.array([s.constraint(t, q)
-                                            for t, q in zip(sol.t, sol.q, strict=True)])
-        sol.stats["residual_Gv"] = np.array([s.velocity_constraint(t, q, v) for t, q, v
-                                             in zip(sol.t, sol.q, sol.v, strict=True)])
+        if residuals is not None:
+            sol.stats["residual_g"], sol.stats["residual_Gv"] = residuals
+        else:
+            sol.stats["residual_g"] = np.array([s.constraint(t, q)
+                                                for t, q in zip(sol.t, sol.q, strict=True)])
+            sol.stats["residual_Gv"] = np.array([s.velocity_constraint(t, q, v) for t, q, v
+                                                 in zip(sol.t, sol.q, sol.v, strict=True)])
         sol.stats["cyclic"] = np.array(self.cyclic, dtype=int)
         if self.k:
             # [L; P] of the whole at the output times (world axes, L about the origin)

@@ -1,0 +1,595 @@
+"""The constrained energy–momentum step compiled (numba): the whole run in one call.
+
+The readable reference is :class:`~.constrained_energy_momentum.ConstrainedEnergyMomentum`
+(and its ``"avf"`` form, :class:`~.constrained_energy_momentum.ConstrainedAVF`); see its
+module doc for the step. :func:`cem_run` is the same algorithm — one step solves, for
+u = (Δq, Δp, λ, μ),
+
+    Δq =  h ∇̄_pH + h ∇̄_pγᵀ μ
+    Δp = −h ∇̄_qH − h ∇̄gᵀ λ − h ∇̄_qγᵀ μ,     g(q') = 0,   γ(q', p') = G(q') v' = 0
+
+(Gonzalez, *J. Nonlinear Sci.* 9 (1999) 473, with the hidden constraint as a second
+phase-space constraint), with Gonzalez's midpoint discrete gradients
+``∇̄f = a + [Δf − a·Δz]/(w·Δz) w`` (*J. Nonlinear Sci.* 6 (1996) 449) — written as one
+compiled loop: the same predictor (the last two steps extrapolated; the constrained
+accelerations after a change of h), the same simplified Newton matrix (central
+differences in q for ∂γ/∂q, the stiffness and ∂v/∂q, kept ``REFRESH`` steps, rebuilt
+after a slow step), the same update measure and the same convergence and stall rules.
+What it evaluates, it evaluates compiled: M, g and G by
+:func:`kanedyn.constraints.system_kernel.primitives` (the CRBA kernel and the loop-closure
+rows radau5's compiled loop uses), ∂T/∂q, ∂V/∂q and V by the energy kernel, M⁻¹ by a
+Cholesky factor, the Newton matrix by Gaussian elimination with partial pivoting.
+
+Where the two differ in arithmetic (sums in another order, M⁻¹ by Cholesky rather than
+LAPACK's inverse, an unblocked LU), the steps differ by round-off: the test
+``tests/integrators/test_constrained_energy_momentum_compiled.py`` checks the two step
+for step.
+
+``kd.simulate(constrained_system, ..., method="energy_momentum" | "avf")`` takes this loop
+when the system has the compiled form radau5's loop takes (a Model cut at loop closures,
+every joint with q̇ = v: ``ConstrainedSystem.compiled_form()``), there are no force
+elements, no ``momenta=``, no progress bar, and the option ``compiled`` is not False
+(:func:`applicable`). Newton failures, a singular Newton matrix and a blow-up raise the
+reference's errors (step, time, residual, what to do); a kernel that refuses a state
+hands the run to the Python steps, which then say what happened.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from ..constraints import system_kernel as sk
+from ..dynamics import _compiled
+from ..dynamics.energy_kernel import energy_pass_into, energy_workspace
+from .base import cholesky, cholesky_solve
+from .gauss_compiled import lu_factor, lu_solve
+from .rk4_compiled import save_sample, state_guard, store
+
+_compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
+
+#: status codes of :func:`cem_run` (``info[0]``)
+OK, NEWTON_FAILED, SINGULAR, KERNEL_REFUSED, DIVERGED = 0, 1, 2, 3, 4
+_EPS = np.finfo(np.float64).eps
+
+
+# --------------------------------------------------------------------- one point's terms
+@nb.njit(cache=True, nogil=True)
+def _mass_and_rows(P, data, q, M, L, g, G, ws, f, gam) -> bool:
+    """M(q) with its Cholesky factor L, g(q) and G(q) (the compiled primitives); False if a
+    kernel refuses q or M is not positive definite."""
+    if sk.primitives(sk.KIND_MODEL, P, data, q, q, False, False, M, f, g, G, gam, ws) != 0:
+        return False
+    return cholesky(M, M.shape[0], L)
+
+
+@nb.njit(cache=True, nogil=True)
+def _gradient(data, q, p, M, L, v, dT, dV, out, ew, gq) -> bool:
+    """With M(q) and its factor L given: v ← ∂H/∂p = M⁻¹p, gq ← ∂H/∂q|_p = ∂V/∂q − ∂T/∂q|_v
+    (the Legendre transform, as ``Problem.hamiltonian_gradient``); out[1] = V(q)."""
+    cholesky_solve(L, M.shape[0], p, v)
+    if energy_pass_into(data, q, v, dT, dV, out, *ew) != 0:
+        return False
+    for i in range(q.shape[0]):
+        gq[i] = dV[i] - dT[i]
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _corrected_rows(A, d, w, delta, out):
+    """out ← Gonzalez's discrete gradient of each row: ``A + [(Δf − A d)/(w·d)] wᵀ``, the
+    correction left out below w·d = 1e-30 (as ``corrected_rows``)."""
+    den = 0.0
+    for j in range(d.shape[0]):
+        den += w[j] * d[j]
+    for r in range(A.shape[0]):
+        c = 0.0
+        if den > 1e-30:
+            s = 0.0
+            for j in range(d.shape[0]):
+                s += A[r, j] * d[j]
+            c = (delta[r] - s) / den
+        for j in range(d.shape[0]):
+            out[r, j] = A[r, j] + c * w[j]
+
+
+# ------------------------------------------------------------------------ the residual
+@nb.njit(cache=True, nogil=True)
+def equations(P, data, u, q0, p0, H0, g0, gam0, h, mask, aq, xi, wq, midpoint, r, st, wk):
+    """r ← the residual of the step's equations at u = (Δq, Δp, λ, μ) (the reference's
+    ``_equations``); returns |H' − H − 0| (the step's energy error if it ended at u), or
+    −1 if a kernel refused a state. ``st`` (q', v', g', γ') is left at the end point."""
+    n, m = q0.shape[0], g0.shape[0]
+    q1, v1, g1, gam1 = st
+    (M, L, Gb, G1, qs, ps, vs, gq, a, dz, w, dgH, Gbar, Abar, Gam, Ab, dT, dV, out, f, gam,
+     gs, ws, ew) = wk
+    for i in range(n):
+        q1[i] = q0[i] + u[i]
+        dz[i] = u[i]
+        dz[n + i] = u[n + i]
+        w[i] = u[i] * mask[i]
+        w[n + i] = u[n + i]
+        ps[i] = p0[i] + u[n + i]
+    # the end point: M, g, G at q'; v' = M⁻¹p'; H' = ½ v'ᵀM v' + V(q'); γ' = G(q') v'
+    if not _mass_and_rows(P, data, q1, M, L, g1, G1, ws, f, gam):
+        return -1.0
+    if not _gradient(data, q1, ps, M, L, v1, dT, dV, out, ew, gq):
+        return -1.0
+    T = 0.0
+    for i in range(n):
+        s = 0.0
+        for j in range(n):
+            s += M[i, j] * v1[j]
+        T += v1[i] * s
+    H1 = 0.5 * T + out[1]
+    for k in range(m):
+        s = 0.0
+        for j in range(n):
+            s += G1[k, j] * v1[j]
+        gam1[k] = s
+    # the base gradient of H: at the midpoint (Gonzalez), or the AVF quadrature
+    a[:] = 0.0
+    if not midpoint:
+        for k in range(xi.shape[0]):
+            for i in range(n):
+                qs[i] = q0[i] + xi[k] * u[i]
+                ps[i] = p0[i] + xi[k] * u[n + i]
+            if not _mass_and_rows(P, data, qs, M, L, gs, Gb, ws, f, gam):
+                return -1.0
+            if not _gradient(data, qs, ps, M, L, vs, dT, dV, out, ew, gq):
+                return -1.0
+            for i in range(n):
+                a[i] += wq[k] * gq[i]
+                a[n + i] += wq[k] * vs[i]
+    # the midpoint q̄ = q + Δq/2: G(q̄) and M(q̄)⁻¹ (and ∇H(q̄, p + Δp/2) for Gonzalez's)
+    for i in range(n):
+        qs[i] = q0[i] + 0.5 * u[i]
+        ps[i] = p0[i] + 0.5 * u[n + i]
+    if not _mass_and_rows(P, data, qs, M, L, gs, Gb, ws, f, gam):
+        return -1.0
+    if midpoint:
+        if not _gradient(data, qs, ps, M, L, vs, dT, dV, out, ew, gq):
+            return -1.0
+        for i in range(n):
+            a[i] = gq[i]
+            a[n + i] = vs[i]
+    # Gonzalez's correction of ∇H along Δz (w: Δz less the cyclic coordinates' Δq),
+    # dropped below the round-off of ΔH (as energy_momentum._gonzalez_correction)
+    den, ad, aa = 0.0, 0.0, 0.0
+    for i in range(2 * n):
+        den += w[i] * dz[i]
+        ad += a[i] * dz[i]
+        aa += a[i] * a[i]
+    floor = 1e3 * _EPS * (abs(H0) + 1.0) / (np.sqrt(aa) + 1e-300)
+    c = (H1 - H0 - ad) / den if den > floor * floor else 0.0
+    for i in range(2 * n):
+        dgH[i] = a[i] + c * w[i] if den > floor * floor else a[i]
+    # ∇̄g: G(q̄) corrected along Δq (w = Δq less the cyclic coordinates)
+    for k in range(m):
+        gam[k] = g1[k] - g0[k]
+    _corrected_rows(Gb, u[:n], w[:n], gam, Gbar)
+    # ∇̄γ: the base (∂γ/∂q of the Newton matrix, G(q̄) M(q̄)⁻¹) corrected along Δz
+    for k in range(m):
+        cholesky_solve(L, n, Gb[k], Ab[k])  # the row k of G M⁻¹ (M symmetric)
+        for j in range(n):
+            Abar[k, j] = aq[k, j]
+            Abar[k, n + j] = Ab[k, j]
+        gam[k] = gam1[k] - gam0[k]
+    _corrected_rows(Abar, dz, w, gam, Gam)
+    lam = u[2 * n:2 * n + m]
+    mu = u[2 * n + m:2 * n + 2 * m]
+    for i in range(n):
+        sx = dgH[n + i]
+        sp = dgH[i]
+        for k in range(m):
+            sx += Gam[k, n + i] * mu[k]
+            sp += Gbar[k, i] * lam[k] + Gam[k, i] * mu[k]
+        r[i] = u[i] - h * sx
+        r[n + i] = u[n + i] + h * sp
+    for k in range(m):
+        r[2 * n + k] = g1[k]
+        r[2 * n + m + k] = gam1[k]
+    return abs(H1 - H0)
+
+
+# ----------------------------------------------------------------------- Newton matrix
+@nb.njit(cache=True, nogil=True)
+def newton_matrix(P, data, h, q0, p0, M0, L0, G0, lam, K, piv, aq, norms, wk, nw) -> int:
+    """K ← the LU factors of the simplified Newton matrix at the start of the step (the
+    reference's ``_newton_matrix``: the blocks h M⁻¹, h Gᵀ, G, G M⁻¹, and by central
+    differences in q at fixed p — step 1e-7 (1 + |q|) — ∂γ/∂q, the stiffness
+    ∂(∇_qH + Gᵀλ)/∂q and ∂v/∂q); aq ← ∂γ/∂q, norms ← (‖G‖₁, ‖M⁻¹Gᵀ‖∞). Returns OK,
+    SINGULAR (a pivot at 1e-13 of the largest) or KERNEL_REFUSED."""
+    n, m = q0.shape[0], G0.shape[0]
+    M, L, G, qe, ve, gq, Ai, e, col, GAi, ends, Kqq, Kxp, dT, dV, out, f, gs, gam, ws, ew = nw
+    for j in range(n):  # M⁻¹ column by column from the factor of M(q)
+        e[:] = 0.0
+        e[j] = 1.0
+        cholesky_solve(L0, n, e, col)
+        for i in range(n):
+            Ai[i, j] = col[i]
+    step = 0.0
+    for i in range(n):
+        step = max(step, abs(q0[i]))
+    step = 1e-7 * (1.0 + step)
+    for k in range(n):
+        for s in range(2):
+            for i in range(n):
+                qe[i] = q0[i]
+            qe[k] = q0[k] + (step if s == 0 else -step)
+            if not _mass_and_rows(P, data, qe, M, L, gs, G, ws, f, gam):
+                return KERNEL_REFUSED
+            if not _gradient(data, qe, p0, M, L, ve, dT, dV, out, ew, gq):
+                return KERNEL_REFUSED
+            for r in range(m):  # G(q) v at q ± e_k (fixed p)
+                t = 0.0
+                for j in range(n):
+                    t += G[r, j] * ve[j]
+                ends[s, r] = t
+            for i in range(n):  # ∇_qH + Gᵀλ, and ∂H/∂p = v
+                t = gq[i]
+                for r in range(m):
+                    t += G[r, i] * lam[r]
+                ends[s, m + i] = t
+                ends[s, m + n + i] = ve[i]
+        for r in range(m):
+            aq[r, k] = (ends[0, r] - ends[1, r]) / (2 * step)
+        for i in range(n):
+            Kqq[i, k] = (ends[0, m + i] - ends[1, m + i]) / (2 * step)
+            Kxp[i, k] = (ends[0, m + n + i] - ends[1, m + n + i]) / (2 * step)
+    for r in range(m):  # G M⁻¹
+        for j in range(n):
+            t = 0.0
+            for i in range(n):
+                t += G0[r, i] * Ai[i, j]
+            GAi[r, j] = t
+    N = 2 * n + 2 * m
+    K[:, :] = 0.0
+    for i in range(n):
+        for j in range(n):
+            d = 1.0 if i == j else 0.0
+            K[i, j] = d - 0.5 * h * Kxp[i, j]
+            K[i, n + j] = -0.5 * h * Ai[i, j]
+            K[n + i, j] = 0.5 * h * Kqq[i, j]
+            K[n + i, n + j] = d + 0.5 * h * Kxp[j, i]
+        for r in range(m):
+            K[i, 2 * n + m + r] = -h * GAi[r, i]
+            K[n + i, 2 * n + r] = h * G0[r, i]
+            K[n + i, 2 * n + m + r] = h * aq[r, i]
+            K[2 * n + r, i] = G0[r, i]
+            K[2 * n + m + r, i] = aq[r, i]
+            K[2 * n + m + r, n + i] = GAi[r, i]
+    # the sizes by which the update measure weighs the multipliers' updates
+    gn, gan = 0.0, 0.0
+    for j in range(n):
+        t = 0.0
+        for r in range(m):
+            t += abs(G0[r, j])
+        gn = max(gn, t)
+        t = 0.0
+        for r in range(m):
+            t += abs(GAi[r, j])  # (M⁻¹Gᵀ)[j, r] = (G M⁻¹)[r, j]
+        gan = max(gan, t)
+    norms[0], norms[1] = gn, gan
+    if not lu_factor(K, piv):
+        return SINGULAR
+    big, small = 0.0, np.inf
+    for i in range(N):
+        big = max(big, abs(K[i, i]))
+        small = min(small, abs(K[i, i]))
+    if not small > 1e-13 * big:
+        return SINGULAR
+    return OK
+
+
+@nb.njit(cache=True, nogil=True)
+def constrained_acceleration(P, data, q, v, A, piv, b, M, g, G, gam, f, ws) -> bool:
+    """b ← (v̇, λ) of ``[M Gᵀ; G 0] [v̇; λ] = [f; γ]`` (``accelerations``, the index-1
+    solve), f = −h(q, v): the predictor after a change of h."""
+    n, m = q.shape[0], g.shape[0]
+    if sk.primitives(sk.KIND_MODEL, P, data, q, v, True, True, M, f, g, G, gam, ws) != 0:
+        return False
+    A[:, :] = 0.0
+    for i in range(n):
+        for j in range(n):
+            A[i, j] = M[i, j]
+        for r in range(m):
+            A[i, n + r] = G[r, i]
+            A[n + r, i] = G[r, i]
+        b[i] = f[i]
+    for r in range(m):
+        b[n + r] = gam[r]
+    if not lu_factor(A, piv):
+        return False
+    lu_solve(A, piv, b)
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _update_size(du, u, n, m, p0_norm, q_norm, h, norms) -> float:
+    """A Newton update measured by what it moves (the reference's ``_update_size``)."""
+    ux, up, dx, dp, dl, dm = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    for i in range(n):
+        ux = max(ux, abs(u[i]))
+        up = max(up, abs(u[n + i]))
+        dx = max(dx, abs(du[i]))
+        dp = max(dp, abs(du[n + i]))
+    for k in range(m):
+        dl = max(dl, abs(du[2 * n + k]))
+        dm = max(dm, abs(du[2 * n + m + k]))
+    sx = max(ux, 1e-6 * (1.0 + q_norm))
+    sp = max(p0_norm, up, 1e-300)
+    move_x = max(dx, h * norms[1] * dm)
+    move_p = max(dp, h * norms[0] * dl)
+    return max(max(move_x - 4 * _EPS * (1.0 + q_norm), 0.0) / sx,
+               max(move_p - 4 * _EPS * sp, 0.0) / sp)
+
+
+# ------------------------------------------------------------------------------ the loop
+@nb.njit(cache=True, nogil=True)
+def cem_run(P, data, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint, tol, maxiter,
+            refresh, blowup, Q, V, RG, RGV, lam_mid, iters, info, finfo, bad):
+    """The whole run (the reference's ``step`` repeated, with ``run_fixed``'s guards):
+    ``times``/``steps`` the start and size of each step (the last one shortened to land
+    on t_final, as ``run_fixed``: :func:`.rk4_compiled.step_grid`), samples every
+    ``every`` steps into Q, V with their residuals g (RG) and G v (RGV); λ of each step in
+    ``lam_mid``, Newton iterations in ``iters``. ``info`` = (status, step, iterations,
+    worst block, steps done); ``finfo`` = (t, h, largest residual); ``bad`` the state (q,
+    v) at a blow-up, or q at a singular Newton matrix."""
+    n, m = q0.shape[0], lam0.shape[0]
+    N = 2 * n + 2 * m
+    nb_ = data.shape[0] - 1
+    mm = max(m, 1)
+    ws = np.empty(sk.workspace_size(data, n))
+    ew = energy_workspace(nb_)
+    f, gam, gs = np.empty(n), np.empty(mm), np.empty(mm)
+    dT, dV, out = np.empty(n), np.empty(n), np.empty(8)
+    wk = (np.empty((n, n)), np.zeros((n, n)), np.empty((m, n)), np.empty((m, n)),
+          np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(2 * n),
+          np.empty(2 * n), np.empty(2 * n), np.empty(2 * n), np.empty((m, n)),
+          np.empty((m, 2 * n)), np.empty((m, 2 * n)), np.empty((m, n)), dT, dV, out, f, gam,
+          gs, ws, ew)
+    nw = (np.empty((n, n)), np.zeros((n, n)), np.empty((m, n)), np.empty(n), np.empty(n),
+          np.empty(n), np.empty((n, n)), np.empty(n), np.empty(n), np.empty((m, n)),
+          np.empty((2, m + 2 * n)), np.empty((n, n)), np.empty((n, n)), dT, dV, out, f, gs,
+          gam, ws, ew)
+    st = (np.empty(n), np.empty(n), np.empty(m), np.empty(m))
+    M0, L0, G0, g0 = np.empty((n, n)), np.zeros((n, n)), np.empty((m, n)), np.empty(m)
+    p0, gam0 = np.empty(n), np.empty(m)
+    K, piv = np.empty((N, N)), np.empty(N, dtype=np.int64)
+    KA, piva, b = np.empty((n + m, n + m)), np.empty(n + m, dtype=np.int64), np.empty(n + m)
+    aq, norms = np.zeros((m, n)), np.zeros(2)
+    u, ut, du, r = np.empty(N), np.empty(N), np.empty(N), np.empty(N)
+    last1, last2 = np.empty(N), np.empty(N)
+    have1, have2, last_h = False, False, 0.0
+    have_lu, lu_h = False, 0.0
+    q, v = q0.copy(), v0.copy()
+    info[:] = 0
+    n_steps = steps.shape[0]
+    vmax0 = 0.0
+    for i in range(n):
+        vmax0 = max(vmax0, abs(v[i]))
+    k_out = store(q, v, Q, V, 0)
+    for step in range(n_steps):
+        h, t = steps[step], times[step]
+        # the start of the step: p = M v, H, g, G, γ = G v
+        if not _mass_and_rows(P, data, q, M0, L0, g0, G0, ws, f, gam):
+            info[0], info[1] = KERNEL_REFUSED, step
+            return k_out
+        if energy_pass_into(data, q, v, dT, dV, out, *ew) != 0:  # (V(q) in out[1])
+            info[0], info[1] = KERNEL_REFUSED, step
+            return k_out
+        T = 0.0
+        for i in range(n):
+            s = 0.0
+            for j in range(n):
+                s += M0[i, j] * v[j]
+            p0[i] = s
+            T += v[i] * s
+        H0 = 0.5 * T + out[1]
+        q_norm, p0_norm = 0.0, 0.0
+        for i in range(n):
+            q_norm = max(q_norm, abs(q[i]))
+            p0_norm = max(p0_norm, abs(p0[i]))
+        for k in range(m):
+            s = 0.0
+            for j in range(n):
+                s += G0[k, j] * v[j]
+            gam0[k] = s
+        if step == 0:  # the residuals of the first sample
+            for k in range(m):
+                RG[0, k], RGV[0, k] = g0[k], gam0[k]
+        same = have1 and abs(last_h - h) <= 1e-9 * h
+        if same:
+            # predictor: the last two steps' unknowns extrapolated
+            for i in range(N):
+                u[i] = last1[i] if not have2 else 2.0 * last1[i] - last2[i]
+        else:
+            if not constrained_acceleration(P, data, q, v, KA, piva, b, M0, gs, G0, gam, f,
+                                            ws):
+                info[0], info[1] = KERNEL_REFUSED, step
+                return k_out
+            # (it wrote M0 and G0 again: the same values, from the same kernels)
+            for i in range(n):
+                u[i] = h * v[i]
+                s = 0.0
+                for j in range(n):
+                    s += M0[i, j] * b[j]
+                u[n + i] = h * s
+            for k in range(m):
+                u[2 * n + k] = lam0[k] if step == 0 else lam_mid[step - 1, k]
+                u[2 * n + m + k] = 0.0
+        rebuilt = False
+        if not have_lu or abs(lu_h - h) > 1e-9 * h or step % refresh == 0:
+            code = newton_matrix(P, data, h, q, p0, M0, L0, G0, u[2 * n:2 * n + m], K, piv,
+                                 aq, norms, wk, nw)
+            if code != OK:
+                info[0], info[1] = code, step
+                finfo[0], finfo[1] = t, h
+                bad[:n] = q
+                return k_out
+            have_lu, lu_h, rebuilt = True, h, True
+        while True:
+            # simplified Newton from the predictor (the reference's ``_solve``)
+            for i in range(N):
+                ut[i] = u[i]
+            defect = equations(P, data, ut, q, p0, H0, g0, gam0, h, mask, aq, xi, wq,
+                               midpoint, r, st, wk)
+            if defect < 0.0:
+                info[0], info[1] = KERNEL_REFUSED, step
+                return k_out
+            ok, nonfinite = False, False
+            last = np.inf
+            it = 0
+            for it in range(1, maxiter + 1):
+                for i in range(N):
+                    du[i] = r[i]
+                lu_solve(K, piv, du)
+                for i in range(N):
+                    du[i] = -du[i]
+                    ut[i] += du[i]
+                defect = equations(P, data, ut, q, p0, H0, g0, gam0, h, mask, aq, xi, wq,
+                                   midpoint, r, st, wk)
+                finite = defect >= 0.0
+                for i in range(N):
+                    if not (np.isfinite(r[i]) and np.isfinite(ut[i])):
+                        finite = False
+                if not finite:
+                    nonfinite = True
+                    break
+                err = _update_size(du, ut, n, m, p0_norm, q_norm, h, norms)
+                if err <= tol:
+                    ok = True
+                    break
+                if it >= 2 and err > 0.9 * last:  # the round-off floor, or not converging
+                    if err <= 1e-12 or (err <= 1e-6 and defect <= 64 * _EPS * (1.0 + abs(H0))):
+                        ok = True
+                    break
+                last = err
+            if ok or rebuilt:
+                break
+            # slow or diverging with the kept matrix: a fresh one, from the predictor
+            code = newton_matrix(P, data, h, q, p0, M0, L0, G0, u[2 * n:2 * n + m], K, piv,
+                                 aq, norms, wk, nw)
+            if code != OK:
+                info[0], info[1] = code, step
+                finfo[0], finfo[1] = t, h
+                bad[:n] = q
+                return k_out
+            have_lu, lu_h, rebuilt = True, h, True
+        iters[step] = it
+        if not ok:
+            info[0], info[1], info[2] = NEWTON_FAILED, step, it
+            finfo[0], finfo[1] = t, h
+            # the worst block: Δq, Δp, g = 0, G v = 0 (non-finite: reported as the first)
+            worst, blk = -1.0, 0
+            for kb in range(4):
+                lo = (0, n, 2 * n, 2 * n + m)[kb]
+                hi = (n, 2 * n, 2 * n + m, N)[kb]
+                bm = 0.0
+                for i in range(lo, hi):
+                    x = abs(r[i]) if np.isfinite(r[i]) else np.inf
+                    bm = max(bm, x)
+                if bm > worst:
+                    worst, blk = bm, kb
+            info[3] = 0 if nonfinite else blk
+            finfo[2] = worst
+            return k_out
+        if it > 8:  # the kept matrix has gone stale: refresh it for the next step
+            have_lu = False
+        if same:
+            last2[:] = last1
+        have2 = same
+        last1[:] = ut
+        have1, last_h = True, h
+        for k in range(m):
+            lam_mid[step, k] = ut[2 * n + k]
+        q1, v1, g1, gam1 = st
+        q[:] = q1
+        v[:] = v1
+        info[4] = step + 1
+        code = state_guard(q, v, vmax0, blowup)
+        if code != 0:
+            info[0], info[1] = DIVERGED, step
+            bad[:n] = q
+            bad[n:] = v
+            return k_out
+        k_new = save_sample(step, n_steps, every, q, v, Q, V, k_out)
+        if k_new != k_out:
+            for k in range(m):
+                RG[k_out, k], RGV[k_out, k] = g1[k], gam1[k]
+            k_out = k_new
+    return k_out
+
+
+# ------------------------------------------------------------------------- from Python
+def applicable(method) -> sk.CompiledForm | None:
+    """The compiled form of ``method``'s system when :func:`cem_run` can take its run (the
+    module doc), else None."""
+    from .dae_common import compiled_form_of
+
+    problem = method.problem
+    if (not method.opts["compiled"] or method.k or method.chart is not None or method.sys_nc
+            or problem.tau_cons is not None or problem.tau_nc is not None
+            or problem.progress is not None):
+        return None
+    form = compiled_form_of(method.system)
+    return form if form is not None and form.kind == sk.KIND_MODEL else None
+
+
+def run(method):
+    """``method``'s whole run (a ConstrainedEnergyMomentum or ConstrainedAVF, its start
+    values already made consistent) by :func:`cem_run`: the Solution with the reference's
+    records (``finish``), or None when the loop does not apply or a kernel refused a
+    state (the Python steps then take the run). Raises the reference's errors."""
+    from ..errors import SolverError
+    from .base import Solution, check_state
+    from .constrained_energy_momentum import REFRESH
+    from .rk4_compiled import compiled_or_none, step_grid
+
+    form = applicable(method)
+    if form is None:
+        return None
+    problem, s = method.problem, method.system
+    n, m = s.nv, s.nc
+    n_steps, steps, times, every, keep = step_grid(problem.dt, problem.t0, problem.t_final,
+                                                   problem.save_every)
+    if n_steps == 0:
+        return None
+    n_out = len(keep)
+    Q, V = np.empty((n_out, s.nq)), np.empty((n_out, n))
+    RG, RGV = np.empty((n_out, m)), np.empty((n_out, m))
+    lam_mid = np.empty((n_steps, m))
+    iters = np.zeros(n_steps, dtype=np.int64)
+    info, finfo, bad = np.zeros(5, dtype=np.int64), np.zeros(3), np.zeros(2 * n)
+    midpoint = method.gradient == "midpoint"
+    q0 = np.array(problem.q0, dtype=float)
+    v0 = np.array(problem.v0, dtype=float)
+    k_out = compiled_or_none(
+        method.name, cem_run, form.params, form.data, times, q0, v0,
+        np.array(method.lam0, dtype=float).reshape(m), steps, every,
+        np.asarray(method.mask, dtype=float), np.asarray(method.xi, dtype=float),
+        np.asarray(method.wq, dtype=float), midpoint, float(method.opts["tol"]),
+        int(method.opts["maxiter"]), REFRESH, float(problem.blowup), Q, V, RG,
+        RGV, lam_mid, iters, info, finfo, bad)
+    if k_out is None:
+        return None
+    status, step = int(info[0]), int(info[1])
+    if status == KERNEL_REFUSED:
+        return None
+    if status == NEWTON_FAILED:
+        raise SolverError(method.newton_failure(step, finfo[0], finfo[1], int(info[2]),
+                                                finfo[2], int(info[3])))
+    if status == SINGULAR:
+        raise method.singular_matrix(bad[:n].copy(), float(finfo[0]))
+    if status == DIVERGED:
+        vmax0 = float(np.abs(v0).max()) if n else 0.0
+        check_state(problem, method.name, step + 1, float(times[step + 1]), bad[:n].copy(),
+                    bad[n:].copy(), vmax0)
+        return None  # (check_state raises: the loop's test is the same)
+    method.newton_iterations += int(iters.sum())
+    method._n += n_steps
+    method.lam_mid = list(lam_mid)
+    sol = Solution(times[keep], Q, V, np.zeros(n_out),
+                   {"newton_iterations": iters.astype(np.int32)}, method.name, "")
+    return method.finish(sol, residuals=(RG, RGV))
