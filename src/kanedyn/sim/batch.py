@@ -45,13 +45,15 @@ without force elements or with only those; otherwise the Python steps.
 Batched methods
 ---------------
 ``simulate_batch(..., method=...)`` looks the method up in :data:`METHODS`, a table of
-:class:`BatchMethod`: its name, ``refuses(model)`` (why it cannot take the Model, or None)
-and ``runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status)``, which
+:class:`BatchMethod`: its name, ``refuses(model)`` (why it cannot take the Model, or None),
+``runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status, opts)``, which
 fills the outputs of every run by a compiled whole-run loop of one state called in
 ``prange`` — ``D[k]`` the run's flat array (its ``mass:`` parameters applied), ``P[k]``
 its force rows, ``steps``/``every`` the grid of
 :func:`~kanedyn.integrators.rk4_compiled.step_grid`, ``status[k]`` left [code, step,
-kernel status] by a run that stops (codes in :data:`STOPPED`). The table holds
+kernel status] by a run that stops (codes in :data:`STOPPED`), ``opts`` the method's
+options and the force elements —, the names of the ``kd.simulate`` options it takes too
+(``options``) and whether its loop takes force elements (``forces``). The table holds
 
 - ``"rk4"``: :func:`rk4_run` or the manifold loop, by the Model;
 - ``"midpoint"``, ``"gauss4"``: ``_gauss_loop`` of :mod:`kanedyn.integrators.gauss_compiled`
@@ -59,19 +61,37 @@ kernel status] by a run that stops (codes in :data:`STOPPED`). The table holds
   elements (``mass:`` parameters only);
 - ``"verlet"``: ``_verlet_loop`` of :mod:`kanedyn.integrators.verlet_compiled` per run
   (additive joints, no force elements);
+- ``"avf"``, ``"itoh_abe"`` (``variant="forward"`` or ``"symmetric"``),
+  ``"energy_momentum"`` (its ``"gonzalez"`` variant, what ``variant="auto"`` picks on
+  additive chains): ``_dg_loop`` of :mod:`kanedyn.integrators.discrete_gradient_compiled`
+  per run (:func:`_dg_runs`), additive joints without armature, with the force rows
+  (springs, dampers, constant and sinusoidal torques, smoothed Stribeck friction, and
+  their per-run parameters) and W_nc. The method's stepper is built as ``kd.simulate``
+  builds it (its options checked, the cyclic coordinates of energy_momentum chosen) and
+  the loop's settings read from it, so that each run is the compiled ``kd.simulate`` run;
+  options: ``tol``/``maxiter``/``nodes`` (avf), ``tol``/``maxiter``/``variant``
+  (itoh_abe), ``maxiter``/``variant``/``cyclic`` (energy_momentum);
 - ``"time_stepping"``: :func:`~kanedyn.sim.time_stepping_compiled.time_stepping_run` per run
-  (:func:`_ts_runs`): the JointFriction elements with Stribeck laws become friction joints
-  (exact stick–slip by the box LCP, or smoothed) with a friction table per run, so that
-  ``Fc:``/``Fs:``/``vs:``/``delta:``/``Fv:`` of a friction joint set its law per run; the
-  grid of ``time_stepping`` (``round(t_final/dt)`` steps), the stick flags in
+  (:func:`_ts_runs`): the JointFriction elements with Stribeck laws and the entries of
+  ``joints=`` (Stribeck laws, LuGre laws, Karnopp bands; ``surface_velocity=``, as
+  ``kd.simulate``'s options) become friction joints (exact stick–slip by the box LCP,
+  smoothed, Karnopp, LuGre) with a friction table per run, so that ``Fc:``/``Fs:``/
+  ``vs:``/``delta:``/``Fv:`` of a friction joint, ``band:`` of a Karnopp band and
+  ``sigma0:``/``sigma1:``/``sigma2:`` of a LuGre law set it per run; the grid of
+  ``time_stepping`` (``round(t_final/dt)`` steps), the stick flags in
   ``BatchTrajectory.stuck``. Its runs take that table, so :func:`simulate_batch` calls
   :func:`_time_stepping_batch` for it (``runs`` is None).
 
 Each gives, run by run, the single ``kd.simulate`` with the method to the bit (the same
-loop, the same options). ``avf``, ``itoh_abe`` and ``energy_momentum`` are not in the table
-while their compiled loops are being replaced. Another compiled loop joins with one entry:
-write its loop for one state with these outputs, a ``prange`` driver like
-:func:`_rk4_runs`, and its ``refuses``.
+loop, the same options) — where ``kd.simulate`` runs it compiled: a run whose Newton
+iteration fails is reported stopped here, where ``kd.simulate`` hands it to the Python
+method. What a loop cannot take is refused before any step, naming the method, the joint
+or element and the batched methods that take it: force elements with midpoint, gauss4,
+verlet (avf, itoh_abe, energy_momentum, rk4 take them); an exact law outside
+time_stepping; an element without a compiled row (a torque given as a function, a
+wrench: ``kd.simulate`` per state). Another compiled loop joins with one entry: write its
+loop for one state with these outputs, a ``prange`` driver like :func:`_rk4_runs`, and its
+``refuses``.
 
 A run that stops does not lose the others: :func:`simulate_batch` raises
 :class:`DivergenceError` naming the runs (run, time, why); the error's ``result`` holds the
