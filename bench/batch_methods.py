@@ -4,8 +4,10 @@ and against MuJoCo's rollout (its threads) and a loop of mj_step.
 The 7-link chain of ``bench/sim_vs_mujoco.py`` (``pendulum_chain(7, planar=False,
 radius=0.05)``: unit rods, hinges alternating y and x,
 gravity), N random states (angles ±1, speeds ±0.5), dt = 1e-3 for ``--t`` seconds.
-For each batched method (``kanedyn.sim.batch.METHODS``: rk4, midpoint, gauss4, verlet, and
-time_stepping with exact Stribeck friction on every joint and a sinusoidal root torque)
+For each batched method (``kanedyn.sim.batch.METHODS``: rk4, midpoint, gauss4, verlet, avf,
+itoh_abe (forward and symmetric), energy_momentum, time_stepping with exact Stribeck friction
+on every joint and a sinusoidal root torque, and time_stepping with LuGre laws and Karnopp
+bands on alternate joints)
 the time per run-step of ``kd.simulate_batch`` (prange over the cores) and of N calls of
 ``kd.simulate`` (the same compiled loop, one run at a time); for MuJoCo its RK4 and
 implicitfast by ``mujoco.rollout`` (nthread = the cores) and by a loop of ``mj_step``.
@@ -29,7 +31,13 @@ from sim_vs_mujoco import mjcf_chain
 
 import kanedyn as kd
 
-METHODS = ("rk4", "midpoint", "gauss4", "verlet", "time_stepping")
+#: (label, method, options); the LuGre/Karnopp run is time_stepping with laws by joints=
+METHODS = (("rk4", "rk4", {}), ("midpoint", "midpoint", {}), ("gauss4", "gauss4", {}),
+           ("verlet", "verlet", {}), ("avf", "avf", {}), ("itoh_abe", "itoh_abe", {}),
+           ("itoh_abe symmetric", "itoh_abe", {"variant": "symmetric"}),
+           ("energy_momentum", "energy_momentum", {}),
+           ("time_stepping", "time_stepping", {}),
+           ("time_stepping LuGre/Karnopp", "time_stepping", {"joints": "lugre_karnopp"}))
 
 
 def friction_forces(model):
@@ -38,6 +46,15 @@ def friction_forces(model):
     law = kd.friction.Stribeck(Fc=2.0, Fs=3.0, vs=0.05, delta=2.0, Fv=0.1)
     return ([kd.forces.JointFriction(j, law) for j in model.joint_names]
             + [kd.forces.SinusoidalTorque(model.joint_names[0], 1.0, 1.0)])
+
+
+def lugre_karnopp(model):
+    """time_stepping's joints=: LuGre laws (σ0 1e4, σ1 50) and Karnopp bands (1e-3 rad/s)
+    around the exact law of :func:`friction_forces`, on alternate joints."""
+    law = kd.friction.Stribeck(Fc=2.0, Fs=3.0, vs=0.05, delta=2.0, Fv=0.1)
+    lugre = kd.friction.LuGre(sigma0=1e4, sigma1=50.0, Fc=2.0, Fs=3.0, vs=0.05, sigma2=0.1)
+    return {j: lugre if i % 2 == 0 else kd.friction.Karnopp(law, 1e-3)
+            for i, j in enumerate(model.joint_names)}
 
 
 def best(fn, repeat):
@@ -62,15 +79,20 @@ def main() -> None:
     Q0, V0 = rng.uniform(-1, 1, (N, 7)), rng.uniform(-0.5, 0.5, (N, 7))
     print(f"7-link chain, N = {N} runs x {steps} steps, dt = {dt}; cores {os.cpu_count()}, "
           f"load {os.getloadavg()[0]:.2f}")
-    print(f"{'method':>22} {'batched µs/run-step':>20} {'loop µs/run-step':>17} {'ratio':>6}")
-    for m in METHODS:
-        fs = friction_forces(model) if m == "time_stepping" else ()
+    print(f"{'method':>28} {'batched µs/run-step':>20} {'loop µs/run-step':>17} {'ratio':>6}")
+    for label, m, opts in METHODS:
+        fs = ()
+        if opts.get("joints") == "lugre_karnopp":
+            opts = {"joints": lugre_karnopp(model)}
+            fs = [kd.forces.SinusoidalTorque(model.joint_names[0], 1.0, 1.0)]
+        elif m == "time_stepping":
+            fs = friction_forces(model)
 
-        def batch(m=m, fs=fs):
-            return kd.simulate_batch(model, Q0, V0, a.t, method=m, dt=dt, forces=fs)
+        def batch(m=m, fs=fs, opts=opts):
+            return kd.simulate_batch(model, Q0, V0, a.t, method=m, dt=dt, forces=fs, **opts)
 
-        def loop(m=m, fs=fs):
-            kw = {} if m == "time_stepping" else {"progress": False}
+        def loop(m=m, fs=fs, opts=opts):
+            kw = {**opts} if m == "time_stepping" else {"progress": False, **opts}
             return [kd.simulate(model, Q0[k], V0[k], a.t, method=m, dt=dt, forces=fs, **kw)
                     for k in range(N)]
 
@@ -80,7 +102,7 @@ def main() -> None:
         err = max(np.abs(b.q[k] - s[k].q).max() for k in range(N))
         assert err < 1e-12, (m, err)
         us = 1e6 / (N * steps)
-        print(f"{m:>22} {tb * us:20.2f} {tl * us:17.2f} {tl / tb:6.1f}")
+        print(f"{label:>28} {tb * us:20.2f} {tl * us:17.2f} {tl / tb:6.1f}")
     for integ in ("RK4", "implicitfast"):
         mm = mujoco.MjModel.from_xml_string(mjcf_chain(7, integ, dt))
         d = mujoco.MjData(mm)
@@ -107,7 +129,7 @@ def main() -> None:
         tb, _ = best(roll, a.repeat)
         tl, _ = best(step_loop, a.repeat)
         us = 1e6 / (N * steps)
-        print(f"{'MuJoCo ' + integ:>22} {tb * us:20.2f} {tl * us:17.2f} {tl / tb:6.1f}"
+        print(f"{'MuJoCo ' + integ:>28} {tb * us:20.2f} {tl * us:17.2f} {tl / tb:6.1f}"
               "   (rollout / mj_step loop)")
     print(f"load after: {os.getloadavg()[0]:.2f}")
 

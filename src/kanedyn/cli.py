@@ -484,6 +484,23 @@ def _run_batch_implicit():
     kd.simulate_batch(model, Q0, V0, 0.01, method="time_stepping", dt=1e-3, forces=forces)
 
 
+def _run_batch_dg():
+    # simulate_batch's discrete gradients (one njit driver for avf, itoh_abe and
+    # energy_momentum, with and without force rows) and the time-stepping batch with LuGre
+    # and Karnopp laws (the same driver as the exact friction's, other table rows)
+    from kanedyn import friction
+
+    model, q0, v0 = _chain()
+    Q0, V0 = np.tile(q0, (2, 1)), np.tile(v0, (2, 1))
+    damper = [kd.forces.JointDamper(model.joint_names[0], 0.1)]
+    for forces in ((), damper):
+        kd.simulate_batch(model, Q0, V0, 0.005, method="avf", dt=1e-3, forces=forces)
+    law = friction.Stribeck(Fc=2.0, Fs=3.0, vs=0.05, delta=2.0, Fv=0.1)
+    joints = {model.joint_names[0]: friction.LuGre(1e4, 50.0, 2.0, 3.0, 0.05),
+              model.joint_names[1]: friction.Karnopp(law, 1e-3)}
+    kd.simulate_batch(model, Q0, V0, 0.005, method="time_stepping", dt=1e-3, joints=joints)
+
+
 def _run_radau():
     # the compiled radau5 loop for both kinds of compiled constrained system
     from kanedyn.constraints import problems
@@ -530,6 +547,7 @@ _PRECOMPILE_RUNS = {"simulate avf": _run_avf, "simulate rk4": _run_rk4,
                     "simulate energy_momentum (constrained)": _run_constrained_em,
                     "rk4 on the manifold": _run_manifold,
                     "simulate_batch midpoint/gauss4/verlet/time_stepping": _run_batch_implicit,
+                    "simulate_batch avf/itoh_abe/energy_momentum, LuGre/Karnopp": _run_batch_dg,
                     "joint torque regressor": _run_regressor}
 
 

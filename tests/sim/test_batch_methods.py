@@ -90,10 +90,11 @@ def test_refusals_name_the_combination_and_the_way_out():
     with pytest.raises(KanedynError, match=r"'gauss4' takes no force elements.*'rk4'"):
         simulate_batch(CHAIN, Q0, V0, 0.1, method="gauss4", dt=0.01,
                        forces=[kd.forces.JointDamper("joint1", 0.1)])
-    with pytest.raises(KanedynError,
-                       match="batched methods: rk4, midpoint, gauss4, verlet, time_stepping"):
+    with pytest.raises(KanedynError, match="batched methods: rk4, midpoint, gauss4, verlet, "
+                                           "avf, itoh_abe, energy_momentum, time_stepping"):
         simulate_batch(CHAIN, Q0, V0, 0.1, method="radau5", dt=0.01)
-    assert set(METHODS) == {"rk4", "midpoint", "gauss4", "verlet", "time_stepping"}
+    assert set(METHODS) == {"rk4", "midpoint", "gauss4", "verlet", "avf", "itoh_abe",
+                            "energy_momentum", "time_stepping"}
 
 
 PLANAR4 = kd.models.pendulum_chain(4, planar=True)
@@ -139,3 +140,129 @@ def test_time_stepping_with_exact_friction_per_run_levels():
     with pytest.raises(KanedynError, match="joint 'joint9' has no JointFriction|joint9"):
         simulate_batch(PLANAR4, Q0, V0, 0.1, method="time_stepping", dt=1e-3,
                        forces=_friction(), params={"Fs:joint9": Fs})
+
+
+# --- the discrete gradients (avf, itoh_abe, energy_momentum) and friction treatments ---
+
+def _elements(k=2.0, c=0.3, Fs=1.5):
+    """Springs, dampers, a sinusoidal torque and smoothed Stribeck friction: every row of
+    forces/kernel.py, which the discrete-gradient loop takes."""
+    from kanedyn import friction
+
+    law = friction.Stribeck(Fc=1.0, Fs=Fs, vs=0.1, delta=2.0, Fv=0.05,
+                            smoothing=friction.Smoothing("tanh", 0.05))
+    return [kd.forces.JointSpring("joint1", k, 0.2), kd.forces.JointDamper("joint2", c),
+            kd.forces.SinusoidalTorque("joint3", 0.5, 1.0),
+            kd.forces.JointFriction("joint2", law)]
+
+
+@pytest.mark.parametrize(("method", "options"), [
+    ("avf", {}), ("itoh_abe", {}), ("itoh_abe", {"variant": "symmetric"}),
+    ("energy_momentum", {}), ("energy_momentum", {"cyclic": ["joint1"]})])
+def test_discrete_gradients_with_forces_and_per_run_parameters(method, options):
+    """3 runs x 50 steps with springs, a damper, a torque and smoothed friction, stiffness,
+    damping and Fs set per run: each run is the single kd.simulate run with those
+    elements (its own compiled loop; the energy by another kernel), and the budget
+    E − E₀ − W_nc closes (exact energy methods)."""
+    Q0, V0 = _states(CHAIN, 3, 3)
+    k, c, Fs = np.array([1.0, 2.0, 4.0]), np.array([0.1, 0.3, 0.0]), np.array([1.2, 1.5, 2.0])
+    b = simulate_batch(CHAIN, Q0, V0, 0.05, method=method, dt=1e-3, forces=_elements(),
+                       params={"stiffness:joint1": k, "damping:joint2": c, "Fs:joint2": Fs},
+                       save_every=5, **options)
+    assert b.method == method and b.q.shape == (3, 11, 3)
+    for r in range(3):
+        s = kd.simulate(CHAIN, Q0[r], V0[r], 0.05, method=method, dt=1e-3, save_every=5,
+                        forces=_elements(k[r], c[r], Fs[r]), progress=False, **options)
+        assert np.allclose(b.q[r], s.q, rtol=0, atol=1e-12)
+        assert np.allclose(b.v[r], s.v, rtol=0, atol=1e-12)
+        assert np.allclose(b.work_nc[r], s.work_nc, rtol=0, atol=1e-12)
+        assert np.allclose(b.energy[r], s.energy, rtol=0, atol=1e-12)
+    assert np.all(b.work_nc[:, -1] < 0)  # the damper and the friction take energy out
+    assert np.abs(b.budget).max() < 1e-11
+
+
+def test_avf_batch_equals_the_python_reference():
+    """An independent reference: the Python AVF steps (compiled=False) to Newton's
+    tolerance."""
+    Q0, V0 = _states(CHAIN, 2, 4)
+    b = simulate_batch(CHAIN, Q0, V0, 0.02, method="avf", dt=1e-3, forces=_elements())
+    for r in range(2):
+        s = kd.simulate(CHAIN, Q0[r], V0[r], 0.02, method="avf", dt=1e-3, compiled=False,
+                        forces=_elements(), progress=False)
+        assert np.allclose(b.q[r], s.q, rtol=0, atol=1e-12)
+        assert np.allclose(b.v[r], s.v, rtol=0, atol=1e-11)
+
+
+@pytest.mark.parametrize("method", ["avf", "itoh_abe", "energy_momentum"])
+def test_a_stopped_discrete_gradient_run_is_reported_alone(method):
+    Q0, V0 = _states(CHAIN, 3, 1)
+    V0[1] = 1e8  # no Newton step converges (or the kernel refuses the state)
+    with pytest.raises(DivergenceError, match=r"1 of 3 runs stopped.*run 1 at t = ") as e:
+        simulate_batch(CHAIN, Q0, V0, 0.05, method=method, dt=0.01)
+    assert list(e.value.failures) == [1] and e.value.failures[1][1] in STOPPED.values()
+    r = e.value.result
+    assert np.isnan(r.q[1, -1]).all() and np.isfinite(r.q[[0, 2]]).all()
+    s = kd.simulate(CHAIN, Q0[2], V0[2], 0.05, method=method, dt=0.01, progress=False)
+    assert np.allclose(r.q[2], s.q, rtol=0, atol=1e-13)
+
+
+def test_time_stepping_with_lugre_and_karnopp_per_run():
+    """LuGre (bristle stiffness σ0 per run) and a Karnopp band (its width per run, on a
+    moving surface) beside an exact law, given by joints= as to kd.simulate: each run is
+    the single run, stick flags included."""
+    from kanedyn import friction
+
+    exact = friction.Stribeck(Fc=1.0, Fs=1.5, vs=0.05, delta=2.0, Fv=0.1)
+    s0, band = np.array([1e4, 2e4, 5e3]), np.array([1e-3, 2e-3, 5e-4])
+
+    def laws(r):
+        return {"joint1": friction.LuGre(sigma0=s0[r], sigma1=50.0, Fc=1.0, Fs=1.5, vs=0.05,
+                                         sigma2=0.1),
+                "joint2": friction.Karnopp(exact, band[r])}
+
+    rng = np.random.default_rng(2)
+    Q0, V0 = rng.uniform(-1, 1, (3, 4)), 0.3 * rng.normal(size=(3, 4))
+    others = [kd.forces.JointFriction("joint3", exact), kd.forces.JointDamper("joint1", 0.1)]
+    b = simulate_batch(PLANAR4, Q0, V0, 0.05, method="time_stepping", dt=1e-3, joints=laws(0),
+                       forces=others, surface_velocity={"joint2": 0.01},
+                       params={"sigma0:joint1": s0, "band:joint2": band})
+    for r in range(3):
+        s = kd.simulate(PLANAR4, Q0[r], V0[r], 0.05, method="time_stepping", dt=1e-3,
+                        joints=laws(r), forces=others, surface_velocity={"joint2": 0.01})
+        assert np.allclose(b.q[r], s.q, rtol=0, atol=1e-13)
+        assert np.allclose(b.v[r], s.v, rtol=0, atol=1e-13)
+        assert np.allclose(b.energy[r], s.energy, rtol=0, atol=1e-12)
+        assert np.allclose(b.work_nc[r], s.work_nc, rtol=0, atol=1e-12)
+        assert (b.stuck[r] == s.friction.stuck).all()
+    with pytest.raises(KanedynError, match=r"'sigma0:joint3'.*exact.*Fc, Fs"):
+        simulate_batch(PLANAR4, Q0, V0, 0.01, method="time_stepping", dt=1e-3,
+                       joints=laws(0), forces=others, params={"sigma0:joint3": s0})
+    with pytest.raises(KanedynError, match=r"joint 'joint1' has two friction laws"):
+        simulate_batch(PLANAR4, Q0, V0, 0.01, method="time_stepping", dt=1e-3,
+                       joints=laws(0), forces=[kd.forces.JointFriction("joint1", exact)])
+
+
+def test_a_method_refuses_what_its_loop_cannot_take_naming_it():
+    from kanedyn import friction
+
+    Q0, V0 = _states(CHAIN, 2, 0)
+    exact = friction.Stribeck(Fc=1.0, Fs=1.5, vs=0.05, delta=2.0, Fv=0.1)
+    with pytest.raises(KanedynError, match=r"'avf' cannot take JointFriction on 'joint2'.*"
+                                           r"discontinuous.*'time_stepping'"):
+        simulate_batch(CHAIN, Q0, V0, 0.1, method="avf", dt=0.01,
+                       forces=[kd.forces.JointFriction("joint2", exact)])
+    with pytest.raises(KanedynError, match=r"'verlet' takes no force elements.*JointSpring on "
+                                           r"'joint1'.*'avf', 'itoh_abe' or 'energy_momentum'"):
+        simulate_batch(CHAIN, Q0, V0, 0.1, method="verlet", dt=0.01, forces=_elements())
+    with pytest.raises(KanedynError, match=r"'energy_momentum'.*JointTorque.*no compiled form"):
+        simulate_batch(CHAIN, Q0, V0, 0.1, method="energy_momentum", dt=0.01,
+                       forces=[kd.forces.JointTorque(lambda t, q, v: -q)])
+    with pytest.raises(KanedynError, match=r"'itoh_abe' takes no option\(s\) nodes; its "
+                                           r"options: tol, maxiter, variant"):
+        simulate_batch(CHAIN, Q0, V0, 0.1, method="itoh_abe", dt=0.01, nodes=4)
+    with pytest.raises(KanedynError, match=r"'projection' variant has no compiled loop"):
+        simulate_batch(CHAIN, Q0, V0, 0.1, method="energy_momentum", dt=0.01,
+                       variant="projection")
+    Q0, V0 = _states(BALLS, 2, 0)
+    with pytest.raises(KanedynError, match=r"'avf'.*free joint.*'midpoint' or 'gauss4'"):
+        simulate_batch(BALLS, Q0, V0, 0.1, method="avf", dt=0.01)

@@ -45,13 +45,15 @@ without force elements or with only those; otherwise the Python steps.
 Batched methods
 ---------------
 ``simulate_batch(..., method=...)`` looks the method up in :data:`METHODS`, a table of
-:class:`BatchMethod`: its name, ``refuses(model)`` (why it cannot take the Model, or None)
-and ``runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status)``, which
+:class:`BatchMethod`: its name, ``refuses(model)`` (why it cannot take the Model, or None),
+``runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status, opts)``, which
 fills the outputs of every run by a compiled whole-run loop of one state called in
 ``prange`` — ``D[k]`` the run's flat array (its ``mass:`` parameters applied), ``P[k]``
 its force rows, ``steps``/``every`` the grid of
 :func:`~kanedyn.integrators.rk4_compiled.step_grid`, ``status[k]`` left [code, step,
-kernel status] by a run that stops (codes in :data:`STOPPED`). The table holds
+kernel status] by a run that stops (codes in :data:`STOPPED`), ``opts`` the method's
+options and the force elements —, the names of the ``kd.simulate`` options it takes too
+(``options``) and whether its loop takes force elements (``forces``). The table holds
 
 - ``"rk4"``: :func:`rk4_run` or the manifold loop, by the Model;
 - ``"midpoint"``, ``"gauss4"``: ``_gauss_loop`` of :mod:`kanedyn.integrators.gauss_compiled`
@@ -59,19 +61,37 @@ kernel status] by a run that stops (codes in :data:`STOPPED`). The table holds
   elements (``mass:`` parameters only);
 - ``"verlet"``: ``_verlet_loop`` of :mod:`kanedyn.integrators.verlet_compiled` per run
   (additive joints, no force elements);
+- ``"avf"``, ``"itoh_abe"`` (``variant="forward"`` or ``"symmetric"``),
+  ``"energy_momentum"`` (its ``"gonzalez"`` variant, what ``variant="auto"`` picks on
+  additive chains): ``_dg_loop`` of :mod:`kanedyn.integrators.discrete_gradient_compiled`
+  per run (:func:`_dg_runs`), additive joints without armature, with the force rows
+  (springs, dampers, constant and sinusoidal torques, smoothed Stribeck friction, and
+  their per-run parameters) and W_nc. The method's stepper is built as ``kd.simulate``
+  builds it (its options checked, the cyclic coordinates of energy_momentum chosen) and
+  the loop's settings read from it, so that each run is the compiled ``kd.simulate`` run;
+  options: ``tol``/``maxiter``/``nodes`` (avf), ``tol``/``maxiter``/``variant``
+  (itoh_abe), ``maxiter``/``variant``/``cyclic`` (energy_momentum);
 - ``"time_stepping"``: :func:`~kanedyn.sim.time_stepping_compiled.time_stepping_run` per run
-  (:func:`_ts_runs`): the JointFriction elements with Stribeck laws become friction joints
-  (exact stick–slip by the box LCP, or smoothed) with a friction table per run, so that
-  ``Fc:``/``Fs:``/``vs:``/``delta:``/``Fv:`` of a friction joint set its law per run; the
-  grid of ``time_stepping`` (``round(t_final/dt)`` steps), the stick flags in
+  (:func:`_ts_runs`): the JointFriction elements with Stribeck laws and the entries of
+  ``joints=`` (Stribeck laws, LuGre laws, Karnopp bands; ``surface_velocity=``, as
+  ``kd.simulate``'s options) become friction joints (exact stick–slip by the box LCP,
+  smoothed, Karnopp, LuGre) with a friction table per run, so that ``Fc:``/``Fs:``/
+  ``vs:``/``delta:``/``Fv:`` of a friction joint, ``band:`` of a Karnopp band and
+  ``sigma0:``/``sigma1:``/``sigma2:`` of a LuGre law set it per run; the grid of
+  ``time_stepping`` (``round(t_final/dt)`` steps), the stick flags in
   ``BatchTrajectory.stuck``. Its runs take that table, so :func:`simulate_batch` calls
   :func:`_time_stepping_batch` for it (``runs`` is None).
 
 Each gives, run by run, the single ``kd.simulate`` with the method to the bit (the same
-loop, the same options). ``avf``, ``itoh_abe`` and ``energy_momentum`` are not in the table
-while their compiled loops are being replaced. Another compiled loop joins with one entry:
-write its loop for one state with these outputs, a ``prange`` driver like
-:func:`_rk4_runs`, and its ``refuses``.
+loop, the same options) — where ``kd.simulate`` runs it compiled: a run whose Newton
+iteration fails is reported stopped here, where ``kd.simulate`` hands it to the Python
+method. What a loop cannot take is refused before any step, naming the method, the joint
+or element and the batched methods that take it: force elements with midpoint, gauss4,
+verlet (avf, itoh_abe, energy_momentum, rk4 take them); an exact law outside
+time_stepping; an element without a compiled row (a torque given as a function, a
+wrench: ``kd.simulate`` per state). Another compiled loop joins with one entry: write its
+loop for one state with these outputs, a ``prange`` driver like :func:`_rk4_runs`, and its
+``refuses``.
 
 A run that stops does not lose the others: :func:`simulate_batch` raises
 :class:`DivergenceError` naming the runs (run, time, why); the error's ``result`` holds the
@@ -109,6 +129,7 @@ from ..forces.kernel import (
     spring_potential,
 )
 from ..integrators.base import Solution
+from ..integrators.discrete_gradient_compiled import _dg_loop
 from ..integrators.gauss_compiled import (
     BAD_STATE,
     NEWTON_FAILED,
@@ -166,7 +187,8 @@ class BatchTrajectory:
     energy: NDArray
     work_nc: NDArray
     method: str = "rk4"
-    #: time_stepping: the stick flags (N, S, n_friction_joints), in forces= order
+    #: time_stepping: the stick flags (N, S, n_friction_joints), in kd.simulate's order of
+    #: the friction joints (those of ``joints=`` first, then the JointFriction elements)
     stuck: NDArray | None = None
 
     @property
@@ -296,14 +318,21 @@ class BatchMethod:
 
     ``refuses(model)``: why the method cannot take this Model (a sentence naming the joint
     or element), or None. ``runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE,
-    status)``: fill the outputs of every run k from (Q0[k], V0[k]) on the flat array D[k]
-    with the force rows P[k], by the compiled loop of one state called in ``prange``; a run
-    that stops leaves [code, step, kernel status] in status[k] (codes: :data:`STOPPED`).
+    status, opts)``: fill the outputs of every run k from (Q0[k], V0[k]) on the flat array
+    D[k] with the force rows P[k], by the compiled loop of one state called in ``prange``;
+    a run that stops leaves [code, step, kernel status] in status[k] (codes:
+    :data:`STOPPED`). ``opts``: the keyword options given to :func:`simulate_batch` (only
+    those named in ``options``) and ``"forces"``, the force elements. ``forces``: whether
+    the loop takes force elements (the rows of :mod:`kanedyn.forces.kernel`); a method
+    without refuses them naming the element and the methods that take them.
     """
 
     name: str
     refuses: Callable[[Model], str | None]
-    runs: Callable[..., None]
+    runs: Callable[..., None] | None
+    #: the keyword options of ``kd.simulate``'s method that the batch takes too
+    options: tuple[str, ...] = ()
+    forces: bool = True
 
 
 def _rk4_refuses(model: Model) -> str | None:
@@ -316,7 +345,8 @@ def _manifold(model: Model) -> bool:
     return not all(b.joint.chart_is_additive for b in model.bodies) or model.armature.any()
 
 
-def _rk4_batch(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status) -> None:
+def _rk4_batch(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status,
+               opts=None) -> None:
     # no blow-up guard (np.inf): a batch stops a run only at a non-finite state
     if _manifold(model):
         from .rk4_manifold import dof_coordinates, manifold_runs
@@ -397,11 +427,25 @@ def _implicit_status(status: NDArray) -> None:
     status[code == BAD_STATE, 0] = BAD_KERNEL_STATE
 
 
-def _no_forces(method: str, P: NDArray) -> None:
-    if has_forces(P):
+def _element_name(f) -> str:
+    """A force element as the messages name it: its type and joint(s)."""
+    joints = getattr(f, "joints", None) or [getattr(f, "joint", None)]
+    return type(f).__name__ + ("" if joints[0] is None else " on " + ", ".join(map(repr, joints)))
+
+
+def _no_forces(method: str, forces, P: NDArray | None) -> None:
+    """Refuse force elements (or per-run force parameters, in ``P``) for a method whose
+    compiled loop integrates the conservative tree only, naming the element and the
+    batched methods that take it."""
+    way_out = ("use method='avf', 'itoh_abe' or 'energy_momentum' (implicit, exact energy "
+               "budget) or 'rk4' for springs, dampers, torques and smoothed friction")
+    if forces:
         raise KanedynError(f"simulate_batch: method {method!r} takes no force elements (its "
-                           "compiled loop integrates the conservative tree only); use "
-                           "method='rk4' for springs, dampers, torques and friction")
+                           "compiled loop integrates the conservative tree only), got "
+                           f"{_element_name(forces[0])}; {way_out}")
+    if P is not None and has_forces(P):
+        raise KanedynError(f"simulate_batch: method {method!r} takes no force elements, and "
+                           f"params= gives joint forces per run; {way_out}")
 
 
 def _implicit_refuses(name: str, tangent_ok: bool) -> Callable[[Model], str | None]:
@@ -425,7 +469,8 @@ def _implicit_refuses(name: str, tangent_ok: bool) -> Callable[[Model], str | No
 
 
 def _gauss_batch(stages: int):
-    def runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status) -> None:
+    def runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status,
+             opts=None) -> None:
         from ..integrators.gauss import REFRESH_AFTER, TABLEAUX, GaussLegendre
 
         A, b, c = TABLEAUX[stages]
@@ -439,13 +484,131 @@ def _gauss_batch(stages: int):
     return runs
 
 
-def _verlet_batch(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status) -> None:
+def _verlet_batch(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status,
+                  opts=None) -> None:
     from ..integrators.verlet import Verlet
 
     _verlet_runs(D, P, Q0, V0, steps, every, float(Verlet.options["tol"]),
                  int(Verlet.options["maxiter"]), 3, PREDICTOR_STEPS, outQ, outV, outW, outE,
                  status)  # refresh_after 3: verlet_compiled.run's default
     _implicit_status(status)
+
+
+# --- avf, itoh_abe, energy_momentum: the discrete-gradient loop, one per run -----------
+
+@njit(cache=True, nogil=True)
+def _finish_work(data, P, Q, V, W, kept, outQ, outV, outW, outE):
+    """:func:`_finish` for a loop that records W_nc (the discrete gradients with force
+    rows): the ``kept`` samples with their work ``W`` and energy, NaN after them."""
+    _finish(data, P, Q, V, kept, outQ, outV, outW, outE)
+    for i in range(min(kept, outW.shape[0])):
+        outW[i] = W[i]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _dg_runs(D, P, forces, kind, carry_p, Q0, V0, steps, every, xi, w, mask, tol, stagnation,
+             maxiter, refresh, degree, slow, floor, outQ, outV, outW, outE, status):
+    """:func:`~kanedyn.integrators.discrete_gradient_compiled._dg_loop` (the discrete
+    gradient ``kind``: AVF, Itoh–Abe forward or symmetric, Gonzalez) for each run k on
+    ``D[k]`` with the force rows ``P[k]``, the runs spread over the threads; status[k] left
+    as the loop leaves it, [code, step index, Newton matrices built] (translated by
+    :func:`_dg_status`). The one call of ``_dg_loop`` on the batch side: its arguments are
+    those of ``discrete_gradient_compiled.run`` (no blow-up guard, as the other batches)."""
+    n_steps = steps.shape[0]
+    S = outQ.shape[1]
+    for k in prange(Q0.shape[0]):
+        Q, V = np.empty((S + 1, Q0.shape[1])), np.empty((S + 1, V0.shape[1]))
+        W = np.zeros(S + 1)
+        iters = np.zeros(n_steps, dtype=np.int32)
+        kept = _dg_loop(D[k], P[k], forces, 0.0, kind, carry_p, Q0[k], V0[k], steps, n_steps,
+                        every, xi, w, mask, tol, stagnation, maxiter, refresh, degree, slow,
+                        floor, np.inf, Q, V, W, iters, status[k])
+        _finish_work(D[k], P[k], Q, V, W, kept, outQ[k], outV[k], outW[k], outE[k])
+
+
+def _dg_status(status: NDArray) -> None:
+    """The discrete-gradient loop's [code, step, matrices] as the batch's [code, step from 1,
+    0] (codes of :data:`STOPPED`), in place: its code 1 (Newton did not settle, at the step
+    index) -> NEWTON_STOPPED, 2 (the state guard, at the step from 1; with no blow-up bound
+    only a non-finite state) -> NOT_FINITE, 3 (a kernel refused a state or M, at the step
+    index) -> BAD_KERNEL_STATE."""
+    code = status[:, 0].copy()
+    status[:, 2] = 0
+    status[(code == 1) | (code == 3), 1] += 1
+    status[code == 1, 0] = NEWTON_STOPPED
+    status[code == 2, 0] = NOT_FINITE
+    status[code == 3, 0] = BAD_KERNEL_STATE
+
+
+def _dg_refuses(name: str) -> Callable[[Model], str | None]:
+    """``refuses`` of avf, itoh_abe, energy_momentum: the discrete-gradient loop works in
+    canonical (q, p) on additive coordinates, without rotors (``rk4_compiled.applicable``:
+    what kd.simulate runs compiled)."""
+    def refuses(model: Model) -> str | None:
+        if model.armature.any():
+            return (f"its joints have rotor armature, which the compiled {name} loop does "
+                    "not take; use method='rk4'")
+        for b in model.bodies:
+            if not b.joint.chart_is_additive:
+                return (f"joint {b.joint.name!r} is a {b.joint.kind} joint; the compiled "
+                        f"{name} loop takes revolute, prismatic and helical joints (canonical "
+                        "coordinates q, p); use method='midpoint' or 'gauss4' (ball, free) or "
+                        "'rk4' (every joint type)")
+        return None
+    return refuses
+
+
+def _dg_batch(name: str):
+    """``runs`` of a discrete-gradient method: the method's stepper is built as
+    ``kd.simulate`` builds it (its options checked, its variant and cyclic coordinates
+    chosen), and its settings for the compiled loop read from it."""
+    def runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status, opts) -> None:
+        from ..forces import ForceSet
+        from ..integrators import discrete_gradient_compiled as dgc
+        from ..integrators import get_method
+        from ..integrators.base import Problem
+        from .system import as_system
+
+        options = {k: v for k, v in opts.items() if k != "forces"}
+        if options.get("compiled", True) is False:
+            raise KanedynError(f"simulate_batch: method {name!r} runs its compiled loop; "
+                               "compiled=False is kd.simulate's (the Python steps)")
+        sys_ = as_system(model)
+        fs = ForceSet(sys_, opts["forces"])
+        springs = bool(fs.conservative) or bool(np.any(P[..., P_K] != 0.0))
+        problem = Problem(system=sys_, q0=Q0[0], v0=V0[0], t_final=float(steps.sum()),
+                          dt=float(steps[0]), tau_cons=fs.tau_conservative if springs else None)
+        try:
+            stepper = get_method(name)[0](problem, **options)
+        except SolverError as e:
+            raise KanedynError(f"simulate_batch: {e}") from None
+        mask = np.ones(model.nv)
+        xi = w = np.ones(1)
+        carry_p, degree, floor = True, 4, 0.0  # dgc.run's defaults
+        if name == "avf":
+            kind = dgc.AVF
+            xi, w = stepper.xi, stepper.w
+        elif name == "itoh_abe":
+            kind = dgc.ITOH_ABE_SYMMETRIC if stepper.symmetric else dgc.ITOH_ABE
+            degree, floor = 2, 1e-10  # (ItohAbe.compiled_run's)
+        else:
+            if stepper.variant != "gonzalez":
+                raise KanedynError(f"simulate_batch: energy_momentum's {stepper.variant!r} "
+                                   "variant has no compiled loop; the batch runs 'gonzalez' "
+                                   "(what variant='auto' picks on revolute/prismatic chains)")
+            kind, carry_p = dgc.GONZALEZ, False
+            mask[list(stepper.cyclic)] = 0.0
+        if name != "energy_momentum" and stepper.alpha > 0.0:
+            raise KanedynError(f"simulate_batch: {name}'s dissipation= has no compiled loop; "
+                               "use kd.simulate per state")
+        tol = 1e-15 if name == "energy_momentum" else float(stepper.opts["tol"])
+        stagnation = stepper.stagnation if name != "energy_momentum" else 1e-9
+        _dg_runs(D, P, has_forces(P), kind, carry_p, Q0, V0, steps, every,
+                 np.ascontiguousarray(xi, float), np.ascontiguousarray(w, float), mask,
+                 tol, float(stagnation), int(stepper.opts["maxiter"]), 20, degree, 1e-2,
+                 floor, outQ, outV, outW, outE, status)  # refresh 20, slow 1e-2: dgc.run's
+        _dg_status(status)
+    return runs
 
 
 # --- time_stepping: exact stick–slip by the box LCP, one compiled run per state --------
@@ -494,36 +657,66 @@ def _ts_refuses(model: Model) -> str | None:
 
 #: per-run friction quantities of a time-stepping batch: the columns of its table FT
 _FT_COLUMNS = {"Fc": tsc.FT_FC, "Fs": tsc.FT_FS, "vs": tsc.FT_VS, "delta": tsc.FT_DELTA,
-               "Fv": tsc.FT_FV}
+               "Fv": tsc.FT_FV, "band": tsc.FT_BAND, "sigma0": tsc.FT_S0,
+               "sigma1": tsc.FT_S1, "sigma2": tsc.FT_S2}
+#: the per-run quantities of a friction joint, by its treatment (time_stepping's kinds)
+_FT_OF_KIND = {"exact": ("Fc", "Fs", "vs", "delta", "Fv"),
+               "smooth": ("Fc", "Fs", "vs", "delta", "Fv"),
+               "karnopp": ("Fc", "Fs", "vs", "delta", "Fv", "band"),
+               "lugre": ("Fc", "Fs", "vs", "delta", "sigma0", "sigma1", "sigma2")}
 
 
-def _time_stepping_batch(model, D, Q0, V0, t_final, dt, forces, params, save_every):
-    """simulate_batch's ``time_stepping``: the JointFriction elements (exact, smoothed) become
-    friction joints as in kd.simulate, the other elements force rows; the steps of
-    time_stepping (``round(t_final/dt)`` of ``dt``), every ``save_every``-th and the last
-    kept. Returns (times, keep, outputs..., status)."""
+def _time_stepping_batch(model, D, Q0, V0, t_final, dt, forces, params, save_every, options):
+    """simulate_batch's ``time_stepping``: the JointFriction elements (exact, smoothed) and
+    the entries of ``joints=`` (Stribeck laws, LuGre laws, Karnopp bands) become friction
+    joints as in kd.simulate (``joints=`` first, then the elements, with their
+    ``surface_velocity=``), the other elements force rows; the steps of time_stepping
+    (``round(t_final/dt)`` of ``dt``), every ``save_every``-th and the last kept. Returns
+    (times, keep, outputs..., status)."""
     from ..forces.friction import JointFriction
+    from ..friction.karnopp import Karnopp
     from ..friction.laws import Stribeck
+    from ..friction.laws_kernel import SMOOTHING_CODES
+    from ..friction.lugre import LuGre
     from .time_stepping import friction_table
 
     N = Q0.shape[0]
-    joints, items, vb, others = [], [], [], []
+    laws = dict(options.get("joints") or {})
+    surface = {j: float(x) for j, x in (options.get("surface_velocity") or {}).items()}
+    others = []
     for f in forces or ():
         if isinstance(f, JointFriction):
-            if type(f.law) is not Stribeck:
-                raise KanedynError(f"simulate_batch: time_stepping batches Stribeck laws "
-                                   f"(exact or smoothed); joint {f.joint!r} has {f.law!r}: "
-                                   "use kd.simulate per state for LuGre or Karnopp")
-            joints.append(f.joint)
-            items.append(f.law)
-            vb.append(f.surface_velocity)
+            if f.joint in laws:
+                raise KanedynError(f"simulate_batch: joint {f.joint!r} has two friction laws "
+                                   "(a JointFriction and an entry of joints=)")
+            laws[f.joint] = f.law
+            if f.surface_velocity != 0.0:
+                surface[f.joint] = f.surface_velocity
         else:
             others.append(f)
+    joints, items = list(laws), list(laws.values())
+    for j, x in laws.items():
+        if j not in model.joint_names:
+            raise KanedynError(f"simulate_batch: joints= names {j!r}, which is not a joint "
+                               f"of {model.name!r} ({', '.join(model.joint_names)})")
+        law = x.law if isinstance(x, Karnopp) else x
+        if not isinstance(law, LuGre) and (type(law) is not Stribeck or (
+                law.smoothing is not None and law.smoothing.kind not in SMOOTHING_CODES)):
+            raise KanedynError(f"simulate_batch: time_stepping batches Stribeck laws (exact, "
+                               f"smoothed, or in a Karnopp band) and LuGre laws; joint {j!r} "
+                               f"has {x!r}: use kd.simulate per state for it")
+    for j in surface:
+        if j not in laws:
+            raise KanedynError(f"simulate_batch: surface_velocity names {j!r}, which has no "
+                               "friction law (JointFriction or joints=)")
+    vb = [surface.get(j, 0.0) for j in joints]
     if not joints:
         raise KanedynError("simulate_batch: method 'time_stepping' needs JointFriction "
-                           "elements in forces=; without friction use 'rk4' or 'verlet'")
+                           "elements in forces= (or laws in joints=); without friction use "
+                           "'rk4', 'verlet' or 'avf'")
     idx = np.array([model.bodies[model.joint_index(j)].iv.start for j in joints], np.int64)
-    kinds = ["exact" if x.discontinuous else "smooth" for x in items]
+    kinds = ["karnopp" if isinstance(x, Karnopp) else "lugre" if isinstance(x, LuGre)
+             else "exact" if x.discontinuous else "smooth" for x in items]  # (time_stepping's)
     rows, why = force_rows(model, others, friction=True)
     if why is not None:
         raise KanedynError(f"simulate_batch: {why}")
@@ -536,11 +729,18 @@ def _time_stepping_batch(model, D, Q0, V0, t_final, dt, forces, params, save_eve
         if qty in _FT_COLUMNS:
             if target not in joints:
                 raise StateError(f"simulate_batch: {name!r}: joint {target!r} has no "
-                                 "JointFriction element to take it")
+                                 "JointFriction element (or law in joints=) to take it")
+            kind = kinds[joints.index(target)]
+            if qty not in _FT_OF_KIND[kind]:
+                raise StateError(f"simulate_batch: {name!r}: joint {target!r}'s friction is "
+                                 f"{kind}, which takes {', '.join(_FT_OF_KIND[kind])} per run")
             vals = np.asarray(vals, dtype=float)
             if vals.shape != (N,) or not np.all(np.isfinite(vals)):
                 raise StateError(f"simulate_batch: params[{name!r}] must be {N} finite "
                                  f"numbers, one per run; got shape {vals.shape}")
+            if qty in ("vs", "band", "sigma0") and np.any(vals <= 0):
+                raise StateError(f"simulate_batch: params[{name!r}] must be > 0 (it divides "
+                                 "the law)")
             FT[:, joints.index(target), _FT_COLUMNS[qty]] = vals
         else:
             rest[name] = vals
@@ -562,19 +762,29 @@ def _time_stepping_batch(model, D, Q0, V0, t_final, dt, forces, params, save_eve
     return times, keep, outQ, outV, outW, outE, outS, status
 
 
-#: the batched methods by name; another compiled whole-run loop is added as one entry.
-#: (avf, itoh_abe and energy_momentum are left out while their compiled loops change.)
+#: the batched methods by name; another compiled whole-run loop is added as one entry
 METHODS: dict[str, BatchMethod] = {
     "rk4": BatchMethod("rk4", _rk4_refuses, _rk4_batch),
-    "midpoint": BatchMethod("midpoint", _implicit_refuses("midpoint", True), _gauss_batch(1)),
-    "gauss4": BatchMethod("gauss4", _implicit_refuses("gauss4", True), _gauss_batch(2)),
-    "verlet": BatchMethod("verlet", _implicit_refuses("verlet", False), _verlet_batch),
+    "midpoint": BatchMethod("midpoint", _implicit_refuses("midpoint", True), _gauss_batch(1),
+                            forces=False),
+    "gauss4": BatchMethod("gauss4", _implicit_refuses("gauss4", True), _gauss_batch(2),
+                          forces=False),
+    "verlet": BatchMethod("verlet", _implicit_refuses("verlet", False), _verlet_batch,
+                          forces=False),
+    "avf": BatchMethod("avf", _dg_refuses("avf"), _dg_batch("avf"),
+                       ("tol", "maxiter", "nodes")),
+    "itoh_abe": BatchMethod("itoh_abe", _dg_refuses("itoh_abe"), _dg_batch("itoh_abe"),
+                            ("tol", "maxiter", "variant")),
+    "energy_momentum": BatchMethod("energy_momentum", _dg_refuses("energy_momentum"),
+                                   _dg_batch("energy_momentum"),
+                                   ("maxiter", "variant", "cyclic")),
     # (its runs take the friction table too: simulate_batch calls _time_stepping_batch)
-    "time_stepping": BatchMethod("time_stepping", _ts_refuses, None),
+    "time_stepping": BatchMethod("time_stepping", _ts_refuses, None,
+                                 ("joints", "surface_velocity")),
 }
 
-#: the methods whose loops take no force elements
-_CONSERVATIVE = ("midpoint", "gauss4", "verlet")
+#: the methods whose compiled loops take force elements (and so, for the others, the way out)
+_WITH_FORCES = ("avf", "itoh_abe", "energy_momentum", "rk4")
 
 
 # --- the Python side ------------------------------------------------------------------
@@ -684,39 +894,58 @@ def _apply_params(model: Model, D: NDArray, P: NDArray, params: dict, N: int) ->
                              f"{', '.join(QUANTITIES)} (a joint)")
 
 
-def _run_methods(model, method, D, Q0, V0, t_final, dt, forces, params, save_every):
+def _run_methods(model, method, D, Q0, V0, t_final, dt, forces, params, save_every, options):
     """simulate_batch for the methods whose runs take (D, P): the grid of step_grid."""
     N = Q0.shape[0]
+    forces = list(forces or ())
+    entry = METHODS[method]
+    if not entry.forces:
+        _no_forces(method, forces, None)
+    for f in forces:
+        if getattr(f, "discontinuous", False):
+            raise KanedynError(
+                f"simulate_batch: method {method!r} cannot take {_element_name(f)}: its law "
+                "is discontinuous in v (exact stiction); use method='time_stepping' (exact "
+                "stick–slip by the box LCP), or smooth the law (Stribeck(..., smoothing=...)) "
+                f"for {', '.join(_WITH_FORCES)}")
     n_steps, steps, times, every, keep = step_grid(float(dt), 0.0, float(t_final),
                                                    int(save_every))
     rows, why = force_rows(model, forces)
     if why is not None:
-        raise KanedynError(f"simulate_batch: {why}")
+        raise KanedynError(f"simulate_batch: method {method!r}: {why}; kd.simulate per state "
+                           "takes any element (its Python steps)")
     P = np.ascontiguousarray(np.repeat(rows[None], N, axis=0))
     _apply_params(model, D, P, params or {}, N)
-    if method in _CONSERVATIVE:
-        _no_forces(method, P)
+    if not entry.forces:
+        _no_forces(method, (), P)
     S = len(keep)
     outQ = np.empty((N, S, model.nq))
     outV = np.empty((N, S, model.nv))
     outW = np.empty((N, S))
     outE = np.empty((N, S))
     status = np.zeros((N, 3), np.int64)
-    METHODS[method].runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status)
+    entry.runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status,
+               {**options, "forces": forces})
     return times, keep, outQ, outV, outW, outE, status
 
 
 def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
                    method: str = "rk4", dt: float | None = None, forces=(),
-                   params: dict | None = None, save_every: int = 1) -> BatchTrajectory:
+                   params: dict | None = None, save_every: int = 1,
+                   **options) -> BatchTrajectory:
     """Integrate N runs of ``model`` from the rows of ``Q0`` (N, nq) and ``V0`` (N, nv).
 
     The steps of ``dt`` from 0, the last one shortened to land on ``t_final``; the state
     after every ``save_every``-th step and after the last is kept (the samples of
     ``kd.simulate``). ``method``: a key of :data:`METHODS` (rk4, midpoint, gauss4, verlet,
-    time_stepping; module doc, "Batched methods"). See the module docstring for
-    ``params``. Raises :class:`DivergenceError` naming the runs that stopped (run, time,
-    why), the finished runs in its ``result``.
+    avf, itoh_abe, energy_momentum, time_stepping; module doc, "Batched methods"); each
+    run equals ``kd.simulate`` with that method. ``options``: the method's options of
+    ``kd.simulate`` that the batch takes (``BatchMethod.options``: ``variant=`` of
+    itoh_abe and energy_momentum, ``tol``/``maxiter``/``nodes`` of avf, ``cyclic=`` of
+    energy_momentum, ``joints=``/``surface_velocity=`` of time_stepping — LuGre laws and
+    Karnopp bands). See the module docstring for ``params``. Raises
+    :class:`DivergenceError` naming the runs that stopped (run, time, why), the finished
+    runs in its ``result``.
     """
     if not isinstance(model, Model):
         raise KanedynError("simulate_batch takes a Model (its kernels run on the model's "
@@ -724,6 +953,11 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
     if method not in METHODS:
         raise KanedynError(f"simulate_batch: unknown method {method!r}; batched methods: "
                            f"{', '.join(METHODS)}")
+    unknown = sorted(set(options) - set(METHODS[method].options))
+    if unknown:
+        raise KanedynError(f"simulate_batch: method {method!r} takes no option(s) "
+                           f"{', '.join(unknown)}; its options: "
+                           f"{', '.join(METHODS[method].options) or 'none'}")
     why = METHODS[method].refuses(model)
     if why is not None:
         raise KanedynError(f"simulate_batch: method {method!r} cannot take {model.name!r}: "
@@ -753,10 +987,11 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
     stuck = None
     if method == "time_stepping":
         times, keep, outQ, outV, outW, outE, stuck, status = _time_stepping_batch(
-            model, D, Q0, V0, float(t_final), float(dt), forces, params, int(save_every))
+            model, D, Q0, V0, float(t_final), float(dt), forces, params, int(save_every),
+            options)
     else:
         times, keep, outQ, outV, outW, outE, status = _run_methods(
-            model, method, D, Q0, V0, t_final, dt, forces, params, save_every)
+            model, method, D, Q0, V0, t_final, dt, forces, params, save_every, options)
     result = BatchTrajectory(times[keep], outQ, outV, outE, outW, method, stuck)
     bad = np.flatnonzero(status[:, 0])
     for k in bad:  # samples at or after the step that stopped run k were not reached
