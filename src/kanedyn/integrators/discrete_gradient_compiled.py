@@ -65,6 +65,7 @@ from ..dynamics import _compiled, kernels
 from ..dynamics.derivatives_kernel import kinetic_tangent, rnea_tangent
 from ..dynamics.energy_kernel import energy_pass_into, energy_workspace
 from ..dynamics.flat import flatten
+from ..dynamics.kernels.aba import aba_core, aba_workspace
 from ..dynamics.kernels.crba import crba_core
 from ..dynamics.layout import GRAV, MASS, H
 from ..forces.kernel import (
@@ -175,36 +176,131 @@ def gradient(data, P, forces, q, p, mw, v, ew, dT, dV, out, gq) -> bool:
     return True
 
 
+# ------------------------------------- the same by the articulated-body algorithm: O(n)
+# The functions above (CRBA, a Cholesky factor, then the energy pass) are the readable
+# reference: M(q) is formed and factored, O(n²) + O(n³) per value of ∇H. The residuals use
+# the forms below instead, in which M⁻¹p comes from one articulated-body pass (O(n)); they
+# are tested against the reference (tests/integrators/test_discrete_gradient_compiled.py).
+@nb.njit(cache=True, nogil=True)
+def aba_velocity_workspace(data, n):
+    """(the flat array with gravity set to zero, a zero n-vector, ABA's scratch
+    :func:`kanedyn.dynamics.kernels.aba.aba_workspace`) for :func:`velocity_aba`."""
+    nb_ = data.shape[0] - 1
+    free = data.copy()
+    for a in range(3):
+        free[nb_, GRAV + a] = 0.0
+    return free, np.zeros(n), aba_workspace(nb_, n)
+
+
+@nb.njit(cache=True, nogil=True)
+def velocity_aba(q, p, aw, v) -> bool:
+    """v ← M(q)⁻¹ p by one articulated-body pass (Featherstone 2008, Table 7.1): ABA
+    solves ``M(q) q̈ = τ − C(q, v) v − g(q)``; with v = 0 and gravity set to zero it is
+    ``q̈ = M⁻¹ τ``, here with τ = p. O(n) against the CRBA + Cholesky of
+    :func:`velocity`. aw: :func:`aba_velocity_workspace`; its ABA scratch then holds the
+    body poses of q (``ws[1][i]`` = (E, r) of body i from the world)."""
+    free, zero, ws = aw
+    return aba_core(free, q, zero, p, free, False, v, *ws) == 0
+
+
+@nb.njit(cache=True, nogil=True)
+def potential_from_poses(data, X0) -> float:
+    """V(q) = −Σ m_i gᵀ c_i from the poses X0[i] = (E, r) (E: world to body, r: the body's
+    origin in the world) that ABA leaves: ``m c_world = m r + Eᵀ h`` (h = m c, body
+    coordinates), as :func:`potential` from the kinematics pass."""
+    nb_ = data.shape[0] - 1
+    V = 0.0
+    for i in range(nb_):
+        m = data[i, MASS]
+        for a in range(3):
+            mc = (m * X0[i, 9 + a] + X0[i, a] * data[i, H] + X0[i, 3 + a] * data[i, H + 1]
+                  + X0[i, 6 + a] * data[i, H + 2])
+            V -= data[nb_, GRAV + a] * mc
+    return V
+
+
+@nb.njit(cache=True, nogil=True)
+def hamiltonian_aba(data, P, forces, q, p, aw, v) -> float:
+    """:func:`hamiltonian` in O(n): ``H = ½ pᵀ v + V(q)`` with v = M⁻¹p by
+    :func:`velocity_aba` and V from the poses of the same pass (+ the springs' potential);
+    NaN if the kernel refuses q. (T = ½ pᵀM⁻¹p includes the rotors' armature, as in
+    :func:`hamiltonian`.)"""
+    if not velocity_aba(q, p, aw, v):
+        return np.nan
+    T = 0.0
+    for i in range(p.shape[0]):
+        T += 0.5 * p[i] * v[i]
+    H = T + potential_from_poses(data, aw[2][1])
+    if forces:
+        H += spring_potential(P, q)
+    return H
+
+
+@nb.njit(cache=True, nogil=True)
+def gradient_aba(data, P, forces, q, p, aw, v, ew, dT, dV, out, gq) -> bool:
+    """:func:`gradient` in O(n): v ← M⁻¹p by :func:`velocity_aba`, then the energy pass's
+    ``−∂H/∂q|_p = ∂T/∂q|_v − g(q)`` (the Legendre transform: ``∂H/∂q|_p = −∂L/∂q|_v``,
+    and ∂T/∂q|_v = −Σ σᵀ crf(V_λ) H_k in one pass, :mod:`kanedyn.dynamics.energy_kernel`)."""
+    if not velocity_aba(q, p, aw, v) or energy_pass_into(data, q, v, dT, dV, out, *ew) != 0:
+        return False
+    for i in range(q.shape[0]):
+        gq[i] = dV[i] - dT[i]
+    if forces:
+        spring_gradient_add(P, q, 1.0, gq)
+    return True
+
+
 # ------------------------------------------------------------------- discrete gradients
 @nb.njit(cache=True, nogil=True)
-def configuration_part(data, P, forces, q, p, dq, reverse, g, x, mw, v, ew, H_start) -> bool:
+def configuration_part(data, P, forces, q, p, dq, reverse, g, x, aw, v, H_start) -> bool:
     """Itoh–Abe's ∇̄_qH at fixed p, the coordinates moved in the order 1..n (``reverse``:
     n..1): ``g_i = [H(.., q_i + Δq_i, ..) − H(..)]/Δq_i``; below an increment of
     1e-5 (1 + |q_i|) the central difference of H at the increment's midpoint (as
-    :meth:`.discrete_gradient.ItohAbe.configuration_part`)."""
+    :meth:`.discrete_gradient.ItohAbe.configuration_part`). Each H by
+    :func:`hamiltonian_aba` (O(n); aw its workspace)."""
     n = q.shape[0]
     for i in range(n):
         x[i] = q[i]
     # H(q, p) at the path's start: given (the same for every residual of a step), or NaN
-    H_prev = H_start if np.isfinite(H_start) else hamiltonian(data, P, forces, x, p, mw, v, ew)
+    H_prev = H_start if np.isfinite(H_start) else hamiltonian_aba(data, P, forces, x, p, aw, v)
     for k in range(n):
         i = n - 1 - k if reverse else k
         scale = 1.0 + abs(q[i])
         if abs(dq[i]) > 1e-5 * scale:
             x[i] = q[i] + dq[i]
-            H_new = hamiltonian(data, P, forces, x, p, mw, v, ew)
+            H_new = hamiltonian_aba(data, P, forces, x, p, aw, v)
             g[i] = (H_new - H_prev) / dq[i]
         else:
             e = 1e-5 * scale
             x[i] = q[i] + (0.5 * dq[i] + e)
-            Hp = hamiltonian(data, P, forces, x, p, mw, v, ew)
+            Hp = hamiltonian_aba(data, P, forces, x, p, aw, v)
             x[i] = q[i] + (0.5 * dq[i] - e)
-            g[i] = (Hp - hamiltonian(data, P, forces, x, p, mw, v, ew)) / (2 * e)
+            g[i] = (Hp - hamiltonian_aba(data, P, forces, x, p, aw, v)) / (2 * e)
             x[i] = q[i] + dq[i]
-            H_new = hamiltonian(data, P, forces, x, p, mw, v, ew)
+            H_new = hamiltonian_aba(data, P, forces, x, p, aw, v)
         if not np.isfinite(H_new):
             return False
         H_prev = H_new
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def configuration_gradient(data, P, forces, kind, q, p, d, H0, g, g1, x, pk, aw, v) -> bool:
+    """g ← Itoh–Abe's ∇̄_qH for the increment d = (Δq, Δp): the forward path q_1..q_n at p
+    (H0 = H(q, p)), and for ``ITOH_ABE_SYMMETRIC`` its mean with the reverse path
+    q_n..q_1 at p + Δp (the second half of the reverse path p_n..p_1, then q_n..q_1). The
+    one form of it for :func:`_residual` and :func:`_polish`; g1, x, pk: scratch."""
+    n = q.shape[0]
+    dq = d[:n]
+    if not configuration_part(data, P, forces, q, p, dq, False, g, x, aw, v, H0):
+        return False
+    if kind == ITOH_ABE_SYMMETRIC:
+        for i in range(n):
+            pk[i] = p[i] + d[n + i]
+        if not configuration_part(data, P, forces, q, pk, dq, True, g1, x, aw, v, np.nan):
+            return False
+        for i in range(n):
+            g[i] = 0.5 * (g[i] + g1[i])
     return True
 
 
@@ -288,6 +384,10 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
     M0, L0 = mw0[0], mw0[1]
     mw = mass_workspace(n, nb_)  # M and its factor at the points the residual visits
     ew = energy_workspace(nb_)
+    aw = aba_velocity_workspace(data, n)  # M⁻¹p by ABA (O(n)) in the residuals
+    # the Cholesky factor at the step's end is needed by Itoh–Abe's M⁻¹(q) and by p = M v
+    # (Gonzalez's reference without carry_p); otherwise v = M⁻¹p by ABA
+    need_M0 = not carry_p or kind == ITOH_ABE or kind == ITOH_ABE_SYMMETRIC
     Minv, Minv0 = np.empty((n, n)), np.empty((n, n))
     B, G, D, dv_ = np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
     J, piv = np.empty((2 * n, 2 * n)), np.empty(2 * n, dtype=np.int64)
@@ -316,10 +416,9 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
         if not carry_p:
             p[:] = M0 @ v  # the Gonzalez reference takes p = M v at every step
         H0 = 0.0
-        if kind == GONZALEZ:
-            H0 = energy(data, P, forces, q, p, mw, vk, ew, dT, dV, out)
-        elif kind != AVF:  # Itoh–Abe: H at the start of the forward path, M⁻¹ at q
-            H0 = hamiltonian(data, P, forces, q, p, mw, vk, ew)
+        if kind != AVF:  # Gonzalez's ΔH; Itoh–Abe: H at the start of the forward path
+            H0 = hamiltonian_aba(data, P, forces, q, p, aw, vk)
+        if kind == ITOH_ABE or kind == ITOH_ABE_SYMMETRIC:  # (and M⁻¹ at q)
             inverse(L0, Minv0, e, col)
         if h != last_h:
             n_hist, since = 0, refresh
@@ -359,7 +458,7 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
             for it in range(1, maxiter + 1):
                 total += 1
                 if not _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r,
-                                 gq, gp, g1, g2, qk, pk, vk, dT, dV, out, mw, ew, Minv, x, e,
+                                 gq, gp, g1, g2, qk, pk, vk, dT, dV, out, mw, aw, ew, Minv, x, e,
                                  col, tau_nc, tau):
                     break
                 lu_solve(J, piv, r)
@@ -400,7 +499,7 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
         since += 1
         if kind == ITOH_ABE or kind == ITOH_ABE_SYMMETRIC:
             if not _polish(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, g1, g2, gp, x, mw,
-                           vk, ew, Minv, e, col, qk, tau_nc, tau):
+                           aw, vk, Minv, e, col, qk, pk, tau_nc, tau):
                 status[0], status[1] = 3, step
                 return k_out
         if forces:
@@ -418,10 +517,14 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
         for i in range(n):
             q[i] += d[i]
             p[i] += d[n + i]
-        if not factor_mass(data, q, mw0):
+        if need_M0:
+            if not factor_mass(data, q, mw0):
+                status[0], status[1] = 3, step
+                return k_out
+            cholesky_solve(L0, n, p, v)
+        elif not velocity_aba(q, p, aw, v):
             status[0], status[1] = 3, step
             return k_out
-        cholesky_solve(L0, n, p, v)
         if state_guard(q, v, vmax0, blowup) != 0:
             status[0], status[1] = 2, step + 1
             return k_out
@@ -434,7 +537,7 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
 
 @nb.njit(cache=True, nogil=True)
 def _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, gq, gp, g1, g2,
-              qk, pk, vk, dT, dV, out, mw, ew, Minv, x, e, col, tau_nc, tau) -> bool:
+              qk, pk, vk, dT, dV, out, mw, aw, ew, Minv, x, e, col, tau_nc, tau) -> bool:
     """r ← R(d) = (Δq − h ∇̄_pH, Δp + h ∇̄_qH − h τ_nc(t + h/2, q + Δq/2, ∇̄_pH)) for the
     discrete gradient ``kind`` (τ_nc: the force rows P, when ``forces``)."""
     n = q.shape[0]
@@ -447,7 +550,7 @@ def _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, 
             for i in range(n):
                 qk[i] = q[i] + xi[k] * dq[i]
                 pk[i] = p[i] + xi[k] * dp[i]
-            if not gradient(data, P, forces, qk, pk, mw, vk, ew, dT, dV, out, g1):
+            if not gradient_aba(data, P, forces, qk, pk, aw, vk, ew, dT, dV, out, g1):
                 return False
             for i in range(n):
                 gq[i] += w[k] * g1[i]
@@ -457,13 +560,13 @@ def _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, 
         for i in range(n):
             qk[i] = q[i] + 0.5 * dq[i]
             pk[i] = p[i] + 0.5 * dp[i]
-        if not gradient(data, P, forces, qk, pk, mw, vk, ew, dT, dV, out, gq):
+        if not gradient_aba(data, P, forces, qk, pk, aw, vk, ew, dT, dV, out, gq):
             return False
         gp[:] = vk
         for i in range(n):
             qk[i] = q[i] + dq[i]
             pk[i] = p[i] + dp[i]
-        dH = energy(data, P, forces, qk, pk, mw, vk, ew, dT, dV, out) - H0
+        dH = hamiltonian_aba(data, P, forces, qk, pk, aw, vk) - H0
         if not np.isfinite(dH):
             return False
         den, gd, gg = 0.0, 0.0, 0.0
@@ -480,7 +583,8 @@ def _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, 
     else:
         # Itoh–Abe (Itoh & Abe 1988): q_1..q_n at p, then p_1..p_n at q + Δq; symmetrised:
         # the mean with the reverse path p_n..p_1 at q, then q_n..q_1 at p + Δp
-        if not configuration_part(data, P, forces, q, p, dq, False, gq, x, mw, vk, ew, H0):
+        if not configuration_gradient(data, P, forces, kind, q, p, d, H0, gq, g1, x, pk, aw,
+                                      vk):
             return False
         for i in range(n):
             qk[i] = q[i] + dq[i]
@@ -489,13 +593,8 @@ def _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, 
         inverse(mw[1], Minv, e, col)
         momentum_part(Minv, p, dp, False, gp)
         if kind == ITOH_ABE_SYMMETRIC:
-            for i in range(n):
-                pk[i] = p[i] + dp[i]
-            if not configuration_part(data, P, forces, q, pk, dq, True, g1, x, mw, vk, ew, np.nan):
-                return False
             momentum_part(Minv0, p, dp, True, g2)
             for i in range(n):
-                gq[i] = 0.5 * (gq[i] + g1[i])
                 gp[i] = 0.5 * (gp[i] + g2[i])
     for i in range(n):
         r[i] = dq[i] - h * gp[i]
@@ -510,8 +609,8 @@ def _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, 
 
 
 @nb.njit(cache=True, nogil=True)
-def _polish(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, g1, g2, gp, x, mw, v, ew, Minv,
-            e, col, qk, tau_nc, tau) -> bool:
+def _polish(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, g1, g2, gp, x, mw, aw, v, Minv,
+            e, col, qk, pk, tau_nc, tau) -> bool:
     """Δp ← −h ∇̄_qH(Δq, Δp) + h τ_nc(t + h/2, q̄, ∇̄_pH) once more after Newton (as
     ``ItohAbe.polish`` for additive coordinates: with forces, up to four sweeps of that
     fixed point for the forward variant, one for the symmetric): the momentum equation
@@ -520,14 +619,8 @@ def _polish(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, g1, g2, gp, x, mw,
     n = q.shape[0]
     dq = d[:n]
     dp = d[n:]
-    if not configuration_part(data, P, forces, q, p, dq, False, g1, x, mw, v, ew, H0):
+    if not configuration_gradient(data, P, forces, kind, q, p, d, H0, g1, g2, x, pk, aw, v):
         return False
-    if kind == ITOH_ABE_SYMMETRIC:
-        pk = p + dp
-        if not configuration_part(data, P, forces, q, pk, dq, True, g2, x, mw, v, ew, np.nan):
-            return False
-        for i in range(n):
-            g1[i] = 0.5 * (g1[i] + g2[i])
     if not forces:
         for i in range(n):
             dp[i] = -h * g1[i]
