@@ -22,16 +22,16 @@ METHODS = [("avf", {}), ("itoh_abe", {}), ("itoh_abe", {"variant": "symmetric"})
            ("energy_momentum", {})]
 
 
-def slider_chain():
+def slider_chain(armature: float = 0.0):
     """A planar chain in the x–z plane: hinge (y), a telescoping prismatic joint along the
-    link, hinge (y)."""
+    link, hinge (y); ``armature``: the hinges' rotor inertia."""
     b = kd.ModelBuilder("slider_chain")
-    b.add_body("l1", None, Revolute("j1", axis=(0, 1, 0)), None, 1.0, (0, 0, -0.5),
-               np.diag([0.09, 0.09, 0.01]))
+    b.add_body("l1", None, Revolute("j1", axis=(0, 1, 0), armature=armature), None, 1.0,
+               (0, 0, -0.5), np.diag([0.09, 0.09, 0.01]))
     b.add_body("sleeve", "l1", Prismatic("d", axis=(0, 0, 1)), (np.eye(3), (0, 0, -1.0)),
                0.6, (0, 0, -0.2), np.diag([0.02, 0.02, 0.005]))
-    b.add_body("l2", "sleeve", Revolute("j2", axis=(0, 1, 0)), (np.eye(3), (0, 0, -0.4)),
-               0.8, (0, 0, -0.4), np.diag([0.05, 0.05, 0.01]))
+    b.add_body("l2", "sleeve", Revolute("j2", axis=(0, 1, 0), armature=armature),
+               (np.eye(3), (0, 0, -0.4)), 0.8, (0, 0, -0.4), np.diag([0.05, 0.05, 0.01]))
     return b.build()
 
 
@@ -213,3 +213,41 @@ def test_compiled_with_force_rows_equals_python_step_for_step(method, kw):
     scale = np.abs(a.energy).max()
     assert abs(a.work_nc[-1]) > 1e-3 * scale  # the forces did work
     assert np.abs(a.budget).max() <= 1e-11 * scale
+
+
+
+@pytest.mark.parametrize("case", ["chain7", "slider_with_armature", "tree"])
+def test_aba_forms_equal_the_crba_cholesky_reference(case):
+    """hamiltonian_aba / gradient_aba (M⁻¹p by one ABA pass, V from its poses), which the
+    residuals use, equal the readable reference hamiltonian / gradient (CRBA, Cholesky,
+    kinematics pass) at random states, springs' rows included."""
+    from kanedyn.dynamics.energy_kernel import energy_workspace
+    from kanedyn.dynamics.flat import flatten
+    from kanedyn.forces.kernel import empty_rows
+    from kanedyn.integrators import discrete_gradient_compiled as dgc
+
+    if case == "chain7":
+        model = chain7()[0]
+    elif case == "slider_with_armature":
+        model = slider_chain(armature=0.07)
+    else:
+        model = kd.models.random_tree(6, seed=3, joint_types=("revolute", "prismatic",
+                                                                "helical"))
+    data = flatten(model).data
+    n, nb_ = model.nv, data.shape[0] - 1
+    P = empty_rows(n)
+    rng = np.random.default_rng(11)
+    mw, ew, aw = dgc.mass_workspace(n, nb_), energy_workspace(nb_), dgc.aba_velocity_workspace(
+        data, n)
+    for _ in range(5):
+        q, p = rng.uniform(-1.5, 1.5, n), rng.normal(size=n)
+        v_ref, v = np.empty(n), np.empty(n)
+        H_ref = dgc.hamiltonian(data, P, False, q, p, mw, v_ref, ew)
+        H = dgc.hamiltonian_aba(data, P, False, q, p, aw, v)
+        assert H == pytest.approx(H_ref, rel=1e-13, abs=1e-13)
+        np.testing.assert_allclose(v, v_ref, rtol=1e-12, atol=1e-12)
+        dT, dV, out = np.empty(n), np.empty(n), np.empty(8)  # out: [T, V, L, P]
+        g_ref, g = np.empty(n), np.empty(n)
+        assert dgc.gradient(data, P, False, q, p, mw, v_ref, ew, dT, dV, out, g_ref)
+        assert dgc.gradient_aba(data, P, False, q, p, aw, v, ew, dT, dV, out, g)
+        np.testing.assert_allclose(g, g_ref, rtol=1e-12, atol=1e-12)
