@@ -176,7 +176,8 @@ def test_the_keyed_modules_are_those_that_read_the_layout():
                 "kanedyn.identify.regressor_kernel", "kanedyn.constraints.system_kernel",
                 "kanedyn.integrators.radau_compiled", "kanedyn.forces.kernel",
                 "kanedyn.sim.time_stepping_compiled",
-                "kanedyn.integrators.gauss_compiled", "kanedyn.integrators.verlet_compiled"}
+                "kanedyn.integrators.gauss_compiled", "kanedyn.integrators.verlet_compiled",
+                "kanedyn.integrators.constrained_energy_momentum_compiled"}
     for name in expected:
         importlib.import_module(name)
     keyed = {_module_name(Path(f)) for f in _compiled._KEYS if Path(f).is_relative_to(SRC)}
@@ -245,7 +246,8 @@ def test_compile_key_follows_the_sources_compiled_in():
     assert deps >= {"kanedyn.dynamics.kernels", "kanedyn.integrators.rk4_compiled",
                     "kanedyn.dynamics.flat", "kanedyn.forces.kernel",
                     # the batched midpoint/gauss4/verlet call these modules' loops
-                    "kanedyn.integrators.gauss_compiled", "kanedyn.integrators.verlet_compiled"}
+                    "kanedyn.integrators.gauss_compiled", "kanedyn.integrators.verlet_compiled",
+                "kanedyn.integrators.constrained_energy_momentum_compiled"}
     assert "kanedyn.friction.laws_kernel" in _compiled.dependencies("kanedyn.forces.kernel")
 
 
