@@ -251,9 +251,17 @@ def test_a_method_refuses_what_its_loop_cannot_take_naming_it():
                                            r"discontinuous.*'time_stepping'"):
         simulate_batch(CHAIN, Q0, V0, 0.1, method="avf", dt=0.01,
                        forces=[kd.forces.JointFriction("joint2", exact)])
-    with pytest.raises(KanedynError, match=r"'verlet' takes no force elements.*JointSpring on "
-                                           r"'joint1'.*'avf', 'itoh_abe' or 'energy_momentum'"):
-        simulate_batch(CHAIN, Q0, V0, 0.1, method="verlet", dt=0.01, forces=_elements())
+    # midpoint, gauss4, verlet: kd.simulate runs them with force elements by the Python
+    # steps (their compiled loops have none), so the batch has no loop to take them
+    for m in ("midpoint", "gauss4", "verlet"):
+        with pytest.raises(KanedynError, match=rf"'{m}' takes no force elements.*Python steps.*"
+                                               r"JointSpring on 'joint1'.*'avf', 'itoh_abe' or "
+                                               rf"'energy_momentum'.*method='{m}'\) per state"):
+            simulate_batch(CHAIN, Q0, V0, 0.1, method=m, dt=0.01, forces=_elements())
+    with pytest.raises(KanedynError, match=r"'gauss4' takes no force elements, and params= "
+                                           r"gives joint forces per run"):
+        simulate_batch(CHAIN, Q0, V0, 0.1, method="gauss4", dt=0.01,
+                       params={"damping:joint1": [0.1, 0.2]})
     with pytest.raises(KanedynError, match=r"'energy_momentum'.*JointTorque.*no compiled form"):
         simulate_batch(CHAIN, Q0, V0, 0.1, method="energy_momentum", dt=0.01,
                        forces=[kd.forces.JointTorque(lambda t, q, v: -q)])

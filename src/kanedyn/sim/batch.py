@@ -58,9 +58,12 @@ options and the force elements —, the names of the ``kd.simulate`` options it 
 - ``"rk4"``: :func:`rk4_run` or the manifold loop, by the Model;
 - ``"midpoint"``, ``"gauss4"``: ``_gauss_loop`` of :mod:`kanedyn.integrators.gauss_compiled`
   per run (:func:`_gauss_runs`; ball and free joints by its tangent form), no force
-  elements (``mass:`` parameters only);
+  elements (``mass:`` parameters only): the loop has none, and ``kd.simulate`` runs
+  midpoint and gauss4 with force elements by :class:`~kanedyn.integrators.gauss.GaussLegendre`'s
+  Python steps;
 - ``"verlet"``: ``_verlet_loop`` of :mod:`kanedyn.integrators.verlet_compiled` per run
-  (additive joints, no force elements);
+  (additive joints, no force elements: as midpoint, ``kd.simulate`` runs verlet with them
+  by the Python steps);
 - ``"avf"``, ``"itoh_abe"`` (``variant="forward"`` or ``"symmetric"``),
   ``"energy_momentum"`` (its ``"gonzalez"`` variant, what ``variant="auto"`` picks on
   additive chains): ``_dg_loop`` of :mod:`kanedyn.integrators.discrete_gradient_compiled`
@@ -87,7 +90,9 @@ loop, the same options) — where ``kd.simulate`` runs it compiled: a run whose 
 iteration fails is reported stopped here, where ``kd.simulate`` hands it to the Python
 method. What a loop cannot take is refused before any step, naming the method, the joint
 or element and the batched methods that take it: force elements with midpoint, gauss4,
-verlet (avf, itoh_abe, energy_momentum, rk4 take them); an exact law outside
+verlet (avf, itoh_abe, energy_momentum, rk4 take them; the single-run compiled loops of
+midpoint, gauss4 and verlet take none either — ``kd.simulate`` runs these methods with
+force elements by their Python steps —, so there is no compiled loop to batch); an exact law outside
 time_stepping; an element without a compiled row (a torque given as a function, a
 wrench: ``kd.simulate`` per state). Another compiled loop joins with one entry: write its
 loop for one state with these outputs, a ``prange`` driver like :func:`_rk4_runs`, and its
@@ -435,13 +440,18 @@ def _element_name(f) -> str:
 
 def _no_forces(method: str, forces, P: NDArray | None) -> None:
     """Refuse force elements (or per-run force parameters, in ``P``) for a method whose
-    compiled loop integrates the conservative tree only, naming the element and the
-    batched methods that take it."""
+    compiled loop integrates the conservative tree only — midpoint, gauss4 and verlet:
+    ``kd.simulate`` too runs them with force elements by the Python steps
+    (:func:`~kanedyn.integrators.rk4_compiled.applicable` without ``forces``), so there is
+    no compiled loop with forces to batch —, naming the element and the batched methods
+    that take it."""
     way_out = ("use method='avf', 'itoh_abe' or 'energy_momentum' (implicit, exact energy "
-               "budget) or 'rk4' for springs, dampers, torques and smoothed friction")
+               "budget) or 'rk4' for springs, dampers, torques and smoothed friction, or "
+               f"kd.simulate(..., method={method!r}) per state (its Python steps)")
     if forces:
         raise KanedynError(f"simulate_batch: method {method!r} takes no force elements (its "
-                           "compiled loop integrates the conservative tree only), got "
+                           "compiled loop integrates the conservative tree only; kd.simulate "
+                           f"runs {method} with force elements by its Python steps), got "
                            f"{_element_name(forces[0])}; {way_out}")
     if P is not None and has_forces(P):
         raise KanedynError(f"simulate_batch: method {method!r} takes no force elements, and "
