@@ -485,7 +485,7 @@ def _run_batch_implicit():
 
 
 def _run_batch_dg():
-    # simulate_batch's discrete gradients (one njit driver for avf, itoh_abe and
+    # simulate_batch's discrete gradients (the single-run loop per run for avf, itoh_abe and
     # energy_momentum, with and without force rows) and the time-stepping batch with LuGre
     # and Karnopp laws (the same driver as the exact friction's, other table rows)
     from kanedyn import friction

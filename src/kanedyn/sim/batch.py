@@ -10,7 +10,7 @@ joints); :func:`kanedyn.sim.rk4_manifold.rk4_manifold_run` is the same loop on t
 configuration manifold, for every other Model (ball, free and planar joints, joint types
 with a compiled ``integrate``) and for Models with armature. Both
 ``kd.simulate(model, ..., method="rk4")`` (:func:`run_rk4`, with the optional energy
-projection) and ``simulate_batch`` (which runs them per state in ``prange``) call them:
+projection) and ``simulate_batch`` (which runs them per state, :func:`each_run`) call them:
 a single run is the batch of one, and gives the same bits. Their integrator parts (the
 stage state and the update, the projection, the guards, the step grid) are those of
 :mod:`kanedyn.integrators.rk4_compiled`; the Python reference is
@@ -47,9 +47,9 @@ Batched methods
 ``simulate_batch(..., method=...)`` looks the method up in :data:`METHODS`, a table of
 :class:`BatchMethod`: its name, ``refuses(model)`` (why it cannot take the Model, or None),
 ``runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status, opts)``, which
-fills the outputs of every run by a compiled whole-run loop of one state called in
-``prange`` — ``D[k]`` the run's flat array (its ``mass:`` parameters applied), ``P[k]``
-its force rows, ``steps``/``every`` the grid of
+fills the outputs of every run by a compiled whole-run loop of one state called per run
+on numba's threads (:func:`each_run`) — ``D[k]`` the run's flat array (its ``mass:``
+parameters applied), ``P[k]`` its force rows, ``steps``/``every`` the grid of
 :func:`~kanedyn.integrators.rk4_compiled.step_grid`, ``status[k]`` left [code, step,
 kernel status] by a run that stops (codes in :data:`STOPPED`), ``opts`` the method's
 options and the force elements —, the names of the ``kd.simulate`` options it takes too
@@ -92,10 +92,10 @@ method. What a loop cannot take is refused before any step, naming the method, t
 or element and the batched methods that take it: force elements with midpoint, gauss4,
 verlet (avf, itoh_abe, energy_momentum, rk4 take them; the single-run compiled loops of
 midpoint, gauss4 and verlet take none either — ``kd.simulate`` runs these methods with
-force elements by their Python steps —, so there is no compiled loop to batch); an exact law outside
-time_stepping; an element without a compiled row (a torque given as a function, a
+force elements by their Python steps —, so there is no compiled loop to batch); an exact
+law outside time_stepping; an element without a compiled row (a torque given as a function, a
 wrench: ``kd.simulate`` per state). Another compiled loop joins with one entry: write its
-loop for one state with these outputs, a ``prange`` driver like :func:`_rk4_runs`, and its
+loop for one state with these outputs, a driver like :func:`_gauss_runs` (:func:`each_run`), and its
 ``refuses``.
 
 A run that stops does not lose the others: :func:`simulate_batch` raises
@@ -106,10 +106,11 @@ run -> (t, why).
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit, prange
+from numba import get_num_threads, njit
 from numpy.typing import ArrayLike, NDArray
 
 from ..dynamics import _compiled
@@ -305,13 +306,22 @@ def rk4_run(data, P, forces, t0, q0, v0, steps, every, project, blowup, record, 
     return k
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def _rk4_runs(D, P, forces, Q0, V0, steps, every, blowup, outQ, outV, outW, outE, status):
-    """:func:`rk4_run` for each run k (its own flat array ``D[k]`` and force rows
-    ``P[k]``), the runs spread over the threads."""
-    for k in prange(Q0.shape[0]):
-        rk4_run(D[k], P[k], forces, 0.0, Q0[k], V0[k], steps, every, False, blowup, True, outQ[k],
-                outV[k], outW[k], outE[k], status[k])
+def each_run(n: int, run: Callable[[int], None]) -> None:
+    """``run(k)`` for k = 0..n−1, spread over numba's number of threads
+    (:func:`numba.get_num_threads`). Each ``run(k)`` is one call of a single-run compiled
+    loop (``nogil``: the threads run at once) — the very kernel ``kd.simulate`` calls, with
+    arguments of the same types, so that a batch compiles nothing of its own. (A ``prange``
+    driver around such a loop is compiled as a new function with the loop relinked and
+    optimised into it: 37 s of compilation for midpoint on a cold cache, against 0.4 s to
+    load the cached loop.) The first exception of a run is raised."""
+    threads = min(n, get_num_threads())
+    if threads <= 1:
+        for k in range(n):
+            run(k)
+        return
+    with ThreadPoolExecutor(threads) as pool:
+        for _ in pool.map(run, range(n)):
+            pass
 
 
 # --- the methods simulate_batch takes -------------------------------------------------
@@ -324,7 +334,8 @@ class BatchMethod:
     ``refuses(model)``: why the method cannot take this Model (a sentence naming the joint
     or element), or None. ``runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE,
     status, opts)``: fill the outputs of every run k from (Q0[k], V0[k]) on the flat array
-    D[k] with the force rows P[k], by the compiled loop of one state called in ``prange``;
+    D[k] with the force rows P[k], by the compiled loop of one state called per run
+    (:func:`each_run`);
     a run that stops leaves [code, step, kernel status] in status[k] (codes:
     :data:`STOPPED`). ``opts``: the keyword options given to :func:`simulate_batch` (only
     those named in ``options``) and ``"forces"``, the force elements. ``forces``: whether
@@ -353,14 +364,21 @@ def _manifold(model: Model) -> bool:
 def _rk4_batch(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status,
                opts=None) -> None:
     # no blow-up guard (np.inf): a batch stops a run only at a non-finite state
+    forces = has_forces(P)
     if _manifold(model):
-        from .rk4_manifold import dof_coordinates, manifold_runs
+        from .rk4_manifold import dof_coordinates, rk4_manifold_run
 
-        manifold_runs(D, P, dof_coordinates(model), has_forces(P), Q0, V0, steps, every,
-                      np.inf, outQ, outV, outW, outE, status)
+        iq_of_dof = dof_coordinates(model)
+
+        def run(k: int) -> None:
+            rk4_manifold_run(D[k], P[k], iq_of_dof, forces, 0.0, Q0[k], V0[k], steps, every,
+                             False, np.inf, True, outQ[k], outV[k], outW[k], outE[k],
+                             status[k])
     else:
-        _rk4_runs(D, P, has_forces(P), Q0, V0, steps, every, np.inf, outQ, outV, outW, outE,
-                  status)
+        def run(k: int) -> None:
+            rk4_run(D[k], P[k], forces, 0.0, Q0[k], V0[k], steps, every, False, np.inf, True,
+                    outQ[k], outV[k], outW[k], outE[k], status[k])
+    each_run(Q0.shape[0], run)
 
 
 # --- midpoint, gauss4, verlet: the implicit loops of integrators, one per run ----------
@@ -389,36 +407,38 @@ def _finish(data, P, Q, V, kept, outQ, outV, outW, outE):
             outW[i] = np.nan
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def _gauss_runs(D, P, tangent, Q0, V0, steps, every, A, c, d, tol, maxiter, refresh_after,
-                history, outQ, outV, outW, outE, status):
+                history, outQ, outV, outW, outE, status) -> None:
     """:func:`~kanedyn.integrators.gauss_compiled._gauss_loop` (midpoint or gauss4 by the
-    tableau A, c, d) for each run k on ``D[k]``, the runs spread over the threads; status[k]
-    left as the loop leaves it (translated by :func:`_implicit_status`)."""
+    tableau A, c, d) for each run k on ``D[k]`` (:func:`each_run`); status[k] left as the
+    loop leaves it (translated by :func:`_implicit_status`)."""
     n_steps = steps.shape[0]
     S = outQ.shape[1]
-    for k in prange(Q0.shape[0]):
+
+    def run(k: int) -> None:
         Q, V = np.empty((S + 1, Q0.shape[1])), np.empty((S + 1, V0.shape[1]))
         iters = np.zeros(n_steps, dtype=np.int32)
         kept = _gauss_loop(D[k], tangent, Q0[k], V0[k], steps, n_steps, every, A, c, d, tol,
                            maxiter, refresh_after, history, False, 0.0, 0, np.inf, Q, V,
                            iters, status[k])
         _finish(D[k], P[k], Q, V, kept, outQ[k], outV[k], outW[k], outE[k])
+    each_run(Q0.shape[0], run)
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def _verlet_runs(D, P, Q0, V0, steps, every, tol, maxiter, refresh_after, history, outQ,
-                 outV, outW, outE, status):
-    """:func:`~kanedyn.integrators.verlet_compiled._verlet_loop` for each run k on ``D[k]``,
-    the runs spread over the threads."""
+                 outV, outW, outE, status) -> None:
+    """:func:`~kanedyn.integrators.verlet_compiled._verlet_loop` for each run k on ``D[k]``
+    (:func:`each_run`)."""
     n_steps = steps.shape[0]
     S = outQ.shape[1]
-    for k in prange(Q0.shape[0]):
+
+    def run(k: int) -> None:
         Q, V = np.empty((S + 1, Q0.shape[1])), np.empty((S + 1, V0.shape[1]))
         iters = np.zeros(n_steps, dtype=np.int32)
         kept = _verlet_loop(D[k], Q0[k], V0[k], steps, n_steps, every, tol, maxiter,
                             refresh_after, history, np.inf, Q, V, iters, status[k])
         _finish(D[k], P[k], Q, V, kept, outQ[k], outV[k], outW[k], outE[k])
+    each_run(Q0.shape[0], run)
 
 
 def _implicit_status(status: NDArray) -> None:
@@ -515,18 +535,18 @@ def _finish_work(data, P, Q, V, W, kept, outQ, outV, outW, outE):
         outW[i] = W[i]
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def _dg_runs(D, P, forces, kind, carry_p, Q0, V0, steps, every, xi, w, mask, tol, stagnation,
-             maxiter, refresh, degree, slow, floor, outQ, outV, outW, outE, status):
+             maxiter, refresh, degree, slow, floor, outQ, outV, outW, outE, status) -> None:
     """:func:`~kanedyn.integrators.discrete_gradient_compiled._dg_loop` (the discrete
     gradient ``kind``: AVF, Itoh–Abe forward or symmetric, Gonzalez) for each run k on
-    ``D[k]`` with the force rows ``P[k]``, the runs spread over the threads; status[k] left
+    ``D[k]`` with the force rows ``P[k]`` (:func:`each_run`); status[k] left
     as the loop leaves it, [code, step index, Newton matrices built] (translated by
     :func:`_dg_status`). The one call of ``_dg_loop`` on the batch side: its arguments are
     those of ``discrete_gradient_compiled.run`` (no blow-up guard, as the other batches)."""
     n_steps = steps.shape[0]
     S = outQ.shape[1]
-    for k in prange(Q0.shape[0]):
+
+    def run(k: int) -> None:
         Q, V = np.empty((S + 1, Q0.shape[1])), np.empty((S + 1, V0.shape[1]))
         W = np.zeros(S + 1)
         iters = np.zeros(n_steps, dtype=np.int32)
@@ -534,6 +554,7 @@ def _dg_runs(D, P, forces, kind, carry_p, Q0, V0, steps, every, xi, w, mask, tol
                         every, xi, w, mask, tol, stagnation, maxiter, refresh, degree, slow,
                         floor, np.inf, Q, V, W, iters, status[k])
         _finish_work(D[k], P[k], Q, V, W, kept, outQ[k], outV[k], outW[k], outE[k])
+    each_run(Q0.shape[0], run)
 
 
 def _dg_status(status: NDArray) -> None:
@@ -628,15 +649,15 @@ LCP_STOPPED = 6
 STOPPED[LCP_STOPPED] = "the friction complementarity problem (box LCP) was not solved"
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def _ts_runs(D, P, forces, FT, idx, Q0, V0, dt, n_steps, keep, outQ, outV, outW, outE,
-             outS, status):
+             outS, status) -> None:
     """:func:`~kanedyn.sim.time_stepping_compiled.time_stepping_run` for each run k (its
-    flat array ``D[k]``, force rows ``P[k]`` and friction table ``FT[k]``), the runs spread
-    over the threads; the steps ``keep`` of each kept in the outputs (``outS`` the stick
-    flags), status[k] = [code, step] of time_stepping_run."""
+    flat array ``D[k]``, force rows ``P[k]`` and friction table ``FT[k]``; :func:`each_run`);
+    the steps ``keep`` of each kept in the outputs (``outS`` the stick flags), status[k] =
+    [code, step] of time_stepping_run."""
     nf = idx.shape[0]
-    for k in prange(Q0.shape[0]):
+
+    def run(k: int) -> None:
         Q, V = np.empty((n_steps + 1, Q0.shape[1])), np.empty((n_steps + 1, V0.shape[1]))
         FR, Z = np.zeros((n_steps + 1, nf)), np.zeros((n_steps + 1, nf))
         ST = np.zeros((n_steps + 1, nf), dtype=np.bool_)
@@ -646,13 +667,12 @@ def _ts_runs(D, P, forces, FT, idx, Q0, V0, dt, n_steps, keep, outQ, outV, outW,
         time_stepping_run(D[k], P[k], forces, FT[k], idx, Q0[k], V0[k], dt, n_steps, Q, V,
                           FR, ST, E, Wf, Wo, Dh, Z, st)
         status[k, 0], status[k, 1] = st[0], st[1]
-        for i in range(keep.shape[0]):
-            j = keep[i]
-            outQ[k, i] = Q[j]
-            outV[k, i] = V[j]
-            outE[k, i] = E[j]
-            outW[k, i] = Wf[j] + Wo[j]
-            outS[k, i] = ST[j]
+        outQ[k] = Q[keep]
+        outV[k] = V[keep]
+        outE[k] = E[keep]
+        outW[k] = Wf[keep] + Wo[keep]
+        outS[k] = ST[keep]
+    each_run(Q0.shape[0], run)
 
 
 def _ts_refuses(model: Model) -> str | None:

@@ -32,7 +32,7 @@ multi-DOF joints, where no spring can sit).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 from numpy.typing import NDArray
 
 from ..dynamics import _compiled
@@ -224,16 +224,6 @@ def rk4_manifold_run(data, P, iq_of_dof, forces, t0, q0, v0, steps, every, proje
                 E[k] = _energy(data, P, iq_of_dof, q, v, qd, summary)
             k = kept
     return k
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def manifold_runs(D, P, iq_of_dof, forces, Q0, V0, steps, every, blowup, outQ, outV, outW,
-                  outE, status):
-    """:func:`rk4_manifold_run` for each run k (its own flat array ``D[k]`` and force rows
-    ``P[k]``), the runs spread over the threads."""
-    for k in prange(Q0.shape[0]):
-        rk4_manifold_run(D[k], P[k], iq_of_dof, forces, 0.0, Q0[k], V0[k], steps, every, False,
-                         blowup, True, outQ[k], outV[k], outW[k], outE[k], status[k])
 
 
 def run_one(problem, model: Model, P: NDArray, project: bool, name: str) -> Solution:
