@@ -246,8 +246,7 @@ def test_compile_key_follows_the_sources_compiled_in():
     assert deps >= {"kanedyn.dynamics.kernels", "kanedyn.integrators.rk4_compiled",
                     "kanedyn.dynamics.flat", "kanedyn.forces.kernel",
                     # the batched midpoint/gauss4/verlet call these modules' loops
-                    "kanedyn.integrators.gauss_compiled", "kanedyn.integrators.verlet_compiled",
-                "kanedyn.integrators.constrained_energy_momentum_compiled"}
+                    "kanedyn.integrators.gauss_compiled", "kanedyn.integrators.verlet_compiled"}
     assert "kanedyn.friction.laws_kernel" in _compiled.dependencies("kanedyn.forces.kernel")
 
 
