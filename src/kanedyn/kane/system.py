@@ -55,7 +55,7 @@ from sympy.physics.vector import ReferenceFrame
 from ..errors import SymbolicError
 from ._sympy_tools import _is_dynamicsymbol, _name
 from .eom import EquationsOfMotion
-from .equations import kanes_equations, udot_symbol
+from .equations import index3_equations, kanes_equations, udot_symbol
 from .generalized_forces import (
     generalized_active_forces,
     generalized_inertia_forces,
@@ -69,6 +69,7 @@ __all__ = [
     "Kinematics",
     "generalized_active_forces",
     "generalized_inertia_forces",
+    "index3_equations",
     "kanes_equations",
     "kinematics",
     "kinetic_energy",
