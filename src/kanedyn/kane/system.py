@@ -40,7 +40,8 @@ the steps are pure functions of it, one module each (all re-exported here):
   :func:`generalized_active_forces`, :func:`generalized_inertia_forces`,
   :func:`kinetic_energy`;
 - :mod:`~kanedyn.kane.equations` — steps 3–5 through intermediates, the derivation
-  itself: :func:`kanes_equations`, :func:`udot_symbol`;
+  itself: :func:`kanes_equations`, :func:`udot_symbol`; and :func:`index3_equations`,
+  the equations of all speeds with the configuration constraints kept beside them;
 - ``_sympy_tools`` — the SymPy utilities they share.
 """
 

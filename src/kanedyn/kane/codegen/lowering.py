@@ -8,7 +8,9 @@ system (``runtime.py``).
 definitions (symbol = expression in q, u, inputs, t and earlier definitions) and the
 flat outputs M (lower triangle when it is symmetric), forcing, q̇, the energies and,
 for a system with eliminated constraints, the dependent speeds and the constraint
-residuals (:func:`_constraint_outputs`).
+residuals (:func:`_constraint_outputs`); for the index-3 form (``eom.index3``,
+:func:`kanedyn.kane.index3_equations`) also ∂T/∂q, ∂V/∂q (:func:`gradients`, the chain rule
+through the definitions), ∂g/∂q and γ (:func:`_index3_outputs`).
 It does, in order:
 
 1. substitute the parameter values and propagate them through the intermediates

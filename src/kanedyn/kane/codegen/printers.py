@@ -5,10 +5,11 @@ Where it sits: frozen equations → lowering (``lowering.py``) → **printing** 
 
 This module fixes the interface of the generated code, the same in every language:
 the functions of ``SIGNATURES`` (mass_matrix, forcing, dynamics, qdot, energy, the
-eliminated constraints' dependent_speeds, residuals and configuration_jacobian; and a
-Cholesky forward_dynamics for numba and C), each writing into output arrays named by
-``OUTPUT_ARRAYS`` and returning a status (0; 1: an input is not finite; 2 + k:
-quaternion group k is off unit norm by more than ``QUAT_TOL``; -1: M is not positive
+eliminated constraints' dependent_speeds, residuals and configuration_jacobian; for
+the index-3 form also those of ``INDEX3_SIGNATURES``, hamiltonian_terms and
+constraint_rows; and a Cholesky forward_dynamics for numba and C), each writing into
+output arrays named by ``OUTPUT_ARRAYS`` and returning a status (0; 1: an input is not
+finite; 2 + k: quaternion group k is off unit norm by more than ``QUAT_TOL``; -1: M is not positive
 definite). Each function loads the entries of q, u, tau it uses into locals, runs
 the input checks (numba and C: inside the generated code; numpy: in the runtime),
 evaluates the definitions its outputs need and stores the outputs; M is symmetric
@@ -686,6 +687,9 @@ def c_source(low: Lowered, prefix: str = "", max_statements: int | None = None) 
         "  dependent_speeds(q, u, t, ud)  ud: the dependent speeds (velocity constraints)",
         "  residuals(q, u, t, rg, rv)  rg: g(q), rv: the velocity constraints at ud",
         "  configuration_jacobian(q, t, Gq)  Gq: dg/dq_dep (row-major), for a projection",
+        *(["  hamiltonian_terms(q, u, t, dTq, dVq)  dT/dq at fixed u, dV/dq (index-3 form)",
+           "  constraint_rows(q, u, t, Gfull, gb)  dg/dq (l*nq, row-major), gamma of "
+           "G du/dt = gamma"] if "kinetic_gradient" in low.outputs else []),
         "Every function returns 0, or 1 if an input is not finite, 2 + k if quaternion k",
         "is off unit norm by more than " + repr(QUAT_TOL) + " (quaternions are normalised),",
         "-1 (forward_dynamics) if M is not positive definite.",

@@ -7,8 +7,10 @@ Where it sits: frozen equations → lowering (``lowering.py``) → printing
 for one backend, builds or loads them from the cache, and wraps the result in a
 :class:`CompiledSystem`: mass_matrix, forcing, nonlinear_effects, forward_dynamics,
 energies, q_dot, integrate_configuration, on one state or a batch, with the input
-checks of the Model's algorithms. Integrators and ``kd.simulate`` take it as they
-take a Model.
+checks of the Model's algorithms; for the index-3 form
+(:func:`kanedyn.kane.index3_equations`) ``hamiltonian_terms`` and ``constraint_rows``, and
+for a system with configuration constraints ``index3_form()``, which derives and compiles
+that form. Integrators and ``kd.simulate`` take it as they take a Model.
 """
 
 from __future__ import annotations
