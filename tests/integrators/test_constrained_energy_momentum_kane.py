@@ -53,6 +53,15 @@ def test_index3_form_equals_the_model(four_bar):
                  (k.energy(q, v), model.energy(q, v))]
         for a, b in pairs:
             np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+    # the numpy backend's index-3 form (a batch of states) gives the same terms
+    system, info = four_bar[:2]
+    values = {str(k): v for k, v in info["values"].items()}
+    k_np = kane.index3_equations(system).compile("numpy", parameters=values)
+    Q, V = rng.uniform(-2, 2, (4, 3)), rng.uniform(-2, 2, (4, 3))
+    for a, b in zip((*k_np.hamiltonian_terms(Q, V), *k_np.constraint_rows(Q, V)),
+                    (*k.kane.hamiltonian_terms(Q, V), *k.kane.constraint_rows(Q, V)),
+                    strict=True):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-13)
 
 
 @pytest.mark.parametrize("method", ["energy_momentum", "avf"])
