@@ -43,7 +43,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..errors import SolverError, SymbolicError
+from ..errors import SolverError, StateError, SymbolicError
 from .base import Problem, Solution, run_fixed
 from .constrained_energy_momentum import CONSTRAINED_METHODS
 
@@ -81,7 +81,7 @@ def run(problem: Problem, method: str, cs, **options) -> Solution:
             "loads are in its equations: force elements (forces=) are not taken; put them "
             "in the KaneSystem's loads, with their potential in potential_energy")
     if problem.dt is None:
-        raise SolverError(f"simulate: method {method!r} is a fixed-step method; give dt")
+        raise StateError(f"simulate: method {method!r} is a fixed-step method; give dt")
     v0 = cs.all_speeds(problem.q0, problem.v0)
     inner = replace(problem, system=cs, q0=np.array(problem.q0, dtype=float), v0=v0,
                     force_jacobians=None, force_rows=None)
