@@ -12,6 +12,7 @@ from .consistent import (
     project_velocity,
 )
 from .formulations import DAE, FORMULATIONS, baumgarte_parameters, formulate, index1_ode
+from .kane_system import KaneConstrainedSystem
 from .loops import LoopClosure, UserConstraint, VelocityConstraint, loop_closure_from_spec
 from .mjcf import mjcf_loops, mjcf_system
 from .model_system import ConstrainedSystem
@@ -32,6 +33,7 @@ __all__ = [
     "FORMULATIONS",
     "ConstrainedMechanics",
     "DescriptorSystem",
+    "KaneConstrainedSystem",
     "baumgarte_parameters",
     "formulate",
     "index1_ode",

@@ -30,7 +30,10 @@ A system with eliminated constraints (capability ``eliminated_constraints``: a c
 Kane system with velocity or configuration constraints) is integrated by the methods of
 eliminated.py instead — ``rk4``, ``avf`` and SciPy's ``RK45``, ``RK23``, ``DOP853`` on
 (q, u) with the dependent coordinates projected after every step; ``kd.simulate``
-refuses the others for it.
+refuses the others for it. With configuration constraints only (every dependent speed
+the rate of one), ``energy_momentum`` and ``avf`` run the constrained step above on its
+index-3 form (kane_index3.py: ``kane.index3_equations``, all speeds, g kept) — exact
+energy and exact g(q) = 0.
 
 ``project="energy"`` (or a tuple with ``"momentum"``, ``"angular_momentum"``,
 ``"linear_momentum"``) wraps any fixed-step method in a projection

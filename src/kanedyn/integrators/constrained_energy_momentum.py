@@ -102,6 +102,10 @@ applies (loop closures, every joint q̇ = v) and there are no force elements and
 ``momenta=``, the whole run is one numba loop of the same steps
 (:mod:`.constrained_energy_momentum_compiled`, option ``compiled``, default True), about
 20× faster on the four-bar. See docs/benchmarks.md, "Constrained energy–momentum".
+
+A compiled Kane system with configuration constraints takes these steps on its index-3
+form (:mod:`.kane_index3`: :class:`~kanedyn.constraints.KaneConstrainedSystem`, whose
+Hamiltonian terms are the generated derivatives of the Kane system's T and V).
 """
 
 from __future__ import annotations

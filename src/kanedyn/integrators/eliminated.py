@@ -41,6 +41,11 @@ n_q dimensions, more than the p speeds):
   (scleronomic constraints: u_dep = A(q) u, checked at the start). Conservative forces
   only (springs, gravity): a non-conservative one is refused.
 
+A system with configuration constraints only (every dependent speed the rate of one)
+asked for ``avf`` or ``energy_momentum`` is integrated on its index-3 form instead, with
+exact energy and g(q) = 0 as equations of the step (:mod:`.kane_index3`); ``avf`` comes
+here only where that form cannot be formed.
+
 The Solution's ``stats`` carry, at every output time, the residuals as a DAE run records
 them (:mod:`.dae_common`): ``residual_g`` (N, l), the configuration constraints g(q), and
 ``residual_Gv`` (N, m), the velocity constraints at the dependent speeds, together with
@@ -301,13 +306,16 @@ def _adaptive(problem: Problem, name: str, **options) -> Solution:
 def check_method(system, method: str) -> None:
     """A SolverError naming the method and those that take ``system``, unless it is one."""
     if method not in ELIMINATED_METHODS:
+        holonomic = len(system.dependent_speed_names) == len(system.q_dependent)
+        extra = (" (and energy_momentum, on the index-3 form of a system with "
+                 "configuration constraints only)") if holonomic else ""
         raise SolverError(
             f"simulate: {getattr(system, 'name', 'this system')!r} has eliminated constraints "
             f"({system.nq} coordinates, {system.nv} independent speeds, "
             f"{len(system.dependent_speed_names)} dependent speeds, "
             f"{len(system.q_dependent)} dependent coordinates); method {method!r} cannot "
             f"integrate it — use one of {', '.join(ELIMINATED_METHODS)}, which step "
-            "q̇ = W(q) u directly and project onto the configuration constraints")
+            f"q̇ = W(q) u directly and project onto the configuration constraints{extra}")
 
 
 def run_eliminated(problem: Problem, method: str, **options) -> Solution:

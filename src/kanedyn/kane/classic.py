@@ -10,6 +10,9 @@ symbols, frames and points a user (or a test) needs to evaluate or check it.
   relative to the bus is its own speed).
 * :func:`rolling_disk` — a thin disk rolling without slipping on a plane:
   5 coordinates, 5 speeds, 2 nonholonomic constraints, p = 3.
+* :func:`four_bar` — the planar four-bar linkage (crank, coupler, rocker, gravity): three
+  coordinates, two configuration constraints closing the loop, one independent speed
+  (the geometry of :func:`kanedyn.constraints.mechanisms.four_bar_system`).
 * :func:`pendulum_pin_reaction` — a rod pendulum whose pin reaction comes out
   through two auxiliary speeds.
 * :func:`stewart_platform` — a 6-6 Stewart platform, platform twist as speeds,
@@ -31,6 +34,7 @@ from .loads import RigidBody, Torque, inertia
 from .system import KaneSystem
 
 __all__ = [
+    "four_bar",
     "free_rigid_body",
     "pendulum_pin_reaction",
     "quaternion_kinematics",
@@ -167,6 +171,55 @@ def rolling_disk(contact_forces: bool = False, axial=None,
                         potential_energy=m * g * R * sp.cos(q[1]), name="rolling_disk")
     return system, dict(N=N, Y=Y, L=L, D=D, C=C, Dc=Dc, q=q, u=u, m=m, g=g, R=R,
                         constraints=constraints, ua=ua)
+
+
+def four_bar() -> tuple[KaneSystem, dict]:
+    """The planar four-bar of :func:`kanedyn.constraints.mechanisms.four_bar_system` by
+    Kane's method: crank l1 pinned at O, coupler l2 pinned to the crank tip, rocker l3
+    pinned at D = (l0, 0), the coupler tip pinned to the rocker tip; uniform slender rods
+    (masses m1, m2, m3, central moment m l²/12), gravity −g N.y.
+
+    q = (θ1 crank, θ2 coupler relative to the crank, θ3 rocker), u_i = q̇_i; the loop
+    closure g = (coupler tip − rocker tip) · (N.x, N.y) = 0 fixes θ2, θ3 (dependent
+    coordinates; u2, u3 the dependent speeds, ġ = 0 their velocity constraints). The
+    parameters l0..l3, m1..m3, g are symbols without values (``info["values"]`` holds
+    those of four_bar_system)."""
+    q = dynamicsymbols("q1:4")
+    u = dynamicsymbols("u1:4")
+    l0, l1, l2, l3, m1, m2, m3, g = sp.symbols("l0 l1 l2 l3 m1 m2 m3 g", positive=True)
+    N = ReferenceFrame("N")
+    A = N.orientnew("A", "Axis", [q[0], N.z])       # crank
+    B = A.orientnew("B", "Axis", [q[1], A.z])       # coupler
+    C = N.orientnew("C", "Axis", [q[2], N.z])       # rocker
+    O = Point("O")
+    O.set_vel(N, 0)
+    tip_b = O.locatenew("P", l1 * A.x + l2 * B.x)   # the coupler's tip
+    tip_c = O.locatenew("Q", l0 * N.x + l3 * C.x)   # the rocker's tip
+    bodies, loads = [], []
+    for name, frame, centre, mass, length in (
+            ("crank", A, l1 / 2 * A.x, m1, l1),
+            ("coupler", B, l1 * A.x + l2 / 2 * B.x, m2, l2),
+            ("rocker", C, l0 * N.x + l3 / 2 * C.x, m3, l3)):
+        P = O.locatenew(f"{name}_c", centre)
+        P.set_vel(N, centre.dt(N))
+        bodies.append(RigidBody(name, P, frame, mass,
+                                inertia(frame, 0, mass * length**2 / 12, mass * length**2 / 12)))
+        loads.append((P, -mass * g * N.y))
+    gap = tip_b.pos_from(O) - tip_c.pos_from(O)
+    closure = [gap.dot(N.x), gap.dot(N.y)]
+    kde = [ui - qi.diff() for qi, ui in zip(q, u, strict=True)]
+    qdot = {qi.diff(): ui for qi, ui in zip(q, u, strict=True)}
+    rates = [c.diff(dynamicsymbols._t).xreplace(qdot) for c in closure]   # ġ = 0
+    V = g * (m1 * l1 / 2 * sp.sin(q[0])
+             + m2 * (l1 * sp.sin(q[0]) + l2 / 2 * sp.sin(q[0] + q[1]))
+             + m3 * l3 / 2 * sp.sin(q[2]))
+    system = KaneSystem(N, q, u, kde, bodies, loads, u_dependent=u[1:],
+                        velocity_constraints=rates, q_dependent=q[1:],
+                        configuration_constraints=closure, potential_energy=V,
+                        name="four_bar")
+    values = {l0: 0.45, l1: 0.2, l2: 0.5, l3: 0.4, m1: 1.0, m2: 2.0, m3: 1.5, g: 9.81}
+    return system, dict(N=N, A=A, B=B, C=C, q=q, u=u, closure=closure, values=values,
+                        symbols=dict(l0=l0, l1=l1, l2=l2, l3=l3, m1=m1, m2=m2, m3=m3, g=g))
 
 
 def pendulum_pin_reaction() -> tuple[KaneSystem, dict]:

@@ -75,6 +75,15 @@ class EquationsOfMotion:
     #: intermediate of ``dependent_speeds``): evaluated they are the residual of the
     #: eliminated speeds, which ``kd.simulate`` records
     velocity_constraints: list = field(default_factory=list)
+    #: the KaneSystem these equations were derived from (set by ``kanes_equations``; None
+    #: for a tree's ``derive(model)``): what :func:`~kanedyn.kane.index3_equations`
+    #: derives the index-3 form of a configuration-constrained system from
+    kane_system: object | None = field(default=None, repr=False, compare=False)
+    #: True for the index-3 form (:func:`~kanedyn.kane.index3_equations`): all speeds, the
+    #: configuration constraints kept as g(q) = 0 beside the equations (not eliminated);
+    #: the compiled code then adds ∂T/∂q, ∂V/∂q (``hamiltonian_terms``), ∂g/∂q and
+    #: γ = −(∂(∂g/∂q u)/∂q) u (``constraint_rows``)
+    index3: bool = False
 
     @property
     def nq(self) -> int:

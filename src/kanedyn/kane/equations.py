@@ -11,6 +11,7 @@ frame, dynamic symbols made plain (:class:`_Plain`: ``q1(t)`` → ``q1``,
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -34,7 +35,7 @@ from .loads import Force, RigidBody, as_load
 if TYPE_CHECKING:
     from .system import KaneSystem
 
-__all__ = ["kanes_equations", "udot_symbol"]
+__all__ = ["index3_equations", "kanes_equations", "udot_symbol"]
 
 
 def udot_symbol(u) -> sp.Symbol:
@@ -260,6 +261,57 @@ def kanes_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsO
         eom.forcing = eom.forcing.applyfunc(sp.simplify)
         eom.auxiliary = {k: sp.simplify(v) for k, v in eom.auxiliary.items()}
     return eom
+
+
+def index3_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsOfMotion:
+    """The index-3 form of a system with configuration constraints: Kane's equations of
+    *all* its speeds, the constraints kept beside them rather than eliminated,
+
+        M(q) u̇ = forcing(q, u) − Gᵀλ,    q̇ = u,    g(q) = 0,    G = ∂g/∂q,
+
+    — the same KaneSystem derived without its dependent speeds and velocity constraints
+    (``kanes_equations`` then forms ``F_r + F_r* = 0`` for every speed, before any
+    reduction), with ``configuration_constraints`` = g and ``index3`` set, so that the
+    compiled code adds ∂T/∂q at fixed u and ∂V/∂q (``hamiltonian_terms``), ∂g/∂q and
+    γ = −(∂(G u)/∂q) u (``constraint_rows``): what the constrained energy–momentum
+    methods take (:mod:`kanedyn.integrators.constrained_energy_momentum`, through
+    :class:`kanedyn.constraints.KaneConstrainedSystem`).
+
+    Needs holonomic constraints only (the velocity constraints are the rates of the
+    configuration constraints: as many dependent speeds as dependent coordinates), the
+    kinematic equations q̇ = u (each speed the rate of its coordinate, in the order of q),
+    and the kinetic and potential energy separately (``potential_energy=`` of the loads);
+    a SymbolicError names what is missing."""
+    name = system.name
+    if not system.configuration_constraints:
+        raise SymbolicError(f"{name!r} has no configuration constraints: its equations have "
+                            "no index-3 form to keep (derive() gives them as they are)")
+    if len(system.u_dependent) != len(system.q_dependent):
+        raise SymbolicError(
+            f"{name!r} has {len(system.u_dependent)} dependent speeds but "
+            f"{len(system.q_dependent)} configuration constraints: velocity constraints "
+            "beyond the rates of g(q) = 0 are nonholonomic, which the index-3 form does "
+            "not take (simulate the eliminated equations: rk4, avf, RK45)")
+    eom = kanes_equations(replace(system, u_dependent=(), velocity_constraints=()),
+                          simplify=simplify)
+    if eom.nq != eom.nu or any(sp.expand(a - b) != 0
+                               for a, b in zip(eom.qdot, eom.u, strict=True)):
+        k = next((i for i, (a, b) in enumerate(zip(eom.qdot, eom.u, strict=False))
+                  if sp.expand(a - b) != 0), min(eom.nq, eom.nu))
+        what = (f"q̇ of {eom.q[k]} is {eom.qdot[k]}, not {eom.u[k]}" if k < min(eom.nq, eom.nu)
+                else f"{eom.nq} coordinates but {eom.nu} speeds")
+        raise SymbolicError(
+            f"{name!r}: the index-3 form needs the kinematic equations q̇ = u (speed i the "
+            f"rate of coordinate i, in the order of q); here {what}. Declare "
+            "kinematic_equations u_i − q_i' (or simulate the eliminated equations: rk4, "
+            "avf's eliminated form, RK45)")
+    if eom.kinetic_energy is None or eom.potential_energy is None:
+        raise SymbolicError(
+            f"{name!r}: the index-3 form needs the kinetic and the potential energy "
+            "separately, and the potential of the loads is unknown: give "
+            "KaneSystem(potential_energy=V) with V(q) of every load that is not an input "
+            "(gravity, springs)")
+    return replace(eom, q_dependent=[], index3=True, name=f"{name} (index 3)")
 
 
 # --- 3-vectors as lists (components in one frame) -----------------------------------------
@@ -489,8 +541,11 @@ def _result(system, plain, rec, ind, qdot, M, forcing, auxiliary, energies, tau,
     exclude = set(q_syms) | {plain.map[s] for s in speeds} | set(input_syms)
     exclude |= set(plain.derivs.values()) | {sp.Symbol("t"), *plain.map.values()} | defined
     free = set()
-    for e in (*exprs, *(x for _s, x in rec.intermediates)):
-        free |= e.free_symbols
+    # the configuration constraints too: a parameter may appear in g only (a fixed pivot's
+    # offset, which no velocity depends on)
+    closure = [plain.conv(c) for c in system.configuration_constraints]
+    for e in (*exprs, *(x for _s, x in rec.intermediates), *closure):
+        free |= sp.sympify(e).free_symbols
     params = {}
     for s in sorted(free - exclude, key=str):
         if str(s) in reserved:
@@ -521,4 +576,5 @@ def _result(system, plain, rec, ind, qdot, M, forcing, auxiliary, energies, tau,
         potential_energy=V,
         q_dependent=[plain.map[s] for s in system.q_dependent],
         configuration_constraints=[plain.conv(c) for c in system.configuration_constraints],
+        kane_system=system,
     )

@@ -40,7 +40,8 @@ the steps are pure functions of it, one module each (all re-exported here):
   :func:`generalized_active_forces`, :func:`generalized_inertia_forces`,
   :func:`kinetic_energy`;
 - :mod:`~kanedyn.kane.equations` — steps 3–5 through intermediates, the derivation
-  itself: :func:`kanes_equations`, :func:`udot_symbol`;
+  itself: :func:`kanes_equations`, :func:`udot_symbol`; and :func:`index3_equations`,
+  the equations of all speeds with the configuration constraints kept beside them;
 - ``_sympy_tools`` — the SymPy utilities they share.
 """
 
@@ -55,7 +56,7 @@ from sympy.physics.vector import ReferenceFrame
 from ..errors import SymbolicError
 from ._sympy_tools import _is_dynamicsymbol, _name
 from .eom import EquationsOfMotion
-from .equations import kanes_equations, udot_symbol
+from .equations import index3_equations, kanes_equations, udot_symbol
 from .generalized_forces import (
     generalized_active_forces,
     generalized_inertia_forces,
@@ -69,6 +70,7 @@ __all__ = [
     "Kinematics",
     "generalized_active_forces",
     "generalized_inertia_forces",
+    "index3_equations",
     "kanes_equations",
     "kinematics",
     "kinetic_energy",

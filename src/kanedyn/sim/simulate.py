@@ -10,7 +10,7 @@ from numpy.typing import ArrayLike
 from ..errors import FrictionError, SolverError, StateError
 from ..forces import ForceElement, ForceSet, JointFriction
 from ..forces.kernel import force_rows
-from ..integrators import get_method, run_fixed
+from ..integrators import get_method, kane_index3, run_fixed
 from ..integrators.base import Problem, is_nonholonomic
 from ..integrators.constrained_energy_momentum import CONSTRAINED_METHODS
 from ..integrators.eliminated import check_method, consistent_start, run_eliminated
@@ -170,8 +170,14 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, method: str =
             f"{' or '.join(CONSTRAINED_METHODS)} (exact energy and constraints), radau5 or "
             f"ida (DAE solvers), or {', '.join(FORWARD_DYNAMICS_METHODS)} (which step the "
             "constrained accelerations)")
+    index3 = None  # the index-3 form of a configuration-constrained Kane system
+    if eliminated and kane_index3.applies(sys_, method):
+        # exact energy and exact g(q) = 0 (integrators/kane_index3.py); None: avf keeps the
+        # eliminated form where the index-3 one cannot be formed
+        index3 = kane_index3.index3_system(sys_, method)
     if eliminated:
-        check_method(sys_, method)
+        if index3 is None:
+            check_method(sys_, method)
     elif is_nonholonomic(sys_) and method not in SCIPY_METHODS:
         # the other methods step q in a chart of dimension nv, which cannot hold the
         # motion of a system with fewer speeds than coordinates
@@ -203,7 +209,12 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, method: str =
                 raise SolverError(f"simulate: project= does not apply to "
                                   f"{getattr(sys_, 'name', 'this system')!r}, whose methods "
                                   "project onto its configuration constraints themselves")
-            sol = run_eliminated(problem, method, **options)
+            if index3 is not None:
+                sol = kane_index3.run(problem, method, index3, **options)
+            else:
+                sol = run_eliminated(problem, method, **options)
+                if kane_index3.applies(sys_, method):
+                    sol.stats["form"] = "eliminated"
         elif kind == "fixed":
             if dt is None:
                 raise StateError(f"simulate: method {method!r} is a fixed-step method; give dt")

@@ -8,7 +8,9 @@ system (``runtime.py``).
 definitions (symbol = expression in q, u, inputs, t and earlier definitions) and the
 flat outputs M (lower triangle when it is symmetric), forcing, q̇, the energies and,
 for a system with eliminated constraints, the dependent speeds and the constraint
-residuals (:func:`_constraint_outputs`).
+residuals (:func:`_constraint_outputs`); for the index-3 form (``eom.index3``,
+:func:`kanedyn.kane.index3_equations`) also ∂T/∂q, ∂V/∂q (:func:`gradients`, the chain rule
+through the definitions), ∂g/∂q and γ (:func:`_index3_outputs`).
 It does, in order:
 
 1. substitute the parameter values and propagate them through the intermediates
@@ -34,7 +36,7 @@ import sympy as sp
 
 from ...errors import SymbolicError
 
-__all__ = ["Lowered", "free_symbols", "lower", "operation_count"]
+__all__ = ["Lowered", "free_symbols", "gradients", "lower", "operation_count"]
 
 
 @dataclass
@@ -150,6 +152,8 @@ def lower(eom, parameters: dict | None = None, cse: bool = True, fold: bool = Tr
     else:
         energy_kind = "none"
         outputs["energy"] = []
+    if getattr(eom, "index3", False):
+        defs = defs + _index3_outputs(eom, defs, subs, outputs)
     defs = _reachable(defs, outputs)
     _check_symbols(eom, defs, outputs, () if fold else tuple(eom.parameters))
     _check_shapes(eom, outputs)
@@ -199,6 +203,84 @@ def _constraint_outputs(eom, subs: dict) -> dict:
         "velocity_residual": fold(getattr(eom, "velocity_constraints", [])),
         "configuration_jacobian": fold(G),
     }
+
+
+def _index3_outputs(eom, defs: list, subs: dict, outputs: dict) -> list:
+    """The outputs of the index-3 form (``eom.index3``; :func:`kanedyn.kane.index3_equations`)
+    added to ``outputs``, and the definitions they need beyond ``defs``:
+
+    - ``kinetic_gradient`` ∂T/∂q at fixed u and ``potential_gradient`` ∂V/∂q, by the chain
+      rule through the definitions (forward mode, :func:`gradients`: each derivative of a
+      definition bound to a new one, nothing expanded);
+    - ``constraint_jacobian`` ∂g/∂q (l x nq, row-major) and ``constraint_bias``
+      γ = −(∂(G u)/∂q) u, the right side of G u̇ = γ (g is a plain expression in q)."""
+    if outputs["energy"] == [] or len(outputs["energy"]) != 3:
+        raise SymbolicError(f"{eom.name!r}: the index-3 form needs the kinetic and the "
+                            "potential energy separately")
+    _, T, V = outputs["energy"]
+    q = list(eom.q)
+    new, (dT, dV) = gradients(defs, [T, V], q)
+    g = [_exact_integers(sp.sympify(c).xreplace(subs)) for c in eom.configuration_constraints]
+    G = [[c.diff(x) for x in q] for c in g]
+    u = list(eom.u)
+    gam = []
+    for row in G:
+        Gu = sum((a * b for a, b in zip(row, u, strict=True)), sp.S.Zero)
+        gam.append(_exact_integers(sp.expand(-sum((Gu.diff(x) * w for x, w
+                                                   in zip(q, u, strict=True)), sp.S.Zero))))
+    outputs["kinetic_gradient"] = dT
+    outputs["potential_gradient"] = dV
+    outputs["constraint_jacobian"] = [_exact_integers(e) for row in G for e in row]
+    outputs["constraint_bias"] = gam
+    return new
+
+
+def gradients(defs: list, exprs: list, variables: list, prefix: str = "d") -> tuple:
+    """∂e/∂x of each expression e of ``exprs`` for each of ``variables``, through the
+    straight-line ``defs`` [(symbol, expression), ...] in evaluation order (forward mode:
+    ``ds/dx = ∂e_s/∂x + Σ_y ∂e_s/∂y · dy/dx`` over the definitions y that e_s uses). The
+    derivative of a definition is bound to a new symbol (``d_<x>_<s>``) unless it is a
+    number or a symbol; returns (the new definitions in order, [[∂e/∂x for x] for e])."""
+    by = dict(defs)
+    need: set = set()
+    stack = [s for e in exprs for s in free_symbols(e)]
+    while stack:
+        s = stack.pop()
+        if s in need or s not in by:
+            continue
+        need.add(s)
+        stack.extend(free_symbols(by[s]))
+    taken = {str(s) for s, _ in defs} | {str(x) for x in variables}
+    rates: dict = {}          # definition -> {variable index: derivative}
+    new = []
+
+    def derivative(e, k):
+        fs = free_symbols(e)
+        parts = [e.diff(variables[k])] if variables[k] in fs else []
+        parts += [e.diff(y) * rates[y][k] for y in sorted(fs, key=str)
+                  if y in rates and k in rates[y]]
+        return sp.Add(*parts) if parts else sp.S.Zero
+
+    for s, e in defs:
+        if s not in need:
+            continue
+        row = {}
+        for k, x in enumerate(variables):
+            d = derivative(e, k)
+            if d == 0:
+                continue
+            if not (d.is_Symbol or d.is_Number):
+                name = f"{prefix}_{x}_{s}"
+                while name in taken:
+                    name += "_"
+                taken.add(name)
+                sym = sp.Symbol(name)
+                new.append((sym, d))
+                d = sym
+            row[k] = d
+        if row:
+            rates[s] = row
+    return new, [[derivative(e, k) for k in range(len(variables))] for e in exprs]
 
 
 def _reachable(defs: list, outputs: dict) -> list:

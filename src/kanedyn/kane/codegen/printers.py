@@ -5,10 +5,11 @@ Where it sits: frozen equations → lowering (``lowering.py``) → **printing** 
 
 This module fixes the interface of the generated code, the same in every language:
 the functions of ``SIGNATURES`` (mass_matrix, forcing, dynamics, qdot, energy, the
-eliminated constraints' dependent_speeds, residuals and configuration_jacobian; and a
-Cholesky forward_dynamics for numba and C), each writing into output arrays named by
-``OUTPUT_ARRAYS`` and returning a status (0; 1: an input is not finite; 2 + k:
-quaternion group k is off unit norm by more than ``QUAT_TOL``; -1: M is not positive
+eliminated constraints' dependent_speeds, residuals and configuration_jacobian; for
+the index-3 form also those of ``INDEX3_SIGNATURES``, hamiltonian_terms and
+constraint_rows; and a Cholesky forward_dynamics for numba and C), each writing into
+output arrays named by ``OUTPUT_ARRAYS`` and returning a status (0; 1: an input is not
+finite; 2 + k: quaternion group k is off unit norm by more than ``QUAT_TOL``; -1: M is not positive
 definite). Each function loads the entries of q, u, tau it uses into locals, runs
 the input checks (numba and C: inside the generated code; numpy: in the runtime),
 evaluates the definitions its outputs need and stores the outputs; M is symmetric
@@ -43,8 +44,8 @@ from sympy.printing.pycode import PythonCodePrinter
 from ...errors import SymbolicError
 from .lowering import Lowered, free_symbols
 
-__all__ = ["OUTPUT_ARRAYS", "QUAT_TOL", "SIGNATURES", "c_declarations", "c_source",
-           "operation_counts", "python_source"]
+__all__ = ["INDEX3_SIGNATURES", "OUTPUT_ARRAYS", "QUAT_TOL", "SIGNATURES", "c_declarations",
+           "c_source", "operation_counts", "python_source", "signatures"]
 
 #: tolerance on the norm of a quaternion in q before it is an error (as the Model's joints)
 QUAT_TOL = 1e-4
@@ -63,9 +64,26 @@ SIGNATURES = {
     "residuals": (("q", "u", "t"), ("configuration_residual", "velocity_residual")),
     "configuration_jacobian": (("q", "t"), ("configuration_jacobian",)),
 }
+#: the functions of the index-3 form only (``eom.index3``, :func:`kanedyn.kane.index3_equations`):
+#: ∂T/∂q at fixed u and ∂V/∂q; the full ∂g/∂q (l x nq, row-major) and γ of G u̇ = γ
+INDEX3_SIGNATURES = {
+    "hamiltonian_terms": (("q", "u", "t"), ("kinetic_gradient", "potential_gradient")),
+    "constraint_rows": (("q", "u", "t"), ("constraint_jacobian", "constraint_bias")),
+}
 OUTPUT_ARRAYS = {"mass_matrix": "M", "forcing": "F", "qdot": "qd", "energy": "E",
                  "dependent_speeds": "ud", "configuration_residual": "rg",
-                 "velocity_residual": "rv", "configuration_jacobian": "Gq"}
+                 "velocity_residual": "rv", "configuration_jacobian": "Gq",
+                 "kinetic_gradient": "dTq", "potential_gradient": "dVq",
+                 "constraint_jacobian": "Gfull", "constraint_bias": "gb"}
+
+
+def signatures(low: Lowered) -> dict:
+    """The generated functions of ``low``: :data:`SIGNATURES`, and
+    :data:`INDEX3_SIGNATURES` for the index-3 form (every other system's source is as
+    before)."""
+    if "kinetic_gradient" in low.outputs:
+        return {**SIGNATURES, **INDEX3_SIGNATURES}
+    return SIGNATURES
 
 
 def operation_counts(low: Lowered) -> dict[str, int]:
@@ -74,7 +92,7 @@ def operation_counts(low: Lowered) -> dict[str, int]:
     give them."""
     memo = low.__dict__.setdefault("_counts", {})  # the header and CompiledSystem ask alike
     if not memo:
-        memo.update({f: low.operation_count(outs) for f, (_, outs) in SIGNATURES.items()})
+        memo.update({f: low.operation_count(outs) for f, (_, outs) in signatures(low).items()})
     return dict(memo)
 
 
@@ -261,7 +279,7 @@ def python_source(low: Lowered, style: str) -> str:
         lines = _segment_body(low, seg, slots, printer, ren) or ["pass"]
         funcs.append(f"def _segment{i}(q, u, tau, t, w, o):\n"
                      + "".join(f"    {x}\n" for x in lines))
-    for f, (ins, outs) in SIGNATURES.items():
+    for f, (ins, outs) in signatures(low).items():
         calls = _calls(segs, outs)
         lines = [f"w = [None] * {len(slots)}"] if calls else []
         lines += [f"_segment{i}(q, {'u' if 'u' in ins else 'None'}, "
@@ -284,7 +302,7 @@ def _numba_source(low: Lowered) -> str:
     printer = _ScalarPythonPrinter()
     nq = len(low.eom.q)
     progs, funcs, bodies = [], [], {}
-    for f, (ins, outs) in SIGNATURES.items():
+    for f, (ins, outs) in signatures(low).items():
         program = _numba_program(low, f)
         progs.append(f"_{f}_body = numba_ir.straight_line((\n"
                      + "".join(f"    {x!r},\n" for x in program) + "))\n")
@@ -326,7 +344,7 @@ def _numba_program(low: Lowered, func: str) -> list:
     lower triangle computed and stored on both sides). Arithmetic in the order the
     Python printer writes it (sums left to right, a product's denominator divided last)."""
     eom = low.eom
-    ins, outs = SIGNATURES[func]
+    ins, outs = signatures(low)[func]
     prog: list = []
     memo: dict = {}
 
@@ -502,15 +520,17 @@ def _c_signature(func: str, prefix: str = "") -> str:
     if func == "forward_dynamics":
         args = [_C_ARGS[a] for a in ("q", "u", "tau", "t")] + ["double *udot", "double *work"]
     else:
-        ins, outs = SIGNATURES[func]
+        ins, outs = {**SIGNATURES, **INDEX3_SIGNATURES}[func]
         args = [_C_ARGS[a] for a in ins] + [f"double *{OUTPUT_ARRAYS[k]}" for k in outs]
     return f"int {prefix}{func}({', '.join(args)})"
 
 
-def c_declarations(prefix: str = "") -> str:
-    """The C prototypes of the generated functions (what cffi's ``cdef`` is given)."""
+def c_declarations(prefix: str = "", functions=None) -> str:
+    """The C prototypes of the generated functions (what cffi's ``cdef`` is given):
+    ``functions`` (default those of :data:`SIGNATURES`) and forward_dynamics."""
     return "".join(f"{_c_signature(f, prefix)};\n"
-                   for f in [*SIGNATURES, "forward_dynamics"])
+                   for f in [*(SIGNATURES if functions is None else functions),
+                             "forward_dynamics"])
 
 
 #: most statements in one generated C function: :func:`c_source` cuts the definitions
@@ -551,7 +571,7 @@ def _segments(low: Lowered, max_statements: int) -> tuple[list, dict]:
     into segments of at most ``max_statements`` statements; a definition used by a later
     segment is saved to a workspace slot there. Returns the segments in evaluation order
     and the slot of every saved definition."""
-    keys = list(OUTPUT_ARRAYS)
+    keys = [k for k in OUTPUT_ARRAYS if k in low.outputs]
     need = {k: set(low.needed([k])) for k in keys}
     blocks: dict = {}
     for s in low.order:
@@ -635,7 +655,7 @@ def c_source(low: Lowered, prefix: str = "", max_statements: int | None = None) 
         lines += _segment_body(low, seg, slots, printer, ren)
         funcs.append(f"static KD_NOINLINE void {prefix}kd_segment{i}({args}) {{\n"
                      + "".join(f"    {x}\n" for x in lines) + "}\n")
-    for f, (ins, outs) in SIGNATURES.items():
+    for f, (ins, outs) in signatures(low).items():
         checks, quat_of = _input_checks(low, printer, ins)
         lines = [f"(void){a};" for a in ins] + checks  # not every input is used
         calls = _calls(segs, outs)
@@ -667,6 +687,9 @@ def c_source(low: Lowered, prefix: str = "", max_statements: int | None = None) 
         "  dependent_speeds(q, u, t, ud)  ud: the dependent speeds (velocity constraints)",
         "  residuals(q, u, t, rg, rv)  rg: g(q), rv: the velocity constraints at ud",
         "  configuration_jacobian(q, t, Gq)  Gq: dg/dq_dep (row-major), for a projection",
+        *(["  hamiltonian_terms(q, u, t, dTq, dVq)  dT/dq at fixed u, dV/dq (index-3 form)",
+           "  constraint_rows(q, u, t, Gfull, gb)  dg/dq (l*nq, row-major), gamma of "
+           "G du/dt = gamma"] if "kinetic_gradient" in low.outputs else []),
         "Every function returns 0, or 1 if an input is not finite, 2 + k if quaternion k",
         "is off unit norm by more than " + repr(QUAT_TOL) + " (quaternions are normalised),",
         "-1 (forward_dynamics) if M is not positive definite.",

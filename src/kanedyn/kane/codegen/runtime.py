@@ -7,8 +7,10 @@ Where it sits: frozen equations → lowering (``lowering.py``) → printing
 for one backend, builds or loads them from the cache, and wraps the result in a
 :class:`CompiledSystem`: mass_matrix, forcing, nonlinear_effects, forward_dynamics,
 energies, q_dot, integrate_configuration, on one state or a batch, with the input
-checks of the Model's algorithms. Integrators and ``kd.simulate`` take it as they
-take a Model.
+checks of the Model's algorithms; for the index-3 form
+(:func:`kanedyn.kane.index3_equations`) ``hamiltonian_terms`` and ``constraint_rows``, and
+for a system with configuration constraints ``index3_form()``, which derives and compiles
+that form. Integrators and ``kd.simulate`` take it as they take a Model.
 """
 
 from __future__ import annotations
@@ -21,11 +23,11 @@ from .build import find_c_compiler, load_c, load_python
 from .lowering import Lowered, lower
 from .printers import (
     QUAT_TOL,
-    SIGNATURES,
     c_declarations,
     c_source,
     operation_counts,
     python_source,
+    signatures,
 )
 
 __all__ = ["BACKENDS", "CompiledSystem", "compile_eom"]
@@ -67,10 +69,11 @@ class CompiledSystem:
         self.parameters = dict(low.values)
         self._nE = {"split": 3, "total": 1, "none": 0}[low.energy_kind]
         self.counts = operation_counts(low)
-        names = list(SIGNATURES) + (["forward_dynamics"] if backend != "numpy" else [])
+        funcs = signatures(low)
+        names = list(funcs) + (["forward_dynamics"] if backend != "numpy" else [])
         if backend == "c":
             self.source = c_source(low)
-            mod = load_c(self.source, c_declarations())
+            mod = load_c(self.source, c_declarations(functions=funcs))
             ffi, lib = mod.ffi, mod.lib
 
             def wrap(fn):
@@ -106,6 +109,12 @@ class CompiledSystem:
         self.nonholonomic = (bool(self.dependent_speed_names)
                              or self.nq - len(self.quaternions) > self.nv)
         self.eliminated_constraints = bool(self.dependent_speed_names or self.q_dependent)
+        #: the index-3 form (kane.index3_equations): all speeds, g(q) = 0 kept beside the
+        #: equations, with hamiltonian_terms and constraint_rows
+        self.index3 = bool(getattr(eom, "index3", False))
+        #: where the index-3 form of these equations comes from (kane.index3_equations):
+        #: the KaneSystem they were derived from, and the parameter values folded in
+        self.kane_system = getattr(eom, "kane_system", None)
 
     def __repr__(self) -> str:
         return (f"CompiledSystem({self.name!r}, backend={self.backend!r}, nq={self.nq}, "
@@ -327,6 +336,57 @@ class CompiledSystem:
         n = self.n_configuration_constraints
         (G,) = self._eval("configuration_jacobian", [self._arr(q, self.nq, "q")], t, [n * n])
         return G.reshape(G.shape[:-1] + (n, n))
+
+    # --- the index-3 form (kane.index3_equations) --------------------------------------------
+    def index3_form(self) -> CompiledSystem:
+        """The index-3 form of these equations (:func:`kanedyn.kane.index3_equations`): the
+        KaneSystem they were derived from, derived again without eliminating its dependent
+        speeds, compiled by the same backend with the same parameter values; made on first
+        use and kept. A SymbolicError says why there is none (no KaneSystem behind these
+        equations, nonholonomic rows, q̇ ≠ u, no potential energy)."""
+        if self.index3:
+            return self
+        cached = self.__dict__.get("_index3")
+        if cached is not None:
+            return cached
+        if self.kane_system is None:
+            raise SymbolicError(
+                f"{self.name}: these equations were not derived from a KaneSystem "
+                "(KaneSystem.derive), so their index-3 form cannot be formed; derive it with "
+                "kanedyn.kane.index3_equations(system).compile()")
+        from ..equations import index3_equations
+
+        eom = index3_equations(self.kane_system)
+        names = {str(s) for s in eom.parameters}
+        values = {k: v for k, v in self.parameters.items() if k in names}
+        self._index3 = compile_eom(eom, self.backend, values)
+        return self._index3
+
+    def _index3_only(self, what: str) -> None:
+        if not self.index3:
+            raise SymbolicError(f"{self.name}: {what} is generated for the index-3 form only "
+                                "(kanedyn.kane.index3_equations)")
+
+    def hamiltonian_terms(self, q: ArrayLike, v: ArrayLike,
+                          t: float = 0.0) -> tuple[NDArray, NDArray]:
+        """(∂T/∂q at fixed u, ∂V/∂q): the symbolic derivatives of the kinetic and the
+        potential energy, generated (index-3 form only)."""
+        self._index3_only("hamiltonian_terms")
+        dT, dV = self._eval("hamiltonian_terms", [self._arr(q, self.nq, "q"),
+                                                  self._arr(v, self.nv, "v")], t,
+                            [self.nq, self.nq])
+        return dT, dV
+
+    def constraint_rows(self, q: ArrayLike, v: ArrayLike,
+                        t: float = 0.0) -> tuple[NDArray, NDArray]:
+        """(G = ∂g/∂q, l x nq; γ = −(∂(G u)/∂q) u, the right side of G u̇ = γ) of the
+        configuration constraints (index-3 form only)."""
+        self._index3_only("constraint_rows")
+        n = self.n_configuration_constraints
+        G, gam = self._eval("constraint_rows", [self._arr(q, self.nq, "q"),
+                                                self._arr(v, self.nv, "v")], t,
+                            [n * self.nq, n])
+        return G.reshape(G.shape[:-1] + (n, self.nq)), gam
 
     def consistent_configuration(self, q: ArrayLike, tol: float = 1e-13, maxiter: int = 30,
                                  t: float = 0.0) -> NDArray:
