@@ -362,32 +362,6 @@ class CompiledSystem:
         self._index3 = compile_eom(eom, self.backend, values)
         return self._index3
 
-    def _index3_only(self, what: str) -> None:
-        if not self.index3:
-            raise SymbolicError(f"{self.name}: {what} is generated for the index-3 form only "
-                                "(kanedyn.kane.index3_equations)")
-
-    def hamiltonian_terms(self, q: ArrayLike, v: ArrayLike,
-                          t: float = 0.0) -> tuple[NDArray, NDArray]:
-        """(∂T/∂q at fixed u, ∂V/∂q): the symbolic derivatives of the kinetic and the
-        potential energy, generated (index-3 form only)."""
-        self._index3_only("hamiltonian_terms")
-        dT, dV = self._eval("hamiltonian_terms", [self._arr(q, self.nq, "q"),
-                                                  self._arr(v, self.nv, "v")], t,
-                            [self.nq, self.nq])
-        return dT, dV
-
-    def constraint_rows(self, q: ArrayLike, v: ArrayLike,
-                        t: float = 0.0) -> tuple[NDArray, NDArray]:
-        """(G = ∂g/∂q, l x nq; γ = −(∂(G u)/∂q) u, the right side of G u̇ = γ) of the
-        configuration constraints (index-3 form only)."""
-        self._index3_only("constraint_rows")
-        n = self.n_configuration_constraints
-        G, gam = self._eval("constraint_rows", [self._arr(q, self.nq, "q"),
-                                                self._arr(v, self.nv, "v")], t,
-                            [n * self.nq, n])
-        return G.reshape(G.shape[:-1] + (n, self.nq)), gam
-
     def consistent_configuration(self, q: ArrayLike, tol: float = 1e-13, maxiter: int = 30,
                                  t: float = 0.0) -> NDArray:
         """q with its dependent coordinates solved from ``g(q) = 0`` by Newton, starting
@@ -445,11 +419,40 @@ class CompiledSystem:
         return out
 
 
+class Index3CompiledSystem(CompiledSystem):
+    """The compiled index-3 form of a Kane system (:func:`kanedyn.kane.index3_equations`):
+    a :class:`CompiledSystem` with the generated ``hamiltonian_terms`` and
+    ``constraint_rows`` besides. A class of its own, since the integrators read
+    ``hamiltonian_terms`` as a capability (``hasattr``): a system without them takes
+    their other paths."""
+
+    def hamiltonian_terms(self, q: ArrayLike, v: ArrayLike,
+                          t: float = 0.0) -> tuple[NDArray, NDArray]:
+        """(∂T/∂q at fixed u, ∂V/∂q): the symbolic derivatives of the kinetic and the
+        potential energy, generated."""
+        dT, dV = self._eval("hamiltonian_terms", [self._arr(q, self.nq, "q"),
+                                                  self._arr(v, self.nv, "v")], t,
+                            [self.nq, self.nq])
+        return dT, dV
+
+    def constraint_rows(self, q: ArrayLike, v: ArrayLike,
+                        t: float = 0.0) -> tuple[NDArray, NDArray]:
+        """(G = ∂g/∂q, l x nq; γ = −(∂(G u)/∂q) u, the right side of G u̇ = γ) of the
+        configuration constraints."""
+        n = self.n_configuration_constraints
+        G, gam = self._eval("constraint_rows", [self._arr(q, self.nq, "q"),
+                                                self._arr(v, self.nv, "v")], t,
+                            [n * self.nq, n])
+        return G.reshape(G.shape[:-1] + (n, self.nq)), gam
+
+
 def compile_eom(eom, backend: str = "numba", parameters: dict | None = None,
                 cse: bool = True) -> CompiledSystem:
     """Generated code for ``eom`` (see :class:`CompiledSystem`)."""
     _check_backend(backend)
     if backend == "c":
         find_c_compiler()  # fail before the (slow) lowering
-    return CompiledSystem(lower(eom, parameters, cse=cse), backend)
+    low = lower(eom, parameters, cse=cse)
+    cls = Index3CompiledSystem if getattr(eom, "index3", False) else CompiledSystem
+    return cls(low, backend)
 
