@@ -262,3 +262,22 @@ def test_a_fit_that_does_not_converge_returns_nothing():
     truth, laws, q, v, a, tau = experiment(4)
     with pytest.raises(kd.IdentificationError, match="did not converge.*no parameters returned"):
         ki.fit(NOMINAL, q, v, a, tau, friction="stribeck", max_nfev=1)
+
+
+def test_the_factor_jacobian_of_the_consistent_projection_is_the_derivative():
+    """The analytic ∂π/∂u that the consistent projection gives least_squares equals central
+    differences of π(u) = P(U Uᵀ) (its readable reference) at random factors."""
+    from kanedyn.identify.estimation import _factor_jacobian, _parameters_of_pseudo_inertia
+
+    iu = np.triu_indices(4)
+
+    def pi(u):
+        U = np.zeros((4, 4))
+        U[iu] = u
+        return _parameters_of_pseudo_inertia(U @ U.T)
+
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        u, h = rng.normal(size=10), 1e-6
+        fd = np.column_stack([(pi(u + h * e) - pi(u - h * e)) / (2 * h) for e in np.eye(10)])
+        np.testing.assert_allclose(_factor_jacobian(u), fd, rtol=0, atol=1e-8)

@@ -691,6 +691,22 @@ def _parameters_of_pseudo_inertia(J: NDArray) -> NDArray:
                      Ib[0, 2], Ib[1, 2], Ib[2, 2]])
 
 
+def _factor_jacobian(u: NDArray) -> NDArray:
+    """∂π/∂u (10 x 10) of a body's parameters π = P(U Uᵀ), U upper triangular with the
+    entries u (``np.triu_indices(4)`` order) and P :func:`_parameters_of_pseudo_inertia`
+    (linear): column k is P(E_k Uᵀ + U E_kᵀ), E_k the unit matrix at entry k."""
+    iu = np.triu_indices(4)
+    U = np.zeros((4, 4))
+    U[iu] = u
+    out = np.empty((10, 10))
+    for k, (a, b) in enumerate(zip(*iu, strict=True)):
+        dJ = np.zeros((4, 4))
+        dJ[a, :] += U[:, b]
+        dJ[:, a] += U[:, b]
+        out[:, k] = _parameters_of_pseudo_inertia(dJ)
+    return out
+
+
 @dataclass
 class ConsistentEstimate:
     """Physically consistent parameters near an identification
@@ -748,13 +764,25 @@ def consistent(result: Identification, regularization: float = 1e-3) -> Consiste
         return np.concatenate([Lw @ (base.K @ pi - result.base_estimate),
                                np.sqrt(regularization) * reg.ravel()])
 
+    # ∂residual/∂u = [Lw K; √ρ D⁻¹] ∂π/∂u, with ∂π/∂u block diagonal: π_i is linear in
+    # J_i = U_i U_iᵀ, and ∂J_i/∂u_k = E_k U_iᵀ + U_i E_kᵀ (E_k the unit matrix at the k-th
+    # upper-triangular entry); exact, where finite differences cost 10 nb residuals a column
+    A = np.vstack([Lw @ base.K, np.diag(np.sqrt(regularization) / np.repeat(scale, 10))])
+
+    def jacobian(u):
+        dpi = np.zeros((10 * nb, 10 * nb))
+        for i in range(nb):
+            dpi[10 * i:10 * i + 10, 10 * i:10 * i + 10] = _factor_jacobian(u[10 * i:10 * i + 10])
+        return A @ dpi
+
     u0 = []
     for i in range(nb):  # U U ᵀ = J: the upper-triangular factor, by flipping a Cholesky
         J = pseudo_inertia(pi0[10 * i:10 * i + 10]) + 1e-9 * scale[i] * np.eye(4)
         P = np.eye(4)[::-1]
         Lc = np.linalg.cholesky(P @ J @ P)
         u0.append((P @ Lc @ P)[iu])
-    sol = least_squares(residual, np.concatenate(u0), method="trf", x_scale="jac", ftol=1e-14,
+    sol = least_squares(residual, np.concatenate(u0), jac=jacobian, method="trf",
+                        x_scale="jac", ftol=1e-14,
                         xtol=1e-14, gtol=1e-14, max_nfev=200 * nb)
     if not np.all(np.isfinite(sol.x)):
         raise IdentificationError("consistent: the projection did not converge; no "
