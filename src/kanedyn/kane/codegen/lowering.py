@@ -241,15 +241,7 @@ def gradients(defs: list, exprs: list, variables: list, prefix: str = "d") -> tu
     ``ds/dx = ∂e_s/∂x + Σ_y ∂e_s/∂y · dy/dx`` over the definitions y that e_s uses). The
     derivative of a definition is bound to a new symbol (``d_<x>_<s>``) unless it is a
     number or a symbol; returns (the new definitions in order, [[∂e/∂x for x] for e])."""
-    by = dict(defs)
-    need: set = set()
-    stack = [s for e in exprs for s in free_symbols(e)]
-    while stack:
-        s = stack.pop()
-        if s in need or s not in by:
-            continue
-        need.add(s)
-        stack.extend(free_symbols(by[s]))
+    need = {s for s, _ in _reachable(defs, {"exprs": exprs})}
     taken = {str(s) for s, _ in defs} | {str(x) for x in variables}
     rates: dict = {}          # definition -> {variable index: derivative}
     new = []
