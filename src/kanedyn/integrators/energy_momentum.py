@@ -88,6 +88,7 @@ import numpy as np
 from ..errors import SolverError
 from ..spatial import crm, inertia_parameters, quat_multiply, quat_to_matrix, skew
 from .base import FixedStepMethod, NewtonFailure, chart_is_additive, newton, solve_spd
+from .discrete_gradient import NEWTON_TOL
 from .gauss import Midpoint
 from .projection import Projected
 
@@ -261,7 +262,7 @@ class EnergyMomentum(FixedStepMethod):
             return None
         run = functools.partial(dgc.run, cyclic=self.cyclic, carry_p=False)
         return rk4_compiled.compiled_or_none(self.name, run, self.problem, self.name,
-                                             dgc.GONZALEZ, 1e-15, self.opts["maxiter"])
+                                             dgc.GONZALEZ, NEWTON_TOL, self.opts["maxiter"])
 
     def step(self, t, q, v, h):
         if self.variant == "lie":
@@ -379,7 +380,7 @@ class EnergyMomentum(FixedStepMethod):
         Jm[:n, n:] = -0.5 * h * np.linalg.inv(M0)
         last = self._last
         d0 = last[1] if last is not None and last[0] == h else np.concatenate([h * v, np.zeros(n)])
-        d, it = newton(residual, d0, Jm, tol=1e-15, maxiter=self.opts["maxiter"])
+        d, it = newton(residual, d0, Jm, tol=NEWTON_TOL, maxiter=self.opts["maxiter"])
         self._last = (h, d)
         self.newton_iterations += it
         dq, dp = d[:n], d[n:]

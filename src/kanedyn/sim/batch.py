@@ -135,6 +135,7 @@ from ..forces.kernel import (
     spring_potential,
 )
 from ..integrators.base import Solution
+from ..integrators.discrete_gradient import NEWTON_TOL
 from ..integrators.discrete_gradient_compiled import _dg_loop
 from ..integrators.gauss_compiled import (
     BAD_STATE,
@@ -615,7 +616,7 @@ def _dg_batch(name: str):
             raise KanedynError(f"simulate_batch: {e}") from None
         mask = np.ones(model.nv)
         xi = w = np.ones(1)
-        carry_p, degree, floor = True, 4, 0.0  # dgc.run's defaults
+        carry_p, degree, floor = True, dgc.DEGREE, 0.0  # dgc.run's defaults
         if name == "avf":
             kind = dgc.AVF
             xi, w = stepper.xi, stepper.w
@@ -632,7 +633,7 @@ def _dg_batch(name: str):
         if name != "energy_momentum" and stepper.alpha > 0.0:
             raise KanedynError(f"simulate_batch: {name}'s dissipation= has no compiled loop; "
                                "use kd.simulate per state")
-        tol = 1e-15 if name == "energy_momentum" else float(stepper.opts["tol"])
+        tol = NEWTON_TOL if name == "energy_momentum" else float(stepper.opts["tol"])
         stagnation = stepper.stagnation if name != "energy_momentum" else 1e-9
         _dg_runs(D, P, has_forces(P), kind, carry_p, Q0, V0, steps, every,
                  np.ascontiguousarray(xi, float), np.ascontiguousarray(w, float), mask,
