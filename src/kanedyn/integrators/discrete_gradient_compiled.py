@@ -44,10 +44,13 @@ What makes it fast (docs/benchmarks.md, "Issue 17: compiled discrete gradients")
   rebuilt at the next step when a step's iteration contracted by less than ``slow``
   (1e-2), at once when by less than 0.1 (rates judged only on updates above the roundoff
   floor).
-- **Predictor**: the polynomial extrapolation of the last ``degree`` + 1 increments
-  (:data:`DEGREE` = 8; 2 for Itoh–Abe, whose differences of H are noisy). Its error is
-  O((h ω)^(degree+1)) of the increment, which at degree 8 leaves one Newton update a step
-  on the 7-link benchmark chain at dt = 1e-3 (degree 4: two).
+- **Predictor**: the polynomial extrapolation of the last k ≤ ``degree`` + 1 increments
+  (:data:`DEGREE` = 8; 2 for Itoh–Abe, whose differences of H are noisy), k the order
+  that predicted the last step best (:func:`.gauss_compiled.best_order`, as the midpoint
+  loop): on smooth motion the highest, with an error O((h ω)^k) of the increment, which
+  leaves one Newton update a step on the 7-link benchmark chain at dt = 1e-3 (degree 4:
+  two); where a smoothed friction law turns within a step a high-degree extrapolation
+  misses by 1e-3–1e-1 of the increment, and a low one does better.
 - **Stopping**: Newton's error after an update is bounded by θ/(1 − θ) times the update,
   θ the contraction; the first update of a step takes θ carried from the last step that
   measured it (as θ^0.8, larger, for the matrix's age — Hairer & Wanner's RADAU5 carries
@@ -83,7 +86,7 @@ from ..forces.kernel import (
     spring_potential,
 )
 from .base import cholesky, cholesky_solve
-from .gauss_compiled import lu_factor, lu_solve
+from .gauss_compiled import best_order, extrapolate, lu_factor, lu_solve
 from .rk4_compiled import save_sample, state_guard, step_grid, store
 
 _compiled.key_cache(__name__)
@@ -406,8 +409,11 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
     tau_nc, tau, slope = np.zeros(n), np.zeros(n), np.zeros(n)
     work = 0.0
     Wk[0] = 0.0
-    hist = np.zeros((degree + 1, 2 * n))  # the last increments, newest first
-    n_hist, last_h, since = 0, 0.0, refresh
+    # the last increments (a ring, newest at `newest`), the order k ≤ degree + 1 of the
+    # extrapolation that predicted the last step best
+    hist = np.zeros((degree + 1, 1, 2 * n))
+    d0_, work_ = d0.reshape((1, 2 * n)), np.empty((1, 2 * n))
+    n_hist, newest, order, last_h, since = 0, 0, 1, 0.0, refresh
     rate_kept = np.inf  # the last contraction measured (carried to the next steps' first update)
     p = np.empty(n)
     if not factor_mass(data, q, mw0):
@@ -430,19 +436,15 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
             inverse(L0, Minv0, e, col)
         if h != last_h:
             n_hist, since = 0, refresh
-        # predictor: the polynomial through the last increments, extrapolated
-        # (Σ_j (−1)^{j+1} C(k, j) d_{n−j}, k = how many are known, up to `degree` + 1)
+        # predictor: the polynomial through the last `order` increments, extrapolated
+        # (Σ_j (−1)^{j+1} C(k, j) d_{n−j}); `order` the one that predicted the last step
+        # best (high on smooth motion, low where a friction law turns sharply)
         if n_hist == 0:
             for i in range(n):
                 d0[i] = h * v[i]
                 d0[n + i] = 0.0
         else:
-            d0[:] = 0.0
-            c = 1.0
-            for j in range(n_hist):  # c = (−1)^j C(n_hist, j + 1)
-                c = c * (n_hist - j) / (j + 1) if j else float(n_hist)
-                for i in range(2 * n):
-                    d0[i] += (c if j % 2 == 0 else -c) * hist[j, i]
+            extrapolate(hist, newest, min(order, n_hist), d0_)
         ok, total = False, 0
         for attempt in range(2):
             # the Newton matrix: kept for `refresh` steps, rebuilt when it contracts badly
@@ -525,9 +527,10 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
             joint_forces(P, tm, qk, vk, tau_nc, tau)
             for i in range(n):
                 work += h * vk[i] * tau_nc[i]
-        for k in range(degree, 0, -1):
-            hist[k] = hist[k - 1]
-        hist[0] = d
+        d_ = d.reshape((1, 2 * n))
+        order = best_order(hist, newest, n_hist, d_, work_) if n_hist else 1
+        newest = (newest + 1) % (degree + 1)
+        hist[newest] = d_
         n_hist, last_h = min(n_hist + 1, degree + 1), h
         for i in range(n):
             q[i] += d[i]
