@@ -174,3 +174,21 @@ def test_compiled_pass_equals_numpy_reference(make):
     np.testing.assert_allclose(kinetic_energy_gradient_derivative(model, q, v),
                                kinetic_energy_gradient_derivative_reference(model, q, v),
                                rtol=0, atol=1e-12 * max(1.0, np.abs(v).max() ** 2))
+
+
+@pytest.mark.parametrize("make", MODELS)
+def test_static_pass_equals_the_numpy_reference_at_zero_velocity(make):
+    """rnea_tangent_static (the Newton matrices' ∂(M a + g)/∂q, velocity terms dropped) is
+    ∂τ/∂q of the numpy recursion at v = 0, with gravity and without."""
+    from kanedyn.dynamics.derivatives import rnea_derivatives_reference
+    from kanedyn.dynamics.derivatives_kernel import rnea_tangent_static
+    from kanedyn.dynamics.flat import flatten
+
+    model = make()
+    q, _, a = _state(model, 17)
+    out = np.empty((model.nv, model.nv))
+    for gravity in (True, False):
+        assert rnea_tangent_static(flatten(model).data, gravity, q, a, out) == 0
+        ref = rnea_derivatives_reference(model, q, np.zeros(model.nv), a, gravity=gravity)[0]
+        assert np.abs(ref).max() > 1e-3  # a configuration dependence to check
+        np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12 * max(1.0, np.abs(ref).max()))

@@ -276,6 +276,76 @@ def rnea_tangent(data, gravity, q, v, a, dq, dv):
 
 
 @nb.njit(cache=True, nogil=True)
+def rnea_tangent_static(data, gravity, q, a, dq):
+    """dq ← ∂/∂q [M(q) a + g(q)] (tangent chart), g the model's gravity if ``gravity``,
+    else none: :func:`rnea_tangent` at v = 0 without its ∂τ/∂v. With v = 0 every velocity
+    term of RNEA vanishes, so one pass carries only ∂a_i/∂q and ∂f_i/∂q — a third of the
+    work. In the Newton matrices of the implicit loops: B = ∂(M v)/∂q is this with a = v and
+    no gravity, ∂g/∂q this with a = 0 and gravity. 0, or ``i + 1`` if the quaternion of
+    body i is not unit.
+
+    Forward, for body i with parent p: a_i = X_i a_p + S_i a_(i) (a_root = −a_grav),
+    ∂a_i/∂q = X_i ∂a_p/∂q + crm(X_i a_p) S_i on joint i's columns (∂X_i/∂q_i = −crm(S_i) X_i),
+    f_i = I_i a_i. Backward: τ_i = S_iᵀ f_i, f_p += X_iᵀ f_i, ∂f_p/∂q += X_iᵀ (∂f_i/∂q +
+    crf̄(f_i) S_i on joint i's columns) (Featherstone 2008, Table 5.1, differentiated)."""
+    nb_ = data.shape[0] - 1
+    nv = a.shape[0]
+    X = np.empty((nb_, 6, 6))
+    S = np.empty((nb_, 6, 6))
+    inertia = np.empty((nb_, 6, 6))
+    st = _body_arrays(data, q, X, S, inertia)
+    if st:
+        return st
+    acc = np.zeros((nb_, 6))
+    f = np.zeros((nb_, 6))
+    Daq = np.zeros((nb_, 6, nv))
+    Dfq = np.zeros((nb_, 6, nv))
+    ap = np.empty(6)
+    t6 = np.empty(6)
+    C = np.empty((6, 6))
+    ng = np.zeros(6)  # −a_grav = −[0; g]
+    if gravity:
+        for k in range(3):
+            ng[3 + k] = -data[nb_, GRAV + k]
+    for i in range(nb_):
+        p = int(data[i, PARENT])
+        c0, nj = int(data[i, IV]), int(data[i, NVJ])
+        Si = S[i]
+        if p < 0:
+            _mv(X[i], ng, ap)
+        else:
+            _mv(X[i], acc[p], ap)
+            _mm_add(X[i], Daq[p], Daq[i], 1.0)
+        for r in range(6):
+            s = ap[r]
+            for c in range(nj):
+                s += Si[r, c] * a[c0 + c]
+            acc[i, r] = s
+        _crm(ap, C)
+        _cols_add(C, Si, nj, Daq[i], c0)
+        _mv(inertia[i], acc[i], f[i])
+        _mm_add(inertia[i], Daq[i], Dfq[i], 1.0)
+    for i in range(nb_ - 1, -1, -1):
+        p = int(data[i, PARENT])
+        c0, nj = int(data[i, IV]), int(data[i, NVJ])
+        Si = S[i]
+        for c in range(nj):
+            for col in range(nv):
+                s1 = 0.0
+                for k in range(6):
+                    s1 += Si[k, c] * Dfq[i, k, col]
+                dq[c0 + c, col] = s1
+        if p >= 0:
+            _crf_bar(f[i], C)
+            _cols_add(C, Si, nj, Dfq[i], c0)
+            _mtv(X[i], f[i], t6)
+            for r in range(6):
+                f[p, r] += t6[r]
+            _mtm_add(X[i], Dfq[i], Dfq[p])
+    return 0
+
+
+@nb.njit(cache=True, nogil=True)
 def kinetic_tangent(data, q, v, D):
     """D ← ∂/∂q (∂T/∂q) at fixed v, both in the tangent chart. 0, or ``i + 1`` if the
     quaternion of body i is not unit."""

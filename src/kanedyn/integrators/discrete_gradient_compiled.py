@@ -31,7 +31,8 @@ What makes it fast (docs/benchmarks.md, "Issue 17: compiled discrete gradients")
   for the symmetric discrete gradients (AVF, Gonzalez, symmetrised Itoh–Abe), and for
   Itoh–Abe the weights of its coordinate path (1 for a coordinate moved before, ½ for
   itself, 0 after). ∇²H from the tangent passes of
-  :mod:`kanedyn.dynamics.derivatives_kernel` (``B = ∂(Mv)/∂q``, ``∂g/∂q``, ``∂²T/∂q²``):
+  :mod:`kanedyn.dynamics.derivatives_kernel` (``B = ∂(Mv)/∂q`` and ``∂g/∂q`` by the
+  zero-velocity pass ``rnea_tangent_static``, ``∂²T/∂q²`` by ``kinetic_tangent``):
   ``H_pp = M⁻¹``, ``H_pq = −M⁻¹B``, ``H_qq = −∂²T/∂q² + ∂g/∂q + BᵀM⁻¹B`` (Legendre
   transform, as ``ModelSystem.canonical_jacobians``); with force rows the springs' k join
   H_qq and the slopes C = diag(−∂τ_nc/∂v) ≥ 0 of dampers and friction join the momentum
@@ -40,10 +41,10 @@ What makes it fast (docs/benchmarks.md, "Issue 17: compiled discrete gradients")
   contracts by O(h² |∇³H| |d|) per iteration (≈ 1e-5–1e-4 on the benchmark chains,
   against 2e-3–4e-2 for the block-triangular ``[[1, −h/2 M⁻¹], [0, 1]]`` it replaces;
   taken at the midpoint of the predicted step). The matrix is LU-factored and kept for at
-  most ``refresh`` (20) steps — the tangent passes cost about five AVF residuals —,
-  rebuilt at the next step when a step's iteration contracted by less than ``slow``
-  (1e-2), at once when by less than 0.1 (rates judged only on updates above the roundoff
-  floor).
+  most ``refresh`` (:data:`REFRESH`, 50) steps — building it costs about seven AVF
+  residuals —, rebuilt at the next step when a step's iteration contracted by less than
+  ``slow`` (:data:`SLOW`, 3e-2), at once when by less than 0.1 (rates judged only on
+  updates above the roundoff floor).
 - **Predictor**: the polynomial extrapolation of the last k ≤ ``degree`` + 1 increments
   (:data:`DEGREE` = 8; 2 for Itoh–Abe, whose differences of H are noisy), k the order
   that predicted the last step best (:func:`.gauss_compiled.best_order`, as the midpoint
@@ -70,7 +71,7 @@ import numba as nb
 import numpy as np
 
 from ..dynamics import _compiled, kernels
-from ..dynamics.derivatives_kernel import kinetic_tangent, rnea_tangent
+from ..dynamics.derivatives_kernel import kinetic_tangent, rnea_tangent_static
 from ..dynamics.energy_kernel import energy_pass_into, energy_workspace
 from ..dynamics.flat import flatten
 from ..dynamics.kernels.aba import aba_core, aba_workspace
@@ -95,6 +96,9 @@ _compiled.key_cache(__name__)
 AVF, ITOH_ABE, ITOH_ABE_SYMMETRIC, GONZALEZ = 0, 1, 2, 3
 #: the predictor's degree for AVF and Gonzalez (module doc)
 DEGREE = 8
+#: the Newton matrix is kept at most REFRESH steps, rebuilt at the next step after one whose
+#: iteration contracted by less than SLOW (module doc)
+REFRESH, SLOW = 50, 3e-2
 _EPS = np.finfo(np.float64).eps
 
 
@@ -342,7 +346,7 @@ def inverse(L, Minv, e, col):
 
 # --------------------------------------------------------------------------- Newton matrix
 @nb.njit(cache=True, nogil=True)
-def newton_matrix(data, P, forces, kind, q, v, L, h, J, piv, Minv, B, G, D, dv_, zero, e,
+def newton_matrix(data, P, forces, kind, q, v, L, h, J, piv, Minv, B, G, D, zero, e,
                   col, slope) -> bool:
     """J ← the LU factors of ``1 + h [[−∂ḡ_p/∂Δq, −∂ḡ_p/∂Δp], [∂ḡ_q/∂Δq, ∂ḡ_q/∂Δp]]``
     with ``∂ḡ/∂d = W ⊙ ∇²H(q, p)`` (module doc); L the Cholesky factor of M(q). With
@@ -351,8 +355,8 @@ def newton_matrix(data, P, forces, kind, q, v, L, h, J, piv, Minv, B, G, D, dv_,
     n = q.shape[0]
     inverse(L, Minv, e, col)
     zero[:] = 0.0
-    s = rnea_tangent(data, False, q, zero, v, B, dv_)     # B = ∂(M v)/∂q
-    s |= rnea_tangent(data, True, q, zero, zero, G, dv_)  # ∂g/∂q
+    s = rnea_tangent_static(data, False, q, v, B)     # B = ∂(M v)/∂q
+    s |= rnea_tangent_static(data, True, q, zero, G)  # ∂g/∂q
     s |= kinetic_tangent(data, q, v, D)                    # ∂²T/∂q²
     if s != 0:
         return False
@@ -399,7 +403,7 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
     # (Gonzalez's reference without carry_p); otherwise v = M⁻¹p by ABA
     need_M0 = not carry_p or kind == ITOH_ABE or kind == ITOH_ABE_SYMMETRIC
     Minv, Minv0 = np.empty((n, n)), np.empty((n, n))
-    B, G, D, dv_ = np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
+    B, G, D = np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
     J, piv = np.empty((2 * n, 2 * n)), np.empty(2 * n, dtype=np.int64)
     zero, e, col, x = np.zeros(n), np.empty(n), np.empty(n), np.empty(n)
     qk, pk, vk, dT, dV, out = (np.empty(n), np.empty(n), np.empty(n), np.empty(n),
@@ -415,6 +419,7 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
     d0_, work_ = d0.reshape((1, 2 * n)), np.empty((1, 2 * n))
     n_hist, newest, order, last_h, since = 0, 0, 1, 0.0, refresh
     rate_kept = np.inf  # the last contraction measured (carried to the next steps' first update)
+    kind_carries = kind == AVF or kind == GONZALEZ
     p = np.empty(n)
     if not factor_mass(data, q, mw0):
         status[0], status[1] = 3, 0
@@ -458,7 +463,7 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
                     qk[i] = q[i] + 0.5 * d[i]
                     pk[i] = p[i] + 0.5 * d[n + i]
                 if not velocity(data, qk, pk, mw, vk) or not newton_matrix(
-                        data, P, forces, kind, qk, vk, mw[1], h, J, piv, Minv, B, G, D, dv_,
+                        data, P, forces, kind, qk, vk, mw[1], h, J, piv, Minv, B, G, D,
                         zero, e, col, slope):
                     status[0], status[1] = 3, step
                     return k_out
@@ -483,7 +488,9 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
                     # the first update: the contraction carried from the steps before, made
                     # larger (θ^0.8, as Hairer & Wanner's RADAU5 carry theirs) for the
                     # matrix's age — when it is small the update is already below tol
-                    theta = rate_kept ** 0.8 if rate_kept < np.inf else 1.0
+                    # (not for Itoh–Abe, whose energy differences leave a noisy R: its
+                    # budget then drifted 10× more with friction on)
+                    theta = rate_kept ** 0.8 if rate_kept < np.inf and kind_carries else 1.0
                 else:
                     theta = size / last if last > 0 else 1.0
                 # the contraction of the matrix, judged only on updates well above the
@@ -670,8 +677,8 @@ def _polish(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, g1, g2, gp, x, mw,
 
 
 def run(problem, name: str, kind: int, tol: float, maxiter: int, *, nodes: int = 3,
-        stagnation: float = 1e-9, cyclic=(), carry_p: bool = True, refresh: int = 20,
-        degree: int = DEGREE, slow: float = 1e-2, floor: float = 0.0):
+        stagnation: float = 1e-9, cyclic=(), carry_p: bool = True, refresh: int = REFRESH,
+        degree: int = DEGREE, slow: float = SLOW, floor: float = 0.0):
     """The whole run in the compiled loop: a Solution, or None to fall back."""
     from .base import Solution
 

@@ -637,8 +637,8 @@ def _dg_batch(name: str):
         stagnation = stepper.stagnation if name != "energy_momentum" else 1e-9
         _dg_runs(D, P, has_forces(P), kind, carry_p, Q0, V0, steps, every,
                  np.ascontiguousarray(xi, float), np.ascontiguousarray(w, float), mask,
-                 tol, float(stagnation), int(stepper.opts["maxiter"]), 20, degree, 1e-2,
-                 floor, outQ, outV, outW, outE, status)  # refresh 20, slow 1e-2: dgc.run's
+                 tol, float(stagnation), int(stepper.opts["maxiter"]), dgc.REFRESH, degree,
+                 dgc.SLOW, floor, outQ, outV, outW, outE, status)  # (dgc.run's defaults)
         _dg_status(status)
     return runs
 
