@@ -97,7 +97,7 @@ class GaussLegendre(FixedStepMethod):
             return None
         tangent = not self.canonical
         if not (gauss_compiled.tangent_applicable(self.problem) if tangent
-                else rk4_compiled.applicable(self.problem)):
+                else rk4_compiled.applicable(self.problem, forces=True)):
             return None
         return rk4_compiled.compiled_or_none(
             self.name, gauss_compiled.run, self.problem, self.stages, self.opts["tol"],
