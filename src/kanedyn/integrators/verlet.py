@@ -80,7 +80,7 @@ class Verlet(FixedStepMethod):
         from . import rk4_compiled, verlet_compiled
 
         if (not self.opts["compiled"] or self.chart is not None or project is not None
-                or not rk4_compiled.applicable(self.problem)):
+                or not rk4_compiled.applicable(self.problem, forces=True)):
             return None
         return rk4_compiled.compiled_or_none("verlet", verlet_compiled.run, self.problem,
                                              self.opts["tol"], self.opts["maxiter"])
