@@ -88,8 +88,9 @@ Each gives, run by run, the single ``kd.simulate`` with the method to the bit (t
 loop, the same options) — where ``kd.simulate`` runs it compiled: a run whose Newton
 iteration fails is reported stopped here, where ``kd.simulate`` hands it to the Python
 method. What a loop cannot take is refused before any step, naming the method, the joint
-or element and the batched methods that take it: an exact law outside time_stepping; an element without a compiled row (a torque given as a function, a
-wrench: ``kd.simulate`` per state). Another compiled loop joins with one entry: write its
+or element and the batched methods that take it: an exact law outside time_stepping; an
+element without a compiled row (a torque given as a function, a wrench: ``kd.simulate``
+per state). Another compiled loop joins with one entry: write its
 loop for one state with these outputs, a driver like :func:`_gauss_runs` (:func:`each_run`), and its
 ``refuses``.
 
