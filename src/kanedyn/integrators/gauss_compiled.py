@@ -2,8 +2,9 @@
 
 The same method as :class:`~kanedyn.integrators.gauss.GaussLegendre` (its readable
 reference, tested step for step against this loop) for a plain Model with additive
-coordinates and no force elements (:func:`.rk4_compiled.applicable`): canonical
-``z = (q, p)``, ``q̇ = v = M⁻¹p``, ``ṗ = ∂T/∂q − g(q)`` from the CRBA kernel behind
+coordinates whose force elements (if any) all have rows in :mod:`kanedyn.forces.kernel`
+(:func:`.rk4_compiled.applicable` with ``forces=True``): canonical
+``z = (q, p)``, ``q̇ = v = M⁻¹p``, ``ṗ = ∂T/∂q − g(q) + τ`` from the CRBA kernel behind
 ``kd.crba``, a Cholesky solve and the energy kernel of :mod:`kanedyn.dynamics.energy_kernel`.
 With ball and free joints among revolute, prismatic and helical ones
 (:func:`tangent_applicable`) the tangent form of the reference: ``z = (ξ, v)``,
@@ -11,6 +12,21 @@ With ball and free joints among revolute, prismatic and helical ones
 exponential of its body twist), ``ξ̇ = J(ξ)⁻¹v`` with the SO(3) or SE(3) right Jacobian of
 each such joint (:func:`chart_block`), ``v̇`` by the ABA kernel (:func:`tangent_field`);
 symmetric and of the same order, not symplectic. Planar joints take the Python method.
+
+Force rows (springs, dampers, smoothed Stribeck friction, constant and sinusoidal
+torques: :func:`~kanedyn.forces.kernel.joint_forces` at each stage's time ``t + c_i h``
+and state) enter f as in ``GaussLegendre._f`` — τ = τ_nc − k (q − q_rest) in ṗ (canonical)
+or in the ABA torque (tangent; a spring on a 1-DOF joint of a tree with ball joints reads
+its coordinate ``q[iqd[j]]``, :func:`dof_coordinates`, :func:`gather`) —, their
+Jacobians ``F_q = −diag(k)``, ``F_v = −diag(C)`` (C the slopes of dampers and friction,
+:func:`~kanedyn.forces.kernel.damping_slopes`) join the closed-form Newton matrix, and
+``W_nc += h Σ b_i v_iᵀ τ_nc(t + c_i h, v_i)`` at the solved stages (the reference's
+quadrature; v_i = (A⁻¹Z)_i/h in canonical form, the stage velocity in tangent form), so
+that the budget E − E₀ − W_nc is the Python run's. The loop has one numba signature:
+``forces``, ``tangent`` and ``project`` are runtime flags, P is always an array
+(:func:`~kanedyn.forces.kernel.empty_rows` when there are none). Like
+:mod:`.discrete_gradient_compiled` it imports the force kernel (a recorded exception to
+DESIGN's import order).
 
 Stages by Newton on ``Z_i − h Σ_j a_ij f(z0 + Z_j) = 0`` with the stage matrix
 ``1 − h [a_ij ∂f/∂z(z0 + Z_j)]`` in closed form (:func:`newton_matrix`, the formula of
@@ -29,8 +45,8 @@ one or two Newton updates settle a step where the reference's Euler predictor
 ``c_i h f(z0)`` takes three. The solution is the same to the Newton tolerance.
 
 ``project="energy"``: after each step the projection of :class:`.projection.Projected`
-(standard projection along ∇E, scalar simplified Newton, the same stopping test), in
-:func:`project_energy_standard`.
+(standard projection along ∇E, scalar simplified Newton, the same stopping test) onto
+E = E₀ + W_nc (springs' potential in E), in :func:`project_energy_standard`.
 
 A step whose Newton iteration fails (or a mass matrix that is not positive definite)
 makes the whole run fall back to the Python method, which reports the step, the time,

@@ -2,15 +2,22 @@
 
 The same method as :class:`~kanedyn.integrators.verlet.Verlet` on additive coordinates
 (its readable reference, tested step for step against this loop), for a plain Model
-with no force elements (:func:`.rk4_compiled.applicable`); with ``x = q − q_n``,
+whose force elements (if any) all have rows in :mod:`kanedyn.forces.kernel`
+(:func:`.rk4_compiled.applicable` with ``forces=True``); with ``x = q − q_n``,
 ``p = M v`` (Hairer, Lubich & Wanner 2006, eq. VI.3.4):
 
-    p_{n+½} = p_n + h/2 K(q_n, p_{n+½}),         K = −∂H/∂q = ∂T/∂q|_v − g,  v = M⁻¹p
+    p_{n+½} = p_n + h/2 K(t_n, q_n, p_{n+½}),     K = ∂T/∂q|_v − g + τ(t, q, v),  v = M⁻¹p
     x       = h/2 [M(q_n)⁻¹ + M(q_n + x)⁻¹] p_{n+½}
-    p_{n+1} = p_{n+½} + h/2 K(q_n + x, p_{n+½})
+    p_{n+1} = p_{n+½} + h/2 K(t_n + h, q_n + x, p_{n+½})
+
+with τ = τ_nc − k (q − q_rest) of the force rows (:func:`~kanedyn.forces.kernel.joint_forces`;
+none without them) and ``W_nc += h/2 (v_{n+½}ᵀτ_nc,a + v_bᵀτ_nc,b)``, the trapezoid of the
+two kicks, as the reference. One numba signature: ``forces`` a runtime flag, P always an
+array.
 
 Both implicit equations by Newton with closed-form matrices (:func:`_matrix`:
-``1 − h/2 BᵀM⁻¹`` for the half kick, ``1 + h/2 M⁻¹B`` for the position, ``B = ∂(Mv)/∂q``
+``1 − h/2 (Bᵀ − C)M⁻¹`` for the half kick, C = diag of the force rows' damping slopes,
+``1 + h/2 M⁻¹B`` for the position, ``B = ∂(Mv)/∂q``
 from the compiled RNEA tangent pass), LU-factored, kept from step to step and evaluated
 afresh when a solve contracts slowly or takes more than ``refresh_after`` iterations;
 the reference iterates with the identity (a fixed point contracting like h|∂²H/∂q∂p|)
