@@ -18,6 +18,13 @@ the CPU time of the run, for every method and for MuJoCo — written to
     .venv/bin/python bench/sim_vs_mujoco.py --quick    # 1 s instead of 10 s
     .venv/bin/python bench/sim_vs_mujoco.py --no-diagram --methods avf,itoh_abe2
                                                        # only these rows (labels as printed)
+    .venv/bin/python bench/sim_vs_mujoco.py --no-diagram --forces 0.1
+                                                       # a damper on every joint
+
+``--forces c``: a :class:`~kanedyn.forces.JointDamper` of c N·m·s/rad on every joint of our
+chain (every method takes it by its compiled force row), ``damping="c"`` on every joint of
+MuJoCo's (its damper flag on); the last column is then our energy budget
+max |E − E₀ − W_nc| / |E₀| (MuJoCo's energy is not conserved and records no W_nc: "—").
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ RADIUS = 0.05
 
 
 def mjcf_chain(n: int, integrator: str, dt: float, length: float = 1.0,
-               radius: float = RADIUS, joint_attrs=None) -> str:
+               radius: float = RADIUS, joint_attrs=None, damper: bool = False) -> str:
     """The chain of pendulum_chain(n, planar=False, length, radius) in MJCF (its radius
     relative to the length); ``joint_attrs[i]``: more attributes of joint i."""
     m, L, r = 1.0, length, radius * length
@@ -53,14 +60,18 @@ def mjcf_chain(n: int, integrator: str, dt: float, length: float = 1.0,
                 f'<geom type="capsule" fromto="0 0 0 0 0 {-L}" size="{r}" contype="0" '
                 f'conaffinity="0" mass="0"/>{body}</body>')
     return (f'<mujoco><option timestep="{dt}" integrator="{integrator}" gravity="0 0 -9.81">'
-            '<flag contact="disable" energy="enable" spring="disable" damper="disable" '
+            '<flag contact="disable" energy="enable" spring="disable" '
+            f'damper="{"enable" if damper else "disable"}" '
             'actuation="disable"/>'
             f'</option><worldbody>{body}</worldbody></mujoco>')
 
 
-def mujoco_run(n, integrator, q0, v0, dt, t_final, repeat=1):
-    """(s/step — best of ``repeat`` runs after a warm-up —, energies, final qpos, qvel)."""
-    model = mujoco.MjModel.from_xml_string(mjcf_chain(n, integrator, dt))
+def mujoco_run(n, integrator, q0, v0, dt, t_final, repeat=1, damping=0.0):
+    """(s/step — best of ``repeat`` runs after a warm-up —, energies, final qpos, qvel);
+    ``damping`` > 0: that joint damping on every joint."""
+    attrs = [f'damping="{damping}"'] * n if damping > 0 else None
+    model = mujoco.MjModel.from_xml_string(mjcf_chain(n, integrator, dt, joint_attrs=attrs,
+                                                      damper=damping > 0))
     data = mujoco.MjData(model)
     steps = int(round(t_final / dt))
     for _ in range(100):  # warm-up
@@ -117,7 +128,10 @@ def main() -> None:
                     help="comma-separated labels of the rows to run (e.g. midpoint,rk4+proj); "
                          "default all")
     ap.add_argument("--links", default="7,20", help="chain lengths, comma-separated")
+    ap.add_argument("--forces", type=float, default=0.0, metavar="C",
+                    help="a damper of C N·m·s/rad on every joint (MuJoCo: damping=C)")
     args = ap.parse_args()
+    c = args.forces
     methods = METHODS
     if args.methods:
         wanted = args.methods.split(",")
@@ -127,28 +141,34 @@ def main() -> None:
         methods = [(m, kw) for m, kw in METHODS if label(m, kw) in wanted]
     t_final = 1.0 if args.quick else 10.0
     dt = 1e-3
-    print(f"kanedyn {kd.__version__}, MuJoCo {mujoco.__version__}; dt = {dt}, {t_final} s\n")
+    print(f"kanedyn {kd.__version__}, MuJoCo {mujoco.__version__}; dt = {dt}, {t_final} s"
+          + (f"; a damper of {c} N·m·s/rad on every joint" if c > 0 else "") + "\n")
     for n in (int(k) for k in args.links.split(",")):
         model = kd.models.pendulum_chain(n, planar=False, radius=RADIUS)
+        extra = ({"forces": [kd.forces.JointDamper(j, c) for j in model.joint_names]}
+                 if c > 0 else {})
         q0 = 0.5 * np.cos(np.arange(n))  # a bent chain, released from rest
         v0 = np.zeros(n)
         E0 = kd.kinetic_energy(model, q0, v0) + kd.potential_energy(model, q0)
         mj = {}
         for integ in ("RK4", "Euler"):
-            us, E, _, _ = mujoco_run(n, integ, q0, v0, dt, t_final, repeat=3)
+            us, E, _, _ = mujoco_run(n, integ, q0, v0, dt, t_final, repeat=3, damping=c)
             assert abs(E[0] - E0) < 1e-9 * abs(E0), (E[0], E0)  # same model, same energy
             mj[integ] = (us, np.abs(E - E[0]).max() / abs(E[0]))
         print(f"{n}-link chain, E(0) = {E0:.6g} J (equal in both)")
-        print(f"  {'method':22s} {'µs/step':>9s} {'x MuJoCo RK4':>13s} {'energy drift':>13s}")
+        last = "budget" if c > 0 else "energy drift"
+        print(f"  {'method':22s} {'µs/step':>9s} {'x MuJoCo RK4':>13s} {last:>13s}")
         for integ, (us, drift) in mj.items():
+            shown = f"{'—':>13s}" if c > 0 else f"{drift:13.2e}"
             print(f"  {'MuJoCo ' + integ:22s} {us * 1e6:9.2f} {us / mj['RK4'][0]:13.2f} "
-                  f"{drift:13.2e}")
+                  f"{shown}")
         for method, kw in methods:
             # the compiled loops (rk4, midpoint, gauss4, verlet, the discrete gradients):
             # best of 3, as MuJoCo; the Python ones once
             rep = 3 if method in COMPILED else 1
-            us, tr = ours(model, method, q0, v0, dt, t_final, repeat=rep, **kw)
-            drift = np.abs(tr.energy - tr.energy[0]).max() / abs(tr.energy[0])
+            us, tr = ours(model, method, q0, v0, dt, t_final, repeat=rep, **kw, **extra)
+            drift = (np.abs(tr.budget).max() if c > 0
+                     else np.abs(tr.energy - tr.energy[0]).max()) / abs(tr.energy[0])
             print(f"  {label(method, kw):22s} {us * 1e6:9.2f} {us / mj['RK4'][0]:13.2f} "
                   f"{drift:13.2e}", flush=True)
         print()

@@ -234,10 +234,11 @@ def test_blowup_stops_with_time_and_state(method, project, compiled_only):
 
 @pytest.mark.parametrize("method", ["midpoint", "gauss4", "verlet"])
 def test_what_the_loops_do_not_take_goes_to_the_python_steps(method):
-    """A force element, or (verlet) a ball joint: the Python method runs (run_fixed is
-    called), with its own results, bit for bit."""
+    """A force element without a compiled row (a torque given as a Python function), or
+    (verlet) a ball joint: the Python method runs (run_fixed is called), with its own
+    results, bit for bit."""
     m, q0, v0 = chain7()
-    spring = [kd.forces.JointSpring("joint2", 50.0)]
+    spring = [kd.forces.JointTorque(lambda t, q, v: [0.1], ["joint2"])]
     calls = []
 
     def counting(*args, **kwargs):
@@ -278,3 +279,94 @@ def test_compiled_se3_right_jacobian_equals_the_reference():
     twist = joint.difference(qm, qp) / (2 * eps)
     J = se3_right_jacobian(xi, _GL_S, _GL_W)
     np.testing.assert_allclose(J @ delta, twist, atol=1e-7)
+
+
+def chain_forces():
+    """A 5-link chain with a spring, dampers, smoothed Stribeck friction, a constant and a
+    sinusoidal torque: every kind of force row (forces/kernel.py)."""
+    from kanedyn import friction
+    from kanedyn.forces import (
+        JointDamper,
+        JointFriction,
+        JointSpring,
+        JointTorque,
+        SinusoidalTorque,
+    )
+
+    m = kd.models.pendulum_chain(5, planar=False, length=0.3, mass=1.0, radius=0.1)
+    j = m.joint_names
+    law = friction.Stribeck(Fc=0.05, Fs=0.08, vs=0.05, delta=2.0, Fv=0.01).smoothed("tanh", 1e-2)
+    forces = ([JointFriction(n, law) for n in j[:3]]
+              + [JointSpring(j[1], 3.0, 0.2), JointDamper(j[2], 0.05),
+                 JointDamper(j[4], 0.02), JointTorque(np.array([0.3]), [j[0]]),
+                 SinusoidalTorque(j[3], 0.4, 2.0, phase=0.3, offset=0.05)])
+    return m, np.linspace(0.9, 0.3, 5), np.array([0.5, -0.2, 0.0, 0.1, 0.3]), forces
+
+
+@pytest.mark.parametrize("method,project", METHODS)
+def test_compiled_with_force_rows_equals_python_step_for_step(method, project, monkeypatch):
+    """Springs, dampers, smoothed Stribeck friction, constant and sinusoidal torques: the
+    compiled loop takes each by its row and equals the Python method at every one of 150
+    steps (a shortened last one, t0 > 0) — q, v, and W_nc (the reference's quadrature:
+    Gauss's ``h Σ b_i v_iᵀτ_nc,i``, Verlet's trapezoid of its kicks) to round-off, so that
+    the budget E − E₀ − W_nc is the Python run's (to round-off with the projection)."""
+    m, q0, v0, forces = chain_forces()
+    kw = {"method": method, "dt": 2e-3, "t0": 0.1, "project": project, "forces": forces,
+          "tol": 1e-14 if method != "verlet" else 1e-16}
+    ref = kd.simulate(m, q0, v0, 0.3995, compiled=False, **kw)
+    monkeypatch.setattr(simulate_module, "run_fixed", _refuse)  # no fall-back below
+    tr = kd.simulate(m, q0, v0, 0.3995, **kw)
+    assert len(tr) == len(ref) == 151 and tr.method == ref.method
+    assert np.abs(tr.q - ref.q).max() <= 1e-12 * np.abs(ref.q).max()
+    assert np.abs(tr.v - ref.v).max() <= 1e-12 * np.abs(ref.v).max()
+    scale = np.abs(ref.energy).max()
+    assert np.abs(tr.work_nc - ref.work_nc).max() <= 1e-13 * scale
+    assert abs(ref.work_nc[-1]) > 1e-2 * scale  # the forces did work
+    assert np.abs(tr.budget - ref.budget).max() <= 1e-13 * scale
+    if project:
+        assert np.abs(tr.budget).max() <= 1e-13 * scale
+    assert 1.5 <= tr.stats["newton_iterations"].mean() <= 8
+
+
+@pytest.mark.parametrize("method,project", [("midpoint", None), ("gauss4", None),
+                                            ("midpoint", "energy")])
+def test_compiled_tangent_form_with_forces_equals_python(method, project, monkeypatch):
+    """The ball chain with dampers on its ball joints' speeds and a spring, friction and a
+    sinusoidal torque on its hinge (whose coordinate follows two quaternions in q): the
+    tangent form with the force rows, 100 steps, equals the Python method to round-off,
+    W_nc included."""
+    from kanedyn import friction
+
+    m, q0, v0 = ball_chain()
+    law = friction.Stribeck(Fc=0.05, Fs=0.08, vs=0.05, delta=2.0, Fv=0.01).smoothed("tanh", 1e-2)
+    forces = [kd.forces.JointDamper("b1", 0.2), kd.forces.JointDamper("b2", 0.1),
+              kd.forces.JointSpring("r3", 4.0, 0.3), kd.forces.JointFriction("r3", law),
+              kd.forces.SinusoidalTorque("r3", 0.5, 3.0, phase=0.2)]
+    kw = {"method": method, "dt": 1e-3, "project": project, "tol": 1e-14, "forces": forces}
+    ref = kd.simulate(m, q0, v0, 0.1, compiled=False, **kw)
+    monkeypatch.setattr(simulate_module, "run_fixed", _refuse)
+    tr = kd.simulate(m, q0, v0, 0.1, **kw)
+    assert len(tr) == len(ref) == 101 and tr.method == ref.method
+    assert np.abs(tr.q - ref.q).max() <= 1e-12 * np.abs(ref.q).max()
+    assert np.abs(tr.v - ref.v).max() <= 1e-12 * np.abs(ref.v).max()
+    scale = np.abs(ref.energy).max()
+    assert np.abs(tr.work_nc - ref.work_nc).max() <= 1e-13 * scale
+    assert abs(ref.work_nc[-1]) > 1e-3 * scale
+    assert np.abs(tr.budget - ref.budget).max() <= 1e-13 * scale
+
+
+def test_one_compiled_signature_per_loop():
+    """With and without force rows, canonical and tangent, projected or not, single runs
+    and batches: each loop has one numba specialisation (forces, tangent and project are
+    runtime flags, P always an array), so that nothing compiles twice."""
+    from kanedyn.integrators.gauss_compiled import _gauss_loop
+    from kanedyn.integrators.verlet_compiled import _verlet_loop
+
+    m, q0, v0, forces = chain_forces()
+    for method in ("midpoint", "verlet"):
+        for f in (None, forces):
+            kd.simulate(m, q0, v0, 0.01, method=method, dt=2e-3, forces=f)
+    kd.simulate_batch(m, np.tile(q0, (2, 1)), np.tile(v0, (2, 1)), 0.01, method="gauss4",
+                      dt=2e-3, forces=forces)
+    assert len(_gauss_loop.signatures) == 1
+    assert len(_verlet_loop.signatures) == 1

@@ -52,6 +52,52 @@ def test_ball_and_free_joints_by_the_tangent_form(method):
     assert np.allclose(np.linalg.norm(quat, axis=-1), 1, atol=1e-12)
 
 
+def _chain_forces(c=0.3):
+    from kanedyn import friction
+
+    law = friction.Stribeck(Fc=0.05, Fs=0.08, vs=0.05, delta=2.0, Fv=0.01).smoothed("tanh", 1e-2)
+    return [kd.forces.JointDamper("joint1", c), kd.forces.JointSpring("joint2", 3.0, 0.2),
+            kd.forces.JointFriction("joint3", law),
+            kd.forces.SinusoidalTorque("joint2", 0.4, 2.0, phase=0.3)]
+
+
+@pytest.mark.parametrize("method", ["midpoint", "gauss4", "verlet"])
+def test_batched_runs_with_forces_equal_single_runs(method):
+    """A damper (its constant per run), a spring, smoothed friction, a sinusoidal torque:
+    each run equals the single kd.simulate run with those elements — q, v, energy
+    (springs included) and W_nc."""
+    Q0, V0 = _states(CHAIN, 3, 4)
+    c = np.array([0.1, 0.3, 0.9])
+    b = simulate_batch(CHAIN, Q0, V0, 0.3, method=method, dt=0.01, forces=_chain_forces(),
+                       params={"damping:joint1": c}, save_every=2)
+    for k in range(3):
+        s = _single(CHAIN, Q0[k], V0[k], method, forces=_chain_forces(c[k]), save_every=2)
+        assert np.allclose(b.q[k], s.q, rtol=0, atol=1e-13)
+        assert np.allclose(b.v[k], s.v, rtol=0, atol=1e-13)
+        assert np.allclose(b.energy[k], s.energy, rtol=0, atol=1e-11)
+        assert np.allclose(b.work_nc[k], s.work_nc, rtol=0, atol=1e-13)
+    assert np.all(b.work_nc[:, -1] < -1e-3)  # the dampers and friction took energy
+
+
+def test_batched_tangent_form_with_forces_equals_single_runs():
+    """A free base, a ball joint, then a hinge (whose coordinate is q[11], its speed v[9]),
+    a damper on every joint and a spring on the hinge: gauss4's tangent form per run
+    equals the single runs."""
+    tree = kd.models.random_tree(3, seed=8, floating_base=True,
+                                 joint_types=("spherical", "revolute"))
+    assert [b.joint.kind for b in tree.bodies] == ["free", "spherical", "revolute"]
+    Q0, V0 = _states(tree, 2, 11)
+    forces = ([kd.forces.JointDamper(b.joint.name, 0.2) for b in tree.bodies]
+              + [kd.forces.JointSpring(tree.bodies[2].joint.name, 2.0, 0.1)])
+    b = simulate_batch(tree, Q0, V0, 0.3, method="gauss4", dt=0.01, forces=forces)
+    for k in range(2):
+        s = _single(tree, Q0[k], V0[k], "gauss4", forces=forces)
+        assert np.allclose(b.q[k], s.q, rtol=0, atol=1e-13)
+        assert np.allclose(b.v[k], s.v, rtol=0, atol=1e-13)
+        assert np.allclose(b.energy[k], s.energy, rtol=0, atol=1e-11)
+        assert np.allclose(b.work_nc[k], s.work_nc, rtol=0, atol=1e-13)
+
+
 def test_per_run_masses():
     Q0, V0 = _states(CHAIN, 3, 5)
     masses = np.array([0.5, 1.0, 2.0])
@@ -87,9 +133,9 @@ def test_refusals_name_the_combination_and_the_way_out():
     with pytest.raises(KanedynError, match=r"'verlet'.*free joint.*'midpoint'/'gauss4'"):
         simulate_batch(BALLS, Q0, V0, 0.1, method="verlet", dt=0.01)
     Q0, V0 = _states(CHAIN, 2, 0)
-    with pytest.raises(KanedynError, match=r"'gauss4' takes no force elements.*'rk4'"):
+    with pytest.raises(KanedynError, match=r"'gauss4'.*JointTorque.*no compiled form"):
         simulate_batch(CHAIN, Q0, V0, 0.1, method="gauss4", dt=0.01,
-                       forces=[kd.forces.JointDamper("joint1", 0.1)])
+                       forces=[kd.forces.JointTorque(lambda t, q, v: [0.1], ["joint1"])])
     with pytest.raises(KanedynError, match="batched methods: rk4, midpoint, gauss4, verlet, "
                                            "avf, itoh_abe, energy_momentum, time_stepping"):
         simulate_batch(CHAIN, Q0, V0, 0.1, method="radau5", dt=0.01)
@@ -251,17 +297,17 @@ def test_a_method_refuses_what_its_loop_cannot_take_naming_it():
                                            r"discontinuous.*'time_stepping'"):
         simulate_batch(CHAIN, Q0, V0, 0.1, method="avf", dt=0.01,
                        forces=[kd.forces.JointFriction("joint2", exact)])
-    # midpoint, gauss4, verlet: kd.simulate runs them with force elements by the Python
-    # steps (their compiled loops have none), so the batch has no loop to take them
-    for m in ("midpoint", "gauss4", "verlet"):
-        with pytest.raises(KanedynError, match=rf"'{m}' takes no force elements.*Python steps.*"
-                                               r"JointSpring on 'joint1'.*'avf', 'itoh_abe' or "
-                                               rf"'energy_momentum'.*method='{m}'\) per state"):
-            simulate_batch(CHAIN, Q0, V0, 0.1, method=m, dt=0.01, forces=_elements())
-    with pytest.raises(KanedynError, match=r"'gauss4' takes no force elements, and params= "
-                                           r"gives joint forces per run"):
-        simulate_batch(CHAIN, Q0, V0, 0.1, method="gauss4", dt=0.01,
-                       params={"damping:joint1": [0.1, 0.2]})
+    # midpoint, gauss4, verlet take the force rows; an exact law, or a spring on a ball
+    # joint (no one coordinate), they refuse naming the element
+    with pytest.raises(KanedynError, match=r"'verlet' cannot take JointFriction on 'joint2'.*"
+                                           r"discontinuous.*'time_stepping'"):
+        simulate_batch(CHAIN, Q0, V0, 0.1, method="verlet", dt=0.01,
+                       forces=[kd.forces.JointFriction("joint2", exact)])
+    Qb, Vb = _states(BALLS, 2, 0)
+    with pytest.raises(KanedynError, match=r"'gauss4'.*JointSpring on 'joint1'.*3 speeds.*"
+                                           r"1-DOF"):
+        simulate_batch(BALLS, Qb, Vb, 0.1, method="gauss4", dt=0.01,
+                       forces=[kd.forces.JointSpring("joint1", 1.0)])
     with pytest.raises(KanedynError, match=r"'energy_momentum'.*JointTorque.*no compiled form"):
         simulate_batch(CHAIN, Q0, V0, 0.1, method="energy_momentum", dt=0.01,
                        forces=[kd.forces.JointTorque(lambda t, q, v: -q)])

@@ -1,7 +1,9 @@
 """The force elements of the compiled loops (numba): one row of parameters per speed.
 
 A compiled loop (RK4 and the batches of :mod:`kanedyn.sim.batch`, the discrete
-gradients of :mod:`kanedyn.integrators.discrete_gradient_compiled`, the time-stepping of
+gradients of :mod:`kanedyn.integrators.discrete_gradient_compiled`, midpoint and gauss4
+of :mod:`kanedyn.integrators.gauss_compiled`, Störmer–Verlet of
+:mod:`kanedyn.integrators.verlet_compiled`, the time-stepping of
 :mod:`kanedyn.sim.time_stepping_compiled`) cannot call the Python ``generalized_force``
 of an element; :func:`force_rows` turns the elements it can take into a table
 ``P (nv, NPAR)`` and :func:`joint_forces` evaluates them, for each speed j:

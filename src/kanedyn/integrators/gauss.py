@@ -31,8 +31,10 @@ Stages by Newton on ``Z_i − h Σ_j a_ij f(z0 + Z_j) = 0``, with the matrix
 The solution is the same either way to the Newton tolerance; what differs is
 the number of residual evaluations (``residual_evaluations``, counted).
 
-``compiled=True`` (default): a plain Model with additive joints and no force elements
-(:func:`.rk4_compiled.applicable`) — or with ball and free joints among them, in the tangent form
+``compiled=True`` (default): a plain Model with additive joints whose force elements (if
+any) all have compiled rows (springs, dampers, smoothed Stribeck friction, constant and
+sinusoidal torques: :func:`.rk4_compiled.applicable` with ``forces=True``) — or with ball
+and free joints among them, in the tangent form
 (:func:`.gauss_compiled.tangent_applicable`) — with ``jacobian="auto"``, no projection or
 ``project="energy"``, runs in the compiled loop of :mod:`.gauss_compiled`: the same
 stage equations, matrix and tolerance, tested step for step against this class, which
@@ -97,7 +99,7 @@ class GaussLegendre(FixedStepMethod):
             return None
         tangent = not self.canonical
         if not (gauss_compiled.tangent_applicable(self.problem) if tangent
-                else rk4_compiled.applicable(self.problem)):
+                else rk4_compiled.applicable(self.problem, forces=True)):
             return None
         return rk4_compiled.compiled_or_none(
             self.name, gauss_compiled.run, self.problem, self.stages, self.opts["tol"],

@@ -2,8 +2,9 @@
 
 The same method as :class:`~kanedyn.integrators.gauss.GaussLegendre` (its readable
 reference, tested step for step against this loop) for a plain Model with additive
-coordinates and no force elements (:func:`.rk4_compiled.applicable`): canonical
-``z = (q, p)``, ``q̇ = v = M⁻¹p``, ``ṗ = ∂T/∂q − g(q)`` from the CRBA kernel behind
+coordinates whose force elements (if any) all have rows in :mod:`kanedyn.forces.kernel`
+(:func:`.rk4_compiled.applicable` with ``forces=True``): canonical
+``z = (q, p)``, ``q̇ = v = M⁻¹p``, ``ṗ = ∂T/∂q − g(q) + τ`` from the CRBA kernel behind
 ``kd.crba``, a Cholesky solve and the energy kernel of :mod:`kanedyn.dynamics.energy_kernel`.
 With ball and free joints among revolute, prismatic and helical ones
 (:func:`tangent_applicable`) the tangent form of the reference: ``z = (ξ, v)``,
@@ -11,6 +12,21 @@ With ball and free joints among revolute, prismatic and helical ones
 exponential of its body twist), ``ξ̇ = J(ξ)⁻¹v`` with the SO(3) or SE(3) right Jacobian of
 each such joint (:func:`chart_block`), ``v̇`` by the ABA kernel (:func:`tangent_field`);
 symmetric and of the same order, not symplectic. Planar joints take the Python method.
+
+Force rows (springs, dampers, smoothed Stribeck friction, constant and sinusoidal
+torques: :func:`~kanedyn.forces.kernel.joint_forces` at each stage's time ``t + c_i h``
+and state) enter f as in ``GaussLegendre._f`` — τ = τ_nc − k (q − q_rest) in ṗ (canonical)
+or in the ABA torque (tangent; a spring on a 1-DOF joint of a tree with ball joints reads
+its coordinate ``q[iqd[j]]``, :func:`dof_coordinates`, :func:`gather`) —, their
+Jacobians ``F_q = −diag(k)``, ``F_v = −diag(C)`` (C the slopes of dampers and friction,
+:func:`~kanedyn.forces.kernel.damping_slopes`) join the closed-form Newton matrix, and
+``W_nc += h Σ b_i v_iᵀ τ_nc(t + c_i h, v_i)`` at the solved stages (the reference's
+quadrature; v_i = (A⁻¹Z)_i/h in canonical form, the stage velocity in tangent form), so
+that the budget E − E₀ − W_nc is the Python run's. The loop has one numba signature:
+``forces``, ``tangent`` and ``project`` are runtime flags, P is always an array
+(:func:`~kanedyn.forces.kernel.empty_rows` when there are none). Like
+:mod:`.discrete_gradient_compiled` it imports the force kernel (a recorded exception to
+DESIGN's import order).
 
 Stages by Newton on ``Z_i − h Σ_j a_ij f(z0 + Z_j) = 0`` with the stage matrix
 ``1 − h [a_ij ∂f/∂z(z0 + Z_j)]`` in closed form (:func:`newton_matrix`, the formula of
@@ -29,8 +45,8 @@ one or two Newton updates settle a step where the reference's Euler predictor
 ``c_i h f(z0)`` takes three. The solution is the same to the Newton tolerance.
 
 ``project="energy"``: after each step the projection of :class:`.projection.Projected`
-(standard projection along ∇E, scalar simplified Newton, the same stopping test), in
-:func:`project_energy_standard`.
+(standard projection along ∇E, scalar simplified Newton, the same stopping test) onto
+E = E₀ + W_nc (springs' potential in E), in :func:`project_energy_standard`.
 
 A step whose Newton iteration fails (or a mass matrix that is not positive definite)
 makes the whole run fall back to the Python method, which reports the step, the time,
@@ -48,6 +64,15 @@ from ..dynamics.derivatives_kernel import kinetic_tangent, rnea_tangent
 from ..dynamics.energy_kernel import energy_pass
 from ..dynamics.flat import flatten
 from ..dynamics.layout import FREE, IQ, IV, JTYPE, NVJ, SPHERICAL
+from ..forces.kernel import (
+    P_K,
+    damping_slopes,
+    empty_rows,
+    has_forces,
+    joint_forces,
+    spring_gradient_add,
+    spring_potential,
+)
 from ..model.joints import free, spherical
 from ..spatial.lie import RIGHT_JACOBIAN_QUADRATURE, skew3, so3_coefficients, so3_right_jacobian
 from .base import cholesky, cholesky_solve
@@ -114,10 +139,12 @@ def lu_solve(LU, piv, b):
 
 # ------------------------------------------------------------------ Hamilton's equations
 @nb.njit(cache=True, nogil=True)
-def hamiltonian_field(data, q, p, M, L, v, dT, dV, out, fq, fp) -> int:
-    """``(fq, fp) = (∂H/∂p, −∂H/∂q) = (M⁻¹p, ∂T/∂q|_v − g)`` at (q, p), as
-    :meth:`.base.Problem.hamiltonian_gradient`; M and its Cholesky factor L are left
-    for the caller. 0, or :data:`BAD_STATE`."""
+def hamiltonian_field(data, P, forces, t, q, p, M, L, v, dT, dV, out, tnc, tau, fq, fp) -> int:
+    """``(fq, fp) = (∂H/∂p, −∂H/∂q + τ_nc) = (M⁻¹p, ∂T/∂q|_v − g + τ)`` at (t, q, p), as
+    :meth:`.base.Problem.hamiltonian_gradient` with the force rows P when ``forces`` (τ =
+    τ_nc − k (q − q_rest): the springs' potential in H, τ_nc of :func:`joint_forces` at
+    (t, q, v)); M and its Cholesky factor L are left for the caller. 0, or
+    :data:`BAD_STATE`."""
     if kernels.crba1(data, q, M) != 0 or not cholesky(M, M.shape[0], L):
         return BAD_STATE
     cholesky_solve(L, L.shape[0], p, v)
@@ -126,7 +153,19 @@ def hamiltonian_field(data, q, p, M, L, v, dT, dV, out, fq, fp) -> int:
     for i in range(v.shape[0]):
         fq[i] = v[i]
         fp[i] = dT[i] - dV[i]
+    if forces:
+        joint_forces(P, t, q, v, tnc, tau)
+        for i in range(v.shape[0]):
+            fp[i] += tau[i]
     return 0
+
+
+@nb.njit(cache=True, _nrt=False, nogil=True)
+def gather(iqd, q, qd):
+    """qd[j] = q[iqd[j]]: the coordinate of speed j on 1-DOF additive joints (what the
+    springs of the force rows read), 0 where the speed has none (iqd[j] < 0)."""
+    for j in range(qd.shape[0]):
+        qd[j] = q[iqd[j]] if iqd[j] >= 0 else 0.0
 
 
 _GL_S, _GL_W = RIGHT_JACOBIAN_QUADRATURE
@@ -177,11 +216,15 @@ def chart_point(data, q0, x, out):
 
 
 @nb.njit(cache=True, nogil=True)
-def tangent_field(data, q0, x, y, q, tau, pivb, fx, fy) -> int:
-    """``(ξ̇, v̇) = (J(ξ)⁻¹ v, ABA(q0 ⊕ ξ, v, 0))`` at z = (ξ, v) = (x, y), the tangent form of
-    :meth:`.gauss.GaussLegendre._f` (J block diagonal, :func:`chart_block`); q ← q0 ⊕ ξ.
-    0, or :data:`BAD_STATE`."""
+def tangent_field(data, P, forces, iqd, t, q0, x, y, q, qd, tnc, tau, pivb, fx, fy) -> int:
+    """``(ξ̇, v̇) = (J(ξ)⁻¹ v, ABA(q0 ⊕ ξ, v, τ))`` at z = (ξ, v) = (x, y), the tangent form of
+    :meth:`.gauss.GaussLegendre._f` (J block diagonal, :func:`chart_block`); q ← q0 ⊕ ξ;
+    τ the force rows' at (t, q, v) when ``forces`` (else tau stays 0). 0, or
+    :data:`BAD_STATE`."""
     chart_point(data, q0, x, q)
+    if forces:
+        gather(iqd, q, qd)
+        joint_forces(P, t, qd, y, tnc, tau)
     if kernels.aba1(data, q, y, tau, fy) != 0:
         return BAD_STATE
     for k in range(y.shape[0]):
@@ -206,20 +249,24 @@ def chart_block(kind, x, b):
 
 
 @nb.njit(cache=True, nogil=True)
-def stage_residual(data, tangent, q0, p0, Z, A, h, F, R, qs, ps, M, L, v, dT, dV, out, tau,
-                   pivb) -> int:
-    """``R_i = Z_i − h Σ_j a_ij f(z0 + Z_j)`` (Z, F, R: s x 2n; z0 = (q0, p0) canonical,
-    ``(0, v0)`` with q = q0 ⊕ ξ if ``tangent``)."""
+def stage_residual(data, P, forces, iqd, tangent, t, c, q0, p0, Z, A, h, F, R, qs, ps, M, L, v,
+                   dT, dV, out, qd, tnc, tau, pivb) -> int:
+    """``R_i = Z_i − h Σ_j a_ij f(t + c_j h, z0 + Z_j)`` (Z, F, R: s x 2n; z0 = (q0, p0)
+    canonical, ``(0, v0)`` with q = q0 ⊕ ξ if ``tangent``; the force rows P when
+    ``forces``)."""
     st, n = A.shape[0], p0.shape[0]
     for j in range(st):
+        tj = t + c[j] * h
         for k in range(n):
             ps[k] = p0[k] + Z[j, n + k]
         if tangent:
-            s = tangent_field(data, q0, Z[j, :n], ps, qs, tau, pivb, F[j, :n], F[j, n:])
+            s = tangent_field(data, P, forces, iqd, tj, q0, Z[j, :n], ps, qs, qd, tnc, tau, pivb,
+                              F[j, :n], F[j, n:])
         else:
             for k in range(n):
                 qs[k] = q0[k] + Z[j, k]
-            s = hamiltonian_field(data, qs, ps, M, L, v, dT, dV, out, F[j, :n], F[j, n:])
+            s = hamiltonian_field(data, P, forces, tj, qs, ps, M, L, v, dT, dV, out, tnc, tau,
+                                  F[j, :n], F[j, n:])
         if s != 0:
             return BAD_STATE
     for i in range(st):
@@ -232,15 +279,17 @@ def stage_residual(data, tangent, q0, p0, Z, A, h, F, R, qs, ps, M, L, v, dT, dV
 
 
 @nb.njit(cache=True, nogil=True)
-def newton_matrix(data, tangent, q0, p0, Z, A, h, Jm, piv) -> bool:
-    """``Jm ← 1 − h [a_ij ∂f/∂z(z0 + Z_j)]``, LU-factored in place (:func:`lu_factor`).
+def newton_matrix(data, P, forces, iqd, tangent, t, c, q0, p0, Z, A, h, Jm, piv) -> bool:
+    """``Jm ← 1 − h [a_ij ∂f/∂z(t + c_j h, z0 + Z_j)]``, LU-factored in place (:func:`lu_factor`).
 
-    ∂f/∂z at (q, p) (canonical, no forces; :meth:`.gauss.GaussLegendre._jf`): with
-    ``B = ∂(Mv)/∂q`` (RNEA tangent pass at (q, 0, v) without gravity), ``L_qq =
-    ∂²T/∂q² − ∂g/∂q`` and v = M⁻¹p, ``[[−M⁻¹B, M⁻¹], [L_qq − BᵀM⁻¹B, BᵀM⁻¹]]``. Tangent,
-    at (ξ, v) with q = q0 ⊕ ξ: ``[[K(v), J(ξ)⁻¹], [A_q J(ξ), A_v]]``, ``A_{q,v} =
-    −M⁻¹ ∂RNEA/∂(q, v)`` at a = ABA(q, v, 0), K the ``chart_rate_jacobian`` of a Model's
-    system (−½ ω× for each ball joint).
+    ∂f/∂z at (q, p) (canonical; :meth:`.gauss.GaussLegendre._jf`): with ``B = ∂(Mv)/∂q``
+    (RNEA tangent pass at (q, 0, v) without gravity), ``L_qq = ∂²T/∂q² − ∂g/∂q`` and v =
+    M⁻¹p, ``[[−M⁻¹B, M⁻¹], [L_qq + F_q + (Bᵀ + F_v)(−M⁻¹B), (Bᵀ + F_v)M⁻¹]]``, with the force
+    rows' Jacobians (when ``forces``) ``F_q = −diag(k)`` (springs) and ``F_v = −diag(C)``,
+    C the slopes of dampers and friction (:func:`damping_slopes`). Tangent, at (ξ, v) with
+    q = q0 ⊕ ξ: ``[[K(v), J(ξ)⁻¹], [A_q J(ξ), A_v]]``, ``A_{q,v} = M⁻¹ (F_{q,v} −
+    ∂RNEA/∂(q, v))`` at a = ABA(q, v, τ), K the ``chart_rate_jacobian`` of a Model's system
+    (−½ ω× for each ball joint).
     False if a kernel refuses the state or the matrix is singular."""
     st, n = A.shape[0], p0.shape[0]
     N = 2 * n
@@ -254,6 +303,7 @@ def newton_matrix(data, tangent, q0, p0, Z, A, h, Jm, piv) -> bool:
     B, G, K, W = np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
     Jf = np.empty((N, N))
     qt, acc, tau = np.empty(q0.shape[0]), np.empty(n), np.zeros(n)
+    qd, tnc, slope = np.empty(n), np.empty(n), np.zeros(n)
     Jm[:, :] = 0.0
     for i in range(st * N):
         Jm[i, i] = 1.0
@@ -261,8 +311,8 @@ def newton_matrix(data, tangent, q0, p0, Z, A, h, Jm, piv) -> bool:
         if tangent:
             for k in range(n):
                 y[k] = p0[k] + Z[j, n + k]
-            if not _tangent_jacobian(data, q0, Z[j, :n], y, qt, acc, tau, M, Lc, Minv, B, G,
-                                     Jf):
+            if not _tangent_jacobian(data, P, forces, iqd, t + c[j] * h, q0, Z[j, :n], y, qt,
+                                     qd, tnc, acc, tau, slope, M, Lc, Minv, B, G, Jf):
                 return False
             _add_stage_blocks(Jm, Jf, A, h, j)
             continue
@@ -283,7 +333,12 @@ def newton_matrix(data, tangent, q0, p0, Z, A, h, Jm, piv) -> bool:
         if s != 0:
             return False
         dvdq = -(Minv @ B)
-        Bt = B.T.copy()
+        Bt = B.T.copy()  # ∂P/∂v = Bᵀ + F_v
+        if forces:
+            damping_slopes(P, v, slope)
+            for i in range(n):
+                Bt[i, i] -= slope[i]
+                K[i, i] -= P[i, P_K]  # ∂P/∂q|_v += F_q (the sign of −G below: K − G)
         Jf[:n, :n] = dvdq
         Jf[:n, n:] = Minv
         Jf[n:, :n] = K - G + Bt @ dvdq
@@ -304,10 +359,15 @@ def _add_stage_blocks(Jm, Jf, A, h, j):
 
 
 @nb.njit(cache=True, nogil=True)
-def _tangent_jacobian(data, q0, x, v, q, acc, tau, M, Lc, Minv, Dq, Dv, Jf) -> bool:
-    """∂f/∂z of the tangent form at (ξ, v) = (x, v) (:func:`newton_matrix`) into Jf."""
+def _tangent_jacobian(data, P, forces, iqd, t, q0, x, v, q, qd, tnc, acc, tau, slope, M, Lc,
+                      Minv, Dq, Dv, Jf) -> bool:
+    """∂f/∂z of the tangent form at (t, ξ, v) = (t, x, v) (:func:`newton_matrix`) into Jf."""
     n = v.shape[0]
     chart_point(data, q0, x, q)
+    if forces:
+        gather(iqd, q, qd)
+        joint_forces(P, t, qd, v, tnc, tau)
+        damping_slopes(P, v, slope)
     if kernels.aba1(data, q, v, tau, acc) != 0 or kernels.crba1(data, q, M) != 0 \
             or not cholesky(M, M.shape[0], Lc):
         return False
@@ -319,6 +379,10 @@ def _tangent_jacobian(data, q0, x, v, q, acc, tau, M, Lc, Minv, Dq, Dv, Jf) -> b
         Minv[:, k] = col
     if rnea_tangent(data, True, q, v, acc, Dq, Dv) != 0:
         return False
+    if forces:  # ∂RNEA/∂(q, v) − F_{q,v}: F_q = −diag(k), F_v = −diag(C)
+        for i in range(n):
+            Dq[i, i] += P[i, P_K]
+            Dv[i, i] += slope[i]
     J = np.eye(n)
     K = np.zeros((n, n))
     for i in range(data.shape[0] - 1):
@@ -341,15 +405,16 @@ def _tangent_jacobian(data, q0, x, v, q, acc, tau, M, Lc, Minv, Dq, Dv, Jf) -> b
 
 # ------------------------------------------------------------------ energy projection
 @nb.njit(cache=True, nogil=True)
-def project_energy_standard(data, tangent, q, v, E0, M, tol, maxiter, dT, dV, out, qs, vs, dz,
-                            t2):
-    """In place, ``(q, v) ← (q, v) + λ (∂E/∂q, M v)`` with ``E(q, v) = E0``: the
+def project_energy_standard(data, P, forces, iqd, tangent, q, v, target, E0, M, tol, maxiter,
+                            dT, dV, out, qs, vs, dz, t2, qd):
+    """In place, ``(q, v) ← (q, v) + λ (∂E/∂q, M v)`` with ``E(q, v) = target``: the
     projection of :class:`.projection.Projected` for ``project="energy"`` (Hairer, Lubich
     & Wanner 2006, IV.4): λ by simplified Newton with the slope ``|∂E/∂q|² + |Mv|²`` at
-    the start, until ``|E − E0| ≤ 4 tol (1 + |E0|)`` (or ``1e-13 (1 + |E0|)`` after
-    ``maxiter``); q moves by ``q ⊕ λ ∂E/∂q`` if ``tangent``. M is M(q) on entry. Returns
-    (status, iterations): status 0, or
-    :data:`NEWTON_FAILED` (not converged), :data:`BAD_STATE`."""
+    the start, until ``|E − target| ≤ 4 tol (1 + |E0|)`` (or ``1e-13 (1 + |E0|)`` after
+    ``maxiter``); q moves by ``q ⊕ λ ∂E/∂q`` if ``tangent``. M is M(q) on entry. E0 is
+    the initial energy; the target is E0 + W_nc (the reference's). With the force rows P
+    (``forces``) E includes the springs' potential. Returns (status, iterations): status
+    0, or :data:`NEWTON_FAILED` (not converged), :data:`BAD_STATE`."""
     n = v.shape[0]
     if energy_pass(data, q, v, dT, dV, out) != 0:
         return BAD_STATE, 0
@@ -357,9 +422,14 @@ def project_energy_standard(data, tangent, q, v, E0, M, tol, maxiter, dT, dV, ou
     dd = 0.0
     for i in range(n):
         dT[i] += dV[i]  # ∂E/∂q
+    G = out[0] + out[1] - target
+    if forces:
+        gather(iqd, q, qd)
+        spring_gradient_add(P, qd, 1.0, dT)
+        G += spring_potential(P, qd)
+    for i in range(n):
         dd += dT[i] * dT[i] + b[i] * b[i]
     ginv = 1.0 / dd
-    G = out[0] + out[1] - E0
     scale = 1.0 + abs(E0)
     lam = 0.0
     for it in range(1, maxiter + 1):
@@ -374,7 +444,10 @@ def project_energy_standard(data, tangent, q, v, E0, M, tol, maxiter, dT, dV, ou
                 qs[i] = q[i] + dz[i]
         if energy_pass(data, qs, vs, dz, t2, out) != 0:
             return BAD_STATE, it
-        G = out[0] + out[1] - E0
+        G = out[0] + out[1] - target
+        if forces:
+            gather(iqd, qs, qd)
+            G += spring_potential(P, qd)
         if abs(G) <= tol * scale * 4:
             q[:] = qs
             v[:] = vs
@@ -426,8 +499,9 @@ def best_order(hist, newest, known, Z, work) -> int:
 
 # ------------------------------------------------------------------ the loop
 @nb.njit(cache=True, nogil=True)
-def _gauss_loop(data, tangent, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter,
-                refresh_after, history, project, ptol, pmaxiter, blowup, Q, V, iters, status):
+def _gauss_loop(data, P, forces, iqd, t0, tangent, q0, v0, dt, n_steps, every, A, Ainv, b, c,
+                d, tol, maxiter, refresh_after, history, project, ptol, pmaxiter, blowup, Q, V,
+                Wk, iters, status):
     n = v0.shape[0]
     st = A.shape[0]
     N = 2 * n
@@ -436,6 +510,9 @@ def _gauss_loop(data, tangent, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter
     vk, dT, dV, out = np.empty(n), np.empty(n), np.empty(n), np.empty(8)
     qs, ps, t1, t2 = np.empty(q0.shape[0]), np.empty(n), np.empty(n), np.empty(n)
     p0, tau, pivb = np.empty(n), np.zeros(n), np.zeros(6, dtype=np.int64)
+    qd, tnc, vst = np.zeros(n), np.zeros(n), np.empty(n)
+    work = 0.0
+    Wk[0] = 0.0
     Z = np.zeros((st, N))
     F = np.empty((st, N))
     R = np.empty((st, N))
@@ -450,6 +527,9 @@ def _gauss_loop(data, tangent, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter
         status[0], status[1] = BAD_STATE, 0
         return 0
     E0 = out[0] + out[1]
+    if forces:
+        gather(iqd, q, qd)
+        E0 += spring_potential(P, qd)
     vmax0 = largest_speed(v)
     k_out = store(q, v, Q, V, 0)
     if not tangent and kernels.crba1(data, q, M) != 0:
@@ -457,6 +537,7 @@ def _gauss_loop(data, tangent, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter
         return k_out
     for step in range(n_steps):
         h = dt[step]
+        t = t0 + step * dt[0]  # the step's start (the grid of step_grid and run_fixed)
         if tangent:
             p0[:] = v  # z0 = (0, v0)
         else:
@@ -468,23 +549,24 @@ def _gauss_loop(data, tangent, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter
             extrapolate(hist, newest, min(order, known), Z)
         else:
             Z[:, :] = 0.0
-            if stage_residual(data, tangent, q, p0, Z, A, h, F, R, qs, ps, M, L, vk, dT, dV,
-                              out, tau, pivb) != 0:
+            if stage_residual(data, P, forces, iqd, tangent, t, c, q, p0, Z, A, h, F, R, qs,
+                              ps, M, L, vk, dT, dV, out, qd, tnc, tau, pivb) != 0:
                 status[0], status[1] = BAD_STATE, step
                 return k_out
             for i in range(st):
                 for k in range(N):
                     Z[i, k] = c[i] * h * F[0, k]
         # Newton, the rules of base.newton with a closed-form matrix
-        if stage_residual(data, tangent, q, p0, Z, A, h, F, R, qs, ps, M, L, vk, dT, dV, out,
-                          tau, pivb) != 0 \
+        if stage_residual(data, P, forces, iqd, tangent, t, c, q, p0, Z, A, h, F, R, qs, ps, M,
+                          L, vk, dT, dV, out, qd, tnc, tau, pivb) != 0 \
                 or not np.isfinite(largest_speed(R.ravel())):
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
         Zs[:, :] = Z
         Rs[:, :] = R
         if not have_J or last_it > refresh_after:
-            if not newton_matrix(data, tangent, q, p0, Z, A, h, Jm, piv):
+            if not newton_matrix(data, P, forces, iqd, tangent, t, c, q, p0, Z, A, h, Jm,
+                                 piv):
                 status[0], status[1] = NEWTON_FAILED, step
                 return k_out
             have_J = True
@@ -513,21 +595,23 @@ def _gauss_loop(data, tangent, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter
                         or (last < np.inf and size <= 1e-9 * scale and theta >= 0.5)):
                     ok = True
                     break
-            bad = stage_residual(data, tangent, q, p0, Z, A, h, F, R, qs, ps, M, L, vk, dT, dV,
-                                 out, tau, pivb)
+            bad = stage_residual(data, P, forces, iqd, tangent, t, c, q, p0, Z, A, h, F, R, qs,
+                                 ps, M, L, vk, dT, dV, out, qd, tnc, tau, pivb)
             finite = bad == 0 and np.isfinite(largest_speed(R.ravel())) and np.isfinite(size)
             if not refreshed and (not finite or (it >= 2 and size > last)):
                 # diverging with the kept matrix: restart from the predictor, fresh matrix
                 Z[:, :] = Zs
                 R[:, :] = Rs
-                if not newton_matrix(data, tangent, q, p0, Z, A, h, Jm, piv):
+                if not newton_matrix(data, P, forces, iqd, tangent, t, c, q, p0, Z, A, h, Jm,
+                                 piv):
                     break
                 refreshed, last = True, np.inf
                 continue
             if not finite:
                 break
             if it >= 2 and size > 0.25 * last and not refreshed:
-                if not newton_matrix(data, tangent, q, p0, Z, A, h, Jm, piv):
+                if not newton_matrix(data, P, forces, iqd, tangent, t, c, q, p0, Z, A, h, Jm,
+                                 piv):
                     break
                 refreshed = True
             last = size
@@ -535,6 +619,24 @@ def _gauss_loop(data, tangent, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
         last_it, last_h = it, h
+        if forces:
+            # W_nc += h Σ b_i v_iᵀ τ_nc(t + c_i h, v_i) (the reference's quadrature, τ_nc
+            # independent of q): v_i the stage velocity, y_i in tangent form, else q̇ at the
+            # stage, (A⁻¹Z)_i/h (= f_i at the solution of the stage equations)
+            for i in range(st):
+                for k in range(n):
+                    if tangent:
+                        vst[k] = p0[k] + Z[i, n + k]
+                    else:
+                        acc = 0.0
+                        for j in range(st):
+                            acc += Ainv[i, j] * Z[j, k]
+                        vst[k] = acc / h
+                joint_forces(P, t + c[i] * h, qd, vst, tnc, tau)
+                pw = 0.0
+                for k in range(n):
+                    pw += vst[k] * tnc[k]
+                work += h * b[i] * pw
         order = best_order(hist, newest, known, Z, Zs)
         newest, known = (newest + 1) % history, min(known + 1, history)
         hist[newest] = Z
@@ -563,8 +665,9 @@ def _gauss_loop(data, tangent, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter
                 return k_out
             cholesky_solve(L, L.shape[0], ps, v)
         if project:
-            s, pit = project_energy_standard(data, tangent, q, v, E0, M, ptol, pmaxiter, dT,
-                                             dV, out, qs, ps, t1, t2)
+            s, pit = project_energy_standard(data, P, forces, iqd, tangent, q, v, E0 + work, E0,
+                                             M, ptol, pmaxiter, dT, dV, out, qs, ps, t1, t2,
+                                             qd)
             it += pit
             if s != 0:
                 status[0], status[1] = s, step
@@ -579,7 +682,10 @@ def _gauss_loop(data, tangent, q0, v0, dt, n_steps, every, A, c, d, tol, maxiter
             Q[Q.shape[0] - 1, :] = q  # the state that failed, for the report
             V[V.shape[0] - 1, :] = v
             return k_out
-        k_out = save_sample(step, n_steps, every, q, v, Q, V, k_out)
+        kept = save_sample(step, n_steps, every, q, v, Q, V, k_out)
+        if kept != k_out:
+            Wk[k_out] = work
+            k_out = kept
     return k_out
 
 
@@ -594,50 +700,73 @@ def report_state_guard(problem, name: str, status, Q, V, times) -> None:
     check_state(problem, name, n + 1, float(times[n + 1]), Q[-1].copy(), V[-1].copy(), vmax0)
 
 
+def dof_coordinates(model) -> np.ndarray:
+    """``iqd`` (nv,): the index in q of each speed's coordinate on 1-DOF additive joints
+    (what the springs of the force rows read, :func:`gather`), −1 on the others' speeds."""
+    out = np.full(model.nv, -1, dtype=np.int64)
+    for body in model.bodies:
+        if body.joint.chart_is_additive and body.joint.nv == 1:
+            out[body.iv.start] = body.iq.start
+    return out
+
+
 def run(problem, stages: int, tol: float, maxiter: int, refresh_after: int, name: str,
         project: bool = False, history: int = PREDICTOR_STEPS, tangent: bool = False):
     """The whole run of midpoint (``stages=1``) or gauss4 (2), optionally with the energy
     projection, in the compiled loop: a Solution, or None to fall back."""
     from .base import Solution
-    from .gauss import TABLEAUX
 
     s = problem.system
     model = s.tree_model if tangent else s.compiled_step
+    P = problem.force_rows if problem.force_rows is not None else empty_rows(s.nv)
     n_steps, steps, times, every, keep = step_grid(problem.dt, problem.t0, problem.t_final,
                                                    problem.save_every)
     # one spare row: where a loop leaves the state that failed its guard
     Q = np.empty((len(keep) + 1, s.nq))
     V = np.empty((len(keep) + 1, s.nv))
+    W = np.zeros(len(keep) + 1)
     iters = np.zeros(n_steps, dtype=np.int32)
     status = np.zeros(3, dtype=np.int64)
-    A, b, c = TABLEAUX[stages]
-    d = b @ np.linalg.inv(A)
+    A, Ainv, b, c, d = tableau(stages)
     ptol, pmaxiter = _projection_defaults()
-    _gauss_loop(flatten(model).data, bool(tangent), np.ascontiguousarray(problem.q0, float),
-                np.ascontiguousarray(problem.v0, float), steps, n_steps, every,
-                np.ascontiguousarray(A), np.ascontiguousarray(c), np.ascontiguousarray(d),
-                float(tol), int(maxiter), int(refresh_after), int(history), bool(project), ptol,
-                pmaxiter, float(problem.blowup), Q, V, iters, status)
+    _gauss_loop(flatten(model).data, np.ascontiguousarray(P, float), has_forces(P),
+                dof_coordinates(model), float(problem.t0), bool(tangent),
+                np.ascontiguousarray(problem.q0, float), np.ascontiguousarray(problem.v0, float),
+                steps, n_steps, every, A, Ainv, b, c, d, float(tol), int(maxiter),
+                int(refresh_after), int(history), bool(project), ptol, pmaxiter,
+                float(problem.blowup), Q, V, W, iters, status)
     label = f"{name}+project{('energy',)}" if project else name
     if status[0] == STATE_GUARD:
         report_state_guard(problem, label, status, Q, V, times)
     if status[0]:
         return None  # the Python method takes the whole run, and reports what happens
-    return Solution(times[keep], Q[:-1], V[:-1], np.zeros(len(keep)),
-                    {"newton_iterations": iters}, label)
+    return Solution(times[keep], Q[:-1], V[:-1], W[:-1], {"newton_iterations": iters}, label)
+
+
+def tableau(stages: int):
+    """(A, A⁻¹, b, c, d = bᵀA⁻¹) of the Gauss method of ``stages`` stages, contiguous, as
+    :func:`_gauss_loop` takes them."""
+    from .gauss import TABLEAUX
+
+    A, b, c = TABLEAUX[stages]
+    Ainv = np.linalg.inv(A)
+    return (np.ascontiguousarray(A), np.ascontiguousarray(Ainv), np.ascontiguousarray(b),
+            np.ascontiguousarray(c), np.ascontiguousarray(b @ Ainv))
 
 
 def tangent_applicable(problem) -> bool:
     """The tangent form of the loop takes a Model's system (``tree_model``) whose joints are
     revolute, prismatic, helical, ball or free joints, at least one of them a ball or free
-    joint (else the canonical form applies), without rotor armature, force elements or a
-    progress bar."""
+    joint (else the canonical form applies), without rotor armature or a progress bar, whose
+    force elements (if any) all have rows of :mod:`kanedyn.forces.kernel`
+    (``problem.force_rows``)."""
     from ..dynamics.layout import HELICAL, PRISMATIC, REVOLUTE
 
     s = problem.system
     model = getattr(s, "tree_model", None)
+    no_forces = problem.tau_cons is None and problem.tau_nc is None
     if (model is None or getattr(s, "chart_is_additive", True) or model.armature.any()
-            or problem.tau_cons is not None or problem.tau_nc is not None
+            or not (no_forces or problem.force_rows is not None)
             or problem.progress is not None):
         return False
     kinds = flatten(model).data[:-1, JTYPE]

@@ -32,8 +32,9 @@ a constant mass matrix it is the same map as the scheme above. Order 2, symmetri
 quaternion moves by the exponential map. A protocol-only system with quaternions (no chart
 structure) is refused.
 
-``compiled=True`` (default): additive coordinates on a plain Model without force elements
-(:func:`.rk4_compiled.applicable`) run in the compiled loop of :mod:`.verlet_compiled` (the
+``compiled=True`` (default): additive coordinates on a plain Model whose force elements (if
+any) all have compiled rows (:func:`.rk4_compiled.applicable` with ``forces=True``) run in
+the compiled loop of :mod:`.verlet_compiled` (the
 same equations and tolerance, tested step for step against this class, which takes the run
 back when an iteration there fails or contracts slowly).
 """
@@ -76,11 +77,12 @@ class Verlet(FixedStepMethod):
 
     def compiled_run(self, project):
         """The Solution by the compiled loop of :mod:`.verlet_compiled`, or None when it
-        does not apply (a chart, forces, a projection, ``compiled=False``) or hands back."""
+        does not apply (a chart, a force element without a compiled row, a projection,
+        ``compiled=False``) or hands back."""
         from . import rk4_compiled, verlet_compiled
 
         if (not self.opts["compiled"] or self.chart is not None or project is not None
-                or not rk4_compiled.applicable(self.problem)):
+                or not rk4_compiled.applicable(self.problem, forces=True)):
             return None
         return rk4_compiled.compiled_or_none("verlet", verlet_compiled.run, self.problem,
                                              self.opts["tol"], self.opts["maxiter"])

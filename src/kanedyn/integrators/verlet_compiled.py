@@ -2,15 +2,22 @@
 
 The same method as :class:`~kanedyn.integrators.verlet.Verlet` on additive coordinates
 (its readable reference, tested step for step against this loop), for a plain Model
-with no force elements (:func:`.rk4_compiled.applicable`); with ``x = q − q_n``,
+whose force elements (if any) all have rows in :mod:`kanedyn.forces.kernel`
+(:func:`.rk4_compiled.applicable` with ``forces=True``); with ``x = q − q_n``,
 ``p = M v`` (Hairer, Lubich & Wanner 2006, eq. VI.3.4):
 
-    p_{n+½} = p_n + h/2 K(q_n, p_{n+½}),         K = −∂H/∂q = ∂T/∂q|_v − g,  v = M⁻¹p
+    p_{n+½} = p_n + h/2 K(t_n, q_n, p_{n+½}),     K = ∂T/∂q|_v − g + τ(t, q, v),  v = M⁻¹p
     x       = h/2 [M(q_n)⁻¹ + M(q_n + x)⁻¹] p_{n+½}
-    p_{n+1} = p_{n+½} + h/2 K(q_n + x, p_{n+½})
+    p_{n+1} = p_{n+½} + h/2 K(t_n + h, q_n + x, p_{n+½})
+
+with τ = τ_nc − k (q − q_rest) of the force rows (:func:`~kanedyn.forces.kernel.joint_forces`;
+none without them) and ``W_nc += h/2 (v_{n+½}ᵀτ_nc,a + v_bᵀτ_nc,b)``, the trapezoid of the
+two kicks, as the reference. One numba signature: ``forces`` a runtime flag, P always an
+array.
 
 Both implicit equations by Newton with closed-form matrices (:func:`_matrix`:
-``1 − h/2 BᵀM⁻¹`` for the half kick, ``1 + h/2 M⁻¹B`` for the position, ``B = ∂(Mv)/∂q``
+``1 − h/2 (Bᵀ − C)M⁻¹`` for the half kick, C = diag of the force rows' damping slopes,
+``1 + h/2 M⁻¹B`` for the position, ``B = ∂(Mv)/∂q``
 from the compiled RNEA tangent pass), LU-factored, kept from step to step and evaluated
 afresh when a solve contracts slowly or takes more than ``refresh_after`` iterations;
 the reference iterates with the identity (a fixed point contracting like h|∂²H/∂q∂p|)
@@ -34,6 +41,7 @@ from ..dynamics import _compiled, kernels
 from ..dynamics.derivatives_kernel import rnea_tangent
 from ..dynamics.energy_kernel import energy_pass
 from ..dynamics.flat import flatten
+from ..forces.kernel import damping_slopes, empty_rows, has_forces, joint_forces
 from .base import cholesky, cholesky_solve
 from .gauss_compiled import (
     BAD_STATE,
@@ -97,16 +105,17 @@ def _newton_update(J, piv, r, dx, y, last, refreshed, tol):
 
 
 @nb.njit(cache=True, nogil=True)
-def _matrix(data, q, v, L, h, sign, J, piv) -> bool:
+def _matrix(data, q, v, L, h, sign, slope, J, piv) -> bool:
     """LU of ``1 + sign h/2 M⁻¹B`` (sign +1, position equation) or of its transpose with
-    sign −1 (half kick: ``1 − h/2 BᵀM⁻¹``), ``B = ∂(M v)/∂q`` at (q, v) by the RNEA tangent
-    pass without gravity (so ``∂K/∂p = BᵀM⁻¹`` since ∂(∂T/∂q)/∂v = Bᵀ, and
-    ``∂(M⁻¹p)/∂q = −M⁻¹B``); L the Cholesky factor of M(q)."""
+    sign −1 (half kick: ``1 − h/2 (Bᵀ − C)M⁻¹``), ``B = ∂(M v)/∂q`` at (q, v) by the RNEA
+    tangent pass without gravity (so ``∂K/∂p = (Bᵀ − C)M⁻¹`` since ∂(∂T/∂q)/∂v = Bᵀ and
+    ∂τ_nc/∂v = −C, C = diag(``slope``) the slopes of the force rows' dampers and friction,
+    and ``∂(M⁻¹p)/∂q = −M⁻¹B``); L the Cholesky factor of M(q)."""
     n = v.shape[0]
     B, W = np.empty((n, n)), np.empty((n, n))
     if rnea_tangent(data, False, q, np.zeros(n), v, B, W) != 0:
         return False
-    col = np.empty(n)
+    col, e = np.empty(n), np.zeros(n)
     for k in range(n):  # M⁻¹B column by column
         cholesky_solve(L, L.shape[0], B[:, k].copy(), col)
         for i in range(n):
@@ -114,14 +123,22 @@ def _matrix(data, q, v, L, h, sign, J, piv) -> bool:
                 J[i, k] = 0.5 * h * col[i]
             else:
                 J[k, i] = -0.5 * h * col[i]  # (M⁻¹B)ᵀ = BᵀM⁻¹ (M symmetric)
+    if sign < 0:
+        for k in range(n):  # + h/2 C M⁻¹, row k: C_k (M⁻¹ e_k)ᵀ (M⁻¹ symmetric)
+            if slope[k] != 0.0:
+                e[k] = 1.0
+                cholesky_solve(L, L.shape[0], e, col)
+                e[k] = 0.0
+                for i in range(n):
+                    J[k, i] += 0.5 * h * slope[k] * col[i]
     for i in range(n):
         J[i, i] += 1.0
     return lu_factor(J, piv)
 
 
 @nb.njit(cache=True, nogil=True)
-def _verlet_loop(data, q0, v0, dt, n_steps, every, tol, maxiter, refresh_after, history,
-                 blowup, Q, V, iters, status):
+def _verlet_loop(data, P, forces, t0, q0, v0, dt, n_steps, every, tol, maxiter, refresh_after,
+                 history, blowup, Q, V, Wk, iters, status):
     n = v0.shape[0]
     q, v = q0.copy(), v0.copy()
     M0, L0, M1, L1 = np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
@@ -129,6 +146,9 @@ def _verlet_loop(data, q0, v0, dt, n_steps, every, tol, maxiter, refresh_after, 
     x, xs, r, dx = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
     start, dT, dV, out = np.empty(n), np.empty(n), np.empty(n), np.empty(8)
     J1, J2 = np.empty((n, n)), np.empty((n, n))
+    tnc, tau, slope = np.zeros(n), np.zeros(n), np.zeros(n)
+    wnc = 0.0
+    Wk[0] = 0.0
     piv1, piv2 = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
     # the predictors: p_{n+½} − p_n and x − h v_{n+½} of the last steps, extrapolated
     kicks, corrs = np.zeros((history, 1, n)), np.zeros((history, 1, n))
@@ -142,6 +162,7 @@ def _verlet_loop(data, q0, v0, dt, n_steps, every, tol, maxiter, refresh_after, 
         return k_out
     for step in range(n_steps):
         h = dt[step]
+        t = t0 + step * dt[0]  # the step's start (the grid of step_grid and run_fixed)
         if h != last_h:
             known, have1, have2 = 0, False, False
         M0[:, :] = M1  # M(q_n), from the end of the last step
@@ -162,6 +183,10 @@ def _verlet_loop(data, q0, v0, dt, n_steps, every, tol, maxiter, refresh_after, 
             if energy_pass(data, q, va, dT, dV, out) != 0:
                 status[0], status[1] = BAD_STATE, step
                 return k_out
+            if forces:  # K += τ(t, q_n, v_{n+½}): springs and τ_nc
+                joint_forces(P, t, q, va, tnc, tau)
+                for i in range(n):
+                    dT[i] += tau[i]
             for i in range(n):
                 r[i] = ph[i] - p0[i] - 0.5 * h * (dT[i] - dV[i])
             if not have1 or test == SLOW or test == DIVERGING:
@@ -170,7 +195,9 @@ def _verlet_loop(data, q0, v0, dt, n_steps, every, tol, maxiter, refresh_after, 
                     ph[:] = start
                     last, test = np.inf, SLOW
                     continue
-                if not _matrix(data, q, va, L0, h, -1.0, J1, piv1):
+                if forces:
+                    damping_slopes(P, va, slope)
+                if not _matrix(data, q, va, L0, h, -1.0, slope, J1, piv1):
                     break
                 have1, refreshed = True, refreshed or test == SLOW
             it1 += 1
@@ -182,6 +209,10 @@ def _verlet_loop(data, q0, v0, dt, n_steps, every, tol, maxiter, refresh_after, 
         if test != CONVERGED:
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
+        if forces:  # W_nc: the trapezoid of the two kicks, ½ h (v_aᵀτ_a + v_bᵀτ_b)
+            joint_forces(P, t, q, va, tnc, tau)
+            for i in range(n):
+                wnc += 0.5 * h * va[i] * tnc[i]
         # --- x = h/2 (v_{n+½} + M(q_n + x)⁻¹ p_{n+½}) --------------------------------
         guess[:, :] = 0.0
         if known > 0:
@@ -207,7 +238,7 @@ def _verlet_loop(data, q0, v0, dt, n_steps, every, tol, maxiter, refresh_after, 
                     x[:] = start
                     last, test = np.inf, SLOW
                     continue
-                if not _matrix(data, xs, vb, L1, h, 1.0, J2, piv2):
+                if not _matrix(data, xs, vb, L1, h, 1.0, slope, J2, piv2):
                     break
                 have2, refreshed = True, refreshed or test == SLOW
             it2 += 1
@@ -226,6 +257,11 @@ def _verlet_loop(data, q0, v0, dt, n_steps, every, tol, maxiter, refresh_after, 
         if energy_pass(data, xs, vb, dT, dV, out) != 0:
             status[0], status[1] = BAD_STATE, step
             return k_out
+        if forces:  # the kick at (t + h, q_{n+1}, M(q_{n+1})⁻¹ p_{n+½})
+            joint_forces(P, t + h, xs, vb, tnc, tau)
+            for i in range(n):
+                dT[i] += tau[i]
+                wnc += 0.5 * h * vb[i] * tnc[i]
         for i in range(n):
             now[0, i] = ph[i] - p0[i]
         order1 = best_order(kicks, newest, known, now, work)
@@ -247,7 +283,10 @@ def _verlet_loop(data, q0, v0, dt, n_steps, every, tol, maxiter, refresh_after, 
             Q[Q.shape[0] - 1, :] = q
             V[V.shape[0] - 1, :] = v
             return k_out
-        k_out = save_sample(step, n_steps, every, q, v, Q, V, k_out)
+        kept = save_sample(step, n_steps, every, q, v, Q, V, k_out)
+        if kept != k_out:
+            Wk[k_out] = wnc
+            k_out = kept
     return k_out
 
 
@@ -256,19 +295,22 @@ def run(problem, tol: float, maxiter: int, refresh_after: int = 3):
     from .base import Solution
 
     s, model = problem.system, problem.system.compiled_step
+    P = problem.force_rows if problem.force_rows is not None else empty_rows(s.nv)
     n_steps, steps, times, every, keep = step_grid(problem.dt, problem.t0, problem.t_final,
                                                    problem.save_every)
     Q = np.empty((len(keep) + 1, s.nq))  # the spare row: a state that failed the guard
     V = np.empty((len(keep) + 1, s.nv))
+    W = np.zeros(len(keep) + 1)
     iters = np.zeros(n_steps, dtype=np.int32)
     status = np.zeros(3, dtype=np.int64)
-    _verlet_loop(flatten(model).data, np.ascontiguousarray(problem.q0, float),
+    _verlet_loop(flatten(model).data, np.ascontiguousarray(P, float), has_forces(P),
+                 float(problem.t0), np.ascontiguousarray(problem.q0, float),
                  np.ascontiguousarray(problem.v0, float), steps, n_steps, every, float(tol),
                  int(maxiter), int(refresh_after), PREDICTOR_STEPS,
-                 float(problem.blowup), Q, V, iters, status)
+                 float(problem.blowup), Q, V, W, iters, status)
     if status[0] == STATE_GUARD:
         report_state_guard(problem, "verlet", status, Q, V, times)
     if status[0]:
         return None
-    return Solution(times[keep], Q[:-1], V[:-1], np.zeros(len(keep)),
-                    {"newton_iterations": iters}, "verlet")
+    return Solution(times[keep], Q[:-1], V[:-1], W[:-1], {"newton_iterations": iters},
+                    "verlet")

@@ -57,13 +57,12 @@ options and the force elements —, the names of the ``kd.simulate`` options it 
 
 - ``"rk4"``: :func:`rk4_run` or the manifold loop, by the Model;
 - ``"midpoint"``, ``"gauss4"``: ``_gauss_loop`` of :mod:`kanedyn.integrators.gauss_compiled`
-  per run (:func:`_gauss_runs`; ball and free joints by its tangent form), no force
-  elements (``mass:`` parameters only): the loop has none, and ``kd.simulate`` runs
-  midpoint and gauss4 with force elements by :class:`~kanedyn.integrators.gauss.GaussLegendre`'s
-  Python steps;
+  per run (:func:`_gauss_runs`; ball and free joints by its tangent form), with the force
+  rows and their per-run parameters, W_nc by the method's quadrature (springs and
+  friction on the 1-DOF joints of a tree with ball joints read their coordinate through
+  :func:`~kanedyn.integrators.gauss_compiled.dof_coordinates`);
 - ``"verlet"``: ``_verlet_loop`` of :mod:`kanedyn.integrators.verlet_compiled` per run
-  (additive joints, no force elements: as midpoint, ``kd.simulate`` runs verlet with them
-  by the Python steps);
+  (additive joints), with the force rows and W_nc as midpoint;
 - ``"avf"``, ``"itoh_abe"`` (``variant="forward"`` or ``"symmetric"``),
   ``"energy_momentum"`` (its ``"gonzalez"`` variant, what ``variant="auto"`` picks on
   additive chains): ``_dg_loop`` of :mod:`kanedyn.integrators.discrete_gradient_compiled`
@@ -89,12 +88,9 @@ Each gives, run by run, the single ``kd.simulate`` with the method to the bit (t
 loop, the same options) — where ``kd.simulate`` runs it compiled: a run whose Newton
 iteration fails is reported stopped here, where ``kd.simulate`` hands it to the Python
 method. What a loop cannot take is refused before any step, naming the method, the joint
-or element and the batched methods that take it: force elements with midpoint, gauss4,
-verlet (avf, itoh_abe, energy_momentum, rk4 take them; the single-run compiled loops of
-midpoint, gauss4 and verlet take none either — ``kd.simulate`` runs these methods with
-force elements by their Python steps —, so there is no compiled loop to batch); an exact
-law outside time_stepping; an element without a compiled row (a torque given as a function, a
-wrench: ``kd.simulate`` per state). Another compiled loop joins with one entry: write its
+or element and the batched methods that take it: an exact law outside time_stepping; an
+element without a compiled row (a torque given as a function, a wrench: ``kd.simulate``
+per state). Another compiled loop joins with one entry: write its
 loop for one state with these outputs, a driver like :func:`_gauss_runs` (:func:`each_run`), and its
 ``refuses``.
 
@@ -143,6 +139,9 @@ from ..integrators.gauss_compiled import (
     PREDICTOR_STEPS,
     STATE_GUARD,
     _gauss_loop,
+    dof_coordinates,
+    gather,
+    tableau,
 )
 from ..integrators.projection import parse_invariants
 from ..integrators.rk4_compiled import (
@@ -390,17 +389,22 @@ STOPPED[NEWTON_STOPPED] = "the Newton iteration of a step did not converge"
 
 
 @njit(cache=True, nogil=True)
-def _finish(data, P, Q, V, kept, outQ, outV, outW, outE):
-    """Copy the ``kept`` samples of an implicit loop (no force elements: W_nc = 0) into a
-    run's outputs with their energy (:func:`_energy`); samples a stopped run did not reach
-    are NaN."""
+def _finish(data, P, iqd, Q, V, W, kept, outQ, outV, outW, outE):
+    """Copy the ``kept`` samples of an implicit loop, with their work ``W`` (W_nc), into a
+    run's outputs with their energy (T + V_gravity from the kernel of
+    ``kd.kinetic_energy``, as :func:`_energy`, and the springs' potential at the
+    coordinates ``q[iqd[j]]`` of their speeds, :func:`~kanedyn.integrators.gauss_compiled.gather`);
+    samples a stopped run did not reach are NaN."""
     summary = np.empty(11)
+    qd = np.zeros(V.shape[1])
     for i in range(outQ.shape[0]):
         if i < kept:
             outQ[i] = Q[i]
             outV[i] = V[i]
-            outE[i] = _energy(data, P, Q[i], V[i], summary)
-            outW[i] = 0.0
+            K.summary_into(data, Q[i], V[i], True, summary)
+            gather(iqd, Q[i], qd)
+            outE[i] = summary[0] + summary[1] + spring_potential(P, qd)
+            outW[i] = W[i]
         else:
             outQ[i] = np.nan
             outV[i] = np.nan
@@ -408,37 +412,41 @@ def _finish(data, P, Q, V, kept, outQ, outV, outW, outE):
             outW[i] = np.nan
 
 
-def _gauss_runs(D, P, tangent, Q0, V0, steps, every, A, c, d, tol, maxiter, refresh_after,
-                history, outQ, outV, outW, outE, status) -> None:
+def _gauss_runs(D, P, forces, iqd, tangent, Q0, V0, steps, every, A, Ainv, b, c, d, tol,
+                maxiter, refresh_after, history, outQ, outV, outW, outE, status) -> None:
     """:func:`~kanedyn.integrators.gauss_compiled._gauss_loop` (midpoint or gauss4 by the
-    tableau A, c, d) for each run k on ``D[k]`` (:func:`each_run`); status[k] left as the
-    loop leaves it (translated by :func:`_implicit_status`)."""
+    tableau A, A⁻¹, b, c, d of :func:`~kanedyn.integrators.gauss_compiled.tableau`) for
+    each run k on ``D[k]`` with the force rows ``P[k]`` (:func:`each_run`); status[k] left
+    as the loop leaves it (translated by :func:`_implicit_status`). Its arguments are those
+    of ``gauss_compiled.run`` (t0 = 0, no projection, no blow-up guard)."""
     n_steps = steps.shape[0]
     S = outQ.shape[1]
 
     def run(k: int) -> None:
         Q, V = np.empty((S + 1, Q0.shape[1])), np.empty((S + 1, V0.shape[1]))
+        W = np.zeros(S + 1)
         iters = np.zeros(n_steps, dtype=np.int32)
-        kept = _gauss_loop(D[k], tangent, Q0[k], V0[k], steps, n_steps, every, A, c, d, tol,
-                           maxiter, refresh_after, history, False, 0.0, 0, np.inf, Q, V,
-                           iters, status[k])
-        _finish(D[k], P[k], Q, V, kept, outQ[k], outV[k], outW[k], outE[k])
+        kept = _gauss_loop(D[k], P[k], forces, iqd, 0.0, tangent, Q0[k], V0[k], steps, n_steps,
+                           every, A, Ainv, b, c, d, tol, maxiter, refresh_after, history,
+                           False, 0.0, 0, np.inf, Q, V, W, iters, status[k])
+        _finish(D[k], P[k], iqd, Q, V, W, kept, outQ[k], outV[k], outW[k], outE[k])
     each_run(Q0.shape[0], run)
 
 
-def _verlet_runs(D, P, Q0, V0, steps, every, tol, maxiter, refresh_after, history, outQ,
-                 outV, outW, outE, status) -> None:
+def _verlet_runs(D, P, forces, iqd, Q0, V0, steps, every, tol, maxiter, refresh_after, history,
+                 outQ, outV, outW, outE, status) -> None:
     """:func:`~kanedyn.integrators.verlet_compiled._verlet_loop` for each run k on ``D[k]``
-    (:func:`each_run`)."""
+    with the force rows ``P[k]`` (:func:`each_run`)."""
     n_steps = steps.shape[0]
     S = outQ.shape[1]
 
     def run(k: int) -> None:
         Q, V = np.empty((S + 1, Q0.shape[1])), np.empty((S + 1, V0.shape[1]))
+        W = np.zeros(S + 1)
         iters = np.zeros(n_steps, dtype=np.int32)
-        kept = _verlet_loop(D[k], Q0[k], V0[k], steps, n_steps, every, tol, maxiter,
-                            refresh_after, history, np.inf, Q, V, iters, status[k])
-        _finish(D[k], P[k], Q, V, kept, outQ[k], outV[k], outW[k], outE[k])
+        kept = _verlet_loop(D[k], P[k], forces, 0.0, Q0[k], V0[k], steps, n_steps, every, tol,
+                            maxiter, refresh_after, history, np.inf, Q, V, W, iters, status[k])
+        _finish(D[k], P[k], iqd, Q, V, W, kept, outQ[k], outV[k], outW[k], outE[k])
     each_run(Q0.shape[0], run)
 
 
@@ -461,18 +469,15 @@ def _element_name(f) -> str:
 
 def _no_forces(method: str, forces, P: NDArray | None) -> None:
     """Refuse force elements (or per-run force parameters, in ``P``) for a method whose
-    compiled loop integrates the conservative tree only — midpoint, gauss4 and verlet:
-    ``kd.simulate`` too runs them with force elements by the Python steps
-    (:func:`~kanedyn.integrators.rk4_compiled.applicable` without ``forces``), so there is
-    no compiled loop with forces to batch —, naming the element and the batched methods
-    that take it."""
-    way_out = ("use method='avf', 'itoh_abe' or 'energy_momentum' (implicit, exact energy "
-               "budget) or 'rk4' for springs, dampers, torques and smoothed friction, or "
-               f"kd.simulate(..., method={method!r}) per state (its Python steps)")
+    compiled loop integrates the conservative tree only (``BatchMethod.forces`` False; no
+    method of :data:`METHODS` today), naming the element and the batched methods that take
+    it."""
+    way_out = (f"use method={', '.join(repr(m) for m in _WITH_FORCES)} for springs, dampers, "
+               f"torques and smoothed friction, or kd.simulate(..., method={method!r}) per "
+               "state")
     if forces:
         raise KanedynError(f"simulate_batch: method {method!r} takes no force elements (its "
-                           "compiled loop integrates the conservative tree only; kd.simulate "
-                           f"runs {method} with force elements by its Python steps), got "
+                           "compiled loop integrates the conservative tree only), got "
                            f"{_element_name(forces[0])}; {way_out}")
     if P is not None and has_forces(P):
         raise KanedynError(f"simulate_batch: method {method!r} takes no force elements, and "
@@ -502,15 +507,14 @@ def _implicit_refuses(name: str, tangent_ok: bool) -> Callable[[Model], str | No
 def _gauss_batch(stages: int):
     def runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status,
              opts=None) -> None:
-        from ..integrators.gauss import REFRESH_AFTER, TABLEAUX, GaussLegendre
+        from ..integrators.gauss import REFRESH_AFTER, GaussLegendre
 
-        A, b, c = TABLEAUX[stages]
-        d = b @ np.linalg.inv(A)
+        A, Ainv, b, c, d = tableau(stages)
         tangent = not all(bd.joint.chart_is_additive for bd in model.bodies)
-        _gauss_runs(D, P, tangent, Q0, V0, steps, every, np.ascontiguousarray(A),
-                    np.ascontiguousarray(c), np.ascontiguousarray(d),
-                    float(GaussLegendre.options["tol"]), int(GaussLegendre.options["maxiter"]),
-                    REFRESH_AFTER, PREDICTOR_STEPS, outQ, outV, outW, outE, status)
+        _gauss_runs(D, P, has_forces(P), dof_coordinates(model), tangent, Q0, V0, steps, every,
+                    A, Ainv, b, c, d, float(GaussLegendre.options["tol"]),
+                    int(GaussLegendre.options["maxiter"]), REFRESH_AFTER, PREDICTOR_STEPS,
+                    outQ, outV, outW, outE, status)
         _implicit_status(status)
     return runs
 
@@ -519,22 +523,14 @@ def _verlet_batch(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, sta
                   opts=None) -> None:
     from ..integrators.verlet import Verlet
 
-    _verlet_runs(D, P, Q0, V0, steps, every, float(Verlet.options["tol"]),
-                 int(Verlet.options["maxiter"]), 3, PREDICTOR_STEPS, outQ, outV, outW, outE,
+    _verlet_runs(D, P, has_forces(P), dof_coordinates(model), Q0, V0, steps, every,
+                 float(Verlet.options["tol"]), int(Verlet.options["maxiter"]), 3,
+                 PREDICTOR_STEPS, outQ, outV, outW, outE,
                  status)  # refresh_after 3: verlet_compiled.run's default
     _implicit_status(status)
 
 
 # --- avf, itoh_abe, energy_momentum: the discrete-gradient loop, one per run -----------
-
-@njit(cache=True, nogil=True)
-def _finish_work(data, P, Q, V, W, kept, outQ, outV, outW, outE):
-    """:func:`_finish` for a loop that records W_nc (the discrete gradients with force
-    rows): the ``kept`` samples with their work ``W`` and energy, NaN after them."""
-    _finish(data, P, Q, V, kept, outQ, outV, outW, outE)
-    for i in range(min(kept, outW.shape[0])):
-        outW[i] = W[i]
-
 
 def _dg_runs(D, P, forces, kind, carry_p, Q0, V0, steps, every, xi, w, mask, tol, stagnation,
              maxiter, refresh, degree, slow, floor, outQ, outV, outW, outE, status) -> None:
@@ -546,6 +542,7 @@ def _dg_runs(D, P, forces, kind, carry_p, Q0, V0, steps, every, xi, w, mask, tol
     those of ``discrete_gradient_compiled.run`` (no blow-up guard, as the other batches)."""
     n_steps = steps.shape[0]
     S = outQ.shape[1]
+    iqd = np.arange(V0.shape[1], dtype=np.int64)  # additive coordinates: q_j of speed j
 
     def run(k: int) -> None:
         Q, V = np.empty((S + 1, Q0.shape[1])), np.empty((S + 1, V0.shape[1]))
@@ -554,7 +551,7 @@ def _dg_runs(D, P, forces, kind, carry_p, Q0, V0, steps, every, xi, w, mask, tol
         kept = _dg_loop(D[k], P[k], forces, 0.0, kind, carry_p, Q0[k], V0[k], steps, n_steps,
                         every, xi, w, mask, tol, stagnation, maxiter, refresh, degree, slow,
                         floor, np.inf, Q, V, W, iters, status[k])
-        _finish_work(D[k], P[k], Q, V, W, kept, outQ[k], outV[k], outW[k], outE[k])
+        _finish(D[k], P[k], iqd, Q, V, W, kept, outQ[k], outV[k], outW[k], outE[k])
     each_run(Q0.shape[0], run)
 
 
@@ -796,12 +793,9 @@ def _time_stepping_batch(model, D, Q0, V0, t_final, dt, forces, params, save_eve
 #: the batched methods by name; another compiled whole-run loop is added as one entry
 METHODS: dict[str, BatchMethod] = {
     "rk4": BatchMethod("rk4", _rk4_refuses, _rk4_batch),
-    "midpoint": BatchMethod("midpoint", _implicit_refuses("midpoint", True), _gauss_batch(1),
-                            forces=False),
-    "gauss4": BatchMethod("gauss4", _implicit_refuses("gauss4", True), _gauss_batch(2),
-                          forces=False),
-    "verlet": BatchMethod("verlet", _implicit_refuses("verlet", False), _verlet_batch,
-                          forces=False),
+    "midpoint": BatchMethod("midpoint", _implicit_refuses("midpoint", True), _gauss_batch(1)),
+    "gauss4": BatchMethod("gauss4", _implicit_refuses("gauss4", True), _gauss_batch(2)),
+    "verlet": BatchMethod("verlet", _implicit_refuses("verlet", False), _verlet_batch),
     "avf": BatchMethod("avf", _dg_refuses("avf"), _dg_batch("avf"),
                        ("tol", "maxiter", "nodes")),
     "itoh_abe": BatchMethod("itoh_abe", _dg_refuses("itoh_abe"), _dg_batch("itoh_abe"),
@@ -815,7 +809,7 @@ METHODS: dict[str, BatchMethod] = {
 }
 
 #: the methods whose compiled loops take force elements (and so, for the others, the way out)
-_WITH_FORCES = ("avf", "itoh_abe", "energy_momentum", "rk4")
+_WITH_FORCES = ("avf", "itoh_abe", "energy_momentum", "midpoint", "gauss4", "verlet", "rk4")
 
 
 # --- the Python side ------------------------------------------------------------------

@@ -76,8 +76,11 @@ def _stick_slip(system, q0, v0, t_final: float, method: str, dt: float | None, f
 
 def _rows(sys_, fs: ForceSet):
     """The force elements as the compiled loops' rows (:mod:`kanedyn.forces.kernel`), or
-    None: no elements, no compiled loop for this system, or one without a compiled form."""
-    model = getattr(sys_, "compiled_step", None)
+    None: no elements, no compiled loop for this system, or one without a compiled form.
+    On a tree with ball or free joints (the tangent form of midpoint and gauss4) the rows
+    of its Model (springs and friction on its 1-DOF joints, dampers on every speed)."""
+    model = (getattr(sys_, "compiled_step", None)
+             or getattr(sys_, "compiled_manifold_step", None))
     if not fs.elements or model is None:
         return None
     return force_rows(model, fs.elements)[0]
