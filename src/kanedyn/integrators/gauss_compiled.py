@@ -60,7 +60,7 @@ import numba as nb
 import numpy as np
 
 from ..dynamics import _compiled, kernels
-from ..dynamics.derivatives_kernel import kinetic_tangent, rnea_tangent
+from ..dynamics.derivatives_kernel import kinetic_tangent, rnea_tangent, rnea_tangent_static
 from ..dynamics.energy_kernel import energy_pass
 from ..dynamics.flat import flatten
 from ..dynamics.layout import FREE, IQ, IV, JTYPE, NVJ, SPHERICAL
@@ -300,7 +300,7 @@ def newton_matrix(data, P, forces, iqd, tangent, t, c, q0, p0, Z, A, h, Jm, piv)
     col = np.empty(n)
     q, y, v = np.empty(n), np.empty(n), np.empty(n)
     zero = np.zeros(n)
-    B, G, K, W = np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
+    B, G, K = np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
     Jf = np.empty((N, N))
     qt, acc, tau = np.empty(q0.shape[0]), np.empty(n), np.zeros(n)
     qd, tnc, slope = np.empty(n), np.empty(n), np.zeros(n)
@@ -327,8 +327,8 @@ def newton_matrix(data, P, forces, iqd, tangent, t, c, q0, p0, Z, A, h, Jm, piv)
             e[k] = 0.0
             Minv[:, k] = col
         v[:] = Minv @ y
-        s = rnea_tangent(data, False, q, zero, v, B, W)
-        s |= rnea_tangent(data, True, q, zero, zero, G, W)
+        s = rnea_tangent_static(data, False, q, v, B)     # B = ∂(M v)/∂q
+        s |= rnea_tangent_static(data, True, q, zero, G)  # ∂g/∂q
         s |= kinetic_tangent(data, q, v, K)
         if s != 0:
             return False

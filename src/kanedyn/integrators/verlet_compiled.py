@@ -38,7 +38,7 @@ import numba as nb
 import numpy as np
 
 from ..dynamics import _compiled, kernels
-from ..dynamics.derivatives_kernel import rnea_tangent
+from ..dynamics.derivatives_kernel import rnea_tangent_static
 from ..dynamics.energy_kernel import energy_pass
 from ..dynamics.flat import flatten
 from ..forces.kernel import damping_slopes, empty_rows, has_forces, joint_forces
@@ -112,8 +112,8 @@ def _matrix(data, q, v, L, h, sign, slope, J, piv) -> bool:
     ∂τ_nc/∂v = −C, C = diag(``slope``) the slopes of the force rows' dampers and friction,
     and ``∂(M⁻¹p)/∂q = −M⁻¹B``); L the Cholesky factor of M(q)."""
     n = v.shape[0]
-    B, W = np.empty((n, n)), np.empty((n, n))
-    if rnea_tangent(data, False, q, np.zeros(n), v, B, W) != 0:
+    B = np.empty((n, n))
+    if rnea_tangent_static(data, False, q, v, B) != 0:
         return False
     col, e = np.empty(n), np.zeros(n)
     for k in range(n):  # M⁻¹B column by column
