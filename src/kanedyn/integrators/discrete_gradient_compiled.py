@@ -54,8 +54,9 @@ What makes it fast (docs/benchmarks.md, "Issue 17: compiled discrete gradients")
   misses by 1e-3–1e-1 of the increment, and a low one does better.
 - **Stopping**: Newton's error after an update is bounded by θ/(1 − θ) times the update,
   θ the contraction; the first update of a step takes θ carried from the last step that
-  measured it (as θ^0.8, larger, for the matrix's age — Hairer & Wanner's RADAU5 carries
-  its rate the same way), so a step whose predictor was good ends after one residual.
+  measured it (Hairer & Wanner's RADAU5 carries its rate the same way), so a step whose
+  predictor was good ends after one residual (AVF and Gonzalez; Itoh–Abe, whose
+  differences of H leave R noisy, always measures θ within the step).
 - One Cholesky factorization per mass matrix (``cholesky``/``cholesky_solve`` of
   :mod:`.base`), the Newton matrix by ``lu_factor``/``lu_solve`` of
   :mod:`.gauss_compiled`; no allocation inside a step.
@@ -485,12 +486,11 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
                 if not np.isfinite(size):
                     break
                 if it == 1:
-                    # the first update: the contraction carried from the steps before, made
-                    # larger (θ^0.8, as Hairer & Wanner's RADAU5 carry theirs) for the
-                    # matrix's age — when it is small the update is already below tol
-                    # (not for Itoh–Abe, whose energy differences leave a noisy R: its
-                    # budget then drifted 10× more with friction on)
-                    theta = rate_kept ** 0.8 if rate_kept < np.inf and kind_carries else 1.0
+                    # the first update: the contraction carried from the last step that
+                    # measured it (as Hairer & Wanner's RADAU5 carry theirs) — when it is
+                    # small the update is already below tol (not for Itoh–Abe, whose
+                    # differences of H leave R noisy)
+                    theta = rate_kept if kind_carries else 1.0
                 else:
                     theta = size / last if last > 0 else 1.0
                 # the contraction of the matrix, judged only on updates well above the
