@@ -81,15 +81,35 @@ def energy_pass(data, q, v, dT, dV, out):
 @nb.njit(cache=True, nogil=True)
 def energy_pass_into(data, q, v, dT, dV, out, Vw, Vp, msub, mcsub, R, P, Hm, sig, small):
     """:func:`energy_pass` in the workspace of :func:`energy_workspace` (every entry is
-    written before it is read)."""
+    written before it is read): the body poses of q, then :func:`energy_pass_posed`."""
+    st = kernels.kinematics_into(data, q, v, False, R, P, Vp)  # (no velocities: Vp unused)
+    if st:
+        return st
+    return energy_pass_posed(data, v, dT, dV, out, Vw, Vp, msub, mcsub, R, P, Hm, sig, small)
+
+
+@nb.njit(cache=True, nogil=True)
+def poses_from_transforms(X0, R, P):
+    """R[i], P[i] (body axes and origin in the world, as :func:`kernels.kinematics_into`
+    gives them) from the world-to-body transforms X0[i] = (E, r) that the articulated-body
+    pass leaves (E row-major): R_i = E_iᵀ, P_i = r_i."""
+    for i in range(X0.shape[0]):
+        for a in range(3):
+            for c in range(3):
+                R[i, a, c] = X0[i, 3 * c + a]
+            P[i, a] = X0[i, 9 + a]
+
+
+@nb.njit(cache=True, nogil=True)
+def energy_pass_posed(data, v, dT, dV, out, Vw, Vp, msub, mcsub, R, P, Hm, sig, small):
+    """:func:`energy_pass_into` with the body poses R, P already given (by
+    :func:`kernels.kinematics_into` or :func:`poses_from_transforms`): the velocities,
+    momenta, T, V and the backward pass for ∂T/∂q, ∂V/∂q. Returns 0."""
     n = data.shape[0] - 1
     g = data[n, GRAV:GRAV + 3]
     # Vw, Vp: world spatial velocities of each body and its parent; msub, mcsub: subtree
     # mass and first moment Σ m c (world), for ∂V/∂q; R, P: body axes and origins in the
     # world; Hm: world momenta (then subtree sums); sig: world motion axes
-    st = kernels.kinematics_into(data, q, v, False, R, P, Vp)  # (no velocities: Vp unused)
-    if st:
-        return st
     Sc = small[0:1, :]
     tmp = small[1, :3]
     tmp2 = small[2, :3]

@@ -73,7 +73,12 @@ import numpy as np
 
 from ..dynamics import _compiled, kernels
 from ..dynamics.derivatives_kernel import kinetic_tangent, rnea_tangent_static
-from ..dynamics.energy_kernel import energy_pass_into, energy_workspace
+from ..dynamics.energy_kernel import (
+    energy_pass_into,
+    energy_pass_posed,
+    energy_workspace,
+    poses_from_transforms,
+)
 from ..dynamics.flat import flatten
 from ..dynamics.kernels.aba import aba_core, aba_workspace
 from ..dynamics.kernels.crba import crba_core
@@ -255,9 +260,12 @@ def hamiltonian_aba(data, P, forces, q, p, aw, v) -> float:
 def gradient_aba(data, P, forces, q, p, aw, v, ew, dT, dV, out, gq) -> bool:
     """:func:`gradient` in O(n): v ← M⁻¹p by :func:`velocity_aba`, then the energy pass's
     ``−∂H/∂q|_p = ∂T/∂q|_v − g(q)`` (the Legendre transform: ``∂H/∂q|_p = −∂L/∂q|_v``,
-    and ∂T/∂q|_v = −Σ σᵀ crf(V_λ) H_k in one pass, :mod:`kanedyn.dynamics.energy_kernel`)."""
-    if not velocity_aba(q, p, aw, v) or energy_pass_into(data, q, v, dT, dV, out, *ew) != 0:
+    and ∂T/∂q|_v = −Σ σᵀ crf(V_λ) H_k in one pass, :mod:`kanedyn.dynamics.energy_kernel`),
+    on the body poses the articulated-body pass has just computed."""
+    if not velocity_aba(q, p, aw, v):
         return False
+    poses_from_transforms(aw[2][1], ew[4], ew[5])  # (R, P of energy_workspace)
+    energy_pass_posed(data, v, dT, dV, out, *ew)
     for i in range(q.shape[0]):
         gq[i] = dV[i] - dT[i]
     if forces:
