@@ -51,8 +51,10 @@ Discrete gradients. Gonzalez's midpoint form (*J. Nonlinear Sci.* 6 (1996) 449),
 which satisfies the defining identity for *any* a and w with w·Δz ≠ 0: a = ∇f(z̄) makes it
 second order. For H, a is ∇H at the midpoint (``"energy_momentum"``) or its average over
 the segment by Gauss–Legendre quadrature (``"avf"``, ``nodes=``). For g, a = G(q̄). For γ,
-a = (∂γ/∂q, G(q̄) M(q̄)⁻¹) with ∂γ/∂q (at fixed p, by differences) taken from the Newton
-matrix, which is kept over several steps: its staleness is O(h) in a, the correction
+a = (∂γ/∂q, G(q̄) M(q̄)⁻¹) with ∂γ/∂q (at fixed p, by differences) taken with the Newton
+matrix every ``REFRESH`` steps (and at a new h) — on that schedule only, not when a slow
+step has Newton rebuild its matrix, so that the result of a step does not depend on
+iteration counts (which round-off can change): its staleness is O(h) in a, the correction
 restores the exact identity, and the term multiplies μ = O(h²), so the order stays 2.
 w = Δz with the increments of the cyclic coordinates removed (coordinates
 q_k on which neither H nor g depend — a root revolute about gravity, a root prismatic
@@ -282,7 +284,8 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         self._psi = None       # the kept momenta at the start of the run
         self._last = None      # (h, unknowns) of the last step: the next predictor
         self._lu = None        # the Newton matrix kept between steps
-        self._aq = None        # ∂γ/∂x at its last evaluation (module doc)
+        self._aq = None        # the base ∂γ/∂x of the equations (module doc)
+        self._aq_h = 0.0       # the step size when it was taken
         self._n = 0            # steps taken
         self.lam_mid: list[NDArray] = []   # λ of every step (at t + h/2)
 
@@ -417,8 +420,10 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
             ends = []
             for sgn in (1.0, -1.0):
                 gx, gp, _, ve, Je = C.gradient(sgn * e, p0)
-                Ge = self._G(t, self._point(q0, sgn * e), Je)
-                ends.append((Ge @ ve, gx + Ge.T @ lam, gp,
+                Gq = self._G(t, self._point(q0, sgn * e), None)
+                Ge = Gq if Je is None else Gq @ Je
+                # γ = G(q) v (in a chart ∂g/∂x = G J multiplies ẋ = J⁻¹v, not v)
+                ends.append((Gq @ ve, gx + Ge.T @ lam, gp,
                              s.momentum(self._point(q0, sgn * e), ve)[rows] if k_ else None))
             Gqv[:, k] = (ends[0][0] - ends[1][0]) / (2 * e[k])
             if k_:
@@ -455,7 +460,7 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
             K[e2:, :2 * n] = B
             dn = (float(np.abs(D0[:n]).sum(axis=1).max()),
                   float(np.abs(D0[n:]).sum(axis=1).max()))
-        self._aq = Gqv  # the q-part of the base gradient of γ, until the next matrix
+        self._aq_matrix = Gqv  # ∂γ/∂x here: the base gradient of γ when on schedule
         # the sizes by which _update_size weighs the multipliers' updates
         self._norms = (float(np.abs(G0).sum(axis=0).max()),
                        float(np.abs(Ai @ G0.T).sum(axis=1).max()), *dn)
@@ -517,10 +522,17 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
             vd = s.forward_dynamics(q, v, None, t) if m else np.zeros(n)
             u = np.concatenate([h * v, h * (M0 @ vd), lam, np.zeros(m + self.k)])
         rebuilt = False
-        if (self._lu is None or abs(self._lu[0] - h) > 1e-9 * h
-                or self._n % REFRESH == 0):
+        # the base ∂γ/∂x of the equations is taken on a fixed schedule (every REFRESH-th
+        # step, a new h), never when Newton alone asks for a fresh matrix (a slow step): a
+        # step's result then does not depend on the iteration counts, which round-off can
+        # change (and the compiled loop's steps agree with these)
+        sched = (self._aq is None or abs(self._aq_h - h) > 1e-9 * h
+                 or self._n % REFRESH == 0)
+        if self._lu is None or abs(self._lu[0] - h) > 1e-9 * h or sched:
             self._lu = (h, self._newton_matrix(C, t, h, q, v, M0, G0, u[2 * n:2 * n + m]))
             rebuilt = True
+            if sched:
+                self._aq, self._aq_h = self._aq_matrix, h
         while True:
             u_new, it, ok, res = self._solve(ctx, u)
             if ok or rebuilt:
