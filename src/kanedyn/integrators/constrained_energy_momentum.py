@@ -51,11 +51,14 @@ Discrete gradients. Gonzalez's midpoint form (*J. Nonlinear Sci.* 6 (1996) 449),
 which satisfies the defining identity for *any* a and w with w·Δz ≠ 0: a = ∇f(z̄) makes it
 second order. For H, a is ∇H at the midpoint (``"energy_momentum"``) or its average over
 the segment by Gauss–Legendre quadrature (``"avf"``, ``nodes=``). For g, a = G(q̄). For γ,
-a = (∂γ/∂q, G(q̄) M(q̄)⁻¹) with ∂γ/∂q (at fixed p, by differences) taken with the Newton
-matrix every ``REFRESH`` steps (and at a new h) — on that schedule only, not when a slow
-step has Newton rebuild its matrix, so that the result of a step does not depend on
-iteration counts (which round-off can change): its staleness is O(h) in a, the correction
+a = (∂γ/∂q, G(q̄) M(q̄)⁻¹) with ∂γ/∂q (at fixed p, by differences) taken from the Newton
+matrix, which is kept over several steps: its staleness is O(h) in a, the correction
 restores the exact identity, and the term multiplies μ = O(h²), so the order stays 2.
+Since a step's result depends (at O(h³)) on when that matrix was built, the schedule is
+kept free of round-off: every ``REFRESH`` steps, at a new h, and after a slow step —
+one whose Newton updates took more than ``SLOW[1]`` iterations to fall to ``SLOW[0]``,
+far above round-off (the total count, which the round-off floor decides, would not do:
+two evaluations of the same step in another order then build at other steps).
 w = Δz with the increments of the cyclic coordinates removed (coordinates
 q_k on which neither H nor g depend — a root revolute about gravity, a root prismatic
 across it, no gravity: checked numerically at random states), so their momenta p_k are
@@ -123,8 +126,11 @@ from .chart import canonical_coordinates, make_chart
 from .energy_momentum import _gonzalez_correction
 
 _EPS = np.finfo(float).eps
-#: the Newton matrix is rebuilt every REFRESH steps (and when a step needs many iterations)
+#: the Newton matrix is rebuilt every REFRESH steps (and after a slow step)
 REFRESH = 4
+#: a step is slow when its Newton updates need more than SLOW[1] iterations to fall to
+#: SLOW[0] (module doc: a test far above round-off; the compiled loop's is the same)
+SLOW = (1e-8, 5)
 #: the blocks of the unknowns, for messages
 _BLOCKS = ("Δq (positions)", "Δp (momenta)", "g = 0 (constraints)",
            "G v = 0 (hidden constraint)", "total momenta kept (momenta=)")
@@ -284,8 +290,7 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         self._psi = None       # the kept momenta at the start of the run
         self._last = None      # (h, unknowns) of the last step: the next predictor
         self._lu = None        # the Newton matrix kept between steps
-        self._aq = None        # the base ∂γ/∂x of the equations (module doc)
-        self._aq_h = 0.0       # the step size when it was taken
+        self._aq = None        # ∂γ/∂x at its last evaluation (module doc)
         self._n = 0            # steps taken
         self.lam_mid: list[NDArray] = []   # λ of every step (at t + h/2)
 
@@ -460,7 +465,7 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
             K[e2:, :2 * n] = B
             dn = (float(np.abs(D0[:n]).sum(axis=1).max()),
                   float(np.abs(D0[n:]).sum(axis=1).max()))
-        self._aq_matrix = Gqv  # ∂γ/∂x here: the base gradient of γ when on schedule
+        self._aq = Gqv  # the q-part of the base gradient of γ, until the next matrix
         # the sizes by which _update_size weighs the multipliers' updates
         self._norms = (float(np.abs(G0).sum(axis=0).max()),
                        float(np.abs(Ai @ G0.T).sum(axis=1).max()), *dn)
@@ -522,19 +527,12 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
             vd = s.forward_dynamics(q, v, None, t) if m else np.zeros(n)
             u = np.concatenate([h * v, h * (M0 @ vd), lam, np.zeros(m + self.k)])
         rebuilt = False
-        # the base ∂γ/∂x of the equations is taken on a fixed schedule (every REFRESH-th
-        # step, a new h), never when Newton alone asks for a fresh matrix (a slow step): a
-        # step's result then does not depend on the iteration counts, which round-off can
-        # change (and the compiled loop's steps agree with these)
-        sched = (self._aq is None or abs(self._aq_h - h) > 1e-9 * h
-                 or self._n % REFRESH == 0)
-        if self._lu is None or abs(self._lu[0] - h) > 1e-9 * h or sched:
+        if (self._lu is None or abs(self._lu[0] - h) > 1e-9 * h
+                or self._n % REFRESH == 0):
             self._lu = (h, self._newton_matrix(C, t, h, q, v, M0, G0, u[2 * n:2 * n + m]))
             rebuilt = True
-            if sched:
-                self._aq, self._aq_h = self._aq_matrix, h
         while True:
-            u_new, it, ok, res = self._solve(ctx, u)
+            u_new, it, ok, res, slow = self._solve(ctx, u)
             if ok or rebuilt:
                 break
             # slow or diverging with the kept matrix: a fresh one, from the predictor
@@ -546,7 +544,7 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
             raise SolverError(self.newton_failure(self._n, t, h, it, float(np.abs(r).max()),
                                                   blk))
         u = u_new
-        if it > 8:  # the kept matrix has gone stale: refresh it for the next step
+        if slow:  # the kept matrix has gone stale: refresh it for the next step
             self._lu = None
         self._last = (h, u, last[1] if last is not None and abs(last[0] - h) <= 1e-9 * h
                       else None)
@@ -558,7 +556,8 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
 
     def _solve(self, ctx, u):
         """Simplified Newton; returns (u, iterations, converged, the work Δx·F at u if it
-        converged, else (residual, worst block))."""
+        converged, else (residual, worst block), slow: the updates took more than
+        SLOW[1] iterations to fall to SLOW[0])."""
         n, m = self.system.nv, self.system.nc
         cuts = (0, n, 2 * n, 2 * n + m, 2 * n + 2 * m, 2 * n + 2 * m + self.k)
         tol = self.opts["tol"]
@@ -566,15 +565,22 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         u = u.copy()
         r, work = self._equations(ctx, u)
         last = np.inf
+        reach = 0  # the iteration at which the update first fell to SLOW[0]
+
+        def slow():
+            return reach == 0 or reach > SLOW[1]
+
         for it in range(1, self.opts["maxiter"] + 1):
             du = -lu_solve(self._lu[1], r, check_finite=False)
             u += du
             r, work = self._equations(ctx, u)
             if not (np.all(np.isfinite(r)) and np.all(np.isfinite(u))):
-                return u, it, False, (np.nan_to_num(r, nan=np.inf), 0)
+                return u, it, False, (np.nan_to_num(r, nan=np.inf), 0), True
             err = self._update_size(du, u, p0_norm, ctx[8], ctx[2])
+            if reach == 0 and err <= SLOW[0]:
+                reach = it
             if err <= tol:
-                return u, it, True, work[0]
+                return u, it, True, work[0], slow()
             if it >= 2 and err > 0.9 * last:  # no longer contracting: at the round-off
                 # floor (the corrections of the discrete gradients carry the round-off of f
                 # divided by |Δz|, large where the mechanism turns back and Δx → 0): an
@@ -582,12 +588,12 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
                 # round-off of H; else not converging
                 if err <= 1e-12 or (err <= 1e-6
                                     and work[1] <= 64 * _EPS * (1.0 + abs(ctx[5]))):
-                    return u, it, True, work[0]
+                    return u, it, True, work[0], slow()
                 break
             last = err
         blk = int(np.argmax([np.abs(r[a:b]).max() if b > a else 0.0
                              for a, b in zip(cuts[:-1], cuts[1:], strict=True)]))
-        return u, it, False, (r, blk)
+        return u, it, False, (r, blk), True
 
     def _update_size(self, du, u, p0_norm, q_norm, h):
         """A Newton update measured by what it moves: Δx relative to |Δx|, Δp to |p|, and

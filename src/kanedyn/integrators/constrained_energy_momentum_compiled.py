@@ -14,8 +14,8 @@ phase-space constraint), with Gonzalez's midpoint discrete gradients
 compiled loop: the same predictor (the last two steps extrapolated; the constrained
 accelerations after a change of h), the same simplified Newton matrix (central
 differences in the chart for ∂γ/∂x, the stiffness and ∂ẋ/∂x, kept ``REFRESH`` steps,
-rebuilt after a slow step; its ∂γ/∂x the base gradient of γ, on the ``REFRESH`` schedule
-only), the same update measure and the same convergence and stall rules.
+rebuilt after a slow step: one whose updates took more than ``SLOW[1]`` iterations to
+fall to ``SLOW[0]``), the same update measure and the same convergence and stall rules.
 What it evaluates, it evaluates compiled: M, g and G by
 :func:`kanedyn.constraints.system_kernel.primitives` (the CRBA kernel and the loop-closure
 rows radau5's compiled loop uses), ∂T/∂q, ∂V/∂q and V by the energy kernel, M⁻¹ by a
@@ -51,6 +51,9 @@ _compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
 
 #: status codes of :func:`cem_run` (``info[0]``)
 OK, NEWTON_FAILED, SINGULAR, KERNEL_REFUSED, DIVERGED = 0, 1, 2, 3, 4
+#: a slow step (its Newton updates above SLOW_LEVEL after SLOW_ITERATIONS iterations):
+#: the reference's ``SLOW``
+SLOW_LEVEL, SLOW_ITERATIONS = 1e-8, 5
 _EPS = np.finfo(np.float64).eps
 
 
@@ -391,8 +394,7 @@ def cem_run(P, data, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint, 
     p0, gam0 = np.empty(n), np.empty(m)
     K, piv = np.empty((N, N)), np.empty(N, dtype=np.int64)
     KA, piva, b = np.empty((n + m, n + m)), np.empty(n + m, dtype=np.int64), np.empty(n + m)
-    aq, aqm, norms = np.zeros((m, n)), np.zeros((m, n)), np.zeros(2)
-    have_aq, aq_h = False, 0.0
+    aq, norms = np.zeros((m, n)), np.zeros(2)
     u, ut, du, r = np.empty(N), np.empty(N), np.empty(N), np.empty(N)
     last1, last2 = np.empty(N), np.empty(N)
     have1, have2, last_h = False, False, 0.0
@@ -455,22 +457,15 @@ def cem_run(P, data, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint, 
                 u[2 * n + k] = lam0[k] if step == 0 else lam_mid[step - 1, k]
                 u[2 * n + m + k] = 0.0
         rebuilt = False
-        # the base ∂γ/∂x of the equations is taken on a fixed schedule (every refresh-th
-        # step, a new h), never when Newton alone asks for a fresh matrix: a step's result
-        # then does not depend on the iteration counts (the reference's ``step``)
-        sched = not have_aq or abs(aq_h - h) > 1e-9 * h or step % refresh == 0
-        if not have_lu or abs(lu_h - h) > 1e-9 * h or sched:
+        if not have_lu or abs(lu_h - h) > 1e-9 * h or step % refresh == 0:
             code = newton_matrix(P, data, h, q, p0, M0, L0, G0, u[2 * n:2 * n + m], K, piv,
-                                 aqm, norms, wk, nw)
+                                 aq, norms, wk, nw)
             if code != OK:
                 info[0], info[1] = code, step
                 finfo[0], finfo[1] = t, h
                 bad[:nq] = q
                 return k_out
             have_lu, lu_h, rebuilt = True, h, True
-            if sched:
-                aq[:, :] = aqm
-                have_aq, aq_h = True, h
         while True:
             # simplified Newton from the predictor (the reference's ``_solve``)
             for i in range(N):
@@ -483,6 +478,7 @@ def cem_run(P, data, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint, 
             ok, nonfinite = False, False
             last = np.inf
             it = 0
+            reach = 0  # the iteration at which the update first fell to SLOW_LEVEL
             for it in range(1, maxiter + 1):
                 for i in range(N):
                     du[i] = r[i]
@@ -500,6 +496,8 @@ def cem_run(P, data, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint, 
                     nonfinite = True
                     break
                 err = _update_size(du, ut, n, m, p0_norm, q_norm, h, norms)
+                if reach == 0 and err <= SLOW_LEVEL:
+                    reach = it
                 if err <= tol:
                     ok = True
                     break
@@ -512,7 +510,7 @@ def cem_run(P, data, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint, 
                 break
             # slow or diverging with the kept matrix: a fresh one, from the predictor
             code = newton_matrix(P, data, h, q, p0, M0, L0, G0, u[2 * n:2 * n + m], K, piv,
-                                 aqm, norms, wk, nw)
+                                 aq, norms, wk, nw)
             if code != OK:
                 info[0], info[1] = code, step
                 finfo[0], finfo[1] = t, h
@@ -537,7 +535,8 @@ def cem_run(P, data, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint, 
             info[3] = 0 if nonfinite else blk
             finfo[2] = worst
             return k_out
-        if it > 8:  # the kept matrix has gone stale: refresh it for the next step
+        if reach == 0 or reach > SLOW_ITERATIONS:
+            # a slow step: the kept matrix has gone stale, refresh it for the next step
             have_lu = False
         if same:
             last2[:] = last1
