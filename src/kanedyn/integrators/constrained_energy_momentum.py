@@ -102,11 +102,12 @@ energy error |H' − H − Δx·F| is at round-off.
 
 Cost. Python on the compiled kernels (crba, the energy kernel) and the constraint rows of
 :class:`~kanedyn.constraints.ConstrainedSystem`: each iteration evaluates H, ∇H, g, G at
-the midpoint and the end. This is the readable reference; where radau5's compiled loop
-applies (loop closures, every joint q̇ = v) and there are no force elements and no
-``momenta=``, the whole run is one numba loop of the same steps
-(:mod:`.constrained_energy_momentum_compiled`, option ``compiled``, default True), about
-20× faster on the four-bar. See docs/benchmarks.md, "Constrained energy–momentum".
+the midpoint and the end. This is the readable reference; for a Model cut at loop closures
+whose joints are revolute, prismatic, helical, ball or free (those two in their charts,
+compiled), without force elements and without ``momenta=``, the whole run is one numba
+loop of the same steps (:mod:`.constrained_energy_momentum_compiled`, option
+``compiled``, default True; ``ConstrainedSystem.compiled_chart_form``), 20–40× faster
+(four-bar, RSSR). See docs/benchmarks.md, "Constrained energy–momentum".
 
 A compiled Kane system with configuration constraints takes these steps on its index-3
 form (:mod:`.kane_index3`: :class:`~kanedyn.constraints.KaneConstrainedSystem`, whose

@@ -21,16 +21,34 @@ What it evaluates, it evaluates compiled: M, g and G by
 rows radau5's compiled loop uses), ∂T/∂q, ∂V/∂q and V by the energy kernel, M⁻¹ by a
 Cholesky factor, the Newton matrix by Gaussian elimination with partial pivoting.
 
+Ball and free joints are moved as the reference moves them, in the local canonical chart
+of :mod:`.chart` centred on the start of the step (``quat = quat_n ⊗ exp(x)``, the free
+joint's position ``p_n + R_n ρ``; J = J_r(x), resp. diag(J_r(φ), exp(φ)ᵀ)): the unknowns
+are (Δx, Δp) with p the momentum conjugate to x, v = M⁻¹J⁻ᵀp, ∂H/∂x = Jᵀ(∂V/∂q − ∂T/∂q)
+− D(x, ẋ)ᵀ M v, ∂g/∂x = G J, γ = G v (:func:`_chart_state`, :func:`_chart_gradient`, on
+the compiled charts of :mod:`kanedyn.constraints.system_kernel`: ``chart_point``,
+``chart_blocks``, ``chart_jt_times``, ``chart_j_solve``, ``chart_jt_solve``,
+``chart_derivative_t_sub``). On revolute, prismatic and helical joints the chart is
+q_n + x and every chart function copies, so a model without ball or free joints takes the
+same arithmetic as before they were added. The quaternions stay unit (the exponential
+map, renormalised).
+
 Where the two differ in arithmetic (sums in another order, M⁻¹ by Cholesky rather than
 LAPACK's inverse, an unblocked LU), the steps differ by round-off: the test
 ``tests/integrators/test_constrained_energy_momentum_compiled.py`` checks the two step
 for step.
 
 ``kd.simulate(constrained_system, ..., method="energy_momentum" | "avf")`` takes this loop
-when the system has the compiled form radau5's loop takes (a Model cut at loop closures,
-every joint with q̇ = v: ``ConstrainedSystem.compiled_form()``), there are no force
-elements, no ``momenta=``, no progress bar, and the option ``compiled`` is not False
-(:func:`applicable`). Newton failures, a singular Newton matrix and a blow-up raise the
+when the system is a Model cut at loop closures (only
+:class:`~kanedyn.constraints.LoopClosure` rows) whose joints are revolute, prismatic,
+helical, ball (spherical) or free — ``ConstrainedSystem.compiled_chart_form()``; with
+q̇ = v joints only that is the form radau5's compiled loop takes, ``compiled_form()`` —
+and there are no force elements (no ``tau=``, ``forces=``), no ``momenta=``, no progress
+bar, and the option ``compiled`` is not False (:func:`applicable`): the four-bar, the
+slider–crank, the spatial RSSR (a ball joint), the same on a free-floating frame and the
+Stewart platform (a free platform) run compiled. Planar joints, joint types beyond the
+built-in ones, user constraints g(q), velocity rows, force elements and ``momenta=`` take
+the Python steps. Newton failures, a singular Newton matrix and a blow-up raise the
 reference's errors (step, time, residual, what to do); a kernel that refuses a state
 hands the run to the Python steps, which then say what happened.
 """
