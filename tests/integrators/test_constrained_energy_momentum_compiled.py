@@ -147,3 +147,15 @@ def test_the_slow_step_rule_is_the_references():
     from kanedyn.integrators.constrained_energy_momentum import SLOW
 
     assert (cemc.SLOW_LEVEL, cemc.SLOW_ITERATIONS) == SLOW
+
+
+def test_newton_failure_on_a_ball_joint_loop_reads_as_the_python_steps():
+    s, q0, v0, _, _ = _rssr()
+    messages = []
+    for compiled in (True, False):
+        with pytest.raises(SolverError, match=r"Newton failed at step 0 \(t = 0, h = 0\.02\)"
+                                              r".*residual .* in .*Reduce dt") as e:
+            kd.simulate(s, q0, v0, 0.1, method="energy_momentum", dt=0.02, maxiter=2,
+                        compiled=compiled)
+        messages.append(str(e.value))
+    assert messages[0] == messages[1]
