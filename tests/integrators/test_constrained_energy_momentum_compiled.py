@@ -159,3 +159,36 @@ def test_newton_failure_on_a_ball_joint_loop_reads_as_the_python_steps():
                         compiled=compiled)
         messages.append(str(e.value))
     assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize("build", [_rssr, _floating_rssr, _stewart],
+                         ids=["ball", "free-and-ball", "free"])
+def test_compiled_charts_equal_the_model_chart(build):
+    """system_kernel's charts against integrators/chart.py's ModelChart (the joints' own
+    chart_* methods): φ_n(x), Jᵀy, J⁻¹y, J⁻ᵀy and Dᵀy, from x near 0 to |x| = O(1)."""
+    from kanedyn.constraints import system_kernel as sk
+    from kanedyn.dynamics.flat import flatten
+    from kanedyn.integrators.chart import make_chart
+
+    s, q0, _, _, _ = build()
+    data = flatten(s.model).data
+    chart = make_chart(s)
+    rng = np.random.default_rng(7)
+    for scale in (1e-9, 0.3, 2.0):
+        x, w, y = (rng.normal(size=s.nv) * scale, rng.normal(size=s.nv),
+                   rng.normal(size=s.nv))
+        q = np.empty(s.nq)
+        sk.chart_point(data, q0, x, q)
+        np.testing.assert_allclose(q, chart.point(q0, x), rtol=0, atol=1e-15)
+        Jb = np.zeros((data.shape[0] - 1, 18))
+        sk.chart_blocks(data, x, Jb)
+        J, D = chart.jacobian(q0, x), chart.derivative(q0, x, w)
+        out = np.empty(s.nv)
+        for fn, expected in ((sk.chart_jt_times, J.T @ y), (sk.chart_j_solve,
+                                                             np.linalg.solve(J, y)),
+                             (sk.chart_jt_solve, np.linalg.solve(J.T, y))):
+            fn(data, Jb, y, out)
+            np.testing.assert_allclose(out, expected, rtol=0, atol=1e-14)
+        out[:] = 1.0
+        sk.chart_derivative_t_sub(data, Jb, x, w, y, out)
+        np.testing.assert_allclose(out, 1.0 - D.T @ y, rtol=0, atol=1e-14)
