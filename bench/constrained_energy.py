@@ -4,7 +4,7 @@ loop: cost per step, energy drift and constraint violation over a run.
 Mechanisms (constraints/mechanisms.py): the planar four-bar (crank at 60°, 2 rad/s,
 gravity), the spatial RSSR linkage (a ball joint in the tree, a ball-joint cut) and a 6-6
 Stewart platform (a free platform on six UPS legs, 24 speeds, 18 rows; run over T/5 at
-2 dt: its steps cost ≈ 20x).
+2 dt: its steps cost ≈ 8x a four-bar step).
 Methods, side by side in one process on the same consistent start:
 
 - ``energy_momentum`` — this method (integrators/constrained_energy_momentum.py), dt fixed;
@@ -81,7 +81,8 @@ def floating_rssr():
 
 
 #: name -> (builder, with MuJoCo, T and dt as fractions of the command line's: the Stewart
-#: platform's 24 speeds and 18 rows cost ≈ 20x a four-bar step in this Python method)
+#: platform's 24 speeds and 18 rows cost ≈ 8x a four-bar step in the compiled loop and its
+#: radau5 and IDA runs are Python; kept at T/5, 2 dt to compare with the earlier runs)
 MECHANISMS = {"four-bar": (four_bar, True, 1.0, 1.0),
               "rssr": (rssr, False, 1.0, 1.0),
               "stewart": (stewart, False, 0.2, 2.0),

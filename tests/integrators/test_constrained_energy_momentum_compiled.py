@@ -6,7 +6,14 @@ import pytest
 
 import kanedyn as kd
 from kanedyn.constraints import consistent_initial_values
-from kanedyn.constraints.mechanisms import four_bar_configuration, four_bar_system
+from kanedyn.constraints.mechanisms import (
+    four_bar_configuration,
+    four_bar_system,
+    rssr_guess,
+    rssr_system,
+    stewart_configuration,
+    stewart_system,
+)
 from kanedyn.errors import SolverError
 from kanedyn.integrators import constrained_energy_momentum_compiled as cemc
 
@@ -39,6 +46,60 @@ def test_compiled_steps_agree_with_the_python_steps(method, four_bar):
     assert np.abs(a.stats["residual_Gv"]).max() <= 1e-12
 
 
+def _rssr():
+    s = rssr_system()
+    cs = consistent_initial_values(s, rssr_guess(s), np.array([4.0, 0.0, 0.0, 0.5, 0.0]))
+    return s, cs.q, cs.v, 0.05, 1e-3
+
+
+def _floating_rssr():
+    s = rssr_system(gravity=0.0, floating=True)
+    v = np.zeros(s.nv)
+    v[:6] = [0.3, -0.2, 0.5, 0.1, 0.2, -0.1]
+    v[6], v[9] = 4.0, 0.5
+    cs = consistent_initial_values(s, rssr_guess(s), v)
+    return s, cs.q, cs.v, 0.03, 1e-3
+
+
+def _stewart():
+    s = stewart_system()
+    v = np.zeros(s.nv)
+    v[:6] = [0.3, -0.2, 0.5, 0.1, 0.05, -0.1]
+    cs = consistent_initial_values(s, stewart_configuration(s, (0.05, -0.02, 0.03)), v)
+    return s, cs.q, cs.v, 0.04, 2e-3
+
+
+@pytest.mark.parametrize("method", ["energy_momentum", "avf"])
+@pytest.mark.parametrize("build", [_rssr, _floating_rssr, _stewart],
+                         ids=["rssr-ball", "floating-rssr-free-ball", "stewart-free"])
+def test_compiled_steps_agree_with_the_python_steps_on_ball_and_free_joints(method, build):
+    """Ball and free joints in the compiled loop, in their charts (q_n ⊗ exp(x),
+    system_kernel's chart functions): the spatial RSSR (a ball joint in the tree, a
+    ball-joint cut), the same on a free-floating frame, and the Stewart platform (a free
+    platform, 24 speeds, 18 rows), 20-50 steps, against the Python steps."""
+    s, q0, v0, T, dt = build()
+    a = kd.simulate(s, q0, v0, T, method=method, dt=dt)
+    b = kd.simulate(s, q0, v0, T, method=method, dt=dt, compiled=False)
+    n = int(round(T / dt))
+    assert len(a.t) == len(b.t) == n + 1
+    vs = np.abs(b.v).max()
+    # round-off of the evaluations carried over the run (and through Newton's stopping
+    # tests, where the iteration counts may differ: the step's result does not depend on
+    # them), as on the four-bar
+    assert np.abs(a.q - b.q).max() < 1e-12
+    assert np.abs(a.v - b.v).max() < 1e-12 * vs
+    assert np.abs(a.stats["lam"] - b.stats["lam"]).max() < 1e-10 * np.abs(b.stats["lam"]).max()
+    # the quaternions stay unit, moved by the exponential map
+    starts = [b.iq.start + (3 if b.joint.kind == "free" else 0) for b in s.model.bodies
+              if b.joint.kind in ("spherical", "free")]
+    norms = np.array([np.linalg.norm(a.q[:, k:k + 4], axis=1) for k in starts])
+    assert np.abs(norms - 1.0).max() < 1e-14
+    E = s.energy(a.q, a.v)
+    assert np.abs(E - E[0]).max() <= 1e-12 * abs(E[0])
+    assert np.abs(a.stats["residual_g"]).max() <= 1e-12
+    assert np.abs(a.stats["residual_Gv"]).max() <= 1e-12
+
+
 def test_the_loop_applies_only_where_it_can(four_bar):
     from kanedyn.integrators.base import Problem
     from kanedyn.integrators.constrained_energy_momentum import ConstrainedEnergyMomentum
@@ -52,6 +113,14 @@ def test_the_loop_applies_only_where_it_can(four_bar):
     m = ConstrainedEnergyMomentum(Problem(s, q0.copy(), v0.copy(), 0.01, dt=1e-3,
                                           tau_nc=lambda t, q, v: -0.1 * v))
     assert cemc.applicable(m) is None
+    # a ball joint: its chart compiled; radau5's loop (q + h v) still has no compiled form
+    r, q0, v0, _, _ = _rssr()
+    assert r.compiled_form() is None and r.compiled_chart_form() is not None
+    m = ConstrainedEnergyMomentum(Problem(r, q0.copy(), v0.copy(), 0.01, dt=1e-3))
+    assert cemc.applicable(m) is not None
+    m = ConstrainedEnergyMomentum(Problem(r, q0.copy(), v0.copy(), 0.01, dt=1e-3),
+                                  compiled=False)
+    assert cemc.applicable(m) is None
 
 
 def test_newton_failure_names_step_time_and_residual(four_bar):
@@ -64,3 +133,62 @@ def test_newton_failure_names_step_time_and_residual(four_bar):
                         compiled=compiled)
         messages.append(str(e.value))
     assert messages[0] == messages[1]  # the compiled loop reports as the Python step does
+
+
+def test_one_compiled_specialisation():
+    """The loop runs on one numba specialisation whatever the joints (C arrays, the same
+    argument types): a ball joint adds none."""
+    assert len(cemc.cem_run.signatures) <= 1
+
+
+def test_the_slow_step_rule_is_the_references():
+    """Both rebuild the Newton matrix (and the base ∂γ/∂x with it) after the same steps:
+    a step's result depends on it, and the rule must not hang on round-off."""
+    from kanedyn.integrators.constrained_energy_momentum import SLOW
+
+    assert (cemc.SLOW_LEVEL, cemc.SLOW_ITERATIONS) == SLOW
+
+
+def test_newton_failure_on_a_ball_joint_loop_reads_as_the_python_steps():
+    s, q0, v0, _, _ = _rssr()
+    messages = []
+    for compiled in (True, False):
+        with pytest.raises(SolverError, match=r"Newton failed at step 0 \(t = 0, h = 0\.02\)"
+                                              r".*residual .* in .*Reduce dt") as e:
+            kd.simulate(s, q0, v0, 0.1, method="energy_momentum", dt=0.02, maxiter=2,
+                        compiled=compiled)
+        messages.append(str(e.value))
+    assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize("build", [_rssr, _floating_rssr, _stewart],
+                         ids=["ball", "free-and-ball", "free"])
+def test_compiled_charts_equal_the_model_chart(build):
+    """system_kernel's charts against integrators/chart.py's ModelChart (the joints' own
+    chart_* methods): φ_n(x), Jᵀy, J⁻¹y, J⁻ᵀy and Dᵀy, from x near 0 to |x| = O(1)."""
+    from kanedyn.constraints import system_kernel as sk
+    from kanedyn.dynamics.flat import flatten
+    from kanedyn.integrators.chart import make_chart
+
+    s, q0, _, _, _ = build()
+    data = flatten(s.model).data
+    chart = make_chart(s)
+    rng = np.random.default_rng(7)
+    for scale in (1e-9, 0.3, 2.0):
+        x, w, y = (rng.normal(size=s.nv) * scale, rng.normal(size=s.nv),
+                   rng.normal(size=s.nv))
+        q = np.empty(s.nq)
+        sk.chart_point(data, q0, x, q)
+        np.testing.assert_allclose(q, chart.point(q0, x), rtol=0, atol=1e-15)
+        Jb = np.zeros((data.shape[0] - 1, 18))
+        sk.chart_blocks(data, x, Jb)
+        J, D = chart.jacobian(q0, x), chart.derivative(q0, x, w)
+        out = np.empty(s.nv)
+        for fn, expected in ((sk.chart_jt_times, J.T @ y), (sk.chart_j_solve,
+                                                             np.linalg.solve(J, y)),
+                             (sk.chart_jt_solve, np.linalg.solve(J.T, y))):
+            fn(data, Jb, y, out)
+            np.testing.assert_allclose(out, expected, rtol=0, atol=1e-14)
+        out[:] = 1.0
+        sk.chart_derivative_t_sub(data, Jb, x, w, y, out)
+        np.testing.assert_allclose(out, 1.0 - D.T @ y, rtol=0, atol=1e-14)

@@ -208,6 +208,33 @@ class ConstrainedSystem(ConstrainedMechanics):
         data, L = self._loop_kernel()
         return CompiledForm(KIND_MODEL, L, data)
 
+    def compiled_chart_form(self):
+        """:meth:`compiled_form` for a tree that may also have ball and free joints (q̇ =
+        W(q) v, nq ≠ nv): the form the compiled constrained energy–momentum loop takes,
+        which moves those joints in their charts (``q_n ⊗ exp(x)``, compiled in
+        :mod:`.system_kernel`); every other joint must be revolute, prismatic or helical
+        (q̇ = v). radau5's compiled loop, which adds h v to q, takes :meth:`compiled_form`
+        only. None where neither applies."""
+        from ..model.joints.base import Joint
+        from ..model.joints.free import Free
+        from ..model.joints.spherical import Spherical
+        from .system_kernel import KIND_MODEL, CompiledForm
+
+        def charted(joint):
+            if type(joint) in (Spherical, Free):
+                return True
+            return (joint.kind in ("revolute", "prismatic", "helical")
+                    and type(joint).kinematic_map is Joint.kinematic_map)
+
+        if (self.velocity_constraints or self.tau is not None or self.forces
+                or not self.constraints
+                or not all(isinstance(c, LoopClosure) for c in self.constraints)
+                or not all(charted(b.joint) for b in self.model.bodies)
+                or self._loop_kernel() is None):
+            return None
+        data, L = self._loop_kernel()
+        return CompiledForm(KIND_MODEL, L, data)
+
     # ---- constraints --------------------------------------------------------------------
     def _loop_kernel(self):
         """(flat model, packed loop closures) for the compiled rows; None with

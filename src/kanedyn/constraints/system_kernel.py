@@ -24,7 +24,12 @@ DAE solver (:mod:`kanedyn.integrators.radau_compiled`) calls it per stage. Two k
   ``γ = −((ẇ × u + w × u̇)·(ω_b − ω_a) + (w × u)·(ω̇_b − ω̇_a))``.
 
 Nonholonomic rows, user g(q), force elements and joints with ``q̇ ≠ v`` have no compiled
-form (``compiled_form()`` is None); the Python path takes them.
+form (``compiled_form()`` is None); the Python path takes them. Ball and free joints
+(q̇ = W(q) v) have one for the constrained energy–momentum loop only
+(``ConstrainedSystem.compiled_chart_form()``): it moves them in the charts compiled here
+(``chart_point`` ... ``chart_derivative_t_sub``, the section "joint charts": the charts of
+:mod:`kanedyn.integrators.chart`); M, g, G and γ above take any built-in joint as they
+are, on the nv speeds.
 """
 
 from __future__ import annotations
@@ -45,7 +50,8 @@ from ..dynamics.kernels.joint_rows import (
 from ..dynamics.kernels.kinematics import kinematics_into
 from ..dynamics.kernels.rnea import rnea_core
 from ..dynamics.kernels.spatial_rows import x_motion
-from ..dynamics.layout import IV, NVJ, PARENT
+from ..dynamics.layout import FREE, IQ, IV, JTYPE, NVJ, PARENT, SPHERICAL
+from ..spatial.lie import so3_coefficients
 
 _compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
 
@@ -377,6 +383,204 @@ def loop_rows_kernel(data, L, q, v, use_v, g, G, gam, ws):
                              + n2 * (sb[3, 2] - sa[3, 2]))
             row += 1
     return 0
+
+
+# ------------------------------------------------------------------ joint charts
+# The local canonical charts of :mod:`kanedyn.integrators.chart` (``ModelChart``, the
+# joints' ``chart_*`` methods), compiled for the constrained energy–momentum loop: centred
+# on q_n, ``q = φ_n(x)`` with x ∈ R^nv; additive joints (revolute, prismatic, helical)
+# ``q = q_n + x``, J = 1; a ball joint ``quat = quat_n ⊗ exp(x)``, J = J_r(x); a free joint
+# ``(p_n + R_n ρ, quat_n ⊗ exp φ)``, J = diag(J_r(φ), exp(φ)ᵀ). J is block diagonal: the
+# blocks of the ball and free joints are kept per body in ``Jb`` (nb, 18): J_r row-major,
+# then exp(φ)ᵀ row-major (free joints). On additive joints every function below copies
+# (J = 1 exactly, D = 0), so a model without ball or free joints gets the same bits as
+# without a chart. Planar joints and joint types beyond the built-in codes have no
+# compiled chart (the caller checks: ``ConstrainedSystem.compiled_chart_form``).
+
+@njit(cache=True, _nrt=False, forceinline=True, nogil=True)
+def _quat_exp_into(qn, k, x0, x1, x2, q, o):
+    """q[o:o+4] = qn[k:k+4] ⊗ exp(x), renormalised (:func:`kanedyn.spatial.lie.quat_times_exp`:
+    sin(θ/2)/θ by its series below θ = 1e-4)."""
+    th = np.sqrt(x0 * x0 + x1 * x1 + x2 * x2)
+    w = np.cos(0.5 * th)
+    kk = 0.5 - th * th / 48.0 if th < 1e-4 else np.sin(0.5 * th) / th
+    b1, b2, b3 = kk * x0, kk * x1, kk * x2
+    a0, a1, a2, a3 = qn[k], qn[k + 1], qn[k + 2], qn[k + 3]
+    r0 = a0 * w - a1 * b1 - a2 * b2 - a3 * b3
+    r1 = a0 * b1 + a1 * w + a2 * b3 - a3 * b2
+    r2 = a0 * b2 - a1 * b3 + a2 * w + a3 * b1
+    r3 = a0 * b3 + a1 * b2 - a2 * b1 + a3 * w
+    nn = np.sqrt(r0 * r0 + r1 * r1 + r2 * r2 + r3 * r3)
+    q[o], q[o + 1], q[o + 2], q[o + 3] = r0 / nn, r1 / nn, r2 / nn, r3 / nn
+
+
+@njit(cache=True, _nrt=False, nogil=True)
+def chart_point(data, qn, x, q):
+    """q ← φ_n(x), the chart centred on qn (the section's comment)."""
+    for i in range(data.shape[0] - 1):
+        jt, iq, iv = int(data[i, JTYPE]), int(data[i, IQ]), int(data[i, IV])
+        if jt == SPHERICAL:
+            _quat_exp_into(qn, iq, x[iv], x[iv + 1], x[iv + 2], q, iq)
+        elif jt == FREE:
+            _quat_exp_into(qn, iq + 3, x[iv], x[iv + 1], x[iv + 2], q, iq + 3)
+            w, a, b, c = qn[iq + 3], qn[iq + 4], qn[iq + 5], qn[iq + 6]
+            r0, r1, r2 = x[iv + 3], x[iv + 4], x[iv + 5]
+            q[iq] = qn[iq] + ((1 - 2 * (b * b + c * c)) * r0 + 2 * (a * b - w * c) * r1
+                              + 2 * (a * c + w * b) * r2)
+            q[iq + 1] = qn[iq + 1] + (2 * (a * b + w * c) * r0 + (1 - 2 * (a * a + c * c)) * r1
+                                      + 2 * (b * c - w * a) * r2)
+            q[iq + 2] = qn[iq + 2] + (2 * (a * c - w * b) * r0 + 2 * (b * c + w * a) * r1
+                                      + (1 - 2 * (a * a + b * b)) * r2)
+        else:
+            for k in range(int(data[i, NVJ])):
+                q[iq + k] = qn[iq + k] + x[iv + k]
+
+
+@njit(cache=True, _nrt=False, nogil=True)
+def chart_blocks(data, x, Jb):
+    """Jb[i] ← the blocks of J(x) of body i's ball or free joint: ``J_r = 1 − a x× +
+    b (x×)²`` (with (x×)² = x xᵀ − θ² 1) and, for a free joint, ``exp(φ)ᵀ`` (Rodrigues,
+    ``exp = 1 + (1 − θ² b) x× + a (x×)²``); a, b of
+    :func:`~kanedyn.spatial.lie.so3_coefficients`."""
+    for i in range(data.shape[0] - 1):
+        jt = int(data[i, JTYPE])
+        if jt != SPHERICAL and jt != FREE:
+            continue
+        iv = int(data[i, IV])
+        x0, x1, x2 = x[iv], x[iv + 1], x[iv + 2]
+        t2 = x0 * x0 + x1 * x1 + x2 * x2
+        a, b, _, _ = so3_coefficients(np.sqrt(t2))
+        xs = (x0, x1, x2)
+        for r in range(3):
+            for c in range(3):
+                d = 1.0 if r == c else 0.0
+                # x×[r, c]: (0, −x2, x1; x2, 0, −x0; −x1, x0, 0)
+                X = 0.0
+                if r != c:
+                    k = 3 - r - c
+                    X = xs[k] if (c - r) % 3 == 2 else -xs[k]
+                X2 = xs[r] * xs[c] - t2 * d
+                Jb[i, 3 * r + c] = d - a * X + b * X2
+                if jt == FREE:  # exp(φ)ᵀ[r, c] = exp(φ)[c, r] = 1 − (1 − θ² b) X[r, c] + a X2
+                    Jb[i, 9 + 3 * r + c] = d - (1.0 - t2 * b) * X + a * X2
+
+
+@njit(cache=True, _nrt=False, forceinline=True, nogil=True)
+def _solve3(a00, a01, a02, a10, a11, a12, a20, a21, a22, y, k, out, j):
+    """out[j:j+3] ← A⁻¹ y[k:k+3], A = (a_rc), by its adjugate."""
+    c00 = a11 * a22 - a12 * a21
+    c01 = a02 * a21 - a01 * a22
+    c02 = a01 * a12 - a02 * a11
+    c10 = a12 * a20 - a10 * a22
+    c11 = a00 * a22 - a02 * a20
+    c12 = a02 * a10 - a00 * a12
+    c20 = a10 * a21 - a11 * a20
+    c21 = a01 * a20 - a00 * a21
+    c22 = a00 * a11 - a01 * a10
+    det = a00 * c00 + a01 * c10 + a02 * c20
+    y0, y1, y2 = y[k], y[k + 1], y[k + 2]
+    out[j] = (c00 * y0 + c01 * y1 + c02 * y2) / det
+    out[j + 1] = (c10 * y0 + c11 * y1 + c12 * y2) / det
+    out[j + 2] = (c20 * y0 + c21 * y1 + c22 * y2) / det
+
+
+@njit(cache=True, _nrt=False, forceinline=True, nogil=True)
+def _times3(A, o, y, k, out, j):
+    """out[j:j+3] ← A y[k:k+3], A row-major at A[o:o+9]."""
+    y0, y1, y2 = y[k], y[k + 1], y[k + 2]
+    for r in range(3):
+        out[j + r] = A[o + 3 * r] * y0 + A[o + 3 * r + 1] * y1 + A[o + 3 * r + 2] * y2
+
+
+@njit(cache=True, _nrt=False, forceinline=True, nogil=True)
+def _times3t(A, o, y, k, out, j):
+    """out[j:j+3] ← Aᵀ y[k:k+3], A row-major at A[o:o+9]."""
+    y0, y1, y2 = y[k], y[k + 1], y[k + 2]
+    for r in range(3):
+        out[j + r] = A[o + r] * y0 + A[o + 3 + r] * y1 + A[o + 6 + r] * y2
+
+
+@njit(cache=True, _nrt=False, nogil=True)
+def chart_jt_times(data, Jb, y, out):
+    """out ← J(x)ᵀ y (Jb of :func:`chart_blocks`)."""
+    for i in range(data.shape[0] - 1):
+        jt, iv = int(data[i, JTYPE]), int(data[i, IV])
+        if jt == SPHERICAL or jt == FREE:
+            _times3t(Jb[i], 0, y, iv, out, iv)
+            if jt == FREE:  # (exp(φ)ᵀ)ᵀ = exp(φ)
+                _times3t(Jb[i], 9, y, iv + 3, out, iv + 3)
+        else:
+            for k in range(int(data[i, NVJ])):
+                out[iv + k] = y[iv + k]
+
+
+@njit(cache=True, _nrt=False, nogil=True)
+def chart_j_solve(data, Jb, y, out):
+    """out ← J(x)⁻¹ y."""
+    for i in range(data.shape[0] - 1):
+        jt, iv = int(data[i, JTYPE]), int(data[i, IV])
+        if jt == SPHERICAL or jt == FREE:
+            A = Jb[i]
+            _solve3(A[0], A[1], A[2], A[3], A[4], A[5], A[6], A[7], A[8], y, iv, out, iv)
+            if jt == FREE:  # (exp(φ)ᵀ)⁻¹ = exp(φ)
+                _times3t(A, 9, y, iv + 3, out, iv + 3)
+        else:
+            for k in range(int(data[i, NVJ])):
+                out[iv + k] = y[iv + k]
+
+
+@njit(cache=True, _nrt=False, nogil=True)
+def chart_jt_solve(data, Jb, y, out):
+    """out ← J(x)⁻ᵀ y."""
+    for i in range(data.shape[0] - 1):
+        jt, iv = int(data[i, JTYPE]), int(data[i, IV])
+        if jt == SPHERICAL or jt == FREE:
+            A = Jb[i]
+            _solve3(A[0], A[3], A[6], A[1], A[4], A[7], A[2], A[5], A[8], y, iv, out, iv)
+            if jt == FREE:  # (exp(φ)ᵀ)⁻ᵀ = exp(φ)ᵀ
+                _times3(A, 9, y, iv + 3, out, iv + 3)
+        else:
+            for k in range(int(data[i, NVJ])):
+                out[iv + k] = y[iv + k]
+
+
+@njit(cache=True, _nrt=False, nogil=True)
+def chart_derivative_t_sub(data, Jb, x, w, y, out):
+    """out ← out − D(x, w)ᵀ y on the ball and free joints' speeds, D δ = d/dε J(x + εδ) w
+    (``ModelChart.derivative``; zero on additive joints, which are left as they are). On
+    SO(3), from ``D = a w× − b ((x×w)× + x× w×) + c xᵀ``, c = b'/θ x×(x×w) − a'/θ x×w
+    (:func:`~kanedyn.spatial.lie.so3_right_jacobian_derivative`):
+    ``Dᵀy = a y×w − b (y×(x×w) + w×(x×y)) + (c·y) x``; a free joint adds
+    ``J_rᵀ (y_ρ × exp(φ)ᵀ w_ρ)`` to its rotation rows (its D[3:, :3] = (exp(φ)ᵀw_ρ)× J_r)."""
+    for i in range(data.shape[0] - 1):
+        jt = int(data[i, JTYPE])
+        if jt != SPHERICAL and jt != FREE:
+            continue
+        iv = int(data[i, IV])
+        x0, x1, x2 = x[iv], x[iv + 1], x[iv + 2]
+        w0, w1, w2 = w[iv], w[iv + 1], w[iv + 2]
+        y0, y1, y2 = y[iv], y[iv + 1], y[iv + 2]
+        a, b, da, db = so3_coefficients(np.sqrt(x0 * x0 + x1 * x1 + x2 * x2))
+        xw0, xw1, xw2 = _cross(x0, x1, x2, w0, w1, w2)
+        xxw0, xxw1, xxw2 = _cross(x0, x1, x2, xw0, xw1, xw2)
+        c0, c1, c2 = db * xxw0 - da * xw0, db * xxw1 - da * xw1, db * xxw2 - da * xw2
+        cy = c0 * y0 + c1 * y1 + c2 * y2
+        yw0, yw1, yw2 = _cross(y0, y1, y2, w0, w1, w2)
+        yxw0, yxw1, yxw2 = _cross(y0, y1, y2, xw0, xw1, xw2)
+        xy0, xy1, xy2 = _cross(x0, x1, x2, y0, y1, y2)
+        wxy0, wxy1, wxy2 = _cross(w0, w1, w2, xy0, xy1, xy2)
+        out[iv] -= a * yw0 - b * (yxw0 + wxy0) + cy * x0
+        out[iv + 1] -= a * yw1 - b * (yxw1 + wxy1) + cy * x1
+        out[iv + 2] -= a * yw2 - b * (yxw2 + wxy2) + cy * x2
+        if jt == FREE:
+            Jbi = Jb[i]
+            u0, u1, u2 = w[iv + 3], w[iv + 4], w[iv + 5]
+            e0 = Jbi[9] * u0 + Jbi[10] * u1 + Jbi[11] * u2   # exp(φ)ᵀ w_ρ
+            e1 = Jbi[12] * u0 + Jbi[13] * u1 + Jbi[14] * u2
+            e2 = Jbi[15] * u0 + Jbi[16] * u1 + Jbi[17] * u2
+            z0, z1, z2 = _cross(y[iv + 3], y[iv + 4], y[iv + 5], e0, e1, e2)
+            for r in range(3):  # J_rᵀ z
+                out[iv + r] -= Jbi[r] * z0 + Jbi[3 + r] * z1 + Jbi[6 + r] * z2
 
 
 # ------------------------------------------------------------------ one entry point

@@ -54,6 +54,11 @@ the segment by Gauss–Legendre quadrature (``"avf"``, ``nodes=``). For g, a = G
 a = (∂γ/∂q, G(q̄) M(q̄)⁻¹) with ∂γ/∂q (at fixed p, by differences) taken from the Newton
 matrix, which is kept over several steps: its staleness is O(h) in a, the correction
 restores the exact identity, and the term multiplies μ = O(h²), so the order stays 2.
+Since a step's result depends (at O(h³)) on when that matrix was built, the schedule is
+kept free of round-off: every ``REFRESH`` steps, at a new h, and after a slow step —
+one whose Newton updates took more than ``SLOW[1]`` iterations to fall to ``SLOW[0]``,
+far above round-off (the total count, which the round-off floor decides, would not do:
+two evaluations of the same step in another order then build at other steps).
 w = Δz with the increments of the cyclic coordinates removed (coordinates
 q_k on which neither H nor g depend — a root revolute about gravity, a root prismatic
 across it, no gravity: checked numerically at random states), so their momenta p_k are
@@ -97,11 +102,12 @@ energy error |H' − H − Δx·F| is at round-off.
 
 Cost. Python on the compiled kernels (crba, the energy kernel) and the constraint rows of
 :class:`~kanedyn.constraints.ConstrainedSystem`: each iteration evaluates H, ∇H, g, G at
-the midpoint and the end. This is the readable reference; where radau5's compiled loop
-applies (loop closures, every joint q̇ = v) and there are no force elements and no
-``momenta=``, the whole run is one numba loop of the same steps
-(:mod:`.constrained_energy_momentum_compiled`, option ``compiled``, default True), about
-20× faster on the four-bar. See docs/benchmarks.md, "Constrained energy–momentum".
+the midpoint and the end. This is the readable reference; for a Model cut at loop closures
+whose joints are revolute, prismatic, helical, ball or free (those two in their charts,
+compiled), without force elements and without ``momenta=``, the whole run is one numba
+loop of the same steps (:mod:`.constrained_energy_momentum_compiled`, option
+``compiled``, default True; ``ConstrainedSystem.compiled_chart_form``), 20–40× faster
+(four-bar, RSSR). See docs/benchmarks.md, "Constrained energy–momentum".
 
 A compiled Kane system with configuration constraints takes these steps on its index-3
 form (:mod:`.kane_index3`: :class:`~kanedyn.constraints.KaneConstrainedSystem`, whose
@@ -121,8 +127,11 @@ from .chart import canonical_coordinates, make_chart
 from .energy_momentum import _gonzalez_correction
 
 _EPS = np.finfo(float).eps
-#: the Newton matrix is rebuilt every REFRESH steps (and when a step needs many iterations)
+#: the Newton matrix is rebuilt every REFRESH steps (and after a slow step)
 REFRESH = 4
+#: a step is slow when its Newton updates need more than SLOW[1] iterations to fall to
+#: SLOW[0] (module doc: a test far above round-off; the compiled loop's is the same)
+SLOW = (1e-8, 5)
 #: the blocks of the unknowns, for messages
 _BLOCKS = ("Δq (positions)", "Δp (momenta)", "g = 0 (constraints)",
            "G v = 0 (hidden constraint)", "total momenta kept (momenta=)")
@@ -417,8 +426,10 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
             ends = []
             for sgn in (1.0, -1.0):
                 gx, gp, _, ve, Je = C.gradient(sgn * e, p0)
-                Ge = self._G(t, self._point(q0, sgn * e), Je)
-                ends.append((Ge @ ve, gx + Ge.T @ lam, gp,
+                Gq = self._G(t, self._point(q0, sgn * e), None)
+                Ge = Gq if Je is None else Gq @ Je
+                # γ = G(q) v (in a chart ∂g/∂x = G J multiplies ẋ = J⁻¹v, not v)
+                ends.append((Gq @ ve, gx + Ge.T @ lam, gp,
                              s.momentum(self._point(q0, sgn * e), ve)[rows] if k_ else None))
             Gqv[:, k] = (ends[0][0] - ends[1][0]) / (2 * e[k])
             if k_:
@@ -522,7 +533,7 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
             self._lu = (h, self._newton_matrix(C, t, h, q, v, M0, G0, u[2 * n:2 * n + m]))
             rebuilt = True
         while True:
-            u_new, it, ok, res = self._solve(ctx, u)
+            u_new, it, ok, res, slow = self._solve(ctx, u)
             if ok or rebuilt:
                 break
             # slow or diverging with the kept matrix: a fresh one, from the predictor
@@ -534,7 +545,7 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
             raise SolverError(self.newton_failure(self._n, t, h, it, float(np.abs(r).max()),
                                                   blk))
         u = u_new
-        if it > 8:  # the kept matrix has gone stale: refresh it for the next step
+        if slow:  # the kept matrix has gone stale: refresh it for the next step
             self._lu = None
         self._last = (h, u, last[1] if last is not None and abs(last[0] - h) <= 1e-9 * h
                       else None)
@@ -546,7 +557,8 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
 
     def _solve(self, ctx, u):
         """Simplified Newton; returns (u, iterations, converged, the work Δx·F at u if it
-        converged, else (residual, worst block))."""
+        converged, else (residual, worst block), slow: the updates took more than
+        SLOW[1] iterations to fall to SLOW[0])."""
         n, m = self.system.nv, self.system.nc
         cuts = (0, n, 2 * n, 2 * n + m, 2 * n + 2 * m, 2 * n + 2 * m + self.k)
         tol = self.opts["tol"]
@@ -554,15 +566,22 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         u = u.copy()
         r, work = self._equations(ctx, u)
         last = np.inf
+        reach = 0  # the iteration at which the update first fell to SLOW[0]
+
+        def slow():
+            return reach == 0 or reach > SLOW[1]
+
         for it in range(1, self.opts["maxiter"] + 1):
             du = -lu_solve(self._lu[1], r, check_finite=False)
             u += du
             r, work = self._equations(ctx, u)
             if not (np.all(np.isfinite(r)) and np.all(np.isfinite(u))):
-                return u, it, False, (np.nan_to_num(r, nan=np.inf), 0)
+                return u, it, False, (np.nan_to_num(r, nan=np.inf), 0), True
             err = self._update_size(du, u, p0_norm, ctx[8], ctx[2])
+            if reach == 0 and err <= SLOW[0]:
+                reach = it
             if err <= tol:
-                return u, it, True, work[0]
+                return u, it, True, work[0], slow()
             if it >= 2 and err > 0.9 * last:  # no longer contracting: at the round-off
                 # floor (the corrections of the discrete gradients carry the round-off of f
                 # divided by |Δz|, large where the mechanism turns back and Δx → 0): an
@@ -570,12 +589,12 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
                 # round-off of H; else not converging
                 if err <= 1e-12 or (err <= 1e-6
                                     and work[1] <= 64 * _EPS * (1.0 + abs(ctx[5]))):
-                    return u, it, True, work[0]
+                    return u, it, True, work[0], slow()
                 break
             last = err
         blk = int(np.argmax([np.abs(r[a:b]).max() if b > a else 0.0
                              for a, b in zip(cuts[:-1], cuts[1:], strict=True)]))
-        return u, it, False, (r, blk)
+        return u, it, False, (r, blk), True
 
     def _update_size(self, du, u, p0_norm, q_norm, h):
         """A Newton update measured by what it moves: Δx relative to |Δx|, Δp to |p|, and

@@ -13,12 +13,25 @@ phase-space constraint), with Gonzalez's midpoint discrete gradients
 ``∇̄f = a + [Δf − a·Δz]/(w·Δz) w`` (*J. Nonlinear Sci.* 6 (1996) 449) — written as one
 compiled loop: the same predictor (the last two steps extrapolated; the constrained
 accelerations after a change of h), the same simplified Newton matrix (central
-differences in q for ∂γ/∂q, the stiffness and ∂v/∂q, kept ``REFRESH`` steps, rebuilt
-after a slow step), the same update measure and the same convergence and stall rules.
+differences in the chart for ∂γ/∂x, the stiffness and ∂ẋ/∂x, kept ``REFRESH`` steps,
+rebuilt after a slow step: one whose updates took more than ``SLOW[1]`` iterations to
+fall to ``SLOW[0]``), the same update measure and the same convergence and stall rules.
 What it evaluates, it evaluates compiled: M, g and G by
 :func:`kanedyn.constraints.system_kernel.primitives` (the CRBA kernel and the loop-closure
 rows radau5's compiled loop uses), ∂T/∂q, ∂V/∂q and V by the energy kernel, M⁻¹ by a
 Cholesky factor, the Newton matrix by Gaussian elimination with partial pivoting.
+
+Ball and free joints are moved as the reference moves them, in the local canonical chart
+of :mod:`.chart` centred on the start of the step (``quat = quat_n ⊗ exp(x)``, the free
+joint's position ``p_n + R_n ρ``; J = J_r(x), resp. diag(J_r(φ), exp(φ)ᵀ)): the unknowns
+are (Δx, Δp) with p the momentum conjugate to x, v = M⁻¹J⁻ᵀp, ∂H/∂x = Jᵀ(∂V/∂q − ∂T/∂q)
+− D(x, ẋ)ᵀ M v, ∂g/∂x = G J, γ = G v (:func:`_chart_state`, :func:`_chart_gradient`, on
+the compiled charts of :mod:`kanedyn.constraints.system_kernel`: ``chart_point``,
+``chart_blocks``, ``chart_jt_times``, ``chart_j_solve``, ``chart_jt_solve``,
+``chart_derivative_t_sub``). On revolute, prismatic and helical joints the chart is
+q_n + x and every chart function copies, so a model without ball or free joints takes the
+same arithmetic as before they were added. The quaternions stay unit (the exponential
+map, renormalised).
 
 Where the two differ in arithmetic (sums in another order, M⁻¹ by Cholesky rather than
 LAPACK's inverse, an unblocked LU), the steps differ by round-off: the test
@@ -26,10 +39,16 @@ LAPACK's inverse, an unblocked LU), the steps differ by round-off: the test
 for step.
 
 ``kd.simulate(constrained_system, ..., method="energy_momentum" | "avf")`` takes this loop
-when the system has the compiled form radau5's loop takes (a Model cut at loop closures,
-every joint with q̇ = v: ``ConstrainedSystem.compiled_form()``), there are no force
-elements, no ``momenta=``, no progress bar, and the option ``compiled`` is not False
-(:func:`applicable`). Newton failures, a singular Newton matrix and a blow-up raise the
+when the system is a Model cut at loop closures (only
+:class:`~kanedyn.constraints.LoopClosure` rows) whose joints are revolute, prismatic,
+helical, ball (spherical) or free — ``ConstrainedSystem.compiled_chart_form()``; with
+q̇ = v joints only that is the form radau5's compiled loop takes, ``compiled_form()`` —
+and there are no force elements (no ``tau=``, ``forces=``), no ``momenta=``, no progress
+bar, and the option ``compiled`` is not False (:func:`applicable`): the four-bar, the
+slider–crank, the spatial RSSR (a ball joint), the same on a free-floating frame and the
+Stewart platform (a free platform) run compiled. Planar joints, joint types beyond the
+built-in ones, user constraints g(q), velocity rows, force elements and ``momenta=`` take
+the Python steps. Newton failures, a singular Newton matrix and a blow-up raise the
 reference's errors (step, time, residual, what to do); a kernel that refuses a state
 hands the run to the Python steps, which then say what happened.
 """
@@ -50,6 +69,9 @@ _compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
 
 #: status codes of :func:`cem_run` (``info[0]``)
 OK, NEWTON_FAILED, SINGULAR, KERNEL_REFUSED, DIVERGED = 0, 1, 2, 3, 4
+#: a slow step (its Newton updates above SLOW_LEVEL after SLOW_ITERATIONS iterations):
+#: the reference's ``SLOW``
+SLOW_LEVEL, SLOW_ITERATIONS = 1e-8, 5
 _EPS = np.finfo(np.float64).eps
 
 
@@ -64,14 +86,33 @@ def _mass_and_rows(P, data, q, M, L, g, G, ws, f, gam) -> bool:
 
 
 @nb.njit(cache=True, nogil=True)
-def _gradient(data, q, p, M, L, v, dT, dV, out, ew, gq) -> bool:
-    """With M(q) and its factor L given: v ← ∂H/∂p = M⁻¹p, gq ← ∂H/∂q|_p = ∂V/∂q − ∂T/∂q|_v
-    (the Legendre transform, as ``Problem.hamiltonian_gradient``); out[1] = V(q)."""
-    cholesky_solve(L, M.shape[0], p, v)
+def _chart_state(P, data, qn, x, p, q, M, L, g, G, Jb, pv, v, ws, f, gam) -> bool:
+    """At the chart point x (centred on qn) with the momentum p conjugate to x: q ← φ(x),
+    M(q) with its factor L, g(q), G(q) (on v, not yet times J), J(x)'s blocks Jb (the
+    compiled charts of :mod:`~kanedyn.constraints.system_kernel`), pv ← J⁻ᵀp (= M v) and
+    v ← M⁻¹pv (``ChartHamiltonian._state``; on additive joints J = 1 and pv = p). False if
+    a kernel refuses q or M is not positive definite."""
+    sk.chart_point(data, qn, x, q)
+    if not _mass_and_rows(P, data, q, M, L, g, G, ws, f, gam):
+        return False
+    sk.chart_blocks(data, x, Jb)
+    sk.chart_jt_solve(data, Jb, p, pv)
+    cholesky_solve(L, M.shape[0], pv, v)
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _chart_gradient(data, x, q, v, pv, Jb, dT, dV, out, ew, xdot, gx) -> bool:
+    """After :func:`_chart_state`: xdot ← ∂H/∂p = J⁻¹v and gx ← ∂H/∂x|_p = Jᵀ(∂V/∂q −
+    ∂T/∂q|_v) − D(x, ẋ)ᵀ pv (the Legendre transform in the chart,
+    ``ChartHamiltonian.gradient``); out[1] = V(q). (dT is overwritten.)"""
     if energy_pass_into(data, q, v, dT, dV, out, *ew) != 0:
         return False
-    for i in range(q.shape[0]):
-        gq[i] = dV[i] - dT[i]
+    for i in range(v.shape[0]):
+        dT[i] = dV[i] - dT[i]
+    sk.chart_jt_times(data, Jb, dT, gx)
+    sk.chart_j_solve(data, Jb, v, xdot)
+    sk.chart_derivative_t_sub(data, Jb, x, xdot, pv, gx)
     return True
 
 
@@ -96,24 +137,26 @@ def _corrected_rows(A, d, w, delta, out):
 # ------------------------------------------------------------------------ the residual
 @nb.njit(cache=True, nogil=True)
 def equations(P, data, u, q0, p0, H0, g0, gam0, h, mask, aq, xi, wq, midpoint, r, st, wk):
-    """r ← the residual of the step's equations at u = (Δq, Δp, λ, μ) (the reference's
-    ``_equations``); returns |H' − H − 0| (the step's energy error if it ended at u), or
-    −1 if a kernel refused a state. ``st`` (q', v', g', γ') is left at the end point."""
-    n, m = q0.shape[0], g0.shape[0]
+    """r ← the residual of the step's equations at u = (Δx, Δp, λ, μ) (the reference's
+    ``_equations``; x the chart centred on q0, x = Δq on additive joints); returns
+    |H' − H − 0| (the step's energy error if it ended at u), or −1 if a kernel refused a
+    state. ``st`` (q', v', g', γ') is left at the end point."""
+    n, m = p0.shape[0], g0.shape[0]
     q1, v1, g1, gam1 = st
     (M, L, Gb, G1, qs, ps, vs, gq, a, dz, w, dgH, Gbar, Abar, Gam, Ab, dT, dV, out, f, gam,
-     gs, ws, ew) = wk
+     gs, ws, ew, xs, pv, Jb, GbJ, col) = wk
     for i in range(n):
-        q1[i] = q0[i] + u[i]
+        xs[i] = u[i]
         dz[i] = u[i]
         dz[n + i] = u[n + i]
         w[i] = u[i] * mask[i]
         w[n + i] = u[n + i]
         ps[i] = p0[i] + u[n + i]
-    # the end point: M, g, G at q'; v' = M⁻¹p'; H' = ½ v'ᵀM v' + V(q'); γ' = G(q') v'
-    if not _mass_and_rows(P, data, q1, M, L, g1, G1, ws, f, gam):
+    # the end point: q' = φ(Δx), M, g, G at q'; v' = M⁻¹J⁻ᵀp'; H' = ½ v'ᵀM v' + V(q');
+    # γ' = G(q') v'
+    if not _chart_state(P, data, q0, xs, ps, q1, M, L, g1, G1, Jb, pv, v1, ws, f, gam):
         return -1.0
-    if not _gradient(data, q1, ps, M, L, v1, dT, dV, out, ew, gq):
+    if not _chart_gradient(data, xs, q1, v1, pv, Jb, dT, dV, out, ew, vs, gq):
         return -1.0
     T = 0.0
     for i in range(n):
@@ -132,27 +175,31 @@ def equations(P, data, u, q0, p0, H0, g0, gam0, h, mask, aq, xi, wq, midpoint, r
     if not midpoint:
         for k in range(xi.shape[0]):
             for i in range(n):
-                qs[i] = q0[i] + xi[k] * u[i]
+                xs[i] = xi[k] * u[i]
                 ps[i] = p0[i] + xi[k] * u[n + i]
-            if not _mass_and_rows(P, data, qs, M, L, gs, Gb, ws, f, gam):
+            if not _chart_state(P, data, q0, xs, ps, qs, M, L, gs, Gb, Jb, pv, vs, ws, f,
+                                gam):
                 return -1.0
-            if not _gradient(data, qs, ps, M, L, vs, dT, dV, out, ew, gq):
+            if not _chart_gradient(data, xs, qs, vs, pv, Jb, dT, dV, out, ew, col, gq):
                 return -1.0
             for i in range(n):
                 a[i] += wq[k] * gq[i]
-                a[n + i] += wq[k] * vs[i]
-    # the midpoint q̄ = q + Δq/2: G(q̄) and M(q̄)⁻¹ (and ∇H(q̄, p + Δp/2) for Gonzalez's)
+                a[n + i] += wq[k] * col[i]
+    # the midpoint x̄ = Δx/2: G(q̄) J(x̄) and J⁻¹M(q̄)⁻¹ (and ∇H(x̄, p + Δp/2) for
+    # Gonzalez's)
     for i in range(n):
-        qs[i] = q0[i] + 0.5 * u[i]
+        xs[i] = 0.5 * u[i]
         ps[i] = p0[i] + 0.5 * u[n + i]
-    if not _mass_and_rows(P, data, qs, M, L, gs, Gb, ws, f, gam):
+    if not _chart_state(P, data, q0, xs, ps, qs, M, L, gs, Gb, Jb, pv, vs, ws, f, gam):
         return -1.0
     if midpoint:
-        if not _gradient(data, qs, ps, M, L, vs, dT, dV, out, ew, gq):
+        if not _chart_gradient(data, xs, qs, vs, pv, Jb, dT, dV, out, ew, col, gq):
             return -1.0
         for i in range(n):
             a[i] = gq[i]
-            a[n + i] = vs[i]
+            a[n + i] = col[i]
+    for k in range(m):
+        sk.chart_jt_times(data, Jb, Gb[k], GbJ[k])  # ∂g/∂x = G J: the rows Jᵀ G[k]
     # Gonzalez's correction of ∇H along Δz (w: Δz less the cyclic coordinates' Δq),
     # dropped below the round-off of ΔH (as energy_momentum._gonzalez_correction)
     den, ad, aa = 0.0, 0.0, 0.0
@@ -164,13 +211,15 @@ def equations(P, data, u, q0, p0, H0, g0, gam0, h, mask, aq, xi, wq, midpoint, r
     c = (H1 - H0 - ad) / den if den > floor * floor else 0.0
     for i in range(2 * n):
         dgH[i] = a[i] + c * w[i] if den > floor * floor else a[i]
-    # ∇̄g: G(q̄) corrected along Δq (w = Δq less the cyclic coordinates)
+    # ∇̄g: G(q̄) J(x̄) corrected along Δx (w = Δx less the cyclic coordinates)
     for k in range(m):
         gam[k] = g1[k] - g0[k]
-    _corrected_rows(Gb, u[:n], w[:n], gam, Gbar)
-    # ∇̄γ: the base (∂γ/∂q of the Newton matrix, G(q̄) M(q̄)⁻¹) corrected along Δz
+    _corrected_rows(GbJ, u[:n], w[:n], gam, Gbar)
+    # ∇̄γ: the base (∂γ/∂x of the Newton matrix, G J · J⁻¹M⁻¹J⁻ᵀ = G M⁻¹J⁻ᵀ at the
+    # midpoint) corrected along Δz
     for k in range(m):
-        cholesky_solve(L, n, Gb[k], Ab[k])  # the row k of G M⁻¹ (M symmetric)
+        cholesky_solve(L, n, Gb[k], vs)  # M⁻¹ G[k]ᵀ (M symmetric) ...
+        sk.chart_j_solve(data, Jb, vs, Ab[k])  # ... then J⁻¹: the row k of G M⁻¹J⁻ᵀ
         for j in range(n):
             Abar[k, j] = aq[k, j]
             Abar[k, n + j] = Ab[k, j]
@@ -197,11 +246,12 @@ def equations(P, data, u, q0, p0, H0, g0, gam0, h, mask, aq, xi, wq, midpoint, r
 def newton_matrix(P, data, h, q0, p0, M0, L0, G0, lam, K, piv, aq, norms, wk, nw) -> int:
     """K ← the LU factors of the simplified Newton matrix at the start of the step (the
     reference's ``_newton_matrix``: the blocks h M⁻¹, h Gᵀ, G, G M⁻¹, and by central
-    differences in q at fixed p — step 1e-7 (1 + |q|) — ∂γ/∂q, the stiffness
-    ∂(∇_qH + Gᵀλ)/∂q and ∂v/∂q); aq ← ∂γ/∂q, norms ← (‖G‖₁, ‖M⁻¹Gᵀ‖∞). Returns OK,
-    SINGULAR (a pivot at 1e-13 of the largest) or KERNEL_REFUSED."""
-    n, m = q0.shape[0], G0.shape[0]
-    M, L, G, qe, ve, gq, Ai, e, col, GAi, ends, Kqq, Kxp, dT, dV, out, f, gs, gam, ws, ew = nw
+    differences in the chart at fixed p — step 1e-7 (1 + |q|) — ∂γ/∂x (γ = G v), the
+    stiffness ∂(∇_xH + (G J)ᵀλ)/∂x and ∂ẋ/∂x); aq ← ∂γ/∂x, norms ← (‖G‖₁, ‖M⁻¹Gᵀ‖∞).
+    Returns OK, SINGULAR (a pivot at 1e-13 of the largest) or KERNEL_REFUSED."""
+    n, m = p0.shape[0], G0.shape[0]
+    (M, L, G, qe, ve, gq, Ai, e, col, GAi, ends, Kqq, Kxp, dT, dV, out, f, gs, gam, ws, ew,
+     xe, pv, Jb, xd, GJ) = nw
     for j in range(n):  # M⁻¹ column by column from the factor of M(q)
         e[:] = 0.0
         e[j] = 1.0
@@ -209,29 +259,30 @@ def newton_matrix(P, data, h, q0, p0, M0, L0, G0, lam, K, piv, aq, norms, wk, nw
         for i in range(n):
             Ai[i, j] = col[i]
     step = 0.0
-    for i in range(n):
+    for i in range(q0.shape[0]):
         step = max(step, abs(q0[i]))
     step = 1e-7 * (1.0 + step)
     for k in range(n):
         for s in range(2):
-            for i in range(n):
-                qe[i] = q0[i]
-            qe[k] = q0[k] + (step if s == 0 else -step)
-            if not _mass_and_rows(P, data, qe, M, L, gs, G, ws, f, gam):
+            xe[:] = 0.0
+            xe[k] = step if s == 0 else -step
+            if not _chart_state(P, data, q0, xe, p0, qe, M, L, gs, G, Jb, pv, ve, ws, f,
+                                gam):
                 return KERNEL_REFUSED
-            if not _gradient(data, qe, p0, M, L, ve, dT, dV, out, ew, gq):
+            if not _chart_gradient(data, xe, qe, ve, pv, Jb, dT, dV, out, ew, xd, gq):
                 return KERNEL_REFUSED
-            for r in range(m):  # G(q) v at q ± e_k (fixed p)
+            for r in range(m):  # γ = G(q) v at x = ±e_k (fixed p)
                 t = 0.0
                 for j in range(n):
                     t += G[r, j] * ve[j]
                 ends[s, r] = t
-            for i in range(n):  # ∇_qH + Gᵀλ, and ∂H/∂p = v
+                sk.chart_jt_times(data, Jb, G[r], GJ[r])  # ∂g/∂x = G J
+            for i in range(n):  # ∇_xH + (G J)ᵀλ, and ∂H/∂p = ẋ
                 t = gq[i]
                 for r in range(m):
-                    t += G[r, i] * lam[r]
+                    t += GJ[r, i] * lam[r]
                 ends[s, m + i] = t
-                ends[s, m + n + i] = ve[i]
+                ends[s, m + n + i] = xd[i]
         for r in range(m):
             aq[r, k] = (ends[0, r] - ends[1, r]) / (2 * step)
         for i in range(n):
@@ -286,7 +337,7 @@ def newton_matrix(P, data, h, q0, p0, M0, L0, G0, lam, K, piv, aq, norms, wk, nw
 def constrained_acceleration(P, data, q, v, A, piv, b, M, g, G, gam, f, ws) -> bool:
     """b ← (v̇, λ) of ``[M Gᵀ; G 0] [v̇; λ] = [f; γ]`` (``accelerations``, the index-1
     solve), f = −h(q, v): the predictor after a change of h."""
-    n, m = q.shape[0], g.shape[0]
+    n, m = v.shape[0], g.shape[0]
     if sk.primitives(sk.KIND_MODEL, P, data, q, v, True, True, M, f, g, G, gam, ws) != 0:
         return False
     A[:, :] = 0.0
@@ -335,8 +386,10 @@ def cem_run(P, data, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint, 
     ``every`` steps into Q, V with their residuals g (RG) and G v (RGV); λ of each step in
     ``lam_mid``, Newton iterations in ``iters``. ``info`` = (status, step, iterations,
     worst block, steps done); ``finfo`` = (t, h, largest residual); ``bad`` the state (q,
-    v) at a blow-up, or q at a singular Newton matrix."""
-    n, m = q0.shape[0], lam0.shape[0]
+    v) at a blow-up, or q at a singular Newton matrix. q has nq entries, v and the
+    chart coordinates nv (ball and free joints: the charts of :mod:`.chart`, compiled in
+    :mod:`~kanedyn.constraints.system_kernel`)."""
+    nq, n, m = q0.shape[0], v0.shape[0], lam0.shape[0]
     N = 2 * n + 2 * m
     nb_ = data.shape[0] - 1
     mm = max(m, 1)
@@ -344,16 +397,17 @@ def cem_run(P, data, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint, 
     ew = energy_workspace(nb_)
     f, gam, gs = np.empty(n), np.empty(mm), np.empty(mm)
     dT, dV, out = np.empty(n), np.empty(n), np.empty(8)
+    Jb, pv = np.zeros((nb_, 18)), np.empty(n)
     wk = (np.empty((n, n)), np.zeros((n, n)), np.empty((m, n)), np.empty((m, n)),
-          np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(2 * n),
+          np.empty(nq), np.empty(n), np.empty(n), np.empty(n), np.empty(2 * n),
           np.empty(2 * n), np.empty(2 * n), np.empty(2 * n), np.empty((m, n)),
           np.empty((m, 2 * n)), np.empty((m, 2 * n)), np.empty((m, n)), dT, dV, out, f, gam,
-          gs, ws, ew)
-    nw = (np.empty((n, n)), np.zeros((n, n)), np.empty((m, n)), np.empty(n), np.empty(n),
+          gs, ws, ew, np.empty(n), pv, Jb, np.empty((m, n)), np.empty(n))
+    nw = (np.empty((n, n)), np.zeros((n, n)), np.empty((m, n)), np.empty(nq), np.empty(n),
           np.empty(n), np.empty((n, n)), np.empty(n), np.empty(n), np.empty((m, n)),
           np.empty((2, m + 2 * n)), np.empty((n, n)), np.empty((n, n)), dT, dV, out, f, gs,
-          gam, ws, ew)
-    st = (np.empty(n), np.empty(n), np.empty(m), np.empty(m))
+          gam, ws, ew, np.empty(n), pv, Jb, np.empty(n), np.empty((m, n)))
+    st = (np.empty(nq), np.empty(n), np.empty(m), np.empty(m))
     M0, L0, G0, g0 = np.empty((n, n)), np.zeros((n, n)), np.empty((m, n)), np.empty(m)
     p0, gam0 = np.empty(n), np.empty(m)
     K, piv = np.empty((N, N)), np.empty(N, dtype=np.int64)
@@ -388,8 +442,9 @@ def cem_run(P, data, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint, 
             T += v[i] * s
         H0 = 0.5 * T + out[1]
         q_norm, p0_norm = 0.0, 0.0
-        for i in range(n):
+        for i in range(nq):
             q_norm = max(q_norm, abs(q[i]))
+        for i in range(n):
             p0_norm = max(p0_norm, abs(p0[i]))
         for k in range(m):
             s = 0.0
@@ -426,7 +481,7 @@ def cem_run(P, data, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint, 
             if code != OK:
                 info[0], info[1] = code, step
                 finfo[0], finfo[1] = t, h
-                bad[:n] = q
+                bad[:nq] = q
                 return k_out
             have_lu, lu_h, rebuilt = True, h, True
         while True:
@@ -441,6 +496,7 @@ def cem_run(P, data, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint, 
             ok, nonfinite = False, False
             last = np.inf
             it = 0
+            reach = 0  # the iteration at which the update first fell to SLOW_LEVEL
             for it in range(1, maxiter + 1):
                 for i in range(N):
                     du[i] = r[i]
@@ -458,6 +514,8 @@ def cem_run(P, data, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint, 
                     nonfinite = True
                     break
                 err = _update_size(du, ut, n, m, p0_norm, q_norm, h, norms)
+                if reach == 0 and err <= SLOW_LEVEL:
+                    reach = it
                 if err <= tol:
                     ok = True
                     break
@@ -474,7 +532,7 @@ def cem_run(P, data, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint, 
             if code != OK:
                 info[0], info[1] = code, step
                 finfo[0], finfo[1] = t, h
-                bad[:n] = q
+                bad[:nq] = q
                 return k_out
             have_lu, lu_h, rebuilt = True, h, True
         iters[step] = it
@@ -495,7 +553,8 @@ def cem_run(P, data, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint, 
             info[3] = 0 if nonfinite else blk
             finfo[2] = worst
             return k_out
-        if it > 8:  # the kept matrix has gone stale: refresh it for the next step
+        if reach == 0 or reach > SLOW_ITERATIONS:
+            # a slow step: the kept matrix has gone stale, refresh it for the next step
             have_lu = False
         if same:
             last2[:] = last1
@@ -511,8 +570,8 @@ def cem_run(P, data, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint, 
         code = state_guard(q, v, vmax0, blowup)
         if code != 0:
             info[0], info[1] = DIVERGED, step
-            bad[:n] = q
-            bad[n:] = v
+            bad[:nq] = q
+            bad[nq:] = v
             return k_out
         k_new = save_sample(step, n_steps, every, q, v, Q, V, k_out)
         if k_new != k_out:
@@ -526,14 +585,22 @@ def cem_run(P, data, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint, 
 def applicable(method) -> sk.CompiledForm | None:
     """The compiled form of ``method``'s system when :func:`cem_run` can take its run (the
     module doc), else None."""
+    from .chart import ModelChart
     from .dae_common import compiled_form_of
 
     problem = method.problem
-    if (not method.opts["compiled"] or method.k or method.chart is not None or method.sys_nc
+    if (not method.opts["compiled"] or method.k or method.sys_nc
             or problem.tau_cons is not None or problem.tau_nc is not None
             or problem.progress is not None):
         return None
-    form = compiled_form_of(method.system)
+    if method.chart is None:
+        form = compiled_form_of(method.system)
+    else:
+        # ball and free joints: their charts compiled (system_kernel), where the system
+        # offers them (ConstrainedSystem.compiled_chart_form) and the reference's chart is
+        # the joints' own (ModelChart)
+        get = getattr(method.system, "compiled_chart_form", None)
+        form = get() if callable(get) and isinstance(method.chart, ModelChart) else None
     return form if form is not None and form.kind == sk.KIND_MODEL else None
 
 
@@ -551,7 +618,7 @@ def run(method):
     if form is None:
         return None
     problem, s = method.problem, method.system
-    n, m = s.nv, s.nc
+    nq, n, m = s.nq, s.nv, s.nc
     n_steps, steps, times, every, keep = step_grid(problem.dt, problem.t0, problem.t_final,
                                                    problem.save_every)
     if n_steps == 0:
@@ -561,7 +628,7 @@ def run(method):
     RG, RGV = np.empty((n_out, m)), np.empty((n_out, m))
     lam_mid = np.empty((n_steps, m))
     iters = np.zeros(n_steps, dtype=np.int64)
-    info, finfo, bad = np.zeros(5, dtype=np.int64), np.zeros(3), np.zeros(2 * n)
+    info, finfo, bad = np.zeros(5, dtype=np.int64), np.zeros(3), np.zeros(nq + n)
     midpoint = method.gradient == "midpoint"
     q0 = np.array(problem.q0, dtype=float)
     v0 = np.array(problem.v0, dtype=float)
@@ -581,11 +648,11 @@ def run(method):
         raise SolverError(method.newton_failure(step, finfo[0], finfo[1], int(info[2]),
                                                 finfo[2], int(info[3])))
     if status == SINGULAR:
-        raise method.singular_matrix(bad[:n].copy(), float(finfo[0]))
+        raise method.singular_matrix(bad[:nq].copy(), float(finfo[0]))
     if status == DIVERGED:
         vmax0 = float(np.abs(v0).max()) if n else 0.0
-        check_state(problem, method.name, step + 1, float(times[step + 1]), bad[:n].copy(),
-                    bad[n:].copy(), vmax0)
+        check_state(problem, method.name, step + 1, float(times[step + 1]), bad[:nq].copy(),
+                    bad[nq:].copy(), vmax0)
         return None  # (check_state raises: the loop's test is the same)
     method.newton_iterations += int(iters.sum())
     method._n += n_steps
