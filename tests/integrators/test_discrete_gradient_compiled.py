@@ -173,34 +173,12 @@ def test_compiled_uneven_last_step_and_save_every(method, kw):
     np.testing.assert_allclose(a.v, b.v, rtol=0, atol=1e-10)
 
 
-def chain_forces():
-    """A damper, a spring and smoothed Stribeck friction on a 5-link chain (each with its
-    compiled row, forces/kernel.py), a constant and a sinusoidal torque beside them."""
-    from kanedyn import friction
-    from kanedyn.forces import (
-        JointDamper,
-        JointFriction,
-        JointSpring,
-        JointTorque,
-        SinusoidalTorque,
-    )
-
-    m = kd.models.pendulum_chain(5, planar=False, length=0.3, mass=1.0, radius=0.1)
-    j = m.joint_names
-    law = friction.Stribeck(Fc=0.05, Fs=0.08, vs=0.05, delta=2.0, Fv=0.01).smoothed("tanh", 1e-2)
-    forces = ([JointFriction(n, law) for n in j[:3]]
-              + [JointSpring(j[1], 3.0, 0.2), JointDamper(j[2], 0.05),
-                 JointDamper(j[4], 0.02), JointTorque(np.array([0.3]), [j[0]]),
-                 SinusoidalTorque(j[3], 0.4, 2.0, phase=0.3, offset=0.05)])
-    return m, np.linspace(0.9, 0.3, 5), np.array([0.5, -0.2, 0.0, 0.1, 0.3]), forces
-
-
 @pytest.mark.parametrize("method,kw", METHODS)
-def test_compiled_with_force_rows_equals_python_step_for_step(method, kw):
-    """With force elements (module chain_forces) the compiled loop takes every one of them
-    by its row and equals the Python reference at every step (tolerances as without
+def test_compiled_with_force_rows_equals_python_step_for_step(method, kw, chain_forces):
+    """With force elements (the chain_forces fixture) the compiled loop takes every one of
+    them by its row and equals the Python reference at every step (tolerances as without
     forces), W_nc included; the budget E − E₀ − W_nc closes to round-off."""
-    m, q0, v0, forces = chain_forces()
+    m, q0, v0, forces = chain_forces
     a = kd.simulate(m, q0, v0, 0.3, method=method, dt=2e-3, forces=forces, **kw)
     b = kd.simulate(m, q0, v0, 0.3, method=method, dt=2e-3, forces=forces, compiled=False,
                     **kw)

@@ -281,36 +281,15 @@ def test_compiled_se3_right_jacobian_equals_the_reference():
     np.testing.assert_allclose(J @ delta, twist, atol=1e-7)
 
 
-def chain_forces():
-    """A 5-link chain with a spring, dampers, smoothed Stribeck friction, a constant and a
-    sinusoidal torque: every kind of force row (forces/kernel.py)."""
-    from kanedyn import friction
-    from kanedyn.forces import (
-        JointDamper,
-        JointFriction,
-        JointSpring,
-        JointTorque,
-        SinusoidalTorque,
-    )
-
-    m = kd.models.pendulum_chain(5, planar=False, length=0.3, mass=1.0, radius=0.1)
-    j = m.joint_names
-    law = friction.Stribeck(Fc=0.05, Fs=0.08, vs=0.05, delta=2.0, Fv=0.01).smoothed("tanh", 1e-2)
-    forces = ([JointFriction(n, law) for n in j[:3]]
-              + [JointSpring(j[1], 3.0, 0.2), JointDamper(j[2], 0.05),
-                 JointDamper(j[4], 0.02), JointTorque(np.array([0.3]), [j[0]]),
-                 SinusoidalTorque(j[3], 0.4, 2.0, phase=0.3, offset=0.05)])
-    return m, np.linspace(0.9, 0.3, 5), np.array([0.5, -0.2, 0.0, 0.1, 0.3]), forces
-
-
 @pytest.mark.parametrize("method,project", METHODS)
-def test_compiled_with_force_rows_equals_python_step_for_step(method, project, monkeypatch):
+def test_compiled_with_force_rows_equals_python_step_for_step(method, project, monkeypatch,
+                                                              chain_forces):
     """Springs, dampers, smoothed Stribeck friction, constant and sinusoidal torques: the
     compiled loop takes each by its row and equals the Python method at every one of 150
     steps (a shortened last one, t0 > 0) — q, v, and W_nc (the reference's quadrature:
     Gauss's ``h Σ b_i v_iᵀτ_nc,i``, Verlet's trapezoid of its kicks) to round-off, so that
     the budget E − E₀ − W_nc is the Python run's (to round-off with the projection)."""
-    m, q0, v0, forces = chain_forces()
+    m, q0, v0, forces = chain_forces
     kw = {"method": method, "dt": 2e-3, "t0": 0.1, "project": project, "forces": forces,
           "tol": 1e-14 if method != "verlet" else 1e-16}
     ref = kd.simulate(m, q0, v0, 0.3995, compiled=False, **kw)
@@ -355,14 +334,14 @@ def test_compiled_tangent_form_with_forces_equals_python(method, project, monkey
     assert np.abs(tr.budget - ref.budget).max() <= 1e-13 * scale
 
 
-def test_one_compiled_signature_per_loop():
+def test_one_compiled_signature_per_loop(chain_forces):
     """With and without force rows, canonical and tangent, projected or not, single runs
     and batches: each loop has one numba specialisation (forces, tangent and project are
     runtime flags, P always an array), so that nothing compiles twice."""
     from kanedyn.integrators.gauss_compiled import _gauss_loop
     from kanedyn.integrators.verlet_compiled import _verlet_loop
 
-    m, q0, v0, forces = chain_forces()
+    m, q0, v0, forces = chain_forces
     for method in ("midpoint", "verlet"):
         for f in (None, forces):
             kd.simulate(m, q0, v0, 0.01, method=method, dt=2e-3, forces=f)
