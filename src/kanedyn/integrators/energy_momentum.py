@@ -252,12 +252,20 @@ class EnergyMomentum(FixedStepMethod):
     def compiled_run(self, project):
         """The whole run of the ``"gonzalez"`` variant by the compiled loop of
         :mod:`.discrete_gradient_compiled` (a plain Model whose force elements have compiled
-        rows, :mod:`kanedyn.forces.kernel`; same
-        steps to Newton's tolerance), or None: then these Python steps."""
+        rows, :mod:`kanedyn.forces.kernel`; same steps to Newton's tolerance), of the
+        ``"lie"`` variant by :mod:`.lie_cayley_compiled`, or None: then these Python
+        steps."""
         from . import discrete_gradient_compiled as dgc
         from . import rk4_compiled
 
-        if (self.variant != "gonzalez" or not self.opts["compiled"] or project is not None
+        if not self.opts["compiled"] or project is not None or self.problem.progress is not None:
+            return None
+        if self.variant == "lie":
+            from . import lie_cayley_compiled
+
+            return rk4_compiled.compiled_or_none(self.name, lie_cayley_compiled.run, self,
+                                                 self.problem)
+        if (self.variant != "gonzalez"
                 or not rk4_compiled.applicable(self.problem, forces=True)):
             return None
         run = functools.partial(dgc.run, cyclic=self.cyclic, carry_p=False)
