@@ -850,9 +850,9 @@ def run_rk4(compiled: bool, problem, forces, project) -> Solution | None:
     system that is not a Model (neither ``compiled_step``, a Model with additive
     coordinates and no armature, for this loop, nor ``compiled_manifold_step``, any other
     Model, for :func:`kanedyn.sim.rk4_manifold.rk4_manifold_run`), force elements the
-    loops do not take (or springs and friction on joints of several speeds), a projection
-    onto anything but the energy, or the energy projection with force elements (its target
-    E₀ + W_nc and the springs' potential are the Python projection's)."""
+    loops do not take (or springs and friction on joints of several speeds), or a
+    projection onto anything but the energy (the energy projection, with force elements
+    onto E₀ + W_nc with the springs' potential in E, is the loops')."""
     model = getattr(problem.system, "compiled_step", None)
     run = _run_one
     if model is None:  # ball, free, planar joints, armature: the manifold loop
