@@ -19,8 +19,16 @@ compiled runs by ``kd.simulate``, interleaved, on the 7-link ball chain and the 
 dt = 1e-3; our compiled runs and MuJoCo: best of 5 after a warm-up, interleaved (each
 round runs every variant once); the Python steps: one 0.05 s run after a warm-up.
 
+With ``--em`` instead: ``method="energy_momentum"`` on the two ball chains (its
+``"projection"`` variant onto the energy alone — gravity acts —, which runs in the compiled
+tangent midpoint + energy projection loop of ``integrators/gauss_compiled.py``), without
+and with a ``JointDamper`` of 0.1 on every joint (then the projection's target is E₀ +
+W_nc), against its Python steps (``compiled=False``) and MuJoCo's RK4 (no damping), and
+beside it rk4 + ``project="energy"`` with the same dampers (the manifold loop).
+
     .venv/bin/python bench/rk4_manifold.py            # 1 s runs (about a minute)
     .venv/bin/python bench/rk4_manifold.py --quick    # 0.2 s runs
+    .venv/bin/python bench/rk4_manifold.py --em       # the energy_momentum table
 """
 
 from __future__ import annotations
@@ -96,17 +104,44 @@ def mujoco_rk4(kinds, qpos, qvel, dt, t_final, E0):
     return run
 
 
-def ours(model, q0, v0, dt, t_final, **kw):
-    """A run of kd.simulate(method="rk4"): a function returning its s/step (compiled and
+def ours(model, q0, v0, dt, t_final, method="rk4", **kw):
+    """A run of kd.simulate(method=method): a function returning its s/step (compiled and
     warmed up here)."""
-    kd.simulate(model, q0, v0, 5 * dt, method="rk4", dt=dt, progress=False, **kw)
+    kd.simulate(model, q0, v0, 5 * dt, method=method, dt=dt, progress=False, **kw)
 
     def run() -> float:
         t = time.perf_counter()
-        tr = kd.simulate(model, q0, v0, t_final, method="rk4", dt=dt, progress=False, **kw)
+        tr = kd.simulate(model, q0, v0, t_final, method=method, dt=dt, progress=False, **kw)
         return (time.perf_counter() - t) / (len(tr) - 1)
 
     return run
+
+
+def em_table(cases, dt: float, t_final: float, rng) -> None:
+    """energy_momentum (projection variant, energy only) on the ball chains: compiled
+    against its Python steps and MuJoCo's RK4, without and with a damper on every joint;
+    rk4 + project="energy" with the dampers beside it (module doc)."""
+    print(f"{'model':26s} {'forces':>7s} {'EM':>9s} {'EM Py':>9s} {'Py/EM':>7s} "
+          f"{'rk4+proj':>9s} {'MuJoCo':>8s} {'EM/MJ':>7s} {'rk4p/MJ':>8s} {'budget':>9s}"
+          "   (µs/step)")
+    for name, model, kinds in cases:
+        q0 = kd.integrate_configuration(model, kd.neutral(model),
+                                        0.3 * rng.normal(size=model.nv), 1.0)
+        v0 = 0.5 * rng.normal(size=model.nv)
+        E0 = kd.kinetic_energy(model, q0, v0) + kd.potential_energy(model, q0)
+        for forces in (None, [kd.forces.JointDamper(j, 0.1) for j in model.joint_names]):
+            kw = {"forces": forces}
+            runs = [ours(model, q0, v0, dt, t_final, "energy_momentum", **kw),
+                    ours(model, q0, v0, dt, t_final, project="energy", **kw),
+                    mujoco_rk4(kinds, *mujoco_state(model, q0, v0), dt, t_final, E0)]
+            em, rk4p, mj = best_of(runs, 5)
+            py = ours(model, q0, v0, dt, min(t_final, 0.05), "energy_momentum",
+                      compiled=False, **kw)()
+            tr = kd.simulate(model, q0, v0, t_final, method="energy_momentum", dt=dt, **kw)
+            budget = float(np.abs(tr.budget).max() / abs(tr.energy[0]))
+            print(f"{name:26s} {'damper' if forces else 'none':>7s} {em * 1e6:9.2f} "
+                  f"{py * 1e6:9.1f} {py / em:7.0f} {rk4p * 1e6:9.2f} {mj * 1e6:8.2f} "
+                  f"{em / mj:7.2f} {rk4p / mj:8.2f} {budget:9.1e}", flush=True)
 
 
 def batch_and_singles(model, Q0, V0, dt, t_final):
@@ -154,6 +189,8 @@ def mujoco_state(model, q0, v0):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="0.2 s runs instead of 1 s")
+    ap.add_argument("--em", action="store_true",
+                    help="only the energy_momentum table on the ball chains (module doc)")
     args = ap.parse_args()
     t_final = 0.2 if args.quick else 1.0
     dt = 1e-3
@@ -166,6 +203,10 @@ def main() -> None:
              ("humanoid, floating base", kd.load_robot("humanoid", floating_base=True), None)]
     print(f"kanedyn {kd.__version__}, MuJoCo {mujoco.__version__}; dt = {dt}, {t_final} s; "
           f"load {open('/proc/loadavg').read().split()[:3]}\n")
+    if args.em:
+        em_table(cases[:2], dt, t_final, rng)
+        print(f"\nload {open('/proc/loadavg').read().split()[:3]}")
+        return
     print(f"{'model':26s} {'nv':>3s} {'compiled':>9s} {'+proj':>9s} {'Python':>9s} "
           f"{'Py/comp':>8s} {'MuJoCo':>8s} {'comp/MJ':>8s} {'proj/MJ':>8s}   (µs/step)")
     for name, model, kinds in cases:

@@ -282,3 +282,59 @@ def test_floating_variant_needs_zero_gravity():
     assert method_of(m.with_gravity((0, 0, -9.81)), q0, v0).variant == "projection"
     with pytest.raises(SolverError, match="gravity"):
         method_of(m.with_gravity((0, 0, -9.81)), q0, v0, variant="floating")
+
+
+# ------------------------------------------------------- projection variant, compiled
+
+def _ball_chain():
+    """Two rods on ball joints and a third on a hinge, under gravity."""
+    from kanedyn.model.joints import Spherical
+
+    b = kd.ModelBuilder("ball_chain")
+    rod = np.diag([1.0 / 12.0, 1.0 / 12.0, 1e-2])
+    below = (np.eye(3), (0, 0, -1.0))
+    b.add_body("l1", None, Spherical("b1"), None, 1.0, (0, 0, -0.5), rod)
+    b.add_body("l2", "l1", Spherical("b2"), below, 1.0, (0, 0, -0.5), rod)
+    b.add_body("l3", "l2", Revolute("r3", axis=(0, 1, 0)), below, 0.5, (0, 0, -0.5), rod)
+    m = b.build()
+    return m, kd.random_configuration(m, np.random.default_rng(1)), \
+        np.array([0.5, -1.0, 2.0, 1.0, 0.3, -0.2, 1.5])
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # the compiled loop's fallback warns
+@pytest.mark.parametrize("with_forces", [False, True])
+def test_projection_variant_energy_only_runs_the_compiled_tangent_midpoint(with_forces,
+                                                                            monkeypatch):
+    """On a ball-joint chain under gravity (invariants: the energy alone) the projection
+    variant is the compiled tangent midpoint + project="energy" loop, equal step for step
+    to its Python steps (compiled=False) — with and without force elements (dampers on the
+    balls, a spring, smoothed friction and a sinusoid on the hinge); the budget closes."""
+    import importlib
+
+    from kanedyn import friction
+
+    m, q0, v0 = _ball_chain()
+    forces = None
+    if with_forces:
+        law = friction.Stribeck(Fc=0.05, Fs=0.08, vs=0.05, delta=2.0,
+                                Fv=0.01).smoothed("tanh", 1e-2)
+        forces = [kd.forces.JointDamper("b1", 0.2), kd.forces.JointDamper("b2", 0.1),
+                  kd.forces.JointSpring("r3", 4.0, 0.3), kd.forces.JointFriction("r3", law),
+                  kd.forces.SinusoidalTorque("r3", 0.5, 3.0, phase=0.2)]
+    kw = {"method": "energy_momentum", "dt": 1e-3, "tol": 1e-14, "forces": forces}
+    assert method_of(m, q0, v0).variant == "projection"
+    ref = kd.simulate(m, q0, v0, 0.08, compiled=False, **kw)
+
+    def refuse(*a, **k):
+        raise AssertionError("the compiled loop handed the run to the Python steps")
+
+    monkeypatch.setattr(importlib.import_module("kanedyn.sim.simulate"), "run_fixed", refuse)
+    tr = kd.simulate(m, q0, v0, 0.08, **kw)
+    assert len(tr) == len(ref) == 81 and tr.method == ref.method == "energy_momentum"
+    assert np.abs(tr.q - ref.q).max() <= 1e-12 * np.abs(ref.q).max()
+    assert np.abs(tr.v - ref.v).max() <= 1e-12 * np.abs(ref.v).max()
+    scale = np.abs(ref.energy).max()
+    assert np.abs(tr.work_nc - ref.work_nc).max() <= 1e-13 * scale
+    assert np.abs(tr.budget).max() <= 1e-13 * scale
+    if with_forces:
+        assert abs(ref.work_nc[-1]) > 1e-3 * scale

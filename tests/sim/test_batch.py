@@ -82,8 +82,8 @@ def test_a_single_run_is_the_batch_of_one(monkeypatch):
 
 
 def test_single_runs_the_loop_does_not_take_use_the_python_steps(monkeypatch):
-    """Force elements without a compiled form, and the energy projection with force
-    elements (its target E₀ + W_nc), take the Python steps."""
+    """Force elements without a compiled form take the Python steps (the energy projection
+    with compiled force rows, onto E₀ + W_nc, is the loop's: test_rk4_compiled.py)."""
     from kanedyn.sim import batch
 
     monkeypatch.setattr(batch, "_run_one", lambda *a: pytest.fail("compiled loop taken"))
@@ -91,7 +91,7 @@ def test_single_runs_the_loop_does_not_take_use_the_python_steps(monkeypatch):
     push = kd.forces.JointTorque(lambda t, q, v: [0.1], ["joint2"])
     a = kd.simulate(CHAIN, q0, v0, 0.02, method="rk4", dt=1e-3, forces=[push], progress=False)
     assert abs(a.work_nc[-1]) > 0.0
-    kd.simulate(CHAIN, q0, v0, 0.02, method="rk4", dt=1e-3, forces=_forces(), project="energy",
+    kd.simulate(CHAIN, q0, v0, 0.02, method="rk4", dt=1e-3, forces=[push], project="energy",
                 progress=False)
 
 

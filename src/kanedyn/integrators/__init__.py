@@ -19,7 +19,9 @@ Built in (one file per family; each docstring gives the order and what is conser
   discrete_gradient_compiled.py, with energy_momentum's Gonzalez variant);
 - ``energy_momentum`` — order 2, exact energy and momentum by construction: Lie–midpoint
   (Cayley) for a free body, Gonzalez's discrete gradient for additive chains (cyclic
-  momenta kept); midpoint + projection for the other systems (energy_momentum.py).
+  momenta kept); midpoint + projection for the other systems (energy_momentum.py;
+  onto the energy alone on ball and free joints, the compiled tangent midpoint + energy
+  projection loop of gauss_compiled.py).
 
 A constrained system (capability ``handles_constraints``) asked for ``energy_momentum`` or
 ``avf`` is integrated by constrained_energy_momentum.py (``CONSTRAINED_METHODS``): exact
@@ -37,7 +39,8 @@ energy and exact g(q) = 0.
 
 ``project="energy"`` (or a tuple with ``"momentum"``, ``"angular_momentum"``,
 ``"linear_momentum"``) wraps any fixed-step method in a projection
-(projection.py).
+(projection.py); onto the energy (E₀ + W_nc with force elements) rk4 and midpoint/gauss4
+also project in their compiled loops.
 
 Registering a method
 --------------------

@@ -77,6 +77,13 @@
     ``momentum="auto"`` conserves [L; P] when the system has a free root joint, no gravity
     and no force elements, otherwise only the energy; pass the names explicitly
     (``"momentum"``, ``"angular_momentum"``, ``"linear_momentum"``, a tuple, or ``()``).
+    Projected onto the energy alone, on a Model with ball or free joints (among revolute,
+    prismatic, helical ones; no armature) whose force elements all have compiled rows, it
+    runs in the compiled tangent midpoint + ``project="energy"`` loop of
+    :mod:`.gauss_compiled` — the same algorithm, the same steps to Newton's tolerance
+    (``compiled=False``: the Python steps, its reference). With momentum rows among the
+    invariants (a free root without gravity or forces) it takes the Python steps: the
+    compiled projection has the energy row only.
 """
 
 from __future__ import annotations
@@ -252,15 +259,22 @@ class EnergyMomentum(FixedStepMethod):
     def compiled_run(self, project):
         """The whole run of the ``"gonzalez"`` variant by the compiled loop of
         :mod:`.discrete_gradient_compiled` (a plain Model whose force elements have compiled
-        rows, :mod:`kanedyn.forces.kernel`; same steps to Newton's tolerance), of the
-        ``"lie"`` variant by :mod:`.lie_cayley_compiled`, or None: then these Python
-        steps."""
+        rows, :mod:`kanedyn.forces.kernel`; same steps to Newton's tolerance); of the
+        ``"lie"`` variant by :mod:`.lie_cayley_compiled`; of the ``"projection"`` variant
+        onto the energy alone by the tangent midpoint + energy projection loop of
+        :mod:`.gauss_compiled` (ball and free joints, :func:`.gauss_compiled.tangent_applicable`;
+        the same algorithm, the same steps to Newton's tolerance); or None: then these
+        Python steps."""
         from . import discrete_gradient_compiled as dgc
         from . import rk4_compiled
 
-        if not self.opts["compiled"] or project is not None or self.problem.progress is not None:
+        if not self.opts["compiled"] or project is not None:
             return None
+        if self.variant == "projection":
+            return self._compiled_projection()
         if self.variant == "lie":
+            if self.problem.progress is not None:
+                return None
             from . import lie_cayley_compiled
 
             return rk4_compiled.compiled_or_none(self.name, lie_cayley_compiled.run, self,
@@ -271,6 +285,24 @@ class EnergyMomentum(FixedStepMethod):
         run = functools.partial(dgc.run, cyclic=self.cyclic, carry_p=False)
         return rk4_compiled.compiled_or_none(self.name, run, self.problem, self.name,
                                              dgc.GONZALEZ, NEWTON_TOL, self.opts["maxiter"])
+
+    def _compiled_projection(self):
+        """The ``"projection"`` variant with ``invariants == ("energy",)`` (gravity or force
+        elements: ``momentum="auto"`` gives no momentum) on a Model with ball or free
+        joints: ``_gauss_loop``'s tangent midpoint (z = (ξ, v), q = q₀ ⊕ ξ, the stage
+        equation of :class:`_TangentMidpoint`, solved to the same ``tol``) followed by
+        ``project_energy_standard`` onto E₀ + W_nc, which is :class:`.projection.Projected`'s
+        iteration — the Python variant's step. With momentum rows (a free root without
+        gravity or forces) the Python steps."""
+        from . import gauss_compiled, rk4_compiled
+        from .gauss import REFRESH_AFTER
+
+        if self.invariants != ("energy",) or not gauss_compiled.tangent_applicable(self.problem):
+            return None
+        return rk4_compiled.compiled_or_none(
+            self.name, gauss_compiled.run, self.problem, 1, self.opts["tol"],
+            self.opts["maxiter"], REFRESH_AFTER, "midpoint", True,
+            gauss_compiled.PREDICTOR_STEPS, True, self.name)
 
     def step(self, t, q, v, h):
         if self.variant == "lie":

@@ -711,9 +711,12 @@ def dof_coordinates(model) -> np.ndarray:
 
 
 def run(problem, stages: int, tol: float, maxiter: int, refresh_after: int, name: str,
-        project: bool = False, history: int = PREDICTOR_STEPS, tangent: bool = False):
+        project: bool = False, history: int = PREDICTOR_STEPS, tangent: bool = False,
+        label: str | None = None):
     """The whole run of midpoint (``stages=1``) or gauss4 (2), optionally with the energy
-    projection, in the compiled loop: a Solution, or None to fall back."""
+    projection, in the compiled loop: a Solution, or None to fall back. ``label``: the
+    Solution's method name (default ``name``, with ``+project('energy',)`` if
+    ``project``)."""
     from .base import Solution
 
     s = problem.system
@@ -735,7 +738,8 @@ def run(problem, stages: int, tol: float, maxiter: int, refresh_after: int, name
                 steps, n_steps, every, A, Ainv, b, c, d, float(tol), int(maxiter),
                 int(refresh_after), int(history), bool(project), ptol, pmaxiter,
                 float(problem.blowup), Q, V, W, iters, status)
-    label = f"{name}+project{('energy',)}" if project else name
+    if label is None:
+        label = f"{name}+project{('energy',)}" if project else name
     if status[0] == STATE_GUARD:
         report_state_guard(problem, label, status, Q, V, times)
     if status[0]:

@@ -26,7 +26,9 @@ class RK4(FixedStepMethod):
     stages are those of :mod:`.rk4_compiled`), any other (ball, free, planar joints,
     armature) in :func:`kanedyn.sim.rk4_manifold.rk4_manifold_run`, which takes these
     chart stages (``ξ̇ = J(ξ)⁻¹ v`` by :mod:`kanedyn.sim.chart_kernel`); same steps, less
-    overhead. ``compiled=False`` takes these Python steps.
+    overhead. Both also take ``project="energy"``, with force elements onto E₀ + W_nc
+    (:class:`.projection.Projected`'s target, the springs' potential in E).
+    ``compiled=False`` takes these Python steps.
     """
 
     name = "rk4"

@@ -13,10 +13,10 @@ which integrators may not import); this module holds its integrator parts, on th
 array of a Model:
 
 - the two halves of a classical RK4 step, :func:`rk4_stage_state` and :func:`rk4_update`;
-- the energy projection of :mod:`.projection`, :func:`project_energy`:
-  ``(q, v) = (q̃, ṽ) + λ (∂E/∂q, M ṽ)``, λ by Newton on ``E(q, v) = E₀`` (simplified: the
-  slope at λ = 0, ``|∂E/∂q|² + |Mṽ|²``), with the energy kernel of
-  :mod:`kanedyn.dynamics.energy_kernel` and the CRBA kernel behind ``kd.crba``;
+- :func:`energy_of`, the bodies' energy by the energy kernel of
+  :mod:`kanedyn.dynamics.energy_kernel` (the loop's projection onto ``E = E₀ + W_nc``,
+  with force elements too, is :func:`.gauss_compiled.project_energy_standard`, the
+  compiled midpoint loop's, which is :class:`.projection.Projected`'s iteration);
 - what every compiled loop (this RK4, the discrete gradients of
   :mod:`.discrete_gradient_compiled`) does around its
   steps: the step grid (:func:`step_grid`), the guards (:func:`state_guard`), storing
@@ -31,7 +31,7 @@ import warnings
 import numba as nb
 import numpy as np
 
-from ..dynamics import _compiled, kernels
+from ..dynamics import _compiled
 from ..dynamics.energy_kernel import energy_pass
 
 _compiled.key_cache(__name__)
@@ -64,42 +64,11 @@ def rk4_update(q, v, h, k2q, k3q, k4q, k1v, k2v, k3v, k4v):
 
 @nb.njit(cache=True, nogil=True)
 def energy_of(data, q, v, dT, dV, out) -> float:
-    """E = T + V of the bodies (the energy :func:`project_energy` keeps), by the energy
+    """E = T + V of the bodies (E₀ of the loops' energy projection), by the energy
     kernel; NaN if the kernel refuses the state (the projection then reports it)."""
     if energy_pass(data, q, v, dT, dV, out) != 0:
         return np.nan
     return out[0] + out[1]
-
-
-@nb.njit(cache=True, nogil=True)
-def project_energy(data, q, v, E0, M, dT, dV, out, qs, vs, t1, t2) -> int:
-    """In place, ``(q, v) ← (q, v) + λ (∂E/∂q, M v)`` with ``E(q, v) = E0`` (Hairer, Lubich &
-    Wanner 2006, IV.4, standard projection along ∇E; for (q, v) coordinates ∇_v E = M v).
-    λ by at most 8 Newton steps with the slope at λ = 0, ``|∂E/∂q|² + |M v|²``, until
-    ``|E − E0| ≤ 2e-16 |E0|``. ``qs``, ``vs``, ``t1``, ``t2``: work vectors (nv); returns
-    the kernels' status (0 ok)."""
-    nv = v.shape[0]
-    s = energy_pass(data, q, v, dT, dV, out)
-    s |= kernels.crba1(data, q, M)
-    b = M @ v
-    slope = 0.0
-    for i in range(nv):
-        dT[i] += dV[i]  # a = ∂E/∂q
-        slope += dT[i] * dT[i] + b[i] * b[i]
-    f = out[0] + out[1] - E0
-    lam = 0.0
-    for _ in range(8):
-        lam -= f / slope
-        for i in range(nv):
-            qs[i] = q[i] + lam * dT[i]
-            vs[i] = v[i] + lam * b[i]
-        s |= energy_pass(data, qs, vs, t1, t2, out)
-        f = out[0] + out[1] - E0
-        if abs(f) <= 2e-16 * abs(E0):
-            break
-    q[:] = qs
-    v[:] = vs
-    return s
 
 
 @nb.njit(cache=True, _nrt=False, nogil=True)

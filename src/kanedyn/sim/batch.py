@@ -139,8 +139,10 @@ from ..integrators.gauss_compiled import (
     PREDICTOR_STEPS,
     STATE_GUARD,
     _gauss_loop,
+    _projection_defaults,
     dof_coordinates,
     gather,
+    project_energy_standard,
     tableau,
 )
 from ..integrators.projection import parse_invariants
@@ -151,7 +153,6 @@ from ..integrators.rk4_compiled import (
     compiled_or_none,
     energy_of,
     largest_speed,
-    project_energy,
     rk4_stage_state,
     rk4_update,
     save_sample,
@@ -176,6 +177,8 @@ STOPPED = {NOT_FINITE: "the state became NaN or infinite",
            BLOWUP: "blow-up (speed beyond blowup=)",
            BAD_KERNEL_STATE: "the dynamics kernel reported a bad state",
            4: "the energy projection did not converge"}  # (rk4_manifold.PROJECTION_FAILED)
+#: the projection did not converge (rk4_run, rk4_manifold_run)
+PROJECTION_FAILED = 4
 
 
 @dataclass
@@ -238,8 +241,8 @@ def _power(v, tau_nc):
 
 
 @njit(cache=True, nogil=True)
-def rk4_run(data, P, forces, t0, q0, v0, steps, every, project, blowup, record, Q, V, W, E,
-            status):
+def rk4_run(data, P, forces, t0, q0, v0, steps, every, project, ptol, pmaxiter, blowup, record,
+            Q, V, W, E, status):
     """One run of classical RK4 from (q0, v0) at t0 by the steps ``steps`` (the grid of
     :func:`~kanedyn.integrators.rk4_compiled.step_grid`), on the flat array ``data``:
 
@@ -248,12 +251,16 @@ def rk4_run(data, P, forces, t0, q0, v0, steps, every, project, blowup, record, 
 
     (Hairer, Nørsett & Wanner, Solving ODEs I, II.1.9), a = ABA(q, v, τ) with the joint
     forces of the rows ``P`` (:mod:`kanedyn.forces.kernel`) when ``forces``; then, if
-    ``project``, the energy projection (no forces). Keeps the state after every
-    ``every``-th step and the last in ``Q``, ``V``, ``W`` (and the energy in ``E`` if
-    ``record``), sample 0 the start.
+    ``project``, the energy projection of :class:`~kanedyn.integrators.projection.Projected`
+    onto ``E = E₀ + W_nc`` (the springs' potential in E; ``project_energy_standard`` of
+    :mod:`kanedyn.integrators.gauss_compiled`, tolerance ``ptol`` and ``pmaxiter``
+    iterations as the Python projection's), so that the budget E − E₀ − W_nc closes to
+    round-off. Keeps the state after every ``every``-th step and the last in ``Q``, ``V``,
+    ``W`` (and the energy in ``E`` if ``record``), sample 0 the start.
     Returns the number of samples kept; ``status`` (3,) is left [0, 0, 0], or [code, step
     (from 1), kernel status] of the step at which the state became non-finite, blew up
-    (speed beyond ``blowup (1 + max|v0|)``) or a kernel refused it."""
+    (speed beyond ``blowup (1 + max|v0|)``), a kernel refused it or the projection did not
+    converge (code 4)."""
     nv = v0.shape[0]
     nb = data.shape[0] - 1
     n_steps = steps.shape[0]
@@ -265,7 +272,12 @@ def rk4_run(data, P, forces, t0, q0, v0, steps, every, project, blowup, record, 
     summary = np.empty(11)
     # for the projection: M, ∂T/∂q, ∂V/∂q, the energy kernel's output, work vectors
     M, dT, dV, out = np.empty((nv, nv)), np.empty(nv), np.empty(nv), np.empty(8)
-    E0 = energy_of(data, q, v, dT, dV, out) if project else 0.0
+    iqd, qd = np.arange(nv), np.empty(nv)  # additive 1-DOF joints: speed j's coordinate q[j]
+    E0 = 0.0
+    if project:
+        E0 = energy_of(data, q, v, dT, dV, out)
+        if forces:
+            E0 += spring_potential(P, q)
     vmax0 = largest_speed(v)
     status[:] = 0
     w = 0.0
@@ -289,11 +301,21 @@ def rk4_run(data, P, forces, t0, q0, v0, steps, every, project, blowup, record, 
         k4w = _power(k4q, tau_nc) if forces else 0.0
         rk4_update(q, v, h, k2q, k3q, k4q, k1v, k2v, k3v, k4v)
         w += (h / 6) * (k1w + 2 * k2w + 2 * k3w + k4w)
-        if project:
-            s |= project_energy(data, q, v, E0, M, dT, dV, out, qs, k4q, k1v, k2v)
+        p = 0
+        if project and s == 0:
+            s |= K.crba1(data, q, M)
+            if s == 0:
+                # onto E = E0 + W_nc, as Projected (k4q, k1v, k2v, k3v: work vectors)
+                p, _ = project_energy_standard(data, P, forces, iqd, False, q, v, E0 + w, E0,
+                                               M, ptol, pmaxiter, dT, dV, out, k4q, k1v,
+                                               k2v, k3v, qd)
         code = state_guard(q, v, vmax0, blowup)
         if code != NOT_FINITE and s != 0:  # (the order of run_fixed's checks)
             code = BAD_KERNEL_STATE
+        elif code != NOT_FINITE and p == BAD_STATE:
+            code = BAD_KERNEL_STATE
+        elif code == 0 and p != 0:
+            code = PROJECTION_FAILED
         if code != 0:
             status[0], status[1], status[2] = code, n + 1, s
             return k
@@ -375,9 +397,11 @@ def _rk4_batch(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status
                              False, np.inf, True, outQ[k], outV[k], outW[k], outE[k],
                              status[k])
     else:
+        ptol, pmaxiter = _projection_defaults()
+
         def run(k: int) -> None:
-            rk4_run(D[k], P[k], forces, 0.0, Q0[k], V0[k], steps, every, False, np.inf, True,
-                    outQ[k], outV[k], outW[k], outE[k], status[k])
+            rk4_run(D[k], P[k], forces, 0.0, Q0[k], V0[k], steps, every, False, ptol,
+                    pmaxiter, np.inf, True, outQ[k], outV[k], outW[k], outE[k], status[k])
     each_run(Q0.shape[0], run)
 
 
@@ -826,9 +850,9 @@ def run_rk4(compiled: bool, problem, forces, project) -> Solution | None:
     system that is not a Model (neither ``compiled_step``, a Model with additive
     coordinates and no armature, for this loop, nor ``compiled_manifold_step``, any other
     Model, for :func:`kanedyn.sim.rk4_manifold.rk4_manifold_run`), force elements the
-    loops do not take (or springs and friction on joints of several speeds), a projection
-    onto anything but the energy, or the energy projection with force elements (its target
-    E₀ + W_nc and the springs' potential are the Python projection's)."""
+    loops do not take (or springs and friction on joints of several speeds), or a
+    projection onto anything but the energy (the energy projection, with force elements
+    onto E₀ + W_nc with the springs' potential in E, is the loops')."""
     model = getattr(problem.system, "compiled_step", None)
     run = _run_one
     if model is None:  # ball, free, planar joints, armature: the manifold loop
@@ -839,7 +863,7 @@ def run_rk4(compiled: bool, problem, forces, project) -> Solution | None:
         return None
     invariants = None if project is None else parse_invariants(project)
     forces = list(forces or ())
-    if invariants not in (None, ("energy",)) or (invariants and forces):
+    if invariants not in (None, ("energy",)):
         return None
     P, why = force_rows(model, forces)
     if why is not None:
@@ -855,10 +879,11 @@ def _run_one(problem, model: Model, P: NDArray, project: bool, name: str) -> Sol
     V = np.empty((len(keep), model.nv))
     W = np.empty(len(keep))
     status = np.zeros(3, dtype=np.int64)
+    ptol, pmaxiter = _projection_defaults()
     k = rk4_run(flatten(model).data, P, has_forces(P), float(problem.t0),
                 np.ascontiguousarray(problem.q0, float), np.ascontiguousarray(problem.v0, float),
-                steps, every, project, float(problem.blowup), False, Q, V, W, np.empty(0),
-                status)
+                steps, every, project, ptol, pmaxiter, float(problem.blowup), False, Q, V, W,
+                np.empty(0), status)
     if status[0]:
         raise_stopped(name, status, times, Q[k - 1], V[k - 1])
     return Solution(times[keep], Q, V, W, {"newton_iterations": np.zeros(n_steps, np.int32)},

@@ -15,12 +15,14 @@ start (Munthe-Kaas's RKMK with the classical tableau):
 joint's compiled ``integrate`` (:mod:`.configuration_kernel`, quaternions renormalised),
 the dynamics by the ABA kernel (armature included). The work W_nc of the joint forces is
 a third state ``ẇ = vᵀ τ_nc`` with the same stages. The energy projection
-(``project="energy"``, no force elements) is the Python
+(``project="energy"``, with or without force elements) is the Python
 :class:`~kanedyn.integrators.projection.Projected`'s, step for step:
 ``(q, v) = (q̃ ⊕ λ ∂E/∂q, ṽ + λ M ṽ)`` with λ by
-simplified Newton (slope ``|∂E/∂q|² + |Mṽ|²`` at q̃), until ``|E − E₀| ≤ 4e-15 (1 + |E₀|)``
-(at most 20 iterations; accepted at ``1e-13 (1 + |E₀|)``, else a failure), E = T + V with
-the rotors' ½ Σ J v² (:func:`~kanedyn.dynamics.energy_kernel.energy_terms`).
+simplified Newton (slope ``|∂E/∂q|² + |Mṽ|²`` at q̃), until ``|E − E₀ − W_nc| ≤ 4e-15
+(1 + |E₀|)`` (at most 20 iterations; accepted at ``1e-13 (1 + |E₀|)``, else a failure),
+E = T + V with the rotors' ½ Σ J v² (:func:`~kanedyn.dynamics.energy_kernel.energy_terms`)
+and the springs' potential (∂E/∂q with their k (q − q_rest)); W_nc the RK4 quadrature
+above, so that the budget E − E₀ − W_nc closes to round-off.
 
 Joint forces are the rows of :mod:`kanedyn.forces.kernel`
 (:func:`~kanedyn.forces.kernel.joint_forces`, at the stages' times), read per speed: a
@@ -39,7 +41,7 @@ from ..dynamics import _compiled
 from ..dynamics import kernels as K
 from ..dynamics.energy_kernel import energy_terms
 from ..dynamics.flat import flatten
-from ..forces.kernel import has_forces, joint_forces, spring_potential
+from ..forces.kernel import has_forces, joint_forces, spring_gradient_add, spring_potential
 from ..integrators.base import Solution
 from ..integrators.rk4_compiled import (
     BAD_KERNEL_STATE,
@@ -108,16 +110,25 @@ def _chart_point(data, q, v, c, kx, kv, xi, qs, vs):
 
 
 @njit(cache=True, nogil=True)
-def project_energy_manifold(data, q, v, E0, M, dT, dV, out, qs, vs, dq, b) -> int:
-    """In place, ``(q, v) ← (q ⊕ λ ∂E/∂q, v + λ M v)`` with ``E = E0``: the Python
-    projection's Newton iteration (module doc). ``qs`` (nq), ``vs``, ``dq``, ``b`` (nv)
+def project_energy_manifold(data, P, iq_of_dof, forces, q, v, target, E0, M, dT, dV, out, qs,
+                            vs, dq, b, qd) -> int:
+    """In place, ``(q, v) ← (q ⊕ λ ∂E/∂q, v + λ M v)`` with ``E = target`` (E₀ + W_nc; E0
+    the initial energy, for the scale): the Python projection's Newton iteration (module
+    doc); with the force rows P (``forces``) E includes the springs' potential (their
+    coordinates located by ``iq_of_dof``). ``qs`` (nq), ``vs``, ``dq``, ``b``, ``qd`` (nv)
     work vectors; returns 0, a kernel's status, or :data:`PROJECTION_FAILED`."""
     nv = v.shape[0]
     s = energy_terms(data, q, v, dT, dV, out)
     s |= K.crba1(data, q, M)
     slope = 0.0
+    G = out[0] + out[1] - target
     for i in range(nv):
         dq[i] = dT[i] + dV[i]
+    if forces:
+        _gather(iq_of_dof, q, qd)
+        spring_gradient_add(P, qd, 1.0, dq)
+        G += spring_potential(P, qd)
+    for i in range(nv):
         slope += dq[i] * dq[i]
     for i in range(nv):  # b = M v
         bi = 0.0
@@ -125,7 +136,6 @@ def project_energy_manifold(data, q, v, E0, M, dT, dV, out, qs, vs, dq, b) -> in
             bi += M[i, j] * v[j]
         b[i] = bi
         slope += bi * bi
-    G = out[0] + out[1] - E0
     scale = 1.0 + abs(E0)
     lam = 0.0
     for _ in range(20):
@@ -135,7 +145,10 @@ def project_energy_manifold(data, q, v, E0, M, dT, dV, out, qs, vs, dq, b) -> in
             vs[i] = v[i] + b[i] * lam
         integrate_into(data, q, dT, 1.0, qs)
         s |= energy_terms(data, qs, vs, dT, dV, out)
-        G = out[0] + out[1] - E0
+        G = out[0] + out[1] - target
+        if forces:
+            _gather(iq_of_dof, qs, qd)
+            G += spring_potential(P, qd)
         if abs(G) <= 4e-15 * scale:
             break
     if not abs(G) <= 1e-13 * scale:
@@ -169,6 +182,9 @@ def rk4_manifold_run(data, P, iq_of_dof, forces, t0, q0, v0, steps, every, proje
     if project:
         energy_terms(data, q, v, dT, dV, out)
         E0 = out[0] + out[1]
+        if forces:
+            _gather(iq_of_dof, q, qd)
+            E0 += spring_potential(P, qd)
     vmax0 = largest_speed(v)
     status[:] = 0
     w = 0.0
@@ -208,7 +224,9 @@ def rk4_manifold_run(data, P, iq_of_dof, forces, t0, q0, v0, steps, every, proje
         q[:] = qs
         w += (h / 6) * (k1w + 2 * k2w + 2 * k3w + k4w)
         if project:
-            s |= project_energy_manifold(data, q, v, E0, M, dT, dV, out, qs, vs, xi, b)
+            # onto E = E0 + W_nc, as Projected
+            s |= project_energy_manifold(data, P, iq_of_dof, forces, q, v, E0 + w, E0, M, dT,
+                                         dV, out, qs, vs, xi, b, qd)
         code = state_guard(q, v, vmax0, blowup)
         if code != NOT_FINITE and s == PROJECTION_FAILED:
             code = PROJECTION_FAILED
