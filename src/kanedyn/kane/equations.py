@@ -43,7 +43,8 @@ def udot_symbol(u) -> sp.Symbol:
     return sp.Symbol(f"{_name(u)}_dot")
 
 
-def kanes_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsOfMotion:
+def kanes_equations(system: KaneSystem, *, simplify: bool = False,
+                    active_forces: bool = False) -> EquationsOfMotion:
     """Kane's equations ``F̃_r + F̃_r* = 0`` of ``system`` as ``M u̇ = forcing``.
 
     The derivation never forms a whole expression (see :mod:`kanedyn.kane.intermediates`):
@@ -70,6 +71,11 @@ def kanes_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsO
     comparison with other derivations); code generation and :func:`kane.linearize`
     work on them as they are. ``simplify=True`` expands and runs ``sympy.simplify``
     on M, forcing and the reactions (small systems only).
+
+    ``active_forces=True`` (the index-3 form, :func:`index3_equations`) also keeps the
+    generalized active forces of the loads, ``F_r = Σ_loads v_r·F (ω_r·T)`` (plus the
+    generalized forces τ), for every true speed, bound on their own, in
+    ``eom.active_forces``: what the non-conservative forces F_nc = F_r + ∂V/∂q are made of.
     """
     kin = kinematics(system, accelerations=False)
     _check_load_symbols(system)
@@ -184,6 +190,7 @@ def kanes_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsO
 
     reactions = [conv(x) for x in system.reactions]
     F_R = [[sp.S.Zero] * len(reactions) for _ in range(ns)]   # coefficients of reactions
+    F_act = [sp.S.Zero] * ns                  # F_r of the loads alone (active_forces=True)
     for li, (parts, load) in enumerate(kin.loads):
         W = _load_frame(load, parts)
         vec = [conv(x) for x in load.vector.to_matrix(W)] if load.vector.args else [_ZERO] * 3
@@ -194,6 +201,8 @@ def kanes_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsO
         vec = rec.vec(vec, f"load{li}")
         for r in range(ns):
             f_full[r] += _dot3(pr[r], vec)
+            if active_forces:
+                F_act[r] += _dot3(pr[r], vec)
             for k in range(len(reactions)):
                 F_R[r][k] += _dot3(pr[r], coeff[k])
     for r in range(ns):
@@ -240,6 +249,14 @@ def kanes_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsO
         if taken:
             raise SymbolicError(f"generalized_forces: the system already uses {sorted(taken)[0]}")
         forcing += sp.Matrix(tau)
+    Fa = None
+    if active_forces:
+        if dep:
+            raise SymbolicError("active_forces: the generalized active forces are kept for "
+                                "all speeds (the index-3 form), not reduced ones")
+        Fa = sp.Matrix([rec(F_act[r], f"Fa_{r}") for r in range(n)])
+        if tau:
+            Fa += sp.Matrix(tau)
 
     qdot = kin.qdot.applyfunc(conv)
     # E = K + V, V the potential of the loads that are not inputs or reactions (which,
@@ -253,6 +270,7 @@ def kanes_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsO
 
     eom = _result(system, plain, rec, ind, qdot, M, forcing, auxiliary, (energy, K, V), tau,
                   dep_symbols)
+    eom.active_forces = Fa
     if dep:  # the constraints as given, u_dep by its intermediate: their residual
         eom.velocity_constraints = [conv(c) for c in kin.constraints]
     if simplify:
@@ -293,7 +311,7 @@ def index3_equations(system: KaneSystem, *, simplify: bool = False) -> Equations
             "beyond the rates of g(q) = 0 are nonholonomic, which the index-3 form does "
             "not take (simulate the eliminated equations: rk4, avf, RK45)")
     eom = kanes_equations(replace(system, u_dependent=(), velocity_constraints=()),
-                          simplify=simplify)
+                          simplify=simplify, active_forces=True)
     if eom.nq != eom.nu or any(sp.expand(a - b) != 0
                                for a, b in zip(eom.qdot, eom.u, strict=True)):
         k = next((i for i, (a, b) in enumerate(zip(eom.qdot, eom.u, strict=False))
