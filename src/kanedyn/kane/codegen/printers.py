@@ -69,7 +69,7 @@ SIGNATURES = {
 INDEX3_SIGNATURES = {
     "hamiltonian_terms": (("q", "u", "t"), ("kinetic_gradient", "potential_gradient")),
     "constraint_rows": (("q", "u", "t"), ("constraint_jacobian", "constraint_bias")),
-    # F_nc = F_r + ∂V/∂q: the loads (and inputs) that are not in V
+    # F_nc: Kane's F_r of the loads (and inputs) that are not in V
     "nonconservative_forces": (("q", "u", "tau", "t"), ("nonconservative_forces",)),
 }
 OUTPUT_ARRAYS = {"mass_matrix": "M", "forcing": "F", "qdot": "qd", "energy": "E",
@@ -693,8 +693,8 @@ def c_source(low: Lowered, prefix: str = "", max_statements: int | None = None) 
         *(["  hamiltonian_terms(q, u, t, dTq, dVq)  dT/dq at fixed u, dV/dq (index-3 form)",
            "  constraint_rows(q, u, t, Gfull, gb)  dg/dq (l*nq, row-major), gamma of "
            "G du/dt = gamma",
-           "  nonconservative_forces(q, u, tau, t, Fnc)  Fnc: nu, F_r + dV/dq, the loads not "
-           "in V"] if "kinetic_gradient" in low.outputs else []),
+           "  nonconservative_forces(q, u, tau, t, Fnc)  Fnc: nu, F_r of the loads not in V "
+           "(dampers, motors, inputs)"] if "kinetic_gradient" in low.outputs else []),
         "Every function returns 0, or 1 if an input is not finite, 2 + k if quaternion k",
         "is off unit norm by more than " + repr(QUAT_TOL) + " (quaternions are normalised),",
         "-1 (forward_dynamics) if M is not positive definite.",

@@ -10,7 +10,8 @@ energies, q_dot, integrate_configuration, on one state or a batch, with the inpu
 checks of the Model's algorithms; for the index-3 form
 (:func:`kanedyn.kane.index3_equations`) ``hamiltonian_terms``, ``constraint_rows`` and
 ``nonconservative_forces``, and for a system with configuration constraints
-``index3_form()``, which derives and compiles that form. Integrators and ``kd.simulate`` take it as they take a Model.
+``index3_form()``, which derives and compiles that form. Integrators and ``kd.simulate``
+take it as they take a Model.
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ class CompiledSystem:
         self.dependent_speed_names = [str(x) for x in eom.dependent_speeds]
         self.speed_names = [str(x) for x in eom.u]
         self.coordinate_names = [str(x) for x in eom.q]
+        self.input_names = [str(x) for x in eom.inputs]
         self.q_dependent = [list(eom.q).index(x) for x in eom.q_dependent]
         self.n_configuration_constraints = len(low.outputs["configuration_residual"])
         self.n_velocity_constraints = len(low.outputs["velocity_residual"])
@@ -426,6 +428,13 @@ class Index3CompiledSystem(CompiledSystem):
     the integrators read ``hamiltonian_terms`` as a capability (``hasattr``): a system
     without them takes their other paths."""
 
+    def __init__(self, low: Lowered, backend: str):
+        super().__init__(low, backend)
+        #: F_nc is not identically zero: some load is outside V (a damper, a motor, an
+        #: input) or there are generalized forces τ
+        self.has_nonconservative_forces = any(
+            e != 0 for e in low.outputs["nonconservative_forces"])
+
     def hamiltonian_terms(self, q: ArrayLike, v: ArrayLike,
                           t: float = 0.0) -> tuple[NDArray, NDArray]:
         """(∂T/∂q at fixed u, ∂V/∂q): the symbolic derivatives of the kinetic and the
@@ -447,8 +456,9 @@ class Index3CompiledSystem(CompiledSystem):
 
     def nonconservative_forces(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike | None = None,
                                t: float = 0.0) -> NDArray:
-        """F_nc(q, u, τ, t) = F_r + ∂V/∂q: the generalized active forces of the loads (and
-        inputs τ) less their conservative part −∂V/∂q, generated, so that
+        """F_nc(q, u, τ, t): Kane's generalized active forces F_r of the loads that are not
+        in V (those in the speeds, the time or the inputs: dampers, motors) and the
+        generalized forces τ, generated, so that
         ``forcing = ∂T/∂q − (∂(M u)/∂q) u − ∂V/∂q + F_nc``."""
         T = self._zeros_tau if tau is None else self._arr(tau, self.ninputs, "tau")
         (F,) = self._eval("nonconservative_forces", [self._arr(q, self.nq, "q"),
