@@ -133,6 +133,13 @@ def test_what_the_index3_form_needs(four_bar):
                                               r"the loads in q alone"):
         kd.simulate(cs, start.q, start.v[:1], 0.01, method="energy_momentum", dt=1e-3,
                     progress=False)
+    # a constant torque on the crank is a load in q alone: conservative, so its potential
+    # −tm q1 belongs in V; without it, the crank's equation is named
+    tm = sp.Symbol("tm")
+    cs = replace(system, loads=[*system.loads, (info["A"], tm * info["N"].z)]).derive() \
+        .compile("numpy", parameters={**values, "tm": 0.5})
+    with pytest.raises(ConstraintError, match=r"speed u1 differs by 0.5\b"):
+        KaneConstrainedSystem(cs)
     # an input (a specified torque on the crank) whose values this path is not given
     T1 = sp.Symbol("T1")
     driven = replace(system, loads=[*system.loads, (info["A"], T1 * info["N"].z)],
