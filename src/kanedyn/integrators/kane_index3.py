@@ -32,9 +32,17 @@ so that its energy is the compiled system's — with the index-3 run's records i
 ``avf`` on such a system takes this path when the index-3 form can be formed (q̇ = u,
 T and V known, the equations derived from a KaneSystem); otherwise it keeps the eliminated
 AVF of :mod:`.eliminated` (``stats["form"] = "eliminated"``). ``energy_momentum`` has only
-this path, and says what is missing. Force elements (``forces=``) are refused: the index-3
-form has its loads in its equations, and the energy methods take conservative loads only
-(checked at the start).
+this path, and says what is missing.
+
+Loads: the conservative ones (in q alone: gravity, springs) through V; those in the speeds,
+the time or the inputs (dampers, motors) through their work — their generalized active
+forces F_nc are generated with the index-3 form
+(:meth:`~kanedyn.constraints.KaneConstrainedSystem.nonconservative_forces`) and the step
+takes them at its midpoint, so that E − E0 − W_nc closes to round-off (``work_nc``). At the
+start, Lagrange's equations forcing = ∂T/∂q − (∂(M u)/∂q) u − ∂V/∂q + F_nc are checked at
+random states (a V that is not the loads' potential names the speed). Force elements
+(``forces=``) are refused: the index-3 form has its loads in its equations. A system with
+inputs is refused too: this path is given no values for them.
 """
 
 from __future__ import annotations
@@ -79,7 +87,8 @@ def run(problem: Problem, method: str, cs, **options) -> Solution:
         raise SolverError(
             f"simulate: method {method!r} on {s.name!r} integrates its index-3 form, whose "
             "loads are in its equations: force elements (forces=) are not taken; put them "
-            "in the KaneSystem's loads, with their potential in potential_energy")
+            "in the KaneSystem's loads (a spring's potential in potential_energy; a damper "
+            "or a motor, in u or t, enters through its work)")
     if problem.dt is None:
         raise StateError(f"simulate: method {method!r} is a fixed-step method; give dt")
     v0 = cs.all_speeds(problem.q0, problem.v0)

@@ -84,6 +84,12 @@ class EquationsOfMotion:
     #: the compiled code then adds ∂T/∂q, ∂V/∂q (``hamiltonian_terms``), ∂g/∂q and
     #: γ = −(∂(∂g/∂q u)/∂q) u (``constraint_rows``)
     index3: bool = False
+    #: the index-3 form's non-conservative generalized forces F_nc (len(u) x 1, in q, u,
+    #: inputs, t and the intermediates): Kane's F_r of the loads that depend on the speeds,
+    #: the time or the inputs (dampers, motors), plus the generalized forces τ; the other
+    #: loads are in V, so that forcing = ∂T/∂q − (∂(M u)/∂q) u − ∂V/∂q + F_nc. Compiled
+    #: as ``nonconservative_forces``. None outside the index-3 form
+    nonconservative_forces: sp.Matrix | None = None
 
     @property
     def nq(self) -> int:
@@ -112,6 +118,9 @@ class EquationsOfMotion:
                        auxiliary={k: sub(v) for k, v in self.auxiliary.items()},
                        dependent_speeds={k: sub(v) for k, v in self.dependent_speeds.items()},
                        velocity_constraints=[sub(c) for c in self.velocity_constraints],
+                       nonconservative_forces=(
+                           None if self.nonconservative_forces is None
+                           else self.nonconservative_forces.xreplace(env)),
                        intermediates=[])
 
     def operation_count(self, which=("mass_matrix", "forcing"),

@@ -43,7 +43,8 @@ def udot_symbol(u) -> sp.Symbol:
     return sp.Symbol(f"{_name(u)}_dot")
 
 
-def kanes_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsOfMotion:
+def kanes_equations(system: KaneSystem, *, simplify: bool = False,
+                    nonconservative: bool = False) -> EquationsOfMotion:
     """Kane's equations ``F̃_r + F̃_r* = 0`` of ``system`` as ``M u̇ = forcing``.
 
     The derivation never forms a whole expression (see :mod:`kanedyn.kane.intermediates`):
@@ -70,6 +71,13 @@ def kanes_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsO
     comparison with other derivations); code generation and :func:`kane.linearize`
     work on them as they are. ``simplify=True`` expands and runs ``sympy.simplify``
     on M, forcing and the reactions (small systems only).
+
+    ``nonconservative=True`` (the index-3 form, :func:`index3_equations`) also keeps, in
+    ``eom.nonconservative_forces``, the generalized active forces of the loads that depend
+    on the speeds, the time or the inputs (dampers, motors, controllers), plus the
+    generalized forces τ: ``F_nc,r = Σ_{such loads} v_r·F (ω_r·T) + τ_r`` for every true
+    speed. Those loads are outside V; every other load (a function of q alone: gravity,
+    springs) is taken as conservative, its −∂V/∂q in ``potential_energy``.
     """
     kin = kinematics(system, accelerations=False)
     _check_load_symbols(system)
@@ -184,6 +192,9 @@ def kanes_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsO
 
     reactions = [conv(x) for x in system.reactions]
     F_R = [[sp.S.Zero] * len(reactions) for _ in range(ns)]   # coefficients of reactions
+    F_nc = [sp.S.Zero] * ns                   # F_r of the non-conservative loads
+    moving = ({plain.map.get(s, s) for s in (*system.u, *system.u_auxiliary)} | {sp.Symbol("t")}
+              | {plain.map.get(s, s) for s in system.inputs})
     for li, (parts, load) in enumerate(kin.loads):
         W = _load_frame(load, parts)
         vec = [conv(x) for x in load.vector.to_matrix(W)] if load.vector.args else [_ZERO] * 3
@@ -191,9 +202,12 @@ def kanes_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsO
             coeff = [[sp.diff(x, R) for x in vec] for R in reactions]
             vec = [x.xreplace({R: 0 for R in reactions}) for x in vec]
         pr = [express(x, W, f"p{li}_{r}") for r, x in enumerate(parts)]
+        nc_load = nonconservative and any(sp.sympify(x).free_symbols & moving for x in vec)
         vec = rec.vec(vec, f"load{li}")
         for r in range(ns):
             f_full[r] += _dot3(pr[r], vec)
+            if nc_load:
+                F_nc[r] += _dot3(pr[r], vec)
             for k in range(len(reactions)):
                 F_R[r][k] += _dot3(pr[r], coeff[k])
     for r in range(ns):
@@ -240,6 +254,14 @@ def kanes_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsO
         if taken:
             raise SymbolicError(f"generalized_forces: the system already uses {sorted(taken)[0]}")
         forcing += sp.Matrix(tau)
+    Fnc = None
+    if nonconservative:
+        if dep:
+            raise SymbolicError("nonconservative: the non-conservative forces are kept for "
+                                "all speeds (the index-3 form), not reduced ones")
+        Fnc = sp.Matrix([rec(F_nc[r], f"Fnc_{r}") for r in range(n)])
+        if tau:
+            Fnc += sp.Matrix(tau)
 
     qdot = kin.qdot.applyfunc(conv)
     # E = K + V, V the potential of the loads that are not inputs or reactions (which,
@@ -253,6 +275,7 @@ def kanes_equations(system: KaneSystem, *, simplify: bool = False) -> EquationsO
 
     eom = _result(system, plain, rec, ind, qdot, M, forcing, auxiliary, (energy, K, V), tau,
                   dep_symbols)
+    eom.nonconservative_forces = Fnc
     if dep:  # the constraints as given, u_dep by its intermediate: their residual
         eom.velocity_constraints = [conv(c) for c in kin.constraints]
     if simplify:
@@ -293,7 +316,7 @@ def index3_equations(system: KaneSystem, *, simplify: bool = False) -> Equations
             "beyond the rates of g(q) = 0 are nonholonomic, which the index-3 form does "
             "not take (simulate the eliminated equations: rk4, avf, RK45)")
     eom = kanes_equations(replace(system, u_dependent=(), velocity_constraints=()),
-                          simplify=simplify)
+                          simplify=simplify, nonconservative=True)
     if eom.nq != eom.nu or any(sp.expand(a - b) != 0
                                for a, b in zip(eom.qdot, eom.u, strict=True)):
         k = next((i for i, (a, b) in enumerate(zip(eom.qdot, eom.u, strict=False))

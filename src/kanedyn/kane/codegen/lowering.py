@@ -10,7 +10,8 @@ flat outputs M (lower triangle when it is symmetric), forcing, q̇, the energies
 for a system with eliminated constraints, the dependent speeds and the constraint
 residuals (:func:`_constraint_outputs`); for the index-3 form (``eom.index3``,
 :func:`kanedyn.kane.index3_equations`) also ∂T/∂q, ∂V/∂q (:func:`gradients`, the chain rule
-through the definitions), ∂g/∂q and γ (:func:`_index3_outputs`).
+through the definitions), ∂g/∂q, γ and the non-conservative forces F_nc
+(:func:`_index3_outputs`).
 It does, in order:
 
 1. substitute the parameter values and propagate them through the intermediates
@@ -213,7 +214,10 @@ def _index3_outputs(eom, defs: list, subs: dict, outputs: dict) -> list:
       rule through the definitions (forward mode, :func:`gradients`: each derivative of a
       definition bound to a new one, nothing expanded);
     - ``constraint_jacobian`` ∂g/∂q (l x nq, row-major) and ``constraint_bias``
-      γ = −(∂(G u)/∂q) u, the right side of G u̇ = γ (g is a plain expression in q)."""
+      γ = −(∂(G u)/∂q) u, the right side of G u̇ = γ (g is a plain expression in q);
+    - ``nonconservative_forces`` F_nc (``eom.nonconservative_forces``): Kane's F_r of the
+      loads that are not in V (dampers, motors, inputs), so that
+      forcing = ∂T/∂q − (∂(M u)/∂q) u − ∂V/∂q + F_nc."""
     if outputs["energy"] == [] or len(outputs["energy"]) != 3:
         raise SymbolicError(f"{eom.name!r}: the index-3 form needs the kinetic and the "
                             "potential energy separately")
@@ -232,6 +236,12 @@ def _index3_outputs(eom, defs: list, subs: dict, outputs: dict) -> list:
     outputs["potential_gradient"] = dV
     outputs["constraint_jacobian"] = [_exact_integers(e) for row in G for e in row]
     outputs["constraint_bias"] = gam
+    Fnc = getattr(eom, "nonconservative_forces", None)
+    if Fnc is None:
+        raise SymbolicError(f"{eom.name!r}: the index-3 form needs its non-conservative "
+                            "forces (kane.index3_equations keeps them)")
+    outputs["nonconservative_forces"] = [_exact_integers(sp.sympify(f).xreplace(subs))
+                                         for f in Fnc]
     return new
 
 

@@ -69,12 +69,15 @@ SIGNATURES = {
 INDEX3_SIGNATURES = {
     "hamiltonian_terms": (("q", "u", "t"), ("kinetic_gradient", "potential_gradient")),
     "constraint_rows": (("q", "u", "t"), ("constraint_jacobian", "constraint_bias")),
+    # F_nc: Kane's F_r of the loads (and inputs) that are not in V
+    "nonconservative_forces": (("q", "u", "tau", "t"), ("nonconservative_forces",)),
 }
 OUTPUT_ARRAYS = {"mass_matrix": "M", "forcing": "F", "qdot": "qd", "energy": "E",
                  "dependent_speeds": "ud", "configuration_residual": "rg",
                  "velocity_residual": "rv", "configuration_jacobian": "Gq",
                  "kinetic_gradient": "dTq", "potential_gradient": "dVq",
-                 "constraint_jacobian": "Gfull", "constraint_bias": "gb"}
+                 "constraint_jacobian": "Gfull", "constraint_bias": "gb",
+                 "nonconservative_forces": "Fnc"}
 
 
 def signatures(low: Lowered) -> dict:
@@ -689,7 +692,9 @@ def c_source(low: Lowered, prefix: str = "", max_statements: int | None = None) 
         "  configuration_jacobian(q, t, Gq)  Gq: dg/dq_dep (row-major), for a projection",
         *(["  hamiltonian_terms(q, u, t, dTq, dVq)  dT/dq at fixed u, dV/dq (index-3 form)",
            "  constraint_rows(q, u, t, Gfull, gb)  dg/dq (l*nq, row-major), gamma of "
-           "G du/dt = gamma"] if "kinetic_gradient" in low.outputs else []),
+           "G du/dt = gamma",
+           "  nonconservative_forces(q, u, tau, t, Fnc)  Fnc: nu, F_r of the loads not in V "
+           "(dampers, motors, inputs)"] if "kinetic_gradient" in low.outputs else []),
         "Every function returns 0, or 1 if an input is not finite, 2 + k if quaternion k",
         "is off unit norm by more than " + repr(QUAT_TOL) + " (quaternions are normalised),",
         "-1 (forward_dynamics) if M is not positive definite.",

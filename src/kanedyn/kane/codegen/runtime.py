@@ -8,9 +8,10 @@ for one backend, builds or loads them from the cache, and wraps the result in a
 :class:`CompiledSystem`: mass_matrix, forcing, nonlinear_effects, forward_dynamics,
 energies, q_dot, integrate_configuration, on one state or a batch, with the input
 checks of the Model's algorithms; for the index-3 form
-(:func:`kanedyn.kane.index3_equations`) ``hamiltonian_terms`` and ``constraint_rows``, and
-for a system with configuration constraints ``index3_form()``, which derives and compiles
-that form. Integrators and ``kd.simulate`` take it as they take a Model.
+(:func:`kanedyn.kane.index3_equations`) ``hamiltonian_terms``, ``constraint_rows`` and
+``nonconservative_forces``, and for a system with configuration constraints
+``index3_form()``, which derives and compiles that form. Integrators and ``kd.simulate``
+take it as they take a Model.
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ class CompiledSystem:
         self.dependent_speed_names = [str(x) for x in eom.dependent_speeds]
         self.speed_names = [str(x) for x in eom.u]
         self.coordinate_names = [str(x) for x in eom.q]
+        self.input_names = [str(x) for x in eom.inputs]
         self.q_dependent = [list(eom.q).index(x) for x in eom.q_dependent]
         self.n_configuration_constraints = len(low.outputs["configuration_residual"])
         self.n_velocity_constraints = len(low.outputs["velocity_residual"])
@@ -421,10 +423,17 @@ class CompiledSystem:
 
 class Index3CompiledSystem(CompiledSystem):
     """The compiled index-3 form of a Kane system (:func:`kanedyn.kane.index3_equations`):
-    a :class:`CompiledSystem` with the generated ``hamiltonian_terms`` and
-    ``constraint_rows`` besides. A class of its own, since the integrators read
-    ``hamiltonian_terms`` as a capability (``hasattr``): a system without them takes
-    their other paths."""
+    a :class:`CompiledSystem` with the generated ``hamiltonian_terms``,
+    ``constraint_rows`` and ``nonconservative_forces`` besides. A class of its own, since
+    the integrators read ``hamiltonian_terms`` as a capability (``hasattr``): a system
+    without them takes their other paths."""
+
+    def __init__(self, low: Lowered, backend: str):
+        super().__init__(low, backend)
+        #: F_nc is not identically zero: some load is outside V (a damper, a motor, an
+        #: input) or there are generalized forces τ
+        self.has_nonconservative_forces = any(
+            e != 0 for e in low.outputs["nonconservative_forces"])
 
     def hamiltonian_terms(self, q: ArrayLike, v: ArrayLike,
                           t: float = 0.0) -> tuple[NDArray, NDArray]:
@@ -444,6 +453,18 @@ class Index3CompiledSystem(CompiledSystem):
                                                 self._arr(v, self.nv, "v")], t,
                             [n * self.nq, n])
         return G.reshape(G.shape[:-1] + (n, self.nq)), gam
+
+    def nonconservative_forces(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike | None = None,
+                               t: float = 0.0) -> NDArray:
+        """F_nc(q, u, τ, t): Kane's generalized active forces F_r of the loads that are not
+        in V (those in the speeds, the time or the inputs: dampers, motors) and the
+        generalized forces τ, generated, so that
+        ``forcing = ∂T/∂q − (∂(M u)/∂q) u − ∂V/∂q + F_nc``."""
+        T = self._zeros_tau if tau is None else self._arr(tau, self.ninputs, "tau")
+        (F,) = self._eval("nonconservative_forces", [self._arr(q, self.nq, "q"),
+                                                     self._arr(v, self.nv, "v"), T], t,
+                          [self.nv])
+        return F
 
 
 def compile_eom(eom, backend: str = "numba", parameters: dict | None = None,
