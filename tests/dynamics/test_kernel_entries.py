@@ -117,7 +117,7 @@ def test_each_file_of_the_package_is_keyed_by_the_helpers_it_compiles_in():
     assert package >= {f"{PACKAGE}.{m}" for m in FILES if m != "spatial_rows"}
     assert str(Path(kernels.__file__).resolve()) in _compiled._KEYS
     for consumer in ("kanedyn.dynamics.energy_kernel", "kanedyn.dynamics.derivatives_kernel",
-                     "kanedyn.sim.batch", "kanedyn.integrators.rk4_compiled"):
+                     "kanedyn.sim.batch", "kanedyn.integrators.gauss_compiled"):
         importlib.import_module(consumer)
         assert PACKAGE in _compiled.dependencies(consumer), consumer
 
