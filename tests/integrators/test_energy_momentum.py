@@ -286,25 +286,11 @@ def test_floating_variant_needs_zero_gravity():
 
 # ------------------------------------------------------- projection variant, compiled
 
-def _ball_chain():
-    """Two rods on ball joints and a third on a hinge, under gravity."""
-    from kanedyn.model.joints import Spherical
-
-    b = kd.ModelBuilder("ball_chain")
-    rod = np.diag([1.0 / 12.0, 1.0 / 12.0, 1e-2])
-    below = (np.eye(3), (0, 0, -1.0))
-    b.add_body("l1", None, Spherical("b1"), None, 1.0, (0, 0, -0.5), rod)
-    b.add_body("l2", "l1", Spherical("b2"), below, 1.0, (0, 0, -0.5), rod)
-    b.add_body("l3", "l2", Revolute("r3", axis=(0, 1, 0)), below, 0.5, (0, 0, -0.5), rod)
-    m = b.build()
-    return m, kd.random_configuration(m, np.random.default_rng(1)), \
-        np.array([0.5, -1.0, 2.0, 1.0, 0.3, -0.2, 1.5])
-
-
 @pytest.mark.filterwarnings("error::RuntimeWarning")  # the compiled loop's fallback warns
 @pytest.mark.parametrize("with_forces", [False, True])
 def test_projection_variant_energy_only_runs_the_compiled_tangent_midpoint(with_forces,
-                                                                            monkeypatch):
+                                                                            monkeypatch,
+                                                                            ball_chain):
     """On a ball-joint chain under gravity (invariants: the energy alone) the projection
     variant is the compiled tangent midpoint + project="energy" loop, equal step for step
     to its Python steps (compiled=False) — with and without force elements (dampers on the
@@ -313,7 +299,7 @@ def test_projection_variant_energy_only_runs_the_compiled_tangent_midpoint(with_
 
     from kanedyn import friction
 
-    m, q0, v0 = _ball_chain()
+    m, q0, v0 = ball_chain
     forces = None
     if with_forces:
         law = friction.Stribeck(Fc=0.05, Fs=0.08, vs=0.05, delta=2.0,

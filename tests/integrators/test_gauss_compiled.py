@@ -69,19 +69,6 @@ def test_compiled_equals_python_step_for_step(method, project, case, monkeypatch
     assert 1.5 <= tr.stats["newton_iterations"].mean() <= 8
 
 
-def ball_chain(gravity=(0.0, 0.0, -9.81)):
-    """Two rods on ball joints and a third on a hinge: the tangent form (q = q0 ⊕ ξ)."""
-    b = kd.ModelBuilder("ball_chain", gravity=gravity)
-    rod = np.diag([1.0 / 12.0, 1.0 / 12.0, 1e-2])
-    below = (np.eye(3), (0, 0, -1.0))
-    b.add_body("l1", None, Spherical("b1"), None, 1.0, (0, 0, -0.5), rod)
-    b.add_body("l2", "l1", Spherical("b2"), below, 1.0, (0, 0, -0.5), rod)
-    b.add_body("l3", "l2", Revolute("r3", axis=(0, 1, 0)), below, 0.5, (0, 0, -0.5), rod)
-    m = b.build()
-    return m, kd.random_configuration(m, np.random.default_rng(1)), \
-        np.array([0.5, -1.0, 2.0, 1.0, 0.3, -0.2, 1.5])
-
-
 def floating_chain():
     """A free-floating base (free joint) carrying a hinged rod and a ball-jointed rod."""
     b = kd.ModelBuilder("floating", gravity=(0.0, 0.0, -9.81))
@@ -97,11 +84,11 @@ def floating_chain():
 @pytest.mark.parametrize("method,project", [("midpoint", None), ("gauss4", None),
                                             ("midpoint", "energy")])
 @pytest.mark.parametrize("case", ["ball", "floating"])
-def test_compiled_tangent_form_equals_python(method, project, case, monkeypatch):
+def test_compiled_tangent_form_equals_python(method, project, case, monkeypatch, ball_chain):
     """Ball and free joints: the same 250 steps in tangent coordinates (q = q0 ⊕ ξ, the
     quaternions moved by the exponential map, the free joint by the SE(3) exponential), to
     1e-12 relative; the quaternions stay unit."""
-    m, q0, v0 = ball_chain() if case == "ball" else floating_chain()
+    m, q0, v0 = ball_chain if case == "ball" else floating_chain()
     kw = {"method": method, "dt": 1e-3, "project": project, "tol": 1e-14}
     ref = kd.simulate(m, q0, v0, 0.25, compiled=False, **kw)
     monkeypatch.setattr(simulate_module, "run_fixed", _refuse)
@@ -116,10 +103,10 @@ def test_compiled_tangent_form_equals_python(method, project, case, monkeypatch)
 
 
 @pytest.mark.parametrize("method,order", [("midpoint", 2), ("gauss4", 4)])
-def test_tangent_form_convergence_order(method, order, compiled_only):
+def test_tangent_form_convergence_order(method, order, compiled_only, ball_chain):
     """The ball chain at t = 0.3 s against a gauss4 run at dt/16 (the reference's own error
     is 16⁴ times below the coarsest gauss4 run's): slope of the error = the order."""
-    m, q0, v0 = ball_chain()
+    m, q0, v0 = ball_chain
     ref = kd.simulate(m, q0, v0, 0.3, method="gauss4", dt=0.3 / 480)
     dts = (0.3 / 30, 0.3 / 60, 0.3 / 120) if order == 4 else (0.3 / 60, 0.3 / 120, 0.3 / 240)
     err = []
@@ -233,7 +220,7 @@ def test_blowup_stops_with_time_and_state(method, project, compiled_only):
 
 
 @pytest.mark.parametrize("method", ["midpoint", "gauss4", "verlet"])
-def test_what_the_loops_do_not_take_goes_to_the_python_steps(method):
+def test_what_the_loops_do_not_take_goes_to_the_python_steps(method, ball_chain):
     """A force element without a compiled row (a torque given as a Python function), or
     (verlet) a ball joint: the Python method runs (run_fixed is called), with its own
     results, bit for bit."""
@@ -248,7 +235,7 @@ def test_what_the_loops_do_not_take_goes_to_the_python_steps(method):
     run_fixed = simulate_module.run_fixed
     cases = [(m, q0, v0, spring)]
     if method == "verlet":
-        cases.append((*ball_chain(), None))
+        cases.append((*ball_chain, None))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(simulate_module, "run_fixed", counting)
         for model, q, v, forces in cases:
@@ -309,14 +296,14 @@ def test_compiled_with_force_rows_equals_python_step_for_step(method, project, m
 
 @pytest.mark.parametrize("method,project", [("midpoint", None), ("gauss4", None),
                                             ("midpoint", "energy")])
-def test_compiled_tangent_form_with_forces_equals_python(method, project, monkeypatch):
+def test_compiled_tangent_form_with_forces_equals_python(method, project, monkeypatch, ball_chain):
     """The ball chain with dampers on its ball joints' speeds and a spring, friction and a
     sinusoidal torque on its hinge (whose coordinate follows two quaternions in q): the
     tangent form with the force rows, 100 steps, equals the Python method to round-off,
     W_nc included."""
     from kanedyn import friction
 
-    m, q0, v0 = ball_chain()
+    m, q0, v0 = ball_chain
     law = friction.Stribeck(Fc=0.05, Fs=0.08, vs=0.05, delta=2.0, Fv=0.01).smoothed("tanh", 1e-2)
     forces = [kd.forces.JointDamper("b1", 0.2), kd.forces.JointDamper("b2", 0.1),
               kd.forces.JointSpring("r3", 4.0, 0.3), kd.forces.JointFriction("r3", law),

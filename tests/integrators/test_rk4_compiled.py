@@ -57,49 +57,13 @@ def test_compiled_avf_hands_failures_to_the_python_method():
         kd.simulate(m, [1.0, 0.0], [0.0, 1.0], 0.1, method="avf", dt=1e-2, maxiter=1)
 
 
-def chain_forces():
-    """A 5-link chain with every kind of force row (forces/kernel.py): smoothed Stribeck
-    friction, a spring, dampers, a constant and a sinusoidal torque."""
-    from kanedyn import friction
-    from kanedyn.forces import (
-        JointDamper,
-        JointFriction,
-        JointSpring,
-        JointTorque,
-        SinusoidalTorque,
-    )
-
-    m = kd.models.pendulum_chain(5, planar=False, length=0.3, mass=1.0, radius=0.1)
-    j = m.joint_names
-    law = friction.Stribeck(Fc=0.05, Fs=0.08, vs=0.05, delta=2.0, Fv=0.01).smoothed("tanh", 1e-2)
-    forces = ([JointFriction(n, law) for n in j[:3]]
-              + [JointSpring(j[1], 3.0, 0.2), JointDamper(j[2], 0.05),
-                 JointDamper(j[4], 0.02), JointTorque(np.array([0.3]), [j[0]]),
-                 SinusoidalTorque(j[3], 0.4, 2.0, phase=0.3, offset=0.05)])
-    return m, np.linspace(0.9, 0.3, 5), np.array([0.5, -0.2, 0.0, 0.1, 0.3]), forces
-
-
-def ball_chain():
-    """Two rods on ball joints and a third on a hinge (the manifold loop)."""
-    from kanedyn.model.joints import Revolute, Spherical
-
-    b = kd.ModelBuilder("ball_chain")
-    rod = np.diag([1.0 / 12.0, 1.0 / 12.0, 1e-2])
-    below = (np.eye(3), (0, 0, -1.0))
-    b.add_body("l1", None, Spherical("b1"), None, 1.0, (0, 0, -0.5), rod)
-    b.add_body("l2", "l1", Spherical("b2"), below, 1.0, (0, 0, -0.5), rod)
-    b.add_body("l3", "l2", Revolute("r3", axis=(0, 1, 0)), below, 0.5, (0, 0, -0.5), rod)
-    m = b.build()
-    return m, kd.random_configuration(m, np.random.default_rng(1)), \
-        np.array([0.5, -1.0, 2.0, 1.0, 0.3, -0.2, 1.5])
-
-
 def _rk4_refuse(*args, **kwargs):
     raise AssertionError("the compiled RK4 loop handed the run to the Python steps")
 
 
 @pytest.mark.parametrize("tree", ["chain", "ball"])
-def test_compiled_projection_with_force_rows_equals_python(tree, monkeypatch):
+def test_compiled_projection_with_force_rows_equals_python(tree, monkeypatch, chain_forces,
+                                                           ball_chain):
     """rk4 + project="energy" with springs, dampers, smoothed Stribeck friction, constant
     and sinusoidal torques (a chain: rk4_run; a ball chain: the manifold loop): the
     compiled run projects onto E₀ + W_nc (springs' potential in E) and equals the Python
@@ -109,9 +73,9 @@ def test_compiled_projection_with_force_rows_equals_python(tree, monkeypatch):
     from kanedyn import friction
 
     if tree == "chain":
-        m, q0, v0, forces = chain_forces()
+        m, q0, v0, forces = chain_forces
     else:
-        m, q0, v0 = ball_chain()
+        m, q0, v0 = ball_chain
         law = friction.Stribeck(Fc=0.05, Fs=0.08, vs=0.05, delta=2.0,
                                 Fv=0.01).smoothed("tanh", 1e-2)
         forces = [kd.forces.JointDamper("b1", 0.2), kd.forces.JointDamper("b2", 0.1),
@@ -132,19 +96,19 @@ def test_compiled_projection_with_force_rows_equals_python(tree, monkeypatch):
     assert np.abs(tr.budget).max() <= 1e-13 * scale
 
 
-def test_rk4_loops_have_one_signature():
+def test_rk4_loops_have_one_signature(chain_forces, ball_chain):
     """With and without forces, projected or not, single runs and a batch: one numba
     specialisation per RK4 loop (forces and project are runtime flags, P always an array)."""
     from kanedyn.sim.batch import rk4_run
     from kanedyn.sim.rk4_manifold import rk4_manifold_run
 
-    m, q0, v0, forces = chain_forces()
+    m, q0, v0, forces = chain_forces
     for f in (None, forces):
         for p in (None, "energy"):
             kd.simulate(m, q0, v0, 0.01, method="rk4", dt=2e-3, forces=f, project=p)
     kd.simulate_batch(m, np.tile(q0, (2, 1)), np.tile(v0, (2, 1)), 0.01, method="rk4",
                       dt=2e-3, forces=forces)
-    mb, qb, vb = ball_chain()
+    mb, qb, vb = ball_chain
     for f in (None, [kd.forces.JointDamper("b1", 0.2)]):
         kd.simulate(mb, qb, vb, 0.01, method="rk4", dt=2e-3, forces=f, project="energy")
     assert len(rk4_run.signatures) == 1
