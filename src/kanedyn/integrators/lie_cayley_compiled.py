@@ -21,6 +21,7 @@ import numba as nb
 import numpy as np
 
 from ..dynamics import _compiled
+from ..dynamics.energy_kernel import _cross
 from .rk4_compiled import save_sample, state_guard, step_grid, store
 
 _compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
@@ -36,13 +37,6 @@ def _rotation(w, x, y, z, R):
     R[0, 0], R[0, 1], R[0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
     R[1, 0], R[1, 1], R[1, 2] = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
     R[2, 0], R[2, 1], R[2, 2] = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
-
-
-@nb.njit(cache=True, nogil=True)
-def _cross(a, b, out):
-    out[0] = a[1] * b[2] - a[2] * b[1]
-    out[1] = a[2] * b[0] - a[0] * b[2]
-    out[2] = a[0] * b[1] - a[1] * b[0]
 
 
 @nb.njit(cache=True, nogil=True)
