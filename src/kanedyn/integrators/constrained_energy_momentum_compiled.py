@@ -43,14 +43,19 @@ when the system is a Model cut at loop closures (only
 :class:`~kanedyn.constraints.LoopClosure` rows) whose joints are revolute, prismatic,
 helical, ball (spherical) or free — ``ConstrainedSystem.compiled_chart_form()``; with
 q̇ = v joints only that is the form radau5's compiled loop takes, ``compiled_form()`` —
-and there are no force elements (no ``tau=``, ``forces=``), no ``momenta=``, no progress
-bar, and the option ``compiled`` is not False (:func:`applicable`): the four-bar, the
-slider–crank, the spatial RSSR (a ball joint), the same on a free-floating frame and the
-Stewart platform (a free platform) run compiled. Planar joints, joint types beyond the
-built-in ones, user constraints g(q), velocity rows, force elements and ``momenta=`` take
-the Python steps. Newton failures, a singular Newton matrix and a blow-up raise the
-reference's errors (step, time, residual, what to do); a kernel that refuses a state
-hands the run to the Python steps, which then say what happened.
+and there are no ``momenta=``, no progress bar, and the option ``compiled`` is not False
+(:func:`applicable`): the four-bar, the slider–crank, the spatial RSSR (a ball joint), the
+same on a free-floating frame and the Stewart platform (a free platform) run compiled.
+Force elements (``forces=``) run compiled on additive joints (revolute, prismatic,
+helical: x = Δq) when each has a row of :mod:`kanedyn.forces.kernel` (springs, dampers,
+smoothed friction, constant and periodic torques): the springs in H, τ_nc(t + h/2,
+q + Δq/2, Δq/h) in the momentum equation and Δq·τ_nc in W_nc, as the reference's
+``_force``; the slopes of dampers and friction join the Newton matrix. Planar joints,
+joint types beyond the built-in ones, user constraints g(q), velocity rows, a system's own
+``tau=``, force elements on a tree with ball or free joints or without a row, and
+``momenta=`` take the Python steps. Newton failures, a singular Newton matrix and a
+blow-up raise the reference's errors (step, time, residual, what to do); a kernel that
+refuses a state hands the run to the Python steps, which then say what happened.
 """
 
 from __future__ import annotations
@@ -61,6 +66,14 @@ import numpy as np
 from ..constraints import system_kernel as sk
 from ..dynamics import _compiled
 from ..dynamics.energy_kernel import energy_pass_into, energy_workspace
+from ..forces.kernel import (
+    damping_slopes,
+    empty_rows,
+    has_forces,
+    joint_forces,
+    spring_gradient_add,
+    spring_potential,
+)
 from .base import cholesky, cholesky_solve
 from .gauss_compiled import lu_factor, lu_solve
 from .rk4_compiled import save_sample, state_guard, store
@@ -102,7 +115,7 @@ def _chart_state(P, data, qn, x, p, q, M, L, g, G, Jb, pv, v, ws, f, gam) -> boo
 
 
 @nb.njit(cache=True, nogil=True)
-def _chart_gradient(data, x, q, v, pv, Jb, dT, dV, out, ew, xdot, gx) -> bool:
+def _chart_gradient(data, FP, forces, x, q, v, pv, Jb, dT, dV, out, ew, xdot, gx) -> bool:
     """After :func:`_chart_state`: xdot ← ∂H/∂p = J⁻¹v and gx ← ∂H/∂x|_p = Jᵀ(∂V/∂q −
     ∂T/∂q|_v) − D(x, ẋ)ᵀ pv (the Legendre transform in the chart,
     ``ChartHamiltonian.gradient``); out[1] = V(q). (dT is overwritten.)"""
@@ -113,6 +126,9 @@ def _chart_gradient(data, x, q, v, pv, Jb, dT, dV, out, ew, xdot, gx) -> bool:
     sk.chart_jt_times(data, Jb, dT, gx)
     sk.chart_j_solve(data, Jb, v, xdot)
     sk.chart_derivative_t_sub(data, Jb, x, xdot, pv, gx)
+    if forces:  # the springs of the force rows FP (additive joints only: x = Δq)
+        spring_gradient_add(FP, q, 1.0, gx)
+        out[1] += spring_potential(FP, q)
     return True
 
 
@@ -136,11 +152,14 @@ def _corrected_rows(A, d, w, delta, out):
 
 # ------------------------------------------------------------------------ the residual
 @nb.njit(cache=True, nogil=True)
-def equations(P, data, u, q0, p0, H0, g0, gam0, h, mask, aq, xi, wq, midpoint, r, st, wk):
+def equations(P, data, FP, forces, tm, u, q0, p0, H0, g0, gam0, h, mask, aq, xi, wq,
+              midpoint, r, st, wk, fw):
     """r ← the residual of the step's equations at u = (Δx, Δp, λ, μ) (the reference's
     ``_equations``; x the chart centred on q0, x = Δq on additive joints); returns
-    |H' − H − 0| (the step's energy error if it ended at u), or −1 if a kernel refused a
-    state. ``st`` (q', v', g', γ') is left at the end point."""
+    |H' − H − W| (the step's energy error if it ended at u), or −1 if a kernel refused a
+    state. ``st`` (q', v', g', γ') is left at the end point. With ``forces`` (additive
+    joints): the springs of the rows FP in H, and τ_nc(t + h/2, q + Δq/2, Δq/h) of the
+    rows in the momentum equation, its work W = Δq·τ_nc left in ``fw[4][0]``."""
     n, m = p0.shape[0], g0.shape[0]
     q1, v1, g1, gam1 = st
     (M, L, Gb, G1, qs, ps, vs, gq, a, dz, w, dgH, Gbar, Abar, Gam, Ab, dT, dV, out, f, gam,
@@ -156,7 +175,7 @@ def equations(P, data, u, q0, p0, H0, g0, gam0, h, mask, aq, xi, wq, midpoint, r
     # γ' = G(q') v'
     if not _chart_state(P, data, q0, xs, ps, q1, M, L, g1, G1, Jb, pv, v1, ws, f, gam):
         return -1.0
-    if not _chart_gradient(data, xs, q1, v1, pv, Jb, dT, dV, out, ew, vs, gq):
+    if not _chart_gradient(data, FP, forces, xs, q1, v1, pv, Jb, dT, dV, out, ew, vs, gq):
         return -1.0
     T = 0.0
     for i in range(n):
@@ -180,7 +199,7 @@ def equations(P, data, u, q0, p0, H0, g0, gam0, h, mask, aq, xi, wq, midpoint, r
             if not _chart_state(P, data, q0, xs, ps, qs, M, L, gs, Gb, Jb, pv, vs, ws, f,
                                 gam):
                 return -1.0
-            if not _chart_gradient(data, xs, qs, vs, pv, Jb, dT, dV, out, ew, col, gq):
+            if not _chart_gradient(data, FP, forces, xs, qs, vs, pv, Jb, dT, dV, out, ew, col, gq):
                 return -1.0
             for i in range(n):
                 a[i] += wq[k] * gq[i]
@@ -193,7 +212,7 @@ def equations(P, data, u, q0, p0, H0, g0, gam0, h, mask, aq, xi, wq, midpoint, r
     if not _chart_state(P, data, q0, xs, ps, qs, M, L, gs, Gb, Jb, pv, vs, ws, f, gam):
         return -1.0
     if midpoint:
-        if not _chart_gradient(data, xs, qs, vs, pv, Jb, dT, dV, out, ew, col, gq):
+        if not _chart_gradient(data, FP, forces, xs, qs, vs, pv, Jb, dT, dV, out, ew, col, gq):
             return -1.0
         for i in range(n):
             a[i] = gq[i]
@@ -238,18 +257,34 @@ def equations(P, data, u, q0, p0, H0, g0, gam0, h, mask, aq, xi, wq, midpoint, r
     for k in range(m):
         r[2 * n + k] = g1[k]
         r[2 * n + m + k] = gam1[k]
-    return abs(H1 - H0)
+    work = 0.0
+    if forces:
+        qk, vk, tau_nc, tau, wout = fw
+        for i in range(n):
+            qk[i] = q0[i] + 0.5 * u[i]
+            vk[i] = u[i] / h
+        joint_forces(FP, tm, qk, vk, tau_nc, tau)
+        for i in range(n):
+            r[n + i] -= h * tau_nc[i]
+            work += u[i] * tau_nc[i]
+        wout[0] = work
+    return abs(H1 - H0 - work)
 
 
 # ----------------------------------------------------------------------- Newton matrix
 @nb.njit(cache=True, nogil=True)
-def newton_matrix(P, data, h, q0, p0, M0, L0, G0, lam, K, piv, aq, norms, wk, nw) -> int:
+def newton_matrix(P, data, FP, forces, h, q0, v0, p0, M0, L0, G0, lam, K, piv, aq, norms,
+                  wk, nw, slope) -> int:
     """K ← the LU factors of the simplified Newton matrix at the start of the step (the
     reference's ``_newton_matrix``: the blocks h M⁻¹, h Gᵀ, G, G M⁻¹, and by central
     differences in the chart at fixed p — step 1e-7 (1 + |q|) — ∂γ/∂x (γ = G v), the
     stiffness ∂(∇_xH + (G J)ᵀλ)/∂x and ∂ẋ/∂x); aq ← ∂γ/∂x, norms ← (‖G‖₁, ‖M⁻¹Gᵀ‖∞).
-    Returns OK, SINGULAR (a pivot at 1e-13 of the largest) or KERNEL_REFUSED."""
+    With ``forces``: the slopes C of the rows FP's dampers and friction at v0 in the
+    momentum rows. Returns OK, SINGULAR (a pivot at 1e-13 of the largest) or
+    KERNEL_REFUSED."""
     n, m = p0.shape[0], G0.shape[0]
+    if forces:
+        damping_slopes(FP, v0, slope)
     (M, L, G, qe, ve, gq, Ai, e, col, GAi, ends, Kqq, Kxp, dT, dV, out, f, gs, gam, ws, ew,
      xe, pv, Jb, xd, GJ) = nw
     for j in range(n):  # M⁻¹ column by column from the factor of M(q)
@@ -269,7 +304,7 @@ def newton_matrix(P, data, h, q0, p0, M0, L0, G0, lam, K, piv, aq, norms, wk, nw
             if not _chart_state(P, data, q0, xe, p0, qe, M, L, gs, G, Jb, pv, ve, ws, f,
                                 gam):
                 return KERNEL_REFUSED
-            if not _chart_gradient(data, xe, qe, ve, pv, Jb, dT, dV, out, ew, xd, gq):
+            if not _chart_gradient(data, FP, forces, xe, qe, ve, pv, Jb, dT, dV, out, ew, xd, gq):
                 return KERNEL_REFUSED
             for r in range(m):  # γ = G(q) v at x = ±e_k (fixed p)
                 t = 0.0
@@ -303,6 +338,8 @@ def newton_matrix(P, data, h, q0, p0, M0, L0, G0, lam, K, piv, aq, norms, wk, nw
             K[i, n + j] = -0.5 * h * Ai[i, j]
             K[n + i, j] = 0.5 * h * Kqq[i, j]
             K[n + i, n + j] = d + 0.5 * h * Kxp[j, i]
+        if forces:  # −h τ_nc(.., Δq/h): ∂/∂Δx ≈ C = −∂τ_nc/∂v (dampers, friction) at v0
+            K[n + i, i] += slope[i]
         for r in range(m):
             K[i, 2 * n + m + r] = -h * GAi[r, i]
             K[n + i, 2 * n + r] = h * G0[r, i]
@@ -378,15 +415,16 @@ def _update_size(du, u, n, m, p0_norm, q_norm, h, norms) -> float:
 
 # ------------------------------------------------------------------------------ the loop
 @nb.njit(cache=True, nogil=True)
-def cem_run(P, data, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint, tol, maxiter,
-            refresh, blowup, Q, V, RG, RGV, lam_mid, iters, info, finfo, bad):
+def cem_run(P, data, FP, forces, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint,
+            tol, maxiter, refresh, blowup, Q, V, W, RG, RGV, lam_mid, iters, info, finfo, bad):
     """The whole run (the reference's ``step`` repeated, with ``run_fixed``'s guards):
     ``times``/``steps`` the start and size of each step (the last one shortened to land
     on t_final, as ``run_fixed``: :func:`.rk4_compiled.step_grid`), samples every
     ``every`` steps into Q, V with their residuals g (RG) and G v (RGV); λ of each step in
     ``lam_mid``, Newton iterations in ``iters``. ``info`` = (status, step, iterations,
     worst block, steps done); ``finfo`` = (t, h, largest residual); ``bad`` the state (q,
-    v) at a blow-up, or q at a singular Newton matrix. q has nq entries, v and the
+    v) at a blow-up, or q at a singular Newton matrix; with ``forces`` the force rows FP
+    act (additive joints) and W holds the work W_nc at the samples. q has nq entries, v and the
     chart coordinates nv (ball and free joints: the charts of :mod:`.chart`, compiled in
     :mod:`~kanedyn.constraints.system_kernel`)."""
     nq, n, m = q0.shape[0], v0.shape[0], lam0.shape[0]
@@ -408,6 +446,10 @@ def cem_run(P, data, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint, 
           np.empty((2, m + 2 * n)), np.empty((n, n)), np.empty((n, n)), dT, dV, out, f, gs,
           gam, ws, ew, np.empty(n), pv, Jb, np.empty(n), np.empty((m, n)))
     st = (np.empty(nq), np.empty(n), np.empty(m), np.empty(m))
+    fw = (np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.zeros(1))
+    slope = np.zeros(n)
+    work = 0.0
+    W[0] = 0.0
     M0, L0, G0, g0 = np.empty((n, n)), np.zeros((n, n)), np.empty((m, n)), np.empty(m)
     p0, gam0 = np.empty(n), np.empty(m)
     K, piv = np.empty((N, N)), np.empty(N, dtype=np.int64)
@@ -441,6 +483,8 @@ def cem_run(P, data, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint, 
             p0[i] = s
             T += v[i] * s
         H0 = 0.5 * T + out[1]
+        if forces:
+            H0 += spring_potential(FP, q)
         q_norm, p0_norm = 0.0, 0.0
         for i in range(nq):
             q_norm = max(q_norm, abs(q[i]))
@@ -476,8 +520,8 @@ def cem_run(P, data, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint, 
                 u[2 * n + m + k] = 0.0
         rebuilt = False
         if not have_lu or abs(lu_h - h) > 1e-9 * h or step % refresh == 0:
-            code = newton_matrix(P, data, h, q, p0, M0, L0, G0, u[2 * n:2 * n + m], K, piv,
-                                 aq, norms, wk, nw)
+            code = newton_matrix(P, data, FP, forces, h, q, v, p0, M0, L0, G0,
+                                 u[2 * n:2 * n + m], K, piv, aq, norms, wk, nw, slope)
             if code != OK:
                 info[0], info[1] = code, step
                 finfo[0], finfo[1] = t, h
@@ -488,8 +532,8 @@ def cem_run(P, data, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint, 
             # simplified Newton from the predictor (the reference's ``_solve``)
             for i in range(N):
                 ut[i] = u[i]
-            defect = equations(P, data, ut, q, p0, H0, g0, gam0, h, mask, aq, xi, wq,
-                               midpoint, r, st, wk)
+            defect = equations(P, data, FP, forces, t + 0.5 * h, ut, q, p0, H0, g0, gam0,
+                               h, mask, aq, xi, wq, midpoint, r, st, wk, fw)
             if defect < 0.0:
                 info[0], info[1] = KERNEL_REFUSED, step
                 return k_out
@@ -504,8 +548,8 @@ def cem_run(P, data, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint, 
                 for i in range(N):
                     du[i] = -du[i]
                     ut[i] += du[i]
-                defect = equations(P, data, ut, q, p0, H0, g0, gam0, h, mask, aq, xi, wq,
-                                   midpoint, r, st, wk)
+                defect = equations(P, data, FP, forces, t + 0.5 * h, ut, q, p0, H0, g0,
+                                   gam0, h, mask, aq, xi, wq, midpoint, r, st, wk, fw)
                 finite = defect >= 0.0
                 for i in range(N):
                     if not (np.isfinite(r[i]) and np.isfinite(ut[i])):
@@ -527,8 +571,8 @@ def cem_run(P, data, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint, 
             if ok or rebuilt:
                 break
             # slow or diverging with the kept matrix: a fresh one, from the predictor
-            code = newton_matrix(P, data, h, q, p0, M0, L0, G0, u[2 * n:2 * n + m], K, piv,
-                                 aq, norms, wk, nw)
+            code = newton_matrix(P, data, FP, forces, h, q, v, p0, M0, L0, G0,
+                                 u[2 * n:2 * n + m], K, piv, aq, norms, wk, nw, slope)
             if code != OK:
                 info[0], info[1] = code, step
                 finfo[0], finfo[1] = t, h
@@ -573,8 +617,11 @@ def cem_run(P, data, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint, 
             bad[:nq] = q
             bad[nq:] = v
             return k_out
+        if forces:
+            work += fw[4][0]  # Δq·τ_nc of the accepted step
         k_new = save_sample(step, n_steps, every, q, v, Q, V, k_out)
         if k_new != k_out:
+            W[k_out] = work
             for k in range(m):
                 RG[k_out, k], RGV[k_out, k] = g1[k], gam1[k]
             k_out = k_new
@@ -589,10 +636,12 @@ def applicable(method) -> sk.CompiledForm | None:
     from .dae_common import compiled_form_of
 
     problem = method.problem
-    if (not method.opts["compiled"] or method.k or method.sys_nc
-            or problem.tau_cons is not None or problem.tau_nc is not None
-            or problem.progress is not None):
+    if not method.opts["compiled"] or method.k or method.sys_nc or problem.progress is not None:
         return None
+    if problem.tau_cons is not None or problem.tau_nc is not None:
+        # force elements: each with a compiled row, on additive joints (x = Δq)
+        if problem.force_rows is None or method.chart is not None:
+            return None
     if method.chart is None:
         form = compiled_form_of(method.system)
     else:
@@ -624,7 +673,9 @@ def run(method):
     if n_steps == 0:
         return None
     n_out = len(keep)
-    Q, V = np.empty((n_out, s.nq)), np.empty((n_out, n))
+    Q, V, W = np.empty((n_out, s.nq)), np.empty((n_out, n)), np.zeros(n_out)
+    FP = (np.ascontiguousarray(problem.force_rows, dtype=float)
+          if problem.force_rows is not None else empty_rows(n))
     RG, RGV = np.empty((n_out, m)), np.empty((n_out, m))
     lam_mid = np.empty((n_steps, m))
     iters = np.zeros(n_steps, dtype=np.int64)
@@ -633,11 +684,11 @@ def run(method):
     q0 = np.array(problem.q0, dtype=float)
     v0 = np.array(problem.v0, dtype=float)
     k_out = compiled_or_none(
-        method.name, cem_run, form.params, form.data, times, q0, v0,
+        method.name, cem_run, form.params, form.data, FP, has_forces(FP), times, q0, v0,
         np.array(method.lam0, dtype=float).reshape(m), steps, every,
         np.asarray(method.mask, dtype=float), np.asarray(method.xi, dtype=float),
         np.asarray(method.wq, dtype=float), midpoint, float(method.opts["tol"]),
-        int(method.opts["maxiter"]), REFRESH, float(problem.blowup), Q, V, RG,
+        int(method.opts["maxiter"]), REFRESH, float(problem.blowup), Q, V, W, RG,
         RGV, lam_mid, iters, info, finfo, bad)
     if k_out is None:
         return None
@@ -657,6 +708,6 @@ def run(method):
     method.newton_iterations += int(iters.sum())
     method._n += n_steps
     method.lam_mid = list(lam_mid)
-    sol = Solution(times[keep], Q, V, np.zeros(n_out),
+    sol = Solution(times[keep], Q, V, W,
                    {"newton_iterations": iters.astype(np.int32)}, method.name, "")
     return method.finish(sol, residuals=(RG, RGV))

@@ -78,9 +78,13 @@ def _rows(sys_, fs: ForceSet):
     """The force elements as the compiled loops' rows (:mod:`kanedyn.forces.kernel`), or
     None: no elements, no compiled loop for this system, or one without a compiled form.
     On a tree with ball or free joints (the tangent form of midpoint and gauss4) the rows
-    of its Model (springs and friction on its 1-DOF joints, dampers on every speed)."""
+    of its Model (springs and friction on its 1-DOF joints, dampers on every speed); on a
+    Model cut at loop closures (a ConstrainedSystem with a compiled form: the constrained
+    energy–momentum loop) the rows of its tree."""
     model = (getattr(sys_, "compiled_step", None)
              or getattr(sys_, "compiled_manifold_step", None))
+    if model is None and callable(getattr(sys_, "compiled_form", None)):
+        model = getattr(sys_, "model", None)
     if not fs.elements or model is None:
         return None
     return force_rows(model, fs.elements)[0]
