@@ -22,6 +22,9 @@ Run: PYTHONPATH=src .venv/bin/python bench/constrained_energy.py [--T 10] [--dt 
      [--quick] [--mechanisms four-bar,rssr,stewart]  (--quick: T = 1 s)
      --mechanisms floating-rssr: the RSSR on a free frame without gravity, with
      energy_momentum momenta=True beside the others, and every run's |ΔL|, |ΔP|
+     --forces: only the four-bar with a damper, a spring and a periodic motor (force
+     elements with compiled rows), energy_momentum compiled over T against its Python
+     steps over T/10: cost per step and the budget |E − E0 − W_nc|
 """
 
 from __future__ import annotations
@@ -231,11 +234,32 @@ def table(name, rows, ref_label="radau5 index3 (1e-8)"):
               + (f"  |ΔL| {r['dL']:.2e} |ΔP| {r['dP']:.2e}" if "dL" in r else ""))
 
 
+def forces_run(T: float, dt: float) -> None:
+    """The four-bar with force elements: the compiled loop against the Python steps."""
+    from kanedyn.forces import JointDamper, JointSpring, SinusoidalTorque
+
+    s, q0, v0 = four_bar()
+    F = [JointDamper("rocker_pin", 0.3), JointSpring("crank_pin", 2.0, 1.0),
+         SinusoidalTorque("crank_pin", 0.8, 0.5, phase=0.3)]
+    for compiled, tf in ((True, T), (False, T / 10)):
+        kd.simulate(s, q0, v0, 10 * dt, method="energy_momentum", dt=dt, forces=F,
+                    compiled=compiled)  # warm-up (compilation)
+        t0 = time.perf_counter()
+        tr = kd.simulate(s, q0, v0, tf, method="energy_momentum", dt=dt, forces=F,
+                         compiled=compiled)
+        us = (time.perf_counter() - t0) / (len(tr.t) - 1) * 1e6
+        scale = max(np.abs(tr.energy).max(), np.abs(tr.work_nc).max())
+        print(f"{'compiled' if compiled else 'python':9s} {tf:g} s: {us:8.1f} us/step, "
+              f"budget {np.abs(tr.budget).max() / scale:.1e}, "
+              f"max|g| {np.abs(tr.stats['residual_g']).max():.1e}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--T", type=float, default=10.0)
     ap.add_argument("--dt", type=float, default=1e-3)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--forces", action="store_true", help="the four-bar with force elements")
     ap.add_argument("--mechanisms", default="four-bar,rssr,stewart",
                     help="comma-separated: " + ", ".join(MECHANISMS))
     a = ap.parse_args()
@@ -244,6 +268,9 @@ def main():
     with open("/proc/loadavg") as f:
         print("load before:", f.read().strip())
     print(f"T = {T} s, dt = {dt}")
+    if a.forces:
+        forces_run(T, dt)
+        return
     for name in a.mechanisms.split(","):
         build, with_mujoco, fT, fdt = MECHANISMS[name]
         print(f"\n{name}: T = {fT * T:g} s, dt = {fdt * dt:g}")
