@@ -172,13 +172,13 @@ _compiled.key_cache(__name__)
 QUANTITIES = {"stiffness": P_K, "rest": P_REST, "damping": P_C, "Fc": P_FC, "Fs": P_FS,
               "vs": P_VS, "delta": P_DELTA, "Fv": P_FV}
 
+#: the projection did not converge (rk4_run, rk4_manifold_run)
+PROJECTION_FAILED = 4
 #: why a run stopped, by the status code of :mod:`kanedyn.integrators.rk4_compiled`
 STOPPED = {NOT_FINITE: "the state became NaN or infinite",
            BLOWUP: "blow-up (speed beyond blowup=)",
            BAD_KERNEL_STATE: "the dynamics kernel reported a bad state",
-           4: "the energy projection did not converge"}  # (rk4_manifold.PROJECTION_FAILED)
-#: the projection did not converge (rk4_run, rk4_manifold_run)
-PROJECTION_FAILED = 4
+           PROJECTION_FAILED: "the energy projection did not converge"}
 
 
 @dataclass

@@ -53,14 +53,11 @@ from ..integrators.rk4_compiled import (
     store,
 )
 from ..model import Model
-from .batch import _power, raise_stopped
+from .batch import PROJECTION_FAILED, _power, raise_stopped
 from .chart_kernel import chart_rate_into
 from .configuration_kernel import integrate_into
 
 _compiled.key_cache(__name__)
-
-#: ``status[0]`` when the energy projection does not converge (beside rk4_compiled's codes)
-PROJECTION_FAILED = 4
 
 
 def dof_coordinates(model: Model) -> NDArray:
