@@ -205,9 +205,10 @@ def kanes_equations(system: KaneSystem, *, simplify: bool = False,
         nc_load = nonconservative and any(sp.sympify(x).free_symbols & moving for x in vec)
         vec = rec.vec(vec, f"load{li}")
         for r in range(ns):
-            f_full[r] += _dot3(pr[r], vec)
+            fr = _dot3(pr[r], vec)
+            f_full[r] += fr
             if nc_load:
-                F_nc[r] += _dot3(pr[r], vec)
+                F_nc[r] += fr
             for k in range(len(reactions)):
                 F_R[r][k] += _dot3(pr[r], coeff[k])
     for r in range(ns):
