@@ -1,0 +1,145 @@
+"""What the compiled discrete gradients' Newton iteration costs, piece by piece (issue 17).
+
+The figures behind docs/benchmarks.md, "Issue 17: fewer and cheaper Newton updates in the
+compiled discrete gradients" (the per-step ratios against MuJoCo are bench/sim_vs_mujoco.py's):
+
+- ``stats``: Newton residuals a step, Newton matrices built and the energy drift of avf,
+  energy_momentum and itoh_abe on the 7- and 20-link chains of sim_vs_mujoco (10 s at dt =
+  1e-3), and on ``make demo``'s arm with its smoothed friction (3 s at dt = 2e-3, the
+  budget max|E − E0 − W_nc| / max|E|);
+- ``predictor``: the error of the best-order extrapolation of the increments (the order
+  chosen in hindsight, 1..9) against the converged increments of an avf run, relative;
+- ``passes``: µs per call of the pieces (best of 3 rounds of N calls, in one compiled
+  loop): the RNEA tangent pass at v = 0 against the full one, the energy pass, M⁻¹p by
+  ABA, and a gradient ∇H (ABA + the energy pass on its poses);
+- ``step``: energy_momentum's energy error on the 7-link chain at dt = 5e-3 (5 s), against
+  its Python steps (``compiled=False``).
+
+Run: PYTHONPATH=src .venv/bin/python bench/dg_newton.py [stats predictor passes step]
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from math import comb
+
+import numba as nb
+import numpy as np
+
+import kanedyn as kd
+from kanedyn.cli import demo_arm
+from kanedyn.dynamics.derivatives_kernel import rnea_tangent, rnea_tangent_static
+from kanedyn.dynamics.energy_kernel import energy_pass_into, energy_workspace
+from kanedyn.dynamics.flat import flatten
+from kanedyn.forces.kernel import empty_rows
+from kanedyn.integrators import discrete_gradient_compiled as dgc
+
+METHODS = ("avf", "energy_momentum", "itoh_abe")
+
+
+def chain(n: int):
+    model = kd.models.pendulum_chain(n, planar=False, radius=0.05)
+    return model, 0.5 * np.cos(np.arange(n)), np.zeros(n)
+
+
+def stats() -> None:
+    print("== Newton statistics (residuals a step, matrices built, drift / budget) ==")
+    for n in (7, 20):
+        model, q0, v0 = chain(n)
+        for m in METHODS:
+            tr = kd.simulate(model, q0, v0, 10.0, method=m, dt=1e-3, progress=False)
+            it = tr.stats["newton_iterations"]
+            drift = np.abs(tr.energy - tr.energy[0]).max() / abs(tr.energy[0])
+            print(f"{n:2d} links {m:16s} {it.mean():5.2f} residuals/step, "
+                  f"{int(np.ravel(tr.stats.get('newton_matrices', [-1]))[0]):5d} matrices, "
+                  f"drift {drift:.1e}", flush=True)
+    model, forces = demo_arm()
+    q0, v0 = np.linspace(0.9, 0.3, model.nq), np.zeros(model.nv)
+    for m in METHODS:
+        tr = kd.simulate(model, q0, v0, 3.0, method=m, dt=2e-3, forces=forces, progress=False)
+        it = np.asarray(tr.stats["newton_iterations"])
+        mats = tr.stats.get("newton_matrices")
+        b = np.abs(tr.budget).max() / np.abs(tr.energy).max()
+        print(f"demo arm {m:16s} {it.mean():5.2f} residuals/step, "
+              f"{'Python steps' if mats is None else f'{int(mats[0]):5d} matrices'}, "
+              f"budget {b:.1e}", flush=True)
+
+
+def predictor() -> None:
+    print("== best-order predictor error (relative to the increment) ==")
+    for n in (7, 20):
+        model, q0, v0 = chain(n)
+        tr = kd.simulate(model, q0, v0, 1.0, method="avf", dt=1e-3, progress=False)
+        P = np.array([kd.crba(model, tr.q[j]) @ tr.v[j] for j in range(len(tr.q))])
+        D = np.diff(np.hstack([tr.q, P]), axis=0)
+        errs = []
+        for k in range(20, len(D)):
+            best = np.inf
+            for order in range(1, 10):
+                d0 = sum((-1) ** j * comb(order, j + 1) * D[k - 1 - j] for j in range(order))
+                best = min(best, np.abs(d0 - D[k]).max() / np.abs(D[k]).max())
+            errs.append(best)
+        e = np.array(errs)
+        print(f"{n:2d} links: median {np.median(e):.1e}, 90 % {np.quantile(e, 0.9):.1e}, "
+              f"max {e.max():.1e}")
+
+
+@nb.njit
+def _repeat(N, which, data, P, q, p, a, v, B, W, aw, ew, dT, dV, out, gq):
+    for _ in range(N):
+        if which == 0:
+            rnea_tangent(data, False, q, np.zeros(q.shape[0]), a, B, W)
+        elif which == 1:
+            rnea_tangent_static(data, False, q, a, B)
+        elif which == 2:
+            energy_pass_into(data, q, v, dT, dV, out, *ew)
+        elif which == 3:
+            dgc.velocity_aba(q, p, aw, v)
+        else:
+            dgc.gradient_aba(data, P, False, q, p, aw, v, ew, dT, dV, out, gq)
+
+
+def passes(N: int = 5000) -> None:
+    print("== µs per call ==")
+    names = ("rnea_tangent (v = 0, dq and dv)", "rnea_tangent_static", "energy pass",
+             "M⁻¹p by ABA", "∇H: ABA + energy pass on its poses")
+    for n in (7, 20):
+        model, q, _ = chain(n)
+        data = flatten(model).data
+        rng = np.random.default_rng(0)
+        p, a, v = rng.normal(size=n), rng.normal(size=n), rng.normal(size=n)
+        B, W = np.empty((n, n)), np.empty((n, n))
+        aw, ew = dgc.aba_velocity_workspace(data, n), energy_workspace(n)
+        dT, dV, out, gq = np.empty(n), np.empty(n), np.empty(8), np.empty(n)
+        args = (data, empty_rows(n), q, p, a, v, B, W, aw, ew, dT, dV, out, gq)
+        for which, name in enumerate(names):
+            _repeat(10, which, *args)
+            best = np.inf
+            for _ in range(3):
+                t0 = time.perf_counter()
+                _repeat(N, which, *args)
+                best = min(best, (time.perf_counter() - t0) / N)
+            print(f"{n:2d} links {name:36s} {best * 1e6:6.2f}")
+
+
+def step() -> None:
+    print("== energy_momentum at dt = 5e-3, 7 links, 5 s: max|ΔE| / max|E| ==")
+    model, q0, v0 = chain(7)
+    for compiled in (True, False):
+        tr = kd.simulate(model, q0, v0, 5.0, method="energy_momentum", dt=5e-3,
+                         progress=False, compiled=compiled)
+        e = np.abs(tr.energy - tr.energy[0]).max() / np.abs(tr.energy).max()
+        print(f"{'compiled' if compiled else 'Python steps':12s} "
+              f"{np.asarray(tr.stats['newton_iterations']).mean():5.2f} residuals/step, "
+              f"energy error {e:.1e}")
+
+
+if __name__ == "__main__":
+    parts = sys.argv[1:] or ["stats", "predictor", "passes", "step"]
+    with open("/proc/loadavg") as f:
+        print("load before:", f.read().split()[:3])
+    for part in parts:
+        {"stats": stats, "predictor": predictor, "passes": passes, "step": step}[part]()
+    with open("/proc/loadavg") as f:
+        print("load after:", f.read().split()[:3])
