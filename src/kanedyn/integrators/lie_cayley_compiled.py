@@ -22,7 +22,6 @@ import numpy as np
 
 from ..dynamics import _compiled
 from ..dynamics.energy_kernel import _cross
-from ..spatial.lie import skew3
 from .rk4_compiled import save_sample, state_guard, step_grid, store
 
 _compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
@@ -33,10 +32,8 @@ _EPS = np.finfo(np.float64).eps
 
 
 @nb.njit(cache=True, nogil=True)
-def _rotation(q, R):
-    """R ← the rotation of the free joint's unit quaternion q[3:7] = (w, x, y, z)
-    (``spatial.quat_to_matrix``; integrators do not reach into the joints' primitives)."""
-    w, x, y, z = q[3], q[4], q[5], q[6]
+def _rotation(w, x, y, z, R):
+    """R ← the rotation of the unit quaternion (w, x, y, z) (``spatial.quat_to_matrix``)."""
     R[0, 0], R[0, 1], R[0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
     R[1, 0], R[1, 1], R[1, 2] = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
     R[2, 0], R[2, 1], R[2, 2] = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
@@ -54,13 +51,14 @@ def lie_run(m, c, Ic, Ici, g, q0, v0, dt, n_steps, every, maxiter, blowup, Q, V,
     R = np.empty((3, 3))
     P, pi, pn, pb, wb, r, t3, xc = (np.empty(3), np.empty(3), np.empty(3), np.empty(3),
                                     np.empty(3), np.empty(3), np.empty(3), np.empty(3))
+    J = np.empty((3, 3))
     k_out = store(q, v, Q, V, 0)
     vmax0 = 0.0
     for i in range(6):
         vmax0 = max(vmax0, abs(v[i]))
     for step in range(n_steps):
         h = dt[step]
-        _rotation(q, R)
+        _rotation(q[3], q[4], q[5], q[6], R)
         _cross(v[:3], c, t3)
         for a in range(3):
             t3[a] += v[3 + a]
@@ -80,7 +78,12 @@ def lie_run(m, c, Ic, Ici, g, q0, v0, dt, n_steps, every, maxiter, blowup, Q, V,
             for a in range(3):
                 r[a] = pn[a] - pi[a] + h * r[a]
             # ∂r/∂π' = 1 + h/2 (ω̄× − π̄× I_c⁻¹)
-            J = np.eye(3) + 0.5 * h * (skew3(wb) - skew3(pb) @ Ici)
+            for a in range(3):
+                for b in range(3):
+                    s = 0.0
+                    for k in range(3):
+                        s += _skew(pb, a, k) * Ici[k, b]
+                    J[a, b] = (1.0 if a == b else 0.0) + 0.5 * h * (_skew(wb, a, b) - s)
             d = np.linalg.solve(J, r)
             size = 0.0
             for a in range(3):
@@ -112,7 +115,7 @@ def lie_run(m, c, Ic, Ici, g, q0, v0, dt, n_steps, every, maxiter, blowup, Q, V,
             Pn = P[a] + h * m * g[a]
             xc[a] += 0.5 * h / m * (P[a] + Pn)
             P[a] = Pn
-        _rotation(q, R)
+        _rotation(q[3], q[4], q[5], q[6], R)
         wb[:] = Ici @ pn  # ω'
         _cross(wb, c, t3)
         for a in range(3):
@@ -124,6 +127,18 @@ def lie_run(m, c, Ic, Ici, g, q0, v0, dt, n_steps, every, maxiter, blowup, Q, V,
             return k_out
         k_out = save_sample(step, n_steps, every, q, v, Q, V, k_out)
     return k_out
+
+
+@nb.njit(cache=True, nogil=True)
+def _skew(w, a, b) -> float:
+    """Entry (a, b) of the cross-product matrix w×."""
+    if a == b:
+        return 0.0
+    if a == 0:
+        return -w[2] if b == 1 else w[1]
+    if a == 1:
+        return w[2] if b == 0 else -w[0]
+    return -w[1] if b == 0 else w[0]
 
 
 def run(method, problem):
