@@ -13,9 +13,11 @@ compiled discrete gradients" (the per-step ratios against MuJoCo are bench/sim_v
   loop): the RNEA tangent pass at v = 0 against the full one, the energy pass, M⁻¹p by
   ABA, and a gradient ∇H (ABA + the energy pass on its poses);
 - ``step``: energy_momentum's energy error on the 7-link chain at dt = 5e-3 (5 s), against
-  its Python steps (``compiled=False``).
+  its Python steps (``compiled=False``);
+- ``lie``: energy_momentum's "lie" variant on a tossed free body (10 s at dt = 1e-3),
+  compiled loop against its Python steps, µs a step (best of 3 after a warm-up).
 
-Run: PYTHONPATH=src .venv/bin/python bench/dg_newton.py [stats predictor passes step]
+Run: PYTHONPATH=src .venv/bin/python bench/dg_newton.py [stats predictor passes step lie]
 """
 
 from __future__ import annotations
@@ -135,11 +137,28 @@ def step() -> None:
               f"energy error {e:.1e}")
 
 
+def lie() -> None:
+    print("== energy_momentum, lie variant, free body: µs a step ==")
+    inertia = np.array([[0.2, 0.01, 0.02], [0.01, 0.3, -0.03], [0.02, -0.03, 0.25]])
+    m = kd.models.free_body(mass=1.5, inertia=inertia, com=(0.1, -0.05, 0.2))
+    q0, v0 = kd.neutral(m), np.array([1.0, 2.0, -0.5, 0.3, 0.1, 2.0])
+    for compiled, T in ((True, 10.0), (False, 1.0)):
+        kd.simulate(m, q0, v0, 0.1, method="energy_momentum", dt=1e-3, compiled=compiled)
+        best = np.inf
+        for _ in range(3):
+            t0 = time.perf_counter()
+            tr = kd.simulate(m, q0, v0, T, method="energy_momentum", dt=1e-3,
+                             compiled=compiled)
+            best = min(best, (time.perf_counter() - t0) / (len(tr.t) - 1))
+        print(f"{'compiled' if compiled else 'Python steps':12s} {T:g} s: {best * 1e6:8.1f}")
+
+
 if __name__ == "__main__":
-    parts = sys.argv[1:] or ["stats", "predictor", "passes", "step"]
+    parts = sys.argv[1:] or ["stats", "predictor", "passes", "step", "lie"]
     with open("/proc/loadavg") as f:
         print("load before:", f.read().split()[:3])
     for part in parts:
-        {"stats": stats, "predictor": predictor, "passes": passes, "step": step}[part]()
+        {"stats": stats, "predictor": predictor, "passes": passes, "step": step,
+         "lie": lie}[part]()
     with open("/proc/loadavg") as f:
         print("load after:", f.read().split()[:3])
