@@ -122,6 +122,7 @@ from scipy.linalg import lu_factor, lu_solve
 
 from ..constraints.consistent import consistent_initial_values
 from ..errors import ConstraintError, SolverError
+from . import constrained_friction
 from .base import FixedStepMethod, Solution
 from .chart import canonical_coordinates, make_chart
 from .energy_momentum import _gonzalez_correction
@@ -246,7 +247,7 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
     #: the discrete gradient of H: "midpoint" (Gonzalez) or "avf" (quadrature, corrected)
     gradient = "midpoint"
     options = {"tol": 1e-14, "maxiter": 30, "initialize": True, "cyclic": "auto",
-               "nodes": 3, "momenta": False, "compiled": True}
+               "nodes": 3, "momenta": False, "compiled": True, "friction": None}
 
     def __init__(self, problem, **options):
         super().__init__(problem, **options)
@@ -293,6 +294,13 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         self._lu = None        # the Newton matrix kept between steps
         self._aq = None        # ∂γ/∂x at its last evaluation (module doc)
         self._n = 0            # steps taken
+        # joints held by stick rows this step (constrained_friction): their speed indices,
+        # q indices and held values; m the rows of the step, nc + len(held)
+        self._held: tuple[NDArray, NDArray, NDArray] | None = None
+        self._m = s.nc
+        self._tf = None        # the sliding joints' friction torques this step, or None
+        self.friction = (None if not self.opts["friction"] else
+                         constrained_friction.FrictionJoints(s, self.opts["friction"]))
         self.lam_mid: list[NDArray] = []   # λ of every step (at t + h/2)
 
     # ------------------------------------------------------------------- start values
@@ -328,9 +336,22 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         return None if self.chart is None else self.chart.jacobian(qn, x)
 
     def _G(self, t, q, J):
-        """∂g/∂x: G(q), times J(x) in a chart."""
+        """∂g/∂x: G(q), times J(x) in a chart; below it the rows e_j of the joints held
+        by stick rows (1-DOF joints, on which J is the identity)."""
         G = self.system.constraint_matrix(t, q)[: self.system.nc]
-        return G if J is None else G @ J
+        G = G if J is None else G @ J
+        if self._held is None:
+            return G
+        E = np.zeros((self._held[0].size, G.shape[1]))
+        E[np.arange(self._held[0].size), self._held[0]] = 1.0
+        return np.vstack([G, E])
+
+    def _g(self, t, q):
+        """g(q), and below it q_j − q_j(start of the step) for the held joints."""
+        g = self.system.constraint(t, q)
+        if self._held is None:
+            return g
+        return np.concatenate([g, q[self._held[1]] - self._held[2]])
 
     def _force(self, t, q, v):
         """All non-conservative generalized forces at (t, q, v): the problem's force
@@ -340,6 +361,8 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
             F += self.problem.tau_nc(t, q, v)
         if self.sys_nc:
             F += self.system.nonconservative_forces(t, q, v)
+        if self._tf is not None:
+            F += self._tf
         return F
 
     def _H_gradient(self, C, dx, p0, dp):
@@ -358,7 +381,7 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         """The residual of the step's equations (module doc) at u = (Δx, Δp, λ, μ), and
         (the work Δx·F, |H' − H − Δx·F|)."""
         C, t, h, q0, p0, H0, g0, gam0, scale, psi0 = ctx
-        s, n, m = self.system, self.system.nv, self.system.nc
+        s, n, m = self.system, self.system.nv, self._m
         dx, dp = u[:n], u[n:2 * n]
         lam, mu, kap = u[2 * n:2 * n + m], u[2 * n + m:2 * n + 2 * m], u[2 * n + 2 * m:]
         p1 = p0 + dp
@@ -370,14 +393,14 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         xb = 0.5 * dx
         qb, Jb = self._point(q0, xb), self._jac(q0, xb)
         Gb = self._G(t, qb, Jb)
-        g1 = s.constraint(t, q1)
+        g1 = self._g(t, q1)
         wq = dx * self.mask
         Gbar = corrected_rows(Gb, dx, wq, g1 - g0)
         # γ = G(q) v: base gradient (∂γ/∂x of the Newton matrix, G M⁻¹ J⁻ᵀ at the
         # midpoint), corrected along Δz
         Ab = C.inverse_mass(xb)
         A = np.hstack([self._aq, Gb @ Ab])
-        gam1 = s.constraint_matrix(t, q1)[:m] @ v1
+        gam1 = self._G(t, q1, None) @ v1
         Gam = corrected_rows(A, dz, w, gam1 - gam0)
         r_x = dx - h * (dgH[n:] + Gam[:, n:].T @ mu)
         r_p = dp + h * (dgH[:n] + Gbar.T @ lam + Gam[:, :n].T @ mu)
@@ -394,7 +417,7 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
             r_p -= D[n:] @ kap
             extra = (s.momentum(q1, v1)[list(self.mrows)] - psi0,)
         work = 0.0
-        if self.problem.tau_nc is not None or self.sys_nc:
+        if self.problem.tau_nc is not None or self.sys_nc or self._tf is not None:
             xdot = dx / h
             if Jb is None:
                 F = self._force(t + 0.5 * h, qb, xdot)
@@ -402,13 +425,17 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
                 F = Jb.T @ self._force(t + 0.5 * h, qb, Jb @ xdot)
             r_p -= h * F
             work = float((dx if Dx is None else dx - Dx @ kap) @ F)
+        if self._held is not None:
+            # a held joint that entered the step moving (γ_j = v_j ≠ 0 at its start) is
+            # stopped by its row: ΔH = Δx·F + μ·γ(z) (constrained_friction's doc)
+            work += float(mu[s.nc:] @ gam0[s.nc:])
         # the step's own energy error if it ended here: at round-off once the equations hold
         defect = abs(H1 - H0 - work)
         return np.concatenate([r_x, r_p, g1, gam1, *extra]), (work, defect)
 
     def _newton_matrix(self, C, t, h, q0, v0, M0, G0, lam):
         """The simplified Newton matrix at the start of the step (module doc), factored."""
-        s, n, m = self.system, self.system.nv, self.system.nc
+        s, n, m = self.system, self.system.nv, self._m
         Ai = np.linalg.inv(M0)
         # by central differences in the chart, at fixed p: ∂γ/∂x (γ = G(q) v, v = M⁻¹J⁻ᵀp),
         # the stiffness ∂(∇_xH + Gᵀλ)/∂x (gravity, springs, curvature of g times λ) and
@@ -505,12 +532,21 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
 
     # -------------------------------------------------------------------------- step
     def step(self, t, q, v, h):
-        s, n, m = self.system, self.system.nv, self.system.nc
+        if self.friction is not None:  # exact stick–slip: an active set of held joints
+            return constrained_friction.step(self, t, q, v, h)
+        return self.commit(h, *self.attempt(t, q, v, h))
+
+    def attempt(self, t, q, v, h):
+        """Solve one step from (t, q, v) with the rows of this step (g, and the held
+        joints' rows): (u, C, p0, the work of the step, slow). Nothing of the run's
+        record changes; a Newton failure raises."""
+        s, n, m = self.system, self.system.nv, self._m
+        key = () if self._held is None else tuple(self._held[0])
         C = canonical_coordinates(self.problem, self.chart, q)
         M0 = s.mass_matrix(q)
         p0 = M0 @ v
         H0 = self.problem.energy(q, v)
-        g0 = s.constraint(t, q)
+        g0 = self._g(t, q)
         G0 = self._G(t, q, None)
         if self.k and self._psi is None:
             self._psi = s.momentum(q, v)[list(self.mrows)]
@@ -519,47 +555,53 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         psi0 = self._psi
         ctx = (C, t, h, q, p0, H0, g0, G0 @ v, float(np.abs(q).max()), psi0)
         last = self._last
-        if last is not None and abs(last[0] - h) <= 1e-9 * h:
+        if last is not None and abs(last[0] - h) <= 1e-9 * h and last[3] == key:
             # predictor: the last two steps' unknowns extrapolated (smooth motion; also for
             # the last step of a run, shortened by round-off to land on t_final)
             u = last[1].copy() if last[2] is None else 2.0 * last[1] - last[2]
         else:
             lam = self.lam0 if not self.lam_mid else self.lam_mid[-1]
-            vd = s.forward_dynamics(q, v, None, t) if m else np.zeros(n)
-            u = np.concatenate([h * v, h * (M0 @ vd), lam, np.zeros(m + self.k)])
+            vd = s.forward_dynamics(q, v, None, t) if s.nc else np.zeros(n)
+            u = np.concatenate([h * v, h * (M0 @ vd), lam, np.zeros(2 * m - s.nc + self.k)])
         rebuilt = False
-        if (self._lu is None or abs(self._lu[0] - h) > 1e-9 * h
+        if (self._lu is None or abs(self._lu[0] - h) > 1e-9 * h or self._lu[2] != key
                 or self._n % REFRESH == 0):
-            self._lu = (h, self._newton_matrix(C, t, h, q, v, M0, G0, u[2 * n:2 * n + m]))
+            self._lu = (h, self._newton_matrix(C, t, h, q, v, M0, G0, u[2 * n:2 * n + m]), key)
             rebuilt = True
         while True:
             u_new, it, ok, res, slow = self._solve(ctx, u)
             if ok or rebuilt:
                 break
             # slow or diverging with the kept matrix: a fresh one, from the predictor
-            self._lu = (h, self._newton_matrix(C, t, h, q, v, M0, G0, u[2 * n:2 * n + m]))
+            self._lu = (h, self._newton_matrix(C, t, h, q, v, M0, G0, u[2 * n:2 * n + m]), key)
             rebuilt = True
         self.newton_iterations += it
         if not ok:
             r, blk = res
             raise SolverError(self.newton_failure(self._n, t, h, it, float(np.abs(r).max()),
                                                   blk))
-        u = u_new
+        return u_new, C, p0, res, slow
+
+    def commit(self, h, u, C, p0, res, slow):
+        """Take the step solved by :meth:`attempt`: the predictor's and the matrix's
+        records, λ; returns (q', v', the work of the step)."""
+        n, nc = self.system.nv, self.system.nc
+        key = () if self._held is None else tuple(self._held[0])
         if slow:  # the kept matrix has gone stale: refresh it for the next step
             self._lu = None
-        self._last = (h, u, last[1] if last is not None and abs(last[0] - h) <= 1e-9 * h
-                      else None)
+        last = self._last
+        same = last is not None and abs(last[0] - h) <= 1e-9 * h and last[3] == key
+        self._last = (h, u, last[1] if same else None, key)
         self._n += 1
-        dx, dp = u[:n], u[n:2 * n]
-        self.lam_mid.append(u[2 * n:2 * n + m].copy())
-        q1, v1, _ = C.state(dx, p0 + dp)
+        self.lam_mid.append(u[2 * n:2 * n + nc].copy())
+        q1, v1, _ = C.state(u[:n], p0 + u[n:2 * n])
         return q1, v1, res
 
     def _solve(self, ctx, u):
         """Simplified Newton; returns (u, iterations, converged, the work Δx·F at u if it
         converged, else (residual, worst block), slow: the updates took more than
         SLOW[1] iterations to fall to SLOW[0])."""
-        n, m = self.system.nv, self.system.nc
+        n, m = self.system.nv, self._m
         cuts = (0, n, 2 * n, 2 * n + m, 2 * n + 2 * m, 2 * n + 2 * m + self.k)
         tol = self.opts["tol"]
         p0_norm = float(np.abs(ctx[4]).max())
@@ -602,7 +644,7 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         make, relative to |p| and |Δx|. |Δx| vanishes where the mechanism stops (a
         turning point): it is taken at least 1e-6 (1 + |q|); and an update of Δx below the
         round-off of q counts as none."""
-        n, m = self.system.nv, self.system.nc
+        n, m = self.system.nv, self._m
         gn, gan, dnx, dnp = self._norms
         e2 = 2 * n + 2 * m
         dk = float(np.abs(du[e2:]).max(initial=0.0))
@@ -642,6 +684,16 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
             sol.stats["residual_Gv"] = np.array([s.velocity_constraint(t, q, v) for t, q, v
                                                  in zip(sol.t, sol.q, sol.v, strict=True)])
         sol.stats["cyclic"] = np.array(self.cyclic, dtype=int)
+        if self.friction is not None and ns:
+            # the exact-law joints (constrained_friction): τ_f (the holding torque while
+            # held), the held flags and the friction's work ∫ τ_fᵀ v dt, at the output times
+            fj = self.friction
+            step = np.maximum(idx - 1, 0)
+            sol.stats["friction_force"] = np.array(fj.force)[step]
+            stuck = np.array(fj.stuck)[step]
+            stuck[idx == 0] = [c in fj.held0 for c in range(fj.idx.size)]
+            sol.stats["friction_stuck"] = stuck
+            sol.stats["friction_work"] = np.concatenate([[0.0], np.cumsum(fj.work)])[idx]
         if self.k:
             # [L; P] of the whole at the output times (world axes, L about the origin)
             sol.stats["momenta"] = np.array([s.momentum(q, v) for q, v

@@ -636,7 +636,8 @@ def applicable(method) -> sk.CompiledForm | None:
     from .dae_common import compiled_form_of
 
     problem = method.problem
-    if not method.opts["compiled"] or method.k or method.sys_nc or problem.progress is not None:
+    if (not method.opts["compiled"] or method.k or method.sys_nc or method.friction is not None
+            or problem.progress is not None):
         return None
     if problem.tau_cons is not None or problem.tau_nc is not None:
         # force elements: each with a compiled row, on additive joints (x = Δq)

@@ -23,7 +23,7 @@ from .progress import ProgressBar, wants_progress
 from .stickslip import simulate_stick_slip
 from .system import as_system
 from .time_stepping import time_stepping
-from .trajectory import Trajectory
+from .trajectory import FrictionRecord, Trajectory
 
 #: fixed-step methods that take the accelerations from ``system.forward_dynamics`` (so they
 #: respect the constraints of a constrained system); the others use M(q) and ∇H
@@ -72,6 +72,44 @@ def _stick_slip(system, q0, v0, t_final: float, method: str, dt: float | None, f
         raise StateError("simulate: method 'time_stepping' is a fixed-step method; give dt")
     return time_stepping(system, q0, v0, t_final, dt, joints, surface_velocity=surface,
                          forces=others, **options)
+
+
+def _exact_friction(sys_, forces):
+    """Split off the JointFriction elements of exact laws, for the constrained step:
+    (the other forces, [(speed index, q index, law), ...])."""
+    others, spec = [], []
+    for f in forces or ():
+        if not (isinstance(f, JointFriction) and f.discontinuous):
+            others.append(f)
+            continue
+        if f.surface_velocity != 0.0:
+            raise FrictionError(f"simulate: JointFriction on {f.joint!r}: the constrained "
+                                "step takes exact friction against a still surface only")
+        j = f.bind(sys_)._iv
+        model = getattr(sys_, "model", None)
+        if isinstance(model, Model):
+            iq = next(b.iq.start for b in model.bodies if b.iv.start == j and b.joint.nv == 1)
+        elif sys_.nq == sys_.nv:
+            iq = j
+        else:
+            raise FrictionError(f"simulate: JointFriction on {f.joint!r}: no q index for "
+                                f"speed {j} of {getattr(sys_, 'name', sys_)!r}")
+        spec.append((j, iq, f.law))
+    return others, spec
+
+
+def _friction_record(sol, spec) -> FrictionRecord | None:
+    """The FrictionRecord of a constrained run with exact friction (else None)."""
+    if not spec or "friction_force" not in sol.stats:
+        return None
+    st = sol.stats
+    stuck = st["friction_stuck"].astype(bool)
+    idx = [j for j, _, _ in spec]
+    mode = np.where(stuck, 0, np.sign(sol.v[:, idx])).astype(int)
+    work = st["friction_work"]
+    return FrictionRecord(joints=idx, force=st["friction_force"], mode=mode, stuck=stuck,
+                          work=work, other_work=sol.work_nc - work, dissipated=-work,
+                          z=np.zeros((len(sol.t), 0)))
 
 
 def _rows(sys_, fs: ForceSet):
@@ -126,6 +164,9 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, method: str =
     ``method="time_stepping"`` (a complementarity problem per step of ``dt``;
     :func:`kanedyn.sim.time_stepping.time_stepping`). Their trajectories carry the
     friction forces, the stick/slip phases and the switches in ``traj.friction``.
+    On a constrained system, ``method="energy_momentum"`` or ``"avf"`` take exact friction
+    inside their step (:mod:`kanedyn.integrators.constrained_friction`; ``traj.friction``
+    has the forces, held phases and work, without switch events).
     """
     sys_ = as_system(system)
     for attr in ("nq", "nv", "forward_dynamics", "energy", "integrate_configuration"):
@@ -193,6 +234,14 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, method: str =
             f"coordinates, {sys_.nv} independent speeds); method {method!r} cannot integrate "
             f"it — use one of the solve_ivp methods {', '.join(SCIPY_METHODS)}, which "
             "integrate q̇ = W(q) v directly")
+    if _is_constrained(sys_) and method in CONSTRAINED_METHODS:
+        # exact stick–slip inside the constrained step (integrators/constrained_friction)
+        forces, spec = _exact_friction(sys_, forces)
+        if spec:
+            if "friction" in options:
+                raise SolverError("simulate: give exact friction as JointFriction elements "
+                                  "in forces=, not as friction=")
+            options["friction"] = spec
     fs = ForceSet(sys_, forces)
     bad = [type(e).__name__ for e in fs.elements if e.discontinuous]
     if bad:
@@ -252,4 +301,4 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, method: str =
         if bar is not None:
             bar.close()
     return Trajectory(sol.t, sol.q, sol.v, sol.work_nc, sol.stats, sol.method or method,
-                      problem)
+                      problem, friction=_friction_record(sol, options.get("friction")))
