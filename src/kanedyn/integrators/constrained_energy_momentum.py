@@ -125,6 +125,7 @@ from ..errors import ConstraintError, SolverError
 from . import constrained_friction
 from .base import FixedStepMethod, Solution
 from .chart import canonical_coordinates, make_chart
+from .constrained_energy_momentum_compiled import G_FLOOR
 from .energy_momentum import _gonzalez_correction
 
 _EPS = np.finfo(float).eps
@@ -206,12 +207,14 @@ def check_symmetry(system, q0: NDArray, rows: tuple[int, ...], seed: int = 19) -
                 "loop closed on the world — the momenta are not conserved")
 
 
-def corrected_rows(A: NDArray, d: NDArray, w: NDArray, delta: NDArray) -> NDArray:
+def corrected_rows(A: NDArray, d: NDArray, w: NDArray, delta: NDArray,
+                   floor: float = 1e-30) -> NDArray:
     """Gonzalez's discrete gradient of each row of a vector function f:
-    ``A + [(Δf − A d) / (w·d)] wᵀ``, so that ``∇̄f d = Δf`` exactly. Below |d| ≈ 1e-15
-    (a mechanism at rest) the correction, O(|d|²) of A d, is left out."""
+    ``A + [(Δf − A d) / (w·d)] wᵀ``, so that ``∇̄f d = Δf`` exactly. Below w·d = ``floor``
+    (1e-30: a mechanism at rest; :data:`G_FLOOR` for g's rows) the correction is left
+    out."""
     den = float(w @ d)
-    if den > 1e-30:
+    if den > floor:
         return A + np.outer((delta - A @ d) / den, w)
     return A
 
@@ -395,7 +398,7 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         Gb = self._G(t, qb, Jb)
         g1 = self._g(t, q1)
         wq = dx * self.mask
-        Gbar = corrected_rows(Gb, dx, wq, g1 - g0)
+        Gbar = corrected_rows(Gb, dx, wq, g1 - g0, G_FLOOR)
         # γ = G(q) v: base gradient (∂γ/∂x of the Newton matrix, G M⁻¹ J⁻ᵀ at the
         # midpoint), corrected along Δz
         Ab = C.inverse_mass(xb)

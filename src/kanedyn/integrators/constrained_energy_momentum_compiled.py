@@ -132,16 +132,23 @@ def _chart_gradient(data, FP, forces, x, q, v, pv, Jb, dT, dV, out, ew, xdot, gx
     return True
 
 
+#: w·d below which the constraint rows' correction is left out: with A = G(q̄) at the
+#: midpoint, Δg − A d = O(|d|³), under the round-off of Δg itself for |d| < 1e-6, while
+#: the computed correction is that round-off divided by |d|² (noise that stalls Newton
+#: where the mechanism starts from rest, e.g. a joint breaking away from stiction)
+G_FLOOR = 1e-12
+
+
 @nb.njit(cache=True, nogil=True)
-def _corrected_rows(A, d, w, delta, out):
+def _corrected_rows(A, d, w, delta, out, floor):
     """out ← Gonzalez's discrete gradient of each row: ``A + [(Δf − A d)/(w·d)] wᵀ``, the
-    correction left out below w·d = 1e-30 (as ``corrected_rows``)."""
+    correction left out below w·d = ``floor`` (as ``corrected_rows``)."""
     den = 0.0
     for j in range(d.shape[0]):
         den += w[j] * d[j]
     for r in range(A.shape[0]):
         c = 0.0
-        if den > 1e-30:
+        if den > floor:
             s = 0.0
             for j in range(d.shape[0]):
                 s += A[r, j] * d[j]
@@ -233,7 +240,7 @@ def equations(P, data, FP, forces, tm, u, q0, p0, H0, g0, gam0, h, mask, aq, xi,
     # ∇̄g: G(q̄) J(x̄) corrected along Δx (w = Δx less the cyclic coordinates)
     for k in range(m):
         gam[k] = g1[k] - g0[k]
-    _corrected_rows(GbJ, u[:n], w[:n], gam, Gbar)
+    _corrected_rows(GbJ, u[:n], w[:n], gam, Gbar, G_FLOOR)
     # ∇̄γ: the base (∂γ/∂x of the Newton matrix, G J · J⁻¹M⁻¹J⁻ᵀ = G M⁻¹J⁻ᵀ at the
     # midpoint) corrected along Δz
     for k in range(m):
@@ -243,7 +250,7 @@ def equations(P, data, FP, forces, tm, u, q0, p0, H0, g0, gam0, h, mask, aq, xi,
             Abar[k, j] = aq[k, j]
             Abar[k, n + j] = Ab[k, j]
         gam[k] = gam1[k] - gam0[k]
-    _corrected_rows(Abar, dz, w, gam, Gam)
+    _corrected_rows(Abar, dz, w, gam, Gam, 1e-30)
     lam = u[2 * n:2 * n + m]
     mu = u[2 * n + m:2 * n + 2 * m]
     for i in range(n):
