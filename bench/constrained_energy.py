@@ -25,6 +25,8 @@ Run: PYTHONPATH=src .venv/bin/python bench/constrained_energy.py [--T 10] [--dt 
      --forces: only the four-bar with a damper, a spring and a periodic motor (force
      elements with compiled rows), energy_momentum compiled over T against its Python
      steps over T/10: cost per step and the budget |E − E0 − W_nc|
+     --friction: exact stick–slip friction in the step (four-bar over T, Stewart platform
+     over T/5), its cost per step against the runs without friction
 """
 
 from __future__ import annotations
@@ -254,12 +256,55 @@ def forces_run(T: float, dt: float) -> None:
               f"max|g| {np.abs(tr.stats['residual_g']).max():.1e}")
 
 
+def friction_run(T: float, dt: float) -> None:
+    """Exact stick–slip friction in the step (integrators/constrained_friction.py): the
+    four-bar with Stribeck friction on the crank (it slides, stops, stays held) over T,
+    the Stewart platform with friction on its six pistons (held, then legs break away)
+    over T/5 at 2 dt; cost per step against the same run without friction (the Python
+    steps, and the compiled loop), the held fraction, the budget and |g|."""
+    from kanedyn.constraints.mechanisms import four_bar_problem
+    from kanedyn.forces import JointFriction
+    from kanedyn.friction import Stribeck
+
+    prob = four_bar_problem(omega1=4.0)
+    st = stewart_system()
+    cases = [("four-bar", prob.system, prob.q0, prob.v0, T, dt,
+              [JointFriction("crank_pin", Stribeck(Fc=2.0, Fs=2.5, vs=0.05, Fv=0.01))]),
+             ("stewart", st, stewart_configuration(st, position=(0.05, 0.0, 0.0)),
+              np.zeros(st.nv), T / 5, 2 * dt,
+              [JointFriction(f"p{k}", Stribeck(Fc=20.0, Fs=25.0, vs=0.02, Fv=1.0))
+               for k in range(6)])]
+    for name, s, q0, v0, tf, h, F in cases:
+        rows = []
+        for label, forces, compiled in (("exact friction", F, False),
+                                        ("no friction, python", None, False),
+                                        ("no friction, compiled", None, True)):
+            kd.simulate(s, q0, v0, 5 * h, method="energy_momentum", dt=h, forces=forces,
+                        compiled=compiled)  # warm-up (compilation)
+            t0 = time.perf_counter()
+            tr = kd.simulate(s, q0, v0, tf, method="energy_momentum", dt=h, forces=forces,
+                             compiled=compiled)
+            us = (time.perf_counter() - t0) / (len(tr.t) - 1) * 1e6
+            held = tr.friction.stuck.mean() if tr.friction is not None else float("nan")
+            rows.append((label, us, held, np.abs(tr.budget).max() / np.abs(tr.energy).max(),
+                         np.abs(tr.stats["residual_g"]).max(),
+                         float(tr.stats["newton_iterations"].mean())))
+        print(f"\n{name}: T = {tf:g} s, dt = {h:g}")
+        print("| run | us/step | x no friction (python) | held (joint-steps) | budget | max|g| "
+              "| Newton it./step |")
+        for label, us, held, b, g, it in rows:
+            print(f"| {label} | {us:.0f} | {us / rows[1][1]:.2f} | {held:.2f} | {b:.1e} | "
+                  f"{g:.1e} | {it:.2f} |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--T", type=float, default=10.0)
     ap.add_argument("--dt", type=float, default=1e-3)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--forces", action="store_true", help="the four-bar with force elements")
+    ap.add_argument("--friction", action="store_true",
+                    help="exact stick–slip friction in the step (four-bar, Stewart)")
     ap.add_argument("--mechanisms", default="four-bar,rssr,stewart",
                     help="comma-separated: " + ", ".join(MECHANISMS))
     a = ap.parse_args()
@@ -270,6 +315,9 @@ def main():
     print(f"T = {T} s, dt = {dt}")
     if a.forces:
         forces_run(T, dt)
+        return
+    if a.friction:
+        friction_run(T, dt)
         return
     for name in a.mechanisms.split(","):
         build, with_mujoco, fT, fdt = MECHANISMS[name]

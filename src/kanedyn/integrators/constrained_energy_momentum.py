@@ -98,7 +98,7 @@ predictor extrapolates the last two steps. An update is measured by what it move
 Δp, h Gᵀδλ, h M⁻¹Gᵀδμ) beyond the round-off of q and p; where the mechanism turns back
 (Δx → 0) the corrections carry round-off divided by |Δx| and the updates stall above
 ``tol``: the step is then taken if they stall below 1e-12, or below 1e-6 when its own
-energy error |H' − H − Δx·F| is at round-off.
+energy error |H' − H − Δx·F| is at round-off (``STALL_DEFECT`` ε (1 + |H|)).
 
 Cost. Python on the compiled kernels (crba, the energy kernel) and the constraint rows of
 :class:`~kanedyn.constraints.ConstrainedSystem`: each iteration evaluates H, ∇H, g, G at
@@ -125,7 +125,7 @@ from ..errors import ConstraintError, SolverError
 from . import constrained_friction
 from .base import FixedStepMethod, Solution
 from .chart import canonical_coordinates, make_chart
-from .constrained_energy_momentum_compiled import G_FLOOR
+from .constrained_energy_momentum_compiled import G_FLOOR, STALL_DEFECT
 from .energy_momentum import _gonzalez_correction
 
 _EPS = np.finfo(float).eps
@@ -633,7 +633,7 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
                 # update at 1e-12, or one above it when the step's energy error is at the
                 # round-off of H; else not converging
                 if err <= 1e-12 or (err <= 1e-6
-                                    and work[1] <= 64 * _EPS * (1.0 + abs(ctx[5]))):
+                                    and work[1] <= STALL_DEFECT * _EPS * (1.0 + abs(ctx[5]))):
                     return u, it, True, work[0], slow()
                 break
             last = err

@@ -137,6 +137,13 @@ def _chart_gradient(data, FP, forces, x, q, v, pv, Jb, dT, dV, out, ew, xdot, gx
 #: the computed correction is that round-off divided by |d|² (noise that stalls Newton
 #: where the mechanism starts from rest, e.g. a joint breaking away from stiction)
 G_FLOOR = 1e-12
+#: a Newton iteration stalled above ``tol`` (updates no longer contracting) is taken when
+#: its updates are below 1e-6 and the step's energy defect |H' − H − W| is below
+#: STALL_DEFECT · ε (1 + |H|): the round-off of H, a sum of kinetic and potential terms
+#: that can each exceed |H|, and of the work. Where G M⁻¹ Gᵀ is ill-conditioned (the
+#: four-bar turning through its near-dead points at 4 rad/s) the multipliers' round-off
+#: holds the updates near 1e-12 and the defect near 70 ε (1 + |H|)
+STALL_DEFECT = 256.0
 
 
 @nb.njit(cache=True, nogil=True)
@@ -571,7 +578,8 @@ def cem_run(P, data, FP, forces, times, q0, v0, lam0, steps, every, mask, xi, wq
                     ok = True
                     break
                 if it >= 2 and err > 0.9 * last:  # the round-off floor, or not converging
-                    if err <= 1e-12 or (err <= 1e-6 and defect <= 64 * _EPS * (1.0 + abs(H0))):
+                    if err <= 1e-12 or (err <= 1e-6
+                                        and defect <= STALL_DEFECT * _EPS * (1.0 + abs(H0))):
                         ok = True
                     break
                 last = err
