@@ -146,3 +146,26 @@ def test_exact_friction_against_a_moving_surface_is_refused():
     with pytest.raises(FrictionError, match="still surface"):
         kd.simulate(prob.system, prob.q0, prob.v0, 0.01, method="energy_momentum", dt=1e-3,
                     forces=[JointFriction("crank_pin", law, surface_velocity=0.1)])
+
+
+def test_a_held_crank_with_a_ball_joint_in_the_loop():
+    # the RSSR: a ball joint in the tree (the step in its chart); holding the crank leaves
+    # the coupler's spin about its own axis free, so the held row and a moving mechanism
+    # share the Newton system
+    from kanedyn.constraints import consistent_initial_values
+    from kanedyn.constraints.mechanisms import rssr_guess, rssr_system
+
+    s = rssr_system()
+    v = np.zeros(s.nv)
+    v[0] = 4.0
+    start = consistent_initial_values(s, rssr_guess(s), v)
+    law = Stribeck(Fc=2.4, Fs=3.0, vs=0.05)
+    tr = kd.simulate(s, start.q, start.v, 0.4, method="energy_momentum", dt=1e-3,
+                     forces=[JointFriction("crank_pin", law)])
+    held = tr.friction.stuck[:, 0]
+    k = int(np.argmax(held))
+    assert 0 < k and held[k:].all()
+    assert np.all(tr.v[k:, 0] == 0.0) and np.all(tr.q[k:, 0] == tr.q[k, 0])
+    assert budget(tr) <= 1e-10
+    assert np.abs(tr.stats["residual_g"]).max() <= 1e-12
+    assert np.all(np.abs(tr.friction.force[k:, 0]) <= law.Fs)
