@@ -15,9 +15,12 @@ compiled discrete gradients" (the per-step ratios against MuJoCo are bench/sim_v
 - ``step``: energy_momentum's energy error on the 7-link chain at dt = 5e-3 (5 s), against
   its Python steps (``compiled=False``);
 - ``lie``: energy_momentum's "lie" variant on a tossed free body (10 s at dt = 1e-3),
-  compiled loop against its Python steps, µs a step (best of 3 after a warm-up).
+  compiled loop against its Python steps, µs a step (best of 3 after a warm-up);
+- ``floating``: its "floating" variant on a free base with a 6-link arm, no gravity, the
+  same way.
 
-Run: PYTHONPATH=src .venv/bin/python bench/dg_newton.py [stats predictor passes step lie]
+Run: PYTHONPATH=src .venv/bin/python bench/dg_newton.py [stats predictor passes step lie
+     floating]
 """
 
 from __future__ import annotations
@@ -137,11 +140,9 @@ def step() -> None:
               f"energy error {e:.1e}")
 
 
-def lie() -> None:
-    print("== energy_momentum, lie variant, free body: µs a step ==")
-    inertia = np.array([[0.2, 0.01, 0.02], [0.01, 0.3, -0.03], [0.02, -0.03, 0.25]])
-    m = kd.models.free_body(mass=1.5, inertia=inertia, com=(0.1, -0.05, 0.2))
-    q0, v0 = kd.neutral(m), np.array([1.0, 2.0, -0.5, 0.3, 0.1, 2.0])
+def _compiled_against_python(m, q0, v0) -> None:
+    """energy_momentum on (m, q0, v0), dt = 1e-3: the compiled loop over 10 s against the
+    Python steps over 1 s, µs a step (best of 3 after a warm-up), and the drift."""
     for compiled, T in ((True, 10.0), (False, 1.0)):
         kd.simulate(m, q0, v0, 0.1, method="energy_momentum", dt=1e-3, compiled=compiled)
         best = np.inf
@@ -150,15 +151,46 @@ def lie() -> None:
             tr = kd.simulate(m, q0, v0, T, method="energy_momentum", dt=1e-3,
                              compiled=compiled)
             best = min(best, (time.perf_counter() - t0) / (len(tr.t) - 1))
-        print(f"{'compiled' if compiled else 'Python steps':12s} {T:g} s: {best * 1e6:8.1f}")
+        drift = np.abs(tr.energy - tr.energy[0]).max() / abs(tr.energy[0])
+        print(f"{'compiled' if compiled else 'Python steps':12s} {T:g} s: {best * 1e6:8.1f}"
+              f"   drift {drift:.1e}")
+
+
+def lie() -> None:
+    print("== energy_momentum, lie variant, free body: µs a step ==")
+    inertia = np.array([[0.2, 0.01, 0.02], [0.01, 0.3, -0.03], [0.02, -0.03, 0.25]])
+    m = kd.models.free_body(mass=1.5, inertia=inertia, com=(0.1, -0.05, 0.2))
+    _compiled_against_python(m, kd.neutral(m), np.array([1.0, 2.0, -0.5, 0.3, 0.1, 2.0]))
+
+
+def floating() -> None:
+    """A free base (3 kg) carrying a 6-link arm of hinges about y, x, y, ..., no gravity."""
+    print("== energy_momentum, floating variant, free base + 6-link arm: µs a step ==")
+    from kanedyn.model.joints import Free, Revolute
+
+    b = kd.ModelBuilder("floating_arm", gravity=(0, 0, 0))
+    b.add_body("base", None, Free("root"), None, 3.0, (0.05, -0.02, 0.1),
+               np.diag([0.2, 0.3, 0.25]))
+    parent = "base"
+    for k in range(6):
+        axis = (0, 1, 0) if k % 2 == 0 else (1, 0, 0)
+        b.add_body(f"link{k}", parent, Revolute(f"j{k}", axis=axis),
+                   (np.eye(3), (0.3 if k == 0 else 0.25, 0, 0)), 1.0, (0.12, 0, 0),
+                   np.diag([0.002, 0.02, 0.02]))
+        parent = f"link{k}"
+    m = b.build()
+    q0 = kd.neutral(m)
+    q0[7:] = 0.4 * np.cos(np.arange(6))
+    v0 = np.concatenate([[0.3, -0.5, 0.8, 0.1, 0.2, -0.1], 1.5 * np.sin(np.arange(6) + 1)])
+    _compiled_against_python(m, q0, v0)
 
 
 if __name__ == "__main__":
-    parts = sys.argv[1:] or ["stats", "predictor", "passes", "step", "lie"]
+    parts = sys.argv[1:] or ["stats", "predictor", "passes", "step", "lie", "floating"]
     with open("/proc/loadavg") as f:
         print("load before:", f.read().split()[:3])
     for part in parts:
         {"stats": stats, "predictor": predictor, "passes": passes, "step": step,
-         "lie": lie}[part]()
+         "lie": lie, "floating": floating}[part]()
     with open("/proc/loadavg") as f:
         print("load after:", f.read().split()[:3])

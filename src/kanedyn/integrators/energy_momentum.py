@@ -44,7 +44,10 @@
     Cayley map of se(3) would not do: its adjoint differs from cay(ad) at O(h³). E is
     exact because ``ν̄·Δμ = h ν̄ᵀ ad*_ν̄ μ̄ = h (ad_ν̄ ν̄)·μ̄ = 0`` and the rest is Gonzalez's
     argument; joint torques add ``h v̄ᵀτ`` to E exactly (the budget closes) and, having
-    no base component, keep [L; P]. Order 2, symmetric.
+    no base component, keep [L; P]. Order 2, symmetric. On a Model whose force elements
+    on the joints below the base all have compiled rows it runs in the compiled loop of
+    :mod:`.floating_cayley_compiled` (``compiled=False``: the Python steps below, its
+    reference).
 
 ``"gonzalez"`` — every joint's configuration adds (revolute, prismatic, helical). Gonzalez's
     midpoint discrete gradient (Gonzalez, *J. Nonlinear Sci.* 6, 1996) in the canonical
@@ -279,6 +282,11 @@ class EnergyMomentum(FixedStepMethod):
 
             return rk4_compiled.compiled_or_none(self.name, lie_cayley_compiled.run, self,
                                                  self.problem)
+        if self.variant == "floating":
+            from . import floating_cayley_compiled
+
+            return rk4_compiled.compiled_or_none(self.name, floating_cayley_compiled.run,
+                                                 self, self.problem)
         if (self.variant != "gonzalez"
                 or not rk4_compiled.applicable(self.problem, forces=True)):
             return None

@@ -32,7 +32,7 @@ _EPS = np.finfo(np.float64).eps
 
 
 @nb.njit(cache=True, nogil=True)
-def _rotation(w, x, y, z, R):
+def quaternion_rotation(w, x, y, z, R):
     """R ← the rotation of the unit quaternion (w, x, y, z) (``spatial.quat_to_matrix``)."""
     R[0, 0], R[0, 1], R[0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
     R[1, 0], R[1, 1], R[1, 2] = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
@@ -58,7 +58,7 @@ def lie_run(m, c, Ic, Ici, g, q0, v0, dt, n_steps, every, maxiter, blowup, Q, V,
         vmax0 = max(vmax0, abs(v[i]))
     for step in range(n_steps):
         h = dt[step]
-        _rotation(q[3], q[4], q[5], q[6], R)
+        quaternion_rotation(q[3], q[4], q[5], q[6], R)
         _cross(v[:3], c, t3)
         for a in range(3):
             t3[a] += v[3 + a]
@@ -115,7 +115,7 @@ def lie_run(m, c, Ic, Ici, g, q0, v0, dt, n_steps, every, maxiter, blowup, Q, V,
             Pn = P[a] + h * m * g[a]
             xc[a] += 0.5 * h / m * (P[a] + Pn)
             P[a] = Pn
-        _rotation(q[3], q[4], q[5], q[6], R)
+        quaternion_rotation(q[3], q[4], q[5], q[6], R)
         wb[:] = Ici @ pn  # ω'
         _cross(wb, c, t3)
         for a in range(3):
