@@ -308,6 +308,43 @@ def test_compiled_floating_loop_equals_the_python_step(with_forces, monkeypatch)
     assert calls == [1]
 
 
+def test_projection_variant_with_momentum_rows_runs_compiled(monkeypatch):
+    """A free base with a ball joint and a hinge below it, no gravity: the projection
+    variant keeps E and [L; P] (momentum="auto"); its compiled loop (tangent midpoint +
+    ``gauss_compiled.project_standard``) equals its Python steps and keeps both to
+    round-off; midpoint with project=("energy", "angular_momentum") takes the same loop."""
+    from kanedyn.integrators import gauss_compiled
+    from kanedyn.model.joints import Free, Spherical
+
+    b = kd.ModelBuilder("free_ball", gravity=(0.0, 0.0, 0.0))
+    rod = np.diag([1.0 / 12.0, 1.0 / 12.0, 1e-2])
+    below = (np.eye(3), (0, 0, -1.0))
+    b.add_body("base", None, Free("root"), None, 2.0, (0.05, 0, 0.1), np.diag([0.2, 0.3, 0.25]))
+    b.add_body("l2", "base", Spherical("b2"), below, 1.0, (0, 0, -0.5), rod)
+    b.add_body("l3", "l2", Revolute("r3", axis=(0, 1, 0)), below, 0.5, (0, 0, -0.5), rod)
+    m = b.build()
+    q0 = kd.random_configuration(m, np.random.default_rng(1))
+    v0 = np.array([0.3, -0.5, 0.8, 0.1, 0.2, -0.1, 0.5, -1.0, 2.0, 1.5])
+    assert method_of(m, q0, v0).invariants == ("energy", "momentum")
+    ran = []  # what the compiled loop returned: a Solution, or None (the Python steps)
+    real = gauss_compiled.run
+    monkeypatch.setattr(gauss_compiled, "run",
+                        lambda *args, **kw: ran.append(real(*args, **kw)) or ran[-1])
+    a, p = (kd.simulate(m, q0, v0, 0.2, method="energy_momentum", dt=1e-3, compiled=c)
+            for c in (True, False))
+    assert len(ran) == 1 and ran[0] is not None
+    assert np.abs(a.q - p.q).max() <= 1e-12 and np.abs(a.v - p.v).max() <= 1e-11
+    for tr in (a, p):
+        assert rel(tr.energy, tr.energy[0]) <= 1e-13
+        assert rel(tr.momentum, np.linalg.norm(tr.momentum[0])) <= 1e-13
+    tr = kd.simulate(m, q0, v0, 0.2, method="midpoint", dt=1e-3,
+                     project=("energy", "angular_momentum"))
+    L = tr.momentum[:, :3]
+    assert np.abs(L - L[0]).max() <= 1e-13 * np.linalg.norm(L[0])
+    assert len(ran) == 2 and ran[1] is not None
+    assert gauss_compiled.momentum_rows(("momentum", "energy")) is None  # the Python steps
+
+
 def test_floating_variant_needs_zero_gravity():
     m, q0, v0 = floating_chain()
     assert method_of(m.with_gravity((0, 0, -9.81)), q0, v0).variant == "projection"

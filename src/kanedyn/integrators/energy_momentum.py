@@ -80,13 +80,12 @@
     ``momentum="auto"`` conserves [L; P] when the system has a free root joint, no gravity
     and no force elements, otherwise only the energy; pass the names explicitly
     (``"momentum"``, ``"angular_momentum"``, ``"linear_momentum"``, a tuple, or ``()``).
-    Projected onto the energy alone, on a Model with ball or free joints (among revolute,
-    prismatic, helical ones; no armature) whose force elements all have compiled rows, it
-    runs in the compiled tangent midpoint + ``project="energy"`` loop of
-    :mod:`.gauss_compiled` — the same algorithm, the same steps to Newton's tolerance
-    (``compiled=False``: the Python steps, its reference). With momentum rows among the
-    invariants (a free root without gravity or forces) it takes the Python steps: the
-    compiled projection has the energy row only.
+    On a Model with ball or free joints (among revolute, prismatic, helical ones; no
+    armature) whose force elements all have compiled rows, it runs in the compiled
+    tangent midpoint + projection loop of :mod:`.gauss_compiled` — the same algorithm,
+    the same steps to Newton's tolerance (``compiled=False``: the Python steps, its
+    reference) —, with momentum rows among the invariants (a free root without gravity
+    or forces) too, the projection then onto E and [L; P].
 """
 
 from __future__ import annotations
@@ -295,22 +294,23 @@ class EnergyMomentum(FixedStepMethod):
                                              dgc.GONZALEZ, NEWTON_TOL, self.opts["maxiter"])
 
     def _compiled_projection(self):
-        """The ``"projection"`` variant with ``invariants == ("energy",)`` (gravity or force
-        elements: ``momentum="auto"`` gives no momentum) on a Model with ball or free
-        joints: ``_gauss_loop``'s tangent midpoint (z = (ξ, v), q = q₀ ⊕ ξ, the stage
-        equation of :class:`_TangentMidpoint`, solved to the same ``tol``) followed by
-        ``project_energy_standard`` onto E₀ + W_nc, which is :class:`.projection.Projected`'s
-        iteration — the Python variant's step. With momentum rows (a free root without
-        gravity or forces) the Python steps."""
+        """The ``"projection"`` variant on a Model with ball or free joints:
+        ``_gauss_loop``'s tangent midpoint (z = (ξ, v), q = q₀ ⊕ ξ, the stage equation of
+        :class:`_TangentMidpoint`, solved to the same ``tol``) followed by the projection
+        onto E₀ + W_nc (``project_energy_standard``) or, with momentum rows (a free root
+        without gravity or forces: ``momentum="auto"``), onto the energy and [L; P]
+        (``project_standard``) — :class:`.projection.Projected`'s iteration, the Python
+        variant's step."""
         from . import gauss_compiled, rk4_compiled
         from .gauss import REFRESH_AFTER
 
-        if self.invariants != ("energy",) or not gauss_compiled.tangent_applicable(self.problem):
+        if (gauss_compiled.momentum_rows(self.invariants) is None
+                or not gauss_compiled.tangent_applicable(self.problem)):
             return None
         return rk4_compiled.compiled_or_none(
             self.name, gauss_compiled.run, self.problem, 1, self.opts["tol"],
             self.opts["maxiter"], REFRESH_AFTER, "midpoint", True,
-            gauss_compiled.PREDICTOR_STEPS, True, self.name)
+            gauss_compiled.PREDICTOR_STEPS, True, self.name, self.invariants)
 
     def step(self, t, q, v, h):
         if self.variant == "lie":

@@ -94,8 +94,9 @@ class GaussLegendre(FixedStepMethod):
         from . import gauss_compiled, rk4_compiled
         from .projection import parse_invariants
 
+        invariants = ("energy",) if project is None else parse_invariants(project)
         if (not self.opts["compiled"] or self._mode != "auto"
-                or (project is not None and parse_invariants(project) != ("energy",))):
+                or gauss_compiled.momentum_rows(invariants) is None):
             return None
         tangent = not self.canonical
         if not (gauss_compiled.tangent_applicable(self.problem) if tangent
@@ -104,7 +105,7 @@ class GaussLegendre(FixedStepMethod):
         return rk4_compiled.compiled_or_none(
             self.name, gauss_compiled.run, self.problem, self.stages, self.opts["tol"],
             self.opts["maxiter"], REFRESH_AFTER, self.name, project is not None,
-            gauss_compiled.PREDICTOR_STEPS, tangent)
+            gauss_compiled.PREDICTOR_STEPS, tangent, None, invariants)
 
     @property
     def analytic(self) -> bool:

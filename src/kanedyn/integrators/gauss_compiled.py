@@ -459,6 +459,103 @@ def project_energy_standard(data, P, forces, iqd, tangent, q, v, target, E0, M, 
     return NEWTON_FAILED, maxiter
 
 
+@nb.njit(cache=True, nogil=True)
+def _invariants(data, P, forces, iqd, q, v, target, rows, h0, dT, dV, out, qd, G) -> bool:
+    """G ← (E − target, [L; P][rows] − h0[rows]) at (q, v) (with the springs' potential of
+    the force rows in E), dT ← ∂E/∂q; False if the kernel refuses q."""
+    if energy_pass(data, q, v, dT, dV, out) != 0:
+        return False
+    G[0] = out[0] + out[1] - target
+    for i in range(v.shape[0]):
+        dT[i] += dV[i]
+    if forces:
+        gather(iqd, q, qd)
+        spring_gradient_add(P, qd, 1.0, dT)
+        G[0] += spring_potential(P, qd)
+    for j in range(rows.shape[0]):
+        G[1 + j] = out[2 + rows[j]] - h0[rows[j]]
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def project_standard(data, P, forces, iqd, tangent, q, v, target, E0, M, rows, h0, tol,
+                     maxiter, dT, dV, out, qs, vs, qd, D, G, e, dz):
+    """In place, the projection of :class:`.projection.Projected` onto the energy and the
+    rows ``rows`` of the momentum [L; P] (world, about the origin; targets h0 from the
+    run's start), invariants ("energy", momentum rows...) in that order: ``(q, v) ← (q, v)
+    ⊕ Dᵀλ`` with G(q, v) = 0, D the gradients at the start — energy ``(∂E/∂q, M v)``,
+    momentum ``∂h/∂v`` exactly (h is linear in v: h(q, e_k)) and ``∂h/∂q`` by central
+    differences of step 1e-6 in the chart —, λ by simplified Newton with ``(D Dᵀ)⁻¹``,
+    until ``|G| ≤ 4 tol s`` (or ``1e-13 s`` after ``maxiter``), s = 1 + |E0| + max|h0|.
+    Returns (status, iterations) as :func:`project_energy_standard`."""
+    n = v.shape[0]
+    k = 1 + rows.shape[0]
+    if not _invariants(data, P, forces, iqd, q, v, target, rows, h0, dT, dV, out, qd, G):
+        return BAD_STATE, 0
+    b = M @ v
+    for i in range(n):
+        D[0, i] = dT[i]
+        D[0, n + i] = b[i]
+    for c in range(n):
+        e[:] = 0.0
+        e[c] = 1.0
+        if energy_pass(data, q, e, dV, dz, out) != 0:
+            return BAD_STATE, 0
+        for j in range(rows.shape[0]):
+            D[1 + j, n + c] = out[2 + rows[j]]
+        for sgn in (1.0, -1.0):
+            e[c] = sgn * 1e-6
+            if tangent:
+                chart_point(data, q, e, qs)
+            else:
+                for i in range(q.shape[0]):
+                    qs[i] = q[i] + e[i]
+            if energy_pass(data, qs, v, dV, dz, out) != 0:
+                return BAD_STATE, 0
+            for j in range(rows.shape[0]):
+                if sgn > 0:
+                    D[1 + j, c] = out[2 + rows[j]]
+                else:
+                    D[1 + j, c] = (D[1 + j, c] - out[2 + rows[j]]) / 2e-6
+    Ginv = np.linalg.inv(D @ D.T)
+    scale = 1.0 + abs(E0)
+    hmax = 0.0
+    for j in range(6):
+        hmax = max(hmax, abs(h0[j]))
+    scale += hmax
+    lam = np.zeros(k)
+    worst = 0.0
+    for it in range(1, maxiter + 1):
+        lam -= Ginv @ G
+        for i in range(n):  # Dᵀλ: e the step in q (the chart), vs the new speeds
+            sq, sv = 0.0, 0.0
+            for j in range(k):
+                sq += D[j, i] * lam[j]
+                sv += D[j, n + i] * lam[j]
+            e[i] = sq
+            vs[i] = v[i] + sv
+        if tangent:
+            chart_point(data, q, e, qs)
+        else:
+            for i in range(n):
+                qs[i] = q[i] + e[i]
+        if not _invariants(data, P, forces, iqd, qs, vs, target, rows, h0, dz, dV, out, qd,
+                           G):
+            return BAD_STATE, it
+        worst = 0.0
+        for j in range(k):
+            worst = max(worst, abs(G[j]))
+        if worst <= tol * scale * 4:
+            q[:] = qs
+            v[:] = vs
+            return 0, it
+    if worst <= 1e-13 * scale:
+        q[:] = qs
+        v[:] = vs
+        return 0, maxiter
+    return NEWTON_FAILED, maxiter
+
+
 # ------------------------------------------------------------------ the predictor
 @nb.njit(cache=True, _nrt=False, nogil=True)
 def extrapolate(hist, newest, k, out):
@@ -500,8 +597,8 @@ def best_order(hist, newest, known, Z, work) -> int:
 # ------------------------------------------------------------------ the loop
 @nb.njit(cache=True, nogil=True)
 def _gauss_loop(data, P, forces, iqd, t0, tangent, q0, v0, dt, n_steps, every, A, Ainv, b, c,
-                d, tol, maxiter, refresh_after, history, project, ptol, pmaxiter, blowup, Q, V,
-                Wk, iters, status):
+                d, tol, maxiter, refresh_after, history, project, prows, ptol, pmaxiter, blowup,
+                Q, V, Wk, iters, status):
     n = v0.shape[0]
     st = A.shape[0]
     N = 2 * n
@@ -527,6 +624,10 @@ def _gauss_loop(data, P, forces, iqd, t0, tangent, q0, v0, dt, n_steps, every, A
         status[0], status[1] = BAD_STATE, 0
         return 0
     E0 = out[0] + out[1]
+    # the momentum rows the projection keeps (``prows``, with the energy) at the start
+    h0 = out[2:8].copy()
+    kp = 1 + prows.shape[0]
+    Dp, Gp, ep, dzp = np.empty((kp, 2 * n)), np.empty(kp), np.empty(n), np.empty(n)
     if forces:
         gather(iqd, q, qd)
         E0 += spring_potential(P, qd)
@@ -664,7 +765,11 @@ def _gauss_loop(data, P, forces, iqd, t0, tangent, q0, v0, dt, n_steps, every, A
                 status[0], status[1] = BAD_STATE, step
                 return k_out
             cholesky_solve(L, L.shape[0], ps, v)
-        if project:
+        if project and prows.shape[0] > 0:
+            s, pit = project_standard(data, P, forces, iqd, tangent, q, v, E0 + work, E0, M,
+                                      prows, h0, ptol, pmaxiter, dT, dV, out, qs, ps, qd, Dp,
+                                      Gp, ep, dzp)
+        elif project:
             s, pit = project_energy_standard(data, P, forces, iqd, tangent, q, v, E0 + work, E0,
                                              M, ptol, pmaxiter, dT, dV, out, qs, ps, t1, t2,
                                              qd)
@@ -712,10 +817,11 @@ def dof_coordinates(model) -> np.ndarray:
 
 def run(problem, stages: int, tol: float, maxiter: int, refresh_after: int, name: str,
         project: bool = False, history: int = PREDICTOR_STEPS, tangent: bool = False,
-        label: str | None = None):
-    """The whole run of midpoint (``stages=1``) or gauss4 (2), optionally with the energy
-    projection, in the compiled loop: a Solution, or None to fall back. ``label``: the
-    Solution's method name (default ``name``, with ``+project('energy',)`` if
+        label: str | None = None, invariants: tuple[str, ...] = ("energy",)):
+    """The whole run of midpoint (``stages=1``) or gauss4 (2), optionally with the
+    projection onto ``invariants`` (the energy first, then momentum rows:
+    :func:`momentum_rows`), in the compiled loop: a Solution, or None to fall back.
+    ``label``: the Solution's method name (default ``name``, with ``+project(...)`` if
     ``project``)."""
     from .base import Solution
 
@@ -736,15 +842,32 @@ def run(problem, stages: int, tol: float, maxiter: int, refresh_after: int, name
                 dof_coordinates(model), float(problem.t0), bool(tangent),
                 np.ascontiguousarray(problem.q0, float), np.ascontiguousarray(problem.v0, float),
                 steps, n_steps, every, A, Ainv, b, c, d, float(tol), int(maxiter),
-                int(refresh_after), int(history), bool(project), ptol, pmaxiter,
+                int(refresh_after), int(history), bool(project),
+                np.array(momentum_rows(invariants), dtype=np.int64), ptol, pmaxiter,
                 float(problem.blowup), Q, V, W, iters, status)
     if label is None:
-        label = f"{name}+project{('energy',)}" if project else name
+        label = f"{name}+project{tuple(invariants)}" if project else name
     if status[0] == STATE_GUARD:
         report_state_guard(problem, label, status, Q, V, times)
     if status[0]:
         return None  # the Python method takes the whole run, and reports what happens
     return Solution(times[keep], Q[:-1], V[:-1], W[:-1], {"newton_iterations": iters}, label)
+
+
+def momentum_rows(invariants) -> list[int]:
+    """The rows of [L; P] that a projection onto ``invariants`` keeps beside the energy,
+    in their order; None when the compiled projection cannot take them (the energy must
+    come first: the order of the rows is the order of the reference's equations)."""
+    from .projection import _ROWS
+
+    names = tuple(invariants)
+    if not names or names[0] != "energy" or "energy" in names[1:]:
+        return None
+    rows: list[int] = []
+    for nm in names[1:]:
+        r = _ROWS[nm]
+        rows.extend(range(r.start, r.stop))
+    return rows
 
 
 def tableau(stages: int):

@@ -452,7 +452,8 @@ def _gauss_runs(D, P, forces, iqd, tangent, Q0, V0, steps, every, A, Ainv, b, c,
         iters = np.zeros(n_steps, dtype=np.int32)
         kept = _gauss_loop(D[k], P[k], forces, iqd, 0.0, tangent, Q0[k], V0[k], steps, n_steps,
                            every, A, Ainv, b, c, d, tol, maxiter, refresh_after, history,
-                           False, 0.0, 0, np.inf, Q, V, W, iters, status[k])
+                           False, np.zeros(0, dtype=np.int64), 0.0, 0, np.inf, Q, V, W,
+                           iters, status[k])
         _finish(D[k], P[k], iqd, Q, V, W, kept, outQ[k], outV[k], outW[k], outE[k])
     each_run(Q0.shape[0], run)
 
