@@ -24,7 +24,9 @@ With ``--em`` instead: ``method="energy_momentum"`` on the two ball chains (its
 tangent midpoint + energy projection loop of ``integrators/gauss_compiled.py``), without
 and with a ``JointDamper`` of 0.1 on every joint (then the projection's target is E₀ +
 W_nc), against its Python steps (``compiled=False``) and MuJoCo's RK4 (no damping), and
-beside it rk4 + ``project="energy"`` with the same dampers (the manifold loop).
+beside it rk4 + ``project="energy"`` with the same dampers (the manifold loop); then the
+variant onto E and [L; P] on a free root with six ball-jointed rods, no gravity, compiled
+against its Python steps.
 
     .venv/bin/python bench/rk4_manifold.py            # 1 s runs (about a minute)
     .venv/bin/python bench/rk4_manifold.py --quick    # 0.2 s runs
@@ -42,18 +44,19 @@ import numpy as np
 import kanedyn as kd
 from kanedyn.model import ModelBuilder
 from kanedyn.model.builders import rod_inertia
-from kanedyn.model.joints import Free, Revolute
+from kanedyn.model.joints import Free, Revolute, Spherical
 
 RADIUS = 0.05
 
 
-def free_chain(n: int) -> kd.Model:
-    """A free root rod and n − 1 hinge children (unit rods of 1 kg, axes y, x, y, ...)."""
-    b = ModelBuilder(f"free_chain_{n}")
+def free_chain(n: int, child=None, gravity=(0.0, 0.0, -9.81)) -> kd.Model:
+    """A free root rod and n − 1 children (unit rods of 1 kg; hinges about y, x, y, ...,
+    or the joints ``child(i)`` makes)."""
+    b = ModelBuilder(f"free_chain_{n}", gravity=gravity)
     parent = None
     for i in range(n):
-        jt = Free("root") if i == 0 else Revolute(f"joint{i + 1}",
-                                                  axis=(0, 1, 0) if i % 2 == 0 else (1, 0, 0))
+        jt = Free("root") if i == 0 else child(i) if child is not None else Revolute(
+            f"joint{i + 1}", axis=(0, 1, 0) if i % 2 == 0 else (1, 0, 0))
         placement = (np.eye(3), (0.0, 0.0, -1.0 if i > 0 else 0.0))
         parent = b.add_body(f"link{i + 1}", parent, jt, placement, 1.0, (0.0, 0.0, -0.5),
                             rod_inertia(1.0, 1.0, RADIUS))
@@ -186,6 +189,25 @@ def mujoco_state(model, q0, v0):
     return np.array(q0, float), qvel
 
 
+def em_momentum_table(dt: float, t_final: float, rng) -> None:
+    """energy_momentum's projection variant onto E and [L; P] (a free root rod with six
+    ball-jointed rods below it, no gravity: momentum="auto" keeps both): the compiled
+    tangent midpoint + project_standard loop against its Python steps."""
+    model = free_chain(7, lambda i: Spherical(f"ball{i + 1}"), gravity=(0.0, 0.0, 0.0))
+    q0 = kd.integrate_configuration(model, kd.neutral(model),
+                                    0.3 * rng.normal(size=model.nv), 1.0)
+    v0 = 0.5 * rng.normal(size=model.nv)
+    em = best_of([ours(model, q0, v0, dt, t_final, "energy_momentum")], 5)[0]
+    py = ours(model, q0, v0, dt, min(t_final, 0.05), "energy_momentum", compiled=False)()
+    tr = kd.simulate(model, q0, v0, t_final, method="energy_momentum", dt=dt)
+    dE = float(np.abs(tr.energy - tr.energy[0]).max() / tr.energy[0])
+    dLP = float(np.abs(tr.momentum - tr.momentum[0]).max())
+    print(f"free root + 6 ball rods, nv = {model.nv}, no gravity: energy_momentum "
+          f"(projection onto E and [L; P]) {em * 1e6:.1f} µs/step compiled, {py * 1e6:.1f} "
+          f"Python steps ({py / em:.0f}x); over {t_final} s max |ΔE|/E0 {dE:.1e}, "
+          f"max |Δ[L; P]| {dLP:.1e}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="0.2 s runs instead of 1 s")
@@ -205,6 +227,7 @@ def main() -> None:
           f"load {open('/proc/loadavg').read().split()[:3]}\n")
     if args.em:
         em_table(cases[:2], dt, t_final, rng)
+        em_momentum_table(dt, t_final, rng)
         print(f"\nload {open('/proc/loadavg').read().split()[:3]}")
         return
     print(f"{'model':26s} {'nv':>3s} {'compiled':>9s} {'+proj':>9s} {'Python':>9s} "

@@ -46,7 +46,10 @@ one or two Newton updates settle a step where the reference's Euler predictor
 
 ``project="energy"``: after each step the projection of :class:`.projection.Projected`
 (standard projection along ∇E, scalar simplified Newton, the same stopping test) onto
-E = E₀ + W_nc (springs' potential in E), in :func:`project_energy_standard`.
+E = E₀ + W_nc (springs' potential in E), in :func:`project_energy_standard`; with momentum
+rows after the energy (``project=("energy", "momentum")``, ``"angular_momentum"``,
+``"linear_momentum"``) onto E and those rows of [L; P] at their start values, in
+:func:`project_standard` (the reference's gradients: ∂[L; P]/∂q by central differences).
 
 A step whose Newton iteration fails (or a mass matrix that is not positive definite)
 makes the whole run fall back to the Python method, which reports the step, the time,
