@@ -42,7 +42,7 @@ from .discrete_gradient_compiled import (
     mass_workspace,
     velocity_aba,
 )
-from .lie_cayley_compiled import quaternion_rotation
+from .lie_cayley_compiled import cayley_attitude, quaternion_rotation
 from .rk4_compiled import save_sample, state_guard, step_grid, store
 
 _compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
@@ -301,19 +301,10 @@ def floating_run(data, P, forces, nc, t0, q0, v0, dt, n_steps, every, tol, stagn
             pf0 += Cs[5, k] * Cs[1, k]   # B[2, 1]
             pf1 += Cs[3, k] * Cs[2, k]   # B[0, 2]
             pf2 += Cs[4, k] * Cs[0, k]   # B[1, 0]
-        a0, a1, a2 = 0.5 * h * g[0], 0.5 * h * g[1], 0.5 * h * g[2]
-        nrm = np.sqrt(1.0 + a0 * a0 + a1 * a1 + a2 * a2)
-        dw, dx, dy, dz = 1.0 / nrm, a0 / nrm, a1 / nrm, a2 / nrm
-        pw, px, py, pz = q[3], q[4], q[5], q[6]
-        quaternion_rotation(pw, px, py, pz, R)  # the old attitude moves p_f to the world
+        quaternion_rotation(q[3], q[4], q[5], q[6], R)  # the old attitude moves p_f
         for a in range(3):
             q[a] += R[a, 0] * pf0 + R[a, 1] * pf1 + R[a, 2] * pf2
-        qw = pw * dw - px * dx - py * dy - pz * dz
-        qx = pw * dx + px * dw + py * dz - pz * dy
-        qy = pw * dy - px * dz + py * dw + pz * dx
-        qz = pw * dz + px * dy - py * dx + pz * dw
-        nq = np.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
-        q[3], q[4], q[5], q[6] = qw / nq, qx / nq, qy / nq, qz / nq
+        cayley_attitude(q, h, g[0], g[1], g[2])
         for i in range(n):
             q[7 + i] = th0[i] + d[6 + i]
         if nc:

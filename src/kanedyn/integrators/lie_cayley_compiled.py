@@ -99,17 +99,7 @@ def lie_run(m, c, Ic, Ici, g, q0, v0, dt, n_steps, every, maxiter, blowup, Q, V,
         for a in range(3):
             pb[a] = 0.5 * (pi[a] + pn[a])
         wb[:] = Ici @ pb
-        # the attitude: q ⊗ cay(h ω̄), the quaternion of cay(h ω̄) ∝ (1, h ω̄/2)
-        a0, a1, a2 = 0.5 * h * wb[0], 0.5 * h * wb[1], 0.5 * h * wb[2]
-        nrm = np.sqrt(1.0 + a0 * a0 + a1 * a1 + a2 * a2)
-        dw, dx, dy, dz = 1.0 / nrm, a0 / nrm, a1 / nrm, a2 / nrm
-        pw, px, py, pz = q[3], q[4], q[5], q[6]
-        qw = pw * dw - px * dx - py * dy - pz * dz
-        qx = pw * dx + px * dw + py * dz - pz * dy
-        qy = pw * dy - px * dz + py * dw + pz * dx
-        qz = pw * dz + px * dy - py * dx + pz * dw
-        nq = np.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
-        q[3], q[4], q[5], q[6] = qw / nq, qx / nq, qy / nq, qz / nq
+        cayley_attitude(q, h, wb[0], wb[1], wb[2])
         # the centre of mass: P' = P + h m g, x_c' = x_c + h/(2m) (P + P')
         for a in range(3):
             Pn = P[a] + h * m * g[a]
@@ -127,6 +117,22 @@ def lie_run(m, c, Ic, Ici, g, q0, v0, dt, n_steps, every, maxiter, blowup, Q, V,
             return k_out
         k_out = save_sample(step, n_steps, every, q, v, Q, V, k_out)
     return k_out
+
+
+@nb.njit(cache=True, nogil=True)
+def cayley_attitude(q, h, w0, w1, w2):
+    """q[3:7] ← q[3:7] ⊗ cay(h ω), the quaternion of cay(h ω) being ∝ (1, h ω/2), unit to
+    round-off (the attitude update of the lie and floating variants)."""
+    a0, a1, a2 = 0.5 * h * w0, 0.5 * h * w1, 0.5 * h * w2
+    nrm = np.sqrt(1.0 + a0 * a0 + a1 * a1 + a2 * a2)
+    dw, dx, dy, dz = 1.0 / nrm, a0 / nrm, a1 / nrm, a2 / nrm
+    pw, px, py, pz = q[3], q[4], q[5], q[6]
+    qw = pw * dw - px * dx - py * dy - pz * dz
+    qx = pw * dx + px * dw + py * dz - pz * dy
+    qy = pw * dy - px * dz + py * dw + pz * dx
+    qz = pw * dz + px * dy - py * dx + pz * dw
+    nq = np.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
+    q[3], q[4], q[5], q[6] = qw / nq, qx / nq, qy / nq, qz / nq
 
 
 @nb.njit(cache=True, nogil=True)
