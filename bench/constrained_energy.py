@@ -236,6 +236,15 @@ def table(name, rows, ref_label="radau5 index3 (1e-8)"):
               + (f"  |ΔL| {r['dL']:.2e} |ΔP| {r['dP']:.2e}" if "dL" in r else ""))
 
 
+def timed_em(s, q0, v0, tf: float, dt: float, **options):
+    """energy_momentum over tf after a 10-step warm-up (compilation): (the trajectory, µs a
+    step, wall)."""
+    kd.simulate(s, q0, v0, 10 * dt, method="energy_momentum", dt=dt, **options)
+    t0 = time.perf_counter()
+    tr = kd.simulate(s, q0, v0, tf, method="energy_momentum", dt=dt, **options)
+    return tr, (time.perf_counter() - t0) / (len(tr.t) - 1) * 1e6
+
+
 def forces_run(T: float, dt: float) -> None:
     """The four-bar with force elements: the compiled loop against the Python steps."""
     from kanedyn.forces import JointDamper, JointSpring, SinusoidalTorque
@@ -244,12 +253,7 @@ def forces_run(T: float, dt: float) -> None:
     F = [JointDamper("rocker_pin", 0.3), JointSpring("crank_pin", 2.0, 1.0),
          SinusoidalTorque("crank_pin", 0.8, 0.5, phase=0.3)]
     for compiled, tf in ((True, T), (False, T / 10)):
-        kd.simulate(s, q0, v0, 10 * dt, method="energy_momentum", dt=dt, forces=F,
-                    compiled=compiled)  # warm-up (compilation)
-        t0 = time.perf_counter()
-        tr = kd.simulate(s, q0, v0, tf, method="energy_momentum", dt=dt, forces=F,
-                         compiled=compiled)
-        us = (time.perf_counter() - t0) / (len(tr.t) - 1) * 1e6
+        tr, us = timed_em(s, q0, v0, tf, dt, forces=F, compiled=compiled)
         scale = max(np.abs(tr.energy).max(), np.abs(tr.work_nc).max())
         print(f"{'compiled' if compiled else 'python':9s} {tf:g} s: {us:8.1f} us/step, "
               f"budget {np.abs(tr.budget).max() / scale:.1e}, "
@@ -279,12 +283,7 @@ def friction_run(T: float, dt: float) -> None:
         for label, forces, compiled in (("exact friction", F, False),
                                         ("no friction, python", None, False),
                                         ("no friction, compiled", None, True)):
-            kd.simulate(s, q0, v0, 5 * h, method="energy_momentum", dt=h, forces=forces,
-                        compiled=compiled)  # warm-up (compilation)
-            t0 = time.perf_counter()
-            tr = kd.simulate(s, q0, v0, tf, method="energy_momentum", dt=h, forces=forces,
-                             compiled=compiled)
-            us = (time.perf_counter() - t0) / (len(tr.t) - 1) * 1e6
+            tr, us = timed_em(s, q0, v0, tf, h, forces=forces, compiled=compiled)
             held = tr.friction.stuck.mean() if tr.friction is not None else float("nan")
             rows.append((label, us, held, np.abs(tr.budget).max() / np.abs(tr.energy).max(),
                          np.abs(tr.stats["residual_g"]).max(),
