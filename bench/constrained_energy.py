@@ -238,7 +238,7 @@ def table(name, rows, ref_label="radau5 index3 (1e-8)"):
 
 def timed_em(s, q0, v0, tf: float, dt: float, **options):
     """energy_momentum over tf after a 10-step warm-up (compilation): (the trajectory, µs a
-    step, wall)."""
+    step)."""
     kd.simulate(s, q0, v0, 10 * dt, method="energy_momentum", dt=dt, **options)
     t0 = time.perf_counter()
     tr = kd.simulate(s, q0, v0, tf, method="energy_momentum", dt=dt, **options)
