@@ -34,6 +34,7 @@ def _armature_chain():
 
 
 ARMATURE = _armature_chain()
+DRIFTING = FLOATING.with_gravity((0.0, 0.0, 0.0))  # [L; P] conserved
 
 
 def _start(model, seed):
@@ -47,16 +48,17 @@ def _compiled_runs(monkeypatch):
 
     ran = []
     one = rk4_manifold.run_one
-    monkeypatch.setattr(rk4_manifold, "run_one", lambda *a: ran.append(a[-1]) or one(*a))
+    monkeypatch.setattr(rk4_manifold, "run_one", lambda *a: ran.append(a[4]) or one(*a))
     monkeypatch.setattr(batch, "_run_one", lambda *a: pytest.fail("additive loop taken"))
     return ran
 
 
 @pytest.mark.parametrize("model, project", [(BALL, None), (FLOATING, None), (PLANAR, None),
                                             (ARMATURE, None), (FLOATING, "energy"),
-                                            (ARMATURE, "energy")],
+                                            (ARMATURE, "energy"),
+                                            (DRIFTING, ("energy", "momentum"))],
                          ids=["ball", "floating", "planar", "armature", "floating+proj",
-                              "armature+proj"])
+                              "armature+proj", "no gravity+proj E, [L; P]"])
 def test_compiled_equals_the_python_reference(model, project, monkeypatch):
     """200 steps: the compiled loop and RK4's Python steps (chart stages q_n ⊕ ξ with
     ξ̇ = J(ξ)⁻¹ v, by the joints' own numpy maps) agree to round-off; with the projection
@@ -72,6 +74,9 @@ def test_compiled_equals_the_python_reference(model, project, monkeypatch):
     np.testing.assert_allclose(a.v, b.v, rtol=0, atol=1e-12 * np.abs(b.v).max())
     if project:
         assert a.relative_energy_error().max() <= 1e-14
+    if project == ("energy", "momentum"):  # gauss_compiled.project_standard's seven rows
+        h = a.momentum
+        assert np.abs(h - h[0]).max() <= 1e-13 * np.abs(h[0]).max()
 
 
 def test_quaternions_stay_unit_and_energy_error_is_fourth_order():

@@ -142,6 +142,7 @@ from ..integrators.gauss_compiled import (
     _projection_defaults,
     dof_coordinates,
     gather,
+    momentum_rows,
     project_energy_standard,
     tableau,
 )
@@ -394,8 +395,8 @@ def _rk4_batch(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status
 
         def run(k: int) -> None:
             rk4_manifold_run(D[k], P[k], iq_of_dof, forces, 0.0, Q0[k], V0[k], steps, every,
-                             False, np.inf, True, outQ[k], outV[k], outW[k], outE[k],
-                             status[k])
+                             False, np.zeros(0, dtype=np.int64), np.inf, True, outQ[k],
+                             outV[k], outW[k], outE[k], status[k])
     else:
         ptol, pmaxiter = _projection_defaults()
 
@@ -852,8 +853,9 @@ def run_rk4(compiled: bool, problem, forces, project) -> Solution | None:
     coordinates and no armature, for this loop, nor ``compiled_manifold_step``, any other
     Model, for :func:`kanedyn.sim.rk4_manifold.rk4_manifold_run`), force elements the
     loops do not take (or springs and friction on joints of several speeds), or a
-    projection onto anything but the energy (the energy projection, with force elements
-    onto E₀ + W_nc with the springs' potential in E, is the loops')."""
+    projection onto anything but the energy first (the energy projection, with force
+    elements onto E₀ + W_nc with the springs' potential in E, is the loops'; momentum rows
+    after it the manifold loop's, on a model without rotor armature)."""
     model = getattr(problem.system, "compiled_step", None)
     run = _run_one
     if model is None:  # ball, free, planar joints, armature: the manifold loop
@@ -864,13 +866,18 @@ def run_rk4(compiled: bool, problem, forces, project) -> Solution | None:
         return None
     invariants = None if project is None else parse_invariants(project)
     forces = list(forces or ())
+    extra = ()  # the momentum rows kept beside the energy: the manifold loop, no armature
     if invariants not in (None, ("energy",)):
-        return None
+        rows = momentum_rows(invariants)
+        if run is _run_one or rows is None or model.armature.any():
+            return None
+        extra = (tuple(rows),)
     P, why = force_rows(model, forces)
     if why is not None:
         return None
     name = "rk4" if invariants is None else f"rk4+project{invariants}"
-    return compiled_or_none(name, run, problem, model, P, invariants is not None, name)
+    return compiled_or_none(name, run, problem, model, P, invariants is not None, name,
+                            *extra)
 
 
 def _run_one(problem, model: Model, P: NDArray, project: bool, name: str) -> Solution:

@@ -43,6 +43,7 @@ from ..dynamics.energy_kernel import energy_terms
 from ..dynamics.flat import flatten
 from ..forces.kernel import has_forces, joint_forces, spring_gradient_add, spring_potential
 from ..integrators.base import Solution
+from ..integrators.gauss_compiled import project_standard
 from ..integrators.rk4_compiled import (
     BAD_KERNEL_STATE,
     NOT_FINITE,
@@ -156,12 +157,16 @@ def project_energy_manifold(data, P, iq_of_dof, forces, q, v, target, E0, M, dT,
 
 
 @njit(cache=True, nogil=True)
-def rk4_manifold_run(data, P, iq_of_dof, forces, t0, q0, v0, steps, every, project, blowup,
-                     record, Q, V, W, E, status):
+def rk4_manifold_run(data, P, iq_of_dof, forces, t0, q0, v0, steps, every, project, prows,
+                     blowup, record, Q, V, W, E, status):
     """One run of RK4 on the manifold (module doc) from (q0, v0) at t0 by the steps ``steps``;
     the arguments, the kept samples and ``status`` as :func:`kanedyn.sim.batch.rk4_run`'s,
     with ``iq_of_dof`` (:func:`dof_coordinates`) locating the springs' coordinates and
-    ``status[0]`` = :data:`PROJECTION_FAILED` when the projection does not converge."""
+    ``status[0]`` = :data:`PROJECTION_FAILED` when the projection does not converge.
+    ``prows``: the rows of [L; P] the projection keeps beside the energy (none: the
+    energy alone, :func:`project_energy_manifold`; else
+    :func:`kanedyn.integrators.gauss_compiled.project_standard`, for models without
+    rotor armature)."""
     nq, nv = q0.shape[0], v0.shape[0]
     nb = data.shape[0] - 1
     n_steps = steps.shape[0]
@@ -176,9 +181,13 @@ def rk4_manifold_run(data, P, iq_of_dof, forces, t0, q0, v0, steps, every, proje
     M, dT, dV, out = np.empty((nv, nv)), np.empty(nv), np.empty(nv), np.empty(8)
     b = np.empty(nv)
     E0 = 0.0
+    kp = 1 + prows.shape[0]
+    Dp, Gp, ep, dzp = np.empty((kp, 2 * nv)), np.empty(kp), np.empty(nv), np.empty(nv)
+    h0 = np.zeros(6)
     if project:
         energy_terms(data, q, v, dT, dV, out)
         E0 = out[0] + out[1]
+        h0[:] = out[2:8]
         if forces:
             _gather(iq_of_dof, q, qd)
             E0 += spring_potential(P, qd)
@@ -220,7 +229,15 @@ def rk4_manifold_run(data, P, iq_of_dof, forces, t0, q0, v0, steps, every, proje
         integrate_into(data, q, xi, 1.0, qs)
         q[:] = qs
         w += (h / 6) * (k1w + 2 * k2w + 2 * k3w + k4w)
-        if project:
+        if project and prows.shape[0] > 0:
+            # onto E = E0 + W_nc and the kept rows of [L; P], as Projected
+            s |= K.crba1(data, q, M)
+            if s == 0:
+                p, _ = project_standard(data, P, forces, iq_of_dof, True, q, v, E0 + w, E0, M,
+                                        prows, h0, 1e-15, 20, dT, dV, out, qs, vs, qd, Dp,
+                                        Gp, ep, dzp)
+                s |= 0 if p == 0 else PROJECTION_FAILED
+        elif project:
             # onto E = E0 + W_nc, as Projected
             s |= project_energy_manifold(data, P, iq_of_dof, forces, q, v, E0 + w, E0, M, dT,
                                          dV, out, qs, vs, xi, b, qd)
@@ -241,7 +258,8 @@ def rk4_manifold_run(data, P, iq_of_dof, forces, t0, q0, v0, steps, every, proje
     return k
 
 
-def run_one(problem, model: Model, P: NDArray, project: bool, name: str) -> Solution:
+def run_one(problem, model: Model, P: NDArray, project: bool, name: str,
+            prows: tuple[int, ...] = ()) -> Solution:
     """``kd.simulate``'s rk4 by :func:`rk4_manifold_run` (the Solution, or the error of the
     step at which the run stopped)."""
     n_steps, steps, times, every, keep = step_grid(problem.dt, problem.t0, problem.t_final,
@@ -254,7 +272,8 @@ def run_one(problem, model: Model, P: NDArray, project: bool, name: str) -> Solu
                          float(problem.t0),
                          np.ascontiguousarray(problem.q0, float),
                          np.ascontiguousarray(problem.v0, float), steps, every, project,
-                         float(problem.blowup), False, Q, V, W, np.empty(0), status)
+                         np.array(prows, dtype=np.int64), float(problem.blowup), False, Q, V,
+                         W, np.empty(0), status)
     if status[0]:
         raise_stopped(name, status, times, Q[k - 1], V[k - 1])
     return Solution(times[keep], Q, V, W, {"newton_iterations": np.zeros(n_steps, np.int32)},
