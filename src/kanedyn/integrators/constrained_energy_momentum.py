@@ -125,7 +125,7 @@ from ..errors import ConstraintError, SolverError
 from . import constrained_friction
 from .base import FixedStepMethod, Solution
 from .chart import canonical_coordinates, make_chart
-from .constrained_energy_momentum_compiled import G_FLOOR, STALL_DEFECT
+from .constrained_energy_momentum_compiled import G_FLOOR, SETTLE, STALL_DEFECT
 from .energy_momentum import _gonzalez_correction
 
 _EPS = np.finfo(float).eps
@@ -572,7 +572,7 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
             self._lu = (h, self._newton_matrix(C, t, h, q, v, M0, G0, u[2 * n:2 * n + m]), key)
             rebuilt = True
         while True:
-            u_new, it, ok, res, slow = self._solve(ctx, u)
+            u_new, it, ok, res, slow = self._solve(ctx, u, rebuilt)
             if ok or rebuilt:
                 break
             # slow or diverging with the kept matrix: a fresh one, from the predictor
@@ -600,10 +600,11 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         q1, v1, _ = C.state(u[:n], p0 + u[n:2 * n])
         return q1, v1, res
 
-    def _solve(self, ctx, u):
+    def _solve(self, ctx, u, fresh: bool = False):
         """Simplified Newton; returns (u, iterations, converged, the work Δx·F at u if it
         converged, else (residual, worst block), slow: the updates took more than
-        SLOW[1] iterations to fall to SLOW[0])."""
+        SLOW[1] iterations to fall to SLOW[0]). ``fresh``: the matrix was just built, and
+        is judged from the ``SETTLE``-th update (a kept one from the 2nd)."""
         n, m = self.system.nv, self._m
         cuts = (0, n, 2 * n, 2 * n + m, 2 * n + 2 * m, 2 * n + 2 * m + self.k)
         tol = self.opts["tol"]
@@ -627,9 +628,10 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
                 reach = it
             if err <= tol:
                 return u, it, True, work[0], slow()
-            if it >= 2 and err > 0.9 * last:  # no longer contracting: at the round-off
-                # floor (the corrections of the discrete gradients carry the round-off of f
-                # divided by |Δz|, large where the mechanism turns back and Δx → 0): an
+            if it >= (SETTLE if fresh else 2) and err > 0.9 * last:
+                # no longer contracting: at the round-off floor (the corrections of the
+                # discrete gradients carry the round-off of f divided by |Δz|, large where
+                # the mechanism turns back and Δx → 0): an
                 # update at 1e-12, or one above it when the step's energy error is at the
                 # round-off of H; else not converging
                 if err <= 1e-12 or (err <= 1e-6

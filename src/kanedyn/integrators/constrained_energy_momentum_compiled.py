@@ -144,6 +144,10 @@ G_FLOOR = 1e-12
 #: four-bar turning through its near-dead points at 4 rad/s) the multipliers' round-off
 #: holds the updates near 1e-12 and the defect near 70 ε (1 + |H|)
 STALL_DEFECT = 256.0
+#: the update from which a fresh Newton matrix is judged to contract (a kept one: the 2nd):
+#: on two arms gripping one object (a weld or a revolute loop closure) the first two
+#: updates from an extrapolated λ went 2.2e-4 → 2.0e-4, then 1e-6, 1e-8, ...
+SETTLE = 3
 
 
 @nb.njit(cache=True, nogil=True)
@@ -577,7 +581,9 @@ def cem_run(P, data, FP, forces, times, q0, v0, lam0, steps, every, mask, xi, wq
                 if err <= tol:
                     ok = True
                     break
-                if it >= 2 and err > 0.9 * last:  # the round-off floor, or not converging
+                # the round-off floor, or not converging (a fresh matrix gets one update more:
+                # the first from the predictor can carry a λ far off, SETTLE)
+                if it >= (SETTLE if rebuilt else 2) and err > 0.9 * last:
                     if err <= 1e-12 or (err <= 1e-6
                                         and defect <= STALL_DEFECT * _EPS * (1.0 + abs(H0))):
                         ok = True
