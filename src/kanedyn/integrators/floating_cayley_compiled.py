@@ -174,6 +174,7 @@ def floating_run(data, P, forces, nc, t0, q0, v0, dt, n_steps, every, tol, stagn
     Jm, Jk = np.empty((N, N)), np.empty((N, N))
     C, A, Cp, R = np.empty((6, 6)), np.empty((6, 6)), np.empty((6, 6)), np.empty((3, 3))
     last_h = 0.0
+    have_fd = False  # Jk holds a difference matrix of this h (base.newton's ``reuse``)
     work = 0.0
     W[0] = 0.0
     k_out = store(q, v, Q, V, 0)
@@ -216,6 +217,7 @@ def floating_run(data, P, forces, nc, t0, q0, v0, dt, n_steps, every, tol, stagn
                 Jm[6 + i, 6 + n + j] = -0.5 * h * Minv[6 + i, 6 + j]
         # the predictor: the last step's increments (the reference's)
         if h != last_h:
+            have_fd = False
             for k in range(N):
                 d0[k] = 0.0
             for i in range(n):
@@ -231,7 +233,8 @@ def floating_run(data, P, forces, nc, t0, q0, v0, dt, n_steps, every, tol, stagn
             return k_out
         xs[:] = d
         r0[:] = r
-        Jk[:] = Jm
+        if not have_fd:  # (a difference matrix built at an earlier step of this h is kept)
+            Jk[:] = Jm
         refreshed = False
         last = np.inf
         it, done = 0, False
@@ -252,7 +255,7 @@ def floating_run(data, P, forces, nc, t0, q0, v0, dt, n_steps, every, tol, stagn
                 if not _fd_matrix(data, P, forces, tm, h, base, th0, z0, H0, d, r, n, qq, zb,
                                   aw, vv, ew, dT, dV, out, gq, g, thb, vb, tnc, tau, rk, Jk):
                     break
-                refreshed, last = True, np.inf
+                refreshed, last, have_fd = True, np.inf, True
                 continue
             if not finite:
                 break
@@ -273,7 +276,7 @@ def floating_run(data, P, forces, nc, t0, q0, v0, dt, n_steps, every, tol, stagn
                 if not _fd_matrix(data, P, forces, tm, h, base, th0, z0, H0, d, r, n, qq, zb,
                                   aw, vv, ew, dT, dV, out, gq, g, thb, vb, tnc, tau, rk, Jk):
                     break
-                refreshed = True
+                refreshed, have_fd = True, True
             last = size
         iters[step] = it
         if not done:
