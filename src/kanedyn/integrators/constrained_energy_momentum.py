@@ -109,6 +109,10 @@ loop of the same steps (:mod:`.constrained_energy_momentum_compiled`, option
 ``compiled``, default True; ``ConstrainedSystem.compiled_chart_form``), 20–40× faster
 (four-bar, RSSR). See docs/benchmarks.md, "Constrained energy–momentum".
 
+Exact stick–slip joint friction (``kd.simulate(..., forces=[JointFriction(joint, law)])``
+with an exact law; option ``friction``): held joints as rows of the step and an active set
+per step, :mod:`.constrained_friction` (these Python steps).
+
 A compiled Kane system with configuration constraints takes these steps on its index-3
 form (:mod:`.kane_index3`: :class:`~kanedyn.constraints.KaneConstrainedSystem`, whose
 Hamiltonian terms are the generated derivatives of the Kane system's T and V).
