@@ -50,7 +50,7 @@ from ..dynamics.kernels.joint_rows import (
 from ..dynamics.kernels.kinematics import kinematics_into
 from ..dynamics.kernels.rnea import rnea_core
 from ..dynamics.kernels.spatial_rows import x_motion
-from ..dynamics.layout import FREE, IQ, IV, JTYPE, NVJ, PARENT, SPHERICAL
+from ..dynamics.layout import FREE, IQ, IV, JTYPE, NVJ, PARENT, PLANAR, SPHERICAL
 from ..spatial.lie import so3_coefficients
 
 _compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
@@ -390,12 +390,20 @@ def loop_rows_kernel(data, L, q, v, use_v, g, G, gam, ws):
 # joints' ``chart_*`` methods), compiled for the constrained energy–momentum loop: centred
 # on q_n, ``q = φ_n(x)`` with x ∈ R^nv; additive joints (revolute, prismatic, helical)
 # ``q = q_n + x``, J = 1; a ball joint ``quat = quat_n ⊗ exp(x)``, J = J_r(x); a free joint
-# ``(p_n + R_n ρ, quat_n ⊗ exp φ)``, J = diag(J_r(φ), exp(φ)ᵀ). J is block diagonal: the
+# ``(p_n + R_n ρ, quat_n ⊗ exp φ)``, J = diag(J_r(φ), exp(φ)ᵀ); a planar joint
+# ``((x_n, y_n) + R(θ_n) ρ, θ_n + ψ)``, J = diag(R(−ψ), 1). J is block diagonal: the
 # blocks of the ball and free joints are kept per body in ``Jb`` (nb, 18): J_r row-major,
-# then exp(φ)ᵀ row-major (free joints). On additive joints every function below copies
-# (J = 1 exactly, D = 0), so a model without ball or free joints gets the same bits as
-# without a chart. Planar joints and joint types beyond the built-in codes have no
-# compiled chart (the caller checks: ``ConstrainedSystem.compiled_chart_form``).
+# then exp(φ)ᵀ row-major (free joints); a planar joint's are (cos ψ, sin ψ) in Jb[i, :2].
+# On additive joints every function below copies (J = 1 exactly, D = 0), so a model
+# without ball, free or planar joints gets the same bits as without a chart. The
+# constrained energy–momentum loop takes ball and free joints (``chart_j_solve``,
+# ``chart_jt_times`` and ``chart_derivative_t_sub`` know no planar joint; the caller
+# checks: ``ConstrainedSystem.compiled_chart_form``); the variational Störmer–Verlet loop
+# (:mod:`kanedyn.integrators.verlet_compiled`) takes planar joints too, through
+# ``chart_point``, ``chart_blocks``, ``chart_jt_solve`` and the three functions of the
+# discrete Lagrangian (``chart_end_velocity``, ``chart_end_velocity_t_times``,
+# ``chart_start_sensitivity_t_times``). Joint types beyond the built-in codes have no
+# compiled chart.
 
 @njit(cache=True, _nrt=False, forceinline=True, nogil=True)
 def _quat_exp_into(qn, k, x0, x1, x2, q, o):
@@ -431,6 +439,11 @@ def chart_point(data, qn, x, q):
                                       + 2 * (b * c - w * a) * r2)
             q[iq + 2] = qn[iq + 2] + (2 * (a * c - w * b) * r0 + 2 * (b * c + w * a) * r1
                                       + (1 - 2 * (a * a + b * b)) * r2)
+        elif jt == PLANAR:  # (x, y) = (x_n, y_n) + R(θ_n) ρ, θ = θ_n + ψ
+            c, s = np.cos(qn[iq + 2]), np.sin(qn[iq + 2])
+            q[iq] = qn[iq] + c * x[iv] - s * x[iv + 1]
+            q[iq + 1] = qn[iq + 1] + s * x[iv] + c * x[iv + 1]
+            q[iq + 2] = qn[iq + 2] + x[iv + 2]
         else:
             for k in range(int(data[i, NVJ])):
                 q[iq + k] = qn[iq + k] + x[iv + k]
@@ -441,9 +454,14 @@ def chart_blocks(data, x, Jb):
     """Jb[i] ← the blocks of J(x) of body i's ball or free joint: ``J_r = 1 − a x× +
     b (x×)²`` (with (x×)² = x xᵀ − θ² 1) and, for a free joint, ``exp(φ)ᵀ`` (Rodrigues,
     ``exp = 1 + (1 − θ² b) x× + a (x×)²``); a, b of
-    :func:`~kanedyn.spatial.lie.so3_coefficients`."""
+    :func:`~kanedyn.spatial.lie.so3_coefficients`; for a planar joint (cos ψ, sin ψ) in
+    Jb[i, :2] (its block R(−ψ))."""
     for i in range(data.shape[0] - 1):
         jt = int(data[i, JTYPE])
+        if jt == PLANAR:
+            psi = x[int(data[i, IV]) + 2]
+            Jb[i, 0], Jb[i, 1] = np.cos(psi), np.sin(psi)
+            continue
         if jt != SPHERICAL and jt != FREE:
             continue
         iv = int(data[i, IV])
@@ -539,6 +557,10 @@ def chart_jt_solve(data, Jb, y, out):
             _solve3(A[0], A[3], A[6], A[1], A[4], A[7], A[2], A[5], A[8], y, iv, out, iv)
             if jt == FREE:  # (exp(φ)ᵀ)⁻ᵀ = exp(φ)ᵀ
                 _times3(A, 9, y, iv + 3, out, iv + 3)
+        elif jt == PLANAR:  # R(−ψ)⁻ᵀ = R(−ψ)
+            c, s = Jb[i, 0], Jb[i, 1]
+            y0, y1 = y[iv], y[iv + 1]
+            out[iv], out[iv + 1], out[iv + 2] = c * y0 + s * y1, -s * y0 + c * y1, y[iv + 2]
         else:
             for k in range(int(data[i, NVJ])):
                 out[iv + k] = y[iv + k]
@@ -581,6 +603,83 @@ def chart_derivative_t_sub(data, Jb, x, w, y, out):
             z0, z1, z2 = _cross(y[iv + 3], y[iv + 4], y[iv + 5], e0, e1, e2)
             for r in range(3):  # J_rᵀ z
                 out[iv + r] -= Jbi[r] * z0 + Jbi[3 + r] * z1 + Jbi[6 + r] * z2
+
+
+@njit(cache=True, _nrt=False, nogil=True)
+def chart_end_velocity(data, Jb, x, W):
+    """W ← J(x) x, h times the body velocity at φ_n(x) of the chart curve s ↦ φ_n(s x)
+    (``ModelChart.end_velocity``): x on additive and ball joints (J_r(x) x = x), a free
+    joint's translation ``exp(φ)ᵀ ρ``, a planar joint's ``R(−ψ) ρ`` (Jb of
+    :func:`chart_blocks`)."""
+    for i in range(data.shape[0] - 1):
+        jt, iv = int(data[i, JTYPE]), int(data[i, IV])
+        if jt == FREE:
+            for k in range(3):
+                W[iv + k] = x[iv + k]
+            _times3(Jb[i], 9, x, iv + 3, W, iv + 3)
+        elif jt == PLANAR:
+            c, s = Jb[i, 0], Jb[i, 1]
+            r0, r1 = x[iv], x[iv + 1]
+            W[iv], W[iv + 1], W[iv + 2] = c * r0 + s * r1, -s * r0 + c * r1, x[iv + 2]
+        else:
+            for k in range(int(data[i, NVJ])):
+                W[iv + k] = x[iv + k]
+
+
+@njit(cache=True, _nrt=False, nogil=True)
+def chart_end_velocity_t_times(data, Jb, x, W, y, out):
+    """out ← (∂W/∂x)ᵀ y, W of :func:`chart_end_velocity` (``ModelChart.end_velocity``'s
+    ∂W/∂x): y on additive and ball joints; a free joint, whose
+    ``∂W/∂x = [1 0; u× J_r  exp(φ)ᵀ]`` with u = exp(φ)ᵀ ρ, ``(y_φ + J_rᵀ (y_ρ × u),
+    exp(φ) y_ρ)``; a planar joint, ``∂W/∂x = [R(−ψ) d; 0 1]`` with ``d = ∂(R(−ψ) ρ)/∂ψ
+    = R(−ψ) (ρ_y, −ρ_x)``, ``(R(ψ) y_ρ, dᵀ y_ρ + y_ψ)``."""
+    for i in range(data.shape[0] - 1):
+        jt, iv = int(data[i, JTYPE]), int(data[i, IV])
+        if jt == FREE:
+            A = Jb[i]
+            z0, z1, z2 = _cross(y[iv + 3], y[iv + 4], y[iv + 5], W[iv + 3], W[iv + 4], W[iv + 5])
+            for r in range(3):  # y_φ + J_rᵀ z
+                out[iv + r] = y[iv + r] + A[r] * z0 + A[3 + r] * z1 + A[6 + r] * z2
+            _times3t(A, 9, y, iv + 3, out, iv + 3)  # (exp(φ)ᵀ)ᵀ y_ρ
+        elif jt == PLANAR:
+            c, s = Jb[i, 0], Jb[i, 1]
+            r0, r1, y0, y1 = x[iv], x[iv + 1], y[iv], y[iv + 1]
+            d0, d1 = c * r1 - s * r0, -s * r1 - c * r0
+            out[iv], out[iv + 1] = c * y0 - s * y1, s * y0 + c * y1
+            out[iv + 2] = d0 * y0 + d1 * y1 + y[iv + 2]
+        else:
+            for k in range(int(data[i, NVJ])):
+                out[iv + k] = y[iv + k]
+
+
+@njit(cache=True, _nrt=False, nogil=True)
+def chart_start_sensitivity_t_times(data, Jb, x, y, out):
+    """out ← Kᵀ y, K = ∂x/∂q_n at fixed φ_n(x) (``ModelChart.start_sensitivity``): −y on
+    additive joints; ``−J_r⁻¹ y`` on a ball joint (K = −J_r⁻ᵀ); a free joint
+    (K = [−J_r⁻ᵀ 0; ρ× −1]) ``(−J_r⁻¹ y_φ + y_ρ × ρ, −y_ρ)``; a planar joint
+    (dρ = −δv + δψ (ρ_y, −ρ_x), dψ = −δψ) ``(−y_ρ, ρ_y y_0 − ρ_x y_1 − y_ψ)``."""
+    for i in range(data.shape[0] - 1):
+        jt, iv = int(data[i, JTYPE]), int(data[i, IV])
+        if jt == SPHERICAL or jt == FREE:
+            A = Jb[i]
+            _solve3(A[0], A[1], A[2], A[3], A[4], A[5], A[6], A[7], A[8], y, iv, out, iv)
+            for k in range(3):
+                out[iv + k] = -out[iv + k]
+            if jt == FREE:
+                z0, z1, z2 = _cross(y[iv + 3], y[iv + 4], y[iv + 5],
+                                    x[iv + 3], x[iv + 4], x[iv + 5])
+                out[iv] += z0
+                out[iv + 1] += z1
+                out[iv + 2] += z2
+                for k in range(3, 6):
+                    out[iv + k] = -y[iv + k]
+        elif jt == PLANAR:
+            y0, y1 = y[iv], y[iv + 1]
+            out[iv], out[iv + 1] = -y0, -y1
+            out[iv + 2] = x[iv + 1] * y0 - x[iv] * y1 - y[iv + 2]
+        else:
+            for k in range(int(data[i, NVJ])):
+                out[iv + k] = -y[iv + k]
 
 
 # ------------------------------------------------------------------ one entry point
