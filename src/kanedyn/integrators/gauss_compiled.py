@@ -884,13 +884,14 @@ def tableau(stages: int):
             np.ascontiguousarray(c), np.ascontiguousarray(b @ Ainv))
 
 
-def tangent_applicable(problem) -> bool:
+def tangent_applicable(problem, planar: bool = False) -> bool:
     """The tangent form of the loop takes a Model's system (``tree_model``) whose joints are
-    revolute, prismatic, helical, ball or free joints, at least one of them a ball or free
-    joint (else the canonical form applies), without rotor armature or a progress bar, whose
-    force elements (if any) all have rows of :mod:`kanedyn.forces.kernel`
-    (``problem.force_rows``)."""
-    from ..dynamics.layout import HELICAL, PRISMATIC, REVOLUTE
+    revolute, prismatic, helical, ball or free joints (and planar ones if ``planar``: the
+    variational Störmer–Verlet loop of :mod:`.verlet_compiled` takes them), at least one
+    of them not additive (else the canonical form applies), without rotor armature or a
+    progress bar, whose force elements (if any) all have rows of
+    :mod:`kanedyn.forces.kernel` (``problem.force_rows``)."""
+    from ..dynamics.layout import HELICAL, PLANAR, PRISMATIC, REVOLUTE
 
     s = problem.system
     model = getattr(s, "tree_model", None)
@@ -900,7 +901,8 @@ def tangent_applicable(problem) -> bool:
             or problem.progress is not None):
         return False
     kinds = flatten(model).data[:-1, JTYPE]
-    return bool(np.isin(kinds, (REVOLUTE, PRISMATIC, HELICAL, SPHERICAL, FREE)).all())
+    allowed = (REVOLUTE, PRISMATIC, HELICAL, SPHERICAL, FREE) + ((PLANAR,) if planar else ())
+    return bool(np.isin(kinds, allowed).all())
 
 
 def _projection_defaults() -> tuple[float, int]:

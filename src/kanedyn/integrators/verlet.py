@@ -76,16 +76,25 @@ class Verlet(FixedStepMethod):
                     "'energy_momentum' or project='energy'")
 
     def compiled_run(self, project):
-        """The Solution by the compiled loop of :mod:`.verlet_compiled`, or None when it
-        does not apply (a chart, a force element without a compiled row, a projection,
-        ``compiled=False``) or hands back."""
+        """The Solution by a compiled loop of :mod:`.verlet_compiled` — the leapfrog on
+        additive coordinates (``run``), the variational step on ball, free and planar
+        joints (``run_chart``) —, or None when none applies (a force element without a
+        compiled row, rotor armature, a protocol-only system, a projection,
+        ``compiled=False``) or the loop hands back."""
         from . import rk4_compiled, verlet_compiled
 
-        if (not self.opts["compiled"] or self.chart is not None or project is not None
-                or not rk4_compiled.applicable(self.problem, forces=True)):
+        if not self.opts["compiled"] or project is not None:
             return None
-        return rk4_compiled.compiled_or_none("verlet", verlet_compiled.run, self.problem,
-                                             self.opts["tol"], self.opts["maxiter"])
+        if self.chart is None:
+            if not rk4_compiled.applicable(self.problem, forces=True):
+                return None
+            run = verlet_compiled.run
+        elif verlet_compiled.chart_applicable(self.problem):
+            run = verlet_compiled.run_chart
+        else:
+            return None
+        return rk4_compiled.compiled_or_none("verlet", run, self.problem, self.opts["tol"],
+                                             self.opts["maxiter"])
 
     def _kick(self, C, t, x, p):
         """(−∂H/∂x + τ_nc, ẋ, vᵀτ_nc) at (x, p) (additive coordinates)."""

@@ -37,6 +37,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from ..constraints import system_kernel as sk
 from ..dynamics import _compiled, kernels
 from ..dynamics.derivatives_kernel import rnea_tangent_static
 from ..dynamics.energy_kernel import energy_pass
@@ -49,10 +50,13 @@ from .gauss_compiled import (
     PREDICTOR_STEPS,
     STATE_GUARD,
     best_order,
+    dof_coordinates,
     extrapolate,
+    gather,
     lu_factor,
     lu_solve,
     report_state_guard,
+    tangent_applicable,
 )
 from .rk4_compiled import largest_speed, save_sample, state_guard, step_grid, store
 
@@ -308,6 +312,251 @@ def run(problem, tol: float, maxiter: int, refresh_after: int = 3):
                  np.ascontiguousarray(problem.v0, float), steps, n_steps, every, float(tol),
                  int(maxiter), int(refresh_after), PREDICTOR_STEPS,
                  float(problem.blowup), Q, V, W, iters, status)
+    if status[0] == STATE_GUARD:
+        report_state_guard(problem, "verlet", status, Q, V, times)
+    if status[0]:
+        return None
+    return Solution(times[keep], Q[:-1], V[:-1], W[:-1], {"newton_iterations": iters},
+                    "verlet")
+
+
+# ------------------------------------------------ the variational form on ball, free, planar
+# The chart q_{n+1} = φ_{q_n}(x) and what the discrete Lagrangian needs of it are
+# constraints.system_kernel's compiled charts (section "joint charts"): work vectors of one
+# row each in U (nv wide).
+_W, _Y, _GV, _VX, _DT, _DV, _TNC, _TAU, _RK = range(9)
+
+
+@nb.njit(cache=True, nogil=True)
+def _chart_end(data, q, x, h, M0, q1, Jb, M1, U) -> bool:
+    """The end of the step at x: ``q1 = φ_q(x)``, J(x)'s blocks Jb, ``W = J(x) x``,
+    ``M1 = M(q1)`` and ``g_v = ½ M0 x/h + ½ (∂W/∂x)ᵀ M1 W/h`` (U rows); False when the
+    mass matrix kernel refuses q1."""
+    n = x.shape[0]
+    W, y, gv = U[_W], U[_Y], U[_GV]
+    sk.chart_point(data, q, x, q1)
+    sk.chart_blocks(data, x, Jb)
+    sk.chart_end_velocity(data, Jb, x, W)
+    if kernels.crba1(data, q1, M1) != 0:
+        return False
+    for i in range(n):
+        s = 0.0
+        for k in range(n):
+            s += M1[i, k] * W[k]
+        y[i] = s
+    sk.chart_end_velocity_t_times(data, Jb, x, W, y, gv)
+    for i in range(n):
+        s = 0.0
+        for k in range(n):
+            s += M0[i, k] * x[k]
+        gv[i] = 0.5 * s / h + 0.5 * gv[i] / h
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _chart_start(data, P, forces, t, h, q, qd, mu, x, Jb, U, out, r) -> bool:
+    """The residual of the discrete Euler–Lagrange equation at x (after
+    :func:`_chart_end`): ``r = μ_n + h/2 (G + τ)(t, q_n, x/h) + Kᵀ g_v``, G = ∂T/∂q − g,
+    τ the force rows' (springs and τ_nc; ``qd`` the 1-DOF coordinates of q_n); U[_VX] ←
+    x/h. False when the energy kernel refuses q_n."""
+    n = x.shape[0]
+    vx, dT, dV = U[_VX], U[_DT], U[_DV]
+    for i in range(n):
+        vx[i] = x[i] / h
+    if energy_pass(data, q, vx, dT, dV, out) != 0:
+        return False
+    if forces:
+        joint_forces(P, t, qd, vx, U[_TNC], U[_TAU])
+        for i in range(n):
+            dT[i] += U[_TAU, i]
+    sk.chart_start_sensitivity_t_times(data, Jb, x, U[_GV], r)
+    for i in range(n):
+        r[i] += mu[i] + 0.5 * h * (dT[i] - dV[i])
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _chart_fd_matrix(data, P, forces, t, h, q, qd, mu, M0, x, r, J, piv, xk, q1, Jb, M1, U,
+                     out) -> bool:
+    """LU of the forward-difference Jacobian of the residual at x (r its value there), the
+    columns of :func:`.base.fd_jacobian` (step 1e-7 max(1, |x_k|)); the work of
+    :func:`_chart_end` is overwritten."""
+    n = x.shape[0]
+    rk = U[_RK]
+    for k in range(n):
+        xk[:] = x
+        hk = 1e-7 * max(1.0, abs(x[k]))
+        xk[k] += hk
+        if not _chart_end(data, q, xk, h, M0, q1, Jb, M1, U):
+            return False
+        if not _chart_start(data, P, forces, t, h, q, qd, mu, xk, Jb, U, out, rk):
+            return False
+        for i in range(n):
+            J[i, k] = (rk[i] - r[i]) / hk
+    return lu_factor(J, piv)
+
+
+@nb.njit(cache=True, nogil=True)
+def _variational_loop(data, P, forces, iqd, t0, q0, v0, dt, n_steps, every, tol, maxiter,
+                      history, blowup, Q, V, Wk, iters, status):
+    n, nq = v0.shape[0], q0.shape[0]
+    q, v, q1, qd = q0.copy(), v0.copy(), np.empty(nq), np.zeros(n)
+    M0, M1, L1 = np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
+    J, Jfd = np.empty((n, n)), np.empty((n, n))
+    piv, pivfd = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    Jb = np.zeros((data.shape[0] - 1, 18))
+    U = np.zeros((9, n))
+    mu, x, r, dx, start, xk = (np.empty(n), np.empty(n), np.empty(n), np.empty(n),
+                               np.empty(n), np.empty(n))
+    out = np.empty(8)
+    wnc = 0.0
+    Wk[0] = 0.0
+    # the predictor: x − h v_n of the last steps, extrapolated
+    corrs = np.zeros((history, 1, n))
+    guess, work, now = np.zeros((1, n)), np.zeros((1, n)), np.zeros((1, n))
+    known, newest, order = 0, -1, 1
+    last_h, have_fd = 0.0, False
+    vmax0 = largest_speed(v)
+    k_out = store(q, v, Q, V, 0)
+    if kernels.crba1(data, q, M1) != 0 or not cholesky(M1, n, L1):
+        status[0], status[1] = BAD_STATE, 0
+        return k_out
+    for step in range(n_steps):
+        h = dt[step]
+        t = t0 + step * dt[0]  # the step's start (the grid of step_grid and run_fixed)
+        if h != last_h:  # the reference's reuse dict is keyed by h
+            known, have_fd = 0, False
+        M0[:, :] = M1  # M(q_n), from the end of the last step
+        for i in range(n):
+            s = 0.0
+            for k in range(n):
+                s += M0[i, k] * v[k]
+            mu[i] = s
+        if forces:
+            gather(iqd, q, qd)
+        if not have_fd:  # the reference's matrix, −M(q_n)/h, until a difference Jacobian
+            for i in range(n):
+                for k in range(n):
+                    J[i, k] = -M0[i, k] / h
+            lu_factor(J, piv)
+        guess[:, :] = 0.0
+        if known > 0:
+            extrapolate(corrs, newest, min(order, known), guess)
+        for i in range(n):
+            x[i] = h * v[i] + guess[0, i]
+        start[:] = x
+        it, last, test, refreshed, ok = 0, np.inf, GO_ON, False, True
+        while True:
+            if not _chart_end(data, q, x, h, M0, q1, Jb, M1, U):
+                ok = False
+                break
+            if test == CONVERGED:
+                break  # q_{n+1}, J, W, M(q_{n+1}) and g_v at the solution
+            if not _chart_start(data, P, forces, t, h, q, qd, mu, x, Jb, U, out, r):
+                ok = False
+                break
+            if test == SLOW or test == DIVERGING:
+                if test == DIVERGING:
+                    # restart from the predictor, with a difference Jacobian there
+                    x[:] = start
+                    last, test = np.inf, SLOW
+                    continue
+                if not _chart_fd_matrix(data, P, forces, t, h, q, qd, mu, M0, x, r, Jfd,
+                                        pivfd, xk, q1, Jb, M1, U, out):
+                    ok = False
+                    break
+                have_fd, refreshed = True, True
+            it += 1
+            if it > maxiter:
+                break
+            if have_fd:
+                last, test = _newton_update(Jfd, pivfd, r, dx, x, last, refreshed, tol)
+            else:
+                last, test = _newton_update(J, piv, r, dx, x, last, refreshed, tol)
+            if test == FAILED:
+                break
+        if not ok or test != CONVERGED:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        if not cholesky(M1, n, L1):
+            status[0], status[1] = BAD_STATE, step
+            return k_out
+        # μ_{n+1} = J(x)⁻ᵀ g_v + h/2 (G + τ)(t + h, q_{n+1}, W/h); W_nc by the trapezoid
+        vb, dT, dV = U[_Y], U[_DT], U[_DV]
+        wa = 0.0
+        if forces:  # τ_nc at the start, (t, q_n, x/h), for the work
+            vx = U[_VX]
+            for i in range(n):
+                vx[i] = x[i] / h
+            joint_forces(P, t, qd, vx, U[_TNC], U[_TAU])
+            for i in range(n):
+                wa += vx[i] * U[_TNC, i]
+        for i in range(n):
+            vb[i] = U[_W, i] / h
+        if energy_pass(data, q1, vb, dT, dV, out) != 0:
+            status[0], status[1] = BAD_STATE, step
+            return k_out
+        if forces:
+            gather(iqd, q1, qd)
+            joint_forces(P, t + h, qd, vb, U[_TNC], U[_TAU])
+            wb = 0.0
+            for i in range(n):
+                dT[i] += U[_TAU, i]
+                wb += vb[i] * U[_TNC, i]
+            wnc += 0.5 * h * (wa + wb)
+        sk.chart_jt_solve(data, Jb, U[_GV], r)
+        for i in range(n):
+            r[i] += 0.5 * h * (dT[i] - dV[i])
+            now[0, i] = x[i] - h * v[i]
+        order = best_order(corrs, newest, known, now, work)
+        newest, known = (newest + 1) % history, min(known + 1, history)
+        corrs[newest, 0, :] = now[0]
+        cholesky_solve(L1, n, r, v)
+        q[:] = q1
+        last_h = h
+        iters[step] = it
+        g = state_guard(q, v, vmax0, blowup)
+        if g != 0:
+            status[0], status[1], status[2] = STATE_GUARD, step, g
+            Q[Q.shape[0] - 1, :] = q
+            V[V.shape[0] - 1, :] = v
+            return k_out
+        kept = save_sample(step, n_steps, every, q, v, Q, V, k_out)
+        if kept != k_out:
+            Wk[k_out] = wnc
+            k_out = kept
+    return k_out
+
+
+def chart_applicable(problem) -> bool:
+    """:func:`_variational_loop` takes a Model's system (``tree_model``) whose joints are
+    revolute, prismatic, helical, ball, free or planar joints, one at least not additive,
+    without rotor armature or a progress bar, whose force elements (if any) all have rows
+    (the conditions of :func:`.gauss_compiled.tangent_applicable`, planar joints added)."""
+    return tangent_applicable(problem, planar=True)
+
+
+def run_chart(problem, tol: float, maxiter: int):
+    """The whole variational Störmer–Verlet run on ball, free and planar joints in the
+    compiled loop: a Solution, or None to fall back."""
+    from .base import Solution
+
+    s = problem.system
+    model = s.tree_model
+    P = problem.force_rows if problem.force_rows is not None else empty_rows(s.nv)
+    n_steps, steps, times, every, keep = step_grid(problem.dt, problem.t0, problem.t_final,
+                                                   problem.save_every)
+    Q = np.empty((len(keep) + 1, s.nq))  # the spare row: a state that failed the guard
+    V = np.empty((len(keep) + 1, s.nv))
+    W = np.zeros(len(keep) + 1)
+    iters = np.zeros(n_steps, dtype=np.int32)
+    status = np.zeros(3, dtype=np.int64)
+    _variational_loop(flatten(model).data, np.ascontiguousarray(P, float), has_forces(P),
+                      dof_coordinates(model), float(problem.t0),
+                      np.ascontiguousarray(problem.q0, float),
+                      np.ascontiguousarray(problem.v0, float), steps, n_steps, every,
+                      float(tol), int(maxiter), PREDICTOR_STEPS, float(problem.blowup),
+                      Q, V, W, iters, status)
     if status[0] == STATE_GUARD:
         report_state_guard(problem, "verlet", status, Q, V, times)
     if status[0]:
