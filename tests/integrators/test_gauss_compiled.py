@@ -221,9 +221,9 @@ def test_blowup_stops_with_time_and_state(method, project, compiled_only):
 
 @pytest.mark.parametrize("method", ["midpoint", "gauss4", "verlet"])
 def test_what_the_loops_do_not_take_goes_to_the_python_steps(method, ball_chain):
-    """A force element without a compiled row (a torque given as a Python function), or
-    (verlet) a ball joint: the Python method runs (run_fixed is called), with its own
-    results, bit for bit."""
+    """A force element without a compiled row (a torque given as a Python function), on
+    the chain and (verlet, whose chart loop takes ball joints) on the ball chain: the
+    Python method runs (run_fixed is called), with its own results, bit for bit."""
     m, q0, v0 = chain7()
     spring = [kd.forces.JointTorque(lambda t, q, v: [0.1], ["joint2"])]
     calls = []
@@ -235,7 +235,7 @@ def test_what_the_loops_do_not_take_goes_to_the_python_steps(method, ball_chain)
     run_fixed = simulate_module.run_fixed
     cases = [(m, q0, v0, spring)]
     if method == "verlet":
-        cases.append((*ball_chain, None))
+        cases.append((*ball_chain, [kd.forces.JointTorque(lambda t, q, v: [0.1], ["r3"])]))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(simulate_module, "run_fixed", counting)
         for model, q, v, forces in cases:
