@@ -186,11 +186,14 @@ def test_failed_newton_hands_back_to_the_python_step(ball_chain):
 
 
 def test_one_compiled_signature(ball_chain):
-    """With and without force rows, ball and free joints: one numba specialisation."""
+    """With and without force rows, ball and free joints, single runs and a batch: one
+    numba specialisation."""
     from kanedyn.integrators.verlet_compiled import _variational_loop
 
     m, q0, v0 = ball_chain
     kd.simulate(m, q0, v0, 0.01, method="verlet", dt=2e-3)
+    kd.simulate_batch(m, np.tile(q0, (2, 1)), np.tile(v0, (2, 1)), 0.01, method="verlet",
+                      dt=2e-3)
     kd.simulate(m, q0, v0, 0.01, method="verlet", dt=2e-3,
                 forces=[kd.forces.JointDamper("r3", 0.3)])
     kd.simulate(*floating_tree(), 0.01, method="verlet", dt=2e-3)

@@ -62,7 +62,9 @@ options and the force elements —, the names of the ``kd.simulate`` options it 
   friction on the 1-DOF joints of a tree with ball joints read their coordinate through
   :func:`~kanedyn.integrators.gauss_compiled.dof_coordinates`);
 - ``"verlet"``: ``_verlet_loop`` of :mod:`kanedyn.integrators.verlet_compiled` per run
-  (additive joints), with the force rows and W_nc as midpoint;
+  (additive joints), or its ``_variational_loop`` (ball, free and planar joints among
+  them: the variational step in the joints' charts), with the force rows and W_nc as
+  midpoint;
 - ``"avf"``, ``"itoh_abe"`` (``variant="forward"`` or ``"symmetric"``),
   ``"energy_momentum"`` (its ``"gonzalez"`` variant, what ``variant="auto"`` picks on
   additive chains): ``_dg_loop`` of :mod:`kanedyn.integrators.discrete_gradient_compiled`
@@ -161,7 +163,7 @@ from ..integrators.rk4_compiled import (
     step_grid,
     store,
 )
-from ..integrators.verlet_compiled import _verlet_loop
+from ..integrators.verlet_compiled import _variational_loop, _verlet_loop
 from ..model import Model
 from ..model.configuration import check_configuration
 from ..model.model import singular_joints
@@ -476,6 +478,25 @@ def _verlet_runs(D, P, forces, iqd, Q0, V0, steps, every, tol, maxiter, refresh_
     each_run(Q0.shape[0], run)
 
 
+def _verlet_chart_runs(D, P, forces, iqd, Q0, V0, steps, every, tol, maxiter, history,
+                       outQ, outV, outW, outE, status) -> None:
+    """:func:`~kanedyn.integrators.verlet_compiled._variational_loop` (ball, free and planar
+    joints) for each run k on ``D[k]`` with the force rows ``P[k]`` (:func:`each_run`),
+    with the arguments of ``verlet_compiled.run_chart`` (t0 = 0, no blow-up guard)."""
+    n_steps = steps.shape[0]
+    S = outQ.shape[1]
+
+    def run(k: int) -> None:
+        Q, V = np.empty((S + 1, Q0.shape[1])), np.empty((S + 1, V0.shape[1]))
+        W = np.zeros(S + 1)
+        iters = np.zeros(n_steps, dtype=np.int32)
+        kept = _variational_loop(D[k], P[k], forces, iqd, 0.0, Q0[k], V0[k], steps, n_steps,
+                                 every, tol, maxiter, history, np.inf, Q, V, W, iters,
+                                 status[k])
+        _finish(D[k], P[k], iqd, Q, V, W, kept, outQ[k], outV[k], outW[k], outE[k])
+    each_run(Q0.shape[0], run)
+
+
 def _implicit_status(status: NDArray) -> None:
     """The implicit loops' [code, step index, guard code] as the batch's [code, step from 1,
     kernel status] (the codes of :data:`STOPPED`), in place."""
@@ -510,22 +531,22 @@ def _no_forces(method: str, forces, P: NDArray | None) -> None:
                            f"params= gives joint forces per run; {way_out}")
 
 
-def _implicit_refuses(name: str, tangent_ok: bool) -> Callable[[Model], str | None]:
-    """``refuses`` of midpoint/gauss4 (``tangent_ok``: ball and free joints by the tangent
-    form) and verlet (additive coordinates only), as their compiled loops in kd.simulate."""
+def _implicit_refuses(name: str, planar: bool) -> Callable[[Model], str | None]:
+    """``refuses`` of midpoint/gauss4 (ball and free joints by the tangent form) and verlet
+    (``planar``: ball, free and planar joints by the variational step in their charts), as
+    their compiled loops in kd.simulate."""
     def refuses(model: Model) -> str | None:
         if model.armature.any():
             return (f"its joints have rotor armature, which the compiled {name} loop does "
                     "not take; use method='rk4'")
-        allowed = ("revolute", "prismatic", "helical") + (("ball", "free") if tangent_ok
-                                                            else ())
+        charted = ("ball", "free") + (("planar",) if planar else ())
+        allowed = ("revolute", "prismatic", "helical") + charted
         for b in model.bodies:
-            if not b.joint.chart_is_additive and (not tangent_ok or b.joint.kind not in
-                                                  ("ball", "spherical", "free")):
+            if not b.joint.chart_is_additive and b.joint.kind not in charted + ("spherical",):
                 return (f"joint {b.joint.name!r} is a {b.joint.kind} joint; the compiled "
                         f"{name} loop takes {', '.join(allowed)} joints; use method='rk4' "
                         "(every joint type)"
-                        + ("" if tangent_ok else " or 'midpoint'/'gauss4' (ball, free)"))
+                        + (" or 'verlet' (planar)" if b.joint.kind == "planar" else ""))
         return None
     return refuses
 
@@ -549,6 +570,12 @@ def _verlet_batch(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, sta
                   opts=None) -> None:
     from ..integrators.verlet import Verlet
 
+    if not all(bd.joint.chart_is_additive for bd in model.bodies):
+        _verlet_chart_runs(D, P, has_forces(P), dof_coordinates(model), Q0, V0, steps, every,
+                           float(Verlet.options["tol"]), int(Verlet.options["maxiter"]),
+                           PREDICTOR_STEPS, outQ, outV, outW, outE, status)
+        _implicit_status(status)
+        return
     _verlet_runs(D, P, has_forces(P), dof_coordinates(model), Q0, V0, steps, every,
                  float(Verlet.options["tol"]), int(Verlet.options["maxiter"]), 3,
                  PREDICTOR_STEPS, outQ, outV, outW, outE,
@@ -819,9 +846,9 @@ def _time_stepping_batch(model, D, Q0, V0, t_final, dt, forces, params, save_eve
 #: the batched methods by name; another compiled whole-run loop is added as one entry
 METHODS: dict[str, BatchMethod] = {
     "rk4": BatchMethod("rk4", _rk4_refuses, _rk4_batch),
-    "midpoint": BatchMethod("midpoint", _implicit_refuses("midpoint", True), _gauss_batch(1)),
-    "gauss4": BatchMethod("gauss4", _implicit_refuses("gauss4", True), _gauss_batch(2)),
-    "verlet": BatchMethod("verlet", _implicit_refuses("verlet", False), _verlet_batch),
+    "midpoint": BatchMethod("midpoint", _implicit_refuses("midpoint", False), _gauss_batch(1)),
+    "gauss4": BatchMethod("gauss4", _implicit_refuses("gauss4", False), _gauss_batch(2)),
+    "verlet": BatchMethod("verlet", _implicit_refuses("verlet", True), _verlet_batch),
     "avf": BatchMethod("avf", _dg_refuses("avf"), _dg_batch("avf"),
                        ("tol", "maxiter", "nodes")),
     "itoh_abe": BatchMethod("itoh_abe", _dg_refuses("itoh_abe"), _dg_batch("itoh_abe"),
