@@ -28,9 +28,18 @@ beside it rk4 + ``project="energy"`` with the same dampers (the manifold loop); 
 variant onto E and [L; P] on a free root with six ball-jointed rods, no gravity, compiled
 against its Python steps, and rk4 + project=("energy", "momentum") on it.
 
+With ``--verlet`` instead: ``method="verlet"`` on ball and free joints — the variational
+step in the joints' charts, compiled (``verlet_compiled.run_chart``) — against its Python
+steps (``compiled=False``) and MuJoCo's RK4 on the 7-link ball chain, the free chain and
+a free root rod with six ball-jointed rods (gravity on), with the mean Newton iterations
+per step and the largest relative energy error of the compiled run. (The 20-link ball
+chain is left out: at dt = 1e-3 the variational step's Newton iteration, started with the
+matrix −M/h, fails there in both loops.)
+
     .venv/bin/python bench/rk4_manifold.py            # 1 s runs (about a minute)
     .venv/bin/python bench/rk4_manifold.py --quick    # 0.2 s runs
     .venv/bin/python bench/rk4_manifold.py --em       # the energy_momentum table
+    .venv/bin/python bench/rk4_manifold.py --verlet   # the verlet table
 """
 
 from __future__ import annotations
@@ -217,11 +226,34 @@ def em_momentum_table(dt: float, t_final: float, rng) -> None:
           f"max |Δ[L; P]| {dLP:.1e}")
 
 
+def verlet_table(cases, dt: float, t_final: float, rng) -> None:
+    """verlet's variational step compiled against its Python steps and MuJoCo's RK4
+    (module doc)."""
+    print(f"{'model':26s} {'nv':>3s} {'verlet':>9s} {'Python':>9s} {'Py/comp':>8s} "
+          f"{'MuJoCo':>8s} {'comp/MJ':>8s} {'Newton':>7s} {'max|dE|/E0':>11s}   (µs/step)")
+    for name, model, kinds in cases:
+        q0 = kd.integrate_configuration(model, kd.neutral(model),
+                                        0.3 * rng.normal(size=model.nv), 1.0)
+        v0 = 0.5 * rng.normal(size=model.nv)
+        E0 = kd.kinetic_energy(model, q0, v0) + kd.potential_energy(model, q0)
+        runs = [ours(model, q0, v0, dt, t_final, "verlet"),
+                mujoco_rk4(kinds, *mujoco_state(model, q0, v0), dt, t_final, E0)]
+        comp, mj = best_of(runs, 5)
+        py = ours(model, q0, v0, dt, min(t_final, 0.05), "verlet", compiled=False)()
+        tr = kd.simulate(model, q0, v0, t_final, method="verlet", dt=dt, progress=False)
+        dE = float(np.abs(tr.energy - tr.energy[0]).max() / abs(tr.energy[0]))
+        print(f"{name:26s} {model.nv:3d} {comp * 1e6:9.2f} {py * 1e6:9.1f} {py / comp:8.0f} "
+              f"{mj * 1e6:8.2f} {comp / mj:8.2f} "
+              f"{tr.stats['newton_iterations'].mean():7.2f} {dE:11.1e}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="0.2 s runs instead of 1 s")
     ap.add_argument("--em", action="store_true",
                     help="only the energy_momentum table on the ball chains (module doc)")
+    ap.add_argument("--verlet", action="store_true",
+                    help="only the verlet table on ball and free joints (module doc)")
     args = ap.parse_args()
     t_final = 0.2 if args.quick else 1.0
     dt = 1e-3
@@ -234,6 +266,12 @@ def main() -> None:
              ("humanoid, floating base", kd.load_robot("humanoid", floating_base=True), None)]
     print(f"kanedyn {kd.__version__}, MuJoCo {mujoco.__version__}; dt = {dt}, {t_final} s; "
           f"load {open('/proc/loadavg').read().split()[:3]}\n")
+    if args.verlet:
+        balls = free_chain(7, lambda i: Spherical(f"ball{i + 1}"))
+        verlet_table([cases[0], cases[2], ("free root + 6 ball rods", balls,
+                                           ["free"] + ["ball"] * 6)], dt, t_final, rng)
+        print(f"\nload {open('/proc/loadavg').read().split()[:3]}")
+        return
     if args.em:
         em_table(cases[:2], dt, t_final, rng)
         em_momentum_table(dt, t_final, rng)
