@@ -36,7 +36,11 @@ structure) is refused.
 any) all have compiled rows (:func:`.rk4_compiled.applicable` with ``forces=True``) run in
 the compiled loop of :mod:`.verlet_compiled` (the
 same equations and tolerance, tested step for step against this class, which takes the run
-back when an iteration there fails or contracts slowly).
+back when an iteration there fails or contracts slowly); a Model's tree with ball, free or
+planar joints among revolute, prismatic and helical ones, without rotor armature, whose
+force elements all have rows (:func:`.verlet_compiled.chart_applicable`), runs
+:meth:`_variational_step` in that module's ``run_chart`` loop (the same equations, Newton
+matrix −M_0/h, difference Jacobians kept while h stays, tolerance and stopping rule).
 """
 
 from __future__ import annotations

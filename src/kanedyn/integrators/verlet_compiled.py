@@ -1,4 +1,5 @@
-"""Störmer–Verlet (generalized leapfrog) as one compiled loop over all steps (numba).
+"""Störmer–Verlet (generalized leapfrog) as one compiled loop over all steps (numba): on
+additive coordinates, and in its variational form on ball, free and planar joints.
 
 The same method as :class:`~kanedyn.integrators.verlet.Verlet` on additive coordinates
 (its readable reference, tested step for step against this loop), for a plain Model
@@ -27,6 +28,26 @@ the half kick ``p_{n+½} − p_n`` and the correction ``x − h v_{n+½}`` of th
 extrapolated as in :mod:`.gauss_compiled` (the reference starts from p_n and h v_{n+½}).
 The Cholesky factor of M(q_n) is kept for the first equation; the M(q_{n+1}) of the last
 iterate serves the final kick, v_{n+1} and the next step.
+
+Ball, free and planar joints (:func:`run_chart`, :func:`_variational_loop`; where
+:func:`chart_applicable`): the variational step of the reference
+(``Verlet._variational_step``, the discrete Euler–Lagrange map of
+``L_d(q_0, q_1) = h/2 L(q_0, x/h) + h/2 L(q_1, W(x)/h)``, q_1 = φ_{q_0}(x)):
+
+    μ_n + h/2 (G + τ)(t_n, q_n, x/h) + K(x)ᵀ g_v = 0,   g_v = ½ M_0 x/h + ½ (∂W/∂x)ᵀ M_1 W/h
+    μ_{n+1} = J(x)⁻ᵀ g_v + h/2 (G + τ)(t_n + h, q_{n+1}, W/h),   v_{n+1} = M_1⁻¹ μ_{n+1}
+
+(μ = M v, G = ∂T/∂q − g by the energy kernel, τ the force rows' springs and τ_nc with the
+springs' coordinates gathered as in the tangent form of :mod:`.gauss_compiled`,
+``W_nc += h/2 (x/h · τ_nc,a + W/h · τ_nc,b)``). The chart and what L_d needs of it — φ,
+J(x)⁻ᵀ, W = J(x)x, (∂W/∂x)ᵀ y and Kᵀ y, K = ∂x/∂q_0 at fixed q_1 — are the compiled joint
+charts of :mod:`kanedyn.constraints.system_kernel` (tested against
+:mod:`.chart`). Newton as the reference's :func:`.base.newton`: the matrix −M_0/h, a
+forward-difference Jacobian (:func:`_chart_fd_matrix`, the columns of
+:func:`.base.fd_jacobian`) when a solve contracts slowly (restart from the predictor when it
+diverges), that Jacobian kept for the following steps while h stays (the reference's
+``reuse`` dict), the same stopping test and ``maxiter``; the predictor extrapolates
+x − h v_n of the last steps (the reference starts from h v_n).
 
 An iteration that fails makes the whole run fall back to the Python method, which
 reports what happens; a blow-up or a non-finite state is reported from here.
