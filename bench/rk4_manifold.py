@@ -32,7 +32,9 @@ With ``--verlet`` instead: ``method="verlet"`` on ball and free joints — the v
 step in the joints' charts, compiled (``verlet_compiled.run_chart``) — against its Python
 steps (``compiled=False``) and MuJoCo's RK4 on the 7-link ball chain, the free chain and
 a free root rod with six ball-jointed rods (gravity on), with the mean Newton iterations
-per step and the largest relative energy error of the compiled run. (The 20-link ball
+per step and the largest relative energy error of the compiled run, and how many
+difference Jacobians (``base.fd_jacobian``, n residuals each) the Python steps form per
+step, which the compiled loop's Newton policy repeats. (The 20-link ball
 chain is left out: at dt = 1e-3 the variational step's Newton iteration, started with the
 matrix −M/h, fails there in both loops.)
 
@@ -226,11 +228,32 @@ def em_momentum_table(dt: float, t_final: float, rng) -> None:
           f"max |Δ[L; P]| {dLP:.1e}")
 
 
+def python_fd_per_step(model, q0, v0, dt) -> float:
+    """Difference Jacobians (``base.fd_jacobian``) per step of 0.1 s of verlet's Python
+    steps, counted by wrapping the function."""
+    from kanedyn.integrators import base
+
+    calls, fd = [0], base.fd_jacobian
+
+    def counted(*args):
+        calls[0] += 1
+        return fd(*args)
+
+    base.fd_jacobian = counted
+    try:
+        tr = kd.simulate(model, q0, v0, 0.1, method="verlet", dt=dt, compiled=False,
+                         progress=False)
+    finally:
+        base.fd_jacobian = fd
+    return calls[0] / (len(tr) - 1)
+
+
 def verlet_table(cases, dt: float, t_final: float, rng) -> None:
     """verlet's variational step compiled against its Python steps and MuJoCo's RK4
     (module doc)."""
     print(f"{'model':26s} {'nv':>3s} {'verlet':>9s} {'Python':>9s} {'Py/comp':>8s} "
-          f"{'MuJoCo':>8s} {'comp/MJ':>8s} {'Newton':>7s} {'max|dE|/E0':>11s}   (µs/step)")
+          f"{'MuJoCo':>8s} {'comp/MJ':>8s} {'Newton':>7s} {'FD/step':>8s} {'max|dE|/E0':>11s}"
+          "   (µs/step)")
     for name, model, kinds in cases:
         q0 = kd.integrate_configuration(model, kd.neutral(model),
                                         0.3 * rng.normal(size=model.nv), 1.0)
@@ -240,11 +263,13 @@ def verlet_table(cases, dt: float, t_final: float, rng) -> None:
                 mujoco_rk4(kinds, *mujoco_state(model, q0, v0), dt, t_final, E0)]
         comp, mj = best_of(runs, 5)
         py = ours(model, q0, v0, dt, min(t_final, 0.05), "verlet", compiled=False)()
+        fd_rate = python_fd_per_step(model, q0, v0, dt)
         tr = kd.simulate(model, q0, v0, t_final, method="verlet", dt=dt, progress=False)
         dE = float(np.abs(tr.energy - tr.energy[0]).max() / abs(tr.energy[0]))
         print(f"{name:26s} {model.nv:3d} {comp * 1e6:9.2f} {py * 1e6:9.1f} {py / comp:8.0f} "
               f"{mj * 1e6:8.2f} {comp / mj:8.2f} "
-              f"{tr.stats['newton_iterations'].mean():7.2f} {dE:11.1e}", flush=True)
+              f"{tr.stats['newton_iterations'].mean():7.2f} {fd_rate:8.2f} {dE:11.1e}",
+              flush=True)
 
 
 def main() -> None:
