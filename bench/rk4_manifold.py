@@ -131,6 +131,14 @@ def ours(model, q0, v0, dt, t_final, method="rk4", **kw):
     return run
 
 
+def hanging_state(model, rng):
+    """(q0, v0, E0): a chain near its rest pose (chart steps of 0.3 rad), speeds of 0.5."""
+    q0 = kd.integrate_configuration(model, kd.neutral(model),
+                                    0.3 * rng.normal(size=model.nv), 1.0)
+    v0 = 0.5 * rng.normal(size=model.nv)
+    return q0, v0, kd.kinetic_energy(model, q0, v0) + kd.potential_energy(model, q0)
+
+
 def em_table(cases, dt: float, t_final: float, rng) -> None:
     """energy_momentum (projection variant, energy only) on the ball chains: compiled
     against its Python steps and MuJoCo's RK4, without and with a damper on every joint;
@@ -139,10 +147,7 @@ def em_table(cases, dt: float, t_final: float, rng) -> None:
           f"{'rk4+proj':>9s} {'MuJoCo':>8s} {'EM/MJ':>7s} {'rk4p/MJ':>8s} {'budget':>9s}"
           "   (µs/step)")
     for name, model, kinds in cases:
-        q0 = kd.integrate_configuration(model, kd.neutral(model),
-                                        0.3 * rng.normal(size=model.nv), 1.0)
-        v0 = 0.5 * rng.normal(size=model.nv)
-        E0 = kd.kinetic_energy(model, q0, v0) + kd.potential_energy(model, q0)
+        q0, v0, E0 = hanging_state(model, rng)
         for forces in (None, [kd.forces.JointDamper(j, 0.1) for j in model.joint_names]):
             kw = {"forces": forces}
             runs = [ours(model, q0, v0, dt, t_final, "energy_momentum", **kw),
@@ -205,9 +210,7 @@ def em_momentum_table(dt: float, t_final: float, rng) -> None:
     ball-jointed rods below it, no gravity: momentum="auto" keeps both): the compiled
     tangent midpoint + project_standard loop against its Python steps."""
     model = free_chain(7, lambda i: Spherical(f"ball{i + 1}"), gravity=(0.0, 0.0, 0.0))
-    q0 = kd.integrate_configuration(model, kd.neutral(model),
-                                    0.3 * rng.normal(size=model.nv), 1.0)
-    v0 = 0.5 * rng.normal(size=model.nv)
+    q0, v0, _ = hanging_state(model, rng)
     em = best_of([ours(model, q0, v0, dt, t_final, "energy_momentum")], 5)[0]
     py = ours(model, q0, v0, dt, min(t_final, 0.05), "energy_momentum", compiled=False)()
     tr = kd.simulate(model, q0, v0, t_final, method="energy_momentum", dt=dt)
@@ -255,10 +258,7 @@ def verlet_table(cases, dt: float, t_final: float, rng) -> None:
           f"{'MuJoCo':>8s} {'comp/MJ':>8s} {'Newton':>7s} {'FD/step':>8s} {'max|dE|/E0':>11s}"
           "   (µs/step)")
     for name, model, kinds in cases:
-        q0 = kd.integrate_configuration(model, kd.neutral(model),
-                                        0.3 * rng.normal(size=model.nv), 1.0)
-        v0 = 0.5 * rng.normal(size=model.nv)
-        E0 = kd.kinetic_energy(model, q0, v0) + kd.potential_energy(model, q0)
+        q0, v0, E0 = hanging_state(model, rng)
         runs = [ours(model, q0, v0, dt, t_final, "verlet"),
                 mujoco_rk4(kinds, *mujoco_state(model, q0, v0), dt, t_final, E0)]
         comp, mj = best_of(runs, 5)

@@ -518,6 +518,15 @@ def _times3t(A, o, y, k, out, j):
         out[j + r] = A[o + r] * y0 + A[o + 3 + r] * y1 + A[o + 6 + r] * y2
 
 
+@njit(cache=True, _nrt=False, forceinline=True, nogil=True)
+def _planar_block_times(Jb, i, y, k, out):
+    """out[k:k+3] ← diag(R(−ψ), 1) y[k:k+3], a planar joint's block of J (Jb[i, :2] =
+    (cos ψ, sin ψ))."""
+    c, s = Jb[i, 0], Jb[i, 1]
+    y0, y1 = y[k], y[k + 1]
+    out[k], out[k + 1], out[k + 2] = c * y0 + s * y1, -s * y0 + c * y1, y[k + 2]
+
+
 @njit(cache=True, _nrt=False, nogil=True)
 def chart_jt_times(data, Jb, y, out):
     """out ← J(x)ᵀ y (Jb of :func:`chart_blocks`)."""
@@ -558,9 +567,7 @@ def chart_jt_solve(data, Jb, y, out):
             if jt == FREE:  # (exp(φ)ᵀ)⁻ᵀ = exp(φ)ᵀ
                 _times3(A, 9, y, iv + 3, out, iv + 3)
         elif jt == PLANAR:  # R(−ψ)⁻ᵀ = R(−ψ)
-            c, s = Jb[i, 0], Jb[i, 1]
-            y0, y1 = y[iv], y[iv + 1]
-            out[iv], out[iv + 1], out[iv + 2] = c * y0 + s * y1, -s * y0 + c * y1, y[iv + 2]
+            _planar_block_times(Jb, i, y, iv, out)
         else:
             for k in range(int(data[i, NVJ])):
                 out[iv + k] = y[iv + k]
@@ -618,9 +625,7 @@ def chart_end_velocity(data, Jb, x, W):
                 W[iv + k] = x[iv + k]
             _times3(Jb[i], 9, x, iv + 3, W, iv + 3)
         elif jt == PLANAR:
-            c, s = Jb[i, 0], Jb[i, 1]
-            r0, r1 = x[iv], x[iv + 1]
-            W[iv], W[iv + 1], W[iv + 2] = c * r0 + s * r1, -s * r0 + c * r1, x[iv + 2]
+            _planar_block_times(Jb, i, x, iv, W)
         else:
             for k in range(int(data[i, NVJ])):
                 W[iv + k] = x[iv + k]

@@ -130,6 +130,38 @@ def _newton_update(J, piv, r, dx, y, last, refreshed, tol):
 
 
 @nb.njit(cache=True, nogil=True)
+def predict(hist, newest, order, known, c, u, guess, y, start):
+    """``y = start = c u + the extrapolation`` (:func:`.gauss_compiled.extrapolate`, at
+    ``order`` ≤ ``known``) of the differences ``y − c u`` kept in ``hist``: a solve's
+    predictor (``guess`` (1, n) work)."""
+    guess[:, :] = 0.0
+    if known > 0:
+        extrapolate(hist, newest, min(order, known), guess)
+    for i in range(y.shape[0]):
+        y[i] = c * u[i] + guess[0, i]
+    start[:] = y
+
+
+@nb.njit(cache=True, nogil=True)
+def guard_and_save(step, n_steps, every, q, v, vmax0, blowup, wnc, Q, V, Wk, k_out,
+                   status) -> int:
+    """The end of a step of both loops: the state guard of ``run_fixed`` (on failure status
+    ← [STATE_GUARD, step, code], the state into the spare last rows of Q and V, and −1
+    returned), else the sample kept with its W_nc (:func:`.rk4_compiled.save_sample`): the
+    next sample's index."""
+    g = state_guard(q, v, vmax0, blowup)
+    if g != 0:
+        status[0], status[1], status[2] = STATE_GUARD, step, g
+        Q[Q.shape[0] - 1, :] = q
+        V[V.shape[0] - 1, :] = v
+        return -1
+    kept = save_sample(step, n_steps, every, q, v, Q, V, k_out)
+    if kept != k_out:
+        Wk[k_out] = wnc
+    return kept
+
+
+@nb.njit(cache=True, nogil=True)
 def _matrix(data, q, v, L, h, sign, slope, J, piv) -> bool:
     """LU of ``1 + sign h/2 M⁻¹B`` (sign +1, position equation) or of its transpose with
     sign −1 (half kick: ``1 − h/2 (Bᵀ − C)M⁻¹``), ``B = ∂(M v)/∂q`` at (q, v) by the RNEA
@@ -194,12 +226,7 @@ def _verlet_loop(data, P, forces, t0, q0, v0, dt, n_steps, every, tol, maxiter, 
         L0[:, :] = L1
         p0[:] = M0 @ v
         # --- p_{n+½} = p_n + h/2 K(q_n, p_{n+½}) ----------------------------------
-        guess[:, :] = 0.0
-        if known > 0:
-            extrapolate(kicks, newest, min(order1, known), guess)
-        for i in range(n):
-            ph[i] = p0[i] + guess[0, i]
-        start[:] = ph
+        predict(kicks, newest, order1, known, 1.0, p0, guess, ph, start)
         it1, last, test, refreshed = 0, np.inf, GO_ON, False
         while True:
             cholesky_solve(L0, L0.shape[0], ph, va)
@@ -239,12 +266,7 @@ def _verlet_loop(data, P, forces, t0, q0, v0, dt, n_steps, every, tol, maxiter, 
             for i in range(n):
                 wnc += 0.5 * h * va[i] * tnc[i]
         # --- x = h/2 (v_{n+½} + M(q_n + x)⁻¹ p_{n+½}) --------------------------------
-        guess[:, :] = 0.0
-        if known > 0:
-            extrapolate(corrs, newest, min(order2, known), guess)
-        for i in range(n):
-            x[i] = h * va[i] + guess[0, i]
-        start[:] = x
+        predict(corrs, newest, order2, known, h, va, guess, x, start)
         it2, last, test, refreshed = 0, np.inf, GO_ON, False
         while True:
             for i in range(n):
@@ -302,24 +324,21 @@ def _verlet_loop(data, P, forces, t0, q0, v0, dt, n_steps, every, tol, maxiter, 
         cholesky_solve(L1, L1.shape[0], r, v)
         last_h = h
         iters[step] = it1 + it2
-        g = state_guard(q, v, vmax0, blowup)
-        if g != 0:
-            status[0], status[1], status[2] = STATE_GUARD, step, g
-            Q[Q.shape[0] - 1, :] = q
-            V[V.shape[0] - 1, :] = v
+        kept = guard_and_save(step, n_steps, every, q, v, vmax0, blowup, wnc, Q, V, Wk, k_out,
+                              status)
+        if kept < 0:
             return k_out
-        kept = save_sample(step, n_steps, every, q, v, Q, V, k_out)
-        if kept != k_out:
-            Wk[k_out] = wnc
-            k_out = kept
+        k_out = kept
     return k_out
 
 
-def run(problem, tol: float, maxiter: int, refresh_after: int = 3):
-    """The whole Störmer–Verlet run in the compiled loop: a Solution, or None to fall back."""
+def _whole_run(problem, loop):
+    """The outputs of a whole run (the samples of :func:`.rk4_compiled.step_grid`, a spare
+    row for a state that failed the guard), filled by ``loop(P, steps, n_steps, every, Q,
+    V, W, iters, status)``: a Solution, None to fall back, or the guard's DivergenceError."""
     from .base import Solution
 
-    s, model = problem.system, problem.system.compiled_step
+    s = problem.system
     P = problem.force_rows if problem.force_rows is not None else empty_rows(s.nv)
     n_steps, steps, times, every, keep = step_grid(problem.dt, problem.t0, problem.t_final,
                                                    problem.save_every)
@@ -328,17 +347,24 @@ def run(problem, tol: float, maxiter: int, refresh_after: int = 3):
     W = np.zeros(len(keep) + 1)
     iters = np.zeros(n_steps, dtype=np.int32)
     status = np.zeros(3, dtype=np.int64)
-    _verlet_loop(flatten(model).data, np.ascontiguousarray(P, float), has_forces(P),
-                 float(problem.t0), np.ascontiguousarray(problem.q0, float),
-                 np.ascontiguousarray(problem.v0, float), steps, n_steps, every, float(tol),
-                 int(maxiter), int(refresh_after), PREDICTOR_STEPS,
-                 float(problem.blowup), Q, V, W, iters, status)
+    loop(np.ascontiguousarray(P, float), steps, n_steps, every, Q, V, W, iters, status)
     if status[0] == STATE_GUARD:
         report_state_guard(problem, "verlet", status, Q, V, times)
     if status[0]:
         return None
     return Solution(times[keep], Q[:-1], V[:-1], W[:-1], {"newton_iterations": iters},
                     "verlet")
+
+
+def run(problem, tol: float, maxiter: int, refresh_after: int = 3):
+    """The whole Störmer–Verlet run in the compiled loop: a Solution, or None to fall back."""
+    def loop(P, steps, n_steps, every, Q, V, W, iters, status):
+        _verlet_loop(flatten(problem.system.compiled_step).data, P, has_forces(P),
+                     float(problem.t0), np.ascontiguousarray(problem.q0, float),
+                     np.ascontiguousarray(problem.v0, float), steps, n_steps, every, float(tol),
+                     int(maxiter), int(refresh_after), PREDICTOR_STEPS,
+                     float(problem.blowup), Q, V, W, iters, status)
+    return _whole_run(problem, loop)
 
 
 # ------------------------------------------------ the variational form on ball, free, planar
@@ -460,12 +486,7 @@ def _variational_loop(data, P, forces, iqd, t0, q0, v0, dt, n_steps, every, tol,
                 for k in range(n):
                     J[i, k] = -M0[i, k] / h
             lu_factor(J, piv)
-        guess[:, :] = 0.0
-        if known > 0:
-            extrapolate(corrs, newest, min(order, known), guess)
-        for i in range(n):
-            x[i] = h * v[i] + guess[0, i]
-        start[:] = x
+        predict(corrs, newest, order, known, h, v, guess, x, start)
         it, last, test, refreshed, ok = 0, np.inf, GO_ON, False, True
         while True:
             if not _chart_end(data, q, x, h, M0, q1, Jb, M1, U):
@@ -536,16 +557,11 @@ def _variational_loop(data, P, forces, iqd, t0, q0, v0, dt, n_steps, every, tol,
         q[:] = q1
         last_h = h
         iters[step] = it
-        g = state_guard(q, v, vmax0, blowup)
-        if g != 0:
-            status[0], status[1], status[2] = STATE_GUARD, step, g
-            Q[Q.shape[0] - 1, :] = q
-            V[V.shape[0] - 1, :] = v
+        kept = guard_and_save(step, n_steps, every, q, v, vmax0, blowup, wnc, Q, V, Wk, k_out,
+                              status)
+        if kept < 0:
             return k_out
-        kept = save_sample(step, n_steps, every, q, v, Q, V, k_out)
-        if kept != k_out:
-            Wk[k_out] = wnc
-            k_out = kept
+        k_out = kept
     return k_out
 
 
@@ -560,27 +576,12 @@ def chart_applicable(problem) -> bool:
 def run_chart(problem, tol: float, maxiter: int):
     """The whole variational Störmer–Verlet run on ball, free and planar joints in the
     compiled loop: a Solution, or None to fall back."""
-    from .base import Solution
+    model = problem.system.tree_model
 
-    s = problem.system
-    model = s.tree_model
-    P = problem.force_rows if problem.force_rows is not None else empty_rows(s.nv)
-    n_steps, steps, times, every, keep = step_grid(problem.dt, problem.t0, problem.t_final,
-                                                   problem.save_every)
-    Q = np.empty((len(keep) + 1, s.nq))  # the spare row: a state that failed the guard
-    V = np.empty((len(keep) + 1, s.nv))
-    W = np.zeros(len(keep) + 1)
-    iters = np.zeros(n_steps, dtype=np.int32)
-    status = np.zeros(3, dtype=np.int64)
-    _variational_loop(flatten(model).data, np.ascontiguousarray(P, float), has_forces(P),
-                      dof_coordinates(model), float(problem.t0),
-                      np.ascontiguousarray(problem.q0, float),
-                      np.ascontiguousarray(problem.v0, float), steps, n_steps, every,
-                      float(tol), int(maxiter), PREDICTOR_STEPS, float(problem.blowup),
-                      Q, V, W, iters, status)
-    if status[0] == STATE_GUARD:
-        report_state_guard(problem, "verlet", status, Q, V, times)
-    if status[0]:
-        return None
-    return Solution(times[keep], Q[:-1], V[:-1], W[:-1], {"newton_iterations": iters},
-                    "verlet")
+    def loop(P, steps, n_steps, every, Q, V, W, iters, status):
+        _variational_loop(flatten(model).data, P, has_forces(P), dof_coordinates(model),
+                          float(problem.t0), np.ascontiguousarray(problem.q0, float),
+                          np.ascontiguousarray(problem.v0, float), steps, n_steps, every,
+                          float(tol), int(maxiter), PREDICTOR_STEPS, float(problem.blowup),
+                          Q, V, W, iters, status)
+    return _whole_run(problem, loop)

@@ -461,10 +461,12 @@ def _gauss_runs(D, P, forces, iqd, tangent, Q0, V0, steps, every, A, Ainv, b, c,
     each_run(Q0.shape[0], run)
 
 
-def _verlet_runs(D, P, forces, iqd, Q0, V0, steps, every, tol, maxiter, refresh_after, history,
-                 outQ, outV, outW, outE, status) -> None:
-    """:func:`~kanedyn.integrators.verlet_compiled._verlet_loop` for each run k on ``D[k]``
-    with the force rows ``P[k]`` (:func:`each_run`)."""
+def _verlet_runs(D, P, forces, iqd, chart, Q0, V0, steps, every, tol, maxiter, refresh_after,
+                 history, outQ, outV, outW, outE, status) -> None:
+    """:func:`~kanedyn.integrators.verlet_compiled._verlet_loop` (additive joints) or, if
+    ``chart``, its ``_variational_loop`` (ball, free and planar joints) for each run k on
+    ``D[k]`` with the force rows ``P[k]`` (:func:`each_run`), with the arguments of
+    ``verlet_compiled.run`` / ``run_chart`` (t0 = 0, no blow-up guard)."""
     n_steps = steps.shape[0]
     S = outQ.shape[1]
 
@@ -472,27 +474,14 @@ def _verlet_runs(D, P, forces, iqd, Q0, V0, steps, every, tol, maxiter, refresh_
         Q, V = np.empty((S + 1, Q0.shape[1])), np.empty((S + 1, V0.shape[1]))
         W = np.zeros(S + 1)
         iters = np.zeros(n_steps, dtype=np.int32)
-        kept = _verlet_loop(D[k], P[k], forces, 0.0, Q0[k], V0[k], steps, n_steps, every, tol,
-                            maxiter, refresh_after, history, np.inf, Q, V, W, iters, status[k])
-        _finish(D[k], P[k], iqd, Q, V, W, kept, outQ[k], outV[k], outW[k], outE[k])
-    each_run(Q0.shape[0], run)
-
-
-def _verlet_chart_runs(D, P, forces, iqd, Q0, V0, steps, every, tol, maxiter, history,
-                       outQ, outV, outW, outE, status) -> None:
-    """:func:`~kanedyn.integrators.verlet_compiled._variational_loop` (ball, free and planar
-    joints) for each run k on ``D[k]`` with the force rows ``P[k]`` (:func:`each_run`),
-    with the arguments of ``verlet_compiled.run_chart`` (t0 = 0, no blow-up guard)."""
-    n_steps = steps.shape[0]
-    S = outQ.shape[1]
-
-    def run(k: int) -> None:
-        Q, V = np.empty((S + 1, Q0.shape[1])), np.empty((S + 1, V0.shape[1]))
-        W = np.zeros(S + 1)
-        iters = np.zeros(n_steps, dtype=np.int32)
-        kept = _variational_loop(D[k], P[k], forces, iqd, 0.0, Q0[k], V0[k], steps, n_steps,
-                                 every, tol, maxiter, history, np.inf, Q, V, W, iters,
-                                 status[k])
+        if chart:
+            kept = _variational_loop(D[k], P[k], forces, iqd, 0.0, Q0[k], V0[k], steps,
+                                     n_steps, every, tol, maxiter, history, np.inf, Q, V, W,
+                                     iters, status[k])
+        else:
+            kept = _verlet_loop(D[k], P[k], forces, 0.0, Q0[k], V0[k], steps, n_steps, every,
+                                tol, maxiter, refresh_after, history, np.inf, Q, V, W, iters,
+                                status[k])
         _finish(D[k], P[k], iqd, Q, V, W, kept, outQ[k], outV[k], outW[k], outE[k])
     each_run(Q0.shape[0], run)
 
@@ -570,13 +559,8 @@ def _verlet_batch(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, sta
                   opts=None) -> None:
     from ..integrators.verlet import Verlet
 
-    if not all(bd.joint.chart_is_additive for bd in model.bodies):
-        _verlet_chart_runs(D, P, has_forces(P), dof_coordinates(model), Q0, V0, steps, every,
-                           float(Verlet.options["tol"]), int(Verlet.options["maxiter"]),
-                           PREDICTOR_STEPS, outQ, outV, outW, outE, status)
-        _implicit_status(status)
-        return
-    _verlet_runs(D, P, has_forces(P), dof_coordinates(model), Q0, V0, steps, every,
+    chart = not all(bd.joint.chart_is_additive for bd in model.bodies)
+    _verlet_runs(D, P, has_forces(P), dof_coordinates(model), chart, Q0, V0, steps, every,
                  float(Verlet.options["tol"]), int(Verlet.options["maxiter"]), 3,
                  PREDICTOR_STEPS, outQ, outV, outW, outE,
                  status)  # refresh_after 3: verlet_compiled.run's default
