@@ -111,6 +111,13 @@ class CompiledSystem:
         self.nonholonomic = (bool(self.dependent_speed_names)
                              or self.nq - len(self.quaternions) > self.nv)
         self.eliminated_constraints = bool(self.dependent_speed_names or self.q_dependent)
+        #: capability (sim/system.py): q ⊕ ξ = q + ξ with v = ξ̇, i.e. q̇ = u exactly. Kane's
+        #: speeds are freely chosen (u1 = 2 q̇1, body rates, ...): where q̇ ≠ u the
+        #: integrators step in the chart of integrate_configuration with chart_jacobian
+        #: (a square system with q̇ ≠ u was once taken as additive, which integrated
+        #: q̇ = u: a wrong trajectory, silently)
+        self.chart_is_additive = (not self.quaternions and self.nq == self.nv
+                                  and list(eom.qdot) == list(eom.u))
         #: the index-3 form (kane.index3_equations): all speeds, g(q) = 0 kept beside the
         #: equations, with hamiltonian_terms and constraint_rows
         self.index3 = bool(getattr(eom, "index3", False))
