@@ -57,3 +57,25 @@ def test_speeds_other_than_the_rates_are_integrated_through_the_kinematic_equati
     assert np.abs(em.energy - em.energy[0]).max() <= 1e-12 * abs(em.energy).max()
     with pytest.raises(SolverError, match="speeds u other than q̇"):
         kd.simulate(fast, q0, u0, 0.1, method="avf", dt=1e-3)
+
+
+def test_generated_rk4_loop_equals_the_python_steps():
+    """kd.simulate(method="rk4") on a numba-compiled Kane system runs the loop generated
+    with its equations (``compiled_rk4``); it equals RK4's Python steps (compiled=False,
+    the reference) to round-off — here with a quaternion group moved by its body rates and
+    a wheel angle whose rate is its speed (the chart's two kinds of rows)."""
+    from kanedyn.kane import classic
+
+    s, _ = classic.spacecraft_reaction_wheel()
+    fast = s.derive().compile(backend="numba", parameters={
+        "I11": 3.0, "I22": 4.0, "I33": 5.0, "I12": 0.3, "J": 0.2, "K": 0.12})
+    assert fast.compiled_rk4 is not None
+    q0 = np.array([0.9, 0.1, -0.3, 0.2, 0.4])
+    q0[:4] /= np.linalg.norm(q0[:4])
+    u0 = np.array([0.3, -0.2, 0.5, 20.0])
+    a = kd.simulate(fast, q0, u0, 0.2, method="rk4", dt=1e-3, save_every=7)
+    b = kd.simulate(fast, q0, u0, 0.2, method="rk4", dt=1e-3, save_every=7, compiled=False)
+    np.testing.assert_array_equal(a.t, b.t)
+    np.testing.assert_allclose(a.q, b.q, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(a.v, b.v, rtol=0, atol=1e-12)
+    assert abs(a.energy[-1] - a.energy[0]) <= 1e-12 * abs(a.energy[0])
