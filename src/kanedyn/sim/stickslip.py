@@ -194,7 +194,7 @@ class _Problem:
                 meta.append((k, what))
         return events, meta
 
-    def assemble(self, t, Y, modes, switches) -> Trajectory:
+    def assemble(self, t, Y, modes, switches, **stats) -> Trajectory:
         """The trajectory from the stacked states, with forces, v̇ and energy recomputed
         at each output time in the mode that was active there."""
         n = len(t)
@@ -205,11 +205,12 @@ class _Problem:
             A[i], _, fr[i], _ = self.evaluate(t[i], Y[i], modes[i])
             q, v, _ = self.split(Y[i])
             E[i] = self.energy(q, v)
-        return self.record(t, Y, modes, switches, fr, A, E)
+        return self.record(t, Y, modes, switches, fr, A, E, **stats)
 
-    def record(self, t, Y, modes, switches, fr, A, E) -> Trajectory:
+    def record(self, t, Y, modes, switches, fr, A, E, **stats) -> Trajectory:
         """The trajectory from the stacked states Y, the segments' modes and the friction
-        forces fr, accelerations A and energies E at the output times."""
+        forces fr, accelerations A and energies E at the output times; ``stats`` go to
+        its stats beside the switch times."""
         o = self.nq + self.nv + self.nz
         w = Y[:, [self.nq + j for j in self.idx]] - self.vb
         exact = np.array(self.exact)[None, :]
@@ -220,7 +221,8 @@ class _Problem:
             z=Y[:, self.nq + self.nv:o], switches=switches)
         # W_nc = friction work + other work, so that the budget E − E₀ − W_nc closes
         return Trajectory(t, Y[:, :self.nq], Y[:, self.nq:self.nq + self.nv],
-                          Y[:, o] + Y[:, o + 1], stats={"switch_times": record.switch_times()},
+                          Y[:, o] + Y[:, o + 1],
+                          stats={"switch_times": record.switch_times(), **stats},
                           method="stickslip", vdot=A, energy=E, system=self.sys,
                           friction=record)
 
@@ -364,9 +366,9 @@ def simulate_stick_slip(system, q0: ArrayLike, v0: ArrayLike, t_final: float, jo
         if out is not None:
             return out
     if own and not compiled:
-        T, Y, MODE = stickslip_events.run(pb, y, mode, switches, t_final, rtol, atol,
-                                          max_step, stick_step, grid, max_switches)
-        return pb.assemble(T, Y, MODE, switches)
+        T, Y, MODE, steps = stickslip_events.run(pb, y, mode, switches, t_final, rtol, atol,
+                                                 max_step, stick_step, grid, max_switches)
+        return pb.assemble(T, Y, MODE, switches, steps=steps, compiled=False)
 
     T, Y, MODE = [], [], []
     t = 0.0

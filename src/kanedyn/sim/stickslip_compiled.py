@@ -216,12 +216,14 @@ def resolve(data, P, forces, FT, idx, t, y, mode, cand, forced, arrival, SW, nsw
 
 
 @nb.njit(cache=True, nogil=True)
-def event_values(data, P, forces, FT, idx, mode, t, y, evk, evc, ne, g, dy, tf, ws) -> bool:
-    """The segment's event functions at (t, y) into g[:ne] (:meth:`._Problem.events`)."""
+def event_values(data, P, forces, FT, idx, mode, t, y, evk, evc, ne, g, dy, tf, ws,
+                 fresh) -> bool:
+    """The segment's event functions at (t, y) into g[:ne] (:meth:`._Problem.events`);
+    ``fresh``: tf already holds the forces at (t, y) (the step's last stage)."""
     nv = ws[2].shape[0]
     need = False
     for e in range(ne):
-        need |= evk[e] != EV_ZERO
+        need |= evk[e] != EV_ZERO and not fresh
     if need and not evaluate(data, P, forces, FT, idx, mode, t, y, dy, tf, ws):
         return False
     for e in range(ne):
@@ -262,7 +264,7 @@ def event_root(data, P, forces, FT, idx, mode, R, t0, h, e, evk, evc, lo, glo, h
             c = 0.5 * (lo + hi)
         dense_at(R, t0, h, c, y)
         event_values(data, P, forces, FT, idx, mode, c, y, evk[e:e + 1], evc[e:e + 1], 1,
-                     g1, dy, tf, ws)
+                     g1, dy, tf, ws, False)
         gc = g1[0]
         if gc > 0.0:
             lo, glo = c, gc
@@ -303,13 +305,15 @@ def grow(S, rows: int):
 
 
 @nb.njit(cache=True, nogil=True)
-def put_sample(data, P, forces, FT, idx, S, row, t, y, mode, dy, tf, ws):
+def put_sample(data, P, forces, FT, idx, S, row, t, y, mode, dy, tf, ws, fresh):
     """Row ``row`` of the sample table: t, y, modes, friction forces, v̇, E (the
-    quantities _Problem.assemble recomputes at each output time)."""
+    quantities _Problem.assemble recomputes at each output time); ``fresh``: dy and tf
+    already hold ẏ and the forces at (t, y)."""
     n = y.shape[0]
     nf = idx.shape[0]
     nv = ws[2].shape[0]
-    evaluate(data, P, forces, FT, idx, mode, t, y, dy, tf, ws)
+    if not fresh:
+        evaluate(data, P, forces, FT, idx, mode, t, y, dy, tf, ws)
     S[row, 0] = t
     for i in range(n):
         S[row, 1 + i] = y[i]
@@ -333,11 +337,11 @@ def any_stuck(mode) -> bool:
 
 @nb.njit(cache=True, nogil=True)
 def stickslip_run(data, P, forces, FT, idx, y0, mode, t_final, rtol, atol, max_step,
-                  stick_step, grid, max_switches, n_switches0):
+                  stick_step, grid, max_switches, n_switches0, steps):
     """The run of :func:`.stickslip_events.run` from y0 and the resolved modes at t = 0;
     ``grid`` the dt_out sampling (empty: every step). Returns (S, ns, SW, nsw, code, t):
     the sample and switch tables with their row counts, and the stop code (0, or an SS_*
-    code at time t)."""
+    code at time t); ``steps`` gets the [accepted, rejected] step counts."""
     nv = P.shape[0]
     nf = idx.shape[0]
     n = 2 * nv + 3
@@ -352,7 +356,7 @@ def stickslip_run(data, P, forces, FT, idx, y0, mode, t_final, rtol, atol, max_s
     K = np.empty((7, n))
     R = np.empty((5, n))
     ys, y1, err, yd = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    dy, tf = np.empty(n), np.zeros(nf)
+    dy, tf, tf1 = np.empty(n), np.zeros(nf), np.zeros(nf)
     evk, evc = np.empty(2 * nf, np.int64), np.empty(2 * nf, np.int64)
     g_old, g_new, g1 = np.empty(2 * nf), np.empty(2 * nf), np.empty(1)
     cand, forced = np.zeros(nf, np.bool_), np.zeros(nf, np.bool_)
@@ -363,7 +367,7 @@ def stickslip_run(data, P, forces, FT, idx, y0, mode, t_final, rtol, atol, max_s
     if not evaluate(data, P, forces, FT, idx, mode, t, y, K[0], tf, ws):
         return S, ns, SW, nsw, SS_KERNEL, t
     ne = segment_events(mode, evk, evc)
-    event_values(data, P, forces, FT, idx, mode, t, y, evk, evc, ne, g_old, dy, tf, ws)
+    event_values(data, P, forces, FT, idx, mode, t, y, evk, evc, ne, g_old, dy, tf, ws, False)
     # the starting step (stickslip_events.initial_step)
     d0, d1 = 0.0, 0.0
     for i in range(nq + nv):
@@ -375,7 +379,7 @@ def stickslip_run(data, P, forces, FT, idx, y0, mode, t_final, rtol, atol, max_s
     hmax = min(max_step, stick_step) if any_stuck(mode) else max_step
     h = min(h, t_final, hmax)
     if not use_grid:
-        put_sample(data, P, forces, FT, idx, S, ns, t, y, mode, dy, tf, ws)
+        put_sample(data, P, forces, FT, idx, S, ns, t, y, mode, dy, tf, ws, False)
         ns += 1
     t_seg, same_time = t, 0
     while t < t_final:
@@ -394,6 +398,9 @@ def stickslip_run(data, P, forces, FT, idx, y0, mode, t_final, rtol, atol, max_s
                         s += A[i, j] * K[j, m]
                 ys[m] = y[m] + h * s
             ok &= evaluate(data, P, forces, FT, idx, mode, t + C[i] * h, ys, K[i], tf, ws)
+        # the last stage is at (t + h, y1) (its a-row is b): its forces serve the events
+        # and the sample at the step's end
+        tf1[:] = tf
         for m in range(n):
             s, e = 0.0, 0.0
             for j in range(7):
@@ -413,7 +420,9 @@ def stickslip_run(data, P, forces, FT, idx, y0, mode, t_final, rtol, atol, max_s
         fac = 0.9 * en ** -0.2 if en > 0 else 10.0
         if en > 1.0:
             h *= max(0.2, fac)
+            steps[1] += 1
             continue
+        steps[0] += 1
         t1 = t_final if h >= t_final - t else t + h
         for m in range(n):
             if not np.isfinite(y1[m]):
@@ -429,7 +438,8 @@ def stickslip_run(data, P, forces, FT, idx, y0, mode, t_final, rtol, atol, max_s
                 if D[j] != 0.0:
                     s += D[j] * K[j, m]
             R[4, m] = h * s
-        event_values(data, P, forces, FT, idx, mode, t1, y1, evk, evc, ne, g_new, dy, tf, ws)
+        event_values(data, P, forces, FT, idx, mode, t1, y1, evk, evc, ne, g_new, dy, tf1, ws,
+                     True)
         hit, t_ev = -1, t1
         for e in range(ne):
             if g_old[e] >= 0.0 and g_new[e] <= 0.0:
@@ -442,7 +452,7 @@ def stickslip_run(data, P, forces, FT, idx, y0, mode, t_final, rtol, atol, max_s
             while gi < grid.shape[0] and (grid[gi] < t_end or (hit < 0 and t_end >= t_final)):
                 S = grow(S, ns + 1)
                 dense_at(R, t, h, grid[gi], yd)
-                put_sample(data, P, forces, FT, idx, S, ns, grid[gi], yd, mode, dy, tf, ws)
+                put_sample(data, P, forces, FT, idx, S, ns, grid[gi], yd, mode, dy, tf, ws, False)
                 ns += 1
                 gi += 1
         h_next = min(h * min(10.0, max(0.2, fac)), max_step)
@@ -453,7 +463,7 @@ def stickslip_run(data, P, forces, FT, idx, y0, mode, t_final, rtol, atol, max_s
             g_old[:ne] = g_new[:ne]
             if not use_grid:
                 S = grow(S, ns + 1)
-                put_sample(data, P, forces, FT, idx, S, ns, t, y, mode, dy, tf, ws)
+                put_sample(data, P, forces, FT, idx, S, ns, t, y, mode, K[0], tf1, ws, True)
                 ns += 1
             hmax = min(max_step, stick_step) if any_stuck(mode) else max_step
             h = min(h_next, hmax)
@@ -466,7 +476,7 @@ def stickslip_run(data, P, forces, FT, idx, y0, mode, t_final, rtol, atol, max_s
         t = t_ev
         if not use_grid:
             S = grow(S, ns + 1)
-            put_sample(data, P, forces, FT, idx, S, ns, t, y, mode, dy, tf, ws)
+            put_sample(data, P, forces, FT, idx, S, ns, t, y, mode, dy, tf, ws, False)
             ns += 1
         same_time = same_time + 1 if t - t_seg <= 1e-14 * max(1.0, abs(t_seg)) else 0
         if same_time > SAME_TIME or n_switches0 + nsw > max_switches:
@@ -489,17 +499,17 @@ def stickslip_run(data, P, forces, FT, idx, y0, mode, t_final, rtol, atol, max_s
         if not evaluate(data, P, forces, FT, idx, mode, t, y, K[0], tf, ws):
             return S, ns, SW, nsw, SS_KERNEL, t
         ne = segment_events(mode, evk, evc)
-        event_values(data, P, forces, FT, idx, mode, t, y, evk, evc, ne, g_old, dy, tf, ws)
+        event_values(data, P, forces, FT, idx, mode, t, y, evk, evc, ne, g_old, dy, tf, ws, False)
         if not use_grid:
             S = grow(S, ns + 1)
-            put_sample(data, P, forces, FT, idx, S, ns, t, y, mode, dy, tf, ws)
+            put_sample(data, P, forces, FT, idx, S, ns, t, y, mode, dy, tf, ws, False)
             ns += 1
         hmax = min(max_step, stick_step) if any_stuck(mode) else max_step
         h = min(h_next, hmax)
     if use_grid:
         while gi < grid.shape[0]:
             S = grow(S, ns + 1)
-            put_sample(data, P, forces, FT, idx, S, ns, grid[gi], y, mode, dy, tf, ws)
+            put_sample(data, P, forces, FT, idx, S, ns, grid[gi], y, mode, dy, tf, ws, False)
             ns += 1
             gi += 1
     return S, ns, SW, nsw, 0, t
@@ -535,12 +545,13 @@ def compiled_run(pb, q0, v0, mode, switches: list, t_final: float, rtol: float, 
         FT[c, FT_SURF] = pb.vb[c]
     y0 = np.concatenate([q0, v0, [0.0, 0.0, 0.0]])
     g = np.empty(0) if grid is None else np.asarray(grid, float)
+    steps = np.zeros(2, np.int64)
 
     def run():
         return stickslip_run(flatten(model).data, P, has_forces(P), FT,
                              np.asarray(pb.idx, np.int64), y0, mode.astype(np.int64),
                              float(t_final), float(rtol), float(atol), float(max_step),
-                             float(stick_step), g, int(max_switches), len(switches))
+                             float(stick_step), g, int(max_switches), len(switches), steps)
 
     out = compiled_or_none("stickslip", run)
     if out is None:
@@ -560,4 +571,4 @@ def compiled_run(pb, q0, v0, mode, switches: list, t_final: float, rtol: float, 
     n, nf, nv = y0.size, len(pb.idx), pb.nv
     return pb.record(S[:, 0], S[:, 1:1 + n], S[:, 1 + n:1 + n + nf].astype(int), switches,
                      S[:, 1 + n + nf:1 + n + 2 * nf], S[:, 1 + n + 2 * nf:1 + n + 2 * nf + nv],
-                     S[:, 1 + n + 2 * nf + nv])
+                     S[:, 1 + n + 2 * nf + nv], steps=steps.tolist(), compiled=True)

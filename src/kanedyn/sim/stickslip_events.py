@@ -144,8 +144,9 @@ def event_root(g, lo: float, glo: float, hi: float, ghi: float) -> float:
 def run(pb, y, mode, switches: list, t_final: float, rtol: float, atol: float,
         max_step: float, stick_step: float, grid, max_switches: int):
     """The run of the module doc from the state ``y`` (pb's layout, no LuGre states) and
-    the resolved modes ``mode`` at t = 0: (T, Y, MODE), the samples, for pb.assemble;
-    switches are appended to ``switches``."""
+    the resolved modes ``mode`` at t = 0: (T, Y, MODE, steps), the samples (for
+    pb.assemble) and [accepted, rejected] step counts; switches are appended to
+    ``switches``."""
     n = pb.nq + pb.nv
     exact_idx = [k for k in range(len(pb.idx)) if pb.exact[k]]
     T, Y, MODE = [], [], []
@@ -171,6 +172,7 @@ def run(pb, y, mode, switches: list, t_final: float, rtol: float, atol: float,
         return f(t, y)
 
     events, meta = [], []
+    steps = [0, 0]  # accepted, rejected
     k1 = new_segment(t, y)
     h = min(initial_step(k1, y, rtol, atol, n), t_final, hmax_of())
     if grid is None:
@@ -188,7 +190,9 @@ def run(pb, y, mode, switches: list, t_final: float, rtol: float, atol: float,
         fac = 0.9 * en ** -0.2 if en > 0 else 10.0
         if en > 1.0:
             h *= max(0.2, fac)
+            steps[1] += 1
             continue
+        steps[0] += 1
         t1 = t_final if h >= t_final - t else t + h
         if not np.all(np.isfinite(y1)):
             raise SolverError(f"stickslip: state not finite at t={t1:.6g}")
@@ -245,4 +249,4 @@ def run(pb, y, mode, switches: list, t_final: float, rtol: float, atol: float,
         while gi < grid.size:  # t_final reached up to rounding before these points
             sample(grid[gi], y)
             gi += 1
-    return np.array(T), np.array(Y), np.array(MODE)
+    return np.array(T), np.array(Y), np.array(MODE), steps
