@@ -27,7 +27,14 @@ belt, or the surface the joint rubs on, moves at a constant speed).
   beyond its bound, re-check the rest).
 
 Because v̇_S is set to exactly zero, a stuck joint does not move at all: no
-creep, to the last bit. Smooth laws (smoothed sgn, Tanh/Simscape forms) and
+creep, to the last bit.
+
+With exact laws only, the segments are integrated by kanedyn's Dormand–Prince 5(4) with
+events on its dense output: the whole run compiled (:mod:`.stickslip_compiled`) on a
+Model of additive joints with exact Stribeck laws and compiled force rows, else (and with
+``compiled=False``) its readable reference :mod:`.stickslip_events`, which the compiled
+loop equals step for step. A solve_ivp ``method`` runs the segments by solve_ivp (below),
+as do the cases outside the compiled one by default. Smooth laws (smoothed sgn, Tanh/Simscape forms) and
 LuGre need no modes; they are integrated as an ordinary ODE (LSODA) in the
 same function so that all treatments run on the same footing.
 
