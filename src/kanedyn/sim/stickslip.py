@@ -34,9 +34,9 @@ events on its dense output: the whole run compiled (:mod:`.stickslip_compiled`) 
 Model of additive joints with exact Stribeck laws and compiled force rows, else (and with
 ``compiled=False``) its readable reference :mod:`.stickslip_events`, which the compiled
 loop equals step for step. A solve_ivp ``method`` runs the segments by solve_ivp (below),
-as do the cases outside the compiled one by default. Smooth laws (smoothed sgn, Tanh/Simscape forms) and
-LuGre need no modes; they are integrated as an ordinary ODE (LSODA) in the
-same function so that all treatments run on the same footing.
+as do the cases outside the compiled one by default. Smooth laws (smoothed sgn,
+Tanh/Simscape forms) and LuGre need no modes; they are integrated as an ordinary ODE
+(LSODA) in the same function so that all treatments run on the same footing.
 
 The energy budget is integrated alongside: ``friction_work`` = ∫ τ_fᵀ v dt
 (the friction's work on the mechanism, which is what changes its energy),
@@ -405,26 +405,11 @@ def simulate_stick_slip(system, q0: ArrayLike, v0: ArrayLike, t_final: float, jo
             raise SolverError(f"friction simulate: state not finite at t={t_end:.6g}")
         if sol.status != 1:
             break
-        same_time = same_time + 1 if t_end - t <= 1e-14 * max(1.0, abs(t)) else 0
-        if same_time > 20 or len(switches) > max_switches:
-            raise SolverError(
-                f"friction simulate: {len(switches)} mode switches, the last ones at "
-                f"t={t_end:.9g} without progress (Zeno behaviour or a chattering contact)"
-            )
+        same_time = stickslip_events.check_progress(t_end, t, same_time, switches,
+                                                    max_switches)
         t = t_end
         fired = [meta[i] for i, te in enumerate(sol.t_events) if te.size]
-        stick, release = [], []
-        for k, what in fired:
-            if what == "zero":
-                y[pb.nq + pb.idx[k]] = pb.vb[k]
-                stick.append(k)
-            else:
-                release.append(k)
-        for k in release:
-            lam = pb.evaluate(t, y, mode)[2][k]
-            mode[k] = -1 if lam > 0 else 1
-            switches.append(Switch(t, pb.idx[k], "slip", int(mode[k])))
-        pb.resolve(t, y, mode, switches, stick, forced=release)
+        stickslip_events.apply_events(pb, t, y, mode, switches, fired)
 
     return pb.assemble(np.concatenate(T), np.vstack(Y), np.vstack(MODE), switches)
 

@@ -29,9 +29,10 @@ from ..forces.kernel import force_rows, has_forces, joint_forces, spring_potenti
 from ..friction.laws import Stribeck
 from ..friction.laws_kernel import stribeck_curve
 from ..integrators.base import cholesky, cholesky_solve
+from ..integrators.dopri5 import B, C, D, E
 from ..integrators.rk4_compiled import compiled_or_none
 from ..model import Model
-from .stickslip_events import ROOT_ITERATIONS, ROOT_TOL, SAME_TIME, A, B, C, D, E
+from .stickslip_events import ROOT_ITERATIONS, ROOT_TOL, SAME_TIME, A
 from .time_stepping_compiled import FT_DELTA, FT_FC, FT_FS, FT_FV, FT_SURF, FT_VS
 from .trajectory import Switch
 

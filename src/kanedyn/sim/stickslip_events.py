@@ -141,6 +141,63 @@ def event_root(g, lo: float, glo: float, hi: float, ghi: float) -> float:
     return hi
 
 
+def earliest_event(events, g_old, g_new, R, t: float, h: float, t1: float):
+    """(index, time) of the first root in the step [t, t1] among the events that go from
+    ≥ 0 to ≤ 0 over it (ties: the first of the list), or (−1, t1) if none does."""
+    hit, t_ev = -1, t1
+    for i, (a, b) in enumerate(zip(g_old, g_new, strict=True)):
+        if a >= 0.0 and b <= 0.0:
+            r = event_root(lambda tt, e=events[i]: e(tt, dense_at(R, t, h, tt)), t, a, t1, b)
+            if hit < 0 or r < t_ev:
+                hit, t_ev = i, r
+    return hit, t_ev
+
+
+def apply_events(pb, t: float, y, mode, switches: list, fired) -> None:
+    """The switches of the events ``fired`` ([(friction joint, "zero" | "break")]) at
+    (t, y), in place: a joint reaching w = 0 gets v_j = v_belt exactly and is a candidate
+    to stick, a joint whose held force reached a bound slides the way the load pushes
+    (d = −sgn λ); then the modes of all joints at w = 0 are re-solved
+    (:meth:`~.stickslip._Problem.resolve`, the released ones kept sliding)."""
+    stick, release = [], []
+    for k, what in fired:
+        if what == "zero":
+            y[pb.nq + pb.idx[k]] = pb.vb[k]
+            stick.append(k)
+        else:
+            release.append(k)
+    for k in release:
+        lam = pb.evaluate(t, y, mode)[2][k]
+        mode[k] = -1 if lam > 0 else 1
+        switches.append(Switch(t, pb.idx[k], "slip", int(mode[k])))
+    pb.resolve(t, y, mode, switches, stick, forced=release)
+
+
+def check_progress(t: float, t_seg: float, same_time: int, switches: list,
+                   max_switches: int) -> int:
+    """The count of events without progress in t, raised past ``SAME_TIME`` (or past
+    ``max_switches`` switches) as a SolverError: Zeno behaviour or chattering."""
+    same_time = same_time + 1 if t - t_seg <= 1e-14 * max(1.0, abs(t_seg)) else 0
+    if same_time > SAME_TIME or len(switches) > max_switches:
+        raise SolverError(
+            f"friction simulate: {len(switches)} mode switches, the last ones at "
+            f"t={t:.9g} without progress (Zeno behaviour or a chattering contact)")
+    return same_time
+
+
+class Segment:
+    """A stretch of constant modes: its right-hand side, its events (and what each
+    means) and their values at its start."""
+
+    def __init__(self, pb, mode, t: float, y):
+        m = mode.copy()
+        self.f = lambda tt, yy: pb.rhs(tt, yy, m)
+        self.events, self.meta = pb.events(m)
+        self.k1 = self.f(t, y)
+        self.g = [e(t, y) for e in self.events]
+        self.stuck = any(pb.exact[k] and m[k] == 0 for k in range(len(m)))
+
+
 def run(pb, y, mode, switches: list, t_final: float, rtol: float, atol: float,
         max_step: float, stick_step: float, grid, max_switches: int):
     """The run of the module doc from the state ``y`` (pb's layout, no LuGre states) and
@@ -148,7 +205,6 @@ def run(pb, y, mode, switches: list, t_final: float, rtol: float, atol: float,
     pb.assemble) and [accepted, rejected] step counts; switches are appended to
     ``switches``."""
     n = pb.nq + pb.nv
-    exact_idx = [k for k in range(len(pb.idx)) if pb.exact[k]]
     T, Y, MODE = [], [], []
 
     def sample(t, yy):
@@ -156,36 +212,21 @@ def run(pb, y, mode, switches: list, t_final: float, rtol: float, atol: float,
         Y.append(yy.copy())
         MODE.append(mode.copy())
 
-    def hmax_of():
-        stuck = any(mode[k] == 0 for k in exact_idx)
-        return min(max_step, stick_step) if stuck else max_step
-
-    t = 0.0
-    gi = 0
-    f = None
-
-    def new_segment(t, y):
-        nonlocal f, events, meta
-        m = mode.copy()
-        f = lambda tt, yy: pb.rhs(tt, yy, m)  # noqa: E731 (the segment's modes bound)
-        events, meta = pb.events(m)
-        return f(t, y)
-
-    events, meta = [], []
-    steps = [0, 0]  # accepted, rejected
-    k1 = new_segment(t, y)
-    h = min(initial_step(k1, y, rtol, atol, n), t_final, hmax_of())
+    t, gi, steps = 0.0, 0, [0, 0]  # steps: accepted, rejected
+    seg = Segment(pb, mode, t, y)
+    k1 = seg.k1
+    h = min(initial_step(k1, y, rtol, atol, n), t_final,
+            min(max_step, stick_step) if seg.stuck else max_step)
     if grid is None:
         sample(t, y)
     t_seg, same_time = t, 0
-    g_old = [e(t, y) for e in events]
     while t < t_final:
         h = min(h, t_final - t)
         if h <= 4 * np.finfo(float).eps * max(1.0, t_final):
             break
         if h < 1e-14 * max(1.0, abs(t)):
             raise SolverError(f"stickslip: step size collapsed to {h:.3g} at t = {t:.9g}")
-        y1, err, K = dopri_step(f, t, y, k1, h)
+        y1, err, K = dopri_step(seg.f, t, y, k1, h)
         en = error_norm(err, y, y1, rtol, atol, n)
         fac = 0.9 * en ** -0.2 if en > 0 else 10.0
         if en > 1.0:
@@ -197,54 +238,30 @@ def run(pb, y, mode, switches: list, t_final: float, rtol: float, atol: float,
         if not np.all(np.isfinite(y1)):
             raise SolverError(f"stickslip: state not finite at t={t1:.6g}")
         R = dense(y, y1, K, h)
-        g_new = [e(t1, y1) for e in events]
-        hit, t_ev = -1, t1
-        for i, (a, b) in enumerate(zip(g_old, g_new, strict=True)):
-            if a >= 0.0 and b <= 0.0:
-                r = event_root(lambda tt, e=events[i], R=R, t0=t, h=h:
-                               e(tt, dense_at(R, t0, h, tt)), t, a, t1, b)
-                if hit < 0 or r < t_ev:
-                    hit, t_ev = i, r
-        t_end = t_ev if hit >= 0 else t1
-        if grid is not None:
-            while gi < grid.size and (grid[gi] < t_end or (hit < 0 and t_end >= t_final)):
+        g_new = [e(t1, y1) for e in seg.events]
+        hit, t_ev = earliest_event(seg.events, seg.g, g_new, R, t, h, t1)
+        if grid is not None:  # the grid points of this step (all the rest at the end)
+            while gi < grid.size and (grid[gi] < t_ev or (hit < 0 and t1 >= t_final)):
                 sample(grid[gi], dense_at(R, t, h, grid[gi]))
                 gi += 1
         h_next = min(h * min(10.0, max(0.2, fac)), max_step)
         if hit < 0:
-            t, y, k1, g_old = t1, y1, K[6], g_new
+            t, y, k1, seg.g = t1, y1, K[6], g_new
             if grid is None:
                 sample(t, y)
-            h = min(h_next, hmax_of())
-            continue
-        # an event: advance to it, switch, and start a new segment there
-        y = dense_at(R, t, h, t_ev) if t_ev < t1 else y1
-        t = t_ev
-        if grid is None:
-            sample(t, y)
-        same_time = same_time + 1 if t - t_seg <= 1e-14 * max(1.0, abs(t_seg)) else 0
-        if same_time > SAME_TIME or len(switches) > max_switches:
-            raise SolverError(
-                f"friction simulate: {len(switches)} mode switches, the last ones at "
-                f"t={t:.9g} without progress (Zeno behaviour or a chattering contact)")
-        t_seg = t
-        k, what = meta[hit]
-        y = y.copy()
-        stick, release = [], []
-        if what == "zero":
-            y[pb.nq + pb.idx[k]] = pb.vb[k]
-            stick.append(k)
-        else:
-            lam = pb.evaluate(t, y, mode)[2][k]
-            mode[k] = -1 if lam > 0 else 1
-            switches.append(Switch(t, pb.idx[k], "slip", int(mode[k])))
-            release.append(k)
-        pb.resolve(t, y, mode, switches, stick, forced=release)
-        k1 = new_segment(t, y)
-        g_old = [e(t, y) for e in events]
-        if grid is None:
-            sample(t, y)
-        h = min(h_next, hmax_of())
+        else:  # an event: advance to it, switch, and start a new segment there
+            y = dense_at(R, t, h, t_ev) if t_ev < t1 else y1.copy()
+            t = t_ev
+            if grid is None:
+                sample(t, y)
+            same_time = check_progress(t, t_seg, same_time, switches, max_switches)
+            t_seg = t
+            apply_events(pb, t, y, mode, switches, [seg.meta[hit]])
+            seg = Segment(pb, mode, t, y)
+            k1 = seg.k1
+            if grid is None:
+                sample(t, y)
+        h = min(h_next, min(max_step, stick_step) if seg.stuck else max_step)
     if grid is not None:
         while gi < grid.size:  # t_final reached up to rounding before these points
             sample(grid[gi], y)
