@@ -207,17 +207,22 @@ def cost(steps: int) -> None:
 
 
 # --- event-driven stick-slip: the compiled loop, its Python reference, solve_ivp ---------
-def timed_events(model, q0, forces, T1, rtol, atol, repeat, **kw):
-    """(seconds of the best of ``repeat`` runs, trajectory) of one event-driven run."""
-    run = lambda: kd.simulate(model, q0, np.zeros(model.nv), T1, method="stickslip",
-                              forces=forces, rtol=rtol, atol=atol, **kw)
-    tr = run()
+def best_of(run, repeat: int):
+    """(seconds of the best of ``repeat`` calls of ``run`` after a warm-up call, the
+    warm-up's result)."""
+    out = run()
     best = np.inf
     for _ in range(repeat):
         t0 = time.perf_counter()
         run()
         best = min(best, time.perf_counter() - t0)
-    return best, tr
+    return best, out
+
+
+def timed_events(model, q0, forces, T1, rtol, atol, repeat, **kw):
+    """(seconds of the best of ``repeat`` runs, trajectory) of one event-driven run."""
+    return best_of(lambda: kd.simulate(model, q0, np.zeros(model.nv), T1, method="stickslip",
+                                       forces=forces, rtol=rtol, atol=atol, **kw), repeat)
 
 
 def event_rows(model, q0, forces, windows, mj_us, rtol=1e-8, atol=1e-10,
@@ -319,15 +324,9 @@ def arm(steps: int, repeat: int = 3) -> None:
     print(f"{'kanedyn time_stepping':<42} {'us/step':>8} {'/mj_step':>9} "
           f"{'stuck %':>8} {'switches':>9}")
     for name, laws in treatments:
-        run = lambda laws=laws: kd.simulate(
+        best, tr = best_of(lambda laws=laws: kd.simulate(
             model, q0, np.zeros(ARM["n"]), T1, method="time_stepping", dt=DT,
-            joints=dict(zip(names, laws, strict=True)), forces=torques)
-        tr = run()
-        best = np.inf
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            run()
-            best = min(best, time.perf_counter() - t0)
+            joints=dict(zip(names, laws, strict=True)), forces=torques), repeat)
         us = best / steps * 1e6
         st = tr.friction.stuck
         print(f"{name:<42} {us:8.2f} {us / mj_us:9.2f} {100 * st.mean():8.1f} "

@@ -37,7 +37,10 @@ def arm():
 
 
 def assert_same_run(a, b, tol=1e-12, tol_t=1e-12):
-    """Two runs step for step: the same samples, states and switches to round-off."""
+    """Two runs step for step: the same samples, states and switches to round-off (a the
+    compiled loop's, b the reference's)."""
+    assert a.stats["compiled"] is True and b.stats["compiled"] is False
+    assert a.stats["steps"] == b.stats["steps"]
     assert a.t.size == b.t.size
     np.testing.assert_allclose(a.t, b.t, rtol=0, atol=tol_t)
     np.testing.assert_allclose(a.q, b.q, rtol=0, atol=tol)
@@ -78,6 +81,20 @@ def test_compiled_equals_reference_on_a_belt_with_dense_output():
     assert sum(s.kind == "stick" for s in runs[0].friction.switches) >= 2
     assert runs[0].t.size == int(round(25.0 / 0.05)) + 1
     assert_same_run(*runs)
+
+
+def test_out_of_scope_cases_keep_the_solve_ivp_path():
+    """A tau= function (or ivp_method=) runs the segments by solve_ivp, as before."""
+    law = friction.Stribeck(1.0, 1.3, 0.01, 2.0, 0.0)
+    via_tau = kd.simulate(slider(), [1.0], [0.0], 0.5, method="stickslip",
+                          forces=[JointFriction("x", law)], tau=lambda t, q, v: -q)
+    via_ivp = kd.simulate(slider(), [1.0], [0.0], 0.5, method="stickslip",
+                          forces=[JointFriction("x", law), JointSpring("x", 1.0)],
+                          ivp_method="DOP853")
+    compiled = kd.simulate(slider(), [1.0], [0.0], 0.5, method="stickslip",
+                           forces=[JointFriction("x", law), JointSpring("x", 1.0)])
+    assert "compiled" not in via_tau.stats and "compiled" not in via_ivp.stats
+    assert compiled.stats["compiled"] is True
 
 
 def test_reference_matches_the_solve_ivp_path():
