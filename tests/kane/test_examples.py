@@ -666,3 +666,32 @@ def test_ball_joint_chain_as_a_general_system_equals_crba_and_rnea():
                                    -kd.rnea(model, q, v, np.zeros(6)), rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(np.asarray(qd(*q, *v), float).ravel(), kd.q_dot(model, q, v),
                                    rtol=1e-12, atol=1e-14)
+
+
+def test_chart_jacobian_of_a_compiled_system_is_the_chart_derivative(spacecraft, stewart):
+    """CompiledSystem.chart_jacobian (closed form: W(q)⁺ ∂(q0 ⊕ ξ)/∂ξ with the quaternion
+    rows by SO(3)'s right Jacobian) against central differences of the chart itself:
+    W(q) J ξ̇ must be the rate of q0 ⊕ ξ along ξ̇. The Stewart platform's position rows are
+    coupled to its quaternion (ṙ from the body twist), the reaction wheel's angle is not;
+    at ξ = 0 the chart Jacobian is the identity."""
+    rng = np.random.default_rng(11)
+    _s, _info, eom = spacecraft
+    wheel = eom.compile(backend="numpy", parameters={"I11": 3.0, "I22": 4.0, "I33": 5.0,
+                                                     "I12": 0.3, "J": 0.2, "K": 0.12})
+    _s, _info, eom, _vals = stewart
+    platform = eom.compile(backend="numpy", parameters=STEWART)
+    cases = [(wheel, np.concatenate([_random_unit_quaternion(rng), [0.4]])),
+             (platform, _pose())]
+    for fast, q0 in cases:
+        n = fast.nv
+        np.testing.assert_allclose(fast.chart_jacobian(q0, np.zeros(n)), np.eye(n),
+                                   atol=1e-14)
+        xi = 0.4 * rng.normal(size=n)
+        J = fast.chart_jacobian(q0, xi)
+        q = fast.integrate_configuration(q0, xi, 1.0)
+        W = np.column_stack([fast.q_dot(q, e) for e in np.eye(n)])
+        eps = 1e-6
+        D = np.column_stack([(fast.integrate_configuration(q0, xi + eps * e, 1.0)
+                              - fast.integrate_configuration(q0, xi - eps * e, 1.0)) / (2 * eps)
+                             for e in np.eye(n)])
+        np.testing.assert_allclose(W @ J, D, atol=1e-9)

@@ -67,6 +67,15 @@ def quat_normalize(q: ArrayLike) -> NDArray:
 
 def quat_multiply(p: ArrayLike, q: ArrayLike) -> NDArray:
     """Hamilton product ``p ⊗ q`` (scalar first); ``R(p ⊗ q) = R(p) R(q)``."""
+    if type(p) is np.ndarray and type(q) is np.ndarray and p.shape == q.shape == (4,):
+        # one pair (the integrators' case): the same products in scalars, without the
+        # axis bookkeeping of the batched form below (the same bits)
+        pw, px, py, pz = p.tolist()
+        qw, qx, qy, qz = q.tolist()
+        return np.array([pw * qw - px * qx - py * qy - pz * qz,
+                         pw * qx + px * qw + py * qz - pz * qy,
+                         pw * qy - px * qz + py * qw + pz * qx,
+                         pw * qz + px * qy - py * qx + pz * qw])
     pw, px, py, pz = np.moveaxis(np.asarray(p, dtype=float), -1, 0)
     qw, qx, qy, qz = np.moveaxis(np.asarray(q, dtype=float), -1, 0)
     return np.stack(

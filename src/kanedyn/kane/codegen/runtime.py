@@ -111,6 +111,13 @@ class CompiledSystem:
         self.nonholonomic = (bool(self.dependent_speed_names)
                              or self.nq - len(self.quaternions) > self.nv)
         self.eliminated_constraints = bool(self.dependent_speed_names or self.q_dependent)
+        #: capability (sim/system.py): q ⊕ ξ = q + ξ with v = ξ̇, i.e. q̇ = u exactly. Kane's
+        #: speeds are freely chosen (u1 = 2 q̇1, body rates, ...): where q̇ ≠ u the
+        #: integrators step in the chart of integrate_configuration with chart_jacobian
+        #: (a square system with q̇ ≠ u was once taken as additive, which integrated
+        #: q̇ = u: a wrong trajectory, silently)
+        self.chart_is_additive = (not self.quaternions and self.nq == self.nv
+                                  and list(eom.qdot) == list(eom.u))
         #: the index-3 form (kane.index3_equations): all speeds, g(q) = 0 kept beside the
         #: equations, with hamiltonian_terms and constraint_rows
         self.index3 = bool(getattr(eom, "index3", False))
@@ -393,6 +400,44 @@ class CompiledSystem:
             f"{self.name}: Newton on the configuration constraints did not converge for "
             f"{names} in {maxiter} iterations (residual {np.abs(rg).max():.3g}) from q = {q}")
 
+    def rate_matrix(self, q: ArrayLike, t: float = 0.0) -> NDArray:
+        """W(q) (nq × nv) with ``q̇ = W(q) v + q̇(q, 0)``: the kinematic differential
+        equations are affine in the speeds, so column k is ``q_dot(q, e_k) − q_dot(q, 0)``."""
+        return self._rate_matrices(self._arr(q, self.nq, "q")[None], t)[0]
+
+    def _rate_matrices(self, Q: NDArray, t: float) -> NDArray:
+        """W at each configuration of Q (m × nq), by one batched call of q_dot."""
+        m, n = Q.shape[0], self.nv
+        V = np.tile(np.vstack([self._zeros_v, np.eye(n)]), (m, 1))
+        rates = self.q_dot(np.repeat(Q, n + 1, axis=0), V, t).reshape(m, n + 1, self.nq)
+        return np.swapaxes(rates[:, 1:] - rates[:, :1], 1, 2)
+
+    def chart_jacobian(self, q0: ArrayLike, xi: ArrayLike, t: float = 0.0) -> NDArray:
+        """J(ξ) with ``v = J(ξ) ξ̇`` along the chart ``q = q0 ⊕ ξ`` of
+        :meth:`integrate_configuration` (dt = 1), in closed form.
+
+        The speeds along the chart curve solve ``W(q) v = (∂q/∂ξ) ξ̇`` (:meth:`rate_matrix`).
+        Outside the quaternions the chart is the Euler step ``q0 + dt q̇(q0, ξ)``, so
+        ``∂q/∂ξ = W(q0)`` there; a quaternion group moves by ``q0 ⊗ exp(ξ_ω)``, whose rate
+        is ``½ q ⊗ (0, J_r(ξ_ω) ξ̇_ω)`` (J_r the right Jacobian of SO(3)'s exponential,
+        Barfoot 2017, 7.1.5; :func:`kanedyn.spatial.lie.so3_right_jacobian`). For a
+        holonomic system W(q) has full column rank nv and the equations are consistent,
+        so the normal equations give the exact solution. Without this method the
+        integrators would take J from central differences of the chart
+        (:func:`kanedyn.integrators.base.chart_jacobian`'s fallback: ≈ 1e-10, and 2 nv
+        chart evaluations a call).
+        """
+        from ...spatial.lie import quat_rate_matrix, so3_right_jacobian
+
+        q0 = self._arr(q0, self.nq, "q0")
+        xi = self._arr(xi, self.nv, "xi")
+        q = self.integrate_configuration(q0, xi, 1.0, t)
+        D, W = self._rate_matrices(np.vstack([q0, q]), t)
+        for qi, ui in self.quaternions:
+            D[qi, :] = 0.0
+            D[np.ix_(qi, ui)] = quat_rate_matrix(q[qi]) @ so3_right_jacobian(xi[ui])
+        return np.linalg.solve(W.T @ W, W.T @ D)
+
     def integrate_configuration(self, q: ArrayLike, v: ArrayLike, dt: float,
                                 t: float = 0.0) -> NDArray:
         """q after a step dt at constant speeds v.
@@ -409,6 +454,11 @@ class CompiledSystem:
         if self.quaternions:
             from ...spatial import quat_exp, quat_multiply
 
+            if out.ndim == 1 and Vv.ndim == 1:  # one state: no broadcasting
+                for qi, ui in self.quaternions:
+                    out[qi] = quat_multiply(Q[qi] / np.linalg.norm(Q[qi]),
+                                            quat_exp(float(dt) * Vv[ui]))
+                return out
             shape = out.shape[:-1]
             Q2 = np.broadcast_to(Q, shape + (self.nq,)).reshape(-1, self.nq)
             V2 = np.broadcast_to(Vv, shape + (self.nv,)).reshape(-1, self.nv)
