@@ -2,7 +2,7 @@
 with MuJoCo's frictionloss, the cost per step of each treatment of v = 0, and a 7-DOF arm
 with friction on every joint against MuJoCo (and the demo's AVF run against its RK4 run).
 
-Run: .venv/bin/python bench/friction.py [--quick] [--arm-only]
+Run: .venv/bin/python bench/friction.py [--quick] [--arm-only | --events]
 """
 
 from __future__ import annotations
@@ -200,6 +200,63 @@ def cost(steps: int) -> None:
         print(f"event-driven exact ({lab}): {1e3 * el / T1:.0f} ms per simulated second "
               f"({(el / T1) / (mj_per / DT):.0f}x MuJoCo at dt={DT:g}), "
               f"{len(tr.friction.switches)} switches, {tr.t.size} steps")
+    print("\n-- event-driven, the load as a SinusoidalTorque element (the compiled loop's "
+          f"case), the same {T1:g} s; load average {open('/proc/loadavg').read().split()[:3]} --")
+    event_rows(slider(), [0.0], [drive_el, kd.forces.JointFriction("x", law)],
+               [(T1, EVENT_WAYS)], mj_us)
+
+
+# --- event-driven stick-slip: the compiled loop, its Python reference, solve_ivp ---------
+def best_of(run, repeat: int):
+    """(seconds of the best of ``repeat`` calls of ``run`` after a warm-up call, the
+    warm-up's result)."""
+    out = run()
+    best = np.inf
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def timed_events(model, q0, forces, T1, rtol, atol, repeat, **kw):
+    """(seconds of the best of ``repeat`` runs, trajectory) of one event-driven run."""
+    return best_of(lambda: kd.simulate(model, q0, np.zeros(model.nv), T1, method="stickslip",
+                                       forces=forces, rtol=rtol, atol=atol, **kw), repeat)
+
+
+def event_rows(model, q0, forces, windows, mj_us, rtol=1e-8, atol=1e-10,
+               stick_step=1e-2) -> None:
+    """The event-driven run three ways (kd.simulate(method="stickslip"): the compiled
+    DOPRI5 loop, compiled=False its Python reference, ivp_method="DOP853" the solve_ivp
+    path) over each window T (s), against MuJoCo's mj_step at dt = DT (mj_us a step): ms
+    per simulated second, µs per accepted DOPRI5 step, and the ratios. ``stick_step`` is
+    given (the default T/1000 would make the step count of a stuck phase, and so the cost
+    per simulated second, depend on the window): 1e-2 s is 1/100 of the 1 Hz loads'
+    period, so a break-away is not stepped over."""
+    mj_per_s = mj_us / DT * 1e-3  # MuJoCo, ms per simulated second
+    print(f"{'event-driven (rtol ' + format(rtol, 'g') + ')':<34} {'T s':>5} "
+          f"{'ms/sim s':>9} {'/MuJoCo':>8} {'us/step':>8} {'steps':>6} {'switches':>9} "
+          f"{'/compiled':>9}")
+    for T1, ways in windows:
+        base = None
+        for name, kw, repeat in ways:
+            el, tr = timed_events(model, q0, forces, T1, rtol, atol, repeat,
+                                  stick_step=stick_step, **kw)
+            ms = 1e3 * el / T1
+            base = ms if base is None else base
+            steps = tr.stats.get("steps")
+            us = f"{1e6 * el / steps[0]:8.2f}" if steps else f"{'':>8}"
+            n = f"{steps[0]:6d}" if steps else f"{'':>6}"
+            print(f"{name:<34} {T1:5.2f} {ms:9.2f} {ms / mj_per_s:8.1f} {us} {n} "
+                  f"{len(tr.friction.switches):9d} {ms / base:9.1f}")
+    print(f"{'MuJoCo mj_step (frictionloss)':<34} {'':>5} {mj_per_s:9.2f} {1.0:8.1f} "
+          f"{mj_us:8.2f} (dt = {DT:g} s); stick_step = {stick_step:g} s")
+
+
+EVENT_WAYS = (("compiled DOPRI5 loop", {}, 3),
+              ("Python reference (compiled=False)", {"compiled": False}, 1),
+              ("solve_ivp DOP853 (ivp_method=)", {"ivp_method": "DOP853"}, 1))
 
 
 # --- 4. a 7-DOF arm, friction on every joint -------------------------------------
@@ -267,20 +324,21 @@ def arm(steps: int, repeat: int = 3) -> None:
     print(f"{'kanedyn time_stepping':<42} {'us/step':>8} {'/mj_step':>9} "
           f"{'stuck %':>8} {'switches':>9}")
     for name, laws in treatments:
-        run = lambda laws=laws: kd.simulate(
+        best, tr = best_of(lambda laws=laws: kd.simulate(
             model, q0, np.zeros(ARM["n"]), T1, method="time_stepping", dt=DT,
-            joints=dict(zip(names, laws, strict=True)), forces=torques)
-        tr = run()
-        best = np.inf
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            run()
-            best = min(best, time.perf_counter() - t0)
+            joints=dict(zip(names, laws, strict=True)), forces=torques), repeat)
         us = best / steps * 1e6
         st = tr.friction.stuck
         print(f"{name:<42} {us:8.2f} {us / mj_us:9.2f} {100 * st.mean():8.1f} "
               f"{int(np.abs(np.diff(st.astype(int), axis=0)).sum()):9d}")
     print(f"{'MuJoCo mj_step, frictionloss = Fs':<42} {mj_us:8.2f} {1.0:9.2f}")
+    # event-driven (exact switch times, no step dt): the compiled loop over the whole
+    # T1, and the three ways side by side over a window the Python ones finish in
+    Tw = min(T1, 0.5)
+    print(f"\nevent-driven exact stick-slip, same load; {T1:g} s (compiled) and the first "
+          f"{Tw:g} s (all three):")
+    exact_el = [kd.forces.JointFriction(j, law) for j, law in zip(names, stribeck, strict=True)]
+    event_rows(model, q0, torques + exact_el, [(T1, EVENT_WAYS[:1]), (Tw, EVENT_WAYS)], mj_us)
     print(f"load average after: {open('/proc/loadavg').read().split()[:3]}")
     # creep: gravity only, every joint held (|g| < Fs): how far does each drift in 10 s?
     Th = 10.0
@@ -324,7 +382,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer repeats and steps")
     ap.add_argument("--arm-only", action="store_true", help="only the 7-DOF arm and the demo")
+    ap.add_argument("--events", action="store_true",
+                    help="only the cost per step and the arm (with the event-driven rows)")
     args = ap.parse_args()
+    if args.events:
+        cost(500 if args.quick else 2000)
+        arm(1000 if args.quick else 4000)
+        return
     if not args.arm_only:
         identification(5 if args.quick else 20)
         creep()

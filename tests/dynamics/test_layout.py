@@ -175,7 +175,7 @@ def test_the_keyed_modules_are_those_that_read_the_layout():
                 "kanedyn.integrators.discrete_gradient_compiled",
                 "kanedyn.identify.regressor_kernel", "kanedyn.constraints.system_kernel",
                 "kanedyn.integrators.radau_compiled", "kanedyn.forces.kernel",
-                "kanedyn.sim.time_stepping_compiled",
+                "kanedyn.sim.time_stepping_compiled", "kanedyn.sim.stickslip_compiled",
                 "kanedyn.integrators.gauss_compiled", "kanedyn.integrators.verlet_compiled",
                 "kanedyn.integrators.constrained_energy_momentum_compiled",
                 "kanedyn.integrators.lie_cayley_compiled",

@@ -193,7 +193,8 @@ def gravity_torques(system, q: NDArray) -> NDArray:
 
 
 def chart_is_additive(system) -> bool:
-    """True when ``q ⊕ ξ = q + ξ`` (no quaternion or planar joints)."""
+    """True when ``q ⊕ ξ = q + ξ`` and v = q̇ (no quaternion or planar joints, speeds that
+    are the coordinate rates); from the system's ``chart_is_additive``, else nq == nv."""
     flag = getattr(system, "chart_is_additive", None)
     if flag is not None:
         return bool(flag)

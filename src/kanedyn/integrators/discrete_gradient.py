@@ -91,7 +91,8 @@ class _DiscreteGradient(FixedStepMethod):
             self.chart = make_chart(self.system)
             if self.needs_gradient and not self.chart.has_derivative:
                 raise SolverError(
-                    f"{self.name} on ball, free or planar joints needs the derivative of the "
+                    f"{self.name} on a curved chart (ball, free or planar joints, "
+                    "quaternions, or speeds u other than q̇) needs the derivative of the "
                     "chart Jacobian, which is known for a Model's joints but not for this "
                     "protocol-only system; use 'itoh_abe' (energy values only), "
                     "'energy_momentum' or project='energy'")

@@ -74,8 +74,9 @@ class Verlet(FixedStepMethod):
             self.chart = make_chart(self.system)
             if not self.chart.has_derivative:
                 raise SolverError(
-                    "verlet on ball, free or planar joints needs the derivative of the chart "
-                    "Jacobian, which is known for a Model's joints but not for this "
+                    "verlet on a curved chart (ball, free or planar joints, quaternions, or "
+                    "speeds u other than q̇) needs the derivative of the chart Jacobian, "
+                    "which is known for a Model's joints but not for this "
                     "protocol-only system; use 'midpoint', 'gauss4', 'itoh_abe', "
                     "'energy_momentum' or project='energy'")
 

@@ -867,6 +867,12 @@ def run_rk4(compiled: bool, problem, forces, project) -> Solution | None:
     projection onto anything but the energy first (the energy projection, with force
     elements onto E₀ + W_nc with the springs' potential in E, is the loops'; momentum rows
     after it the manifold loop's, on a model without rotor armature)."""
+    kane = getattr(problem.system, "compiled_rk4", None)
+    if kane is not None:  # a compiled Kane system: the loop generated with its equations
+        if (not compiled or problem.progress is not None or project is not None or forces
+                or problem.tau_nc is not None or problem.tau_cons is not None):
+            return None
+        return _run_generated(problem, kane)
     model = getattr(problem.system, "compiled_step", None)
     run = _run_one
     if model is None:  # ball, free, planar joints, armature: the manifold loop
@@ -889,6 +895,27 @@ def run_rk4(compiled: bool, problem, forces, project) -> Solution | None:
     name = "rk4" if invariants is None else f"rk4+project{invariants}"
     return compiled_or_none(name, run, problem, model, P, invariants is not None, name,
                             *extra)
+
+
+def _run_generated(problem, loop) -> Solution:
+    """RK4 by a compiled Kane system's generated loop (``compiled_rk4``: no loads, no
+    inputs), with the stops of :func:`_run_one`."""
+    n_steps, steps, times, every, keep = step_grid(problem.dt, problem.t0, problem.t_final,
+                                                   problem.save_every)
+    s = problem.system
+    Q = np.empty((len(keep), s.nq))
+    V = np.empty((len(keep), s.nv))
+    status = np.zeros(3, dtype=np.int64)
+    k = loop(np.ascontiguousarray(problem.q0, float), np.ascontiguousarray(problem.v0, float),
+             float(problem.t0), float(problem.dt), steps, every, float(problem.blowup), Q, V,
+             status)
+    if status[0] == 3 and status[2] == -1:  # the generated forward dynamics: M(q) not SPD
+        s._status(-1, Q[k - 1])
+    if status[0]:
+        code = BLOWUP if status[0] == 2 else NOT_FINITE
+        raise_stopped("rk4", np.array([code, status[1], 0]), times, Q[k - 1], V[k - 1])
+    return Solution(times[keep], Q, V, np.zeros(len(keep)),
+                    {"newton_iterations": np.zeros(n_steps, np.int32)}, "rk4")
 
 
 def _run_one(problem, model: Model, P: NDArray, project: bool, name: str) -> Solution:

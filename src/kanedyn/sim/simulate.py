@@ -66,8 +66,10 @@ def _stick_slip(system, q0, v0, t_final: float, method: str, dt: float | None, f
         else:
             others.append(f)
     if method == "stickslip":
+        # ivp_method: a solve_ivp method for the segments instead of kanedyn's DOPRI5
         return simulate_stick_slip(system, q0, v0, t_final, joints, forces=others,
-                                   surface_velocity=surface, dt_out=dt, **options)
+                                   surface_velocity=surface, dt_out=dt,
+                                   method=options.pop("ivp_method", None), **options)
     if dt is None:
         raise StateError("simulate: method 'time_stepping' is a fixed-step method; give dt")
     return time_stepping(system, q0, v0, t_final, dt, joints, surface_velocity=surface,
@@ -160,7 +162,8 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, method: str =
     Joint friction with exact stiction (a JointFriction of an exact law) takes
     ``method="stickslip"`` (event-driven: a stuck joint does not move at all;
     :func:`kanedyn.sim.stickslip.simulate_stick_slip`, whose options it accepts: ``tau``,
-    ``joints``, ``rtol``, ...; ``dt`` is then the output spacing) or
+    ``joints``, ``rtol``, ``compiled``, ...; ``ivp_method`` is its ``method``, a solve_ivp
+    method for the segments; ``dt`` is then the output spacing) or
     ``method="time_stepping"`` (a complementarity problem per step of ``dt``;
     :func:`kanedyn.sim.time_stepping.time_stepping`). Their trajectories carry the
     friction forces, the stick/slip phases and the switches in ``traj.friction``.

@@ -27,9 +27,16 @@ belt, or the surface the joint rubs on, moves at a constant speed).
   beyond its bound, re-check the rest).
 
 Because v̇_S is set to exactly zero, a stuck joint does not move at all: no
-creep, to the last bit. Smooth laws (smoothed sgn, Tanh/Simscape forms) and
-LuGre need no modes; they are integrated as an ordinary ODE (LSODA) in the
-same function so that all treatments run on the same footing.
+creep, to the last bit.
+
+With exact laws only, the segments are integrated by kanedyn's Dormand–Prince 5(4) with
+events on its dense output: the whole run compiled (:mod:`.stickslip_compiled`) on a
+Model of additive joints with exact Stribeck laws and compiled force rows, else (and with
+``compiled=False``) its readable reference :mod:`.stickslip_events`, which the compiled
+loop equals step for step. A solve_ivp ``method`` runs the segments by solve_ivp (below),
+as do the cases outside the compiled one by default. Smooth laws (smoothed sgn,
+Tanh/Simscape forms) and LuGre need no modes; they are integrated as an ordinary ODE
+(LSODA) in the same function so that all treatments run on the same footing.
 
 The energy budget is integrated alongside: ``friction_work`` = ∫ τ_fᵀ v dt
 (the friction's work on the mechanism, which is what changes its energy),
@@ -51,6 +58,7 @@ from ..forces.base import ForceElement
 from ..friction._joints import joint_speed_index
 from ..friction.laws import FrictionLaw
 from ..friction.lugre import LuGre
+from . import stickslip_events
 from .friction_joints import checked_state, friction_system
 from .trajectory import FrictionRecord, Switch, Trajectory
 
@@ -193,7 +201,7 @@ class _Problem:
                 meta.append((k, what))
         return events, meta
 
-    def assemble(self, t, Y, modes, switches) -> Trajectory:
+    def assemble(self, t, Y, modes, switches, **stats) -> Trajectory:
         """The trajectory from the stacked states, with forces, v̇ and energy recomputed
         at each output time in the mode that was active there."""
         n = len(t)
@@ -204,6 +212,12 @@ class _Problem:
             A[i], _, fr[i], _ = self.evaluate(t[i], Y[i], modes[i])
             q, v, _ = self.split(Y[i])
             E[i] = self.energy(q, v)
+        return self.record(t, Y, modes, switches, fr, A, E, **stats)
+
+    def record(self, t, Y, modes, switches, fr, A, E, **stats) -> Trajectory:
+        """The trajectory from the stacked states Y, the segments' modes and the friction
+        forces fr, accelerations A and energies E at the output times; ``stats`` go to
+        its stats beside the switch times."""
         o = self.nq + self.nv + self.nz
         w = Y[:, [self.nq + j for j in self.idx]] - self.vb
         exact = np.array(self.exact)[None, :]
@@ -214,7 +228,8 @@ class _Problem:
             z=Y[:, self.nq + self.nv:o], switches=switches)
         # W_nc = friction work + other work, so that the budget E − E₀ − W_nc closes
         return Trajectory(t, Y[:, :self.nq], Y[:, self.nq:self.nq + self.nv],
-                          Y[:, o] + Y[:, o + 1], stats={"switch_times": record.switch_times()},
+                          Y[:, o] + Y[:, o + 1],
+                          stats={"switch_times": record.switch_times(), **stats},
                           method="stickslip", vdot=A, energy=E, system=self.sys,
                           friction=record)
 
@@ -291,7 +306,7 @@ def simulate_stick_slip(system, q0: ArrayLike, v0: ArrayLike, t_final: float, jo
                         method: str | None = None, rtol: float = 1e-10, atol: float = 1e-12,
                         max_step: float = np.inf, dt_out: float | None = None,
                         stick_step: float | None = None,
-                        max_switches: int = 100_000) -> Trajectory:
+                        max_switches: int = 100_000, compiled: bool = True) -> Trajectory:
     """Simulate a Model (or any system of the protocol) with friction on 1-DOF joints.
 
     ``joints`` maps a joint (name, or speed index for a non-Model system) to a
@@ -301,11 +316,18 @@ def simulate_stick_slip(system, q0: ArrayLike, v0: ArrayLike, t_final: float, jo
     :class:`~kanedyn.forces.base.ForceElement` s, ``surface_velocity`` the
     constant speed of the surface each joint rubs on (default 0).
 
-    ``method`` is a solve_ivp method: "DOP853" by default, "LSODA" (which
-    switches to BDF when it detects stiffness) when a smoothed law or LuGre is
-    present — LuGre's bristle rate σ0|v|/g makes the problem very stiff, and
-    Radau with its finite-difference Jacobian fails on it. A joint is stuck at t = 0
-    if its relative speed is exactly 0 and the load can be held.
+    ``method``: None (the default) runs kanedyn's own Dormand–Prince 5(4) with events on
+    its dense output where every law is exact and the case has a compiled form (a Model
+    of 1-DOF additive joints, exact :class:`~kanedyn.friction.Stribeck` laws, force
+    elements with compiled rows, no ``tau`` function): the compiled loop of
+    :mod:`.stickslip_compiled`, or with ``compiled=False`` its Python reference
+    (:mod:`.stickslip_events`, which also takes ``tau`` and the other exact laws). Other
+    exact cases run each segment by solve_ivp's "DOP853"; with a smoothed law or LuGre,
+    solve_ivp's "LSODA" (which switches to BDF
+    when it detects stiffness — LuGre's bristle rate σ0|v|/g makes the problem very
+    stiff, and Radau with its finite-difference Jacobian fails on it). A solve_ivp method
+    name ("DOP853", "LSODA", ...) runs each segment by solve_ivp instead. A joint is stuck
+    at t = 0 if its relative speed is exactly 0 and the load can be held.
 
     While a joint is stuck the state may not move at all, so the step-size
     control sees nothing and only the time dependence of the load can end the
@@ -323,9 +345,9 @@ def simulate_stick_slip(system, q0: ArrayLike, v0: ArrayLike, t_final: float, jo
     t_final = float(t_final)
     if not np.isfinite(t_final) or t_final <= 0:
         raise FrictionError(f"t_final={t_final} must be finite and > 0")
+    own = method is None and all(pb.exact)  # kanedyn's DOPRI5 with events (module doc)
     if method is None:
-        smooth = any(not e for e in pb.exact)
-        method = "LSODA" if smooth else "DOP853"
+        method = "DOP853" if own else "LSODA"
     mode = np.zeros(len(pb.idx), dtype=int)
     switches: list[Switch] = []
     z0 = np.zeros(pb.nz)
@@ -342,6 +364,18 @@ def simulate_stick_slip(system, q0: ArrayLike, v0: ArrayLike, t_final: float, jo
     stick_step = t_final / 1000.0 if stick_step is None else float(stick_step)
     if not stick_step > 0:
         raise FrictionError(f"stick_step={stick_step} must be > 0")
+
+    if own and compiled:
+        from .stickslip_compiled import compiled_run
+
+        out = compiled_run(pb, q0, v0, mode, switches, t_final, rtol, atol, max_step,
+                           stick_step, grid, max_switches)
+        if out is not None:
+            return out
+    if own and not compiled:
+        T, Y, MODE, steps = stickslip_events.run(pb, y, mode, switches, t_final, rtol, atol,
+                                                 max_step, stick_step, grid, max_switches)
+        return pb.assemble(T, Y, MODE, switches, steps=steps, compiled=False)
 
     T, Y, MODE = [], [], []
     t = 0.0
@@ -371,26 +405,11 @@ def simulate_stick_slip(system, q0: ArrayLike, v0: ArrayLike, t_final: float, jo
             raise SolverError(f"friction simulate: state not finite at t={t_end:.6g}")
         if sol.status != 1:
             break
-        same_time = same_time + 1 if t_end - t <= 1e-14 * max(1.0, abs(t)) else 0
-        if same_time > 20 or len(switches) > max_switches:
-            raise SolverError(
-                f"friction simulate: {len(switches)} mode switches, the last ones at "
-                f"t={t_end:.9g} without progress (Zeno behaviour or a chattering contact)"
-            )
+        same_time = stickslip_events.check_progress(t_end, t, same_time, switches,
+                                                    max_switches)
         t = t_end
         fired = [meta[i] for i, te in enumerate(sol.t_events) if te.size]
-        stick, release = [], []
-        for k, what in fired:
-            if what == "zero":
-                y[pb.nq + pb.idx[k]] = pb.vb[k]
-                stick.append(k)
-            else:
-                release.append(k)
-        for k in release:
-            lam = pb.evaluate(t, y, mode)[2][k]
-            mode[k] = -1 if lam > 0 else 1
-            switches.append(Switch(t, pb.idx[k], "slip", int(mode[k])))
-        pb.resolve(t, y, mode, switches, stick, forced=release)
+        stickslip_events.apply_events(pb, t, y, mode, switches, fired)
 
     return pb.assemble(np.concatenate(T), np.vstack(Y), np.vstack(MODE), switches)
 

@@ -16,8 +16,10 @@ documented fallback otherwise):
   ``q(t) = integrate_configuration(q0, ξ(t), 1)``. Fallback: the identity when
   ``nq == nv`` (the chart is then assumed additive, ``q0 + ξ``).
 - ``momentum(q, v)``: spatial momentum ``[L; P]`` in world coordinates.
-- ``chart_is_additive``: True when ``q0 ⊕ ξ = q0 + ξ`` (no quaternions, no planar
-  joints); the Hamiltonian methods then work in canonical coordinates (q, p).
+- ``chart_is_additive``: True when ``q0 ⊕ ξ = q0 + ξ`` and ``v = q̇`` (no quaternions, no
+  planar joints, speeds that are the coordinate rates); the Hamiltonian methods then work
+  in canonical coordinates (q, p). Fallback: ``nq == nv``, so a system whose speeds are
+  not the rates must say False.
 - ``acceleration_jacobians(q, v, tau, dtau_dq, dtau_dv)``: ∂v̇/∂(q, v) of
   ``v̇ = forward_dynamics(q, v, τ(q, v))``, q in the tangent space;
   ``canonical_jacobians(q, v)``: (∂(M v)/∂q, ∂²L/∂q² at fixed v); ``chart_rate_jacobian(v)``:

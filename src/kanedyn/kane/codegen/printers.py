@@ -333,8 +333,20 @@ def _numba_source(low: Lowered) -> str:
     head = printer.comment(_header(low) + [f"numba_ir.py digest: {_numba_ir_digest()}"])
     imports = ("import math\n\nimport numpy\nimport numba\n\n"
                "from kanedyn.kane.codegen import numba_ir\n")
+    eom = low.eom
+    rk4 = (_NUMBA_RK4.replace("{QG}", repr([list(a) for a, _ in eom.quaternions]))
+           .replace("{UG}", repr([list(b) for _, b in eom.quaternions]))
+           .replace("{ADDITIVE}", repr(speeds_are_rates(eom))))
     return (head + imports + "\n\n" + "\n\n".join(progs + funcs) + "\n\n"
-            + _NUMBA_FD.replace("{N}", str(len(low.eom.u))).replace("{DYNAMICS}\n", fd))
+            + _NUMBA_FD.replace("{N}", str(len(low.eom.u))).replace("{DYNAMICS}\n", fd)
+            + "\n" + rk4)
+
+
+def speeds_are_rates(eom) -> bool:
+    """q̇ = u exactly (no quaternions, speed i the rate of coordinate i): the chart is then
+    q ⊕ ξ = q + ξ with v = ξ̇. Kane's speeds are freely chosen, so this is checked on the
+    kinematic equations, not assumed from nq = nv."""
+    return not eom.quaternions and list(eom.qdot) == list(eom.u)
 
 
 def _numba_ir_digest() -> str:
@@ -477,6 +489,178 @@ def forward_dynamics(q, u, tau, t, udot, work):
         udot[i] = s / M[i * n + i]
     return 0
 '''
+
+_NUMBA_RK4 = '''
+# kd.simulate's RK4 for this system (kanedyn.integrators.rk4.RK4 is the readable
+# reference; the loop is the same steps without the Python around them). The quaternion
+# groups (q indices, their body-rate speeds) and whether q ⊕ ξ = q + ξ:
+_QG = numpy.array({QG}, dtype=numpy.int64).reshape(-1, 4)
+_UG = numpy.array({UG}, dtype=numpy.int64).reshape(-1, 3)
+_ADDITIVE = {ADDITIVE}
+
+
+@numba.njit(cache=True)
+def _chart_point(q0, xi, t, q):
+    """q = q0 ⊕ ξ as CompiledSystem.integrate_configuration(q0, ξ, 1): the Euler step
+    q0 + q̇(q0, ξ) off the quaternions, q0_g/|q0_g| ⊗ exp(ξ_g) on group g."""
+    if _ADDITIVE:
+        for i in range(q.shape[0]):
+            q[i] = q0[i] + xi[i]
+        return 0
+    st = qdot(q0, xi, t, q)
+    for i in range(q.shape[0]):
+        q[i] = q0[i] + q[i]
+    for g in range(_QG.shape[0]):
+        a, b = _QG[g], _UG[g]
+        nrm = math.sqrt(q0[a[0]] ** 2 + q0[a[1]] ** 2 + q0[a[2]] ** 2 + q0[a[3]] ** 2)
+        pw, px, py, pz = q0[a[0]] / nrm, q0[a[1]] / nrm, q0[a[2]] / nrm, q0[a[3]] / nrm
+        w0, w1, w2 = xi[b[0]], xi[b[1]], xi[b[2]]
+        th = math.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
+        k = 0.5 - th * th / 48.0 if th < 1e-6 else math.sin(0.5 * th) / th
+        ew, ex, ey, ez = math.cos(0.5 * th), k * w0, k * w1, k * w2
+        q[a[0]] = pw * ew - px * ex - py * ey - pz * ez
+        q[a[1]] = pw * ex + px * ew + py * ez - pz * ey
+        q[a[2]] = pw * ey - px * ez + py * ew + pz * ex
+        q[a[3]] = pw * ez + px * ey - py * ex + pz * ew
+    return st
+
+
+@numba.njit(cache=True)
+def _so3_ab(th):
+    """a = (1 − cos θ)/θ², b = (θ − sin θ)/θ³ of J_r = 1 − a x× + b (x×)² (their series
+    below θ = 1, as kanedyn.spatial.lie.so3_coefficients)."""
+    if th < 1.0:
+        t2 = th * th
+        a = b = 0.0
+        f2, f3, pw, sg = 2.0, 6.0, 1.0, 1.0
+        for k in range(12):
+            a += sg * pw / f2
+            b += sg * pw / f3
+            f2 *= (2 * k + 3) * (2 * k + 4)
+            f3 *= (2 * k + 4) * (2 * k + 5)
+            pw *= t2
+            sg = -sg
+        return a, b
+    return (1.0 - math.cos(th)) / th ** 2, (th - math.sin(th)) / th ** 3
+
+
+@numba.njit(cache=True)
+def _rates(q, t, zero, e, rate0, W):
+    """W(q) (nq × nv): column k = q̇(q, e_k) − q̇(q, 0) (the kinematic equations are affine
+    in u). rate0, e: scratch."""
+    st = qdot(q, zero, t, rate0)
+    col = numpy.empty(W.shape[0])
+    for k in range(W.shape[1]):
+        e[:] = 0.0
+        e[k] = 1.0
+        if st == 0:
+            st = qdot(q, e, t, col)
+        for i in range(W.shape[0]):
+            W[i, k] = col[i] - rate0[i]
+    return st
+
+
+@numba.njit(cache=True)
+def _chart_rate(q, xi, v, D0, D, W, t, zero, e, rate0, N, r):
+    """ξ̇ = J(ξ)⁻¹ v: W(q) v = D(ξ) ξ̇ with D = W(q0) off the quaternions (D0) and
+    ½ q_g ⊗ (0, J_r(ξ_g) ·) on group g (CompiledSystem.chart_jacobian); least squares
+    by the normal equations DᵀD ξ̇ = Dᵀ W v, exact as the equations are consistent.
+    Overwrites r (nv) with ξ̇."""
+    st = _rates(q, t, zero, e, rate0, W)
+    D[:, :] = D0
+    for g in range(_QG.shape[0]):
+        a, b = _QG[g], _UG[g]
+        x0, x1, x2 = xi[b[0]], xi[b[1]], xi[b[2]]
+        ca, cb = _so3_ab(math.sqrt(x0 * x0 + x1 * x1 + x2 * x2))
+        # J_r = 1 − a X + b X², X = x×
+        X = numpy.array([[0.0, -x2, x1], [x2, 0.0, -x0], [-x1, x0, 0.0]])
+        Jr = numpy.eye(3) - ca * X + cb * (X @ X)
+        qw, qx, qy, qz = q[a[0]], q[a[1]], q[a[2]], q[a[3]]
+        G = 0.5 * numpy.array([[-qx, -qy, -qz], [qw, -qz, qy], [qz, qw, -qx],
+                               [-qy, qx, qw]])
+        GJ = G @ Jr
+        for i in range(4):
+            for c in range(D.shape[1]):
+                D[a[i], c] = 0.0
+            for c in range(3):
+                D[a[i], b[c]] = GJ[i, c]
+    rhs = D.T @ (W @ v)
+    N[:, :] = D.T @ D
+    r[:] = numpy.linalg.solve(N, rhs)
+    return st
+
+
+@numba.njit(cache=True)
+def _stage(t, q0, xi, v, tau, D0, S, out_xi, out_a):
+    """(ξ̇, v̇) at q0 ⊕ ξ (RK4._f); S: the scratch arrays."""
+    q, D, W, zero, e, rate0, N, work = S
+    # the chart at t = 0, as CompiledSystem.integrate_configuration and chart_jacobian
+    # are called by the reference (time enters the dynamics only)
+    st = _chart_point(q0, xi, 0.0, q)
+    if st == 0:
+        st = forward_dynamics(q, v, tau, t, out_a, work)
+    if _ADDITIVE:
+        out_xi[:] = v
+    elif st == 0:
+        st = _chart_rate(q, xi, v, D0, D, W, 0.0, zero, e, rate0, N, out_xi)
+    return st
+
+
+@numba.njit(cache=True)
+def rk4_run(q0, v0, tau, t0, dt, steps, every, blowup, Q, V, status):
+    """RK4 from (q0, v0) over the step sizes ``steps`` (t_n = t0 + n dt, the last step
+    shortened as kd.simulate's): the stages of RK4.step in the chart q = q_n ⊕ ξ with
+    ξ̇ = J(ξ)⁻¹ v. Q, V: row 0 the start, then every ``every``-th step and the last.
+    status: (0, ·) or a stop (1: a state not finite, 2: a speed beyond blowup (1 + max|v0|),
+    3: a generated function's status in status[2]) and its step. Returns the rows filled."""
+    nq, nv = q0.shape[0], v0.shape[0]
+    S = (numpy.empty(nq), numpy.empty((nq, nv)), numpy.empty((nq, nv)), numpy.zeros(nv),
+         numpy.empty(nv), numpy.empty(nq), numpy.empty((nv, nv)), numpy.empty(nv * nv))
+    D0 = numpy.empty((nq, nv))
+    kx = numpy.empty((4, nv))
+    kv = numpy.empty((4, nv))
+    xi = numpy.empty(nv)
+    vs = numpy.empty(nv)
+    q, v = q0.copy(), v0.copy()
+    Q[0], V[0] = q, v
+    vmax0 = numpy.abs(v0).max() if nv else 0.0
+    k_out = 1
+    n_steps = steps.shape[0]
+    t = t0
+    for n in range(n_steps):
+        h = steps[n]
+        st = 0 if _ADDITIVE else _rates(q, 0.0, S[3], S[4], S[5], D0)
+        xi[:] = 0.0
+        if st == 0:
+            st = _stage(t, q, xi, v, tau, D0, S, kx[0], kv[0])
+        for s in range(1, 4):
+            c = 1.0 if s == 3 else 0.5
+            for i in range(nv):
+                xi[i] = c * h * kx[s - 1, i]
+                vs[i] = v[i] + c * h * kv[s - 1, i]
+            if st == 0:
+                st = _stage(t + c * h, q, xi, vs, tau, D0, S, kx[s], kv[s])
+        if st:
+            status[0], status[1], status[2] = 3, n, st
+            return k_out
+        for i in range(nv):
+            xi[i] = (h / 6) * (kx[0, i] + 2 * kx[1, i] + 2 * kx[2, i] + kx[3, i])
+            v[i] = v[i] + (h / 6) * (kv[0, i] + 2 * kv[1, i] + 2 * kv[2, i] + kv[3, i])
+        _chart_point(q, xi, 0.0, S[0])
+        q[:] = S[0]
+        t = t0 + (n + 1) * dt
+        if not (numpy.all(numpy.isfinite(q)) and numpy.all(numpy.isfinite(v))):
+            status[0], status[1] = 1, n + 1
+            return k_out
+        if nv and numpy.abs(v).max() > blowup * (1.0 + vmax0):
+            status[0], status[1] = 2, n + 1
+            return k_out
+        if (n + 1) % every == 0 or n == n_steps - 1:
+            Q[k_out], V[k_out] = q, v
+            k_out += 1
+    return k_out
+'''
+
 
 _C_FD = '''
 /* Solve M udot = F by Cholesky (M = L L^T, lower triangle used in place).

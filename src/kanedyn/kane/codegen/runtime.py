@@ -29,6 +29,7 @@ from .printers import (
     operation_counts,
     python_source,
     signatures,
+    speeds_are_rates,
 )
 
 __all__ = ["BACKENDS", "CompiledSystem", "compile_eom"]
@@ -90,6 +91,7 @@ class CompiledSystem:
             self.source = python_source(low, backend)
             mod = load_python(self.source, backend)
             self._k = {f: getattr(mod, f) for f in names}
+            self._rk4_loop = getattr(mod, "rk4_run", None)
         self._work = np.empty(max(self.nv * self.nv, 1))
         self._scalar = backend != "numpy"
         self._zeros_tau = np.zeros(self.ninputs)
@@ -111,12 +113,30 @@ class CompiledSystem:
         self.nonholonomic = (bool(self.dependent_speed_names)
                              or self.nq - len(self.quaternions) > self.nv)
         self.eliminated_constraints = bool(self.dependent_speed_names or self.q_dependent)
+        #: capability (sim/system.py): q ⊕ ξ = q + ξ with v = ξ̇, i.e. q̇ = u exactly. Kane's
+        #: speeds are freely chosen (u1 = 2 q̇1, body rates, ...): where q̇ ≠ u the
+        #: integrators step in the chart of integrate_configuration with chart_jacobian
+        #: (a square system with q̇ ≠ u was once taken as additive, which integrated
+        #: q̇ = u: a wrong trajectory, silently)
+        self.chart_is_additive = speeds_are_rates(eom)
         #: the index-3 form (kane.index3_equations): all speeds, g(q) = 0 kept beside the
         #: equations, with hamiltonian_terms and constraint_rows
         self.index3 = bool(getattr(eom, "index3", False))
+        #: capability (sim/batch.run_rk4): kd.simulate's RK4 as one compiled loop, generated
+        #: with the equations (numba backend, a holonomic system); None otherwise
+        self.compiled_rk4 = (self._rk4 if backend == "numba" and not self.nonholonomic
+                             and not self.eliminated_constraints and not self.index3
+                             else None)
         #: where the index-3 form of these equations comes from (kane.index3_equations):
         #: the KaneSystem they were derived from, and the parameter values folded in
         self.kane_system = getattr(eom, "kane_system", None)
+
+    def _rk4(self, q0: NDArray, v0: NDArray, t0: float, dt: float, steps: NDArray,
+             every: int, blowup: float, Q: NDArray, V: NDArray, status: NDArray) -> int:
+        """The generated ``rk4_run`` with no inputs (τ = 0): the steps of
+        :class:`kanedyn.integrators.rk4.RK4` on these equations in one numba loop."""
+        return self._rk4_loop(q0, v0, self._zeros_tau, float(t0), float(dt), steps,
+                              int(every), float(blowup), Q, V, status)
 
     def __repr__(self) -> str:
         return (f"CompiledSystem({self.name!r}, backend={self.backend!r}, nq={self.nq}, "
