@@ -30,6 +30,8 @@ Run: PYTHONPATH=src .venv/bin/python bench/constrained_energy.py [--T 10] [--dt 
      steps over T/10: cost per step and the budget |E − E0 − W_nc|
      --friction: exact stick–slip friction in the step (four-bar over T, Stewart platform
      over T/5), its cost per step against the runs without friction
+     --mujoco-convergence: MuJoCo's Stewart platform at 2 dt and 2 dt/10 over T/5, its
+     drift and its path against energy_momentum's (mujoco_stewart_convergence)
 """
 
 from __future__ import annotations
@@ -299,6 +301,41 @@ def run_mujoco_stewart(s, q0, v0, T, dt, solref):
     return run_mujoco(start, lambda m, d: np.abs(_stewart_tips(m, d)).max(), T, dt)
 
 
+def mujoco_stewart_convergence(T: float, dt: float) -> None:
+    """MuJoCo's Stewart platform at dt and dt/10, solref default and (2 dt, 1), over T
+    from the bench's start: max |ΔE|/E0, max gap, and the largest distance of its
+    platform's path from energy_momentum's at dt (sampled at energy_momentum's steps) —
+    is MuJoCo's drift its time step's or its soft constraint's, and does its motion
+    converge on kanedyn's?"""
+    import mujoco
+
+    s, q0, v0 = stewart()
+    tr = kd.simulate(s, q0, v0, T, method="energy_momentum", dt=dt)
+    path = tr.q[:, :3] + (0.0, 0.0, s.geometry["height"])
+    qpos, qvel, _ = stewart_mujoco_state(s, q0, v0)
+    n0 = len(tr.t) - 1
+    print("| MuJoCo dt | solref | max |ΔE|/E0 | max gap | max |p − p_em| | p_z at T (em "
+          f"{path[-1, 2]:.4f}) |")
+    for h in (dt, dt / 10):
+        for solref in ((0.02, 1.0), (2 * h, 1.0)):
+            m = mujoco.MjModel.from_xml_string(stewart_mjcf(s, h, solref))
+            d = mujoco.MjData(m)
+            d.qpos[:], d.qvel[:] = qpos, qvel
+            mujoco.mj_forward(m, d)
+            n, every = int(round(T / h)), int(round(dt / h))
+            E, g, P = [d.energy.sum()], [0.0], [d.qpos[:3].copy()]
+            for k in range(n):
+                mujoco.mj_step(m, d)  # d.energy, the sites: state k's
+                E.append(d.energy.sum())
+                g.append(np.abs(_stewart_tips(m, d)).max())
+                if (k + 1) % every == 0:
+                    P.append(d.qpos[:3].copy())
+            E, P = np.array(E[1:]), np.array(P[:n0 + 1])
+            print(f"| {h:g} | ({solref[0]:g}, {solref[1]:g}) | "
+                  f"{np.abs(E - E[0]).max() / abs(E[0]):.1e} | {max(g):.1e} | "
+                  f"{np.abs(P - path).max():.1e} | {P[-1, 2]:.4f} |")
+
+
 def stewart_mjcf_check(s, q0, v0, dt) -> dict:
     """Is :func:`stewart_mjcf` the Stewart platform of ``s``? At the start (q0, v0): the
     largest difference of the mass matrix and the energy E = T + V of the MJCF loaded by
@@ -451,6 +488,8 @@ def main():
     ap.add_argument("--forces", action="store_true", help="the four-bar with force elements")
     ap.add_argument("--friction", action="store_true",
                     help="exact stick–slip friction in the step (four-bar, Stewart)")
+    ap.add_argument("--mujoco-convergence", action="store_true",
+                    help="MuJoCo's Stewart platform at 2 dt and 2 dt/10 against energy_momentum")
     ap.add_argument("--mechanisms", default="four-bar,rssr,stewart",
                     help="comma-separated: " + ", ".join(MECHANISMS))
     a = ap.parse_args()
@@ -464,6 +503,11 @@ def main():
         return
     if a.friction:
         friction_run(T, dt)
+        return
+    if a.mujoco_convergence:
+        mujoco_stewart_convergence(T / 5, 2 * dt)
+        with open("/proc/loadavg") as f:
+            print("load after:", f.read().strip())
         return
     for name in a.mechanisms.split(","):
         build, mujoco_run, fT, fdt = MECHANISMS[name]
