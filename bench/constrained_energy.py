@@ -11,12 +11,15 @@ Methods, side by side in one process on the same consistent start:
 - radau5 on the index-3 DAE, rtol = atol = 1e-8 (kanedyn's Radau IIA);
 - IDA (SUNDIALS, scikit-sundae) on the GGL form, rtol = atol = 1e-8;
 - the index-1 ODE with Baumgarte stabilisation (α = β = 1/(10 dt)) stepped by RK4, dt fixed;
-- MuJoCo 3 with ``<equality connect>`` (soft constraint), its default solref (0.02, 1) and
-  the tightest it accepts, (2 dt, 1); Euler integrator at dt (four-bar only).
+- MuJoCo (3 and later) with ``<equality connect>`` (soft constraint), its default solref
+  (0.02, 1) and the tightest it accepts, (2 dt, 1); Euler integrator at dt (four-bar and
+  Stewart platform: :func:`stewart_mjcf` writes the latter, each ball joint a connect of
+  two sites; :func:`stewart_mjcf_check` compares its M and E at the start with kanedyn's).
 
 Figures per method: CPU time per step (process time; for the adaptive solvers the run's
-time over its accepted steps, and the run's total), max |E − E0| / |E0| over the run,
-max |g| (for MuJoCo the distance between the two connected points).
+time over its accepted steps, and the run's total; for MuJoCo the mj_step calls alone, the
+figures read in a second identical run), max |E − E0| / |E0| over the run, max |g| (for
+MuJoCo the largest coordinate of the distance between the connected points).
 
 Run: PYTHONPATH=src .venv/bin/python bench/constrained_energy.py [--T 10] [--dt 1e-3]
      [--quick] [--mechanisms four-bar,rssr,stewart]  (--quick: T = 1 s)
@@ -27,6 +30,8 @@ Run: PYTHONPATH=src .venv/bin/python bench/constrained_energy.py [--T 10] [--dt 
      steps over T/10: cost per step and the budget |E − E0 − W_nc|
      --friction: exact stick–slip friction in the step (four-bar over T, Stewart platform
      over T/5), its cost per step against the runs without friction
+     --mujoco-convergence: MuJoCo's Stewart platform at 2 dt and 2 dt/10 over T/5, its
+     drift and its path against energy_momentum's (mujoco_stewart_convergence)
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ from kanedyn.constraints.mechanisms import (
     stewart_configuration,
     stewart_system,
 )
+from kanedyn.spatial import quat_to_matrix
 
 
 def four_bar():
@@ -83,15 +89,6 @@ def floating_rssr():
     cs = consistent_initial_values(s, rssr_guess(s), v)
     s.bench_momenta = True
     return s, cs.q, cs.v
-
-
-#: name -> (builder, with MuJoCo, T and dt as fractions of the command line's: the Stewart
-#: platform's 24 speeds and 18 rows cost ≈ 8x a four-bar step in the compiled loop and its
-#: radau5 and IDA runs are Python; kept at T/5, 2 dt to compare with the earlier runs)
-MECHANISMS = {"four-bar": (four_bar, True, 1.0, 1.0),
-              "rssr": (rssr, False, 1.0, 1.0),
-              "stewart": (stewart, False, 0.2, 2.0),
-              "floating-rssr": (floating_rssr, False, 1.0, 1.0)}
 
 
 def figures(s, t, q, v, cpu, steps):
@@ -167,7 +164,35 @@ MJCF = """<mujoco model="four_bar">
 </mujoco>"""
 
 
-def run_mujoco(q0, v0, T, dt, solref):
+def run_mujoco(start, gap, T, dt):
+    """MuJoCo's run from ``start()`` (a fresh (MjModel, MjData) at the bench's start) over
+    T: CPU time of the mj_step calls alone, then max |ΔE|/E0 (``d.energy``: potential +
+    kinetic) and max ``gap(m, d)`` over the states 0..n from a second, identical run.
+
+    mj_step computes the energy and the positions of the state it starts from, so the
+    figures read after step k are state k's; state n's come from one mj_forward."""
+    import mujoco
+
+    n = int(round(T / dt))
+    m, d = start()
+    c = time.process_time()
+    for _ in range(n):
+        mujoco.mj_step(m, d)
+    cpu = time.process_time() - c
+    m, d = start()
+    E, g = np.empty(n + 1), np.empty(n + 1)
+    for k in range(n + 1):
+        if k < n:
+            mujoco.mj_step(m, d)
+        else:
+            mujoco.mj_forward(m, d)
+        E[k] = d.energy[0] + d.energy[1]
+        g[k] = gap(m, d)
+    return dict(cpu=cpu, steps=n, per_step=cpu / n,
+                dE=float(np.abs(E - E[0]).max() / abs(E[0])), g=float(g.max()))
+
+
+def run_mujoco_four_bar(s, q0, v0, T, dt, solref):
     """The four-bar in MuJoCo, built so that qpos = 0 is kanedyn's q0 (the body frames
     turned by q0): then qvel = v0, and the connect's anchor is consistent at the start."""
     import mujoco
@@ -175,32 +200,191 @@ def run_mujoco(q0, v0, T, dt, solref):
     # MuJoCo reads euler= in degrees (its default angle unit)
     xml = MJCF.format(dt=dt, t1=np.degrees(q0[0]), t2=np.degrees(q0[1]),
                       t3=np.degrees(q0[2]), solref=f"{solref[0]} {solref[1]}")
-    m = mujoco.MjModel.from_xml_string(xml)
-    d = mujoco.MjData(m)
-    d.qvel[:] = v0
-    mujoco.mj_forward(m, d)
-    n = int(round(T / dt))
-    E, g = np.empty(n + 1), np.empty(n + 1)
-    cb, rb = m.body("coupler").id, m.body("rocker").id
+
+    def start():
+        m = mujoco.MjModel.from_xml_string(xml)
+        d = mujoco.MjData(m)
+        d.qvel[:] = v0
+        mujoco.mj_forward(m, d)
+        return m, d
+
     tip_c, tip_r = np.array([0.5, 0, 0]), np.array([0.4, 0, 0])
 
-    def record(k):
-        E[k] = d.energy[0] + d.energy[1]
+    def gap(m, d):  # the largest coordinate of the coupler's tip − the rocker's
+        cb, rb = m.body("coupler").id, m.body("rocker").id
         pc = d.xpos[cb] + d.xmat[cb].reshape(3, 3) @ tip_c
         pr = d.xpos[rb] + d.xmat[rb].reshape(3, 3) @ tip_r
-        g[k] = np.abs(pc - pr).max()
+        return np.abs(pc - pr).max()
 
-    record(0)
-    c = time.process_time()
-    for k in range(n):
-        mujoco.mj_step(m, d)
-        record(k + 1)
-    cpu = time.process_time() - c
-    return dict(cpu=cpu, steps=n, per_step=cpu / n, dE=float(np.abs(E - E[0]).max()
-                                                             / abs(E[0])), g=float(g.max()))
+    return run_mujoco(start, gap, T, dt)
 
 
-def run_all(s, q0, v0, T, dt, with_mujoco):
+def _xyz(p) -> str:
+    return " ".join(f"{float(x):.17g}" for x in p)
+
+
+def stewart_mjcf(s, dt: float, solref: tuple[float, float]) -> str:
+    """MJCF of ``stewart_system()`` (its default masses; the geometry read from
+    ``s.geometry``): the platform on a free joint, then per leg a yoke on a hinge about x
+    at the base point B, the cylinder on a hinge about y, the piston on a slide along the
+    cylinder's z with its frame at the leg's tip — kanedyn's bodies, joints and q order.
+    Each ball joint is a ``<connect>`` of two sites, the piston's tip and the platform
+    point P: MuJoCo holds the sites together (softly, ``solref``) whatever qpos0 is, so
+    the bench's start is set in qpos (:func:`stewart_mujoco_state`)."""
+    g = s.geometry
+    legs = "".join(f"""
+    <body name="yoke{k}" pos="{_xyz(B)}">
+      <joint name="u{k}_x" type="hinge" axis="1 0 0"/>
+      <inertial pos="0 0 0" mass="0.001" diaginertia="1e-6 1e-6 1e-6"/>
+      <body name="cylinder{k}">
+        <joint name="u{k}_y" type="hinge" axis="0 1 0"/>
+        <inertial pos="0 0 0.25" mass="1" diaginertia="0.021 0.021 0.001"/>
+        <body name="piston{k}">
+          <joint name="p{k}" type="slide" axis="0 0 1"/>
+          <inertial pos="0 0 -0.25" mass="0.5" diaginertia="0.0105 0.0105 0.0005"/>
+          <site name="tip{k}"/>
+        </body>
+      </body>
+    </body>""" for k, B in enumerate(g["base"]))
+    sites = "".join(f'\n      <site name="P{k}" pos="{_xyz(P)}"/>'
+                    for k, P in enumerate(g["platform"]))
+    balls = "".join(f'\n    <connect name="ball{k}" site1="tip{k}" site2="P{k}" '
+                    f'solref="{solref[0]!r} {solref[1]!r}"/>' for k in range(6))
+    return f"""<mujoco model="stewart">
+  <option timestep="{dt!r}" gravity="0 0 -9.81"><flag energy="enable"/></option>
+  <worldbody>
+    <body name="platform" pos="0 0 {float(g['height']):.17g}">
+      <freejoint name="platform_free"/>
+      <inertial pos="0 0 0" mass="10" diaginertia="0.5 0.5 0.9"/>{sites}
+    </body>{legs}
+  </worldbody>
+  <equality>{balls}
+  </equality>
+</mujoco>"""
+
+
+def stewart_mujoco_state(s, q, v):
+    """kanedyn's (q, v) of ``stewart_system()`` as MuJoCo's (qpos, qvel) of
+    :func:`stewart_mjcf`, and T with v = T qvel. The free joint: kanedyn's q is the
+    platform's displacement from its home, ``height`` above the base, and the quaternion
+    (w, x, y, z); v = (ω, v_O) in platform axes. MuJoCo's qpos is the position in the world
+    and the same quaternion; qvel = (ṗ in world axes, ω in body axes), ṗ = R v_O. The legs'
+    hinge angles and slides are the same numbers."""
+    R = quat_to_matrix(q[3:7])
+    qpos = np.r_[q[:3] + (0.0, 0.0, s.geometry["height"]), q[3:]]
+    T = np.eye(s.nv)
+    T[:6, :6] = 0.0
+    T[:3, 3:6] = np.eye(3)  # ω = qvel[3:6]
+    T[3:6, :3] = R.T  # v_O = Rᵀ ṗ
+    return qpos, np.linalg.solve(T, v), T
+
+
+def _stewart_tips(m, d) -> np.ndarray:
+    """Piston tip − platform point, per leg (6 × 3), world axes."""
+    return np.array([d.site(f"tip{k}").xpos - d.site(f"P{k}").xpos for k in range(6)])
+
+
+def run_mujoco_stewart(s, q0, v0, T, dt, solref):
+    """The Stewart platform in MuJoCo (:func:`stewart_mjcf`) from the bench's start."""
+    import mujoco
+
+    xml = stewart_mjcf(s, dt, solref)
+    qpos, qvel, _ = stewart_mujoco_state(s, q0, v0)
+
+    def start():
+        m = mujoco.MjModel.from_xml_string(xml)
+        d = mujoco.MjData(m)
+        d.qpos[:], d.qvel[:] = qpos, qvel
+        mujoco.mj_forward(m, d)
+        return m, d
+
+    return run_mujoco(start, lambda m, d: np.abs(_stewart_tips(m, d)).max(), T, dt)
+
+
+def mujoco_stewart_convergence(T: float, dt: float) -> None:
+    """MuJoCo's Stewart platform at dt and dt/10, solref default and (2 dt, 1), over T
+    from the bench's start: max |ΔE|/E0, max gap, and the largest distance of its
+    platform's path from energy_momentum's at dt (sampled at energy_momentum's steps) —
+    is MuJoCo's drift its time step's or its soft constraint's, and does its motion
+    converge on kanedyn's?"""
+    import mujoco
+
+    s, q0, v0 = stewart()
+    tr = kd.simulate(s, q0, v0, T, method="energy_momentum", dt=dt)
+    path = tr.q[:, :3] + (0.0, 0.0, s.geometry["height"])
+    qpos, qvel, _ = stewart_mujoco_state(s, q0, v0)
+    n0 = len(tr.t) - 1
+    print("| MuJoCo dt | solref | max |ΔE|/E0 | max gap | max |p − p_em| | p_z at T (em "
+          f"{path[-1, 2]:.4f}) |")
+    for h in (dt, dt / 10):
+        for solref in ((0.02, 1.0), (2 * h, 1.0)):
+            m = mujoco.MjModel.from_xml_string(stewart_mjcf(s, h, solref))
+            d = mujoco.MjData(m)
+            d.qpos[:], d.qvel[:] = qpos, qvel
+            mujoco.mj_forward(m, d)
+            n, every = int(round(T / h)), int(round(dt / h))
+            E, g, P = [d.energy.sum()], [0.0], [d.qpos[:3].copy()]
+            for k in range(n):
+                mujoco.mj_step(m, d)  # d.energy, the sites: state k's
+                E.append(d.energy.sum())
+                g.append(np.abs(_stewart_tips(m, d)).max())
+                if (k + 1) % every == 0:
+                    P.append(d.qpos[:3].copy())
+            E, P = np.array(E[1:]), np.array(P[:n0 + 1])
+            print(f"| {h:g} | ({solref[0]:g}, {solref[1]:g}) | "
+                  f"{np.abs(E - E[0]).max() / abs(E[0]):.1e} | {max(g):.1e} | "
+                  f"{np.abs(P - path).max():.1e} | {P[-1, 2]:.4f} |")
+
+
+def stewart_mjcf_check(s, q0, v0, dt) -> dict:
+    """Is :func:`stewart_mjcf` the Stewart platform of ``s``? At the start (q0, v0): the
+    largest difference of the mass matrix and the energy E = T + V of the MJCF loaded by
+    kanedyn's loader (``parse_mjcf``, ``mjcf_system``) from ``s``'s, and of MuJoCo's
+    (``mj_fullM``, ``d.energy``) from ``s``'s (M in MuJoCo's speeds: Tᵀ M T, v = T qvel),
+    of MuJoCo's unconstrained accelerations (``qacc_smooth``: gravity and the velocity
+    terms) from kanedyn's ABA on the tree (its platform's p̈ = R (v̇_O + ω × v_O)), and the
+    largest coordinate of the six tip − point gaps in MuJoCo."""
+    import mujoco
+
+    from kanedyn.constraints import mjcf_system
+    from kanedyn.model.mjcf import parse_mjcf
+
+    xml = stewart_mjcf(s, dt, (0.02, 1.0))
+    qpos, qvel, T = stewart_mujoco_state(s, q0, v0)
+    M, E = kd.crba(s.model, q0), s.energy(q0, v0)
+    # the loader's free joint: q = qpos, v = (ω, Rᵀ ṗ) as stewart_system's
+    loaded = mjcf_system(parse_mjcf(string=xml, warn=False))
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:] = qpos, qvel
+    mujoco.mj_forward(m, d)
+    Mm = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, Mm)
+    a = kd.aba(s.model, q0, v0, np.zeros(s.nv))
+    R = quat_to_matrix(q0[3:7])
+    qacc = np.r_[R @ (a[3:6] + np.cross(v0[:3], v0[3:6])), a[:3], a[6:]]
+    return dict(E0=E, maxM=float(np.abs(M).max()),
+                loader_dM=float(np.abs(kd.crba(loaded.model, qpos) - M).max()),
+                loader_dE=float(abs(loaded.energy(qpos, v0) - E)),
+                loader_g=float(np.abs(loaded.constraint(0.0, qpos)).max()),
+                mujoco_dM=float(np.abs(Mm - T.T @ M @ T).max()),
+                mujoco_dE=float(abs(d.energy.sum() - E)),
+                mujoco_dqacc=float(np.abs(d.qacc_smooth - qacc).max()),
+                max_qacc=float(np.abs(qacc).max()),
+                mujoco_g=float(np.abs(_stewart_tips(m, d)).max()))
+
+
+#: name -> (builder, its MuJoCo run or None, T and dt as fractions of the command line's:
+#: the Stewart platform's 24 speeds and 18 rows cost ≈ 8x a four-bar step in the compiled
+#: loop and its radau5 and IDA runs are Python; kept at T/5, 2 dt to compare with the
+#: earlier runs)
+MECHANISMS = {"four-bar": (four_bar, run_mujoco_four_bar, 1.0, 1.0),
+              "rssr": (rssr, None, 1.0, 1.0),
+              "stewart": (stewart, run_mujoco_stewart, 0.2, 2.0),
+              "floating-rssr": (floating_rssr, None, 1.0, 1.0)}
+
+
+def run_all(s, q0, v0, T, dt, mujoco_run=None):
     """Every method on one mechanism, in turn; a failed run is a result too."""
     jobs = [("energy_momentum", run_em, (s, q0, v0, T, dt)),
             ("radau5 index3 (1e-8)", run_dae, (s, q0, v0, T, "radau5", "index3")),
@@ -209,9 +393,9 @@ def run_all(s, q0, v0, T, dt, with_mujoco):
     if getattr(s, "bench_momenta", False):
         jobs.insert(1, ("energy_momentum momenta=True", run_em, (s, q0, v0, T, dt),
                         {"momenta": True}))
-    if with_mujoco:
-        jobs += [("MuJoCo connect solref default", run_mujoco, (q0, v0, T, dt, (0.02, 1.0))),
-                 ("MuJoCo connect solref (2dt, 1)", run_mujoco, (q0, v0, T, dt,
+    if mujoco_run is not None:
+        jobs += [("MuJoCo connect solref default", mujoco_run, (s, q0, v0, T, dt, (0.02, 1.0))),
+                 ("MuJoCo connect solref (2dt, 1)", mujoco_run, (s, q0, v0, T, dt,
                                                                  (2 * dt, 1.0)))]
     rows = {}
     for label, fn, args, *kw in jobs:
@@ -304,6 +488,8 @@ def main():
     ap.add_argument("--forces", action="store_true", help="the four-bar with force elements")
     ap.add_argument("--friction", action="store_true",
                     help="exact stick–slip friction in the step (four-bar, Stewart)")
+    ap.add_argument("--mujoco-convergence", action="store_true",
+                    help="MuJoCo's Stewart platform at 2 dt and 2 dt/10 against energy_momentum")
     ap.add_argument("--mechanisms", default="four-bar,rssr,stewart",
                     help="comma-separated: " + ", ".join(MECHANISMS))
     a = ap.parse_args()
@@ -318,10 +504,24 @@ def main():
     if a.friction:
         friction_run(T, dt)
         return
+    if a.mujoco_convergence:
+        mujoco_stewart_convergence(T / 5, 2 * dt)
+        with open("/proc/loadavg") as f:
+            print("load after:", f.read().strip())
+        return
     for name in a.mechanisms.split(","):
-        build, with_mujoco, fT, fdt = MECHANISMS[name]
+        build, mujoco_run, fT, fdt = MECHANISMS[name]
         print(f"\n{name}: T = {fT * T:g} s, dt = {fdt * dt:g}")
-        rows = run_all(*build(), fT * T, fdt * dt, with_mujoco)
+        s, q0, v0 = build()
+        if name == "stewart":
+            c = stewart_mjcf_check(s, q0, v0, fdt * dt)
+            print(f"stewart_mjcf at the start (E0 {c['E0']:.6g}, max|M| {c['maxM']:g}): "
+                  f"kanedyn's loader max|ΔM| {c['loader_dM']:.1e}, |ΔE| {c['loader_dE']:.1e}, "
+                  f"|g| {c['loader_g']:.1e}; MuJoCo max|ΔM| {c['mujoco_dM']:.1e}, "
+                  f"|ΔE| {c['mujoco_dE']:.1e}, max|Δqacc_smooth| {c['mujoco_dqacc']:.1e} "
+                  f"(of {c['max_qacc']:.3g}), max gap {c['mujoco_g']:.1e}")
+        rows = run_all(s, q0, v0, fT * T, fdt * dt,
+                       mujoco_run)
         table(name, rows)
         em = rows["energy_momentum"]
         if "Gv" in em:
