@@ -84,7 +84,7 @@ from ..dynamics.energy_kernel import (
 from ..dynamics.flat import flatten
 from ..dynamics.kernels.aba import aba_core, aba_workspace
 from ..dynamics.kernels.crba import crba_core
-from ..dynamics.layout import GRAV, MASS, H
+from ..dynamics.layout import ARMATURE, GRAV, IBAR, IQ, IV, MASS, NQ, NVJ, PARENT, SINGTOL, H
 from ..forces.kernel import (
     P_K,
     damping_slopes,
@@ -273,6 +273,203 @@ def gradient_aba(data, P, forces, q, p, aw, v, ew, dT, dV, out, gq) -> bool:
     if forces:
         spring_gradient_add(P, q, 1.0, gq)
     return True
+
+
+# ------------------------- H along a coordinate path by the backward pass alone: O(depth)
+# Itoh–Abe's ∇̄_qH visits n + 1 points of a coordinate path, each differing from the last
+# in one coordinate. H = ½ pᵀM⁻¹p + V(q) needs no forward pass: with v = 0, no gravity and
+# τ = p, ABA's backward pass (Featherstone 2008, Table 7.1, in body coordinates) gives
+# u_i = p_i − S_iᵀ p^A_i and D_i = S_iᵀ I^A_i S_i, and pᵀM⁻¹p = Σ_i u_i² / D_i (the
+# innovations factorisation of M⁻¹: Rodriguez, Jain & Kreutz-Delgado, Int. J. Robotics
+# Research 10, 1991; ABA's q̈ = M⁻¹p read as a sum of independent innovations). V =
+# −gᵀ Σ_roots (first moment of the root's subtree, world coordinates), the subtree masses
+# and first moments summed tip to base. What body i passes to its parent — I^a_i = X_iᵀ
+# (I^A_i − U_i U_iᵀ/D_i) X_i, p^a_i = X_iᵀ (p^A_i + U_i u_i/D_i), its subtree's Σ u²/D,
+# mass and first moment, in the parent's coordinates — depends on the coordinates of
+# its subtree alone. Moving q_k therefore changes only the rows of k's body and its
+# ancestors: :func:`path_hamiltonian_moved` recomputes that path from the children's
+# kept rows, O(depth(k)) against a whole ABA pass and the poses (O(n)) of
+# :func:`hamiltonian_aba`. Every row is the same function of its children's rows,
+# children in index order, so a moved path gives the same bits as a whole pass.
+#: columns of a row of the path cache: I^a (21, packed as in spatial_rows), p^a (6),
+#: Σ u²/D (1), mass (1), first moment (3)
+_PIA, _PPA, _PUU, _PM, _PH, _PW = 0, 21, 27, 28, 29, 32
+
+
+@nb.njit(cache=True, nogil=True)
+def path_workspace(data):
+    """The path cache of :func:`path_hamiltonian`: (rows (nb, 32) at the current point,
+    their copy at the path's start, X_up (nb, 12), three 6x6 scratch matrices, the
+    children of each body and of the world (index nb) as ranges ``first[i]:first[i+1]``
+    of ``kids``, the body of each coordinate, a row accumulator, and a flag: 1 when
+    every joint has at most one speed, the joints :func:`_path_row` takes)."""
+    nb_ = data.shape[0] - 1
+    nq = int(data[nb_, NQ])
+    first = np.zeros(nb_ + 2, np.int64)
+    for i in range(nb_):
+        par = int(data[i, PARENT])
+        first[(par if par >= 0 else nb_) + 1] += 1
+    for i in range(nb_ + 1):
+        first[i + 1] += first[i]
+    kids, fill = np.empty(nb_, np.int64), first[:-1].copy()
+    qbody = np.full(nq, -1, np.int64)
+    flag = np.ones(1, np.int64)
+    for i in range(nb_):
+        par = int(data[i, PARENT])
+        par = par if par >= 0 else nb_
+        kids[fill[par]] = i
+        fill[par] += 1
+        n = int(data[i, NVJ])
+        if n > 1:
+            flag[0] = 0
+        elif n == 1:
+            qbody[int(data[i, IQ])] = i
+    return (np.zeros((nb_, _PW)), np.zeros((nb_, _PW)), np.empty((nb_, 12)),
+            np.empty((3, 6, 6)), first, kids, qbody, np.empty(_PW), flag)
+
+
+@nb.njit(cache=True, nogil=True)
+def _path_row(data, i, x, p, cw) -> bool:
+    """Row i of the path cache from its children's rows (module comment above); False if
+    D_i is not above the model's singular tolerance (or not finite)."""
+    C, X, A, first, kids, acc = cw[0], cw[2], cw[3], cw[4], cw[5], cw[7]
+    if kernels.joint_transform(data, i, x, X) != 0:
+        return False
+    # body i's rigid inertia I = [Ī h×; h×ᵀ m1] (packed), zero bias, its mass and moment
+    m, h0, h1, h2 = data[i, MASS], data[i, H], data[i, H + 1], data[i, H + 2]
+    acc[:] = 0.0
+    acc[0], acc[1], acc[2] = data[i, IBAR], data[i, IBAR + 1], data[i, IBAR + 4]
+    acc[3], acc[4], acc[5] = data[i, IBAR + 2], data[i, IBAR + 5], data[i, IBAR + 8]
+    acc[7], acc[8], acc[9] = h2, -h1, m
+    acc[10], acc[12], acc[14] = -h2, h0, m
+    acc[15], acc[16], acc[20] = h1, -h0, m
+    acc[_PM], acc[_PH], acc[_PH + 1], acc[_PH + 2] = m, h0, h1, h2
+    for j in range(first[i], first[i + 1]):  # + the children's rows (index order)
+        c = kids[j]
+        for k in range(_PW):
+            acc[k] += C[c, k]
+    IA, W, Sx = A[0], A[1], A[2]
+    for r in range(6):
+        for c in range(r + 1):
+            IA[r, c] = acc[r * (r + 1) // 2 + c]
+            IA[c, r] = IA[r, c]
+    if int(data[i, NVJ]) == 1:
+        # U = I^A S, D = Sᵀ U (+ armature), u = p_i − Sᵀ p^A; then
+        # I^A − U Uᵀ/D and p^A + U u/D
+        kernels.motion_subspace_column(data, i, 0, Sx, 0)
+        D, u = data[i, ARMATURE], p[int(data[i, IV])]
+        for r in range(6):
+            s = 0.0
+            for c in range(6):
+                s += IA[r, c] * Sx[0, c]
+            Sx[1, r] = s
+            D += Sx[0, r] * s
+            u -= Sx[0, r] * acc[_PPA + r]
+        if not D > data[data.shape[0] - 1, SINGTOL]:
+            return False
+        e = u / D
+        acc[_PUU] += u * e
+        for r in range(6):
+            acc[_PPA + r] += Sx[1, r] * e
+            b = Sx[1, r] / D
+            for c in range(6):
+                IA[r, c] -= b * Sx[1, c]
+    # to the parent's coordinates: Xᵀ A X with X = [E 0; −E r× E] = diag(E, E) T,
+    # T = [1 0; −r× 1]: first W = diag(E, E)ᵀ A diag(E, E), then
+    # N₂₂ = W₂₂, N₂₁ = W₂₁ − W₂₂ r×, N₁₁ = W₁₁ − W₁₂ r× + r× N₂₁
+    for r in range(6):  # Sx = A diag(E, E)
+        for b in range(2):
+            for c in range(3):
+                s = 0.0
+                for k in range(3):
+                    s += IA[r, 3 * b + k] * X[i, 3 * k + c]
+                Sx[r, 3 * b + c] = s
+    for a in range(2):  # W = diag(E, E)ᵀ Sx
+        for r in range(3):
+            for c in range(6):
+                s = 0.0
+                for k in range(3):
+                    s += X[i, 3 * k + r] * Sx[3 * a + k, c]
+                W[3 * a + r, c] = s
+    r0, r1, r2 = X[i, 9], X[i, 10], X[i, 11]
+    for a in range(3):  # N₂₁ = W₂₁ − W₂₂ r× (into W₂₁), W₁₂ r× (into Sx₁₂)
+        w0, w1, w2 = W[3 + a, 3], W[3 + a, 4], W[3 + a, 5]
+        W[3 + a, 0] -= w1 * r2 - w2 * r1
+        W[3 + a, 1] -= w2 * r0 - w0 * r2
+        W[3 + a, 2] -= w0 * r1 - w1 * r0
+        w0, w1, w2 = W[a, 3], W[a, 4], W[a, 5]
+        Sx[a, 3], Sx[a, 4], Sx[a, 5] = w1 * r2 - w2 * r1, w2 * r0 - w0 * r2, w0 * r1 - w1 * r0
+    for b in range(3):  # N₁₁ = W₁₁ − W₁₂ r× + r× N₂₁
+        n0, n1, n2 = W[3, b], W[4, b], W[5, b]
+        W[0, b] += -Sx[0, 3 + b] + r1 * n2 - r2 * n1
+        W[1, b] += -Sx[1, 3 + b] + r2 * n0 - r0 * n2
+        W[2, b] += -Sx[2, 3 + b] + r0 * n1 - r1 * n0
+    for r in range(6):
+        for c in range(r + 1):
+            C[i, r * (r + 1) // 2 + c] = W[r, c]
+    # p^a to the parent: Xᵀ (n, f) = (Eᵀ n + r × Eᵀ f, Eᵀ f); the subtree's first moment
+    # m r + Eᵀ h; Σ u²/D and the mass as they are
+    Xi = X[i]
+    n0 = Xi[0] * acc[_PPA] + Xi[3] * acc[_PPA + 1] + Xi[6] * acc[_PPA + 2]
+    n1 = Xi[1] * acc[_PPA] + Xi[4] * acc[_PPA + 1] + Xi[7] * acc[_PPA + 2]
+    n2 = Xi[2] * acc[_PPA] + Xi[5] * acc[_PPA + 1] + Xi[8] * acc[_PPA + 2]
+    f0 = Xi[0] * acc[_PPA + 3] + Xi[3] * acc[_PPA + 4] + Xi[6] * acc[_PPA + 5]
+    f1 = Xi[1] * acc[_PPA + 3] + Xi[4] * acc[_PPA + 4] + Xi[7] * acc[_PPA + 5]
+    f2 = Xi[2] * acc[_PPA + 3] + Xi[5] * acc[_PPA + 4] + Xi[8] * acc[_PPA + 5]
+    y0 = Xi[0] * acc[_PH] + Xi[3] * acc[_PH + 1] + Xi[6] * acc[_PH + 2]
+    y1 = Xi[1] * acc[_PH] + Xi[4] * acc[_PH + 1] + Xi[7] * acc[_PH + 2]
+    y2 = Xi[2] * acc[_PH] + Xi[5] * acc[_PH + 1] + Xi[8] * acc[_PH + 2]
+    C[i, _PPA] = n0 + r1 * f2 - r2 * f1
+    C[i, _PPA + 1] = n1 + r2 * f0 - r0 * f2
+    C[i, _PPA + 2] = n2 + r0 * f1 - r1 * f0
+    C[i, _PPA + 3], C[i, _PPA + 4], C[i, _PPA + 5] = f0, f1, f2
+    ms = acc[_PM]
+    C[i, _PUU], C[i, _PM] = acc[_PUU], ms
+    C[i, _PH], C[i, _PH + 1], C[i, _PH + 2] = ms * r0 + y0, ms * r1 + y1, ms * r2 + y2
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _path_total(data, P, forces, x, cw) -> float:
+    """H = Σ_roots (½ Σ u²/D − gᵀ first moment) (+ the springs' potential) from the rows."""
+    C, first, kids = cw[0], cw[4], cw[5]
+    nb_ = data.shape[0] - 1
+    T, V = 0.0, 0.0
+    for j in range(first[nb_], first[nb_ + 1]):
+        c = kids[j]
+        T += C[c, _PUU]
+        V -= (data[nb_, GRAV] * C[c, _PH] + data[nb_, GRAV + 1] * C[c, _PH + 1]
+              + data[nb_, GRAV + 2] * C[c, _PH + 2])
+    H = 0.5 * T + V
+    if forces:
+        H += spring_potential(P, x)
+    return H
+
+
+@nb.njit(cache=True, nogil=True)
+def path_hamiltonian(data, P, forces, x, p, cw) -> float:
+    """H(x, p) = ½ pᵀM⁻¹p + V(x) (+ the springs' potential) by the backward pass alone,
+    every row of the path cache cw (:func:`path_workspace`) made anew, child before
+    parent; NaN if a pivot D_i is singular. Equals :func:`hamiltonian_aba` to round-off
+    (tests/integrators/test_discrete_gradient_compiled.py); joints of one speed (and
+    none) only — cw's flag."""
+    for i in range(data.shape[0] - 2, -1, -1):
+        if not _path_row(data, i, x, p, cw):
+            return np.nan
+    return _path_total(data, P, forces, x, cw)
+
+
+@nb.njit(cache=True, nogil=True)
+def path_hamiltonian_moved(data, P, forces, x, p, k, cw) -> float:
+    """:func:`path_hamiltonian` after x_k alone has changed since cw's rows were made:
+    only the rows of k's body and its ancestors are made anew, O(depth) — the same bits
+    as the whole pass."""
+    i = cw[6][k]
+    while i >= 0:
+        if not _path_row(data, i, x, p, cw):
+            return np.nan
+        i = int(data[i, PARENT])
+    return _path_total(data, P, forces, x, cw)
 
 
 # ------------------------------------------------------------------- discrete gradients
