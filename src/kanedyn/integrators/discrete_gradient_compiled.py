@@ -474,32 +474,62 @@ def path_hamiltonian_moved(data, P, forces, x, p, k, cw) -> float:
 
 # ------------------------------------------------------------------- discrete gradients
 @nb.njit(cache=True, nogil=True)
-def configuration_part(data, P, forces, q, p, dq, reverse, g, x, aw, v, H_start) -> bool:
+def path_start(data, P, forces, q, p, aw, v, cw) -> float:
+    """H(q, p) at the start of Itoh–Abe's forward path, for :func:`configuration_part`
+    with ``H_start`` = this value: by :func:`path_hamiltonian`, its rows kept in cw as the
+    path's start (cw's flag 0, joints of several speeds: :func:`hamiltonian_aba`)."""
+    if cw[8][0] == 0:
+        return hamiltonian_aba(data, P, forces, q, p, aw, v)
+    H = path_hamiltonian(data, P, forces, q, p, cw)
+    cw[1][:] = cw[0]
+    return H
+
+
+@nb.njit(cache=True, nogil=True)
+def _path_point(data, P, forces, x, p, k, aw, v, cw) -> float:
+    """H at the path's next point, x_k moved (k < 0: the path's start):
+    :func:`path_hamiltonian_moved` (:func:`path_hamiltonian`), or :func:`hamiltonian_aba`
+    when cw's flag says a joint has several speeds."""
+    if cw[8][0] == 0:
+        return hamiltonian_aba(data, P, forces, x, p, aw, v)
+    if k < 0:
+        return path_hamiltonian(data, P, forces, x, p, cw)
+    return path_hamiltonian_moved(data, P, forces, x, p, k, cw)
+
+
+@nb.njit(cache=True, nogil=True)
+def configuration_part(data, P, forces, q, p, dq, reverse, g, x, aw, v, cw, H_start) -> bool:
     """Itoh–Abe's ∇̄_qH at fixed p, the coordinates moved in the order 1..n (``reverse``:
     n..1): ``g_i = [H(.., q_i + Δq_i, ..) − H(..)]/Δq_i``; below an increment of
     1e-5 (1 + |q_i|) the central difference of H at the increment's midpoint (as
     :meth:`.discrete_gradient.ItohAbe.configuration_part`). Each H by
-    :func:`hamiltonian_aba` (O(n); aw its workspace)."""
+    :func:`path_hamiltonian_moved` from the last point's rows, O(depth of the moved
+    joint) (cw its workspace; :func:`hamiltonian_aba`, O(n), for joints of several
+    speeds). ``H_start``: H(q, p) by :func:`path_start` (the same for every residual of a
+    step, its rows restored from cw), or NaN: made here."""
     n = q.shape[0]
     for i in range(n):
         x[i] = q[i]
-    # H(q, p) at the path's start: given (the same for every residual of a step), or NaN
-    H_prev = H_start if np.isfinite(H_start) else hamiltonian_aba(data, P, forces, x, p, aw, v)
+    if np.isfinite(H_start):
+        H_prev = H_start
+        cw[0][:] = cw[1]
+    else:
+        H_prev = _path_point(data, P, forces, x, p, -1, aw, v, cw)
     for k in range(n):
         i = n - 1 - k if reverse else k
         scale = 1.0 + abs(q[i])
         if abs(dq[i]) > 1e-5 * scale:
             x[i] = q[i] + dq[i]
-            H_new = hamiltonian_aba(data, P, forces, x, p, aw, v)
+            H_new = _path_point(data, P, forces, x, p, i, aw, v, cw)
             g[i] = (H_new - H_prev) / dq[i]
         else:
             e = 1e-5 * scale
             x[i] = q[i] + (0.5 * dq[i] + e)
-            Hp = hamiltonian_aba(data, P, forces, x, p, aw, v)
+            Hp = _path_point(data, P, forces, x, p, i, aw, v, cw)
             x[i] = q[i] + (0.5 * dq[i] - e)
-            g[i] = (Hp - hamiltonian_aba(data, P, forces, x, p, aw, v)) / (2 * e)
+            g[i] = (Hp - _path_point(data, P, forces, x, p, i, aw, v, cw)) / (2 * e)
             x[i] = q[i] + dq[i]
-            H_new = hamiltonian_aba(data, P, forces, x, p, aw, v)
+            H_new = _path_point(data, P, forces, x, p, i, aw, v, cw)
         if not np.isfinite(H_new):
             return False
         H_prev = H_new
@@ -507,19 +537,20 @@ def configuration_part(data, P, forces, q, p, dq, reverse, g, x, aw, v, H_start)
 
 
 @nb.njit(cache=True, nogil=True)
-def configuration_gradient(data, P, forces, kind, q, p, d, H0, g, g1, x, pk, aw, v) -> bool:
+def configuration_gradient(data, P, forces, kind, q, p, d, H0, g, g1, x, pk, aw, v, cw) -> bool:
     """g ← Itoh–Abe's ∇̄_qH for the increment d = (Δq, Δp): the forward path q_1..q_n at p
-    (H0 = H(q, p)), and for ``ITOH_ABE_SYMMETRIC`` its mean with the reverse path
-    q_n..q_1 at p + Δp (the second half of the reverse path p_n..p_1, then q_n..q_1). The
-    one form of it for :func:`_residual` and :func:`_polish`; g1, x, pk: scratch."""
+    (H0 = H(q, p) by :func:`path_start`), and for ``ITOH_ABE_SYMMETRIC`` its mean with the
+    reverse path q_n..q_1 at p + Δp (the second half of the reverse path p_n..p_1, then
+    q_n..q_1). The one form of it for :func:`_residual` and :func:`_polish`; g1, x, pk:
+    scratch."""
     n = q.shape[0]
     dq = d[:n]
-    if not configuration_part(data, P, forces, q, p, dq, False, g, x, aw, v, H0):
+    if not configuration_part(data, P, forces, q, p, dq, False, g, x, aw, v, cw, H0):
         return False
     if kind == ITOH_ABE_SYMMETRIC:
         for i in range(n):
             pk[i] = p[i] + d[n + i]
-        if not configuration_part(data, P, forces, q, pk, dq, True, g1, x, aw, v, np.nan):
+        if not configuration_part(data, P, forces, q, pk, dq, True, g1, x, aw, v, cw, np.nan):
             return False
         for i in range(n):
             g[i] = 0.5 * (g[i] + g1[i])
@@ -607,6 +638,7 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
     mw = mass_workspace(n, nb_)  # M and its factor at the points the residual visits
     ew = energy_workspace(nb_)
     aw = aba_velocity_workspace(data, n)  # M⁻¹p by ABA (O(n)) in the residuals
+    cw = path_workspace(data)  # Itoh–Abe's H along its coordinate paths
     # the Cholesky factor at the step's end is needed by Itoh–Abe's M⁻¹(q) and by p = M v
     # (Gonzalez's reference without carry_p); otherwise v = M⁻¹p by ABA
     need_M0 = not carry_p or kind == ITOH_ABE or kind == ITOH_ABE_SYMMETRIC
@@ -643,8 +675,10 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
         if not carry_p:
             p[:] = M0 @ v  # the Gonzalez reference takes p = M v at every step
         H0 = 0.0
-        if kind != AVF:  # Gonzalez's ΔH; Itoh–Abe: H at the start of the forward path
+        if kind == GONZALEZ:  # its ΔH
             H0 = hamiltonian_aba(data, P, forces, q, p, aw, vk)
+        elif kind != AVF:  # Itoh–Abe: H at the start of the forward path, its rows kept
+            H0 = path_start(data, P, forces, q, p, aw, vk, cw)
         if kind == ITOH_ABE or kind == ITOH_ABE_SYMMETRIC:  # (and M⁻¹ at q)
             inverse(L0, Minv0, e, col)
         if h != last_h:
@@ -682,7 +716,7 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
                 total += 1
                 if not _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r,
                                  gq, gp, g1, g2, qk, pk, vk, dT, dV, out, mw, aw, ew, Minv, x, e,
-                                 col, tau_nc, tau):
+                                 col, tau_nc, tau, cw):
                     break
                 lu_solve(J, piv, r)
                 size, scale = 0.0, 0.0
@@ -730,7 +764,7 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
         since += 1
         if kind == ITOH_ABE or kind == ITOH_ABE_SYMMETRIC:
             if not _polish(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, g1, g2, gp, x, mw,
-                           aw, vk, Minv, e, col, qk, pk, tau_nc, tau):
+                           aw, vk, Minv, e, col, qk, pk, tau_nc, tau, cw):
                 status[0], status[1] = 3, step
                 return k_out
         if forces:
@@ -769,7 +803,7 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
 
 @nb.njit(cache=True, nogil=True)
 def _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, gq, gp, g1, g2,
-              qk, pk, vk, dT, dV, out, mw, aw, ew, Minv, x, e, col, tau_nc, tau) -> bool:
+              qk, pk, vk, dT, dV, out, mw, aw, ew, Minv, x, e, col, tau_nc, tau, cw) -> bool:
     """r ← R(d) = (Δq − h ∇̄_pH, Δp + h ∇̄_qH − h τ_nc(t + h/2, q + Δq/2, ∇̄_pH)) for the
     discrete gradient ``kind`` (τ_nc: the force rows P, when ``forces``)."""
     n = q.shape[0]
@@ -816,7 +850,7 @@ def _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, 
         # Itoh–Abe (Itoh & Abe 1988): q_1..q_n at p, then p_1..p_n at q + Δq; symmetrised:
         # the mean with the reverse path p_n..p_1 at q, then q_n..q_1 at p + Δp
         if not configuration_gradient(data, P, forces, kind, q, p, d, H0, gq, g1, x, pk, aw,
-                                      vk):
+                                      vk, cw):
             return False
         for i in range(n):
             qk[i] = q[i] + dq[i]
@@ -842,7 +876,7 @@ def _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, 
 
 @nb.njit(cache=True, nogil=True)
 def _polish(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, g1, g2, gp, x, mw, aw, v, Minv,
-            e, col, qk, pk, tau_nc, tau) -> bool:
+            e, col, qk, pk, tau_nc, tau, cw) -> bool:
     """Δp ← −h ∇̄_qH(Δq, Δp) + h τ_nc(t + h/2, q̄, ∇̄_pH) once more after Newton (as
     ``ItohAbe.polish`` for additive coordinates: with forces, up to four sweeps of that
     fixed point for the forward variant, one for the symmetric): the momentum equation
@@ -851,7 +885,8 @@ def _polish(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, g1, g2, gp, x, mw,
     n = q.shape[0]
     dq = d[:n]
     dp = d[n:]
-    if not configuration_gradient(data, P, forces, kind, q, p, d, H0, g1, g2, x, pk, aw, v):
+    if not configuration_gradient(data, P, forces, kind, q, p, d, H0, g1, g2, x, pk, aw, v,
+                                  cw):
         return False
     if not forces:
         for i in range(n):
