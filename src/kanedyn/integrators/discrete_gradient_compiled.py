@@ -12,7 +12,11 @@ in canonical variables z = (q, p), p = M(q) v, for the increment d = (Δq, Δp) 
 with its own discrete gradient ∇̄H(z, z + d) (:data:`AVF`, :data:`ITOH_ABE`,
 :data:`ITOH_ABE_SYMMETRIC`, :data:`GONZALEZ`; formulas in the references' docstrings),
 evaluated by the kernels behind ``kd.crba`` (M, then a Cholesky factor for v = M⁻¹p) and
-the energy kernel (∂T/∂q|_v, g(q), T, V). The force rows (springs, dampers, smoothed
+the energy kernel (∂T/∂q|_v, g(q), T, V). Itoh–Abe's H along its coordinate paths comes from the
+articulated-body algorithm's backward pass alone, kept per body, so that each point of a
+path remakes only the moved joint's body and its ancestors (:func:`path_hamiltonian_moved`,
+O(depth) against :func:`hamiltonian_aba`'s O(n); docs/benchmarks.md, "Issue 17: itoh_abe's
+path by the backward pass alone"). The force rows (springs, dampers, smoothed
 Stribeck friction, constant and sinusoidal torques) enter as the Python methods take them:
 the springs' potential in H, τ_nc in the momentum equation, ``W_nc += h v̄ᵀ τ_nc`` with
 v̄ = Δq/h, so that the budget E − E₀ − W_nc closes to round-off; Itoh–Abe's polish sweeps
