@@ -313,8 +313,8 @@ def path_workspace(data):
     flags (nb, 2): pose current, inertia and S⁰ current; the three again as kept at the
     path's start; the children of each body and of the world (index nb) as ranges
     ``first[i]:first[i+1]`` of ``kids``; each body's subtree (itself first) likewise;
-    the body of each coordinate; a stack; a scratch row pair; a row accumulator; a flag:
-    1 when every joint has at most one speed, the joints :func:`_path_row` takes)."""
+    the body of each coordinate; a stack; a scratch row pair; a flag: 1 when every joint
+    has at most one speed, the joints :func:`_path_row` takes)."""
     nb_ = data.shape[0] - 1
     nq = int(data[nb_, NQ])
     first = np.zeros(nb_ + 2, np.int64)
@@ -356,8 +356,7 @@ def path_workspace(data):
             i = int(data[i, PARENT])
     return (np.zeros((nb_, _PW)), np.zeros((nb_, _BW)), np.zeros((nb_, 2), np.int64),
             np.zeros((nb_, _PW)), np.zeros((nb_, _BW)), np.zeros((nb_, 2), np.int64),
-            first, kids, sfirst, sub, qbody, np.empty(nb_, np.int64), np.empty((2, 6)),
-            np.empty(_PW), flag)
+            first, kids, sfirst, sub, qbody, np.empty(nb_, np.int64), np.empty((2, 6)), flag)
 
 
 @nb.njit(cache=True, nogil=True, _nrt=False)
@@ -531,12 +530,13 @@ def _path_carry(c, C, B):
 
 
 @nb.njit(cache=True, nogil=True, _nrt=False)
-def _path_row(data, i, p, C, B, F, first, kids, stack, Sx, acc) -> bool:
+def _path_row(data, i, p, C, B, F, first, kids, stack, Sx) -> bool:
     """Row i of the path cache from body i's inertia and its children's rows (each carried
     to the child's present pose first when it has moved since its row was made); False
     if D_i is not above the model's singular tolerance (or not finite). Written on
     scalars, which the compiler keeps in registers (DESIGN, the fast path)."""
     _path_inertia(data, i, B, F, Sx, stack)
+    acc = C[i]  # (the row is summed in place)
     for k in range(_PIA, _PPA):
         acc[k] = B[i, _BI + k]
     for k in range(_PPA, _PM):
@@ -598,8 +598,6 @@ def _path_row(data, i, p, C, B, F, first, kids, stack, Sx, acc) -> bool:
         acc[18] -= b5 * u3
         acc[19] -= b5 * u4
         acc[20] -= b5 * u5
-    for k in range(_PW):
-        C[i, k] = acc[k]
     for m in range(12):
         B[i, _BST + m] = B[i, _BX0 + m]
     return True
@@ -629,14 +627,14 @@ def path_hamiltonian(data, P, forces, x, p, cw) -> float:
     pivot D_i is singular. Equals :func:`hamiltonian_aba` to round-off
     (tests/integrators/test_discrete_gradient_compiled.py); joints of one speed (or none)
     only — cw's flag."""
-    C, B, F, first, kids, stack, Sx, acc = cw[0], cw[1], cw[2], cw[6], cw[7], cw[11], cw[12], cw[13]
+    C, B, F, first, kids, stack, Sx = cw[0], cw[1], cw[2], cw[6], cw[7], cw[11], cw[12]
     nb_ = data.shape[0] - 1
     for i in range(nb_):
         if kernels.joint_transform(data, i, x, B) != 0:  # (X_up: B's first columns)
             return np.nan
         F[i, 0], F[i, 1] = 0, 0
     for i in range(nb_ - 1, -1, -1):
-        if not _path_row(data, i, p, C, B, F, first, kids, stack, Sx, acc):
+        if not _path_row(data, i, p, C, B, F, first, kids, stack, Sx):
             return np.nan
     return _path_total(data, P, forces, x, cw)
 
@@ -646,7 +644,7 @@ def path_hamiltonian_moved(data, P, forces, x, p, k, cw) -> float:
     """:func:`path_hamiltonian` after x_k alone has changed since cw was last used (x and
     p otherwise the same): X_up of k's body anew, the poses of its subtree marked stale,
     the rows of k's body and its ancestors made anew — O(depth) (module comment)."""
-    C, B, F, first, kids, stack, Sx, acc = cw[0], cw[1], cw[2], cw[6], cw[7], cw[11], cw[12], cw[13]
+    C, B, F, first, kids, stack, Sx = cw[0], cw[1], cw[2], cw[6], cw[7], cw[11], cw[12]
     sfirst, sub = cw[8], cw[9]
     i = cw[10][k]
     if kernels.joint_transform(data, i, x, B) != 0:
@@ -654,7 +652,7 @@ def path_hamiltonian_moved(data, P, forces, x, p, k, cw) -> float:
     for j in range(sfirst[i], sfirst[i + 1]):
         F[sub[j], 0], F[sub[j], 1] = 0, 0
     while i >= 0:
-        if not _path_row(data, i, p, C, B, F, first, kids, stack, Sx, acc):
+        if not _path_row(data, i, p, C, B, F, first, kids, stack, Sx):
             return np.nan
         i = int(data[i, PARENT])
     return _path_total(data, P, forces, x, cw)
@@ -665,7 +663,7 @@ def path_start(data, P, forces, q, p, aw, v, cw) -> float:
     """H(q, p) at the start of Itoh–Abe's forward path, for :func:`configuration_part`
     with ``H_start`` = this value: by :func:`path_hamiltonian`, its rows kept in cw as the
     path's start (cw's flag 0, joints of several speeds: :func:`hamiltonian_aba`)."""
-    if cw[14][0] == 0:
+    if cw[13][0] == 0:
         return hamiltonian_aba(data, P, forces, q, p, aw, v)
     H = path_hamiltonian(data, P, forces, q, p, cw)
     cw[3][:] = cw[0]
@@ -679,7 +677,7 @@ def _path_point(data, P, forces, x, p, k, aw, v, cw) -> float:
     """H at the path's next point, x_k moved (k < 0: the path's start):
     :func:`path_hamiltonian_moved` (:func:`path_hamiltonian`), or :func:`hamiltonian_aba`
     when cw's flag says a joint has several speeds."""
-    if cw[14][0] == 0:
+    if cw[13][0] == 0:
         return hamiltonian_aba(data, P, forces, x, p, aw, v)
     if k < 0:
         return path_hamiltonian(data, P, forces, x, p, cw)
