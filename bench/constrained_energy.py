@@ -284,21 +284,22 @@ def _stewart_tips(m, d) -> np.ndarray:
     return np.array([d.site(f"tip{k}").xpos - d.site(f"P{k}").xpos for k in range(6)])
 
 
-def run_mujoco_stewart(s, q0, v0, T, dt, solref):
-    """The Stewart platform in MuJoCo (:func:`stewart_mjcf`) from the bench's start."""
+def stewart_mujoco(s, q0, v0, dt: float, solref: tuple[float, float]):
+    """A fresh (MjModel, MjData) of :func:`stewart_mjcf` at kanedyn's start (q0, v0)."""
     import mujoco
 
-    xml = stewart_mjcf(s, dt, solref)
     qpos, qvel, _ = stewart_mujoco_state(s, q0, v0)
+    m = mujoco.MjModel.from_xml_string(stewart_mjcf(s, dt, solref))
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:] = qpos, qvel
+    mujoco.mj_forward(m, d)
+    return m, d
 
-    def start():
-        m = mujoco.MjModel.from_xml_string(xml)
-        d = mujoco.MjData(m)
-        d.qpos[:], d.qvel[:] = qpos, qvel
-        mujoco.mj_forward(m, d)
-        return m, d
 
-    return run_mujoco(start, lambda m, d: np.abs(_stewart_tips(m, d)).max(), T, dt)
+def run_mujoco_stewart(s, q0, v0, T, dt, solref):
+    """The Stewart platform in MuJoCo (:func:`stewart_mjcf`) from the bench's start."""
+    return run_mujoco(lambda: stewart_mujoco(s, q0, v0, dt, solref),
+                      lambda m, d: np.abs(_stewart_tips(m, d)).max(), T, dt)
 
 
 def mujoco_stewart_convergence(T: float, dt: float) -> None:
@@ -312,16 +313,12 @@ def mujoco_stewart_convergence(T: float, dt: float) -> None:
     s, q0, v0 = stewart()
     tr = kd.simulate(s, q0, v0, T, method="energy_momentum", dt=dt)
     path = tr.q[:, :3] + (0.0, 0.0, s.geometry["height"])
-    qpos, qvel, _ = stewart_mujoco_state(s, q0, v0)
     n0 = len(tr.t) - 1
     print("| MuJoCo dt | solref | max |ΔE|/E0 | max gap | max |p − p_em| | p_z at T (em "
           f"{path[-1, 2]:.4f}) |")
     for h in (dt, dt / 10):
         for solref in ((0.02, 1.0), (2 * h, 1.0)):
-            m = mujoco.MjModel.from_xml_string(stewart_mjcf(s, h, solref))
-            d = mujoco.MjData(m)
-            d.qpos[:], d.qvel[:] = qpos, qvel
-            mujoco.mj_forward(m, d)
+            m, d = stewart_mujoco(s, q0, v0, h, solref)
             n, every = int(round(T / h)), int(round(dt / h))
             E, g, P = [d.energy.sum()], [0.0], [d.qpos[:3].copy()]
             for k in range(n):
@@ -350,14 +347,11 @@ def stewart_mjcf_check(s, q0, v0, dt) -> dict:
     from kanedyn.model.mjcf import parse_mjcf
 
     xml = stewart_mjcf(s, dt, (0.02, 1.0))
-    qpos, qvel, T = stewart_mujoco_state(s, q0, v0)
+    qpos, _, T = stewart_mujoco_state(s, q0, v0)
     M, E = kd.crba(s.model, q0), s.energy(q0, v0)
     # the loader's free joint: q = qpos, v = (ω, Rᵀ ṗ) as stewart_system's
     loaded = mjcf_system(parse_mjcf(string=xml, warn=False))
-    m = mujoco.MjModel.from_xml_string(xml)
-    d = mujoco.MjData(m)
-    d.qpos[:], d.qvel[:] = qpos, qvel
-    mujoco.mj_forward(m, d)
+    m, d = stewart_mujoco(s, q0, v0, dt, (0.02, 1.0))
     Mm = np.zeros((m.nv, m.nv))
     mujoco.mj_fullM(m, d, Mm)
     a = kd.aba(s.model, q0, v0, np.zeros(s.nv))
@@ -520,8 +514,7 @@ def main():
                   f"|g| {c['loader_g']:.1e}; MuJoCo max|ΔM| {c['mujoco_dM']:.1e}, "
                   f"|ΔE| {c['mujoco_dE']:.1e}, max|Δqacc_smooth| {c['mujoco_dqacc']:.1e} "
                   f"(of {c['max_qacc']:.3g}), max gap {c['mujoco_g']:.1e}")
-        rows = run_all(s, q0, v0, fT * T, fdt * dt,
-                       mujoco_run)
+        rows = run_all(s, q0, v0, fT * T, fdt * dt, mujoco_run)
         table(name, rows)
         em = rows["energy_momentum"]
         if "Gv" in em:
