@@ -419,27 +419,10 @@ def _path_inertia(data, i, B, F, Sx, stack):
     F[i, 1] = 1
 
 
-@nb.njit(cache=True, _nrt=False, forceinline=True)
-def _sym_rotated(e0, e1, e2, e3, e4, e5, e6, e7, e8, s00, s10, s11, s20, s21, s22):
-    """Eᵀ S E for a symmetric 3x3 S (its lower entries) and E row-major (e_{3k+c} =
-    E[k, c]): the lower entries (00, 10, 11, 20, 21, 22), with T = S E first."""
-    t00 = s00 * e0 + s10 * e3 + s20 * e6
-    t01 = s00 * e1 + s10 * e4 + s20 * e7
-    t02 = s00 * e2 + s10 * e5 + s20 * e8
-    t10 = s10 * e0 + s11 * e3 + s21 * e6
-    t11 = s10 * e1 + s11 * e4 + s21 * e7
-    t12 = s10 * e2 + s11 * e5 + s21 * e8
-    t20 = s20 * e0 + s21 * e3 + s22 * e6
-    t21 = s20 * e1 + s21 * e4 + s22 * e7
-    t22 = s20 * e2 + s21 * e5 + s22 * e8
-    return (e0 * t00 + e3 * t10 + e6 * t20, e1 * t00 + e4 * t10 + e7 * t20,
-            e1 * t01 + e4 * t11 + e7 * t21, e2 * t00 + e5 * t10 + e8 * t20,
-            e2 * t01 + e5 * t11 + e8 * t21, e2 * t02 + e5 * t12 + e8 * t22)
-
-
-@nb.njit(cache=True, _nrt=False, forceinline=True)
+@nb.njit(cache=True, nogil=True, _nrt=False, forceinline=True)
 def _rotated(e0, e1, e2, e3, e4, e5, e6, e7, e8, g00, g01, g02, g10, g11, g12, g20, g21, g22):
-    """Eᵀ G E for a 3x3 G (row-major), E as in :func:`_sym_rotated`; row-major."""
+    """Eᵀ G E for a 3x3 G and E, both row-major (e_{3k+c} = E[k, c]); row-major, with
+    T = G E first. (Inlined: the entries a caller leaves unused are never computed.)"""
     t00 = g00 * e0 + g01 * e3 + g02 * e6
     t01 = g00 * e1 + g01 * e4 + g02 * e7
     t02 = g00 * e2 + g01 * e5 + g02 * e8
@@ -479,12 +462,13 @@ def _path_carry(c, C, B):
     r0 = B[c, n + 9] - (e0 * q0 + e3 * q1 + e6 * q2)
     r1 = B[c, n + 10] - (e1 * q0 + e4 * q1 + e7 * q2)
     r2 = B[c, n + 11] - (e2 * q0 + e5 * q1 + e8 * q2)
-    w00, w10, w11, w20, w21, w22 = _sym_rotated(e0, e1, e2, e3, e4, e5, e6, e7, e8,
-                                                C[c, 0], C[c, 1], C[c, 2], C[c, 3], C[c, 4],
-                                                C[c, 5])
-    v00, v10, v11, v20, v21, v22 = _sym_rotated(e0, e1, e2, e3, e4, e5, e6, e7, e8,
-                                                C[c, 9], C[c, 13], C[c, 14], C[c, 18],
-                                                C[c, 19], C[c, 20])
+    # the symmetric blocks from their lower entries (00, 10, 11, 20, 21, 22)
+    w00, _, _, w10, w11, _, w20, w21, w22 = _rotated(
+        e0, e1, e2, e3, e4, e5, e6, e7, e8, C[c, 0], C[c, 1], C[c, 3], C[c, 1], C[c, 2],
+        C[c, 4], C[c, 3], C[c, 4], C[c, 5])
+    v00, _, _, v10, v11, _, v20, v21, v22 = _rotated(
+        e0, e1, e2, e3, e4, e5, e6, e7, e8, C[c, 9], C[c, 13], C[c, 18], C[c, 13], C[c, 14],
+        C[c, 19], C[c, 18], C[c, 19], C[c, 20])
     g00, g01, g02, g10, g11, g12, g20, g21, g22 = _rotated(
         e0, e1, e2, e3, e4, e5, e6, e7, e8, C[c, 6], C[c, 7], C[c, 8], C[c, 10], C[c, 11],
         C[c, 12], C[c, 15], C[c, 16], C[c, 17])
