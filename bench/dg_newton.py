@@ -12,6 +12,10 @@ compiled discrete gradients" (the per-step ratios against MuJoCo are bench/sim_v
 - ``passes``: µs per call of the pieces (best of 3 rounds of N calls, in one compiled
   loop): the RNEA tangent pass at v = 0 against the full one, the energy pass, M⁻¹p by
   ABA, and a gradient ∇H (ABA + the energy pass on its poses);
+- ``path``: µs per Itoh–Abe configuration part (∇̄_qH along the forward path at fixed p,
+  Δq = 1e-3 (1..2)) on the 7- and 20-link chains, H by ``path_hamiltonian_moved`` (the
+  backward pass, ancestors of the moved joint only) against ``hamiltonian_aba`` (the
+  workspace's flag set to 0: the whole ABA pass at every point), same process;
 - ``step``: energy_momentum's energy error on the 7-link chain at dt = 5e-3 (5 s), against
   its Python steps (``compiled=False``);
 - ``lie``: energy_momentum's "lie" variant on a tossed free body (10 s at dt = 1e-3),
@@ -19,8 +23,8 @@ compiled discrete gradients" (the per-step ratios against MuJoCo are bench/sim_v
 - ``floating``: its "floating" variant on a free base with a 6-link arm, no gravity, the
   same way.
 
-Run: PYTHONPATH=src .venv/bin/python bench/dg_newton.py [stats predictor passes step lie
-     floating]
+Run: PYTHONPATH=src .venv/bin/python bench/dg_newton.py [stats predictor passes path step
+     lie floating]
 """
 
 from __future__ import annotations
@@ -128,6 +132,35 @@ def passes(N: int = 5000) -> None:
             print(f"{n:2d} links {name:36s} {best * 1e6:6.2f}")
 
 
+@nb.njit
+def _configuration_parts(N, data, P, q, p, dq, g, x, aw, v, cw, H0):
+    for _ in range(N):
+        dgc.configuration_part(data, P, False, q, p, dq, False, g, x, aw, v, cw, H0)
+
+
+def path() -> None:
+    print("== Itoh–Abe configuration part, µs per call ==")
+    for n in (7, 20):
+        model, q, _ = chain(n)
+        data = flatten(model).data
+        P = empty_rows(n)
+        p, dq = np.linspace(-1.0, 1.0, n), 1e-3 * np.linspace(1.0, 2.0, n)
+        aw, cw = dgc.aba_velocity_workspace(data, n), dgc.path_workspace(data)
+        v, g, x = np.empty(n), np.empty(n), np.empty(n)
+        for flag, name in ((0, "hamiltonian_aba at every point"),
+                           (1, "path_hamiltonian_moved")):
+            cw[-1][0] = flag
+            H0 = dgc.path_start(data, P, False, q, p, aw, v, cw)
+            args = (data, P, q, p, dq, g, x, aw, v, cw, H0)
+            _configuration_parts(10, *args)
+            best = np.inf
+            for _ in range(3):
+                t0 = time.perf_counter()
+                _configuration_parts(2000, *args)
+                best = min(best, (time.perf_counter() - t0) / 2000)
+            print(f"{n:2d} links {name:32s} {best * 1e6:7.2f}")
+
+
 def step() -> None:
     print("== energy_momentum at dt = 5e-3, 7 links, 5 s: max|ΔE| / max|E| ==")
     model, q0, v0 = chain(7)
@@ -186,11 +219,11 @@ def floating() -> None:
 
 
 if __name__ == "__main__":
-    parts = sys.argv[1:] or ["stats", "predictor", "passes", "step", "lie", "floating"]
+    parts = sys.argv[1:] or ["stats", "predictor", "passes", "path", "step", "lie", "floating"]
     with open("/proc/loadavg") as f:
         print("load before:", f.read().split()[:3])
     for part in parts:
-        {"stats": stats, "predictor": predictor, "passes": passes, "step": step,
+        {"stats": stats, "predictor": predictor, "passes": passes, "path": path, "step": step,
          "lie": lie, "floating": floating}[part]()
     with open("/proc/loadavg") as f:
         print("load after:", f.read().split()[:3])

@@ -229,3 +229,47 @@ def test_aba_forms_equal_the_crba_cholesky_reference(case):
         assert dgc.gradient(data, P, False, q, p, mw, v_ref, ew, dT, dV, out, g_ref)
         assert dgc.gradient_aba(data, P, False, q, p, aw, v, ew, dT, dV, out, g)
         np.testing.assert_allclose(g, g_ref, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", ["chain7", "slider_with_armature", "tree"])
+def test_path_hamiltonian_equals_hamiltonian_aba_along_coordinate_paths(case):
+    """Itoh–Abe's H along its coordinate paths by the backward pass alone
+    (path_hamiltonian, then path_hamiltonian_moved: only the moved joint's body and its
+    ancestors made anew, its children's rows carried rigidly) equals hamiltonian_aba (a
+    whole ABA pass and the poses) at every point to round-off: the forward and reverse
+    orders of the two paths, a central difference's back-and-forth, random orders; a
+    branched tree with hinge, prismatic and helical joints, rotors, springs' rows. The
+    crba form ½pᵀM⁻¹p + V checks the innovations sum Σ u²/D once more."""
+    from kanedyn.dynamics.flat import flatten
+    from kanedyn.forces.kernel import P_K, P_REST, empty_rows
+    from kanedyn.integrators import discrete_gradient_compiled as dgc
+
+    if case == "chain7":
+        model = chain7()[0]
+    elif case == "slider_with_armature":
+        model = slider_chain(armature=0.07)
+    else:
+        model = kd.models.random_tree(6, seed=3, joint_types=("revolute", "prismatic",
+                                                                "helical"))
+    data = flatten(model).data
+    n = model.nv
+    P = empty_rows(n)
+    P[:, P_K], P[:, P_REST] = np.linspace(0.0, 3.0, n), 0.2
+    rng = np.random.default_rng(5)
+    aw, cw, v = dgc.aba_velocity_workspace(data, n), dgc.path_workspace(data), np.empty(n)
+    assert cw[-1][0] == 1  # joints of one speed: the path kernel, not the fallback
+    for trial in range(3):
+        q, p = rng.uniform(-1.5, 1.5, n), rng.normal(size=n)
+        H = dgc.path_hamiltonian(data, P, True, q, p, cw)
+        M = kd.crba(model, q)
+        springs = 0.5 * P[:, P_K] @ (q - 0.2) ** 2
+        assert H == pytest.approx(0.5 * p @ np.linalg.solve(M, p) + kd.potential_energy(
+            model, q) + springs, rel=1e-13, abs=1e-13)
+        order = [list(range(n)), list(range(n))[::-1], list(rng.permutation(n))][trial]
+        x = q.copy()
+        for k in order:
+            for step in (0.3, -0.6, 0.3 + rng.normal()):  # a central difference, then on
+                x[k] += step
+                Hm = dgc.path_hamiltonian_moved(data, P, True, x, p, k, cw)
+                assert Hm == pytest.approx(dgc.hamiltonian_aba(data, P, True, x, p, aw, v),
+                                           rel=1e-13, abs=1e-13)

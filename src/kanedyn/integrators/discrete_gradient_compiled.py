@@ -12,7 +12,11 @@ in canonical variables z = (q, p), p = M(q) v, for the increment d = (Δq, Δp) 
 with its own discrete gradient ∇̄H(z, z + d) (:data:`AVF`, :data:`ITOH_ABE`,
 :data:`ITOH_ABE_SYMMETRIC`, :data:`GONZALEZ`; formulas in the references' docstrings),
 evaluated by the kernels behind ``kd.crba`` (M, then a Cholesky factor for v = M⁻¹p) and
-the energy kernel (∂T/∂q|_v, g(q), T, V). The force rows (springs, dampers, smoothed
+the energy kernel (∂T/∂q|_v, g(q), T, V). Itoh–Abe's H along its coordinate paths comes from the
+articulated-body algorithm's backward pass alone, kept per body, so that each point of a
+path remakes only the moved joint's body and its ancestors (:func:`path_hamiltonian_moved`,
+O(depth) against :func:`hamiltonian_aba`'s O(n); docs/benchmarks.md, "Issue 17: itoh_abe's
+path by the backward pass alone"). The force rows (springs, dampers, smoothed
 Stribeck friction, constant and sinusoidal torques) enter as the Python methods take them:
 the springs' potential in H, τ_nc in the momentum equation, ``W_nc += h v̄ᵀ τ_nc`` with
 v̄ = Δq/h, so that the budget E − E₀ − W_nc closes to round-off; Itoh–Abe's polish sweeps
@@ -84,7 +88,8 @@ from ..dynamics.energy_kernel import (
 from ..dynamics.flat import flatten
 from ..dynamics.kernels.aba import aba_core, aba_workspace
 from ..dynamics.kernels.crba import crba_core
-from ..dynamics.layout import GRAV, MASS, H
+from ..dynamics.kernels.spatial_rows import inertia_world_s, sym_times_s, x_inv_motion_s
+from ..dynamics.layout import ARMATURE, GRAV, IQ, IV, MASS, NQ, NVJ, PARENT, SINGTOL, H
 from ..forces.kernel import (
     P_K,
     damping_slopes,
@@ -275,34 +280,429 @@ def gradient_aba(data, P, forces, q, p, aw, v, ew, dT, dV, out, gq) -> bool:
     return True
 
 
+# ------------------------- H along a coordinate path by the backward pass alone: O(depth)
+# Itoh–Abe's ∇̄_qH visits n + 1 points of a coordinate path, each differing from the last
+# in one coordinate. H = ½ pᵀM⁻¹p + V(q) needs no forward pass: with v = 0, no gravity and
+# τ = p, ABA's backward pass (Featherstone 2008, Table 7.1) gives u_i = p_i − S_iᵀ p^A_i
+# and D_i = S_iᵀ I^A_i S_i, and pᵀM⁻¹p = Σ_i u_i² / D_i (the innovations factorisation
+# of M⁻¹: Rodriguez, Jain & Kreutz-Delgado, Int. J. Robotics Research 10, 1991). V =
+# −gᵀ Σ_roots (first moment of the root's subtree), the subtree masses and first moments
+# summed tip to base. Each body keeps a row: what it passes to its parent — I^a_i =
+# I^A_i − U_i U_iᵀ/D_i, p^a_i = p^A_i + U_i u_i/D_i, its subtree's Σ u²/D, mass and
+# first moment — in world coordinates, as :func:`kanedyn.dynamics.kernels.aba.aba_core`
+# (the articulated inertia passes to the parent by a plain sum), and the pose of the body
+# it was made at (its stamp). Moving q_k moves k's subtree rigidly and leaves every other
+# pose as it was, so only the rows of k's body and its ancestors are made anew
+# (:func:`path_hamiltonian_moved`); a child whose pose has changed since its row was
+# made (the moved body's children) has its row carried along rigidly, ``Δᵀ I Δ`` with
+# Δ from the stamp to the present pose (an articulated inertia of a rigidly moved
+# subtree is the same in the subtree's own frame). Each point then costs one congruence
+# per child of the moved body and, per ancestor, a sum and a rank-one update: against a
+# whole ABA pass and the poses (O(n)) of :func:`hamiltonian_aba`.
+#: columns of a body's row in the path cache: I^a (21, packed as in spatial_rows), p^a
+#: (6), Σ u²/D (1), mass (1), first moment (3)
+_PIA, _PPA, _PUU, _PM, _PH, _PW = 0, 21, 27, 28, 29, 32
+#: columns of a body's pose record: X_up (12), i_X_0 (12), the stamp (i_X_0 when its row
+#: was made, 12), its rigid inertia in world coordinates (21 packed) and S⁰ (6) at i_X_0
+_BX, _BX0, _BST, _BI, _BS, _BW = 0, 12, 24, 36, 57, 63
+
+
+@nb.njit(cache=True, nogil=True)
+def path_workspace(data):
+    """The path cache of :func:`path_hamiltonian`: (rows (nb, 32), pose records (nb, 63),
+    flags (nb, 2): pose current, inertia and S⁰ current; the three again as kept at the
+    path's start; the children of each body and of the world (index nb) as ranges
+    ``first[i]:first[i+1]`` of ``kids``; each body's subtree (itself first) likewise;
+    the body of each coordinate; a stack; a scratch row pair; a flag: 1 when every joint
+    has at most one speed, the joints :func:`_path_row` takes)."""
+    nb_ = data.shape[0] - 1
+    nq = int(data[nb_, NQ])
+    first = np.zeros(nb_ + 2, np.int64)
+    for i in range(nb_):
+        par = int(data[i, PARENT])
+        first[(par if par >= 0 else nb_) + 1] += 1
+    for i in range(nb_ + 1):
+        first[i + 1] += first[i]
+    kids, fill = np.empty(nb_, np.int64), first[:-1].copy()
+    qbody = np.full(nq, -1, np.int64)
+    flag = np.ones(1, np.int64)
+    depth = np.zeros(nb_, np.int64)
+    for i in range(nb_):
+        par = int(data[i, PARENT])
+        depth[i] = 0 if par < 0 else depth[par] + 1
+        par = par if par >= 0 else nb_
+        kids[fill[par]] = i
+        fill[par] += 1
+        n = int(data[i, NVJ])
+        if n > 1:
+            flag[0] = 0
+        elif n == 1:
+            qbody[int(data[i, IQ])] = i
+    # subtrees: body j is in i's when i is on j's path to the root
+    sfirst = np.zeros(nb_ + 1, np.int64)
+    for j in range(nb_):
+        i = j
+        while i >= 0:
+            sfirst[i + 1] += 1
+            i = int(data[i, PARENT])
+    for i in range(nb_):
+        sfirst[i + 1] += sfirst[i]
+    sub, fill = np.empty(sfirst[nb_], np.int64), sfirst[:-1].copy()
+    for j in range(nb_):
+        i = j
+        while i >= 0:
+            sub[fill[i]] = j
+            fill[i] += 1
+            i = int(data[i, PARENT])
+    return (np.zeros((nb_, _PW)), np.zeros((nb_, _BW)), np.zeros((nb_, 2), np.int64),
+            np.zeros((nb_, _PW)), np.zeros((nb_, _BW)), np.zeros((nb_, 2), np.int64),
+            first, kids, sfirst, sub, qbody, np.empty(nb_, np.int64), np.empty((2, 6)), flag)
+
+
+@nb.njit(cache=True, nogil=True, _nrt=False)
+def _path_pose(data, i, B, F, stack):
+    """Make i_X_0 of body i current (flag 0), and those of its ancestors that are not:
+    ``i_X_0 = X_up[i] λ_X_0`` (E = E_i E_λ, r = r_λ + E_λᵀ r_i), root to body."""
+    top = 0
+    j = i
+    while j >= 0 and F[j, 0] == 0:
+        stack[top] = j
+        top += 1
+        j = int(data[j, PARENT])
+    while top > 0:
+        top -= 1
+        j = stack[top]
+        par = int(data[j, PARENT])
+        if par < 0:
+            for m in range(12):
+                B[j, _BX0 + m] = B[j, _BX + m]
+        else:
+            for a in range(3):
+                for b in range(3):
+                    B[j, _BX0 + 3 * a + b] = (B[j, _BX + 3 * a] * B[par, _BX0 + b]
+                                              + B[j, _BX + 3 * a + 1] * B[par, _BX0 + 3 + b]
+                                              + B[j, _BX + 3 * a + 2] * B[par, _BX0 + 6 + b])
+            for a in range(3):
+                B[j, _BX0 + 9 + a] = (B[par, _BX0 + 9 + a]
+                                      + B[par, _BX0 + a] * B[j, _BX + 9]
+                                      + B[par, _BX0 + 3 + a] * B[j, _BX + 10]
+                                      + B[par, _BX0 + 6 + a] * B[j, _BX + 11])
+        F[j, 0] = 1
+
+
+@nb.njit(cache=True, nogil=True, _nrt=False)
+def _path_inertia(data, i, B, F, Sx, stack):
+    """Make body i's rigid inertia in world coordinates ``X0ᵀ I_i X0`` (packed) and its
+    S⁰ = X0⁻¹ S_i current (flag 1), at its current pose."""
+    if F[i, 1] == 1:
+        return
+    _path_pose(data, i, B, F, stack)
+    e0, e1, e2, e3, e4, e5, e6, e7, e8 = (B[i, _BX0], B[i, _BX0 + 1], B[i, _BX0 + 2],
+                                          B[i, _BX0 + 3], B[i, _BX0 + 4], B[i, _BX0 + 5],
+                                          B[i, _BX0 + 6], B[i, _BX0 + 7], B[i, _BX0 + 8])
+    r0, r1, r2 = B[i, _BX0 + 9], B[i, _BX0 + 10], B[i, _BX0 + 11]
+    m, g0, g1, g2, j00, j01, j11, j02, j12, j22 = inertia_world_s(
+        data, i, e0, e1, e2, e3, e4, e5, e6, e7, e8, r0, r1, r2)
+    o = _BI
+    B[i, o], B[i, o + 1], B[i, o + 2], B[i, o + 3], B[i, o + 4], B[i, o + 5] = (
+        j00, j01, j11, j02, j12, j22)
+    B[i, o + 6], B[i, o + 7], B[i, o + 8], B[i, o + 9] = 0.0, g2, -g1, m
+    B[i, o + 10], B[i, o + 11], B[i, o + 12], B[i, o + 13], B[i, o + 14] = -g2, 0.0, g0, 0.0, m
+    B[i, o + 15], B[i, o + 16], B[i, o + 17] = g1, -g0, 0.0
+    B[i, o + 18], B[i, o + 19], B[i, o + 20] = 0.0, 0.0, m
+    if int(data[i, NVJ]) == 1:
+        kernels.motion_subspace_column(data, i, 0, Sx, 0)
+        (B[i, _BS], B[i, _BS + 1], B[i, _BS + 2], B[i, _BS + 3], B[i, _BS + 4],
+         B[i, _BS + 5]) = x_inv_motion_s(e0, e1, e2, e3, e4, e5, e6, e7, e8, r0, r1, r2,
+                                         Sx[0, 0], Sx[0, 1], Sx[0, 2], Sx[0, 3], Sx[0, 4],
+                                         Sx[0, 5])
+    F[i, 1] = 1
+
+
+@nb.njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def _rotated(e0, e1, e2, e3, e4, e5, e6, e7, e8, g00, g01, g02, g10, g11, g12, g20, g21, g22):
+    """Eᵀ G E for a 3x3 G and E, both row-major (e_{3k+c} = E[k, c]); row-major, with
+    T = G E first. (Inlined: the entries a caller leaves unused are never computed.)"""
+    t00 = g00 * e0 + g01 * e3 + g02 * e6
+    t01 = g00 * e1 + g01 * e4 + g02 * e7
+    t02 = g00 * e2 + g01 * e5 + g02 * e8
+    t10 = g10 * e0 + g11 * e3 + g12 * e6
+    t11 = g10 * e1 + g11 * e4 + g12 * e7
+    t12 = g10 * e2 + g11 * e5 + g12 * e8
+    t20 = g20 * e0 + g21 * e3 + g22 * e6
+    t21 = g20 * e1 + g21 * e4 + g22 * e7
+    t22 = g20 * e2 + g21 * e5 + g22 * e8
+    return (e0 * t00 + e3 * t10 + e6 * t20, e0 * t01 + e3 * t11 + e6 * t21,
+            e0 * t02 + e3 * t12 + e6 * t22, e1 * t00 + e4 * t10 + e7 * t20,
+            e1 * t01 + e4 * t11 + e7 * t21, e1 * t02 + e4 * t12 + e7 * t22,
+            e2 * t00 + e5 * t10 + e8 * t20, e2 * t01 + e5 * t11 + e8 * t21,
+            e2 * t02 + e5 * t12 + e8 * t22)
+
+
+@nb.njit(cache=True, nogil=True, _nrt=False)
+def _path_carry(c, C, B):
+    """Row c carried rigidly from its stamp to body c's current pose: ``Δᵀ I^a Δ``,
+    ``Δᵀ p^a`` and the first moment ``m r_Δ + E_Δᵀ h`` with Δ = (stamp)⁻¹ (pose) =
+    (E_oᵀ E_n, r_n − E_nᵀ E_o r_o) (X⁻¹ = (Eᵀ, −E r); X_A X_B = (E_A E_B, r_B + E_Bᵀ r_A));
+    Xᵀ A X with X = [E 0; −E r× E] = diag(E, E) T, T = [1 0; −r× 1]: the blocks rotated,
+    W_jk = Eᵀ A_jk E, then N₂₂ = W₂₂, N₂₁ = W₂₁ − W₂₂ r×, N₁₁ = W₁₁ − W₁₂ r× + r× N₂₁."""
+    o, n = _BST, _BX0
+    # E = E_oᵀ E_n (row-major: E[a, b] = Σ_k E_o[k, a] E_n[k, b])
+    e0 = B[c, o] * B[c, n] + B[c, o + 3] * B[c, n + 3] + B[c, o + 6] * B[c, n + 6]
+    e1 = B[c, o] * B[c, n + 1] + B[c, o + 3] * B[c, n + 4] + B[c, o + 6] * B[c, n + 7]
+    e2 = B[c, o] * B[c, n + 2] + B[c, o + 3] * B[c, n + 5] + B[c, o + 6] * B[c, n + 8]
+    e3 = B[c, o + 1] * B[c, n] + B[c, o + 4] * B[c, n + 3] + B[c, o + 7] * B[c, n + 6]
+    e4 = B[c, o + 1] * B[c, n + 1] + B[c, o + 4] * B[c, n + 4] + B[c, o + 7] * B[c, n + 7]
+    e5 = B[c, o + 1] * B[c, n + 2] + B[c, o + 4] * B[c, n + 5] + B[c, o + 7] * B[c, n + 8]
+    e6 = B[c, o + 2] * B[c, n] + B[c, o + 5] * B[c, n + 3] + B[c, o + 8] * B[c, n + 6]
+    e7 = B[c, o + 2] * B[c, n + 1] + B[c, o + 5] * B[c, n + 4] + B[c, o + 8] * B[c, n + 7]
+    e8 = B[c, o + 2] * B[c, n + 2] + B[c, o + 5] * B[c, n + 5] + B[c, o + 8] * B[c, n + 8]
+    # r = r_n − E_nᵀ (E_o r_o) = r_n − Eᵀ r_o (Eᵀ = E_nᵀ E_o)
+    q0, q1, q2 = B[c, o + 9], B[c, o + 10], B[c, o + 11]
+    r0 = B[c, n + 9] - (e0 * q0 + e3 * q1 + e6 * q2)
+    r1 = B[c, n + 10] - (e1 * q0 + e4 * q1 + e7 * q2)
+    r2 = B[c, n + 11] - (e2 * q0 + e5 * q1 + e8 * q2)
+    # the symmetric blocks from their lower entries (00, 10, 11, 20, 21, 22)
+    w00, _, _, w10, w11, _, w20, w21, w22 = _rotated(
+        e0, e1, e2, e3, e4, e5, e6, e7, e8, C[c, 0], C[c, 1], C[c, 3], C[c, 1], C[c, 2],
+        C[c, 4], C[c, 3], C[c, 4], C[c, 5])
+    v00, _, _, v10, v11, _, v20, v21, v22 = _rotated(
+        e0, e1, e2, e3, e4, e5, e6, e7, e8, C[c, 9], C[c, 13], C[c, 18], C[c, 13], C[c, 14],
+        C[c, 19], C[c, 18], C[c, 19], C[c, 20])
+    g00, g01, g02, g10, g11, g12, g20, g21, g22 = _rotated(
+        e0, e1, e2, e3, e4, e5, e6, e7, e8, C[c, 6], C[c, 7], C[c, 8], C[c, 10], C[c, 11],
+        C[c, 12], C[c, 15], C[c, 16], C[c, 17])
+    # N₂₁ = W₂₁ − W₂₂ r× ((M r×)[a, :] = (M_a1 r2 − M_a2 r1, M_a2 r0 − M_a0 r2,
+    # M_a0 r1 − M_a1 r0))
+    n00 = g00 - (v10 * r2 - v20 * r1)
+    n01 = g01 - (v20 * r0 - v00 * r2)
+    n02 = g02 - (v00 * r1 - v10 * r0)
+    n10 = g10 - (v11 * r2 - v21 * r1)
+    n11 = g11 - (v21 * r0 - v10 * r2)
+    n12 = g12 - (v10 * r1 - v11 * r0)
+    n20 = g20 - (v21 * r2 - v22 * r1)
+    n21 = g21 - (v22 * r0 - v20 * r2)
+    n22 = g22 - (v20 * r1 - v21 * r0)
+    # N₁₁[a, b] = W₁₁[a, b] − (W₁₂ r×)[a, b] + (r× N₂₁)[a, b], lower entries; W₁₂[a, k] =
+    # W₂₁[k, a], (r× N)[:, b] = r × N[:, b]
+    C[c, 0] = w00 - (g10 * r2 - g20 * r1) + (r1 * n20 - r2 * n10)
+    C[c, 1] = w10 - (g11 * r2 - g21 * r1) + (r2 * n00 - r0 * n20)
+    C[c, 2] = w11 - (g21 * r0 - g01 * r2) + (r2 * n01 - r0 * n21)
+    C[c, 3] = w20 - (g12 * r2 - g22 * r1) + (r0 * n10 - r1 * n00)
+    C[c, 4] = w21 - (g22 * r0 - g02 * r2) + (r0 * n11 - r1 * n01)
+    C[c, 5] = w22 - (g02 * r1 - g12 * r0) + (r0 * n12 - r1 * n02)
+    C[c, 6], C[c, 7], C[c, 8], C[c, 9] = n00, n01, n02, v00
+    C[c, 10], C[c, 11], C[c, 12], C[c, 13], C[c, 14] = n10, n11, n12, v10, v11
+    C[c, 15], C[c, 16], C[c, 17], C[c, 18], C[c, 19], C[c, 20] = n20, n21, n22, v20, v21, v22
+    # Xᵀ (n, f) = (Eᵀ n + r × Eᵀ f, Eᵀ f); the first moment m r + Eᵀ h
+    p = _PPA
+    m0 = e0 * C[c, p] + e3 * C[c, p + 1] + e6 * C[c, p + 2]
+    m1 = e1 * C[c, p] + e4 * C[c, p + 1] + e7 * C[c, p + 2]
+    m2 = e2 * C[c, p] + e5 * C[c, p + 1] + e8 * C[c, p + 2]
+    f0 = e0 * C[c, p + 3] + e3 * C[c, p + 4] + e6 * C[c, p + 5]
+    f1 = e1 * C[c, p + 3] + e4 * C[c, p + 4] + e7 * C[c, p + 5]
+    f2 = e2 * C[c, p + 3] + e5 * C[c, p + 4] + e8 * C[c, p + 5]
+    C[c, p], C[c, p + 1], C[c, p + 2] = m0 + r1 * f2 - r2 * f1, m1 + r2 * f0 - r0 * f2, \
+        m2 + r0 * f1 - r1 * f0
+    C[c, p + 3], C[c, p + 4], C[c, p + 5] = f0, f1, f2
+    ms, y0, y1, y2 = C[c, _PM], C[c, _PH], C[c, _PH + 1], C[c, _PH + 2]
+    C[c, _PH] = ms * r0 + e0 * y0 + e3 * y1 + e6 * y2
+    C[c, _PH + 1] = ms * r1 + e1 * y0 + e4 * y1 + e7 * y2
+    C[c, _PH + 2] = ms * r2 + e2 * y0 + e5 * y1 + e8 * y2
+    for m in range(12):
+        B[c, _BST + m] = B[c, _BX0 + m]
+
+
+@nb.njit(cache=True, nogil=True, _nrt=False)
+def _path_row(data, i, p, C, B, F, first, kids, stack, Sx) -> bool:
+    """Row i of the path cache from body i's inertia and its children's rows (each carried
+    to the child's present pose first when it has moved since its row was made); False
+    if D_i is not above the model's singular tolerance (or not finite). Written on
+    scalars, which the compiler keeps in registers (DESIGN, the fast path)."""
+    _path_inertia(data, i, B, F, Sx, stack)
+    acc = C[i]  # (the row is summed in place)
+    for k in range(_PIA, _PPA):
+        acc[k] = B[i, _BI + k]
+    for k in range(_PPA, _PM):
+        acc[k] = 0.0
+    acc[_PM] = data[i, MASS]
+    acc[_PH], acc[_PH + 1], acc[_PH + 2] = B[i, _BI + 12], B[i, _BI + 15], B[i, _BI + 7]
+    for j in range(first[i], first[i + 1]):  # + the children's rows (index order)
+        c = kids[j]
+        _path_pose(data, c, B, F, stack)
+        for m in range(12):
+            if B[c, _BST + m] != B[c, _BX0 + m]:
+                _path_carry(c, C, B)
+                break
+        for k in range(_PW):
+            acc[k] += C[c, k]
+    if int(data[i, NVJ]) == 1:
+        # U = I^A S⁰, D = S⁰ᵀ U (+ armature), u = p_i − S⁰ᵀ p^A; the parent receives
+        # I^A − U Uᵀ/D and p^A + U u/D
+        s0, s1, s2 = B[i, _BS], B[i, _BS + 1], B[i, _BS + 2]
+        s3, s4, s5 = B[i, _BS + 3], B[i, _BS + 4], B[i, _BS + 5]
+        u0, u1, u2, u3, u4, u5 = sym_times_s(
+            acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6], acc[7], acc[8], acc[9],
+            acc[10], acc[11], acc[12], acc[13], acc[14], acc[15], acc[16], acc[17], acc[18],
+            acc[19], acc[20], s0, s1, s2, s3, s4, s5)
+        D = (data[i, ARMATURE] + s0 * u0 + s1 * u1 + s2 * u2 + s3 * u3 + s4 * u4
+             + s5 * u5)
+        if not D > data[data.shape[0] - 1, SINGTOL]:
+            return False
+        p_ = _PPA
+        u = p[int(data[i, IV])] - (s0 * acc[p_] + s1 * acc[p_ + 1] + s2 * acc[p_ + 2]
+                                   + s3 * acc[p_ + 3] + s4 * acc[p_ + 4] + s5 * acc[p_ + 5])
+        e = u / D
+        acc[_PUU] += u * e
+        acc[p_] += u0 * e
+        acc[p_ + 1] += u1 * e
+        acc[p_ + 2] += u2 * e
+        acc[p_ + 3] += u3 * e
+        acc[p_ + 4] += u4 * e
+        acc[p_ + 5] += u5 * e
+        b0, b1, b2, b3, b4, b5 = u0 / D, u1 / D, u2 / D, u3 / D, u4 / D, u5 / D
+        acc[0] -= b0 * u0
+        acc[1] -= b1 * u0
+        acc[2] -= b1 * u1
+        acc[3] -= b2 * u0
+        acc[4] -= b2 * u1
+        acc[5] -= b2 * u2
+        acc[6] -= b3 * u0
+        acc[7] -= b3 * u1
+        acc[8] -= b3 * u2
+        acc[9] -= b3 * u3
+        acc[10] -= b4 * u0
+        acc[11] -= b4 * u1
+        acc[12] -= b4 * u2
+        acc[13] -= b4 * u3
+        acc[14] -= b4 * u4
+        acc[15] -= b5 * u0
+        acc[16] -= b5 * u1
+        acc[17] -= b5 * u2
+        acc[18] -= b5 * u3
+        acc[19] -= b5 * u4
+        acc[20] -= b5 * u5
+    for m in range(12):
+        B[i, _BST + m] = B[i, _BX0 + m]
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _path_total(data, P, forces, x, cw) -> float:
+    """H = Σ_roots (½ Σ u²/D − gᵀ first moment) (+ the springs' potential) from the rows."""
+    C, first, kids = cw[0], cw[6], cw[7]
+    nb_ = data.shape[0] - 1
+    T, V = 0.0, 0.0
+    for j in range(first[nb_], first[nb_ + 1]):
+        c = kids[j]
+        T += C[c, _PUU]
+        V -= (data[nb_, GRAV] * C[c, _PH] + data[nb_, GRAV + 1] * C[c, _PH + 1]
+              + data[nb_, GRAV + 2] * C[c, _PH + 2])
+    H = 0.5 * T + V
+    if forces:
+        H += spring_potential(P, x)
+    return H
+
+
+@nb.njit(cache=True, nogil=True)
+def path_hamiltonian(data, P, forces, x, p, cw) -> float:
+    """H(x, p) = ½ pᵀM⁻¹p + V(x) (+ the springs' potential) by the backward pass alone,
+    every pose and row of the path cache cw (:func:`path_workspace`) made anew; NaN if a
+    pivot D_i is singular. Equals :func:`hamiltonian_aba` to round-off
+    (tests/integrators/test_discrete_gradient_compiled.py); joints of one speed (or none)
+    only — cw's flag."""
+    C, B, F, first, kids, stack, Sx = cw[0], cw[1], cw[2], cw[6], cw[7], cw[11], cw[12]
+    nb_ = data.shape[0] - 1
+    for i in range(nb_):
+        if kernels.joint_transform(data, i, x, B) != 0:  # (X_up: B's first columns)
+            return np.nan
+        F[i, 0], F[i, 1] = 0, 0
+    for i in range(nb_ - 1, -1, -1):
+        if not _path_row(data, i, p, C, B, F, first, kids, stack, Sx):
+            return np.nan
+    return _path_total(data, P, forces, x, cw)
+
+
+@nb.njit(cache=True, nogil=True)
+def path_hamiltonian_moved(data, P, forces, x, p, k, cw) -> float:
+    """:func:`path_hamiltonian` after x_k alone has changed since cw was last used (x and
+    p otherwise the same): X_up of k's body anew, the poses of its subtree marked stale,
+    the rows of k's body and its ancestors made anew — O(depth) (module comment)."""
+    C, B, F, first, kids, stack, Sx = cw[0], cw[1], cw[2], cw[6], cw[7], cw[11], cw[12]
+    sfirst, sub = cw[8], cw[9]
+    i = cw[10][k]
+    if kernels.joint_transform(data, i, x, B) != 0:
+        return np.nan
+    for j in range(sfirst[i], sfirst[i + 1]):
+        F[sub[j], 0], F[sub[j], 1] = 0, 0
+    while i >= 0:
+        if not _path_row(data, i, p, C, B, F, first, kids, stack, Sx):
+            return np.nan
+        i = int(data[i, PARENT])
+    return _path_total(data, P, forces, x, cw)
+
 # ------------------------------------------------------------------- discrete gradients
 @nb.njit(cache=True, nogil=True)
-def configuration_part(data, P, forces, q, p, dq, reverse, g, x, aw, v, H_start) -> bool:
+def path_start(data, P, forces, q, p, aw, v, cw) -> float:
+    """H(q, p) at the start of Itoh–Abe's forward path, for :func:`configuration_part`
+    with ``H_start`` = this value: by :func:`path_hamiltonian`, its rows kept in cw as the
+    path's start (cw's flag 0, joints of several speeds: :func:`hamiltonian_aba`)."""
+    if cw[13][0] == 0:
+        return hamiltonian_aba(data, P, forces, q, p, aw, v)
+    H = path_hamiltonian(data, P, forces, q, p, cw)
+    cw[3][:] = cw[0]
+    cw[4][:] = cw[1]
+    cw[5][:] = cw[2]
+    return H
+
+
+@nb.njit(cache=True, nogil=True)
+def _path_point(data, P, forces, x, p, k, aw, v, cw) -> float:
+    """H at the path's next point, x_k moved (k < 0: the path's start):
+    :func:`path_hamiltonian_moved` (:func:`path_hamiltonian`), or :func:`hamiltonian_aba`
+    when cw's flag says a joint has several speeds."""
+    if cw[13][0] == 0:
+        return hamiltonian_aba(data, P, forces, x, p, aw, v)
+    if k < 0:
+        return path_hamiltonian(data, P, forces, x, p, cw)
+    return path_hamiltonian_moved(data, P, forces, x, p, k, cw)
+
+
+@nb.njit(cache=True, nogil=True)
+def configuration_part(data, P, forces, q, p, dq, reverse, g, x, aw, v, cw, H_start) -> bool:
     """Itoh–Abe's ∇̄_qH at fixed p, the coordinates moved in the order 1..n (``reverse``:
     n..1): ``g_i = [H(.., q_i + Δq_i, ..) − H(..)]/Δq_i``; below an increment of
     1e-5 (1 + |q_i|) the central difference of H at the increment's midpoint (as
     :meth:`.discrete_gradient.ItohAbe.configuration_part`). Each H by
-    :func:`hamiltonian_aba` (O(n); aw its workspace)."""
+    :func:`path_hamiltonian_moved` from the last point's rows, O(depth of the moved
+    joint) (cw its workspace; :func:`hamiltonian_aba`, O(n), for joints of several
+    speeds). ``H_start``: H(q, p) by :func:`path_start` (the same for every residual of a
+    step, its rows restored from cw), or NaN: made here."""
     n = q.shape[0]
     for i in range(n):
         x[i] = q[i]
-    # H(q, p) at the path's start: given (the same for every residual of a step), or NaN
-    H_prev = H_start if np.isfinite(H_start) else hamiltonian_aba(data, P, forces, x, p, aw, v)
+    if np.isfinite(H_start):
+        H_prev = H_start
+        cw[0][:] = cw[3]
+        cw[1][:] = cw[4]
+        cw[2][:] = cw[5]
+    else:
+        H_prev = _path_point(data, P, forces, x, p, -1, aw, v, cw)
     for k in range(n):
         i = n - 1 - k if reverse else k
         scale = 1.0 + abs(q[i])
         if abs(dq[i]) > 1e-5 * scale:
             x[i] = q[i] + dq[i]
-            H_new = hamiltonian_aba(data, P, forces, x, p, aw, v)
+            H_new = _path_point(data, P, forces, x, p, i, aw, v, cw)
             g[i] = (H_new - H_prev) / dq[i]
         else:
             e = 1e-5 * scale
             x[i] = q[i] + (0.5 * dq[i] + e)
-            Hp = hamiltonian_aba(data, P, forces, x, p, aw, v)
+            Hp = _path_point(data, P, forces, x, p, i, aw, v, cw)
             x[i] = q[i] + (0.5 * dq[i] - e)
-            g[i] = (Hp - hamiltonian_aba(data, P, forces, x, p, aw, v)) / (2 * e)
+            g[i] = (Hp - _path_point(data, P, forces, x, p, i, aw, v, cw)) / (2 * e)
             x[i] = q[i] + dq[i]
-            H_new = hamiltonian_aba(data, P, forces, x, p, aw, v)
+            H_new = _path_point(data, P, forces, x, p, i, aw, v, cw)
         if not np.isfinite(H_new):
             return False
         H_prev = H_new
@@ -310,19 +710,20 @@ def configuration_part(data, P, forces, q, p, dq, reverse, g, x, aw, v, H_start)
 
 
 @nb.njit(cache=True, nogil=True)
-def configuration_gradient(data, P, forces, kind, q, p, d, H0, g, g1, x, pk, aw, v) -> bool:
+def configuration_gradient(data, P, forces, kind, q, p, d, H0, g, g1, x, pk, aw, v, cw) -> bool:
     """g ← Itoh–Abe's ∇̄_qH for the increment d = (Δq, Δp): the forward path q_1..q_n at p
-    (H0 = H(q, p)), and for ``ITOH_ABE_SYMMETRIC`` its mean with the reverse path
-    q_n..q_1 at p + Δp (the second half of the reverse path p_n..p_1, then q_n..q_1). The
-    one form of it for :func:`_residual` and :func:`_polish`; g1, x, pk: scratch."""
+    (H0 = H(q, p) by :func:`path_start`), and for ``ITOH_ABE_SYMMETRIC`` its mean with the
+    reverse path q_n..q_1 at p + Δp (the second half of the reverse path p_n..p_1, then
+    q_n..q_1). The one form of it for :func:`_residual` and :func:`_polish`; g1, x, pk:
+    scratch."""
     n = q.shape[0]
     dq = d[:n]
-    if not configuration_part(data, P, forces, q, p, dq, False, g, x, aw, v, H0):
+    if not configuration_part(data, P, forces, q, p, dq, False, g, x, aw, v, cw, H0):
         return False
     if kind == ITOH_ABE_SYMMETRIC:
         for i in range(n):
             pk[i] = p[i] + d[n + i]
-        if not configuration_part(data, P, forces, q, pk, dq, True, g1, x, aw, v, np.nan):
+        if not configuration_part(data, P, forces, q, pk, dq, True, g1, x, aw, v, cw, np.nan):
             return False
         for i in range(n):
             g[i] = 0.5 * (g[i] + g1[i])
@@ -410,6 +811,7 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
     mw = mass_workspace(n, nb_)  # M and its factor at the points the residual visits
     ew = energy_workspace(nb_)
     aw = aba_velocity_workspace(data, n)  # M⁻¹p by ABA (O(n)) in the residuals
+    cw = path_workspace(data)  # Itoh–Abe's H along its coordinate paths
     # the Cholesky factor at the step's end is needed by Itoh–Abe's M⁻¹(q) and by p = M v
     # (Gonzalez's reference without carry_p); otherwise v = M⁻¹p by ABA
     need_M0 = not carry_p or kind == ITOH_ABE or kind == ITOH_ABE_SYMMETRIC
@@ -446,8 +848,10 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
         if not carry_p:
             p[:] = M0 @ v  # the Gonzalez reference takes p = M v at every step
         H0 = 0.0
-        if kind != AVF:  # Gonzalez's ΔH; Itoh–Abe: H at the start of the forward path
+        if kind == GONZALEZ:  # its ΔH
             H0 = hamiltonian_aba(data, P, forces, q, p, aw, vk)
+        elif kind != AVF:  # Itoh–Abe: H at the start of the forward path, its rows kept
+            H0 = path_start(data, P, forces, q, p, aw, vk, cw)
         if kind == ITOH_ABE or kind == ITOH_ABE_SYMMETRIC:  # (and M⁻¹ at q)
             inverse(L0, Minv0, e, col)
         if h != last_h:
@@ -485,7 +889,7 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
                 total += 1
                 if not _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r,
                                  gq, gp, g1, g2, qk, pk, vk, dT, dV, out, mw, aw, ew, Minv, x, e,
-                                 col, tau_nc, tau):
+                                 col, tau_nc, tau, cw):
                     break
                 lu_solve(J, piv, r)
                 size, scale = 0.0, 0.0
@@ -533,7 +937,7 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
         since += 1
         if kind == ITOH_ABE or kind == ITOH_ABE_SYMMETRIC:
             if not _polish(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, g1, g2, gp, x, mw,
-                           aw, vk, Minv, e, col, qk, pk, tau_nc, tau):
+                           aw, vk, Minv, e, col, qk, pk, tau_nc, tau, cw):
                 status[0], status[1] = 3, step
                 return k_out
         if forces:
@@ -572,7 +976,7 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
 
 @nb.njit(cache=True, nogil=True)
 def _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, gq, gp, g1, g2,
-              qk, pk, vk, dT, dV, out, mw, aw, ew, Minv, x, e, col, tau_nc, tau) -> bool:
+              qk, pk, vk, dT, dV, out, mw, aw, ew, Minv, x, e, col, tau_nc, tau, cw) -> bool:
     """r ← R(d) = (Δq − h ∇̄_pH, Δp + h ∇̄_qH − h τ_nc(t + h/2, q + Δq/2, ∇̄_pH)) for the
     discrete gradient ``kind`` (τ_nc: the force rows P, when ``forces``)."""
     n = q.shape[0]
@@ -619,7 +1023,7 @@ def _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, 
         # Itoh–Abe (Itoh & Abe 1988): q_1..q_n at p, then p_1..p_n at q + Δq; symmetrised:
         # the mean with the reverse path p_n..p_1 at q, then q_n..q_1 at p + Δp
         if not configuration_gradient(data, P, forces, kind, q, p, d, H0, gq, g1, x, pk, aw,
-                                      vk):
+                                      vk, cw):
             return False
         for i in range(n):
             qk[i] = q[i] + dq[i]
@@ -645,7 +1049,7 @@ def _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, 
 
 @nb.njit(cache=True, nogil=True)
 def _polish(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, g1, g2, gp, x, mw, aw, v, Minv,
-            e, col, qk, pk, tau_nc, tau) -> bool:
+            e, col, qk, pk, tau_nc, tau, cw) -> bool:
     """Δp ← −h ∇̄_qH(Δq, Δp) + h τ_nc(t + h/2, q̄, ∇̄_pH) once more after Newton (as
     ``ItohAbe.polish`` for additive coordinates: with forces, up to four sweeps of that
     fixed point for the forward variant, one for the symmetric): the momentum equation
@@ -654,7 +1058,8 @@ def _polish(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, g1, g2, gp, x, mw,
     n = q.shape[0]
     dq = d[:n]
     dp = d[n:]
-    if not configuration_gradient(data, P, forces, kind, q, p, d, H0, g1, g2, x, pk, aw, v):
+    if not configuration_gradient(data, P, forces, kind, q, p, d, H0, g1, g2, x, pk, aw, v,
+                                  cw):
         return False
     if not forces:
         for i in range(n):
