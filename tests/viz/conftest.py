@@ -34,7 +34,19 @@ def _find_chromium() -> str | None:
 
 
 def _install_chromium() -> str:
-    """Try to install Debian's chromium; returns why it failed ('' on success)."""
+    """Try to install Debian's chromium; returns why it failed ('' on success).
+
+    The suite's xdist workers may both get here at once; the second would find dpkg's
+    lock held and skip its browser tests by timing, so they take turns on a lock file
+    and the second finds the browser the first installed."""
+    import fcntl
+
+    with open(os.path.join(tempfile.gettempdir(), "kanedyn-chromium-install.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return "" if _find_chromium() else _apt_install_chromium()
+
+
+def _apt_install_chromium() -> str:
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         return "not running as root, so apt-get cannot install it"
     if shutil.which("apt-get") is None:
