@@ -224,24 +224,26 @@ def _xyz(p) -> str:
 
 
 def stewart_mjcf(s, dt: float, solref: tuple[float, float]) -> str:
-    """MJCF of ``stewart_system()`` (its default masses; the geometry read from
-    ``s.geometry``): the platform on a free joint, then per leg a yoke on a hinge about x
+    """MJCF of the Stewart platform ``s`` (a ``stewart_system``: the geometry read from
+    ``s.geometry``, every body's mass, centre of mass and inertia and the gravity from
+    ``s.model``): the platform on a free joint, then per leg a yoke on a hinge about x
     at the base point B, the cylinder on a hinge about y, the piston on a slide along the
     cylinder's z with its frame at the leg's tip — kanedyn's bodies, joints and q order.
     Each ball joint is a ``<connect>`` of two sites, the piston's tip and the platform
     point P: MuJoCo holds the sites together (softly, ``solref``) whatever qpos0 is, so
     the bench's start is set in qpos (:func:`stewart_mujoco_state`)."""
     g = s.geometry
+    inertial = {b.name: _mjcf_inertial(b.inertia) for b in s.model.bodies}
     legs = "".join(f"""
     <body name="yoke{k}" pos="{_xyz(B)}">
       <joint name="u{k}_x" type="hinge" axis="1 0 0"/>
-      <inertial pos="0 0 0" mass="0.001" diaginertia="1e-6 1e-6 1e-6"/>
+      {inertial[f"yoke{k}"]}
       <body name="cylinder{k}">
         <joint name="u{k}_y" type="hinge" axis="0 1 0"/>
-        <inertial pos="0 0 0.25" mass="1" diaginertia="0.021 0.021 0.001"/>
+        {inertial[f"cylinder{k}"]}
         <body name="piston{k}">
           <joint name="p{k}" type="slide" axis="0 0 1"/>
-          <inertial pos="0 0 -0.25" mass="0.5" diaginertia="0.0105 0.0105 0.0005"/>
+          {inertial[f"piston{k}"]}
           <site name="tip{k}"/>
         </body>
       </body>
@@ -251,16 +253,31 @@ def stewart_mjcf(s, dt: float, solref: tuple[float, float]) -> str:
     balls = "".join(f'\n    <connect name="ball{k}" site1="tip{k}" site2="P{k}" '
                     f'solref="{solref[0]!r} {solref[1]!r}"/>' for k in range(6))
     return f"""<mujoco model="stewart">
-  <option timestep="{dt!r}" gravity="0 0 -9.81"><flag energy="enable"/></option>
+  <option timestep="{dt!r}" gravity="{_xyz(s.model.gravity)}"><flag energy="enable"/></option>
   <worldbody>
     <body name="platform" pos="0 0 {float(g['height']):.17g}">
       <freejoint name="platform_free"/>
-      <inertial pos="0 0 0" mass="10" diaginertia="0.5 0.5 0.9"/>{sites}
+      {inertial["platform"]}{sites}
     </body>{legs}
   </worldbody>
   <equality>{balls}
   </equality>
 </mujoco>"""
+
+
+def _mjcf_inertial(I: np.ndarray) -> str:
+    """``<inertial>`` of a body's spatial inertia about its frame's origin, I = [Ī + m c×c×ᵀ,
+    m c×; m c×ᵀ, m 1] (Featherstone 2008, eq. 2.63): the mass, the centre of mass c and
+    the rotational inertia Ī about it."""
+    m = I[3, 3]
+    c = np.array([I[2, 4], I[0, 5], I[1, 3]]) / m  # m c× = I[:3, 3:]
+    cx = np.array([[0.0, -c[2], c[1]], [c[2], 0.0, -c[0]], [-c[1], c[0], 0.0]])
+    Ic = I[:3, :3] - m * cx @ cx.T
+    if not (Ic[0, 1] or Ic[0, 2] or Ic[1, 2]):  # (MuJoCo rotates a full one to its axes)
+        return (f'<inertial pos="{_xyz(c)}" mass="{float(m)!r}" '
+                f'diaginertia="{_xyz(np.diag(Ic))}"/>')
+    full = _xyz((Ic[0, 0], Ic[1, 1], Ic[2, 2], Ic[0, 1], Ic[0, 2], Ic[1, 2]))
+    return f'<inertial pos="{_xyz(c)}" mass="{float(m)!r}" fullinertia="{full}"/>'
 
 
 def stewart_mujoco_state(s, q, v):
