@@ -194,6 +194,16 @@ def test_compiled_with_force_rows_equals_python_step_for_step(method, kw, chain_
 
 
 
+def _kernel_case(case: str):
+    """The models the kernel tests below take: the 7-link chain, a slider chain with
+    armature, a branched tree of hinge, prismatic and helical joints."""
+    if case == "chain7":
+        return chain7()[0]
+    if case == "slider_with_armature":
+        return slider_chain(armature=0.07)
+    return kd.models.random_tree(6, seed=3, joint_types=("revolute", "prismatic", "helical"))
+
+
 @pytest.mark.parametrize("case", ["chain7", "slider_with_armature", "tree"])
 def test_aba_forms_equal_the_crba_cholesky_reference(case):
     """hamiltonian_aba / gradient_aba (M⁻¹p by one ABA pass, V from its poses), which the
@@ -204,13 +214,7 @@ def test_aba_forms_equal_the_crba_cholesky_reference(case):
     from kanedyn.forces.kernel import empty_rows
     from kanedyn.integrators import discrete_gradient_compiled as dgc
 
-    if case == "chain7":
-        model = chain7()[0]
-    elif case == "slider_with_armature":
-        model = slider_chain(armature=0.07)
-    else:
-        model = kd.models.random_tree(6, seed=3, joint_types=("revolute", "prismatic",
-                                                                "helical"))
+    model = _kernel_case(case)
     data = flatten(model).data
     n, nb_ = model.nv, data.shape[0] - 1
     P = empty_rows(n)
@@ -244,13 +248,7 @@ def test_path_hamiltonian_equals_hamiltonian_aba_along_coordinate_paths(case):
     from kanedyn.forces.kernel import P_K, P_REST, empty_rows
     from kanedyn.integrators import discrete_gradient_compiled as dgc
 
-    if case == "chain7":
-        model = chain7()[0]
-    elif case == "slider_with_armature":
-        model = slider_chain(armature=0.07)
-    else:
-        model = kd.models.random_tree(6, seed=3, joint_types=("revolute", "prismatic",
-                                                                "helical"))
+    model = _kernel_case(case)
     data = flatten(model).data
     n = model.nv
     P = empty_rows(n)
