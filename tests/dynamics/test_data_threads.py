@@ -282,7 +282,8 @@ def test_the_compiled_loops_and_kernels_release_the_gil():
     modules = ("kanedyn.dynamics.energy_kernel", "kanedyn.dynamics.derivatives_kernel",
                "kanedyn.sim.configuration_kernel", "kanedyn.integrators.rk4_compiled",
                "kanedyn.integrators.discrete_gradient_compiled", "kanedyn.sim.batch",
-               "kanedyn.constraints.system_kernel", "kanedyn.integrators.radau_compiled")
+               "kanedyn.constraints.system_kernel", "kanedyn.integrators.radau_compiled",
+               "kanedyn.integrators.kane_compiled")
     seen = 0
     for name in modules:
         mod = importlib.import_module(name)

@@ -40,7 +40,10 @@ back when an iteration there fails or contracts slowly); a Model's tree with bal
 planar joints among revolute, prismatic and helical ones, without rotor armature, whose
 force elements all have rows (:func:`.verlet_compiled.chart_applicable`), runs
 :meth:`_variational_step` in that module's ``run_chart`` loop (the same equations, Newton
-matrix −M_0/h, difference Jacobians kept while h stays, tolerance and stopping rule).
+matrix −M_0/h, difference Jacobians kept while h stays, tolerance and stopping rule). A
+compiled Kane system (numba backend, q̇ = u, no force elements) runs the leapfrog in the loop
+of :mod:`.kane_compiled`, which takes this class's arithmetic as it is (its Newton with the
+identity, its central differences of T).
 """
 
 from __future__ import annotations
@@ -86,11 +89,13 @@ class Verlet(FixedStepMethod):
         joints (``run_chart``) —, or None when none applies (a force element without a
         compiled row, rotor armature, a protocol-only system, a projection,
         ``compiled=False``) or the loop hands back."""
-        from . import rk4_compiled, verlet_compiled
+        from . import kane_compiled, rk4_compiled, verlet_compiled
 
         if not self.opts["compiled"] or project is not None:
             return None
-        if self.chart is None:
+        if self.chart is None and kane_compiled.applicable(self.problem):
+            run = kane_compiled.run_verlet  # a compiled Kane system's generated functions
+        elif self.chart is None:
             if not rk4_compiled.applicable(self.problem, forces=True):
                 return None
             run = verlet_compiled.run

@@ -1,0 +1,318 @@
+"""Fixed-step methods on compiled Kane systems as compiled loops: one loop per method for
+every system, which takes the system's generated functions as first-class functions.
+
+A :class:`~kanedyn.kane.codegen.runtime.CompiledSystem` (numba backend) carries its
+equations as generated ``@njit`` functions (``mass_matrix(q, t, M)``, ``forcing(q, u, τ,
+t, F)``, ``energy(q, u, t, E)``, each returning a status). A loop here receives them as
+numba ``FunctionType`` values (calls through a pointer, not inlined) and has one explicit
+signature, so that it is compiled — and cached on disk — once for all systems, instead of
+once per generated module as the RK4 written into the module text
+(``printers._NUMBA_RK4``). The calls cost next to the generated arithmetic they run.
+
+Störmer–Verlet (:func:`run_verlet`): the leapfrog of :class:`.verlet.Verlet` on additive
+coordinates (q̇ = u exactly, ``chart_is_additive``) — its readable reference, tested step
+for step against this loop — in the reference's own arithmetic: x = q − q_n, p = M v,
+
+    p_{n+½} = p_n + h/2 K(q_n, p_{n+½}),      K = ∂T/∂q|_v − g(q),  v = M⁻¹ p,
+    x       = h/2 [M(q_n)⁻¹ + M(q_n + x)⁻¹] p_{n+½},
+    p_{n+1} = p_{n+½} + h/2 K(q_n + x, p_{n+½})
+
+(Hairer, Lubich & Wanner 2006, eq. VI.3.4), ∂T/∂q by central differences of the generated
+kinetic energy (step 1e-6, :func:`.base.kinetic_energy_gradient`), g(q) = −forcing(q, 0, 0)
+(:func:`.base.gravity_torques`), M⁻¹ by Cholesky (:func:`.base.solve_spd`). Both implicit
+equations by :func:`.base.newton`'s iteration with the identity for a matrix (a fixed point
+contracting like h|∂²H/∂q∂p|), forward-difference Jacobians when it contracts slowly or
+diverges, its stopping test and ``maxiter``; the reference's predictors (p_n and h v_{n+½}).
+Where the loop does not apply (force elements, inputs held by ``tau``, speeds other than the
+coordinate rates, quaternions, constraints, the numpy or C backends) or an iteration fails,
+the Python steps run the whole way and report what happens.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numba as nb
+import numpy as np
+from numba import types
+
+from ..dynamics import _compiled
+from .base import _chol_solve
+from .gauss_compiled import NEWTON_FAILED, STATE_GUARD
+from .rk4_compiled import save_sample, state_guard, store
+
+_compiled.key_cache(__name__)
+
+_V = types.float64[::1]
+#: the generated functions' signatures (kanedyn.kane.codegen.printers: status 0 or the
+#: index of a non-finite input)
+MASS_MATRIX = types.FunctionType(types.int64(_V, types.float64, _V))
+FORCING = types.FunctionType(types.int64(_V, _V, _V, types.float64, _V))
+ENERGY = types.FunctionType(types.int64(_V, _V, types.float64, _V))
+
+#: the reference's central-difference step of ∂T/∂q (base.kinetic_energy_gradient)
+_KE_STEP = 1e-6
+#: base.newton's default bar for an update at roundoff that no longer shrinks
+_STAGNATION = 1e-9
+
+# work rows of U (n wide)
+_QN, _P0, _PH, _VA, _R, _DX, _XS, _RS, _XK, _RK, _Q, _U, _DT, _F, _QK = range(15)
+
+
+@nb.njit(cache=True, nogil=True)
+def _velocity(mass_matrix, q, p, M, v) -> bool:
+    """v = M(q)⁻¹ p (:func:`.base.solve_spd`); False where M is refused or not SPD."""
+    n = q.shape[0]
+    if mass_matrix(q, 0.0, M.reshape(n * n)) != 0:
+        return False
+    return _chol_solve(M, p, v)
+
+
+@nb.njit(cache=True, nogil=True)
+def _kick(fns, x, p, U, M, E, zu, zt, k) -> bool:
+    """k ← −∂H/∂x(x, p) = ∂T/∂q|_v − g at q = q_n + x, v = M⁻¹p, in the reference's order
+    of operations (:meth:`.base.Problem.hamiltonian_gradient`); U[_U] ← v."""
+    mass_matrix, forcing, energy = fns
+    n = x.shape[0]
+    qn, q, v, dT, F, qk = U[_QN], U[_Q], U[_U], U[_DT], U[_F], U[_QK]
+    for i in range(n):
+        q[i] = qn[i] + x[i]
+    if not _velocity(mass_matrix, q, p, M, v):
+        return False
+    for j in range(n):  # (q ⊕ ±e_j = q ± e_j: the chart is additive)
+        for i in range(n):
+            qk[i] = q[i]
+        qk[j] = q[j] + _KE_STEP
+        if energy(qk, v, 0.0, E) != 0:
+            return False
+        up = E[1]
+        qk[j] = q[j] + -_KE_STEP
+        if energy(qk, v, 0.0, E) != 0:
+            return False
+        dT[j] = (up - E[1]) / (2 * _KE_STEP)
+    if forcing(q, zu, zt, 0.0, F) != 0:
+        return False
+    for i in range(n):
+        k[i] = -(-dT[i] + -F[i])  # ∂H/∂q = −∂T/∂q + g, g = −forcing(q, 0, 0)
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _residual(kind, fns, h, x, U, M, E, zu, zt, r) -> bool:
+    """The step's two implicit equations: ``kind`` 0, the half kick at p = x:
+    r = x − p_n − h/2 K(q_n, x); 1, the position at x: r = x − h/2 (v_{n+½} + M(q_n +
+    x)⁻¹ p_{n+½})."""
+    n = x.shape[0]
+    if kind == 0:
+        if not _kick(fns, zu, x, U, M, E, zu, zt, r):
+            return False
+        for i in range(n):
+            r[i] = x[i] - U[_P0, i] - 0.5 * h * r[i]
+        return True
+    q, v = U[_Q], U[_U]
+    for i in range(n):
+        q[i] = U[_QN, i] + x[i]
+    if not _velocity(fns[0], q, U[_PH], M, v):
+        return False
+    for i in range(n):
+        r[i] = x[i] - 0.5 * h * (U[_VA, i] + v[i])
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _finite(a) -> bool:
+    for i in range(a.shape[0]):
+        if not np.isfinite(a[i]):
+            return False
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _fd_jacobian(kind, fns, h, x, r, U, M, E, zu, zt, J) -> bool:
+    """J ← the forward-difference Jacobian of the residual at x (r its value), column k
+    with the step 1e-7 max(1, |x_k|) (:func:`.base.fd_jacobian`)."""
+    n = x.shape[0]
+    xk, rk = U[_XK], U[_RK]
+    for k in range(n):
+        d = 1e-7 * max(1.0, abs(x[k]))
+        for i in range(n):
+            xk[i] = x[i]
+        xk[k] += d
+        if not _residual(kind, fns, h, xk, U, M, E, zu, zt, rk):
+            return False
+        for i in range(n):
+            J[i, k] = (rk[i] - r[i]) / d
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _newton(kind, fns, h, x, tol, maxiter, U, M, E, zu, zt, J) -> int:
+    """x ← the solution of equation ``kind`` from the guess in x by :func:`.base.newton`
+    with the identity for its matrix (difference Jacobians where that contracts slowly, a
+    restart from the guess where it diverges); the iterations, or −1 when it fails."""
+    n = x.shape[0]
+    r, dx, xs, rs = U[_R], U[_DX], U[_XS], U[_RS]
+    if not _residual(kind, fns, h, x, U, M, E, zu, zt, r) or not _finite(r):
+        return -1
+    xs[:] = x
+    rs[:] = r
+    identity, refreshed, last = True, False, np.inf
+    for it in range(1, maxiter + 1):
+        if identity:  # (numpy's solve with the identity gives r exactly)
+            for i in range(n):
+                dx[i] = -r[i]
+        else:
+            s = np.linalg.solve(J, r)
+            for i in range(n):
+                dx[i] = -s[i]
+        size = 0.0
+        for i in range(n):
+            x[i] += dx[i]
+            size = max(size, abs(dx[i]))
+        finite = _residual(kind, fns, h, x, U, M, E, zu, zt, r) and _finite(r)
+        if not refreshed and (not finite or (it >= 2 and size > last)):
+            x[:] = xs
+            r[:] = rs
+            if not _fd_jacobian(kind, fns, h, x, r, U, M, E, zu, zt, J):
+                return -1
+            identity, refreshed, last = False, True, np.inf
+            continue
+        if not finite:
+            return -1
+        scale = 0.0
+        for i in range(n):
+            scale = max(scale, abs(x[i]))
+        if size <= tol * scale:
+            return it
+        theta = size / last if np.isfinite(last) and last > 0 else 1.0
+        if theta < 0.5 and theta / (1 - theta) * size <= tol * scale:
+            return it
+        if size <= _STAGNATION * scale and theta >= 0.5:
+            return it
+        if it >= 2 and size > 0.25 * last and not refreshed:
+            if not _fd_jacobian(kind, fns, h, x, r, U, M, E, zu, zt, J):
+                return -1
+            identity, refreshed = False, True
+        last = size
+    return -1
+
+
+#: the one signature of the loop: the generated functions as first-class functions
+_VERLET_SIGNATURE = types.int64(MASS_MATRIX, FORCING, ENERGY, types.int64, _V, _V, _V,
+                                types.int64, types.int64, types.float64, types.int64,
+                                types.float64, types.float64[:, ::1], types.float64[:, ::1],
+                                types.int32[::1], types.int64[::1])
+
+
+def _verlet_loop(mass_matrix, forcing, energy, ninputs, q0, v0, steps, n_steps, every, tol,
+                 maxiter, blowup, Q, V, iters, status):
+    """The whole leapfrog run (module doc): samples into Q, V (the last row: a state that
+    failed the guard); status[0] 0, NEWTON_FAILED or STATE_GUARD with status[1] the step;
+    returns the number of samples stored."""
+    fns = (mass_matrix, forcing, energy)
+    n = v0.shape[0]
+    U = np.zeros((15, n))
+    M, J, E = np.empty((n, n)), np.empty((n, n)), np.empty(3)
+    zu, zt = np.zeros(n), np.zeros(max(ninputs, 1))
+    q, v, x, kb = q0.copy(), v0.copy(), np.empty(n), np.empty(n)
+    k_out = store(q, v, Q, V, 0)
+    vmax0 = 0.0
+    for i in range(n):
+        vmax0 = max(vmax0, abs(v[i]))
+    for step in range(n_steps):
+        h = steps[step]
+        U[_QN] = q
+        if mass_matrix(q, 0.0, M.reshape(n * n)) != 0:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        U[_P0] = M @ v
+        x[:] = U[_P0]  # the half kick, from p_n
+        i1 = _newton(0, fns, h, x, tol, maxiter, U, M, E, zu, zt, J)
+        if i1 < 0 or not _kick(fns, zu, x, U, M, E, zu, zt, kb):
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        U[_PH] = x
+        U[_VA] = U[_U]
+        for i in range(n):  # the position, from h v_{n+½}
+            x[i] = h * U[_VA, i]
+        i2 = _newton(1, fns, h, x, tol, maxiter, U, M, E, zu, zt, J)
+        if i2 < 0 or not _kick(fns, x, U[_PH], U, M, E, zu, zt, kb):
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        p1 = U[_R]
+        for i in range(n):
+            p1[i] = U[_PH, i] + 0.5 * h * kb[i]
+            q[i] = U[_QN, i] + x[i]
+        if not _velocity(mass_matrix, q, p1, M, v):
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        iters[step] = i1 + i2
+        if state_guard(q, v, vmax0, blowup) != 0:
+            status[0], status[1] = STATE_GUARD, step
+            Q[Q.shape[0] - 1, :] = q
+            V[V.shape[0] - 1, :] = v
+            return k_out
+        k_out = save_sample(step, n_steps, every, q, v, Q, V, k_out)
+    return k_out
+
+
+_LOOPS: dict = {}
+
+
+def _compiled_loop(py_func, signature):
+    """``py_func`` compiled for its one signature on first use (an explicit signature
+    compiles at once: so not at import)."""
+    loop = _LOOPS.get(py_func)
+    if loop is None:
+        loop = _LOOPS[py_func] = nb.njit(signature, cache=True, nogil=True)(py_func)
+    return loop
+
+
+def applicable(problem) -> bool:
+    """A compiled Kane system of the numba backend with additive coordinates (q̇ = u) and
+    its energy split into T and V, a tree (no constraints, no quaternions), no force
+    elements and no progress bar: what :func:`_verlet_loop` takes."""
+    s = problem.system
+    k = getattr(s, "_k", None)
+    return (getattr(s, "backend", None) == "numba" and k is not None
+            and all(f in k for f in ("mass_matrix", "forcing", "energy"))
+            and bool(getattr(s, "chart_is_additive", False)) and s.nq == s.nv
+            and getattr(s, "_nE", 0) == 3 and not getattr(s, "nonholonomic", True)
+            and not getattr(s, "eliminated_constraints", True)
+            and not getattr(s, "index3", True)
+            and problem.tau_cons is None and problem.tau_nc is None
+            and problem.potential is None and problem.progress is None)
+
+
+def run_verlet(problem, tol: float, maxiter: int):
+    """The whole Störmer–Verlet run of ``problem`` (a compiled Kane system, where
+    :func:`applicable`) in :func:`_verlet_loop`: a Solution, None to fall back to the
+    Python steps (an iteration failed), or the guard's DivergenceError."""
+    from .base import Solution
+    from .gauss_compiled import report_state_guard
+    from .rk4_compiled import step_grid
+
+    s = problem.system
+    n_steps, steps, times, every, keep = step_grid(problem.dt, problem.t0, problem.t_final,
+                                                   problem.save_every)
+    Q = np.empty((len(keep) + 1, s.nq))  # the spare row: a state that failed the guard
+    V = np.empty((len(keep) + 1, s.nv))
+    iters = np.zeros(n_steps, dtype=np.int32)
+    status = np.zeros(3, dtype=np.int64)
+    from numba.core.errors import NumbaExperimentalFeatureWarning
+
+    with warnings.catch_warnings():
+        # numba notes that first-class function types are experimental, where it compiles
+        # the loop and where it types the generated functions passed in
+        warnings.simplefilter("ignore", NumbaExperimentalFeatureWarning)
+        _compiled_loop(_verlet_loop, _VERLET_SIGNATURE)(
+            s._k["mass_matrix"], s._k["forcing"], s._k["energy"], int(s.ninputs),
+            np.ascontiguousarray(problem.q0, float), np.ascontiguousarray(problem.v0, float),
+            np.ascontiguousarray(steps, float), int(n_steps), int(every), float(tol),
+            int(maxiter), float(problem.blowup), Q, V, iters, status)
+    if status[0] == STATE_GUARD:
+        report_state_guard(problem, "verlet", status, Q, V, times)
+    if status[0]:
+        return None
+    return Solution(times[keep], Q[:-1], V[:-1], np.zeros(len(keep)),
+                    {"newton_iterations": iters}, "verlet")
