@@ -91,9 +91,15 @@ class GaussLegendre(FixedStepMethod):
     def compiled_run(self, project):
         """The Solution by the compiled loop of :mod:`.gauss_compiled`, or None when it does
         not apply (module doc) or hands the run back."""
-        from . import gauss_compiled, rk4_compiled
+        from . import gauss_compiled, kane_compiled, rk4_compiled
         from .projection import parse_invariants
 
+        if (self.opts["compiled"] and project is None and self.canonical
+                and kane_compiled.applicable(self.problem)):
+            # a compiled Kane system: its generated functions in kane_compiled's loop
+            return rk4_compiled.compiled_or_none(
+                self.name, kane_compiled.run_gauss, self.problem, self.name, self.A, self.d,
+                self.c, self.opts["tol"], self.opts["maxiter"])
         invariants = ("energy",) if project is None else parse_invariants(project)
         if (not self.opts["compiled"] or self._mode != "auto"
                 or gauss_compiled.momentum_rows(invariants) is None):

@@ -1,5 +1,6 @@
-"""Fixed-step methods on compiled Kane systems as compiled loops: one loop per method for
-every system, which takes the system's generated functions as first-class functions.
+"""Fixed-step methods on compiled Kane systems as compiled loops — Störmer–Verlet, midpoint,
+gauss4 —: one loop per method for every system, which takes the system's generated
+functions as first-class functions.
 
 A :class:`~kanedyn.kane.codegen.runtime.CompiledSystem` (numba backend) carries its
 equations as generated ``@njit`` functions (``mass_matrix(q, t, M)``, ``forcing(q, u, τ,
@@ -23,8 +24,16 @@ kinetic energy (step 1e-6, :func:`.base.kinetic_energy_gradient`), g(q) = −for
 equations by :func:`.base.newton`'s iteration with the identity for a matrix (a fixed point
 contracting like h|∂²H/∂q∂p|), forward-difference Jacobians when it contracts slowly or
 diverges, its stopping test and ``maxiter``; the reference's predictors (p_n and h v_{n+½}).
-Where the loop does not apply (force elements, inputs held by ``tau``, speeds other than the
-coordinate rates, quaternions, constraints, the numpy or C backends) or an iteration fails,
+Midpoint and gauss4 (:func:`run_gauss`): :class:`.gauss.GaussLegendre`'s stages in
+canonical coordinates z = (x, y), q = q_n + x, y = M v, ż = (M⁻¹y, −∂H/∂q), as the
+reference computes them for a system without closed-form derivatives: Newton on
+``Z − h (A ⊗ 1) F(z_n + Z) = 0`` with its kinematic matrix ``1 − h A ⊗ [0 M⁻¹; 0 0]``, a
+forward-difference Jacobian of the stage residual where that contracts slowly (kept for
+the next steps while h stays: the reference's ``reuse``), its stopping test; the predictor
+c h f(z_n); z_{n+1} = z_n + (b A⁻¹) Z.
+
+Where a loop does not apply (force elements, speeds other than the coordinate rates,
+quaternions, constraints, the numpy or C backends, a projection) or an iteration fails,
 the Python steps run the whole way and report what happens.
 """
 
@@ -256,6 +265,184 @@ def _verlet_loop(mass_matrix, forcing, energy, ninputs, q0, v0, steps, n_steps, 
     return k_out
 
 
+# ------------------------------------------------------------------ midpoint and gauss4
+@nb.njit(cache=True, nogil=True)
+def _stage_residual(fns, hA, z0, Z, U, M, E, zu, zt, F, R) -> bool:
+    """R ← Z − (hA) F(z0 + Z) for the stages Z (st × 2n, flat), F_i = (M⁻¹y, −∂H/∂q) at
+    z0 + Z_i = (x, y), q = q_n + x (gauss.py's ``_f`` in canonical coordinates)."""
+    st = hA.shape[0]
+    n2 = z0.shape[0]
+    n = n2 // 2
+    x, y = U[_XK], U[_RK]
+    for i in range(st):
+        for k in range(n):
+            x[k] = z0[k] + Z[i * n2 + k]
+            y[k] = z0[n + k] + Z[i * n2 + n + k]
+        if not _kick(fns, x, y, U, M, E, zu, zt, F[i, n:]):
+            return False
+        F[i, :n] = U[_U]
+    G = hA @ F
+    for i in range(st):
+        for k in range(n2):
+            R[i * n2 + k] = Z[i * n2 + k] - G[i, k]
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _stage_fd(fns, hA, z0, Z, R, U, M, E, zu, zt, F, J) -> bool:
+    """J ← the forward-difference Jacobian of the stage residual at Z (R its value):
+    :func:`.base.fd_jacobian`'s columns."""
+    m = Z.shape[0]
+    Zk, Rk = np.empty(m), np.empty(m)
+    for k in range(m):
+        d = 1e-7 * max(1.0, abs(Z[k]))
+        Zk[:] = Z
+        Zk[k] += d
+        if not _stage_residual(fns, hA, z0, Zk, U, M, E, zu, zt, F, Rk):
+            return False
+        for i in range(m):
+            J[i, k] = (Rk[i] - R[i]) / d
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _stage_newton(fns, hA, z0, Z, Jm, kept, have_kept, tol, maxiter, U, M, E, zu, zt,
+                  F) -> int:
+    """Z ← the stages by :func:`.base.newton` from the guess in Z, with the matrix Jm — or,
+    once a difference Jacobian was taken in an earlier step of this h, that one
+    (``kept``, the reference's ``reuse``; ``have_kept[0]``) —, a difference Jacobian where
+    it contracts slowly, a restart from the guess where it diverges; the iterations, or
+    −1 when it fails."""
+    m = Z.shape[0]
+    R = np.empty(m)
+    if not _stage_residual(fns, hA, z0, Z, U, M, E, zu, zt, F, R) or not _finite(R):
+        return -1
+    Zs, Rs = Z.copy(), R.copy()
+    J = kept.copy() if have_kept[0] else Jm
+    refreshed, last = False, np.inf
+    for it in range(1, maxiter + 1):
+        dx = np.linalg.solve(J, R)
+        size = 0.0
+        for i in range(m):
+            Z[i] += -dx[i]
+            size = max(size, abs(dx[i]))
+        finite = _stage_residual(fns, hA, z0, Z, U, M, E, zu, zt, F, R) and _finite(R)
+        if not refreshed and (not finite or (it >= 2 and size > last)):
+            Z[:] = Zs
+            R[:] = Rs
+            J = np.empty((m, m))
+            if not _stage_fd(fns, hA, z0, Z, R, U, M, E, zu, zt, F, J):
+                return -1
+            kept[:] = J
+            have_kept[0] = True
+            refreshed, last = True, np.inf
+            continue
+        if not finite:
+            return -1
+        scale = 0.0
+        for i in range(m):
+            scale = max(scale, abs(Z[i]))
+        if size <= tol * scale:
+            return it
+        theta = size / last if np.isfinite(last) and last > 0 else 1.0
+        if theta < 0.5 and theta / (1 - theta) * size <= tol * scale:
+            return it
+        if size <= _STAGNATION * scale and theta >= 0.5:
+            return it
+        if it >= 2 and size > 0.25 * last and not refreshed:
+            J = np.empty((m, m))
+            if not _stage_fd(fns, hA, z0, Z, R, U, M, E, zu, zt, F, J):
+                return -1
+            kept[:] = J
+            have_kept[0] = True
+            refreshed = True
+        last = size
+    return -1
+
+
+def _gauss_loop(mass_matrix, forcing, energy, ninputs, A, d, c, q0, v0, steps, n_steps,
+                every, tol, maxiter, blowup, Q, V, iters, status):
+    """The whole run of midpoint (one stage) or gauss4 (two) in canonical coordinates
+    z = (x, y), q = q_n + x, y = M v (module doc; gauss.py's step with its kinematic
+    matrix 1 − h A ⊗ [0 M⁻¹; 0 0]); status and return as :func:`_verlet_loop`'s."""
+    fns = (mass_matrix, forcing, energy)
+    n = v0.shape[0]
+    st, n2 = A.shape[0], 2 * n
+    m = st * n2
+    U = np.zeros((15, n))
+    M, E = np.empty((n, n)), np.empty(3)
+    zu, zt = np.zeros(n), np.zeros(max(ninputs, 1))
+    F = np.empty((st, n2))
+    z0, Z, f0 = np.zeros(n2), np.empty(m), np.empty((1, n2))
+    Jm, kept, have_kept = np.empty((m, m)), np.empty((m, m)), np.zeros(1, dtype=np.bool_)
+    q, v = q0.copy(), v0.copy()
+    k_out = store(q, v, Q, V, 0)
+    vmax0 = 0.0
+    for i in range(n):
+        vmax0 = max(vmax0, abs(v[i]))
+    last_h = np.nan
+    for step in range(n_steps):
+        h = steps[step]
+        U[_QN] = q
+        if mass_matrix(q, 0.0, M.reshape(n * n)) != 0:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        z0[n:] = M @ v
+        if not _kick(fns, zu, z0[n:], U, M, E, zu, zt, f0[0, n:]):
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        f0[0, :n] = U[_U]
+        ch = c * h
+        for i in range(st):
+            for k in range(n2):
+                Z[i * n2 + k] = ch[i] * f0[0, k]
+        if h != last_h:  # the reference's reuse dict: a new h drops the kept Jacobian
+            have_kept[0] = False
+            last_h = h
+        if mass_matrix(q, 0.0, M.reshape(n * n)) != 0:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        K = np.linalg.inv(M)
+        for a in range(m):
+            for b in range(m):
+                Jm[a, b] = 0.0
+        for i in range(st):
+            for j in range(st):
+                for r in range(n):
+                    for s_ in range(n):
+                        Jm[i * n2 + r, j * n2 + n + s_] = h * (A[i, j] * K[r, s_])
+        for a in range(m):
+            for b in range(m):
+                Jm[a, b] = (1.0 if a == b else 0.0) - Jm[a, b]
+        it = _stage_newton(fns, h * A, z0, Z, Jm, kept, have_kept, tol, maxiter, U, M, E,
+                           zu, zt, F)
+        if it < 0:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        z1 = z0 + d @ Z.reshape((st, n2))
+        for i in range(n):
+            q[i] = q[i] + z1[i]
+        if mass_matrix(q, 0.0, M.reshape(n * n)) != 0:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        v[:] = np.linalg.solve(M, z1[n:].copy())
+        iters[step] = it
+        if state_guard(q, v, vmax0, blowup) != 0:
+            status[0], status[1] = STATE_GUARD, step
+            Q[Q.shape[0] - 1, :] = q
+            V[V.shape[0] - 1, :] = v
+            return k_out
+        k_out = save_sample(step, n_steps, every, q, v, Q, V, k_out)
+    return k_out
+
+
+_GAUSS_SIGNATURE = types.int64(MASS_MATRIX, FORCING, ENERGY, types.int64,
+                               types.float64[:, ::1], _V, _V, _V, _V, _V, types.int64,
+                               types.int64, types.float64, types.int64, types.float64,
+                               types.float64[:, ::1], types.float64[:, ::1],
+                               types.int32[::1], types.int64[::1])
+
+
 _LOOPS: dict = {}
 
 
@@ -285,9 +472,25 @@ def applicable(problem) -> bool:
 
 
 def run_verlet(problem, tol: float, maxiter: int):
-    """The whole Störmer–Verlet run of ``problem`` (a compiled Kane system, where
-    :func:`applicable`) in :func:`_verlet_loop`: a Solution, None to fall back to the
-    Python steps (an iteration failed), or the guard's DivergenceError."""
+    """Störmer–Verlet's run in :func:`_verlet_loop` (see :func:`_run`)."""
+    return _run(problem, "verlet", _verlet_loop, _VERLET_SIGNATURE, (), tol, maxiter)
+
+
+def run_gauss(problem, name: str, A: np.ndarray, d: np.ndarray, c: np.ndarray, tol: float,
+              maxiter: int):
+    """Midpoint's or gauss4's run (``name``; their tableau A, c and d = b A⁻¹) in
+    :func:`_gauss_loop` (see :func:`_run`)."""
+    tableau = tuple(np.ascontiguousarray(a, float) for a in (A, d, c))
+    return _run(problem, name, _gauss_loop, _GAUSS_SIGNATURE, tableau, tol, maxiter)
+
+
+def _run(problem, name: str, py_func, signature, args: tuple, tol: float, maxiter: int):
+    """A whole run of ``problem`` (a compiled Kane system, where :func:`applicable`) in the
+    loop ``py_func``, ``args`` its method's arguments after the generated functions: a
+    Solution, None to fall back to the Python steps (an iteration failed), or the guard's
+    DivergenceError."""
+    from numba.core.errors import NumbaExperimentalFeatureWarning
+
     from .base import Solution
     from .gauss_compiled import report_state_guard
     from .rk4_compiled import step_grid
@@ -299,20 +502,18 @@ def run_verlet(problem, tol: float, maxiter: int):
     V = np.empty((len(keep) + 1, s.nv))
     iters = np.zeros(n_steps, dtype=np.int32)
     status = np.zeros(3, dtype=np.int64)
-    from numba.core.errors import NumbaExperimentalFeatureWarning
-
     with warnings.catch_warnings():
         # numba notes that first-class function types are experimental, where it compiles
         # the loop and where it types the generated functions passed in
         warnings.simplefilter("ignore", NumbaExperimentalFeatureWarning)
-        _compiled_loop(_verlet_loop, _VERLET_SIGNATURE)(
-            s._k["mass_matrix"], s._k["forcing"], s._k["energy"], int(s.ninputs),
+        _compiled_loop(py_func, signature)(
+            s._k["mass_matrix"], s._k["forcing"], s._k["energy"], int(s.ninputs), *args,
             np.ascontiguousarray(problem.q0, float), np.ascontiguousarray(problem.v0, float),
             np.ascontiguousarray(steps, float), int(n_steps), int(every), float(tol),
             int(maxiter), float(problem.blowup), Q, V, iters, status)
     if status[0] == STATE_GUARD:
-        report_state_guard(problem, "verlet", status, Q, V, times)
+        report_state_guard(problem, name, status, Q, V, times)
     if status[0]:
         return None
     return Solution(times[keep], Q[:-1], V[:-1], np.zeros(len(keep)),
-                    {"newton_iterations": iters}, "verlet")
+                    {"newton_iterations": iters}, name)

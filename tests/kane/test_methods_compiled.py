@@ -1,7 +1,7 @@
-"""kd.simulate(method="verlet") on a compiled Kane system runs the compiled leapfrog of
-integrators/kane_compiled.py (one loop for every system, the generated functions passed
-in as first-class functions), which must equal the Python steps of integrators/verlet.py
-(its readable reference) step for step."""
+"""kd.simulate(method="verlet", "midpoint" or "gauss4") on a compiled Kane system runs the
+compiled loops of integrators/kane_compiled.py (one loop per method for every system, the
+generated functions passed in as first-class functions), which must equal the Python steps
+of integrators/verlet.py and gauss.py (their readable references) step for step."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ def branched():
     return model, system, rng.uniform(-0.8, 0.8, model.nq), rng.normal(0.0, 0.8, model.nv)
 
 
-def test_compiled_leapfrog_equals_the_python_steps(branched, monkeypatch):
+@pytest.mark.parametrize("method", ["verlet", "midpoint", "gauss4"])
+def test_compiled_loops_equal_the_python_steps(branched, monkeypatch, method):
     model, system, q0, v0 = branched
     assert system.chart_is_additive and system.ninputs > 0
     runs = []
@@ -34,18 +35,20 @@ def test_compiled_leapfrog_equals_the_python_steps(branched, monkeypatch):
         runs.append(1)
         return run(*args)
 
-    run = kane_compiled.run_verlet
-    monkeypatch.setattr(kane_compiled, "run_verlet", counted)
-    fast = kd.simulate(system, q0, v0, 0.3, method="verlet", dt=2e-3)
+    entry = "run_verlet" if method == "verlet" else "run_gauss"
+    run = getattr(kane_compiled, entry)
+    monkeypatch.setattr(kane_compiled, entry, counted)
+    fast = kd.simulate(system, q0, v0, 0.3, method=method, dt=2e-3)
     assert runs == [1] and fast.stats["newton_iterations"].size == 150  # the loop's run
-    ref = kd.simulate(system, q0, v0, 0.3, method="verlet", dt=2e-3, compiled=False)
+    ref = kd.simulate(system, q0, v0, 0.3, method=method, dt=2e-3, compiled=False)
     # the same arithmetic in the same order (M v by each side's BLAS: ulps at most)
     scale = 1.0 + np.abs(ref.q).max() + np.abs(ref.v).max()
     assert np.abs(fast.q - ref.q).max() <= 1e-13 * scale
     assert np.abs(fast.v - ref.v).max() <= 1e-13 * scale
     np.testing.assert_array_equal(fast.stats["newton_iterations"],
                                   ref.stats["newton_iterations"])
-    # and it is the model's motion: the leapfrog's energy error stays O(h²), bounded
+    # and it is the model's motion: the energy error of these symplectic methods stays
+    # O(h²) (midpoint, verlet) or O(h⁴) (gauss4), bounded
     E = np.array([kd.kinetic_energy(model, q, v) + kd.potential_energy(model, q)
                   for q, v in zip(fast.q, fast.v, strict=True)])
     assert np.abs(E - E[0]).max() <= 1e-3 * (1.0 + abs(E[0]))
