@@ -41,10 +41,13 @@ def test_compiled_loops_equal_the_python_steps(branched, monkeypatch, method):
     fast = kd.simulate(system, q0, v0, 0.3, method=method, dt=2e-3)
     assert runs == [1] and fast.stats["newton_iterations"].size == 150  # the loop's run
     ref = kd.simulate(system, q0, v0, 0.3, method=method, dt=2e-3, compiled=False)
-    # the same arithmetic in the same order (M v by each side's BLAS: ulps at most)
+    # the same arithmetic in the same order (bit for bit here); M v, LU solves and M⁻¹ by
+    # numba's BLAS and LAPACK against numpy's may differ by ulps, which Newton's stopping
+    # point (tol 1e-12 to 1e-14 of the step) can carry: 1.5e-11 after 200 steps of gauss4
+    # on a 7-link chain (bench/kane_methods.py); 1e-10 is far below any method error
     scale = 1.0 + np.abs(ref.q).max() + np.abs(ref.v).max()
-    assert np.abs(fast.q - ref.q).max() <= 1e-13 * scale
-    assert np.abs(fast.v - ref.v).max() <= 1e-13 * scale
+    assert np.abs(fast.q - ref.q).max() <= 1e-10 * scale
+    assert np.abs(fast.v - ref.v).max() <= 1e-10 * scale
     np.testing.assert_array_equal(fast.stats["newton_iterations"],
                                   ref.stats["newton_iterations"])
     # and it is the model's motion: the energy error of these symplectic methods stays

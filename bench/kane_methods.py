@@ -1,13 +1,14 @@
-"""Störmer–Verlet on a compiled Kane system: the compiled loop of
-``integrators/kane_compiled.py`` against the Python steps of ``integrators/verlet.py`` (its
-reference, ``compiled=False``) and the RK4 generated with the equations, side by side.
+"""Störmer–Verlet, midpoint and gauss4 on a compiled Kane system: the compiled loops of
+``integrators/kane_compiled.py`` against the Python steps of ``integrators/verlet.py`` and
+``gauss.py`` (their references, ``compiled=False``) and the RK4 generated with the
+equations, side by side.
 
 The system: kanedyn's 3D pendulum chain of ``--links`` links (hinges, q̇ = u) through
 ``kanedyn.kane.tree.derive``, compiled by numba. dt = 1e-3 over ``--T`` s (the Python steps
 over a tenth of it), warm, best of 3; µs per step, the largest |q − q_python| at the end of
 the Python run, and the energy error max |E − E0| / |E0| of each run.
 
-    PYTHONPATH=src .venv/bin/python bench/kane_verlet.py [--links 7] [--T 2]
+    PYTHONPATH=src .venv/bin/python bench/kane_methods.py [--links 7] [--T 2]
 """
 
 from __future__ import annotations
@@ -63,26 +64,28 @@ def main() -> None:
     rng = np.random.default_rng(0)
     q0, v0 = rng.uniform(-0.5, 0.5, model.nq), rng.normal(0.0, 0.5, model.nv)
     dt = 1e-3
-    runs = {
-        "verlet, compiled loop": (a.T, {"method": "verlet"}),
-        "verlet, Python steps": (a.T / 10, {"method": "verlet", "compiled": False}),
-        "rk4, generated loop": (a.T, {"method": "rk4"}),
-    }
+    runs = {"rk4, generated loop": (a.T, {"method": "rk4"})}
+    for m in ("verlet", "midpoint", "gauss4"):
+        runs[f"{m}, compiled loop"] = (a.T, {"method": m})
+        runs[f"{m}, Python steps"] = (a.T / 10, {"method": m, "compiled": False})
     rows = {}
     for name, (T, kw) in runs.items():
         kd.simulate(system, q0, v0, 10 * dt, dt=dt, **kw)  # compile / warm
         tr, t = best(lambda T=T, kw=kw: kd.simulate(system, q0, v0, T, dt=dt, **kw))
         E = tr.energy
         rows[name] = (tr, t / round(T / dt) * 1e6, np.abs(E - E[0]).max() / abs(E[0]))
-    py = rows["verlet, Python steps"][0]
-    fast = kd.simulate(system, q0, v0, a.T / 10, dt=dt, method="verlet")
-    dq = np.abs(fast.q - py.q).max()
-    print(f"\n| run (dt = {dt}) | µs/step | energy error | × Python steps |")
-    print("|---|---:|---:|---:|")
-    ref = rows["verlet, Python steps"][1]
+    print(f"\n| run (dt = {dt}) | µs/step | energy error | compiled ÷ Python steps | "
+          f"max |Δq| compiled − Python ({a.T / 10:g} s) |")
+    print("|---|---:|---:|---:|---:|")
     for name, (_, us, err) in rows.items():
-        print(f"| {name} | {us:.1f} | {err:.1e} | {us / ref:.3f} |")
-    print(f"\ncompiled vs Python steps over {a.T / 10:g} s: max |Δq| = {dq:.1e}")
+        m = name.split(",")[0]
+        ratio = dq = ""
+        if name.endswith("compiled loop"):
+            py = rows[f"{m}, Python steps"]
+            ratio = f"{us / py[1]:.3f}"
+            short = kd.simulate(system, q0, v0, a.T / 10, dt=dt, method=m)
+            dq = f"{np.abs(short.q - py[0].q).max():.1e}"
+        print(f"| {name} | {us:.1f} | {err:.1e} | {ratio} | {dq} |")
     print(subprocess.run([sys.executable, "-c", FIRST], capture_output=True, text=True,
                          check=True).stdout.strip())
     with open("/proc/loadavg") as f:
