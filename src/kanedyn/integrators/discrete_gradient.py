@@ -222,7 +222,14 @@ class AVF(_DiscreteGradient):
     def compiled_run(self, project):
         """The Solution by the compiled loop, or None when it does not apply."""
         from . import discrete_gradient_compiled as dgc
+        from . import kane_compiled, rk4_compiled
 
+        if (self.opts["compiled"] and project is None and self.alpha == 0.0 and self.additive
+                and kane_compiled.applicable(self.problem)):
+            # a compiled Kane system: its generated functions in kane_compiled's loop
+            return rk4_compiled.compiled_or_none(self.name, kane_compiled.run_avf,
+                                                 self.problem, self.xi, self.w,
+                                                 self.opts["tol"], self.opts["maxiter"])
         return compiled_discrete_gradient(self, project, dgc.AVF, nodes=int(self.opts["nodes"]))
 
     def __init__(self, problem, **options):

@@ -267,13 +267,35 @@ def _verlet_loop(mass_matrix, forcing, energy, ninputs, q0, v0, steps, n_steps, 
 
 # ------------------------------------------------------------------ midpoint and gauss4
 @nb.njit(cache=True, nogil=True)
-def _stage_residual(fns, hA, z0, Z, U, M, E, zu, zt, F, R) -> bool:
-    """R ← Z − (hA) F(z0 + Z) for the stages Z (st × 2n, flat), F_i = (M⁻¹y, −∂H/∂q) at
-    z0 + Z_i = (x, y), q = q_n + x (gauss.py's ``_f`` in canonical coordinates)."""
-    st = hA.shape[0]
+def _stage_residual(kind, fns, hA, xi, w, h, z0, Z, U, M, E, zu, zt, F, R) -> bool:
+    """The implicit equations of a step at Z, R ← their residual, z0 = (0, p_n):
+
+    - ``kind`` 0, collocation (gauss.py's ``_f`` in canonical coordinates): R = Z − (hA) F,
+      F_i = (M⁻¹y, −∂H/∂q) at z0 + Z_i = (x, y), q = q_n + x, for the stages Z (st × 2n);
+    - ``kind`` 1, AVF (discrete_gradient.py): Z = (Δq, Δp), ∇̄H = Σ_k w_k ∇H(z0 + ξ_k Z),
+      R = (Δq − h ∇̄_pH, Δp + h ∇̄_qH)."""
     n2 = z0.shape[0]
     n = n2 // 2
     x, y = U[_XK], U[_RK]
+    if kind == 1:
+        gq, gp = F[0, :n], F[0, n:]
+        gq[:] = 0.0
+        gp[:] = 0.0
+        k = F[1, :n]
+        for j in range(xi.shape[0]):
+            for i in range(n):
+                x[i] = xi[j] * Z[i]
+                y[i] = z0[n + i] + xi[j] * Z[n + i]
+            if not _kick(fns, x, y, U, M, E, zu, zt, k):
+                return False
+            for i in range(n):
+                gq[i] += w[j] * -k[i]  # ∂H/∂q = −(the kick)
+                gp[i] += w[j] * U[_U, i]
+        for i in range(n):
+            R[i] = Z[i] - h * gp[i]
+            R[n + i] = Z[n + i] + h * gq[i]
+        return True
+    st = hA.shape[0]
     for i in range(st):
         for k in range(n):
             x[k] = z0[k] + Z[i * n2 + k]
@@ -289,8 +311,8 @@ def _stage_residual(fns, hA, z0, Z, U, M, E, zu, zt, F, R) -> bool:
 
 
 @nb.njit(cache=True, nogil=True)
-def _stage_fd(fns, hA, z0, Z, R, U, M, E, zu, zt, F, J) -> bool:
-    """J ← the forward-difference Jacobian of the stage residual at Z (R its value):
+def _stage_fd(kind, fns, hA, xi, w, h, z0, Z, R, U, M, E, zu, zt, F, J) -> bool:
+    """J ← the forward-difference Jacobian of the residual at Z (R its value):
     :func:`.base.fd_jacobian`'s columns."""
     m = Z.shape[0]
     Zk, Rk = np.empty(m), np.empty(m)
@@ -298,7 +320,7 @@ def _stage_fd(fns, hA, z0, Z, R, U, M, E, zu, zt, F, J) -> bool:
         d = 1e-7 * max(1.0, abs(Z[k]))
         Zk[:] = Z
         Zk[k] += d
-        if not _stage_residual(fns, hA, z0, Zk, U, M, E, zu, zt, F, Rk):
+        if not _stage_residual(kind, fns, hA, xi, w, h, z0, Zk, U, M, E, zu, zt, F, Rk):
             return False
         for i in range(m):
             J[i, k] = (Rk[i] - R[i]) / d
@@ -306,19 +328,22 @@ def _stage_fd(fns, hA, z0, Z, R, U, M, E, zu, zt, F, J) -> bool:
 
 
 @nb.njit(cache=True, nogil=True)
-def _stage_newton(fns, hA, z0, Z, Jm, kept, have_kept, tol, maxiter, U, M, E, zu, zt,
-                  F) -> int:
-    """Z ← the stages by :func:`.base.newton` from the guess in Z, with the matrix Jm — or,
-    once a difference Jacobian was taken in an earlier step of this h, that one
-    (``kept``, the reference's ``reuse``; ``have_kept[0]``) —, a difference Jacobian where
-    it contracts slowly, a restart from the guess where it diverges; the iterations, or
-    −1 when it fails."""
+def _stage_newton(kind, fns, hA, xi, w, h, z0, Z, Jm, kept, have_kept, tol, maxiter,
+                  stagnation, U, M, E, zu, zt, F) -> int:
+    """Z ← the solution of equations ``kind`` by :func:`.base.newton` from the guess in Z,
+    with the matrix Jm — or, once a difference Jacobian was taken in an earlier step of
+    this h, that one (``kept``: the reference's ``reuse``, which gauss.py passes and the
+    discrete gradients on additive coordinates do not; ``have_kept[0]``, None: no reuse) —,
+    a difference Jacobian where it contracts slowly, a restart from the guess where it
+    diverges; the iterations, or −1 when it fails."""
     m = Z.shape[0]
     R = np.empty(m)
-    if not _stage_residual(fns, hA, z0, Z, U, M, E, zu, zt, F, R) or not _finite(R):
+    reuse = have_kept.shape[0] > 0
+    if (not _stage_residual(kind, fns, hA, xi, w, h, z0, Z, U, M, E, zu, zt, F, R)
+            or not _finite(R)):
         return -1
     Zs, Rs = Z.copy(), R.copy()
-    J = kept.copy() if have_kept[0] else Jm
+    J = kept.copy() if reuse and have_kept[0] else Jm
     refreshed, last = False, np.inf
     for it in range(1, maxiter + 1):
         dx = np.linalg.solve(J, R)
@@ -326,15 +351,17 @@ def _stage_newton(fns, hA, z0, Z, Jm, kept, have_kept, tol, maxiter, U, M, E, zu
         for i in range(m):
             Z[i] += -dx[i]
             size = max(size, abs(dx[i]))
-        finite = _stage_residual(fns, hA, z0, Z, U, M, E, zu, zt, F, R) and _finite(R)
+        finite = (_stage_residual(kind, fns, hA, xi, w, h, z0, Z, U, M, E, zu, zt, F, R)
+                  and _finite(R))
         if not refreshed and (not finite or (it >= 2 and size > last)):
             Z[:] = Zs
             R[:] = Rs
             J = np.empty((m, m))
-            if not _stage_fd(fns, hA, z0, Z, R, U, M, E, zu, zt, F, J):
+            if not _stage_fd(kind, fns, hA, xi, w, h, z0, Z, R, U, M, E, zu, zt, F, J):
                 return -1
-            kept[:] = J
-            have_kept[0] = True
+            if reuse:
+                kept[:] = J
+                have_kept[0] = True
             refreshed, last = True, np.inf
             continue
         if not finite:
@@ -347,14 +374,15 @@ def _stage_newton(fns, hA, z0, Z, Jm, kept, have_kept, tol, maxiter, U, M, E, zu
         theta = size / last if np.isfinite(last) and last > 0 else 1.0
         if theta < 0.5 and theta / (1 - theta) * size <= tol * scale:
             return it
-        if size <= _STAGNATION * scale and theta >= 0.5:
+        if size <= stagnation * scale and theta >= 0.5:
             return it
         if it >= 2 and size > 0.25 * last and not refreshed:
             J = np.empty((m, m))
-            if not _stage_fd(fns, hA, z0, Z, R, U, M, E, zu, zt, F, J):
+            if not _stage_fd(kind, fns, hA, xi, w, h, z0, Z, R, U, M, E, zu, zt, F, J):
                 return -1
-            kept[:] = J
-            have_kept[0] = True
+            if reuse:
+                kept[:] = J
+                have_kept[0] = True
             refreshed = True
         last = size
     return -1
@@ -373,7 +401,7 @@ def _gauss_loop(mass_matrix, forcing, energy, ninputs, A, d, c, q0, v0, steps, n
     M, E = np.empty((n, n)), np.empty(3)
     zu, zt = np.zeros(n), np.zeros(max(ninputs, 1))
     F = np.empty((st, n2))
-    z0, Z, f0 = np.zeros(n2), np.empty(m), np.empty((1, n2))
+    z0, Z, f0, none = np.zeros(n2), np.empty(m), np.empty((1, n2)), np.empty(0)
     Jm, kept, have_kept = np.empty((m, m)), np.empty((m, m)), np.zeros(1, dtype=np.bool_)
     q, v = q0.copy(), v0.copy()
     k_out = store(q, v, Q, V, 0)
@@ -414,8 +442,8 @@ def _gauss_loop(mass_matrix, forcing, energy, ninputs, A, d, c, q0, v0, steps, n
         for a in range(m):
             for b in range(m):
                 Jm[a, b] = (1.0 if a == b else 0.0) - Jm[a, b]
-        it = _stage_newton(fns, h * A, z0, Z, Jm, kept, have_kept, tol, maxiter, U, M, E,
-                           zu, zt, F)
+        it = _stage_newton(0, fns, h * A, none, none, h, z0, Z, Jm, kept, have_kept, tol,
+                           maxiter, _STAGNATION, U, M, E, zu, zt, F)
         if it < 0:
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
@@ -441,6 +469,75 @@ _GAUSS_SIGNATURE = types.int64(MASS_MATRIX, FORCING, ENERGY, types.int64,
                                types.int64, types.float64, types.int64, types.float64,
                                types.float64[:, ::1], types.float64[:, ::1],
                                types.int32[::1], types.int64[::1])
+
+
+# ------------------------------------------------------------------------------- AVF
+def _avf_loop(mass_matrix, forcing, energy, ninputs, xi, w, q0, v0, steps, n_steps, every,
+              tol, maxiter, blowup, Q, V, iters, status):
+    """The whole AVF run (discrete_gradient.py's step on additive coordinates): d = (Δq, Δp)
+    by Newton with the kinematic matrix [1, −h/2 M(q_n)⁻¹; 0, 1], from the last step's d
+    (h v_n, 0 at the first step and after h changed); p carried from step to step (the
+    reference's ``_carry``: p_{n+1} = p_n + Δp, not M v); status and return as
+    :func:`_verlet_loop`'s."""
+    fns = (mass_matrix, forcing, energy)
+    n = v0.shape[0]
+    n2 = 2 * n
+    U = np.zeros((15, n))
+    M, E = np.empty((n, n)), np.empty(3)
+    zu, zt = np.zeros(n), np.zeros(max(ninputs, 1))
+    F, none, no_reuse = np.empty((2, n2)), np.empty((0, 0)), np.zeros(0, dtype=np.bool_)
+    z0, d, Jm = np.zeros(n2), np.zeros(n2), np.empty((n2, n2))
+    q, v = q0.copy(), v0.copy()
+    k_out = store(q, v, Q, V, 0)
+    vmax0 = 0.0
+    for i in range(n):
+        vmax0 = max(vmax0, abs(v[i]))
+    last_h = np.nan
+    for step in range(n_steps):
+        h = steps[step]
+        U[_QN] = q
+        if mass_matrix(q, 0.0, M.reshape(n * n)) != 0:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        if step == 0:
+            z0[n:] = M @ v
+        Minv = np.linalg.inv(M)
+        for a in range(n2):
+            for b in range(n2):
+                Jm[a, b] = 1.0 if a == b else 0.0
+        for a in range(n):
+            for b in range(n):
+                Jm[a, n + b] = -0.5 * h * Minv[a, b]
+        if h != last_h:  # the predictor: the last increment of this h, else h v_n
+            for i in range(n):
+                d[i] = h * v[i]
+                d[n + i] = 0.0
+            last_h = h
+        it = _stage_newton(1, fns, none, xi, w, h, z0, d, Jm, none, no_reuse, tol, maxiter,
+                           _STAGNATION, U, M, E, zu, zt, F)
+        if it < 0:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        for i in range(n):
+            q[i] = q[i] + d[i]
+            z0[n + i] = z0[n + i] + d[n + i]
+        if not _velocity(mass_matrix, q, z0[n:], M, v):
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        iters[step] = it
+        if state_guard(q, v, vmax0, blowup) != 0:
+            status[0], status[1] = STATE_GUARD, step
+            Q[Q.shape[0] - 1, :] = q
+            V[V.shape[0] - 1, :] = v
+            return k_out
+        k_out = save_sample(step, n_steps, every, q, v, Q, V, k_out)
+    return k_out
+
+
+_AVF_SIGNATURE = types.int64(MASS_MATRIX, FORCING, ENERGY, types.int64, _V, _V, _V, _V, _V,
+                             types.int64, types.int64, types.float64, types.int64,
+                             types.float64, types.float64[:, ::1], types.float64[:, ::1],
+                             types.int32[::1], types.int64[::1])
 
 
 _LOOPS: dict = {}
@@ -482,6 +579,13 @@ def run_gauss(problem, name: str, A: np.ndarray, d: np.ndarray, c: np.ndarray, t
     :func:`_gauss_loop` (see :func:`_run`)."""
     tableau = tuple(np.ascontiguousarray(a, float) for a in (A, d, c))
     return _run(problem, name, _gauss_loop, _GAUSS_SIGNATURE, tableau, tol, maxiter)
+
+
+def run_avf(problem, xi: np.ndarray, w: np.ndarray, tol: float, maxiter: int):
+    """AVF's run (Gauss–Legendre nodes ξ and weights w on [0, 1]) in :func:`_avf_loop`
+    (see :func:`_run`)."""
+    nodes = tuple(np.ascontiguousarray(a, float) for a in (xi, w))
+    return _run(problem, "avf", _avf_loop, _AVF_SIGNATURE, nodes, tol, maxiter)
 
 
 def _run(problem, name: str, py_func, signature, args: tuple, tol: float, maxiter: int):
