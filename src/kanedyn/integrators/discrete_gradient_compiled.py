@@ -45,24 +45,32 @@ What makes it fast (docs/benchmarks.md, "Issue 17: compiled discrete gradients")
   contracts by O(h² |∇³H| |d|) per iteration (≈ 1e-5–1e-4 on the benchmark chains,
   against 2e-3–4e-2 for the block-triangular ``[[1, −h/2 M⁻¹], [0, 1]]`` it replaces;
   taken at the midpoint of the predicted step). The matrix is LU-factored and kept for at
-  most ``refresh`` (:data:`REFRESH`, 50) steps — building it costs about seven AVF
-  residuals —, rebuilt at the next step when a step's iteration contracted by less than
-  ``slow`` (:data:`SLOW`, 3e-2), at once when by less than 0.1 (rates judged only on
-  updates above the roundoff floor).
+  most ``refresh`` (:data:`REFRESH`, 50) steps, rebuilt at the next step when a step's
+  iteration contracted by less than ``slow`` (:data:`SLOW`, 3e-2), at once when by less
+  than 0.1 (rates judged only on updates above the roundoff floor); for AVF also once the
+  steps since it was built have taken ``cost`` (:data:`COST`, 2) residuals more than the
+  fewest any of them took — a matrix's price (14 µs against 7 µs a residual on the 7-link
+  demo arm): a kept matrix's error grows with the steps, and on ``make demo``'s arm, where
+  the predictor is poor, it costs a residual a step before its contraction is slow.
 - **Predictor**: the polynomial extrapolation of the last k ≤ ``degree`` + 1 increments
   (:data:`DEGREE` = 8; 2 for Itoh–Abe, whose differences of H are noisy), k the order
   that predicted the last step best (:func:`.gauss_compiled.best_order`, as the midpoint
   loop): on smooth motion the highest, with an error O((h ω)^k) of the increment, which
   leaves one Newton update a step on the 7-link benchmark chain at dt = 1e-3 (degree 4:
   two); where a smoothed friction law turns within a step a high-degree extrapolation
-  misses by 1e-3–1e-1 of the increment, and a low one does better.
+  misses by 1e-3–1e-1 of the increment, and a low one does better. AVF with force rows
+  extrapolates (Δq, Δp − h τ_nc(v̄)) instead, smooth where τ_nc(v̄) is not, and adds h
+  τ_nc back at the predicted v̄ = Δq/h (3.81 → 3.54 residuals a step on the demo arm).
 - **Stopping**: Newton's error after an update is bounded by θ/(1 − θ) times the update,
   θ the contraction; the first update of a step takes θ carried from the last step that
   measured it (Hairer & Wanner's RADAU5 carries its rate the same way), so a step whose
   predictor was good ends after one residual. AVF only: Gonzalez's and Itoh–Abe's
   residuals hold differences of H, whose round-off makes the carried θ unreliable (with
   it Gonzalez's energy error on the 7-link chain at dt = 5e-3 grew from 2e-14 to 1.1e-12),
-  so they measure θ within every step.
+  so they measure θ within every step. A second update's quotient below the roundoff
+  floor (not a measurement: round-off adds to it) still bounds θ from above and lowers the
+  carried θ when smaller, so that one hard step's θ is not carried on through the smooth
+  steps after it (20-link chain: 1.74 → 1.55 residuals a step).
 - One Cholesky factorization per mass matrix (``cholesky``/``cholesky_solve`` of
   :mod:`.base`), the Newton matrix by ``lu_factor``/``lu_solve`` of
   :mod:`.gauss_compiled`; no allocation inside a step.
@@ -112,6 +120,9 @@ DEGREE = 8
 #: the Newton matrix is kept at most REFRESH steps, rebuilt at the next step after one whose
 #: iteration contracted by less than SLOW (module doc)
 REFRESH, SLOW = 50, 3e-2
+#: a Newton matrix's price in residuals (module doc): rebuilt once the steps since it was
+#: built have taken that many residuals beyond the fewest any of them took
+COST = 2.0
 _EPS = np.finfo(np.float64).eps
 
 
@@ -801,8 +812,8 @@ def newton_matrix(data, P, forces, kind, q, v, L, h, J, piv, Minv, B, G, D, zero
 # ------------------------------------------------------------------------------ the loop
 @nb.njit(cache=True, nogil=True)
 def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi, w, mask, tol,
-             stagnation, maxiter, refresh, degree, slow, floor, blowup, Q, V, Wk, iters,
-             status):
+             stagnation, maxiter, refresh, degree, slow, cost, floor, blowup, Q, V, Wk,
+             iters, status):
     n = v0.shape[0]
     nb_ = data.shape[0] - 1
     q, v = q0.copy(), v0.copy()
@@ -833,6 +844,11 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
     n_hist, newest, order, last_h, since = 0, 0, 1, 0.0, refresh
     rate_kept = np.inf  # the last contraction measured (carried to the next steps' first update)
     kind_carries = kind == AVF
+    # AVF with force rows extrapolates (Δq, Δp − h τ_nc(v̄)) and adds h τ_nc back at the
+    # predicted v̄ = Δq/h (module doc)
+    split = forces and kind == AVF
+    dm = np.zeros(2 * n)
+    fewest, excess = 0, 0  # the residuals of the steps since the matrix was built (`cost`)
     p = np.empty(n)
     if not factor_mass(data, q, mw0):
         status[0], status[1] = 3, 0
@@ -865,7 +881,14 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
                 d0[n + i] = 0.0
         else:
             extrapolate(hist, newest, min(order, n_hist), d0_)
-        ok, total = False, 0
+            if split:
+                for i in range(n):
+                    qk[i] = q[i] + 0.5 * d0[i]
+                    vk[i] = d0[i] / h
+                joint_forces(P, tm, qk, vk, tau_nc, tau)
+                for i in range(n):
+                    d0[n + i] += h * tau_nc[i]
+        ok, total, built = False, 0, False
         for attempt in range(2):
             # the Newton matrix: kept for `refresh` steps, rebuilt when it contracts badly
             fresh = since >= refresh or attempt == 1
@@ -882,7 +905,7 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
                         zero, e, col, slope):
                     status[0], status[1] = 3, step
                     return k_out
-                since = 0
+                since, built = 0, True
                 status[2] += 1
             last, rate = np.inf, 0.0
             for it in range(1, maxiter + 1):
@@ -914,6 +937,11 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
                 if measured:
                     rate = theta
                     rate_kept = theta
+                elif it >= 2 and theta < rate_kept:
+                    # below that floor the quotient is the contraction plus round-off, so at
+                    # least the contraction: a bound that lets the next steps stop after one
+                    # update again (a hard step's θ would otherwise be carried on and on)
+                    rate_kept = theta
                 if (size <= tol * scale
                         or (theta < 0.5 and theta / (1 - theta) * size <= tol * scale)
                         or (it >= 2 and size <= stagnation * scale and theta >= 0.5)
@@ -931,6 +959,13 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
             if ok or fresh:
                 break  # (a fresh matrix that fails: the Python method reports)
         iters[step] = total
+        if built:
+            fewest, excess = total, 0
+        else:
+            fewest = min(fewest, total)
+            excess += total - fewest
+            if kind_carries and excess >= cost:
+                since = refresh  # it has cost a matrix's price in residuals: rebuild it
         if not ok:
             status[0], status[1] = 1, step
             return k_out
@@ -949,6 +984,11 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
             for i in range(n):
                 work += h * vk[i] * tau_nc[i]
         d_ = d.reshape((1, 2 * n))
+        if split:  # the ring holds Δp − h τ_nc(t + h/2, v̄) (τ_nc just computed for W_nc)
+            for i in range(n):
+                dm[i] = d[i]
+                dm[n + i] = d[n + i] - h * tau_nc[i]
+            d_ = dm.reshape((1, 2 * n))
         order = best_order(hist, newest, n_hist, d_, work_) if n_hist else 1
         newest = (newest + 1) % (degree + 1)
         hist[newest] = d_
@@ -1093,7 +1133,7 @@ def _polish(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, g1, g2, gp, x, mw,
 
 def run(problem, name: str, kind: int, tol: float, maxiter: int, *, nodes: int = 3,
         stagnation: float = 1e-9, cyclic=(), carry_p: bool = True, refresh: int = REFRESH,
-        degree: int = DEGREE, slow: float = SLOW, floor: float = 0.0):
+        degree: int = DEGREE, slow: float = SLOW, cost: float = COST, floor: float = 0.0):
     """The whole run in the compiled loop: a Solution, or None to fall back."""
     from .base import Solution
 
@@ -1113,8 +1153,8 @@ def run(problem, name: str, kind: int, tol: float, maxiter: int, *, nodes: int =
              float(problem.t0), kind, carry_p, np.ascontiguousarray(problem.q0, float),
              np.ascontiguousarray(problem.v0, float), steps, n_steps, every, 0.5 * (x + 1.0),
              0.5 * wts, mask, float(tol), float(stagnation), int(maxiter), int(refresh),
-             int(degree), float(slow), float(floor), float(problem.blowup), Q, V, W, iters,
-             status)
+             int(degree), float(slow), float(cost), float(floor), float(problem.blowup), Q, V,
+             W, iters, status)
     if status[0]:
         return None  # the Python method takes the whole run, and reports what happens
     return Solution(times[keep], Q, V, W,

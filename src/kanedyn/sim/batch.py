@@ -134,7 +134,7 @@ from ..forces.kernel import (
 )
 from ..integrators.base import Solution
 from ..integrators.discrete_gradient import NEWTON_TOL
-from ..integrators.discrete_gradient_compiled import _dg_loop
+from ..integrators.discrete_gradient_compiled import COST, _dg_loop
 from ..integrators.gauss_compiled import (
     BAD_STATE,
     NEWTON_FAILED,
@@ -587,7 +587,7 @@ def _dg_runs(D, P, forces, kind, carry_p, Q0, V0, steps, every, xi, w, mask, tol
         iters = np.zeros(n_steps, dtype=np.int32)
         kept = _dg_loop(D[k], P[k], forces, 0.0, kind, carry_p, Q0[k], V0[k], steps, n_steps,
                         every, xi, w, mask, tol, stagnation, maxiter, refresh, degree, slow,
-                        floor, np.inf, Q, V, W, iters, status[k])
+                        COST, floor, np.inf, Q, V, W, iters, status[k])
         _finish(D[k], P[k], iqd, Q, V, W, kept, outQ[k], outV[k], outW[k], outE[k])
     each_run(Q0.shape[0], run)
 
