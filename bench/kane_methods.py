@@ -1,7 +1,8 @@
-"""Störmer–Verlet, midpoint, gauss4 and AVF on a compiled Kane system: the compiled loops of
-``integrators/kane_compiled.py`` against the Python steps of ``integrators/verlet.py``,
-``gauss.py`` and ``discrete_gradient.py`` (their references, ``compiled=False``) and the
-RK4 generated with the equations, side by side.
+"""Störmer–Verlet, midpoint, gauss4, AVF and energy–momentum (Gonzalez) on a compiled Kane
+system: the compiled loops of ``integrators/kane_compiled.py`` against the Python steps of
+``integrators/verlet.py``, ``gauss.py``, ``discrete_gradient.py`` and ``energy_momentum.py``
+(their references, ``compiled=False``) and the RK4 generated with the equations, side by
+side.
 
 The system: kanedyn's 3D pendulum chain of ``--links`` links (hinges, q̇ = u) through
 ``kanedyn.kane.tree.derive``, compiled by numba. dt = 1e-3 over ``--T`` s (the Python steps
@@ -65,7 +66,7 @@ def main() -> None:
     q0, v0 = rng.uniform(-0.5, 0.5, model.nq), rng.normal(0.0, 0.5, model.nv)
     dt = 1e-3
     runs = {"rk4, generated loop": (a.T, {"method": "rk4"})}
-    for m in ("verlet", "midpoint", "gauss4", "avf"):
+    for m in ("verlet", "midpoint", "gauss4", "avf", "energy_momentum"):
         runs[f"{m}, compiled loop"] = (a.T, {"method": m})
         runs[f"{m}, Python steps"] = (a.T / 10, {"method": m, "compiled": False})
     rows = {}

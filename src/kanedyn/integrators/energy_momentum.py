@@ -268,7 +268,7 @@ class EnergyMomentum(FixedStepMethod):
         the same algorithm, the same steps to Newton's tolerance); or None: then these
         Python steps."""
         from . import discrete_gradient_compiled as dgc
-        from . import rk4_compiled
+        from . import kane_compiled, rk4_compiled
 
         if not self.opts["compiled"] or project is not None:
             return None
@@ -286,6 +286,11 @@ class EnergyMomentum(FixedStepMethod):
 
             return rk4_compiled.compiled_or_none(self.name, floating_cayley_compiled.run,
                                                  self, self.problem)
+        if self.variant == "gonzalez" and kane_compiled.applicable(self.problem):
+            # a compiled Kane system: its generated functions in kane_compiled's loop
+            return rk4_compiled.compiled_or_none(self.name, kane_compiled.run_gonzalez,
+                                                 self.problem, self.mask, NEWTON_TOL,
+                                                 self.opts["maxiter"])
         if (self.variant != "gonzalez"
                 or not rk4_compiled.applicable(self.problem, forces=True)):
             return None

@@ -63,6 +63,7 @@ ENERGY = types.FunctionType(types.int64(_V, _V, types.float64, _V))
 _KE_STEP = 1e-6
 #: base.newton's default bar for an update at roundoff that no longer shrinks
 _STAGNATION = 1e-9
+_EPS = np.finfo(np.float64).eps
 
 # work rows of U (n wide)
 _QN, _P0, _PH, _VA, _R, _DX, _XS, _RS, _XK, _RK, _Q, _U, _DT, _F, _QK = range(15)
@@ -267,16 +268,21 @@ def _verlet_loop(mass_matrix, forcing, energy, ninputs, q0, v0, steps, n_steps, 
 
 # ------------------------------------------------------------------ midpoint and gauss4
 @nb.njit(cache=True, nogil=True)
-def _stage_residual(kind, fns, hA, xi, w, h, z0, Z, U, M, E, zu, zt, F, R) -> bool:
+def _stage_residual(kind, fns, hA, xi, w, h, mask, H0, z0, Z, U, M, E, zu, zt, F,
+                    R) -> bool:
     """The implicit equations of a step at Z, R ← their residual, z0 = (0, p_n):
 
     - ``kind`` 0, collocation (gauss.py's ``_f`` in canonical coordinates): R = Z − (hA) F,
       F_i = (M⁻¹y, −∂H/∂q) at z0 + Z_i = (x, y), q = q_n + x, for the stages Z (st × 2n);
     - ``kind`` 1, AVF (discrete_gradient.py): Z = (Δq, Δp), ∇̄H = Σ_k w_k ∇H(z0 + ξ_k Z),
-      R = (Δq − h ∇̄_pH, Δp + h ∇̄_qH)."""
+      R = (Δq − h ∇̄_pH, Δp + h ∇̄_qH);
+    - ``kind`` 2, Gonzalez (energy_momentum.py): the same R with his discrete gradient
+      (:func:`_gonzalez_residual`)."""
     n2 = z0.shape[0]
     n = n2 // 2
     x, y = U[_XK], U[_RK]
+    if kind == 2:
+        return _gonzalez_residual(fns, h, mask, H0, z0, Z, U, M, E, zu, zt, F, R)
     if kind == 1:
         gq, gp = F[0, :n], F[0, n:]
         gq[:] = 0.0
@@ -311,7 +317,55 @@ def _stage_residual(kind, fns, hA, xi, w, h, z0, Z, U, M, E, zu, zt, F, R) -> bo
 
 
 @nb.njit(cache=True, nogil=True)
-def _stage_fd(kind, fns, hA, xi, w, h, z0, Z, R, U, M, E, zu, zt, F, J) -> bool:
+def _hamiltonian(fns, q, p, M, E, v) -> float:
+    """H(q, p) = E(q, M⁻¹p) by the generated energy (energy_momentum.py's ``_H``); NaN where
+    a generated function refuses q."""
+    if not _velocity(fns[0], q, p, M, v) or fns[2](q, v, 0.0, E) != 0:
+        return np.nan
+    return E[0]
+
+
+@nb.njit(cache=True, nogil=True)
+def _gonzalez_residual(fns, h, mask, H0, z0, Z, U, M, E, zu, zt, F, R) -> bool:
+    """R ← (Δq − h ∇̄_pH, Δp + h ∇̄_qH) with Gonzalez's discrete gradient
+    ∇̄H = g + [ΔH − g·Δz]/(w·Δz) w, g = ∇H at the midpoint z_n + Δz/2, w = Δz without the
+    cyclic Δq_k (``mask``), the correction dropped below its round-off floor
+    (energy_momentum.py's ``_gonzalez_correction``)."""
+    n = Z.shape[0] // 2
+    x, y = U[_XK], U[_RK]
+    g, d, wv = F[0], F[1], np.empty(2 * n)
+    for i in range(n):
+        x[i] = 0.5 * Z[i]
+        y[i] = z0[n + i] + 0.5 * Z[n + i]
+    if not _kick(fns, x, y, U, M, E, zu, zt, g[:n]):
+        return False
+    for i in range(n):
+        g[i] = -g[i]  # ∂H/∂q = −(the kick)
+        g[n + i] = U[_U, i]
+    q, p = U[_Q], U[_F]
+    for i in range(n):
+        q[i] = U[_QN, i] + Z[i]
+        p[i] = z0[n + i] + Z[n + i]
+    dH = _hamiltonian(fns, q, p, M, E, U[_DT]) - H0
+    if not np.isfinite(dH):
+        return False
+    for i in range(2 * n):
+        d[i] = Z[i]
+        wv[i] = Z[i] * mask[i] if i < n else Z[i]
+    den = wv @ d
+    floor = 1e3 * _EPS * (abs(H0) + 1.0) / (np.sqrt(g @ g) + 1e-300)
+    if den > floor * floor:
+        c = (dH - g @ d) / den
+        for i in range(2 * n):
+            g[i] = g[i] + c * wv[i]
+    for i in range(n):
+        R[i] = Z[i] - h * g[n + i]
+        R[n + i] = Z[n + i] + h * g[i]
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _stage_fd(kind, fns, hA, xi, w, h, mask, H0, z0, Z, R, U, M, E, zu, zt, F, J) -> bool:
     """J ← the forward-difference Jacobian of the residual at Z (R its value):
     :func:`.base.fd_jacobian`'s columns."""
     m = Z.shape[0]
@@ -320,7 +374,8 @@ def _stage_fd(kind, fns, hA, xi, w, h, z0, Z, R, U, M, E, zu, zt, F, J) -> bool:
         d = 1e-7 * max(1.0, abs(Z[k]))
         Zk[:] = Z
         Zk[k] += d
-        if not _stage_residual(kind, fns, hA, xi, w, h, z0, Zk, U, M, E, zu, zt, F, Rk):
+        if not _stage_residual(kind, fns, hA, xi, w, h, mask, H0, z0, Zk, U, M, E, zu, zt, F,
+                               Rk):
             return False
         for i in range(m):
             J[i, k] = (Rk[i] - R[i]) / d
@@ -328,8 +383,8 @@ def _stage_fd(kind, fns, hA, xi, w, h, z0, Z, R, U, M, E, zu, zt, F, J) -> bool:
 
 
 @nb.njit(cache=True, nogil=True)
-def _stage_newton(kind, fns, hA, xi, w, h, z0, Z, Jm, kept, have_kept, tol, maxiter,
-                  stagnation, U, M, E, zu, zt, F) -> int:
+def _stage_newton(kind, fns, hA, xi, w, h, mask, H0, z0, Z, Jm, kept, have_kept, tol,
+                  maxiter, stagnation, U, M, E, zu, zt, F) -> int:
     """Z ← the solution of equations ``kind`` by :func:`.base.newton` from the guess in Z,
     with the matrix Jm — or, once a difference Jacobian was taken in an earlier step of
     this h, that one (``kept``: the reference's ``reuse``, which gauss.py passes and the
@@ -339,7 +394,7 @@ def _stage_newton(kind, fns, hA, xi, w, h, z0, Z, Jm, kept, have_kept, tol, maxi
     m = Z.shape[0]
     R = np.empty(m)
     reuse = have_kept.shape[0] > 0
-    if (not _stage_residual(kind, fns, hA, xi, w, h, z0, Z, U, M, E, zu, zt, F, R)
+    if (not _stage_residual(kind, fns, hA, xi, w, h, mask, H0, z0, Z, U, M, E, zu, zt, F, R)
             or not _finite(R)):
         return -1
     Zs, Rs = Z.copy(), R.copy()
@@ -351,13 +406,13 @@ def _stage_newton(kind, fns, hA, xi, w, h, z0, Z, Jm, kept, have_kept, tol, maxi
         for i in range(m):
             Z[i] += -dx[i]
             size = max(size, abs(dx[i]))
-        finite = (_stage_residual(kind, fns, hA, xi, w, h, z0, Z, U, M, E, zu, zt, F, R)
+        finite = (_stage_residual(kind, fns, hA, xi, w, h, mask, H0, z0, Z, U, M, E, zu, zt, F, R)
                   and _finite(R))
         if not refreshed and (not finite or (it >= 2 and size > last)):
             Z[:] = Zs
             R[:] = Rs
             J = np.empty((m, m))
-            if not _stage_fd(kind, fns, hA, xi, w, h, z0, Z, R, U, M, E, zu, zt, F, J):
+            if not _stage_fd(kind, fns, hA, xi, w, h, mask, H0, z0, Z, R, U, M, E, zu, zt, F, J):
                 return -1
             if reuse:
                 kept[:] = J
@@ -378,7 +433,7 @@ def _stage_newton(kind, fns, hA, xi, w, h, z0, Z, Jm, kept, have_kept, tol, maxi
             return it
         if it >= 2 and size > 0.25 * last and not refreshed:
             J = np.empty((m, m))
-            if not _stage_fd(kind, fns, hA, xi, w, h, z0, Z, R, U, M, E, zu, zt, F, J):
+            if not _stage_fd(kind, fns, hA, xi, w, h, mask, H0, z0, Z, R, U, M, E, zu, zt, F, J):
                 return -1
             if reuse:
                 kept[:] = J
@@ -442,8 +497,8 @@ def _gauss_loop(mass_matrix, forcing, energy, ninputs, A, d, c, q0, v0, steps, n
         for a in range(m):
             for b in range(m):
                 Jm[a, b] = (1.0 if a == b else 0.0) - Jm[a, b]
-        it = _stage_newton(0, fns, h * A, none, none, h, z0, Z, Jm, kept, have_kept, tol,
-                           maxiter, _STAGNATION, U, M, E, zu, zt, F)
+        it = _stage_newton(0, fns, h * A, none, none, h, none, 0.0, z0, Z, Jm, kept,
+                           have_kept, tol, maxiter, _STAGNATION, U, M, E, zu, zt, F)
         if it < 0:
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
@@ -513,8 +568,8 @@ def _avf_loop(mass_matrix, forcing, energy, ninputs, xi, w, q0, v0, steps, n_ste
                 d[i] = h * v[i]
                 d[n + i] = 0.0
             last_h = h
-        it = _stage_newton(1, fns, none, xi, w, h, z0, d, Jm, none, no_reuse, tol, maxiter,
-                           _STAGNATION, U, M, E, zu, zt, F)
+        it = _stage_newton(1, fns, none, xi, w, h, xi[:0], 0.0, z0, d, Jm, none, no_reuse,
+                           tol, maxiter, _STAGNATION, U, M, E, zu, zt, F)
         if it < 0:
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
@@ -538,6 +593,77 @@ _AVF_SIGNATURE = types.int64(MASS_MATRIX, FORCING, ENERGY, types.int64, _V, _V, 
                              types.int64, types.int64, types.float64, types.int64,
                              types.float64, types.float64[:, ::1], types.float64[:, ::1],
                              types.int32[::1], types.int64[::1])
+
+
+# ----------------------------------------------------------- energy–momentum (Gonzalez)
+def _gonzalez_loop(mass_matrix, forcing, energy, ninputs, mask, q0, v0, steps, n_steps,
+                   every, tol, maxiter, blowup, Q, V, iters, status):
+    """The whole run of energy_momentum's Gonzalez variant (energy_momentum.py's
+    ``_gonzalez_step``): p_n = M(q_n) v_n and H_n at every step, d = (Δq, Δp) by Newton with
+    the kinematic matrix [1, −h/2 M(q_n)⁻¹; 0, 1] from the last step's d (h v_n, 0 at the
+    first step and after h changed); status and return as :func:`_verlet_loop`'s."""
+    fns = (mass_matrix, forcing, energy)
+    n = v0.shape[0]
+    n2 = 2 * n
+    U = np.zeros((15, n))
+    M, E = np.empty((n, n)), np.empty(3)
+    zu, zt = np.zeros(n), np.zeros(max(ninputs, 1))
+    F, none, no_reuse = np.empty((2, n2)), np.empty((0, 0)), np.zeros(0, dtype=np.bool_)
+    z0, d, Jm, vh = np.zeros(n2), np.zeros(n2), np.empty((n2, n2)), np.empty(n)
+    q, v = q0.copy(), v0.copy()
+    k_out = store(q, v, Q, V, 0)
+    vmax0 = 0.0
+    for i in range(n):
+        vmax0 = max(vmax0, abs(v[i]))
+    last_h = np.nan
+    for step in range(n_steps):
+        h = steps[step]
+        U[_QN] = q
+        if mass_matrix(q, 0.0, M.reshape(n * n)) != 0:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        z0[n:] = M @ v
+        Minv = np.linalg.inv(M)
+        H0 = _hamiltonian(fns, q, z0[n:], M, E, vh)
+        if not np.isfinite(H0):
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        for a in range(n2):
+            for b in range(n2):
+                Jm[a, b] = 1.0 if a == b else 0.0
+        for a in range(n):
+            for b in range(n):
+                Jm[a, n + b] = -0.5 * h * Minv[a, b]
+        if h != last_h:
+            for i in range(n):
+                d[i] = h * v[i]
+                d[n + i] = 0.0
+            last_h = h
+        it = _stage_newton(2, fns, none, mask[:0], mask[:0], h, mask, H0, z0, d, Jm, none,
+                           no_reuse, tol, maxiter, _STAGNATION, U, M, E, zu, zt, F)
+        if it < 0:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        for i in range(n):
+            q[i] = q[i] + d[i]
+            z0[n + i] = z0[n + i] + d[n + i]
+        if not _velocity(mass_matrix, q, z0[n:], M, v):
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        iters[step] = it
+        if state_guard(q, v, vmax0, blowup) != 0:
+            status[0], status[1] = STATE_GUARD, step
+            Q[Q.shape[0] - 1, :] = q
+            V[V.shape[0] - 1, :] = v
+            return k_out
+        k_out = save_sample(step, n_steps, every, q, v, Q, V, k_out)
+    return k_out
+
+
+_GONZALEZ_SIGNATURE = types.int64(MASS_MATRIX, FORCING, ENERGY, types.int64, _V, _V, _V, _V,
+                                  types.int64, types.int64, types.float64, types.int64,
+                                  types.float64, types.float64[:, ::1],
+                                  types.float64[:, ::1], types.int32[::1], types.int64[::1])
 
 
 _LOOPS: dict = {}
@@ -586,6 +712,13 @@ def run_avf(problem, xi: np.ndarray, w: np.ndarray, tol: float, maxiter: int):
     (see :func:`_run`)."""
     nodes = tuple(np.ascontiguousarray(a, float) for a in (xi, w))
     return _run(problem, "avf", _avf_loop, _AVF_SIGNATURE, nodes, tol, maxiter)
+
+
+def run_gonzalez(problem, mask: np.ndarray, tol: float, maxiter: int):
+    """energy_momentum's Gonzalez variant (``mask``, nv long: 0 on the cyclic coordinates
+    left out of the correction, 1 elsewhere) in :func:`_gonzalez_loop` (see :func:`_run`)."""
+    return _run(problem, "energy_momentum", _gonzalez_loop, _GONZALEZ_SIGNATURE,
+                (np.ascontiguousarray(mask, float),), tol, maxiter)
 
 
 def _run(problem, name: str, py_func, signature, args: tuple, tol: float, maxiter: int):
