@@ -1,8 +1,8 @@
-"""Störmer–Verlet, midpoint, gauss4, AVF and energy–momentum (Gonzalez) on a compiled Kane
-system: the compiled loops of ``integrators/kane_compiled.py`` against the Python steps of
-``integrators/verlet.py``, ``gauss.py``, ``discrete_gradient.py`` and ``energy_momentum.py``
-(their references, ``compiled=False``) and the RK4 generated with the equations, side by
-side.
+"""Störmer–Verlet, midpoint, gauss4, AVF, energy–momentum (Gonzalez) and Itoh–Abe (both
+orders) on a compiled Kane system: the compiled loops of ``integrators/kane_compiled.py``
+against the Python steps of ``integrators/verlet.py``, ``gauss.py``,
+``discrete_gradient.py`` and ``energy_momentum.py`` (their references, ``compiled=False``)
+and the RK4 generated with the equations, side by side.
 
 The system: kanedyn's 3D pendulum chain of ``--links`` links (hinges, q̇ = u) through
 ``kanedyn.kane.tree.derive``, compiled by numba. dt = 1e-3 over ``--T`` s (the Python steps
@@ -66,9 +66,11 @@ def main() -> None:
     q0, v0 = rng.uniform(-0.5, 0.5, model.nq), rng.normal(0.0, 0.5, model.nv)
     dt = 1e-3
     runs = {"rk4, generated loop": (a.T, {"method": "rk4"})}
-    for m in ("verlet", "midpoint", "gauss4", "avf", "energy_momentum"):
-        runs[f"{m}, compiled loop"] = (a.T, {"method": m})
-        runs[f"{m}, Python steps"] = (a.T / 10, {"method": m, "compiled": False})
+    for m in ("verlet", "midpoint", "gauss4", "avf", "energy_momentum", "itoh_abe",
+              "itoh_abe symmetric"):
+        kw = {"method": m.split()[0]} | ({"variant": "symmetric"} if " " in m else {})
+        runs[f"{m}, compiled loop"] = (a.T, kw)
+        runs[f"{m}, Python steps"] = (a.T / 10, kw | {"compiled": False})
     rows = {}
     for name, (T, kw) in runs.items():
         kd.simulate(system, q0, v0, 10 * dt, dt=dt, **kw)  # compile / warm
@@ -84,7 +86,7 @@ def main() -> None:
         if name.endswith("compiled loop"):
             py = rows[f"{m}, Python steps"]
             ratio = f"{us / py[1]:.3f}"
-            short = kd.simulate(system, q0, v0, a.T / 10, dt=dt, method=m)
+            short = kd.simulate(system, q0, v0, a.T / 10, dt=dt, **runs[name][1])
             dq = f"{np.abs(short.q - py[0].q).max():.1e}"
         print(f"| {name} | {us:.1f} | {err:.1e} | {ratio} | {dq} |")
     print(subprocess.run([sys.executable, "-c", FIRST], capture_output=True, text=True,

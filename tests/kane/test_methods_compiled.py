@@ -1,8 +1,9 @@
-"""kd.simulate(method="verlet", "midpoint", "gauss4", "avf" or "energy_momentum") on a
-compiled Kane system runs the compiled loops of integrators/kane_compiled.py (one loop per
-method for every system, the generated functions passed in as first-class functions), which
-must equal the Python steps of integrators/verlet.py, gauss.py, discrete_gradient.py and
-energy_momentum.py (their readable references) step for step."""
+"""kd.simulate(method="verlet", "midpoint", "gauss4", "avf", "energy_momentum" or
+"itoh_abe") on a compiled Kane system runs the compiled loops of
+integrators/kane_compiled.py (one loop per method for every system, the generated functions
+passed in as first-class functions), which must equal the Python steps of
+integrators/verlet.py, gauss.py, discrete_gradient.py and energy_momentum.py (their readable
+references) step for step."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ def branched():
     return model, system, rng.uniform(-0.8, 0.8, model.nq), rng.normal(0.0, 0.8, model.nv)
 
 
-@pytest.mark.parametrize("method", ["verlet", "midpoint", "gauss4", "avf", "energy_momentum"])
+@pytest.mark.parametrize("method", ["verlet", "midpoint", "gauss4", "avf", "energy_momentum",
+                                    "itoh_abe", "itoh_abe symmetric"])
 def test_compiled_loops_equal_the_python_steps(branched, monkeypatch, method):
     model, system, q0, v0 = branched
     assert system.chart_is_additive and system.ninputs > 0
@@ -36,13 +38,15 @@ def test_compiled_loops_equal_the_python_steps(branched, monkeypatch, method):
         runs.append(1)
         return run(*args)
 
-    entry = {"verlet": "run_verlet", "avf": "run_avf",
-             "energy_momentum": "run_gonzalez"}.get(method, "run_gauss")
+    method, *variant = method.split()
+    options = {"variant": variant[0]} if variant else {}
+    entry = {"verlet": "run_verlet", "avf": "run_avf", "energy_momentum": "run_gonzalez",
+             "itoh_abe": "run_itoh_abe"}.get(method, "run_gauss")
     run = getattr(kane_compiled, entry)
     monkeypatch.setattr(kane_compiled, entry, counted)
-    fast = kd.simulate(system, q0, v0, 0.3, method=method, dt=2e-3)
+    fast = kd.simulate(system, q0, v0, 0.3, method=method, dt=2e-3, **options)
     assert runs == [1] and fast.stats["newton_iterations"].size == 150  # the loop's run
-    ref = kd.simulate(system, q0, v0, 0.3, method=method, dt=2e-3, compiled=False)
+    ref = kd.simulate(system, q0, v0, 0.3, method=method, dt=2e-3, compiled=False, **options)
     # the same arithmetic in the same order (bit for bit here); M v, LU solves and M⁻¹ by
     # numba's BLAS and LAPACK against numpy's may differ by ulps, which Newton's stopping
     # point (tol 1e-12 to 1e-14 of the step) can carry: 1.5e-11 after 200 steps of gauss4
@@ -53,11 +57,11 @@ def test_compiled_loops_equal_the_python_steps(branched, monkeypatch, method):
     np.testing.assert_array_equal(fast.stats["newton_iterations"],
                                   ref.stats["newton_iterations"])
     # and it is the model's motion: the energy error of these symplectic methods stays
-    # O(h²) (midpoint, verlet) or O(h⁴) (gauss4), bounded; AVF and Gonzalez keep it
-    # (to the round-off of their central differences of T)
+    # O(h²) (midpoint, verlet) or O(h⁴) (gauss4), bounded; the discrete gradients keep it
+    # (AVF to the round-off of its central differences of T)
     E = np.array([kd.kinetic_energy(model, q, v) + kd.potential_energy(model, q)
                   for q, v in zip(fast.q, fast.v, strict=True)])
-    exact = method in ("avf", "energy_momentum")
+    exact = method in ("avf", "energy_momentum", "itoh_abe")
     assert np.abs(E - E[0]).max() <= (1e-11 if exact else 1e-3) * (1.0 + abs(E[0]))
 
 

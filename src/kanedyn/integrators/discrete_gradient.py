@@ -298,7 +298,15 @@ class ItohAbe(_DiscreteGradient):
     def compiled_run(self, project):
         """The Solution by the compiled loop, or None when it does not apply."""
         from . import discrete_gradient_compiled as dgc
+        from . import kane_compiled, rk4_compiled
 
+        if (self.opts["compiled"] and project is None and self.alpha == 0.0 and self.additive
+                and kane_compiled.applicable(self.problem)):
+            # a compiled Kane system: its generated functions in kane_compiled's loop
+            return rk4_compiled.compiled_or_none(self.name, kane_compiled.run_itoh_abe,
+                                                 self.problem, self.symmetric,
+                                                 self.opts["tol"], self.opts["maxiter"],
+                                                 self.stagnation)
         kind = dgc.ITOH_ABE_SYMMETRIC if self.symmetric else dgc.ITOH_ABE
         # (a quadratic predictor: a higher degree amplifies the noise of the differences of
         # H; an update below 1e-10 leaves an error at that noise: 1e-9 let the 20-link

@@ -70,6 +70,13 @@ _QN, _P0, _PH, _VA, _R, _DX, _XS, _RS, _XK, _RK, _Q, _U, _DT, _F, _QK = range(15
 
 
 @nb.njit(cache=True, nogil=True)
+def _inverse(M):
+    """M⁻¹ as numpy's ``inv`` makes it, LAPACK's gesv on the identity (numba's ``inv`` takes
+    getri, whose rounding differs: the references' M⁻¹ enters Itoh–Abe's residual)."""
+    return np.linalg.solve(M, np.eye(M.shape[0]))
+
+
+@nb.njit(cache=True, nogil=True)
 def _velocity(mass_matrix, q, p, M, v) -> bool:
     """v = M(q)⁻¹ p (:func:`.base.solve_spd`); False where M is refused or not SPD."""
     n = q.shape[0]
@@ -277,12 +284,21 @@ def _stage_residual(kind, fns, hA, xi, w, h, mask, H0, z0, Z, U, M, E, zu, zt, F
     - ``kind`` 1, AVF (discrete_gradient.py): Z = (Δq, Δp), ∇̄H = Σ_k w_k ∇H(z0 + ξ_k Z),
       R = (Δq − h ∇̄_pH, Δp + h ∇̄_qH);
     - ``kind`` 2, Gonzalez (energy_momentum.py): the same R with his discrete gradient
-      (:func:`_gonzalez_residual`)."""
+      (:func:`_gonzalez_residual`);
+    - ``kind`` 3 and 4, Itoh–Abe forward and symmetric (discrete_gradient.py): the same R
+      with their discrete gradient (:func:`_itoh_abe_gradient`)."""
     n2 = z0.shape[0]
     n = n2 // 2
     x, y = U[_XK], U[_RK]
     if kind == 2:
         return _gonzalez_residual(fns, h, mask, H0, z0, Z, U, M, E, zu, zt, F, R)
+    if kind >= 3:
+        if not _itoh_abe_gradient(fns, kind == 4, z0, Z[:n], Z[n:], U, M, E, F):
+            return False
+        for i in range(n):
+            R[i] = Z[i] - h * F[0, n + i]
+            R[n + i] = Z[n + i] + h * F[0, i]
+        return True
     if kind == 1:
         gq, gp = F[0, :n], F[0, n:]
         gq[:] = 0.0
@@ -361,6 +377,112 @@ def _gonzalez_residual(fns, h, mask, H0, z0, Z, U, M, E, zu, zt, F, R) -> bool:
     for i in range(n):
         R[i] = Z[i] - h * g[n + i]
         R[n + i] = Z[n + i] + h * g[i]
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _configuration_part(fns, qn, p, dq, reverse, U, M, E, x, xm, g) -> bool:
+    """Itoh–Abe's ∇̄_qH at p held, the coordinates moved 1..n (``reverse``: n..1):
+    ``[H(.., q_i + Δq_i, ..) − H(..)]/Δq_i``, below an increment of 1e-5 (1 + |q_i|) the
+    central difference of H at the increment's midpoint (discrete_gradient.py's
+    ``ItohAbe.configuration_part``, additive coordinates)."""
+    n = qn.shape[0]
+    q, v = U[_Q], U[_DT]
+    for i in range(n):
+        x[i] = 0.0
+        q[i] = qn[i] + x[i]
+    H_prev = _hamiltonian(fns, q, p, M, E, v)
+    for k in range(n):
+        i = n - 1 - k if reverse else k
+        scale = 1.0 + abs(qn[i])
+        if abs(dq[i]) > 1e-5 * scale:
+            x[i] = dq[i]
+            for j in range(n):
+                q[j] = qn[j] + x[j]
+            H_new = _hamiltonian(fns, q, p, M, E, v)
+            g[i] = (H_new - H_prev) / dq[i]
+        else:
+            e = 1e-5 * scale
+            xm[:] = x
+            xm[i] = 0.5 * dq[i] + e
+            for j in range(n):
+                q[j] = qn[j] + xm[j]
+            Hp = _hamiltonian(fns, q, p, M, E, v)
+            xm[i] -= 2 * e
+            for j in range(n):
+                q[j] = qn[j] + xm[j]
+            g[i] = (Hp - _hamiltonian(fns, q, p, M, E, v)) / (2 * e)
+            x[i] = dq[i]
+            for j in range(n):
+                q[j] = qn[j] + x[j]
+            H_new = _hamiltonian(fns, q, p, M, E, v)
+        if not np.isfinite(H_new) or not np.isfinite(g[i]):
+            return False
+        H_prev = H_new
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _momentum_part(fns, qn, dq, p0, dp, reverse, U, M, pk, g) -> bool:
+    """Itoh–Abe's ∇̄_pH at q_n + Δq: H is quadratic in p, so each quotient is exactly
+    (M⁻¹ p̃)_i + ½ Δp_i M⁻¹_ii, p̃ the momenta moved so far (``momentum_part``)."""
+    n = qn.shape[0]
+    q = U[_Q]
+    for i in range(n):
+        q[i] = qn[i] + dq[i]
+    if fns[0](q, 0.0, M.reshape(n * n)) != 0:
+        return False
+    Minv = _inverse(M)
+    pk[:] = p0
+    for k in range(n):
+        i = n - 1 - k if reverse else k
+        g[i] = Minv[i] @ pk + 0.5 * dp[i] * Minv[i, i]
+        pk[i] += dp[i]
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _itoh_abe_gradient(fns, symmetric, z0, dq, dp, U, M, E, F) -> bool:
+    """F[0] ← Itoh–Abe's discrete gradient (∇̄_qH, ∇̄_pH) for d = (Δq, Δp) from (q_n, p_n):
+    q_1..q_n at p_n, then p_1..p_n at q_n + Δq; ``symmetric``: its mean with the reverse
+    path (p_n..p_1 at q_n, then q_n..q_1 at p_n + Δp) (``ItohAbe.discrete_gradient``)."""
+    n = dq.shape[0]
+    qn, p0 = U[_QN], z0[n:]
+    g, x, xm, pk, w = F[0], U[_XS], U[_RS], U[_F], U[_R]
+    if not _configuration_part(fns, qn, p0, dq, False, U, M, E, x, xm, g[:n]):
+        return False
+    if not _momentum_part(fns, qn, dq, p0, dp, False, U, M, pk, g[n:]):
+        return False
+    if symmetric:
+        g2 = F[1]
+        for i in range(n):
+            w[i] = p0[i] + dp[i]
+        if not _configuration_part(fns, qn, w, dq, True, U, M, E, x, xm, g2[:n]):
+            return False
+        for i in range(n):
+            xm[i] = 0.0
+        if not _momentum_part(fns, qn, xm, p0, dp, True, U, M, pk, g2[n:]):
+            return False
+        for i in range(2 * n):
+            g[i] = 0.5 * (g[i] + g2[i])
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _itoh_abe_polish(fns, symmetric, h, z0, d, U, M, E, F) -> bool:
+    """Δp ← −h ∇̄_qH(Δq, Δp) after Newton (``ItohAbe.polish``, additive coordinates, no
+    forces): the forward path's ∇̄_qH does not depend on Δp, so once; the symmetric
+    variant's does, and takes one sweep as the reference."""
+    n = d.shape[0] // 2
+    dq, dp = d[:n], d[n:]
+    if symmetric:
+        if not _itoh_abe_gradient(fns, True, z0, dq, dp, U, M, E, F):
+            return False
+    elif not _configuration_part(fns, U[_QN], z0[n:], dq, False, U, M, E, U[_XS], U[_RS],
+                                 F[0, :n]):
+        return False
+    for i in range(n):
+        dp[i] = -h * F[0, i]
     return True
 
 
@@ -485,7 +607,7 @@ def _gauss_loop(mass_matrix, forcing, energy, ninputs, A, d, c, q0, v0, steps, n
         if mass_matrix(q, 0.0, M.reshape(n * n)) != 0:
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
-        K = np.linalg.inv(M)
+        K = _inverse(M)
         for a in range(m):
             for b in range(m):
                 Jm[a, b] = 0.0
@@ -527,11 +649,12 @@ _GAUSS_SIGNATURE = types.int64(MASS_MATRIX, FORCING, ENERGY, types.int64,
 
 
 # ------------------------------------------------------------------------------- AVF
-def _avf_loop(mass_matrix, forcing, energy, ninputs, xi, w, q0, v0, steps, n_steps, every,
-              tol, maxiter, blowup, Q, V, iters, status):
-    """The whole AVF run (discrete_gradient.py's step on additive coordinates): d = (Δq, Δp)
-    by Newton with the kinematic matrix [1, −h/2 M(q_n)⁻¹; 0, 1], from the last step's d
-    (h v_n, 0 at the first step and after h changed); p carried from step to step (the
+def _avf_loop(mass_matrix, forcing, energy, ninputs, kind, xi, w, q0, v0, steps, n_steps,
+              every, tol, maxiter, stagnation, blowup, Q, V, iters, status):
+    """The whole run of AVF (``kind`` 1) or Itoh–Abe (3 forward, 4 symmetric) —
+    discrete_gradient.py's step on additive coordinates: d = (Δq, Δp) by Newton with the
+    kinematic matrix [1, −h/2 M(q_n)⁻¹; 0, 1], from the last step's d (h v_n, 0 at the first
+    step and after h changed), Itoh–Abe's polish after it; p carried from step to step (the
     reference's ``_carry``: p_{n+1} = p_n + Δp, not M v); status and return as
     :func:`_verlet_loop`'s."""
     fns = (mass_matrix, forcing, energy)
@@ -556,7 +679,7 @@ def _avf_loop(mass_matrix, forcing, energy, ninputs, xi, w, q0, v0, steps, n_ste
             return k_out
         if step == 0:
             z0[n:] = M @ v
-        Minv = np.linalg.inv(M)
+        Minv = _inverse(M)
         for a in range(n2):
             for b in range(n2):
                 Jm[a, b] = 1.0 if a == b else 0.0
@@ -568,9 +691,10 @@ def _avf_loop(mass_matrix, forcing, energy, ninputs, xi, w, q0, v0, steps, n_ste
                 d[i] = h * v[i]
                 d[n + i] = 0.0
             last_h = h
-        it = _stage_newton(1, fns, none, xi, w, h, xi[:0], 0.0, z0, d, Jm, none, no_reuse,
-                           tol, maxiter, _STAGNATION, U, M, E, zu, zt, F)
-        if it < 0:
+        it = _stage_newton(kind, fns, none, xi, w, h, xi[:0], 0.0, z0, d, Jm, none, no_reuse,
+                           tol, maxiter, stagnation, U, M, E, zu, zt, F)
+        if it < 0 or (kind >= 3
+                      and not _itoh_abe_polish(fns, kind == 4, h, z0, d, U, M, E, F)):
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
         for i in range(n):
@@ -589,10 +713,10 @@ def _avf_loop(mass_matrix, forcing, energy, ninputs, xi, w, q0, v0, steps, n_ste
     return k_out
 
 
-_AVF_SIGNATURE = types.int64(MASS_MATRIX, FORCING, ENERGY, types.int64, _V, _V, _V, _V, _V,
-                             types.int64, types.int64, types.float64, types.int64,
-                             types.float64, types.float64[:, ::1], types.float64[:, ::1],
-                             types.int32[::1], types.int64[::1])
+_AVF_SIGNATURE = types.int64(MASS_MATRIX, FORCING, ENERGY, types.int64, types.int64, _V, _V,
+                             _V, _V, _V, types.int64, types.int64, types.float64, types.int64,
+                             types.float64, types.float64, types.float64[:, ::1],
+                             types.float64[:, ::1], types.int32[::1], types.int64[::1])
 
 
 # ----------------------------------------------------------- energy–momentum (Gonzalez)
@@ -623,7 +747,7 @@ def _gonzalez_loop(mass_matrix, forcing, energy, ninputs, mask, q0, v0, steps, n
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
         z0[n:] = M @ v
-        Minv = np.linalg.inv(M)
+        Minv = _inverse(M)
         H0 = _hamiltonian(fns, q, z0[n:], M, E, vh)
         if not np.isfinite(H0):
             status[0], status[1] = NEWTON_FAILED, step
@@ -711,7 +835,15 @@ def run_avf(problem, xi: np.ndarray, w: np.ndarray, tol: float, maxiter: int):
     """AVF's run (Gauss–Legendre nodes ξ and weights w on [0, 1]) in :func:`_avf_loop`
     (see :func:`_run`)."""
     nodes = tuple(np.ascontiguousarray(a, float) for a in (xi, w))
-    return _run(problem, "avf", _avf_loop, _AVF_SIGNATURE, nodes, tol, maxiter)
+    return _run(problem, "avf", _avf_loop, _AVF_SIGNATURE, (1, *nodes), tol, maxiter,
+                _STAGNATION)
+
+
+def run_itoh_abe(problem, symmetric: bool, tol: float, maxiter: int, stagnation: float):
+    """Itoh–Abe's run (forward or ``symmetric``) in :func:`_avf_loop` (see :func:`_run`)."""
+    none = np.empty(0)
+    return _run(problem, "itoh_abe", _avf_loop, _AVF_SIGNATURE,
+                (4 if symmetric else 3, none, none), tol, maxiter, stagnation)
 
 
 def run_gonzalez(problem, mask: np.ndarray, tol: float, maxiter: int):
@@ -721,11 +853,12 @@ def run_gonzalez(problem, mask: np.ndarray, tol: float, maxiter: int):
                 (np.ascontiguousarray(mask, float),), tol, maxiter)
 
 
-def _run(problem, name: str, py_func, signature, args: tuple, tol: float, maxiter: int):
+def _run(problem, name: str, py_func, signature, args: tuple, tol: float, maxiter: int,
+         *stagnation: float):
     """A whole run of ``problem`` (a compiled Kane system, where :func:`applicable`) in the
-    loop ``py_func``, ``args`` its method's arguments after the generated functions: a
-    Solution, None to fall back to the Python steps (an iteration failed), or the guard's
-    DivergenceError."""
+    loop ``py_func``, ``args`` its method's arguments after the generated functions
+    (``stagnation``: Newton's bar for the discrete gradients' loop): a Solution, None to
+    fall back to the Python steps (an iteration failed), or the guard's DivergenceError."""
     from numba.core.errors import NumbaExperimentalFeatureWarning
 
     from .base import Solution
@@ -747,7 +880,7 @@ def _run(problem, name: str, py_func, signature, args: tuple, tol: float, maxite
             s._k["mass_matrix"], s._k["forcing"], s._k["energy"], int(s.ninputs), *args,
             np.ascontiguousarray(problem.q0, float), np.ascontiguousarray(problem.v0, float),
             np.ascontiguousarray(steps, float), int(n_steps), int(every), float(tol),
-            int(maxiter), float(problem.blowup), Q, V, iters, status)
+            int(maxiter), *stagnation, float(problem.blowup), Q, V, iters, status)
     if status[0] == STATE_GUARD:
         report_state_guard(problem, name, status, Q, V, times)
     if status[0]:
