@@ -1,6 +1,6 @@
 """Fixed-step methods on compiled Kane systems as compiled loops — Störmer–Verlet, midpoint,
-gauss4 —: one loop per method for every system, which takes the system's generated
-functions as first-class functions.
+gauss4, AVF, energy–momentum (Gonzalez), Itoh–Abe —: one loop per method for every system,
+which takes the system's generated functions as first-class functions.
 
 A :class:`~kanedyn.kane.codegen.runtime.CompiledSystem` (numba backend) carries its
 equations as generated ``@njit`` functions (``mass_matrix(q, t, M)``, ``forcing(q, u, τ,
@@ -31,6 +31,17 @@ reference computes them for a system without closed-form derivatives: Newton on
 forward-difference Jacobian of the stage residual where that contracts slowly (kept for
 the next steps while h stays: the reference's ``reuse``), its stopping test; the predictor
 c h f(z_n); z_{n+1} = z_n + (b A⁻¹) Z.
+
+AVF, Itoh–Abe (:func:`run_avf`, :func:`run_itoh_abe`; one loop) and Gonzalez
+(:func:`run_gonzalez`): the steps of :class:`.discrete_gradient.AVF`,
+:class:`.discrete_gradient.ItohAbe` and ``EnergyMomentum._gonzalez_step``
+(:mod:`.energy_momentum`) on additive coordinates, d = (Δq, Δp) from
+``(Δq − h ∇̄_pH, Δp + h ∇̄_qH) = 0`` with their discrete gradients ∇̄H (Gauss–Legendre
+quadrature of ∇H; H along the coordinate paths; the midpoint gradient with Gonzalez's
+correction), by :func:`.base.newton` with the kinematic matrix ``[1, −h/2 M(q_n)⁻¹; 0, 1]``
+from the last step's d, p carried from step to step (Gonzalez: p = M v at every step),
+Itoh–Abe's polish of Δp after it. M⁻¹ is made as numpy's ``inv`` makes it (gesv on the
+identity), so that the residuals holding it round as the references'.
 
 Where a loop does not apply (force elements, speeds other than the coordinate rates,
 quaternions, constraints, the numpy or C backends, a projection) or an iteration fails,
