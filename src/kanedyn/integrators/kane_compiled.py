@@ -659,15 +659,16 @@ _GAUSS_SIGNATURE = types.int64(MASS_MATRIX, FORCING, ENERGY, types.int64,
                                types.int32[::1], types.int64[::1])
 
 
-# ------------------------------------------------------------------------------- AVF
-def _avf_loop(mass_matrix, forcing, energy, ninputs, kind, xi, w, q0, v0, steps, n_steps,
-              every, tol, maxiter, stagnation, blowup, Q, V, iters, status):
-    """The whole run of AVF (``kind`` 1) or Itoh–Abe (3 forward, 4 symmetric) —
-    discrete_gradient.py's step on additive coordinates: d = (Δq, Δp) by Newton with the
-    kinematic matrix [1, −h/2 M(q_n)⁻¹; 0, 1], from the last step's d (h v_n, 0 at the first
-    step and after h changed), Itoh–Abe's polish after it; p carried from step to step (the
-    reference's ``_carry``: p_{n+1} = p_n + Δp, not M v); status and return as
-    :func:`_verlet_loop`'s."""
+# ------------------------------------------------------------ AVF, Gonzalez, Itoh–Abe
+def _dg_loop(mass_matrix, forcing, energy, ninputs, kind, xi, w, mask, q0, v0, steps,
+             n_steps, every, tol, maxiter, stagnation, blowup, Q, V, iters, status):
+    """The whole run of a discrete gradient on additive coordinates: AVF (``kind`` 1),
+    Gonzalez (2; energy_momentum.py's ``_gonzalez_step``), Itoh–Abe (3 forward, 4
+    symmetric) — d = (Δq, Δp) by Newton with the kinematic matrix [1, −h/2 M(q_n)⁻¹; 0, 1],
+    from the last step's d (h v_n, 0 at the first step and after h changed), Itoh–Abe's
+    polish after it; p carried from step to step (the references' ``_carry``: p_{n+1} =
+    p_n + Δp, not M v), but Gonzalez's p_n = M v_n and H_n at every step; status and return
+    as :func:`_verlet_loop`'s."""
     fns = (mass_matrix, forcing, energy)
     n = v0.shape[0]
     n2 = 2 * n
@@ -675,7 +676,7 @@ def _avf_loop(mass_matrix, forcing, energy, ninputs, kind, xi, w, q0, v0, steps,
     M, E = np.empty((n, n)), np.empty(3)
     zu, zt = np.zeros(n), np.zeros(max(ninputs, 1))
     F, none, no_reuse = np.empty((2, n2)), np.empty((0, 0)), np.zeros(0, dtype=np.bool_)
-    z0, d, Jm = np.zeros(n2), np.zeros(n2), np.empty((n2, n2))
+    z0, d, Jm, vh = np.zeros(n2), np.zeros(n2), np.empty((n2, n2)), np.empty(n)
     q, v = q0.copy(), v0.copy()
     k_out = store(q, v, Q, V, 0)
     vmax0 = 0.0
@@ -688,9 +689,15 @@ def _avf_loop(mass_matrix, forcing, energy, ninputs, kind, xi, w, q0, v0, steps,
         if mass_matrix(q, 0.0, M.reshape(n * n)) != 0:
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
-        if step == 0:
+        if step == 0 or kind == 2:
             z0[n:] = M @ v
         Minv = _inverse(M)
+        H0 = 0.0
+        if kind == 2:
+            H0 = _hamiltonian(fns, q, z0[n:], M, E, vh)
+            if not np.isfinite(H0):
+                status[0], status[1] = NEWTON_FAILED, step
+                return k_out
         for a in range(n2):
             for b in range(n2):
                 Jm[a, b] = 1.0 if a == b else 0.0
@@ -702,7 +709,7 @@ def _avf_loop(mass_matrix, forcing, energy, ninputs, kind, xi, w, q0, v0, steps,
                 d[i] = h * v[i]
                 d[n + i] = 0.0
             last_h = h
-        it = _stage_newton(kind, fns, none, xi, w, h, xi[:0], 0.0, z0, d, Jm, none, no_reuse,
+        it = _stage_newton(kind, fns, none, xi, w, h, mask, H0, z0, d, Jm, none, no_reuse,
                            tol, maxiter, stagnation, U, M, E, zu, zt, F)
         if it < 0 or (kind >= 3
                       and not _itoh_abe_polish(fns, kind == 4, h, z0, d, U, M, E, F)):
@@ -724,81 +731,10 @@ def _avf_loop(mass_matrix, forcing, energy, ninputs, kind, xi, w, q0, v0, steps,
     return k_out
 
 
-_AVF_SIGNATURE = types.int64(MASS_MATRIX, FORCING, ENERGY, types.int64, types.int64, _V, _V,
-                             _V, _V, _V, types.int64, types.int64, types.float64, types.int64,
-                             types.float64, types.float64, types.float64[:, ::1],
-                             types.float64[:, ::1], types.int32[::1], types.int64[::1])
-
-
-# ----------------------------------------------------------- energy–momentum (Gonzalez)
-def _gonzalez_loop(mass_matrix, forcing, energy, ninputs, mask, q0, v0, steps, n_steps,
-                   every, tol, maxiter, blowup, Q, V, iters, status):
-    """The whole run of energy_momentum's Gonzalez variant (energy_momentum.py's
-    ``_gonzalez_step``): p_n = M(q_n) v_n and H_n at every step, d = (Δq, Δp) by Newton with
-    the kinematic matrix [1, −h/2 M(q_n)⁻¹; 0, 1] from the last step's d (h v_n, 0 at the
-    first step and after h changed); status and return as :func:`_verlet_loop`'s."""
-    fns = (mass_matrix, forcing, energy)
-    n = v0.shape[0]
-    n2 = 2 * n
-    U = np.zeros((15, n))
-    M, E = np.empty((n, n)), np.empty(3)
-    zu, zt = np.zeros(n), np.zeros(max(ninputs, 1))
-    F, none, no_reuse = np.empty((2, n2)), np.empty((0, 0)), np.zeros(0, dtype=np.bool_)
-    z0, d, Jm, vh = np.zeros(n2), np.zeros(n2), np.empty((n2, n2)), np.empty(n)
-    q, v = q0.copy(), v0.copy()
-    k_out = store(q, v, Q, V, 0)
-    vmax0 = 0.0
-    for i in range(n):
-        vmax0 = max(vmax0, abs(v[i]))
-    last_h = np.nan
-    for step in range(n_steps):
-        h = steps[step]
-        U[_QN] = q
-        if mass_matrix(q, 0.0, M.reshape(n * n)) != 0:
-            status[0], status[1] = NEWTON_FAILED, step
-            return k_out
-        z0[n:] = M @ v
-        Minv = _inverse(M)
-        H0 = _hamiltonian(fns, q, z0[n:], M, E, vh)
-        if not np.isfinite(H0):
-            status[0], status[1] = NEWTON_FAILED, step
-            return k_out
-        for a in range(n2):
-            for b in range(n2):
-                Jm[a, b] = 1.0 if a == b else 0.0
-        for a in range(n):
-            for b in range(n):
-                Jm[a, n + b] = -0.5 * h * Minv[a, b]
-        if h != last_h:
-            for i in range(n):
-                d[i] = h * v[i]
-                d[n + i] = 0.0
-            last_h = h
-        it = _stage_newton(2, fns, none, mask[:0], mask[:0], h, mask, H0, z0, d, Jm, none,
-                           no_reuse, tol, maxiter, _STAGNATION, U, M, E, zu, zt, F)
-        if it < 0:
-            status[0], status[1] = NEWTON_FAILED, step
-            return k_out
-        for i in range(n):
-            q[i] = q[i] + d[i]
-            z0[n + i] = z0[n + i] + d[n + i]
-        if not _velocity(mass_matrix, q, z0[n:], M, v):
-            status[0], status[1] = NEWTON_FAILED, step
-            return k_out
-        iters[step] = it
-        if state_guard(q, v, vmax0, blowup) != 0:
-            status[0], status[1] = STATE_GUARD, step
-            Q[Q.shape[0] - 1, :] = q
-            V[V.shape[0] - 1, :] = v
-            return k_out
-        k_out = save_sample(step, n_steps, every, q, v, Q, V, k_out)
-    return k_out
-
-
-_GONZALEZ_SIGNATURE = types.int64(MASS_MATRIX, FORCING, ENERGY, types.int64, _V, _V, _V, _V,
-                                  types.int64, types.int64, types.float64, types.int64,
-                                  types.float64, types.float64[:, ::1],
-                                  types.float64[:, ::1], types.int32[::1], types.int64[::1])
+_DG_SIGNATURE = types.int64(MASS_MATRIX, FORCING, ENERGY, types.int64, types.int64, _V, _V,
+                            _V, _V, _V, _V, types.int64, types.int64, types.float64,
+                            types.int64, types.float64, types.float64, types.float64[:, ::1],
+                            types.float64[:, ::1], types.int32[::1], types.int64[::1])
 
 
 _LOOPS: dict = {}
@@ -843,25 +779,31 @@ def run_gauss(problem, name: str, A: np.ndarray, d: np.ndarray, c: np.ndarray, t
 
 
 def run_avf(problem, xi: np.ndarray, w: np.ndarray, tol: float, maxiter: int):
-    """AVF's run (Gauss–Legendre nodes ξ and weights w on [0, 1]) in :func:`_avf_loop`
+    """AVF's run (Gauss–Legendre nodes ξ and weights w on [0, 1]) in :func:`_dg_loop`
     (see :func:`_run`)."""
-    nodes = tuple(np.ascontiguousarray(a, float) for a in (xi, w))
-    return _run(problem, "avf", _avf_loop, _AVF_SIGNATURE, (1, *nodes), tol, maxiter,
-                _STAGNATION)
-
-
-def run_itoh_abe(problem, symmetric: bool, tol: float, maxiter: int, stagnation: float):
-    """Itoh–Abe's run (forward or ``symmetric``) in :func:`_avf_loop` (see :func:`_run`)."""
-    none = np.empty(0)
-    return _run(problem, "itoh_abe", _avf_loop, _AVF_SIGNATURE,
-                (4 if symmetric else 3, none, none), tol, maxiter, stagnation)
+    return _run_dg(problem, "avf", 1, xi, w, np.ones(problem.system.nv), tol, maxiter,
+                   _STAGNATION)
 
 
 def run_gonzalez(problem, mask: np.ndarray, tol: float, maxiter: int):
     """energy_momentum's Gonzalez variant (``mask``, nv long: 0 on the cyclic coordinates
-    left out of the correction, 1 elsewhere) in :func:`_gonzalez_loop` (see :func:`_run`)."""
-    return _run(problem, "energy_momentum", _gonzalez_loop, _GONZALEZ_SIGNATURE,
-                (np.ascontiguousarray(mask, float),), tol, maxiter)
+    left out of the correction, 1 elsewhere) in :func:`_dg_loop` (see :func:`_run`)."""
+    none = np.empty(0)
+    return _run_dg(problem, "energy_momentum", 2, none, none, mask, tol, maxiter,
+                   _STAGNATION)
+
+
+def run_itoh_abe(problem, symmetric: bool, tol: float, maxiter: int, stagnation: float):
+    """Itoh–Abe's run (forward or ``symmetric``) in :func:`_dg_loop` (see :func:`_run`)."""
+    none = np.empty(0)
+    return _run_dg(problem, "itoh_abe", 4 if symmetric else 3, none, none,
+                   np.ones(problem.system.nv), tol, maxiter, stagnation)
+
+
+def _run_dg(problem, name, kind, xi, w, mask, tol, maxiter, stagnation):
+    arrays = tuple(np.ascontiguousarray(a, float) for a in (xi, w, mask))
+    return _run(problem, name, _dg_loop, _DG_SIGNATURE, (kind, *arrays), tol, maxiter,
+                stagnation)
 
 
 def _run(problem, name: str, py_func, signature, args: tuple, tol: float, maxiter: int,
