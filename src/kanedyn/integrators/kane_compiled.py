@@ -84,7 +84,8 @@ _QN, _P0, _PH, _VA, _R, _DX, _XS, _RS, _XK, _RK, _Q, _U, _DT, _F, _QK = range(15
 def _inverse(M):
     """M⁻¹ as numpy's ``inv`` makes it, LAPACK's gesv on the identity (numba's ``inv`` takes
     getri, whose rounding differs: the references' M⁻¹ enters Itoh–Abe's residual)."""
-    return np.linalg.solve(M, np.eye(M.shape[0]))
+    # (C order, as numpy's: a row of it is then contiguous for BLAS's dot, as the reference's)
+    return np.ascontiguousarray(np.linalg.solve(M, np.eye(M.shape[0])))
 
 
 @nb.njit(cache=True, nogil=True)
@@ -155,76 +156,6 @@ def _finite(a) -> bool:
     return True
 
 
-@nb.njit(cache=True, nogil=True)
-def _fd_jacobian(kind, fns, h, x, r, U, M, E, zu, zt, J) -> bool:
-    """J ← the forward-difference Jacobian of the residual at x (r its value), column k
-    with the step 1e-7 max(1, |x_k|) (:func:`.base.fd_jacobian`)."""
-    n = x.shape[0]
-    xk, rk = U[_XK], U[_RK]
-    for k in range(n):
-        d = 1e-7 * max(1.0, abs(x[k]))
-        for i in range(n):
-            xk[i] = x[i]
-        xk[k] += d
-        if not _residual(kind, fns, h, xk, U, M, E, zu, zt, rk):
-            return False
-        for i in range(n):
-            J[i, k] = (rk[i] - r[i]) / d
-    return True
-
-
-@nb.njit(cache=True, nogil=True)
-def _newton(kind, fns, h, x, tol, maxiter, U, M, E, zu, zt, J) -> int:
-    """x ← the solution of equation ``kind`` from the guess in x by :func:`.base.newton`
-    with the identity for its matrix (difference Jacobians where that contracts slowly, a
-    restart from the guess where it diverges); the iterations, or −1 when it fails."""
-    n = x.shape[0]
-    r, dx, xs, rs = U[_R], U[_DX], U[_XS], U[_RS]
-    if not _residual(kind, fns, h, x, U, M, E, zu, zt, r) or not _finite(r):
-        return -1
-    xs[:] = x
-    rs[:] = r
-    identity, refreshed, last = True, False, np.inf
-    for it in range(1, maxiter + 1):
-        if identity:  # (numpy's solve with the identity gives r exactly)
-            for i in range(n):
-                dx[i] = -r[i]
-        else:
-            s = np.linalg.solve(J, r)
-            for i in range(n):
-                dx[i] = -s[i]
-        size = 0.0
-        for i in range(n):
-            x[i] += dx[i]
-            size = max(size, abs(dx[i]))
-        finite = _residual(kind, fns, h, x, U, M, E, zu, zt, r) and _finite(r)
-        if not refreshed and (not finite or (it >= 2 and size > last)):
-            x[:] = xs
-            r[:] = rs
-            if not _fd_jacobian(kind, fns, h, x, r, U, M, E, zu, zt, J):
-                return -1
-            identity, refreshed, last = False, True, np.inf
-            continue
-        if not finite:
-            return -1
-        scale = 0.0
-        for i in range(n):
-            scale = max(scale, abs(x[i]))
-        if size <= tol * scale:
-            return it
-        theta = size / last if np.isfinite(last) and last > 0 else 1.0
-        if theta < 0.5 and theta / (1 - theta) * size <= tol * scale:
-            return it
-        if size <= _STAGNATION * scale and theta >= 0.5:
-            return it
-        if it >= 2 and size > 0.25 * last and not refreshed:
-            if not _fd_jacobian(kind, fns, h, x, r, U, M, E, zu, zt, J):
-                return -1
-            identity, refreshed = False, True
-        last = size
-    return -1
-
-
 #: the one signature of the loop: the generated functions as first-class functions
 _VERLET_SIGNATURE = types.int64(MASS_MATRIX, FORCING, ENERGY, types.int64, _V, _V, _V,
                                 types.int64, types.int64, types.float64, types.int64,
@@ -240,8 +171,9 @@ def _verlet_loop(mass_matrix, forcing, energy, ninputs, q0, v0, steps, n_steps, 
     fns = (mass_matrix, forcing, energy)
     n = v0.shape[0]
     U = np.zeros((15, n))
-    M, J, E = np.empty((n, n)), np.empty((n, n)), np.empty(3)
+    M, E = np.empty((n, n)), np.empty(3)
     zu, zt = np.zeros(n), np.zeros(max(ninputs, 1))
+    none, none2, no_reuse = np.empty(0), np.empty((0, 0)), np.zeros(0, dtype=np.bool_)
     q, v, x, kb = q0.copy(), v0.copy(), np.empty(n), np.empty(n)
     k_out = store(q, v, Q, V, 0)
     vmax0 = 0.0
@@ -255,7 +187,8 @@ def _verlet_loop(mass_matrix, forcing, energy, ninputs, q0, v0, steps, n_steps, 
             return k_out
         U[_P0] = M @ v
         x[:] = U[_P0]  # the half kick, from p_n
-        i1 = _newton(0, fns, h, x, tol, maxiter, U, M, E, zu, zt, J)
+        i1 = _stage_newton(5, fns, none2, none, none, h, none, 0.0, none, x, none2, none2,
+                           no_reuse, tol, maxiter, _STAGNATION, U, M, E, zu, zt, none2)
         if i1 < 0 or not _kick(fns, zu, x, U, M, E, zu, zt, kb):
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
@@ -263,7 +196,8 @@ def _verlet_loop(mass_matrix, forcing, energy, ninputs, q0, v0, steps, n_steps, 
         U[_VA] = U[_U]
         for i in range(n):  # the position, from h v_{n+½}
             x[i] = h * U[_VA, i]
-        i2 = _newton(1, fns, h, x, tol, maxiter, U, M, E, zu, zt, J)
+        i2 = _stage_newton(6, fns, none2, none, none, h, none, 0.0, none, x, none2, none2,
+                           no_reuse, tol, maxiter, _STAGNATION, U, M, E, zu, zt, none2)
         if i2 < 0 or not _kick(fns, x, U[_PH], U, M, E, zu, zt, kb):
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
@@ -297,7 +231,10 @@ def _stage_residual(kind, fns, hA, xi, w, h, mask, H0, z0, Z, U, M, E, zu, zt, F
     - ``kind`` 2, Gonzalez (energy_momentum.py): the same R with his discrete gradient
       (:func:`_gonzalez_residual`);
     - ``kind`` 3 and 4, Itoh–Abe forward and symmetric (discrete_gradient.py): the same R
-      with their discrete gradient (:func:`_itoh_abe_gradient`)."""
+      with their discrete gradient (:func:`_itoh_abe_gradient`);
+    - ``kind`` 5 and 6, Störmer–Verlet's half kick and position (:func:`_residual`)."""
+    if kind >= 5:
+        return _residual(kind - 5, fns, h, Z, U, M, E, zu, zt, R)
     n2 = z0.shape[0]
     n = n2 // 2
     x, y = U[_XK], U[_RK]
@@ -519,13 +456,13 @@ def _stage_fd(kind, fns, hA, xi, w, h, mask, H0, z0, Z, R, U, M, E, zu, zt, F, J
 def _stage_newton(kind, fns, hA, xi, w, h, mask, H0, z0, Z, Jm, kept, have_kept, tol,
                   maxiter, stagnation, U, M, E, zu, zt, F) -> int:
     """Z ← the solution of equations ``kind`` by :func:`.base.newton` from the guess in Z,
-    with the matrix Jm — or, once a difference Jacobian was taken in an earlier step of
-    this h, that one (``kept``: the reference's ``reuse``, which gauss.py passes and the
-    discrete gradients on additive coordinates do not; ``have_kept[0]``, None: no reuse) —,
-    a difference Jacobian where it contracts slowly, a restart from the guess where it
-    diverges; the iterations, or −1 when it fails."""
+    with the matrix Jm (empty: the identity) — or, once a difference Jacobian was taken in
+    an earlier step of this h, that one (``kept``: the reference's ``reuse``, which gauss.py
+    passes and the others do not: ``have_kept`` empty) —, a difference Jacobian where it
+    contracts slowly, a restart from the guess where it diverges; the iterations, or −1
+    when it fails."""
     m = Z.shape[0]
-    R = np.empty(m)
+    R, dx = np.empty(m), np.empty(m)
     reuse = have_kept.shape[0] > 0
     if (not _stage_residual(kind, fns, hA, xi, w, h, mask, H0, z0, Z, U, M, E, zu, zt, F, R)
             or not _finite(R)):
@@ -534,7 +471,12 @@ def _stage_newton(kind, fns, hA, xi, w, h, mask, H0, z0, Z, Jm, kept, have_kept,
     J = kept.copy() if reuse and have_kept[0] else Jm
     refreshed, last = False, np.inf
     for it in range(1, maxiter + 1):
-        dx = np.linalg.solve(J, R)
+        # (an empty Jm stands for the identity: Verlet's fixed point, which numpy's solve
+        # gives exactly, without the solve)
+        if J.shape[0] == 0:
+            dx[:] = R
+        else:
+            dx[:] = np.linalg.solve(J, R)
         size = 0.0
         for i in range(m):
             Z[i] += -dx[i]
