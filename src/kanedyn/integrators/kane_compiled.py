@@ -81,6 +81,26 @@ _QN, _P0, _PH, _VA, _R, _DX, _XS, _RS, _XK, _RK, _Q, _U, _DT, _F, _QK = range(15
 
 
 @nb.njit(cache=True, nogil=True)
+def _largest(v) -> float:
+    out = 0.0
+    for i in range(v.shape[0]):
+        out = max(out, abs(v[i]))
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def _guarded(q, v, vmax0, blowup, step, Q, V, status) -> bool:
+    """False, with STATE_GUARD in status and the state in the spare last rows of Q and V,
+    when the state after ``step`` fails :func:`.rk4_compiled.state_guard`."""
+    if state_guard(q, v, vmax0, blowup) == 0:
+        return True
+    status[0], status[1] = STATE_GUARD, step
+    Q[Q.shape[0] - 1, :] = q
+    V[V.shape[0] - 1, :] = v
+    return False
+
+
+@nb.njit(cache=True, nogil=True)
 def _inverse(M):
     """M⁻¹ as numpy's ``inv`` makes it, LAPACK's gesv on the identity (numba's ``inv`` takes
     getri, whose rounding differs: the references' M⁻¹ enters Itoh–Abe's residual)."""
@@ -209,10 +229,7 @@ def _verlet_loop(mass_matrix, forcing, energy, ninputs, q0, v0, steps, n_steps, 
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
         iters[step] = i1 + i2
-        if state_guard(q, v, vmax0, blowup) != 0:
-            status[0], status[1] = STATE_GUARD, step
-            Q[Q.shape[0] - 1, :] = q
-            V[V.shape[0] - 1, :] = v
+        if not _guarded(q, v, vmax0, blowup, step, Q, V, status):
             return k_out
         k_out = save_sample(step, n_steps, every, q, v, Q, V, k_out)
     return k_out
@@ -534,10 +551,7 @@ def _gauss_loop(mass_matrix, forcing, energy, ninputs, A, d, c, q0, v0, steps, n
     z0, Z, f0, none = np.zeros(n2), np.empty(m), np.empty((1, n2)), np.empty(0)
     Jm, kept, have_kept = np.empty((m, m)), np.empty((m, m)), np.zeros(1, dtype=np.bool_)
     q, v = q0.copy(), v0.copy()
-    k_out = store(q, v, Q, V, 0)
-    vmax0 = 0.0
-    for i in range(n):
-        vmax0 = max(vmax0, abs(v[i]))
+    k_out, vmax0 = store(q, v, Q, V, 0), _largest(v)
     last_h = np.nan
     for step in range(n_steps):
         h = steps[step]
@@ -585,10 +599,7 @@ def _gauss_loop(mass_matrix, forcing, energy, ninputs, A, d, c, q0, v0, steps, n
             return k_out
         v[:] = np.linalg.solve(M, z1[n:].copy())
         iters[step] = it
-        if state_guard(q, v, vmax0, blowup) != 0:
-            status[0], status[1] = STATE_GUARD, step
-            Q[Q.shape[0] - 1, :] = q
-            V[V.shape[0] - 1, :] = v
+        if not _guarded(q, v, vmax0, blowup, step, Q, V, status):
             return k_out
         k_out = save_sample(step, n_steps, every, q, v, Q, V, k_out)
     return k_out
@@ -620,10 +631,7 @@ def _dg_loop(mass_matrix, forcing, energy, ninputs, kind, xi, w, mask, q0, v0, s
     F, none, no_reuse = np.empty((2, n2)), np.empty((0, 0)), np.zeros(0, dtype=np.bool_)
     z0, d, Jm, vh = np.zeros(n2), np.zeros(n2), np.empty((n2, n2)), np.empty(n)
     q, v = q0.copy(), v0.copy()
-    k_out = store(q, v, Q, V, 0)
-    vmax0 = 0.0
-    for i in range(n):
-        vmax0 = max(vmax0, abs(v[i]))
+    k_out, vmax0 = store(q, v, Q, V, 0), _largest(v)
     last_h = np.nan
     for step in range(n_steps):
         h = steps[step]
@@ -664,10 +672,7 @@ def _dg_loop(mass_matrix, forcing, energy, ninputs, kind, xi, w, mask, q0, v0, s
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
         iters[step] = it
-        if state_guard(q, v, vmax0, blowup) != 0:
-            status[0], status[1] = STATE_GUARD, step
-            Q[Q.shape[0] - 1, :] = q
-            V[V.shape[0] - 1, :] = v
+        if not _guarded(q, v, vmax0, blowup, step, Q, V, status):
             return k_out
         k_out = save_sample(step, n_steps, every, q, v, Q, V, k_out)
     return k_out
