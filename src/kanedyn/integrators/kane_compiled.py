@@ -697,17 +697,13 @@ def _compiled_loop(py_func, signature):
 
 
 def applicable(problem) -> bool:
-    """A compiled Kane system of the numba backend with additive coordinates (q̇ = u) and
-    its energy split into T and V, a tree (no constraints, no quaternions), no force
-    elements and no progress bar: what :func:`_verlet_loop` takes."""
+    """A system with the capability ``compiled_functions`` (a numba-compiled Kane tree whose
+    energy is split into T and V: :class:`~kanedyn.kane.codegen.runtime.CompiledSystem`)
+    and additive coordinates (q̇ = u), no force elements and no progress bar: what the
+    loops take."""
     s = problem.system
-    k = getattr(s, "_k", None)
-    return (getattr(s, "backend", None) == "numba" and k is not None
-            and all(f in k for f in ("mass_matrix", "forcing", "energy"))
+    return (getattr(s, "compiled_functions", None) is not None
             and bool(getattr(s, "chart_is_additive", False)) and s.nq == s.nv
-            and getattr(s, "_nE", 0) == 3 and not getattr(s, "nonholonomic", True)
-            and not getattr(s, "eliminated_constraints", True)
-            and not getattr(s, "index3", True)
             and problem.tau_cons is None and problem.tau_nc is None
             and problem.potential is None and problem.progress is None)
 
@@ -777,7 +773,7 @@ def _run(problem, name: str, py_func, signature, args: tuple, tol: float, maxite
         # the loop and where it types the generated functions passed in
         warnings.simplefilter("ignore", NumbaExperimentalFeatureWarning)
         _compiled_loop(py_func, signature)(
-            s._k["mass_matrix"], s._k["forcing"], s._k["energy"], int(s.ninputs), *args,
+            *s.compiled_functions, int(s.ninputs), *args,
             np.ascontiguousarray(problem.q0, float), np.ascontiguousarray(problem.v0, float),
             np.ascontiguousarray(steps, float), int(n_steps), int(every), float(tol),
             int(maxiter), *stagnation, float(problem.blowup), Q, V, iters, status)

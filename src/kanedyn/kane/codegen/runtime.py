@@ -127,6 +127,14 @@ class CompiledSystem:
         self.compiled_rk4 = (self._rk4 if backend == "numba" and not self.nonholonomic
                              and not self.eliminated_constraints and not self.index3
                              else None)
+        #: capability (integrators/kane_compiled.py): the generated numba functions
+        #: ``(mass_matrix, forcing, energy)`` that the compiled fixed-step loops call through
+        #: their pointers, for a tree (holonomic, nothing eliminated, not the index-3 form)
+        #: whose energy is split into T and V; None otherwise
+        self.compiled_functions = (
+            (self._k["mass_matrix"], self._k["forcing"], self._k["energy"])
+            if backend == "numba" and self._nE == 3 and not self.nonholonomic
+            and not self.eliminated_constraints and not self.index3 else None)
         #: where the index-3 form of these equations comes from (kane.index3_equations):
         #: the KaneSystem they were derived from, and the parameter values folded in
         self.kane_system = getattr(eom, "kane_system", None)
