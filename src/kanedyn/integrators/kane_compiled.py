@@ -77,7 +77,14 @@ _STAGNATION = 1e-9
 _EPS = np.finfo(np.float64).eps
 
 # work rows of U (n wide)
-_QN, _P0, _PH, _VA, _R, _DX, _XS, _RS, _XK, _RK, _Q, _U, _DT, _F, _QK = range(15)
+_QN, _P0, _PH, _VA, _R, _XS, _RS, _XK, _RK, _Q, _U, _DT, _F, _QK = range(14)
+
+
+@nb.njit(cache=True, nogil=True)
+def _workspace(n, ninputs):
+    """What every loop works in: the rows U (n wide), M, E, zero speeds and inputs."""
+    return (np.zeros((14, n)), np.empty((n, n)), np.empty(3), np.zeros(n),
+            np.zeros(max(ninputs, 1)))
 
 
 @nb.njit(cache=True, nogil=True)
@@ -190,15 +197,10 @@ def _verlet_loop(mass_matrix, forcing, energy, ninputs, q0, v0, steps, n_steps, 
     returns the number of samples stored."""
     fns = (mass_matrix, forcing, energy)
     n = v0.shape[0]
-    U = np.zeros((15, n))
-    M, E = np.empty((n, n)), np.empty(3)
-    zu, zt = np.zeros(n), np.zeros(max(ninputs, 1))
+    U, M, E, zu, zt = _workspace(n, ninputs)
     none, none2, no_reuse = np.empty(0), np.empty((0, 0)), np.zeros(0, dtype=np.bool_)
     q, v, x, kb = q0.copy(), v0.copy(), np.empty(n), np.empty(n)
-    k_out = store(q, v, Q, V, 0)
-    vmax0 = 0.0
-    for i in range(n):
-        vmax0 = max(vmax0, abs(v[i]))
+    k_out, vmax0 = store(q, v, Q, V, 0), _largest(v)
     for step in range(n_steps):
         h = steps[step]
         U[_QN] = q
@@ -470,6 +472,22 @@ def _stage_fd(kind, fns, hA, xi, w, h, mask, H0, z0, Z, R, U, M, E, zu, zt, F, J
 
 
 @nb.njit(cache=True, nogil=True)
+def _refreshed(kind, fns, hA, xi, w, h, mask, H0, z0, Z, R, U, M, E, zu, zt, F, kept,
+               have_kept):
+    """A new difference Jacobian at Z (:func:`_stage_fd`), kept for the next solves where
+    the caller keeps one (``have_kept`` not empty: the reference's ``reuse``); empty when a
+    residual fails."""
+    m = Z.shape[0]
+    J = np.empty((m, m))
+    if not _stage_fd(kind, fns, hA, xi, w, h, mask, H0, z0, Z, R, U, M, E, zu, zt, F, J):
+        return np.empty((0, 0))
+    if have_kept.shape[0] > 0:
+        kept[:] = J
+        have_kept[0] = True
+    return J
+
+
+@nb.njit(cache=True, nogil=True)
 def _stage_newton(kind, fns, hA, xi, w, h, mask, H0, z0, Z, Jm, kept, have_kept, tol,
                   maxiter, stagnation, U, M, E, zu, zt, F) -> int:
     """Z ← the solution of equations ``kind`` by :func:`.base.newton` from the guess in Z,
@@ -480,12 +498,11 @@ def _stage_newton(kind, fns, hA, xi, w, h, mask, H0, z0, Z, Jm, kept, have_kept,
     when it fails."""
     m = Z.shape[0]
     R, dx = np.empty(m), np.empty(m)
-    reuse = have_kept.shape[0] > 0
     if (not _stage_residual(kind, fns, hA, xi, w, h, mask, H0, z0, Z, U, M, E, zu, zt, F, R)
             or not _finite(R)):
         return -1
     Zs, Rs = Z.copy(), R.copy()
-    J = kept.copy() if reuse and have_kept[0] else Jm
+    J = kept.copy() if have_kept.shape[0] > 0 and have_kept[0] else Jm
     refreshed, last = False, np.inf
     for it in range(1, maxiter + 1):
         # (an empty Jm stands for the identity: Verlet's fixed point, which numpy's solve
@@ -503,12 +520,10 @@ def _stage_newton(kind, fns, hA, xi, w, h, mask, H0, z0, Z, Jm, kept, have_kept,
         if not refreshed and (not finite or (it >= 2 and size > last)):
             Z[:] = Zs
             R[:] = Rs
-            J = np.empty((m, m))
-            if not _stage_fd(kind, fns, hA, xi, w, h, mask, H0, z0, Z, R, U, M, E, zu, zt, F, J):
+            J = _refreshed(kind, fns, hA, xi, w, h, mask, H0, z0, Z, R, U, M, E, zu, zt, F,
+                           kept, have_kept)
+            if J.shape[0] == 0:
                 return -1
-            if reuse:
-                kept[:] = J
-                have_kept[0] = True
             refreshed, last = True, np.inf
             continue
         if not finite:
@@ -524,12 +539,10 @@ def _stage_newton(kind, fns, hA, xi, w, h, mask, H0, z0, Z, Jm, kept, have_kept,
         if size <= stagnation * scale and theta >= 0.5:
             return it
         if it >= 2 and size > 0.25 * last and not refreshed:
-            J = np.empty((m, m))
-            if not _stage_fd(kind, fns, hA, xi, w, h, mask, H0, z0, Z, R, U, M, E, zu, zt, F, J):
+            J = _refreshed(kind, fns, hA, xi, w, h, mask, H0, z0, Z, R, U, M, E, zu, zt, F,
+                           kept, have_kept)
+            if J.shape[0] == 0:
                 return -1
-            if reuse:
-                kept[:] = J
-                have_kept[0] = True
             refreshed = True
         last = size
     return -1
@@ -544,9 +557,7 @@ def _gauss_loop(mass_matrix, forcing, energy, ninputs, A, d, c, q0, v0, steps, n
     n = v0.shape[0]
     st, n2 = A.shape[0], 2 * n
     m = st * n2
-    U = np.zeros((15, n))
-    M, E = np.empty((n, n)), np.empty(3)
-    zu, zt = np.zeros(n), np.zeros(max(ninputs, 1))
+    U, M, E, zu, zt = _workspace(n, ninputs)
     F = np.empty((st, n2))
     z0, Z, f0, none = np.zeros(n2), np.empty(m), np.empty((1, n2)), np.empty(0)
     Jm, kept, have_kept = np.empty((m, m)), np.empty((m, m)), np.zeros(1, dtype=np.bool_)
@@ -571,10 +582,7 @@ def _gauss_loop(mass_matrix, forcing, energy, ninputs, A, d, c, q0, v0, steps, n
         if h != last_h:  # the reference's reuse dict: a new h drops the kept Jacobian
             have_kept[0] = False
             last_h = h
-        if mass_matrix(q, 0.0, M.reshape(n * n)) != 0:
-            status[0], status[1] = NEWTON_FAILED, step
-            return k_out
-        K = _inverse(M)
+        K = _inverse(M)  # (M: M(q_n), made again by the kick at x = 0)
         for a in range(m):
             for b in range(m):
                 Jm[a, b] = 0.0
@@ -625,9 +633,7 @@ def _dg_loop(mass_matrix, forcing, energy, ninputs, kind, xi, w, mask, q0, v0, s
     fns = (mass_matrix, forcing, energy)
     n = v0.shape[0]
     n2 = 2 * n
-    U = np.zeros((15, n))
-    M, E = np.empty((n, n)), np.empty(3)
-    zu, zt = np.zeros(n), np.zeros(max(ninputs, 1))
+    U, M, E, zu, zt = _workspace(n, ninputs)
     F, none, no_reuse = np.empty((2, n2)), np.empty((0, 0)), np.zeros(0, dtype=np.bool_)
     z0, d, Jm, vh = np.zeros(n2), np.zeros(n2), np.empty((n2, n2)), np.empty(n)
     q, v = q0.copy(), v0.copy()
