@@ -222,14 +222,7 @@ class AVF(_DiscreteGradient):
     def compiled_run(self, project):
         """The Solution by the compiled loop, or None when it does not apply."""
         from . import discrete_gradient_compiled as dgc
-        from . import kane_compiled, rk4_compiled
 
-        if (self.opts["compiled"] and project is None and self.alpha == 0.0 and self.additive
-                and kane_compiled.applicable(self.problem)):
-            # a compiled Kane system: its generated functions in kane_compiled's loop
-            return rk4_compiled.compiled_or_none(self.name, kane_compiled.run_avf,
-                                                 self.problem, self.xi, self.w,
-                                                 self.opts["tol"], self.opts["maxiter"])
         return compiled_discrete_gradient(self, project, dgc.AVF, nodes=int(self.opts["nodes"]))
 
     def __init__(self, problem, **options):
@@ -251,15 +244,26 @@ class AVF(_DiscreteGradient):
 
 
 def compiled_discrete_gradient(method, project, kind: int, **kw):
-    """``method``'s whole run by :func:`.discrete_gradient_compiled.run`, or None when the
-    compiled loop does not apply (``compiled=False``, a projection, dissipation, a force
-    element without a compiled row, charts, armature: :func:`.rk4_compiled.applicable`)
-    or gives up."""
+    """``method``'s whole run by :func:`.discrete_gradient_compiled.run` — on a compiled
+    Kane system by :mod:`.kane_compiled`'s loop, its generated functions passed in —, or
+    None when the compiled loop does not apply (``compiled=False``, a projection,
+    dissipation, a force element without a compiled row, charts, armature:
+    :func:`.rk4_compiled.applicable`) or gives up."""
     from . import discrete_gradient_compiled as dgc
-    from . import rk4_compiled
+    from . import kane_compiled, rk4_compiled
 
-    if (not method.opts["compiled"] or project is not None or method.alpha > 0.0
-            or not rk4_compiled.applicable(method.problem, forces=True)):
+    if not method.opts["compiled"] or project is not None or method.alpha > 0.0:
+        return None
+    if method.additive and kane_compiled.applicable(method.problem):
+        tol, maxiter = method.opts["tol"], method.opts["maxiter"]
+        if kind == dgc.AVF:
+            return rk4_compiled.compiled_or_none(method.name, kane_compiled.run_avf,
+                                                 method.problem, method.xi, method.w, tol,
+                                                 maxiter)
+        return rk4_compiled.compiled_or_none(method.name, kane_compiled.run_itoh_abe,
+                                             method.problem, kind == dgc.ITOH_ABE_SYMMETRIC,
+                                             tol, maxiter, method.stagnation)
+    if not rk4_compiled.applicable(method.problem, forces=True):
         return None
     run = functools.partial(dgc.run, stagnation=method.stagnation, **kw)
     return rk4_compiled.compiled_or_none(method.name, run, method.problem, method.name, kind,
@@ -298,15 +302,7 @@ class ItohAbe(_DiscreteGradient):
     def compiled_run(self, project):
         """The Solution by the compiled loop, or None when it does not apply."""
         from . import discrete_gradient_compiled as dgc
-        from . import kane_compiled, rk4_compiled
 
-        if (self.opts["compiled"] and project is None and self.alpha == 0.0 and self.additive
-                and kane_compiled.applicable(self.problem)):
-            # a compiled Kane system: its generated functions in kane_compiled's loop
-            return rk4_compiled.compiled_or_none(self.name, kane_compiled.run_itoh_abe,
-                                                 self.problem, self.symmetric,
-                                                 self.opts["tol"], self.opts["maxiter"],
-                                                 self.stagnation)
         kind = dgc.ITOH_ABE_SYMMETRIC if self.symmetric else dgc.ITOH_ABE
         # (a quadratic predictor: a higher degree amplifies the noise of the differences of
         # H; an update below 1e-10 leaves an error at that noise: 1e-9 let the 20-link
