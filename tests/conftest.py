@@ -16,6 +16,7 @@ with the maps between the two libraries' coordinates:
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +25,18 @@ import pytest
 import kanedyn as kd
 from kanedyn.model.urdf import robot_path
 from kanedyn.spatial import inertia_parameters
+
+
+def pytest_configure(config) -> None:
+    # the suite tests the compiled kernels: a first call on a cold cache waits for its
+    # kernel instead of being answered by the reference while it compiles
+    # (kanedyn.dynamics.first_calls; tests/dynamics/test_first_calls.py tests that
+    # mode). The environment variable for the subprocesses the tests start
+    from kanedyn.dynamics import first_calls
+
+    os.environ["KANEDYN_FIRST_CALLS"] = "compile"
+    first_calls.set_mode("compile")
+
 
 #: [lin; ang] <-> [ang; lin]
 SWAP = np.array([3, 4, 5, 0, 1, 2])

@@ -148,7 +148,12 @@ def test_no_function_imports_the_package_root():
 #: primitives dynamics' kernels and sim's configuration kernel call too): the tangent form
 #: of the compiled midpoint/gauss4 needs ``q0 ⊕ ξ`` inside its Newton iteration, and
 #: integrators may not import sim, where the whole-model map lives
-JOINT_MAP_IMPORTS = {"gauss_compiled.py": "from ..model.joints import free, spherical"}
+JOINT_MAP_IMPORTS = {"gauss_compiled.py": "from ..model.joints import free, spherical",
+                     # the compiler process's first run of the discrete-gradient loop (a
+                     # one-link pendulum, kanedyn.dynamics.first_calls): it needs a Model
+                     # to run, and reads nothing of it
+                     "discrete_gradient_compiled.py": "from ..model.builders import "
+                                                      "pendulum_chain"}
 
 
 def test_integrators_read_capabilities_not_class_names_or_model_insides():

@@ -554,8 +554,9 @@ _PRECOMPILE_RUNS = {"simulate avf": _run_avf, "simulate rk4": _run_rk4,
 def precompile_one(task: str) -> tuple[str, float]:
     """Compile one task of :func:`precompile_tasks` (or load it from numba's disk cache):
     ``(task, seconds)``."""
-    from kanedyn.dynamics import kernels
+    from kanedyn.dynamics import first_calls, kernels
 
+    first_calls.set_mode("compile")  # (a first run waits for what it compiles)
     t0 = time.perf_counter()
     kind, _, name = task.partition(":")
     if kind == "kernel":

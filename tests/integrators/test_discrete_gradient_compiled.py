@@ -271,3 +271,45 @@ def test_path_hamiltonian_equals_hamiltonian_aba_along_coordinate_paths(case):
                 Hm = dgc.path_hamiltonian_moved(data, P, True, x, p, k, cw)
                 assert Hm == pytest.approx(dgc.hamiltonian_aba(data, P, True, x, p, aw, v),
                                            rel=1e-13, abs=1e-13)
+
+
+def test_cold_loop_takes_the_python_steps_and_asks_for_its_first_run(monkeypatch):
+    """On a cold cache (kanedyn.dynamics.first_calls, mode "reference") a run whose loop is
+    neither compiled nor in the disk cache takes the Python steps — the same trajectory
+    as the compiled loop's, to the step-for-step tolerance above — and hands the job
+    ``first_run`` to a compiler process; that job compiles the loop for the argument
+    types of a real run (so that the run after it loads what it compiled)."""
+    from kanedyn.dynamics import first_calls
+    from kanedyn.integrators import discrete_gradient_compiled as dgc
+
+    m, q0, v0 = chain7()
+    a = kd.simulate(m, q0, v0, 0.1, method="avf", dt=1e-3)
+    seen, asked, wanted = [], [], {}
+    real = first_calls.loop_ready
+
+    def spy(loop, args, job):
+        seen.append((loop, args, job))
+        return real(loop, args, job)
+
+    monkeypatch.setattr(first_calls, "loop_ready", spy)
+    # as in a new process on an empty cache: nothing compiled here, nothing on disk
+    monkeypatch.setattr(dgc._dg_loop, "overloads", {})
+    monkeypatch.setattr(first_calls, "in_disk_cache", lambda *a: False)
+    monkeypatch.setattr(first_calls, "_mode", "reference")
+    monkeypatch.setattr(first_calls, "_poll", lambda: asked.append(1))
+    monkeypatch.setattr(first_calls, "_wanted", wanted)
+    b = kd.simulate(m, q0, v0, 0.1, method="avf", dt=1e-3)
+    monkeypatch.undo()
+    assert compiled_ran(a) and not compiled_ran(b)
+    job = f"call:{dgc.__name__}:first_run"
+    assert len(seen) == 1 and seen[0][0] is dgc._dg_loop and seen[0][2] == job
+    assert job in wanted and asked
+    np.testing.assert_allclose(a.q, b.q, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(a.v, b.v, rtol=0, atol=1e-12)
+    # the job, as the compiler process runs it: the loop compiled for the run's types
+    from numba import typeof
+    from numba.core.typing.typeof import Purpose
+
+    first_calls.make(job)
+    types = tuple(typeof(x, Purpose.argument) for x in seen[0][1])
+    assert types in dgc._dg_loop.overloads

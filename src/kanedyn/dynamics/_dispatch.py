@@ -26,6 +26,7 @@ from ..errors import SolverError, StateError
 from ..model import Model
 from ..model.configuration import as_state
 from ..model.joints import QUAT_TOL
+from . import first_calls
 from ._state import external_forces
 from .data import _ident, buffer_of
 from .flat import fast, flatten
@@ -53,17 +54,31 @@ K = _Kernels()
 F8 = np.dtype(np.float64)
 
 
-def entry_stub(kernel: str, namespace: dict, key: str):
+class Pending(TypeError):
+    """Raised by a stand-in whose kernel is still compiling (:mod:`.first_calls`): the
+    fast path takes it for "not arrays" and hands the call to the general path, which
+    answers it by the reference."""
+
+
+def kernel_ready(kernel: str, priority: int = 0) -> bool:
+    """:func:`.first_calls.available` of kernel ``kernel`` of the entry-point table."""
+    return first_calls.available(f"kernel:{kernel}", priority)
+
+
+def entry_stub(kernel: str, namespace: dict, key: str, tiered: bool = False):
     """A stand-in for the kernel ``kernel`` of the entry-point table, to be bound to the
     global ``key`` of the wrapper's module: its first call loads the kernel (its bare
     entry point, or its dispatcher: ``kernels.load``), rebinds that global to it and
     forwards the call. The hot path then reads a plain module global (~20 ns), where
     ``K.name`` costs ~45 ns more (a class with ``__getattr__`` defeats CPython's
-    attribute specialization)."""
+    attribute specialization). ``tiered``: while the kernel is not compiled (and not in
+    numba's disk cache) it raises :class:`Pending` instead (:mod:`.first_calls`)."""
 
     def load(*args):
         from .kernels import load as load_kernel
 
+        if tiered and not kernel_ready(kernel):
+            raise Pending(kernel)
         f = load_kernel(kernel)
         namespace[key] = f
         return f(*args)
@@ -84,9 +99,13 @@ def c_front(wrapper, entry):
     if entry.c is None:
         return wrapper
 
-    def loader() -> int:
+    tiered = entry.name in first_calls.REFERENCE
+
+    def loader() -> int | None:
         from .kernels import c_address
 
+        if tiered and not first_calls.available(f"c:{entry.c}"):
+            return None  # (_fastcall.c: the wrapper answers, and the next call asks again)
         return c_address(entry)
 
     from .kernels.entries import DIM_NB, DIM_NV
@@ -113,7 +132,7 @@ def c_front_of(wrapper, loader, inputs: str, result: tuple[int, ...], fext: bool
     except ImportError:
         return wrapper
     try:
-        caller = Caller(wrapper, loader, inputs, result, fext=fext)
+        caller = Caller(wrapper, loader, inputs, result, fext=fext, retry=True)
     except (TypeError, ValueError):  # an extension built before it took these arguments
         return wrapper
     return functools.update_wrapper(caller, wrapper)
@@ -272,11 +291,47 @@ def run_batch(entry, model: Model, q, speeds: tuple, f_ext=None, out=None, *,
         args = pack(N, fm, X, Fk, F is not None)
     else:
         args = (*X, Fk, F is not None) if entry.takes_f_ext else X
+    if (entry.name in first_calls.REFERENCE and not batch_ready(entry, N)
+            and by_state(entry, model, Q, X, F, res)):
+        return store(out, res[0] if single else res)
     batch(K[entry.batch], fm.data, Q, *args, *options, res, status)
     if status.any():
         fail(model, status, what, Q, tuple((x, n) for x, (_, n) in zip(X, speeds, strict=True)),
              F)
     return store(out, res[0] if single else res)
+
+
+#: a batch of more states than this asks for its batched kernel on a cold cache; a
+#: smaller one is answered state by state until that kernel is compiled for another
+SMALL_BATCH = 64
+
+
+def batch_ready(entry, N: int) -> bool:
+    """Whether the batched kernel of ``entry`` is to run a batch of N states now
+    (:mod:`.first_calls`): yes when it is compiled or loads from the disk cache; on a
+    cold cache a batch of more than :data:`SMALL_BATCH` states has it compiled in the
+    background (and is answered state by state meanwhile), a smaller one does without."""
+    return first_calls.available(f"kernel:{entry.batch}", priority=1,
+                                 request=N > SMALL_BATCH)
+
+
+def by_state(entry, model: Model, Q, X, F, res) -> bool:
+    """``res`` state by state while the batched kernel is not there (:func:`batch_ready`):
+    by the single-state kernel where it is ready, else by the reference
+    (:func:`.first_calls.reference`; the single-state kernel is then asked for). False
+    when a state has a status or a result that is not finite: the caller then runs the
+    batched kernel, whose status explains it."""
+    kernel = entry.single if F is None else entry.single_fext
+    if not kernel_ready(kernel):
+        return first_calls.reference(entry.name, model, Q, X, F, res)
+    f, buf = K[kernel], buffer_of(model, None)
+    extra = () if F is None else (None,)
+    for k in range(Q.shape[0]):
+        if extra:
+            extra = (F[k],)
+        if f(buf, Q[k], *(x[k] for x in X), *extra, res[k]):
+            return False
+    return True
 
 
 def fast_path(entry, *, fail=fail, view=None, options: dict | None = None):
@@ -325,9 +380,10 @@ def _make_fast_path(entry, general_path, fail_, view, options: dict):
     ns = {"F8": F8, "_empty": np.empty, "_fast": fast, "_ident": _ident,
           "_buffer_of": buffer_of, "_writable": writable, "_fail": fail_,
           "_general": general_path, "_view": view}
-    ns["_single"] = entry_stub(entry.single, ns, "_single")
+    tiered = entry.name in first_calls.REFERENCE
+    ns["_single"] = entry_stub(entry.single, ns, "_single", tiered)
     if has_fext:
-        ns["_single_fext"] = entry_stub(entry.single_fext, ns, "_single_fext")
+        ns["_single_fext"] = entry_stub(entry.single_fext, ns, "_single_fext", tiered)
     for k, o in enumerate(entry.options):
         ns[f"_option{k}"] = options[o]
     # the header: the parameters as written, with defaults by name (set below)

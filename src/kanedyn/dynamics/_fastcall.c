@@ -177,6 +177,10 @@ caller_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
             Py_DECREF(hot);
             return NULL;
         }
+        if (addr == Py_None) { /* still compiling (first_calls.py): the wrapper answers */
+            Py_DECREF(addr);
+            goto general_hot;
+        }
         void *p = PyLong_AsVoidPtr(addr);
         Py_DECREF(addr);
         if (p == NULL) {
@@ -229,11 +233,12 @@ general:
 static PyObject *
 caller_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"fallback", "loader", "inputs", "result", "fext", NULL};
+    /* retry: accepted (and always so) since the loader may answer None, "not yet" */
+    static char *kwlist[] = {"fallback", "loader", "inputs", "result", "fext", "retry", NULL};
     PyObject *fallback, *loader, *inputs, *result;
-    int fext = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOUO!|p:Caller", kwlist, &fallback, &loader,
-                                     &inputs, &PyTuple_Type, &result, &fext))
+    int fext = 0, retry = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOUO!|pp:Caller", kwlist, &fallback, &loader,
+                                     &inputs, &PyTuple_Type, &result, &fext, &retry))
         return NULL;
     Py_ssize_t nin = PyUnicode_GET_LENGTH(inputs), nd = PyTuple_GET_SIZE(result);
     if (nin < 1 || nin > MAX_IN) {

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import least_squares
 
 from ..dynamics import rnea
 from ..errors import FrictionError
@@ -307,6 +306,8 @@ def fit(v: ArrayLike, F: ArrayLike, model: str = "stribeck", loss: str = "soft_l
     def robust_scale(r):
         mad = float(np.median(np.abs(r - np.median(r))))
         return max(2.0 * 1.4826 * mad, 1e-12 * max(1.0, float(np.max(np.abs(F)))))
+
+    from scipy.optimize import least_squares  # (here: ~1 s of `import kanedyn` at top)
 
     try:
         if loss == "linear":

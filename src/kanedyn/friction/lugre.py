@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.integrate import solve_ivp
 
 from ..errors import FrictionError, SolverError
 from .laws import Stribeck, _nonneg, _positive
@@ -96,6 +95,7 @@ class LuGre:
         Returns (z, F) at the times ``t``. The bristle equation is stiff
         (rate σ0 |v| / g), so it is integrated with an implicit method (Radau).
         """
+        from scipy.integrate import solve_ivp  # (here: ~1 s of `import kanedyn` at top)
         t = np.asarray(t, dtype=float)
         if t.ndim != 1 or t.size < 2 or np.any(np.diff(t) <= 0):
             raise FrictionError("LuGre.response: t must be an increasing 1-D array")

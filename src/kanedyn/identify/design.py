@@ -25,7 +25,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import minimize
 
 from ..errors import IdentificationError
 from ..model import Model
@@ -130,6 +129,7 @@ def excitation(model: Model, *, period: float = 10.0, harmonics: int = 5,
 
     ``q_limits`` ((lo, hi) per joint) and ``v_limits`` default to the model's joint
     limits (URDF); ``a_limits`` must be given (per joint, or one value)."""
+    from scipy.optimize import minimize  # (here: ~1 s of `import kanedyn` at top)
     if model.nq != model.nv or any(b.joint.nv != 1 for b in model.bodies):
         raise IdentificationError("excitation: every joint must have one speed and an "
                                   "additive coordinate (revolute, prismatic, helical)")

@@ -50,7 +50,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import least_squares
 
 from ..errors import IdentificationError, KanedynWarning
 from ..friction.identify import curve_and_jacobian
@@ -594,6 +593,7 @@ class _Problem:
         """(θ, x, evaluations): variable projection over θ (module doc); x alone when
         the friction is linear. ``search``: first pick v_s on a grid (:meth:`_start`);
         off for the weighted steps, which start from the previous step's θ."""
+        from scipy.optimize import least_squares  # (here: ~1 s of `import kanedyn` at top)
         if theta0.size == 0:
             return theta0, self.linear(target, w, theta0), 1
         # the inertial columns are the same at every θ: project them out once (Q1), so
@@ -740,6 +740,7 @@ def consistent(result: Identification, regularization: float = 1e-3) -> Consiste
     ρ (``regularization``) picks, among the π with the same K π, the one nearest the
     model's (s_i: the scale of body i's parameters), as the base parameters leave the
     rest undetermined."""
+    from scipy.optimize import least_squares  # (here: ~1 s of `import kanedyn` at top)
     base, model = result.base, result.model
     r = base.rank
     C = result.cov[:r, :r]

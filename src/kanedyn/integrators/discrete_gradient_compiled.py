@@ -1149,13 +1149,32 @@ def run(problem, name: str, kind: int, tol: float, maxiter: int, *, nodes: int =
     mask = np.ones(s.nv)
     mask[list(cyclic)] = 0.0
     status = np.zeros(3, dtype=np.int64)  # (stop code, at step, Newton matrices built)
-    _dg_loop(flatten(model).data, np.ascontiguousarray(P, float), has_forces(P),
-             float(problem.t0), kind, carry_p, np.ascontiguousarray(problem.q0, float),
-             np.ascontiguousarray(problem.v0, float), steps, n_steps, every, 0.5 * (x + 1.0),
-             0.5 * wts, mask, float(tol), float(stagnation), int(maxiter), int(refresh),
-             int(degree), float(slow), float(cost), float(floor), float(problem.blowup), Q, V,
-             W, iters, status)
+    args = (flatten(model).data, np.ascontiguousarray(P, float), has_forces(P),
+            float(problem.t0), kind, carry_p, np.ascontiguousarray(problem.q0, float),
+            np.ascontiguousarray(problem.v0, float), steps, n_steps, every, 0.5 * (x + 1.0),
+            0.5 * wts, mask, float(tol), float(stagnation), int(maxiter), int(refresh),
+            int(degree), float(slow), float(cost), float(floor), float(problem.blowup), Q, V,
+            W, iters, status)
+    from ..dynamics import first_calls  # (in here: not part of this module's compile key)
+
+    if not first_calls.loop_ready(_dg_loop, args, f"call:{__name__}:first_run"):
+        return None  # (on a cold cache: the Python steps, while a process compiles it)
+    _dg_loop(*args)
     if status[0]:
         return None  # the Python method takes the whole run, and reports what happens
     return Solution(times[keep], Q, V, W,
                     {"newton_iterations": iters, "newton_matrices": np.array([status[2]])}, name)
+
+
+def first_run() -> None:
+    """A run of a few steps on a one-link pendulum, which compiles :func:`_dg_loop` for
+    the argument types of every run (:func:`kanedyn.dynamics.first_calls.loop_ready`)."""
+    from types import SimpleNamespace
+
+    from ..model.builders import pendulum_chain
+
+    model = pendulum_chain(1)
+    system = SimpleNamespace(compiled_step=model, nq=1, nv=1)
+    problem = SimpleNamespace(system=system, force_rows=None, dt=1e-3, t0=0.0, t_final=3e-3,
+                              save_every=1, q0=np.array([0.3]), v0=np.zeros(1), blowup=1e8)
+    run(problem, "avf", AVF, 1e-14, 50)

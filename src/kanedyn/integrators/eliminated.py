@@ -55,7 +55,6 @@ them (:mod:`.dae_common`): ``residual_g`` (N, l), the configuration constraints 
 from __future__ import annotations
 
 import numpy as np
-import scipy.integrate as si
 from numpy.typing import NDArray
 
 from ..errors import SolverError, StateError
@@ -243,6 +242,7 @@ _FIXED = {"rk4": EliminatedRK4, "avf": EliminatedAVF}
 
 def _adaptive(problem: Problem, name: str, **options) -> Solution:
     """SciPy's explicit pair ``name`` on y = (q, u, w), projected after every step."""
+    import scipy.integrate as si  # (here: ~1 s of `import kanedyn` at top)
     cls = getattr(si, name)
     check_options(cls, name, options)
     P, s = problem, problem.system

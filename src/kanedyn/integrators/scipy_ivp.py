@@ -17,7 +17,6 @@ from __future__ import annotations
 import inspect
 
 import numpy as np
-import scipy.integrate as si
 
 from ..errors import SolverError
 from .base import Problem, Solution, chart_is_additive, chart_jacobian, check_state, is_nonholonomic
@@ -27,10 +26,12 @@ SCIPY_METHODS = ("RK45", "RK23", "DOP853", "Radau", "BDF", "LSODA")
 
 def scipy_method(name: str):
     """The kanedyn method that runs ``scipy.integrate.<name>``."""
-    cls = getattr(si, name)
 
     def run(problem: Problem, **options) -> Solution:
-        return _run(cls, name, problem, **options)
+        # (scipy.integrate imported here, on use: it is ~1 s of `import kanedyn`)
+        import scipy.integrate as si
+
+        return _run(getattr(si, name), name, problem, **options)
 
     run.__name__ = f"scipy_{name}"
     run.__doc__ = f"scipy.integrate.{name}, stepped in tangent coordinates."

@@ -51,7 +51,6 @@ import itertools
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.integrate import solve_ivp
 
 from ..errors import FrictionError, SolverError
 from ..forces.base import ForceElement
@@ -339,6 +338,7 @@ def simulate_stick_slip(system, q0: ArrayLike, v0: ArrayLike, t_final: float, jo
     work (so its ``budget`` is E − E₀ − W_friction − W_other) and the friction's side in
     ``traj.friction`` (:class:`~kanedyn.sim.trajectory.FrictionRecord`).
     """
+    from scipy.integrate import solve_ivp  # (here: ~1 s of `import kanedyn` at top)
     pb = _Problem(system, joints, tau, forces, surface_velocity)
     q0 = checked_state(q0, pb.nq, "q0")
     v0 = checked_state(v0, pb.nv, "v0")

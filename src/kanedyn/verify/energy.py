@@ -22,7 +22,6 @@ derivative is a central difference along the tangent of the motion,
 from __future__ import annotations
 
 import numpy as np
-from scipy.integrate import solve_ivp
 
 from ..errors import SolverError
 from .result import CheckResult
@@ -44,6 +43,7 @@ def integrate_free_motion(subject: Subject, q0, v0, t_final: float, n_out: int =
     ``q̇ = ½ q ⊗ ω`` keeps |q| = 1, so the integrator's error is all that moves
     it off, and each output is normalised.
     """
+    from scipy.integrate import solve_ivp  # (here: ~1 s of `import kanedyn` at top)
     nq = subject.nq
     tau = np.zeros(subject.nv) if tau is None else np.asarray(tau, dtype=float)
 

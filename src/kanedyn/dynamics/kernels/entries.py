@@ -198,10 +198,48 @@ def c_function(made: dict, name: str, shim, ready, single: str, argtypes=None) -
     f = made.get(name)
     if f is None:
         ready(single)
-        ptr = types.CPointer(types.float64)
-        sig = types.int64(*(argtypes or [ptr] * shim.__code__.co_argcount))
-        f = made[name] = cfunc(sig, cache=True)(shim)
+        f = made[name] = cfunc(c_signature(shim, argtypes), cache=True)(shim)
     return f.address
+
+
+def c_signature(shim, argtypes=None):
+    """The cfunc signature :func:`c_function` gives ``shim``."""
+    ptr = types.CPointer(types.float64)
+    return types.int64(*(argtypes or [ptr] * shim.__code__.co_argcount))
+
+
+def c_in_cache(made: dict, name: str, shim, in_cache, single: str, argtypes=None) -> bool:
+    """Whether the C entry point ``name`` (:func:`c_function`'s arguments) and the
+    single-state kernel it calls are made in this process or load from numba's disk
+    cache (``in_cache(single)``), without compiling or loading anything."""
+    from numba.core import sigutils
+    from numba.core.ccallback import CFunc
+
+    from ..first_calls import in_disk_cache
+
+    if name in made:
+        return True
+    if not in_cache(single):
+        return False
+    f = CFunc(shim, sigutils.normalize_signature(c_signature(shim, argtypes)), locals={},
+              options={})
+    f.enable_caching()
+    return in_disk_cache(f._cache, f._sig, f._targetdescr.target_context)
+
+
+def in_cache(name: str) -> bool:
+    """Whether kernel ``name`` of this package is compiled in this process or loads from
+    numba's disk cache for its signature (reads the cache's index only)."""
+    from ..first_calls import in_disk_cache
+
+    disp = _dispatcher(name)
+    return bool(disp.signatures) or in_disk_cache(disp._cache, SIGNATURES[name],
+                                                  disp.targetctx)
+
+
+def c_entry_in_cache(name: str) -> bool:
+    """:func:`c_in_cache` of C entry point ``name`` of this file."""
+    return c_in_cache(_C_MADE, name, _SHIMS[name], in_cache, _C_SINGLE[name])
 
 
 def c_entry(name: str) -> int:

@@ -1,0 +1,208 @@
+"""First calls on a cold cache (kanedyn.dynamics.first_calls): answered by the reference
+while the kernels compile in the background, then by the kernels.
+
+The public functions rebind their kernels on their first compiled call, so the tiered
+start can only be seen in a new process: the tests run one with an empty numba cache
+(every first call is answered by the reference, its kernel queued for the background
+thread) and one on the cache this process has filled (every kernel loads at once,
+nothing is queued), and compare what they answer with the compiled kernels here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import kanedyn as kd
+from kanedyn.dynamics import first_calls
+
+#: one state and a batch of three of every function first_calls answers, on a tree with a
+#: free root and every joint type; prints them (and the first_calls bookkeeping) as JSON
+CHILD = r"""
+import json, sys
+import numpy as np
+import kanedyn as kd
+from kanedyn.dynamics import first_calls
+answered = []
+_reference = first_calls.reference
+def counting(name, *args):
+    answered.append(name)
+    return _reference(name, *args)
+first_calls.reference = counting
+model = kd.models.random_tree(6, seed=3, floating_base=True,
+                              joint_types=("revolute", "prismatic", "helical", "spherical",
+                                           "planar"))
+rng = np.random.default_rng(0)
+Q = np.stack([kd.random_configuration(model, rng) for _ in range(3)])
+V, A = rng.standard_normal((3, model.nv)), rng.standard_normal((3, model.nv))
+F = rng.standard_normal((3, model.nb, 6))
+out = {}
+for tag, k in (("one", 0), ("batch", slice(None))):
+    q, v, a, f = Q[k], V[k], A[k], F[k]
+    out[tag] = {
+        "rnea": kd.rnea(model, q, v, a).tolist(),
+        "rnea_fext": kd.rnea(model, q, v, a, f).tolist(),
+        "nle": kd.nonlinear_effects(model, q, v).tolist(),
+        "gravity": kd.gravity_torques(model, q).tolist(),
+        "crba": kd.crba(model, q).tolist(),
+        "aba": kd.aba(model, q, v, a).tolist(),
+        "aba_fext": kd.aba(model, q, v, a, f).tolist(),
+    }
+buf = np.empty(model.nv)
+out["out"] = kd.rnea(model, Q[1], V[1], A[1], out=buf).tolist()
+out["out_is_buf"] = bool(kd.aba(model, Q[1], V[1], A[1], out=buf) is buf)
+bad = Q[0].copy(); bad[3:7] *= 1.1  # the free root's quaternion, norm 1.1
+try:
+    kd.rnea(model, bad, V[0], A[0])
+    out["bad"] = "no error"
+except kd.StateError as e:
+    out["bad"] = str(e)
+out["answered"] = answered
+out["mode"] = first_calls.mode()
+out["queued"] = sorted(first_calls._wanted)
+out["done"] = sorted(first_calls._done)
+print(json.dumps(out))
+"""
+
+
+def _child(cache: str | None, script: str = CHILD) -> dict:
+    env = dict(os.environ, KANEDYN_FIRST_CALLS="reference")
+    if cache is not None:
+        env["NUMBA_CACHE_DIR"] = cache
+    r = subprocess.run([sys.executable, "-c", script], env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def _compiled() -> dict:
+    """The same calls here, on the compiled kernels (the suite's mode)."""
+    ns: dict = {}
+    exec(CHILD.replace("print(json.dumps(out))", ""), ns)
+    return ns["out"]
+
+
+def _compare(got: dict, want: dict) -> None:
+    for tag in ("one", "batch"):
+        for name, w in want[tag].items():
+            g, w = np.asarray(got[tag][name]), np.asarray(w)
+            assert g.shape == w.shape, (tag, name)
+            # the reference's arithmetic against the kernels': round-off of sums of
+            # O(10)-O(100) terms in double precision
+            np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-10 * np.abs(w).max(),
+                                       err_msg=f"{tag} {name}")
+    np.testing.assert_allclose(got["out"], want["out"], rtol=1e-10, atol=1e-9)
+    assert got["out_is_buf"] and want["out_is_buf"]
+    assert got["bad"] == want["bad"] and "quaternion" in got["bad"]
+
+
+def test_cold_cache_answers_by_the_reference_while_compiling(tmp_path):
+    want = _compiled()
+    assert want["mode"] == "compile"
+    got = _child(str(tmp_path / "cache"))
+    assert got["mode"] == "reference"
+    # nothing was in the empty cache: every call was answered by the reference (7 single
+    # states, 7 batches, the out= pair; the bad quaternion stops before), and the kernels
+    # they asked for were handed to the compiler process, which takes seconds to start
+    # and to compile one (a batch of 3 asks for no batched kernel: SMALL_BATCH)
+    assert len(got["answered"]) == 16 and set(got["answered"]) == set(first_calls.REFERENCE)
+    assert got["done"] == []
+    for key in ("kernel:rnea_f", "kernel:nle_f", "kernel:gravity_f", "kernel:crba_f",
+                "kernel:aba_f", "kernel:rnea_f_fext", "kernel:aba_f_fext", "c:rnea_c",
+                "c:crba_c", "c:aba_c"):
+        assert key in got["queued"], key
+    assert not any(k.endswith("_batch") for k in got["queued"])
+    _compare(got, want)
+
+
+def test_warm_cache_loads_the_kernels_at_once():
+    want = _compiled()  # (compiled here, with numba's disk cache, so on disk now)
+    got = _child(os.environ.get("NUMBA_CACHE_DIR"))
+    assert got["queued"] == [] and got["answered"] == [], (got["queued"], got["answered"])
+    # (a single state goes through the C entry point, which readies its kernel itself)
+    for key in ("c:rnea_c", "c:nle_c", "c:gravity_c", "c:crba_c", "c:aba_c",
+                "kernel:rnea_batch", "kernel:crba_batch", "kernel:aba_batch"):
+        assert key in got["done"], key
+    _compare(got, want)
+
+
+#: a first call, then the compiler process's work awaited, then the same call again
+CYCLE = r"""
+import json
+import numpy as np
+import kanedyn as kd
+from kanedyn.dynamics import first_calls
+answered = []
+_reference = first_calls.reference
+def counting(name, *args):
+    answered.append(name)
+    return _reference(name, *args)
+first_calls.reference = counting
+model = kd.models.pendulum_chain(4)
+q = np.linspace(0.1, 0.4, 4)
+g1 = kd.gravity_torques(model, q)
+first = list(answered)
+assert first_calls.wait(600)
+g2 = kd.gravity_torques(model, q)
+print(json.dumps({"first": first, "after": answered[len(first):], "done": sorted(first_calls._done),
+                  "g1": g1.tolist(), "g2": g2.tolist()}))
+"""
+
+
+def test_the_compiler_process_fills_the_cache(tmp_path):
+    """The whole cycle in a new process on an empty cache: the first call by the
+    reference, the compiler process compiles its kernel into the cache, the next call
+    loads it from there and runs it."""
+    got = _child(str(tmp_path / "cache"), CYCLE)
+    assert got["first"] == ["gravity_torques"] and got["after"] == []
+    assert "kernel:gravity_f" in got["done"]
+    model = kd.models.pendulum_chain(4)
+    want = kd.gravity_torques(model, np.linspace(0.1, 0.4, 4))
+    np.testing.assert_allclose(got["g1"], want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(got["g2"], want)  # the same kernel: the same bits
+
+
+def test_available_bookkeeping(monkeypatch):
+    """The decisions of first_calls.available on stand-in jobs, without a compiler
+    process: the mode "compile" readies at once; a job in the cache loads at once; any
+    other is asked for (not with request=False) and looked for in the cache again only
+    after LOOK_EVERY; a job whose compiler ended without it is readied here."""
+    made, probed, polls, cache = [], [], [], set()
+    monkeypatch.setattr(first_calls, "make", made.append)
+    monkeypatch.setattr(first_calls, "in_cache", lambda k: probed.append(k) or k in cache)
+    monkeypatch.setattr(first_calls, "_poll", lambda: polls.append(1))
+    for name in ("_done", "_sent", "_ended"):
+        monkeypatch.setattr(first_calls, name, set())
+    monkeypatch.setattr(first_calls, "_wanted", {})
+    monkeypatch.setattr(first_calls, "_next_look", {})
+    monkeypatch.setattr(first_calls, "_mode", "compile")
+    assert first_calls.available("a") and made == ["a"] and probed == []
+    monkeypatch.setattr(first_calls, "_mode", "reference")
+    cache.add("b")
+    assert first_calls.available("b") and made[-1] == "b"
+    assert not first_calls.available("c", priority=3) and first_calls._wanted == {"c": 3}
+    assert len(polls) == 1
+    n = len(probed)
+    assert not first_calls.available("c") and len(probed) == n  # (looked just now)
+    assert not first_calls.available("d", request=False) and "d" not in first_calls._wanted
+    first_calls._next_look["c"] = 0.0
+    cache.add("c")
+    assert first_calls.available("c") and made[-1] == "c" and "c" not in first_calls._wanted
+    assert first_calls.available("c") and made.count("c") == 1  # (done: no second look)
+    first_calls._ended.add("e")  # its compiler ended, the cache has no "e": readied here
+    assert first_calls.available("e") and made[-1] == "e"
+
+
+def test_bad_mode():
+    with pytest.raises(ValueError, match="expected one of reference, compile"):
+        first_calls.set_mode("lazy")
+    assert first_calls.mode() == "compile"
+    r = subprocess.run([sys.executable, "-c", "import kanedyn"], capture_output=True, text=True,
+                       env=dict(os.environ, KANEDYN_FIRST_CALLS="lazy"))
+    assert r.returncode != 0 and "KANEDYN_FIRST_CALLS='lazy'" in r.stderr
+    assert kd.rnea is not None
