@@ -287,6 +287,27 @@ def reference(name: str, model: Model, Q: NDArray, X: list[NDArray], F: NDArray 
 REFERENCE = ("rnea", "nonlinear_effects", "gravity_torques", "crba", "aba")
 
 
+def _compile(jobs: list[str]) -> None:
+    """The compiler process's work: each job in turn, after taking a lock file shared by
+    every compiler of this cache (the workers of a sweep each start one on a cold cache:
+    one compiles, the others wait and then load what it wrote)."""
+    import hashlib
+    import tempfile
+
+    from numba.core import config
+
+    where = config.CACHE_DIR or os.path.dirname(os.path.abspath(__file__))
+    name = "kanedyn-first-calls-" + hashlib.sha256(where.encode()).hexdigest()[:16] + ".lock"
+    with open(os.path.join(tempfile.gettempdir(), name), "a") as lock:
+        try:
+            import fcntl
+
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        except ImportError:  # (not POSIX: no lock, each compiler on its own)
+            pass
+        for key in jobs:
+            make(key)
+
+
 if __name__ == "__main__":  # the compiler process: python -m kanedyn.dynamics.first_calls job...
-    for _key in sys.argv[1:]:
-        make(_key)
+    _compile(sys.argv[1:])
