@@ -12,7 +12,8 @@ numba's compilation is single-threaded, so CPU ≈ wall on a quiet machine):
 2. the first ``kd.rnea``, ``kd.crba``, ``kd.aba`` of one state each (the C front end's
    path, which readies the single-state kernels and their C entry points);
 3. the first batched ``kd.rnea``, ``kd.crba``, ``kd.aba`` (16 states);
-4. the first ``kd.simulate(model, q0, v0, 1.0, method="avf", dt=1e-3)``.
+4. the first ``kd.simulate(model, q0, v0, 1.0, method="avf", dt=1e-3)`` (``--method rk4``:
+   that method instead, in the same row).
 
 Caches:
 
@@ -62,12 +63,13 @@ import numpy as np
 import kanedyn as kd
 model = kd.models.pendulum_chain(7, planar=False, radius=0.05)
 mark("import kanedyn + model")
+METHOD = sys.argv[1]
 def avf():
-    traj = kd.simulate(model, 0.5 * np.cos(np.arange(7)), np.zeros(7), 1.0, method="avf",
+    traj = kd.simulate(model, 0.5 * np.cos(np.arange(7)), np.zeros(7), 1.0, method=METHOD,
                        dt=1e-3)
     assert len(traj.t) == 1001
     mark("first simulate avf")
-if sys.argv[1:] == ["avf-first"]:
+if sys.argv[2:] == ["avf-first"]:
     avf()
 q, v, a = 0.5 * np.cos(np.arange(7)), 0.1 * np.arange(7.0), np.ones(7)
 tau = kd.rnea(model, q, v, a)
@@ -79,7 +81,7 @@ assert np.allclose(qdd, a) and np.allclose(M, M.T) and np.all(np.linalg.eigvalsh
 Q = np.tile(q, (16, 1)); V = np.tile(v, (16, 1)); A = np.tile(a, (16, 1))
 T = kd.rnea(model, Q, V, A); kd.crba(model, Q); kd.aba(model, Q, V, T)
 mark("first batched rnea, crba, aba")
-if sys.argv[1:] != ["avf-first"]:
+if sys.argv[2:] != ["avf-first"]:
     avf()
 from kanedyn.dynamics import kernels
 out["_cache_dir"] = kernels.ready("rnea_f")._cache._cache_path
@@ -101,9 +103,14 @@ def package_caches() -> dict[str, float]:
     return {str(p): p.stat().st_mtime for p in root.rglob("__pycache__/*.nb[ic]")}
 
 
-def run_once(cache: str, avf_first: bool) -> tuple[dict, float]:
+#: the child's kanedyn.dynamics.first_calls mode (--first-calls; not the caller's: `make
+#: bench` sets "compile" for the other scripts)
+FIRST_CALLS = ["reference"]
+
+
+def run_once(cache: str, avf_first: bool, method: str = "avf") -> tuple[dict, float]:
     """One child process: its phases, and its CPU time from getrusage (user + system)."""
-    env = dict(os.environ)
+    env = dict(os.environ, KANEDYN_FIRST_CALLS=FIRST_CALLS[0])
     tmp = None
     if cache == "empty":
         tmp = tempfile.TemporaryDirectory(prefix="kd_first_call_")
@@ -111,7 +118,8 @@ def run_once(cache: str, avf_first: bool) -> tuple[dict, float]:
     before = package_caches()
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
-        r = subprocess.run([sys.executable, "-c", CHILD] + ["avf-first"] * avf_first, env=env,
+        r = subprocess.run([sys.executable, "-c", CHILD, method] + ["avf-first"] * avf_first,
+                           env=env,
                            capture_output=True, text=True)
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         if r.returncode:
@@ -138,17 +146,19 @@ def run_once(cache: str, avf_first: bool) -> tuple[dict, float]:
     return res, cpu
 
 
-def report(res: dict, cpu: float) -> None:
+def report(res: dict, cpu: float, method: str = "avf") -> None:
     print(f"  {'phase':34s} {'wall s':>8s} {'CPU s':>8s}")
     for p in (k for k in res if k in PHASES):  # in the order they ran
         w, c = res[p]
-        print(f"  {p:34s} {w:8.2f} {c:8.2f}")
+        print(f"  {p.replace('avf', method):34s} {w:8.2f} {c:8.2f}")
     total = sum(res[p][0] for p in PHASES)
     print(f"  {'total':34s} {total:8.2f} {cpu:8.2f}  (CPU: getrusage of the child)")
     first = res[PHASES[0]][0] + res[PHASES[1]][0]
     for name, got in (("import + first rnea, crba, aba", first),
                       ("first batched rnea, crba, aba", res[PHASES[2]][0]),
                       ("first simulate avf", res[PHASES[3]][0])):
+        if name == "first simulate avf" and method != "avf":
+            continue  # (the target is avf's)
         t = TARGETS[name]
         print(f"  target {name:32s} <= {t:4.1f} s: {got:7.2f} s "
               f"{'met' if got <= t else 'NOT met'}")
@@ -166,21 +176,29 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--avf-first", action="store_true",
                     help="run kd.simulate(method='avf') right after the import, before rnea")
+    ap.add_argument("--method", default="avf",
+                    help="the method of the 'first simulate' phase (default avf, the target's; "
+                         "its row keeps the name 'first simulate avf')")
+    ap.add_argument("--first-calls", choices=("reference", "compile"), default="reference",
+                    help="KANEDYN_FIRST_CALLS of the child: reference (the default of "
+                         "kanedyn) answers a first call by the reference while its kernel "
+                         "compiles; compile waits for it")
     args = ap.parse_args()
+    FIRST_CALLS[0] = args.first_calls
     import numba
 
     print(f"python {sys.version.split()[0]}, numba {numba.__version__}, {os.cpu_count()} CPUs; "
-          f"cache: {args.cache}"
+          f"first calls: {args.first_calls}, first simulate: {args.method}; cache: {args.cache}"
           + (f" (NUMBA_CACHE_DIR={os.environ['NUMBA_CACHE_DIR']})"
              if args.cache == "installed" and "NUMBA_CACHE_DIR" in os.environ else ""))
     for k in range(args.repeat):
         la0 = os.getloadavg()
         t0 = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-        res, cpu = run_once(args.cache, args.avf_first)
+        res, cpu = run_once(args.cache, args.avf_first, args.method)
         la1 = os.getloadavg()
         print(f"run {k + 1} at {t0}: load average {la0[0]:.2f} {la0[1]:.2f} {la0[2]:.2f} before, "
               f"{la1[0]:.2f} {la1[1]:.2f} {la1[2]:.2f} after")
-        report(res, cpu)
+        report(res, cpu, args.method)
 
 
 if __name__ == "__main__":

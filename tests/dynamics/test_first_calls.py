@@ -206,3 +206,76 @@ def test_bad_mode():
                        env=dict(os.environ, KANEDYN_FIRST_CALLS="lazy"))
     assert r.returncode != 0 and "KANEDYN_FIRST_CALLS='lazy'" in r.stderr
     assert kd.rnea is not None
+
+
+def _chain7():
+    return (kd.models.pendulum_chain(7, planar=False, radius=0.05),
+            0.5 * np.cos(np.arange(7)), np.linspace(-1.0, 1.0, 7))
+
+
+def _ball():
+    m = kd.models.random_tree(3, seed=2, joint_types=("spherical", "revolute"))
+    return m, kd.random_configuration(m, 4), np.random.default_rng(5).normal(size=m.nv)
+
+
+def _loop(where: str):
+    module, _, name = where.rpartition(".")
+    return getattr(__import__(module, fromlist=[name]), name)
+
+
+@pytest.mark.parametrize("method,case,loop,job", [
+    ("avf", _chain7, "kanedyn.integrators.discrete_gradient_compiled._dg_loop", "first_run"),
+    ("rk4", _chain7, "kanedyn.sim.batch.rk4_run", "first_rk4_run"),
+    ("rk4", _ball, "kanedyn.sim.rk4_manifold.rk4_manifold_run", "first_run"),
+])
+def test_a_cold_loop_takes_the_python_steps_and_asks_for_its_first_run(monkeypatch, method,
+                                                                       case, loop, job):
+    """On a cold cache (mode "reference") a run whose compiled loop is neither compiled
+    nor in the disk cache takes the Python steps — the compiled loop's trajectory to the
+    tolerances of the tests that compare the two (tests/integrators/test_rk4_compiled.py,
+    test_discrete_gradient_compiled.py) — and hands the loop's first-run job to a compiler
+    process; that job compiles the loop for the argument types of a real run (so that the
+    run after it loads what the compiler wrote)."""
+    loop = _loop(loop)
+    job = f"call:{loop.__module__}:{job}"
+    m, q0, v0 = case()
+    a = kd.simulate(m, q0, v0, 0.1, method=method, dt=1e-3)
+    seen, asked, wanted = [], [], {}
+    real = first_calls.loop_ready
+
+    def spy(loop_, args, job_):
+        seen.append((loop_, args, job_))
+        return real(loop_, args, job_)
+
+    class Cold:
+        """The loop as a new process on an empty cache sees it: nothing compiled, nothing
+        on disk (in_disk_cache below); counts its calls."""
+
+        overloads: dict = {}
+        _cache, targetctx, calls = loop._cache, loop.targetctx, 0
+
+        def __call__(self, *args):
+            self.calls += 1
+            return loop(*args)
+
+    cold = Cold()
+    monkeypatch.setattr(first_calls, "loop_ready", spy)
+    monkeypatch.setattr(sys.modules[loop.__module__], loop.__name__, cold)
+    monkeypatch.setattr(first_calls, "in_disk_cache", lambda *a: False)
+    monkeypatch.setattr(first_calls, "_mode", "reference")
+    monkeypatch.setattr(first_calls, "_poll", lambda: asked.append(1))
+    monkeypatch.setattr(first_calls, "_wanted", wanted)
+    b = kd.simulate(m, q0, v0, 0.1, method=method, dt=1e-3)
+    monkeypatch.undo()
+    assert len(seen) == 1 and seen[0][0] is cold and seen[0][2] == job
+    assert job in wanted and asked and cold.calls == 0  # (the Python steps ran)
+    np.testing.assert_allclose(a.t, b.t, atol=1e-15)
+    np.testing.assert_allclose(a.q, b.q, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(a.v, b.v, rtol=0, atol=1e-12)
+    assert np.ptp(b.q, axis=0).max() > 1e-3  # (it moved)
+    # the job, as the compiler process runs it: the loop compiled for the run's types
+    from numba import typeof
+    from numba.core.typing.typeof import Purpose
+
+    first_calls.make(job)
+    assert tuple(typeof(x, Purpose.argument) for x in seen[0][1]) in loop.overloads

@@ -926,14 +926,29 @@ def _run_one(problem, model: Model, P: NDArray, project: bool, name: str) -> Sol
     W = np.empty(len(keep))
     status = np.zeros(3, dtype=np.int64)
     ptol, pmaxiter = _projection_defaults()
-    k = rk4_run(flatten(model).data, P, has_forces(P), float(problem.t0),
-                np.ascontiguousarray(problem.q0, float), np.ascontiguousarray(problem.v0, float),
-                steps, every, project, ptol, pmaxiter, float(problem.blowup), False, Q, V, W,
-                np.empty(0), status)
+    args = (flatten(model).data, P, has_forces(P), float(problem.t0),
+            np.ascontiguousarray(problem.q0, float), np.ascontiguousarray(problem.v0, float),
+            steps, every, project, ptol, pmaxiter, float(problem.blowup), False, Q, V, W,
+            np.empty(0), status)
+    from ..dynamics import first_calls  # (in here: not part of this module's compile key)
+
+    if not first_calls.loop_ready(rk4_run, args, f"call:{__name__}:first_rk4_run"):
+        return None  # (on a cold cache: the Python steps, while a process compiles it)
+    k = rk4_run(*args)
     if status[0]:
         raise_stopped(name, status, times, Q[k - 1], V[k - 1])
     return Solution(times[keep], Q, V, W, {"newton_iterations": np.zeros(n_steps, np.int32)},
                     name)
+
+
+def first_rk4_run() -> None:
+    """``kd.simulate``'s rk4 on a one-link pendulum: compiles :func:`rk4_run` for the
+    argument types of every run (the job of :func:`_run_one`'s
+    :func:`~kanedyn.dynamics.first_calls.loop_ready`)."""
+    from ..model.builders import pendulum_chain
+    from .simulate import simulate
+
+    simulate(pendulum_chain(1), [0.3], [0.0], 3e-3, method="rk4", dt=1e-3)
 
 
 def raise_stopped(name: str, status: NDArray, times: NDArray, q: NDArray, v: NDArray):

@@ -268,13 +268,28 @@ def run_one(problem, model: Model, P: NDArray, project: bool, name: str,
     V = np.empty((len(keep), model.nv))
     W = np.empty(len(keep))
     status = np.zeros(3, dtype=np.int64)
-    k = rk4_manifold_run(flatten(model).data, P, dof_coordinates(model), has_forces(P),
-                         float(problem.t0),
-                         np.ascontiguousarray(problem.q0, float),
-                         np.ascontiguousarray(problem.v0, float), steps, every, project,
-                         np.array(prows, dtype=np.int64), float(problem.blowup), False, Q, V,
-                         W, np.empty(0), status)
+    args = (flatten(model).data, P, dof_coordinates(model), has_forces(P), float(problem.t0),
+            np.ascontiguousarray(problem.q0, float), np.ascontiguousarray(problem.v0, float),
+            steps, every, project, np.array(prows, dtype=np.int64), float(problem.blowup),
+            False, Q, V, W, np.empty(0), status)
+    from ..dynamics import first_calls  # (in here: not part of this module's compile key)
+
+    if not first_calls.loop_ready(rk4_manifold_run, args, f"call:{__name__}:first_run"):
+        return None  # (on a cold cache: the Python steps, while a process compiles it)
+    k = rk4_manifold_run(*args)
     if status[0]:
         raise_stopped(name, status, times, Q[k - 1], V[k - 1])
     return Solution(times[keep], Q, V, W, {"newton_iterations": np.zeros(n_steps, np.int32)},
                     name)
+
+
+def first_run() -> None:
+    """``kd.simulate``'s rk4 on one body on a ball joint: compiles
+    :func:`rk4_manifold_run` for the argument types of every run (the job of
+    :func:`run_one`'s :func:`~kanedyn.dynamics.first_calls.loop_ready`)."""
+    from ..model.builders import random_tree
+    from ..model.configuration import neutral
+    from .simulate import simulate
+
+    model = random_tree(1, joint_types=("spherical",))
+    simulate(model, neutral(model), [0.1, 0.2, 0.3], 3e-3, method="rk4", dt=1e-3)
