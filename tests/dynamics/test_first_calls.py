@@ -21,10 +21,10 @@ import pytest
 import kanedyn as kd
 from kanedyn.dynamics import first_calls
 
-#: one state and a batch of three of every function first_calls answers, on a tree with a
-#: free root and every joint type; prints them (and the first_calls bookkeeping) as JSON
-CHILD = r"""
-import json, sys
+#: a child's start: kanedyn imported, the functions first_calls answers by the reference
+#: listed in ``answered`` as they are
+COUNTING = r"""
+import json
 import numpy as np
 import kanedyn as kd
 from kanedyn.dynamics import first_calls
@@ -34,6 +34,11 @@ def counting(name, *args):
     answered.append(name)
     return _reference(name, *args)
 first_calls.reference = counting
+"""
+
+#: one state and a batch of three of every function first_calls answers, on a tree with a
+#: free root and every joint type; prints them (and the first_calls bookkeeping) as JSON
+CHILD = COUNTING + r"""
 model = kd.models.random_tree(6, seed=3, floating_base=True,
                               joint_types=("revolute", "prismatic", "helical", "spherical",
                                            "planar"))
@@ -100,9 +105,8 @@ class _ByRow:
 
 def _compiled() -> dict:
     """The same calls here, on the compiled kernels (the suite's mode)."""
-    ns: dict = {"kd": _ByRow()}
-    exec(CHILD.replace("import kanedyn as kd\n", "").replace("print(json.dumps(out))", ""),
-         ns)
+    ns: dict = {"kd": _ByRow(), "np": np, "first_calls": first_calls, "answered": []}
+    exec(CHILD[len(COUNTING):].replace("print(json.dumps(out))", ""), ns)
     return ns["out"]
 
 
@@ -152,17 +156,7 @@ def test_warm_cache_loads_the_kernels_at_once():
 
 
 #: a first call, then the compiler process's work awaited, then the same call again
-CYCLE = r"""
-import json
-import numpy as np
-import kanedyn as kd
-from kanedyn.dynamics import first_calls
-answered = []
-_reference = first_calls.reference
-def counting(name, *args):
-    answered.append(name)
-    return _reference(name, *args)
-first_calls.reference = counting
+CYCLE = COUNTING + r"""
 model = kd.models.pendulum_chain(4)
 q = np.linspace(0.1, 0.4, 4)
 g1 = kd.gravity_torques(model, q)
