@@ -298,3 +298,39 @@ def test_a_cold_loop_takes_the_python_steps_and_asks_for_its_first_run(monkeypat
     assert len(seen) == 1 and seen[0][0] is cold and cold.calls == 0
     assert ([typeof(x, Purpose.argument) for x in seen[0][1]]
             == [typeof(x, Purpose.argument) for x in run_args])
+
+
+def test_a_batch_without_its_batched_kernel_goes_row_by_row(monkeypatch):
+    """While a batched kernel is not there (on a cold cache), a batch runs row by row on
+    the single-state kernels — the same bits as the batched kernel (a state gives the
+    same bits alone or in a batch) — and asks for the batched kernel only when it has
+    more than SMALL_BATCH states."""
+    from kanedyn.dynamics import _dispatch
+
+    model = kd.models.random_tree(5, seed=4, floating_base=True)
+    rng = np.random.default_rng(1)
+    N = _dispatch.SMALL_BATCH + 1
+    Q = np.stack([kd.random_configuration(model, rng) for _ in range(N)])
+    V, A = rng.standard_normal((N, model.nv)), rng.standard_normal((N, model.nv))
+    F = rng.standard_normal((N, model.nb, 6))
+    calls = {"rnea": lambda n: kd.rnea(model, Q[:n], V[:n], A[:n], F[:n]),
+             "nle": lambda n: kd.nonlinear_effects(model, Q[:n], V[:n]),
+             "crba": lambda n: kd.crba(model, Q[:n]),
+             "aba": lambda n: kd.aba(model, Q[:n], V[:n], A[:n])}
+    want = {name: f(N) for name, f in calls.items()}  # (the batched kernels)
+    real, asked = first_calls.available, []
+
+    def no_batched(key, priority=0, request=True, **kw):
+        if key.endswith("_batch"):
+            asked.append((key, request))
+            return False
+        return real(key, priority, request, **kw)
+
+    monkeypatch.setattr(first_calls, "available", no_batched)
+    monkeypatch.setattr(first_calls, "reference", None)  # (never reached: kernels are here)
+    for n in (3, N):
+        for name, f in calls.items():
+            np.testing.assert_array_equal(f(n), want[name][:n], err_msg=f"{name}, {n} states")
+    assert {r for k, r in asked if k == "kernel:rnea_batch"} == {False, True}
+    assert sorted(k for k, r in asked if r) == ["kernel:aba_batch", "kernel:crba_batch",
+                                                "kernel:rnea_batch", "kernel:rnea_batch"]

@@ -325,11 +325,9 @@ def by_state(entry, model: Model, Q, X, F, res) -> bool:
     if not kernel_ready(kernel):
         return first_calls.reference(entry.name, model, Q, X, F, res)
     f, buf = K[kernel], buffer_of(model, None)
-    extra = () if F is None else (None,)
     for k in range(Q.shape[0]):
-        if extra:
-            extra = (F[k],)
-        if f(buf, Q[k], *(x[k] for x in X), *extra, res[k]):
+        fk = () if F is None else (F[k],)
+        if f(buf, Q[k], *(x[k] for x in X), *fk, res[k]):
             return False
     return True
 
