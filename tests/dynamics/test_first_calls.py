@@ -355,3 +355,50 @@ def test_a_batch_without_its_batched_kernel_goes_row_by_row(monkeypatch):
     assert {r for k, r in asked if k == "kernel:rnea_batch"} == {False, True}
     assert sorted(k for k, r in asked if r) == ["kernel:aba_batch", "kernel:crba_batch",
                                                 "kernel:rnea_batch", "kernel:rnea_batch"]
+
+
+#: every frame function in every reference, one state and a batch of three, on a tree with
+#: a free root; prints them and how many were answered by frames_reference, as JSON
+FRAMES_COUNTING = r"""
+import json
+import numpy as np
+import kanedyn as kd
+from kanedyn.dynamics import frames
+answered = []
+_reference = frames._by_reference
+def counting(*args):
+    answered.append(1)
+    return _reference(*args)
+frames._by_reference = counting
+"""
+FRAMES = FRAMES_COUNTING + r"""
+model = kd.models.random_tree(5, seed=6, floating_base=True)
+rng = np.random.default_rng(2)
+Q = np.stack([kd.random_configuration(model, rng) for _ in range(3)])
+V, A = rng.standard_normal((3, model.nv)), rng.standard_normal((3, model.nv))
+f = model.bodies[-1].name
+out = []
+for k in (0, slice(None)):
+    q, v, a = Q[k], V[k], A[k]
+    out += [np.concatenate([np.ravel(x) for x in kd.frame_placement(model, q, f)])]
+    for r in ("local", "local_world_aligned", "world"):
+        out += [kd.frame_velocity(model, q, v, f, r),
+                kd.frame_acceleration(model, q, v, a, f, r),
+                kd.frame_acceleration(model, q, v, a, f, r, classical=False),
+                kd.frame_jacobian(model, q, f, r),
+                kd.frame_jacobian_time_variation(model, q, v, f, r)]
+print(json.dumps({"out": [np.ravel(x).tolist() for x in out], "answered": len(answered)}))
+"""
+
+
+def test_frame_functions_on_a_cold_cache_answer_by_the_reference(tmp_path):
+    """The frame functions do the same as RNEA & co.: on an empty cache every call (one
+    state, and each state of a batch) is answered by frames_reference, to round-off of
+    the compiled kernels' answers here."""
+    got = _child(str(tmp_path / "cache"), FRAMES)
+    assert got["answered"] == 16 + 16 * 3
+    ns: dict = {"kd": kd, "np": np, "answered": []}
+    exec(FRAMES[len(FRAMES_COUNTING):].replace("print(json.dumps(", "result = (("), ns)
+    want = ns["result"]["out"]
+    for g, w in zip(got["out"], want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-10 * max(1.0, np.abs(w).max()))

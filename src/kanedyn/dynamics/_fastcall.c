@@ -504,6 +504,10 @@ frame_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *k
             Py_DECREF(P);
             return NULL;
         }
+        if (addr == Py_None) { /* still compiling (first_calls.py): the wrapper answers */
+            Py_DECREF(addr);
+            goto general_P;
+        }
         void *p = PyLong_AsVoidPtr(addr);
         Py_DECREF(addr);
         if (p == NULL) {
@@ -563,13 +567,14 @@ general:
 static PyObject *
 frame_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
+    /* retry: accepted (and always so) since the loader may answer None, "not yet" */
     static char *kwlist[] = {"fallback", "loader", "nin", "result", "params", "reference",
-                             "ops", "spatial_ops", NULL};
+                             "ops", "spatial_ops", "retry", NULL};
     PyObject *fallback, *loader, *params, *reference, *ops, *spatial_ops = Py_None;
-    int nin, result;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOiiO!OO!|O:FrameCaller", kwlist, &fallback,
+    int nin, result, retry = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOiiO!OO!|Op:FrameCaller", kwlist, &fallback,
                                      &loader, &nin, &result, &PyTuple_Type, &params, &reference,
-                                     &PyDict_Type, &ops, &spatial_ops))
+                                     &PyDict_Type, &ops, &spatial_ops, &retry))
         return NULL;
     if (nin < 1 || nin > 3) {
         PyErr_Format(PyExc_ValueError, "FrameCaller: nin must be 1, 2 or 3, got %d", nin);

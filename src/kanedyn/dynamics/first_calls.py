@@ -13,7 +13,11 @@ interprets a function until its compiled code is ready.
 
 What it covers: :func:`kanedyn.rnea`, :func:`~kanedyn.nonlinear_effects`,
 :func:`~kanedyn.gravity_torques`, :func:`~kanedyn.crba` and :func:`~kanedyn.aba`, one
-state or a batch. A batch of more than ``_dispatch.SMALL_BATCH`` (64) states has its
+state or a batch; the frame functions (``frame_placement``, ``frame_velocity``,
+``frame_acceleration``, ``frame_jacobian``, ``frame_jacobian_time_variation``: their
+reference is :mod:`kanedyn.dynamics.frames_reference`, the hooks in
+:mod:`kanedyn.dynamics.frames`); ``kd.simulate``'s RK4 and discrete-gradient loops
+(:func:`loop_ready`: the Python steps meanwhile). A batch of more than ``_dispatch.SMALL_BATCH`` (64) states has its
 batched kernel compiled and is answered state by state meanwhile; a smaller batch is
 answered state by state (by the single-state kernel once that is compiled) until the
 batched kernel is in the cache. Every other compiled function compiles on its first

@@ -52,7 +52,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import KanedynError
 from ..model import Model
-from ._dispatch import F8, batch, fail, general
+from ._dispatch import F8, SMALL_BATCH, batch, fail, general
 from .data import FRAMES, Data, _ident, data_of
 from .flat import flatten
 from .frames_kernel import ACC, CLASSICAL, DJAC, JAC, POSE, VEL, frame_params
@@ -70,11 +70,88 @@ _NO_J3 = np.empty((1, 1, 1))
 
 
 def _load(*args):
+    """The stand-in of ``_frame_f`` until its kernel is loaded: on a cold cache
+    (:mod:`.first_calls`) the status :data:`PENDING` (the fast paths then take
+    :func:`_general`, which answers by :mod:`.frames_reference`), else the kernel."""
     global _frame_f
     from .frames_kernel import entry
 
+    if not _ready(_SINGLE):
+        return PENDING
     _frame_f = entry("frame_f")
     return _frame_f(*args)
+
+
+#: the status of ``_frame_f``'s stand-in while the kernel compiles (no kernel's status)
+PENDING = 1 << 60
+# first_calls jobs: the single-state kernel, its C entry point, the batched kernel
+_SINGLE, _C, _BATCH = (f"call:{__name__}:{f}" for f in ("ready_single", "ready_c",
+                                                          "ready_batch"))
+
+
+def ready_single() -> None:
+    from .frames_kernel import entry
+
+    entry("frame_f")
+
+
+def ready_c() -> None:
+    from .frames_kernel import c_entry
+
+    c_entry("frame_c")
+
+
+def ready_batch() -> None:
+    from .frames_kernel import ready
+
+    ready("frame_batch")
+
+
+def _in_cache(job: str) -> bool:
+    """Whether the frame kernel of ``job`` is compiled here or in numba's disk cache."""
+    from . import frames_kernel as fk
+    from .first_calls import in_disk_cache
+    from .kernels.entries import c_in_cache
+
+    def kernel_in_cache(name):
+        d = getattr(fk, name)
+        return bool(d.signatures) or in_disk_cache(d._cache, fk.SIGNATURES[name], d.targetctx)
+
+    if job == _C:
+        from numba import types
+
+        ptr = types.CPointer(types.float64)
+        return c_in_cache(fk._C_MADE, "frame_c", fk.frame_c, kernel_in_cache, "frame_f",
+                          (ptr, ptr, ptr, ptr, types.int64, ptr, ptr))
+    return kernel_in_cache("frame_f" if job == _SINGLE else "frame_batch")
+
+
+def _ready(job: str, request: bool = True) -> bool:
+    from . import first_calls
+
+    return first_calls.available(job, priority=0 if job != _BATCH else 1, request=request,
+                                 cached=lambda: _in_cache(job),
+                                 ready=lambda: first_calls.make(job))
+
+
+def _by_reference(model: Model, q, v, a, frame, op: int, res, J) -> None:
+    """``res`` (and ``J``) of one state as the kernel writes them, by
+    :mod:`.frames_reference` (a first call on a cold cache, :mod:`.first_calls`)."""
+    from . import frames_reference as ref
+
+    want, reference = op & 63, REFERENCES[op >> 6]
+    if want & POSE:
+        R, p = ref.frame_placement(model, q, frame)
+        res[:9], res[9:12] = R.ravel(), p
+    elif want & VEL:
+        res[:6] = ref.frame_velocity(model, q, v, frame, reference)
+    elif want & (ACC | CLASSICAL):
+        res[:6] = ref.frame_acceleration(model, q, v, a, frame, reference,
+                                         bool(want & CLASSICAL))
+    if want & JAC:
+        J[:] = ref.frame_jacobian(model, q, frame, reference)
+    elif want & DJAC:
+        J[:] = ref.frame_jacobian_time_variation(model, q, v, frame, reference)
 
 
 _frame_f = _load
@@ -123,8 +200,16 @@ def _general(model: Model, q, v, a, frame, want: int, reference, what: str,
     res = np.empty((N, k))
     J = np.empty((N, 6, nv)) if want & (JAC | DJAC) else _NO_J3
     status = np.zeros(N, dtype=np.int64)
-    if N == 1:  # one state (first call, a list, another dtype): no batch kernel to compile
-        status[0] = _frame_f(P, Q[0], V[0], A[0], op, res[0], J[0])
+    if N == 1 or not _ready(_BATCH, request=N > SMALL_BATCH):
+        # one state (first call, a list, another dtype: no batch kernel to compile), or a
+        # batch while its kernel is not there (first_calls): state by state
+        for k in range(N):
+            status[k] = _frame_f(P, Q[k], V[k], A[k], op, res[k], J[k % J.shape[0]])
+            if status[k] == PENDING:
+                status[k] = 0
+                q_k = None if V is Q else V[k]
+                _by_reference(model, Q[k], q_k, None if A is Q else A[k], frame, op, res[k],
+                              J[k % J.shape[0]])
     else:
         from .frames_kernel import ready
 
@@ -273,12 +358,18 @@ def _c_front(wrapper, nin: int, result: int, ops: dict, spatial_ops: dict | None
     assert params[:1] == ("frame",) and params[1:2] in ((), ("reference",))
     assert params[2:] in ((), ("classical",)) and (len(sig) < 3 or sig[2].default is True)
 
-    def loader() -> int:
+    def loader() -> int | None:
         from . import frames_kernel
 
+        if not _ready(_C):
+            return None  # (_fastcall.c: the wrapper answers, and the next call asks again)
         return frames_kernel.c_entry("frame_c")
 
-    caller = FrameCaller(wrapper, loader, nin, result, params, reference, ops, spatial_ops)
+    try:
+        caller = FrameCaller(wrapper, loader, nin, result, params, reference, ops, spatial_ops,
+                             retry=True)
+    except TypeError:  # an extension built before it took retry
+        return wrapper
     return functools.update_wrapper(caller, wrapper)
 
 
