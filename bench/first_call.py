@@ -13,7 +13,9 @@ numba's compilation is single-threaded, so CPU ≈ wall on a quiet machine):
    path, which readies the single-state kernels and their C entry points);
 3. the first batched ``kd.rnea``, ``kd.crba``, ``kd.aba`` (16 states);
 4. the first ``kd.simulate(model, q0, v0, 1.0, method="avf", dt=1e-3)`` (``--method rk4``:
-   that method instead, in the same row).
+   that method instead, in the same row);
+5. with ``--frames`` (before 4): the first frame functions of the last body — placement,
+   velocity, acceleration, Jacobian, its time variation — and a batch of 16 velocities.
 
 Caches:
 
@@ -69,7 +71,7 @@ def avf():
                        dt=1e-3)
     assert len(traj.t) == 1001
     mark("first simulate avf")
-if sys.argv[2:] == ["avf-first"]:
+if "avf-first" in sys.argv[2:]:
     avf()
 q, v, a = 0.5 * np.cos(np.arange(7)), 0.1 * np.arange(7.0), np.ones(7)
 tau = kd.rnea(model, q, v, a)
@@ -81,7 +83,14 @@ assert np.allclose(qdd, a) and np.allclose(M, M.T) and np.all(np.linalg.eigvalsh
 Q = np.tile(q, (16, 1)); V = np.tile(v, (16, 1)); A = np.tile(a, (16, 1))
 T = kd.rnea(model, Q, V, A); kd.crba(model, Q); kd.aba(model, Q, V, T)
 mark("first batched rnea, crba, aba")
-if sys.argv[2:] != ["avf-first"]:
+if "frames" in sys.argv[2:]:
+    f = model.bodies[-1].name
+    kd.frame_placement(model, q, f); kd.frame_velocity(model, q, v, f, "world")
+    kd.frame_acceleration(model, q, v, a, f, "local_world_aligned")
+    kd.frame_jacobian(model, q, f, "world"); kd.frame_jacobian_time_variation(model, q, v, f)
+    kd.frame_velocity(model, Q, V, f)
+    mark("first frame functions")
+if "avf-first" not in sys.argv[2:]:
     avf()
 from kanedyn.dynamics import kernels
 out["_cache_dir"] = kernels.ready("rnea_f")._cache._cache_path
@@ -89,7 +98,7 @@ print(json.dumps(out))
 """
 
 PHASES = ("import kanedyn + model", "first rnea, crba, aba", "first batched rnea, crba, aba",
-          "first simulate avf")
+          "first simulate avf", "first frame functions")
 #: the issue's targets, seconds: import + first calls, first batched calls, first avf
 TARGETS = {"import + first rnea, crba, aba": 3.0, "first batched rnea, crba, aba": 10.0,
            "first simulate avf": 5.0}
@@ -108,7 +117,8 @@ def package_caches() -> dict[str, float]:
 FIRST_CALLS = ["reference"]
 
 
-def run_once(cache: str, avf_first: bool, method: str = "avf") -> tuple[dict, float]:
+def run_once(cache: str, avf_first: bool, method: str = "avf",
+             frames: bool = False) -> tuple[dict, float]:
     """One child process: its phases, and its CPU time from getrusage (user + system)."""
     env = dict(os.environ, KANEDYN_FIRST_CALLS=FIRST_CALLS[0])
     tmp = None
@@ -118,8 +128,8 @@ def run_once(cache: str, avf_first: bool, method: str = "avf") -> tuple[dict, fl
     before = package_caches()
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
-        r = subprocess.run([sys.executable, "-c", CHILD, method] + ["avf-first"] * avf_first,
-                           env=env,
+        r = subprocess.run([sys.executable, "-c", CHILD, method] + ["avf-first"] * avf_first
+                           + ["frames"] * frames, env=env,
                            capture_output=True, text=True)
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         if r.returncode:
@@ -151,7 +161,7 @@ def report(res: dict, cpu: float, method: str = "avf") -> None:
     for p in (k for k in res if k in PHASES):  # in the order they ran
         w, c = res[p]
         print(f"  {p.replace('avf', method):34s} {w:8.2f} {c:8.2f}")
-    total = sum(res[p][0] for p in PHASES)
+    total = sum(res[p][0] for p in PHASES if p in res)
     print(f"  {'total':34s} {total:8.2f} {cpu:8.2f}  (CPU: getrusage of the child)")
     first = res[PHASES[0]][0] + res[PHASES[1]][0]
     for name, got in (("import + first rnea, crba, aba", first),
@@ -176,6 +186,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--avf-first", action="store_true",
                     help="run kd.simulate(method='avf') right after the import, before rnea")
+    ap.add_argument("--frames", action="store_true",
+                    help="a phase of first frame-function calls (placement, velocity, "
+                         "acceleration, Jacobian, its time variation; a batch of 16 "
+                         "velocities) after the batched calls")
     ap.add_argument("--method", default="avf",
                     help="the method of the 'first simulate' phase (default avf, the target's; "
                          "its row keeps the name 'first simulate avf')")
@@ -194,7 +208,7 @@ def main() -> None:
     for k in range(args.repeat):
         la0 = os.getloadavg()
         t0 = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-        res, cpu = run_once(args.cache, args.avf_first, args.method)
+        res, cpu = run_once(args.cache, args.avf_first, args.method, args.frames)
         la1 = os.getloadavg()
         print(f"run {k + 1} at {t0}: load average {la0[0]:.2f} {la0[1]:.2f} {la0[2]:.2f} before, "
               f"{la1[0]:.2f} {la1[1]:.2f} {la1[2]:.2f} after")
