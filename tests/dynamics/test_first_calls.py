@@ -262,6 +262,10 @@ def _loop(where: str):
     ("avf", _chain7, "kanedyn.integrators.discrete_gradient_compiled._dg_loop", "first_run"),
     ("rk4", _chain7, "kanedyn.sim.batch.rk4_run", "first_rk4_run"),
     ("rk4", _ball, "kanedyn.sim.rk4_manifold.rk4_manifold_run", "first_run"),
+    ("midpoint", _chain7, "kanedyn.integrators.gauss_compiled._gauss_loop", "first_run"),
+    ("verlet", _chain7, "kanedyn.integrators.verlet_compiled._verlet_loop", "first_run"),
+    ("verlet", _ball, "kanedyn.integrators.verlet_compiled._variational_loop",
+     "first_run_chart"),
 ])
 def test_a_cold_loop_takes_the_python_steps_and_asks_for_its_first_run(monkeypatch, method,
                                                                        case, loop, job):
@@ -296,6 +300,7 @@ def test_a_cold_loop_takes_the_python_steps_and_asks_for_its_first_run(monkeypat
             return loop(*args)
 
     cold = Cold()
+    cold.__module__ = loop.__module__  # (the job's module, as the loop's)
     monkeypatch.setattr(first_calls, "loop_ready", spy)
     monkeypatch.setattr(sys.modules[loop.__module__], loop.__name__, cold)
     monkeypatch.setattr(first_calls, "in_disk_cache", lambda *a: False)

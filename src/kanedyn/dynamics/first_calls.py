@@ -16,8 +16,10 @@ What it covers: :func:`kanedyn.rnea`, :func:`~kanedyn.nonlinear_effects`,
 state or a batch; the frame functions (``frame_placement``, ``frame_velocity``,
 ``frame_acceleration``, ``frame_jacobian``, ``frame_jacobian_time_variation``: their
 reference is :mod:`kanedyn.dynamics.frames_reference`, the hooks in
-:mod:`kanedyn.dynamics.frames`); ``kd.simulate``'s RK4 and discrete-gradient loops
-(:func:`loop_ready`: the Python steps meanwhile). A batch of more than ``_dispatch.SMALL_BATCH`` (64) states has its
+:mod:`kanedyn.dynamics.frames`); the compiled loops of ``kd.simulate`` on Models for rk4,
+midpoint, gauss4, verlet, avf, itoh_abe and energy_momentum's Gonzalez variant
+(:func:`loop_ready`: the Python steps meanwhile). A batch of more than
+``_dispatch.SMALL_BATCH`` (64) states has its
 batched kernel compiled and is answered state by state meanwhile; a smaller batch is
 answered state by state (by the single-state kernel once that is compiled) until the
 batched kernel is in the cache. Every other compiled function compiles on its first

@@ -109,7 +109,14 @@ from ..forces.kernel import (
 )
 from .base import cholesky, cholesky_solve
 from .gauss_compiled import best_order, extrapolate, lu_factor, lu_solve
-from .rk4_compiled import save_sample, state_guard, step_grid, store
+from .rk4_compiled import (
+    first_run_problem,
+    ready_or_python,
+    save_sample,
+    state_guard,
+    step_grid,
+    store,
+)
 
 _compiled.key_cache(__name__)
 
@@ -1155,9 +1162,7 @@ def run(problem, name: str, kind: int, tol: float, maxiter: int, *, nodes: int =
             0.5 * wts, mask, float(tol), float(stagnation), int(maxiter), int(refresh),
             int(degree), float(slow), float(cost), float(floor), float(problem.blowup), Q, V,
             W, iters, status)
-    from ..dynamics import first_calls  # (in here: not part of this module's compile key)
-
-    if not first_calls.loop_ready(_dg_loop, args, f"call:{__name__}:first_run"):
+    if not ready_or_python(_dg_loop, args, "first_run"):
         return None  # (on a cold cache: the Python steps, while a process compiles it)
     _dg_loop(*args)
     if status[0]:
@@ -1169,12 +1174,6 @@ def run(problem, name: str, kind: int, tol: float, maxiter: int, *, nodes: int =
 def first_run() -> None:
     """A run of a few steps on a one-link pendulum, which compiles :func:`_dg_loop` for
     the argument types of every run (:func:`kanedyn.dynamics.first_calls.loop_ready`)."""
-    from types import SimpleNamespace
-
     from ..model.builders import pendulum_chain
 
-    model = pendulum_chain(1)
-    system = SimpleNamespace(compiled_step=model, nq=1, nv=1)
-    problem = SimpleNamespace(system=system, force_rows=None, dt=1e-3, t0=0.0, t_final=3e-3,
-                              save_every=1, q0=np.array([0.3]), v0=np.zeros(1), blowup=1e8)
-    run(problem, "avf", AVF, 1e-14, 50)
+    run(first_run_problem(pendulum_chain(1), [0.3], [0.0]), "avf", AVF, 1e-14, 50)

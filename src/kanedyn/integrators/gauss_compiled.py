@@ -79,7 +79,15 @@ from ..forces.kernel import (
 from ..model.joints import free, spherical
 from ..spatial.lie import RIGHT_JACOBIAN_QUADRATURE, skew3, so3_coefficients, so3_right_jacobian
 from .base import cholesky, cholesky_solve
-from .rk4_compiled import largest_speed, save_sample, state_guard, step_grid, store
+from .rk4_compiled import (
+    first_run_problem,
+    largest_speed,
+    ready_or_python,
+    save_sample,
+    state_guard,
+    step_grid,
+    store,
+)
 
 _compiled.key_cache(__name__)
 
@@ -841,13 +849,16 @@ def run(problem, stages: int, tol: float, maxiter: int, refresh_after: int, name
     status = np.zeros(3, dtype=np.int64)
     A, Ainv, b, c, d = tableau(stages)
     ptol, pmaxiter = _projection_defaults()
-    _gauss_loop(flatten(model).data, np.ascontiguousarray(P, float), has_forces(P),
-                dof_coordinates(model), float(problem.t0), bool(tangent),
-                np.ascontiguousarray(problem.q0, float), np.ascontiguousarray(problem.v0, float),
-                steps, n_steps, every, A, Ainv, b, c, d, float(tol), int(maxiter),
-                int(refresh_after), int(history), bool(project),
-                np.array(momentum_rows(invariants), dtype=np.int64), ptol, pmaxiter,
-                float(problem.blowup), Q, V, W, iters, status)
+    args = (flatten(model).data, np.ascontiguousarray(P, float), has_forces(P),
+            dof_coordinates(model), float(problem.t0), bool(tangent),
+            np.ascontiguousarray(problem.q0, float), np.ascontiguousarray(problem.v0, float),
+            steps, n_steps, every, A, Ainv, b, c, d, float(tol), int(maxiter),
+            int(refresh_after), int(history), bool(project),
+            np.array(momentum_rows(invariants), dtype=np.int64), ptol, pmaxiter,
+            float(problem.blowup), Q, V, W, iters, status)
+    if not ready_or_python(_gauss_loop, args, "first_run"):
+        return None  # (on a cold cache: the Python steps, while a process compiles it)
+    _gauss_loop(*args)
     if label is None:
         label = f"{name}+project{tuple(invariants)}" if project else name
     if status[0] == STATE_GUARD:
@@ -913,3 +924,12 @@ def _projection_defaults() -> tuple[float, int]:
 
     sig = inspect.signature(Projected.__init__).parameters
     return float(sig["tol"].default), int(sig["maxiter"].default)
+
+
+def first_run() -> None:
+    """Three midpoint steps of a one-link pendulum, which compile :func:`_gauss_loop` for
+    the argument types of every run, midpoint or gauss4, canonical or tangent
+    (:func:`kanedyn.dynamics.first_calls.loop_ready`)."""
+    from ..model.builders import pendulum_chain
+
+    run(first_run_problem(pendulum_chain(1), [0.3], [0.0]), 1, 1e-12, 20, 3, "midpoint")

@@ -152,6 +152,28 @@ def applicable(problem, forces: bool = False) -> bool:
             and problem.progress is None)
 
 
+def first_run_problem(model, q0, v0):
+    """A three-step problem on ``model`` (a small Model the caller builds) with what the
+    compiled loops' ``run`` functions read of a Problem: for the first-run jobs of
+    :func:`kanedyn.dynamics.first_calls.loop_ready`, which compile a loop for the argument
+    types of every run."""
+    from types import SimpleNamespace
+
+    q0, v0 = np.asarray(q0, float), np.asarray(v0, float)
+    system = SimpleNamespace(compiled_step=model, tree_model=model, nq=q0.size, nv=v0.size)
+    return SimpleNamespace(system=system, force_rows=None, dt=1e-3, t0=0.0, t_final=3e-3,
+                           save_every=1, q0=q0, v0=v0, blowup=1e8)
+
+
+def ready_or_python(loop, args: tuple, job: str) -> bool:
+    """:func:`kanedyn.dynamics.first_calls.loop_ready` of ``loop`` with ``args`` and the
+    first-run job ``job`` of the loop's module (``call:<module>:<job>``): False on a cold
+    cache, where the caller returns None and the Python steps run."""
+    from ..dynamics import first_calls  # (in here: not part of the callers' compile keys)
+
+    return first_calls.loop_ready(loop, args, f"call:{loop.__module__}:{job}")
+
+
 def compiled_or_none(name: str, run, *args):
     """``run(*args)``, or None (with a RuntimeWarning) when numba cannot compile it — the
     kernels changed under us: the caller's Python step loop still works."""

@@ -79,7 +79,15 @@ from .gauss_compiled import (
     report_state_guard,
     tangent_applicable,
 )
-from .rk4_compiled import largest_speed, save_sample, state_guard, step_grid, store
+from .rk4_compiled import (
+    first_run_problem,
+    largest_speed,
+    ready_or_python,
+    save_sample,
+    state_guard,
+    step_grid,
+    store,
+)
 
 _compiled.key_cache(__name__)
 
@@ -335,7 +343,9 @@ def _verlet_loop(data, P, forces, t0, q0, v0, dt, n_steps, every, tol, maxiter, 
 def _whole_run(problem, loop):
     """The outputs of a whole run (the samples of :func:`.rk4_compiled.step_grid`, a spare
     row for a state that failed the guard), filled by ``loop(P, steps, n_steps, every, Q,
-    V, W, iters, status)``: a Solution, None to fall back, or the guard's DivergenceError."""
+    V, W, iters, status)``, which returns False where the loop is not compiled yet
+    (:func:`.rk4_compiled.ready_or_python`): a Solution, None to fall back, or the guard's
+    DivergenceError."""
     from .base import Solution
 
     s = problem.system
@@ -347,7 +357,9 @@ def _whole_run(problem, loop):
     W = np.zeros(len(keep) + 1)
     iters = np.zeros(n_steps, dtype=np.int32)
     status = np.zeros(3, dtype=np.int64)
-    loop(np.ascontiguousarray(P, float), steps, n_steps, every, Q, V, W, iters, status)
+    if loop(np.ascontiguousarray(P, float), steps, n_steps, every, Q, V, W, iters,
+            status) is False:
+        return None  # (on a cold cache: the Python steps, while a process compiles it)
     if status[0] == STATE_GUARD:
         report_state_guard(problem, "verlet", status, Q, V, times)
     if status[0]:
@@ -359,11 +371,14 @@ def _whole_run(problem, loop):
 def run(problem, tol: float, maxiter: int, refresh_after: int = 3):
     """The whole Störmer–Verlet run in the compiled loop: a Solution, or None to fall back."""
     def loop(P, steps, n_steps, every, Q, V, W, iters, status):
-        _verlet_loop(flatten(problem.system.compiled_step).data, P, has_forces(P),
-                     float(problem.t0), np.ascontiguousarray(problem.q0, float),
-                     np.ascontiguousarray(problem.v0, float), steps, n_steps, every, float(tol),
-                     int(maxiter), int(refresh_after), PREDICTOR_STEPS,
-                     float(problem.blowup), Q, V, W, iters, status)
+        args = (flatten(problem.system.compiled_step).data, P, has_forces(P),
+                float(problem.t0), np.ascontiguousarray(problem.q0, float),
+                np.ascontiguousarray(problem.v0, float), steps, n_steps, every, float(tol),
+                int(maxiter), int(refresh_after), PREDICTOR_STEPS, float(problem.blowup), Q, V,
+                W, iters, status)
+        if not ready_or_python(_verlet_loop, args, "first_run"):
+            return False
+        _verlet_loop(*args)
     return _whole_run(problem, loop)
 
 
@@ -579,9 +594,29 @@ def run_chart(problem, tol: float, maxiter: int):
     model = problem.system.tree_model
 
     def loop(P, steps, n_steps, every, Q, V, W, iters, status):
-        _variational_loop(flatten(model).data, P, has_forces(P), dof_coordinates(model),
-                          float(problem.t0), np.ascontiguousarray(problem.q0, float),
-                          np.ascontiguousarray(problem.v0, float), steps, n_steps, every,
-                          float(tol), int(maxiter), PREDICTOR_STEPS, float(problem.blowup),
-                          Q, V, W, iters, status)
+        args = (flatten(model).data, P, has_forces(P), dof_coordinates(model),
+                float(problem.t0), np.ascontiguousarray(problem.q0, float),
+                np.ascontiguousarray(problem.v0, float), steps, n_steps, every, float(tol),
+                int(maxiter), PREDICTOR_STEPS, float(problem.blowup), Q, V, W, iters, status)
+        if not ready_or_python(_variational_loop, args, "first_run_chart"):
+            return False
+        _variational_loop(*args)
     return _whole_run(problem, loop)
+
+
+def first_run() -> None:
+    """Three Störmer–Verlet steps of a one-link pendulum, which compile
+    :func:`_verlet_loop` for the argument types of every run
+    (:func:`kanedyn.dynamics.first_calls.loop_ready`)."""
+    from ..model.builders import pendulum_chain
+
+    run(first_run_problem(pendulum_chain(1), [0.3], [0.0]), 1e-12, 20)
+
+
+def first_run_chart() -> None:
+    """Three variational Störmer–Verlet steps of one body on a ball joint, which compile
+    :func:`_variational_loop` for the argument types of every run."""
+    from ..model.builders import random_tree
+
+    model = random_tree(1, joint_types=("spherical",))
+    run_chart(first_run_problem(model, [1.0, 0.0, 0.0, 0.0], [0.1, 0.2, 0.3]), 1e-12, 20)
