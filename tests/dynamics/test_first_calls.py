@@ -86,20 +86,24 @@ def _child(cache: str | None, script: str = CHILD) -> dict:
 
 
 class _ByRow:
-    """``kd`` with the five functions of first_calls.REFERENCE taking a batch row by row:
-    the compiled single-state kernels only (a batch equals its rows,
-    tests/dynamics/test_fast_kernels.py), so that these tests compile no batched kernel."""
+    """``kd`` with the functions first_calls answers (the five of REFERENCE and the frame
+    functions) taking a batch row by row: the compiled single-state kernels only (a batch
+    equals its rows: tests/dynamics/test_fast_kernels.py, test_frames.py), so that these
+    tests compile no batched kernel."""
 
     def __getattr__(self, name):
         f = getattr(kd, name)
-        if name not in first_calls.REFERENCE:
+        if name not in first_calls.REFERENCE and not name.startswith("frame_"):
             return f
 
         def by_row(model, q, *args, **kw):
             if np.ndim(q) == 1:
                 return f(model, q, *args, **kw)
-            return np.stack([f(model, q[k], *(a[k] for a in args), **kw)
-                             for k in range(len(q))])
+            rows = [f(model, q[k], *(a[k] if isinstance(a, np.ndarray) else a for a in args),
+                      **kw) for k in range(len(q))]
+            if isinstance(rows[0], tuple):  # (frame_placement: R, p)
+                return tuple(np.stack(part) for part in zip(*rows, strict=True))
+            return np.stack(rows)
         return by_row
 
 
@@ -328,9 +332,8 @@ def test_a_cold_loop_takes_the_python_steps_and_asks_for_its_first_run(monkeypat
 
 def test_a_batch_without_its_batched_kernel_goes_row_by_row(monkeypatch):
     """While a batched kernel is not there (on a cold cache), a batch runs row by row on
-    the single-state kernels — the same bits as the batched kernel (a state gives the
-    same bits alone or in a batch) — and asks for the batched kernel only when it has
-    more than SMALL_BATCH states."""
+    the single-state kernels — the same bits as single-state calls — and asks for the
+    batched kernel only when it has more than SMALL_BATCH states."""
     from kanedyn.dynamics import _dispatch
 
     model = kd.models.random_tree(5, seed=4, floating_base=True)
@@ -343,7 +346,13 @@ def test_a_batch_without_its_batched_kernel_goes_row_by_row(monkeypatch):
              "nle": lambda n: kd.nonlinear_effects(model, Q[:n], V[:n]),
              "crba": lambda n: kd.crba(model, Q[:n]),
              "aba": lambda n: kd.aba(model, Q[:n], V[:n], A[:n])}
-    want = {name: f(N) for name, f in calls.items()}  # (the batched kernels)
+    # the rows as single states (compiled single-state kernels; that they equal the
+    # batched kernels' bits is tests/dynamics/test_fast_kernels.py's)
+    one = {"rnea": lambda k: kd.rnea(model, Q[k], V[k], A[k], F[k]),
+           "nle": lambda k: kd.nonlinear_effects(model, Q[k], V[k]),
+           "crba": lambda k: kd.crba(model, Q[k]),
+           "aba": lambda k: kd.aba(model, Q[k], V[k], A[k])}
+    want = {name: np.stack([f(k) for k in range(N)]) for name, f in one.items()}
     real, asked = first_calls.available, []
 
     def no_batched(key, priority=0, request=True, **kw):
@@ -402,7 +411,7 @@ def test_frame_functions_on_a_cold_cache_answer_by_the_reference(tmp_path):
     the compiled kernels' answers here."""
     got = _child(str(tmp_path / "cache"), FRAMES)
     assert got["answered"] == 16 + 16 * 3
-    ns: dict = {"kd": kd, "np": np, "answered": []}
+    ns: dict = {"kd": _ByRow(), "np": np, "answered": []}
     exec(FRAMES[len(FRAMES_COUNTING):].replace("print(json.dumps(", "result = (("), ns)
     want = ns["result"]["out"]
     for g, w in zip(got["out"], want, strict=True):
