@@ -139,3 +139,70 @@ def pin_urdf_twin():
         return model, _twin(model, pm)
 
     return load
+
+
+@pytest.fixture
+def cold_loop_check(monkeypatch):
+    """``cold_loop_check(method, model, q0, v0, loop, job, **kw)``: :func:`_cold_loop_check`
+    with this test's monkeypatch."""
+    return lambda *args, **kw: _cold_loop_check(monkeypatch, *args, **kw)
+
+
+def _cold_loop_check(monkeypatch, method: str, model, q0, v0, loop, job: str, **kw) -> None:
+    """On a cold cache (kanedyn.dynamics.first_calls, mode "reference") a run whose compiled
+    ``loop`` is neither compiled nor in the disk cache takes the Python steps (the
+    method's ``compiled=False`` run, bit for bit; the loop is not called) and hands the
+    loop's first-run ``job`` (a function of the loop's module) to a compiler process;
+    that job calls the loop with the argument types of a real run, so that what it
+    compiles is what the run after it loads. Nothing is compiled here but what the Python
+    steps call (run it beside the tests that run them)."""
+    import sys
+
+    from numba import typeof
+    from numba.core.typing.typeof import Purpose
+
+    from kanedyn.dynamics import first_calls
+
+    job = f"call:{loop.__module__}:{job}"
+    # the Python steps themselves first (every kernel they call is then compiled here)
+    c = kd.simulate(model, q0, v0, 0.05, method=method, dt=1e-3, compiled=False, **kw)
+    seen, asked, wanted = [], [], {}
+    real = first_calls.loop_ready
+
+    def spy(loop_, args, job_):
+        seen.append((loop_, args, job_))
+        return real(loop_, args, job_)
+
+    class Cold:
+        """The loop as a new process on an empty cache sees it: nothing compiled, nothing
+        on disk (in_disk_cache below); counts its calls."""
+
+        overloads: dict = {}
+        _cache, targetctx, calls = loop._cache, loop.targetctx, 0
+
+        def __call__(self, *args):
+            self.calls += 1
+            return loop(*args)
+
+    cold = Cold()
+    cold.__module__ = loop.__module__  # (the job's module, as the loop's)
+    with monkeypatch.context() as mp:
+        mp.setattr(first_calls, "loop_ready", spy)
+        mp.setattr(sys.modules[loop.__module__], loop.__name__, cold)
+        mp.setattr(first_calls, "in_disk_cache", lambda *a: False)
+        mp.setattr(first_calls, "_mode", "reference")
+        mp.setattr(first_calls, "_poll", lambda: asked.append(1))
+        mp.setattr(first_calls, "_wanted", wanted)
+        b = kd.simulate(model, q0, v0, 0.05, method=method, dt=1e-3, **kw)
+        assert len(seen) == 1 and seen[0][0] is cold and seen[0][2] == job
+        assert job in wanted and asked and cold.calls == 0  # (the Python steps ran)
+        np.testing.assert_array_equal(b.q, c.q)
+        np.testing.assert_array_equal(b.v, c.v)
+        assert np.ptp(b.q, axis=0).max() > 1e-4  # (it moved)
+        # the job, as the compiler process runs it, reaches the loop with the argument
+        # types of a real run (not run here: the spy answers no, nothing is compiled)
+        run_args = seen.pop()[1]
+        first_calls.make(job)
+        assert len(seen) == 1 and seen[0][0] is cold and cold.calls == 0
+        assert ([typeof(x, Purpose.argument) for x in seen[0][1]]
+                == [typeof(x, Purpose.argument) for x in run_args])

@@ -252,82 +252,15 @@ def _chain7():
             0.5 * np.cos(np.arange(7)), np.linspace(-1.0, 1.0, 7))
 
 
-def _ball():
-    m = kd.models.random_tree(3, seed=2, joint_types=("spherical", "revolute"))
-    return m, kd.random_configuration(m, 4), np.random.default_rng(5).normal(size=m.nv)
+def test_a_cold_loop_takes_the_python_steps_and_asks_for_its_first_run(cold_loop_check):
+    """rk4's loop here (the Python steps call the kernels of the tests above); the other
+    loops beside the tests that compare them with their Python steps (whose kernels those
+    compile): tests/integrators/test_discrete_gradient_compiled.py, test_gauss_compiled.py,
+    test_verlet_chart_compiled.py, tests/sim/test_rk4_manifold.py. See
+    the fixture cold_loop_check of tests/conftest.py."""
+    from kanedyn.sim import batch
 
-
-def _loop(where: str):
-    module, _, name = where.rpartition(".")
-    return getattr(__import__(module, fromlist=[name]), name)
-
-
-@pytest.mark.parametrize("method,case,loop,job", [
-    ("avf", _chain7, "kanedyn.integrators.discrete_gradient_compiled._dg_loop", "first_run"),
-    ("rk4", _chain7, "kanedyn.sim.batch.rk4_run", "first_rk4_run"),
-    ("rk4", _ball, "kanedyn.sim.rk4_manifold.rk4_manifold_run", "first_run"),
-    ("midpoint", _chain7, "kanedyn.integrators.gauss_compiled._gauss_loop", "first_run"),
-    ("verlet", _chain7, "kanedyn.integrators.verlet_compiled._verlet_loop", "first_run"),
-    ("verlet", _ball, "kanedyn.integrators.verlet_compiled._variational_loop",
-     "first_run_chart"),
-])
-def test_a_cold_loop_takes_the_python_steps_and_asks_for_its_first_run(monkeypatch, method,
-                                                                       case, loop, job):
-    """On a cold cache (mode "reference") a run whose compiled loop is neither compiled
-    nor in the disk cache takes the Python steps (the method's ``compiled=False`` run, bit
-    for bit) and hands the loop's first-run job to a compiler process; that job calls the
-    loop with the argument types of a real run (so that what it compiles is what the run
-    after it loads)."""
-    loop = _loop(loop)
-    job = f"call:{loop.__module__}:{job}"
-    m, q0, v0 = case()
-    # the Python steps themselves, first (every kernel they call is then compiled here);
-    # that they equal the loop's is the business of tests/integrators/test_rk4_compiled.py
-    # and test_discrete_gradient_compiled.py
-    c = kd.simulate(m, q0, v0, 0.05, method=method, dt=1e-3, compiled=False)
-    seen, asked, wanted = [], [], {}
-    real = first_calls.loop_ready
-
-    def spy(loop_, args, job_):
-        seen.append((loop_, args, job_))
-        return real(loop_, args, job_)
-
-    class Cold:
-        """The loop as a new process on an empty cache sees it: nothing compiled, nothing
-        on disk (in_disk_cache below); counts its calls."""
-
-        overloads: dict = {}
-        _cache, targetctx, calls = loop._cache, loop.targetctx, 0
-
-        def __call__(self, *args):
-            self.calls += 1
-            return loop(*args)
-
-    cold = Cold()
-    cold.__module__ = loop.__module__  # (the job's module, as the loop's)
-    monkeypatch.setattr(first_calls, "loop_ready", spy)
-    monkeypatch.setattr(sys.modules[loop.__module__], loop.__name__, cold)
-    monkeypatch.setattr(first_calls, "in_disk_cache", lambda *a: False)
-    monkeypatch.setattr(first_calls, "_mode", "reference")
-    monkeypatch.setattr(first_calls, "_poll", lambda: asked.append(1))
-    monkeypatch.setattr(first_calls, "_wanted", wanted)
-    b = kd.simulate(m, q0, v0, 0.05, method=method, dt=1e-3)
-    assert len(seen) == 1 and seen[0][0] is cold and seen[0][2] == job
-    assert job in wanted and asked and cold.calls == 0  # (the Python steps ran)
-    np.testing.assert_array_equal(b.q, c.q)
-    np.testing.assert_array_equal(b.v, c.v)
-    assert np.ptp(b.q, axis=0).max() > 1e-4  # (it moved)
-    # the job, as the compiler process runs it, reaches the loop with the argument types
-    # of a real run: what it compiles is what the run after it loads (the loop is not
-    # run here, so nothing is compiled: the spy answers no)
-    from numba import typeof
-    from numba.core.typing.typeof import Purpose
-
-    run_args = seen.pop()[1]
-    first_calls.make(job)
-    assert len(seen) == 1 and seen[0][0] is cold and cold.calls == 0
-    assert ([typeof(x, Purpose.argument) for x in seen[0][1]]
-            == [typeof(x, Purpose.argument) for x in run_args])
+    cold_loop_check("rk4", *_chain7(), batch.rk4_run, "first_rk4_run")
 
 
 def test_a_batch_without_its_batched_kernel_goes_row_by_row(monkeypatch):

@@ -272,3 +272,10 @@ def test_path_hamiltonian_equals_hamiltonian_aba_along_coordinate_paths(case):
                 assert Hm == pytest.approx(dgc.hamiltonian_aba(data, P, True, x, p, aw, v),
                                            rel=1e-13, abs=1e-13)
 
+
+def test_a_cold_loop_takes_the_python_steps(cold_loop_check):
+    """kanedyn.dynamics.first_calls: on a cold cache avf's run takes its Python steps
+    while a compiler process compiles the loop (tests/conftest.py, cold_loop_check)."""
+    from kanedyn.integrators import discrete_gradient_compiled as dgc
+
+    cold_loop_check("avf", *chain7(), dgc._dg_loop, "first_run")

@@ -336,3 +336,13 @@ def test_one_compiled_signature_per_loop(chain_forces):
                       dt=2e-3, forces=forces)
     assert len(_gauss_loop.signatures) == 1
     assert len(_verlet_loop.signatures) == 1
+
+
+@pytest.mark.parametrize("method", ["midpoint", "verlet"])
+def test_a_cold_loop_takes_the_python_steps(cold_loop_check, method):
+    """kanedyn.dynamics.first_calls: on a cold cache the run takes its Python steps while
+    a compiler process compiles the loop (tests/conftest.py, cold_loop_check)."""
+    from kanedyn.integrators import gauss_compiled, verlet_compiled
+
+    loop = gauss_compiled._gauss_loop if method == "midpoint" else verlet_compiled._verlet_loop
+    cold_loop_check(method, *chain7(), loop, "first_run")

@@ -183,3 +183,13 @@ def test_one_compiled_signature(ball_chain):
                 forces=[kd.forces.JointDamper("r3", 0.3)])
     kd.simulate(*floating_tree(), 0.01, method="verlet", dt=2e-3)
     assert len(_variational_loop.signatures) == 1
+
+
+def test_a_cold_loop_takes_the_python_steps(cold_loop_check, ball_chain):
+    """kanedyn.dynamics.first_calls: on a cold cache the variational Verlet run takes its
+    Python steps while a compiler process compiles the loop (tests/conftest.py's
+    cold_loop_check)."""
+    from kanedyn.integrators import verlet_compiled
+
+    cold_loop_check("verlet", *ball_chain, verlet_compiled._variational_loop,
+                    "first_run_chart")

@@ -179,3 +179,12 @@ def test_a_blow_up_is_reported_with_the_step_and_time():
     q0, v0 = kd.neutral(BALL), np.full(BALL.nv, 20.0)
     with pytest.raises(kd.DivergenceError, match=r"rk4: .* at step \d+, t = "):
         kd.simulate(BALL, q0, v0, 50.0, method="rk4", dt=0.3, blowup=5.0, progress=False)
+
+
+def test_a_cold_loop_takes_the_python_steps(cold_loop_check):
+    """kanedyn.dynamics.first_calls: on a cold cache the manifold RK4 run takes its Python
+    steps while a compiler process compiles the loop (tests/conftest.py's
+    cold_loop_check)."""
+    m = kd.models.random_tree(3, seed=2, joint_types=("spherical", "revolute"))
+    q0, v0 = _start(m, 4)
+    cold_loop_check("rk4", m, q0, v0, rk4_manifold.rk4_manifold_run, "first_run")
