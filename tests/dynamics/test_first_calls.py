@@ -304,6 +304,30 @@ def test_a_batch_without_its_batched_kernel_goes_row_by_row(monkeypatch):
                                                 "kernel:rnea_batch", "kernel:rnea_batch"]
 
 
+class _FramesByReference:
+    """``kd`` with the frame functions as :mod:`kanedyn.dynamics.frames_reference` called
+    directly (a batch row by row)."""
+
+    def __getattr__(self, name):
+        from kanedyn.dynamics import frames_reference
+
+        if not name.startswith("frame_"):
+            return getattr(kd, name)
+        f = getattr(frames_reference, name)
+
+        def call(model, q, *args, **kw):
+            if name == "frame_acceleration":
+                kw.setdefault("classical", True)
+            if np.ndim(q) == 1:
+                return f(model, q, *args, **kw)
+            rows = [f(model, q[k], *(a[k] if isinstance(a, np.ndarray) else a for a in args),
+                      **kw) for k in range(len(q))]
+            if isinstance(rows[0], tuple):  # (frame_placement: R, p)
+                return tuple(np.stack(part) for part in zip(*rows, strict=True))
+            return np.stack(rows)
+        return call
+
+
 #: every frame function in every reference, one state and a batch of three, on a tree with
 #: a free root; prints them and how many were answered by frames_reference, as JSON
 FRAMES_COUNTING = r"""
@@ -340,11 +364,13 @@ print(json.dumps({"out": [np.ravel(x).tolist() for x in out], "answered": len(an
 
 def test_frame_functions_on_a_cold_cache_answer_by_the_reference(tmp_path):
     """The frame functions do the same as RNEA & co.: on an empty cache every call (one
-    state, and each state of a batch) is answered by frames_reference, to round-off of
-    the compiled kernels' answers here."""
+    state, and each state of a batch) is answered by frames_reference, through the
+    frames' own plumbing (the op codes, references, the classical flag, a batch's rows):
+    the same as frames_reference called here directly (that the kernels equal
+    frames_reference is tests/dynamics/test_frames.py's; nothing is compiled here)."""
     got = _child(str(tmp_path / "cache"), FRAMES)
     assert got["answered"] == 16 + 16 * 3
-    ns: dict = {"kd": _ByRow(), "np": np, "answered": []}
+    ns: dict = {"kd": _FramesByReference(), "np": np, "answered": []}
     exec(FRAMES[len(FRAMES_COUNTING):].replace("print(json.dumps(", "result = (("), ns)
     want = ns["result"]["out"]
     for g, w in zip(got["out"], want, strict=True):
