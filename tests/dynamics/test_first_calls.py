@@ -85,6 +85,18 @@ def _child(cache: str | None, script: str = CHILD) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+def _by_row(f, model, q, *args, **kw):
+    """``f(model, q, ...)`` of one state, or of a batch row by row (the array arguments
+    indexed by row, the others passed as they are; a tuple result stacked part by part)."""
+    if np.ndim(q) == 1:
+        return f(model, q, *args, **kw)
+    rows = [f(model, q[k], *(a[k] if isinstance(a, np.ndarray) else a for a in args), **kw)
+            for k in range(len(q))]
+    if isinstance(rows[0], tuple):  # (frame_placement: R, p)
+        return tuple(np.stack(part) for part in zip(*rows, strict=True))
+    return np.stack(rows)
+
+
 class _ByRow:
     """``kd`` with the functions first_calls answers (the five of REFERENCE and the frame
     functions) taking a batch row by row: the compiled single-state kernels only (a batch
@@ -96,15 +108,7 @@ class _ByRow:
         if name not in first_calls.REFERENCE and not name.startswith("frame_"):
             return f
 
-        def by_row(model, q, *args, **kw):
-            if np.ndim(q) == 1:
-                return f(model, q, *args, **kw)
-            rows = [f(model, q[k], *(a[k] if isinstance(a, np.ndarray) else a for a in args),
-                      **kw) for k in range(len(q))]
-            if isinstance(rows[0], tuple):  # (frame_placement: R, p)
-                return tuple(np.stack(part) for part in zip(*rows, strict=True))
-            return np.stack(rows)
-        return by_row
+        return lambda model, q, *args, **kw: _by_row(f, model, q, *args, **kw)
 
 
 def _compiled() -> dict:
@@ -318,13 +322,7 @@ class _FramesByReference:
         def call(model, q, *args, **kw):
             if name == "frame_acceleration":
                 kw.setdefault("classical", True)
-            if np.ndim(q) == 1:
-                return f(model, q, *args, **kw)
-            rows = [f(model, q[k], *(a[k] if isinstance(a, np.ndarray) else a for a in args),
-                      **kw) for k in range(len(q))]
-            if isinstance(rows[0], tuple):  # (frame_placement: R, p)
-                return tuple(np.stack(part) for part in zip(*rows, strict=True))
-            return np.stack(rows)
+            return _by_row(f, model, q, *args, **kw)
         return call
 
 

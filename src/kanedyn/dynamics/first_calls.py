@@ -233,6 +233,12 @@ def wait(timeout: float | None = None) -> bool:
         time.sleep(0.05)
 
 
+def compiled_or_cached(disp, sig) -> bool:
+    """Whether the numba dispatcher ``disp``, compiled for the one signature ``sig``, is
+    compiled in this process or loads from the disk cache (:func:`in_disk_cache`)."""
+    return bool(disp.signatures) or in_disk_cache(disp._cache, sig, disp.targetctx)
+
+
 def in_disk_cache(cache, sig, target_context) -> bool:
     """Whether numba's disk cache ``cache`` (a dispatcher's or cfunc's ``_cache``) has an
     entry for ``sig`` that would load: its key in an index stamped with today's sources

@@ -110,12 +110,11 @@ def ready_batch() -> None:
 def _in_cache(job: str) -> bool:
     """Whether the frame kernel of ``job`` is compiled here or in numba's disk cache."""
     from . import frames_kernel as fk
-    from .first_calls import in_disk_cache
+    from .first_calls import compiled_or_cached
     from .kernels.entries import c_in_cache
 
     def kernel_in_cache(name):
-        d = getattr(fk, name)
-        return bool(d.signatures) or in_disk_cache(d._cache, fk.SIGNATURES[name], d.targetctx)
+        return compiled_or_cached(getattr(fk, name), fk.SIGNATURES[name])
 
     if job == _C:
         from numba import types

@@ -230,11 +230,9 @@ def c_in_cache(made: dict, name: str, shim, in_cache, single: str, argtypes=None
 def in_cache(name: str) -> bool:
     """Whether kernel ``name`` of this package is compiled in this process or loads from
     numba's disk cache for its signature (reads the cache's index only)."""
-    from ..first_calls import in_disk_cache
+    from ..first_calls import compiled_or_cached
 
-    disp = _dispatcher(name)
-    return bool(disp.signatures) or in_disk_cache(disp._cache, SIGNATURES[name],
-                                                  disp.targetctx)
+    return compiled_or_cached(_dispatcher(name), SIGNATURES[name])
 
 
 def c_entry_in_cache(name: str) -> bool:
