@@ -74,3 +74,114 @@ def test_where_the_loop_does_not_apply_the_python_steps_run(branched):
     bare = SimpleNamespace(tau_cons=None, tau_nc=None, potential=None, progress=None)
     assert kane_compiled.applicable(SimpleNamespace(**vars(bare), system=system))
     assert not kane_compiled.applicable(SimpleNamespace(**vars(bare), system=numpy_system))
+
+
+def _elements(model, friction: bool) -> list:
+    """A spring, a damper, a sinusoidal and a constant torque on the tree's joints (by the
+    Model's joint names: the Kane tree binds them through its ``source_model``), and a
+    smoothed Stribeck friction where ``friction``."""
+    from kanedyn.forces import (
+        JointDamper,
+        JointFriction,
+        JointSpring,
+        JointTorque,
+        SinusoidalTorque,
+    )
+    from kanedyn.friction.laws import Stribeck
+
+    j = [b.joint.name for b in model.bodies]
+    out = [JointSpring(j[0], 3.0, 0.2), JointDamper(j[1], 0.3),
+           SinusoidalTorque(j[2], 0.5, 1.5, 0.1),
+           JointTorque(np.full(model.nv, 0.05))]
+    if friction:
+        out.append(JointFriction(j[3], Stribeck(0.2, 0.3, 0.1).smoothed("tanh", 0.02)))
+    return out
+
+
+@pytest.mark.parametrize("method", ["verlet", "midpoint", "gauss4", "avf", "energy_momentum",
+                                    "itoh_abe", "itoh_abe symmetric"])
+def test_compiled_loops_with_force_elements_equal_the_python_steps(branched, monkeypatch,
+                                                                  method):
+    """Springs, dampers, torques and friction enter each loop where its Python reference
+    puts them (module doc of kane_compiled): the same steps, the same W_nc, and for the
+    discrete gradients the energy budget E(t) − E(0) = W_nc(t) closed."""
+    model, system, q0, v0 = branched
+    method, *variant = method.split()
+    options = {"variant": variant[0]} if variant else {}
+    calls = []
+    real = kane_compiled._run
+
+    def counted(*args, **kw):
+        calls.append(1)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(kane_compiled, "_run", counted)
+    for friction in (False, True):
+        forces = _elements(model, friction)
+        fast = kd.simulate(system, q0, v0, 0.3, method=method, dt=2e-3, forces=forces,
+                           **options)
+        ref = kd.simulate(system, q0, v0, 0.3, method=method, dt=2e-3, forces=forces,
+                          compiled=False, **options)
+        scale = 1.0 + np.abs(ref.q).max() + np.abs(ref.v).max()
+        if not friction:
+            # the same arithmetic in the same order as the references: bit for bit (W_nc
+            # but for the order of its power sums vᵀτ; a torque's offset and a constant
+            # torque on one joint would be summed in another order too: none here)
+            np.testing.assert_array_equal(fast.q, ref.q)
+            np.testing.assert_array_equal(fast.v, ref.v)
+            np.testing.assert_array_equal(fast.stats["newton_iterations"],
+                                          ref.stats["newton_iterations"])
+        else:
+            # the compiled Stribeck law rounds differently from the element's (both tested
+            # against each other to round-off in tests/forces), which Newton's stopping
+            # point carries: 1e-11 here; 1e-10 is far below any method error
+            assert np.abs(fast.q - ref.q).max() <= 1e-10 * scale
+            assert np.abs(fast.v - ref.v).max() <= 1e-10 * scale
+        assert abs(ref.work_nc[-1]) > 1e-3  # the forces do work: a test of its placement
+        np.testing.assert_allclose(fast.work_nc, ref.work_nc, rtol=0, atol=1e-12)
+        if method in ("avf", "energy_momentum", "itoh_abe"):
+            k, rest = 3.0, 0.2  # the spring's potential is part of E
+            E = np.array([kd.kinetic_energy(model, q, v) + kd.potential_energy(model, q)
+                          + 0.5 * k * (q[0] - rest) ** 2
+                          for q, v in zip(fast.q, fast.v, strict=True)])
+            budget = E - E[0] - fast.work_nc
+            assert np.abs(budget).max() <= 1e-10 * (1.0 + abs(E[0]))
+    assert len(calls) == 2  # both runs in the loop
+
+
+def test_joint_elements_bind_to_a_kane_tree_by_its_models_joints(branched):
+    """A Kane tree derived from a Model keeps it (``source_model``): a JointDamper on a
+    named joint acts on that joint's speed, as on the Model itself, and the run is the
+    Model's (the Kane equations are the Model's, to round-off); equations whose speeds are
+    not the Model's have none."""
+    from kanedyn.forces import JointDamper
+
+    model, system, q0, v0 = branched
+    assert system.source_model is model
+    name = model.bodies[2].joint.name
+    kane = kd.simulate(system, q0, v0, 0.1, method="midpoint", dt=2e-3,
+                       forces=[JointDamper(name, 0.7)])
+    ref = kd.simulate(model, q0, v0, 0.1, method="midpoint", dt=2e-3,
+                      forces=[JointDamper(name, 0.7)], compiled=False)
+    np.testing.assert_allclose(kane.q, ref.q, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(kane.work_nc, ref.work_nc, rtol=0, atol=1e-11)
+    assert ref.work_nc[-1] < -1e-4  # the damper took energy out of that joint
+
+
+def test_an_element_without_rows_takes_the_python_steps(branched, monkeypatch):
+    """A torque given as a Python function has no compiled form: the loop does not apply,
+    and the Python steps run it (the same motion as the constant torque's rows)."""
+    from kanedyn.forces import JointTorque
+
+    model, system, q0, v0 = branched
+    calls = []
+    monkeypatch.setattr(kane_compiled, "_run", lambda *a, **k: calls.append(1))
+    tau = np.linspace(-0.2, 0.3, model.nv)
+    by_function = kd.simulate(system, q0, v0, 0.05, method="avf", dt=2e-3,
+                              forces=[JointTorque(lambda t, q, v: tau)])
+    assert calls == []
+    monkeypatch.undo()
+    by_rows = kd.simulate(system, q0, v0, 0.05, method="avf", dt=2e-3,
+                          forces=[JointTorque(tau)])
+    np.testing.assert_allclose(by_function.q, by_rows.q, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(by_function.work_nc, by_rows.work_nc, rtol=0, atol=1e-14)

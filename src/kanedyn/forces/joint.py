@@ -2,7 +2,8 @@
 
 Joints are named; :meth:`bind` resolves the names against a system (a
 :class:`~kanedyn.sim.system.ModelSystem` or anything with a ``model``
-attribute, or with ``joint_names`` and one speed per joint).
+attribute, a compiled Kane tree derived from a Model — its ``source_model`` —, or
+anything with ``joint_names`` and one speed per joint).
 """
 
 from __future__ import annotations
@@ -16,9 +17,17 @@ from ..errors import ModelError, StateError
 from .base import ForceElement
 
 
+def joint_model(system):
+    """The Model whose joints name the coordinates and speeds of ``system``: its ``model``
+    (a ModelSystem), else its ``source_model`` (a compiled Kane tree derived from a
+    Model: the same q and v), else None."""
+    model = getattr(system, "model", None)
+    return model if model is not None else getattr(system, "source_model", None)
+
+
 def joint_speed_slice(system, joint: str) -> slice:
     """The slice of v that belongs to the joint named ``joint`` in ``system``."""
-    model = getattr(system, "model", None)
+    model = joint_model(system)
     if model is not None:
         return model.bodies[model.joint_index(joint)].iv
     names = list(getattr(system, "joint_names", []))
@@ -168,7 +177,7 @@ class JointSpring(ForceElement):
         self._nv = 0
 
     def bind(self, system) -> JointSpring:
-        model = getattr(system, "model", None)
+        model = joint_model(system)
         out = JointSpring(self.joint, self.k, self.rest)
         sv = joint_speed_slice(system, self.joint)
         if sv.stop - sv.start != 1:
@@ -218,7 +227,7 @@ class JointDamper(ForceElement):
     def bind(self, system) -> JointDamper:
         c = self.c
         if c is None:
-            model = getattr(system, "model", None)
+            model = joint_model(system)
             if model is None:
                 raise ModelError(f"JointDamper on {self.joint!r}: give c (no model to read)")
             c = float(model.bodies[model.joint_index(self.joint)].joint.damping)

@@ -72,7 +72,7 @@ def spring_potential(P, q) -> float:
     V = 0.0
     for j in range(q.shape[0]):
         d = q[j] - P[j, P_REST]
-        V += 0.5 * P[j, P_K] * d * d
+        V += 0.5 * P[j, P_K] * (d * d)  # (JointSpring.potential's rounding: ½k · d²)
     return V
 
 

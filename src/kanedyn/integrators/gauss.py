@@ -98,8 +98,8 @@ class GaussLegendre(FixedStepMethod):
                 and kane_compiled.applicable(self.problem)):
             # a compiled Kane system: its generated functions in kane_compiled's loop
             return rk4_compiled.compiled_or_none(
-                self.name, kane_compiled.run_gauss, self.problem, self.name, self.A, self.d,
-                self.c, self.opts["tol"], self.opts["maxiter"])
+                self.name, kane_compiled.run_gauss, self.problem, self.name, self.A, self.b,
+                self.d, self.c, self.opts["tol"], self.opts["maxiter"])
         invariants = ("energy",) if project is None else parse_invariants(project)
         if (not self.opts["compiled"] or self._mode != "auto"
                 or gauss_compiled.momentum_rows(invariants) is None):

@@ -43,9 +43,20 @@ from the last step's d, p carried from step to step (Gonzalez: p = M v at every 
 Itoh–Abe's polish of Δp after it. M⁻¹ is made as numpy's ``inv`` makes it (gesv on the
 identity), so that the residuals holding it round as the references'.
 
-Where a loop does not apply (force elements, speeds other than the coordinate rates,
-quaternions, constraints, the numpy or C backends, a projection) or an iteration fails,
-the Python steps run the whole way and report what happens.
+Force elements with rows in :mod:`kanedyn.forces.kernel` (springs, dampers, smoothed
+Stribeck friction, constant and sinusoidal torques: a tree derived from a Model, whose
+joints name its coordinates and speeds, ``source_model``) enter each loop where its
+reference puts them: the springs' potential in H (so in ∂H/∂q, the kicks and the
+energies), τ_nc at the reference's time and state — Verlet's kicks at t_n and t_n + h
+(``τ_nc(t, q, M⁻¹p)``, W_nc by the trapezoidal rule of the two kicks), the Gauss stages at
+t_n + c_i h (W_nc = h Σ b_i v_iᵀτ_nc,i from the last residual), the discrete gradients'
+momentum equation ``Δp + h ∇̄_qH − h τ_nc(t_n + h/2, q_n + Δq/2, ∇̄_pH)`` (W_nc =
+h v̄ᵀτ_nc at v̄ = Δq/h; Itoh–Abe's polish solves its p-equation with τ_nc by the
+reference's sweeps).
+
+Where a loop does not apply (force elements without rows, speeds other than the
+coordinate rates, quaternions, constraints, the numpy or C backends, a projection) or an
+iteration fails, the Python steps run the whole way and report what happens.
 """
 
 from __future__ import annotations
@@ -57,6 +68,7 @@ import numpy as np
 from numba import types
 
 from ..dynamics import _compiled
+from ..forces.kernel import P_K, P_REST, empty_rows, joint_forces, spring_potential
 from .base import _chol_solve
 from .gauss_compiled import NEWTON_FAILED, STATE_GUARD
 from .rk4_compiled import save_sample, state_guard, store
@@ -77,14 +89,38 @@ _STAGNATION = 1e-9
 _EPS = np.finfo(np.float64).eps
 
 # work rows of U (n wide)
-_QN, _P0, _PH, _VA, _R, _XS, _RS, _XK, _RK, _Q, _U, _DT, _F, _QK = range(14)
+_QN, _P0, _PH, _VA, _R, _XS, _RS, _XK, _RK, _Q, _U, _DT, _F, _QK, _TN, _TS = range(16)
 
 
 @nb.njit(cache=True, nogil=True)
 def _workspace(n, ninputs):
     """What every loop works in: the rows U (n wide), M, E, zero speeds and inputs."""
-    return (np.zeros((14, n)), np.empty((n, n)), np.empty(3), np.zeros(n),
+    return (np.zeros((16, n)), np.empty((n, n)), np.empty(3), np.zeros(n),
             np.zeros(max(ninputs, 1)))
+
+
+@nb.njit(cache=True, nogil=True)
+def _force_power(fns, t, q, v, U) -> float:
+    """U[_TN] ← τ_nc(t, q, v) of the force rows (``fns[3]``; zero without rows,
+    ``fns[4]`` False); returns the power vᵀτ_nc."""
+    tau = U[_TN]
+    if not fns[4]:
+        tau[:] = 0.0
+        return 0.0
+    joint_forces(fns[3], t, q, v, tau, U[_TS])
+    power = 0.0
+    for i in range(v.shape[0]):
+        power += v[i] * tau[i]
+    return power
+
+
+@nb.njit(cache=True, nogil=True)
+def _save(step, n_steps, every, q, v, work, Q, V, W, k) -> int:
+    """:func:`.rk4_compiled.save_sample` with W_nc beside the state."""
+    k_next = save_sample(step, n_steps, every, q, v, Q, V, k)
+    if k_next != k:
+        W[k] = work
+    return k_next
 
 
 @nb.njit(cache=True, nogil=True)
@@ -127,8 +163,9 @@ def _velocity(mass_matrix, q, p, M, v) -> bool:
 @nb.njit(cache=True, nogil=True)
 def _kick(fns, x, p, U, M, E, zu, zt, k) -> bool:
     """k ← −∂H/∂x(x, p) = ∂T/∂q|_v − g at q = q_n + x, v = M⁻¹p, in the reference's order
-    of operations (:meth:`.base.Problem.hamiltonian_gradient`); U[_U] ← v."""
-    mass_matrix, forcing, energy = fns
+    of operations (:meth:`.base.Problem.hamiltonian_gradient`), the springs of the force
+    rows (``fns[3]``, where ``fns[4]``) in ∂H/∂q; U[_U] ← v."""
+    mass_matrix, forcing, energy, P, forces = fns
     n = x.shape[0]
     qn, q, v, dT, F, qk = U[_QN], U[_Q], U[_U], U[_DT], U[_F], U[_QK]
     for i in range(n):
@@ -149,18 +186,35 @@ def _kick(fns, x, p, U, M, E, zu, zt, k) -> bool:
     if forcing(q, zu, zt, 0.0, F) != 0:
         return False
     for i in range(n):
-        k[i] = -(-dT[i] + -F[i])  # ∂H/∂q = −∂T/∂q + g, g = −forcing(q, 0, 0)
+        g = -dT[i] + -F[i]  # ∂H/∂q = −∂T/∂q + g, g = −forcing(q, 0, 0)
+        if forces:  # − τ_springs = + k (q − q_rest)
+            g = g - -(P[i, P_K] * (q[i] - P[i, P_REST]))
+        k[i] = -g
     return True
 
 
 @nb.njit(cache=True, nogil=True)
-def _residual(kind, fns, h, x, U, M, E, zu, zt, r) -> bool:
+def _force_kick(fns, t, x, p, U, M, E, zu, zt, k) -> float:
+    """k ← −∂H/∂x + τ_nc(t, q, v) at (x, p) (verlet.py's and gauss.py's ``τ_nc − ∂H/∂x``),
+    U[_U] ← v; returns the power vᵀτ_nc, NaN where a generated function refuses q."""
+    if not _kick(fns, x, p, U, M, E, zu, zt, k):
+        return np.nan
+    if not fns[4]:
+        return 0.0
+    power = _force_power(fns, t, U[_Q], U[_U], U)
+    for i in range(x.shape[0]):
+        k[i] = U[_TN, i] - -k[i]
+    return power
+
+
+@nb.njit(cache=True, nogil=True)
+def _residual(kind, fns, h, t, x, U, M, E, zu, zt, r) -> bool:
     """The step's two implicit equations: ``kind`` 0, the half kick at p = x:
-    r = x − p_n − h/2 K(q_n, x); 1, the position at x: r = x − h/2 (v_{n+½} + M(q_n +
-    x)⁻¹ p_{n+½})."""
+    r = x − p_n − h/2 K(q_n, x), K = −∂H/∂x + τ_nc(t_n, q_n, M⁻¹x); 1, the position at x:
+    r = x − h/2 (v_{n+½} + M(q_n + x)⁻¹ p_{n+½})."""
     n = x.shape[0]
     if kind == 0:
-        if not _kick(fns, zu, x, U, M, E, zu, zt, r):
+        if np.isnan(_force_kick(fns, t, zu, x, U, M, E, zu, zt, r)):
             return False
         for i in range(n):
             r[i] = x[i] - U[_P0, i] - 0.5 * h * r[i]
@@ -184,43 +238,54 @@ def _finite(a) -> bool:
 
 
 #: the one signature of the loop: the generated functions as first-class functions
-_VERLET_SIGNATURE = types.int64(MASS_MATRIX, FORCING, ENERGY, types.int64, _V, _V, _V,
-                                types.int64, types.int64, types.float64, types.int64,
-                                types.float64, types.float64[:, ::1], types.float64[:, ::1],
-                                types.int32[::1], types.int64[::1])
+_ROWS = types.float64[:, ::1]
+#: what every loop takes first: the generated functions, the number of inputs, the force
+#: rows (kanedyn.forces.kernel) and whether they act
+_FNS = (MASS_MATRIX, FORCING, ENERGY, types.int64, _ROWS, types.boolean)
+#: then, after the method's own arguments and q0, v0: the run's step sizes and start
+#: times, the number of steps, the sampling, Newton's tolerance and maxiter (the discrete
+#: gradients' stagnation bar after them); last the guard, the samples Q, V, W_nc, the
+#: iterations and the status
+_RUN = (_V, _V, types.int64, types.int64, types.float64, types.int64)
+_OUT = (types.float64, _ROWS, _ROWS, _V, types.int32[::1], types.int64[::1])
+_VERLET_SIGNATURE = types.int64(*_FNS, _V, _V, *_RUN, *_OUT)
 
 
-def _verlet_loop(mass_matrix, forcing, energy, ninputs, q0, v0, steps, n_steps, every, tol,
-                 maxiter, blowup, Q, V, iters, status):
-    """The whole leapfrog run (module doc): samples into Q, V (the last row: a state that
-    failed the guard); status[0] 0, NEWTON_FAILED or STATE_GUARD with status[1] the step;
-    returns the number of samples stored."""
-    fns = (mass_matrix, forcing, energy)
+def _verlet_loop(mass_matrix, forcing, energy, ninputs, P, forces, q0, v0, steps, times,
+                 n_steps, every, tol, maxiter, blowup, Q, V, W, iters, status):
+    """The whole leapfrog run (module doc): samples into Q, V, W (the last row: a state
+    that failed the guard); status[0] 0, NEWTON_FAILED or STATE_GUARD with status[1] the
+    step; returns the number of samples stored."""
+    fns = (mass_matrix, forcing, energy, P, forces)
     n = v0.shape[0]
     U, M, E, zu, zt = _workspace(n, ninputs)
     none, none2, no_reuse = np.empty(0), np.empty((0, 0)), np.zeros(0, dtype=np.bool_)
-    q, v, x, kb = q0.copy(), v0.copy(), np.empty(n), np.empty(n)
-    k_out, vmax0 = store(q, v, Q, V, 0), _largest(v)
+    q, v, x, kb, tc = q0.copy(), v0.copy(), np.empty(n), np.empty(n), np.empty(1)
+    k_out, vmax0, work = store(q, v, Q, V, 0), _largest(v), 0.0
+    W[0] = 0.0
     for step in range(n_steps):
-        h = steps[step]
+        h, t = steps[step], times[step]
+        tc[0] = t
         U[_QN] = q
         if mass_matrix(q, 0.0, M.reshape(n * n)) != 0:
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
         U[_P0] = M @ v
         x[:] = U[_P0]  # the half kick, from p_n
-        i1 = _stage_newton(5, fns, none2, none, none, h, none, 0.0, none, x, none2, none2,
-                           no_reuse, tol, maxiter, _STAGNATION, U, M, E, zu, zt, none2)
-        if i1 < 0 or not _kick(fns, zu, x, U, M, E, zu, zt, kb):
+        i1 = _stage_newton(5, fns, none2, none, none, h, tc, none, none, 0.0, none, x, none2,
+                           none2, no_reuse, tol, maxiter, _STAGNATION, U, M, E, zu, zt, none2)
+        wa = np.nan if i1 < 0 else _force_kick(fns, t, zu, x, U, M, E, zu, zt, kb)
+        if np.isnan(wa):
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
         U[_PH] = x
         U[_VA] = U[_U]
         for i in range(n):  # the position, from h v_{n+½}
             x[i] = h * U[_VA, i]
-        i2 = _stage_newton(6, fns, none2, none, none, h, none, 0.0, none, x, none2, none2,
-                           no_reuse, tol, maxiter, _STAGNATION, U, M, E, zu, zt, none2)
-        if i2 < 0 or not _kick(fns, x, U[_PH], U, M, E, zu, zt, kb):
+        i2 = _stage_newton(6, fns, none2, none, none, h, tc, none, none, 0.0, none, x, none2,
+                           none2, no_reuse, tol, maxiter, _STAGNATION, U, M, E, zu, zt, none2)
+        wb = np.nan if i2 < 0 else _force_kick(fns, t + h, x, U[_PH], U, M, E, zu, zt, kb)
+        if np.isnan(wb):
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
         p1 = U[_R]
@@ -231,41 +296,48 @@ def _verlet_loop(mass_matrix, forcing, energy, ninputs, q0, v0, steps, n_steps, 
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
         iters[step] = i1 + i2
+        work += 0.5 * h * (wa + wb)
         if not _guarded(q, v, vmax0, blowup, step, Q, V, status):
             return k_out
-        k_out = save_sample(step, n_steps, every, q, v, Q, V, k_out)
+        k_out = _save(step, n_steps, every, q, v, work, Q, V, W, k_out)
     return k_out
 
 
 # ------------------------------------------------------------------ midpoint and gauss4
 @nb.njit(cache=True, nogil=True)
-def _stage_residual(kind, fns, hA, xi, w, h, mask, H0, z0, Z, U, M, E, zu, zt, F,
+def _stage_residual(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, U, M, E, zu, zt, F,
                     R) -> bool:
-    """The implicit equations of a step at Z, R ← their residual, z0 = (0, p_n):
+    """The implicit equations of a step at Z, R ← their residual, z0 = (0, p_n); the force
+    rows' τ_nc (``fns``) at the times ``tc``:
 
     - ``kind`` 0, collocation (gauss.py's ``_f`` in canonical coordinates): R = Z − (hA) F,
-      F_i = (M⁻¹y, −∂H/∂q) at z0 + Z_i = (x, y), q = q_n + x, for the stages Z (st × 2n);
+      F_i = (M⁻¹y, τ_nc − ∂H/∂q) at z0 + Z_i = (x, y), q = q_n + x, t_n + c_i h = tc[i],
+      for the stages Z (st × 2n); pw[i] ← the stage's power vᵀτ_nc;
     - ``kind`` 1, AVF (discrete_gradient.py): Z = (Δq, Δp), ∇̄H = Σ_k w_k ∇H(z0 + ξ_k Z),
-      R = (Δq − h ∇̄_pH, Δp + h ∇̄_qH);
+      R = (Δq − h ∇̄_pH, Δp + h ∇̄_qH − h τ_nc), τ_nc at (tc[0] = t_n + h/2,
+      q_n + Δq/2, ∇̄_pH) (the same term in kinds 2 to 4);
     - ``kind`` 2, Gonzalez (energy_momentum.py): the same R with his discrete gradient
       (:func:`_gonzalez_residual`);
     - ``kind`` 3 and 4, Itoh–Abe forward and symmetric (discrete_gradient.py): the same R
       with their discrete gradient (:func:`_itoh_abe_gradient`);
-    - ``kind`` 5 and 6, Störmer–Verlet's half kick and position (:func:`_residual`)."""
+    - ``kind`` 5 and 6, Störmer–Verlet's half kick (τ_nc at tc[0] = t_n) and position
+      (:func:`_residual`)."""
     if kind >= 5:
-        return _residual(kind - 5, fns, h, Z, U, M, E, zu, zt, R)
+        return _residual(kind - 5, fns, h, tc[0], Z, U, M, E, zu, zt, R)
     n2 = z0.shape[0]
     n = n2 // 2
     x, y = U[_XK], U[_RK]
     if kind == 2:
-        return _gonzalez_residual(fns, h, mask, H0, z0, Z, U, M, E, zu, zt, F, R)
+        if not _gonzalez_residual(fns, h, mask, H0, z0, Z, U, M, E, zu, zt, F, R):
+            return False
+        return _minus_force(fns, h, tc[0], Z, F[0, n:], U, R)
     if kind >= 3:
         if not _itoh_abe_gradient(fns, kind == 4, z0, Z[:n], Z[n:], U, M, E, F):
             return False
         for i in range(n):
             R[i] = Z[i] - h * F[0, n + i]
             R[n + i] = Z[n + i] + h * F[0, i]
-        return True
+        return _minus_force(fns, h, tc[0], Z, F[0, n:], U, R)
     if kind == 1:
         gq, gp = F[0, :n], F[0, n:]
         gq[:] = 0.0
@@ -283,13 +355,14 @@ def _stage_residual(kind, fns, hA, xi, w, h, mask, H0, z0, Z, U, M, E, zu, zt, F
         for i in range(n):
             R[i] = Z[i] - h * gp[i]
             R[n + i] = Z[n + i] + h * gq[i]
-        return True
+        return _minus_force(fns, h, tc[0], Z, gp, U, R)
     st = hA.shape[0]
     for i in range(st):
         for k in range(n):
             x[k] = z0[k] + Z[i * n2 + k]
             y[k] = z0[n + k] + Z[i * n2 + n + k]
-        if not _kick(fns, x, y, U, M, E, zu, zt, F[i, n:]):
+        pw[i] = _force_kick(fns, tc[i], x, y, U, M, E, zu, zt, F[i, n:])
+        if np.isnan(pw[i]):
             return False
         F[i, :n] = U[_U]
     G = hA @ F
@@ -300,11 +373,30 @@ def _stage_residual(kind, fns, hA, xi, w, h, mask, H0, z0, Z, U, M, E, zu, zt, F
 
 
 @nb.njit(cache=True, nogil=True)
+def _minus_force(fns, h, t, Z, vbar, U, R) -> bool:
+    """R[n:] −= h τ_nc(t, q_n + Δq/2, v̄) (the discrete gradients' momentum equation,
+    discrete_gradient.py's ``forcing`` on additive coordinates, v̄ = ∇̄_pH); nothing
+    without force rows."""
+    if not fns[4]:
+        return True
+    n = vbar.shape[0]
+    q = U[_XS]
+    for i in range(n):
+        q[i] = U[_QN, i] + 0.5 * Z[i]
+    _force_power(fns, t, q, vbar, U)
+    for i in range(n):
+        R[n + i] -= h * U[_TN, i]
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
 def _hamiltonian(fns, q, p, M, E, v) -> float:
-    """H(q, p) = E(q, M⁻¹p) by the generated energy (energy_momentum.py's ``_H``); NaN where
-    a generated function refuses q."""
+    """H(q, p) = E(q, M⁻¹p) by the generated energy (energy_momentum.py's ``_H``), + the
+    springs' potential of the force rows; NaN where a generated function refuses q."""
     if not _velocity(fns[0], q, p, M, v) or fns[2](q, v, 0.0, E) != 0:
         return np.nan
+    if fns[4]:
+        return E[0] + spring_potential(fns[3], q)
     return E[0]
 
 
@@ -436,25 +528,45 @@ def _itoh_abe_gradient(fns, symmetric, z0, dq, dp, U, M, E, F) -> bool:
 
 
 @nb.njit(cache=True, nogil=True)
-def _itoh_abe_polish(fns, symmetric, h, z0, d, U, M, E, F) -> bool:
-    """Δp ← −h ∇̄_qH(Δq, Δp) after Newton (``ItohAbe.polish``, additive coordinates, no
-    forces): the forward path's ∇̄_qH does not depend on Δp, so once; the symmetric
-    variant's does, and takes one sweep as the reference."""
+def _itoh_abe_polish(fns, symmetric, h, t, z0, d, U, M, E, F) -> bool:
+    """Δp ← −h ∇̄_qH(Δq, Δp) + h τ_nc(t, q_n + Δq/2, ∇̄_pH) after Newton (``ItohAbe.polish``,
+    additive coordinates): sweeps of that fixed point until Δp repeats, at most 4 — the
+    forward path's ∇̄_qH does not depend on Δp (without forces one sweep settles it) —;
+    the symmetric variant's does, and takes one sweep, as the reference."""
     n = d.shape[0] // 2
     dq, dp = d[:n], d[n:]
-    if symmetric:
-        if not _itoh_abe_gradient(fns, True, z0, dq, dp, U, M, E, F):
-            return False
-    elif not _configuration_part(fns, U[_QN], z0[n:], dq, False, U, M, E, U[_XS], U[_RS],
-                                 F[0, :n]):
+    gq, gp, new = F[0, :n], F[0, n:], U[_RK]
+    if not symmetric and not _configuration_part(fns, U[_QN], z0[n:], dq, False, U, M, E,
+                                                 U[_XS], U[_RS], gq):
         return False
-    for i in range(n):
-        dp[i] = -h * F[0, i]
+    for _ in range(1 if symmetric else 4):
+        if symmetric:
+            if not _itoh_abe_gradient(fns, True, z0, dq, dp, U, M, E, F):
+                return False
+        elif fns[4] and not _momentum_part(fns, U[_QN], dq, z0[n:], dp, False, U, M, U[_F],
+                                           gp):
+            return False
+        for i in range(n):
+            new[i] = -h * gq[i]
+        if fns[4]:
+            q = U[_XS]
+            for i in range(n):
+                q[i] = U[_QN, i] + 0.5 * dq[i]
+            _force_power(fns, t, q, gp, U)
+            for i in range(n):
+                new[i] += h * U[_TN, i]
+        same = True
+        for i in range(n):
+            same = same and new[i] == dp[i]
+        if same:
+            break
+        dp[:] = new
     return True
 
 
 @nb.njit(cache=True, nogil=True)
-def _stage_fd(kind, fns, hA, xi, w, h, mask, H0, z0, Z, R, U, M, E, zu, zt, F, J) -> bool:
+def _stage_fd(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, R, U, M, E, zu, zt, F,
+              J) -> bool:
     """J ← the forward-difference Jacobian of the residual at Z (R its value):
     :func:`.base.fd_jacobian`'s columns."""
     m = Z.shape[0]
@@ -463,8 +575,8 @@ def _stage_fd(kind, fns, hA, xi, w, h, mask, H0, z0, Z, R, U, M, E, zu, zt, F, J
         d = 1e-7 * max(1.0, abs(Z[k]))
         Zk[:] = Z
         Zk[k] += d
-        if not _stage_residual(kind, fns, hA, xi, w, h, mask, H0, z0, Zk, U, M, E, zu, zt, F,
-                               Rk):
+        if not _stage_residual(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Zk, U, M, E,
+                               zu, zt, F, Rk):
             return False
         for i in range(m):
             J[i, k] = (Rk[i] - R[i]) / d
@@ -472,14 +584,15 @@ def _stage_fd(kind, fns, hA, xi, w, h, mask, H0, z0, Z, R, U, M, E, zu, zt, F, J
 
 
 @nb.njit(cache=True, nogil=True)
-def _refreshed(kind, fns, hA, xi, w, h, mask, H0, z0, Z, R, U, M, E, zu, zt, F, kept,
-               have_kept):
+def _refreshed(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, R, U, M, E, zu, zt, F,
+               kept, have_kept):
     """A new difference Jacobian at Z (:func:`_stage_fd`), kept for the next solves where
     the caller keeps one (``have_kept`` not empty: the reference's ``reuse``); empty when a
     residual fails."""
     m = Z.shape[0]
     J = np.empty((m, m))
-    if not _stage_fd(kind, fns, hA, xi, w, h, mask, H0, z0, Z, R, U, M, E, zu, zt, F, J):
+    if not _stage_fd(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, R, U, M, E, zu, zt, F,
+                     J):
         return np.empty((0, 0))
     if have_kept.shape[0] > 0:
         kept[:] = J
@@ -488,8 +601,8 @@ def _refreshed(kind, fns, hA, xi, w, h, mask, H0, z0, Z, R, U, M, E, zu, zt, F, 
 
 
 @nb.njit(cache=True, nogil=True)
-def _stage_newton(kind, fns, hA, xi, w, h, mask, H0, z0, Z, Jm, kept, have_kept, tol,
-                  maxiter, stagnation, U, M, E, zu, zt, F) -> int:
+def _stage_newton(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, Jm, kept, have_kept,
+                  tol, maxiter, stagnation, U, M, E, zu, zt, F) -> int:
     """Z ← the solution of equations ``kind`` by :func:`.base.newton` from the guess in Z,
     with the matrix Jm (empty: the identity) — or, once a difference Jacobian was taken in
     an earlier step of this h, that one (``kept``: the reference's ``reuse``, which gauss.py
@@ -498,8 +611,8 @@ def _stage_newton(kind, fns, hA, xi, w, h, mask, H0, z0, Z, Jm, kept, have_kept,
     when it fails."""
     m = Z.shape[0]
     R, dx = np.empty(m), np.empty(m)
-    if (not _stage_residual(kind, fns, hA, xi, w, h, mask, H0, z0, Z, U, M, E, zu, zt, F, R)
-            or not _finite(R)):
+    if (not _stage_residual(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, U, M, E, zu, zt,
+                            F, R) or not _finite(R)):
         return -1
     Zs, Rs = Z.copy(), R.copy()
     J = kept.copy() if have_kept.shape[0] > 0 and have_kept[0] else Jm
@@ -515,13 +628,14 @@ def _stage_newton(kind, fns, hA, xi, w, h, mask, H0, z0, Z, Jm, kept, have_kept,
         for i in range(m):
             Z[i] += -dx[i]
             size = max(size, abs(dx[i]))
-        finite = (_stage_residual(kind, fns, hA, xi, w, h, mask, H0, z0, Z, U, M, E, zu, zt, F, R)
+        finite = (_stage_residual(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, U, M, E, zu,
+                                  zt, F, R)
                   and _finite(R))
         if not refreshed and (not finite or (it >= 2 and size > last)):
             Z[:] = Zs
             R[:] = Rs
-            J = _refreshed(kind, fns, hA, xi, w, h, mask, H0, z0, Z, R, U, M, E, zu, zt, F,
-                           kept, have_kept)
+            J = _refreshed(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, R, U, M, E, zu,
+                           zt, F, kept, have_kept)
             if J.shape[0] == 0:
                 return -1
             refreshed, last = True, np.inf
@@ -539,8 +653,8 @@ def _stage_newton(kind, fns, hA, xi, w, h, mask, H0, z0, Z, Jm, kept, have_kept,
         if size <= stagnation * scale and theta >= 0.5:
             return it
         if it >= 2 and size > 0.25 * last and not refreshed:
-            J = _refreshed(kind, fns, hA, xi, w, h, mask, H0, z0, Z, R, U, M, E, zu, zt, F,
-                           kept, have_kept)
+            J = _refreshed(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, R, U, M, E, zu,
+                           zt, F, kept, have_kept)
             if J.shape[0] == 0:
                 return -1
             refreshed = True
@@ -548,30 +662,33 @@ def _stage_newton(kind, fns, hA, xi, w, h, mask, H0, z0, Z, Jm, kept, have_kept,
     return -1
 
 
-def _gauss_loop(mass_matrix, forcing, energy, ninputs, A, d, c, q0, v0, steps, n_steps,
-                every, tol, maxiter, blowup, Q, V, iters, status):
+def _gauss_loop(mass_matrix, forcing, energy, ninputs, P, forces, A, b, d, c, q0, v0, steps,
+                times, n_steps, every, tol, maxiter, blowup, Q, V, W, iters, status):
     """The whole run of midpoint (one stage) or gauss4 (two) in canonical coordinates
     z = (x, y), q = q_n + x, y = M v (module doc; gauss.py's step with its kinematic
     matrix 1 − h A ⊗ [0 M⁻¹; 0 0]); status and return as :func:`_verlet_loop`'s."""
-    fns = (mass_matrix, forcing, energy)
+    fns = (mass_matrix, forcing, energy, P, forces)
     n = v0.shape[0]
     st, n2 = A.shape[0], 2 * n
     m = st * n2
     U, M, E, zu, zt = _workspace(n, ninputs)
-    F = np.empty((st, n2))
+    F, tc, pw = np.empty((st, n2)), np.empty(st), np.zeros(st)
     z0, Z, f0, none = np.zeros(n2), np.empty(m), np.empty((1, n2)), np.empty(0)
     Jm, kept, have_kept = np.empty((m, m)), np.empty((m, m)), np.zeros(1, dtype=np.bool_)
     q, v = q0.copy(), v0.copy()
-    k_out, vmax0 = store(q, v, Q, V, 0), _largest(v)
+    k_out, vmax0, work = store(q, v, Q, V, 0), _largest(v), 0.0
+    W[0] = 0.0
     last_h = np.nan
     for step in range(n_steps):
-        h = steps[step]
+        h, t = steps[step], times[step]
+        for i in range(st):
+            tc[i] = t + c[i] * h
         U[_QN] = q
         if mass_matrix(q, 0.0, M.reshape(n * n)) != 0:
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
         z0[n:] = M @ v
-        if not _kick(fns, zu, z0[n:], U, M, E, zu, zt, f0[0, n:]):
+        if np.isnan(_force_kick(fns, t, zu, z0[n:], U, M, E, zu, zt, f0[0, n:])):
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
         f0[0, :n] = U[_U]
@@ -584,17 +701,17 @@ def _gauss_loop(mass_matrix, forcing, energy, ninputs, A, d, c, q0, v0, steps, n
             last_h = h
         K = _inverse(M)  # (M: M(q_n), made again by the kick at x = 0)
         for a in range(m):
-            for b in range(m):
-                Jm[a, b] = 0.0
+            for e in range(m):
+                Jm[a, e] = 0.0
         for i in range(st):
             for j in range(st):
                 for r in range(n):
                     for s_ in range(n):
                         Jm[i * n2 + r, j * n2 + n + s_] = h * (A[i, j] * K[r, s_])
         for a in range(m):
-            for b in range(m):
-                Jm[a, b] = (1.0 if a == b else 0.0) - Jm[a, b]
-        it = _stage_newton(0, fns, h * A, none, none, h, none, 0.0, z0, Z, Jm, kept,
+            for e in range(m):
+                Jm[a, e] = (1.0 if a == e else 0.0) - Jm[a, e]
+        it = _stage_newton(0, fns, h * A, none, none, h, tc, pw, none, 0.0, z0, Z, Jm, kept,
                            have_kept, tol, maxiter, _STAGNATION, U, M, E, zu, zt, F)
         if it < 0:
             status[0], status[1] = NEWTON_FAILED, step
@@ -607,22 +724,21 @@ def _gauss_loop(mass_matrix, forcing, energy, ninputs, A, d, c, q0, v0, steps, n
             return k_out
         v[:] = np.linalg.solve(M, z1[n:].copy())
         iters[step] = it
+        if forces:  # (the stage powers of the last residual, at the solution)
+            work += h * (b @ pw)
         if not _guarded(q, v, vmax0, blowup, step, Q, V, status):
             return k_out
-        k_out = save_sample(step, n_steps, every, q, v, Q, V, k_out)
+        k_out = _save(step, n_steps, every, q, v, work, Q, V, W, k_out)
     return k_out
 
 
-_GAUSS_SIGNATURE = types.int64(MASS_MATRIX, FORCING, ENERGY, types.int64,
-                               types.float64[:, ::1], _V, _V, _V, _V, _V, types.int64,
-                               types.int64, types.float64, types.int64, types.float64,
-                               types.float64[:, ::1], types.float64[:, ::1],
-                               types.int32[::1], types.int64[::1])
+_GAUSS_SIGNATURE = types.int64(*_FNS, _ROWS, _V, _V, _V, _V, _V, *_RUN, *_OUT)
 
 
 # ------------------------------------------------------------ AVF, Gonzalez, Itoh–Abe
-def _dg_loop(mass_matrix, forcing, energy, ninputs, kind, xi, w, mask, q0, v0, steps,
-             n_steps, every, tol, maxiter, stagnation, blowup, Q, V, iters, status):
+def _dg_loop(mass_matrix, forcing, energy, ninputs, P, forces, kind, xi, w, mask, q0, v0,
+             steps, times, n_steps, every, tol, maxiter, stagnation, blowup, Q, V, W, iters,
+             status):
     """The whole run of a discrete gradient on additive coordinates: AVF (``kind`` 1),
     Gonzalez (2; energy_momentum.py's ``_gonzalez_step``), Itoh–Abe (3 forward, 4
     symmetric) — d = (Δq, Δp) by Newton with the kinematic matrix [1, −h/2 M(q_n)⁻¹; 0, 1],
@@ -630,17 +746,20 @@ def _dg_loop(mass_matrix, forcing, energy, ninputs, kind, xi, w, mask, q0, v0, s
     polish after it; p carried from step to step (the references' ``_carry``: p_{n+1} =
     p_n + Δp, not M v), but Gonzalez's p_n = M v_n and H_n at every step; status and return
     as :func:`_verlet_loop`'s."""
-    fns = (mass_matrix, forcing, energy)
+    fns = (mass_matrix, forcing, energy, P, forces)
     n = v0.shape[0]
     n2 = 2 * n
     U, M, E, zu, zt = _workspace(n, ninputs)
     F, none, no_reuse = np.empty((2, n2)), np.empty((0, 0)), np.zeros(0, dtype=np.bool_)
     z0, d, Jm, vh = np.zeros(n2), np.zeros(n2), np.empty((n2, n2)), np.empty(n)
+    tc, pw = np.empty(1), np.empty(0)
     q, v = q0.copy(), v0.copy()
-    k_out, vmax0 = store(q, v, Q, V, 0), _largest(v)
+    k_out, vmax0, work = store(q, v, Q, V, 0), _largest(v), 0.0
+    W[0] = 0.0
     last_h = np.nan
     for step in range(n_steps):
         h = steps[step]
+        tc[0] = times[step] + 0.5 * h  # the forces act at the midpoint of the step
         U[_QN] = q
         if mass_matrix(q, 0.0, M.reshape(n * n)) != 0:
             status[0], status[1] = NEWTON_FAILED, step
@@ -665,12 +784,18 @@ def _dg_loop(mass_matrix, forcing, energy, ninputs, kind, xi, w, mask, q0, v0, s
                 d[i] = h * v[i]
                 d[n + i] = 0.0
             last_h = h
-        it = _stage_newton(kind, fns, none, xi, w, h, mask, H0, z0, d, Jm, none, no_reuse,
-                           tol, maxiter, stagnation, U, M, E, zu, zt, F)
-        if it < 0 or (kind >= 3
-                      and not _itoh_abe_polish(fns, kind == 4, h, z0, d, U, M, E, F)):
+        it = _stage_newton(kind, fns, none, xi, w, h, tc, pw, mask, H0, z0, d, Jm, none,
+                           no_reuse, tol, maxiter, stagnation, U, M, E, zu, zt, F)
+        if it < 0 or (kind >= 3 and not _itoh_abe_polish(fns, kind == 4, h, tc[0], z0, d, U,
+                                                         M, E, F)):
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
+        if forces:  # h v̄ᵀτ_nc(t + h/2, q_n + Δq/2, v̄), v̄ = Δq/h
+            vbar, qm = U[_VA], U[_XS]
+            for i in range(n):
+                vbar[i] = d[i] / h
+                qm[i] = q[i] + 0.5 * d[i]
+            work += h * _force_power(fns, tc[0], qm, vbar, U)
         for i in range(n):
             q[i] = q[i] + d[i]
             z0[n + i] = z0[n + i] + d[n + i]
@@ -680,14 +805,12 @@ def _dg_loop(mass_matrix, forcing, energy, ninputs, kind, xi, w, mask, q0, v0, s
         iters[step] = it
         if not _guarded(q, v, vmax0, blowup, step, Q, V, status):
             return k_out
-        k_out = save_sample(step, n_steps, every, q, v, Q, V, k_out)
+        k_out = _save(step, n_steps, every, q, v, work, Q, V, W, k_out)
     return k_out
 
 
-_DG_SIGNATURE = types.int64(MASS_MATRIX, FORCING, ENERGY, types.int64, types.int64, _V, _V,
-                            _V, _V, _V, _V, types.int64, types.int64, types.float64,
-                            types.int64, types.float64, types.float64, types.float64[:, ::1],
-                            types.float64[:, ::1], types.int32[::1], types.int64[::1])
+_DG_SIGNATURE = types.int64(*_FNS, types.int64, _V, _V, _V, _V, _V, *_RUN, types.float64,
+                            *_OUT)
 
 
 _LOOPS: dict = {}
@@ -705,13 +828,16 @@ def _compiled_loop(py_func, signature):
 def applicable(problem) -> bool:
     """A system with the capability ``compiled_functions`` (a numba-compiled Kane tree whose
     energy is split into T and V: :class:`~kanedyn.kane.codegen.runtime.CompiledSystem`)
-    and additive coordinates (q̇ = u), no force elements and no progress bar: what the
+    and additive coordinates (q̇ = u), no force elements or only elements with rows
+    (``problem.force_rows``: :mod:`kanedyn.forces.kernel`), and no progress bar: what the
     loops take."""
     s = problem.system
+    no_forces = (problem.tau_cons is None and problem.tau_nc is None
+                 and problem.potential is None)
     return (getattr(s, "compiled_functions", None) is not None
             and bool(getattr(s, "chart_is_additive", False)) and s.nq == s.nv
-            and problem.tau_cons is None and problem.tau_nc is None
-            and problem.potential is None and problem.progress is None)
+            and (no_forces or getattr(problem, "force_rows", None) is not None)
+            and problem.progress is None)
 
 
 def run_verlet(problem, tol: float, maxiter: int):
@@ -719,11 +845,11 @@ def run_verlet(problem, tol: float, maxiter: int):
     return _run(problem, "verlet", _verlet_loop, _VERLET_SIGNATURE, (), tol, maxiter)
 
 
-def run_gauss(problem, name: str, A: np.ndarray, d: np.ndarray, c: np.ndarray, tol: float,
-              maxiter: int):
-    """Midpoint's or gauss4's run (``name``; their tableau A, c and d = b A⁻¹) in
+def run_gauss(problem, name: str, A: np.ndarray, b: np.ndarray, d: np.ndarray, c: np.ndarray,
+              tol: float, maxiter: int):
+    """Midpoint's or gauss4's run (``name``; their tableau A, b, c and d = b A⁻¹) in
     :func:`_gauss_loop` (see :func:`_run`)."""
-    tableau = tuple(np.ascontiguousarray(a, float) for a in (A, d, c))
+    tableau = tuple(np.ascontiguousarray(a, float) for a in (A, b, d, c))
     return _run(problem, name, _gauss_loop, _GAUSS_SIGNATURE, tableau, tol, maxiter)
 
 
@@ -770,8 +896,11 @@ def _run(problem, name: str, py_func, signature, args: tuple, tol: float, maxite
     s = problem.system
     n_steps, steps, times, every, keep = step_grid(problem.dt, problem.t0, problem.t_final,
                                                    problem.save_every)
+    rows = getattr(problem, "force_rows", None)
+    P = np.ascontiguousarray(empty_rows(s.nv) if rows is None else rows, dtype=float)
     Q = np.empty((len(keep) + 1, s.nq))  # the spare row: a state that failed the guard
     V = np.empty((len(keep) + 1, s.nv))
+    W = np.zeros(len(keep) + 1)
     iters = np.zeros(n_steps, dtype=np.int32)
     status = np.zeros(3, dtype=np.int64)
     with warnings.catch_warnings():
@@ -779,13 +908,13 @@ def _run(problem, name: str, py_func, signature, args: tuple, tol: float, maxite
         # the loop and where it types the generated functions passed in
         warnings.simplefilter("ignore", NumbaExperimentalFeatureWarning)
         _compiled_loop(py_func, signature)(
-            *s.compiled_functions, int(s.ninputs), *args,
+            *s.compiled_functions, int(s.ninputs), P, rows is not None, *args,
             np.ascontiguousarray(problem.q0, float), np.ascontiguousarray(problem.v0, float),
-            np.ascontiguousarray(steps, float), int(n_steps), int(every), float(tol),
-            int(maxiter), *stagnation, float(problem.blowup), Q, V, iters, status)
+            np.ascontiguousarray(steps, float), np.ascontiguousarray(times, float),
+            int(n_steps), int(every), float(tol), int(maxiter), *stagnation,
+            float(problem.blowup), Q, V, W, iters, status)
     if status[0] == STATE_GUARD:
         report_state_guard(problem, name, status, Q, V, times)
     if status[0]:
         return None
-    return Solution(times[keep], Q[:-1], V[:-1], np.zeros(len(keep)),
-                    {"newton_iterations": iters}, name)
+    return Solution(times[keep], Q[:-1], V[:-1], W[:-1], {"newton_iterations": iters}, name)

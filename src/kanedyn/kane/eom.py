@@ -90,6 +90,10 @@ class EquationsOfMotion:
     #: loads are in V, so that forcing = ∂T/∂q − (∂(M u)/∂q) u − ∂V/∂q + F_nc. Compiled
     #: as ``nonconservative_forces``. None outside the index-3 form
     nonconservative_forces: sp.Matrix | None = None
+    #: the Model a tree's equations were derived from (``kane.tree.derive``; None
+    #: otherwise): its joints name the coordinates and speeds, which are the Model's, so
+    #: that joint force elements (springs, dampers, friction) bind to the compiled system
+    source_model: object | None = field(default=None, repr=False, compare=False)
 
     @property
     def nq(self) -> int:

@@ -438,6 +438,7 @@ def derive(model: Model, parameters: str = "numeric", method: str = "recursive",
         parameters=dict(par.values), energy=None if T is None else T + V_pot,
         quaternions=quaternions, intermediates=rec.intermediates,
         name=f"kane_{model.name}", kinetic_energy=T, potential_energy=V_pot,
+        source_model=model,
     )
     return eom
 

@@ -120,11 +120,14 @@ def _rows(sys_, fs: ForceSet):
     On a tree with ball or free joints (the tangent form of midpoint and gauss4) the rows
     of its Model (springs and friction on its 1-DOF joints, dampers on every speed); on a
     Model cut at loop closures (a ConstrainedSystem with a compiled form: the constrained
-    energy–momentum loop) the rows of its tree."""
+    energy–momentum loop) the rows of its tree; on a compiled Kane tree derived from a
+    Model (integrators/kane_compiled.py) the rows of that Model, whose q and v it has."""
     model = (getattr(sys_, "compiled_step", None)
              or getattr(sys_, "compiled_manifold_step", None))
     if model is None and callable(getattr(sys_, "compiled_form", None)):
         model = getattr(sys_, "model", None)
+    if model is None and getattr(sys_, "compiled_functions", None) is not None:
+        model = getattr(sys_, "source_model", None)  # a compiled Kane tree of a Model
     if not fs.elements or model is None:
         return None
     return force_rows(model, fs.elements)[0]

@@ -138,6 +138,15 @@ class CompiledSystem:
         #: where the index-3 form of these equations comes from (kane.index3_equations):
         #: the KaneSystem they were derived from, and the parameter values folded in
         self.kane_system = getattr(eom, "kane_system", None)
+        #: the Model of a tree's equations (``kane.tree.derive``), whose q and v these are:
+        #: joint force elements (kanedyn.forces) bind to its joints' coordinates and
+        #: speeds. None where the equations are not its tree's (constraints eliminated,
+        #: the index-3 form) or were not derived from a Model
+        model = getattr(eom, "source_model", None)
+        self.source_model = (
+            model if model is not None and not self.eliminated_constraints
+            and not self.nonholonomic and not self.index3
+            and (self.nq, self.nv) == (model.nq, model.nv) else None)
 
     def _rk4(self, q0: NDArray, v0: NDArray, t0: float, dt: float, steps: NDArray,
              every: int, blowup: float, Q: NDArray, V: NDArray, status: NDArray) -> int:
