@@ -10,7 +10,7 @@ over a tenth of it), warm, best of 3; µs per step, the largest |q − q_python|
 the Python run, and the energy error max |E − E0| / |E0| of each run. ``--forces``: with a
 spring on the first joint, a damper and a smoothed Stribeck friction on every joint (force
 rows: the loops take them), the error is that of the energy budget E − E0 − W_nc, and rk4
-takes its Python steps (the generated loop has no force elements).
+runs kane_compiled's loop (the generated one has no force elements).
 
     PYTHONPATH=src .venv/bin/python bench/kane_methods.py [--links 7] [--T 2] [--forces]
 """
@@ -78,7 +78,9 @@ def main() -> None:
         joints = [b.joint.name for b in model.bodies]
         forces = ([JointSpring(joints[0], 5.0)] + [JointDamper(j, 0.05) for j in joints]
                   + [JointFriction(j, law) for j in joints])
-        runs = {"rk4, Python steps": (a.T / 10, {"method": "rk4", "forces": forces})}
+        runs = {"rk4, compiled loop": (a.T, {"method": "rk4", "forces": forces}),
+                "rk4, Python steps": (a.T / 10, {"method": "rk4", "forces": forces,
+                                                 "compiled": False})}
     for m in ("verlet", "midpoint", "gauss4", "avf", "energy_momentum", "itoh_abe",
               "itoh_abe symmetric"):
         kw = {"method": m.split()[0]} | ({"variant": "symmetric"} if " " in m else {})

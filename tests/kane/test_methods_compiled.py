@@ -98,24 +98,25 @@ def _elements(model, friction: bool) -> list:
     return out
 
 
-@pytest.mark.parametrize("method", ["verlet", "midpoint", "gauss4", "avf", "energy_momentum",
-                                    "itoh_abe", "itoh_abe symmetric"])
+@pytest.mark.parametrize("method", ["rk4", "verlet", "midpoint", "gauss4", "avf",
+                                    "energy_momentum", "itoh_abe", "itoh_abe symmetric"])
 def test_compiled_loops_with_force_elements_equal_the_python_steps(branched, monkeypatch,
                                                                   method):
     """Springs, dampers, torques and friction enter each loop where its Python reference
-    puts them (module doc of kane_compiled): the same steps, the same W_nc, and for the
-    discrete gradients the energy budget E(t) − E(0) = W_nc(t) closed."""
+    puts them (module doc of kane_compiled; rk4: the generated forward dynamics with τ as
+    its inputs): the same steps, the same W_nc, and for the discrete gradients the energy
+    budget E(t) − E(0) = W_nc(t) closed."""
     model, system, q0, v0 = branched
     method, *variant = method.split()
     options = {"variant": variant[0]} if variant else {}
     calls = []
-    real = kane_compiled._run
+    real = kane_compiled._compiled_loop
 
-    def counted(*args, **kw):
-        calls.append(1)
-        return real(*args, **kw)
+    def counted(py_func, signature):
+        calls.append(py_func.__name__)
+        return real(py_func, signature)
 
-    monkeypatch.setattr(kane_compiled, "_run", counted)
+    monkeypatch.setattr(kane_compiled, "_compiled_loop", counted)
     for friction in (False, True):
         forces = _elements(model, friction)
         fast = kd.simulate(system, q0, v0, 0.3, method=method, dt=2e-3, forces=forces,
@@ -146,7 +147,9 @@ def test_compiled_loops_with_force_elements_equal_the_python_steps(branched, mon
                           for q, v in zip(fast.q, fast.v, strict=True)])
             budget = E - E[0] - fast.work_nc
             assert np.abs(budget).max() <= 1e-10 * (1.0 + abs(E[0]))
-    assert len(calls) == 2  # both runs in the loop
+    loop = {"rk4": "_rk4_loop", "verlet": "_verlet_loop", "midpoint": "_gauss_loop",
+            "gauss4": "_gauss_loop"}.get(method, "_dg_loop")
+    assert calls == [loop, loop]  # both runs in kane_compiled's loop
 
 
 def test_joint_elements_bind_to_a_kane_tree_by_its_models_joints(branched):

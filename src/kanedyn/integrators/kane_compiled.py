@@ -43,6 +43,12 @@ from the last step's d, p carried from step to step (Gonzalez: p = M v at every 
 Itoh–Abe's polish of Δp after it. M⁻¹ is made as numpy's ``inv`` makes it (gesv on the
 identity), so that the residuals holding it round as the references'.
 
+RK4 with force elements (:func:`run_rk4`; without them the loop generated with the
+equations runs, ``printers._NUMBA_RK4``): :class:`.rk4.RK4`'s stages on additive
+coordinates, u̇ by the generated ``forward_dynamics`` with τ = τ_nc + τ_springs of the rows
+as its inputs (the generalized forces, where the inputs are those: a tree derived from a
+Model), W_nc by the same stages (ẇ = vᵀτ_nc).
+
 Force elements with rows in :mod:`kanedyn.forces.kernel` (springs, dampers, smoothed
 Stribeck friction, constant and sinusoidal torques: a tree derived from a Model, whose
 joints name its coordinates and speeds, ``source_model``) enter each loop where its
@@ -811,6 +817,110 @@ def _dg_loop(mass_matrix, forcing, energy, ninputs, P, forces, kind, xi, w, mask
 
 _DG_SIGNATURE = types.int64(*_FNS, types.int64, _V, _V, _V, _V, _V, *_RUN, types.float64,
                             *_OUT)
+
+
+# ------------------------------------------------------------------ RK4 with force rows
+FORWARD_DYNAMICS = types.FunctionType(types.int64(_V, _V, _V, types.float64, _V, _V))
+
+
+@nb.njit(cache=True, nogil=True)
+def _rk4_stage(fd, P, t, q, v, tau, tnc, work, a) -> float:
+    """a ← u̇(q, v) with τ = τ_nc + τ_springs of the rows at t (rk4.py's ``_f``); returns
+    ẇ = vᵀτ_nc, NaN where the generated forward dynamics refuses the state."""
+    joint_forces(P, t, q, v, tnc, tau)
+    if fd(q, v, tau, 0.0, a, work) != 0:
+        return np.nan
+    w = 0.0
+    for i in range(v.shape[0]):
+        w += v[i] * tnc[i]
+    return w
+
+
+def _rk4_loop(forward_dynamics, P, q0, v0, steps, times, n_steps, every, blowup, Q, V, W,
+              status):
+    """The whole RK4 run with force rows (module doc): the stages of :class:`.rk4.RK4` at
+    t, t + h/2, t + h/2, t + h, q ⊕ ξ = q + ξ; status[0] NEWTON_FAILED (the forward
+    dynamics refused a state: the Python steps then report it) or STATE_GUARD, status[1]
+    the step; returns the number of samples stored."""
+    n = v0.shape[0]
+    q, v = q0.copy(), v0.copy()
+    tau, tnc, work = np.empty(n), np.empty(n), np.empty(max(n * n, 1))
+    K = np.empty((4, 2, n))  # (k_x, k_v) of the four stages
+    qs, vs = np.empty(n), np.empty(n)
+    k_out, vmax0, w = store(q, v, Q, V, 0), _largest(v), 0.0
+    W[0] = 0.0
+    for step in range(n_steps):
+        h, t = steps[step], times[step]
+        kw = np.empty(4)
+        for s in range(4):
+            c = 0.0 if s == 0 else (h if s == 3 else 0.5 * h)  # (0.5 h or h) × k_{s−1}
+            for i in range(n):
+                if s == 0:
+                    qs[i], vs[i] = q[i], v[i]
+                else:
+                    qs[i] = q[i] + c * K[s - 1, 0, i]
+                    vs[i] = v[i] + c * K[s - 1, 1, i]
+            ts = t if s == 0 else (t + h if s == 3 else t + h / 2)
+            kw[s] = _rk4_stage(forward_dynamics, P, ts, qs, vs, tau, tnc, work, K[s, 1])
+            if np.isnan(kw[s]):
+                status[0], status[1] = NEWTON_FAILED, step
+                return k_out
+            K[s, 0] = vs  # ξ̇ = v: the chart is additive
+        h6 = h / 6
+        for i in range(n):
+            q[i] = q[i] + h6 * (K[0, 0, i] + 2 * K[1, 0, i] + 2 * K[2, 0, i] + K[3, 0, i])
+            v[i] = v[i] + h6 * (K[0, 1, i] + 2 * K[1, 1, i] + 2 * K[2, 1, i] + K[3, 1, i])
+        w += h6 * (kw[0] + 2 * kw[1] + 2 * kw[2] + kw[3])
+        if not _guarded(q, v, vmax0, blowup, step, Q, V, status):
+            return k_out
+        k_out = _save(step, n_steps, every, q, v, w, Q, V, W, k_out)
+    return k_out
+
+
+_RK4_SIGNATURE = types.int64(FORWARD_DYNAMICS, _ROWS, _V, _V, _V, _V, types.int64,
+                             types.int64, types.float64, _ROWS, _ROWS, _V, types.int64[::1])
+
+
+def rk4_applicable(problem, project) -> bool:
+    """RK4 with force rows on a compiled Kane tree whose inputs are its nv generalized
+    forces (the loop passes τ as the inputs), additive coordinates, no projection and no
+    progress bar; without force elements the generated loop runs instead."""
+    s = problem.system
+    return (getattr(s, "compiled_forward_dynamics", None) is not None
+            and getattr(problem, "force_rows", None) is not None and project is None
+            and bool(getattr(s, "chart_is_additive", False)) and s.nq == s.nv
+            and int(s.ninputs) == s.nv and problem.progress is None)
+
+
+def run_rk4(problem):
+    """RK4's run with force rows in :func:`_rk4_loop`: a Solution, None to fall back to the
+    Python steps (the forward dynamics refused a state), or the guard's DivergenceError."""
+    from .base import Solution
+    from .gauss_compiled import report_state_guard
+    from .rk4_compiled import step_grid
+
+    s = problem.system
+    n_steps, steps, times, every, keep = step_grid(problem.dt, problem.t0, problem.t_final,
+                                                   problem.save_every)
+    Q = np.empty((len(keep) + 1, s.nq))  # the spare row: a state that failed the guard
+    V = np.empty((len(keep) + 1, s.nv))
+    W = np.zeros(len(keep) + 1)
+    status = np.zeros(3, dtype=np.int64)
+    from numba.core.errors import NumbaExperimentalFeatureWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NumbaExperimentalFeatureWarning)
+        _compiled_loop(_rk4_loop, _RK4_SIGNATURE)(
+            s.compiled_forward_dynamics, np.ascontiguousarray(problem.force_rows, float),
+            np.ascontiguousarray(problem.q0, float), np.ascontiguousarray(problem.v0, float),
+            np.ascontiguousarray(steps, float), np.ascontiguousarray(times, float),
+            int(n_steps), int(every), float(problem.blowup), Q, V, W, status)
+    if status[0] == STATE_GUARD:
+        report_state_guard(problem, "rk4", status, Q, V, times)
+    if status[0]:
+        return None
+    return Solution(times[keep], Q[:-1], V[:-1], W[:-1],
+                    {"newton_iterations": np.zeros(n_steps, np.int32)}, "rk4")
 
 
 _LOOPS: dict = {}

@@ -862,15 +862,26 @@ def run_rk4(compiled: bool, problem, forces, project) -> Solution | None:
     not apply — ``compiled`` False (the method's ``compiled=`` option), a progress bar, a
     system that is not a Model (neither ``compiled_step``, a Model with additive
     coordinates and no armature, for this loop, nor ``compiled_manifold_step``, any other
-    Model, for :func:`kanedyn.sim.rk4_manifold.rk4_manifold_run`), force elements the
+    Model, for :func:`kanedyn.sim.rk4_manifold.rk4_manifold_run`; a compiled Kane tree
+    runs the loop generated with its equations, or with force rows
+    :func:`kanedyn.integrators.kane_compiled.run_rk4`), force elements the
     loops do not take (or springs and friction on joints of several speeds), or a
     projection onto anything but the energy first (the energy projection, with force
     elements onto E₀ + W_nc with the springs' potential in E, is the loops'; momentum rows
     after it the manifold loop's, on a model without rotor armature)."""
     kane = getattr(problem.system, "compiled_rk4", None)
     if kane is not None:  # a compiled Kane system: the loop generated with its equations
-        if (not compiled or problem.progress is not None or project is not None or forces
-                or problem.tau_nc is not None or problem.tau_cons is not None):
+        if not compiled:
+            return None
+        if forces or problem.tau_nc is not None or problem.tau_cons is not None:
+            # with force rows, integrators/kane_compiled.py's loop (the generated one has no
+            # inputs)
+            from ..integrators import kane_compiled
+
+            if not kane_compiled.rk4_applicable(problem, project):
+                return None
+            return compiled_or_none("rk4", kane_compiled.run_rk4, problem)
+        if problem.progress is not None or project is not None:
             return None
         return _run_generated(problem, kane)
     model = getattr(problem.system, "compiled_step", None)

@@ -135,6 +135,12 @@ class CompiledSystem:
             (self._k["mass_matrix"], self._k["forcing"], self._k["energy"])
             if backend == "numba" and self._nE == 3 and not self.nonholonomic
             and not self.eliminated_constraints and not self.index3 else None)
+        #: capability (integrators/kane_compiled.run_rk4): the generated numba
+        #: ``forward_dynamics(q, u, τ, t, u̇, work)`` (Cholesky of M u̇ = forcing) of such a
+        #: tree, which the compiled RK4 with force elements calls with τ as its inputs
+        #: (where the inputs are the nv generalized forces); None otherwise
+        self.compiled_forward_dynamics = (self._k["forward_dynamics"]
+                                          if self.compiled_functions is not None else None)
         #: where the index-3 form of these equations comes from (kane.index3_equations):
         #: the KaneSystem they were derived from, and the parameter values folded in
         self.kane_system = getattr(eom, "kane_system", None)
