@@ -893,34 +893,10 @@ def rk4_applicable(problem, project) -> bool:
 
 
 def run_rk4(problem):
-    """RK4's run with force rows in :func:`_rk4_loop`: a Solution, None to fall back to the
-    Python steps (the forward dynamics refused a state), or the guard's DivergenceError."""
-    from .base import Solution
-    from .gauss_compiled import report_state_guard
-    from .rk4_compiled import step_grid
-
-    s = problem.system
-    n_steps, steps, times, every, keep = step_grid(problem.dt, problem.t0, problem.t_final,
-                                                   problem.save_every)
-    Q = np.empty((len(keep) + 1, s.nq))  # the spare row: a state that failed the guard
-    V = np.empty((len(keep) + 1, s.nv))
-    W = np.zeros(len(keep) + 1)
-    status = np.zeros(3, dtype=np.int64)
-    from numba.core.errors import NumbaExperimentalFeatureWarning
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", NumbaExperimentalFeatureWarning)
-        _compiled_loop(_rk4_loop, _RK4_SIGNATURE)(
-            s.compiled_forward_dynamics, np.ascontiguousarray(problem.force_rows, float),
-            np.ascontiguousarray(problem.q0, float), np.ascontiguousarray(problem.v0, float),
-            np.ascontiguousarray(steps, float), np.ascontiguousarray(times, float),
-            int(n_steps), int(every), float(problem.blowup), Q, V, W, status)
-    if status[0] == STATE_GUARD:
-        report_state_guard(problem, "rk4", status, Q, V, times)
-    if status[0]:
-        return None
-    return Solution(times[keep], Q[:-1], V[:-1], W[:-1],
-                    {"newton_iterations": np.zeros(n_steps, np.int32)}, "rk4")
+    """RK4's run with force rows in :func:`_rk4_loop` (see :func:`_run`)."""
+    P = np.ascontiguousarray(problem.force_rows, dtype=float)
+    return _run(problem, "rk4", _rk4_loop, _RK4_SIGNATURE,
+                (problem.system.compiled_forward_dynamics, P), (), newton=False)
 
 
 _LOOPS: dict = {}
@@ -952,7 +928,7 @@ def applicable(problem) -> bool:
 
 def run_verlet(problem, tol: float, maxiter: int):
     """Störmer–Verlet's run in :func:`_verlet_loop` (see :func:`_run`)."""
-    return _run(problem, "verlet", _verlet_loop, _VERLET_SIGNATURE, (), tol, maxiter)
+    return _run_newton(problem, "verlet", _verlet_loop, _VERLET_SIGNATURE, (), tol, maxiter)
 
 
 def run_gauss(problem, name: str, A: np.ndarray, b: np.ndarray, d: np.ndarray, c: np.ndarray,
@@ -960,7 +936,7 @@ def run_gauss(problem, name: str, A: np.ndarray, b: np.ndarray, d: np.ndarray, c
     """Midpoint's or gauss4's run (``name``; their tableau A, b, c and d = b A⁻¹) in
     :func:`_gauss_loop` (see :func:`_run`)."""
     tableau = tuple(np.ascontiguousarray(a, float) for a in (A, b, d, c))
-    return _run(problem, name, _gauss_loop, _GAUSS_SIGNATURE, tableau, tol, maxiter)
+    return _run_newton(problem, name, _gauss_loop, _GAUSS_SIGNATURE, tableau, tol, maxiter)
 
 
 def run_avf(problem, xi: np.ndarray, w: np.ndarray, tol: float, maxiter: int):
@@ -987,16 +963,29 @@ def run_itoh_abe(problem, symmetric: bool, tol: float, maxiter: int, stagnation:
 
 def _run_dg(problem, name, kind, xi, w, mask, tol, maxiter, stagnation):
     arrays = tuple(np.ascontiguousarray(a, float) for a in (xi, w, mask))
-    return _run(problem, name, _dg_loop, _DG_SIGNATURE, (kind, *arrays), tol, maxiter,
+    return _run_newton(problem, name, _dg_loop, _DG_SIGNATURE, (kind, *arrays), tol, maxiter,
                 stagnation)
 
 
-def _run(problem, name: str, py_func, signature, args: tuple, tol: float, maxiter: int,
-         *stagnation: float):
+def _run_newton(problem, name: str, py_func, signature, args: tuple, tol: float,
+                maxiter: int, *stagnation: float):
+    """A run in one of the implicit methods' loops, ``args`` its method's arguments after
+    the generated functions and the force rows (``stagnation``: Newton's bar for the
+    discrete gradients' loop); see :func:`_run`."""
+    s = problem.system
+    rows = getattr(problem, "force_rows", None)
+    P = np.ascontiguousarray(empty_rows(s.nv) if rows is None else rows, dtype=float)
+    return _run(problem, name, py_func, signature,
+                (*s.compiled_functions, int(s.ninputs), P, rows is not None, *args),
+                (float(tol), int(maxiter), *stagnation))
+
+
+def _run(problem, name: str, py_func, signature, head: tuple, tail: tuple,
+         newton: bool = True):
     """A whole run of ``problem`` (a compiled Kane system, where :func:`applicable`) in the
-    loop ``py_func``, ``args`` its method's arguments after the generated functions
-    (``stagnation``: Newton's bar for the discrete gradients' loop): a Solution, None to
-    fall back to the Python steps (an iteration failed), or the guard's DivergenceError."""
+    loop ``py_func``: ``py_func(*head, q0, v0, steps, times, n_steps, every, *tail, blowup,
+    Q, V, W, [iters,] status)`` (``iters`` where ``newton``); a Solution, None to fall back
+    to the Python steps (an iteration failed), or the guard's DivergenceError."""
     from numba.core.errors import NumbaExperimentalFeatureWarning
 
     from .base import Solution
@@ -1006,8 +995,6 @@ def _run(problem, name: str, py_func, signature, args: tuple, tol: float, maxite
     s = problem.system
     n_steps, steps, times, every, keep = step_grid(problem.dt, problem.t0, problem.t_final,
                                                    problem.save_every)
-    rows = getattr(problem, "force_rows", None)
-    P = np.ascontiguousarray(empty_rows(s.nv) if rows is None else rows, dtype=float)
     Q = np.empty((len(keep) + 1, s.nq))  # the spare row: a state that failed the guard
     V = np.empty((len(keep) + 1, s.nv))
     W = np.zeros(len(keep) + 1)
@@ -1018,11 +1005,10 @@ def _run(problem, name: str, py_func, signature, args: tuple, tol: float, maxite
         # the loop and where it types the generated functions passed in
         warnings.simplefilter("ignore", NumbaExperimentalFeatureWarning)
         _compiled_loop(py_func, signature)(
-            *s.compiled_functions, int(s.ninputs), P, rows is not None, *args,
-            np.ascontiguousarray(problem.q0, float), np.ascontiguousarray(problem.v0, float),
-            np.ascontiguousarray(steps, float), np.ascontiguousarray(times, float),
-            int(n_steps), int(every), float(tol), int(maxiter), *stagnation,
-            float(problem.blowup), Q, V, W, iters, status)
+            *head, np.ascontiguousarray(problem.q0, float),
+            np.ascontiguousarray(problem.v0, float), np.ascontiguousarray(steps, float),
+            np.ascontiguousarray(times, float), int(n_steps), int(every), *tail,
+            float(problem.blowup), Q, V, W, *((iters,) if newton else ()), status)
     if status[0] == STATE_GUARD:
         report_state_guard(problem, name, status, Q, V, times)
     if status[0]:
