@@ -541,6 +541,14 @@ def _run_regressor():
                                     np.tile(v0, (2, 1)))
 
 
+def _run_kane_loops():
+    # the compiled Kane systems' loops (integrators/kane_compiled.py): one explicit
+    # signature each, for every system, so no system is needed
+    from kanedyn.integrators import kane_compiled
+
+    kane_compiled.compile_loops()
+
+
 _PRECOMPILE_RUNS = {"simulate avf": _run_avf, "simulate rk4": _run_rk4,
                     "demo (friction)": _run_demo, "time_stepping (friction)": _run_time_stepping,
                     "simulate_batch": _run_batch, "simulate radau5 (constrained)": _run_radau,
@@ -548,7 +556,8 @@ _PRECOMPILE_RUNS = {"simulate avf": _run_avf, "simulate rk4": _run_rk4,
                     "rk4 on the manifold": _run_manifold,
                     "simulate_batch midpoint/gauss4/verlet/time_stepping": _run_batch_implicit,
                     "simulate_batch avf/itoh_abe/energy_momentum, LuGre/Karnopp": _run_batch_dg,
-                    "joint torque regressor": _run_regressor}
+                    "joint torque regressor": _run_regressor,
+                    "compiled Kane systems' loops": _run_kane_loops}
 
 
 def precompile_one(task: str) -> tuple[str, float]:

@@ -911,6 +911,19 @@ def _compiled_loop(py_func, signature):
     return loop
 
 
+def compile_loops() -> None:
+    """Every loop here compiled for its one signature, or loaded from numba's disk cache
+    (``kanedyn precompile``: a first run on a Kane system then does not wait for it)."""
+    from numba.core.errors import NumbaExperimentalFeatureWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NumbaExperimentalFeatureWarning)
+        for loop, signature in ((_verlet_loop, _VERLET_SIGNATURE),
+                                (_gauss_loop, _GAUSS_SIGNATURE), (_dg_loop, _DG_SIGNATURE),
+                                (_rk4_loop, _RK4_SIGNATURE)):
+            _compiled_loop(loop, signature)
+
+
 def applicable(problem) -> bool:
     """A system with the capability ``compiled_functions`` (a numba-compiled Kane tree whose
     energy is split into T and V: :class:`~kanedyn.kane.codegen.runtime.CompiledSystem`)
