@@ -819,8 +819,10 @@ _DG_SIGNATURE = types.int64(*_FNS, types.int64, _V, _V, _V, _V, _V, *_RUN, types
                             *_OUT)
 
 
-# ------------------------------------------------------------------ RK4 with force rows
+# ---------------------------------------------------- RK4 with force rows, projection
 FORWARD_DYNAMICS = types.FunctionType(types.int64(_V, _V, _V, types.float64, _V, _V))
+#: projection.Projected's defaults: the bar on |G| (× 4 (1 + |E0|)), its iterations
+PROJECTION_TOL, PROJECTION_MAXITER = 1e-15, 20
 
 
 @nb.njit(cache=True, nogil=True)
@@ -836,22 +838,95 @@ def _rk4_stage(fd, P, t, q, v, tau, tnc, work, a) -> float:
     return w
 
 
-def _rk4_loop(forward_dynamics, P, q0, v0, steps, times, n_steps, every, blowup, Q, V, W,
+@nb.njit(cache=True, nogil=True)
+def _energy(fns, q, v, E) -> float:
+    """E(q, v) = T + V (+ the springs' potential of the rows): ``Problem.energy``; NaN
+    where the generated energy refuses q."""
+    if fns[2](q, v, 0.0, E) != 0:
+        return np.nan
+    if fns[4]:
+        return E[0] + spring_potential(fns[3], q)
+    return E[0]
+
+
+@nb.njit(cache=True, nogil=True)
+def _energy_gradient(fns, q, v, U, M, E, zu, zt, D) -> bool:
+    """D ← (∂E/∂q|_v, ∂E/∂v) = (∂T/∂q + g − τ_springs, M v) (``Problem.energy_gradient``:
+    central differences of T as :func:`_kick`'s, g = −forcing(q, 0, 0))."""
+    mass_matrix, forcing, energy, P, forces = fns
+    n = q.shape[0]
+    qk, F = U[_QK], U[_F]
+    for j in range(n):
+        for i in range(n):
+            qk[i] = q[i]
+        qk[j] = q[j] + _KE_STEP
+        if energy(qk, v, 0.0, E) != 0:
+            return False
+        up = E[1]
+        qk[j] = q[j] + -_KE_STEP
+        if energy(qk, v, 0.0, E) != 0:
+            return False
+        D[j] = (up - E[1]) / (2 * _KE_STEP)
+    if forcing(q, zu, zt, 0.0, F) != 0 or mass_matrix(q, 0.0, M.reshape(n * n)) != 0:
+        return False
+    for i in range(n):
+        D[i] = D[i] + -F[i]
+        if forces:
+            D[i] = D[i] - -(P[i, P_K] * (q[i] - P[i, P_REST]))
+    D[n:] = M @ v
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _project_energy(fns, target, scale, q, v, U, M, E, zu, zt, D, tol, maxiter) -> int:
+    """(q, v) ← the state moved along ∇E(q̃, v̂) onto E = ``target`` (E₀ + W_nc) by
+    :class:`.projection.Projected`'s scalar Newton (energy alone): λ ← λ − G/|∇E|²,
+    z = z̃ + λ ∇E, until |G| ≤ 4 tol (1 + |E₀|) (``scale``), or at ``maxiter`` if
+    |G| ≤ 1e-13 (1 + |E₀|); the iterations, −1 if it fails."""
+    n = q.shape[0]
+    if not _energy_gradient(fns, q, v, U, M, E, zu, zt, D):
+        return -1
+    dd = D @ D
+    if not dd > 0.0:
+        return -1
+    ginv = 1.0 / dd
+    qt, vt = U[_XS], U[_RS]
+    qt[:] = q
+    vt[:] = v
+    G = _energy(fns, qt, vt, E) - target
+    lam = 0.0
+    for it in range(1, maxiter + 1):
+        lam -= ginv * G
+        for i in range(n):
+            q[i] = qt[i] + D[i] * lam
+            v[i] = vt[i] + D[n + i] * lam
+        G = _energy(fns, q, v, E) - target
+        if abs(G) <= tol * scale * 4:
+            return it
+    return maxiter if abs(G) <= 1e-13 * scale else -1
+
+
+def _rk4_loop(mass_matrix, forcing, energy, ninputs, P, forces, forward_dynamics, project,
+              q0, v0, steps, times, n_steps, every, tol, maxiter, blowup, Q, V, W, iters,
               status):
     """The whole RK4 run with force rows (module doc): the stages of :class:`.rk4.RK4` at
-    t, t + h/2, t + h/2, t + h, q ⊕ ξ = q + ξ; status[0] NEWTON_FAILED (the forward
-    dynamics refused a state: the Python steps then report it) or STATE_GUARD, status[1]
-    the step; returns the number of samples stored."""
+    t, t + h/2, t + h/2, t + h, q ⊕ ξ = q + ξ, then where ``project`` the energy projection
+    of :class:`.projection.Projected` onto E₀ + W_nc (:func:`_project_energy`, its
+    iterations in ``iters``); status[0] NEWTON_FAILED (the forward dynamics refused a
+    state, or the projection failed: the Python steps then report it) or STATE_GUARD,
+    status[1] the step; returns the number of samples stored."""
+    fns = (mass_matrix, forcing, energy, P, forces)
     n = v0.shape[0]
+    U, M, E, zu, zt = _workspace(n, ninputs)
     q, v = q0.copy(), v0.copy()
     tau, tnc, work = np.empty(n), np.empty(n), np.empty(max(n * n, 1))
     K = np.empty((4, 2, n))  # (k_x, k_v) of the four stages
-    qs, vs = np.empty(n), np.empty(n)
+    qs, vs, D, kw = np.empty(n), np.empty(n), np.empty(2 * n), np.empty(4)
     k_out, vmax0, w = store(q, v, Q, V, 0), _largest(v), 0.0
+    E0 = _energy(fns, q, v, E) if project else 0.0
     W[0] = 0.0
     for step in range(n_steps):
         h, t = steps[step], times[step]
-        kw = np.empty(4)
         for s in range(4):
             c = 0.0 if s == 0 else (h if s == 3 else 0.5 * h)  # (0.5 h or h) × k_{s−1}
             for i in range(n):
@@ -871,32 +946,50 @@ def _rk4_loop(forward_dynamics, P, q0, v0, steps, times, n_steps, every, blowup,
             q[i] = q[i] + h6 * (K[0, 0, i] + 2 * K[1, 0, i] + 2 * K[2, 0, i] + K[3, 0, i])
             v[i] = v[i] + h6 * (K[0, 1, i] + 2 * K[1, 1, i] + 2 * K[2, 1, i] + K[3, 1, i])
         w += h6 * (kw[0] + 2 * kw[1] + 2 * kw[2] + kw[3])
+        if project:
+            it = _project_energy(fns, E0 + w, 1.0 + abs(E0), q, v, U, M, E, zu, zt, D, tol,
+                                 maxiter)
+            if it < 0:
+                status[0], status[1] = NEWTON_FAILED, step
+                return k_out
+            iters[step] = it
         if not _guarded(q, v, vmax0, blowup, step, Q, V, status):
             return k_out
         k_out = _save(step, n_steps, every, q, v, w, Q, V, W, k_out)
     return k_out
 
 
-_RK4_SIGNATURE = types.int64(FORWARD_DYNAMICS, _ROWS, _V, _V, _V, _V, types.int64,
-                             types.int64, types.float64, _ROWS, _ROWS, _V, types.int64[::1])
+_RK4_SIGNATURE = types.int64(*_FNS, FORWARD_DYNAMICS, types.boolean, _V, _V, *_RUN, *_OUT)
 
 
 def rk4_applicable(problem, project) -> bool:
-    """RK4 with force rows on a compiled Kane tree whose inputs are its nv generalized
-    forces (the loop passes τ as the inputs), additive coordinates, no projection and no
-    progress bar; without force elements the generated loop runs instead."""
+    """RK4 on a compiled Kane tree whose inputs are its nv generalized forces (the loop
+    passes τ as the inputs), additive coordinates, force elements only with rows, no
+    projection or the energy's alone, no progress bar. (Without force elements and
+    projection the loop generated with the equations runs instead.)"""
+    from .projection import parse_invariants
+
     s = problem.system
+    no_forces = (problem.tau_cons is None and problem.tau_nc is None
+                 and problem.potential is None)
     return (getattr(s, "compiled_forward_dynamics", None) is not None
-            and getattr(problem, "force_rows", None) is not None and project is None
+            and (no_forces or getattr(problem, "force_rows", None) is not None)
+            and (project is None or parse_invariants(project) == ("energy",))
             and bool(getattr(s, "chart_is_additive", False)) and s.nq == s.nv
             and int(s.ninputs) == s.nv and problem.progress is None)
 
 
-def run_rk4(problem):
-    """RK4's run with force rows in :func:`_rk4_loop` (see :func:`_run`)."""
-    P = np.ascontiguousarray(problem.force_rows, dtype=float)
-    return _run(problem, "rk4", _rk4_loop, _RK4_SIGNATURE,
-                (problem.system.compiled_forward_dynamics, P), (), newton=False)
+def run_rk4(problem, project: bool):
+    """RK4's run (``project``: with the energy projection) in :func:`_rk4_loop` (see
+    :func:`_run`)."""
+    s = problem.system
+    rows = getattr(problem, "force_rows", None)
+    P = np.ascontiguousarray(empty_rows(s.nv) if rows is None else rows, dtype=float)
+    name = "rk4+project('energy',)" if project else "rk4"
+    return _run(problem, name, _rk4_loop, _RK4_SIGNATURE,
+                (*s.compiled_functions, int(s.ninputs), P, rows is not None,
+                 s.compiled_forward_dynamics, bool(project)),
+                (PROJECTION_TOL, PROJECTION_MAXITER))
 
 
 _LOOPS: dict = {}
@@ -993,12 +1086,11 @@ def _run_newton(problem, name: str, py_func, signature, args: tuple, tol: float,
                 (float(tol), int(maxiter), *stagnation))
 
 
-def _run(problem, name: str, py_func, signature, head: tuple, tail: tuple,
-         newton: bool = True):
+def _run(problem, name: str, py_func, signature, head: tuple, tail: tuple):
     """A whole run of ``problem`` (a compiled Kane system, where :func:`applicable`) in the
     loop ``py_func``: ``py_func(*head, q0, v0, steps, times, n_steps, every, *tail, blowup,
-    Q, V, W, [iters,] status)`` (``iters`` where ``newton``); a Solution, None to fall back
-    to the Python steps (an iteration failed), or the guard's DivergenceError."""
+    Q, V, W, iters, status)``; a Solution, None to fall back to the Python steps (an
+    iteration failed), or the guard's DivergenceError."""
     from numba.core.errors import NumbaExperimentalFeatureWarning
 
     from .base import Solution
@@ -1021,7 +1113,7 @@ def _run(problem, name: str, py_func, signature, head: tuple, tail: tuple,
             *head, np.ascontiguousarray(problem.q0, float),
             np.ascontiguousarray(problem.v0, float), np.ascontiguousarray(steps, float),
             np.ascontiguousarray(times, float), int(n_steps), int(every), *tail,
-            float(problem.blowup), Q, V, W, *((iters,) if newton else ()), status)
+            float(problem.blowup), Q, V, W, iters, status)
     if status[0] == STATE_GUARD:
         report_state_guard(problem, name, status, Q, V, times)
     if status[0]:

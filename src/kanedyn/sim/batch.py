@@ -863,8 +863,8 @@ def run_rk4(compiled: bool, problem, forces, project) -> Solution | None:
     system that is not a Model (neither ``compiled_step``, a Model with additive
     coordinates and no armature, for this loop, nor ``compiled_manifold_step``, any other
     Model, for :func:`kanedyn.sim.rk4_manifold.rk4_manifold_run`; a compiled Kane tree
-    runs the loop generated with its equations, or with force rows
-    :func:`kanedyn.integrators.kane_compiled.run_rk4`), force elements the
+    runs the loop generated with its equations, or with force rows or the energy
+    projection :func:`kanedyn.integrators.kane_compiled.run_rk4`), force elements the
     loops do not take (or springs and friction on joints of several speeds), or a
     projection onto anything but the energy first (the energy projection, with force
     elements onto E₀ + W_nc with the springs' potential in E, is the loops'; momentum rows
@@ -873,15 +873,16 @@ def run_rk4(compiled: bool, problem, forces, project) -> Solution | None:
     if kane is not None:  # a compiled Kane system: the loop generated with its equations
         if not compiled:
             return None
-        if forces or problem.tau_nc is not None or problem.tau_cons is not None:
-            # with force rows, integrators/kane_compiled.py's loop (the generated one has no
-            # inputs)
+        if (forces or problem.tau_nc is not None or problem.tau_cons is not None
+                or project is not None):
+            # with force rows or the energy projection, integrators/kane_compiled.py's loop
+            # (the generated one has neither)
             from ..integrators import kane_compiled
 
             if not kane_compiled.rk4_applicable(problem, project):
                 return None
-            return compiled_or_none("rk4", kane_compiled.run_rk4, problem)
-        if problem.progress is not None or project is not None:
+            return compiled_or_none("rk4", kane_compiled.run_rk4, problem, project is not None)
+        if problem.progress is not None:
             return None
         return _run_generated(problem, kane)
     model = getattr(problem.system, "compiled_step", None)
