@@ -190,23 +190,25 @@ def test_an_element_without_rows_takes_the_python_steps(branched, monkeypatch):
     np.testing.assert_allclose(by_function.work_nc, by_rows.work_nc, rtol=0, atol=1e-14)
 
 
+@pytest.mark.parametrize("method", ["rk4", "midpoint", "gauss4"])
 @pytest.mark.parametrize("friction", [False, True])
-def test_rk4_with_the_energy_projection_equals_the_python_steps(branched, monkeypatch,
-                                                                friction):
-    """RK4 + ``project="energy"`` (projection.Projected's scalar Newton onto E₀ + W_nc) in
-    kane_compiled's RK4 loop, with force elements and without: the Python steps' states
-    and projection iterations, and the energy budget closed to round-off."""
+def test_the_energy_projection_equals_the_python_steps(branched, monkeypatch, friction,
+                                                       method):
+    """rk4, midpoint and gauss4 + ``project="energy"`` (projection.Projected's scalar
+    Newton onto E₀ + W_nc) in kane_compiled's loops, with force elements and without: the
+    Python steps' states and iterations (the method's + the projection's), and the energy
+    budget closed to round-off."""
     model, system, q0, v0 = branched
     calls = []
     real = kane_compiled._compiled_loop
     monkeypatch.setattr(kane_compiled, "_compiled_loop",
                         lambda f, sig: calls.append(f.__name__) or real(f, sig))
     for forces in ([], _elements(model, friction)):
-        fast = kd.simulate(system, q0, v0, 0.3, method="rk4", dt=2e-3, forces=forces,
+        fast = kd.simulate(system, q0, v0, 0.3, method=method, dt=2e-3, forces=forces,
                            project="energy")
-        ref = kd.simulate(system, q0, v0, 0.3, method="rk4", dt=2e-3, forces=forces,
+        ref = kd.simulate(system, q0, v0, 0.3, method=method, dt=2e-3, forces=forces,
                           project="energy", compiled=False)
-        assert fast.method == ref.method == "rk4+project('energy',)"
+        assert fast.method == ref.method == f"{method}+project('energy',)"
         scale = 1.0 + np.abs(ref.q).max() + np.abs(ref.v).max()
         # ∇E·∇E and M v by numba's loops and BLAS against numpy's: ulps, which the
         # projection's stopping point carries; 1e-10 is far below the method's error
@@ -223,4 +225,5 @@ def test_rk4_with_the_energy_projection_equals_the_python_steps(branched, monkey
                       + 0.5 * k * (q[0] - rest) ** 2
                       for q, v in zip(fast.q, fast.v, strict=True)])
         assert np.abs(E - E[0] - fast.work_nc).max() <= 1e-12 * (1.0 + abs(E[0]))
-    assert calls == ["_rk4_loop", "_rk4_loop"]
+    loop = "_rk4_loop" if method == "rk4" else "_gauss_loop"
+    assert calls == [loop, loop]

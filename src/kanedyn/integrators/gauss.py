@@ -94,12 +94,13 @@ class GaussLegendre(FixedStepMethod):
         from . import gauss_compiled, kane_compiled, rk4_compiled
         from .projection import parse_invariants
 
-        if (self.opts["compiled"] and project is None and self.canonical
-                and kane_compiled.applicable(self.problem)):
-            # a compiled Kane system: its generated functions in kane_compiled's loop
+        if (self.opts["compiled"] and self.canonical and kane_compiled.applicable(self.problem)
+                and (project is None or parse_invariants(project) == ("energy",))):
+            # a compiled Kane system: its generated functions in kane_compiled's loop (with
+            # the energy projection where asked)
             return rk4_compiled.compiled_or_none(
                 self.name, kane_compiled.run_gauss, self.problem, self.name, self.A, self.b,
-                self.d, self.c, self.opts["tol"], self.opts["maxiter"])
+                self.d, self.c, self.opts["tol"], self.opts["maxiter"], project is not None)
         invariants = ("energy",) if project is None else parse_invariants(project)
         if (not self.opts["compiled"] or self._mode != "auto"
                 or gauss_compiled.momentum_rows(invariants) is None):

@@ -60,9 +60,13 @@ momentum equation ``Δp + h ∇̄_qH − h τ_nc(t_n + h/2, q_n + Δq/2, ∇̄_p
 h v̄ᵀτ_nc at v̄ = Δq/h; Itoh–Abe's polish solves its p-equation with τ_nc by the
 reference's sweeps).
 
+``project="energy"`` on RK4, midpoint and gauss4 (:func:`_project_energy`): each step
+followed by :class:`.projection.Projected`'s scalar Newton onto E₀ + W_nc along ∇E at
+the step's end (∂T/∂q by the central differences above, M v), to its bar 4e-15 (1 + |E₀|).
+
 Where a loop does not apply (force elements without rows, speeds other than the
-coordinate rates, quaternions, constraints, the numpy or C backends, a projection) or an
-iteration fails, the Python steps run the whole way and report what happens.
+coordinate rates, quaternions, constraints, the numpy or C backends, another projection)
+or an iteration fails, the Python steps run the whole way and report what happens.
 """
 
 from __future__ import annotations
@@ -307,6 +311,79 @@ def _verlet_loop(mass_matrix, forcing, energy, ninputs, P, forces, q0, v0, steps
             return k_out
         k_out = _save(step, n_steps, every, q, v, work, Q, V, W, k_out)
     return k_out
+
+
+# ------------------------------------------------------------------ the energy projection
+#: projection.Projected's defaults: the bar on |G| (× 4 (1 + |E0|)), its iterations
+PROJECTION_TOL, PROJECTION_MAXITER = 1e-15, 20
+
+
+@nb.njit(cache=True, nogil=True)
+def _energy(fns, q, v, E) -> float:
+    """E(q, v) = T + V (+ the springs' potential of the rows): ``Problem.energy``; NaN
+    where the generated energy refuses q."""
+    if fns[2](q, v, 0.0, E) != 0:
+        return np.nan
+    if fns[4]:
+        return E[0] + spring_potential(fns[3], q)
+    return E[0]
+
+
+@nb.njit(cache=True, nogil=True)
+def _energy_gradient(fns, q, v, U, M, E, zu, zt, D) -> bool:
+    """D ← (∂E/∂q|_v, ∂E/∂v) = (∂T/∂q + g − τ_springs, M v) (``Problem.energy_gradient``:
+    central differences of T as :func:`_kick`'s, g = −forcing(q, 0, 0))."""
+    mass_matrix, forcing, energy, P, forces = fns
+    n = q.shape[0]
+    qk, F = U[_QK], U[_F]
+    for j in range(n):
+        for i in range(n):
+            qk[i] = q[i]
+        qk[j] = q[j] + _KE_STEP
+        if energy(qk, v, 0.0, E) != 0:
+            return False
+        up = E[1]
+        qk[j] = q[j] + -_KE_STEP
+        if energy(qk, v, 0.0, E) != 0:
+            return False
+        D[j] = (up - E[1]) / (2 * _KE_STEP)
+    if forcing(q, zu, zt, 0.0, F) != 0 or mass_matrix(q, 0.0, M.reshape(n * n)) != 0:
+        return False
+    for i in range(n):
+        D[i] = D[i] + -F[i]
+        if forces:
+            D[i] = D[i] - -(P[i, P_K] * (q[i] - P[i, P_REST]))
+    D[n:] = M @ v
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _project_energy(fns, target, scale, q, v, U, M, E, zu, zt, D, tol, maxiter) -> int:
+    """(q, v) ← the state moved along ∇E(q̃, v̂) onto E = ``target`` (E₀ + W_nc) by
+    :class:`.projection.Projected`'s scalar Newton (energy alone): λ ← λ − G/|∇E|²,
+    z = z̃ + λ ∇E, until |G| ≤ 4 tol (1 + |E₀|) (``scale``), or at ``maxiter`` if
+    |G| ≤ 1e-13 (1 + |E₀|); the iterations, −1 if it fails."""
+    n = q.shape[0]
+    if not _energy_gradient(fns, q, v, U, M, E, zu, zt, D):
+        return -1
+    dd = D @ D
+    if not dd > 0.0:
+        return -1
+    ginv = 1.0 / dd
+    qt, vt = U[_XS], U[_RS]
+    qt[:] = q
+    vt[:] = v
+    G = _energy(fns, qt, vt, E) - target
+    lam = 0.0
+    for it in range(1, maxiter + 1):
+        lam -= ginv * G
+        for i in range(n):
+            q[i] = qt[i] + D[i] * lam
+            v[i] = vt[i] + D[n + i] * lam
+        G = _energy(fns, q, v, E) - target
+        if abs(G) <= tol * scale * 4:
+            return it
+    return maxiter if abs(G) <= 1e-13 * scale else -1
 
 
 # ------------------------------------------------------------------ midpoint and gauss4
@@ -668,11 +745,14 @@ def _stage_newton(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, Jm, kept, ha
     return -1
 
 
-def _gauss_loop(mass_matrix, forcing, energy, ninputs, P, forces, A, b, d, c, q0, v0, steps,
-                times, n_steps, every, tol, maxiter, blowup, Q, V, W, iters, status):
+def _gauss_loop(mass_matrix, forcing, energy, ninputs, P, forces, A, b, d, c, project, q0,
+                v0, steps, times, n_steps, every, tol, maxiter, blowup, Q, V, W, iters,
+                status):
     """The whole run of midpoint (one stage) or gauss4 (two) in canonical coordinates
     z = (x, y), q = q_n + x, y = M v (module doc; gauss.py's step with its kinematic
-    matrix 1 − h A ⊗ [0 M⁻¹; 0 0]); status and return as :func:`_verlet_loop`'s."""
+    matrix 1 − h A ⊗ [0 M⁻¹; 0 0]), ``project``: each step followed by the energy
+    projection onto E₀ + W_nc (:func:`_project_energy`; its iterations added to the
+    step's); status and return as :func:`_verlet_loop`'s."""
     fns = (mass_matrix, forcing, energy, P, forces)
     n = v0.shape[0]
     st, n2 = A.shape[0], 2 * n
@@ -683,6 +763,8 @@ def _gauss_loop(mass_matrix, forcing, energy, ninputs, P, forces, A, b, d, c, q0
     Jm, kept, have_kept = np.empty((m, m)), np.empty((m, m)), np.zeros(1, dtype=np.bool_)
     q, v = q0.copy(), v0.copy()
     k_out, vmax0, work = store(q, v, Q, V, 0), _largest(v), 0.0
+    D = np.empty(2 * n)
+    E0 = _energy(fns, q, v, E) if project else 0.0
     W[0] = 0.0
     last_h = np.nan
     for step in range(n_steps):
@@ -732,13 +814,21 @@ def _gauss_loop(mass_matrix, forcing, energy, ninputs, P, forces, A, b, d, c, q0
         iters[step] = it
         if forces:  # (the stage powers of the last residual, at the solution)
             work += h * (b @ pw)
+        if project:
+            it2 = _project_energy(fns, E0 + work, 1.0 + abs(E0), q, v, U, M, E, zu, zt, D,
+                                  PROJECTION_TOL, PROJECTION_MAXITER)
+            if it2 < 0:
+                status[0], status[1] = NEWTON_FAILED, step
+                return k_out
+            iters[step] = it + it2
         if not _guarded(q, v, vmax0, blowup, step, Q, V, status):
             return k_out
         k_out = _save(step, n_steps, every, q, v, work, Q, V, W, k_out)
     return k_out
 
 
-_GAUSS_SIGNATURE = types.int64(*_FNS, _ROWS, _V, _V, _V, _V, _V, *_RUN, *_OUT)
+_GAUSS_SIGNATURE = types.int64(*_FNS, _ROWS, _V, _V, _V, types.boolean, _V, _V, *_RUN,
+                               *_OUT)
 
 
 # ------------------------------------------------------------ AVF, Gonzalez, Itoh–Abe
@@ -819,10 +909,8 @@ _DG_SIGNATURE = types.int64(*_FNS, types.int64, _V, _V, _V, _V, _V, *_RUN, types
                             *_OUT)
 
 
-# ---------------------------------------------------- RK4 with force rows, projection
+# ------------------------------------------------- RK4 with force rows or the projection
 FORWARD_DYNAMICS = types.FunctionType(types.int64(_V, _V, _V, types.float64, _V, _V))
-#: projection.Projected's defaults: the bar on |G| (× 4 (1 + |E0|)), its iterations
-PROJECTION_TOL, PROJECTION_MAXITER = 1e-15, 20
 
 
 @nb.njit(cache=True, nogil=True)
@@ -836,74 +924,6 @@ def _rk4_stage(fd, P, t, q, v, tau, tnc, work, a) -> float:
     for i in range(v.shape[0]):
         w += v[i] * tnc[i]
     return w
-
-
-@nb.njit(cache=True, nogil=True)
-def _energy(fns, q, v, E) -> float:
-    """E(q, v) = T + V (+ the springs' potential of the rows): ``Problem.energy``; NaN
-    where the generated energy refuses q."""
-    if fns[2](q, v, 0.0, E) != 0:
-        return np.nan
-    if fns[4]:
-        return E[0] + spring_potential(fns[3], q)
-    return E[0]
-
-
-@nb.njit(cache=True, nogil=True)
-def _energy_gradient(fns, q, v, U, M, E, zu, zt, D) -> bool:
-    """D ← (∂E/∂q|_v, ∂E/∂v) = (∂T/∂q + g − τ_springs, M v) (``Problem.energy_gradient``:
-    central differences of T as :func:`_kick`'s, g = −forcing(q, 0, 0))."""
-    mass_matrix, forcing, energy, P, forces = fns
-    n = q.shape[0]
-    qk, F = U[_QK], U[_F]
-    for j in range(n):
-        for i in range(n):
-            qk[i] = q[i]
-        qk[j] = q[j] + _KE_STEP
-        if energy(qk, v, 0.0, E) != 0:
-            return False
-        up = E[1]
-        qk[j] = q[j] + -_KE_STEP
-        if energy(qk, v, 0.0, E) != 0:
-            return False
-        D[j] = (up - E[1]) / (2 * _KE_STEP)
-    if forcing(q, zu, zt, 0.0, F) != 0 or mass_matrix(q, 0.0, M.reshape(n * n)) != 0:
-        return False
-    for i in range(n):
-        D[i] = D[i] + -F[i]
-        if forces:
-            D[i] = D[i] - -(P[i, P_K] * (q[i] - P[i, P_REST]))
-    D[n:] = M @ v
-    return True
-
-
-@nb.njit(cache=True, nogil=True)
-def _project_energy(fns, target, scale, q, v, U, M, E, zu, zt, D, tol, maxiter) -> int:
-    """(q, v) ← the state moved along ∇E(q̃, v̂) onto E = ``target`` (E₀ + W_nc) by
-    :class:`.projection.Projected`'s scalar Newton (energy alone): λ ← λ − G/|∇E|²,
-    z = z̃ + λ ∇E, until |G| ≤ 4 tol (1 + |E₀|) (``scale``), or at ``maxiter`` if
-    |G| ≤ 1e-13 (1 + |E₀|); the iterations, −1 if it fails."""
-    n = q.shape[0]
-    if not _energy_gradient(fns, q, v, U, M, E, zu, zt, D):
-        return -1
-    dd = D @ D
-    if not dd > 0.0:
-        return -1
-    ginv = 1.0 / dd
-    qt, vt = U[_XS], U[_RS]
-    qt[:] = q
-    vt[:] = v
-    G = _energy(fns, qt, vt, E) - target
-    lam = 0.0
-    for it in range(1, maxiter + 1):
-        lam -= ginv * G
-        for i in range(n):
-            q[i] = qt[i] + D[i] * lam
-            v[i] = vt[i] + D[n + i] * lam
-        G = _energy(fns, q, v, E) - target
-        if abs(G) <= tol * scale * 4:
-            return it
-    return maxiter if abs(G) <= 1e-13 * scale else -1
 
 
 def _rk4_loop(mass_matrix, forcing, energy, ninputs, P, forces, forward_dynamics, project,
@@ -1038,10 +1058,11 @@ def run_verlet(problem, tol: float, maxiter: int):
 
 
 def run_gauss(problem, name: str, A: np.ndarray, b: np.ndarray, d: np.ndarray, c: np.ndarray,
-              tol: float, maxiter: int):
-    """Midpoint's or gauss4's run (``name``; their tableau A, b, c and d = b A⁻¹) in
-    :func:`_gauss_loop` (see :func:`_run`)."""
-    tableau = tuple(np.ascontiguousarray(a, float) for a in (A, b, d, c))
+              tol: float, maxiter: int, project: bool = False):
+    """Midpoint's or gauss4's run (``name``; their tableau A, b, c and d = b A⁻¹;
+    ``project``: with the energy projection) in :func:`_gauss_loop` (see :func:`_run`)."""
+    tableau = (*(np.ascontiguousarray(a, float) for a in (A, b, d, c)), bool(project))
+    name = f"{name}+project('energy',)" if project else name
     return _run_newton(problem, name, _gauss_loop, _GAUSS_SIGNATURE, tableau, tol, maxiter)
 
 
