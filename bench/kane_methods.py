@@ -10,9 +10,11 @@ over a tenth of it), warm, best of 3; µs per step, the largest |q − q_python|
 the Python run, and the energy error max |E − E0| / |E0| of each run. ``--forces``: with a
 spring on the first joint, a damper and a smoothed Stribeck friction on every joint (force
 rows: the loops take them), the error is that of the energy budget E − E0 − W_nc, and rk4
-runs kane_compiled's loop (the generated one has no force elements).
+runs kane_compiled's loop (the generated one has no force elements). ``--project``: rk4,
+midpoint and gauss4 with ``project="energy"`` (kane_compiled's RK4 and Gauss loops).
 
     PYTHONPATH=src .venv/bin/python bench/kane_methods.py [--links 7] [--T 2] [--forces]
+        [--project]
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ def main() -> None:
     ap.add_argument("--links", type=int, default=7)
     ap.add_argument("--T", type=float, default=2.0)
     ap.add_argument("--forces", action="store_true")
+    ap.add_argument("--project", action="store_true")
     a = ap.parse_args()
     with open("/proc/loadavg") as f:
         print("load before:", f.read().strip())
@@ -81,9 +84,15 @@ def main() -> None:
         runs = {"rk4, compiled loop": (a.T, {"method": "rk4", "forces": forces}),
                 "rk4, Python steps": (a.T / 10, {"method": "rk4", "forces": forces,
                                                  "compiled": False})}
-    for m in ("verlet", "midpoint", "gauss4", "avf", "energy_momentum", "itoh_abe",
-              "itoh_abe symmetric"):
+    methods = ("verlet", "midpoint", "gauss4", "avf", "energy_momentum", "itoh_abe",
+               "itoh_abe symmetric")
+    if a.project:  # rk4, midpoint and gauss4, each step projected onto E0 + W_nc
+        runs = {}
+        methods = ("rk4+project", "midpoint+project", "gauss4+project")
+    for m in methods:
         kw = {"method": m.split()[0]} | ({"variant": "symmetric"} if " " in m else {})
+        if m.endswith("+project"):
+            kw = {"method": m.split("+")[0], "project": "energy"}
         if a.forces:
             kw["forces"] = forces
         runs[f"{m}, compiled loop"] = (a.T, kw)
