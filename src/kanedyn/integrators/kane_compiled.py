@@ -171,6 +171,26 @@ def _velocity(mass_matrix, q, p, M, v) -> bool:
 
 
 @nb.njit(cache=True, nogil=True)
+def _kinetic_gradient(energy, q, v, qk, E, dT) -> bool:
+    """dT[:n] ← ∂T/∂q|_v by central differences of the generated T, step 1e-6
+    (:func:`.base.kinetic_energy_gradient`; q ⊕ ±e_j = q ± e_j: the chart is additive),
+    qk the scratch; False where the generated energy refuses a point."""
+    n = q.shape[0]
+    for j in range(n):
+        for i in range(n):
+            qk[i] = q[i]
+        qk[j] = q[j] + _KE_STEP
+        if energy(qk, v, 0.0, E) != 0:
+            return False
+        up = E[1]
+        qk[j] = q[j] + -_KE_STEP
+        if energy(qk, v, 0.0, E) != 0:
+            return False
+        dT[j] = (up - E[1]) / (2 * _KE_STEP)
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
 def _kick(fns, x, p, U, M, E, zu, zt, k) -> bool:
     """k ← −∂H/∂x(x, p) = ∂T/∂q|_v − g at q = q_n + x, v = M⁻¹p, in the reference's order
     of operations (:meth:`.base.Problem.hamiltonian_gradient`), the springs of the force
@@ -182,18 +202,7 @@ def _kick(fns, x, p, U, M, E, zu, zt, k) -> bool:
         q[i] = qn[i] + x[i]
     if not _velocity(mass_matrix, q, p, M, v):
         return False
-    for j in range(n):  # (q ⊕ ±e_j = q ± e_j: the chart is additive)
-        for i in range(n):
-            qk[i] = q[i]
-        qk[j] = q[j] + _KE_STEP
-        if energy(qk, v, 0.0, E) != 0:
-            return False
-        up = E[1]
-        qk[j] = q[j] + -_KE_STEP
-        if energy(qk, v, 0.0, E) != 0:
-            return False
-        dT[j] = (up - E[1]) / (2 * _KE_STEP)
-    if forcing(q, zu, zt, 0.0, F) != 0:
+    if not _kinetic_gradient(energy, q, v, qk, E, dT) or forcing(q, zu, zt, 0.0, F) != 0:
         return False
     for i in range(n):
         g = -dT[i] + -F[i]  # ∂H/∂q = −∂T/∂q + g, g = −forcing(q, 0, 0)
@@ -336,18 +345,8 @@ def _energy_gradient(fns, q, v, U, M, E, zu, zt, D) -> bool:
     mass_matrix, forcing, energy, P, forces = fns
     n = q.shape[0]
     qk, F = U[_QK], U[_F]
-    for j in range(n):
-        for i in range(n):
-            qk[i] = q[i]
-        qk[j] = q[j] + _KE_STEP
-        if energy(qk, v, 0.0, E) != 0:
-            return False
-        up = E[1]
-        qk[j] = q[j] + -_KE_STEP
-        if energy(qk, v, 0.0, E) != 0:
-            return False
-        D[j] = (up - E[1]) / (2 * _KE_STEP)
-    if forcing(q, zu, zt, 0.0, F) != 0 or mass_matrix(q, 0.0, M.reshape(n * n)) != 0:
+    if (not _kinetic_gradient(energy, q, v, qk, E, D) or forcing(q, zu, zt, 0.0, F) != 0
+            or mass_matrix(q, 0.0, M.reshape(n * n)) != 0):
         return False
     for i in range(n):
         D[i] = D[i] + -F[i]
