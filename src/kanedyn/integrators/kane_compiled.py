@@ -1,6 +1,7 @@
 """Fixed-step methods on compiled Kane systems as compiled loops — Störmer–Verlet, midpoint,
-gauss4, AVF, energy–momentum (Gonzalez), Itoh–Abe —: one loop per method for every system,
-which takes the system's generated functions as first-class functions.
+gauss4, AVF, energy–momentum (Gonzalez), Itoh–Abe, and RK4 with force elements or the
+energy projection —: one loop per method for every system, which takes the system's
+generated functions as first-class functions.
 
 A :class:`~kanedyn.kane.codegen.runtime.CompiledSystem` (numba backend) carries its
 equations as generated ``@njit`` functions (``mass_matrix(q, t, M)``, ``forcing(q, u, τ,
