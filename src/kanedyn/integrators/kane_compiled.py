@@ -99,6 +99,14 @@ _KE_STEP = 1e-6
 _STAGNATION = 1e-9
 _EPS = np.finfo(np.float64).eps
 
+@nb.njit(cache=True, nogil=True)
+def _kind(k):
+    """k as a plain int64: numba types a constant argument as a literal and compiles the
+    callee once per value; through this, one compiled ``_stage_newton`` (and
+    ``_project_energy``) serves every loop and kind."""
+    return np.int64(k)
+
+
 # work rows of U (n wide)
 _QN, _P0, _PH, _VA, _R, _XS, _RS, _XK, _RK, _Q, _U, _DT, _F, _QK, _TN, _TS = range(16)
 
@@ -292,7 +300,7 @@ def _verlet_loop(mass_matrix, forcing, energy, ninputs, P, forces, q0, v0, steps
             return k_out
         U[_P0] = M @ v
         x[:] = U[_P0]  # the half kick, from p_n
-        i1 = _stage_newton(5, fns, none2, none, none, h, tc, none, none, 0.0, none, x, none2,
+        i1 = _stage_newton(_kind(5), fns, none2, none, none, h, tc, none, none, 0.0, none, x, none2,
                            none2, no_reuse, tol, maxiter, _STAGNATION, U, M, E, zu, zt, none2)
         wa = np.nan if i1 < 0 else _force_kick(fns, t, zu, x, U, M, E, zu, zt, kb)
         if np.isnan(wa):
@@ -302,7 +310,7 @@ def _verlet_loop(mass_matrix, forcing, energy, ninputs, P, forces, q0, v0, steps
         U[_VA] = U[_U]
         for i in range(n):  # the position, from h v_{n+½}
             x[i] = h * U[_VA, i]
-        i2 = _stage_newton(6, fns, none2, none, none, h, tc, none, none, 0.0, none, x, none2,
+        i2 = _stage_newton(_kind(6), fns, none2, none, none, h, tc, none, none, 0.0, none, x, none2,
                            none2, no_reuse, tol, maxiter, _STAGNATION, U, M, E, zu, zt, none2)
         wb = np.nan if i2 < 0 else _force_kick(fns, t + h, x, U[_PH], U, M, E, zu, zt, kb)
         if np.isnan(wb):
@@ -799,7 +807,7 @@ def _gauss_loop(mass_matrix, forcing, energy, ninputs, P, forces, A, b, d, c, pr
         for a in range(m):
             for e in range(m):
                 Jm[a, e] = (1.0 if a == e else 0.0) - Jm[a, e]
-        it = _stage_newton(0, fns, h * A, none, none, h, tc, pw, none, 0.0, z0, Z, Jm, kept,
+        it = _stage_newton(_kind(0), fns, h * A, none, none, h, tc, pw, none, 0.0, z0, Z, Jm, kept,
                            have_kept, tol, maxiter, _STAGNATION, U, M, E, zu, zt, F)
         if it < 0:
             status[0], status[1] = NEWTON_FAILED, step
@@ -816,7 +824,7 @@ def _gauss_loop(mass_matrix, forcing, energy, ninputs, P, forces, A, b, d, c, pr
             work += h * (b @ pw)
         if project:
             it2 = _project_energy(fns, E0 + work, 1.0 + abs(E0), q, v, U, M, E, zu, zt, D,
-                                  PROJECTION_TOL, PROJECTION_MAXITER)
+                                  PROJECTION_TOL, _kind(PROJECTION_MAXITER))
             if it2 < 0:
                 status[0], status[1] = NEWTON_FAILED, step
                 return k_out
