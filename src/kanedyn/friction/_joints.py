@@ -11,9 +11,12 @@ def joint_speed_index(system, joint) -> int:
     """Index into v of a 1-DOF joint, given by name or by speed index.
 
     ``system`` is anything with ``nv`` and either a ``model`` (a Model: names are
-    its joints') or ``joint_names`` (one name per speed); an integer is taken as the
+    its joints'), a ``source_model`` (a compiled Kane tree of a Model, whose speeds are
+    the Model's) or ``joint_names`` (one name per speed); an integer is taken as the
     speed index itself."""
     model = getattr(system, "model", None)
+    if model is None:
+        model = getattr(system, "source_model", None)
     if isinstance(joint, str):
         if model is None:
             names = getattr(system, "joint_names", None)
