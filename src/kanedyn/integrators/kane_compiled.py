@@ -79,7 +79,7 @@ import numpy as np
 from numba import types
 
 from ..dynamics import _compiled
-from ..forces.kernel import P_K, P_REST, empty_rows, joint_forces, spring_potential
+from ..forces.kernel import empty_rows, joint_forces, spring_gradient_add, spring_potential
 from .base import _chol_solve
 from .gauss_compiled import NEWTON_FAILED, STATE_GUARD
 from .rk4_compiled import save_sample, state_guard, store
@@ -120,17 +120,28 @@ def _workspace(n, ninputs):
 
 @nb.njit(cache=True, nogil=True)
 def _force_power(fns, t, q, v, U) -> float:
-    """U[_TN] ← τ_nc(t, q, v) of the force rows (``fns[3]``; zero without rows,
-    ``fns[4]`` False); returns the power vᵀτ_nc."""
+    """U[_TN] ← τ_nc(t, q, v) and U[_TS] ← τ = τ_nc + τ_springs of the force rows
+    (``fns[3]``; zero without rows, ``fns[4]`` False); returns the power vᵀτ_nc."""
     tau = U[_TN]
     if not fns[4]:
         tau[:] = 0.0
+        U[_TS] = 0.0
         return 0.0
     joint_forces(fns[3], t, q, v, tau, U[_TS])
     power = 0.0
     for i in range(v.shape[0]):
         power += v[i] * tau[i]
     return power
+
+
+@nb.njit(cache=True, nogil=True)
+def _midpoint_force(fns, t, dq, vbar, U) -> float:
+    """U[_TN] ← τ_nc(t, q_n + Δq/2, v̄) (discrete_gradient.py's ``forcing`` on additive
+    coordinates; q_n in U[_QN], the point in U[_XS]); returns v̄ᵀτ_nc."""
+    q = U[_XS]
+    for i in range(vbar.shape[0]):
+        q[i] = U[_QN, i] + 0.5 * dq[i]
+    return _force_power(fns, t, q, vbar, U)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -214,10 +225,11 @@ def _kick(fns, x, p, U, M, E, zu, zt, k) -> bool:
     if not _kinetic_gradient(energy, q, v, qk, E, dT) or forcing(q, zu, zt, 0.0, F) != 0:
         return False
     for i in range(n):
-        g = -dT[i] + -F[i]  # ∂H/∂q = −∂T/∂q + g, g = −forcing(q, 0, 0)
-        if forces:  # − τ_springs = + k (q − q_rest)
-            g = g - -(P[i, P_K] * (q[i] - P[i, P_REST]))
-        k[i] = -g
+        k[i] = -dT[i] + -F[i]  # ∂H/∂q = −∂T/∂q + g, g = −forcing(q, 0, 0)
+    if forces:  # − τ_springs = + k (q − q_rest)
+        spring_gradient_add(P, q, 1.0, k)
+    for i in range(n):
+        k[i] = -k[i]
     return True
 
 
@@ -359,8 +371,8 @@ def _energy_gradient(fns, q, v, U, M, E, zu, zt, D) -> bool:
         return False
     for i in range(n):
         D[i] = D[i] + -F[i]
-        if forces:
-            D[i] = D[i] - -(P[i, P_K] * (q[i] - P[i, P_REST]))
+    if forces:
+        spring_gradient_add(P, q, 1.0, D[:n])
     D[n:] = M @ v
     return True
 
@@ -471,10 +483,7 @@ def _minus_force(fns, h, t, Z, vbar, U, R) -> bool:
     if not fns[4]:
         return True
     n = vbar.shape[0]
-    q = U[_XS]
-    for i in range(n):
-        q[i] = U[_QN, i] + 0.5 * Z[i]
-    _force_power(fns, t, q, vbar, U)
+    _midpoint_force(fns, t, Z, vbar, U)
     for i in range(n):
         R[n + i] -= h * U[_TN, i]
     return True
@@ -484,11 +493,9 @@ def _minus_force(fns, h, t, Z, vbar, U, R) -> bool:
 def _hamiltonian(fns, q, p, M, E, v) -> float:
     """H(q, p) = E(q, M⁻¹p) by the generated energy (energy_momentum.py's ``_H``), + the
     springs' potential of the force rows; NaN where a generated function refuses q."""
-    if not _velocity(fns[0], q, p, M, v) or fns[2](q, v, 0.0, E) != 0:
+    if not _velocity(fns[0], q, p, M, v):
         return np.nan
-    if fns[4]:
-        return E[0] + spring_potential(fns[3], q)
-    return E[0]
+    return _energy(fns, q, v, E)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -640,10 +647,7 @@ def _itoh_abe_polish(fns, symmetric, h, t, z0, d, U, M, E, F) -> bool:
         for i in range(n):
             new[i] = -h * gq[i]
         if fns[4]:
-            q = U[_XS]
-            for i in range(n):
-                q[i] = U[_QN, i] + 0.5 * dq[i]
-            _force_power(fns, t, q, gp, U)
+            _midpoint_force(fns, t, dq, gp, U)
             for i in range(n):
                 new[i] += h * U[_TN, i]
         same = True
@@ -895,11 +899,10 @@ def _dg_loop(mass_matrix, forcing, energy, ninputs, P, forces, kind, xi, w, mask
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
         if forces:  # h v̄ᵀτ_nc(t + h/2, q_n + Δq/2, v̄), v̄ = Δq/h
-            vbar, qm = U[_VA], U[_XS]
+            vbar = U[_VA]
             for i in range(n):
                 vbar[i] = d[i] / h
-                qm[i] = q[i] + 0.5 * d[i]
-            work += h * _force_power(fns, tc[0], qm, vbar, U)
+            work += h * _midpoint_force(fns, tc[0], d, vbar, U)
         for i in range(n):
             q[i] = q[i] + d[i]
             z0[n + i] = z0[n + i] + d[n + i]
@@ -922,15 +925,12 @@ FORWARD_DYNAMICS = types.FunctionType(types.int64(_V, _V, _V, types.float64, _V,
 
 
 @nb.njit(cache=True, nogil=True)
-def _rk4_stage(fd, P, t, q, v, tau, tnc, work, a) -> float:
+def _rk4_stage(fd, fns, t, q, v, U, work, a) -> float:
     """a ← u̇(q, v) with τ = τ_nc + τ_springs of the rows at t (rk4.py's ``_f``); returns
     ẇ = vᵀτ_nc, NaN where the generated forward dynamics refuses the state."""
-    joint_forces(P, t, q, v, tnc, tau)
-    if fd(q, v, tau, 0.0, a, work) != 0:
+    w = _force_power(fns, t, q, v, U)
+    if fd(q, v, U[_TS], 0.0, a, work) != 0:
         return np.nan
-    w = 0.0
-    for i in range(v.shape[0]):
-        w += v[i] * tnc[i]
     return w
 
 
@@ -947,7 +947,7 @@ def _rk4_loop(mass_matrix, forcing, energy, ninputs, P, forces, forward_dynamics
     n = v0.shape[0]
     U, M, E, zu, zt = _workspace(n, ninputs)
     q, v = q0.copy(), v0.copy()
-    tau, tnc, work = np.empty(n), np.empty(n), np.empty(max(n * n, 1))
+    work = np.empty(max(n * n, 1))
     K = np.empty((4, 2, n))  # (k_x, k_v) of the four stages
     qs, vs, D, kw = np.empty(n), np.empty(n), np.empty(2 * n), np.empty(4)
     k_out, vmax0, w = store(q, v, Q, V, 0), _largest(v), 0.0
@@ -964,7 +964,7 @@ def _rk4_loop(mass_matrix, forcing, energy, ninputs, P, forces, forward_dynamics
                     qs[i] = q[i] + c * K[s - 1, 0, i]
                     vs[i] = v[i] + c * K[s - 1, 1, i]
             ts = t if s == 0 else (t + h if s == 3 else t + h / 2)
-            kw[s] = _rk4_stage(forward_dynamics, P, ts, qs, vs, tau, tnc, work, K[s, 1])
+            kw[s] = _rk4_stage(forward_dynamics, fns, ts, qs, vs, U, work, K[s, 1])
             if np.isnan(kw[s]):
                 status[0], status[1] = NEWTON_FAILED, step
                 return k_out
@@ -998,26 +998,18 @@ def rk4_applicable(problem, project) -> bool:
     from .projection import parse_invariants
 
     s = problem.system
-    no_forces = (problem.tau_cons is None and problem.tau_nc is None
-                 and problem.potential is None)
-    return (getattr(s, "compiled_forward_dynamics", None) is not None
-            and (no_forces or getattr(problem, "force_rows", None) is not None)
-            and (project is None or parse_invariants(project) == ("energy",))
-            and bool(getattr(s, "chart_is_additive", False)) and s.nq == s.nv
-            and int(s.ninputs) == s.nv and problem.progress is None)
+    return (applicable(problem) and getattr(s, "compiled_forward_dynamics", None) is not None
+            and int(s.ninputs) == s.nv
+            and (project is None or parse_invariants(project) == ("energy",)))
 
 
 def run_rk4(problem, project: bool):
     """RK4's run (``project``: with the energy projection) in :func:`_rk4_loop` (see
     :func:`_run`)."""
-    s = problem.system
-    rows = getattr(problem, "force_rows", None)
-    P = np.ascontiguousarray(empty_rows(s.nv) if rows is None else rows, dtype=float)
     name = "rk4+project('energy',)" if project else "rk4"
     return _run(problem, name, _rk4_loop, _RK4_SIGNATURE,
-                (*s.compiled_functions, int(s.ninputs), P, rows is not None,
-                 s.compiled_forward_dynamics, bool(project)),
-                (PROJECTION_TOL, PROJECTION_MAXITER))
+                (*_functions_and_rows(problem), problem.system.compiled_forward_dynamics,
+                 bool(project)), (PROJECTION_TOL, PROJECTION_MAXITER))
 
 
 _LOOPS: dict = {}
@@ -1107,12 +1099,17 @@ def _run_newton(problem, name: str, py_func, signature, args: tuple, tol: float,
     """A run in one of the implicit methods' loops, ``args`` its method's arguments after
     the generated functions and the force rows (``stagnation``: Newton's bar for the
     discrete gradients' loop); see :func:`_run`."""
+    return _run(problem, name, py_func, signature, (*_functions_and_rows(problem), *args),
+                (float(tol), int(maxiter), *stagnation))
+
+
+def _functions_and_rows(problem) -> tuple:
+    """What every loop takes first (``_FNS``): the generated functions, the number of
+    inputs, the force rows (empty rows where there are none) and whether they act."""
     s = problem.system
     rows = getattr(problem, "force_rows", None)
     P = np.ascontiguousarray(empty_rows(s.nv) if rows is None else rows, dtype=float)
-    return _run(problem, name, py_func, signature,
-                (*s.compiled_functions, int(s.ninputs), P, rows is not None, *args),
-                (float(tol), int(maxiter), *stagnation))
+    return (*s.compiled_functions, int(s.ninputs), P, rows is not None)
 
 
 def _run(problem, name: str, py_func, signature, head: tuple, tail: tuple):
