@@ -163,8 +163,11 @@ class AdditiveHamiltonian:
         return self.problem.energy(q, solve_spd(self.system.mass_matrix(q), p))
 
     def gradient(self, x, p):
-        a, b, v = self.problem.hamiltonian_gradient(self.qn + x, p)
-        return a, b, None, v, None
+        """(∂H/∂x, ẋ = ∂H/∂p, q, v, None): q itself too, which a force element that depends
+        on the configuration (a wrench, a torque of q) is evaluated at."""
+        q = self.qn + x
+        a, b, v = self.problem.hamiltonian_gradient(q, p)
+        return a, b, q, v, None
 
     def inverse_mass(self, x):
         return np.linalg.inv(self.system.mass_matrix(self.qn + x))

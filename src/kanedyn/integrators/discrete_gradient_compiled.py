@@ -100,10 +100,10 @@ from ..dynamics.kernels.spatial_rows import inertia_world_s, sym_times_s, x_inv_
 from ..dynamics.layout import ARMATURE, GRAV, IQ, IV, MASS, NQ, NVJ, PARENT, SINGTOL, H
 from ..forces.kernel import (
     P_K,
+    applied_forces,
     damping_slopes,
     empty_rows,
     has_forces,
-    joint_forces,
     spring_gradient_add,
     spring_potential,
 )
@@ -892,7 +892,9 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
                 for i in range(n):
                     qk[i] = q[i] + 0.5 * d0[i]
                     vk[i] = d0[i] / h
-                joint_forces(P, tm, qk, vk, tau_nc, tau)
+                if applied_forces(data, P, tm, qk, vk, tau_nc, tau):
+                    status[0], status[1] = 3, step
+                    return k_out
                 for i in range(n):
                     d0[n + i] += h * tau_nc[i]
         ok, total, built = False, 0, False
@@ -987,7 +989,9 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
             for i in range(n):
                 qk[i] = q[i] + 0.5 * d[i]
                 vk[i] = d[i] / h
-            joint_forces(P, tm, qk, vk, tau_nc, tau)
+            if applied_forces(data, P, tm, qk, vk, tau_nc, tau):
+                status[0], status[1] = 3, step
+                return k_out
             for i in range(n):
                 work += h * vk[i] * tau_nc[i]
         d_ = d.reshape((1, 2 * n))
@@ -1088,7 +1092,8 @@ def _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, 
     if forces:
         for i in range(n):
             qk[i] = q[i] + 0.5 * dq[i]
-        joint_forces(P, tm, qk, gp, tau_nc, tau)
+        if applied_forces(data, P, tm, qk, gp, tau_nc, tau):
+            return False
         for i in range(n):
             r[n + i] -= h * tau_nc[i]
     return True
@@ -1126,7 +1131,8 @@ def _polish(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, g1, g2, gp, x, mw,
             momentum_part(Minv0, p, dp, True, v)
             for i in range(n):
                 gp[i] = 0.5 * (gp[i] + v[i])
-        joint_forces(P, tm, qk, gp, tau_nc, tau)
+        if applied_forces(data, P, tm, qk, gp, tau_nc, tau):
+            return False
         same = True
         for i in range(n):
             g2[i] = -h * g1[i] + h * tau_nc[i]

@@ -69,6 +69,7 @@ from ..dynamics.flat import flatten
 from ..dynamics.layout import FREE, IQ, IV, JTYPE, NVJ, SPHERICAL
 from ..forces.kernel import (
     P_K,
+    applied_forces,
     damping_slopes,
     empty_rows,
     has_forces,
@@ -164,8 +165,9 @@ def hamiltonian_field(data, P, forces, t, q, p, M, L, v, dT, dV, out, tnc, tau, 
     for i in range(v.shape[0]):
         fq[i] = v[i]
         fp[i] = dT[i] - dV[i]
+    if forces and applied_forces(data, P, t, q, v, tnc, tau):
+        return BAD_STATE
     if forces:
-        joint_forces(P, t, q, v, tnc, tau)
         for i in range(v.shape[0]):
             fp[i] += tau[i]
     return 0
@@ -732,9 +734,11 @@ def _gauss_loop(data, P, forces, iqd, t0, tangent, q0, v0, dt, n_steps, every, A
             return k_out
         last_it, last_h = it, h
         if forces:
-            # W_nc += h Σ b_i v_iᵀ τ_nc(t + c_i h, v_i) (the reference's quadrature, τ_nc
-            # independent of q): v_i the stage velocity, y_i in tangent form, else q̇ at the
-            # stage, (A⁻¹Z)_i/h (= f_i at the solution of the stage equations)
+            # W_nc += h Σ b_i v_iᵀ τ_nc(t + c_i h, q_i, v_i) (the reference's quadrature):
+            # v_i the stage velocity, y_i in tangent form, else q̇ at the stage, (A⁻¹Z)_i/h
+            # (= f_i at the solution of the stage equations); q_i = q + x_i in canonical
+            # form (a wrench's rows need it; the tangent form has joint rows alone, which
+            # take q only for the springs, not in τ_nc)
             for i in range(st):
                 for k in range(n):
                     if tangent:
@@ -744,7 +748,12 @@ def _gauss_loop(data, P, forces, iqd, t0, tangent, q0, v0, dt, n_steps, every, A
                         for j in range(st):
                             acc += Ainv[i, j] * Z[j, k]
                         vst[k] = acc / h
-                joint_forces(P, t + c[i] * h, qd, vst, tnc, tau)
+                        qs[k] = q[k] + Z[i, k]
+                if tangent:
+                    joint_forces(P, t + c[i] * h, qd, vst, tnc, tau)
+                elif applied_forces(data, P, t + c[i] * h, qs, vst, tnc, tau):
+                    status[0], status[1] = NEWTON_FAILED, step
+                    return k_out
                 pw = 0.0
                 for k in range(n):
                     pw += vst[k] * tnc[k]

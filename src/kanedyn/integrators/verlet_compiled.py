@@ -63,7 +63,7 @@ from ..dynamics import _compiled, kernels
 from ..dynamics.derivatives_kernel import rnea_tangent_static
 from ..dynamics.energy_kernel import energy_pass
 from ..dynamics.flat import flatten
-from ..forces.kernel import damping_slopes, empty_rows, has_forces, joint_forces
+from ..forces.kernel import applied_forces, damping_slopes, empty_rows, has_forces, joint_forces
 from .base import cholesky, cholesky_solve
 from .gauss_compiled import (
     BAD_STATE,
@@ -243,8 +243,10 @@ def _verlet_loop(data, P, forces, t0, q0, v0, dt, n_steps, every, tol, maxiter, 
             if energy_pass(data, q, va, dT, dV, out) != 0:
                 status[0], status[1] = BAD_STATE, step
                 return k_out
-            if forces:  # K += τ(t, q_n, v_{n+½}): springs and τ_nc
-                joint_forces(P, t, q, va, tnc, tau)
+            if forces:  # K += τ(t, q_n, v_{n+½}): springs, τ_nc and the wrenches
+                if applied_forces(data, P, t, q, va, tnc, tau):
+                    status[0], status[1] = BAD_STATE, step
+                    return k_out
                 for i in range(n):
                     dT[i] += tau[i]
             for i in range(n):
@@ -270,7 +272,7 @@ def _verlet_loop(data, P, forces, t0, q0, v0, dt, n_steps, every, tol, maxiter, 
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
         if forces:  # W_nc: the trapezoid of the two kicks, ½ h (v_aᵀτ_a + v_bᵀτ_b)
-            joint_forces(P, t, q, va, tnc, tau)
+            applied_forces(data, P, t, q, va, tnc, tau)  # (its status was 0 in the kick)
             for i in range(n):
                 wnc += 0.5 * h * va[i] * tnc[i]
         # --- x = h/2 (v_{n+½} + M(q_n + x)⁻¹ p_{n+½}) --------------------------------
@@ -313,7 +315,9 @@ def _verlet_loop(data, P, forces, t0, q0, v0, dt, n_steps, every, tol, maxiter, 
             status[0], status[1] = BAD_STATE, step
             return k_out
         if forces:  # the kick at (t + h, q_{n+1}, M(q_{n+1})⁻¹ p_{n+½})
-            joint_forces(P, t + h, xs, vb, tnc, tau)
+            if applied_forces(data, P, t + h, xs, vb, tnc, tau):
+                status[0], status[1] = BAD_STATE, step
+                return k_out
             for i in range(n):
                 dT[i] += tau[i]
                 wnc += 0.5 * h * vb[i] * tnc[i]

@@ -127,9 +127,9 @@ from ..forces.kernel import (
     P_K,
     P_REST,
     P_VS,
+    applied_forces,
     force_rows,
     has_forces,
-    joint_forces,
     spring_potential,
 )
 from ..integrators.base import Solution
@@ -226,11 +226,13 @@ def _energy(data, P, q, v, summary):
 @njit(cache=True, nogil=True)
 def _stage(data, P, forces, t, q, v, tau_nc, tau, fext, a, ws):
     """a = ABA(q, v, τ(t, q, v)) with the joint forces τ of the rows ``P``
-    (:func:`~kanedyn.forces.kernel.joint_forces`; none unless ``forces``), ``ws`` the ABA
-    workspace (:func:`~kanedyn.dynamics.kernels.aba.aba_workspace`, allocated once a
-    run); returns the kernel's status (0 ok)."""
+    (:func:`~kanedyn.forces.kernel.applied_forces`: the wrench rows too; none unless
+    ``forces``), ``ws`` the ABA workspace (:func:`~kanedyn.dynamics.kernels.aba.aba_workspace`,
+    allocated once a run); returns the kernel's status (0 ok)."""
     if forces:
-        joint_forces(P, t, q, v, tau_nc, tau)
+        st = applied_forces(data, P, t, q, v, tau_nc, tau)
+        if st:
+            return st
     return K.aba_core(data, q, v, tau, fext, False, a, *ws)
 
 
@@ -901,7 +903,8 @@ def run_rk4(compiled: bool, problem, forces, project) -> Solution | None:
         if run is _run_one or rows is None or model.armature.any():
             return None
         extra = (tuple(rows),)
-    P, why = force_rows(model, forces)
+    # (constant wrenches: the additive loop's stages evaluate them at q itself)
+    P, why = force_rows(model, forces, wrenches=run is _run_one)
     if why is not None:
         return None
     name = "rk4" if invariants is None else f"rk4+project{invariants}"

@@ -121,16 +121,20 @@ def _rows(sys_, fs: ForceSet):
     of its Model (springs and friction on its 1-DOF joints, dampers on every speed); on a
     Model cut at loop closures (a ConstrainedSystem with a compiled form: the constrained
     energy–momentum loop) the rows of its tree; on a compiled Kane tree derived from a
-    Model (integrators/kane_compiled.py) the rows of that Model, whose q and v it has."""
-    model = (getattr(sys_, "compiled_step", None)
-             or getattr(sys_, "compiled_manifold_step", None))
+    Model (integrators/kane_compiled.py) the rows of that Model, whose q and v it has.
+    Constant wrenches take rows (``wrenches=True``) only on a Model with additive
+    coordinates (``compiled_step``), whose loops — rk4, midpoint, gauss4, verlet and the
+    discrete gradients — evaluate them at q itself; elsewhere they have no row and the
+    run takes the Python steps."""
+    additive = getattr(sys_, "compiled_step", None)
+    model = additive or getattr(sys_, "compiled_manifold_step", None)
     if model is None and callable(getattr(sys_, "compiled_form", None)):
         model = getattr(sys_, "model", None)
     if model is None and getattr(sys_, "compiled_functions", None) is not None:
         model = getattr(sys_, "source_model", None)  # a compiled Kane tree of a Model
     if not fs.elements or model is None:
         return None
-    return force_rows(model, fs.elements)[0]
+    return force_rows(model, fs.elements, wrenches=model is additive)[0]
 
 
 def _vector(x, n: int, what: str) -> np.ndarray:

@@ -280,7 +280,7 @@ def _compiled_run(sys_, items, tau, fs, compiled: bool):
             x.smoothing is not None and x.smoothing.kind not in SMOOTHING_CODES))
            for x in laws):
         return None
-    P, why = force_rows(model, fs.elements, friction=True)
+    P, why = force_rows(model, fs.elements, friction=True, wrenches=True)
     if why is not None:
         return None
 

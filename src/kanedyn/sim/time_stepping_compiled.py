@@ -49,7 +49,7 @@ import numba as nb
 import numpy as np
 
 from ..dynamics import _compiled, kernels
-from ..forces.kernel import joint_forces, spring_potential
+from ..forces.kernel import applied_forces, spring_potential
 from ..friction.laws_kernel import stribeck_curve, stribeck_derivative, stribeck_force
 from ..integrators.base import cholesky, cholesky_solve
 
@@ -227,8 +227,8 @@ def time_stepping_run(data, P, forces, FT, idx, q0, v0, dt, n_steps, Q, V, FR, S
         t = n * dt
         s |= kernels.crba_core(data, q, M, Xc, Pc, Fc, Ac)
         s |= kernels.rnea_core(data, q, v, v, data, True, False, False, h, Xr, wr)  # h(q, v)
-        if forces:
-            joint_forces(P, t, q, v, tau_nc, tau)
+        if forces:  # the joint rows and the wrenches' Jᵀf at (t, q, v)
+            s |= applied_forces(data, P, t, q, v, tau_nc, tau)
         for i in range(nv):
             rhs[i] = dt * (tau[i] - h[i])
         nk = 0
