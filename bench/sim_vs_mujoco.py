@@ -21,6 +21,12 @@ the CPU time of the run, for every method and for MuJoCo — written to
     .venv/bin/python bench/sim_vs_mujoco.py --no-diagram --forces 0.1
                                                        # a damper on every joint
 
+``--couple N``: a constant couple of N N·m about the world y axis on the chain's last link,
+an :class:`~kanedyn.forces.ExternalWrench` ``[0, N, 0, 0, 0, 0]`` in world coordinates (its
+compiled wrench row) in ours, ``xfrc_applied`` in MuJoCo's (the budget column as for
+``--forces``). ``--python``: a last column, the Python steps' µs a step (``compiled=False``,
+1 s of the run at most) and the compiled loop's share of it.
+
 ``--forces c``: a :class:`~kanedyn.forces.JointDamper` of c N·m·s/rad on every joint of our
 chain (every method takes it by its compiled force row), ``damping="c"`` on every joint of
 MuJoCo's (its damper flag on); the last column is then our energy budget
@@ -66,9 +72,10 @@ def mjcf_chain(n: int, integrator: str, dt: float, length: float = 1.0,
             f'</option><worldbody>{body}</worldbody></mujoco>')
 
 
-def mujoco_run(n, integrator, q0, v0, dt, t_final, repeat=1, damping=0.0):
+def mujoco_run(n, integrator, q0, v0, dt, t_final, repeat=1, damping=0.0, couple=0.0):
     """(s/step — best of ``repeat`` runs after a warm-up —, energies, final qpos, qvel);
-    ``damping`` > 0: that joint damping on every joint."""
+    ``damping`` > 0: that joint damping on every joint; ``couple``: a couple about the
+    world y axis on the last body (``xfrc_applied``)."""
     attrs = [f'damping="{damping}"'] * n if damping > 0 else None
     model = mujoco.MjModel.from_xml_string(mjcf_chain(n, integrator, dt, joint_attrs=attrs,
                                                       damper=damping > 0))
@@ -81,6 +88,7 @@ def mujoco_run(n, integrator, q0, v0, dt, t_final, repeat=1, damping=0.0):
         mujoco.mj_resetData(model, data)
         data.qpos[:] = q0
         data.qvel[:] = v0
+        data.xfrc_applied[n, 4] = couple  # (body 0 is the world)
         mujoco.mj_forward(model, data)
         E = [data.energy[0] + data.energy[1]]
         t = time.perf_counter()
@@ -130,8 +138,13 @@ def main() -> None:
     ap.add_argument("--links", default="7,20", help="chain lengths, comma-separated")
     ap.add_argument("--forces", type=float, default=0.0, metavar="C",
                     help="a damper of C N·m·s/rad on every joint (MuJoCo: damping=C)")
+    ap.add_argument("--couple", type=float, default=0.0, metavar="N",
+                    help="a couple of N N·m about world y on the last link (MuJoCo: "
+                         "xfrc_applied)")
+    ap.add_argument("--python", action="store_true",
+                    help="also time the Python steps (compiled=False, 1 s at most)")
     args = ap.parse_args()
-    c = args.forces
+    c, couple = args.forces, args.couple
     methods = METHODS
     if args.methods:
         wanted = args.methods.split(",")
@@ -142,24 +155,32 @@ def main() -> None:
     t_final = 1.0 if args.quick else 10.0
     dt = 1e-3
     print(f"kanedyn {kd.__version__}, MuJoCo {mujoco.__version__}; dt = {dt}, {t_final} s"
-          + (f"; a damper of {c} N·m·s/rad on every joint" if c > 0 else "") + "\n")
+          + (f"; a damper of {c} N·m·s/rad on every joint" if c > 0 else "")
+          + (f"; a couple of {couple} N·m about world y on the last link" if couple else "")
+          + "\n")
     for n in (int(k) for k in args.links.split(",")):
         model = kd.models.pendulum_chain(n, planar=False, radius=RADIUS)
-        extra = ({"forces": [kd.forces.JointDamper(j, c) for j in model.joint_names]}
-                 if c > 0 else {})
+        elements = [kd.forces.JointDamper(j, c) for j in model.joint_names] if c > 0 else []
+        if couple:
+            elements.append(kd.forces.ExternalWrench(f"link{n}", [0.0, couple, 0.0, 0.0, 0.0,
+                                                                  0.0], frame="world"))
+        extra = {"forces": elements} if elements else {}
         q0 = 0.5 * np.cos(np.arange(n))  # a bent chain, released from rest
         v0 = np.zeros(n)
         E0 = kd.kinetic_energy(model, q0, v0) + kd.potential_energy(model, q0)
         mj = {}
         for integ in ("RK4", "Euler"):
-            us, E, _, _ = mujoco_run(n, integ, q0, v0, dt, t_final, repeat=3, damping=c)
+            us, E, _, _ = mujoco_run(n, integ, q0, v0, dt, t_final, repeat=3, damping=c,
+                                     couple=couple)
             assert abs(E[0] - E0) < 1e-9 * abs(E0), (E[0], E0)  # same model, same energy
             mj[integ] = (us, np.abs(E - E[0]).max() / abs(E[0]))
         print(f"{n}-link chain, E(0) = {E0:.6g} J (equal in both)")
-        last = "budget" if c > 0 else "energy drift"
-        print(f"  {'method':22s} {'µs/step':>9s} {'x MuJoCo RK4':>13s} {last:>13s}")
+        forced = c > 0 or couple != 0.0
+        last = "budget" if forced else "energy drift"
+        print(f"  {'method':22s} {'µs/step':>9s} {'x MuJoCo RK4':>13s} {last:>13s}"
+              + (f" {'Python µs':>10s} {'÷ Python':>9s}" if args.python else ""))
         for integ, (us, drift) in mj.items():
-            shown = f"{'—':>13s}" if c > 0 else f"{drift:13.2e}"
+            shown = f"{'—':>13s}" if forced else f"{drift:13.2e}"
             print(f"  {'MuJoCo ' + integ:22s} {us * 1e6:9.2f} {us / mj['RK4'][0]:13.2f} "
                   f"{shown}")
         for method, kw in methods:
@@ -167,10 +188,15 @@ def main() -> None:
             # best of 3, as MuJoCo; the Python ones once
             rep = 3 if method in COMPILED else 1
             us, tr = ours(model, method, q0, v0, dt, t_final, repeat=rep, **kw, **extra)
-            drift = (np.abs(tr.budget).max() if c > 0
+            drift = (np.abs(tr.budget).max() if forced
                      else np.abs(tr.energy - tr.energy[0]).max()) / abs(tr.energy[0])
+            py = ""
+            if args.python:
+                ps, _ = ours(model, method, q0, v0, dt, min(t_final, 1.0), compiled=False,
+                             **kw, **extra)
+                py = f" {ps * 1e6:10.1f} {us / ps:9.3f}"
             print(f"  {label(method, kw):22s} {us * 1e6:9.2f} {us / mj['RK4'][0]:13.2f} "
-                  f"{drift:13.2e}", flush=True)
+                  f"{drift:13.2e}{py}", flush=True)
         print()
     if not args.no_diagram:
         work_precision(Path(__file__).with_suffix(".png"), methods)

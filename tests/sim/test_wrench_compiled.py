@@ -7,11 +7,14 @@ its Python steps (``compiled=False``) with two wrenches and a damper, the discre
 gradients' energy budget with the wrenches doing work, and a wrench given as a Python
 function, which has no row: the Python steps, the same run."""
 
+import warnings
+
 import numpy as np
 import pytest
 
 import kanedyn as kd
 from kanedyn.dynamics.flat import flatten
+from kanedyn.errors import KanedynWarning
 from kanedyn.forces import ExternalWrench, JointDamper
 from kanedyn.forces.kernel import force_rows, has_forces, wrench_forces_add
 from kanedyn.integrators import discrete_gradient_compiled as dgc
@@ -133,14 +136,25 @@ def test_discrete_gradient_budget_closes_with_wrenches(method, loop_runs):
 
 
 def test_a_wrench_function_takes_the_python_steps_and_the_same_run(loop_runs):
-    """A wrench given as a function has no row: no loop runs, and the Python steps give the
-    run of the same wrench given as constants in the compiled loop."""
-    fn = kd.simulate(MODEL, Q0, V0, 0.1, method="avf", dt=2e-3,
-                     forces=elements(as_function=True))
+    """A wrench given as a function has no row: no loop runs, the run says so (a warning
+    and ``stats["python_steps"]``; not when compiled=False asks for the Python steps), and
+    the Python steps give the run of the same wrench given as constants in the compiled
+    loop."""
+    with pytest.warns(KanedynWarning, match=r"simulate\[avf\]: ExternalWrench on 'link3' "
+                      r"\(a Python function\) has no compiled form.*every step"):
+        fn = kd.simulate(MODEL, Q0, V0, 0.1, method="avf", dt=2e-3,
+                         forces=elements(as_function=True))
     assert loop_runs == []
+    assert "has no compiled form" in fn.stats["python_steps"]
     const = kd.simulate(MODEL, Q0, V0, 0.1, method="avf", dt=2e-3, forces=elements())
     assert loop_runs == ["run"]
     np.testing.assert_allclose(fn.q, const.q, rtol=0, atol=1e-10)
+    assert "python_steps" not in const.stats
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        asked = kd.simulate(MODEL, Q0, V0, 0.01, method="avf", dt=2e-3,
+                            forces=elements(as_function=True), compiled=False)
+    assert "python_steps" not in asked.stats
 
 
 def test_time_stepping_with_wrenches_equals_the_python_reference(monkeypatch):
@@ -167,3 +181,99 @@ def test_time_stepping_with_wrenches_equals_the_python_reference(monkeypatch):
     np.testing.assert_allclose(fast.v, ref.v, rtol=0, atol=1e-11)
     np.testing.assert_allclose(fast.work_nc, ref.work_nc, rtol=0,
                                atol=1e-11 * np.abs(ref.work_nc).max())
+
+
+@pytest.fixture(scope="module")
+def kane_chain():
+    """MODEL's Kane equations (kane.tree.derive), compiled by numba: the Model's q and v."""
+    from kanedyn.kane import tree
+
+    return tree.derive(MODEL).compile(backend="numba")
+
+
+@pytest.mark.parametrize("method", ["rk4", "verlet", "midpoint", "avf", "itoh_abe"])
+def test_kane_loops_with_wrenches_equal_the_python_steps(kane_chain, method, monkeypatch):
+    """On the compiled Kane tree of MODEL the wrenches bind through its source Model and run
+    in kane_compiled's loops: the Python steps' run (compiled=False) to 1e-10, and the
+    Model's own compiled run likewise (other equations of the same motion)."""
+    from kanedyn.integrators import kane_compiled
+
+    calls = []
+    real = kane_compiled._run
+    monkeypatch.setattr(kane_compiled, "_run",
+                        lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    fast = kd.simulate(kane_chain, Q0, V0, 0.15, method=method, dt=1e-3, forces=elements())
+    assert calls  # a loop of kane_compiled ran it
+    ref = kd.simulate(kane_chain, Q0, V0, 0.15, method=method, dt=1e-3, forces=elements(),
+                      compiled=False)
+    model = kd.simulate(MODEL, Q0, V0, 0.15, method=method, dt=1e-3, forces=elements())
+    for other in (ref, model):
+        np.testing.assert_allclose(fast.q, other.q, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(fast.work_nc, other.work_nc, rtol=0, atol=1e-10)
+    assert abs(ref.work_nc[-1]) > 1e-2
+
+
+def _rotation(axis, angle):
+    """exp(angle [axis]×), axis a unit vector (Rodrigues)."""
+    K = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]],
+                  [-axis[1], axis[0], 0.0]])
+    return np.eye(3) + np.sin(angle) * K + (1.0 - np.cos(angle)) * K @ K
+
+
+@pytest.mark.parametrize("method", ["rk4", "midpoint", "gauss4"])
+def test_a_thruster_and_a_couple_move_a_free_body_as_the_closed_form(method, monkeypatch):
+    """A free body in zero gravity, at rest, turned: a constant force f through its centre
+    of mass in its own axes (a thruster) moves it without turning it,
+    p(t) = p₀ + ½ R₀ f t² / m; a constant world couple n on an isotropic body (I = c·1)
+    turns it about n at θ(t) = ½ |n| t² / c, p fixed. Each method is exact on this
+    motion (quadratic in t); the floating-base loops (rk4's manifold loop, the tangent form
+    of midpoint and gauss4) run it, to 1e-10."""
+    from kanedyn.sim import rk4_manifold
+
+    runs = []
+    for module, name in ((rk4_manifold, "run_one"), (gauss_compiled, "run")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, _r=real, **k: runs.append(1) or _r(*a, **k))
+    m, c, T = 2.0, 0.3, 0.8
+    body = kd.models.free_body(mass=m, inertia=(c, c, c), gravity=(0.0, 0.0, 0.0))
+    q0 = kd.random_configuration(body, np.random.default_rng(4))
+    R0, p0 = kd.frame_placement(body, q0, "body")
+    f = np.array([0.4, -1.0, 0.7])
+    tr = kd.simulate(body, q0, np.zeros(6), T, method=method, dt=1e-2,
+                     forces=[ExternalWrench("body", [0.0, 0.0, 0.0, *f])])
+    R, p = kd.frame_placement(body, tr.q[-1], "body")
+    np.testing.assert_allclose(p, p0 + 0.5 * R0 @ f * T**2 / m, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(R, R0, rtol=0, atol=1e-10)
+    n = np.array([0.3, 0.2, -0.6])
+    tr = kd.simulate(body, q0, np.zeros(6), T, method=method, dt=1e-2,
+                     forces=[ExternalWrench("body", [*n, 0.0, 0.0, 0.0], frame="world")])
+    R, p = kd.frame_placement(body, tr.q[-1], "body")
+    theta = 0.5 * np.linalg.norm(n) * T**2 / c
+    np.testing.assert_allclose(R, _rotation(n / np.linalg.norm(n), theta) @ R0, rtol=0,
+                               atol=1e-10)
+    np.testing.assert_allclose(p, p0, rtol=0, atol=1e-12)
+    assert len(runs) == 2  # both runs in a compiled loop
+    np.testing.assert_allclose(tr.budget, 0.0, rtol=0, atol=1e-10 * abs(tr.energy).max())
+
+
+FLOATING = with_tool(kd.models.random_tree(4, seed=7, floating_base=True,
+                                           joint_types=("revolute", "spherical")), "body2")
+
+
+@pytest.mark.parametrize("method", ["rk4", "midpoint", "gauss4", "verlet"])
+def test_floating_tree_loops_with_wrenches_equal_the_python_steps(method):
+    """On a floating tree with ball joints, wrenches on a body, the tool frame and the base:
+    the compiled loops (rk4's manifold loop, the tangent form of midpoint and gauss4; the
+    variational Verlet takes the Python steps: its kicks are in chart coordinates) against
+    the Python steps, to 1e-10."""
+    q0 = kd.random_configuration(FLOATING, np.random.default_rng(2))
+    v0 = np.random.default_rng(3).normal(0.0, 0.5, FLOATING.nv)
+    fs = [ExternalWrench("body3", F_LOCAL), ExternalWrench("tool", F_WORLD, frame="world"),
+          ExternalWrench("body0", 0.5 * F_LOCAL), JointDamper("joint1", 0.2)]
+    fast = kd.simulate(FLOATING, q0, v0, 0.1, method=method, dt=1e-3, forces=fs)
+    ref = kd.simulate(FLOATING, q0, v0, 0.1, method=method, dt=1e-3, forces=fs,
+                      compiled=False)
+    tol = 1e-12 if method == "rk4" else 1e-10
+    np.testing.assert_allclose(fast.q, ref.q, rtol=0, atol=tol)
+    np.testing.assert_allclose(fast.work_nc, ref.work_nc, rtol=0, atol=tol)
+    assert abs(ref.work_nc[-1]) > 1e-3

@@ -10,6 +10,7 @@ from numpy.typing import ArrayLike
 from .. import dynamics as dyn
 from ..errors import ModelError, StateError
 from .base import ForceElement
+from .joint import joint_model
 
 FRAMES = ("local", "world")
 
@@ -38,9 +39,10 @@ class ExternalWrench(ForceElement):
         self._model = None
 
     def bind(self, system) -> ExternalWrench:
-        model = getattr(system, "model", None)
+        model = joint_model(system)  # (a compiled Kane tree: the Model it was derived from)
         if model is None:
-            raise ModelError("ExternalWrench needs a system built on a Model (for its Jacobian)")
+            raise ModelError("ExternalWrench needs a system built on a Model (for its "
+                             "Jacobian): a Model, or Kane equations derived from one")
         model.frame(self.body)  # raises naming the frames and bodies if there is none
         out = ExternalWrench(self.body, self.wrench, self.frame)
         out._model = model

@@ -382,7 +382,8 @@ def applicable(method) -> bool:
         return False
     if problem.tau_nc is not None or problem.tau_cons is not None:
         P = problem.force_rows
-        if P is None or np.any(P[:6] != _inactive_rows(P.shape[1])):
+        if (P is None or np.any(P[:6] != _inactive_rows(P.shape[1]))
+                or P.shape[0] > problem.system.nv):  # (wrench rows: not taken here)
             return False
     return True
 

@@ -76,6 +76,7 @@ from ..forces.kernel import (
     joint_forces,
     spring_gradient_add,
     spring_potential,
+    wrench_forces_add,
 )
 from ..model.joints import free, spherical
 from ..spatial.lie import RIGHT_JACOBIAN_QUADRATURE, skew3, so3_coefficients, so3_right_jacobian
@@ -238,6 +239,8 @@ def tangent_field(data, P, forces, iqd, t, q0, x, y, q, qd, tnc, tau, pivb, fx, 
     if forces:
         gather(iqd, q, qd)
         joint_forces(P, t, qd, y, tnc, tau)
+        if wrench_forces_add(data, P, q, tnc, tau):  # (the wrench rows: at q itself)
+            return BAD_STATE
     if kernels.aba1(data, q, y, tau, fy) != 0:
         return BAD_STATE
     for k in range(y.shape[0]):
@@ -381,6 +384,8 @@ def _tangent_jacobian(data, P, forces, iqd, t, q0, x, v, q, qd, tnc, acc, tau, s
         gather(iqd, q, qd)
         joint_forces(P, t, qd, v, tnc, tau)
         damping_slopes(P, v, slope)
+        if wrench_forces_add(data, P, q, tnc, tau):
+            return False
     if kernels.aba1(data, q, v, tau, acc) != 0 or kernels.crba1(data, q, M) != 0 \
             or not cholesky(M, M.shape[0], Lc):
         return False
@@ -737,8 +742,7 @@ def _gauss_loop(data, P, forces, iqd, t0, tangent, q0, v0, dt, n_steps, every, A
             # W_nc += h Σ b_i v_iᵀ τ_nc(t + c_i h, q_i, v_i) (the reference's quadrature):
             # v_i the stage velocity, y_i in tangent form, else q̇ at the stage, (A⁻¹Z)_i/h
             # (= f_i at the solution of the stage equations); q_i = q + x_i in canonical
-            # form (a wrench's rows need it; the tangent form has joint rows alone, which
-            # take q only for the springs, not in τ_nc)
+            # form, q ⊕ ξ_i in tangent form (the wrench rows take it)
             for i in range(st):
                 for k in range(n):
                     if tangent:
@@ -751,6 +755,10 @@ def _gauss_loop(data, P, forces, iqd, t0, tangent, q0, v0, dt, n_steps, every, A
                         qs[k] = q[k] + Z[i, k]
                 if tangent:
                     joint_forces(P, t + c[i] * h, qd, vst, tnc, tau)
+                    chart_point(data, q, Z[i, :n], qs)
+                    if wrench_forces_add(data, P, qs, tnc, tau):
+                        status[0], status[1] = NEWTON_FAILED, step
+                        return k_out
                 elif applied_forces(data, P, t + c[i] * h, qs, vst, tnc, tau):
                     status[0], status[1] = NEWTON_FAILED, step
                     return k_out

@@ -79,7 +79,12 @@ import numpy as np
 from numba import types
 
 from ..dynamics import _compiled
-from ..forces.kernel import empty_rows, joint_forces, spring_gradient_add, spring_potential
+from ..forces.kernel import (
+    applied_forces,
+    empty_rows,
+    spring_gradient_add,
+    spring_potential,
+)
 from .base import _chol_solve
 from .gauss_compiled import NEWTON_FAILED, STATE_GUARD
 from .rk4_compiled import save_sample, state_guard, store
@@ -127,7 +132,7 @@ def _force_power(fns, t, q, v, U) -> float:
         tau[:] = 0.0
         U[_TS] = 0.0
         return 0.0
-    joint_forces(fns[3], t, q, v, tau, U[_TS])
+    applied_forces(fns[5], fns[3], t, q, v, tau, U[_TS])  # (q was finite for M(q))
     power = 0.0
     for i in range(v.shape[0]):
         power += v[i] * tau[i]
@@ -215,7 +220,7 @@ def _kick(fns, x, p, U, M, E, zu, zt, k) -> bool:
     """k ← −∂H/∂x(x, p) = ∂T/∂q|_v − g at q = q_n + x, v = M⁻¹p, in the reference's order
     of operations (:meth:`.base.Problem.hamiltonian_gradient`), the springs of the force
     rows (``fns[3]``, where ``fns[4]``) in ∂H/∂q; U[_U] ← v."""
-    mass_matrix, forcing, energy, P, forces = fns
+    mass_matrix, forcing, energy, P, forces, _ = fns
     n = x.shape[0]
     qn, q, v, dT, F, qk = U[_QN], U[_Q], U[_U], U[_DT], U[_F], U[_QK]
     for i in range(n):
@@ -280,8 +285,9 @@ def _finite(a) -> bool:
 #: the one signature of the loop: the generated functions as first-class functions
 _ROWS = types.float64[:, ::1]
 #: what every loop takes first: the generated functions, the number of inputs, the force
-#: rows (kanedyn.forces.kernel) and whether they act
-_FNS = (MASS_MATRIX, FORCING, ENERGY, types.int64, _ROWS, types.boolean)
+#: rows (kanedyn.forces.kernel), whether they act, and the flat array of the Model the tree
+#: was derived from (its wrench rows' kinematics; a placeholder without wrench rows)
+_FNS = (MASS_MATRIX, FORCING, ENERGY, types.int64, _ROWS, types.boolean, _ROWS)
 #: then, after the method's own arguments and q0, v0: the run's step sizes and start
 #: times, the number of steps, the sampling, Newton's tolerance and maxiter (the discrete
 #: gradients' stagnation bar after them); last the guard, the samples Q, V, W_nc, the
@@ -291,12 +297,12 @@ _OUT = (types.float64, _ROWS, _ROWS, _V, types.int32[::1], types.int64[::1])
 _VERLET_SIGNATURE = types.int64(*_FNS, _V, _V, *_RUN, *_OUT)
 
 
-def _verlet_loop(mass_matrix, forcing, energy, ninputs, P, forces, q0, v0, steps, times,
+def _verlet_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, q0, v0, steps, times,
                  n_steps, every, tol, maxiter, blowup, Q, V, W, iters, status):
     """The whole leapfrog run (module doc): samples into Q, V, W (the last row: a state
     that failed the guard); status[0] 0, NEWTON_FAILED or STATE_GUARD with status[1] the
     step; returns the number of samples stored."""
-    fns = (mass_matrix, forcing, energy, P, forces)
+    fns = (mass_matrix, forcing, energy, P, forces, data)
     n = v0.shape[0]
     U, M, E, zu, zt = _workspace(n, ninputs)
     none, none2, no_reuse = np.empty(0), np.empty((0, 0)), np.zeros(0, dtype=np.bool_)
@@ -363,7 +369,7 @@ def _energy(fns, q, v, E) -> float:
 def _energy_gradient(fns, q, v, U, M, E, zu, zt, D) -> bool:
     """D ← (∂E/∂q|_v, ∂E/∂v) = (∂T/∂q + g − τ_springs, M v) (``Problem.energy_gradient``:
     central differences of T as :func:`_kick`'s, g = −forcing(q, 0, 0))."""
-    mass_matrix, forcing, energy, P, forces = fns
+    mass_matrix, forcing, energy, P, forces, _ = fns
     n = q.shape[0]
     qk, F = U[_QK], U[_F]
     if (not _kinetic_gradient(energy, q, v, qk, E, D) or forcing(q, zu, zt, 0.0, F) != 0
@@ -757,7 +763,7 @@ def _stage_newton(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, Jm, kept, ha
     return -1
 
 
-def _gauss_loop(mass_matrix, forcing, energy, ninputs, P, forces, A, b, d, c, project, q0,
+def _gauss_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, A, b, d, c, project, q0,
                 v0, steps, times, n_steps, every, tol, maxiter, blowup, Q, V, W, iters,
                 status):
     """The whole run of midpoint (one stage) or gauss4 (two) in canonical coordinates
@@ -765,7 +771,7 @@ def _gauss_loop(mass_matrix, forcing, energy, ninputs, P, forces, A, b, d, c, pr
     matrix 1 − h A ⊗ [0 M⁻¹; 0 0]), ``project``: each step followed by the energy
     projection onto E₀ + W_nc (:func:`_project_energy`; its iterations added to the
     step's); status and return as :func:`_verlet_loop`'s."""
-    fns = (mass_matrix, forcing, energy, P, forces)
+    fns = (mass_matrix, forcing, energy, P, forces, data)
     n = v0.shape[0]
     st, n2 = A.shape[0], 2 * n
     m = st * n2
@@ -844,7 +850,7 @@ _GAUSS_SIGNATURE = types.int64(*_FNS, _ROWS, _V, _V, _V, types.boolean, _V, _V, 
 
 
 # ------------------------------------------------------------ AVF, Gonzalez, Itoh–Abe
-def _dg_loop(mass_matrix, forcing, energy, ninputs, P, forces, kind, xi, w, mask, q0, v0,
+def _dg_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, kind, xi, w, mask, q0, v0,
              steps, times, n_steps, every, tol, maxiter, stagnation, blowup, Q, V, W, iters,
              status):
     """The whole run of a discrete gradient on additive coordinates: AVF (``kind`` 1),
@@ -854,7 +860,7 @@ def _dg_loop(mass_matrix, forcing, energy, ninputs, P, forces, kind, xi, w, mask
     polish after it; p carried from step to step (the references' ``_carry``: p_{n+1} =
     p_n + Δp, not M v), but Gonzalez's p_n = M v_n and H_n at every step; status and return
     as :func:`_verlet_loop`'s."""
-    fns = (mass_matrix, forcing, energy, P, forces)
+    fns = (mass_matrix, forcing, energy, P, forces, data)
     n = v0.shape[0]
     n2 = 2 * n
     U, M, E, zu, zt = _workspace(n, ninputs)
@@ -934,7 +940,7 @@ def _rk4_stage(fd, fns, t, q, v, U, work, a) -> float:
     return w
 
 
-def _rk4_loop(mass_matrix, forcing, energy, ninputs, P, forces, forward_dynamics, project,
+def _rk4_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, forward_dynamics, project,
               q0, v0, steps, times, n_steps, every, tol, maxiter, blowup, Q, V, W, iters,
               status):
     """The whole RK4 run with force rows (module doc): the stages of :class:`.rk4.RK4` at
@@ -943,7 +949,7 @@ def _rk4_loop(mass_matrix, forcing, energy, ninputs, P, forces, forward_dynamics
     iterations in ``iters``); status[0] NEWTON_FAILED (the forward dynamics refused a
     state, or the projection failed: the Python steps then report it) or STATE_GUARD,
     status[1] the step; returns the number of samples stored."""
-    fns = (mass_matrix, forcing, energy, P, forces)
+    fns = (mass_matrix, forcing, energy, P, forces, data)
     n = v0.shape[0]
     U, M, E, zu, zt = _workspace(n, ninputs)
     q, v = q0.copy(), v0.copy()
@@ -1109,7 +1115,12 @@ def _functions_and_rows(problem) -> tuple:
     s = problem.system
     rows = getattr(problem, "force_rows", None)
     P = np.ascontiguousarray(empty_rows(s.nv) if rows is None else rows, dtype=float)
-    return (*s.compiled_functions, int(s.ninputs), P, rows is not None)
+    data = np.zeros((1, 1))  # (read only for wrench rows, which need the source Model)
+    if P.shape[0] > s.nv:
+        from ..dynamics.flat import flatten
+
+        data = flatten(s.source_model).data
+    return (*s.compiled_functions, int(s.ninputs), P, rows is not None, data)
 
 
 def _run(problem, name: str, py_func, signature, head: tuple, tail: tuple):

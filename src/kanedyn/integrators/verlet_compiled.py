@@ -63,7 +63,14 @@ from ..dynamics import _compiled, kernels
 from ..dynamics.derivatives_kernel import rnea_tangent_static
 from ..dynamics.energy_kernel import energy_pass
 from ..dynamics.flat import flatten
-from ..forces.kernel import applied_forces, damping_slopes, empty_rows, has_forces, joint_forces
+from ..forces.kernel import (
+    applied_forces,
+    damping_slopes,
+    empty_rows,
+    has_forces,
+    has_wrenches,
+    joint_forces,
+)
 from .base import cholesky, cholesky_solve
 from .gauss_compiled import (
     BAD_STATE,
@@ -588,8 +595,11 @@ def chart_applicable(problem) -> bool:
     """:func:`_variational_loop` takes a Model's system (``tree_model``) whose joints are
     revolute, prismatic, helical, ball, free or planar joints, one at least not additive,
     without rotor armature or a progress bar, whose force elements (if any) all have rows
-    (the conditions of :func:`.gauss_compiled.tangent_applicable`, planar joints added)."""
-    return tangent_applicable(problem, planar=True)
+    (the conditions of :func:`.gauss_compiled.tangent_applicable`, planar joints added),
+    and no wrench rows (its kicks take the 1-DOF coordinates of the chart, not q)."""
+    P = problem.force_rows
+    return (tangent_applicable(problem, planar=True)
+            and (P is None or not has_wrenches(P, problem.system.nv)))
 
 
 def run_chart(problem, tol: float, maxiter: int):

@@ -903,8 +903,8 @@ def run_rk4(compiled: bool, problem, forces, project) -> Solution | None:
         if run is _run_one or rows is None or model.armature.any():
             return None
         extra = (tuple(rows),)
-    # (constant wrenches: the additive loop's stages evaluate them at q itself)
-    P, why = force_rows(model, forces, wrenches=run is _run_one)
+    # (constant wrenches: both loops' stages evaluate them at q itself)
+    P, why = force_rows(model, forces, wrenches=True)
     if why is not None:
         return None
     name = "rk4" if invariants is None else f"rk4+project{invariants}"

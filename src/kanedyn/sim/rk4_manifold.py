@@ -41,7 +41,13 @@ from ..dynamics import _compiled
 from ..dynamics import kernels as K
 from ..dynamics.energy_kernel import energy_terms
 from ..dynamics.flat import flatten
-from ..forces.kernel import has_forces, joint_forces, spring_gradient_add, spring_potential
+from ..forces.kernel import (
+    has_forces,
+    joint_forces,
+    spring_gradient_add,
+    spring_potential,
+    wrench_forces_add,
+)
 from ..integrators.base import Solution
 from ..integrators.gauss_compiled import project_standard
 from ..integrators.rk4_compiled import (
@@ -89,11 +95,14 @@ def _energy(data, P, iq_of_dof, q, v, qd, summary):
 
 @njit(cache=True, nogil=True)
 def _stage(data, P, iq_of_dof, forces, t, q, v, qd, tau_nc, tau, fext, a, ws):
-    """a = ABA(q, v, τ(t, q, v)) with the joint forces of the rows P (none unless
-    ``forces``); returns the kernel's status."""
+    """a = ABA(q, v, τ(t, q, v)) with the joint forces of the rows P and its wrench rows
+    (none unless ``forces``); returns the kernel's status."""
     if forces:
         _gather(iq_of_dof, q, qd)
         joint_forces(P, t, qd, v, tau_nc, tau)
+        s = wrench_forces_add(data, P, q, tau_nc, tau)  # (the wrench rows: at q itself)
+        if s:
+            return s
     return K.aba_core(data, q, v, tau, fext, False, a, *ws)
 
 

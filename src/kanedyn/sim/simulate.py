@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..errors import FrictionError, SolverError, StateError
+from ..errors import FrictionError, KanedynWarning, SolverError, StateError
 from ..forces import ForceElement, ForceSet, JointFriction
 from ..forces.kernel import force_rows
 from ..integrators import get_method, kane_index3, run_fixed
@@ -115,26 +116,43 @@ def _friction_record(sol, spec) -> FrictionRecord | None:
 
 
 def _rows(sys_, fs: ForceSet):
-    """The force elements as the compiled loops' rows (:mod:`kanedyn.forces.kernel`), or
-    None: no elements, no compiled loop for this system, or one without a compiled form.
+    """The force elements as the compiled loops' rows (:mod:`kanedyn.forces.kernel`) and
+    None, or (None, why): no elements or no compiled loop for this system (why None), or
+    an element without a compiled form (why says which).
     On a tree with ball or free joints (the tangent form of midpoint and gauss4) the rows
     of its Model (springs and friction on its 1-DOF joints, dampers on every speed); on a
     Model cut at loop closures (a ConstrainedSystem with a compiled form: the constrained
     energy–momentum loop) the rows of its tree; on a compiled Kane tree derived from a
     Model (integrators/kane_compiled.py) the rows of that Model, whose q and v it has.
-    Constant wrenches take rows (``wrenches=True``) only on a Model with additive
-    coordinates (``compiled_step``), whose loops — rk4, midpoint, gauss4, verlet and the
-    discrete gradients — evaluate them at q itself; elsewhere they have no row and the
-    run takes the Python steps."""
-    additive = getattr(sys_, "compiled_step", None)
-    model = additive or getattr(sys_, "compiled_manifold_step", None)
-    if model is None and callable(getattr(sys_, "compiled_form", None)):
+    Constant wrenches take rows (``wrenches=True``) on trees — a Model's, a compiled Kane
+    tree's —, whose loops evaluate them at q itself (those that do not, the variational
+    Verlet and the floating energy–momentum loops, refuse such rows); on a constrained
+    system they have none, and the run takes the Python steps."""
+    model = (getattr(sys_, "compiled_step", None)
+             or getattr(sys_, "compiled_manifold_step", None))
+    constrained = model is None and callable(getattr(sys_, "compiled_form", None))
+    if constrained:
         model = getattr(sys_, "model", None)
     if model is None and getattr(sys_, "compiled_functions", None) is not None:
         model = getattr(sys_, "source_model", None)  # a compiled Kane tree of a Model
     if not fs.elements or model is None:
-        return None
-    return force_rows(model, fs.elements, wrenches=model is additive)[0]
+        return None, None
+    return force_rows(model, fs.elements, wrenches=not constrained)
+
+
+#: the fixed-step methods that run in a compiled loop when every force element has rows
+COMPILED_METHODS = ("rk4", "midpoint", "gauss4", "verlet", "avf", "itoh_abe",
+                    "energy_momentum")
+
+
+def _say_python_steps(sol, method: str, why: str) -> None:
+    """What a run that could have been compiled costs for an element without compiled
+    form: ``stats["python_steps"]`` holds the reason, and a KanedynWarning says it."""
+    sol.stats["python_steps"] = why
+    warnings.warn(f"simulate[{method}]: {why}; so every step of this run went through "
+                  "Python, typically 10–70x the time a step of the compiled loop takes "
+                  "(docs/benchmarks.md). Give the element as constants, or one that has "
+                  "a compiled form, to run compiled", KanedynWarning, stacklevel=3)
 
 
 def _vector(x, n: int, what: str) -> np.ndarray:
@@ -260,13 +278,14 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, method: str =
             f"{method!r} cannot integrate; smooth the law, or use method='stickslip' "
             "(or 'time_stepping') for exact stick–slip")
     bar = ProgressBar(t0, t_final, f"simulate[{method}]") if wants_progress(progress) else None
+    rows, no_rows = _rows(sys_, fs)
     problem = Problem(
         system=sys_, q0=q0, v0=v0, t_final=t_final, dt=dt, t0=t0,
         tau_cons=fs.tau_conservative if fs.conservative else None,
         tau_nc=fs.tau_nonconservative if fs.nonconservative else None,
         potential=fs.potential if fs.conservative else None,
         force_jacobians=fs.jacobians,
-        force_rows=_rows(sys_, fs),
+        force_rows=rows,
         progress=bar, blowup=float(blowup), save_every=int(save_every),
     )
     try:
@@ -299,6 +318,9 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, method: str =
                 finish = getattr(stepper, "finish", None)  # a method's own records
                 if finish is not None:
                     sol = finish(sol)
+                if (no_rows is not None and method in COMPILED_METHODS
+                        and stepper.opts.get("compiled", True)):
+                    _say_python_steps(sol, method, no_rows)
         else:
             if project is not None:
                 raise SolverError(f"simulate: project= wraps fixed-step methods; {method!r} is "
