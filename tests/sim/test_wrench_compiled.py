@@ -14,7 +14,7 @@ import pytest
 
 import kanedyn as kd
 from kanedyn.dynamics.flat import flatten
-from kanedyn.errors import KanedynWarning
+from kanedyn.errors import KanedynError, KanedynWarning
 from kanedyn.forces import ExternalWrench, JointDamper
 from kanedyn.forces.kernel import force_rows, has_forces, wrench_forces_add
 from kanedyn.integrators import discrete_gradient_compiled as dgc
@@ -277,3 +277,29 @@ def test_floating_tree_loops_with_wrenches_equal_the_python_steps(method):
     np.testing.assert_allclose(fast.q, ref.q, rtol=0, atol=tol)
     np.testing.assert_allclose(fast.work_nc, ref.work_nc, rtol=0, atol=tol)
     assert abs(ref.work_nc[-1]) > 1e-3
+
+
+@pytest.mark.parametrize(("model", "method"), [("chain", "rk4"), ("chain", "avf"),
+                                               ("chain", "verlet"), ("floating", "rk4"),
+                                               ("floating", "gauss4")])
+def test_batched_runs_with_wrenches_equal_single_runs(model, method):
+    """simulate_batch with the wrenches: each run the bits of kd.simulate's (the same
+    compiled loop per run) to 1e-13; the variational Verlet of a floating tree refuses
+    them, naming the wrench."""
+    from kanedyn.sim.batch import simulate_batch
+
+    tree = MODEL if model == "chain" else FLOATING
+    fs = (elements() if model == "chain" else
+          [ExternalWrench("body3", F_LOCAL), ExternalWrench("tool", F_WORLD, frame="world")])
+    rng = np.random.default_rng(6)
+    Q0 = np.array([kd.random_configuration(tree, rng) for _ in range(3)])
+    V0 = 0.5 * rng.normal(size=(3, tree.nv))
+    b = simulate_batch(tree, Q0, V0, 0.1, method=method, dt=2e-3, forces=fs)
+    for k in range(3):
+        s = kd.simulate(tree, Q0[k], V0[k], 0.1, method=method, dt=2e-3, forces=fs)
+        np.testing.assert_allclose(b.q[k], s.q, rtol=0, atol=1e-13)
+        np.testing.assert_allclose(b.work_nc[k], s.work_nc, rtol=0, atol=1e-13)
+    assert np.all(np.abs(b.work_nc[:, -1]) > 1e-3)
+    if model == "floating":
+        with pytest.raises(KanedynError, match=r"'verlet'.*ExternalWrench on 'body3'"):
+            simulate_batch(tree, Q0, V0, 0.1, method="verlet", dt=2e-3, forces=fs)

@@ -38,8 +38,10 @@ free, planar) a damper acts on each of the joint's speeds (``τ = −c v_j``, as
 :class:`~kanedyn.forces.JointDamper`), so ``JointDamper`` and a per-run
 ``damping:<joint>`` work on them; springs, sinusoidal torques and Stribeck friction need
 the one coordinate of a 1-DOF additive joint: on a joint of several speeds they, and
-``stiffness``/``rest``/``Fc``/... of it, are refused naming the joint. Other force
-elements are refused with the reason. ``kd.simulate`` takes these loops for any Model
+``stiffness``/``rest``/``Fc``/... of it, are refused naming the joint. A constant
+:class:`~kanedyn.forces.ExternalWrench` runs in every batched loop (its wrench row, τ = Jᵀf
+at each run's q) but the variational Verlet of ball, free and planar joints, which refuses
+it. Other force elements are refused with the reason. ``kd.simulate`` takes these loops for any Model
 without force elements or with only those; otherwise the Python steps.
 
 Batched methods
@@ -643,7 +645,7 @@ def _dg_batch(name: str):
                                "compiled=False is kd.simulate's (the Python steps)")
         sys_ = as_system(model)
         fs = ForceSet(sys_, opts["forces"])
-        springs = bool(fs.conservative) or bool(np.any(P[..., P_K] != 0.0))
+        springs = bool(fs.conservative) or bool(np.any(P[:, :model.nv, P_K] != 0.0))
         problem = Problem(system=sys_, q0=Q0[0], v0=V0[0], t_final=float(steps.sum()),
                           dt=float(steps[0]), tau_cons=fs.tau_conservative if springs else None)
         try:
@@ -784,7 +786,7 @@ def _time_stepping_batch(model, D, Q0, V0, t_final, dt, forces, params, save_eve
     idx = np.array([model.bodies[model.joint_index(j)].iv.start for j in joints], np.int64)
     kinds = ["karnopp" if isinstance(x, Karnopp) else "lugre" if isinstance(x, LuGre)
              else "exact" if x.discontinuous else "smooth" for x in items]  # (time_stepping's)
-    rows, why = force_rows(model, others, friction=True)
+    rows, why = force_rows(model, others, friction=True, wrenches=True)
     if why is not None:
         raise KanedynError(f"simulate_batch: {why}")
     P = np.ascontiguousarray(np.repeat(rows[None], N, axis=0))
@@ -1036,7 +1038,11 @@ def _run_methods(model, method, D, Q0, V0, t_final, dt, forces, params, save_eve
                 f"for {', '.join(_WITH_FORCES)}")
     n_steps, steps, times, every, keep = step_grid(float(dt), 0.0, float(t_final),
                                                    int(save_every))
-    rows, why = force_rows(model, forces)
+    # constant wrenches: every batched loop evaluates them at q, but for the variational
+    # Verlet of ball, free and planar joints (its kicks take the chart's 1-DOF coordinates)
+    chart_verlet = method == "verlet" and not all(b.joint.chart_is_additive
+                                                  for b in model.bodies)
+    rows, why = force_rows(model, forces, wrenches=not chart_verlet)
     if why is not None:
         raise KanedynError(f"simulate_batch: method {method!r}: {why}; kd.simulate per state "
                            "takes any element (its Python steps)")
