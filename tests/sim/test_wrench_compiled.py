@@ -14,12 +14,12 @@ import pytest
 
 import kanedyn as kd
 from kanedyn.dynamics.flat import flatten
-from kanedyn.errors import KanedynError, KanedynWarning
+from kanedyn.errors import KanedynWarning
 from kanedyn.forces import ExternalWrench, JointDamper
 from kanedyn.forces.kernel import force_rows, has_forces, wrench_forces_add
 from kanedyn.integrators import discrete_gradient_compiled as dgc
 from kanedyn.integrators import gauss_compiled, verlet_compiled
-from kanedyn.sim import batch
+from kanedyn.sim import batch, rk4_manifold
 from kanedyn.sim.system import ModelSystem
 
 F_LOCAL = np.array([0.1, -0.2, 0.3, 1.0, -0.5, 0.7])
@@ -100,7 +100,8 @@ def loop_runs(monkeypatch):
         monkeypatch.setattr(module, name, counted)
 
     for module, name in ((dgc, "run"), (gauss_compiled, "run"), (verlet_compiled, "run"),
-                         (batch, "rk4_run")):
+                         (verlet_compiled, "run_chart"), (batch, "rk4_run"),
+                         (rk4_manifold, "run_one")):
         spy(module, name)
     return done
 
@@ -228,8 +229,6 @@ def test_a_thruster_and_a_couple_move_a_free_body_as_the_closed_form(method, mon
     turns it about n at θ(t) = ½ |n| t² / c, p fixed. Each method is exact on this
     motion (quadratic in t); the floating-base loops (rk4's manifold loop, the tangent form
     of midpoint and gauss4) run it, to 1e-10."""
-    from kanedyn.sim import rk4_manifold
-
     runs = []
     for module, name in ((rk4_manifold, "run_one"), (gauss_compiled, "run")):
         real = getattr(module, name)
@@ -261,16 +260,16 @@ FLOATING = with_tool(kd.models.random_tree(4, seed=7, floating_base=True,
 
 
 @pytest.mark.parametrize("method", ["rk4", "midpoint", "gauss4", "verlet"])
-def test_floating_tree_loops_with_wrenches_equal_the_python_steps(method):
+def test_floating_tree_loops_with_wrenches_equal_the_python_steps(method, loop_runs):
     """On a floating tree with ball joints, wrenches on a body, the tool frame and the base:
-    the compiled loops (rk4's manifold loop, the tangent form of midpoint and gauss4; the
-    variational Verlet takes the Python steps: its kicks are in chart coordinates) against
-    the Python steps, to 1e-10."""
+    the compiled loops (rk4's manifold loop, the tangent form of midpoint and gauss4, the
+    variational Verlet) against the Python steps, to 1e-10."""
     q0 = kd.random_configuration(FLOATING, np.random.default_rng(2))
     v0 = np.random.default_rng(3).normal(0.0, 0.5, FLOATING.nv)
     fs = [ExternalWrench("body3", F_LOCAL), ExternalWrench("tool", F_WORLD, frame="world"),
           ExternalWrench("body0", 0.5 * F_LOCAL), JointDamper("joint1", 0.2)]
     fast = kd.simulate(FLOATING, q0, v0, 0.1, method=method, dt=1e-3, forces=fs)
+    assert loop_runs and None not in loop_runs  # a compiled loop ran the whole run
     ref = kd.simulate(FLOATING, q0, v0, 0.1, method=method, dt=1e-3, forces=fs,
                       compiled=False)
     tol = 1e-12 if method == "rk4" else 1e-10
@@ -281,11 +280,11 @@ def test_floating_tree_loops_with_wrenches_equal_the_python_steps(method):
 
 @pytest.mark.parametrize(("model", "method"), [("chain", "rk4"), ("chain", "avf"),
                                                ("chain", "verlet"), ("floating", "rk4"),
-                                               ("floating", "gauss4")])
+                                               ("floating", "gauss4"),
+                                               ("floating", "verlet")])
 def test_batched_runs_with_wrenches_equal_single_runs(model, method):
     """simulate_batch with the wrenches: each run the bits of kd.simulate's (the same
-    compiled loop per run) to 1e-13; the variational Verlet of a floating tree refuses
-    them, naming the wrench."""
+    compiled loop per run) to 1e-13."""
     from kanedyn.sim.batch import simulate_batch
 
     tree = MODEL if model == "chain" else FLOATING
@@ -300,6 +299,3 @@ def test_batched_runs_with_wrenches_equal_single_runs(model, method):
         np.testing.assert_allclose(b.q[k], s.q, rtol=0, atol=1e-13)
         np.testing.assert_allclose(b.work_nc[k], s.work_nc, rtol=0, atol=1e-13)
     assert np.all(np.abs(b.work_nc[:, -1]) > 1e-3)
-    if model == "floating":
-        with pytest.raises(KanedynError, match=r"'verlet'.*ExternalWrench on 'body3'"):
-            simulate_batch(tree, Q0, V0, 0.1, method="verlet", dt=2e-3, forces=fs)

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..dynamics import _compiled
 from ..dynamics.energy_kernel import energy_workspace
-from ..forces.kernel import joint_forces, spring_gradient_add, spring_potential
+from ..forces.kernel import has_wrenches, joint_forces, spring_gradient_add, spring_potential
 from .discrete_gradient_compiled import (
     aba_velocity_workspace,
     factor_mass,
@@ -383,7 +383,7 @@ def applicable(method) -> bool:
     if problem.tau_nc is not None or problem.tau_cons is not None:
         P = problem.force_rows
         if (P is None or np.any(P[:6] != _inactive_rows(P.shape[1]))
-                or P.shape[0] > problem.system.nv):  # (wrench rows: not taken here)
+                or has_wrenches(P, problem.system.nv)):  # (not taken here)
             return False
     return True
 

@@ -68,8 +68,8 @@ from ..forces.kernel import (
     damping_slopes,
     empty_rows,
     has_forces,
-    has_wrenches,
     joint_forces,
+    wrench_forces_add,
 )
 from .base import cholesky, cholesky_solve
 from .gauss_compiled import (
@@ -440,6 +440,8 @@ def _chart_start(data, P, forces, t, h, q, qd, mu, x, Jb, U, out, r) -> bool:
         return False
     if forces:
         joint_forces(P, t, qd, vx, U[_TNC], U[_TAU])
+        if wrench_forces_add(data, P, q, U[_TNC], U[_TAU]):  # (the wrench rows: at q_n)
+            return False
         for i in range(n):
             dT[i] += U[_TAU, i]
     sk.chart_start_sensitivity_t_times(data, Jb, x, U[_GV], r)
@@ -557,6 +559,7 @@ def _variational_loop(data, P, forces, iqd, t0, q0, v0, dt, n_steps, every, tol,
             for i in range(n):
                 vx[i] = x[i] / h
             joint_forces(P, t, qd, vx, U[_TNC], U[_TAU])
+            wrench_forces_add(data, P, q, U[_TNC], U[_TAU])  # (0: as in the residual)
             for i in range(n):
                 wa += vx[i] * U[_TNC, i]
         for i in range(n):
@@ -567,6 +570,9 @@ def _variational_loop(data, P, forces, iqd, t0, q0, v0, dt, n_steps, every, tol,
         if forces:
             gather(iqd, q1, qd)
             joint_forces(P, t + h, qd, vb, U[_TNC], U[_TAU])
+            if wrench_forces_add(data, P, q1, U[_TNC], U[_TAU]):
+                status[0], status[1] = BAD_STATE, step
+                return k_out
             wb = 0.0
             for i in range(n):
                 dT[i] += U[_TAU, i]
@@ -595,11 +601,8 @@ def chart_applicable(problem) -> bool:
     """:func:`_variational_loop` takes a Model's system (``tree_model``) whose joints are
     revolute, prismatic, helical, ball, free or planar joints, one at least not additive,
     without rotor armature or a progress bar, whose force elements (if any) all have rows
-    (the conditions of :func:`.gauss_compiled.tangent_applicable`, planar joints added),
-    and no wrench rows (its kicks take the 1-DOF coordinates of the chart, not q)."""
-    P = problem.force_rows
-    return (tangent_applicable(problem, planar=True)
-            and (P is None or not has_wrenches(P, problem.system.nv)))
+    (the conditions of :func:`.gauss_compiled.tangent_applicable`, planar joints added)."""
+    return tangent_applicable(problem, planar=True)
 
 
 def run_chart(problem, tol: float, maxiter: int):

@@ -40,9 +40,9 @@ free, planar) a damper acts on each of the joint's speeds (``τ = −c v_j``, as
 the one coordinate of a 1-DOF additive joint: on a joint of several speeds they, and
 ``stiffness``/``rest``/``Fc``/... of it, are refused naming the joint. A constant
 :class:`~kanedyn.forces.ExternalWrench` runs in every batched loop (its wrench row, τ = Jᵀf
-at each run's q) but the variational Verlet of ball, free and planar joints, which refuses
-it. Other force elements are refused with the reason. ``kd.simulate`` takes these loops for any Model
-without force elements or with only those; otherwise the Python steps.
+at each run's q). Other force elements are refused with the reason. ``kd.simulate`` takes
+these loops for any Model without force elements or with only those; otherwise the Python
+steps.
 
 Batched methods
 ---------------
@@ -1038,11 +1038,7 @@ def _run_methods(model, method, D, Q0, V0, t_final, dt, forces, params, save_eve
                 f"for {', '.join(_WITH_FORCES)}")
     n_steps, steps, times, every, keep = step_grid(float(dt), 0.0, float(t_final),
                                                    int(save_every))
-    # constant wrenches: every batched loop evaluates them at q, but for the variational
-    # Verlet of ball, free and planar joints (its kicks take the chart's 1-DOF coordinates)
-    chart_verlet = method == "verlet" and not all(b.joint.chart_is_additive
-                                                  for b in model.bodies)
-    rows, why = force_rows(model, forces, wrenches=not chart_verlet)
+    rows, why = force_rows(model, forces, wrenches=True)  # (every batched loop takes them)
     if why is not None:
         raise KanedynError(f"simulate_batch: method {method!r}: {why}; kd.simulate per state "
                            "takes any element (its Python steps)")

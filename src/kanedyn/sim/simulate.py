@@ -125,9 +125,9 @@ def _rows(sys_, fs: ForceSet):
     energy–momentum loop) the rows of its tree; on a compiled Kane tree derived from a
     Model (integrators/kane_compiled.py) the rows of that Model, whose q and v it has.
     Constant wrenches take rows (``wrenches=True``) on trees — a Model's, a compiled Kane
-    tree's —, whose loops evaluate them at q itself (those that do not, the variational
-    Verlet and the floating energy–momentum loops, refuse such rows); on a constrained
-    system they have none, and the run takes the Python steps."""
+    tree's —, whose loops evaluate them at q itself (the one that does not, the floating
+    energy–momentum loop, refuses such rows); on a constrained system they have none, and
+    the run takes the Python steps."""
     model = (getattr(sys_, "compiled_step", None)
              or getattr(sys_, "compiled_manifold_step", None))
     constrained = model is None and callable(getattr(sys_, "compiled_form", None))
