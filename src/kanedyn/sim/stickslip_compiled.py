@@ -25,7 +25,7 @@ import numpy as np
 
 from ..dynamics import _compiled, kernels
 from ..errors import SolverError
-from ..forces.kernel import force_rows, has_forces, joint_forces, spring_potential
+from ..forces.kernel import applied_forces, force_rows, has_forces, spring_potential
 from ..friction.laws import Stribeck
 from ..friction.laws_kernel import stribeck_curve
 from ..integrators.base import cholesky, cholesky_solve
@@ -73,8 +73,8 @@ def evaluate(data, P, forces, FT, idx, mode, t, y, dy, tf, ws) -> bool:
     s |= kernels.rnea_core(data, q, v, v, data, True, False, False, hv, Xr, wr)  # h(q, v)
     if s != 0:
         return False
-    if forces:
-        joint_forces(P, t, q, v, tnc, tau)
+    if forces and applied_forces(data, P, t, q, v, tnc, tau):  # (wrench rows: at q)
+        return False
     for i in range(nv):
         b[i] = tau[i] - hv[i]
         free[i] = 1
@@ -343,7 +343,7 @@ def stickslip_run(data, P, forces, FT, idx, y0, mode, t_final, rtol, atol, max_s
     ``grid`` the dt_out sampling (empty: every step). Returns (S, ns, SW, nsw, code, t):
     the sample and switch tables with their row counts, and the stop code (0, or an SS_*
     code at time t); ``steps`` gets the [accepted, rejected] step counts."""
-    nv = P.shape[0]
+    nv = (y0.shape[0] - 3) // 2  # (P may hold wrench rows after the nv of the speeds)
     nf = idx.shape[0]
     n = 2 * nv + 3
     nq = nv
@@ -536,7 +536,7 @@ def compiled_run(pb, q0, v0, mode, switches: list, t_final: float, rtol: float, 
     from ..dynamics.flat import flatten
 
     model = pb.sys.model
-    P, why = force_rows(model, [f for f in pb.forces], friction=True)
+    P, why = force_rows(model, [f for f in pb.forces], friction=True, wrenches=True)
     if why is not None:
         return None
     FT = np.zeros((len(pb.idx), 13))
