@@ -6,8 +6,8 @@ radius=0.05)``: unit rods, hinges alternating y and x,
 gravity), N random states (angles ±1, speeds ±0.5), dt = 1e-3 for ``--t`` seconds.
 For each batched method (``kanedyn.sim.batch.METHODS``: rk4, midpoint, gauss4, verlet, avf,
 itoh_abe (forward and symmetric), energy_momentum, time_stepping with exact Stribeck friction
-on every joint and a sinusoidal root torque, and time_stepping with LuGre laws and Karnopp
-bands on alternate joints)
+on every joint and a sinusoidal root torque, time_stepping with LuGre laws and Karnopp
+bands on alternate joints, and the event-driven stickslip with the exact friction)
 the time per run-step of ``kd.simulate_batch`` (prange over the cores) and of N calls of
 ``kd.simulate`` (the same compiled loop, one run at a time); for MuJoCo its RK4 and
 implicitfast by ``mujoco.rollout`` (nthread = the cores) and by a loop of ``mj_step``.
@@ -37,7 +37,8 @@ METHODS = (("rk4", "rk4", {}), ("midpoint", "midpoint", {}), ("gauss4", "gauss4"
            ("itoh_abe symmetric", "itoh_abe", {"variant": "symmetric"}),
            ("energy_momentum", "energy_momentum", {}),
            ("time_stepping", "time_stepping", {}),
-           ("time_stepping LuGre/Karnopp", "time_stepping", {"joints": "lugre_karnopp"}))
+           ("time_stepping LuGre/Karnopp", "time_stepping", {"joints": "lugre_karnopp"}),
+           ("stickslip (event-driven)", "stickslip", {}))
 
 
 def friction_forces(model):
@@ -71,6 +72,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=256)
     ap.add_argument("--t", type=float, default=0.2)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--methods", default=None, help="comma-separated labels (default all)")
     a = ap.parse_args()
     dt, N = 1e-3, a.n
     steps = int(round(a.t / dt))
@@ -81,18 +83,21 @@ def main() -> None:
           f"load {os.getloadavg()[0]:.2f}")
     print(f"{'method':>28} {'batched µs/run-step':>20} {'loop µs/run-step':>17} {'ratio':>6}")
     for label, m, opts in METHODS:
+        if a.methods and label not in a.methods.split(","):
+            continue
         fs = ()
         if opts.get("joints") == "lugre_karnopp":
             opts = {"joints": lugre_karnopp(model)}
             fs = [kd.forces.SinusoidalTorque(model.joint_names[0], 1.0, 1.0)]
-        elif m == "time_stepping":
+        elif m in ("time_stepping", "stickslip"):
             fs = friction_forces(model)
 
         def batch(m=m, fs=fs, opts=opts):
             return kd.simulate_batch(model, Q0, V0, a.t, method=m, dt=dt, forces=fs, **opts)
 
         def loop(m=m, fs=fs, opts=opts):
-            kw = {**opts} if m == "time_stepping" else {"progress": False, **opts}
+            kw = {**opts} if m in ("time_stepping", "stickslip") else {"progress": False,
+                                                                         **opts}
             return [kd.simulate(model, Q0[k], V0[k], a.t, method=m, dt=dt, forces=fs, **kw)
                     for k in range(N)]
 

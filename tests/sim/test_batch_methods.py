@@ -153,10 +153,11 @@ def test_refusals_name_the_combination_and_the_way_out():
         simulate_batch(CHAIN, Q0, V0, 0.1, method="gauss4", dt=0.01,
                        forces=[kd.forces.JointTorque(lambda t, q, v: [0.1], ["joint1"])])
     with pytest.raises(KanedynError, match="batched methods: rk4, midpoint, gauss4, verlet, "
-                                           "avf, itoh_abe, energy_momentum, time_stepping"):
+                                           "avf, itoh_abe, energy_momentum, time_stepping, "
+                                           "stickslip"):
         simulate_batch(CHAIN, Q0, V0, 0.1, method="radau5", dt=0.01)
     assert set(METHODS) == {"rk4", "midpoint", "gauss4", "verlet", "avf", "itoh_abe",
-                            "energy_momentum", "time_stepping"}
+                            "energy_momentum", "time_stepping", "stickslip"}
 
 
 PLANAR4 = kd.models.pendulum_chain(4, planar=True)
@@ -336,3 +337,38 @@ def test_a_method_refuses_what_its_loop_cannot_take_naming_it():
     Q0, V0 = _states(BALLS, 2, 0)
     with pytest.raises(KanedynError, match=r"'avf'.*free joint.*'midpoint' or 'gauss4'"):
         simulate_batch(BALLS, Q0, V0, 0.1, method="avf", dt=0.01)
+
+
+def test_event_driven_stick_slip_per_run_levels():
+    """method="stickslip": exact Stribeck friction on every joint of the planar arm, the
+    levels Fs per run; each run the samples of the single kd.simulate(method="stickslip")
+    with that run's laws (the same compiled loop, the modes at t = 0 resolved in it rather
+    than in Python: the same rule), stuck flags included; the weak runs slide, the strong
+    ones stay stuck, at v = 0 exactly."""
+    from kanedyn import friction
+
+    names = PLANAR4.joint_names
+    q0 = np.array([[0.3, -0.2, 0.4, 0.1]] * 3)
+    v0 = np.zeros((3, 4))
+    v0[0] = [0.4, 0.0, -0.3, 0.0]  # joints 2 and 4 start at rest: resolved at t = 0
+    law = friction.Stribeck(Fc=0.6, Fs=1.0, vs=0.05, delta=2.0, Fv=0.05)
+    levels = np.array([0.5, 4.0, 60.0])
+    b = simulate_batch(PLANAR4, q0, v0, 0.3, method="stickslip", dt=0.01,
+                       forces=[kd.forces.JointFriction(j, law) for j in names],
+                       params={f"Fs:{names[1]}": levels, f"Fc:{names[1]}": 0.6 * levels})
+    for k, Fs in enumerate(levels):
+        lk = friction.Stribeck(Fc=0.6 * Fs, Fs=Fs, vs=0.05, delta=2.0, Fv=0.05)
+        fs = [kd.forces.JointFriction(j, lk if j == names[1] else law) for j in names]
+        s = kd.simulate(PLANAR4, q0[k], v0[k], 0.3, method="stickslip", dt=0.01, forces=fs)
+        np.testing.assert_array_equal(b.stuck[k], s.friction.stuck)
+        np.testing.assert_allclose(b.q[k], s.q, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(b.v[k], s.v, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(b.energy[k], s.energy, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(b.work_nc[k], s.work_nc, rtol=0, atol=1e-12)
+    assert b.stuck[2, :, 1].all() and not b.stuck[0, :, 1].any()  # held / sliding
+    held = b.stuck[:, :, 1]
+    assert np.all(b.v[:, :, 1][held] == 0.0)  # a stuck joint does not move at all
+    with pytest.raises(KanedynError, match=r"'stickslip' batches exact Stribeck.*"
+                                           r"use method='time_stepping'"):
+        simulate_batch(PLANAR4, q0, v0, 0.1, method="stickslip", dt=0.01,
+                       forces=[kd.forces.JointFriction(names[0], law.smoothed("tanh", 1e-2))])

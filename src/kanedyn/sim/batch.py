@@ -714,6 +714,46 @@ def _ts_runs(D, P, forces, FT, idx, Q0, V0, dt, n_steps, keep, outQ, outV, outW,
     each_run(Q0.shape[0], run)
 
 
+SWITCHES_STOPPED = 7
+STOPPED[SWITCHES_STOPPED] = ("the event-driven stick–slip stopped (its step size collapsed, "
+                             "or mode switches without progress: Zeno behaviour)")
+
+
+def _stickslip_runs(D, P, forces, FT, idx, Q0, V0, t_final, times, keep, options, outQ, outV,
+                    outW, outE, outS, status) -> None:
+    """:func:`~kanedyn.sim.stickslip_compiled.stickslip_from_start` for each run k (its
+    ``D[k]``, ``P[k]``, ``FT[k]``; :func:`each_run`), sampled at ``times[keep]``;
+    status[k] = [code, index in ``times`` of the first time not reached] where a run
+    stopped."""
+    from .stickslip_compiled import SS_KERNEL, SS_NOT_FINITE, stickslip_from_start
+
+    rtol, atol = float(options.get("rtol", 1e-10)), float(options.get("atol", 1e-12))
+    max_step = float(options.get("max_step", np.inf))
+    stick_step = float(options.get("stick_step", t_final / 1000.0))
+    max_switches = int(options.get("max_switches", 100_000))
+    nv, nf = V0.shape[1], idx.shape[0]
+    code_of = {SS_NOT_FINITE: NOT_FINITE, SS_KERNEL: BAD_KERNEL_STATE}
+    grid = np.ascontiguousarray(times[keep])
+
+    def run(k: int) -> None:
+        y0 = np.concatenate([Q0[k], V0[k], np.zeros(3)])
+        steps = np.zeros(2, np.int64)
+        S, ns, _, _, code, t_stop = stickslip_from_start(
+            D[k], P[k], forces, FT[k], idx, y0, t_final, rtol, atol, max_step, stick_step,
+            grid, max_switches, steps)
+        n = y0.shape[0]
+        outQ[k, :ns] = S[:ns, 1:1 + nv]
+        outV[k, :ns] = S[:ns, 1 + nv:1 + 2 * nv]
+        outW[k, :ns] = S[:ns, 1 + 2 * nv] + S[:ns, 2 + 2 * nv]  # W_friction + W_other
+        outE[k, :ns] = S[:ns, -1]
+        outS[k, :ns] = S[:ns, 1 + n:1 + n + nf] == 0.0
+        if code:
+            status[k, 0] = code_of.get(int(code), SWITCHES_STOPPED)
+            status[k, 1] = min(int(np.searchsorted(times, t_stop)), times.shape[0] - 1)
+
+    each_run(Q0.shape[0], run)
+
+
 def _ts_refuses(model: Model) -> str | None:
     for b in model.bodies:
         if not _one_speed(b) and b.joint.nv > 0:
@@ -735,13 +775,16 @@ _FT_OF_KIND = {"exact": ("Fc", "Fs", "vs", "delta", "Fv"),
                "lugre": ("Fc", "Fs", "vs", "delta", "sigma0", "sigma1", "sigma2")}
 
 
-def _time_stepping_batch(model, D, Q0, V0, t_final, dt, forces, params, save_every, options):
+def _time_stepping_batch(model, D, Q0, V0, t_final, dt, forces, params, save_every, options,
+                         event_driven: bool = False):
     """simulate_batch's ``time_stepping``: the JointFriction elements (exact, smoothed) and
     the entries of ``joints=`` (Stribeck laws, LuGre laws, Karnopp bands) become friction
     joints as in kd.simulate (``joints=`` first, then the elements, with their
     ``surface_velocity=``), the other elements force rows; the steps of time_stepping
     (``round(t_final/dt)`` of ``dt``), every ``save_every``-th and the last kept. Returns
-    (times, keep, outputs..., status)."""
+    (times, keep, outputs..., status). ``event_driven``: ``stickslip`` instead — exact
+    Stribeck laws only, each run the event-driven loop sampled at those times
+    (:func:`_stickslip_runs`)."""
     from ..forces.friction import JointFriction
     from ..friction.karnopp import Karnopp
     from ..friction.laws import Stribeck
@@ -822,6 +865,17 @@ def _time_stepping_batch(model, D, Q0, V0, t_final, dt, forces, params, save_eve
     outW, outE = np.empty((N, S)), np.empty((N, S))
     outS = np.zeros((N, S, len(idx)), dtype=bool)
     status = np.zeros((N, 3), np.int64)
+    if event_driven:
+        if any(k != "exact" or type(x) is not Stribeck for k, x in zip(kinds, items,
+                                                                        strict=True)):
+            bad = next(j for j, k, x in zip(joints, kinds, items, strict=True)
+                       if k != "exact" or type(x) is not Stribeck)
+            raise KanedynError(f"simulate_batch: method 'stickslip' batches exact Stribeck "
+                               f"laws (event-driven stick–slip); joint {bad!r} has "
+                               f"{laws[bad]!r}: use method='time_stepping' for it")
+        _stickslip_runs(D, P, has_forces(P), FT, idx, Q0, V0, float(t_final), times, keep,
+                        options, outQ, outV, outW, outE, outS, status)
+        return times, keep, outQ, outV, outW, outE, outS, status
     _ts_runs(D, P, has_forces(P), FT, idx, Q0, V0, float(dt), n_steps, keep, outQ, outV,
              outW, outE, outS, status)
     code = status[:, 0].copy()  # TS_NOT_FINITE, TS_KERNEL, TS_LCP -> the codes of STOPPED
@@ -847,6 +901,11 @@ METHODS: dict[str, BatchMethod] = {
     # (its runs take the friction table too: simulate_batch calls _time_stepping_batch)
     "time_stepping": BatchMethod("time_stepping", _ts_refuses, None,
                                  ("joints", "surface_velocity")),
+    # (event-driven stick–slip, exact Stribeck laws: simulate_batch calls
+    # _time_stepping_batch(..., event_driven=True))
+    "stickslip": BatchMethod("stickslip", _ts_refuses, None,
+                             ("joints", "surface_velocity", "rtol", "atol", "max_step",
+                              "stick_step", "max_switches")),
 }
 
 #: the methods whose compiled loops take force elements (and so, for the others, the way out)
@@ -1113,10 +1172,10 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
     N = Q0.shape[0]
     D = np.ascontiguousarray(np.repeat(flatten(model).data[None], N, axis=0))
     stuck = None
-    if method == "time_stepping":
+    if method in ("time_stepping", "stickslip"):
         times, keep, outQ, outV, outW, outE, stuck, status = _time_stepping_batch(
             model, D, Q0, V0, float(t_final), float(dt), forces, params, int(save_every),
-            options)
+            options, event_driven=method == "stickslip")
     else:
         times, keep, outQ, outV, outW, outE, status = _run_methods(
             model, method, D, Q0, V0, t_final, dt, forces, params, save_every, options)

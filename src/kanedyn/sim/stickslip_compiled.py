@@ -516,6 +516,34 @@ def stickslip_run(data, P, forces, FT, idx, y0, mode, t_final, rtol, atol, max_s
     return S, ns, SW, nsw, 0, t
 
 
+@nb.njit(cache=True, nogil=True)
+def stickslip_from_start(data, P, forces, FT, idx, y0, t_final, rtol, atol, max_step,
+                         stick_step, grid, max_switches, steps):
+    """:func:`stickslip_run` from y0 with the modes at t = 0 resolved here, as
+    :func:`.stickslip.simulate_stick_slip` resolves them (each joint sliding the way its
+    relative speed points; those at exactly 0 candidates to stick, :func:`resolve`, a
+    slip their arrival): one run of ``simulate_batch(method="stickslip")``. Returns
+    stickslip_run's tuple (the start's switches counted in it, not listed)."""
+    nv = (y0.shape[0] - 3) // 2
+    nf = idx.shape[0]
+    mode = np.zeros(nf, np.int64)
+    cand = np.zeros(nf, np.bool_)
+    some = False
+    for k in range(nf):
+        w = y0[nv + idx[k]] - FT[k, FT_SURF]
+        mode[k] = 1 if w > 0.0 else (-1 if w < 0.0 else 0)
+        cand[k] = w == 0.0
+        some |= cand[k]
+    nsw = 0
+    if some:
+        SW = np.empty((nf + 1, 4))
+        nsw = resolve(data, P, forces, FT, idx, 0.0, y0, mode, cand, np.zeros(nf, np.bool_),
+                      SW_SLIP, SW, 0, np.empty(y0.shape[0]), np.zeros(nf),
+                      workspace(data, nv))
+    return stickslip_run(data, P, forces, FT, idx, y0, mode, t_final, rtol, atol, max_step,
+                         stick_step, grid, max_switches, nsw, steps)
+
+
 def applies(pb) -> bool:
     """Whether the compiled loop takes this problem (module doc): a Model of additive
     coordinates, exact Stribeck laws, no ``tau`` function, force elements with rows."""
