@@ -86,15 +86,19 @@ options and the force elements —, the names of the ``kd.simulate`` options it 
   ``sigma0:``/``sigma1:``/``sigma2:`` of a LuGre law set it per run; the grid of
   ``time_stepping`` (``round(t_final/dt)`` steps), the stick flags in
   ``BatchTrajectory.stuck``. Its runs take that table, so :func:`simulate_batch` calls
-  :func:`_time_stepping_batch` for it (``runs`` is None).
+  :func:`_time_stepping_batch` for it (``runs`` is None);
+- ``"stickslip"``: the event-driven loop,
+  :func:`~kanedyn.sim.stickslip_compiled.stickslip_from_start` per run
+  (:func:`_stickslip_runs`), exact Stribeck laws only, with time_stepping's friction
+  table and its per-run levels, sampled on the same grid (``runs`` None likewise).
 
 Each gives, run by run, the single ``kd.simulate`` with the method to the bit (the same
 loop, the same options) — where ``kd.simulate`` runs it compiled: a run whose Newton
 iteration fails is reported stopped here, where ``kd.simulate`` hands it to the Python
 method. What a loop cannot take is refused before any step, naming the method, the joint
-or element and the batched methods that take it: an exact law outside time_stepping; an
-element without a compiled row (a torque given as a function, a wrench: ``kd.simulate``
-per state). Another compiled loop joins with one entry: write its
+or element and the batched methods that take it: an exact law outside time_stepping and
+stickslip; an element without a compiled row (a torque or a wrench given as a function:
+``kd.simulate`` per state). Another compiled loop joins with one entry: write its
 loop for one state with these outputs, a driver like :func:`_gauss_runs` (:func:`each_run`), and its
 ``refuses``.
 
@@ -1125,7 +1129,8 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
     The steps of ``dt`` from 0, the last one shortened to land on ``t_final``; the state
     after every ``save_every``-th step and after the last is kept (the samples of
     ``kd.simulate``). ``method``: a key of :data:`METHODS` (rk4, midpoint, gauss4, verlet,
-    avf, itoh_abe, energy_momentum, time_stepping; module doc, "Batched methods"); each
+    avf, itoh_abe, energy_momentum, time_stepping, stickslip; module doc, "Batched
+    methods"); each
     run equals ``kd.simulate`` with that method. ``options``: the method's options of
     ``kd.simulate`` that the batch takes (``BatchMethod.options``: ``variant=`` of
     itoh_abe and energy_momentum, ``tol``/``maxiter``/``nodes`` of avf, ``cyclic=`` of
