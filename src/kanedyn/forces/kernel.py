@@ -33,8 +33,7 @@ from numba import njit
 from numpy.typing import NDArray
 
 from ..dynamics import _compiled
-from ..dynamics.kernels.joint_rows import motion_subspace_column
-from ..dynamics.kernels.kinematics import kinematics_into
+from ..dynamics.kernels.kinematics import kinematics_into, world_column
 from ..dynamics.layout import IV, NVJ, PARENT
 from ..errors import KanedynError
 from ..friction.laws_kernel import stribeck_derivative, stribeck_force, stribeck_parameters
@@ -104,8 +103,8 @@ def wrench_forces_add(data, P, q, tau_nc, tau):
     Each f is taken to world axes about the world origin, (n_O, f_O) = (R_b n + p_b × R_b f,
     R_b f) for a local one (as it is for a world one); then τ_j = s_jᵀ (n_O, f_O) for each
     column s_j = (R_j ω, R_j v + p_j × R_j ω) of an ancestor's motion subspace in the same
-    coordinates (the columns of :func:`~kanedyn.dynamics.kernels.kinematics.jacobian_into`
-    at frame 2). Returns the kinematics' status (0, or the failing body + 1)."""
+    coordinates (:func:`~kanedyn.dynamics.kernels.kinematics.world_column`, the columns of
+    the world-frame Jacobian). Returns the kinematics' status (0, or the failing body + 1)."""
     nv = tau_nc.shape[0]
     if P.shape[0] == nv:
         return 0
@@ -135,16 +134,7 @@ def wrench_forces_add(data, P, q, tau_nc, tau):
         while j >= 0:
             o = int(data[j, IV])
             for c in range(int(data[j, NVJ])):
-                motion_subspace_column(data, j, c, col, 0)
-                w0 = R[j, 0, 0] * col[0, 0] + R[j, 0, 1] * col[0, 1] + R[j, 0, 2] * col[0, 2]
-                w1 = R[j, 1, 0] * col[0, 0] + R[j, 1, 1] * col[0, 1] + R[j, 1, 2] * col[0, 2]
-                w2 = R[j, 2, 0] * col[0, 0] + R[j, 2, 1] * col[0, 1] + R[j, 2, 2] * col[0, 2]
-                u0 = R[j, 0, 0] * col[0, 3] + R[j, 0, 1] * col[0, 4] + R[j, 0, 2] * col[0, 5]
-                u1 = R[j, 1, 0] * col[0, 3] + R[j, 1, 1] * col[0, 4] + R[j, 1, 2] * col[0, 5]
-                u2 = R[j, 2, 0] * col[0, 3] + R[j, 2, 1] * col[0, 4] + R[j, 2, 2] * col[0, 5]
-                u0 += p[j, 1] * w2 - p[j, 2] * w1
-                u1 += p[j, 2] * w0 - p[j, 0] * w2
-                u2 += p[j, 0] * w1 - p[j, 1] * w0
+                w0, w1, w2, u0, u1, u2 = world_column(data, R, p, j, c, col)
                 t = w0 * n0 + w1 * n1 + w2 * n2 + u0 * f0 + u1 * f1 + u2 * f2
                 tau_nc[o + c] += t
                 tau[o + c] += t

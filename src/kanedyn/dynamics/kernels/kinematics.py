@@ -119,6 +119,23 @@ def summary_into(data, q, v, use_v, out):
     return 0 if all_finite(out) else NOT_FINITE
 
 
+@njit(cache=True, nogil=True)
+def world_column(data, R, p, j, c, col):
+    """Column c of body j's motion subspace in world axes about the world origin,
+    ``(ω, v_O) = (R_j ω_j, R_j v_j + p_j × R_j ω_j)`` (R, p the poses of
+    :func:`kinematics_into`; ``col`` (2, 6) scratch), as six scalars."""
+    motion_subspace_column(data, j, c, col, 0)
+    for a in range(3):
+        col[1, a] = R[j, a, 0] * col[0, 0] + R[j, a, 1] * col[0, 1] + R[j, a, 2] * col[0, 2]
+        col[1, 3 + a] = (R[j, a, 0] * col[0, 3] + R[j, a, 1] * col[0, 4]
+                         + R[j, a, 2] * col[0, 5])
+    w0, w1, w2 = col[1, 0], col[1, 1], col[1, 2]
+    u0 = col[1, 3] + p[j, 1] * w2 - p[j, 2] * w1
+    u1 = col[1, 4] + p[j, 2] * w0 - p[j, 0] * w2
+    u2 = col[1, 5] + p[j, 0] * w1 - p[j, 1] * w0
+    return w0, w1, w2, u0, u1, u2
+
+
 @njit(cache=True)
 def jacobian_into(data, q, body, frame, J):
     """The 6 x nv Jacobian of ``body``: frame 0 local, 1 local_world_aligned, 2 world.
@@ -142,16 +159,7 @@ def jacobian_into(data, q, body, frame, J):
     while j >= 0:
         o = int(data[j, IV])
         for c in range(int(data[j, NVJ])):
-            motion_subspace_column(data, j, c, col, 0)
-            for a in range(3):
-                col[1, a] = R[j, a, 0] * col[0, 0] + R[j, a, 1] * col[0, 1] + R[j, a, 2] * col[0, 2]
-                col[1, 3 + a] = (R[j, a, 0] * col[0, 3] + R[j, a, 1] * col[0, 4]
-                                 + R[j, a, 2] * col[0, 5])
-            w0, w1, w2 = col[1, 0], col[1, 1], col[1, 2]
-            # v_O = R v + p_j × ω
-            u0 = col[1, 3] + p[j, 1] * w2 - p[j, 2] * w1
-            u1 = col[1, 4] + p[j, 2] * w0 - p[j, 0] * w2
-            u2 = col[1, 5] + p[j, 0] * w1 - p[j, 1] * w0
+            w0, w1, w2, u0, u1, u2 = world_column(data, R, p, j, c, col)
             if frame != 2:  # the velocity of the point at the body origin: v_O + ω × p_b
                 u0 += w1 * p[body, 2] - w2 * p[body, 1]
                 u1 += w2 * p[body, 0] - w0 * p[body, 2]
