@@ -67,10 +67,10 @@ from ..constraints import system_kernel as sk
 from ..dynamics import _compiled
 from ..dynamics.energy_kernel import energy_pass_into, energy_workspace
 from ..forces.kernel import (
+    applied_forces,
     damping_slopes,
     empty_rows,
     has_forces,
-    joint_forces,
     spring_gradient_add,
     spring_potential,
 )
@@ -281,7 +281,8 @@ def equations(P, data, FP, forces, tm, u, q0, p0, H0, g0, gam0, h, mask, aq, xi,
         for i in range(n):
             qk[i] = q0[i] + 0.5 * u[i]
             vk[i] = u[i] / h
-        joint_forces(FP, tm, qk, vk, tau_nc, tau)
+        if applied_forces(data, FP, tm, qk, vk, tau_nc, tau):  # (its wrench rows at q̄)
+            return -1.0
         for i in range(n):
             r[n + i] -= h * tau_nc[i]
             work += u[i] * tau_nc[i]

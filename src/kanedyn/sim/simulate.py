@@ -124,20 +124,19 @@ def _rows(sys_, fs: ForceSet):
     Model cut at loop closures (a ConstrainedSystem with a compiled form: the constrained
     energy–momentum loop) the rows of its tree; on a compiled Kane tree derived from a
     Model (integrators/kane_compiled.py) the rows of that Model, whose q and v it has.
-    Constant wrenches take rows (``wrenches=True``) on trees — a Model's, a compiled Kane
-    tree's —, whose loops evaluate them at q itself (the one that does not, the floating
-    energy–momentum loop, refuses such rows); on a constrained system they have none, and
-    the run takes the Python steps."""
+    Constant wrenches take rows (``wrenches=True``) — on a constrained system those of its
+    tree —: the loops evaluate them at q itself (the two that do not, the floating
+    energy–momentum loop and the constrained loop on ball or free joints, refuse rows
+    then)."""
     model = (getattr(sys_, "compiled_step", None)
              or getattr(sys_, "compiled_manifold_step", None))
-    constrained = model is None and callable(getattr(sys_, "compiled_form", None))
-    if constrained:
+    if model is None and callable(getattr(sys_, "compiled_form", None)):
         model = getattr(sys_, "model", None)
     if model is None and getattr(sys_, "compiled_functions", None) is not None:
         model = getattr(sys_, "source_model", None)  # a compiled Kane tree of a Model
     if not fs.elements or model is None:
         return None, None
-    return force_rows(model, fs.elements, wrenches=not constrained)
+    return force_rows(model, fs.elements, wrenches=True)
 
 
 #: the fixed-step methods that run in a compiled loop when every force element has rows
