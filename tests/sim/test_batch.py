@@ -104,6 +104,8 @@ def test_bad_input():
     with pytest.raises(kd.StateError, match="no JointFriction"):
         simulate_batch(CHAIN, Q, Q, 0.1, dt=1e-3, params={"Fc:joint1": [1.0, 2.0]})
     with pytest.raises(kd.KanedynError, match="batched methods: rk4"):
+        simulate_batch(CHAIN, Q, Q, 0.1, dt=1e-3, method="dopri5")
+    with pytest.raises(kd.KanedynError, match="'stickslip' needs JointFriction"):
         simulate_batch(CHAIN, Q, Q, 0.1, dt=1e-3, method="stickslip")
     with pytest.raises(kd.StateError, match="Q0: joint 'root': quaternion"):
         simulate_batch(kd.models.free_body(), np.zeros((1, 7)), np.zeros((1, 6)), 0.1, dt=1e-3)

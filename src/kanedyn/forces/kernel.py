@@ -151,11 +151,6 @@ def applied_forces(data, P, t, q, v, tau_nc, tau):
     return wrench_forces_add(data, P, q, tau_nc, tau)
 
 
-def has_wrenches(P: NDArray, nv: int) -> bool:
-    """Whether P holds wrench rows after its nv rows of speeds."""
-    return P.shape[-2] > nv
-
-
 def empty_rows(nv: int) -> NDArray:
     """Rows that apply nothing (the law's vs, δ, ε at 1 so that nothing divides by 0)."""
     P = np.zeros((nv, NPAR))

@@ -16,7 +16,8 @@ Ad_f = cay(h ad_ν̄) and μ' = Ad_fᵀ μ (no forces) keeps the world momentum 
 M⁻¹z by one articulated-body pass, ∂T/∂θ by the energy pass on its poses
 (:func:`.discrete_gradient_compiled.gradient_aba`). Force rows act on the joints below
 the base (the springs in V, dampers, smoothed friction, constant and periodic torques);
-rows on the base's own speeds take the Python steps.
+rows on the base's own speeds take the Python steps; the wrench rows act on every speed, the
+base's included (Jᵀf with the base where the step starts, as the reference).
 
 Two departures from the reference's arithmetic, for its round-off only: z = M v is carried
 from step to step (the reference forms M v anew), and H, ∇H and M⁻¹z are evaluated with
@@ -32,7 +33,12 @@ import numpy as np
 
 from ..dynamics import _compiled
 from ..dynamics.energy_kernel import energy_workspace
-from ..forces.kernel import has_wrenches, joint_forces, spring_gradient_add, spring_potential
+from ..forces.kernel import (
+    joint_forces,
+    spring_gradient_add,
+    spring_potential,
+    wrench_forces_add,
+)
 from .discrete_gradient_compiled import (
     aba_velocity_workspace,
     factor_mass,
@@ -108,17 +114,37 @@ def _discrete_gradient(data, P, forces, base, th0, z0, H0, d, n, qq, zb, aw, v, 
 
 
 @nb.njit(cache=True, nogil=True)
-def _forcing(P, tm, th0, d, g, n, thb, vb, tnc, tau):
-    """τ_θ at (t + h/2, θ̄, v̄_θ) into tnc (the rows of the joints below the base)."""
+def _forcing(data, P, tm, pose, th0, d, g, n, thb, vb, tnc, tau, fw) -> float:
+    """τ_θ at (t + h/2, θ̄, v̄_θ) into tnc (the rows of the joints below the base) and the
+    base's τ into fw[1][:6]: the wrench rows' Jᵀf at (the base at ``pose``, the step's
+    start as the reference takes it, θ̄), their θ part added to tnc. Returns the power
+    v̄ᵀτ (ν̄ the base's share of v̄) — NaN where the kinematics refuse the state."""
+    qw, tw, ts = fw
     for i in range(n):
         thb[i] = th0[i] + 0.5 * d[6 + i]
         vb[i] = g[6 + n + i]
     joint_forces(P[6:], tm, thb, vb, tnc, tau)
+    tw[:] = 0.0
+    if P.shape[0] > tw.shape[0]:  # (rows after the nv of the speeds: wrenches)
+        for a in range(7):
+            qw[a] = pose[a]
+        for i in range(n):
+            qw[7 + i] = thb[i]
+        if wrench_forces_add(data, P, qw, tw, ts):
+            return np.nan
+        for i in range(n):
+            tnc[i] += tw[6 + i]
+    power = 0.0
+    for a in range(6):
+        power += g[a] * tw[a]
+    for i in range(n):
+        power += vb[i] * tnc[i]
+    return power
 
 
 @nb.njit(cache=True, nogil=True)
-def _residual(data, P, forces, tm, h, base, th0, z0, H0, d, n, qq, zb, aw, v, ew, dT, dV,
-              out, gq, g, thb, vb, tnc, tau, r) -> bool:
+def _residual(data, P, forces, tm, h, base, pose, th0, z0, H0, d, n, qq, zb, aw, v, ew, dT,
+              dV, out, gq, g, thb, vb, tnc, tau, fw, r) -> bool:
     """r ← the step's residual at d (the reference's ``residual``)."""
     if not _discrete_gradient(data, P, forces, base, th0, z0, H0, d, n, qq, zb, aw, v, ew,
                               dT, dV, out, gq, g):
@@ -139,7 +165,10 @@ def _residual(data, P, forces, tm, h, base, th0, z0, H0, d, n, qq, zb, aw, v, ew
         r[6 + i] = d[6 + i] - h * g[6 + n + i]
         r[6 + n + i] = d[6 + n + i] + h * g[6 + i]
     if forces:
-        _forcing(P, tm, th0, d, g, n, thb, vb, tnc, tau)
+        if np.isnan(_forcing(data, P, tm, pose, th0, d, g, n, thb, vb, tnc, tau, fw)):
+            return False
+        for a in range(6):
+            r[a] -= h * fw[1][a]
         for i in range(n):
             r[6 + n + i] -= h * tnc[i]
     return True
@@ -169,6 +198,8 @@ def floating_run(data, P, forces, nc, t0, q0, v0, dt, n_steps, every, tol, stagn
     out = np.empty(8)
     qq, base, th0 = np.empty(q.shape[0]), np.empty(7), np.empty(n)
     thb, vb, tnc, tau = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    pose = np.empty(7)  # the base at the step's start (the wrench rows' kinematics)
+    fw = (np.empty(q.shape[0]), np.zeros(nv), np.zeros(nv))
     g, d, d0, r, r0, rk, xs, dk = (np.empty(N), np.empty(N), np.zeros(N), np.empty(N),
                                    np.empty(N), np.empty(N), np.empty(N), np.empty(N))
     Jm, Jk = np.empty((N, N)), np.empty((N, N))
@@ -199,6 +230,7 @@ def floating_run(data, P, forces, nc, t0, q0, v0, dt, n_steps, every, tol, stagn
         # round-off would (≈ 1e-14 of H a step, a random walk of the kept energy)
         for a in range(7):
             base[a] = 1.0 if a == 3 else 0.0
+            pose[a] = q[a]
         for i in range(n):
             th0[i] = q[7 + i]
         for a in range(7):
@@ -226,8 +258,8 @@ def floating_run(data, P, forces, nc, t0, q0, v0, dt, n_steps, every, tol, stagn
             d[k] = d0[k]
         # simplified Newton as base.newton: a forward-difference matrix when it diverges
         # (from the start) or contracts slowly (from where it is)
-        ok = _residual(data, P, forces, tm, h, base, th0, z0, H0, d, n, qq, zb, aw, vv, ew,
-                       dT, dV, out, gq, g, thb, vb, tnc, tau, r)
+        ok = _residual(data, P, forces, tm, h, base, pose, th0, z0, H0, d, n, qq, zb, aw, vv,
+                       ew, dT, dV, out, gq, g, thb, vb, tnc, tau, fw, r)
         if not ok:
             status[0], status[1] = BAD_STATE, step
             return k_out
@@ -243,8 +275,8 @@ def floating_run(data, P, forces, nc, t0, q0, v0, dt, n_steps, every, tol, stagn
             dk[:] = np.linalg.solve(Jk, r)
             for k in range(N):
                 d[k] -= dk[k]
-            finite = _residual(data, P, forces, tm, h, base, th0, z0, H0, d, n, qq, zb, aw,
-                               vv, ew, dT, dV, out, gq, g, thb, vb, tnc, tau, r)
+            finite = _residual(data, P, forces, tm, h, base, pose, th0, z0, H0, d, n, qq, zb,
+                               aw, vv, ew, dT, dV, out, gq, g, thb, vb, tnc, tau, fw, r)
             size = 0.0
             for k in range(N):
                 size = max(size, abs(dk[k]))
@@ -252,8 +284,9 @@ def floating_run(data, P, forces, nc, t0, q0, v0, dt, n_steps, every, tol, stagn
             if not refreshed and (not finite or (it >= 2 and size > last)):
                 d[:] = xs
                 r[:] = r0
-                if not _fd_matrix(data, P, forces, tm, h, base, th0, z0, H0, d, r, n, qq, zb,
-                                  aw, vv, ew, dT, dV, out, gq, g, thb, vb, tnc, tau, rk, Jk):
+                if not _fd_matrix(data, P, forces, tm, h, base, pose, th0, z0, H0, d, r, n, qq,
+                                  zb, aw, vv, ew, dT, dV, out, gq, g, thb, vb, tnc, tau, fw,
+                                  rk, Jk):
                     break
                 refreshed, last, have_fd = True, np.inf, True
                 continue
@@ -273,8 +306,9 @@ def floating_run(data, P, forces, nc, t0, q0, v0, dt, n_steps, every, tol, stagn
                 done = True
                 break
             if it >= 2 and size > 0.25 * last and not refreshed:
-                if not _fd_matrix(data, P, forces, tm, h, base, th0, z0, H0, d, r, n, qq, zb,
-                                  aw, vv, ew, dT, dV, out, gq, g, thb, vb, tnc, tau, rk, Jk):
+                if not _fd_matrix(data, P, forces, tm, h, base, pose, th0, z0, H0, d, r, n, qq,
+                                  zb, aw, vv, ew, dT, dV, out, gq, g, thb, vb, tnc, tau, fw,
+                                  rk, Jk):
                     break
                 refreshed, have_fd = True, True
             last = size
@@ -313,9 +347,7 @@ def floating_run(data, P, forces, nc, t0, q0, v0, dt, n_steps, every, tol, stagn
         if nc:
             for a in range(6):
                 zb[a] = z0[a] + d[a]
-            _forcing(P, tm, th0, d, g, n, thb, vb, tnc, tau)
-            for i in range(n):
-                work += h * vb[i] * tnc[i]
+            work += h * _forcing(data, P, tm, pose, th0, d, g, n, thb, vb, tnc, tau, fw)
         else:
             for a in range(6):  # μ' = Ad_fᵀ μ: the world momentum kept exactly
                 s = 0.0
@@ -354,8 +386,8 @@ def _crm(nu, h, A):
 
 
 @nb.njit(cache=True, nogil=True)
-def _fd_matrix(data, P, forces, tm, h, base, th0, z0, H0, d, r, n, qq, zb, aw, v, ew, dT,
-               dV, out, gq, g, thb, vb, tnc, tau, rk, Jk) -> bool:
+def _fd_matrix(data, P, forces, tm, h, base, pose, th0, z0, H0, d, r, n, qq, zb, aw, v, ew,
+               dT, dV, out, gq, g, thb, vb, tnc, tau, fw, rk, Jk) -> bool:
     """Jk ← the forward-difference Jacobian of the residual at d (r its value there), as
     :func:`.base.fd_jacobian`."""
     N = d.shape[0]
@@ -363,8 +395,8 @@ def _fd_matrix(data, P, forces, tm, h, base, th0, z0, H0, d, r, n, qq, zb, aw, v
         step = 1e-7 * max(1.0, abs(d[k]))
         keep = d[k]
         d[k] = keep + step
-        ok = _residual(data, P, forces, tm, h, base, th0, z0, H0, d, n, qq, zb, aw, v, ew,
-                       dT, dV, out, gq, g, thb, vb, tnc, tau, rk)
+        ok = _residual(data, P, forces, tm, h, base, pose, th0, z0, H0, d, n, qq, zb, aw, v,
+                       ew, dT, dV, out, gq, g, thb, vb, tnc, tau, fw, rk)
         d[k] = keep
         if not ok:
             return False
@@ -382,8 +414,7 @@ def applicable(method) -> bool:
         return False
     if problem.tau_nc is not None or problem.tau_cons is not None:
         P = problem.force_rows
-        if (P is None or np.any(P[:6] != _inactive_rows(P.shape[1]))
-                or has_wrenches(P, problem.system.nv)):  # (not taken here)
+        if P is None or np.any(P[:6] != _inactive_rows(P.shape[1])):
             return False
     return True
 

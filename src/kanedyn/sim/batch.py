@@ -827,9 +827,10 @@ def _time_stepping_batch(model, D, Q0, V0, t_final, dt, forces, params, save_eve
                                "friction law (JointFriction or joints=)")
     vb = [surface.get(j, 0.0) for j in joints]
     if not joints:
-        raise KanedynError("simulate_batch: method 'time_stepping' needs JointFriction "
-                           "elements in forces= (or laws in joints=); without friction use "
-                           "'rk4', 'verlet' or 'avf'")
+        raise KanedynError(f"simulate_batch: method "
+                           f"{'stickslip' if event_driven else 'time_stepping'!r} needs "
+                           "JointFriction elements in forces= (or laws in joints=); without "
+                           "friction use 'rk4', 'verlet' or 'avf'")
     idx = np.array([model.bodies[model.joint_index(j)].iv.start for j in joints], np.int64)
     kinds = ["karnopp" if isinstance(x, Karnopp) else "lugre" if isinstance(x, LuGre)
              else "exact" if x.discontinuous else "smooth" for x in items]  # (time_stepping's)

@@ -125,9 +125,8 @@ def _rows(sys_, fs: ForceSet):
     energy–momentum loop) the rows of its tree; on a compiled Kane tree derived from a
     Model (integrators/kane_compiled.py) the rows of that Model, whose q and v it has.
     Constant wrenches take rows (``wrenches=True``) — on a constrained system those of its
-    tree —: the loops evaluate them at q itself (the two that do not, the floating
-    energy–momentum loop and the constrained loop on ball or free joints, refuse rows
-    then)."""
+    tree —: the loops evaluate them at q itself (the one that does not, the constrained
+    loop on ball or free joints, refuses force rows there)."""
     model = (getattr(sys_, "compiled_step", None)
              or getattr(sys_, "compiled_manifold_step", None))
     if model is None and callable(getattr(sys_, "compiled_form", None)):
@@ -311,14 +310,14 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, method: str =
                 fast = getattr(stepper, "compiled_run", None)
                 sol = fast(project) if fast is not None else None
             if sol is None:
+                compiled = stepper.opts.get("compiled", True)  # (the method's own option)
                 if project is not None:
                     stepper = Projected(stepper, parse_invariants(project))
                 sol = run_fixed(stepper, problem)
                 finish = getattr(stepper, "finish", None)  # a method's own records
                 if finish is not None:
                     sol = finish(sol)
-                if (no_rows is not None and method in COMPILED_METHODS
-                        and stepper.opts.get("compiled", True)):
+                if no_rows is not None and method in COMPILED_METHODS and compiled:
                     _say_python_steps(sol, method, no_rows)
         else:
             if project is not None:
