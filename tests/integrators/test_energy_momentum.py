@@ -271,6 +271,33 @@ def test_floating_chain_with_an_internal_torque():
     assert rel(h, np.linalg.norm(h[0])) <= 1e-12
 
 
+def test_floating_chain_with_constant_wrenches_in_the_compiled_loop(monkeypatch):
+    """The floating variant's compiled loop with a local wrench on a limb, a world couple on
+    the base and a damper (τ on every speed, the base's included, with the base where the
+    step starts, as the reference): its Python steps to 1e-10, and the budget at round-off
+    while the wrenches work."""
+    from kanedyn.forces import ExternalWrench, JointDamper
+    from kanedyn.integrators import floating_cayley_compiled as fcc
+
+    m, q0, v0 = floating_chain()
+    fs = [ExternalWrench("arm2", [0.1, -0.2, 0.3, 1.0, -0.5, 0.7]),
+          ExternalWrench("base", [0.1, -0.2, 0.3, 0.0, 0.0, 0.0], frame="world"),
+          JointDamper("j1", 0.1)]
+    ran = []
+    real = fcc.run
+    monkeypatch.setattr(fcc, "run", lambda *a: ran.append(real(*a)) or ran[-1])
+    a = kd.simulate(m, q0, v0, 0.2, method="energy_momentum", variant="floating", dt=1e-3,
+                    forces=fs)
+    assert ran and ran[-1] is not None  # the compiled loop took the run
+    b = kd.simulate(m, q0, v0, 0.2, method="energy_momentum", variant="floating", dt=1e-3,
+                    forces=fs, compiled=False)
+    assert np.abs(a.q - b.q).max() <= 1e-10
+    scale = max(np.abs(b.energy).max(), np.abs(b.work_nc).max())
+    assert np.abs(a.work_nc - b.work_nc).max() <= 1e-10 * scale
+    assert abs(a.work_nc[-1]) > 1e-2 * scale
+    assert np.abs(a.budget).max() <= 1e-10 * scale
+
+
 def test_floating_chain_is_second_order():
     m, q0, v0 = floating_chain()
     p, errs = order_study(m, q0, v0, (0.02, 0.01, 0.005))

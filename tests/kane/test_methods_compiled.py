@@ -269,3 +269,30 @@ def test_a_shipped_robot_with_joint_elements_moves_as_its_model(method):
     np.testing.assert_allclose(kane.q, ref.q, rtol=0, atol=1e-10)
     assert ref.work_nc[-1] < -0.1  # the dampers took energy out
     np.testing.assert_allclose(kane.work_nc, ref.work_nc, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("method", ["rk4", "verlet", "midpoint", "avf", "itoh_abe"])
+def test_constant_wrenches_run_in_the_loops(branched, method, monkeypatch):
+    """Constant ExternalWrenches (local on a body, world on another) and a damper bind to the
+    Kane tree through its source Model and run in kane_compiled's loops (their rows' τ =
+    Jᵀf from the source Model's kinematics at the tree's q): the Python steps' run
+    (compiled=False) to 1e-10, and the Model's own compiled run likewise (other equations
+    of the same motion); the wrenches do work."""
+    from kanedyn.forces import ExternalWrench, JointDamper
+
+    model, system, q0, v0 = branched
+    fs = [ExternalWrench("body3", [0.1, -0.2, 0.3, 1.0, -0.5, 0.7]),
+          ExternalWrench("body1", [0.0, 0.4, -0.1, -0.3, 0.2, 0.9], frame="world"),
+          JointDamper(model.bodies[2].joint.name, 0.2)]
+    calls = []
+    real = kane_compiled._run
+    monkeypatch.setattr(kane_compiled, "_run",
+                        lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    fast = kd.simulate(system, q0, v0, 0.1, method=method, dt=1e-3, forces=fs)
+    assert calls  # a loop of kane_compiled ran it
+    ref = kd.simulate(system, q0, v0, 0.1, method=method, dt=1e-3, forces=fs, compiled=False)
+    own = kd.simulate(model, q0, v0, 0.1, method=method, dt=1e-3, forces=fs)
+    for other in (ref, own):
+        np.testing.assert_allclose(fast.q, other.q, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(fast.work_nc, other.work_nc, rtol=0, atol=1e-10)
+    assert abs(ref.work_nc[-1]) > 1e-3

@@ -372,3 +372,24 @@ def test_event_driven_stick_slip_per_run_levels():
                                            r"use method='time_stepping'"):
         simulate_batch(PLANAR4, q0, v0, 0.1, method="stickslip", dt=0.01,
                        forces=[kd.forces.JointFriction(names[0], law.smoothed("tanh", 1e-2))])
+
+
+@pytest.mark.parametrize(("tree", "method"), [("chain", "rk4"), ("chain", "avf"),
+                                              ("chain", "verlet"), ("balls", "rk4"),
+                                              ("balls", "gauss4"), ("balls", "verlet")])
+def test_batched_runs_with_wrenches_equal_single_runs(tree, method, wrench_chain):
+    """Constant wrenches (local, world, on a frame that is not a body) in every batched loop
+    (their rows' τ = Jᵀf at each run's q): each run the bits of kd.simulate's to 1e-13."""
+    from kanedyn.forces import ExternalWrench
+
+    c = wrench_chain
+    model = c.model if tree == "chain" else c.with_tool(BALLS, "body1")
+    fs = (c.elements() if tree == "chain" else
+          [ExternalWrench("body2", c.f_local), ExternalWrench("tool", c.f_world, frame="world")])
+    Q0, V0 = _states(model, 3, 6)
+    b = simulate_batch(model, Q0, V0, 0.1, method=method, dt=2e-3, forces=fs)
+    for k in range(3):
+        s = kd.simulate(model, Q0[k], V0[k], 0.1, method=method, dt=2e-3, forces=fs)
+        np.testing.assert_allclose(b.q[k], s.q, rtol=0, atol=1e-13)
+        np.testing.assert_allclose(b.work_nc[k], s.work_nc, rtol=0, atol=1e-13)
+    assert np.all(np.abs(b.work_nc[:, -1]) > 1e-3)

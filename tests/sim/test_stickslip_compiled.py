@@ -222,3 +222,27 @@ def test_breakaway_when_a_sinusoidal_load_passes_Fs():
     assert np.all(tr.q[before] == 0.0) and tr.v[-1, 0] > 0
 
 
+
+
+def test_compiled_run_with_wrenches_equals_the_python_reference(monkeypatch, wrench_chain):
+    """Exact Stribeck friction on two joints beside constant wrenches (their rows at each
+    stage's q) and a damper: the compiled run against stickslip_events' Python reference —
+    the same switches, the samples to 1e-9."""
+    from kanedyn.sim import stickslip_compiled as ssc
+
+    c = wrench_chain
+    runs = []
+    real = ssc.stickslip_run
+    monkeypatch.setattr(ssc, "stickslip_run", lambda *a: runs.append(1) or real(*a))
+    names = c.model.joint_names
+    fs = [*c.elements(), JointFriction(names[0], friction.Stribeck(0.3, 0.5, 0.05, 2.0, 0.02)),
+          JointFriction(names[2], friction.Stribeck(0.2, 0.3, 0.05, 2.0, 0.02))]
+    fast = kd.simulate(c.model, c.q0, c.v0, 0.3, method="stickslip", dt=1e-2, forces=fs)
+    assert runs == [1]
+    ref = kd.simulate(c.model, c.q0, c.v0, 0.3, method="stickslip", dt=1e-2, forces=fs,
+                      compiled=False)
+    assert [(s.joint, s.kind) for s in fast.friction.switches] == \
+        [(s.joint, s.kind) for s in ref.friction.switches]
+    assert fast.friction.stuck.any()
+    np.testing.assert_allclose(fast.q, ref.q, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(fast.work_nc, ref.work_nc, rtol=0, atol=1e-9)

@@ -314,3 +314,28 @@ def test_bad_input_names_the_element_and_the_joint():
     with pytest.raises(kd.SolverError, match="discontinuous.*stickslip.*time_stepping"):
         kd.simulate(model, np.zeros(7), np.zeros(7), 0.01, method="avf", dt=1e-3,
                     forces=[kd.forces.JointFriction("joint1", law)])
+
+
+def test_compiled_run_with_wrenches_equals_the_python_reference(monkeypatch, wrench_chain):
+    """Exact Stribeck friction on two joints beside constant wrenches (their rows' τ = Jᵀf at
+    each step's q) and a damper: the compiled loop against the Python reference, joints
+    sticking and slipping."""
+    from kanedyn.sim import time_stepping_compiled as tsc
+
+    c = wrench_chain
+    runs = []
+    real = tsc.time_stepping_run
+    monkeypatch.setattr(tsc, "time_stepping_run", lambda *a: runs.append(1) or real(*a))
+    names = c.model.joint_names
+    joints = {names[0]: friction.Stribeck(0.3, 0.5, 0.05, 2.0, 0.02),
+              names[2]: friction.Stribeck(0.2, 0.3, 0.05, 2.0, 0.02)}
+    fast = time_stepping(c.model, c.q0, c.v0, 0.3, 1e-3, joints, forces=c.elements())
+    assert runs == [1]
+    ref = time_stepping(c.model, c.q0, c.v0, 0.3, 1e-3, joints, forces=c.elements(),
+                        compiled=False)
+    assert fast.friction.stuck.any() and not fast.friction.stuck.all()
+    np.testing.assert_array_equal(fast.friction.stuck, ref.friction.stuck)
+    np.testing.assert_allclose(fast.q, ref.q, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(fast.v, ref.v, rtol=0, atol=1e-11)
+    np.testing.assert_allclose(fast.work_nc, ref.work_nc, rtol=0,
+                               atol=1e-11 * np.abs(ref.work_nc).max())
