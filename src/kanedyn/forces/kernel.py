@@ -33,7 +33,7 @@ from numba import njit
 from numpy.typing import NDArray
 
 from ..dynamics import _compiled
-from ..dynamics.kernels.kinematics import kinematics_into, world_column
+from ..dynamics.kernels.kinematics import world_column, world_poses
 from ..dynamics.layout import IV, NVJ, PARENT
 from ..errors import KanedynError
 from ..friction.laws_kernel import stribeck_derivative, stribeck_force, stribeck_parameters
@@ -108,11 +108,7 @@ def wrench_forces_add(data, P, q, tau_nc, tau):
     nv = tau_nc.shape[0]
     if P.shape[0] == nv:
         return 0
-    nb = data.shape[0] - 1
-    R = np.empty((nb, 3, 3))
-    p = np.empty((nb, 3))
-    col = np.empty((2, 6))
-    st = kinematics_into(data, q, q, False, R, p, col)
+    st, R, p, col = world_poses(data, q)
     if st:
         return st
     for w in range(nv, P.shape[0]):

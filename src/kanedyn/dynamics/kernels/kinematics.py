@@ -120,6 +120,17 @@ def summary_into(data, q, v, use_v, out):
 
 
 @njit(cache=True, nogil=True)
+def world_poses(data, q):
+    """(status, R, p, col): every body's pose in the world (:func:`kinematics_into`) in new
+    arrays, and a (2, 6) scratch row pair for :func:`world_column`."""
+    nb = data.shape[0] - 1
+    R = np.empty((nb, 3, 3))
+    p = np.empty((nb, 3))
+    col = np.empty((2, 6))
+    return kinematics_into(data, q, q, False, R, p, col), R, p, col
+
+
+@njit(cache=True, nogil=True)
 def world_column(data, R, p, j, c, col):
     """Column c of body j's motion subspace in world axes about the world origin,
     ``(ω, v_O) = (R_j ω_j, R_j v_j + p_j × R_j ω_j)`` (R, p the poses of
@@ -145,11 +156,7 @@ def jacobian_into(data, q, body, frame, J):
     local_world_aligned moves the point to the body origin, ``v = v_O + ω × p_b``,
     and local rotates that into body axes, ``(R_bᵀ ω, R_bᵀ v)``.
     """
-    nb = data.shape[0] - 1
-    R = np.empty((nb, 3, 3))
-    p = np.empty((nb, 3))
-    col = np.empty((2, 6))
-    st = kinematics_into(data, q, q, False, R, p, col)
+    st, R, p, col = world_poses(data, q)
     if st:
         return st
     for a in range(J.shape[0]):
