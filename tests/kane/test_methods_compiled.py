@@ -271,7 +271,7 @@ def test_a_shipped_robot_with_joint_elements_moves_as_its_model(method):
     np.testing.assert_allclose(kane.work_nc, ref.work_nc, rtol=0, atol=1e-10)
 
 
-@pytest.mark.parametrize("method", ["rk4", "verlet", "midpoint", "avf", "itoh_abe"])
+@pytest.mark.parametrize("method", ["rk4", "verlet", "midpoint", "avf"])
 def test_constant_wrenches_run_in_the_loops(branched, method, monkeypatch):
     """Constant ExternalWrenches (local on a body, world on another) and a damper bind to the
     Kane tree through its source Model and run in kane_compiled's loops (their rows' τ =

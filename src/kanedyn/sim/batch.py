@@ -88,9 +88,9 @@ options and the force elements —, the names of the ``kd.simulate`` options it 
   ``BatchTrajectory.stuck``. Its runs take that table, so :func:`simulate_batch` calls
   :func:`_time_stepping_batch` for it (``runs`` is None);
 - ``"stickslip"``: the event-driven loop,
-  :func:`~kanedyn.sim.stickslip_compiled.stickslip_from_start` per run
-  (:func:`_stickslip_runs`), exact Stribeck laws only, with time_stepping's friction
-  table and its per-run levels, sampled on the same grid (``runs`` None likewise).
+  :func:`~kanedyn.sim.stickslip_compiled.stickslip_run` per run (:func:`_stickslip_runs`),
+  exact Stribeck laws only, with time_stepping's friction table and its per-run levels,
+  sampled on the same grid (``runs`` None likewise).
 
 Each gives, run by run, the single ``kd.simulate`` with the method to the bit (the same
 loop, the same options) — where ``kd.simulate`` runs it compiled: a run whose Newton
@@ -725,11 +725,13 @@ STOPPED[SWITCHES_STOPPED] = ("the event-driven stick–slip stopped (its step si
 
 def _stickslip_runs(D, P, forces, FT, idx, Q0, V0, t_final, times, keep, options, outQ, outV,
                     outW, outE, outS, status) -> None:
-    """:func:`~kanedyn.sim.stickslip_compiled.stickslip_from_start` for each run k (its
-    ``D[k]``, ``P[k]``, ``FT[k]``; :func:`each_run`), sampled at ``times[keep]``;
+    """:func:`~kanedyn.sim.stickslip_compiled.stickslip_run` for each run k (its ``D[k]``,
+    ``P[k]``, ``FT[k]``; the modes at t = 0 by
+    :func:`~kanedyn.sim.stickslip_compiled.start_modes`; :func:`each_run`), sampled at
+    ``times[keep]``;
     status[k] = [code, index in ``times`` of the first time not reached] where a run
     stopped."""
-    from .stickslip_compiled import SS_KERNEL, SS_NOT_FINITE, stickslip_from_start
+    from .stickslip_compiled import SS_KERNEL, SS_NOT_FINITE, start_modes, stickslip_run
 
     rtol, atol = float(options.get("rtol", 1e-10)), float(options.get("atol", 1e-12))
     max_step = float(options.get("max_step", np.inf))
@@ -742,9 +744,11 @@ def _stickslip_runs(D, P, forces, FT, idx, Q0, V0, t_final, times, keep, options
     def run(k: int) -> None:
         y0 = np.concatenate([Q0[k], V0[k], np.zeros(3)])
         steps = np.zeros(2, np.int64)
-        S, ns, _, _, code, t_stop = stickslip_from_start(
-            D[k], P[k], forces, FT[k], idx, y0, t_final, rtol, atol, max_step, stick_step,
-            grid, max_switches, steps)
+        mode = np.zeros(nf, np.int64)
+        n_start = start_modes(D[k], P[k], forces, FT[k], idx, y0, mode)
+        S, ns, _, _, code, t_stop = stickslip_run(
+            D[k], P[k], forces, FT[k], idx, y0, mode, t_final, rtol, atol, max_step,
+            stick_step, grid, max_switches, n_start, steps)
         n = y0.shape[0]
         outQ[k, :ns] = S[:ns, 1:1 + nv]
         outV[k, :ns] = S[:ns, 1 + nv:1 + 2 * nv]

@@ -517,16 +517,14 @@ def stickslip_run(data, P, forces, FT, idx, y0, mode, t_final, rtol, atol, max_s
 
 
 @nb.njit(cache=True, nogil=True)
-def stickslip_from_start(data, P, forces, FT, idx, y0, t_final, rtol, atol, max_step,
-                         stick_step, grid, max_switches, steps):
-    """:func:`stickslip_run` from y0 with the modes at t = 0 resolved here, as
-    :func:`.stickslip.simulate_stick_slip` resolves them (each joint sliding the way its
-    relative speed points; those at exactly 0 candidates to stick, :func:`resolve`, a
-    slip their arrival): one run of ``simulate_batch(method="stickslip")``. Returns
-    stickslip_run's tuple (the start's switches counted in it, not listed)."""
+def start_modes(data, P, forces, FT, idx, y0, mode) -> int:
+    """mode ← the modes at t = 0 as :func:`.stickslip.simulate_stick_slip` resolves them
+    (each joint sliding the way its relative speed points; those at exactly 0 candidates
+    to stick, :func:`resolve`, a slip their arrival); returns the number of switches that
+    made (:func:`stickslip_run`'s ``n_switches0``). One run's start in
+    ``simulate_batch(method="stickslip")``."""
     nv = (y0.shape[0] - 3) // 2
     nf = idx.shape[0]
-    mode = np.zeros(nf, np.int64)
     cand = np.zeros(nf, np.bool_)
     some = False
     for k in range(nf):
@@ -534,14 +532,11 @@ def stickslip_from_start(data, P, forces, FT, idx, y0, t_final, rtol, atol, max_
         mode[k] = 1 if w > 0.0 else (-1 if w < 0.0 else 0)
         cand[k] = w == 0.0
         some |= cand[k]
-    nsw = 0
-    if some:
-        SW = np.empty((nf + 1, 4))
-        nsw = resolve(data, P, forces, FT, idx, 0.0, y0, mode, cand, np.zeros(nf, np.bool_),
-                      SW_SLIP, SW, 0, np.empty(y0.shape[0]), np.zeros(nf),
-                      workspace(data, nv))
-    return stickslip_run(data, P, forces, FT, idx, y0, mode, t_final, rtol, atol, max_step,
-                         stick_step, grid, max_switches, nsw, steps)
+    if not some:
+        return 0
+    return resolve(data, P, forces, FT, idx, 0.0, y0, mode, cand, np.zeros(nf, np.bool_),
+                   SW_SLIP, np.empty((nf + 1, 4)), 0, np.empty(y0.shape[0]), np.zeros(nf),
+                   workspace(data, nv))
 
 
 def applies(pb) -> bool:
