@@ -372,6 +372,9 @@ def test_event_driven_stick_slip_per_run_levels():
                                            r"use method='time_stepping'"):
         simulate_batch(PLANAR4, q0, v0, 0.1, method="stickslip", dt=0.01,
                        forces=[kd.forces.JointFriction(names[0], law.smoothed("tanh", 1e-2))])
+    with pytest.raises(KanedynError, match=r"stick_step=0.0 must be > 0"):  # kd.simulate's
+        simulate_batch(PLANAR4, q0, v0, 0.1, method="stickslip", dt=0.01, stick_step=0.0,
+                       forces=[kd.forces.JointFriction(names[0], law)])
 
 
 @pytest.mark.parametrize(("tree", "method"), [("chain", "rk4"), ("chain", "avf"),

@@ -731,12 +731,16 @@ def _stickslip_runs(D, P, forces, FT, idx, Q0, V0, t_final, times, keep, options
     ``times[keep]``;
     status[k] = [code, index in ``times`` of the first time not reached] where a run
     stopped."""
+    import inspect
+
+    from .stickslip import event_settings, simulate_stick_slip
     from .stickslip_compiled import SS_KERNEL, SS_NOT_FINITE, start_modes, stickslip_run
 
-    rtol, atol = float(options.get("rtol", 1e-10)), float(options.get("atol", 1e-12))
-    max_step = float(options.get("max_step", np.inf))
-    stick_step = float(options.get("stick_step", t_final / 1000.0))
-    max_switches = int(options.get("max_switches", 100_000))
+    names = ("rtol", "atol", "max_step", "stick_step", "max_switches")
+    given = {k: p.default for k, p in inspect.signature(simulate_stick_slip).parameters.items()
+             if k in names}  # (kd.simulate's defaults, and its checks)
+    given.update((k, options[k]) for k in names if k in options)
+    rtol, atol, max_step, stick_step, max_switches = event_settings(t_final, **given)
     nv, nf = V0.shape[1], idx.shape[0]
     code_of = {SS_NOT_FINITE: NOT_FINITE, SS_KERNEL: BAD_KERNEL_STATE}
     grid = np.ascontiguousarray(times[keep])

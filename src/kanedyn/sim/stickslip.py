@@ -300,6 +300,17 @@ class _Problem:
             mode[worst] = -1 if tf[worst] > 0 else 1
 
 
+def event_settings(t_final: float, rtol: float, atol: float, max_step: float,
+                   stick_step: float | None, max_switches: int) -> tuple:
+    """(rtol, atol, max_step, stick_step, max_switches) of an event-driven run, checked:
+    ``stick_step`` None is t_final/1000, and it must be > 0 (:func:`simulate_stick_slip`'s
+    and the batched stickslip's of :mod:`.batch`)."""
+    stick_step = t_final / 1000.0 if stick_step is None else float(stick_step)
+    if not stick_step > 0:
+        raise FrictionError(f"stick_step={stick_step} must be > 0")
+    return float(rtol), float(atol), float(max_step), stick_step, int(max_switches)
+
+
 def simulate_stick_slip(system, q0: ArrayLike, v0: ArrayLike, t_final: float, joints: dict,
                         tau=None, forces=(), surface_velocity: dict | None = None,
                         method: str | None = None, rtol: float = 1e-10, atol: float = 1e-12,
@@ -361,9 +372,8 @@ def simulate_stick_slip(system, q0: ArrayLike, v0: ArrayLike, t_final: float, jo
     if stick0:
         pb.resolve(0.0, y, mode, switches, stick0, arrival_kind="slip")
     grid = None if dt_out is None else np.arange(0.0, t_final + 0.5 * dt_out, dt_out)
-    stick_step = t_final / 1000.0 if stick_step is None else float(stick_step)
-    if not stick_step > 0:
-        raise FrictionError(f"stick_step={stick_step} must be > 0")
+    rtol, atol, max_step, stick_step, max_switches = event_settings(
+        t_final, rtol, atol, max_step, stick_step, max_switches)
 
     if own and compiled:
         from .stickslip_compiled import compiled_run
