@@ -24,8 +24,10 @@ the CPU time of the run, for every method and for MuJoCo — written to
 ``--couple N``: a constant couple of N N·m about the world y axis on the chain's last link,
 an :class:`~kanedyn.forces.ExternalWrench` ``[0, N, 0, 0, 0, 0]`` in world coordinates (its
 compiled wrench row) in ours, ``xfrc_applied`` in MuJoCo's (the budget column as for
-``--forces``). ``--python``: a last column, the Python steps' µs a step (``compiled=False``,
-1 s of the run at most) and the compiled loop's share of it.
+``--forces``); the rk4 row is followed by its final q against MuJoCo RK4's (the same
+torques Jᵀf?) and by how far the couple moved it. ``--python``: a last column, the Python
+steps' µs a step (``compiled=False``, 1 s of the run at most) and the compiled loop's
+share of it.
 
 ``--forces c``: a :class:`~kanedyn.forces.JointDamper` of c N·m·s/rad on every joint of our
 chain (every method takes it by its compiled force row), ``damping="c"`` on every joint of
@@ -168,10 +170,10 @@ def main() -> None:
         q0 = 0.5 * np.cos(np.arange(n))  # a bent chain, released from rest
         v0 = np.zeros(n)
         E0 = kd.kinetic_energy(model, q0, v0) + kd.potential_energy(model, q0)
-        mj = {}
+        mj, mj_q = {}, {}
         for integ in ("RK4", "Euler"):
-            us, E, _, _ = mujoco_run(n, integ, q0, v0, dt, t_final, repeat=3, damping=c,
-                                     couple=couple)
+            us, E, mj_q[integ], _ = mujoco_run(n, integ, q0, v0, dt, t_final, repeat=3,
+                                               damping=c, couple=couple)
             assert abs(E[0] - E0) < 1e-9 * abs(E0), (E[0], E0)  # same model, same energy
             mj[integ] = (us, np.abs(E - E[0]).max() / abs(E[0]))
         print(f"{n}-link chain, E(0) = {E0:.6g} J (equal in both)")
@@ -197,6 +199,11 @@ def main() -> None:
                 py = f" {ps * 1e6:10.1f} {us / ps:9.3f}"
             print(f"  {label(method, kw):22s} {us * 1e6:9.2f} {us / mj['RK4'][0]:13.2f} "
                   f"{drift:13.2e}{py}", flush=True)
+            if couple and label(method, kw) == "rk4":  # the same physics as MuJoCo's?
+                free = kd.simulate(model, q0, v0, t_final, method="rk4", dt=dt)
+                print(f"    rk4's final q against MuJoCo RK4's (xfrc_applied): "
+                      f"{np.abs(tr.q[-1] - mj_q['RK4']).max():.1e}; the couple moved it "
+                      f"{np.abs(tr.q[-1] - free.q[-1]).max():.2f} rad")
         print()
     if not args.no_diagram:
         work_precision(Path(__file__).with_suffix(".png"), methods)
