@@ -206,3 +206,29 @@ def test_floating_tree_loops_with_wrenches_equal_the_python_steps(method, loop_r
     np.testing.assert_allclose(fast.q, ref.q, rtol=0, atol=tol)
     np.testing.assert_allclose(fast.work_nc, ref.work_nc, rtol=0, atol=tol)
     assert abs(ref.work_nc[-1]) > 1e-3
+
+
+@pytest.mark.parametrize("method", ["rk4", "avf"])
+def test_a_tool_force_on_the_shipped_panda(method, loop_runs):
+    """The Panda URDF as its package ships it: a 20 N push along the flange frame's own z
+    axis (``panda_link8``, a merged fixed link, not a body) — the compiled loop against its
+    Python steps, and its work against the power f · v_tool of the flange's own velocity
+    (kd.frame_velocity, another kernel), integrated by the trapezoid over the samples: a
+    force of the wrong frame, sign or point gives another work."""
+    from kanedyn.model.urdf import robot_path
+
+    panda = kd.load_urdf(str(robot_path("panda")))
+    f = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 20.0])
+    push = [ExternalWrench("panda_link8", f)]
+    q0 = kd.neutral(panda)
+    v0 = np.zeros(panda.nv)
+    fast = kd.simulate(panda, q0, v0, 0.3, method=method, dt=1e-3, forces=push)
+    assert loop_runs and None not in loop_runs
+    ref = kd.simulate(panda, q0, v0, 0.3, method=method, dt=1e-3, forces=push,
+                      compiled=False)
+    np.testing.assert_allclose(fast.q, ref.q, rtol=0, atol=1e-12)
+    power = np.array([f @ kd.frame_velocity(panda, q, v, "panda_link8")
+                      for q, v in zip(fast.q, fast.v, strict=True)])
+    work = np.concatenate([[0.0], np.cumsum(0.5 * (power[1:] + power[:-1]) * 1e-3)])
+    assert abs(fast.work_nc[-1]) > 0.1
+    np.testing.assert_allclose(fast.work_nc, work, rtol=0, atol=1e-4 * abs(work[-1]))
