@@ -261,7 +261,7 @@ def test_newton_failure_on_a_ball_joint_loop_reads_as_the_python_steps():
                          ids=["ball", "free-and-ball", "free"])
 def test_compiled_charts_equal_the_model_chart(build):
     """system_kernel's charts against integrators/chart.py's ModelChart (the joints' own
-    chart_* methods): φ_n(x), Jᵀy, J⁻¹y, J⁻ᵀy and Dᵀy, from x near 0 to |x| = O(1)."""
+    chart_* methods): φ_n(x), Jᵀy, J y, J⁻¹y, J⁻ᵀy and Dᵀy, from x near 0 to |x| = O(1)."""
     from kanedyn.constraints import system_kernel as sk
     from kanedyn.dynamics.flat import flatten
     from kanedyn.integrators.chart import make_chart
@@ -280,7 +280,8 @@ def test_compiled_charts_equal_the_model_chart(build):
         sk.chart_blocks(data, x, Jb)
         J, D = chart.jacobian(q0, x), chart.derivative(q0, x, w)
         out = np.empty(s.nv)
-        for fn, expected in ((sk.chart_jt_times, J.T @ y), (sk.chart_j_solve,
+        for fn, expected in ((sk.chart_jt_times, J.T @ y), (sk.chart_j_times, J @ y),
+                             (sk.chart_j_solve,
                                                              np.linalg.solve(J, y)),
                              (sk.chart_jt_solve, np.linalg.solve(J.T, y))):
             fn(data, Jb, y, out)
@@ -288,6 +289,11 @@ def test_compiled_charts_equal_the_model_chart(build):
         out[:] = 1.0
         sk.chart_derivative_t_sub(data, Jb, x, w, y, out)
         np.testing.assert_allclose(out, 1.0 - D.T @ y, rtol=0, atol=1e-14)
+        # J z and Jᵀ y of the compiled blocks are each other's transposes: yᵀ(J z) = (Jᵀy)ᵀz
+        Jz, Jty = np.empty(s.nv), np.empty(s.nv)
+        sk.chart_j_times(data, Jb, w, Jz)
+        sk.chart_jt_times(data, Jb, y, Jty)
+        assert abs(y @ Jz - Jty @ w) <= 1e-14 * np.abs(y).sum() * np.abs(Jz).sum()
 
 
 def test_a_constant_wrench_runs_in_the_loop(four_bar, monkeypatch):

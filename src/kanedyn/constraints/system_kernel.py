@@ -397,7 +397,8 @@ def loop_rows_kernel(data, L, q, v, use_v, g, G, gam, ws):
 # On additive joints every function below copies (J = 1 exactly, D = 0), so a model
 # without ball, free or planar joints gets the same bits as without a chart. The
 # constrained energy–momentum loop takes ball and free joints (``chart_j_solve``,
-# ``chart_jt_times`` and ``chart_derivative_t_sub`` know no planar joint; the caller
+# ``chart_j_times``, ``chart_jt_times`` and ``chart_derivative_t_sub`` know no planar
+# joint; the caller
 # checks: ``ConstrainedSystem.compiled_chart_form``); the variational Störmer–Verlet loop
 # (:mod:`kanedyn.integrators.verlet_compiled`) takes planar joints too, through
 # ``chart_point``, ``chart_blocks``, ``chart_jt_solve`` and the three functions of the
@@ -536,6 +537,23 @@ def chart_jt_times(data, Jb, y, out):
             _times3t(Jb[i], 0, y, iv, out, iv)
             if jt == FREE:  # (exp(φ)ᵀ)ᵀ = exp(φ)
                 _times3t(Jb[i], 9, y, iv + 3, out, iv + 3)
+        else:
+            for k in range(int(data[i, NVJ])):
+                out[iv + k] = y[iv + k]
+
+
+@njit(cache=True, _nrt=False, nogil=True)
+def chart_j_times(data, Jb, y, out):
+    """out ← J(x) y (Jb of :func:`chart_blocks`): J_r y_φ on a ball or free joint's
+    rotation, exp(φ)ᵀ y_ρ on a free joint's translation, y elsewhere — the transpose of
+    :func:`chart_jt_times` block by block (and, like it, no planar block). The body
+    velocity v = J(x) ẋ of a chart velocity ẋ."""
+    for i in range(data.shape[0] - 1):
+        jt, iv = int(data[i, JTYPE]), int(data[i, IV])
+        if jt == SPHERICAL or jt == FREE:
+            _times3(Jb[i], 0, y, iv, out, iv)
+            if jt == FREE:
+                _times3(Jb[i], 9, y, iv + 3, out, iv + 3)
         else:
             for k in range(int(data[i, NVJ])):
                 out[iv + k] = y[iv + k]

@@ -487,7 +487,7 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         K[:n, :n] = I - 0.5 * h * Kxp
         K[:n, n:2 * n] = -0.5 * h * Ai
         K[:n, 2 * n + m:e2] = -h * (G0 @ Ai).T
-        K[n:2 * n, :n] = 0.5 * h * Kqq
+        K[n:2 * n, :n] = 0.5 * h * Kqq + self._damping_slopes(t, q0, v0)
         K[n:2 * n, n:2 * n] = I + 0.5 * h * Kxp.T
         K[n:2 * n, 2 * n:2 * n + m] = h * G0.T
         K[n:2 * n, 2 * n + m:e2] = h * Gqv.T
@@ -509,6 +509,25 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         if not np.all(np.isfinite(d)) or d.min() <= 1e-13 * d.max():
             raise self.singular_matrix(q0, t)
         return lu
+
+    def _damping_slopes(self, t, q, v) -> NDArray | float:
+        """C = −∂τ_nc/∂v at the start of the step (dampers, friction), by central differences
+        (step 1e-7 (1 + |v|)): the derivative of −h F(t + h/2, q̄, Δx/h) in the momentum rows
+        with respect to Δx, at Δx = 0 where J = 1 (the dependence on q̄ left out: a simplified
+        Newton matrix). The compiled loop puts the same slopes there (the rows' exact
+        ``damping_slopes``), so that both judge a step slow, and rebuild, at the same steps.
+        0 without force elements."""
+        tau = self.problem.tau_nc
+        if tau is None:
+            return 0.0
+        n = v.size
+        C = np.empty((n, n))
+        e = 1e-7 * (1.0 + float(np.abs(v).max()))
+        for k in range(n):
+            d = np.zeros(n)
+            d[k] = e
+            C[:, k] = (tau(t, q, v - d) - tau(t, q, v + d)) / (2 * e)
+        return C
 
     def singular_matrix(self, q0, t) -> SolverError:
         """The error of a singular Newton matrix at (t, q0) (after

@@ -67,15 +67,16 @@ from ..constraints import system_kernel as sk
 from ..dynamics import _compiled
 from ..dynamics.energy_kernel import energy_pass_into, energy_workspace
 from ..forces.kernel import (
-    applied_forces,
     damping_slopes,
     empty_rows,
     has_forces,
+    joint_forces,
     spring_gradient_add,
     spring_potential,
+    wrench_forces_add,
 )
 from .base import cholesky, cholesky_solve
-from .gauss_compiled import lu_factor, lu_solve
+from .gauss_compiled import gather, lu_factor, lu_solve
 from .rk4_compiled import save_sample, state_guard, store
 
 _compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
@@ -115,10 +116,13 @@ def _chart_state(P, data, qn, x, p, q, M, L, g, G, Jb, pv, v, ws, f, gam) -> boo
 
 
 @nb.njit(cache=True, nogil=True)
-def _chart_gradient(data, FP, forces, x, q, v, pv, Jb, dT, dV, out, ew, xdot, gx) -> bool:
+def _chart_gradient(data, FP, forces, iqd, qd, x, q, v, pv, Jb, dT, dV, out, ew, xdot,
+                    gx) -> bool:
     """After :func:`_chart_state`: xdot ← ∂H/∂p = J⁻¹v and gx ← ∂H/∂x|_p = Jᵀ(∂V/∂q −
     ∂T/∂q|_v) − D(x, ẋ)ᵀ pv (the Legendre transform in the chart,
-    ``ChartHamiltonian.gradient``); out[1] = V(q). (dT is overwritten.)"""
+    ``ChartHamiltonian.gradient``); out[1] = V(q). With ``forces`` the springs of the rows
+    FP too, read per speed from qd ← q[iqd] (:func:`~.gauss_compiled.gather`). (dT is
+    overwritten.)"""
     if energy_pass_into(data, q, v, dT, dV, out, *ew) != 0:
         return False
     for i in range(v.shape[0]):
@@ -126,9 +130,12 @@ def _chart_gradient(data, FP, forces, x, q, v, pv, Jb, dT, dV, out, ew, xdot, gx
     sk.chart_jt_times(data, Jb, dT, gx)
     sk.chart_j_solve(data, Jb, v, xdot)
     sk.chart_derivative_t_sub(data, Jb, x, xdot, pv, gx)
-    if forces:  # the springs of the force rows FP (additive joints only: x = Δq)
-        spring_gradient_add(FP, q, 1.0, gx)
-        out[1] += spring_potential(FP, q)
+    if forces:
+        # the springs of the force rows FP: only on 1-DOF additive joints (force_rows),
+        # where J's block is 1, so k (q_j − q_rest) adds to gx's row j as it is
+        gather(iqd, q, qd)
+        spring_gradient_add(FP, qd, 1.0, gx)
+        out[1] += spring_potential(FP, qd)
     return True
 
 
@@ -170,18 +177,20 @@ def _corrected_rows(A, d, w, delta, out, floor):
 
 # ------------------------------------------------------------------------ the residual
 @nb.njit(cache=True, nogil=True)
-def equations(P, data, FP, forces, tm, u, q0, p0, H0, g0, gam0, h, mask, aq, xi, wq,
+def equations(P, data, FP, forces, iqd, tm, u, q0, p0, H0, g0, gam0, h, mask, aq, xi, wq,
               midpoint, r, st, wk, fw):
     """r ← the residual of the step's equations at u = (Δx, Δp, λ, μ) (the reference's
     ``_equations``; x the chart centred on q0, x = Δq on additive joints); returns
     |H' − H − W| (the step's energy error if it ended at u), or −1 if a kernel refused a
-    state. ``st`` (q', v', g', γ') is left at the end point. With ``forces`` (additive
-    joints): the springs of the rows FP in H, and τ_nc(t + h/2, q + Δq/2, Δq/h) of the
-    rows in the momentum equation, its work W = Δq·τ_nc left in ``fw[4][0]``."""
+    state. ``st`` (q', v', g', γ') is left at the end point. With ``forces``: the springs
+    of the rows FP in H (their coordinates q[iqd]), and F = J(x̄)ᵀ τ_nc(t + h/2, q̄,
+    J(x̄) Δx/h) of the rows in the momentum equation (x̄ = Δx/2, q̄ = φ(x̄); on additive
+    joints J = 1, q̄ = q + Δq/2), its work W = Δx·F left in ``fw[5][0]``."""
     n, m = p0.shape[0], g0.shape[0]
     q1, v1, g1, gam1 = st
     (M, L, Gb, G1, qs, ps, vs, gq, a, dz, w, dgH, Gbar, Abar, Gam, Ab, dT, dV, out, f, gam,
      gs, ws, ew, xs, pv, Jb, GbJ, col) = wk
+    qd = fw[0]
     for i in range(n):
         xs[i] = u[i]
         dz[i] = u[i]
@@ -193,7 +202,8 @@ def equations(P, data, FP, forces, tm, u, q0, p0, H0, g0, gam0, h, mask, aq, xi,
     # γ' = G(q') v'
     if not _chart_state(P, data, q0, xs, ps, q1, M, L, g1, G1, Jb, pv, v1, ws, f, gam):
         return -1.0
-    if not _chart_gradient(data, FP, forces, xs, q1, v1, pv, Jb, dT, dV, out, ew, vs, gq):
+    if not _chart_gradient(data, FP, forces, iqd, qd, xs, q1, v1, pv, Jb, dT, dV, out, ew, vs,
+                           gq):
         return -1.0
     T = 0.0
     for i in range(n):
@@ -217,7 +227,8 @@ def equations(P, data, FP, forces, tm, u, q0, p0, H0, g0, gam0, h, mask, aq, xi,
             if not _chart_state(P, data, q0, xs, ps, qs, M, L, gs, Gb, Jb, pv, vs, ws, f,
                                 gam):
                 return -1.0
-            if not _chart_gradient(data, FP, forces, xs, qs, vs, pv, Jb, dT, dV, out, ew, col, gq):
+            if not _chart_gradient(data, FP, forces, iqd, qd, xs, qs, vs, pv, Jb, dT, dV, out,
+                                   ew, col, gq):
                 return -1.0
             for i in range(n):
                 a[i] += wq[k] * gq[i]
@@ -230,7 +241,8 @@ def equations(P, data, FP, forces, tm, u, q0, p0, H0, g0, gam0, h, mask, aq, xi,
     if not _chart_state(P, data, q0, xs, ps, qs, M, L, gs, Gb, Jb, pv, vs, ws, f, gam):
         return -1.0
     if midpoint:
-        if not _chart_gradient(data, FP, forces, xs, qs, vs, pv, Jb, dT, dV, out, ew, col, gq):
+        if not _chart_gradient(data, FP, forces, iqd, qd, xs, qs, vs, pv, Jb, dT, dV, out, ew,
+                               col, gq):
             return -1.0
         for i in range(n):
             a[i] = gq[i]
@@ -277,23 +289,28 @@ def equations(P, data, FP, forces, tm, u, q0, p0, H0, g0, gam0, h, mask, aq, xi,
         r[2 * n + m + k] = gam1[k]
     work = 0.0
     if forces:
-        qk, vk, tau_nc, tau, wout = fw
+        # at the midpoint of the last _chart_state: qs = φ(x̄), Jb = J(x̄) (on additive
+        # joints qs = q + Δq/2 and J = 1: every chart function copies)
+        _, xd, vk, tau_nc, tau, wout = fw
         for i in range(n):
-            qk[i] = q0[i] + 0.5 * u[i]
-            vk[i] = u[i] / h
-        if applied_forces(data, FP, tm, qk, vk, tau_nc, tau):  # (its wrench rows at q̄)
+            xd[i] = u[i] / h
+        sk.chart_j_times(data, Jb, xd, vk)  # v̄ = J(x̄) Δx/h
+        gather(iqd, qs, qd)  # the joint rows read the coordinate of their speed
+        joint_forces(FP, tm, qd, vk, tau_nc, tau)
+        if wrench_forces_add(data, FP, qs, tau_nc, tau):  # (the wrench rows: at q̄ itself)
             return -1.0
+        sk.chart_jt_times(data, Jb, tau_nc, tau)  # F = J(x̄)ᵀ τ_nc (tau: free scratch)
         for i in range(n):
-            r[n + i] -= h * tau_nc[i]
-            work += u[i] * tau_nc[i]
+            r[n + i] -= h * tau[i]
+            work += u[i] * tau[i]
         wout[0] = work
     return abs(H1 - H0 - work)
 
 
 # ----------------------------------------------------------------------- Newton matrix
 @nb.njit(cache=True, nogil=True)
-def newton_matrix(P, data, FP, forces, h, q0, v0, p0, M0, L0, G0, lam, K, piv, aq, norms,
-                  wk, nw, slope) -> int:
+def newton_matrix(P, data, FP, forces, iqd, qd, h, q0, v0, p0, M0, L0, G0, lam, K, piv, aq,
+                  norms, wk, nw, slope) -> int:
     """K ← the LU factors of the simplified Newton matrix at the start of the step (the
     reference's ``_newton_matrix``: the blocks h M⁻¹, h Gᵀ, G, G M⁻¹, and by central
     differences in the chart at fixed p — step 1e-7 (1 + |q|) — ∂γ/∂x (γ = G v), the
@@ -323,7 +340,8 @@ def newton_matrix(P, data, FP, forces, h, q0, v0, p0, M0, L0, G0, lam, K, piv, a
             if not _chart_state(P, data, q0, xe, p0, qe, M, L, gs, G, Jb, pv, ve, ws, f,
                                 gam):
                 return KERNEL_REFUSED
-            if not _chart_gradient(data, FP, forces, xe, qe, ve, pv, Jb, dT, dV, out, ew, xd, gq):
+            if not _chart_gradient(data, FP, forces, iqd, qd, xe, qe, ve, pv, Jb, dT, dV, out,
+                                   ew, xd, gq):
                 return KERNEL_REFUSED
             for r in range(m):  # γ = G(q) v at x = ±e_k (fixed p)
                 t = 0.0
@@ -434,8 +452,9 @@ def _update_size(du, u, n, m, p0_norm, q_norm, h, norms) -> float:
 
 # ------------------------------------------------------------------------------ the loop
 @nb.njit(cache=True, nogil=True)
-def cem_run(P, data, FP, forces, times, q0, v0, lam0, steps, every, mask, xi, wq, midpoint,
-            tol, maxiter, refresh, blowup, Q, V, W, RG, RGV, lam_mid, iters, info, finfo, bad):
+def cem_run(P, data, FP, forces, iqd, times, q0, v0, lam0, steps, every, mask, xi, wq,
+            midpoint, tol, maxiter, refresh, blowup, Q, V, W, RG, RGV, lam_mid, iters, info,
+            finfo, bad):
     """The whole run (the reference's ``step`` repeated, with ``run_fixed``'s guards):
     ``times``/``steps`` the start and size of each step (the last one shortened to land
     on t_final, as ``run_fixed``: :func:`.rk4_compiled.step_grid`), samples every
@@ -443,9 +462,11 @@ def cem_run(P, data, FP, forces, times, q0, v0, lam0, steps, every, mask, xi, wq
     ``lam_mid``, Newton iterations in ``iters``. ``info`` = (status, step, iterations,
     worst block, steps done); ``finfo`` = (t, h, largest residual); ``bad`` the state (q,
     v) at a blow-up, or q at a singular Newton matrix; with ``forces`` the force rows FP
-    act (additive joints) and W holds the work W_nc at the samples. q has nq entries, v and the
-    chart coordinates nv (ball and free joints: the charts of :mod:`.chart`, compiled in
-    :mod:`~kanedyn.constraints.system_kernel`)."""
+    act and W holds the work W_nc at the samples. q has nq entries, v and the chart
+    coordinates nv (ball and free joints: the charts of :mod:`.chart`, compiled in
+    :mod:`~kanedyn.constraints.system_kernel`); ``iqd`` (nv) the index in q of each speed's
+    coordinate on 1-DOF additive joints, −1 elsewhere (:func:`.gauss_compiled.dof_coordinates`:
+    what the springs and the joint rows read; 0, 1, ..., nv − 1 on an additive tree)."""
     nq, n, m = q0.shape[0], v0.shape[0], lam0.shape[0]
     N = 2 * n + 2 * m
     nb_ = data.shape[0] - 1
@@ -465,7 +486,8 @@ def cem_run(P, data, FP, forces, times, q0, v0, lam0, steps, every, mask, xi, wq
           np.empty((2, m + 2 * n)), np.empty((n, n)), np.empty((n, n)), dT, dV, out, f, gs,
           gam, ws, ew, np.empty(n), pv, Jb, np.empty(n), np.empty((m, n)))
     st = (np.empty(nq), np.empty(n), np.empty(m), np.empty(m))
-    fw = (np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.zeros(1))
+    # (qd: q per speed; ẋ = Δx/h; v̄ = J(x̄) ẋ; τ_nc; τ; the step's work)
+    fw = (np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.zeros(1))
     slope = np.zeros(n)
     work = 0.0
     W[0] = 0.0
@@ -503,7 +525,8 @@ def cem_run(P, data, FP, forces, times, q0, v0, lam0, steps, every, mask, xi, wq
             T += v[i] * s
         H0 = 0.5 * T + out[1]
         if forces:
-            H0 += spring_potential(FP, q)
+            gather(iqd, q, fw[0])
+            H0 += spring_potential(FP, fw[0])
         q_norm, p0_norm = 0.0, 0.0
         for i in range(nq):
             q_norm = max(q_norm, abs(q[i]))
@@ -539,7 +562,7 @@ def cem_run(P, data, FP, forces, times, q0, v0, lam0, steps, every, mask, xi, wq
                 u[2 * n + m + k] = 0.0
         rebuilt = False
         if not have_lu or abs(lu_h - h) > 1e-9 * h or step % refresh == 0:
-            code = newton_matrix(P, data, FP, forces, h, q, v, p0, M0, L0, G0,
+            code = newton_matrix(P, data, FP, forces, iqd, fw[0], h, q, v, p0, M0, L0, G0,
                                  u[2 * n:2 * n + m], K, piv, aq, norms, wk, nw, slope)
             if code != OK:
                 info[0], info[1] = code, step
@@ -551,8 +574,8 @@ def cem_run(P, data, FP, forces, times, q0, v0, lam0, steps, every, mask, xi, wq
             # simplified Newton from the predictor (the reference's ``_solve``)
             for i in range(N):
                 ut[i] = u[i]
-            defect = equations(P, data, FP, forces, t + 0.5 * h, ut, q, p0, H0, g0, gam0,
-                               h, mask, aq, xi, wq, midpoint, r, st, wk, fw)
+            defect = equations(P, data, FP, forces, iqd, t + 0.5 * h, ut, q, p0, H0, g0,
+                               gam0, h, mask, aq, xi, wq, midpoint, r, st, wk, fw)
             if defect < 0.0:
                 info[0], info[1] = KERNEL_REFUSED, step
                 return k_out
@@ -567,8 +590,8 @@ def cem_run(P, data, FP, forces, times, q0, v0, lam0, steps, every, mask, xi, wq
                 for i in range(N):
                     du[i] = -du[i]
                     ut[i] += du[i]
-                defect = equations(P, data, FP, forces, t + 0.5 * h, ut, q, p0, H0, g0,
-                                   gam0, h, mask, aq, xi, wq, midpoint, r, st, wk, fw)
+                defect = equations(P, data, FP, forces, iqd, t + 0.5 * h, ut, q, p0, H0,
+                                   g0, gam0, h, mask, aq, xi, wq, midpoint, r, st, wk, fw)
                 finite = defect >= 0.0
                 for i in range(N):
                     if not (np.isfinite(r[i]) and np.isfinite(ut[i])):
@@ -593,7 +616,7 @@ def cem_run(P, data, FP, forces, times, q0, v0, lam0, steps, every, mask, xi, wq
             if ok or rebuilt:
                 break
             # slow or diverging with the kept matrix: a fresh one, from the predictor
-            code = newton_matrix(P, data, FP, forces, h, q, v, p0, M0, L0, G0,
+            code = newton_matrix(P, data, FP, forces, iqd, fw[0], h, q, v, p0, M0, L0, G0,
                                  u[2 * n:2 * n + m], K, piv, aq, norms, wk, nw, slope)
             if code != OK:
                 info[0], info[1] = code, step
@@ -640,7 +663,7 @@ def cem_run(P, data, FP, forces, times, q0, v0, lam0, steps, every, mask, xi, wq
             bad[nq:] = v
             return k_out
         if forces:
-            work += fw[4][0]  # Δq·τ_nc of the accepted step
+            work += fw[5][0]  # Δx·F of the accepted step
         k_new = save_sample(step, n_steps, every, q, v, Q, V, k_out)
         if k_new != k_out:
             W[k_out] = work
@@ -661,10 +684,8 @@ def applicable(method) -> sk.CompiledForm | None:
     if (not method.opts["compiled"] or method.k or method.sys_nc or method.friction is not None
             or problem.progress is not None):
         return None
-    if problem.tau_cons is not None or problem.tau_nc is not None:
-        # force elements: each with a compiled row, on additive joints (x = Δq)
-        if problem.force_rows is None or method.chart is not None:
-            return None
+    if (problem.tau_cons is not None or problem.tau_nc is not None) and problem.force_rows is None:
+        return None  # force elements, one of them without a compiled row
     if method.chart is None:
         form = compiled_form_of(method.system)
     else:
@@ -684,6 +705,7 @@ def run(method):
     from ..errors import SolverError
     from .base import Solution, check_state
     from .constrained_energy_momentum import REFRESH
+    from .gauss_compiled import dof_coordinates
     from .rk4_compiled import compiled_or_none, step_grid
 
     form = applicable(method)
@@ -707,7 +729,8 @@ def run(method):
     q0 = np.array(problem.q0, dtype=float)
     v0 = np.array(problem.v0, dtype=float)
     k_out = compiled_or_none(
-        method.name, cem_run, form.params, form.data, FP, has_forces(FP), times, q0, v0,
+        method.name, cem_run, form.params, form.data, FP, has_forces(FP),
+        dof_coordinates(s.model), times, q0, v0,
         np.array(method.lam0, dtype=float).reshape(m), steps, every,
         np.asarray(method.mask, dtype=float), np.asarray(method.xi, dtype=float),
         np.asarray(method.wq, dtype=float), midpoint, float(method.opts["tol"]),
