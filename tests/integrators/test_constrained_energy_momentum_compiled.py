@@ -131,6 +131,64 @@ def test_compiled_steps_agree_with_the_python_steps_on_ball_and_free_joints(meth
     assert np.abs(a.stats["residual_Gv"]).max() <= 1e-12
 
 
+def _chart_forces(name):
+    """Force elements with compiled rows on a ball- or free-joint tree: a damper on every
+    speed of the ball (resp. free) joint, a spring and a periodic torque on 1-DOF joints
+    (the Stewart's prismatic p0 has q index 9, speed 8: the rows read q per speed),
+    smoothed Stribeck friction, and a constant local wrench on a body."""
+    from kanedyn import friction
+    from kanedyn.forces import (
+        ExternalWrench,
+        JointDamper,
+        JointFriction,
+        JointSpring,
+        SinusoidalTorque,
+    )
+
+    law = friction.Stribeck(Fc=0.05, Fs=0.08, vs=0.05, delta=2.0, Fv=0.01).smoothed("tanh",
+                                                                                   1e-2)
+    if name == "rssr-ball":
+        return [JointDamper("ball_a", 0.05), JointSpring("crank_pin", 2.0, 0.5),
+                SinusoidalTorque("rocker_pin", 0.8, 5.0, phase=0.3),
+                JointFriction("crank_pin", law),
+                ExternalWrench("coupler", [0.0, 0.05, 0.1, 0.5, -0.4, 0.2])]
+    return [JointDamper("platform_free", 2.0), JointSpring("p0", 50.0, 0.0),
+            SinusoidalTorque("p1", 5.0, 3.0, phase=0.3), JointFriction("u2_x", law),
+            ExternalWrench("platform", [0.5, 0.0, 1.0, 5.0, -10.0, 20.0])]
+
+
+@pytest.mark.parametrize("method", ["energy_momentum", "avf"])
+@pytest.mark.parametrize("name", ["rssr-ball", "stewart-free"])
+def test_force_rows_on_ball_and_free_joints_run_in_the_loop(method, name, monkeypatch):
+    """Force rows on trees with ball and free joints, in their charts: the springs in H
+    (q read per speed), F = J(x̄)ᵀ τ_nc(t + h/2, φ(x̄), J(x̄) Δx/h) in the momentum rows and
+    W_nc = Σ Δx·F, as the Python steps' ``_equations``; the compiled loop takes the run and
+    equals the Python steps step for step (W_nc included), the budget E − E₀ − W_nc closes
+    at round-off while the forces do work, and the quaternions stay unit."""
+    s, q0, v0, T, dt = _rssr() if name == "rssr-ball" else _stewart()
+    fs = _chart_forces(name)
+    ran = []
+    real = cemc.run
+    monkeypatch.setattr(cemc, "run", lambda m: ran.append(real(m)) or ran[-1])
+    a = kd.simulate(s, q0, v0, T, method=method, dt=dt, forces=fs)
+    assert ran and ran[-1] is not None  # the compiled loop took the run
+    b = kd.simulate(s, q0, v0, T, method=method, dt=dt, forces=fs, compiled=False)
+    assert len(a.t) == len(b.t) == int(round(T / dt)) + 1
+    # the same Newton matrices (the damping slopes at v0 in both), so the same rebuilds:
+    # what differs is the round-off of the evaluations
+    assert np.abs(a.q - b.q).max() < 1e-11
+    assert np.abs(a.v - b.v).max() < 1e-11 * np.abs(b.v).max()
+    scale = max(np.abs(b.energy).max(), np.abs(b.work_nc).max())
+    assert np.abs(a.work_nc - b.work_nc).max() < 1e-11 * scale
+    assert abs(a.work_nc[-1]) > 1e-3 * scale  # the forces did work
+    assert np.abs(a.budget).max() <= 1e-11 * scale
+    assert np.abs(a.stats["residual_g"]).max() <= 1e-12
+    starts = [b.iq.start + (3 if b.joint.kind == "free" else 0) for b in s.model.bodies
+              if b.joint.kind in ("spherical", "free")]
+    norms = np.array([np.linalg.norm(a.q[:, k:k + 4], axis=1) for k in starts])
+    assert np.abs(norms - 1.0).max() < 1e-14
+
+
 def test_the_loop_applies_only_where_it_can(four_bar):
     from kanedyn.integrators.base import Problem
     from kanedyn.integrators.constrained_energy_momentum import ConstrainedEnergyMomentum
@@ -151,6 +209,17 @@ def test_the_loop_applies_only_where_it_can(four_bar):
     assert cemc.applicable(m) is not None
     m = ConstrainedEnergyMomentum(Problem(r, q0.copy(), v0.copy(), 0.01, dt=1e-3),
                                   compiled=False)
+    assert cemc.applicable(m) is None
+    # force elements on a ball-joint tree: taken with their rows, refused without
+    from kanedyn.forces.kernel import empty_rows
+
+    def tau(t, q, v):
+        return -0.1 * v
+
+    m = ConstrainedEnergyMomentum(Problem(r, q0.copy(), v0.copy(), 0.01, dt=1e-3, tau_nc=tau,
+                                          force_rows=empty_rows(r.nv)))
+    assert cemc.applicable(m) is not None
+    m = ConstrainedEnergyMomentum(Problem(r, q0.copy(), v0.copy(), 0.01, dt=1e-3, tau_nc=tau))
     assert cemc.applicable(m) is None
 
 

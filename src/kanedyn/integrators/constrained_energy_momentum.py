@@ -92,7 +92,9 @@ depend on the chart, so the identities above hold unchanged.
 
 Newton. The 2 nv + 2 nc equations are solved by simplified Newton with the matrix at the
 start of a step: the terms in h M⁻¹, h Gᵀ, G, G M⁻¹, and by central differences in the
-chart ∂γ/∂x, the stiffness ∂(∇_xH + Gᵀλ)/∂x and ∂ẋ/∂x; rebuilt every ``REFRESH`` steps and
+chart ∂γ/∂x, the stiffness ∂(∇_xH + Gᵀλ)/∂x and ∂ẋ/∂x, and in the momentum rows the
+slopes −∂τ_nc/∂v of the force elements (dampers, friction; by differences at the start,
+where J = 1); rebuilt every ``REFRESH`` steps and
 when a step converges slowly (4–7 iterations a step on the linkages of the tests). The
 predictor extrapolates the last two steps. An update is measured by what it moves (Δx,
 Δp, h Gᵀδλ, h M⁻¹Gᵀδμ) beyond the round-off of q and p; where the mechanism turns back
@@ -104,10 +106,11 @@ Cost. Python on the compiled kernels (crba, the energy kernel) and the constrain
 :class:`~kanedyn.constraints.ConstrainedSystem`: each iteration evaluates H, ∇H, g, G at
 the midpoint and the end. This is the readable reference; for a Model cut at loop closures
 whose joints are revolute, prismatic, helical, ball or free (those two in their charts,
-compiled), without force elements and without ``momenta=``, the whole run is one numba
-loop of the same steps (:mod:`.constrained_energy_momentum_compiled`, option
-``compiled``, default True; ``ConstrainedSystem.compiled_chart_form``), 20–40× faster
-(four-bar, RSSR). See docs/benchmarks.md, "Constrained energy–momentum".
+compiled), whose force elements all have compiled rows (:mod:`kanedyn.forces.kernel`) and
+without ``momenta=``, the whole run is one numba loop of the same steps
+(:mod:`.constrained_energy_momentum_compiled`, option ``compiled``, default True;
+``ConstrainedSystem.compiled_chart_form``), 20–40× faster (four-bar, RSSR). See
+docs/benchmarks.md, "Constrained energy–momentum".
 
 Exact stick–slip joint friction (``kd.simulate(..., forces=[JointFriction(joint, law)])``
 with an exact law; option ``friction``): held joints as rows of the step and an active set
@@ -550,8 +553,9 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
 
     def compiled_run(self, project) -> Solution | None:
         """The whole run by the compiled loop of :mod:`.constrained_energy_momentum_compiled`
-        (a Model cut at loop closures, q̇ = v, no force elements, no ``momenta=``; option
-        ``compiled``), or None: these Python steps then take it."""
+        (a Model cut at loop closures on revolute, prismatic, helical, ball or free joints,
+        force elements with compiled rows, no ``momenta=``; option ``compiled``), or None:
+        these Python steps then take it."""
         from . import constrained_energy_momentum_compiled as cemc
 
         return None if project is not None else cemc.run(self)

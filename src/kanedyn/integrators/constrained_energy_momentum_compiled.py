@@ -46,14 +46,20 @@ q̇ = v joints only that is the form radau5's compiled loop takes, ``compiled_fo
 and there are no ``momenta=``, no progress bar, and the option ``compiled`` is not False
 (:func:`applicable`): the four-bar, the slider–crank, the spatial RSSR (a ball joint), the
 same on a free-floating frame and the Stewart platform (a free platform) run compiled.
-Force elements (``forces=``) run compiled on additive joints (revolute, prismatic,
-helical: x = Δq) when each has a row of :mod:`kanedyn.forces.kernel` (springs, dampers,
-smoothed friction, constant and periodic torques): the springs in H, τ_nc(t + h/2,
-q + Δq/2, Δq/h) in the momentum equation and Δq·τ_nc in W_nc, as the reference's
-``_force``; the slopes of dampers and friction join the Newton matrix. Planar joints,
-joint types beyond the built-in ones, user constraints g(q), velocity rows, a system's own
-``tau=``, force elements on a tree with ball or free joints or without a row, and
-``momenta=`` take the Python steps. Newton failures, a singular Newton matrix and a
+Force elements (``forces=``) run compiled when each has a row of
+:mod:`kanedyn.forces.kernel` (springs, dampers, smoothed friction, constant and periodic
+torques, constant wrenches), on additive joints and on ball and free joints alike, as the
+reference's ``_equations``: the springs in H; F = J(x̄)ᵀ τ_nc(t + h/2, q̄, J(x̄) Δx/h) in
+the momentum equation, at the chart's midpoint x̄ = Δx/2, q̄ = φ(x̄) (``chart_j_times``,
+``chart_jt_times``; on additive joints J = 1, q̄ = q + Δq/2); Δx·F in W_nc. The joint rows
+read per speed: a damper acts on every speed of its joint, a spring, a sinusoid or friction
+on a 1-DOF additive joint reads its coordinate q[iqd[j]] (``iqd`` of
+:func:`.gauss_compiled.dof_coordinates`; q has nq ≠ nv entries on ball and free joints),
+the wrench rows read the whole q̄. The slopes C = −∂τ_nc/∂v of dampers and friction at v0
+join the Newton matrix's momentum rows (at x = 0, J = 1), as in the reference's, so that
+both rebuild it at the same steps. Planar joints, joint types beyond the built-in ones,
+user constraints g(q), velocity rows, a system's own ``tau=``, force elements without a
+row, and ``momenta=`` take the Python steps. Newton failures, a singular Newton matrix and a
 blow-up raise the reference's errors (step, time, residual, what to do); a kernel that
 refuses a state hands the run to the Python steps, which then say what happened.
 """
@@ -316,8 +322,9 @@ def newton_matrix(P, data, FP, forces, iqd, qd, h, q0, v0, p0, M0, L0, G0, lam, 
     differences in the chart at fixed p — step 1e-7 (1 + |q|) — ∂γ/∂x (γ = G v), the
     stiffness ∂(∇_xH + (G J)ᵀλ)/∂x and ∂ẋ/∂x); aq ← ∂γ/∂x, norms ← (‖G‖₁, ‖M⁻¹Gᵀ‖∞).
     With ``forces``: the slopes C of the rows FP's dampers and friction at v0 in the
-    momentum rows. Returns OK, SINGULAR (a pivot at 1e-13 of the largest) or
-    KERNEL_REFUSED."""
+    momentum rows (the reference's ``_damping_slopes``; J(0) = 1 in a chart); their
+    springs read q per speed by ``iqd`` into ``qd``. Returns OK, SINGULAR (a pivot at
+    1e-13 of the largest) or KERNEL_REFUSED."""
     n, m = p0.shape[0], G0.shape[0]
     if forces:
         damping_slopes(FP, v0, slope)

@@ -125,8 +125,7 @@ def _rows(sys_, fs: ForceSet):
     energy–momentum loop) the rows of its tree; on a compiled Kane tree derived from a
     Model (integrators/kane_compiled.py) the rows of that Model, whose q and v it has.
     Constant wrenches take rows (``wrenches=True``) — on a constrained system those of its
-    tree —: the loops evaluate them at q itself (the one that does not, the constrained
-    loop on ball or free joints, refuses force rows there)."""
+    tree, ball and free joints included —: the loops evaluate them at q itself."""
     model = (getattr(sys_, "compiled_step", None)
              or getattr(sys_, "compiled_manifold_step", None))
     if model is None and callable(getattr(sys_, "compiled_form", None)):
