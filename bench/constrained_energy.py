@@ -25,9 +25,12 @@ Run: PYTHONPATH=src .venv/bin/python bench/constrained_energy.py [--T 10] [--dt 
      [--quick] [--mechanisms four-bar,rssr,stewart]  (--quick: T = 1 s)
      --mechanisms floating-rssr: the RSSR on a free frame without gravity, with
      energy_momentum momenta=True beside the others, and every run's |ΔL|, |ΔP|
-     --forces: only the four-bar with a damper, a spring and a periodic motor (force
+     --forces: the four-bar with a damper, a spring and a periodic motor (force
      elements with compiled rows), energy_momentum compiled over T against its Python
-     steps over T/10: cost per step and the budget |E − E0 − W_nc|
+     steps over T/10: cost per step and the budget |E − E0 − W_nc|; with
+     --mechanisms rssr,stewart (default four-bar only) the RSSR (a damper on its ball
+     joint, a spring, a periodic motor, smoothed friction, a constant wrench) and the
+     Stewart platform (the same on its free joint and legs; T/5 at 2 dt) too
      --friction: exact stick–slip friction in the step (four-bar over T, Stewart platform
      over T/5), its cost per step against the runs without friction
      --mujoco-convergence: MuJoCo's Stewart platform at 2 dt and 2 dt/10 over T/5, its
@@ -440,19 +443,55 @@ def timed_em(s, q0, v0, tf: float, dt: float, **options):
     return tr, (time.perf_counter() - t0) / (len(tr.t) - 1) * 1e6
 
 
-def forces_run(T: float, dt: float) -> None:
-    """The four-bar with force elements: the compiled loop against the Python steps."""
-    from kanedyn.forces import JointDamper, JointSpring, SinusoidalTorque
+def force_elements(name: str) -> list:
+    """The force elements of ``--forces`` on a mechanism (each with a compiled row)."""
+    from kanedyn import friction
+    from kanedyn.forces import (
+        ExternalWrench,
+        JointDamper,
+        JointFriction,
+        JointSpring,
+        SinusoidalTorque,
+    )
 
-    s, q0, v0 = four_bar()
-    F = [JointDamper("rocker_pin", 0.3), JointSpring("crank_pin", 2.0, 1.0),
-         SinusoidalTorque("crank_pin", 0.8, 0.5, phase=0.3)]
-    for compiled, tf in ((True, T), (False, T / 10)):
-        tr, us = timed_em(s, q0, v0, tf, dt, forces=F, compiled=compiled)
-        scale = max(np.abs(tr.energy).max(), np.abs(tr.work_nc).max())
-        print(f"{'compiled' if compiled else 'python':9s} {tf:g} s: {us:8.1f} us/step, "
-              f"budget {np.abs(tr.budget).max() / scale:.1e}, "
-              f"max|g| {np.abs(tr.stats['residual_g']).max():.1e}")
+    if name == "four-bar":
+        return [JointDamper("rocker_pin", 0.3), JointSpring("crank_pin", 2.0, 1.0),
+                SinusoidalTorque("crank_pin", 0.8, 0.5, phase=0.3)]
+    law = friction.Stribeck(Fc=0.05, Fs=0.08, vs=0.05, delta=2.0, Fv=0.01).smoothed("tanh",
+                                                                                   1e-2)
+    if name == "rssr":  # a damper on the ball joint's 3 speeds
+        return [JointDamper("ball_a", 0.05), JointSpring("crank_pin", 2.0, 0.5),
+                SinusoidalTorque("rocker_pin", 0.8, 5.0, phase=0.3),
+                JointFriction("crank_pin", law),
+                ExternalWrench("coupler", [0.0, 0.05, 0.1, 0.5, -0.4, 0.2])]
+    if name == "stewart":  # a damper on the free joint's 6 speeds
+        return [JointDamper("platform_free", 2.0), JointSpring("p0", 50.0, 0.0),
+                SinusoidalTorque("p1", 5.0, 3.0, phase=0.3), JointFriction("u2_x", law),
+                ExternalWrench("platform", [0.5, 0.0, 1.0, 5.0, -10.0, 20.0])]
+    raise SystemExit(f"--forces: no force elements for {name!r} (four-bar, rssr, stewart)")
+
+
+def forces_run(T: float, dt: float, names: list[str]) -> None:
+    """Each mechanism with force elements: the compiled loop over T against the Python
+    steps over T/10 (the Stewart platform over T/5 at 2 dt, as the other tables), and the
+    compiled loop without the forces over T."""
+    for name in names:
+        build, _, fT, fdt = MECHANISMS[name]
+        s, q0, v0 = build()
+        F = force_elements(name)
+        kinds = ", ".join(type(f).__name__ for f in F)
+        print(f"\n{name}: {kinds}; dt = {fdt * dt:g}")
+        for label, forces, compiled, tf in (("compiled", F, True, fT * T),
+                                            ("python", F, False, fT * T / 10),
+                                            ("compiled, no forces", None, True, fT * T)):
+            tr, us = timed_em(s, q0, v0, tf, fdt * dt, forces=forces, compiled=compiled)
+            if "python_steps" in tr.stats and compiled:
+                print("  (the compiled loop did not take the run:", tr.stats["python_steps"], ")")
+            scale = max(np.abs(tr.energy).max(), np.abs(tr.work_nc).max())
+            print(f"{label:19s} {tf:g} s: {us:8.1f} us/step, "
+                  f"budget {np.abs(tr.budget).max() / scale:.1e}, "
+                  f"|W_nc(T)| {abs(tr.work_nc[-1]) / scale:.1e} of max(|E|, |W|), "
+                  f"max|g| {np.abs(tr.stats['residual_g']).max():.1e}")
 
 
 def friction_run(T: float, dt: float) -> None:
@@ -501,8 +540,9 @@ def main():
                     help="exact stick–slip friction in the step (four-bar, Stewart)")
     ap.add_argument("--mujoco-convergence", action="store_true",
                     help="MuJoCo's Stewart platform at 2 dt and 2 dt/10 against energy_momentum")
-    ap.add_argument("--mechanisms", default="four-bar,rssr,stewart",
-                    help="comma-separated: " + ", ".join(MECHANISMS))
+    ap.add_argument("--mechanisms", default=None,
+                    help="comma-separated: " + ", ".join(MECHANISMS)
+                    + " (default four-bar,rssr,stewart; with --forces four-bar)")
     a = ap.parse_args()
     T = 1.0 if a.quick else a.T
     dt = a.dt
@@ -510,7 +550,9 @@ def main():
         print("load before:", f.read().strip())
     print(f"T = {T} s, dt = {dt}")
     if a.forces:
-        forces_run(T, dt)
+        forces_run(T, dt, (a.mechanisms or "four-bar").split(","))
+        with open("/proc/loadavg") as f:
+            print("load after:", f.read().strip())
         return
     if a.friction:
         friction_run(T, dt)
@@ -520,7 +562,7 @@ def main():
         with open("/proc/loadavg") as f:
             print("load after:", f.read().strip())
         return
-    for name in a.mechanisms.split(","):
+    for name in (a.mechanisms or "four-bar,rssr,stewart").split(","):
         build, mujoco_run, fT, fdt = MECHANISMS[name]
         print(f"\n{name}: T = {fT * T:g} s, dt = {fdt * dt:g}")
         s, q0, v0 = build()
