@@ -495,7 +495,8 @@ def forces_run(T: float, dt: float, names: list[str]) -> None:
             print(f"{label:19s} {tf:g} s: {us:8.1f} us/step, "
                   f"budget {np.abs(tr.budget).max() / scale:.1e}, "
                   f"|W_nc(T)| {abs(tr.work_nc[-1]) / scale:.1e} of max(|E|, |W|), "
-                  f"max|g| {np.abs(tr.stats['residual_g']).max():.1e}")
+                  f"max|g| {np.abs(tr.stats['residual_g']).max():.1e}, Newton it./step "
+                  f"{tr.stats['newton_iterations'].mean():.2f}")
 
 
 def friction_run(T: float, dt: float) -> None:
