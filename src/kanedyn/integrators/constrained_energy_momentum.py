@@ -100,7 +100,14 @@ predictor extrapolates the last two steps. An update is measured by what it move
 Δp, h Gᵀδλ, h M⁻¹Gᵀδμ) beyond the round-off of q and p; where the mechanism turns back
 (Δx → 0) the corrections carry round-off divided by |Δx| and the updates stall above
 ``tol``: the step is then taken if they stall below 1e-12, or below 1e-6 when its own
-energy error |H' − H − Δx·F| is at round-off (``STALL_DEFECT`` ε (1 + |H|)).
+energy error |H' − H − Δx·F| is at round-off (``STALL_DEFECT`` ε (1 + |H|)). Where the
+mechanism comes to rest (|Δz| ~ 1e-6: a crank stopped by friction), the corrections carry
+the round-off δ of ΔH and Δg divided by |Δz| — h δH/|Δz| and h Σ|λ| δg/|Δx|, ~1e-12 — into
+the residual, and the updates this noise makes, measured against the small |Δx| and |p|,
+stall near 1e-6 on either side of it, as round-off falls: such a step is taken, its
+energy error at round-off, when its residual is within that floor (``residual_floor``:
+the rows of Δx and Δp within ν, g's within its round-off δg, γ's within ‖G M⁻¹‖ ν) — it
+solves the equations as far as their evaluation can tell.
 
 Cost. Python on the compiled kernels (crba, the energy kernel) and the constraint rows of
 :class:`~kanedyn.constraints.ConstrainedSystem`: each iteration evaluates H, ∇H, g, G at
@@ -132,7 +139,12 @@ from ..errors import ConstraintError, SolverError
 from . import constrained_friction
 from .base import FixedStepMethod, Solution
 from .chart import canonical_coordinates, make_chart
-from .constrained_energy_momentum_compiled import G_FLOOR, SETTLE, STALL_DEFECT
+from .constrained_energy_momentum_compiled import (
+    G_FLOOR,
+    SETTLE,
+    STALL_DEFECT,
+    residual_floor,
+)
 from .energy_momentum import _gonzalez_correction
 
 _EPS = np.finfo(float).eps
@@ -389,7 +401,8 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
 
     def _equations(self, ctx, u):
         """The residual of the step's equations (module doc) at u = (Δx, Δp, λ, μ), and
-        (the work Δx·F, |H' − H − Δx·F|)."""
+        (the work Δx·F, |H' − H − Δx·F|, the residual's round-off floor (ν, δg):
+        ``residual_floor``)."""
         C, t, h, q0, p0, H0, g0, gam0, scale, psi0 = ctx
         s, n, m = self.system, self.system.nv, self._m
         dx, dp = u[:n], u[n:2 * n]
@@ -399,7 +412,8 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
         H1 = self.problem.energy(q1, v1)
         dz = np.concatenate([dx, dp])
         w = np.concatenate([dx * self.mask, dp])
-        dgH = _gonzalez_correction(self._H_gradient(C, dx, p0, dp), dz, w, H1 - H0, H0)
+        a = self._H_gradient(C, dx, p0, dp)
+        dgH = _gonzalez_correction(a, dz, w, H1 - H0, H0)
         xb = 0.5 * dx
         qb, Jb = self._point(q0, xb), self._jac(q0, xb)
         Gb = self._G(t, qb, Jb)
@@ -427,6 +441,7 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
             r_p -= D[n:] @ kap
             extra = (s.momentum(q1, v1)[list(self.mrows)] - psi0,)
         work = 0.0
+        f_max = 0.0
         if self.problem.tau_nc is not None or self.sys_nc or self._tf is not None:
             xdot = dx / h
             if Jb is None:
@@ -435,13 +450,23 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
                 F = Jb.T @ self._force(t + 0.5 * h, qb, Jb @ xdot)
             r_p -= h * F
             work = float((dx if Dx is None else dx - Dx @ kap) @ F)
+            f_max = float(np.abs(F).max(initial=0.0))
         if self._held is not None:
             # a held joint that entered the step moving (γ_j = v_j ≠ 0 at its start) is
             # stopped by its row: ΔH = Δx·F + μ·γ(z) (constrained_friction's doc)
             work += float(mu[s.nc:] @ gam0[s.nc:])
         # the step's own energy error if it ended here: at round-off once the equations hold
         defect = abs(H1 - H0 - work)
-        return np.concatenate([r_x, r_p, g1, gam1, *extra]), (work, defect)
+        # the round-off floor of this residual: the corrections of ∇H and ∇g where they are
+        # made (the conditions of _gonzalez_correction and corrected_rows), the rows' terms
+        floor_h = 1e3 * _EPS * (abs(H0) + 1.0) / (float(np.sqrt(a @ a)) + 1e-300)
+        den_h, den_g = float(w @ dz), float(wq @ dx)
+        lam1 = float(np.abs(lam).sum())
+        gmax = float(np.abs(Gb).max(initial=0.0))
+        terms = float(np.abs(dz).max()) + h * (float(np.abs(a).max()) + lam1 * gmax + f_max)
+        floors = residual_floor(h, H0, den_h if den_h > floor_h * floor_h else 0.0,
+                                den_g if den_g > G_FLOOR else 0.0, lam1, gmax, scale, terms)
+        return np.concatenate([r_x, r_p, g1, gam1, *extra]), (work, defect, floors)
 
     def _newton_matrix(self, C, t, h, q0, v0, M0, G0, lam):
         """The simplified Newton matrix at the start of the step (module doc), factored."""
@@ -661,14 +686,28 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
                 # the mechanism turns back and Δx → 0): an
                 # update at 1e-12, or one above it when the step's energy error is at the
                 # round-off of H; else not converging
-                if err <= 1e-12 or (err <= 1e-6
-                                    and work[1] <= STALL_DEFECT * _EPS * (1.0 + abs(ctx[5]))):
+                if err <= 1e-12 or (work[1] <= STALL_DEFECT * _EPS * (1.0 + abs(ctx[5]))
+                                    and (err <= 1e-6 or self._at_floor(r, work[2]))):
                     return u, it, True, work[0], slow()
                 break
             last = err
         blk = int(np.argmax([np.abs(r[a:b]).max() if b > a else 0.0
                              for a, b in zip(cuts[:-1], cuts[1:], strict=True)]))
         return u, it, False, (r, blk), True
+
+    def _at_floor(self, r: NDArray, floors: tuple[float, float]) -> bool:
+        """The residual at the round-off floor of its own evaluation (``residual_floor``;
+        module doc, Newton): the rows of Δx and Δp within ν, those of g (and held joints)
+        within δg, those of γ within ‖G M⁻¹‖ ν (what ν in the momenta moves γ by), the
+        kept momenta's within ν (1 + |∂Ψ/∂(x, p)|)."""
+        n, m = self.system.nv, self._m
+        nu, dg = floors
+        e2 = 2 * n + 2 * m
+        ok = (np.abs(r[:2 * n]).max() <= nu and np.abs(r[2 * n:2 * n + m]).max(initial=0.0) <= dg
+              and np.abs(r[2 * n + m:e2]).max(initial=0.0) <= self._norms[1] * nu)
+        if ok and self.k:
+            ok = np.abs(r[e2:]).max() <= nu * (1.0 + float(np.abs(self._B).max()))
+        return bool(ok)
 
     def _update_size(self, du, u, p0_norm, q_norm, h):
         """A Newton update measured by what it moves: Δx relative to |Δx|, Δp to |p|, and

@@ -151,16 +151,47 @@ def _chart_gradient(data, FP, forces, iqd, qd, x, q, v, pv, Jb, dT, dV, out, ew,
 #: where the mechanism starts from rest, e.g. a joint breaking away from stiction)
 G_FLOOR = 1e-12
 #: a Newton iteration stalled above ``tol`` (updates no longer contracting) is taken when
-#: its updates are below 1e-6 and the step's energy defect |H' − H − W| is below
-#: STALL_DEFECT · ε (1 + |H|): the round-off of H, a sum of kinetic and potential terms
-#: that can each exceed |H|, and of the work. Where G M⁻¹ Gᵀ is ill-conditioned (the
-#: four-bar turning through its near-dead points at 4 rad/s) the multipliers' round-off
-#: holds the updates near 1e-12 and the defect near 70 ε (1 + |H|)
+#: the step's energy defect |H' − H − W| is below STALL_DEFECT · ε (1 + |H|) (the
+#: round-off of H, a sum of kinetic and potential terms that can each exceed |H|, and of
+#: the work) and either its updates are below 1e-6 or its residual is at the round-off
+#: floor of its own evaluation (:func:`residual_floor`, :func:`at_floor`: where the
+#: mechanism comes to rest the corrections' round-off over a small |Δz| holds the updates
+#: near 1e-6 of the small |Δx| and |p|). Where G M⁻¹ Gᵀ is ill-conditioned (the four-bar
+#: turning through its near-dead points at 4 rad/s) the multipliers' round-off holds the
+#: updates near 1e-12 and the defect near 70 ε (1 + |H|)
 STALL_DEFECT = 256.0
 #: the update from which a fresh Newton matrix is judged to contract (a kept one: the 2nd):
 #: on two arms gripping one object (a weld or a revolute loop closure) the first two
 #: updates from an extrapolated λ went 2.2e-4 → 2.0e-4, then 1e-6, 1e-8, ...
 SETTLE = 3
+#: the round-off of a value in units of ε times its scale, in :func:`residual_floor`
+#: (as the update measure's allowance for q and p)
+ROUNDOFF = 4.0
+
+
+@nb.njit(cache=True, nogil=True)
+def residual_floor(h, H0, den_h, den_g, lam1, gmax, q_norm, terms):
+    """(ν, δg): the round-off floor of the step's residual at the sizes in it (a stalled
+    Newton iteration is taken when its residual is there; module doc of the reference).
+
+    Gonzalez's corrections ``[Δf − a·Δz]/(w·Δz) w`` carry the round-off δ of Δf divided
+    by |w| (the bracket itself is O(|w|³)): in the rows of Δx and Δp the correction of ∇H
+    puts h δH/|w| there, that of ∇g, times λ, h Σ|λ| δg/|Δx|. Where the mechanism comes to
+    rest (|Δz| ~ 1e-6) that noise is ~1e-12 and dominates the residual: the updates it
+    makes, measured against the small |Δx| and |p| (:func:`_update_size`), stall near 1e-6,
+    whichever way round-off falls. ``den_h`` = w·Δz where ∇H's correction is made, else
+    0; ``den_g`` = w·Δx where g's is, else 0; ``lam1`` = Σ|λ|; ``gmax`` the largest entry
+    of ∂g/∂x at the midpoint; ``terms`` = |Δz| + h (|a| + Σ|λ| gmax + |F|), the sizes of
+    the rows' own terms. δH = ROUNDOFF ε (1 + |H|); δg = ROUNDOFF ε (1 + |q|)(1 + gmax)
+    (g: positions, of the size of q and of the lever arms in G). The γ correction is
+    multiplied by μ = O(h²) and left out. ν bounds the rows of Δx and Δp, δg those of g."""
+    dg = ROUNDOFF * _EPS * (1.0 + q_norm) * (1.0 + gmax)
+    nu = ROUNDOFF * _EPS * terms
+    if den_h > 0.0:
+        nu += h * ROUNDOFF * _EPS * (1.0 + abs(H0)) / np.sqrt(den_h)
+    if den_g > 0.0:
+        nu += h * lam1 * dg / np.sqrt(den_g)
+    return nu, dg
 
 
 @nb.njit(cache=True, nogil=True)
@@ -191,7 +222,9 @@ def equations(P, data, FP, forces, iqd, tm, u, q0, p0, H0, g0, gam0, h, mask, aq
     state. ``st`` (q', v', g', γ') is left at the end point. With ``forces``: the springs
     of the rows FP in H (their coordinates q[iqd]), and F = J(x̄)ᵀ τ_nc(t + h/2, q̄,
     J(x̄) Δx/h) of the rows in the momentum equation (x̄ = Δx/2, q̄ = φ(x̄); on additive
-    joints J = 1, q̄ = q + Δq/2), its work W = Δx·F left in ``fw[5][0]``."""
+    joints J = 1, q̄ = q + Δq/2), its work W = Δx·F left in ``fw[5][0]``; the residual's
+    round-off floor (:func:`residual_floor`: ν for the rows of Δx and Δp, δg for g's) in
+    ``fw[5][1]``, ``fw[5][2]``."""
     n, m = p0.shape[0], g0.shape[0]
     q1, v1, g1, gam1 = st
     (M, L, Gb, G1, qs, ps, vs, gq, a, dz, w, dgH, Gbar, Abar, Gam, Ab, dT, dV, out, f, gam,
@@ -266,6 +299,7 @@ def equations(P, data, FP, forces, iqd, tm, u, q0, p0, H0, g0, gam0, h, mask, aq
     c = (H1 - H0 - ad) / den if den > floor * floor else 0.0
     for i in range(2 * n):
         dgH[i] = a[i] + c * w[i] if den > floor * floor else a[i]
+    den_h = den if den > floor * floor else 0.0
     # ∇̄g: G(q̄) J(x̄) corrected along Δx (w = Δx less the cyclic coordinates)
     for k in range(m):
         gam[k] = g1[k] - g0[k]
@@ -294,10 +328,12 @@ def equations(P, data, FP, forces, iqd, tm, u, q0, p0, H0, g0, gam0, h, mask, aq
         r[2 * n + k] = g1[k]
         r[2 * n + m + k] = gam1[k]
     work = 0.0
+    wout = fw[5]
+    f_max = 0.0
     if forces:
         # at the midpoint of the last _chart_state: qs = φ(x̄), Jb = J(x̄) (on additive
         # joints qs = q + Δq/2 and J = 1: every chart function copies)
-        _, xd, vk, tau_nc, tau, wout = fw
+        _, xd, vk, tau_nc, tau, _ = fw
         for i in range(n):
             xd[i] = u[i] / h
         sk.chart_j_times(data, Jb, xd, vk)  # v̄ = J(x̄) Δx/h
@@ -309,7 +345,25 @@ def equations(P, data, FP, forces, iqd, tm, u, q0, p0, H0, g0, gam0, h, mask, aq
         for i in range(n):
             r[n + i] -= h * tau[i]
             work += u[i] * tau[i]
+            f_max = max(f_max, abs(tau[i]))
         wout[0] = work
+    # the round-off floor of this residual (residual_floor): ν in wout[1], δg in wout[2]
+    den_g, lam1, gmax, terms, a_max = 0.0, 0.0, 0.0, 0.0, 0.0
+    for j in range(n):
+        den_g += w[j] * u[j]
+    for k in range(m):
+        lam1 += abs(lam[k])
+        for j in range(n):
+            gmax = max(gmax, abs(GbJ[k, j]))
+    for i in range(2 * n):
+        terms = max(terms, abs(dz[i]))
+        a_max = max(a_max, abs(a[i]))
+    q_norm = 0.0
+    for i in range(q0.shape[0]):
+        q_norm = max(q_norm, abs(q0[i]))
+    wout[1], wout[2] = residual_floor(h, H0, den_h, den_g if den_g > G_FLOOR else 0.0, lam1,
+                                      gmax, q_norm,
+                                      terms + h * (a_max + lam1 * gmax + f_max))
     return abs(H1 - H0 - work)
 
 
@@ -438,6 +492,22 @@ def constrained_acceleration(P, data, q, v, A, piv, b, M, g, G, gam, f, ws) -> b
 
 
 @nb.njit(cache=True, nogil=True)
+def at_floor(r, n, m, floors, gan) -> bool:
+    """The residual r at the round-off floor of its own evaluation (the reference's
+    ``_at_floor``): the rows of Δx and Δp within ν, those of g within δg (``floors[1]``,
+    ``floors[2]``: :func:`residual_floor`), those of γ = G v within ‖G M⁻¹‖ ν (``gan``:
+    what ν in the momenta moves γ by)."""
+    nu, dg = floors[1], floors[2]
+    for i in range(2 * n):
+        if not abs(r[i]) <= nu:
+            return False
+    for k in range(m):
+        if not (abs(r[2 * n + k]) <= dg and abs(r[2 * n + m + k]) <= gan * nu):
+            return False
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
 def _update_size(du, u, n, m, p0_norm, q_norm, h, norms) -> float:
     """A Newton update measured by what it moves (the reference's ``_update_size``)."""
     ux, up, dx, dp, dl, dm = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
@@ -494,7 +564,7 @@ def cem_run(P, data, FP, forces, iqd, times, q0, v0, lam0, steps, every, mask, x
           gam, ws, ew, np.empty(n), pv, Jb, np.empty(n), np.empty((m, n)))
     st = (np.empty(nq), np.empty(n), np.empty(m), np.empty(m))
     # (qd: q per speed; ẋ = Δx/h; v̄ = J(x̄) ẋ; τ_nc; τ; the step's work)
-    fw = (np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.zeros(1))
+    fw = (np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.zeros(3))
     slope = np.zeros(n)
     work = 0.0
     W[0] = 0.0
@@ -615,8 +685,9 @@ def cem_run(P, data, FP, forces, iqd, times, q0, v0, lam0, steps, every, mask, x
                 # the round-off floor, or not converging (a fresh matrix gets one update more:
                 # the first from the predictor can carry a λ far off, SETTLE)
                 if it >= (SETTLE if rebuilt else 2) and err > 0.9 * last:
-                    if err <= 1e-12 or (err <= 1e-6
-                                        and defect <= STALL_DEFECT * _EPS * (1.0 + abs(H0))):
+                    if err <= 1e-12 or (defect <= STALL_DEFECT * _EPS * (1.0 + abs(H0))
+                                        and (err <= 1e-6
+                                             or at_floor(r, n, m, fw[5], norms[1]))):
                         ok = True
                     break
                 last = err
