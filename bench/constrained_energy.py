@@ -457,16 +457,15 @@ def force_elements(name: str) -> list:
     if name == "four-bar":
         return [JointDamper("rocker_pin", 0.3), JointSpring("crank_pin", 2.0, 1.0),
                 SinusoidalTorque("crank_pin", 0.8, 0.5, phase=0.3)]
-    stribeck = friction.Stribeck(Fc=0.05, Fs=0.08, vs=0.05, delta=2.0, Fv=0.01)
-    law = stribeck.smoothed("tanh", 1e-2)
+    law = friction.Stribeck(Fc=0.05, Fs=0.08, vs=0.05, delta=2.0, Fv=0.01).smoothed("tanh",
+                                                                                   1e-2)
     if name == "rssr":  # a damper on the ball joint's 3 speeds
-        # (friction smoothed over 0.1 rad/s: with 1e-2, as in the tests' 50 steps, the
-        # crank comes to rest near t = 3.7 s and Newton stalls at 4.6e-13 there on a
-        # fresh matrix, where the Python steps, 3e-11 away, happen to pass: the stall
-        # rule decided by round-off)
+        # (the crank comes to rest near t = 3.686 s: there Newton stalls at the round-off
+        # floor of the residual, which the stall rule takes since residual_floor; before,
+        # whether the run passed was decided by round-off)
         return [JointDamper("ball_a", 0.05), JointSpring("crank_pin", 2.0, 0.5),
                 SinusoidalTorque("rocker_pin", 0.8, 5.0, phase=0.3),
-                JointFriction("crank_pin", stribeck.smoothed("tanh", 1e-1)),
+                JointFriction("crank_pin", law),
                 ExternalWrench("coupler", [0.0, 0.05, 0.1, 0.5, -0.4, 0.2])]
     if name == "stewart":  # a damper on the free joint's 6 speeds
         return [JointDamper("platform_free", 2.0), JointSpring("p0", 50.0, 0.0),
