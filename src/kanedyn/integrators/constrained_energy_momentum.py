@@ -683,9 +683,11 @@ class ConstrainedEnergyMomentum(FixedStepMethod):
             if it >= (SETTLE if fresh else 2) and err > 0.9 * last:
                 # no longer contracting: at the round-off floor (the corrections of the
                 # discrete gradients carry the round-off of f divided by |Δz|, large where
-                # the mechanism turns back and Δx → 0): an
-                # update at 1e-12, or one above it when the step's energy error is at the
-                # round-off of H; else not converging
+                # the mechanism turns back and Δx → 0): an update at 1e-12, or, when the
+                # step's energy error is at the round-off of H, one below 1e-6 or a
+                # residual within the floor of its own evaluation (at rest the updates
+                # that floor makes, against the small |Δx| and |p|, reach 1e-6); else not
+                # converging
                 if err <= 1e-12 or (work[1] <= STALL_DEFECT * _EPS * (1.0 + abs(ctx[5]))
                                     and (err <= 1e-6 or self._at_floor(r, work[2]))):
                     return u, it, True, work[0], slow()
