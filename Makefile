@@ -44,7 +44,12 @@ demo: $(STAMP)
 # own cache keeps those kernels from any other process (numba's cache index does not record
 # the optimisation level): the demo, the benchmarks and `kanedyn precompile` compile and
 # load -O3 code in numba's usual place
-TEST_ENV := NUMBA_OPT=1 NUMBA_CACHE_DIR=$(CURDIR)/$(VENV)/numba-test-cache
+#
+# One BLAS thread per worker (OPENBLAS_NUM_THREADS=1): with two workers on two cores,
+# OpenBLAS's own threads (two per process, spinning while they wait) oversubscribe the
+# cores; the worked identification example's test took 31.9 s beside a busy core against
+# 17.8 s with one BLAS thread (docs/benchmarks.md, "The suite's time")
+TEST_ENV := NUMBA_OPT=1 NUMBA_CACHE_DIR=$(CURDIR)/$(VENV)/numba-test-cache OPENBLAS_NUM_THREADS=1
 test: $(PIP_STAMP)
 	$(TEST_ENV) $(BIN)/python -m pytest -q -n 2 --dist loadfile
 
