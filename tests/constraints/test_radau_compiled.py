@@ -143,14 +143,17 @@ def test_compiled_radau5_takes_the_python_steps(case):
       8 (where both runs take the same h), err ≳ 1e-4, so at tol 1e-8 (fnewt = 1e-5) a
       step's size may differ by up to a few 1e-2; the controller contracts (err grows
       like h⁴: a longer step is followed by a shorter one), so this does not accumulate.
-      Measured: step times within 1.3e-3 relative (Andrews, index 3, tol 1e-8).
+      Measured (Andrews, index 3, tol 1e-8): step times within 1.3e-3 relative with
+      OpenBLAS's default threads, within 2.3e-2 with one BLAS thread (``make test``'s
+      setting: the reference's LU and products round otherwise), at the first steps after
+      the start, where err is smallest.
     - At t_final (reached exactly by both) the positions differ by the accumulated Newton
       differences, ≤ N·2 fnewt·sc over N steps of a non-expanding flow; the different
       step sizes change the local errors (∝ h⁶) by a relative 6·O(fnewt), far below that.
 
     Asserted: the same numbers of accepted and rejected steps and Newton failures, step
-    times within 1e-2 relative, positions at t_final within 20 N fnewt (atol + rtol |q|)
-    (a factor 10 to spare)."""
+    times within 5e-2 relative (the "few 1e-2" above), positions at t_final within
+    20 N fnewt (atol + rtol |q|) (a factor 10 to spare)."""
     from kanedyn.integrators.radau import _internal_tolerances
 
     name, formulation, tol = case
@@ -165,7 +168,7 @@ def test_compiled_radau5_takes_the_python_steps(case):
     _, _, fnewt = _internal_tolerances(tol, tol, dae.n, dae.mass, dae.index)
     n_steps = comp.stats["naccpt"][-1]
     bound = 20 * n_steps * fnewt * (tol + tol * np.abs(ref.q[-1]))
-    np.testing.assert_allclose(comp.t, ref.t, rtol=1e-2, atol=0)
+    np.testing.assert_allclose(comp.t, ref.t, rtol=5e-2, atol=0)
     assert comp.t[-1] == ref.t[-1] == t_final
     assert np.all(np.abs(comp.q[-1] - ref.q[-1]) <= bound)
 
