@@ -296,3 +296,54 @@ def test_constant_wrenches_run_in_the_loops(branched, method, monkeypatch):
         np.testing.assert_allclose(fast.q, other.q, rtol=0, atol=1e-10)
         np.testing.assert_allclose(fast.work_nc, other.work_nc, rtol=0, atol=1e-10)
     assert abs(ref.work_nc[-1]) > 1e-3
+
+
+@pytest.fixture(scope="module")
+def spacecraft():
+    """The spacecraft with a reaction wheel (``classic.spacecraft_reaction_wheel``: a
+    quaternion moved by its body rates and a wheel angle whose rate is its speed, nq 5,
+    nv 4), compiled by numba with test_simulate_speeds' parameters (the same generated
+    module, so numba's cache of it), a tumbling state with a fast wheel."""
+    from kanedyn.kane import classic
+
+    s, _ = classic.spacecraft_reaction_wheel()
+    system = s.derive().compile(backend="numba", parameters={
+        "I11": 3.0, "I22": 4.0, "I33": 5.0, "I12": 0.3, "J": 0.2, "K": 0.12})
+    q0 = np.array([0.9, 0.1, -0.3, 0.2, 0.4])
+    q0[:4] /= np.linalg.norm(q0[:4])
+    return system, q0, np.array([0.3, -1.2, 0.5, 20.0])
+
+
+@pytest.mark.parametrize("method", ["midpoint", "gauss4"])
+def test_compiled_loops_in_the_quaternion_chart_equal_the_python_steps(spacecraft,
+                                                                      monkeypatch, method):
+    """midpoint and gauss4 on a Kane system with a quaternion (q ⊕ ξ not additive) run
+    kane_compiled's loop in gauss.py's tangent coordinates (ξ, v), the chart by the
+    generated ``chart_point`` and ``chart_jacobian``: the Python steps' states and Newton
+    iterations, the quaternion of unit norm (it moves by the exponential map), and the
+    energy of the torque-free spacecraft kept."""
+    system, q0, u0 = spacecraft
+    assert not system.chart_is_additive and system.compiled_chart is not None
+    calls = []
+    real = kane_compiled._compiled_loop
+    monkeypatch.setattr(kane_compiled, "_compiled_loop",
+                        lambda f, sig: calls.append(f.__name__) or real(f, sig))
+    fast = kd.simulate(system, q0, u0, 0.2, method=method, dt=1e-3)
+    assert calls == ["_gauss_chart_loop"] and fast.stats["newton_iterations"].size == 200
+    ref = kd.simulate(system, q0, u0, 0.2, method=method, dt=1e-3, compiled=False)
+    # the same arithmetic in the same order, the chart's by generated code that computes
+    # CompiledSystem.integrate_configuration and chart_jacobian's expressions (bit for
+    # bit at a point); the quaternion product rounds apart by an ulp (2.2e-16 measured),
+    # which Newton's stopping point (tol 1e-12 of the step) could carry: 1e-11 is far
+    # below the methods' error
+    scale = 1.0 + np.abs(ref.q).max() + np.abs(ref.v).max()
+    assert np.abs(fast.q - ref.q).max() <= 1e-11 * scale
+    assert np.abs(fast.v - ref.v).max() <= 1e-11 * scale
+    np.testing.assert_array_equal(fast.stats["newton_iterations"],
+                                  ref.stats["newton_iterations"])
+    assert np.abs(np.linalg.norm(fast.q[:, :4], axis=1) - 1.0).max() <= 1e-14
+    # M is constant here and the speeds' equations (Euler's, bus and wheel) do not depend
+    # on the attitude: E = ½ vᵀM v is a quadratic invariant of them, which Gauss
+    # collocation keeps exactly (HLW IV.2.1): to round-off (measured 9e-16, 1.7e-15)
+    E = np.array([system.energy(q, v) for q, v in zip(fast.q, fast.v, strict=True)])
+    assert np.abs(E - E[0]).max() <= 1e-13 * abs(E[0])

@@ -65,9 +65,19 @@ reference's sweeps).
 followed by :class:`.projection.Projected`'s scalar Newton onto E₀ + W_nc along ∇E at
 the step's end (∂T/∂q by the central differences above, M v), to its bar 4e-15 (1 + |E₀|).
 
+Midpoint and gauss4 on a chart that is not additive (quaternions: q̇ ≠ u;
+:func:`run_gauss_chart`): :class:`.gauss.GaussLegendre`'s stages in its tangent
+coordinates z = (ξ, v), q = q_n ⊕ ξ, ż = (J(ξ)⁻¹ v, u̇(q, v)), u̇ by the generated
+``forward_dynamics``, q_n ⊕ ξ and J(ξ) by the generated ``chart_point`` and
+``chart_jacobian`` (``CompiledSystem.compiled_chart``: integrate_configuration's and
+chart_jacobian's arithmetic, the quaternion groups baked in), ξ̇ by LU as the reference's
+``solve``; Newton as above with the kinematic matrix ``1 − h A ⊗ [0 1; 0 0]``; no force
+elements and no projection there.
+
 Where a loop does not apply (force elements without rows, speeds other than the
-coordinate rates, quaternions, constraints, the numpy or C backends, another projection)
-or an iteration fails, the Python steps run the whole way and report what happens.
+coordinate rates but for midpoint and gauss4 in the quaternions' chart, force elements or
+a projection there, constraints, the numpy or C backends, another projection) or an
+iteration fails, the Python steps run the whole way and report what happens.
 """
 
 from __future__ import annotations
@@ -318,8 +328,9 @@ def _verlet_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, q0, v0,
             return k_out
         U[_P0] = M @ v
         x[:] = U[_P0]  # the half kick, from p_n
-        i1 = _stage_newton(_kind(5), fns, none2, none, none, h, tc, none, none, 0.0, none, x, none2,
-                           none2, no_reuse, tol, maxiter, _STAGNATION, U, M, E, zu, zt, none2)
+        i1 = _stage_newton(_kind(5), fns, None, none2, none, none, h, tc, none, none, 0.0, none,
+                           x, none2, none2, no_reuse, tol, maxiter, _STAGNATION, U, M, E, zu, zt,
+                           none2)
         wa = np.nan if i1 < 0 else _force_kick(fns, t, zu, x, U, M, E, zu, zt, kb)
         if np.isnan(wa):
             status[0], status[1] = NEWTON_FAILED, step
@@ -328,8 +339,9 @@ def _verlet_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, q0, v0,
         U[_VA] = U[_U]
         for i in range(n):  # the position, from h v_{n+½}
             x[i] = h * U[_VA, i]
-        i2 = _stage_newton(_kind(6), fns, none2, none, none, h, tc, none, none, 0.0, none, x, none2,
-                           none2, no_reuse, tol, maxiter, _STAGNATION, U, M, E, zu, zt, none2)
+        i2 = _stage_newton(_kind(6), fns, None, none2, none, none, h, tc, none, none, 0.0, none,
+                           x, none2, none2, no_reuse, tol, maxiter, _STAGNATION, U, M, E, zu, zt,
+                           none2)
         wb = np.nan if i2 < 0 else _force_kick(fns, t + h, x, U[_PH], U, M, E, zu, zt, kb)
         if np.isnan(wb):
             status[0], status[1] = NEWTON_FAILED, step
@@ -414,7 +426,7 @@ def _project_energy(fns, target, scale, q, v, U, M, E, zu, zt, D, tol, maxiter) 
 
 # ------------------------------------------------------------------ midpoint and gauss4
 @nb.njit(cache=True, nogil=True)
-def _stage_residual(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, U, M, E, zu, zt, F,
+def _stage_residual(kind, fns, chart, hA, xi, w, h, tc, pw, mask, H0, z0, Z, U, M, E, zu, zt, F,
                     R) -> bool:
     """The implicit equations of a step at Z, R ← their residual, z0 = (0, p_n); the force
     rows' τ_nc (``fns``) at the times ``tc``:
@@ -430,8 +442,12 @@ def _stage_residual(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, U, M, E, z
     - ``kind`` 3 and 4, Itoh–Abe forward and symmetric (discrete_gradient.py): the same R
       with their discrete gradient (:func:`_itoh_abe_gradient`);
     - ``kind`` 5 and 6, Störmer–Verlet's half kick (τ_nc at tc[0] = t_n) and position
-      (:func:`_residual`)."""
-    if kind >= 5:
+      (:func:`_residual`);
+    - ``kind`` 7, collocation in the chart of the quaternions (gauss.py's ``_f`` in tangent
+      coordinates z = (ξ, v), z0 = (0, v_n)): F_i = (J(ξ)⁻¹ v, u̇(q_n ⊕ ξ, v)) by the
+      generated functions in ``chart`` (:func:`_chart_rates`; None for the other kinds),
+      then R as for kind 0."""
+    if kind == 5 or kind == 6:
         return _residual(kind - 5, fns, h, tc[0], Z, U, M, E, zu, zt, R)
     n2 = z0.shape[0]
     n = n2 // 2
@@ -440,7 +456,7 @@ def _stage_residual(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, U, M, E, z
         if not _gonzalez_residual(fns, h, mask, H0, z0, Z, U, M, E, zu, zt, F, R):
             return False
         return _minus_force(fns, h, tc[0], Z, F[0, n:], U, R)
-    if kind >= 3:
+    if kind == 3 or kind == 4:
         if not _itoh_abe_gradient(fns, kind == 4, z0, Z[:n], Z[n:], U, M, E, F):
             return False
         for i in range(n):
@@ -466,7 +482,10 @@ def _stage_residual(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, U, M, E, z
             R[n + i] = Z[n + i] + h * gq[i]
         return _minus_force(fns, h, tc[0], Z, gp, U, R)
     st = hA.shape[0]
-    for i in range(st):
+    if kind == 7:
+        if not _chart_rates(chart, z0, Z, zt, F):
+            return False
+    for i in range(st if kind == 0 else 0):
         for k in range(n):
             x[k] = z0[k] + Z[i * n2 + k]
             y[k] = z0[n + k] + Z[i * n2 + n + k]
@@ -479,6 +498,33 @@ def _stage_residual(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, U, M, E, z
         for k in range(n2):
             R[i * n2 + k] = Z[i * n2 + k] - G[i, k]
     return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _chart_rates(chart, z0, Z, zt, F) -> bool:
+    """F_i ← (ξ̇, v̇) at the stage z0 + Z_i = (ξ, v) in the chart q = q_n ⊕ ξ (gauss.py's
+    ``_f`` in tangent form, no forces): v̇ = the generated forward dynamics at q, v, zero
+    inputs and t = 0 (as ``forward_dynamics(q, v, τ)`` is called there), ξ̇ = J(ξ)⁻¹ v by
+    LAPACK's LU (numpy's ``solve``), J(ξ) and q by the generated ``chart_jacobian`` and
+    ``chart_point``; one stage per row of F. False where a generated function refuses a
+    state. ``chart``: (forward dynamics, chart_point, chart_jacobian, q_n, then the
+    scratch q, x, y, work and J), None in the loops without a chart, where this is not
+    compiled (numba prunes the branch on the argument's type)."""
+    if chart is not None:
+        fd, point, jacobian, qn, q, x, y, work, J = chart
+        n = x.shape[0]
+        n2 = 2 * n
+        for i in range(F.shape[0]):
+            for k in range(n):
+                x[k] = z0[k] + Z[i * n2 + k]
+                y[k] = z0[n + k] + Z[i * n2 + n + k]
+            if point(qn, x, q) != 0 or fd(q, y, zt, 0.0, F[i, n:], work) != 0:
+                return False
+            if jacobian(qn, x, J) != 0:
+                return False
+            F[i, :n] = np.linalg.solve(J.reshape((n, n)), y)
+        return True
+    return False
 
 
 @nb.njit(cache=True, nogil=True)
@@ -666,7 +712,7 @@ def _itoh_abe_polish(fns, symmetric, h, t, z0, d, U, M, E, F) -> bool:
 
 
 @nb.njit(cache=True, nogil=True)
-def _stage_fd(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, R, U, M, E, zu, zt, F,
+def _stage_fd(kind, fns, chart, hA, xi, w, h, tc, pw, mask, H0, z0, Z, R, U, M, E, zu, zt, F,
               J) -> bool:
     """J ← the forward-difference Jacobian of the residual at Z (R its value):
     :func:`.base.fd_jacobian`'s columns."""
@@ -676,7 +722,7 @@ def _stage_fd(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, R, U, M, E, zu, 
         d = 1e-7 * max(1.0, abs(Z[k]))
         Zk[:] = Z
         Zk[k] += d
-        if not _stage_residual(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Zk, U, M, E,
+        if not _stage_residual(kind, fns, chart, hA, xi, w, h, tc, pw, mask, H0, z0, Zk, U, M, E,
                                zu, zt, F, Rk):
             return False
         for i in range(m):
@@ -685,15 +731,15 @@ def _stage_fd(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, R, U, M, E, zu, 
 
 
 @nb.njit(cache=True, nogil=True)
-def _refreshed(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, R, U, M, E, zu, zt, F,
+def _refreshed(kind, fns, chart, hA, xi, w, h, tc, pw, mask, H0, z0, Z, R, U, M, E, zu, zt, F,
                kept, have_kept):
     """A new difference Jacobian at Z (:func:`_stage_fd`), kept for the next solves where
     the caller keeps one (``have_kept`` not empty: the reference's ``reuse``); empty when a
     residual fails."""
     m = Z.shape[0]
     J = np.empty((m, m))
-    if not _stage_fd(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, R, U, M, E, zu, zt, F,
-                     J):
+    if not _stage_fd(kind, fns, chart, hA, xi, w, h, tc, pw, mask, H0, z0, Z, R, U, M, E, zu,
+                     zt, F, J):
         return np.empty((0, 0))
     if have_kept.shape[0] > 0:
         kept[:] = J
@@ -702,7 +748,7 @@ def _refreshed(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, R, U, M, E, zu,
 
 
 @nb.njit(cache=True, nogil=True)
-def _stage_newton(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, Jm, kept, have_kept,
+def _stage_newton(kind, fns, chart, hA, xi, w, h, tc, pw, mask, H0, z0, Z, Jm, kept, have_kept,
                   tol, maxiter, stagnation, U, M, E, zu, zt, F) -> int:
     """Z ← the solution of equations ``kind`` by :func:`.base.newton` from the guess in Z,
     with the matrix Jm (empty: the identity) — or, once a difference Jacobian was taken in
@@ -712,8 +758,8 @@ def _stage_newton(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, Jm, kept, ha
     when it fails."""
     m = Z.shape[0]
     R, dx = np.empty(m), np.empty(m)
-    if (not _stage_residual(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, U, M, E, zu, zt,
-                            F, R) or not _finite(R)):
+    if (not _stage_residual(kind, fns, chart, hA, xi, w, h, tc, pw, mask, H0, z0, Z, U, M, E,
+                            zu, zt, F, R) or not _finite(R)):
         return -1
     Zs, Rs = Z.copy(), R.copy()
     J = kept.copy() if have_kept.shape[0] > 0 and have_kept[0] else Jm
@@ -729,13 +775,13 @@ def _stage_newton(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, Jm, kept, ha
         for i in range(m):
             Z[i] += -dx[i]
             size = max(size, abs(dx[i]))
-        finite = (_stage_residual(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, U, M, E, zu,
-                                  zt, F, R)
+        finite = (_stage_residual(kind, fns, chart, hA, xi, w, h, tc, pw, mask, H0, z0, Z, U, M,
+                                  E, zu, zt, F, R)
                   and _finite(R))
         if not refreshed and (not finite or (it >= 2 and size > last)):
             Z[:] = Zs
             R[:] = Rs
-            J = _refreshed(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, R, U, M, E, zu,
+            J = _refreshed(kind, fns, chart, hA, xi, w, h, tc, pw, mask, H0, z0, Z, R, U, M, E, zu,
                            zt, F, kept, have_kept)
             if J.shape[0] == 0:
                 return -1
@@ -754,7 +800,7 @@ def _stage_newton(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, Jm, kept, ha
         if size <= stagnation * scale and theta >= 0.5:
             return it
         if it >= 2 and size > 0.25 * last and not refreshed:
-            J = _refreshed(kind, fns, hA, xi, w, h, tc, pw, mask, H0, z0, Z, R, U, M, E, zu,
+            J = _refreshed(kind, fns, chart, hA, xi, w, h, tc, pw, mask, H0, z0, Z, R, U, M, E, zu,
                            zt, F, kept, have_kept)
             if J.shape[0] == 0:
                 return -1
@@ -817,8 +863,8 @@ def _gauss_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, A, b, d,
         for a in range(m):
             for e in range(m):
                 Jm[a, e] = (1.0 if a == e else 0.0) - Jm[a, e]
-        it = _stage_newton(_kind(0), fns, h * A, none, none, h, tc, pw, none, 0.0, z0, Z, Jm, kept,
-                           have_kept, tol, maxiter, _STAGNATION, U, M, E, zu, zt, F)
+        it = _stage_newton(_kind(0), fns, None, h * A, none, none, h, tc, pw, none, 0.0, z0, Z,
+                           Jm, kept, have_kept, tol, maxiter, _STAGNATION, U, M, E, zu, zt, F)
         if it < 0:
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
@@ -898,7 +944,7 @@ def _dg_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, kind, xi, w
                 d[i] = h * v[i]
                 d[n + i] = 0.0
             last_h = h
-        it = _stage_newton(kind, fns, none, xi, w, h, tc, pw, mask, H0, z0, d, Jm, none,
+        it = _stage_newton(kind, fns, None, none, xi, w, h, tc, pw, mask, H0, z0, d, Jm, none,
                            no_reuse, tol, maxiter, stagnation, U, M, E, zu, zt, F)
         if it < 0 or (kind >= 3 and not _itoh_abe_polish(fns, kind == 4, h, tc[0], z0, d, U,
                                                          M, E, F)):
@@ -1018,6 +1064,110 @@ def run_rk4(problem, project: bool):
                  bool(project)), (PROJECTION_TOL, PROJECTION_MAXITER))
 
 
+# ------------------------------------------- midpoint and gauss4 in the quaternions' chart
+#: the generated chart functions (printers._NUMBA_RK4): q ← q0 ⊕ ξ, J (flat) ← J(ξ)
+CHART_POINT = types.FunctionType(types.int64(_V, _V, _V))
+CHART_JACOBIAN = types.FunctionType(types.int64(_V, _V, _V))
+
+
+def _gauss_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, forward_dynamics,
+                      chart_point, chart_jacobian, A, b, d, c, q0, v0, steps, times, n_steps,
+                      every, tol, maxiter, blowup, Q, V, W, iters, status):
+    """The whole run of midpoint (one stage) or gauss4 (two) on a system whose chart is not
+    additive (quaternions), in gauss.py's tangent coordinates z = (ξ, v), q = q_n ⊕ ξ,
+    ż = (J(ξ)⁻¹ v, u̇): its stage equations (:func:`_chart_rates`), its Newton matrix, the
+    kinematic part 1 − h A ⊗ [0 1; 0 0], and the rest of its Newton (:func:`_stage_newton`,
+    the difference Jacobian kept while h stays), the predictor c h f(z_n), z_{n+1} =
+    z_n + (b A⁻¹) Z, q_{n+1} = q_n ⊕ ξ_{n+1}: the same arithmetic as the reference's, in
+    the generated functions (no force elements); status and return as
+    :func:`_verlet_loop`'s."""
+    fns = (mass_matrix, forcing, energy, P, forces, data)
+    n, nq = v0.shape[0], q0.shape[0]
+    st, n2 = A.shape[0], 2 * n
+    m = st * n2
+    U, M, E, zu, zt = _workspace(n, ninputs)
+    F, tc, pw = np.empty((st, n2)), np.empty(st), np.zeros(st)
+    z0, Z, f0, none = np.zeros(n2), np.empty(m), np.empty((1, n2)), np.empty(0)
+    Jm, kept, have_kept = np.empty((m, m)), np.empty((m, m)), np.zeros(1, dtype=np.bool_)
+    zero = np.zeros(n2)
+    qn, q1, xi = np.empty(nq), np.empty(nq), np.empty(n)
+    chart = (forward_dynamics, chart_point, chart_jacobian, qn, np.empty(nq), np.empty(n),
+             np.empty(n), np.empty(max(n * n, 1)), np.empty(n * n))
+    q, v = q0.copy(), v0.copy()
+    k_out, vmax0 = store(q, v, Q, V, 0), _largest(v)
+    W[0] = 0.0
+    last_h = np.nan
+    for step in range(n_steps):
+        h, t = steps[step], times[step]
+        for i in range(st):
+            tc[i] = t + c[i] * h
+        qn[:] = q
+        z0[n:] = v
+        if not _chart_rates(chart, z0, zero, zt, f0):  # f(z_n): the stage at Z = 0
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        ch = c * h
+        for i in range(st):
+            for k in range(n2):
+                Z[i * n2 + k] = ch[i] * f0[0, k]
+        if h != last_h:  # the reference's reuse dict: a new h drops the kept Jacobian
+            have_kept[0] = False
+            last_h = h
+        for a in range(m):
+            for e in range(m):
+                Jm[a, e] = 1.0 if a == e else 0.0
+        for i in range(st):
+            for j in range(st):
+                for r in range(n):
+                    Jm[i * n2 + r, j * n2 + n + r] -= h * A[i, j]
+        it = _stage_newton(_kind(7), fns, chart, h * A, none, none, h, tc, pw, none, 0.0, z0, Z,
+                           Jm, kept, have_kept, tol, maxiter, _STAGNATION, U, M, E, zu, zt, F)
+        if it < 0:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        z1 = z0 + d @ Z.reshape((st, n2))
+        xi[:] = z1[:n]
+        if chart_point(qn, xi, q1) != 0:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        q[:] = q1
+        v[:] = z1[n:]
+        iters[step] = it
+        if not _guarded(q, v, vmax0, blowup, step, Q, V, status):
+            return k_out
+        k_out = _save(step, n_steps, every, q, v, 0.0, Q, V, W, k_out)
+    return k_out
+
+
+_GAUSS_CHART_SIGNATURE = types.int64(*_FNS, FORWARD_DYNAMICS, CHART_POINT, CHART_JACOBIAN,
+                                     _ROWS, _V, _V, _V, _V, _V, *_RUN, *_OUT)
+
+
+def chart_applicable(problem) -> bool:
+    """A compiled Kane tree with the generated chart functions (``compiled_chart``) whose
+    chart is not additive (quaternions; the additive ones take :func:`applicable`'s loops),
+    no force elements and no progress bar: what :func:`_gauss_chart_loop` takes."""
+    from .base import chart_is_additive
+
+    s = problem.system
+    return (getattr(s, "compiled_chart", None) is not None
+            and getattr(s, "compiled_forward_dynamics", None) is not None
+            and not chart_is_additive(s) and problem.tau_cons is None
+            and problem.tau_nc is None and problem.potential is None
+            and problem.progress is None)
+
+
+def run_gauss_chart(problem, name: str, A: np.ndarray, b: np.ndarray, d: np.ndarray,
+                    c: np.ndarray, tol: float, maxiter: int):
+    """Midpoint's or gauss4's run (``name``; their tableau A, b, c and d = b A⁻¹) in the
+    quaternions' chart, :func:`_gauss_chart_loop` (see :func:`_run`)."""
+    s = problem.system
+    head = (*_functions_and_rows(problem), s.compiled_forward_dynamics, *s.compiled_chart,
+            *(np.ascontiguousarray(a, float) for a in (A, b, d, c)))
+    return _run(problem, name, _gauss_chart_loop, _GAUSS_CHART_SIGNATURE, head,
+                (float(tol), int(maxiter)))
+
+
 _LOOPS: dict = {}
 
 
@@ -1039,7 +1189,8 @@ def compile_loops() -> None:
         warnings.simplefilter("ignore", NumbaExperimentalFeatureWarning)
         for loop, signature in ((_verlet_loop, _VERLET_SIGNATURE),
                                 (_gauss_loop, _GAUSS_SIGNATURE), (_dg_loop, _DG_SIGNATURE),
-                                (_rk4_loop, _RK4_SIGNATURE)):
+                                (_rk4_loop, _RK4_SIGNATURE),
+                                (_gauss_chart_loop, _GAUSS_CHART_SIGNATURE)):
             _compiled_loop(loop, signature)
 
 

@@ -561,13 +561,9 @@ def _rates(q, t, zero, e, rate0, W):
 
 
 @numba.njit(cache=True)
-def _chart_rate(q, xi, v, D0, D, W, t, zero, e, rate0, N, r):
-    """ξ̇ = J(ξ)⁻¹ v: W(q) v = D(ξ) ξ̇ with D = W(q0) off the quaternions (D0) and
-    ½ q_g ⊗ (0, J_r(ξ_g) ·) on group g (CompiledSystem.chart_jacobian); least squares
-    by the normal equations DᵀD ξ̇ = Dᵀ W v, exact as the equations are consistent.
-    Overwrites r (nv) with ξ̇."""
-    st = _rates(q, t, zero, e, rate0, W)
-    D[:, :] = D0
+def _quaternion_rows(q, xi, D):
+    """D's rows of each quaternion group g ← ½ q_g ⊗ (0, J_r(ξ_g) ·): ∂(q0 ⊕ ξ)/∂ξ there
+    (CompiledSystem.chart_jacobian's quat_rate_matrix(q_g) @ so3_right_jacobian(ξ_g))."""
     for g in range(_QG.shape[0]):
         a, b = _QG[g], _UG[g]
         x0, x1, x2 = xi[b[0]], xi[b[1]], xi[b[2]]
@@ -584,10 +580,54 @@ def _chart_rate(q, xi, v, D0, D, W, t, zero, e, rate0, N, r):
                 D[a[i], c] = 0.0
             for c in range(3):
                 D[a[i], b[c]] = GJ[i, c]
+
+
+@numba.njit(cache=True)
+def _chart_rate(q, xi, v, D0, D, W, t, zero, e, rate0, N, r):
+    """ξ̇ = J(ξ)⁻¹ v: W(q) v = D(ξ) ξ̇ with D = W(q0) off the quaternions (D0) and
+    ½ q_g ⊗ (0, J_r(ξ_g) ·) on group g (CompiledSystem.chart_jacobian); least squares
+    by the normal equations DᵀD ξ̇ = Dᵀ W v, exact as the equations are consistent.
+    Overwrites r (nv) with ξ̇."""
+    st = _rates(q, t, zero, e, rate0, W)
+    D[:, :] = D0
+    _quaternion_rows(q, xi, D)
     rhs = D.T @ (W @ v)
     N[:, :] = D.T @ D
     r[:] = numpy.linalg.solve(N, rhs)
     return st
+
+
+@numba.njit(cache=True)
+def chart_point(q0, xi, q):
+    """q ← q0 ⊕ ξ (:func:`_chart_point` at t = 0, as the integrators call
+    integrate_configuration): the fixed signature by which the compiled loops of
+    kanedyn.integrators.kane_compiled take the chart; returns the status of qdot."""
+    return _chart_point(q0, xi, 0.0, q)
+
+
+@numba.njit(cache=True)
+def chart_jacobian(q0, xi, J):
+    """J (nv × nv, flat, row-major) ← J(ξ) with v = J ξ̇ along q0 ⊕ ξ, in
+    CompiledSystem.chart_jacobian's arithmetic: D = W(q0) off the quaternions and
+    ½ q_g ⊗ (0, J_r(ξ_g) ·) on group g, J = (WᵀW)⁻¹ WᵀD with W = W(q0 ⊕ ξ) (the normal
+    equations, exact as W has full column rank); returns the status of qdot."""
+    nq, nv = q0.shape[0], xi.shape[0]
+    q, rate0 = numpy.empty(nq), numpy.empty(nq)
+    zero, e = numpy.zeros(nv), numpy.empty(nv)
+    D, W = numpy.empty((nq, nv)), numpy.empty((nq, nv))
+    st = _chart_point(q0, xi, 0.0, q)
+    if st == 0:
+        st = _rates(q0, 0.0, zero, e, rate0, D)
+    if st == 0:
+        st = _rates(q, 0.0, zero, e, rate0, W)
+    if st:
+        return st
+    _quaternion_rows(q, xi, D)
+    X = numpy.linalg.solve(W.T @ W, W.T @ D)  # (Fortran order: copied by rows)
+    for i in range(nv):
+        for j in range(nv):
+            J[i * nv + j] = X[i, j]
+    return 0
 
 
 @numba.njit(cache=True)
