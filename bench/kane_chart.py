@@ -18,8 +18,9 @@ free_rigid_body``, nq 7, nv 6, no loads). dt = 1e-3, 0.2 s, best of 3 after a wa
 
     PYTHONPATH=src .venv/bin/python bench/kane_chart.py
 
-``--methods``: instead, midpoint and gauss4 (the implicit methods with a compiled loop in
-the quaternions' chart, ``kane_compiled.run_gauss_chart``) by that loop against their
+``--methods``: instead, midpoint, gauss4 and energy_momentum (its ``"projection"``
+variant: midpoint and the energy projection) — the implicit methods with a compiled loop in
+the quaternions' chart, ``kane_compiled.run_gauss_chart`` — by that loop against their
 Python steps (``compiled=False``, the loop's reference), same systems, dt, span and
 timing; µs per step, their ratio, the energy drift of each, and the largest |Δq|, |Δv|
 between the two runs.
@@ -91,15 +92,15 @@ def main() -> None:
 def methods() -> None:
     """The compiled loops in the chart against the Python steps (module doc)."""
     print(f"load {open('/proc/loadavg').read().split()[:3]}, {time.strftime('%H:%M:%S')} UTC")
-    print(f"{'system':16s} {'method':9s} {'loop':>10s} {'Python':>10s} {'ratio':>6s}  "
+    print(f"{'system':16s} {'method':15s} {'loop':>10s} {'Python':>10s} {'ratio':>6s}  "
           f"drift loop / Python    max |Δq|, |Δv|")
     for name, fast, q0, v0 in systems():
-        for method in ("midpoint", "gauss4"):
+        for method in ("midpoint", "gauss4", "energy_momentum"):
             a, da = timed(fast, q0, v0, method, compiled=True)
             b, db = timed(fast, q0, v0, method)
             x = kd.simulate(fast, q0, v0, 0.2, method=method, dt=1e-3)
             y = kd.simulate(fast, q0, v0, 0.2, method=method, dt=1e-3, compiled=False)
-            print(f"{name:16s} {method:9s} {a:7.1f} µs {b:7.1f} µs {b / a:6.1f}  "
+            print(f"{name:16s} {method:15s} {a:7.1f} µs {b:7.1f} µs {b / a:6.1f}  "
                   f"{da:.1e} / {db:.1e}    {np.abs(x.q - y.q).max():.1e}, "
                   f"{np.abs(x.v - y.v).max():.1e}")
 

@@ -314,23 +314,30 @@ def spacecraft():
     return system, q0, np.array([0.3, -1.2, 0.5, 20.0])
 
 
-@pytest.mark.parametrize("method", ["midpoint", "gauss4"])
+@pytest.mark.parametrize("method", ["midpoint", "gauss4", "energy_momentum",
+                                    "gauss4 energy"])
 def test_compiled_loops_in_the_quaternion_chart_equal_the_python_steps(spacecraft,
                                                                       monkeypatch, method):
     """midpoint and gauss4 on a Kane system with a quaternion (q ⊕ ξ not additive) run
     kane_compiled's loop in gauss.py's tangent coordinates (ξ, v), the chart by the
-    generated ``chart_point`` and ``chart_jacobian``: the Python steps' states and Newton
-    iterations, the quaternion of unit norm (it moves by the exponential map), and the
-    energy of the torque-free spacecraft kept."""
+    generated ``chart_point`` and ``chart_jacobian``; energy_momentum (its
+    ``"projection"`` variant here: that midpoint, then projection.py's projection onto E₀)
+    and ``project="energy"`` the same loop with the projection in the chart: the Python
+    steps' states and iterations, the quaternion of unit norm (it moves by the exponential
+    map), and the energy of the torque-free spacecraft kept."""
     system, q0, u0 = spacecraft
     assert not system.chart_is_additive and system.compiled_chart is not None
+    method, *project = method.split()
+    options = {"project": project[0]} if project else {}
     calls = []
     real = kane_compiled._compiled_loop
     monkeypatch.setattr(kane_compiled, "_compiled_loop",
                         lambda f, sig: calls.append(f.__name__) or real(f, sig))
-    fast = kd.simulate(system, q0, u0, 0.2, method=method, dt=1e-3)
+    fast = kd.simulate(system, q0, u0, 0.2, method=method, dt=1e-3, **options)
     assert calls == ["_gauss_chart_loop"] and fast.stats["newton_iterations"].size == 200
-    ref = kd.simulate(system, q0, u0, 0.2, method=method, dt=1e-3, compiled=False)
+    ref = kd.simulate(system, q0, u0, 0.2, method=method, dt=1e-3, compiled=False,
+                      **options)
+    assert fast.method == ref.method
     # the same arithmetic in the same order, the chart's by generated code that computes
     # CompiledSystem.integrate_configuration and chart_jacobian's expressions (bit for
     # bit at a point); the quaternion product rounds apart by an ulp (2.2e-16 measured),
@@ -344,6 +351,7 @@ def test_compiled_loops_in_the_quaternion_chart_equal_the_python_steps(spacecraf
     assert np.abs(np.linalg.norm(fast.q[:, :4], axis=1) - 1.0).max() <= 1e-14
     # M is constant here and the speeds' equations (Euler's, bus and wheel) do not depend
     # on the attitude: E = ½ vᵀM v is a quadratic invariant of them, which Gauss
-    # collocation keeps exactly (HLW IV.2.1): to round-off (measured 9e-16, 1.7e-15)
+    # collocation keeps exactly (HLW IV.2.1): to round-off (measured 9e-16, 1.7e-15), and
+    # the projection to its bar 4e-15 (1 + |E₀|)
     E = np.array([system.energy(q, v) for q, v in zip(fast.q, fast.v, strict=True)])
     assert np.abs(E - E[0]).max() <= 1e-13 * abs(E[0])

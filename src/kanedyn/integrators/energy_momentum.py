@@ -305,10 +305,19 @@ class EnergyMomentum(FixedStepMethod):
         onto E₀ + W_nc (``project_energy_standard``) or, with momentum rows (a free root
         without gravity or forces: ``momentum="auto"``), onto the energy and [L; P]
         (``project_standard``) — :class:`.projection.Projected`'s iteration, the Python
-        variant's step."""
-        from . import gauss_compiled, rk4_compiled
+        variant's step; on a compiled Kane system with quaternions onto the energy alone,
+        that midpoint and projection in the chart loop of :mod:`.kane_compiled`
+        (:func:`.kane_compiled.run_gauss_chart`)."""
+        from . import gauss_compiled, kane_compiled, rk4_compiled
         from .gauss import REFRESH_AFTER
 
+        if self.invariants == ("energy",) and kane_compiled.chart_applicable(self.problem):
+            # a compiled Kane system with quaternions: the tangent midpoint and the energy
+            # projection in kane_compiled's chart loop, by its generated functions
+            m = self.inner.base
+            return rk4_compiled.compiled_or_none(
+                self.name, kane_compiled.run_gauss_chart, self.problem, self.name, m.A, m.b,
+                m.d, m.c, m.opts["tol"], m.opts["maxiter"], True)
         if (gauss_compiled.momentum_rows(self.invariants) is None
                 or not gauss_compiled.tangent_applicable(self.problem)):
             return None

@@ -101,13 +101,17 @@ class GaussLegendre(FixedStepMethod):
             return rk4_compiled.compiled_or_none(
                 self.name, kane_compiled.run_gauss, self.problem, self.name, self.A, self.b,
                 self.d, self.c, self.opts["tol"], self.opts["maxiter"], project is not None)
-        if (self.opts["compiled"] and not self.canonical and project is None
+        if (self.opts["compiled"] and not self.canonical
+                and (project is None or parse_invariants(project) == ("energy",))
                 and kane_compiled.chart_applicable(self.problem)):
             # a compiled Kane system with quaternions: the tangent form's stages in
-            # kane_compiled's loop, the chart by its generated functions
+            # kane_compiled's loop, the chart by its generated functions (with the energy
+            # projection where asked)
+            name = self.name if project is None else f"{self.name}+project('energy',)"
             return rk4_compiled.compiled_or_none(
-                self.name, kane_compiled.run_gauss_chart, self.problem, self.name, self.A,
-                self.b, self.d, self.c, self.opts["tol"], self.opts["maxiter"])
+                self.name, kane_compiled.run_gauss_chart, self.problem, name, self.A,
+                self.b, self.d, self.c, self.opts["tol"], self.opts["maxiter"],
+                project is not None)
         invariants = ("energy",) if project is None else parse_invariants(project)
         if (not self.opts["compiled"] or self._mode != "auto"
                 or gauss_compiled.momentum_rows(invariants) is None):

@@ -65,19 +65,23 @@ reference's sweeps).
 followed by :class:`.projection.Projected`'s scalar Newton onto E₀ + W_nc along ∇E at
 the step's end (∂T/∂q by the central differences above, M v), to its bar 4e-15 (1 + |E₀|).
 
-Midpoint and gauss4 on a chart that is not additive (quaternions: q̇ ≠ u;
+Midpoint, gauss4 and energy_momentum on a chart that is not additive (quaternions: q̇ ≠ u;
 :func:`run_gauss_chart`): :class:`.gauss.GaussLegendre`'s stages in its tangent
 coordinates z = (ξ, v), q = q_n ⊕ ξ, ż = (J(ξ)⁻¹ v, u̇(q, v)), u̇ by the generated
 ``forward_dynamics``, q_n ⊕ ξ and J(ξ) by the generated ``chart_point`` and
 ``chart_jacobian`` (``CompiledSystem.compiled_chart``: integrate_configuration's and
 chart_jacobian's arithmetic, the quaternion groups baked in), ξ̇ by LU as the reference's
 ``solve``; Newton as above with the kinematic matrix ``1 − h A ⊗ [0 1; 0 0]``; no force
-elements and no projection there.
+elements there. ``project="energy"`` and energy_momentum's ``"projection"`` variant (that
+midpoint, then the projection onto E₀; :func:`_project_energy_chart`) in the same loop:
+the projection's scalar Newton in the chart of the step's end, ∂T/∂ξ by central
+differences through ``chart_point``.
 
 Where a loop does not apply (force elements without rows, speeds other than the
-coordinate rates but for midpoint and gauss4 in the quaternions' chart, force elements or
-a projection there, constraints, the numpy or C backends, another projection) or an
-iteration fails, the Python steps run the whole way and report what happens.
+coordinate rates but for midpoint, gauss4 and energy_momentum's projection variant in the
+quaternions' chart, force elements there, constraints, the numpy or C backends, another
+projection) or an iteration fails, the Python steps run the whole way and report what
+happens.
 """
 
 from __future__ import annotations
@@ -418,6 +422,62 @@ def _project_energy(fns, target, scale, q, v, U, M, E, zu, zt, D, tol, maxiter) 
         for i in range(n):
             q[i] = qt[i] + D[i] * lam
             v[i] = vt[i] + D[n + i] * lam
+        G = _energy(fns, q, v, E) - target
+        if abs(G) <= tol * scale * 4:
+            return it
+    return maxiter if abs(G) <= 1e-13 * scale else -1
+
+
+@nb.njit(cache=True, nogil=True)
+def _chart_energy_gradient(fns, point, q, v, M, E, zu, zt, D) -> bool:
+    """D ← (∂E/∂ξ|_v at ξ = 0, ∂E/∂v) = (∂T/∂ξ + g, M v) in the chart of q
+    (``Problem.energy_gradient`` on a system without closed-form derivatives, no force
+    elements): ∂T/∂ξ by central differences through the chart, T(q ⊕ ±1e-6 e_k)
+    (:func:`.base.kinetic_energy_gradient`), g = −forcing(q, 0, 0)."""
+    mass_matrix, forcing, energy = fns[0], fns[1], fns[2]
+    n = v.shape[0]
+    e, qk, F = np.zeros(n), np.empty(q.shape[0]), np.empty(n)
+    for j in range(n):
+        e[j] = _KE_STEP
+        if point(q, e, qk) != 0 or energy(qk, v, 0.0, E) != 0:
+            return False
+        up = E[1]
+        e[j] = -_KE_STEP
+        if point(q, e, qk) != 0 or energy(qk, v, 0.0, E) != 0:
+            return False
+        D[j] = (up - E[1]) / (2 * _KE_STEP)
+        e[j] = 0.0
+    if forcing(q, zu, zt, 0.0, F) != 0 or mass_matrix(q, 0.0, M.reshape(n * n)) != 0:
+        return False
+    for i in range(n):
+        D[i] = D[i] + -F[i]
+    D[n:] = M @ v
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _project_energy_chart(fns, point, target, scale, q, v, M, E, zu, zt, D, tol,
+                          maxiter) -> int:
+    """:func:`_project_energy` in the chart of the step's end q̃ (projection.py's
+    ``Projected`` on a non-additive chart): z = (λ ∇_ξE, ṽ + λ ∇_vE), q = q̃ ⊕ λ ∇_ξE by
+    the generated ``point``; the iterations, −1 if it fails."""
+    n = v.shape[0]
+    if not _chart_energy_gradient(fns, point, q, v, M, E, zu, zt, D):
+        return -1
+    dd = D @ D
+    if not dd > 0.0:
+        return -1
+    ginv = 1.0 / dd
+    qt, vt, xi = q.copy(), v.copy(), np.empty(n)
+    G = _energy(fns, qt, vt, E) - target
+    lam = 0.0
+    for it in range(1, maxiter + 1):
+        lam -= ginv * G
+        for i in range(n):
+            xi[i] = D[i] * lam
+            v[i] = vt[i] + D[n + i] * lam
+        if point(qt, xi, q) != 0:
+            return -1
         G = _energy(fns, q, v, E) - target
         if abs(G) <= tol * scale * 4:
             return it
@@ -1071,16 +1131,18 @@ CHART_JACOBIAN = types.FunctionType(types.int64(_V, _V, _V))
 
 
 def _gauss_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, forward_dynamics,
-                      chart_point, chart_jacobian, A, b, d, c, q0, v0, steps, times, n_steps,
-                      every, tol, maxiter, blowup, Q, V, W, iters, status):
+                      chart_point, chart_jacobian, A, b, d, c, project, q0, v0, steps, times,
+                      n_steps, every, tol, maxiter, blowup, Q, V, W, iters, status):
     """The whole run of midpoint (one stage) or gauss4 (two) on a system whose chart is not
     additive (quaternions), in gauss.py's tangent coordinates z = (ξ, v), q = q_n ⊕ ξ,
     ż = (J(ξ)⁻¹ v, u̇): its stage equations (:func:`_chart_rates`), its Newton matrix, the
     kinematic part 1 − h A ⊗ [0 1; 0 0], and the rest of its Newton (:func:`_stage_newton`,
     the difference Jacobian kept while h stays), the predictor c h f(z_n), z_{n+1} =
     z_n + (b A⁻¹) Z, q_{n+1} = q_n ⊕ ξ_{n+1}: the same arithmetic as the reference's, in
-    the generated functions (no force elements); status and return as
-    :func:`_verlet_loop`'s."""
+    the generated functions (no force elements); ``project``: each step followed by the
+    energy projection onto E₀ in the chart (:func:`_project_energy_chart`; its iterations
+    added to the step's: energy_momentum's ``"projection"`` variant is midpoint so); status
+    and return as :func:`_verlet_loop`'s."""
     fns = (mass_matrix, forcing, energy, P, forces, data)
     n, nq = v0.shape[0], q0.shape[0]
     st, n2 = A.shape[0], 2 * n
@@ -1095,6 +1157,8 @@ def _gauss_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, fo
              np.empty(n), np.empty(max(n * n, 1)), np.empty(n * n))
     q, v = q0.copy(), v0.copy()
     k_out, vmax0 = store(q, v, Q, V, 0), _largest(v)
+    D = np.empty(n2)
+    E0 = _energy(fns, q, v, E) if project else 0.0
     W[0] = 0.0
     last_h = np.nan
     for step in range(n_steps):
@@ -1133,6 +1197,13 @@ def _gauss_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, fo
         q[:] = q1
         v[:] = z1[n:]
         iters[step] = it
+        if project:
+            it2 = _project_energy_chart(fns, chart_point, E0, 1.0 + abs(E0), q, v, M, E,
+                                        zu, zt, D, PROJECTION_TOL, _kind(PROJECTION_MAXITER))
+            if it2 < 0:
+                status[0], status[1] = NEWTON_FAILED, step
+                return k_out
+            iters[step] = it + it2
         if not _guarded(q, v, vmax0, blowup, step, Q, V, status):
             return k_out
         k_out = _save(step, n_steps, every, q, v, 0.0, Q, V, W, k_out)
@@ -1140,7 +1211,7 @@ def _gauss_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, fo
 
 
 _GAUSS_CHART_SIGNATURE = types.int64(*_FNS, FORWARD_DYNAMICS, CHART_POINT, CHART_JACOBIAN,
-                                     _ROWS, _V, _V, _V, _V, _V, *_RUN, *_OUT)
+                                     _ROWS, _V, _V, _V, types.boolean, _V, _V, *_RUN, *_OUT)
 
 
 def chart_applicable(problem) -> bool:
@@ -1158,12 +1229,13 @@ def chart_applicable(problem) -> bool:
 
 
 def run_gauss_chart(problem, name: str, A: np.ndarray, b: np.ndarray, d: np.ndarray,
-                    c: np.ndarray, tol: float, maxiter: int):
-    """Midpoint's or gauss4's run (``name``; their tableau A, b, c and d = b A⁻¹) in the
-    quaternions' chart, :func:`_gauss_chart_loop` (see :func:`_run`)."""
+                    c: np.ndarray, tol: float, maxiter: int, project: bool = False):
+    """Midpoint's or gauss4's run (``name``; their tableau A, b, c and d = b A⁻¹;
+    ``project``: with the energy projection) in the quaternions' chart,
+    :func:`_gauss_chart_loop` (see :func:`_run`)."""
     s = problem.system
     head = (*_functions_and_rows(problem), s.compiled_forward_dynamics, *s.compiled_chart,
-            *(np.ascontiguousarray(a, float) for a in (A, b, d, c)))
+            *(np.ascontiguousarray(a, float) for a in (A, b, d, c)), bool(project))
     return _run(problem, name, _gauss_chart_loop, _GAUSS_CHART_SIGNATURE, head,
                 (float(tol), int(maxiter)))
 
