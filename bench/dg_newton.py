@@ -7,6 +7,8 @@ compiled discrete gradients" (the per-step ratios against MuJoCo are bench/sim_v
   energy_momentum and itoh_abe on the 7- and 20-link chains of sim_vs_mujoco (10 s at dt =
   1e-3), and on ``make demo``'s arm with its smoothed friction (3 s at dt = 2e-3, the
   budget max|E − E0 − W_nc| / max|E|);
+- ``friction``: Itoh–Abe (both variants) through the friction bands of the demo arm, 1 s:
+  the budget of the compiled loop and of the Python steps, residuals and µs a step;
 - ``predictor``: the error of the best-order extrapolation of the increments (the order
   chosen in hindsight, 1..9) against the converged increments of an avf run, relative;
 - ``passes``: µs per call of the pieces (best of 3 rounds of N calls, in one compiled
@@ -23,8 +25,8 @@ compiled discrete gradients" (the per-step ratios against MuJoCo are bench/sim_v
 - ``floating``: its "floating" variant on a free base with a 6-link arm, no gravity, the
   same way.
 
-Run: PYTHONPATH=src .venv/bin/python bench/dg_newton.py [stats predictor passes path step
-     lie floating]
+Run: PYTHONPATH=src .venv/bin/python bench/dg_newton.py [stats friction predictor passes
+     path step lie floating]
 """
 
 from __future__ import annotations
@@ -73,6 +75,31 @@ def stats() -> None:
         print(f"demo arm {m:16s} {it.mean():5.2f} residuals/step, "
               f"{'Python steps' if mats is None else f'{int(mats[0]):5d} matrices'}, "
               f"budget {b:.1e}", flush=True)
+
+
+def friction() -> None:
+    """Itoh–Abe through the friction bands of ``make demo``'s arm: the budget of the
+    compiled loop and of the Python steps over 1 s (dt = 2e-3, from rest)."""
+    print("== Itoh–Abe with smoothed friction (demo arm, 1 s): budget max|E − E0 − W_nc| / "
+          "max|E|, residuals a step, µs a step ==")
+    model, forces = demo_arm()
+    q0, v0 = np.linspace(0.9, 0.3, model.nq), np.zeros(model.nv)
+    for variant in ("forward", "symmetric"):
+        for compiled in (True, False):
+            def run(variant=variant, compiled=compiled):
+                return kd.simulate(model, q0, v0, 1.0, method="itoh_abe", dt=2e-3,
+                                   forces=forces, variant=variant, compiled=compiled,
+                                   progress=False)
+            if compiled:
+                run()  # (compiled or loaded from the cache)
+            t = time.perf_counter()
+            tr = run()
+            us = 1e6 * (time.perf_counter() - t) / (len(tr.t) - 1)
+            b = np.abs(tr.budget).max() / np.abs(tr.energy).max()
+            it = np.asarray(tr.stats["newton_iterations"])
+            print(f"  {variant:9s} {'compiled loop' if compiled else 'Python steps':13s} "
+                  f"budget {b:.1e}  {it.mean():5.2f} residuals/step  {us:8.1f} µs/step",
+                  flush=True)
 
 
 def predictor() -> None:
@@ -219,11 +246,12 @@ def floating() -> None:
 
 
 if __name__ == "__main__":
-    parts = sys.argv[1:] or ["stats", "predictor", "passes", "path", "step", "lie", "floating"]
+    parts = sys.argv[1:] or ["stats", "friction", "predictor", "passes", "path", "step", "lie",
+                             "floating"]
     with open("/proc/loadavg") as f:
         print("load before:", f.read().split()[:3])
     for part in parts:
-        {"stats": stats, "predictor": predictor, "passes": passes, "path": path, "step": step,
-         "lie": lie, "floating": floating}[part]()
+        {"stats": stats, "friction": friction, "predictor": predictor, "passes": passes,
+         "path": path, "step": step, "lie": lie, "floating": floating}[part]()
     with open("/proc/loadavg") as f:
         print("load after:", f.read().split()[:3])

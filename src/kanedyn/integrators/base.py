@@ -263,10 +263,18 @@ def fd_jacobian(residual: Callable[[NDArray], NDArray], x: NDArray, r: NDArray) 
     return Jm
 
 
+#: Itoh–Abe's floor for :func:`newton`: an update below 1e-10 |x| leaves an error at the
+#: noise of its differences of H (≈ eps |H| / Δq_i near its 1e-5 switch); above it a stall
+#: under an approximate matrix is a slow contraction — friction's slope in its band —, not
+#: noise: taken there, the demo arm's budget E − E₀ − W_nc lost 5e-10 of E in a second
+ITOH_ABE_FLOOR = 1e-10
+
+
 def newton(residual: Callable[[NDArray], NDArray], x0: NDArray,
            jacobian: NDArray | Callable[[NDArray], NDArray] | None = None,
            tol: float = 1e-14, maxiter: int = 50,
-           stagnation: float = 1e-9, reuse: dict | None = None) -> tuple[NDArray, int]:
+           stagnation: float = 1e-9, reuse: dict | None = None,
+           floor: float = 0.0) -> tuple[NDArray, int]:
     """Solve ``residual(x) = 0`` by (simplified) Newton; returns (x, iterations).
 
     Jacobians: a method passes what it knows of ∂residual/∂x. midpoint and gauss4 build
@@ -289,7 +297,11 @@ def newton(residual: Callable[[NDArray], NDArray], x0: NDArray,
     the update, or the error estimated from the rate of
     contraction θ, ``θ/(1−θ)|Δx|``, is below ``tol`` relative to |x|∞ (the unknowns
     are increments over a step, so this is a bar on the step itself; or at roundoff
-    stagnation: an update below ``stagnation`` |x| that no longer shrinks).
+    stagnation: an update below ``stagnation`` |x| that no longer shrinks). ``floor`` > 0:
+    such a stall is taken as roundoff only below ``floor`` |x| or once the matrix was
+    refreshed — above it, with the caller's approximate matrix, a contraction slower than
+    ½ is not roundoff, and the matrix is refreshed (Itoh–Abe, whose bar must sit high
+    for the noise of its differences of H, ``ItohAbe.stagnation``).
     """
     x = np.array(x0, dtype=float)
     r = residual(x)
@@ -334,7 +346,8 @@ def newton(residual: Callable[[NDArray], NDArray], x0: NDArray,
         # the error left after this update is about θ/(1−θ)·|Δx| (Hairer & Wanner II, IV.8)
         if theta < 0.5 and theta / (1 - theta) * size <= tol * scale:
             return x, it
-        if size <= stagnation * scale and theta >= 0.5:  # the residual is at roundoff
+        if (size <= stagnation * scale and theta >= 0.5  # the residual is at roundoff
+                and (floor <= 0.0 or refreshed or size <= floor * scale)):
             return x, it
         if it >= 2 and size > 0.25 * last and not refreshed:
             # slow contraction: a full Jacobian (2n residuals) costs less than the

@@ -65,7 +65,7 @@ import functools
 import numpy as np
 
 from ..errors import SolverError
-from .base import FixedStepMethod, chart_is_additive, newton
+from .base import ITOH_ABE_FLOOR, FixedStepMethod, chart_is_additive, newton
 from .chart import canonical_coordinates, make_chart
 
 #: Newton's relative tolerance of AVF and Gonzalez's energy–momentum step (AVF.options)
@@ -111,6 +111,9 @@ class _DiscreteGradient(FixedStepMethod):
     #: the relative update below which a Newton iteration that no longer contracts is
     #: taken as converged (the residual is at its roundoff floor)
     stagnation = 1e-9
+    #: a stall above ``floor`` |x| with the kinematic matrix is not taken as roundoff
+    #: (:func:`.base.newton`); 0: every stall below ``stagnation`` is
+    floor = 0.0
 
     def discrete_gradient(self, C, p0, dx, dp):
         """(∇̄_xH, ∇̄_pH) for the segment from (0, p0) to (dx, p0 + dp) in coordinates C."""
@@ -188,7 +191,7 @@ class _DiscreteGradient(FixedStepMethod):
                 self._reuse = {"h": h}
             reuse = self._reuse
         d, it = newton(residual, d0, Jm, tol=self.opts["tol"], maxiter=self.opts["maxiter"],
-                       stagnation=self.stagnation, reuse=reuse)
+                       stagnation=self.stagnation, reuse=reuse, floor=self.floor)
         d = self.polish(C, p0, d, h, t, K)
         self._last = (h, d)
         self.newton_iterations += it
@@ -307,7 +310,10 @@ class ItohAbe(_DiscreteGradient):
         # (a quadratic predictor: a higher degree amplifies the noise of the differences of
         # H; an update below 1e-10 leaves an error at that noise: 1e-9 let the 20-link
         # chain drift by 1.7e-12 over 10 s, 1e-10 by 2.7e-13)
-        return compiled_discrete_gradient(self, project, kind, degree=2, floor=1e-10)
+        return compiled_discrete_gradient(self, project, kind, degree=2, floor=self.floor)
+
+    #: a stall of Newton above ``floor`` |d| is refreshed, not taken (.base.ITOH_ABE_FLOOR)
+    floor = ITOH_ABE_FLOOR
 
     # Newton settles at the roundoff floor of the energy differences, which is
     # higher than for AVF; polish() then makes the momentum equation exact. In a chart the

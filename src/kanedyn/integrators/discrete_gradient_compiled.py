@@ -777,11 +777,14 @@ def inverse(L, Minv, e, col):
 # --------------------------------------------------------------------------- Newton matrix
 @nb.njit(cache=True, nogil=True)
 def newton_matrix(data, P, forces, kind, q, v, L, h, J, piv, Minv, B, G, D, zero, e,
-                  col, slope) -> bool:
+                  col, slope, vs) -> bool:
     """J ← the LU factors of ``1 + h [[−∂ḡ_p/∂Δq, −∂ḡ_p/∂Δp], [∂ḡ_q/∂Δq, ∂ḡ_q/∂Δp]]``
     with ``∂ḡ/∂d = W ⊙ ∇²H(q, p)`` (module doc); L the Cholesky factor of M(q). With
     force rows: the springs' k in H_qq, and the p-rows' ``+ h C ∂ḡ_p/∂d`` of
-    ``−h τ_nc(ḡ_p)``, C = diag(−∂τ_nc/∂v) ≥ 0 (dampers, friction) at v."""
+    ``−h τ_nc(ḡ_p)``, C = diag(−∂τ_nc/∂v) (dampers, friction) at the velocity ``vs``
+    where τ_nc acts — v for the symmetric gradients, Itoh–Abe's own ḡ_p for the forward
+    variant: inside a friction law's band the slope changes by O(1) between the two, and
+    taken at v it left Newton contracting by only 0.4–0.8 an update."""
     n = q.shape[0]
     inverse(L, Minv, e, col)
     zero[:] = 0.0
@@ -797,7 +800,7 @@ def newton_matrix(data, P, forces, kind, q, v, L, h, J, piv, Minv, B, G, D, zero
             K[i, j] += G[i, j] - D[i, j]
     slope[:] = 0.0
     if forces:
-        damping_slopes(P, v, slope)
+        damping_slopes(P, vs, slope)
         for i in range(n):
             K[i, i] += P[i, P_K]
     for i in range(n):
@@ -841,7 +844,7 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
                                np.empty(n), np.empty(8))
     gq, gp, g1, g2 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
     d, d0, r = np.zeros(2 * n), np.zeros(2 * n), np.empty(2 * n)
-    tau_nc, tau, slope = np.zeros(n), np.zeros(n), np.zeros(n)
+    tau_nc, tau, slope, vs = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
     work = 0.0
     Wk[0] = 0.0
     # the last increments (a ring, newest at `newest`), the order k ≤ degree + 1 of the
@@ -906,17 +909,27 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
             if fresh:
                 # ∇²H at the midpoint of the predicted step: the AVF Jacobian
                 # Σ w_k ξ_k ∇²H(z + ξ_k d) differs from ½∇²H(z + d/2) by O(h |d|²)
+                if forces and kind == ITOH_ABE:
+                    # where its τ_nc acts: ḡ_p with M⁻¹ at q + Δq (it differs from the
+                    # midpoint's M⁻¹p̄ by O(h v̇), far more than a friction band is wide)
+                    for i in range(n):
+                        qk[i] = q[i] + d[i]
+                    if not factor_mass(data, qk, mw):
+                        status[0], status[1] = 3, step
+                        return k_out
+                    inverse(mw[1], Minv, e, col)
+                    momentum_part(Minv, p, d[n:], False, vs)
                 for i in range(n):
                     qk[i] = q[i] + 0.5 * d[i]
                     pk[i] = p[i] + 0.5 * d[n + i]
                 if not velocity(data, qk, pk, mw, vk) or not newton_matrix(
                         data, P, forces, kind, qk, vk, mw[1], h, J, piv, Minv, B, G, D,
-                        zero, e, col, slope):
+                        zero, e, col, slope, vs if forces and kind == ITOH_ABE else vk):
                     status[0], status[1] = 3, step
                     return k_out
                 since, built = 0, True
                 status[2] += 1
-            last, rate = np.inf, 0.0
+            last, rate, again = np.inf, 0.0, False
             for it in range(1, maxiter + 1):
                 total += 1
                 if not _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r,
@@ -953,7 +966,8 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
                     rate_kept = theta
                 if (size <= tol * scale
                         or (theta < 0.5 and theta / (1 - theta) * size <= tol * scale)
-                        or (it >= 2 and size <= stagnation * scale and theta >= 0.5)
+                        or (it >= 2 and size <= stagnation * scale and theta >= 0.5
+                            and (floor <= 0.0 or attempt == 1))
                         or (it >= 2 and size <= floor * scale)):
                     # (stagnation: an update at the roundoff floor that no longer shrinks —
                     # which takes two updates to see, as the predictor may start within it;
@@ -962,10 +976,17 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
                     break
                 if measured and theta > 0.1 and not fresh:
                     break  # the kept matrix hardly contracts: rebuild it now
+                if (floor > 0.0 and attempt == 0 and it >= 2 and theta >= 0.5
+                        and size <= stagnation * scale):
+                    # a stall above the floor is not yet roundoff: as the Python steps
+                    # refresh their matrix there (base.newton's floor), rebuild it at
+                    # this iterate, and take a stall under that one
+                    again = True
+                    break
                 last = size
             if ok and rate > slow:
                 since = refresh  # it contracts slowly: rebuild it at the next step
-            if ok or fresh:
+            if ok or (fresh and not again):
                 break  # (a fresh matrix that fails: the Python method reports)
         iters[step] = total
         if built:

@@ -99,7 +99,7 @@ from ..forces.kernel import (
     spring_gradient_add,
     spring_potential,
 )
-from .base import _chol_solve
+from .base import ITOH_ABE_FLOOR, _chol_solve
 from .gauss_compiled import NEWTON_FAILED, STATE_GUARD
 from .rk4_compiled import save_sample, state_guard, store
 
@@ -824,6 +824,9 @@ def _stage_newton(kind, fns, chart, hA, xi, w, h, tc, pw, mask, H0, z0, Z, Jm, k
     Zs, Rs = Z.copy(), R.copy()
     J = kept.copy() if have_kept.shape[0] > 0 and have_kept[0] else Jm
     refreshed, last = False, np.inf
+    # Itoh–Abe's stall taken as roundoff only below ITOH_ABE_FLOOR or under a refreshed
+    # matrix (base.newton's ``floor``, which ItohAbe passes)
+    floor = ITOH_ABE_FLOOR if kind == 3 or kind == 4 else 0.0
     for it in range(1, maxiter + 1):
         # (an empty Jm stands for the identity: Verlet's fixed point, which numpy's solve
         # gives exactly, without the solve)
@@ -857,7 +860,8 @@ def _stage_newton(kind, fns, chart, hA, xi, w, h, tc, pw, mask, H0, z0, Z, Jm, k
         theta = size / last if np.isfinite(last) and last > 0 else 1.0
         if theta < 0.5 and theta / (1 - theta) * size <= tol * scale:
             return it
-        if size <= stagnation * scale and theta >= 0.5:
+        if (size <= stagnation * scale and theta >= 0.5
+                and (floor <= 0.0 or refreshed or size <= floor * scale)):
             return it
         if it >= 2 and size > 0.25 * last and not refreshed:
             J = _refreshed(kind, fns, chart, hA, xi, w, h, tc, pw, mask, H0, z0, Z, R, U, M, E, zu,
