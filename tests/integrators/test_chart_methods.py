@@ -10,6 +10,8 @@
 - Measured orders: 2, 2, 1.
 """
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -19,6 +21,12 @@ from kanedyn.integrators.base import Problem
 from kanedyn.integrators.chart import ChartHamiltonian, ModelChart
 from kanedyn.model.joints import Free, Planar, Revolute, Spherical
 from kanedyn.sim.system import ModelSystem
+
+simulate_module = importlib.import_module("kanedyn.sim.simulate")
+
+
+def _refuse(*args, **kwargs):
+    raise AssertionError("the compiled loop handed the run to the Python steps")
 
 
 def rel_energy_error(model, tr):
@@ -145,6 +153,68 @@ def test_avf_exact_energy_free_body_1e4_steps():
     assert len(tr) == 10_001
     assert rel_energy_error(m, tr) <= 1e-12
     assert np.abs(np.linalg.norm(tr.q[:, 3:7], axis=1) - 1).max() < 1e-15
+
+
+def free_ball_hinge():
+    """A free base, a ball joint and a hinge in one tree (the compiled AVF loop's joints)."""
+    b = kd.ModelBuilder("free_ball_hinge")
+    b.add_body("base", None, Free("f"), None, 2.0, (0.1, 0.2, -0.1), np.diag([0.2, 0.3, 0.25]))
+    b.add_body("a", "base", Spherical("s"), (np.eye(3), (0, 0, -0.5)), 1.0, (0, 0, -0.3),
+               np.diag([0.05, 0.06, 0.02]))
+    b.add_body("c", "a", Revolute("r", axis=(1, 0, 0)), (np.eye(3), (0, 0, -0.6)), 0.5,
+               (0, 0, -0.2), np.diag([0.02, 0.02, 0.01]))
+    m = b.build()
+    q0 = kd.random_configuration(m, np.random.default_rng(3))
+    return m, q0, np.array([0.5, -1.0, 0.8, 0.3, 0.2, -0.4, 1.5, -0.7, 0.9, 2.0])
+
+
+@pytest.mark.parametrize("case", [ball_elbow, tossed_body, free_ball_hinge])
+def test_compiled_avf_in_the_chart_equals_the_python_steps(case, monkeypatch):
+    """The compiled loop of avf on ball and free joints (integrators/avf_chart_compiled.py;
+    the Python steps refused) against ``compiled=False`` over 200 steps, the last shortened.
+    The two differ in round-off only: LAPACK's solves against the loop's 3x3 adjugates and
+    LU, BLAS's sums against its loops, each an ulp or so a step, and Newton stopping at
+    1e-14 |Δz| where the iterates differ by that; over 200 steps of motion that is ≈ 1e-15
+    in q and 3e-14 in v (measured, |v| ≈ 3): held to 1e-13 and 1e-12 relative (the additive
+    avf loop's 1e-13, test_discrete_gradient_compiled.py). The same Newton iterations,
+    unit quaternions, and E to 1e-12."""
+    m, q0, v0 = case()
+    ref = kd.simulate(m, q0, v0, 0.1995, method="avf", dt=1e-3, compiled=False)
+    with monkeypatch.context() as mp:
+        mp.setattr(simulate_module, "run_fixed", _refuse)
+        tr = kd.simulate(m, q0, v0, 0.1995, method="avf", dt=1e-3)
+    assert len(tr) == len(ref) == 201 and tr.t[-1] == ref.t[-1] == 0.1995
+    assert np.abs(tr.q - ref.q).max() <= 1e-13 * np.abs(ref.q).max()
+    assert np.abs(tr.v - ref.v).max() <= 1e-12 * np.abs(ref.v).max()
+    assert np.ptp(ref.q, axis=0).max() > 0.1  # it moves
+    it, it_ref = tr.stats["newton_iterations"], ref.stats["newton_iterations"]
+    assert abs(int(it.sum()) - int(it_ref.sum())) <= 0.02 * it_ref.sum()
+    for b in m.bodies:
+        if b.joint.kind in ("spherical", "free"):
+            a = b.iq.start + (3 if b.joint.kind == "free" else 0)
+            assert np.abs(np.linalg.norm(tr.q[:, a:a + 4], axis=1) - 1).max() < 1e-15
+    assert rel_energy_error(m, tr) <= 1e-12
+
+
+def test_compiled_avf_in_the_chart_leaves_planar_joints_and_forces_to_python():
+    """The compiled charts' J⁻¹ and D know no planar joint, and the loop takes no force
+    element: both take the Python steps (applicable() says no)."""
+    from kanedyn.integrators import avf_chart_compiled as acc
+
+    def problem(m, q0, v0, **kw):
+        return Problem(system=ModelSystem(m), q0=q0, v0=v0, t_final=0.01, dt=1e-3, **kw)
+
+    assert acc.applicable(problem(*ball_elbow()))
+    assert not acc.applicable(problem(*ball_elbow(), tau_nc=lambda t, q, v: -0.3 * v))
+    assert not acc.applicable(problem(*planar_cart()))
+
+
+def test_compiled_avf_in_the_chart_on_a_cold_cache_takes_the_python_steps(cold_loop_check):
+    """kanedyn.dynamics.first_calls: on a cold cache the run takes its Python steps while a
+    compiler process compiles the loop (tests/conftest.py's cold_loop_check)."""
+    from kanedyn.integrators import avf_chart_compiled
+
+    cold_loop_check("avf", *ball_elbow(), avf_chart_compiled._avf_chart_loop, "first_run")
 
 
 @pytest.mark.parametrize("case,steps", [

@@ -1,0 +1,293 @@
+"""AVF on ball and free joints (with additive ones mixed in) as one compiled loop (numba).
+
+The same steps as the Python reference, :class:`~.discrete_gradient.AVF` in the local
+canonical chart of :mod:`.chart` (``_DiscreteGradient.step`` with ``ChartHamiltonian``),
+for a Model's system without force elements (:func:`applicable`). Centred on q_n, with
+``q = φ_n(x)``, ``p = J(x)ᵀ M v`` (p_0 = M(q_n) v_n at the first step, then the carried
+J(x)⁻ᵀ p of the last step, as the reference's ``_carry``), the increment d = (Δx, Δp)
+solves
+
+    R(d) = (Δx − h ḡ_p,  Δp + h ḡ_x) = 0,   ḡ = Σ_k w_k ∇H(ξ_k Δx, p_0 + ξ_k Δp)
+
+(Gauss–Legendre nodes ξ_k, weights w_k on [0, 1]), with ``∂H/∂p = ẋ = J⁻¹ v`` and
+``∂H/∂x = Jᵀ(∂V/∂q − ∂T/∂q|_v) − D(x, ẋ)ᵀ (M v)`` (``ChartHamiltonian.gradient``), where
+``M v = J⁻ᵀ p`` and ``v = M(q)⁻¹ J⁻ᵀ p``. The chart and its pieces (φ, J's blocks, J⁻ᵀ y,
+J⁻¹ y, Jᵀ y, D(x, w)ᵀ y) are the compiled joint charts of
+:mod:`kanedyn.constraints.system_kernel`, which know no planar joint (a planar joint takes
+the Python steps); ∂T/∂q and ∂V/∂q are the energy kernel's, M the CRBA kernel's with the
+Cholesky factor of :mod:`.base` (the reference's ``solve_spd``).
+
+Newton as the reference's :func:`.base.newton` with the ``reuse`` dict: the kinematic
+matrix ``[[1, −h/2 M(q_n)⁻¹], [0, 1]]`` until a solve contracts slowly (θ > 0.25) or
+diverges, then the forward-difference Jacobian of R (the columns of
+:func:`.base.fd_jacobian`), kept for the following steps while h stays; the same stopping
+test (:func:`.verlet_compiled._newton_test`: tol relative to |d|∞, θ/(1−θ)|Δ|, a stall
+below 1e-9 |d| — AVF's ``stagnation``) and ``maxiter``; the predictor the last step's
+increment (the reference's ``_last``), (h v_n, 0) at the first step and when h changes.
+The steps agree with the reference's to round-off (numpy's LAPACK solves against the
+adjugate 3x3 solves and the LU here; tests/integrators/test_chart_methods.py).
+
+A kernel that refuses a state or a Newton iteration that does not settle makes the whole
+run fall back to the Python method, which reports what happens; a blow-up or a non-finite
+state is reported from here (the state guard of ``run_fixed``).
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from ..constraints import system_kernel as sk
+from ..dynamics import _compiled, kernels
+from ..dynamics.energy_kernel import energy_pass
+from ..dynamics.flat import flatten
+from .base import cholesky, cholesky_solve
+from .gauss_compiled import (
+    BAD_STATE,
+    NEWTON_FAILED,
+    STATE_GUARD,
+    lu_factor,
+    report_state_guard,
+    tangent_applicable,
+)
+from .rk4_compiled import first_run_problem, largest_speed, ready_or_python, step_grid, store
+from .verlet_compiled import (
+    CONVERGED,
+    DIVERGING,
+    FAILED,
+    GO_ON,
+    SLOW,
+    _newton_update,
+    guard_and_save,
+)
+
+_compiled.key_cache(__name__)
+
+# work vectors of one row each in U (nv wide): the node's point x and momentum p, J⁻ᵀp
+# (= M v), v, ẋ, ∂T/∂q, ∂V/∂q, ∂H/∂x, and the sums ḡ_x, ḡ_p
+_X, _P, _PV, _V, _XD, _DT, _DV, _GX, _SX, _SP = range(10)
+
+
+@nb.njit(cache=True, nogil=True)
+def _chart_state(data, qn, x, p, q, Jb, M, L, pv, v) -> bool:
+    """``q ← φ_n(x)``, Jb ← J(x)'s blocks, ``pv ← J(x)⁻ᵀ p`` (= M v), ``M ← M(q)``, L its
+    Cholesky factor, ``v ← M⁻¹ pv`` (``ChartHamiltonian._state``); False when a kernel
+    refuses q or M is not positive definite (a non-finite x: Newton's diverging iterate)."""
+    n = x.shape[0]
+    sk.chart_point(data, qn, x, q)
+    sk.chart_blocks(data, x, Jb)
+    sk.chart_jt_solve(data, Jb, p, pv)
+    if kernels.crba1(data, q, M) != 0 or not cholesky(M, n, L):
+        return False
+    cholesky_solve(L, n, pv, v)
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _chart_gradient(data, qn, q, Jb, M, L, U, out) -> bool:
+    """U[_GX] ← ∂H/∂x and U[_XD] ← ∂H/∂p = J⁻¹v at (x, p) = (U[_X], U[_P])
+    (``ChartHamiltonian.gradient``): ``Jᵀ(∂V/∂q − ∂T/∂q) − D(x, ẋ)ᵀ J⁻ᵀp``."""
+    n = U.shape[1]
+    x, pv, v, xd, dT, dV = U[_X], U[_PV], U[_V], U[_XD], U[_DT], U[_DV]
+    if not _chart_state(data, qn, x, U[_P], q, Jb, M, L, pv, v):
+        return False
+    if energy_pass(data, q, v, dT, dV, out) != 0:
+        return False
+    sk.chart_j_solve(data, Jb, v, xd)
+    for i in range(n):
+        dV[i] -= dT[i]  # ∂V/∂q − ∂T/∂q|_v
+    sk.chart_jt_times(data, Jb, dV, U[_GX])
+    sk.chart_derivative_t_sub(data, Jb, x, xd, pv, U[_GX])
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _residual(data, qn, p0, d, h, xi, w, q, Jb, M, L, U, out, r) -> bool:
+    """r ← R(d) of the module doc (``_DiscreteGradient.step``'s residual with
+    ``AVF.discrete_gradient``)."""
+    n = U.shape[1]
+    sx, sp = U[_SX], U[_SP]
+    sx[:] = 0.0
+    sp[:] = 0.0
+    for k in range(xi.shape[0]):
+        s = xi[k]
+        for i in range(n):
+            U[_X, i] = s * d[i]
+            U[_P, i] = p0[i] + s * d[n + i]
+        if not _chart_gradient(data, qn, q, Jb, M, L, U, out):
+            return False
+        for i in range(n):
+            sx[i] += w[k] * U[_GX, i]
+            sp[i] += w[k] * U[_XD, i]
+    for i in range(n):
+        r[i] = d[i] - h * sp[i]
+        r[n + i] = d[n + i] + h * sx[i]
+    return bool(np.isfinite(r).all())
+
+
+@nb.njit(cache=True, nogil=True)
+def _fd_matrix(data, qn, p0, d, r, h, xi, w, q, Jb, M, L, U, out, dk, rk, J, piv) -> bool:
+    """LU of the forward-difference Jacobian of R at d (r = R(d)): the columns of
+    :func:`.base.fd_jacobian` (step 1e-7 max(1, |d_k|))."""
+    m = d.shape[0]
+    for k in range(m):
+        dk[:] = d
+        hk = 1e-7 * max(1.0, abs(d[k]))
+        dk[k] += hk
+        if not _residual(data, qn, p0, dk, h, xi, w, q, Jb, M, L, U, out, rk):
+            return False
+        for i in range(m):
+            J[i, k] = (rk[i] - r[i]) / hk
+    return lu_factor(J, piv)
+
+
+@nb.njit(cache=True, nogil=True)
+def _kinematic_matrix(L0, h, J, piv, e, col) -> bool:
+    """LU of the reference's ``[[1, −h/2 M(q_n)⁻¹], [0, 1]]`` (L0: M(q_n)'s Cholesky
+    factor; M⁻¹ column by column)."""
+    n = L0.shape[0]
+    J[:, :] = 0.0
+    for i in range(2 * n):
+        J[i, i] = 1.0
+    for k in range(n):
+        e[:] = 0.0
+        e[k] = 1.0
+        cholesky_solve(L0, n, e, col)
+        for i in range(n):
+            J[i, n + k] = -0.5 * h * col[i]
+    return lu_factor(J, piv)
+
+
+@nb.njit(cache=True, nogil=True)
+def _avf_chart_loop(data, q0, v0, dt, n_steps, every, xi, w, tol, maxiter, blowup, Q, V, Wk,
+                    iters, status):
+    n, nq, m = v0.shape[0], q0.shape[0], 2 * v0.shape[0]
+    q, v, q1 = q0.copy(), v0.copy(), np.empty(nq)
+    M, L, L0 = np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
+    Jb = np.zeros((data.shape[0] - 1, 18))
+    U = np.zeros((10, n))
+    out = np.empty(8)
+    p0, pv, e, col = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    d, r, dx, start, dk, rk = (np.zeros(m), np.empty(m), np.empty(m), np.empty(m),
+                               np.empty(m), np.empty(m))
+    Jk, Jfd = np.empty((m, m)), np.empty((m, m))
+    piv, pivfd = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
+    Wk[0] = 0.0
+    last_h, have_fd = 0.0, False
+    vmax0 = largest_speed(v)
+    k_out = store(q, v, Q, V, 0)
+    if kernels.crba1(data, q, M) != 0 or not cholesky(M, n, L0):
+        status[0], status[1] = BAD_STATE, 0
+        return k_out
+    for i in range(n):  # p_0 = M(q_0) v_0 (J(0) = 1); later steps carry J⁻ᵀp
+        s = 0.0
+        for k in range(n):
+            s += M[i, k] * v[k]
+        p0[i] = s
+    for step in range(n_steps):
+        h = dt[step]
+        if h != last_h:  # the reference's reuse dict and predictor are keyed by h
+            have_fd = False
+            for i in range(n):
+                d[i] = h * v[i]
+                d[n + i] = 0.0
+        # (else d: the last step's increment, the reference's predictor)
+        if not have_fd and not _kinematic_matrix(L0, h, Jk, piv, e, col):
+            status[0], status[1] = BAD_STATE, step
+            return k_out
+        start[:] = d
+        it, last, test, refreshed, ok = 0, np.inf, GO_ON, False, True
+        while True:
+            if test == CONVERGED:
+                break
+            if not _residual(data, q, p0, d, h, xi, w, q1, Jb, M, L, U, out, r):
+                if test == GO_ON and it > 0 and not refreshed:
+                    test = DIVERGING  # a non-finite residual with the kept matrix: restart
+                else:
+                    ok = False
+                    break
+            if test == SLOW or test == DIVERGING:
+                if test == DIVERGING:
+                    # restart from the predictor, with a difference Jacobian there
+                    d[:] = start
+                    last, test = np.inf, SLOW
+                    continue
+                if not _fd_matrix(data, q, p0, d, r, h, xi, w, q1, Jb, M, L, U, out, dk, rk,
+                                  Jfd, pivfd):
+                    ok = False
+                    break
+                have_fd, refreshed = True, True
+            it += 1
+            if it > maxiter:
+                break
+            if have_fd:
+                last, test = _newton_update(Jfd, pivfd, r, dx, d, last, refreshed, tol)
+            else:
+                last, test = _newton_update(Jk, piv, r, dx, d, last, refreshed, tol)
+            if test == FAILED:
+                break
+        if not ok or test != CONVERGED:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        # the end: q_{n+1} = φ_n(Δx), v_{n+1} = M⁻¹ J⁻ᵀ (p_0 + Δp); the next p_0 = J⁻ᵀ p
+        for i in range(n):
+            U[_P, i] = p0[i] + d[n + i]
+        if not _chart_state(data, q, d[:n], U[_P], q1, Jb, M, L0, pv, v):
+            status[0], status[1] = BAD_STATE, step
+            return k_out
+        p0[:] = pv
+        q[:] = q1
+        last_h = h
+        iters[step] = it
+        kept = guard_and_save(step, n_steps, every, q, v, vmax0, blowup, 0.0, Q, V, Wk, k_out,
+                              status)
+        if kept < 0:
+            return k_out
+        k_out = kept
+    return k_out
+
+
+def applicable(problem) -> bool:
+    """:func:`_avf_chart_loop` takes a Model's system (``tree_model``) whose joints are
+    revolute, prismatic, helical, ball or free joints, one at least not additive (planar
+    ones: the Python steps, the compiled charts' J⁻¹ and D know none), without rotor
+    armature, a progress bar or force elements."""
+    return (problem.tau_cons is None and problem.tau_nc is None
+            and tangent_applicable(problem, planar=False))
+
+
+def run(problem, nodes: int, tol: float, maxiter: int):
+    """The whole AVF run in the chart in the compiled loop: a Solution, or None to fall
+    back (a cold cache: the Python steps, while a process compiles the loop)."""
+    from .base import Solution
+
+    s = problem.system
+    model = s.tree_model
+    n_steps, steps, times, every, keep = step_grid(problem.dt, problem.t0, problem.t_final,
+                                                   problem.save_every)
+    Q = np.empty((len(keep) + 1, s.nq))  # the spare row: a state that failed the guard
+    V = np.empty((len(keep) + 1, s.nv))
+    W = np.zeros(len(keep) + 1)
+    iters = np.zeros(n_steps, dtype=np.int32)
+    status = np.zeros(3, dtype=np.int64)
+    x, wts = np.polynomial.legendre.leggauss(nodes)
+    args = (flatten(model).data, np.ascontiguousarray(problem.q0, float),
+            np.ascontiguousarray(problem.v0, float), steps, n_steps, every, 0.5 * (x + 1.0),
+            0.5 * wts, float(tol), int(maxiter), float(problem.blowup), Q, V, W, iters, status)
+    if not ready_or_python(_avf_chart_loop, args, "first_run"):
+        return None
+    _avf_chart_loop(*args)
+    if status[0] == STATE_GUARD:
+        report_state_guard(problem, "avf", status, Q, V, times)
+    if status[0]:
+        return None
+    return Solution(times[keep], Q[:-1], V[:-1], W[:-1], {"newton_iterations": iters}, "avf")
+
+
+def first_run() -> None:
+    """Three AVF steps of one body on a ball joint, which compile :func:`_avf_chart_loop`
+    for the argument types of every run (:func:`kanedyn.dynamics.first_calls.loop_ready`)."""
+    from ..model.builders import random_tree
+
+    model = random_tree(1, joint_types=("spherical",))
+    run(first_run_problem(model, [1.0, 0.0, 0.0, 0.0], [0.1, 0.2, 0.3]), 3, 1e-14, 30)
