@@ -436,6 +436,13 @@ def _run_avf():
     kd.simulate(model, q0, v0, 0.01, method="avf", dt=1e-3)
 
 
+def _run_avf_chart():
+    # avf in the chart of ball and free joints (integrators/avf_chart_compiled.py)
+    model = kd.models.pendulum_chain(2, planar=False, joint="spherical")
+    kd.simulate(model, kd.neutral(model), np.full(model.nv, 0.1), 0.01, method="avf",
+                dt=1e-3, progress=False)
+
+
 def _run_rk4():
     model, q0, v0 = _chain()
     kd.simulate(model, q0, v0, 0.01, method="rk4", dt=1e-3)
@@ -550,6 +557,7 @@ def _run_kane_loops():
 
 
 _PRECOMPILE_RUNS = {"simulate avf": _run_avf, "simulate rk4": _run_rk4,
+                    "simulate avf (ball, free joints)": _run_avf_chart,
                     "demo (friction)": _run_demo, "time_stepping (friction)": _run_time_stepping,
                     "simulate_batch": _run_batch, "simulate radau5 (constrained)": _run_radau,
                     "simulate energy_momentum (constrained)": _run_constrained_em,
