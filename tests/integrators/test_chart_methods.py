@@ -16,7 +16,13 @@ import numpy as np
 import pytest
 
 import kanedyn as kd
-from kanedyn.forces import JointDamper, JointTorque
+from kanedyn.forces import (
+    ExternalWrench,
+    JointDamper,
+    JointSpring,
+    JointTorque,
+    SinusoidalTorque,
+)
 from kanedyn.integrators.base import Problem
 from kanedyn.integrators.chart import ChartHamiltonian, ModelChart
 from kanedyn.model.joints import Free, Planar, Revolute, Spherical
@@ -196,9 +202,33 @@ def test_compiled_avf_in_the_chart_equals_the_python_steps(case, monkeypatch):
     assert rel_energy_error(m, tr) <= 1e-12
 
 
-def test_compiled_avf_in_the_chart_leaves_planar_joints_and_forces_to_python():
-    """The compiled charts' J⁻¹ and D know no planar joint, and the loop takes no force
-    element: both take the Python steps (applicable() says no)."""
+def test_compiled_avf_in_the_chart_with_force_rows_equals_the_python_steps(monkeypatch):
+    """With force elements that have compiled rows — dampers on the ball and free joints'
+    speeds, a spring and a sinusoidal torque on the hinge, a constant world wrench on the
+    forearm — from t0 = 0.1: the springs in ∂H/∂x, J(x̄)ᵀτ_nc at the chart midpoint, W_nc
+    as the Python steps (round-off as above: 1e-13 in q and W_nc); the budget closes."""
+    m, q0, v0 = ball_elbow()
+    forces = [JointDamper("elbow", 0.3), JointDamper("shoulder", 0.2),
+              JointSpring("elbow", 2.0, 0.1), SinusoidalTorque("elbow", 1.0, 3.0),
+              ExternalWrench("fore", [0.1, 0.0, 0.2, 0.5, -0.3, 0.0], frame="world")]
+    kw = dict(method="avf", dt=1e-3, t0=0.1, forces=forces)
+    ref = kd.simulate(m, q0, v0, 0.2995, compiled=False, **kw)
+    with monkeypatch.context() as mp:
+        mp.setattr(simulate_module, "run_fixed", _refuse)
+        tr = kd.simulate(m, q0, v0, 0.2995, **kw)
+    assert len(tr) == len(ref) == 201
+    assert np.abs(tr.q - ref.q).max() <= 1e-13 * np.abs(ref.q).max()
+    assert np.abs(tr.v - ref.v).max() <= 1e-12 * np.abs(ref.v).max()
+    assert np.abs(ref.work_nc).max() > 0.05  # the forces do work
+    assert np.abs(tr.work_nc - ref.work_nc).max() <= 1e-13 * np.abs(ref.work_nc).max()
+    scale = max(abs(tr.energy[0]), float(np.abs(tr.work_nc).max()))
+    assert np.abs(tr.budget).max() / scale <= 1e-12
+
+
+def test_compiled_avf_in_the_chart_leaves_planar_joints_and_python_forces_to_python():
+    """The compiled charts' J⁻¹ and D know no planar joint, and a force element without a
+    compiled row (a Python function) cannot enter the loop: both take the Python steps
+    (applicable() says no)."""
     from kanedyn.integrators import avf_chart_compiled as acc
 
     def problem(m, q0, v0, **kw):

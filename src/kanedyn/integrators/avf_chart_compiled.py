@@ -41,11 +41,20 @@ from ..constraints import system_kernel as sk
 from ..dynamics import _compiled, kernels
 from ..dynamics.energy_kernel import energy_pass
 from ..dynamics.flat import flatten
+from ..forces.kernel import (
+    empty_rows,
+    has_forces,
+    joint_forces,
+    spring_gradient_add,
+    wrench_forces_add,
+)
 from .base import cholesky, cholesky_solve
 from .gauss_compiled import (
     BAD_STATE,
     NEWTON_FAILED,
     STATE_GUARD,
+    dof_coordinates,
+    gather,
     lu_factor,
     report_state_guard,
     tangent_applicable,
@@ -64,8 +73,9 @@ from .verlet_compiled import (
 _compiled.key_cache(__name__)
 
 # work vectors of one row each in U (nv wide): the node's point x and momentum p, J⁻ᵀp
-# (= M v), v, ẋ, ∂T/∂q, ∂V/∂q, ∂H/∂x, and the sums ḡ_x, ḡ_p
-_X, _P, _PV, _V, _XD, _DT, _DV, _GX, _SX, _SP = range(10)
+# (= M v), v, ẋ, ∂T/∂q, ∂V/∂q, ∂H/∂x, the sums ḡ_x, ḡ_p; the force rows' 1-DOF
+# coordinates, τ_nc and τ, the velocity at the chart midpoint and J(x̄)ᵀτ_nc
+_X, _P, _PV, _V, _XD, _DT, _DV, _GX, _SX, _SP, _QD, _TNC, _TAU, _VM, _F = range(15)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -84,15 +94,20 @@ def _chart_state(data, qn, x, p, q, Jb, M, L, pv, v) -> bool:
 
 
 @nb.njit(cache=True, nogil=True)
-def _chart_gradient(data, qn, q, Jb, M, L, U, out) -> bool:
+def _chart_gradient(data, P, forces, iqd, qn, q, Jb, M, L, U, out) -> bool:
     """U[_GX] ← ∂H/∂x and U[_XD] ← ∂H/∂p = J⁻¹v at (x, p) = (U[_X], U[_P])
-    (``ChartHamiltonian.gradient``): ``Jᵀ(∂V/∂q − ∂T/∂q) − D(x, ẋ)ᵀ J⁻ᵀp``."""
+    (``ChartHamiltonian.gradient``): ``Jᵀ(∂V/∂q − ∂T/∂q) − D(x, ẋ)ᵀ J⁻ᵀp``, ∂V/∂q with
+    the force rows' springs ``k (q − q_rest)`` when ``forces`` (the reference's
+    ``dV − tau_cons(q)``)."""
     n = U.shape[1]
     x, pv, v, xd, dT, dV = U[_X], U[_PV], U[_V], U[_XD], U[_DT], U[_DV]
     if not _chart_state(data, qn, x, U[_P], q, Jb, M, L, pv, v):
         return False
     if energy_pass(data, q, v, dT, dV, out) != 0:
         return False
+    if forces:
+        gather(iqd, q, U[_QD])
+        spring_gradient_add(P, U[_QD], 1.0, dV)
     sk.chart_j_solve(data, Jb, v, xd)
     for i in range(n):
         dV[i] -= dT[i]  # ∂V/∂q − ∂T/∂q|_v
@@ -102,9 +117,33 @@ def _chart_gradient(data, qn, q, Jb, M, L, U, out) -> bool:
 
 
 @nb.njit(cache=True, nogil=True)
-def _residual(data, qn, p0, d, h, xi, w, q, Jb, M, L, U, out, r) -> bool:
+def _forcing(data, P, iqd, t, qn, d, xd, qm, Jm, U) -> float:
+    """U[_F] ← ``J(x̄)ᵀ τ_nc(t, φ_n(x̄), J(x̄) ẋ)`` at the chart midpoint x̄ = Δx/2
+    (``_DiscreteGradient.forcing``: the force rows' τ_nc, then the wrench rows' at q̄);
+    returns its power ``(J(x̄) ẋ)ᵀ τ_nc``, NaN when the kinematics refuse q̄."""
+    n = U.shape[1]
+    xm, vm, tnc = U[_X], U[_VM], U[_TNC]
+    for i in range(n):
+        xm[i] = 0.5 * d[i]
+    sk.chart_point(data, qn, xm, qm)
+    sk.chart_blocks(data, xm, Jm)
+    sk.chart_j_times(data, Jm, xd, vm)
+    gather(iqd, qm, U[_QD])
+    joint_forces(P, t, U[_QD], vm, tnc, U[_TAU])
+    if wrench_forces_add(data, P, qm, tnc, U[_TAU]):
+        return np.nan
+    sk.chart_jt_times(data, Jm, tnc, U[_F])
+    power = 0.0
+    for i in range(n):
+        power += vm[i] * tnc[i]
+    return power
+
+
+@nb.njit(cache=True, nogil=True)
+def _residual(data, P, forces, iqd, t, qn, p0, d, h, xi, w, q, Jb, M, L, U, out, r) -> bool:
     """r ← R(d) of the module doc (``_DiscreteGradient.step``'s residual with
-    ``AVF.discrete_gradient``)."""
+    ``AVF.discrete_gradient``; with force rows ``− h J(x̄)ᵀτ_nc(t + h/2, q̄, J(x̄) ḡ_p)`` in
+    the momentum rows)."""
     n = U.shape[1]
     sx, sp = U[_SX], U[_SP]
     sx[:] = 0.0
@@ -114,7 +153,7 @@ def _residual(data, qn, p0, d, h, xi, w, q, Jb, M, L, U, out, r) -> bool:
         for i in range(n):
             U[_X, i] = s * d[i]
             U[_P, i] = p0[i] + s * d[n + i]
-        if not _chart_gradient(data, qn, q, Jb, M, L, U, out):
+        if not _chart_gradient(data, P, forces, iqd, qn, q, Jb, M, L, U, out):
             return False
         for i in range(n):
             sx[i] += w[k] * U[_GX, i]
@@ -122,11 +161,17 @@ def _residual(data, qn, p0, d, h, xi, w, q, Jb, M, L, U, out, r) -> bool:
     for i in range(n):
         r[i] = d[i] - h * sp[i]
         r[n + i] = d[n + i] + h * sx[i]
+    if forces:
+        if not np.isfinite(_forcing(data, P, iqd, t + 0.5 * h, qn, d, sp, q, Jb, U)):
+            return False
+        for i in range(n):
+            r[n + i] -= h * U[_F, i]
     return bool(np.isfinite(r).all())
 
 
 @nb.njit(cache=True, nogil=True)
-def _fd_matrix(data, qn, p0, d, r, h, xi, w, q, Jb, M, L, U, out, dk, rk, J, piv) -> bool:
+def _fd_matrix(data, P, forces, iqd, t, qn, p0, d, r, h, xi, w, q, Jb, M, L, U, out, dk, rk, J,
+               piv) -> bool:
     """LU of the forward-difference Jacobian of R at d (r = R(d)): the columns of
     :func:`.base.fd_jacobian` (step 1e-7 max(1, |d_k|))."""
     m = d.shape[0]
@@ -134,7 +179,8 @@ def _fd_matrix(data, qn, p0, d, r, h, xi, w, q, Jb, M, L, U, out, dk, rk, J, piv
         dk[:] = d
         hk = 1e-7 * max(1.0, abs(d[k]))
         dk[k] += hk
-        if not _residual(data, qn, p0, dk, h, xi, w, q, Jb, M, L, U, out, rk):
+        if not _residual(data, P, forces, iqd, t, qn, p0, dk, h, xi, w, q, Jb, M, L, U, out,
+                         rk):
             return False
         for i in range(m):
             J[i, k] = (rk[i] - r[i]) / hk
@@ -159,13 +205,13 @@ def _kinematic_matrix(L0, h, J, piv, e, col) -> bool:
 
 
 @nb.njit(cache=True, nogil=True)
-def _avf_chart_loop(data, q0, v0, dt, n_steps, every, xi, w, tol, maxiter, blowup, Q, V, Wk,
-                    iters, status):
+def _avf_chart_loop(data, P, forces, iqd, t0, q0, v0, dt, n_steps, every, xi, w, tol, maxiter,
+                    blowup, Q, V, Wk, iters, status):
     n, nq, m = v0.shape[0], q0.shape[0], 2 * v0.shape[0]
     q, v, q1 = q0.copy(), v0.copy(), np.empty(nq)
     M, L, L0 = np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
     Jb = np.zeros((data.shape[0] - 1, 18))
-    U = np.zeros((10, n))
+    U = np.zeros((15, n))
     out = np.empty(8)
     p0, pv, e, col = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
     d, r, dx, start, dk, rk = (np.zeros(m), np.empty(m), np.empty(m), np.empty(m),
@@ -173,6 +219,7 @@ def _avf_chart_loop(data, q0, v0, dt, n_steps, every, xi, w, tol, maxiter, blowu
     Jk, Jfd = np.empty((m, m)), np.empty((m, m))
     piv, pivfd = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
     Wk[0] = 0.0
+    wnc = 0.0
     last_h, have_fd = 0.0, False
     vmax0 = largest_speed(v)
     k_out = store(q, v, Q, V, 0)
@@ -186,6 +233,7 @@ def _avf_chart_loop(data, q0, v0, dt, n_steps, every, xi, w, tol, maxiter, blowu
         p0[i] = s
     for step in range(n_steps):
         h = dt[step]
+        t = t0 + step * dt[0]  # the step's start (the grid of step_grid and run_fixed)
         if h != last_h:  # the reference's reuse dict and predictor are keyed by h
             have_fd = False
             for i in range(n):
@@ -200,7 +248,8 @@ def _avf_chart_loop(data, q0, v0, dt, n_steps, every, xi, w, tol, maxiter, blowu
         while True:
             if test == CONVERGED:
                 break
-            if not _residual(data, q, p0, d, h, xi, w, q1, Jb, M, L, U, out, r):
+            if not _residual(data, P, forces, iqd, t, q, p0, d, h, xi, w, q1, Jb, M, L, U, out,
+                             r):
                 if test == GO_ON and it > 0 and not refreshed:
                     test = DIVERGING  # a non-finite residual with the kept matrix: restart
                 else:
@@ -212,8 +261,8 @@ def _avf_chart_loop(data, q0, v0, dt, n_steps, every, xi, w, tol, maxiter, blowu
                     d[:] = start
                     last, test = np.inf, SLOW
                     continue
-                if not _fd_matrix(data, q, p0, d, r, h, xi, w, q1, Jb, M, L, U, out, dk, rk,
-                                  Jfd, pivfd):
+                if not _fd_matrix(data, P, forces, iqd, t, q, p0, d, r, h, xi, w, q1, Jb, M, L,
+                                  U, out, dk, rk, Jfd, pivfd):
                     ok = False
                     break
                 have_fd, refreshed = True, True
@@ -229,6 +278,10 @@ def _avf_chart_loop(data, q0, v0, dt, n_steps, every, xi, w, tol, maxiter, blowu
         if not ok or test != CONVERGED:
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
+        if forces:  # W_nc += h (J(x̄) ẋ̄)ᵀ τ_nc with ẋ̄ = Δx/h (the reference's)
+            for i in range(n):
+                U[_SP, i] = d[i] / h
+            wnc += h * _forcing(data, P, iqd, t + 0.5 * h, q, d, U[_SP], q1, Jb, U)
         # the end: q_{n+1} = φ_n(Δx), v_{n+1} = M⁻¹ J⁻ᵀ (p_0 + Δp); the next p_0 = J⁻ᵀ p
         for i in range(n):
             U[_P, i] = p0[i] + d[n + i]
@@ -239,7 +292,7 @@ def _avf_chart_loop(data, q0, v0, dt, n_steps, every, xi, w, tol, maxiter, blowu
         q[:] = q1
         last_h = h
         iters[step] = it
-        kept = guard_and_save(step, n_steps, every, q, v, vmax0, blowup, 0.0, Q, V, Wk, k_out,
+        kept = guard_and_save(step, n_steps, every, q, v, vmax0, blowup, wnc, Q, V, Wk, k_out,
                               status)
         if kept < 0:
             return k_out
@@ -251,9 +304,9 @@ def applicable(problem) -> bool:
     """:func:`_avf_chart_loop` takes a Model's system (``tree_model``) whose joints are
     revolute, prismatic, helical, ball or free joints, one at least not additive (planar
     ones: the Python steps, the compiled charts' J⁻¹ and D know none), without rotor
-    armature, a progress bar or force elements."""
-    return (problem.tau_cons is None and problem.tau_nc is None
-            and tangent_applicable(problem, planar=False))
+    armature or a progress bar, whose force elements (if any) all have rows
+    (:func:`.gauss_compiled.tangent_applicable`)."""
+    return tangent_applicable(problem, planar=False)
 
 
 def run(problem, nodes: int, tol: float, maxiter: int):
@@ -271,7 +324,10 @@ def run(problem, nodes: int, tol: float, maxiter: int):
     iters = np.zeros(n_steps, dtype=np.int32)
     status = np.zeros(3, dtype=np.int64)
     x, wts = np.polynomial.legendre.leggauss(nodes)
-    args = (flatten(model).data, np.ascontiguousarray(problem.q0, float),
+    P = problem.force_rows if problem.force_rows is not None else empty_rows(s.nv)
+    P = np.ascontiguousarray(P, float)
+    args = (flatten(model).data, P, has_forces(P), dof_coordinates(model), float(problem.t0),
+            np.ascontiguousarray(problem.q0, float),
             np.ascontiguousarray(problem.v0, float), steps, n_steps, every, 0.5 * (x + 1.0),
             0.5 * wts, float(tol), int(maxiter), float(problem.blowup), Q, V, W, iters, status)
     if not ready_or_python(_avf_chart_loop, args, "first_run"):
