@@ -2,7 +2,8 @@
 
 The same steps as the Python reference, :class:`~.discrete_gradient.AVF` in the local
 canonical chart of :mod:`.chart` (``_DiscreteGradient.step`` with ``ChartHamiltonian``),
-for a Model's system without force elements (:func:`applicable`). Centred on q_n, with
+for a Model's system whose force elements (if any) all have rows in
+:mod:`kanedyn.forces.kernel` (:func:`applicable`). Centred on q_n, with
 ``q = φ_n(x)``, ``p = J(x)ᵀ M v`` (p_0 = M(q_n) v_n at the first step, then the carried
 J(x)⁻ᵀ p of the last step, as the reference's ``_carry``), the increment d = (Δx, Δp)
 solves
@@ -11,8 +12,12 @@ solves
 
 (Gauss–Legendre nodes ξ_k, weights w_k on [0, 1]), with ``∂H/∂p = ẋ = J⁻¹ v`` and
 ``∂H/∂x = Jᵀ(∂V/∂q − ∂T/∂q|_v) − D(x, ẋ)ᵀ (M v)`` (``ChartHamiltonian.gradient``), where
-``M v = J⁻ᵀ p`` and ``v = M(q)⁻¹ J⁻ᵀ p``. The chart and its pieces (φ, J's blocks, J⁻ᵀ y,
-J⁻¹ y, Jᵀ y, D(x, w)ᵀ y) are the compiled joint charts of
+``M v = J⁻ᵀ p`` and ``v = M(q)⁻¹ J⁻ᵀ p``. With force rows the springs' ``k (q − q_rest)``
+join ∂V/∂q (their 1-DOF coordinates gathered per speed, as in :mod:`.verlet_compiled`),
+the momentum rows take ``− h J(x̄)ᵀ τ_nc(t + h/2, φ_n(x̄), J(x̄) ḡ_p)`` at the chart
+midpoint x̄ = Δx/2 (``_DiscreteGradient.forcing``: the joints' rows, then the wrench rows
+at q̄), and ``W_nc += h (J(x̄) Δx/h)ᵀ τ_nc`` there, so that the budget closes. The chart
+and its pieces (φ, J's blocks, J⁻ᵀ y, J⁻¹ y, J y, Jᵀ y, D(x, w)ᵀ y) are the compiled joint charts of
 :mod:`kanedyn.constraints.system_kernel`, which know no planar joint (a planar joint takes
 the Python steps); ∂T/∂q and ∂V/∂q are the energy kernel's, M the CRBA kernel's with the
 Cholesky factor of :mod:`.base` (the reference's ``solve_spd``).
