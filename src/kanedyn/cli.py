@@ -437,10 +437,11 @@ def _run_avf():
 
 
 def _run_avf_chart():
-    # avf in the chart of ball and free joints (integrators/avf_chart_compiled.py)
+    # avf and itoh_abe in the chart of ball and free joints (integrators/avf_chart_compiled.py)
     model = kd.models.pendulum_chain(2, planar=False, joint="spherical")
-    kd.simulate(model, kd.neutral(model), np.full(model.nv, 0.1), 0.01, method="avf",
-                dt=1e-3, progress=False)
+    for method in ("avf", "itoh_abe"):
+        kd.simulate(model, kd.neutral(model), np.full(model.nv, 0.1), 0.01, method=method,
+                    dt=1e-3, progress=False)
 
 
 def _run_rk4():
@@ -557,7 +558,7 @@ def _run_kane_loops():
 
 
 _PRECOMPILE_RUNS = {"simulate avf": _run_avf, "simulate rk4": _run_rk4,
-                    "simulate avf (ball, free joints)": _run_avf_chart,
+                    "simulate avf/itoh_abe (ball, free joints)": _run_avf_chart,
                     "demo (friction)": _run_demo, "time_stepping (friction)": _run_time_stepping,
                     "simulate_batch": _run_batch, "simulate radau5 (constrained)": _run_radau,
                     "simulate energy_momentum (constrained)": _run_constrained_em,

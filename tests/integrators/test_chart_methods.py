@@ -225,6 +225,29 @@ def test_compiled_avf_in_the_chart_with_force_rows_equals_the_python_steps(monke
     assert np.abs(tr.budget).max() / scale <= 1e-12
 
 
+@pytest.mark.parametrize("case,variant", [(ball_elbow, "forward"), (tossed_body, "symmetric")])
+def test_compiled_itoh_abe_in_the_chart_equals_the_python_steps(case, variant, monkeypatch):
+    """itoh_abe's compiled loop in the chart (avf_chart_compiled._itoh_abe_chart_loop)
+    against ``compiled=False`` over 100 steps. Its ∇̄_xH holds quotients of H over
+    increments down to 1e-3, which carry eps |H| / 1e-3 ≈ 1e-13 relative of round-off, and
+    Newton stops at a stall below 1e-6 |Δz|, where such noise decides the last iterate:
+    the two runs differ by ≈ 1e-14 in q and 4e-13 in v (measured, |v| ≈ 2–3), held to
+    1e-12 and 1e-10 relative (the additive Itoh–Abe loop's 1e-10,
+    docs/simulation.md). E to 1e-12, unit quaternions."""
+    m, q0, v0 = case()
+    kw = dict(method="itoh_abe", variant=variant, dt=1e-3)
+    ref = kd.simulate(m, q0, v0, 0.0995, compiled=False, **kw)
+    with monkeypatch.context() as mp:
+        mp.setattr(simulate_module, "run_fixed", _refuse)
+        tr = kd.simulate(m, q0, v0, 0.0995, **kw)
+    assert len(tr) == len(ref) == 101
+    assert np.abs(tr.q - ref.q).max() <= 1e-12 * np.abs(ref.q).max()
+    assert np.abs(tr.v - ref.v).max() <= 1e-10 * np.abs(ref.v).max()
+    assert rel_energy_error(m, tr) <= 1e-12
+    qi = slice(0, 4) if m.bodies[0].joint.kind == "spherical" else slice(3, 7)
+    assert np.abs(np.linalg.norm(tr.q[:, qi], axis=1) - 1).max() < 1e-15
+
+
 def test_compiled_avf_in_the_chart_leaves_planar_joints_and_python_forces_to_python():
     """The compiled charts' J⁻¹ and D know no planar joint, and a force element without a
     compiled row (a Python function) cannot enter the loop: both take the Python steps
@@ -241,10 +264,13 @@ def test_compiled_avf_in_the_chart_leaves_planar_joints_and_python_forces_to_pyt
 
 def test_compiled_avf_in_the_chart_on_a_cold_cache_takes_the_python_steps(cold_loop_check):
     """kanedyn.dynamics.first_calls: on a cold cache the run takes its Python steps while a
-    compiler process compiles the loop (tests/conftest.py's cold_loop_check)."""
+    compiler process compiles the loop (tests/conftest.py's cold_loop_check); avf's loop and
+    itoh_abe's."""
     from kanedyn.integrators import avf_chart_compiled
 
     cold_loop_check("avf", *ball_elbow(), avf_chart_compiled._avf_chart_loop, "first_run")
+    cold_loop_check("itoh_abe", *ball_elbow(), avf_chart_compiled._itoh_abe_chart_loop,
+                    "first_run_itoh_abe")
 
 
 @pytest.mark.parametrize("case,steps", [

@@ -51,6 +51,7 @@ from ..forces.kernel import (
     has_forces,
     joint_forces,
     spring_gradient_add,
+    spring_potential,
     wrench_forces_add,
 )
 from .base import cholesky, cholesky_solve
@@ -61,6 +62,7 @@ from .gauss_compiled import (
     dof_coordinates,
     gather,
     lu_factor,
+    lu_solve,
     report_state_guard,
     tangent_applicable,
 )
@@ -352,3 +354,371 @@ def first_run() -> None:
 
     model = random_tree(1, joint_types=("spherical",))
     run(first_run_problem(model, [1.0, 0.0, 0.0, 0.0], [0.1, 0.2, 0.3]), 3, 1e-14, 30)
+
+
+# ------------------------------------------------------------------ Itoh–Abe in the chart
+# The same loop for :class:`~.discrete_gradient.ItohAbe` (``_DiscreteGradient.step`` with its
+# ``discrete_gradient`` and ``polish``): ∇̄_xH by increments of H one chart coordinate at a
+# time (below |Δx_i| = 1e-3 the mean of the analytic ∂H/∂x_i over the increment by 2-point
+# Gauss–Legendre), ∇̄_pH in closed form with ∂²H/∂p² = J⁻¹M⁻¹J⁻ᵀ at Δx, the symmetric
+# variant the mean with the reverse path; Newton stops at the reference's stagnation 1e-6
+# and floor (:data:`.base.ITOH_ABE_FLOOR`); the polish's two sweeps.
+_GL2A, _GL2B = 0.5 - np.sqrt(3.0) / 6.0, 0.5 + np.sqrt(3.0) / 6.0
+
+
+@nb.njit(cache=True, nogil=True)
+def _newton_test_floor(size, scale, last, finite, refreshed, tol, stagnation, floor) -> int:
+    """:func:`.verlet_compiled._newton_test` with :func:`.base.newton`'s ``stagnation`` and
+    ``floor`` (a stall taken as roundoff only below ``floor`` |d| or once refreshed)."""
+    if not refreshed and (not finite or (last < np.inf and size > last)):
+        return DIVERGING
+    if not finite:
+        return FAILED
+    if size <= tol * scale:
+        return CONVERGED
+    theta = size / last if last < np.inf and last > 0 else 1.0
+    if theta < 0.5 and theta / (1 - theta) * size <= tol * scale:
+        return CONVERGED
+    if (last < np.inf and size <= stagnation * scale and theta >= 0.5
+            and (floor <= 0.0 or refreshed or size <= floor * scale)):
+        return CONVERGED
+    if not refreshed and last < np.inf and size > 0.25 * last:
+        return SLOW
+    return GO_ON
+
+
+@nb.njit(cache=True, nogil=True)
+def _energy(data, P, forces, iqd, qn, x, p, q, Jb, M, L, U, out) -> float:
+    """H(x, p) = E(φ_n(x), M⁻¹J⁻ᵀp) (``ChartHamiltonian.energy``: T + V of the energy
+    kernel, the springs' potential added); NaN if a kernel refuses the point."""
+    if not _chart_state(data, qn, x, p, q, Jb, M, L, U[_PV], U[_V]):
+        return np.nan
+    if energy_pass(data, q, U[_V], U[_DT], U[_DV], out) != 0:
+        return np.nan
+    H = out[0] + out[1]
+    if forces:
+        gather(iqd, q, U[_QD])
+        H += spring_potential(P, U[_QD])
+    return H
+
+
+@nb.njit(cache=True, nogil=True)
+def _configuration_part(data, P, forces, iqd, qn, p, dq, reverse, g, x, q, Jb, M, L, U,
+                        out) -> bool:
+    """g ← ∇̄_xH (``ItohAbe.configuration_part`` in a Model's chart: the quotients of H
+    above |Δx_i| = 1e-3, the 2-point Gauss–Legendre mean of ∂H/∂x_i below)."""
+    n = dq.shape[0]
+    x[:] = 0.0
+    H_prev = _energy(data, P, forces, iqd, qn, x, p, q, Jb, M, L, U, out)
+    for k in range(n):
+        i = n - 1 - k if reverse else k
+        if abs(dq[i]) > 1e-3:
+            x[i] = dq[i]
+            H_new = _energy(data, P, forces, iqd, qn, x, p, q, Jb, M, L, U, out)
+            g[i] = (H_new - H_prev) / dq[i]
+        else:
+            gi = 0.0
+            for s in (_GL2A, _GL2B):
+                for j in range(n):
+                    U[_X, j] = x[j]
+                    U[_P, j] = p[j]
+                U[_X, i] = s * dq[i]
+                if not _chart_gradient(data, P, forces, iqd, qn, q, Jb, M, L, U, out):
+                    return False
+                gi += 0.5 * U[_GX, i]
+            g[i] = gi
+            x[i] = dq[i]
+            H_new = _energy(data, P, forces, iqd, qn, x, p, q, Jb, M, L, U, out)
+        H_prev = H_new
+    return bool(np.isfinite(g).all())
+
+
+@nb.njit(cache=True, nogil=True)
+def _inverse_mass(data, qn, dq, q, Jb, M, L, Minv, e, col, U) -> bool:
+    """Minv ← ∂²H/∂p² = J⁻¹M⁻¹J⁻ᵀ at x = Δx (``ChartHamiltonian.inverse_mass``), column by
+    column."""
+    n = dq.shape[0]
+    sk.chart_point(data, qn, dq, q)
+    sk.chart_blocks(data, dq, Jb)
+    if kernels.crba1(data, q, M) != 0 or not cholesky(M, n, L):
+        return False
+    for k in range(n):
+        e[:] = 0.0
+        e[k] = 1.0
+        sk.chart_jt_solve(data, Jb, e, U[_PV])
+        cholesky_solve(L, n, U[_PV], U[_V])
+        sk.chart_j_solve(data, Jb, U[_V], col)
+        for i in range(n):
+            Minv[i, k] = col[i]
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _momentum_part(Minv, p0, dp, reverse, g, p):
+    """g ← ∇̄_pH (``ItohAbe.momentum_part``): ``(A p)_i + ½ Δp_i A_ii``, p moved in order."""
+    n = dp.shape[0]
+    p[:] = p0
+    for k in range(n):
+        i = n - 1 - k if reverse else k
+        s = 0.0
+        for j in range(n):
+            s += Minv[i, j] * p[j]
+        g[i] = s + 0.5 * dp[i] * Minv[i, i]
+        p[i] += dp[i]
+
+
+@nb.njit(cache=True, nogil=True)
+def _ia_gradient(data, P, forces, iqd, symmetric, qn, p0, d, gq, gp, W, x, q, Jb, M, L, U,
+                 out, Minv, Minv0, e, col) -> bool:
+    """(gq, gp) ← ``ItohAbe.discrete_gradient`` at d = (Δx, Δp); W (4, n) work. Minv0:
+    ∂²H/∂p² at x = 0 (M(q_n)⁻¹, J(0) = 1)."""
+    n = gq.shape[0]
+    dq, dp = d[:n], d[n:]
+    if not _configuration_part(data, P, forces, iqd, qn, p0, dq, False, gq, x, q, Jb, M, L, U,
+                               out):
+        return False
+    if not _inverse_mass(data, qn, dq, q, Jb, M, L, Minv, e, col, U):
+        return False
+    _momentum_part(Minv, p0, dp, False, gp, W[0])
+    if symmetric:
+        for i in range(n):
+            W[1, i] = p0[i] + dp[i]
+        if not _configuration_part(data, P, forces, iqd, qn, W[1], dq, True, W[2], x, q, Jb,
+                                   M, L, U, out):
+            return False
+        _momentum_part(Minv0, p0, dp, True, W[3], W[0])
+        for i in range(n):
+            gq[i] = 0.5 * (gq[i] + W[2, i])
+            gp[i] = 0.5 * (gp[i] + W[3, i])
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _ia_residual(data, P, forces, iqd, symmetric, t, qn, p0, d, h, r, gq, gp, W, x, q, Jb, M,
+                 L, U, out, Minv, Minv0, e, col) -> bool:
+    """r ← R(d) with Itoh–Abe's discrete gradient (and the force rows' τ_nc at the chart
+    midpoint, as :func:`_residual`)."""
+    n = gq.shape[0]
+    if not _ia_gradient(data, P, forces, iqd, symmetric, qn, p0, d, gq, gp, W, x, q, Jb, M, L,
+                        U, out, Minv, Minv0, e, col):
+        return False
+    for i in range(n):
+        r[i] = d[i] - h * gp[i]
+        r[n + i] = d[n + i] + h * gq[i]
+    if forces:
+        if not np.isfinite(_forcing(data, P, iqd, t + 0.5 * h, qn, d, gp, q, Jb, U)):
+            return False
+        for i in range(n):
+            r[n + i] -= h * U[_F, i]
+    return bool(np.isfinite(r).all())
+
+
+@nb.njit(cache=True, nogil=True)
+def _ia_polish(data, P, forces, iqd, symmetric, t, qn, p0, d, h, gq, gp, W, x, q, Jb, M, L, U,
+               out, Minv, Minv0, e, col, new) -> bool:
+    """``ItohAbe.polish`` in a chart: two sweeps of ``Δx = h ∇̄_pH`` (the second) and of the
+    momentum equation ``Δp = −h ∇̄_xH + h J(x̄)ᵀτ_nc`` (up to 4 times; once for the symmetric
+    variant), d updated in place."""
+    n = gq.shape[0]
+    dq, dp = d[:n], d[n:]
+    for sweep in range(2):
+        if sweep:
+            if not _ia_gradient(data, P, forces, iqd, symmetric, qn, p0, d, gq, gp, W, x, q,
+                                Jb, M, L, U, out, Minv, Minv0, e, col):
+                return False
+            for i in range(n):
+                dq[i] = h * gp[i]
+        if not symmetric:
+            if not _configuration_part(data, P, forces, iqd, qn, p0, dq, False, gq, x, q, Jb,
+                                       M, L, U, out):
+                return False
+            if not _inverse_mass(data, qn, dq, q, Jb, M, L, Minv, e, col, U):
+                return False
+        for _ in range(1 if symmetric else 4):
+            if symmetric:
+                if not _ia_gradient(data, P, forces, iqd, symmetric, qn, p0, d, gq, gp, W, x,
+                                    q, Jb, M, L, U, out, Minv, Minv0, e, col):
+                    return False
+            else:
+                _momentum_part(Minv, p0, dp, False, gp, W[0])
+            for i in range(n):
+                new[i] = -h * gq[i]
+            if forces:
+                if not np.isfinite(_forcing(data, P, iqd, t + 0.5 * h, qn, d, gp, q, Jb, U)):
+                    return False
+                for i in range(n):
+                    new[i] += h * U[_F, i]
+            same = True
+            for i in range(n):
+                same = same and new[i] == dp[i]
+            if same:
+                break
+            dp[:] = new
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _itoh_abe_chart_loop(data, P, forces, iqd, symmetric, t0, q0, v0, dt, n_steps, every, tol,
+                         maxiter, stagnation, floor, blowup, Q, V, Wk, iters, status):
+    n, nq, m = v0.shape[0], q0.shape[0], 2 * v0.shape[0]
+    q, v, q1 = q0.copy(), v0.copy(), np.empty(nq)
+    M, L, L0 = np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
+    Minv, Minv0 = np.empty((n, n)), np.empty((n, n))
+    Jb = np.zeros((data.shape[0] - 1, 18))
+    U = np.zeros((15, n))
+    W = np.zeros((4, n))
+    out = np.empty(8)
+    p0, pv, e, col, x, gq, gp, new, zero = (np.empty(n), np.empty(n), np.empty(n), np.empty(n),
+                                            np.empty(n), np.empty(n), np.empty(n), np.empty(n),
+                                            np.zeros(n))
+    d, r, dx, start, dk, rk = (np.zeros(m), np.empty(m), np.empty(m), np.empty(m),
+                               np.empty(m), np.empty(m))
+    Jk, Jfd = np.empty((m, m)), np.empty((m, m))
+    piv, pivfd = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
+    Wk[0] = 0.0
+    wnc = 0.0
+    last_h, have_fd = 0.0, False
+    vmax0 = largest_speed(v)
+    k_out = store(q, v, Q, V, 0)
+    if kernels.crba1(data, q, M) != 0 or not cholesky(M, n, L0):
+        status[0], status[1] = BAD_STATE, 0
+        return k_out
+    for i in range(n):  # p_0 = M(q_0) v_0 (J(0) = 1); later steps carry J⁻ᵀp
+        s = 0.0
+        for k in range(n):
+            s += M[i, k] * v[k]
+        p0[i] = s
+    for step in range(n_steps):
+        h = dt[step]
+        t = t0 + step * dt[0]
+        if h != last_h:
+            have_fd = False
+            for i in range(n):
+                d[i] = h * v[i]
+                d[n + i] = 0.0
+        if not have_fd and not _kinematic_matrix(L0, h, Jk, piv, e, col):
+            status[0], status[1] = BAD_STATE, step
+            return k_out
+        if symmetric and not _inverse_mass(data, q, zero, q1, Jb, M, L, Minv0, e, col, U):
+            status[0], status[1] = BAD_STATE, step
+            return k_out
+        start[:] = d
+        it, last, test, refreshed, ok = 0, np.inf, GO_ON, False, True
+        while True:
+            if test == CONVERGED:
+                break
+            if not _ia_residual(data, P, forces, iqd, symmetric, t, q, p0, d, h, r, gq, gp, W,
+                                x, q1, Jb, M, L, U, out, Minv, Minv0, e, col):
+                if it > 0 and not refreshed:
+                    test = DIVERGING  # a non-finite residual with the kept matrix: restart
+                else:
+                    ok = False
+                    break
+            if test == SLOW or test == DIVERGING:
+                if test == DIVERGING:
+                    d[:] = start
+                    last, test = np.inf, SLOW
+                    continue
+                for k in range(m):  # the columns of base.fd_jacobian
+                    dk[:] = d
+                    hk = 1e-7 * max(1.0, abs(d[k]))
+                    dk[k] += hk
+                    if not _ia_residual(data, P, forces, iqd, symmetric, t, q, p0, dk, h, rk,
+                                        gq, gp, W, x, q1, Jb, M, L, U, out, Minv, Minv0, e,
+                                        col):
+                        ok = False
+                        break
+                    for i in range(m):
+                        Jfd[i, k] = (rk[i] - r[i]) / hk
+                if not ok or not lu_factor(Jfd, pivfd):
+                    ok = False
+                    break
+                have_fd, refreshed = True, True
+            it += 1
+            if it > maxiter:
+                break
+            for i in range(m):
+                dx[i] = r[i]
+            if have_fd:
+                lu_solve(Jfd, pivfd, dx)
+            else:
+                lu_solve(Jk, piv, dx)
+            size, scale = 0.0, 0.0
+            for i in range(m):
+                d[i] -= dx[i]
+                size = max(size, abs(dx[i]))
+                scale = max(scale, abs(d[i]))
+            test = _newton_test_floor(size, scale, last, np.isfinite(size), refreshed, tol,
+                                      stagnation, floor)
+            last = size
+            if test == FAILED:
+                break
+        if not ok or test != CONVERGED:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        if not _ia_polish(data, P, forces, iqd, symmetric, t, q, p0, d, h, gq, gp, W, x, q1,
+                          Jb, M, L, U, out, Minv, Minv0, e, col, new):
+            status[0], status[1] = BAD_STATE, step
+            return k_out
+        if forces:  # W_nc += h (J(x̄) Δx/h)ᵀ τ_nc
+            for i in range(n):
+                U[_SP, i] = d[i] / h
+            wnc += h * _forcing(data, P, iqd, t + 0.5 * h, q, d, U[_SP], q1, Jb, U)
+        for i in range(n):
+            U[_P, i] = p0[i] + d[n + i]
+        if not _chart_state(data, q, d[:n], U[_P], q1, Jb, M, L0, pv, v):
+            status[0], status[1] = BAD_STATE, step
+            return k_out
+        p0[:] = pv
+        q[:] = q1
+        last_h = h
+        iters[step] = it
+        kept = guard_and_save(step, n_steps, every, q, v, vmax0, blowup, wnc, Q, V, Wk, k_out,
+                              status)
+        if kept < 0:
+            return k_out
+        k_out = kept
+    return k_out
+
+
+def run_itoh_abe(problem, symmetric: bool, tol: float, maxiter: int, stagnation: float,
+                 floor: float):
+    """The whole Itoh–Abe run in the chart in the compiled loop: a Solution, or None to fall
+    back."""
+    from .base import Solution
+
+    s = problem.system
+    model = s.tree_model
+    n_steps, steps, times, every, keep = step_grid(problem.dt, problem.t0, problem.t_final,
+                                                   problem.save_every)
+    Q = np.empty((len(keep) + 1, s.nq))
+    V = np.empty((len(keep) + 1, s.nv))
+    W = np.zeros(len(keep) + 1)
+    iters = np.zeros(n_steps, dtype=np.int32)
+    status = np.zeros(3, dtype=np.int64)
+    P = problem.force_rows if problem.force_rows is not None else empty_rows(s.nv)
+    P = np.ascontiguousarray(P, float)
+    args = (flatten(model).data, P, has_forces(P), dof_coordinates(model), bool(symmetric),
+            float(problem.t0), np.ascontiguousarray(problem.q0, float),
+            np.ascontiguousarray(problem.v0, float), steps, n_steps, every, float(tol),
+            int(maxiter), float(stagnation), float(floor), float(problem.blowup), Q, V, W,
+            iters, status)
+    if not ready_or_python(_itoh_abe_chart_loop, args, "first_run_itoh_abe"):
+        return None
+    _itoh_abe_chart_loop(*args)
+    if status[0] == STATE_GUARD:
+        report_state_guard(problem, "itoh_abe", status, Q, V, times)
+    if status[0]:
+        return None
+    return Solution(times[keep], Q[:-1], V[:-1], W[:-1], {"newton_iterations": iters},
+                    "itoh_abe")
+
+
+def first_run_itoh_abe() -> None:
+    """Three Itoh–Abe steps of one body on a ball joint, which compile
+    :func:`_itoh_abe_chart_loop` for the argument types of every run."""
+    from ..model.builders import random_tree
+
+    model = random_tree(1, joint_types=("spherical",))
+    run_itoh_abe(first_run_problem(model, [1.0, 0.0, 0.0, 0.0], [0.1, 0.2, 0.3]), False,
+                 1e-15, 30, 1e-6, 1e-10)

@@ -269,11 +269,16 @@ def compiled_discrete_gradient(method, project, kind: int, **kw):
     if not method.additive:
         from . import avf_chart_compiled
 
-        if kind != dgc.AVF or not avf_chart_compiled.applicable(method.problem):
+        if kind == dgc.GONZALEZ or not avf_chart_compiled.applicable(method.problem):
             return None
-        return rk4_compiled.compiled_or_none(method.name, avf_chart_compiled.run,
-                                             method.problem, kw["nodes"], method.opts["tol"],
-                                             method.opts["maxiter"])
+        if kind == dgc.AVF:
+            return rk4_compiled.compiled_or_none(method.name, avf_chart_compiled.run,
+                                                 method.problem, kw["nodes"],
+                                                 method.opts["tol"], method.opts["maxiter"])
+        return rk4_compiled.compiled_or_none(method.name, avf_chart_compiled.run_itoh_abe,
+                                             method.problem, kind == dgc.ITOH_ABE_SYMMETRIC,
+                                             method.opts["tol"], method.opts["maxiter"],
+                                             method.stagnation, method.floor)
     if not rk4_compiled.applicable(method.problem, forces=True):
         return None
     run = functools.partial(dgc.run, stagnation=method.stagnation, **kw)
