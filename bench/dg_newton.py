@@ -24,9 +24,9 @@ compiled discrete gradients" (the per-step ratios against MuJoCo are bench/sim_v
   compiled loop against its Python steps, µs a step (best of 3 after a warm-up);
 - ``floating``: its "floating" variant on a free base with a 6-link arm, no gravity, the
   same way;
-- ``avf_chart``: avf on a ball-jointed elbow and a tossed free body (the chart loop of
-  integrators/avf_chart_compiled.py) the same way, and how far its q is from the Python
-  steps' after 1 s.
+- ``avf_chart``: avf and itoh_abe (both variants) on a ball-jointed elbow and a tossed
+  free body (the chart loops of integrators/avf_chart_compiled.py) the same way, and how
+  far their q is from the Python steps' after 1 s.
 
 Run: PYTHONPATH=src .venv/bin/python bench/dg_newton.py [stats friction predictor passes
      path step lie floating avf_chart]
@@ -203,18 +203,18 @@ def step() -> None:
               f"energy error {e:.1e}")
 
 
-def _compiled_against_python(m, q0, v0, method: str = "energy_momentum") -> None:
+def _compiled_against_python(m, q0, v0, method: str = "energy_momentum", **kw) -> None:
     """``method`` on (m, q0, v0), dt = 1e-3: the compiled loop over 10 s against the
     Python steps over 1 s, µs a step (best of 3 after a warm-up), the drift
     max|E − E0| / max(|E0|, max T), and (last line) the largest difference in q of the
     two over their common first second."""
     runs = {}
     for compiled, T in ((True, 10.0), (False, 1.0)):
-        kd.simulate(m, q0, v0, 0.1, method=method, dt=1e-3, compiled=compiled)
+        kd.simulate(m, q0, v0, 0.1, method=method, dt=1e-3, compiled=compiled, **kw)
         best = np.inf
         for _ in range(3):
             t0 = time.perf_counter()
-            tr = kd.simulate(m, q0, v0, T, method=method, dt=1e-3, compiled=compiled)
+            tr = kd.simulate(m, q0, v0, T, method=method, dt=1e-3, compiled=compiled, **kw)
             best = min(best, (time.perf_counter() - t0) / (len(tr.t) - 1))
         scale = max(abs(tr.energy[0]), float(np.max(kd.kinetic_energy(m, tr.q, tr.v))))
         drift = np.abs(tr.energy - tr.energy[0]).max() / scale
@@ -256,12 +256,11 @@ def floating() -> None:
 
 
 def avf_chart() -> None:
-    """avf in the chart of ball and free joints: tests/integrators/test_chart_methods.py's
-    ball-jointed elbow (a ball shoulder, a hinged forearm, gravity) and tossed free body
-    (offset centre of mass, full inertia, gravity)."""
+    """avf and itoh_abe (both variants) in the chart of ball and free joints:
+    tests/integrators/test_chart_methods.py's ball-jointed elbow (a ball shoulder, a hinged
+    forearm, gravity) and tossed free body (offset centre of mass, full inertia, gravity)."""
     from kanedyn.model.joints import Revolute, Spherical
 
-    print("== avf, ball-jointed elbow: µs a step ==")
     b = kd.ModelBuilder("ball_elbow")
     b.add_body("upper", None, Spherical("shoulder"), None, 1.0, (0, 0, -0.5),
                np.diag([0.09, 0.09, 0.02]))
@@ -271,12 +270,16 @@ def avf_chart() -> None:
     q0 = kd.neutral(m)
     q0[:4] = kd.integrate_configuration(m, q0, np.array([0.9, -0.4, 0.2, 0.0]), 1.0)[:4]
     q0[4] = 0.7
-    _compiled_against_python(m, q0, np.array([0.3, 1.2, 2.0, -1.0]), "avf")
-    print("== avf, tossed free body: µs a step ==")
     inertia = np.array([[0.2, 0.01, 0.02], [0.01, 0.3, -0.03], [0.02, -0.03, 0.25]])
-    m = kd.models.free_body(mass=1.5, inertia=inertia, com=(0.1, -0.05, 0.2))
-    _compiled_against_python(m, kd.neutral(m), np.array([1.0, 2.0, -0.5, 0.3, 0.1, 2.0]),
-                             "avf")
+    body = kd.models.free_body(mass=1.5, inertia=inertia, com=(0.1, -0.05, 0.2))
+    cases = {"ball-jointed elbow": (m, q0, np.array([0.3, 1.2, 2.0, -1.0])),
+             "tossed free body": (body, kd.neutral(body),
+                                  np.array([1.0, 2.0, -0.5, 0.3, 0.1, 2.0]))}
+    for method, kw in (("avf", {}), ("itoh_abe", {"variant": "forward"}),
+                       ("itoh_abe", {"variant": "symmetric"})):
+        for name, (model, q, v) in cases.items():
+            print(f"== {method} {kw.get('variant', '')}, {name}: µs a step ==")
+            _compiled_against_python(model, q, v, method, **kw)
 
 
 if __name__ == "__main__":

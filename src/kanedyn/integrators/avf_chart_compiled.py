@@ -1,4 +1,5 @@
-"""AVF on ball and free joints (with additive ones mixed in) as one compiled loop (numba).
+"""AVF and Itoh–Abe on ball and free joints (with additive ones mixed in) as compiled
+loops (numba).
 
 The same steps as the Python reference, :class:`~.discrete_gradient.AVF` in the local
 canonical chart of :mod:`.chart` (``_DiscreteGradient.step`` with ``ChartHamiltonian``),
@@ -31,6 +32,10 @@ below 1e-9 |d| — AVF's ``stagnation``) and ``maxiter``; the predictor the last
 increment (the reference's ``_last``), (h v_n, 0) at the first step and when h changes.
 The steps agree with the reference's to round-off (numpy's LAPACK solves against the
 adjugate 3x3 solves and the LU here; tests/integrators/test_chart_methods.py).
+
+Itoh–Abe (both variants, :func:`run_itoh_abe`, :func:`_itoh_abe_chart_loop`) is the same
+loop with the reference's discrete gradient, stopping rule and polish (the section
+"Itoh–Abe in the chart" below).
 
 A kernel that refuses a state or a Newton iteration that does not settle makes the whole
 run fall back to the Python method, which reports what happens; a blow-up or a non-finite
