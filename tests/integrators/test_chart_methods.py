@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import kanedyn as kd
+from kanedyn.errors import SolverError
 from kanedyn.forces import (
     ExternalWrench,
     JointDamper,
@@ -246,6 +247,17 @@ def test_compiled_itoh_abe_in_the_chart_equals_the_python_steps(case, variant, m
     assert rel_energy_error(m, tr) <= 1e-12
     qi = slice(0, 4) if m.bodies[0].joint.kind == "spherical" else slice(3, 7)
     assert np.abs(np.linalg.norm(tr.q[:, qi], axis=1) - 1).max() < 1e-15
+
+
+@pytest.mark.parametrize("method", ["avf", "itoh_abe"])
+def test_a_chart_loop_that_fails_hands_the_run_to_the_python_steps(method):
+    """A step far too large for the motion (dt = 0.05 at 10x the elbow's speeds): Newton
+    diverges in the compiled loop (for Itoh–Abe through a singular J(x) of its iterate),
+    the run falls back to the Python steps, and their error names the method and the
+    step."""
+    m, q0, v0 = ball_elbow()
+    with pytest.raises(SolverError, match=f"{method}: Newton failed at step 0"):
+        kd.simulate(m, q0, 10 * v0, 0.1, method=method, dt=0.05)
 
 
 def test_compiled_avf_in_the_chart_leaves_planar_joints_and_python_forces_to_python():

@@ -312,6 +312,18 @@ def _avf_chart_loop(data, P, forces, iqd, t0, q0, v0, dt, n_steps, every, xi, w,
     return k_out
 
 
+def _call(loop, args) -> bool:
+    """``loop(*args)``; False when a diverging Newton iterate made a 3x3 block of J(x)
+    singular inside the joint charts (numba's float division by zero raises
+    ZeroDivisionError): the caller falls back to the Python steps, which report the
+    failure (step, time, residual, method)."""
+    try:
+        loop(*args)
+    except ZeroDivisionError:
+        return False
+    return True
+
+
 def applicable(problem) -> bool:
     """:func:`_avf_chart_loop` takes a Model's system (``tree_model``) whose joints are
     revolute, prismatic, helical, ball or free joints, one at least not additive (planar
@@ -344,7 +356,8 @@ def run(problem, nodes: int, tol: float, maxiter: int):
             0.5 * wts, float(tol), int(maxiter), float(problem.blowup), Q, V, W, iters, status)
     if not ready_or_python(_avf_chart_loop, args, "first_run"):
         return None
-    _avf_chart_loop(*args)
+    if not _call(_avf_chart_loop, args):
+        return None
     if status[0] == STATE_GUARD:
         report_state_guard(problem, "avf", status, Q, V, times)
     if status[0]:
@@ -710,7 +723,8 @@ def run_itoh_abe(problem, symmetric: bool, tol: float, maxiter: int, stagnation:
             iters, status)
     if not ready_or_python(_itoh_abe_chart_loop, args, "first_run_itoh_abe"):
         return None
-    _itoh_abe_chart_loop(*args)
+    if not _call(_itoh_abe_chart_loop, args):
+        return None
     if status[0] == STATE_GUARD:
         report_state_guard(problem, "itoh_abe", status, Q, V, times)
     if status[0]:
