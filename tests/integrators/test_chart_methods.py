@@ -8,6 +8,8 @@
 - verlet (variational form) keeps a bounded energy error without drift on a spherical
   pendulum, and the spatial momentum of a free body exactly (discrete Noether).
 - Measured orders: 2, 2, 1.
+- The compiled loops of avf and itoh_abe in the chart (integrators/avf_chart_compiled.py)
+  against their Python steps, with and without force rows; their fallback and state guard.
 """
 
 import importlib
@@ -258,6 +260,23 @@ def test_a_chart_loop_that_fails_hands_the_run_to_the_python_steps(method):
     m, q0, v0 = ball_elbow()
     with pytest.raises(SolverError, match=f"{method}: Newton failed at step 0"):
         kd.simulate(m, q0, 10 * v0, 0.1, method=method, dt=0.05)
+
+
+@pytest.mark.parametrize("method", ["avf", "itoh_abe"])
+def test_a_chart_loop_reports_a_blow_up_as_the_python_steps(method):
+    """The state guard of run_fixed in the chart loops: the tossed body falls until its
+    speed exceeds blowup = 2 x (1 + max|v0|), at the same step and with the same message
+    as the Python steps."""
+    from kanedyn.errors import DivergenceError
+
+    m, q0, v0 = tossed_body()
+    said = []
+    for compiled in (True, False):
+        with pytest.raises(DivergenceError, match=f"{method}: blow-up at step") as e:
+            kd.simulate(m, q0, v0, 2.0, method=method, dt=1e-2, blowup=2.0,
+                        compiled=compiled)
+        said.append(str(e.value).split(";")[0])
+    assert said[0] == said[1]
 
 
 def test_compiled_avf_in_the_chart_leaves_planar_joints_and_python_forces_to_python():
