@@ -266,6 +266,14 @@ def compiled_discrete_gradient(method, project, kind: int, **kw):
         return rk4_compiled.compiled_or_none(method.name, kane_compiled.run_itoh_abe,
                                              method.problem, kind == dgc.ITOH_ABE_SYMMETRIC,
                                              tol, maxiter, method.stagnation)
+    if (kind != dgc.AVF and not method.additive and not method.chart.has_derivative
+            and kane_compiled.chart_applicable(method.problem)):
+        # a compiled Kane system with quaternions: Itoh–Abe in the chart's canonical
+        # coordinates, the chart by its generated functions
+        return rk4_compiled.compiled_or_none(method.name, kane_compiled.run_itoh_abe_chart,
+                                             method.problem, kind == dgc.ITOH_ABE_SYMMETRIC,
+                                             method.opts["tol"], method.opts["maxiter"],
+                                             method.stagnation)
     if not rk4_compiled.applicable(method.problem, forces=True):
         return None
     run = functools.partial(dgc.run, stagnation=method.stagnation, **kw)
