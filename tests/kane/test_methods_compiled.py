@@ -374,7 +374,9 @@ def test_itoh_abe_in_the_quaternion_chart_equals_the_python_steps(spacecraft, mo
     ref = kd.simulate(system, q0, u0, 0.1, method="itoh_abe", dt=1e-3, variant=variant,
                       compiled=False)
     # the same arithmetic in the same order: bit for bit for the first 75 (symmetric) and
-    # 83 (forward) steps; then an ulp of H apart, which its quotients divide by
+    # 83 (forward) steps, until the generated chart_point's quaternion norm (a sum in
+    # order) rounds an ulp from numpy's norm (BLAS's ddot); then an ulp of H apart,
+    # which its quotients divide by
     # Δx_i ≥ 1e-5 (≈ 1e-10 in ∇̄_xH) and Newton's stop (stagnation 1e-6) carries:
     # measured 4.4e-16 in q, 4e-14 in v (|v| 20) after 100 steps (8e-13 after 200);
     # 1e-11 (1 + |q| + |v|) is far below the method's error (order 1: ≈ h² |v̈| a step)

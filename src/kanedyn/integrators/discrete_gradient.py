@@ -293,7 +293,9 @@ class ItohAbe(_DiscreteGradient):
     357, 1999, sec. 3; symmetrised coordinate increments). It costs two paths per
     residual. ``compiled=True`` (default): a plain Model with additive coordinates and force
     elements that have compiled rows (:mod:`kanedyn.forces.kernel`) runs in
-    :mod:`.discrete_gradient_compiled`.
+    :mod:`.discrete_gradient_compiled`; a compiled Kane system in
+    :mod:`.kane_compiled` (additive coordinates, or quaternions without force elements:
+    ``run_itoh_abe_chart``, these steps in the chart's canonical coordinates).
     """
 
     name = "itoh_abe"

@@ -77,11 +77,24 @@ midpoint, then the projection onto E₀; :func:`_project_energy_chart`) in the s
 the projection's scalar Newton in the chart of the step's end, ∂T/∂ξ by central
 differences through ``chart_point``.
 
+Itoh–Abe (forward and symmetric) on that chart (:func:`run_itoh_abe_chart`):
+:class:`.discrete_gradient.ItohAbe`'s step in :mod:`.chart`'s canonical coordinates
+z = (x, p) centred on q_n, q = q_n ⊕ x, p = J(x)ᵀ M v, H(x, p) = E(q_n ⊕ x, M⁻¹J(x)⁻ᵀp)
+(J = 1 exactly at x = 0, as ``ProtocolChart``), its discrete gradient along the coordinate
+paths (the central difference of H below |Δx_i| = 1e-5: the protocol chart has no
+closed-form ∂H/∂x), ∇̄_pH with ∂²H/∂p² = J⁻¹M⁻¹J⁻ᵀ, Newton with the kinematic matrix
+``[1, −h/2 M(q_n)⁻¹; 0, 1]``, the difference Jacobian kept while h stays (the reference's
+``reuse`` in a chart), stagnation 1e-6 and ITOH_ABE_FLOOR, the two-sweep polish of a
+chart, and the momentum carried as J(Δx)⁻ᵀ(p_n + Δp); no force elements. Equal to the
+Python steps bit for bit until the generated ``chart_point`` rounds a quaternion's norm
+an ulp away from numpy's ``norm`` (a sum in order against BLAS's ddot), then to
+round-off, which Itoh–Abe's quotients of H and Newton's stop carry (tested).
+
 Where a loop does not apply (force elements without rows, speeds other than the
-coordinate rates but for midpoint, gauss4 and energy_momentum's projection variant in the
-quaternions' chart, force elements there, constraints, the numpy or C backends, another
-projection) or an iteration fails, the Python steps run the whole way and report what
-happens.
+coordinate rates but for midpoint, gauss4, energy_momentum's projection variant and
+itoh_abe in the quaternions' chart, force elements there, constraints, the numpy or C
+backends, another projection) or an iteration fails, the Python steps run the whole way
+and report what happens.
 """
 
 from __future__ import annotations
