@@ -1530,12 +1530,18 @@ _ITOH_ABE_CHART_SIGNATURE = types.int64(*_FNS, FORWARD_DYNAMICS, CHART_POINT, CH
 def run_itoh_abe_chart(problem, symmetric: bool, tol: float, maxiter: int,
                        stagnation: float):
     """Itoh–Abe's run (forward or ``symmetric``) in the quaternions' chart,
-    :func:`_itoh_abe_chart_loop` (where :func:`chart_applicable`; see :func:`_run`)."""
+    :func:`_itoh_abe_chart_loop` (where :func:`chart_applicable`; see :func:`_run`); None
+    also where numba's LU meets a singular J(x) (|x| = 2π, where the chart ends), which it
+    raises as LinAlgError: the Python steps take that as a NaN residual and restart Newton,
+    or report the step."""
     s = problem.system
     head = (*_functions_and_rows(problem), s.compiled_forward_dynamics, *s.compiled_chart,
             bool(symmetric))
-    return _run(problem, "itoh_abe", _itoh_abe_chart_loop, _ITOH_ABE_CHART_SIGNATURE, head,
-                (float(tol), int(maxiter), float(stagnation)))
+    try:
+        return _run(problem, "itoh_abe", _itoh_abe_chart_loop, _ITOH_ABE_CHART_SIGNATURE,
+                    head, (float(tol), int(maxiter), float(stagnation)))
+    except np.linalg.LinAlgError:
+        return None
 
 
 _LOOPS: dict = {}
