@@ -86,9 +86,10 @@ closed-form ∂H/∂x), ∇̄_pH with ∂²H/∂p² = J⁻¹M⁻¹J⁻ᵀ, Newto
 ``[1, −h/2 M(q_n)⁻¹; 0, 1]``, the difference Jacobian kept while h stays (the reference's
 ``reuse`` in a chart), stagnation 1e-6 and ITOH_ABE_FLOOR, the two-sweep polish of a
 chart, and the momentum carried as J(Δx)⁻ᵀ(p_n + Δp); no force elements. Equal to the
-Python steps bit for bit until the generated ``chart_point`` rounds a quaternion's norm
-an ulp away from numpy's ``norm`` (a sum in order against BLAS's ddot), then to
-round-off, which Itoh–Abe's quotients of H and Newton's stop carry (tested).
+Python steps bit for bit, states and Newton iterations, where both take a quaternion's
+norm alike (tested); numpy's ``norm`` takes BLAS's ddot where the generated
+``chart_point`` sums the squares in order, an ulp apart at some points, which
+Itoh–Abe's quotients of H and Newton's stop then carry: round-off (tested).
 
 Where a loop does not apply (force elements without rows, speeds other than the
 coordinate rates but for midpoint, gauss4, energy_momentum's projection variant and
