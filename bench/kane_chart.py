@@ -19,8 +19,9 @@ free_rigid_body``, nq 7, nv 6, no loads). dt = 1e-3, 0.2 s, best of 3 after a wa
     PYTHONPATH=src .venv/bin/python bench/kane_chart.py
 
 ``--methods``: instead, midpoint, gauss4 and energy_momentum (its ``"projection"``
-variant: midpoint and the energy projection) — the implicit methods with a compiled loop in
-the quaternions' chart, ``kane_compiled.run_gauss_chart`` — by that loop against their
+variant: midpoint and the energy projection), and itoh_abe (forward and symmetric) — the
+implicit methods with a compiled loop in the quaternions' chart,
+``kane_compiled.run_gauss_chart`` and ``run_itoh_abe_chart`` — by that loop against their
 Python steps (``compiled=False``, the loop's reference), same systems, dt, span and
 timing; µs per step, their ratio, the energy drift of each, and the largest |Δq|, |Δv|
 between the two runs.
@@ -64,12 +65,13 @@ def systems():
             ("free rigid body", body, q_body, np.array([0.3, -1.2, 0.5, 0.1, 0.0, -0.2]))]
 
 
-def timed(system, q0, v0, method, T=0.2, dt=1e-3, repeat=3, compiled=False):
-    kd.simulate(system, q0, v0, 10 * dt, method=method, dt=dt, compiled=compiled)
+def timed(system, q0, v0, method, T=0.2, dt=1e-3, repeat=3, compiled=False, **options):
+    kd.simulate(system, q0, v0, 10 * dt, method=method, dt=dt, compiled=compiled, **options)
     best = np.inf
     for _ in range(repeat):
         t0 = time.perf_counter()
-        tr = kd.simulate(system, q0, v0, T, method=method, dt=dt, compiled=compiled)
+        tr = kd.simulate(system, q0, v0, T, method=method, dt=dt, compiled=compiled,
+                         **options)
         best = min(best, time.perf_counter() - t0)
     drift = np.abs(tr.energy - tr.energy[0]).max() / abs(tr.energy[0])
     return best / round(T / dt) * 1e6, drift
@@ -92,15 +94,18 @@ def main() -> None:
 def methods() -> None:
     """The compiled loops in the chart against the Python steps (module doc)."""
     print(f"load {open('/proc/loadavg').read().split()[:3]}, {time.strftime('%H:%M:%S')} UTC")
-    print(f"{'system':16s} {'method':15s} {'loop':>10s} {'Python':>10s} {'ratio':>6s}  "
+    print(f"{'system':16s} {'method':18s} {'loop':>10s} {'Python':>10s} {'ratio':>6s}  "
           f"drift loop / Python    max |Δq|, |Δv|")
     for name, fast, q0, v0 in systems():
-        for method in ("midpoint", "gauss4", "energy_momentum"):
-            a, da = timed(fast, q0, v0, method, compiled=True)
-            b, db = timed(fast, q0, v0, method)
-            x = kd.simulate(fast, q0, v0, 0.2, method=method, dt=1e-3)
-            y = kd.simulate(fast, q0, v0, 0.2, method=method, dt=1e-3, compiled=False)
-            print(f"{name:16s} {method:15s} {a:7.1f} µs {b:7.1f} µs {b / a:6.1f}  "
+        for label in ("midpoint", "gauss4", "energy_momentum", "itoh_abe",
+                      "itoh_abe symmetric"):
+            method, *variant = label.split()
+            kw = {"variant": variant[0]} if variant else {}
+            a, da = timed(fast, q0, v0, method, compiled=True, **kw)
+            b, db = timed(fast, q0, v0, method, **kw)
+            x = kd.simulate(fast, q0, v0, 0.2, method=method, dt=1e-3, **kw)
+            y = kd.simulate(fast, q0, v0, 0.2, method=method, dt=1e-3, compiled=False, **kw)
+            print(f"{name:16s} {label:18s} {a:7.1f} µs {b:7.1f} µs {b / a:6.1f}  "
                   f"{da:.1e} / {db:.1e}    {np.abs(x.q - y.q).max():.1e}, "
                   f"{np.abs(x.v - y.v).max():.1e}")
 

@@ -355,3 +355,82 @@ def test_compiled_loops_in_the_quaternion_chart_equal_the_python_steps(spacecraf
     # the projection to its bar 4e-15 (1 + |E₀|)
     E = np.array([system.energy(q, v) for q, v in zip(fast.q, fast.v, strict=True)])
     assert np.abs(E - E[0]).max() <= 1e-13 * abs(E[0])
+
+
+def _norm_in_order(x, *args, **kwargs):
+    """np.linalg.norm of a 3- or 4-vector as the generated ``chart_point`` takes it, the
+    root of the squares summed in order (numpy's takes BLAS's ddot, which may round an ulp
+    apart); any other call as numpy's."""
+    x = np.asarray(x)
+    if args or kwargs or x.ndim != 1 or x.size not in (3, 4):
+        return _NUMPY_NORM(x, *args, **kwargs)
+    s = 0.0
+    for e in x.tolist():
+        s += e * e
+    return float(np.sqrt(s))
+
+
+_NUMPY_NORM = np.linalg.norm
+
+
+@pytest.mark.parametrize("variant", ["forward", "symmetric"])
+def test_itoh_abe_in_the_quaternion_chart_equals_the_python_steps(spacecraft, monkeypatch,
+                                                                  variant):
+    """itoh_abe (both variants) on a Kane system with a quaternion runs kane_compiled's
+    loop in chart.py's canonical coordinates (x, p), q = q_n ⊕ x, H by the generated
+    chart functions: the Python steps' states and Newton iterations bit for bit where both
+    take a quaternion's norm alike, to round-off with numpy's own; the quaternion of unit
+    norm, and the energy conserved to Newton's stop."""
+    system, q0, u0 = spacecraft
+    calls = []
+    real = kane_compiled._compiled_loop
+    monkeypatch.setattr(kane_compiled, "_compiled_loop",
+                        lambda f, sig: calls.append(f.__name__) or real(f, sig))
+    fast = kd.simulate(system, q0, u0, 0.1, method="itoh_abe", dt=1e-3, variant=variant)
+    assert calls == ["_itoh_abe_chart_loop"] and fast.stats["newton_iterations"].size == 100
+    it = fast.stats["newton_iterations"]
+    # the same arithmetic in the same order: with the generated chart_point's quaternion
+    # norm (a sum in order) in the Python steps too, the same bits and iterations
+    with monkeypatch.context() as m:
+        m.setattr(np.linalg, "norm", _norm_in_order)
+        same = kd.simulate(system, q0, u0, 0.1, method="itoh_abe", dt=1e-3, variant=variant,
+                           compiled=False)
+    np.testing.assert_array_equal(fast.q, same.q)
+    np.testing.assert_array_equal(fast.v, same.v)
+    np.testing.assert_array_equal(it, same.stats["newton_iterations"])
+    if variant == "forward":
+        # numpy's norm (BLAS's ddot) rounds an ulp apart at some points (from step 83
+        # here); Itoh–Abe's quotients divide an ulp of H by Δx_i ≥ 1e-5 (≈ 1e-10 in ∇̄_xH)
+        # and Newton's stop (stagnation 1e-6) carries it: measured 4.4e-16 in q, 4e-14 in v
+        # (|v| 20) after 100 steps (8e-13 after 200); 1e-11 (1 + |q| + |v|) is far below
+        # the method's error (order 1: ≈ h² |v̈| a step); the iterations part where a stop
+        # moves by one (339 against 336)
+        ref = kd.simulate(system, q0, u0, 0.1, method="itoh_abe", dt=1e-3, compiled=False)
+        scale = 1.0 + np.abs(ref.q).max() + np.abs(ref.v).max()
+        assert np.abs(fast.q - ref.q).max() <= 1e-11 * scale
+        assert np.abs(fast.v - ref.v).max() <= 1e-11 * scale
+        it_ref = ref.stats["newton_iterations"]
+        np.testing.assert_array_equal(it[:70], it_ref[:70])
+        assert abs(int(it.sum()) - int(it_ref.sum())) <= 0.05 * it_ref.sum()
+    assert np.abs(np.linalg.norm(fast.q[:, :4], axis=1) - 1.0).max() <= 1e-14
+    # Itoh–Abe conserves H = E exactly up to Newton's stop and the polish's last change:
+    # measured 3e-13 (forward) and 4e-14 (symmetric) of E₀ = 45.6 over 100 steps
+    E = np.array([system.energy(q, v) for q, v in zip(fast.q, fast.v, strict=True)])
+    assert np.abs(E - E[0]).max() <= 2e-14 * abs(E[0])
+
+
+def test_itoh_abe_chart_loop_hands_a_singular_chart_to_the_python_steps(spacecraft,
+                                                                       monkeypatch):
+    """numba's LU raises LinAlgError on a singular J(x) (|x| = 2π, where the chart ends),
+    where the Python step's NaN lets Newton restart: run_itoh_abe_chart then returns None
+    and the Python steps run the whole way (their states exactly)."""
+    system, q0, u0 = spacecraft
+
+    def singular(*args):
+        raise np.linalg.LinAlgError("Matrix is singular to machine precision.")
+
+    ref = kd.simulate(system, q0, u0, 0.005, method="itoh_abe", dt=1e-3, compiled=False)
+    monkeypatch.setattr(kane_compiled, "_run", singular)
+    tr = kd.simulate(system, q0, u0, 0.005, method="itoh_abe", dt=1e-3)
+    np.testing.assert_array_equal(tr.q, ref.q)
+    np.testing.assert_array_equal(tr.v, ref.v)

@@ -270,6 +270,14 @@ def compiled_discrete_gradient(method, project, kind: int, **kw):
         return rk4_compiled.compiled_or_none(method.name, kane_compiled.run_itoh_abe,
                                              method.problem, kind == dgc.ITOH_ABE_SYMMETRIC,
                                              tol, maxiter, method.stagnation)
+    if (kind != dgc.AVF and not method.additive and not method.chart.has_derivative
+            and kane_compiled.chart_applicable(method.problem)):
+        # a compiled Kane system with quaternions: Itoh–Abe in the chart's canonical
+        # coordinates, the chart by its generated functions
+        return rk4_compiled.compiled_or_none(method.name, kane_compiled.run_itoh_abe_chart,
+                                             method.problem, kind == dgc.ITOH_ABE_SYMMETRIC,
+                                             method.opts["tol"], method.opts["maxiter"],
+                                             method.stagnation)
     if not method.additive:
         from . import avf_chart_compiled
 
@@ -303,7 +311,9 @@ class ItohAbe(_DiscreteGradient):
     residual. ``compiled=True`` (default): a plain Model with additive coordinates and force
     elements that have compiled rows (:mod:`kanedyn.forces.kernel`) runs in
     :mod:`.discrete_gradient_compiled`, one with ball and free joints (no planar joint) in
-    :mod:`.avf_chart_compiled`.
+    :mod:`.avf_chart_compiled`; a compiled Kane system in :mod:`.kane_compiled`
+    (additive coordinates, or quaternions without force elements: ``run_itoh_abe_chart``,
+    these steps in the chart's canonical coordinates).
     """
 
     name = "itoh_abe"

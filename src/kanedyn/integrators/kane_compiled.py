@@ -77,11 +77,25 @@ midpoint, then the projection onto E₀; :func:`_project_energy_chart`) in the s
 the projection's scalar Newton in the chart of the step's end, ∂T/∂ξ by central
 differences through ``chart_point``.
 
+Itoh–Abe (forward and symmetric) on that chart (:func:`run_itoh_abe_chart`):
+:class:`.discrete_gradient.ItohAbe`'s step in :mod:`.chart`'s canonical coordinates
+z = (x, p) centred on q_n, q = q_n ⊕ x, p = J(x)ᵀ M v, H(x, p) = E(q_n ⊕ x, M⁻¹J(x)⁻ᵀp)
+(J = 1 exactly at x = 0, as ``ProtocolChart``), its discrete gradient along the coordinate
+paths (the central difference of H below |Δx_i| = 1e-5: the protocol chart has no
+closed-form ∂H/∂x), ∇̄_pH with ∂²H/∂p² = J⁻¹M⁻¹J⁻ᵀ, Newton with the kinematic matrix
+``[1, −h/2 M(q_n)⁻¹; 0, 1]``, the difference Jacobian kept while h stays (the reference's
+``reuse`` in a chart), stagnation 1e-6 and ITOH_ABE_FLOOR, the two-sweep polish of a
+chart, and the momentum carried as J(Δx)⁻ᵀ(p_n + Δp); no force elements. Equal to the
+Python steps bit for bit, states and Newton iterations, where both take a quaternion's
+norm alike (tested); numpy's ``norm`` takes BLAS's ddot where the generated
+``chart_point`` sums the squares in order, an ulp apart at some points, which
+Itoh–Abe's quotients of H and Newton's stop then carry: round-off (tested).
+
 Where a loop does not apply (force elements without rows, speeds other than the
-coordinate rates but for midpoint, gauss4 and energy_momentum's projection variant in the
-quaternions' chart, force elements there, constraints, the numpy or C backends, another
-projection) or an iteration fails, the Python steps run the whole way and report what
-happens.
+coordinate rates but for midpoint, gauss4, energy_momentum's projection variant and
+itoh_abe in the quaternions' chart, force elements there, constraints, the numpy or C
+backends, another projection) or an iteration fails, the Python steps run the whole way
+and report what happens.
 """
 
 from __future__ import annotations
@@ -203,7 +217,7 @@ def _inverse(M):
 @nb.njit(cache=True, nogil=True)
 def _velocity(mass_matrix, q, p, M, v) -> bool:
     """v = M(q)⁻¹ p (:func:`.base.solve_spd`); False where M is refused or not SPD."""
-    n = q.shape[0]
+    n = M.shape[0]  # (nv: q has nq entries in a chart that is not additive)
     if mass_matrix(q, 0.0, M.reshape(n * n)) != 0:
         return False
     return _chol_solve(M, p, v)
@@ -506,12 +520,22 @@ def _stage_residual(kind, fns, chart, hA, xi, w, h, tc, pw, mask, H0, z0, Z, U, 
     - ``kind`` 7, collocation in the chart of the quaternions (gauss.py's ``_f`` in tangent
       coordinates z = (ξ, v), z0 = (0, v_n)): F_i = (J(ξ)⁻¹ v, u̇(q_n ⊕ ξ, v)) by the
       generated functions in ``chart`` (:func:`_chart_rates`; None for the other kinds),
-      then R as for kind 0."""
+      then R as for kind 0;
+    - ``kind`` 8 and 9, Itoh–Abe forward and symmetric in the chart's canonical
+      coordinates (chart.py: z = (x, p_x), z0 = (0, p_n)), Z = (Δx, Δp): R = (Δx − h ∇̄_pH,
+      Δp + h ∇̄_xH) with their discrete gradient of H(x, p) (:func:`_chart_itoh_abe`)."""
     if kind == 5 or kind == 6:
         return _residual(kind - 5, fns, h, tc[0], Z, U, M, E, zu, zt, R)
     n2 = z0.shape[0]
     n = n2 // 2
     x, y = U[_XK], U[_RK]
+    if kind == 8 or kind == 9:
+        if not _chart_itoh_abe(fns, chart, kind == 9, z0[n:], Z[:n], Z[n:], U, M, E, F):
+            return False
+        for i in range(n):
+            R[i] = Z[i] - h * F[0, n + i]
+            R[n + i] = Z[n + i] + h * F[0, i]
+        return True
     if kind == 2:
         if not _gonzalez_residual(fns, h, mask, H0, z0, Z, U, M, E, zu, zt, F, R):
             return False
@@ -826,7 +850,7 @@ def _stage_newton(kind, fns, chart, hA, xi, w, h, tc, pw, mask, H0, z0, Z, Jm, k
     refreshed, last = False, np.inf
     # Itoh–Abe's stall taken as roundoff only below ITOH_ABE_FLOOR or under a refreshed
     # matrix (base.newton's ``floor``, which ItohAbe passes)
-    floor = ITOH_ABE_FLOOR if kind == 3 or kind == 4 else 0.0
+    floor = ITOH_ABE_FLOOR if kind == 3 or kind == 4 or kind == 8 or kind == 9 else 0.0
     for it in range(1, maxiter + 1):
         # (an empty Jm stands for the identity: Verlet's fixed point, which numpy's solve
         # gives exactly, without the solve)
@@ -1244,6 +1268,283 @@ def run_gauss_chart(problem, name: str, A: np.ndarray, b: np.ndarray, d: np.ndar
                 (float(tol), int(maxiter)))
 
 
+# ------------------------------------------------------ Itoh–Abe in the quaternions' chart
+@nb.njit(cache=True, nogil=True)
+def _nonzero(x) -> bool:
+    """Any x_i ≠ 0 (numpy's ``any``: −0.0 counts as zero)."""
+    for i in range(x.shape[0]):
+        if x[i] != 0.0:
+            return True
+    return False
+
+
+@nb.njit(cache=True, nogil=True)
+def _chart_momentum(chart, x, p, pv) -> bool:
+    """pv ← J(x)⁻ᵀ p, the momentum M v at q_n ⊕ x of the chart's canonical p (chart.py's
+    ``ChartHamiltonian._state``), J(x) by the generated ``chart_jacobian`` into the chart's
+    scratch J, J = 1 exactly at x = 0 (``ProtocolChart.jacobian``), the solve by LAPACK's
+    LU as numpy's ``solve``; False where the generated function refuses x."""
+    if chart is not None:
+        jacobian, qn, J = chart[2], chart[3], chart[8]
+        n = x.shape[0]
+        if not _nonzero(x):
+            pv[:] = p  # (LU of the identity: p exactly)
+            return True
+        if jacobian(qn, x, J) != 0:
+            return False
+        pv[:] = np.linalg.solve(J.reshape((n, n)).T, p)
+        return True
+    return False
+
+
+@nb.njit(cache=True, nogil=True)
+def _chart_hamiltonian(fns, chart, x, p, M, E, v, pv) -> float:
+    """H(x, p) = E(q_n ⊕ x, M⁻¹ J(x)⁻ᵀ p) in the chart centred on q_n (chart.py's
+    ``ChartHamiltonian.energy``; M⁻¹ by Cholesky, :func:`.base.solve_spd`), q into the
+    chart's scratch q, v and pv = M v the scratch; NaN where a generated function refuses
+    the point."""
+    if chart is not None:
+        point, qn, q = chart[1], chart[3], chart[4]
+        if point(qn, x, q) != 0 or not _chart_momentum(chart, x, p, pv):
+            return np.nan
+        if not _velocity(fns[0], q, pv, M, v):
+            return np.nan
+        return _energy(fns, q, v, E)
+    return np.nan
+
+
+#: ItohAbe.configuration_part's switch in a chart without the closed-form ∂H/∂x
+#: (ProtocolChart: has_derivative False): below it, the central difference of H
+_IA_SWITCH = 1e-5
+
+
+@nb.njit(cache=True, nogil=True)
+def _chart_configuration_part(fns, chart, p, dq, reverse, U, M, E, x, xm, g) -> bool:
+    """Itoh–Abe's ∇̄_xH at p held, x moved from 0 one coordinate at a time (1..n,
+    ``reverse``: n..1): ``[H(.., x_i + Δx_i, ..) − H(..)]/Δx_i``, below |Δx_i| = 1e-5 the
+    central difference of H (step 1e-5) at the increment's midpoint
+    (``ItohAbe.configuration_part`` in a chart whose x starts at 0: the scale 1 + |0|)."""
+    n = dq.shape[0]
+    v, pv = U[_DT], U[_U]
+    for i in range(n):
+        x[i] = 0.0
+    H_prev = _chart_hamiltonian(fns, chart, x, p, M, E, v, pv)
+    for k in range(n):
+        i = n - 1 - k if reverse else k
+        if abs(dq[i]) > _IA_SWITCH:
+            x[i] = dq[i]
+            H_new = _chart_hamiltonian(fns, chart, x, p, M, E, v, pv)
+            g[i] = (H_new - H_prev) / dq[i]
+        else:
+            e = _IA_SWITCH
+            xm[:] = x
+            xm[i] = 0.5 * dq[i] + e
+            Hp = _chart_hamiltonian(fns, chart, xm, p, M, E, v, pv)
+            xm[i] -= 2 * e
+            g[i] = (Hp - _chart_hamiltonian(fns, chart, xm, p, M, E, v, pv)) / (2 * e)
+            x[i] = dq[i]
+            H_new = _chart_hamiltonian(fns, chart, x, p, M, E, v, pv)
+        if not np.isfinite(H_new) or not np.isfinite(g[i]):
+            return False
+        H_prev = H_new
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _chart_momentum_part(fns, chart, dq, p0, dp, reverse, M, pk, g) -> bool:
+    """Itoh–Abe's ∇̄_pH at x = Δx: H is quadratic in p with ∂²H/∂p² = A = J⁻¹M⁻¹J⁻ᵀ
+    (``ChartHamiltonian.inverse_mass``: the inverses as numpy's ``inv``, :func:`_inverse`,
+    the products in its order (J⁻¹M⁻¹)J⁻ᵀ), so g_i = (A p̃)_i + ½ Δp_i A_ii exactly, p̃
+    the momenta moved so far (``momentum_part``)."""
+    if chart is not None:
+        point, jacobian, qn, q, J = chart[1], chart[2], chart[3], chart[4], chart[8]
+        n = dq.shape[0]
+        if point(qn, dq, q) != 0 or fns[0](q, 0.0, M.reshape(n * n)) != 0:
+            return False
+        if _nonzero(dq):
+            if jacobian(qn, dq, J) != 0:
+                return False
+            Ji = _inverse(J.reshape((n, n)))
+        else:
+            Ji = np.eye(n)  # (ProtocolChart's J(0) = 1, whose inverse is exact)
+        A = (Ji @ _inverse(M)) @ Ji.T
+        pk[:] = p0
+        for k in range(n):
+            i = n - 1 - k if reverse else k
+            g[i] = A[i] @ pk + 0.5 * dp[i] * A[i, i]
+            pk[i] += dp[i]
+        return True
+    return False
+
+
+@nb.njit(cache=True, nogil=True)
+def _chart_velocity_part(fns, chart, symmetric, p0, dq, dp, U, M, g) -> bool:
+    """g ← ∇̄_pH alone (the second half of :func:`_chart_itoh_abe`'s gradient; the
+    symmetric variant's: the mean with the reverse path's, at x = 0)."""
+    if not _chart_momentum_part(fns, chart, dq, p0, dp, False, M, U[_F], g):
+        return False
+    if symmetric:
+        zero, g2 = U[_RS], U[_XS]
+        zero[:] = 0.0
+        if not _chart_momentum_part(fns, chart, zero, p0, dp, True, M, U[_F], g2):
+            return False
+        for i in range(g.shape[0]):
+            g[i] = 0.5 * (g[i] + g2[i])
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _chart_itoh_abe(fns, chart, symmetric, p0, dq, dp, U, M, E, F) -> bool:
+    """F[0] ← Itoh–Abe's discrete gradient (∇̄_xH, ∇̄_pH) of H in the chart centred on q_n
+    for d = (Δx, Δp) from (0, p_n): x_1..x_n at p_n, then p_1..p_n at Δx; ``symmetric``: its
+    mean with the reverse path (p_n..p_1 at x = 0, then x_n..x_1 at p_n + Δp)
+    (``ItohAbe.discrete_gradient``)."""
+    n = dq.shape[0]
+    g, x, xm, pk, w = F[0], U[_XS], U[_RS], U[_F], U[_R]
+    if not _chart_configuration_part(fns, chart, p0, dq, False, U, M, E, x, xm, g[:n]):
+        return False
+    if not _chart_momentum_part(fns, chart, dq, p0, dp, False, M, pk, g[n:]):
+        return False
+    if symmetric:
+        g2 = F[1]
+        for i in range(n):
+            w[i] = p0[i] + dp[i]
+        if not _chart_configuration_part(fns, chart, w, dq, True, U, M, E, x, xm, g2[:n]):
+            return False
+        for i in range(n):
+            xm[i] = 0.0
+        if not _chart_momentum_part(fns, chart, xm, p0, dp, True, M, pk, g2[n:]):
+            return False
+        for i in range(2 * n):
+            g[i] = 0.5 * (g[i] + g2[i])
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _chart_itoh_abe_polish(fns, chart, symmetric, h, p0, d, U, M, E, F) -> bool:
+    """``ItohAbe.polish`` in a chart (no forces): two sweeps, the second from
+    Δx ← h ∇̄_pH(Δx, Δp), each then Δp ← −h ∇̄_xH — forward: until Δp repeats, at most 4
+    (∇̄_xH does not depend on Δp: one settles it); symmetric: once, as the reference."""
+    n = d.shape[0] // 2
+    dq, dp = d[:n], d[n:]
+    g, gp, new = F[0], F[1, n:], U[_RK]
+    for sweep in range(2):
+        if sweep:
+            if not _chart_velocity_part(fns, chart, symmetric, p0, dq, dp, U, M, gp):
+                return False
+            for i in range(n):
+                dq[i] = h * gp[i]
+        if not symmetric and not _chart_configuration_part(fns, chart, p0, dq, False, U, M,
+                                                           E, U[_XS], U[_RS], g[:n]):
+            return False
+        for _ in range(1 if symmetric else 4):
+            if symmetric and not _chart_itoh_abe(fns, chart, True, p0, dq, dp, U, M, E, F):
+                return False
+            same = True
+            for i in range(n):
+                new[i] = -h * g[i]
+                same = same and new[i] == dp[i]
+            if same:
+                break
+            dp[:] = new[:n]
+    return True
+
+
+def _itoh_abe_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data,
+                         forward_dynamics, chart_point, chart_jacobian, symmetric, q0, v0,
+                         steps, times, n_steps, every, tol, maxiter, stagnation, blowup, Q, V,
+                         W, iters, status):
+    """The whole run of Itoh–Abe (forward, or ``symmetric``) on a system whose chart is not
+    additive (quaternions), in chart.py's canonical coordinates centred on q_n: z = (x, p),
+    q = q_n ⊕ x, p = J(x)ᵀ M v, d = (Δx, Δp) from ``(Δx − h ∇̄_pH, Δp + h ∇̄_xH) = 0``
+    (:func:`_chart_itoh_abe`) by :func:`_stage_newton` with the kinematic matrix
+    [1, −h/2 M(q_n)⁻¹; 0, 1], the difference Jacobian kept while h stays (the reference's
+    ``reuse`` in a chart), the stagnation bar and ITOH_ABE_FLOOR; the last step's d as
+    predictor (h v_n, 0 at the first step and after h changed); the polish
+    (:func:`_chart_itoh_abe_polish`); q_{n+1} = q_n ⊕ Δx, and p_{n+1} = J(Δx)⁻ᵀ (p_n + Δp)
+    = M v_{n+1} carried to the next step (``_carry``; p_0 = M v_0): the arithmetic of
+    discrete_gradient.py's step, in the generated functions (no force elements); status and
+    return as :func:`_verlet_loop`'s."""
+    fns = (mass_matrix, forcing, energy, P, forces, data)
+    n, nq = v0.shape[0], q0.shape[0]
+    n2 = 2 * n
+    U, M, E, zu, zt = _workspace(n, ninputs)
+    F, none, tc, pw = np.empty((2, n2)), np.empty(0), np.zeros(1), np.zeros(1)
+    z0, d, Jm, hA = np.zeros(n2), np.zeros(n2), np.empty((n2, n2)), np.empty((0, 0))
+    kept, have_kept = np.empty((n2, n2)), np.zeros(1, dtype=np.bool_)
+    qn, xi, pv = np.empty(nq), np.empty(n), np.empty(n)
+    chart = (forward_dynamics, chart_point, chart_jacobian, qn, np.empty(nq), np.empty(n),
+             np.empty(n), np.empty(max(n * n, 1)), np.empty(n * n))
+    kind = _kind(9) if symmetric else _kind(8)
+    q, v = q0.copy(), v0.copy()
+    k_out, vmax0 = store(q, v, Q, V, 0), _largest(v)
+    W[0] = 0.0
+    last_h = np.nan
+    for step in range(n_steps):
+        h = steps[step]
+        qn[:] = q
+        if mass_matrix(q, 0.0, M.reshape(n * n)) != 0:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        if step == 0:  # (then p carried: J⁻ᵀ p at the last step's end)
+            z0[n:] = M @ v
+        Minv = _inverse(M)
+        for a in range(n2):
+            for b in range(n2):
+                Jm[a, b] = 1.0 if a == b else 0.0
+        for a in range(n):
+            for b in range(n):
+                Jm[a, n + b] = -0.5 * h * Minv[a, b]
+        if h != last_h:  # a new h: the predictor h v_n, and the kept Jacobian dropped
+            for i in range(n):
+                d[i] = h * v[i]
+                d[n + i] = 0.0
+            have_kept[0] = False
+            last_h = h
+        it = _stage_newton(kind, fns, chart, hA, none, none, h, tc, pw, none, 0.0, z0, d, Jm,
+                           kept, have_kept, tol, maxiter, stagnation, U, M, E, zu, zt, F)
+        if it < 0 or not _chart_itoh_abe_polish(fns, chart, symmetric, h, z0[n:], d, U, M, E,
+                                                F):
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        for i in range(n):
+            xi[i] = d[i]
+            z0[n + i] = z0[n + i] + d[n + i]  # p_n + Δp
+        if chart_point(qn, xi, q) != 0 or not _chart_momentum(chart, xi, z0[n:], pv):
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        z0[n:] = pv
+        if not _velocity(mass_matrix, q, pv, M, v):
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        iters[step] = it
+        if not _guarded(q, v, vmax0, blowup, step, Q, V, status):
+            return k_out
+        k_out = _save(step, n_steps, every, q, v, 0.0, Q, V, W, k_out)
+    return k_out
+
+
+_ITOH_ABE_CHART_SIGNATURE = types.int64(*_FNS, FORWARD_DYNAMICS, CHART_POINT, CHART_JACOBIAN,
+                                        types.boolean, _V, _V, *_RUN, types.float64, *_OUT)
+
+
+def run_itoh_abe_chart(problem, symmetric: bool, tol: float, maxiter: int,
+                       stagnation: float):
+    """Itoh–Abe's run (forward or ``symmetric``) in the quaternions' chart,
+    :func:`_itoh_abe_chart_loop` (where :func:`chart_applicable`; see :func:`_run`); None
+    also where numba's LU meets a singular J(x) (|x| = 2π, where the chart ends), which it
+    raises as LinAlgError: the Python steps take that as a NaN residual and restart Newton,
+    or report the step."""
+    s = problem.system
+    head = (*_functions_and_rows(problem), s.compiled_forward_dynamics, *s.compiled_chart,
+            bool(symmetric))
+    try:
+        return _run(problem, "itoh_abe", _itoh_abe_chart_loop, _ITOH_ABE_CHART_SIGNATURE,
+                    head, (float(tol), int(maxiter), float(stagnation)))
+    except np.linalg.LinAlgError:
+        return None
+
+
 _LOOPS: dict = {}
 
 
@@ -1266,7 +1567,8 @@ def compile_loops() -> None:
         for loop, signature in ((_verlet_loop, _VERLET_SIGNATURE),
                                 (_gauss_loop, _GAUSS_SIGNATURE), (_dg_loop, _DG_SIGNATURE),
                                 (_rk4_loop, _RK4_SIGNATURE),
-                                (_gauss_chart_loop, _GAUSS_CHART_SIGNATURE)):
+                                (_gauss_chart_loop, _GAUSS_CHART_SIGNATURE),
+                                (_itoh_abe_chart_loop, _ITOH_ABE_CHART_SIGNATURE)):
             _compiled_loop(loop, signature)
 
 
