@@ -180,7 +180,8 @@ def test_the_keyed_modules_are_those_that_read_the_layout():
                 "kanedyn.integrators.constrained_energy_momentum_compiled",
                 "kanedyn.integrators.lie_cayley_compiled",
                 "kanedyn.integrators.floating_cayley_compiled",
-                "kanedyn.integrators.kane_compiled"}
+                "kanedyn.integrators.kane_compiled",
+                "kanedyn.integrators.avf_chart_compiled"}
     for name in expected:
         importlib.import_module(name)
     keyed = {_module_name(Path(f)) for f in _compiled._KEYS if Path(f).is_relative_to(SRC)}
