@@ -419,18 +419,20 @@ def test_itoh_abe_in_the_quaternion_chart_equals_the_python_steps(spacecraft, mo
     assert np.abs(E - E[0]).max() <= 2e-14 * abs(E[0])
 
 
-def test_itoh_abe_chart_loop_hands_a_singular_chart_to_the_python_steps(spacecraft,
-                                                                       monkeypatch):
+@pytest.mark.parametrize("method", ["itoh_abe", "midpoint"])
+def test_chart_loops_hand_a_singular_chart_to_the_python_steps(spacecraft, monkeypatch,
+                                                               method):
     """numba's LU raises LinAlgError on a singular J(x) (|x| = 2π, where the chart ends),
-    where the Python step's NaN lets Newton restart: run_itoh_abe_chart then returns None
-    and the Python steps run the whole way (their states exactly)."""
+    where the Python step's NaN lets Newton restart: run_itoh_abe_chart and
+    run_gauss_chart then return None and the Python steps run the whole way (their
+    states exactly)."""
     system, q0, u0 = spacecraft
 
     def singular(*args):
         raise np.linalg.LinAlgError("Matrix is singular to machine precision.")
 
-    ref = kd.simulate(system, q0, u0, 0.005, method="itoh_abe", dt=1e-3, compiled=False)
+    ref = kd.simulate(system, q0, u0, 0.005, method=method, dt=1e-3, compiled=False)
     monkeypatch.setattr(kane_compiled, "_run", singular)
-    tr = kd.simulate(system, q0, u0, 0.005, method="itoh_abe", dt=1e-3)
+    tr = kd.simulate(system, q0, u0, 0.005, method=method, dt=1e-3)
     np.testing.assert_array_equal(tr.q, ref.q)
     np.testing.assert_array_equal(tr.v, ref.v)

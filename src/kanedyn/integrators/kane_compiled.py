@@ -1260,12 +1260,16 @@ def run_gauss_chart(problem, name: str, A: np.ndarray, b: np.ndarray, d: np.ndar
                     c: np.ndarray, tol: float, maxiter: int, project: bool = False):
     """Midpoint's or gauss4's run (``name``; their tableau A, b, c and d = b A⁻¹;
     ``project``: with the energy projection) in the quaternions' chart,
-    :func:`_gauss_chart_loop` (see :func:`_run`)."""
+    :func:`_gauss_chart_loop` (see :func:`_run`); None also where numba's LU meets a
+    singular J(ξ) (as :func:`run_itoh_abe_chart`): the Python steps take the run."""
     s = problem.system
     head = (*_functions_and_rows(problem), s.compiled_forward_dynamics, *s.compiled_chart,
             *(np.ascontiguousarray(a, float) for a in (A, b, d, c)), bool(project))
-    return _run(problem, name, _gauss_chart_loop, _GAUSS_CHART_SIGNATURE, head,
-                (float(tol), int(maxiter)))
+    try:
+        return _run(problem, name, _gauss_chart_loop, _GAUSS_CHART_SIGNATURE, head,
+                    (float(tol), int(maxiter)))
+    except np.linalg.LinAlgError:
+        return None
 
 
 # ------------------------------------------------------ Itoh–Abe in the quaternions' chart
