@@ -443,3 +443,34 @@ def test_itoh_abe_on_a_protocol_only_quaternion_system():
     assert rel_energy_error(m, bare) <= 1e-11
     dq = kd.difference(m, ref.q[-1], bare.q[-1])
     assert np.abs(dq).max() < 1e-3  # first order at dt = 1e-3
+
+
+def test_nan_max_keeps_a_nan():
+    """The compiled Newton loops take |Δ|∞ by ``nan_max``: numba's max(size, nan) is size."""
+    import numba as nb
+
+    from kanedyn.integrators.base import nan_max
+
+    @nb.njit
+    def largest(x):
+        s = 0.0
+        for a in x:
+            s = nan_max(s, abs(a))
+        return s
+
+    assert np.isnan(largest(np.array([1.0, np.nan, 2.0])))
+    assert np.isnan(largest(np.array([np.nan, 3.0])))
+    assert largest(np.array([1.0, -4.0, 2.0])) == 4.0
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_a_nan_newton_update_fails_the_step_as_in_the_python_steps():
+    """The tossed body at 20× its speeds and dt = 0.05: Newton's update turns NaN at step 2.
+    numba's max(size, nan) dropped the NaN, so the compiled variational Verlet loop took
+    that update as converged and stopped a step later on a NaN state (a DivergenceError
+    at step 3); now the non-finite update fails the solve, the loop hands the run to the
+    Python steps, and both report the Newton failure at step 2."""
+    m, q0, v0 = tossed_body()
+    for compiled in (True, False):
+        with pytest.raises(kd.SolverError, match=r"verlet: Newton failed at step 2 \(t = 0\.1"):
+            kd.simulate(m, q0, 20 * v0, 2.0, method="verlet", dt=0.05, compiled=compiled)

@@ -59,7 +59,7 @@ from ..forces.kernel import (
     spring_potential,
     wrench_forces_add,
 )
-from .base import cholesky, cholesky_solve
+from .base import cholesky, cholesky_solve, nan_max
 from .gauss_compiled import (
     BAD_STATE,
     NEWTON_FAILED,
@@ -664,7 +664,7 @@ def _itoh_abe_chart_loop(data, P, forces, iqd, symmetric, t0, q0, v0, dt, n_step
             size, scale = 0.0, 0.0
             for i in range(m):
                 d[i] -= dx[i]
-                size = max(size, abs(dx[i]))
+                size = nan_max(size, abs(dx[i]))
                 scale = max(scale, abs(d[i]))
             test = _newton_test_floor(size, scale, last, np.isfinite(size), refreshed, tol,
                                       stagnation, floor)

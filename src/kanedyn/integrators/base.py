@@ -112,6 +112,14 @@ class Problem:
         return dq, v, v
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def nan_max(a: float, b: float) -> float:
+    """max(a, b) that keeps a NaN: the compiled Newton loops take |Δ|∞ of an update as
+    ``size = nan_max(size, abs(dx_i))`` and stop on a non-finite size — numba's (and
+    Python's) ``max(size, nan)`` returns size, which let a NaN update pass as converged."""
+    return a if a != a or b <= a else b
+
+
 @nb.njit(cache=True, nogil=True)
 def cholesky(A, n, L) -> bool:
     """L (n×n, lower) with L Lᵀ = A[:n, :n]; False if A is not positive definite."""

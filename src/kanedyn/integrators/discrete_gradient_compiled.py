@@ -107,7 +107,7 @@ from ..forces.kernel import (
     spring_gradient_add,
     spring_potential,
 )
-from .base import cholesky, cholesky_solve
+from .base import cholesky, cholesky_solve, nan_max
 from .gauss_compiled import best_order, extrapolate, lu_factor, lu_solve
 from .rk4_compiled import (
     first_run_problem,
@@ -940,7 +940,7 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
                 size, scale = 0.0, 0.0
                 for i in range(2 * n):
                     d[i] -= r[i]
-                    size = max(size, abs(r[i]))
+                    size = nan_max(size, abs(r[i]))
                     scale = max(scale, abs(d[i]))
                 if not np.isfinite(size):
                     break

@@ -80,7 +80,7 @@ from ..forces.kernel import (
 )
 from ..model.joints import free, spherical
 from ..spatial.lie import RIGHT_JACOBIAN_QUADRATURE, skew3, so3_coefficients, so3_right_jacobian
-from .base import cholesky, cholesky_solve
+from .base import cholesky, cholesky_solve, nan_max
 from .rk4_compiled import (
     first_run_problem,
     largest_speed,
@@ -701,7 +701,7 @@ def _gauss_loop(data, P, forces, iqd, t0, tangent, q0, v0, dt, n_steps, every, A
             for i in range(st):
                 for k in range(N):
                     Z[i, k] -= dx[i * N + k]
-                    size = max(size, abs(dx[i * N + k]))
+                    size = nan_max(size, abs(dx[i * N + k]))
                     scale = max(scale, abs(Z[i, k]))
             # the stopping test first: z1 needs no f at the converged stages, so the
             # residual there (which the reference evaluates) is skipped

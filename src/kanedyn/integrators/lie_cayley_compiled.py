@@ -22,6 +22,7 @@ import numpy as np
 
 from ..dynamics import _compiled
 from ..dynamics.energy_kernel import _cross
+from .base import nan_max
 from .rk4_compiled import save_sample, state_guard, step_grid, store
 
 _compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
@@ -88,7 +89,7 @@ def lie_run(m, c, Ic, Ici, g, q0, v0, dt, n_steps, every, maxiter, blowup, Q, V,
             size = 0.0
             for a in range(3):
                 pn[a] -= d[a]
-                size = max(size, abs(d[a]))
+                size = nan_max(size, abs(d[a]))
             if size <= 2 * _EPS * scale or (size <= 1e-13 * scale and it >= 3):
                 done = True
             elif it >= maxiter or not np.isfinite(size):

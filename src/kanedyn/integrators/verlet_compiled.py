@@ -71,7 +71,7 @@ from ..forces.kernel import (
     joint_forces,
     wrench_forces_add,
 )
-from .base import cholesky, cholesky_solve
+from .base import cholesky, cholesky_solve, nan_max
 from .gauss_compiled import (
     BAD_STATE,
     NEWTON_FAILED,
@@ -139,7 +139,7 @@ def _newton_update(J, piv, r, dx, y, last, refreshed, tol):
     size, scale = 0.0, 0.0
     for i in range(y.shape[0]):
         y[i] -= dx[i]
-        size = max(size, abs(dx[i]))
+        size = nan_max(size, abs(dx[i]))
         scale = max(scale, abs(y[i]))
     return size, _newton_test(size, scale, last, np.isfinite(size), refreshed, tol)
 
