@@ -242,7 +242,10 @@ def test_exact_friction_binds_to_a_kane_tree_by_joint_name(method):
     forces = [kd.forces.JointFriction(model.joint_names[0], law)]
     q0, v0 = [0.4, -0.3], [0.0, 0.0]
     kane = kd.simulate(system, q0, v0, 0.2, method=method, dt=1e-3, forces=forces)
-    ref = kd.simulate(model, q0, v0, 0.2, method=method, dt=1e-3, forces=forces)
+    # the Model's readable reference loop (its compiled loop is tested against it in
+    # tests/sim/, and compiling it here again would cost this file's worker ~20 s)
+    ref = kd.simulate(model, q0, v0, 0.2, method=method, dt=1e-3, forces=forces,
+                      compiled=False)
     # (stickslip: its segments end at events located to rtol; 4e-11 measured)
     np.testing.assert_allclose(kane.q, ref.q, rtol=0, atol=1e-9)
     assert np.abs(ref.work_nc[-1]) > 1e-6  # the friction acted
