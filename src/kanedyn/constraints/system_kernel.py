@@ -24,8 +24,8 @@ DAE solver (:mod:`kanedyn.integrators.radau_compiled`) calls it per stage. Two k
   ``γ = −((ẇ × u + w × u̇)·(ω_b − ω_a) + (w × u)·(ω̇_b − ω̇_a))``.
 
 Nonholonomic rows, user g(q), force elements and joints with ``q̇ ≠ v`` have no compiled
-form (``compiled_form()`` is None); the Python path takes them. Ball and free joints
-(q̇ = W(q) v) have one for the constrained energy–momentum loop only
+form (``compiled_form()`` is None); the Python path takes them. Ball, free and planar
+joints (q̇ = W(q) v) have one for the constrained energy–momentum loop only
 (``ConstrainedSystem.compiled_chart_form()``): it moves them in the charts compiled here
 (``chart_point`` ... ``chart_derivative_t_sub``, the section "joint charts": the charts of
 :mod:`kanedyn.integrators.chart`); M, g, G and γ above take any built-in joint as they
