@@ -24,9 +24,10 @@ compiled discrete gradients" (the per-step ratios against MuJoCo are bench/sim_v
   compiled loop against its Python steps, µs a step (best of 3 after a warm-up);
 - ``floating``: its "floating" variant on a free base with a 6-link arm, no gravity, the
   same way;
-- ``avf_chart``: avf and itoh_abe (both variants) on a ball-jointed elbow and a tossed
-  free body (the chart loops of integrators/avf_chart_compiled.py) the same way, and how
-  far their q is from the Python steps' after 1 s.
+- ``avf_chart``: avf and itoh_abe (both variants) on a ball-jointed elbow, a tossed
+  free body and a planar cart with a hinged pole (the chart loops of
+  integrators/avf_chart_compiled.py) the same way, and how far their q is from the Python
+  steps' after 1 s.
 
 Run: PYTHONPATH=src .venv/bin/python bench/dg_newton.py [stats friction predictor passes
      path step lie floating avf_chart]
@@ -255,11 +256,24 @@ def floating() -> None:
     _compiled_against_python(m, q0, v0)
 
 
+def _planar_cart(Planar, Revolute):
+    """test_chart_methods.planar_cart: the planar joint's y along world z (gravity in its
+    plane), a pole hinged about the plane's normal."""
+    Rx = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])
+    b = kd.ModelBuilder("planar_cart")
+    b.add_body("cart", None, Planar("plane"), (Rx, (0, 0, 0)), 2.0, (0.1, 0.05, 0),
+               np.diag([0.05, 0.06, 0.08]))
+    b.add_body("pole", "cart", Revolute("hinge", axis=(0, 0, 1)), (np.eye(3), (0.2, 0, 0)),
+               0.5, (0, -0.4, 0), np.diag([0.02, 0.005, 0.02]))
+    return b.build(), np.array([0.1, 0.5, 0.3, 0.8]), np.array([1.0, 2.0, -1.5, 3.0])
+
+
 def avf_chart() -> None:
-    """avf and itoh_abe (both variants) in the chart of ball and free joints:
+    """avf and itoh_abe (both variants) in the chart of ball, free and planar joints:
     tests/integrators/test_chart_methods.py's ball-jointed elbow (a ball shoulder, a hinged
-    forearm, gravity) and tossed free body (offset centre of mass, full inertia, gravity)."""
-    from kanedyn.model.joints import Revolute, Spherical
+    forearm, gravity), tossed free body (offset centre of mass, full inertia, gravity) and
+    planar cart (a body on a planar joint in a vertical plane carrying a hinged pole)."""
+    from kanedyn.model.joints import Planar, Revolute, Spherical
 
     b = kd.ModelBuilder("ball_elbow")
     b.add_body("upper", None, Spherical("shoulder"), None, 1.0, (0, 0, -0.5),
@@ -274,7 +288,8 @@ def avf_chart() -> None:
     body = kd.models.free_body(mass=1.5, inertia=inertia, com=(0.1, -0.05, 0.2))
     cases = {"ball-jointed elbow": (m, q0, np.array([0.3, 1.2, 2.0, -1.0])),
              "tossed free body": (body, kd.neutral(body),
-                                  np.array([1.0, 2.0, -0.5, 0.3, 0.1, 2.0]))}
+                                  np.array([1.0, 2.0, -0.5, 0.3, 0.1, 2.0])),
+             "planar cart": _planar_cart(Planar, Revolute)}
     for method, kw in (("avf", {}), ("itoh_abe", {"variant": "forward"}),
                        ("itoh_abe", {"variant": "symmetric"})):
         for name, (model, q, v) in cases.items():

@@ -209,19 +209,20 @@ class ConstrainedSystem(ConstrainedMechanics):
         return CompiledForm(KIND_MODEL, L, data)
 
     def compiled_chart_form(self):
-        """:meth:`compiled_form` for a tree that may also have ball and free joints (q̇ =
-        W(q) v, nq ≠ nv): the form the compiled constrained energy–momentum loop takes,
-        which moves those joints in their charts (``q_n ⊗ exp(x)``, compiled in
-        :mod:`.system_kernel`); every other joint must be revolute, prismatic or helical
-        (q̇ = v). radau5's compiled loop, which adds h v to q, takes :meth:`compiled_form`
-        only. None where neither applies."""
+        """:meth:`compiled_form` for a tree that may also have ball, free and planar joints
+        (q̇ = W(q) v): the form the compiled constrained energy–momentum loop takes, which
+        moves those joints in their charts (``q_n ⊗ exp(x)``; a planar joint's
+        ``(x_n, y_n) + R(θ_n) ρ``, ``θ_n + ψ``; compiled in :mod:`.system_kernel`); every
+        other joint must be revolute, prismatic or helical (q̇ = v). radau5's compiled loop,
+        which adds h v to q, takes :meth:`compiled_form` only. None where neither applies."""
         from ..model.joints.base import Joint
         from ..model.joints.free import Free
+        from ..model.joints.planar import Planar
         from ..model.joints.spherical import Spherical
         from .system_kernel import KIND_MODEL, CompiledForm
 
         def charted(joint):
-            if type(joint) in (Spherical, Free):
+            if type(joint) in (Spherical, Free, Planar):
                 return True
             return (joint.kind in ("revolute", "prismatic", "helical")
                     and type(joint).kinematic_map is Joint.kinematic_map)

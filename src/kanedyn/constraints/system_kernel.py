@@ -24,8 +24,8 @@ DAE solver (:mod:`kanedyn.integrators.radau_compiled`) calls it per stage. Two k
   ``γ = −((ẇ × u + w × u̇)·(ω_b − ω_a) + (w × u)·(ω̇_b − ω̇_a))``.
 
 Nonholonomic rows, user g(q), force elements and joints with ``q̇ ≠ v`` have no compiled
-form (``compiled_form()`` is None); the Python path takes them. Ball and free joints
-(q̇ = W(q) v) have one for the constrained energy–momentum loop only
+form (``compiled_form()`` is None); the Python path takes them. Ball, free and planar
+joints (q̇ = W(q) v) have one for the constrained energy–momentum loop only
 (``ConstrainedSystem.compiled_chart_form()``): it moves them in the charts compiled here
 (``chart_point`` ... ``chart_derivative_t_sub``, the section "joint charts": the charts of
 :mod:`kanedyn.integrators.chart`); M, g, G and γ above take any built-in joint as they
@@ -395,16 +395,14 @@ def loop_rows_kernel(data, L, q, v, use_v, g, G, gam, ws):
 # blocks of the ball and free joints are kept per body in ``Jb`` (nb, 18): J_r row-major,
 # then exp(φ)ᵀ row-major (free joints); a planar joint's are (cos ψ, sin ψ) in Jb[i, :2].
 # On additive joints every function below copies (J = 1 exactly, D = 0), so a model
-# without ball, free or planar joints gets the same bits as without a chart. The
-# constrained energy–momentum loop takes ball and free joints (``chart_j_solve``,
-# ``chart_j_times``, ``chart_jt_times`` and ``chart_derivative_t_sub`` know no planar
-# joint; the caller
-# checks: ``ConstrainedSystem.compiled_chart_form``); the variational Störmer–Verlet loop
-# (:mod:`kanedyn.integrators.verlet_compiled`) takes planar joints too, through
-# ``chart_point``, ``chart_blocks``, ``chart_jt_solve`` and the three functions of the
-# discrete Lagrangian (``chart_end_velocity``, ``chart_end_velocity_t_times``,
-# ``chart_start_sensitivity_t_times``). Joint types beyond the built-in codes have no
-# compiled chart.
+# without ball, free or planar joints gets the same bits as without a chart. Every
+# function here knows all three curved joints: AVF and Itoh–Abe in the chart
+# (:mod:`kanedyn.integrators.avf_chart_compiled`) and the variational Störmer–Verlet loop
+# (:mod:`kanedyn.integrators.verlet_compiled`, with the three functions of the discrete
+# Lagrangian, ``chart_end_velocity``, ``chart_end_velocity_t_times``,
+# ``chart_start_sensitivity_t_times``) take planar joints; which joints the constrained
+# energy–momentum loop takes, its caller checks (``ConstrainedSystem.compiled_chart_form``).
+# Joint types beyond the built-in codes have no compiled chart.
 
 @njit(cache=True, _nrt=False, forceinline=True, nogil=True)
 def _quat_exp_into(qn, k, x0, x1, x2, q, o):
@@ -528,15 +526,26 @@ def _planar_block_times(Jb, i, y, k, out):
     out[k], out[k + 1], out[k + 2] = c * y0 + s * y1, -s * y0 + c * y1, y[k + 2]
 
 
+@njit(cache=True, _nrt=False, forceinline=True, nogil=True)
+def _planar_block_t_times(Jb, i, y, k, out):
+    """out[k:k+3] ← diag(R(−ψ), 1)ᵀ y[k:k+3] = (R(ψ) y_ρ, y_ψ), the transpose (and the
+    inverse: R is orthogonal) of :func:`_planar_block_times`."""
+    c, s = Jb[i, 0], Jb[i, 1]
+    y0, y1 = y[k], y[k + 1]
+    out[k], out[k + 1], out[k + 2] = c * y0 - s * y1, s * y0 + c * y1, y[k + 2]
+
+
 @njit(cache=True, _nrt=False, nogil=True)
 def chart_jt_times(data, Jb, y, out):
-    """out ← J(x)ᵀ y (Jb of :func:`chart_blocks`)."""
+    """out ← J(x)ᵀ y (Jb of :func:`chart_blocks`); a planar joint's block R(−ψ)ᵀ = R(ψ)."""
     for i in range(data.shape[0] - 1):
         jt, iv = int(data[i, JTYPE]), int(data[i, IV])
         if jt == SPHERICAL or jt == FREE:
             _times3t(Jb[i], 0, y, iv, out, iv)
             if jt == FREE:  # (exp(φ)ᵀ)ᵀ = exp(φ)
                 _times3t(Jb[i], 9, y, iv + 3, out, iv + 3)
+        elif jt == PLANAR:
+            _planar_block_t_times(Jb, i, y, iv, out)
         else:
             for k in range(int(data[i, NVJ])):
                 out[iv + k] = y[iv + k]
@@ -545,8 +554,8 @@ def chart_jt_times(data, Jb, y, out):
 @njit(cache=True, _nrt=False, nogil=True)
 def chart_j_times(data, Jb, y, out):
     """out ← J(x) y (Jb of :func:`chart_blocks`): J_r y_φ on a ball or free joint's
-    rotation, exp(φ)ᵀ y_ρ on a free joint's translation, y elsewhere — the transpose of
-    :func:`chart_jt_times` block by block (and, like it, no planar block). The body
+    rotation, exp(φ)ᵀ y_ρ on a free joint's translation, ``(R(−ψ) y_ρ, y_ψ)`` on a planar
+    joint, y elsewhere — the transpose of :func:`chart_jt_times` block by block. The body
     velocity v = J(x) ẋ of a chart velocity ẋ."""
     for i in range(data.shape[0] - 1):
         jt, iv = int(data[i, JTYPE]), int(data[i, IV])
@@ -554,6 +563,8 @@ def chart_j_times(data, Jb, y, out):
             _times3(Jb[i], 0, y, iv, out, iv)
             if jt == FREE:
                 _times3(Jb[i], 9, y, iv + 3, out, iv + 3)
+        elif jt == PLANAR:
+            _planar_block_times(Jb, i, y, iv, out)
         else:
             for k in range(int(data[i, NVJ])):
                 out[iv + k] = y[iv + k]
@@ -569,6 +580,8 @@ def chart_j_solve(data, Jb, y, out):
             _solve3(A[0], A[1], A[2], A[3], A[4], A[5], A[6], A[7], A[8], y, iv, out, iv)
             if jt == FREE:  # (exp(φ)ᵀ)⁻¹ = exp(φ)
                 _times3t(A, 9, y, iv + 3, out, iv + 3)
+        elif jt == PLANAR:  # R(−ψ)⁻¹ = R(ψ) = R(−ψ)ᵀ
+            _planar_block_t_times(Jb, i, y, iv, out)
         else:
             for k in range(int(data[i, NVJ])):
                 out[iv + k] = y[iv + k]
@@ -593,14 +606,24 @@ def chart_jt_solve(data, Jb, y, out):
 
 @njit(cache=True, _nrt=False, nogil=True)
 def chart_derivative_t_sub(data, Jb, x, w, y, out):
-    """out ← out − D(x, w)ᵀ y on the ball and free joints' speeds, D δ = d/dε J(x + εδ) w
+    """out ← out − D(x, w)ᵀ y on the ball, free and planar joints' speeds, D δ = d/dε J(x + εδ) w
     (``ModelChart.derivative``; zero on additive joints, which are left as they are). On
     SO(3), from ``D = a w× − b ((x×w)× + x× w×) + c xᵀ``, c = b'/θ x×(x×w) − a'/θ x×w
     (:func:`~kanedyn.spatial.lie.so3_right_jacobian_derivative`):
     ``Dᵀy = a y×w − b (y×(x×w) + w×(x×y)) + (c·y) x``; a free joint adds
-    ``J_rᵀ (y_ρ × exp(φ)ᵀ w_ρ)`` to its rotation rows (its D[3:, :3] = (exp(φ)ᵀw_ρ)× J_r)."""
+    ``J_rᵀ (y_ρ × exp(φ)ᵀ w_ρ)`` to its rotation rows (its D[3:, :3] = (exp(φ)ᵀw_ρ)× J_r).
+    On a planar joint J = diag(R(−ψ), 1) depends on ψ alone, so D has one column,
+    ``D[:2, 2] = d/dψ R(−ψ) w_ρ = R(−ψ) (w_y, −w_x)``, and Dᵀy has one entry, its ψ row
+    ``d · y_ρ`` (``Planar.chart_derivative``)."""
     for i in range(data.shape[0] - 1):
         jt = int(data[i, JTYPE])
+        if jt == PLANAR:
+            iv = int(data[i, IV])
+            c, s = Jb[i, 0], Jb[i, 1]
+            u0, u1 = w[iv], w[iv + 1]
+            d0, d1 = c * u1 - s * u0, -s * u1 - c * u0
+            out[iv + 2] -= d0 * y[iv] + d1 * y[iv + 1]
+            continue
         if jt != SPHERICAL and jt != FREE:
             continue
         iv = int(data[i, IV])

@@ -1,5 +1,5 @@
-"""AVF and Itoh–Abe on ball and free joints (with additive ones mixed in) as compiled
-loops (numba).
+"""AVF and Itoh–Abe on ball, free and planar joints (with additive ones mixed in) as
+compiled loops (numba).
 
 The same steps as the Python reference, :class:`~.discrete_gradient.AVF` in the local
 canonical chart of :mod:`.chart` (``_DiscreteGradient.step`` with ``ChartHamiltonian``),
@@ -18,9 +18,10 @@ join ∂V/∂q (their 1-DOF coordinates gathered per speed, as in :mod:`.verlet_
 the momentum rows take ``− h J(x̄)ᵀ τ_nc(t + h/2, φ_n(x̄), J(x̄) ḡ_p)`` at the chart
 midpoint x̄ = Δx/2 (``_DiscreteGradient.forcing``: the joints' rows, then the wrench rows
 at q̄), and ``W_nc += h (J(x̄) Δx/h)ᵀ τ_nc`` there, so that the budget closes. The chart
-and its pieces (φ, J's blocks, J⁻ᵀ y, J⁻¹ y, J y, Jᵀ y, D(x, w)ᵀ y) are the compiled joint charts of
-:mod:`kanedyn.constraints.system_kernel`, which know no planar joint (a planar joint takes
-the Python steps); ∂T/∂q and ∂V/∂q are the energy kernel's, M the CRBA kernel's with the
+and its pieces (φ, J's blocks, J⁻ᵀ y, J⁻¹ y, J y, Jᵀ y, D(x, w)ᵀ y) are the compiled joint
+charts of :mod:`kanedyn.constraints.system_kernel` (ball, free and planar joints: a planar
+joint's ``(x_n, y_n) + R(θ_n) ρ``, ``θ_n + ψ``, J = diag(R(−ψ), 1)); ∂T/∂q and ∂V/∂q are
+the energy kernel's, M the CRBA kernel's with the
 Cholesky factor of :mod:`.base` (the reference's ``solve_spd``).
 
 Newton as the reference's :func:`.base.newton` with the ``reuse`` dict: the kinematic
@@ -326,11 +327,11 @@ def _call(loop, args) -> bool:
 
 def applicable(problem) -> bool:
     """:func:`_avf_chart_loop` takes a Model's system (``tree_model``) whose joints are
-    revolute, prismatic, helical, ball or free joints, one at least not additive (planar
-    ones: the Python steps, the compiled charts' J⁻¹ and D know none), without rotor
-    armature or a progress bar, whose force elements (if any) all have rows
-    (:func:`.gauss_compiled.tangent_applicable`)."""
-    return tangent_applicable(problem, planar=False)
+    revolute, prismatic, helical, ball, free or planar joints, one at least not additive,
+    without rotor armature or a progress bar, whose force elements (if any) all have rows
+    (:func:`.gauss_compiled.tangent_applicable` with ``planar``, as the variational
+    Störmer–Verlet loop)."""
+    return tangent_applicable(problem, planar=True)
 
 
 def run(problem, nodes: int, tol: float, maxiter: int):

@@ -112,8 +112,8 @@ solves the equations as far as their evaluation can tell.
 Cost. Python on the compiled kernels (crba, the energy kernel) and the constraint rows of
 :class:`~kanedyn.constraints.ConstrainedSystem`: each iteration evaluates H, ∇H, g, G at
 the midpoint and the end. This is the readable reference; for a Model cut at loop closures
-whose joints are revolute, prismatic, helical, ball or free (those two in their charts,
-compiled), whose force elements all have compiled rows (:mod:`kanedyn.forces.kernel`) and
+whose joints are revolute, prismatic, helical, ball, free or planar (those three in their
+charts, compiled), whose force elements all have compiled rows (:mod:`kanedyn.forces.kernel`) and
 without ``momenta=``, the whole run is one numba loop of the same steps
 (:mod:`.constrained_energy_momentum_compiled`, option ``compiled``, default True;
 ``ConstrainedSystem.compiled_chart_form``), 20–40× faster (four-bar, RSSR). See

@@ -21,16 +21,17 @@ What it evaluates, it evaluates compiled: M, g and G by
 rows radau5's compiled loop uses), ∂T/∂q, ∂V/∂q and V by the energy kernel, M⁻¹ by a
 Cholesky factor, the Newton matrix by Gaussian elimination with partial pivoting.
 
-Ball and free joints are moved as the reference moves them, in the local canonical chart
+Ball, free and planar joints are moved as the reference moves them, in the local canonical chart
 of :mod:`.chart` centred on the start of the step (``quat = quat_n ⊗ exp(x)``, the free
-joint's position ``p_n + R_n ρ``; J = J_r(x), resp. diag(J_r(φ), exp(φ)ᵀ)): the unknowns
+joint's position ``p_n + R_n ρ``, a planar joint's ``((x_n, y_n) + R(θ_n) ρ, θ_n + ψ)``;
+J = J_r(x), resp. diag(J_r(φ), exp(φ)ᵀ), resp. diag(R(−ψ), 1)): the unknowns
 are (Δx, Δp) with p the momentum conjugate to x, v = M⁻¹J⁻ᵀp, ∂H/∂x = Jᵀ(∂V/∂q − ∂T/∂q)
 − D(x, ẋ)ᵀ M v, ∂g/∂x = G J, γ = G v (:func:`_chart_state`, :func:`_chart_gradient`, on
 the compiled charts of :mod:`kanedyn.constraints.system_kernel`: ``chart_point``,
 ``chart_blocks``, ``chart_jt_times``, ``chart_j_solve``, ``chart_jt_solve``,
 ``chart_derivative_t_sub``). On revolute, prismatic and helical joints the chart is
-q_n + x and every chart function copies, so a model without ball or free joints takes the
-same arithmetic as before they were added. The quaternions stay unit (the exponential
+q_n + x and every chart function copies, so a model without ball, free or planar joints
+takes the same arithmetic as before they were added. The quaternions stay unit (the exponential
 map, renormalised).
 
 Where the two differ in arithmetic (sums in another order, M⁻¹ by Cholesky rather than
@@ -41,11 +42,12 @@ for step.
 ``kd.simulate(constrained_system, ..., method="energy_momentum" | "avf")`` takes this loop
 when the system is a Model cut at loop closures (only
 :class:`~kanedyn.constraints.LoopClosure` rows) whose joints are revolute, prismatic,
-helical, ball (spherical) or free — ``ConstrainedSystem.compiled_chart_form()``; with
-q̇ = v joints only that is the form radau5's compiled loop takes, ``compiled_form()`` —
+helical, ball (spherical), free or planar — ``ConstrainedSystem.compiled_chart_form()``;
+with q̇ = v joints only that is the form radau5's compiled loop takes, ``compiled_form()`` —
 and there are no ``momenta=``, no progress bar, and the option ``compiled`` is not False
 (:func:`applicable`): the four-bar, the slider–crank, the spatial RSSR (a ball joint), the
-same on a free-floating frame and the Stewart platform (a free platform) run compiled.
+same on a free-floating frame, the Stewart platform (a free platform) and a plate on a
+planar joint pinned to a rocker run compiled.
 Force elements (``forces=``) run compiled when each has a row of
 :mod:`kanedyn.forces.kernel` (springs, dampers, smoothed friction, constant and periodic
 torques, constant wrenches), on additive joints and on ball and free joints alike, as the
@@ -57,7 +59,7 @@ on a 1-DOF additive joint reads its coordinate q[iqd[j]] (``iqd`` of
 :func:`.gauss_compiled.dof_coordinates`; q has nq ≠ nv entries on ball and free joints),
 the wrench rows read the whole q̄. The slopes C = −∂τ_nc/∂v of dampers and friction at v0
 join the Newton matrix's momentum rows (at x = 0, J = 1), as in the reference's, so that
-both rebuild it at the same steps. Planar joints, joint types beyond the built-in ones,
+both rebuild it at the same steps. Joint types beyond the built-in ones,
 user constraints g(q), velocity rows, a system's own ``tau=``, force elements without a
 row, and ``momenta=`` take the Python steps. Newton failures, a singular Newton matrix and a
 blow-up raise the reference's errors (step, time, residual, what to do); a kernel that
@@ -767,7 +769,7 @@ def applicable(method) -> sk.CompiledForm | None:
     if method.chart is None:
         form = compiled_form_of(method.system)
     else:
-        # ball and free joints: their charts compiled (system_kernel), where the system
+        # ball, free and planar joints: their charts compiled (system_kernel), where the system
         # offers them (ConstrainedSystem.compiled_chart_form) and the reference's chart is
         # the joints' own (ModelChart)
         get = getattr(method.system, "compiled_chart_form", None)

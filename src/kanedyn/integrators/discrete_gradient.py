@@ -24,7 +24,7 @@ Robidoux, *Phil. Trans. R. Soc. A* 357, 1999).
 On a plain Model with additive joints, whose force elements all have compiled rows
 (:mod:`kanedyn.forces.kernel`: springs, dampers, smoothed Stribeck friction, constant and
 sinusoidal torques), both run in the compiled loop of :mod:`.discrete_gradient_compiled`;
-with ball and free joints (no planar joint) in those of :mod:`.avf_chart_compiled`, these
+with ball, free and planar joints in those of :mod:`.avf_chart_compiled`, these
 steps in the chart (``compiled=False``: these Python steps).
 
 Both conserve E = T + V_gravity + V_springs to roundoff (avf up to its quadrature
@@ -213,8 +213,8 @@ class AVF(_DiscreteGradient):
     that have a compiled form (springs, dampers, smoothed Stribeck friction, constant and
     sinusoidal torques: :mod:`kanedyn.forces.kernel`) and no dissipation runs in the
     compiled loop of :mod:`.discrete_gradient_compiled` (same steps to Newton's tolerance;
-    it hands back to this Python method if Newton does not settle); with ball and free
-    joints (no planar joint) in :mod:`.avf_chart_compiled`'s.
+    it hands back to this Python method if Newton does not settle); with ball, free and
+    planar joints in :mod:`.avf_chart_compiled`'s.
     """
 
     name = "avf"
@@ -251,9 +251,9 @@ class AVF(_DiscreteGradient):
 def compiled_discrete_gradient(method, project, kind: int, **kw):
     """``method``'s whole run by :func:`.discrete_gradient_compiled.run` — on a compiled
     Kane system by :mod:`.kane_compiled`'s loop, its generated functions passed in; in the
-    chart of ball and free joints by :mod:`.avf_chart_compiled` (avf, itoh_abe) —, or
-    None when the compiled loop does not apply (``compiled=False``, a projection,
-    dissipation, a force element without a compiled row, planar joints, armature:
+    chart of ball, free and planar joints by :mod:`.avf_chart_compiled` (avf, itoh_abe) —,
+    or None when the compiled loop does not apply (``compiled=False``, a projection,
+    dissipation, a force element without a compiled row, armature:
     :func:`.rk4_compiled.applicable`, :func:`.avf_chart_compiled.applicable`) or gives
     up."""
     from . import discrete_gradient_compiled as dgc
@@ -310,7 +310,7 @@ class ItohAbe(_DiscreteGradient):
     357, 1999, sec. 3; symmetrised coordinate increments). It costs two paths per
     residual. ``compiled=True`` (default): a plain Model with additive coordinates and force
     elements that have compiled rows (:mod:`kanedyn.forces.kernel`) runs in
-    :mod:`.discrete_gradient_compiled`, one with ball and free joints (no planar joint) in
+    :mod:`.discrete_gradient_compiled`, one with ball, free and planar joints in
     :mod:`.avf_chart_compiled`; a compiled Kane system in :mod:`.kane_compiled`
     (additive coordinates, or quaternions without force elements: ``run_itoh_abe_chart``,
     these steps in the chart's canonical coordinates).
