@@ -69,14 +69,28 @@ options and the force elements —, the names of the ``kd.simulate`` options it 
   midpoint;
 - ``"avf"``, ``"itoh_abe"`` (``variant="forward"`` or ``"symmetric"``),
   ``"energy_momentum"`` (its ``"gonzalez"`` variant, what ``variant="auto"`` picks on
-  additive chains): ``_dg_loop`` of :mod:`kanedyn.integrators.discrete_gradient_compiled`
-  per run (:func:`_dg_runs`), additive joints without armature, with the force rows
-  (springs, dampers, constant and sinusoidal torques, smoothed Stribeck friction, and
-  their per-run parameters) and W_nc. The method's stepper is built as ``kd.simulate``
-  builds it (its options checked, the cyclic coordinates of energy_momentum chosen) and
-  the loop's settings read from it, so that each run is the compiled ``kd.simulate`` run;
-  options: ``tol``/``maxiter``/``nodes`` (avf), ``tol``/``maxiter``/``variant``
-  (itoh_abe), ``maxiter``/``variant``/``cyclic`` (energy_momentum);
+  additive chains): on additive joints ``_dg_loop`` of
+  :mod:`kanedyn.integrators.discrete_gradient_compiled` per run (:func:`_dg_runs`), with
+  the force rows (springs, dampers, constant and sinusoidal torques, smoothed Stribeck
+  friction, and their per-run parameters) and W_nc. With ball and free joints among
+  revolute, prismatic and helical ones (:func:`_chart_batch`), the loops ``kd.simulate``
+  runs there: avf and itoh_abe ``_avf_chart_loop`` and ``_itoh_abe_chart_loop`` of
+  :mod:`kanedyn.integrators.avf_chart_compiled` per run (:func:`_chart_runs`; the
+  canonical chart centred on each step's start), energy_momentum its ``"projection"``
+  variant (what ``variant="auto"`` picks there) by ``_gauss_loop``'s tangent midpoint
+  followed by the projection onto E₀ + W_nc and, for a free root without gravity or
+  forces, [L; P] (:func:`_gauss_runs` with ``project``) — the same force rows and per-run
+  parameters (dampers act on every speed of a ball or free joint; springs, sinusoidal
+  torques and friction on its 1-DOF joints). Its ``"lie"`` variant (a single torque-free
+  free body) and ``"floating"`` variant (a free root, hinges, no gravity) have no batched
+  loop and are refused (pass ``variant="projection"``), as are planar joints (no compiled
+  planar chart yet: kd.simulate takes the Python steps) and rotor armature. The method's
+  stepper is built from the Problem ``kd.simulate`` builds (its options checked, the
+  variant and the cyclic coordinates of energy_momentum chosen) and the loop's settings
+  read from it, so that each run is the compiled ``kd.simulate`` run; options:
+  ``tol``/``maxiter``/``nodes`` (avf), ``tol``/``maxiter``/``variant`` (itoh_abe),
+  ``maxiter``/``variant``/``cyclic``/``tol``/``momentum`` (energy_momentum; ``tol``
+  the projection variant's Newton tolerance);
 - ``"time_stepping"``: :func:`~kanedyn.sim.time_stepping_compiled.time_stepping_run` per run
   (:func:`_ts_runs`): the JointFriction elements with Stribeck laws and the entries of
   ``joints=`` (Stribeck laws, LuGre laws, Karnopp bands; ``surface_velocity=``, as
@@ -94,8 +108,9 @@ options and the force elements —, the names of the ``kd.simulate`` options it 
 
 Each gives, run by run, the single ``kd.simulate`` with the method to the bit (the same
 loop, the same options) — where ``kd.simulate`` runs it compiled: a run whose Newton
-iteration fails is reported stopped here, where ``kd.simulate`` hands it to the Python
-method. What a loop cannot take is refused before any step, naming the method, the joint
+iteration fails (in a chart loop also a singular J(x) of a diverging iterate, numba's
+ZeroDivisionError) or whose kernel refuses a state is reported stopped here (codes
+NEWTON_STOPPED, BAD_KERNEL_STATE), where ``kd.simulate`` hands it to the Python method. What a loop cannot take is refused before any step, naming the method, the joint
 or element and the batched methods that take it: an exact law outside time_stepping and
 stickslip; an element without a compiled row (a torque or a wrench given as a function:
 ``kd.simulate`` per state). Another compiled loop joins with one entry: write its
