@@ -110,12 +110,13 @@ Each gives, run by run, the single ``kd.simulate`` with the method to the bit (t
 loop, the same options) — where ``kd.simulate`` runs it compiled: a run whose Newton
 iteration fails (in a chart loop also a singular J(x) of a diverging iterate, numba's
 ZeroDivisionError) or whose kernel refuses a state is reported stopped here (codes
-NEWTON_STOPPED, BAD_KERNEL_STATE), where ``kd.simulate`` hands it to the Python method. What a loop cannot take is refused before any step, naming the method, the joint
-or element and the batched methods that take it: an exact law outside time_stepping and
+NEWTON_STOPPED, BAD_KERNEL_STATE), where ``kd.simulate`` hands it to the Python method.
+What a loop cannot take is refused before any step, naming the method, the joint or
+element and the batched methods that take it: an exact law outside time_stepping and
 stickslip; an element without a compiled row (a torque or a wrench given as a function:
-``kd.simulate`` per state). Another compiled loop joins with one entry: write its
-loop for one state with these outputs, a driver like :func:`_gauss_runs` (:func:`each_run`), and its
-``refuses``.
+``kd.simulate`` per state). Another compiled loop joins with one entry: write its loop for
+one state with these outputs, a driver like :func:`_gauss_runs` (:func:`each_run`), and
+its ``refuses``.
 
 A run that stops does not lose the others: :func:`simulate_batch` raises
 :class:`DivergenceError` naming the runs (run, time, why); the error's ``result`` holds the
@@ -678,7 +679,7 @@ def _dg_problem(model, D, P, Q0, V0, steps, forces):
     sys_ = as_system(model)
     fs = ForceSet(sys_, forces)
     springs = bool(fs.conservative) or bool(np.any(P[:, :model.nv, P_K] != 0.0))
-    acting = bool(fs.nonconservative) or (has_forces(P) and not springs)
+    acting = bool(fs.nonconservative) or (has_forces(P) and not fs.elements)
     return Problem(system=sys_, q0=Q0[0], v0=V0[0], t_final=float(steps.sum()),
                    dt=float(steps[0]), tau_cons=fs.tau_conservative if springs else None,
                    tau_nc=fs.tau_nonconservative if acting else None,
