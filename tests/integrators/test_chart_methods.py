@@ -578,12 +578,3 @@ def test_a_batch_refuses_planar_joints_naming_the_joint(method):
         kd.simulate_batch(m, np.tile(q0, (2, 1)), np.tile(v0, (2, 1)), 0.1, method=method,
                           dt=1e-3)
 
-
-def test_a_batch_refuses_energy_momentums_lie_variant_naming_the_way_out():
-    """On a single torque-free free body variant="auto" picks the Lie–Cayley scheme, which
-    has no batched loop: refused naming the variant and variant='projection' (batched)."""
-    m, q0, v0 = tossed_body()
-    Q0, V0 = np.tile(q0, (2, 1)), np.tile(v0, (2, 1))
-    with pytest.raises(kd.KanedynError, match=r"energy_momentum's 'lie' variant.*single "
-                                              r"torque-free body.*variant='projection'"):
-        kd.simulate_batch(m, Q0, V0, 0.1, method="energy_momentum", dt=1e-3)

@@ -796,15 +796,17 @@ def _chart_batch(name, stepper, model, D, P, Q0, V0, steps, every, outQ, outV, o
     if name == "energy_momentum":
         from ..integrators.gauss import REFRESH_AFTER
 
+        if stepper.variant == "lie":
+            _lie_runs(stepper, model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE,
+                      status)
+            return
         if stepper.variant != "projection":
             raise KanedynError(
-                f"simulate_batch: energy_momentum's {stepper.variant!r} variant (what "
-                "variant='auto' picks for "
-                + ("a single torque-free body on a free joint" if stepper.variant == "lie"
-                   else "a free root with revolute/prismatic/helical joints and no gravity")
-                + f" like {model.name!r}) has no batched loop; pass variant='projection' (the "
-                "tangent midpoint and the energy projection, batched), or call "
-                "kd.simulate(..., method='energy_momentum') per state")
+                "simulate_batch: energy_momentum's 'floating' variant (what variant='auto' "
+                "picks for a free root with revolute/prismatic/helical joints and no "
+                f"gravity, like {model.name!r}) has no batched loop; pass "
+                "variant='projection' (the tangent midpoint and the energy projection, "
+                "batched), or call kd.simulate(..., method='energy_momentum') per state")
         rows = gauss_compiled.momentum_rows(stepper.invariants)
         if rows is None:
             raise KanedynError(f"simulate_batch: energy_momentum's projection onto "
@@ -830,6 +832,44 @@ def _chart_batch(name, stepper, model, D, P, Q0, V0, steps, every, outQ, outV, o
                      float(stepper.floor)),
                     Q0, V0, steps, every, outQ, outV, outW, outE, status)
     _implicit_status(status)
+
+
+def _lie_runs(stepper, model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE,
+              status) -> None:
+    """energy_momentum's ``"lie"`` variant (a single torque-free body on a free joint):
+    :func:`~kanedyn.integrators.lie_cayley_compiled.lie_run` per run (:func:`each_run`)
+    with the arguments of ``lie_cayley_compiled.run`` (m, c, I_c, I_c⁻¹ and g of the
+    stepper; t0 = 0, no blow-up guard), W_nc 0 (no forces: the variant is not picked
+    with any). A per-run ``mass:`` of the body scales m, I_c (and I_c⁻¹ inversely) by the
+    ratio of the run's mass to the model's, as it scales the flat array's inertia (c
+    unchanged). Its status [code, step] becomes the batch's [code, step from 1, 0]:
+    Newton at step index n -> NEWTON_STOPPED at n + 1, the state guard (at the step from
+    1) -> NOT_FINITE."""
+    from ..integrators import lie_cayley_compiled as lcc
+
+    n_steps = steps.shape[0]
+    S = outQ.shape[1]
+    f = np.ascontiguousarray
+    m0 = float(stepper.m)
+    c, g = f(stepper.c, float), f(stepper.g, float)
+    Ic, Ici = f(stepper.Ic, float), f(stepper.Ic_inv, float)
+    maxiter, iqd = int(stepper.opts["maxiter"]), dof_coordinates(model)
+    mass = model.bodies[0].mass
+
+    def run(k: int) -> None:
+        ratio = D[k, 0, MASS] / mass
+        m, I, Ii = (m0, Ic, Ici) if ratio == 1.0 else (m0 * ratio, Ic * ratio, Ici / ratio)
+        Q, V = np.empty((S, 7)), np.empty((S, 6))
+        iters = np.zeros(n_steps, dtype=np.int32)
+        st = np.zeros(2, dtype=np.int64)
+        kept = lcc.lie_run(m, c, I, Ii, g, Q0[k], V0[k], steps, n_steps, every, maxiter,
+                           np.inf, Q, V, iters, st)
+        if st[0] == lcc.NEWTON_FAILED:
+            status[k, 0], status[k, 1] = NEWTON_STOPPED, st[1] + 1
+        elif st[0] == lcc.STATE_GUARD:
+            status[k, 0], status[k, 1] = NOT_FINITE, st[1]
+        _finish(D[k], P[k], iqd, Q, V, np.zeros(S), kept, outQ[k], outV[k], outW[k], outE[k])
+    each_run(Q0.shape[0], run)
 
 
 # --- time_stepping: exact stick–slip by the box LCP, one compiled run per state --------
