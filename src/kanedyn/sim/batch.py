@@ -81,10 +81,13 @@ options and the force elements —, the names of the ``kd.simulate`` options it 
   followed by the projection onto E₀ + W_nc and, for a free root without gravity or
   forces, [L; P] (:func:`_gauss_runs` with ``project``) — the same force rows and per-run
   parameters (dampers act on every speed of a ball or free joint; springs, sinusoidal
-  torques and friction on its 1-DOF joints). Its ``"lie"`` variant (a single torque-free
-  free body) and ``"floating"`` variant (a free root, hinges, no gravity) have no batched
-  loop and are refused (pass ``variant="projection"``), as are planar joints (no compiled
-  planar chart yet: kd.simulate takes the Python steps) and rotor armature. The method's
+  torques and friction on its 1-DOF joints); its ``"lie"`` variant (a single torque-free
+  free body, what ``variant="auto"`` picks there) by
+  :func:`~kanedyn.integrators.lie_cayley_compiled.lie_run` per run (:func:`_lie_runs`;
+  a per-run ``mass:`` scales m and I_c). Its ``"floating"`` variant (a free root, hinges,
+  no gravity) has no batched loop and is refused (pass ``variant="projection"``), as are
+  planar joints (no compiled planar chart yet: kd.simulate takes the Python steps) and
+  rotor armature. The method's
   stepper is built from the Problem ``kd.simulate`` builds (its options checked, the
   variant and the cyclic coordinates of energy_momentum chosen) and the loop's settings
   read from it, so that each run is the compiled ``kd.simulate`` run; options:
@@ -788,7 +791,8 @@ def _chart_batch(name, stepper, model, D, P, Q0, V0, steps, every, outQ, outV, o
     variant, tol, maxiter, the stepper's stagnation and floor); energy_momentum: its
     ``"projection"`` variant (what ``variant="auto"`` picks there unless the ``"lie"`` or
     ``"floating"`` scheme applies) by ``_gauss_loop``'s tangent midpoint and projection, the
-    arguments of ``EnergyMomentum._compiled_projection``."""
+    arguments of ``EnergyMomentum._compiled_projection``; its ``"lie"`` variant by
+    :func:`_lie_runs`."""
     from ..integrators import avf_chart_compiled as acc
     from ..integrators import gauss_compiled
 
