@@ -23,7 +23,9 @@ variant, ``_gauss_loop``'s tangent midpoint and energy projection) and, for refe
 midpoint's tangent form, on a 3-link chain of ball joints (``pendulum_chain(3,
 planar=False, joint="spherical", radius=0.05)``, nv = 9), N random states (each link
 turned by a rotation vector of norm ≤ 0.8, body rates ±1 rad/s): the batch against N
-sequential ``kd.simulate`` calls, the runs checked bit-equal; no MuJoCo part. Run it with
+sequential ``kd.simulate`` calls, the runs checked bit-equal, and the batch's CPU time per
+wall time (≈ the number of its threads that ran at once; below 1 when other processes hold
+the cores); no MuJoCo part. Run it with
 ``KANEDYN_FIRST_CALLS=compile`` (the warm-up then compiles the loops in the process
 instead of timing Python steps while a compiler process works):
 
@@ -97,7 +99,8 @@ def ball_main(a) -> None:
           f"cores {os.cpu_count()}, numba threads {kd_threads()}, "
           f"KANEDYN_FIRST_CALLS={os.environ.get('KANEDYN_FIRST_CALLS', '')!r}, "
           f"load {os.getloadavg()[0]:.2f}")
-    print(f"{'method':>30} {'batched µs/run-step':>20} {'loop µs/run-step':>17} {'ratio':>6}")
+    print(f"{'method':>30} {'batched µs/run-step':>20} {'loop µs/run-step':>17} {'ratio':>6}"
+          f" {'batch cpu/wall':>15}")
     for label, m, opts in BALL_METHODS:
         if a.methods and label not in a.methods.split(","):
             continue
@@ -110,12 +113,15 @@ def ball_main(a) -> None:
                                 **opts) for k in range(N)]
 
         batch(), loop()  # warm-up (compilation)
+        c0 = time.process_time()
         tb, b = best(batch, a.repeat)
+        cpu = (time.process_time() - c0) / a.repeat  # the process's CPU time per batch
         tl, s = best(loop, a.repeat)
         err = max(np.abs(b.q[k] - s[k].q).max() for k in range(N))
         assert err == 0.0, (m, err)  # the same loop with the same arguments: the same bits
         us = 1e6 / (N * steps)
-        print(f"{label:>30} {tb * us:20.2f} {tl * us:17.2f} {tl / tb:6.1f}")
+        # cpu/wall: ≈ 2 when the batch's 2 threads run at once, < 1 on a saturated machine
+        print(f"{label:>30} {tb * us:20.2f} {tl * us:17.2f} {tl / tb:6.1f} {cpu / tb:15.2f}")
     print(f"load after: {os.getloadavg()[0]:.2f}")
 
 
