@@ -1333,9 +1333,9 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
     methods"); each
     run equals ``kd.simulate`` with that method. ``options``: the method's options of
     ``kd.simulate`` that the batch takes (``BatchMethod.options``: ``variant=`` of
-    itoh_abe and energy_momentum, ``tol``/``maxiter``/``nodes`` of avf, ``cyclic=`` of
-    energy_momentum, ``joints=``/``surface_velocity=`` of time_stepping — LuGre laws and
-    Karnopp bands). See the module docstring for ``params``. Raises
+    itoh_abe and energy_momentum, ``tol``/``maxiter``/``nodes`` of avf, ``cyclic=``,
+    ``tol=`` and ``momentum=`` of energy_momentum, ``joints=``/``surface_velocity=`` of
+    time_stepping — LuGre laws and Karnopp bands). See the module docstring for ``params``. Raises
     :class:`DivergenceError` naming the runs that stopped (run, time, why), the finished
     runs in its ``result``.
     """
