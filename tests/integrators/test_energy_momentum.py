@@ -489,13 +489,39 @@ def test_batch_projection_variant_with_momentum_rows_equals_kd_simulate():
         assert rel(h, np.linalg.norm(h[0])) <= 1e-13
 
 
-def test_batch_refuses_the_floating_variant_naming_the_way_out():
-    """The floating variant's loop is not batched: refused before any step, naming the
-    variant and variant='projection' (batched); with it the batch runs."""
+@pytest.mark.parametrize("with_forces", [False, True])
+def test_batch_floating_runs_equal_kd_simulate_per_state(with_forces):
+    """On the floating chain variant="auto" is the floating scheme: each batch run is
+    floating_run with kd.simulate's arguments, its bits (q, v, W_nc), 300 steps with a
+    shortened last one — also with force rows on the arm (a damper set per run, a spring,
+    a periodic motor, a wrench on a limb), where the budget E − E₀ − W_nc closes to
+    1e-12 and [L; P] without forces. A damper on the base's speeds has no row the loop
+    takes (kd.simulate runs the Python steps): refused before any step, naming the joint
+    and variant='projection'."""
     from kanedyn.errors import KanedynError
+    from kanedyn.forces import ExternalWrench, JointDamper, JointSpring, SinusoidalTorque
 
     m, q0, v0 = floating_chain()
-    Q0, V0 = np.tile(q0, (2, 1)), np.tile(v0, (2, 1))
-    with pytest.raises(KanedynError, match=r"energy_momentum's 'floating' variant.*"
-                                           r"variant='projection'"):
-        kd.simulate_batch(m, Q0, V0, 0.01, method="energy_momentum", dt=1e-3)
+    Q0, V0 = _states(m, q0, v0, 3, 3)
+    c = np.array([0.1, 0.3, 0.6])
+    rest = ([JointSpring("j2", 2.0, 0.1), SinusoidalTorque("j1", 0.5, 1.0),
+             ExternalWrench("arm2", [0.1, -0.2, 0.3, 1.0, -0.5, 0.7])] if with_forces else [])
+    kw = dict(method="energy_momentum", dt=1e-3, save_every=7)
+    b = kd.simulate_batch(m, Q0, V0, 0.2995,
+                          forces=[JointDamper("j1", 0.0), *rest] if with_forces else (),
+                          params={"damping:j1": c} if with_forces else None, **kw)
+    for k in range(3):
+        one = [JointDamper("j1", c[k]), *rest] if with_forces else None
+        s = kd.simulate(m, Q0[k], V0[k], 0.2995, forces=one, **kw)
+        assert np.array_equal(b.q[k], s.q) and np.array_equal(b.v[k], s.v)
+        assert np.array_equal(b.work_nc[k], s.work_nc)
+        if with_forces:
+            assert abs(b.work_nc[k, -1]) > 1e-3
+            assert np.abs(b.budget[k]).max() <= 1e-12 * np.abs(b.energy[k]).max()
+        else:
+            h = kd.spatial_momentum(m, b.q[k], b.v[k])
+            assert rel(h, np.linalg.norm(h[0])) <= 1e-12
+    with pytest.raises(KanedynError, match=r"'floating' variant cannot take a force on the "
+                                           r"free joint 'root'.*variant='projection'"):
+        kd.simulate_batch(m, Q0, V0, 0.01, method="energy_momentum", dt=1e-3,
+                          forces=[JointDamper("root", 0.1)])

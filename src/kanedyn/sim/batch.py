@@ -84,10 +84,12 @@ options and the force elements —, the names of the ``kd.simulate`` options it 
   torques and friction on its 1-DOF joints); its ``"lie"`` variant (a single torque-free
   free body, what ``variant="auto"`` picks there) by
   :func:`~kanedyn.integrators.lie_cayley_compiled.lie_run` per run (:func:`_lie_runs`;
-  a per-run ``mass:`` scales m and I_c). Its ``"floating"`` variant (a free root, hinges,
-  no gravity) has no batched loop and is refused (pass ``variant="projection"``), as are
-  planar joints (no compiled planar chart yet: kd.simulate takes the Python steps) and
-  rotor armature. The method's
+  a per-run ``mass:`` scales m and I_c), and its ``"floating"`` variant (a free root with
+  hinges below it, no gravity) by
+  :func:`~kanedyn.integrators.floating_cayley_compiled.floating_run` per run
+  (:func:`_floating_runs`; force rows on the arm, none on the base's speeds). Planar
+  joints are refused (no compiled planar chart yet: kd.simulate takes the Python steps),
+  as is rotor armature. The method's
   stepper is built from the Problem ``kd.simulate`` builds (its options checked, the
   variant and the cyclic coordinates of energy_momentum chosen) and the loop's settings
   read from it, so that each run is the compiled ``kd.simulate`` run; options:
@@ -791,8 +793,8 @@ def _chart_batch(name, stepper, model, D, P, Q0, V0, steps, every, outQ, outV, o
     variant, tol, maxiter, the stepper's stagnation and floor); energy_momentum: its
     ``"projection"`` variant (what ``variant="auto"`` picks there unless the ``"lie"`` or
     ``"floating"`` scheme applies) by ``_gauss_loop``'s tangent midpoint and projection, the
-    arguments of ``EnergyMomentum._compiled_projection``; its ``"lie"`` variant by
-    :func:`_lie_runs`."""
+    arguments of ``EnergyMomentum._compiled_projection``; its ``"lie"`` and ``"floating"``
+    variants by :func:`_lie_runs` and :func:`_floating_runs`."""
     from ..integrators import avf_chart_compiled as acc
     from ..integrators import gauss_compiled
 
@@ -804,13 +806,10 @@ def _chart_batch(name, stepper, model, D, P, Q0, V0, steps, every, outQ, outV, o
             _lie_runs(stepper, model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE,
                       status)
             return
-        if stepper.variant != "projection":
-            raise KanedynError(
-                "simulate_batch: energy_momentum's 'floating' variant (what variant='auto' "
-                "picks for a free root with revolute/prismatic/helical joints and no "
-                f"gravity, like {model.name!r}) has no batched loop; pass "
-                "variant='projection' (the tangent midpoint and the energy projection, "
-                "batched), or call kd.simulate(..., method='energy_momentum') per state")
+        if stepper.variant == "floating":
+            _floating_runs(stepper, model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE,
+                           status)
+            return
         rows = gauss_compiled.momentum_rows(stepper.invariants)
         if rows is None:
             raise KanedynError(f"simulate_batch: energy_momentum's projection onto "
@@ -873,6 +872,50 @@ def _lie_runs(stepper, model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE
         elif st[0] == lcc.STATE_GUARD:
             status[k, 0], status[k, 1] = NOT_FINITE, st[1]
         _finish(D[k], P[k], iqd, Q, V, np.zeros(S), kept, outQ[k], outV[k], outW[k], outE[k])
+    each_run(Q0.shape[0], run)
+
+
+def _floating_runs(stepper, model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE,
+                   status) -> None:
+    """energy_momentum's ``"floating"`` variant (a free root with revolute, prismatic or
+    helical joints below it, no gravity):
+    :func:`~kanedyn.integrators.floating_cayley_compiled.floating_run` per run
+    (:func:`each_run`) with the arguments of ``floating_cayley_compiled.run`` (its rows act
+    when force elements are given, ``nc`` when some are not conservative: the stepper's
+    Problem; t0 = 0, no blow-up guard). A force on the base's speeds (a damper on the free
+    joint) has no row that loop takes (kd.simulate runs the Python steps): refused. Its
+    status [code, step] becomes the batch's: Newton (at the step's index) ->
+    NEWTON_STOPPED, a kernel's refusal (likewise) -> BAD_KERNEL_STATE, at the step from 1;
+    the state guard (already from 1) -> NOT_FINITE."""
+    from ..integrators import floating_cayley_compiled as fcc
+
+    base = fcc._inactive_rows(P.shape[2])
+    if np.any(P[:, :6] != base[None]):
+        raise KanedynError(
+            f"simulate_batch: energy_momentum's 'floating' variant cannot take a force on "
+            f"the free joint {model.bodies[0].joint.name!r} (its compiled loop has no row "
+            "for the base's speeds); pass variant='projection' (batched), or call "
+            "kd.simulate(..., method='energy_momentum') per state")
+    problem = stepper.problem
+    forces = bool(problem.tau_cons is not None or problem.tau_nc is not None)
+    nc = problem.tau_nc is not None
+    n_steps = steps.shape[0]
+    S = outQ.shape[1]
+    maxiter, iqd = int(stepper.opts["maxiter"]), dof_coordinates(model)
+    codes = {fcc.NEWTON_FAILED: NEWTON_STOPPED, fcc.BAD_STATE: BAD_KERNEL_STATE}
+
+    def run(k: int) -> None:
+        Q, V = np.empty((S, Q0.shape[1])), np.empty((S, V0.shape[1]))
+        W = np.zeros(S)
+        iters = np.zeros(n_steps, dtype=np.int32)
+        st = np.zeros(2, dtype=np.int64)
+        kept = fcc.floating_run(D[k], P[k], forces, nc, 0.0, Q0[k], V0[k], steps, n_steps,
+                                every, 1e-15, 1e-9, maxiter, np.inf, Q, V, W, iters, st)
+        if st[0] == fcc.STATE_GUARD:
+            status[k, 0], status[k, 1] = NOT_FINITE, st[1]
+        elif st[0] != fcc.OK:
+            status[k, 0], status[k, 1] = codes[int(st[0])], st[1] + 1
+        _finish(D[k], P[k], iqd, Q, V, W, kept, outQ[k], outV[k], outW[k], outE[k])
     each_run(Q0.shape[0], run)
 
 
