@@ -16,6 +16,20 @@ equal to the single runs.
 
     .venv/bin/python bench/batch_methods.py              # N = 256, 0.2 s
     .venv/bin/python bench/batch_methods.py --n 64 --t 0.05 --repeat 2
+
+``--ball``: instead, the methods whose batches run the chart loops on ball joints (avf,
+itoh_abe forward and symmetric: ``avf_chart_compiled``; energy_momentum: its projection
+variant, ``_gauss_loop``'s tangent midpoint and energy projection) and, for reference,
+midpoint's tangent form, on a 3-link chain of ball joints (``pendulum_chain(3,
+planar=False, joint="spherical", radius=0.05)``, nv = 9), N random states (each link
+turned by a rotation vector of norm ≤ 0.8, body rates ±1 rad/s): the batch against N
+sequential ``kd.simulate`` calls, the runs checked bit-equal, and the batch's CPU time per
+wall time (≈ the number of its threads that ran at once; below 1 when other processes hold
+the cores); no MuJoCo part. Run it with
+``KANEDYN_FIRST_CALLS=compile`` (the warm-up then compiles the loops in the process
+instead of timing Python steps while a compiler process works):
+
+    KANEDYN_FIRST_CALLS=compile .venv/bin/python bench/batch_methods.py --ball --n 32 --t 0.1
 """
 
 from __future__ import annotations
@@ -58,6 +72,65 @@ def lugre_karnopp(model):
             for i, j in enumerate(model.joint_names)}
 
 
+#: (label, method, options) of ``--ball``
+BALL_METHODS = (("midpoint (tangent form)", "midpoint", {}), ("avf", "avf", {}),
+                ("itoh_abe", "itoh_abe", {}),
+                ("itoh_abe symmetric", "itoh_abe", {"variant": "symmetric"}),
+                ("energy_momentum (projection)", "energy_momentum", {}))
+
+
+def ball_chain(n: int):
+    """The 3-link ball-joint chain and n random states (rotation vectors of norm ≤ 0.8 per
+    link applied to the neutral quaternions, body rates uniform in ±1 rad/s)."""
+    model = kd.models.pendulum_chain(3, planar=False, joint="spherical", radius=0.05)
+    rng = np.random.default_rng(0)
+    q0 = kd.neutral(model)
+    Q0 = np.array([kd.integrate_configuration(model, q0, rng.uniform(-0.46, 0.46, model.nv),
+                                              1.0) for _ in range(n)])
+    return model, Q0, rng.uniform(-1.0, 1.0, (n, model.nv))
+
+
+def ball_main(a) -> None:
+    """``--ball``: the batch against N sequential kd.simulate calls, same runs, bit-equal."""
+    dt, N = 1e-3, a.n
+    steps = int(round(a.t / dt))
+    model, Q0, V0 = ball_chain(N)
+    print(f"3-link ball chain (nv = {model.nv}), N = {N} runs x {steps} steps, dt = {dt}; "
+          f"cores {os.cpu_count()}, numba threads {kd_threads()}, "
+          f"KANEDYN_FIRST_CALLS={os.environ.get('KANEDYN_FIRST_CALLS', '')!r}, "
+          f"load {os.getloadavg()[0]:.2f}")
+    print(f"{'method':>30} {'batched µs/run-step':>20} {'loop µs/run-step':>17} {'ratio':>6}"
+          f" {'batch cpu/wall':>15}")
+    for label, m, opts in BALL_METHODS:
+        if a.methods and label not in a.methods.split(","):
+            continue
+
+        def batch(m=m, opts=opts):
+            return kd.simulate_batch(model, Q0, V0, a.t, method=m, dt=dt, **opts)
+
+        def loop(m=m, opts=opts):
+            return [kd.simulate(model, Q0[k], V0[k], a.t, method=m, dt=dt, progress=False,
+                                **opts) for k in range(N)]
+
+        batch(), loop()  # warm-up (compilation)
+        c0 = time.process_time()
+        tb, b = best(batch, a.repeat)
+        cpu = (time.process_time() - c0) / a.repeat  # the process's CPU time per batch
+        tl, s = best(loop, a.repeat)
+        err = max(np.abs(b.q[k] - s[k].q).max() for k in range(N))
+        assert err == 0.0, (m, err)  # the same loop with the same arguments: the same bits
+        us = 1e6 / (N * steps)
+        # cpu/wall: ≈ 2 when the batch's 2 threads run at once, < 1 on a saturated machine
+        print(f"{label:>30} {tb * us:20.2f} {tl * us:17.2f} {tl / tb:6.1f} {cpu / tb:15.2f}")
+    print(f"load after: {os.getloadavg()[0]:.2f}")
+
+
+def kd_threads() -> int:
+    from numba import get_num_threads
+
+    return get_num_threads()
+
+
 def best(fn, repeat):
     out, t_best = None, np.inf
     for _ in range(repeat):
@@ -73,7 +146,12 @@ def main() -> None:
     ap.add_argument("--t", type=float, default=0.2)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--methods", default=None, help="comma-separated labels (default all)")
+    ap.add_argument("--ball", action="store_true",
+                    help="avf, itoh_abe, energy_momentum on a ball-joint chain (module doc)")
     a = ap.parse_args()
+    if a.ball:
+        ball_main(a)
+        return
     dt, N = 1e-3, a.n
     steps = int(round(a.t / dt))
     model = kd.models.pendulum_chain(7, planar=False, radius=0.05)  # as the MJCF

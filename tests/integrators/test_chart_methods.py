@@ -581,3 +581,107 @@ def test_compiled_chart_loops_on_a_planar_joint_with_force_rows(method, monkeypa
     assert np.abs(tr.work_nc - ref.work_nc).max() <= tol * np.abs(ref.work_nc).max()
     scale = max(abs(tr.energy[0]), float(np.abs(tr.work_nc).max()))
     assert np.abs(tr.budget).max() / scale <= 1e-12
+
+
+# ------------------------------------------------- kd.simulate_batch on the chart loops
+# (here, beside the tests above that compile the chart loops and _gauss_loop's tangent form:
+# the batch calls them with the argument types of kd.simulate's runs, so it compiles no
+# specialisation of its own)
+def _batch_states(m, q0, v0, n, seed):
+    """n states about (q0, v0): q0 moved along random speeds on the manifold, v0 shifted."""
+    rng = np.random.default_rng(seed)
+    Q0 = np.array([kd.integrate_configuration(m, q0, 0.2 * rng.normal(size=m.nv), 1.0)
+                   for _ in range(n)])
+    return Q0, v0 + 0.3 * rng.normal(size=(n, m.nv))
+
+
+@pytest.mark.parametrize("case,method,kw", [
+    (ball_elbow, "avf", {}), (free_ball_hinge, "avf", {}),
+    (ball_elbow, "itoh_abe", {}), (tossed_body, "itoh_abe", {"variant": "symmetric"}),
+    (ball_elbow, "energy_momentum", {}),  # variant "auto": the projection variant here
+    (free_ball_hinge, "energy_momentum", {"variant": "projection"})])
+def test_batch_on_ball_and_free_joints_equals_kd_simulate_per_state(case, method, kw):
+    """simulate_batch of avf, itoh_abe and energy_momentum on ball and free joints: each run
+    is the single kd.simulate of its state to the bit — the same compiled loop
+    (avf_chart_compiled's, or _gauss_loop's tangent midpoint + energy projection) with the
+    same arguments (flat array, force rows, settings read from the stepper kd.simulate
+    builds; t0 = 0). With a damper on the first joint's speeds (a per-run damping=, its
+    kd.simulate the element with that value), a spring on a hinge where there is one, and
+    a world wrench on the last body: W_nc the same bits too."""
+    m, q0, v0 = case()
+    Q0, V0 = _batch_states(m, q0, v0, 3, 11)
+    first, last = m.joint_names[0], m.body_names[-1]
+    c = np.array([0.1, 0.3, 0.5])
+    wrench = ExternalWrench(last, [0.1, 0.0, 0.2, 0.5, -0.3, 0.0], frame="world")
+    hinge = [JointSpring(b.joint.name, 2.0, 0.1) for b in m.bodies if b.joint.kind == "revolute"]
+    forces = [JointDamper(first, 0.2), wrench, *hinge]
+    b = kd.simulate_batch(m, Q0, V0, 0.0495, method=method, dt=1e-3, save_every=5,
+                          forces=forces, params={f"damping:{first}": c}, **kw)
+    assert b.q.shape == (3, 11, m.nq)
+    for k in range(3):
+        one = [JointDamper(first, c[k]), wrench, *hinge]
+        s = kd.simulate(m, Q0[k], V0[k], 0.0495, method=method, dt=1e-3, save_every=5,
+                        forces=one, **kw)
+        assert np.array_equal(b.t, s.t)
+        assert np.array_equal(b.q[k], s.q) and np.array_equal(b.v[k], s.v)
+        assert np.array_equal(b.work_nc[k], s.work_nc)
+        # the batch's energy (kinetic_energy's kernel) against kd.simulate's (another pass)
+        np.testing.assert_allclose(b.energy[k], s.energy, rtol=1e-13, atol=1e-13)
+    assert np.abs(b.work_nc[:, -1]).min() > 1e-4  # the forces do work
+    assert np.ptp(b.q, axis=1).max() > 0.05  # it moves
+
+
+@pytest.mark.parametrize("method,kw", [("avf", {}), ("itoh_abe", {"variant": "symmetric"}),
+                                       ("energy_momentum", {})])
+def test_a_batch_on_a_ball_chain_keeps_the_models_energy(method, kw):
+    """Without forces, 500 steps of each of 3 runs: E = kd.kinetic_energy +
+    kd.potential_energy of the batch's own samples (the Model's energy functions, not the
+    loops' energy kernel) stays at its start to round-off (1e-12 relative, the single
+    runs' bound above; energy_momentum to its projection's tolerance), quaternions unit."""
+    m, q0, v0 = ball_elbow()
+    Q0, V0 = _batch_states(m, q0, v0, 3, 5)
+    b = kd.simulate_batch(m, Q0, V0, 0.5, method=method, dt=1e-3, save_every=10, **kw)
+    for k in range(3):
+        E = kd.kinetic_energy(m, b.q[k], b.v[k]) + kd.potential_energy(m, b.q[k])
+        scale = max(abs(E[0]), float(np.max(kd.kinetic_energy(m, b.q[k], b.v[k]))))
+        assert np.abs(E - E[0]).max() / scale <= 1e-12
+        assert np.abs(np.linalg.norm(b.q[k, :, :4], axis=1) - 1).max() < 1e-15
+    assert np.ptp(b.q[:, :, 4], axis=1).min() > 0.5  # the elbows swing
+
+
+@pytest.mark.parametrize("method", ["avf", "itoh_abe"])
+def test_a_batch_run_whose_newton_fails_is_reported_stopped(method):
+    """Run 1 at 10x the elbow's speeds with dt = 0.05: Newton does not settle at its first
+    step (avf's kept iteration fails; Itoh–Abe's iterate makes J(x) singular, numba's
+    ZeroDivisionError), where kd.simulate hands the run to the Python steps, which fail
+    there too. The batch reports run 1 stopped by Newton at t = 0.05 (NaN from there) in a
+    DivergenceError, and keeps runs 0 and 2, the bits of kd.simulate."""
+    from kanedyn.errors import DivergenceError
+
+    m, q0, v0 = ball_elbow()
+    Q0, V0 = np.tile(q0, (3, 1)), np.array([0.2 * v0, 10 * v0, 0.1 * v0])
+    with pytest.raises(DivergenceError, match=r"1 of 3 runs stopped \(the Newton iteration "
+                                              r"of a step did not converge\): run 1 at "
+                                              r"t = 0.05") as e:
+        kd.simulate_batch(m, Q0, V0, 0.1, method=method, dt=0.05)
+    assert set(e.value.failures) == {1}
+    b = e.value.result
+    assert np.isnan(b.q[1, 1:]).all() and np.array_equal(b.q[1, 0], q0)
+    for k in (0, 2):
+        s = kd.simulate(m, Q0[k], V0[k], 0.1, method=method, dt=0.05)
+        assert np.array_equal(b.q[k], s.q) and np.array_equal(b.v[k], s.v)
+    with pytest.raises(SolverError, match=f"{method}: Newton failed at step 0"):
+        kd.simulate(m, Q0[1], V0[1], 0.1, method=method, dt=0.05)
+
+
+@pytest.mark.parametrize("method", ["avf", "itoh_abe", "energy_momentum"])
+def test_a_batch_refuses_planar_joints_naming_the_joint(method):
+    """The compiled joint charts have no planar chart (kd.simulate runs the Python steps
+    there): refused before any step, naming the joint and the batched methods that take
+    it."""
+    m, q0, v0 = planar_cart()
+    with pytest.raises(kd.KanedynError, match=rf"method '{method}' cannot take 'planar_cart': "
+                                              r"joint 'plane' is a planar joint.*'verlet'"):
+        kd.simulate_batch(m, np.tile(q0, (2, 1)), np.tile(v0, (2, 1)), 0.1, method=method,
+                          dt=1e-3)
+

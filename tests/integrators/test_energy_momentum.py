@@ -335,12 +335,9 @@ def test_compiled_floating_loop_equals_the_python_step(with_forces, monkeypatch)
     assert calls == [1]
 
 
-def test_projection_variant_with_momentum_rows_runs_compiled(monkeypatch):
-    """A free base with a ball joint and a hinge below it, no gravity: the projection
-    variant keeps E and [L; P] (momentum="auto"); its compiled loop (tangent midpoint +
-    ``gauss_compiled.project_standard``) equals its Python steps and keeps both to
-    round-off; midpoint with project=("energy", "angular_momentum") takes the same loop."""
-    from kanedyn.integrators import gauss_compiled
+def free_ball():
+    """A free base, a ball joint and a hinge below it, no gravity (the projection variant
+    with momentum rows)."""
     from kanedyn.model.joints import Free, Spherical
 
     b = kd.ModelBuilder("free_ball", gravity=(0.0, 0.0, 0.0))
@@ -351,7 +348,17 @@ def test_projection_variant_with_momentum_rows_runs_compiled(monkeypatch):
     b.add_body("l3", "l2", Revolute("r3", axis=(0, 1, 0)), below, 0.5, (0, 0, -0.5), rod)
     m = b.build()
     q0 = kd.random_configuration(m, np.random.default_rng(1))
-    v0 = np.array([0.3, -0.5, 0.8, 0.1, 0.2, -0.1, 0.5, -1.0, 2.0, 1.5])
+    return m, q0, np.array([0.3, -0.5, 0.8, 0.1, 0.2, -0.1, 0.5, -1.0, 2.0, 1.5])
+
+
+def test_projection_variant_with_momentum_rows_runs_compiled(monkeypatch):
+    """A free base with a ball joint and a hinge below it, no gravity: the projection
+    variant keeps E and [L; P] (momentum="auto"); its compiled loop (tangent midpoint +
+    ``gauss_compiled.project_standard``) equals its Python steps and keeps both to
+    round-off; midpoint with project=("energy", "angular_momentum") takes the same loop."""
+    from kanedyn.integrators import gauss_compiled
+
+    m, q0, v0 = free_ball()
     assert method_of(m, q0, v0).invariants == ("energy", "momentum")
     ran = []  # what the compiled loop returned: a Solution, or None (the Python steps)
     real = gauss_compiled.run
@@ -419,3 +426,102 @@ def test_projection_variant_energy_only_runs_the_compiled_tangent_midpoint(with_
     assert np.abs(tr.budget).max() <= 1e-13 * scale
     if with_forces:
         assert abs(ref.work_nc[-1]) > 1e-3 * scale
+
+
+# ------------------------------------- kd.simulate_batch of the lie and projection loops
+# (here, where the tests above compile lie_run and _gauss_loop's tangent form with momentum
+# rows: the batch calls them with kd.simulate's argument types)
+def _states(m, q0, v0, n, seed):
+    rng = np.random.default_rng(seed)
+    Q0 = np.array([kd.integrate_configuration(m, q0, 0.5 * rng.normal(size=m.nv), 1.0)
+                   for _ in range(n)])
+    return Q0, v0 + 0.3 * rng.normal(size=(n, m.nv))
+
+
+@pytest.mark.parametrize("gravity", [(0, 0, 0), (0, 0, -9.81)])
+def test_batch_lie_runs_equal_kd_simulate_per_state(gravity):
+    """simulate_batch of energy_momentum on a single free body runs the lie variant's
+    compiled loop per state (what variant="auto" picks): each run kd.simulate's bits, 300
+    steps with a shortened last one; E = kd.kinetic_energy + kd.potential_energy of the
+    batch's samples kept to 1e-12. A per-run ``mass:body`` scales m and I_c: at twice the
+    model's mass the same bits as kd.simulate of a body built with 2m and 2I_c (the scaling
+    is exact), at 2/3 of it round-off from the inverse and I_c taken out of the spatial
+    inertia (≈ 3e-14 in q, 1.2e-12 in v at |v| ≈ 30 m/s, measured): 1e-12 relative."""
+    I = np.array([[0.2, 0.01, 0.02], [0.01, 0.3, -0.03], [0.02, -0.03, 0.25]])
+    c = (0.1, -0.05, 0.2)
+    m = kd.models.free_body(mass=1.5, inertia=I, com=c, gravity=gravity)
+    Q0, V0 = _states(m, kd.neutral(m), np.array([1.0, 2.0, -0.5, 0.3, 0.1, 2.0]), 3, 4)
+    b = kd.simulate_batch(m, Q0, V0, 2.995, method="energy_momentum", dt=0.01, save_every=7)
+    for k in range(3):
+        s = kd.simulate(m, Q0[k], V0[k], 2.995, method="energy_momentum", dt=0.01,
+                        save_every=7)
+        assert np.array_equal(b.t, s.t)
+        assert np.array_equal(b.q[k], s.q) and np.array_equal(b.v[k], s.v)
+        E = kd.kinetic_energy(m, b.q[k], b.v[k]) + kd.potential_energy(m, b.q[k])
+        assert rel(E, float(np.abs(kd.kinetic_energy(m, b.q[k], b.v[k])).max())) <= 1e-12
+    assert np.all(b.work_nc == 0.0)
+    masses = np.array([1.5, 3.0, 1.0])
+    b = kd.simulate_batch(m, Q0, V0, 2.995, method="energy_momentum", dt=0.01,
+                          params={"mass:body": masses})
+    for k, mk in enumerate(masses):
+        one = kd.models.free_body(mass=mk, inertia=I * (mk / 1.5), com=c, gravity=gravity)
+        s = kd.simulate(one, Q0[k], V0[k], 2.995, method="energy_momentum", dt=0.01)
+        if k < 2:
+            assert np.array_equal(b.q[k], s.q) and np.array_equal(b.v[k], s.v)
+        assert np.abs(b.q[k] - s.q).max() <= 1e-12 * np.abs(s.q).max()
+        assert np.abs(b.v[k] - s.v).max() <= 1e-12 * np.abs(s.v).max()
+
+
+def test_batch_projection_variant_with_momentum_rows_equals_kd_simulate():
+    """On the free base with a ball joint and a hinge, no gravity, variant="auto" is the
+    projection onto E and [L; P]: each batch run kd.simulate's bits (_gauss_loop with the
+    momentum rows); E and [L; P] of the samples (the Model's functions) kept to 1e-13."""
+    m, q0, v0 = free_ball()
+    Q0, V0 = _states(m, q0, v0, 3, 2)
+    b = kd.simulate_batch(m, Q0, V0, 0.2, method="energy_momentum", dt=1e-3, save_every=10)
+    for k in range(3):
+        s = kd.simulate(m, Q0[k], V0[k], 0.2, method="energy_momentum", dt=1e-3,
+                        save_every=10)
+        assert np.array_equal(b.q[k], s.q) and np.array_equal(b.v[k], s.v)
+        E = kd.kinetic_energy(m, b.q[k], b.v[k]) + kd.potential_energy(m, b.q[k])
+        h = kd.spatial_momentum(m, b.q[k], b.v[k])
+        assert rel(E, E[0]) <= 1e-13
+        assert rel(h, np.linalg.norm(h[0])) <= 1e-13
+
+
+@pytest.mark.parametrize("with_forces", [False, True])
+def test_batch_floating_runs_equal_kd_simulate_per_state(with_forces):
+    """On the floating chain variant="auto" is the floating scheme: each batch run is
+    floating_run with kd.simulate's arguments, its bits (q, v, W_nc), 300 steps with a
+    shortened last one — also with force rows on the arm (a damper set per run, a spring,
+    a periodic motor, a wrench on a limb), where the budget E − E₀ − W_nc closes to
+    1e-12 and [L; P] without forces. A damper on the base's speeds has no row the loop
+    takes (kd.simulate runs the Python steps): refused before any step, naming the joint
+    and variant='projection'."""
+    from kanedyn.errors import KanedynError
+    from kanedyn.forces import ExternalWrench, JointDamper, JointSpring, SinusoidalTorque
+
+    m, q0, v0 = floating_chain()
+    Q0, V0 = _states(m, q0, v0, 3, 3)
+    c = np.array([0.1, 0.3, 0.6])
+    rest = ([JointSpring("j2", 2.0, 0.1), SinusoidalTorque("j1", 0.5, 1.0),
+             ExternalWrench("arm2", [0.1, -0.2, 0.3, 1.0, -0.5, 0.7])] if with_forces else [])
+    kw = dict(method="energy_momentum", dt=1e-3, save_every=7)
+    b = kd.simulate_batch(m, Q0, V0, 0.2995,
+                          forces=[JointDamper("j1", 0.0), *rest] if with_forces else (),
+                          params={"damping:j1": c} if with_forces else None, **kw)
+    for k in range(3):
+        one = [JointDamper("j1", c[k]), *rest] if with_forces else None
+        s = kd.simulate(m, Q0[k], V0[k], 0.2995, forces=one, **kw)
+        assert np.array_equal(b.q[k], s.q) and np.array_equal(b.v[k], s.v)
+        assert np.array_equal(b.work_nc[k], s.work_nc)
+        if with_forces:
+            assert abs(b.work_nc[k, -1]) > 1e-3
+            assert np.abs(b.budget[k]).max() <= 1e-12 * np.abs(b.energy[k]).max()
+        else:
+            h = kd.spatial_momentum(m, b.q[k], b.v[k])
+            assert rel(h, np.linalg.norm(h[0])) <= 1e-12
+    with pytest.raises(KanedynError, match=r"'floating' variant cannot take a force on the "
+                                           r"free joint 'root'.*variant='projection'"):
+        kd.simulate_batch(m, Q0, V0, 0.01, method="energy_momentum", dt=1e-3,
+                          forces=[JointDamper("root", 0.1)])

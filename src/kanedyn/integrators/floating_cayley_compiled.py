@@ -179,10 +179,11 @@ def floating_run(data, P, forces, nc, t0, q0, v0, dt, n_steps, every, tol, stagn
                  maxiter, blowup, Q, V, W, iters, status):
     """The run from (q0, v0) (q = (base position, quaternion w x y z, θ), v = (base twist in
     body coordinates, θ̇)); the kept samples in Q, V, W (W_nc), row 0 the start; returns
-    how many were written. ``status`` = (code, step): NEWTON_FAILED, STATE_GUARD (a
-    non-finite state or a speed beyond ``blowup`` (1 + max|v0|)), BAD_STATE (a kernel
-    refused a state). ``forces``: the rows P act (springs included); ``nc``: some of them
-    are not conservative (then μ' = μ + Δμ, as the reference)."""
+    how many were written. ``status`` = (code, step): NEWTON_FAILED and BAD_STATE (a
+    kernel refused a state) at the index of the step, STATE_GUARD (a non-finite state or a
+    speed beyond ``blowup`` (1 + max|v0|)) at the step counted from 1. ``forces``: the rows
+    P act (springs included); ``nc``: some of them are not conservative (then μ' = μ + Δμ,
+    as the reference)."""
     nv = v0.shape[0]
     n = nv - 6
     N = 6 + 2 * n
@@ -359,7 +360,7 @@ def floating_run(data, P, forces, nc, t0, q0, v0, dt, n_steps, every, tol, stagn
         for i in range(n):
             qq[7 + i] = q[7 + i]
         if not velocity_aba(qq, zb, aw, v):
-            status[0], status[1] = BAD_STATE, step + 1
+            status[0], status[1] = BAD_STATE, step  # (the index of the step, as above)
             return k_out
         if state_guard(q, v, vmax0, blowup) != 0:
             status[0], status[1] = STATE_GUARD, step + 1

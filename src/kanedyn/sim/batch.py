@@ -69,14 +69,33 @@ options and the force elements —, the names of the ``kd.simulate`` options it 
   midpoint;
 - ``"avf"``, ``"itoh_abe"`` (``variant="forward"`` or ``"symmetric"``),
   ``"energy_momentum"`` (its ``"gonzalez"`` variant, what ``variant="auto"`` picks on
-  additive chains): ``_dg_loop`` of :mod:`kanedyn.integrators.discrete_gradient_compiled`
-  per run (:func:`_dg_runs`), additive joints without armature, with the force rows
-  (springs, dampers, constant and sinusoidal torques, smoothed Stribeck friction, and
-  their per-run parameters) and W_nc. The method's stepper is built as ``kd.simulate``
-  builds it (its options checked, the cyclic coordinates of energy_momentum chosen) and
-  the loop's settings read from it, so that each run is the compiled ``kd.simulate`` run;
-  options: ``tol``/``maxiter``/``nodes`` (avf), ``tol``/``maxiter``/``variant``
-  (itoh_abe), ``maxiter``/``variant``/``cyclic`` (energy_momentum);
+  additive chains): on additive joints ``_dg_loop`` of
+  :mod:`kanedyn.integrators.discrete_gradient_compiled` per run (:func:`_dg_runs`), with
+  the force rows (springs, dampers, constant and sinusoidal torques, smoothed Stribeck
+  friction, and their per-run parameters) and W_nc. With ball and free joints among
+  revolute, prismatic and helical ones (:func:`_chart_batch`), the loops ``kd.simulate``
+  runs there: avf and itoh_abe ``_avf_chart_loop`` and ``_itoh_abe_chart_loop`` of
+  :mod:`kanedyn.integrators.avf_chart_compiled` per run (:func:`_chart_runs`; the
+  canonical chart centred on each step's start), energy_momentum its ``"projection"``
+  variant (what ``variant="auto"`` picks there) by ``_gauss_loop``'s tangent midpoint
+  followed by the projection onto E₀ + W_nc and, for a free root without gravity or
+  forces, [L; P] (:func:`_gauss_runs` with ``project``) — the same force rows and per-run
+  parameters (dampers act on every speed of a ball or free joint; springs, sinusoidal
+  torques and friction on its 1-DOF joints); its ``"lie"`` variant (a single torque-free
+  free body, what ``variant="auto"`` picks there) by
+  :func:`~kanedyn.integrators.lie_cayley_compiled.lie_run` per run (:func:`_lie_runs`;
+  a per-run ``mass:`` scales m and I_c), and its ``"floating"`` variant (a free root with
+  hinges below it, no gravity) by
+  :func:`~kanedyn.integrators.floating_cayley_compiled.floating_run` per run
+  (:func:`_floating_runs`; force rows on the arm, none on the base's speeds). Planar
+  joints are refused (no compiled planar chart yet: kd.simulate takes the Python steps),
+  as is rotor armature. The method's
+  stepper is built from the Problem ``kd.simulate`` builds (its options checked, the
+  variant and the cyclic coordinates of energy_momentum chosen) and the loop's settings
+  read from it, so that each run is the compiled ``kd.simulate`` run; options:
+  ``tol``/``maxiter``/``nodes`` (avf), ``tol``/``maxiter``/``variant`` (itoh_abe),
+  ``maxiter``/``variant``/``cyclic``/``tol``/``momentum`` (energy_momentum; ``tol``
+  the projection variant's Newton tolerance);
 - ``"time_stepping"``: :func:`~kanedyn.sim.time_stepping_compiled.time_stepping_run` per run
   (:func:`_ts_runs`): the JointFriction elements with Stribeck laws and the entries of
   ``joints=`` (Stribeck laws, LuGre laws, Karnopp bands; ``surface_velocity=``, as
@@ -94,13 +113,15 @@ options and the force elements —, the names of the ``kd.simulate`` options it 
 
 Each gives, run by run, the single ``kd.simulate`` with the method to the bit (the same
 loop, the same options) — where ``kd.simulate`` runs it compiled: a run whose Newton
-iteration fails is reported stopped here, where ``kd.simulate`` hands it to the Python
-method. What a loop cannot take is refused before any step, naming the method, the joint
-or element and the batched methods that take it: an exact law outside time_stepping and
+iteration fails (in a chart loop also a singular J(x) of a diverging iterate, numba's
+ZeroDivisionError) or whose kernel refuses a state is reported stopped here (codes
+NEWTON_STOPPED, BAD_KERNEL_STATE), where ``kd.simulate`` hands it to the Python method.
+What a loop cannot take is refused before any step, naming the method, the joint or
+element and the batched methods that take it: an exact law outside time_stepping and
 stickslip; an element without a compiled row (a torque or a wrench given as a function:
-``kd.simulate`` per state). Another compiled loop joins with one entry: write its
-loop for one state with these outputs, a driver like :func:`_gauss_runs` (:func:`each_run`), and its
-``refuses``.
+``kd.simulate`` per state). Another compiled loop joins with one entry: write its loop for
+one state with these outputs, a driver like :func:`_gauss_runs` (:func:`each_run`), and
+its ``refuses``.
 
 A run that stops does not lose the others: :func:`simulate_batch` raises
 :class:`DivergenceError` naming the runs (run, time, why); the error's ``result`` holds the
@@ -448,12 +469,17 @@ def _finish(data, P, iqd, Q, V, W, kept, outQ, outV, outW, outE):
 
 
 def _gauss_runs(D, P, forces, iqd, tangent, Q0, V0, steps, every, A, Ainv, b, c, d, tol,
-                maxiter, refresh_after, history, outQ, outV, outW, outE, status) -> None:
+                maxiter, refresh_after, history, outQ, outV, outW, outE, status,
+                project=False, prows=None, ptol=0.0, pmaxiter=0) -> None:
     """:func:`~kanedyn.integrators.gauss_compiled._gauss_loop` (midpoint or gauss4 by the
     tableau A, A⁻¹, b, c, d of :func:`~kanedyn.integrators.gauss_compiled.tableau`) for
     each run k on ``D[k]`` with the force rows ``P[k]`` (:func:`each_run`); status[k] left
     as the loop leaves it (translated by :func:`_implicit_status`). Its arguments are those
-    of ``gauss_compiled.run`` (t0 = 0, no projection, no blow-up guard)."""
+    of ``gauss_compiled.run`` (t0 = 0, no blow-up guard); ``project``: each step followed
+    by the projection onto E₀ + W_nc and the momentum rows ``prows`` (tolerance ``ptol``,
+    ``pmaxiter`` iterations) — energy_momentum's ``"projection"`` variant."""
+    if prows is None:
+        prows = np.zeros(0, dtype=np.int64)
     n_steps = steps.shape[0]
     S = outQ.shape[1]
 
@@ -463,8 +489,7 @@ def _gauss_runs(D, P, forces, iqd, tangent, Q0, V0, steps, every, A, Ainv, b, c,
         iters = np.zeros(n_steps, dtype=np.int32)
         kept = _gauss_loop(D[k], P[k], forces, iqd, 0.0, tangent, Q0[k], V0[k], steps, n_steps,
                            every, A, Ainv, b, c, d, tol, maxiter, refresh_after, history,
-                           False, np.zeros(0, dtype=np.int64), 0.0, 0, np.inf, Q, V, W,
-                           iters, status[k])
+                           project, prows, ptol, pmaxiter, np.inf, Q, V, W, iters, status[k])
         _finish(D[k], P[k], iqd, Q, V, W, kept, outQ[k], outV[k], outW[k], outE[k])
     each_run(Q0.shape[0], run)
 
@@ -615,47 +640,83 @@ def _dg_status(status: NDArray) -> None:
 
 
 def _dg_refuses(name: str) -> Callable[[Model], str | None]:
-    """``refuses`` of avf, itoh_abe, energy_momentum: the discrete-gradient loop works in
-    canonical (q, p) on additive coordinates, without rotors (``rk4_compiled.applicable``:
-    what kd.simulate runs compiled)."""
+    """``refuses`` of avf, itoh_abe, energy_momentum, as kd.simulate runs them compiled: on
+    additive coordinates the discrete-gradient loop (canonical q, p), with ball and free
+    joints among revolute, prismatic and helical ones the chart loops of
+    :mod:`~kanedyn.integrators.avf_chart_compiled` (avf, itoh_abe) or the tangent midpoint
+    with the energy projection (energy_momentum's ``"projection"`` variant); no rotor
+    armature (``rk4_compiled.applicable``, ``gauss_compiled.tangent_applicable``). Planar
+    joints: the compiled joint charts know none yet (kd.simulate takes the Python steps)."""
     def refuses(model: Model) -> str | None:
         if model.armature.any():
             return (f"its joints have rotor armature, which the compiled {name} loop does "
                     "not take; use method='rk4'")
         for b in model.bodies:
-            if not b.joint.chart_is_additive:
-                return (f"joint {b.joint.name!r} is a {b.joint.kind} joint; the compiled "
-                        f"{name} loop takes revolute, prismatic and helical joints (canonical "
-                        "coordinates q, p); use method='midpoint' or 'gauss4' (ball, free) or "
-                        "'rk4' (every joint type)")
+            kind = b.joint.kind
+            if kind == "planar":
+                return (f"joint {b.joint.name!r} is a planar joint, which the compiled "
+                        f"{name} loops do not take (the compiled joint charts have no planar "
+                        f"chart yet: kd.simulate(..., method={name!r}) runs its Python steps "
+                        "on it); use method='verlet' (its variational loop takes planar "
+                        "joints) or 'rk4', or kd.simulate per state")
+            if not b.joint.chart_is_additive and kind not in _CHARTED:
+                return (f"joint {b.joint.name!r} is a {kind} joint; the compiled {name} "
+                        "loops take revolute, prismatic, helical, ball and free joints; use "
+                        "method='rk4' (every joint type)")
         return None
     return refuses
+
+
+#: the joints of several speeds the compiled chart loops take (ball = "spherical")
+_CHARTED = ("spherical", "free")
+
+
+def _dg_problem(model, D, P, Q0, V0, steps, forces):
+    """The Problem of run 0 as ``kd.simulate`` builds it (its force elements' τ, the force
+    rows), from which the method's stepper is built and its variant and settings read. Per-run
+    joint forces given by ``params=`` alone (no element) count as forces, as they would for
+    ``kd.simulate`` with the element (the stepper's choices, e.g. energy_momentum's variant,
+    depend on whether forces act)."""
+    from ..forces import ForceSet
+    from ..integrators.base import Problem
+    from .system import as_system
+
+    sys_ = as_system(model)
+    fs = ForceSet(sys_, forces)
+    springs = bool(fs.conservative) or bool(np.any(P[:, :model.nv, P_K] != 0.0))
+    acting = bool(fs.nonconservative) or (has_forces(P) and not fs.elements)
+    return Problem(system=sys_, q0=Q0[0], v0=V0[0], t_final=float(steps.sum()),
+                   dt=float(steps[0]), tau_cons=fs.tau_conservative if springs else None,
+                   tau_nc=fs.tau_nonconservative if acting else None,
+                   potential=fs.potential if springs else None,
+                   force_rows=np.ascontiguousarray(P[0]))
 
 
 def _dg_batch(name: str):
     """``runs`` of a discrete-gradient method: the method's stepper is built as
     ``kd.simulate`` builds it (its options checked, its variant and cyclic coordinates
-    chosen), and its settings for the compiled loop read from it."""
+    chosen), and its settings for the compiled loop read from it; a Model with ball or
+    free joints goes to :func:`_chart_batch`."""
     def runs(model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE, status, opts) -> None:
-        from ..forces import ForceSet
         from ..integrators import discrete_gradient_compiled as dgc
         from ..integrators import get_method
-        from ..integrators.base import Problem
-        from .system import as_system
 
         options = {k: v for k, v in opts.items() if k != "forces"}
         if options.get("compiled", True) is False:
             raise KanedynError(f"simulate_batch: method {name!r} runs its compiled loop; "
                                "compiled=False is kd.simulate's (the Python steps)")
-        sys_ = as_system(model)
-        fs = ForceSet(sys_, opts["forces"])
-        springs = bool(fs.conservative) or bool(np.any(P[:, :model.nv, P_K] != 0.0))
-        problem = Problem(system=sys_, q0=Q0[0], v0=V0[0], t_final=float(steps.sum()),
-                          dt=float(steps[0]), tau_cons=fs.tau_conservative if springs else None)
+        problem = _dg_problem(model, D, P, Q0, V0, steps, opts["forces"])
         try:
             stepper = get_method(name)[0](problem, **options)
         except SolverError as e:
             raise KanedynError(f"simulate_batch: {e}") from None
+        if name != "energy_momentum" and stepper.alpha > 0.0:
+            raise KanedynError(f"simulate_batch: {name}'s dissipation= has no compiled loop; "
+                               "use kd.simulate per state")
+        if not all(b.joint.chart_is_additive for b in model.bodies):
+            _chart_batch(name, stepper, model, D, P, Q0, V0, steps, every, outQ, outV, outW,
+                         outE, status)
+            return
         mask = np.ones(model.nv)
         xi = w = np.ones(1)
         carry_p, degree, floor = True, dgc.DEGREE, 0.0  # dgc.run's defaults
@@ -668,13 +729,11 @@ def _dg_batch(name: str):
         else:
             if stepper.variant != "gonzalez":
                 raise KanedynError(f"simulate_batch: energy_momentum's {stepper.variant!r} "
-                                   "variant has no compiled loop; the batch runs 'gonzalez' "
-                                   "(what variant='auto' picks on revolute/prismatic chains)")
+                                   "variant has no compiled loop on revolute/prismatic "
+                                   "chains; the batch runs 'gonzalez' (what variant='auto' "
+                                   "picks on them)")
             kind, carry_p = dgc.GONZALEZ, False
             mask[list(stepper.cyclic)] = 0.0
-        if name != "energy_momentum" and stepper.alpha > 0.0:
-            raise KanedynError(f"simulate_batch: {name}'s dissipation= has no compiled loop; "
-                               "use kd.simulate per state")
         tol = NEWTON_TOL if name == "energy_momentum" else float(stepper.opts["tol"])
         stagnation = stepper.stagnation if name != "energy_momentum" else 1e-9
         _dg_runs(D, P, has_forces(P), kind, carry_p, Q0, V0, steps, every,
@@ -683,6 +742,181 @@ def _dg_batch(name: str):
                  dgc.SLOW, floor, outQ, outV, outW, outE, status)  # (dgc.run's defaults)
         _dg_status(status)
     return runs
+
+
+# --- avf, itoh_abe, energy_momentum on ball and free joints: the chart loops ----------
+
+def _chart_runs(D, P, forces, iqd, loop, settings, Q0, V0, steps, every, outQ, outV, outW,
+                outE, status) -> None:
+    """The chart loop ``loop`` of :mod:`~kanedyn.integrators.avf_chart_compiled`
+    (``_avf_chart_loop`` with ``settings`` = (ξ, w, tol, maxiter), or
+    ``_itoh_abe_chart_loop`` with (symmetric, tol, maxiter, stagnation, floor)) for each run
+    k on ``D[k]`` with the force rows ``P[k]`` (:func:`each_run`), with the arguments of
+    ``avf_chart_compiled.run`` / ``run_itoh_abe`` (t0 = 0, no blow-up guard); status[k] as
+    the loop leaves it (translated by :func:`_implicit_status`). A diverging Newton iterate
+    can make a 3x3 block of J(x) singular inside the joint charts, where numba's division
+    raises ZeroDivisionError (``avf_chart_compiled._call``: kd.simulate then hands the run
+    to the Python steps): the run is reported stopped by Newton at the step it was on (the
+    first step without an iteration count)."""
+    n_steps = steps.shape[0]
+    S = outQ.shape[1]
+    itoh_abe = len(settings) == 5
+
+    def run(k: int) -> None:
+        Q, V = np.empty((S + 1, Q0.shape[1])), np.empty((S + 1, V0.shape[1]))
+        W = np.zeros(S + 1)
+        iters = np.zeros(n_steps, dtype=np.int32)
+        try:
+            if itoh_abe:
+                symmetric, tol, maxiter, stagnation, floor = settings
+                kept = loop(D[k], P[k], forces, iqd, symmetric, 0.0, Q0[k], V0[k], steps,
+                            n_steps, every, tol, maxiter, stagnation, floor, np.inf, Q, V, W,
+                            iters, status[k])
+            else:
+                xi, w, tol, maxiter = settings
+                kept = loop(D[k], P[k], forces, iqd, 0.0, Q0[k], V0[k], steps, n_steps, every,
+                            xi, w, tol, maxiter, np.inf, Q, V, W, iters, status[k])
+        except ZeroDivisionError:
+            # (a converged step leaves its count ≥ 1 in iters)
+            step = int(np.flatnonzero(iters == 0)[0]) if (iters == 0).any() else n_steps - 1
+            status[k, 0], status[k, 1], status[k, 2] = NEWTON_FAILED, step, 0
+            kept = 1 + step // every  # the samples of the steps before it
+        _finish(D[k], P[k], iqd, Q, V, W, kept, outQ[k], outV[k], outW[k], outE[k])
+    each_run(Q0.shape[0], run)
+
+
+def _chart_batch(name, stepper, model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE,
+                 status) -> None:
+    """avf and itoh_abe on a Model with ball or free joints: the chart loops per run
+    (:func:`_chart_runs`), their settings those ``compiled_discrete_gradient`` passes
+    (``avf_chart_compiled.run``: ξ, w of the stepper, tol, maxiter; ``run_itoh_abe``: the
+    variant, tol, maxiter, the stepper's stagnation and floor); energy_momentum: its
+    ``"projection"`` variant (what ``variant="auto"`` picks there unless the ``"lie"`` or
+    ``"floating"`` scheme applies) by ``_gauss_loop``'s tangent midpoint and projection, the
+    arguments of ``EnergyMomentum._compiled_projection``; its ``"lie"`` and ``"floating"``
+    variants by :func:`_lie_runs` and :func:`_floating_runs`."""
+    from ..integrators import avf_chart_compiled as acc
+    from ..integrators import gauss_compiled
+
+    forces, iqd = has_forces(P), dof_coordinates(model)
+    if name == "energy_momentum":
+        from ..integrators.gauss import REFRESH_AFTER
+
+        if stepper.variant == "lie":
+            _lie_runs(stepper, model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE,
+                      status)
+            return
+        if stepper.variant == "floating":
+            _floating_runs(stepper, model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE,
+                           status)
+            return
+        rows = gauss_compiled.momentum_rows(stepper.invariants)
+        if rows is None:
+            raise KanedynError(f"simulate_batch: energy_momentum's projection onto "
+                               f"{stepper.invariants} has no compiled loop; use kd.simulate "
+                               "per state")
+        A, Ainv, b, c, d = tableau(1)
+        m = stepper.inner.base
+        ptol, pmaxiter = _projection_defaults()
+        _gauss_runs(D, P, forces, iqd, True, Q0, V0, steps, every, A, Ainv, b, c, d,
+                    float(m.opts["tol"]), int(m.opts["maxiter"]), REFRESH_AFTER,
+                    PREDICTOR_STEPS, outQ, outV, outW, outE, status, True,
+                    np.array(rows, dtype=np.int64), ptol, pmaxiter)
+    elif name == "avf":
+        _chart_runs(D, P, forces, iqd, acc._avf_chart_loop,
+                    (np.ascontiguousarray(stepper.xi, float),
+                     np.ascontiguousarray(stepper.w, float), float(stepper.opts["tol"]),
+                     int(stepper.opts["maxiter"])),
+                    Q0, V0, steps, every, outQ, outV, outW, outE, status)
+    else:
+        _chart_runs(D, P, forces, iqd, acc._itoh_abe_chart_loop,
+                    (bool(stepper.symmetric), float(stepper.opts["tol"]),
+                     int(stepper.opts["maxiter"]), float(stepper.stagnation),
+                     float(stepper.floor)),
+                    Q0, V0, steps, every, outQ, outV, outW, outE, status)
+    _implicit_status(status)
+
+
+def _lie_runs(stepper, model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE,
+              status) -> None:
+    """energy_momentum's ``"lie"`` variant (a single torque-free body on a free joint):
+    :func:`~kanedyn.integrators.lie_cayley_compiled.lie_run` per run (:func:`each_run`)
+    with the arguments of ``lie_cayley_compiled.run`` (m, c, I_c, I_c⁻¹ and g of the
+    stepper; t0 = 0, no blow-up guard), W_nc 0 (no forces: the variant is not picked
+    with any). A per-run ``mass:`` of the body scales m, I_c (and I_c⁻¹ inversely) by the
+    ratio of the run's mass to the model's, as it scales the flat array's inertia (c
+    unchanged). Its status [code, step] becomes the batch's [code, step from 1, 0]:
+    Newton at step index n -> NEWTON_STOPPED at n + 1, the state guard (at the step from
+    1) -> NOT_FINITE."""
+    from ..integrators import lie_cayley_compiled as lcc
+
+    n_steps = steps.shape[0]
+    S = outQ.shape[1]
+    f = np.ascontiguousarray
+    m0 = float(stepper.m)
+    c, g = f(stepper.c, float), f(stepper.g, float)
+    Ic, Ici = f(stepper.Ic, float), f(stepper.Ic_inv, float)
+    maxiter, iqd = int(stepper.opts["maxiter"]), dof_coordinates(model)
+    mass = model.bodies[0].mass
+
+    def run(k: int) -> None:
+        ratio = D[k, 0, MASS] / mass
+        m, I, Ii = (m0, Ic, Ici) if ratio == 1.0 else (m0 * ratio, Ic * ratio, Ici / ratio)
+        Q, V = np.empty((S, 7)), np.empty((S, 6))
+        iters = np.zeros(n_steps, dtype=np.int32)
+        st = np.zeros(2, dtype=np.int64)
+        kept = lcc.lie_run(m, c, I, Ii, g, Q0[k], V0[k], steps, n_steps, every, maxiter,
+                           np.inf, Q, V, iters, st)
+        if st[0] == lcc.NEWTON_FAILED:
+            status[k, 0], status[k, 1] = NEWTON_STOPPED, st[1] + 1
+        elif st[0] == lcc.STATE_GUARD:
+            status[k, 0], status[k, 1] = NOT_FINITE, st[1]
+        _finish(D[k], P[k], iqd, Q, V, np.zeros(S), kept, outQ[k], outV[k], outW[k], outE[k])
+    each_run(Q0.shape[0], run)
+
+
+def _floating_runs(stepper, model, D, P, Q0, V0, steps, every, outQ, outV, outW, outE,
+                   status) -> None:
+    """energy_momentum's ``"floating"`` variant (a free root with revolute, prismatic or
+    helical joints below it, no gravity):
+    :func:`~kanedyn.integrators.floating_cayley_compiled.floating_run` per run
+    (:func:`each_run`) with the arguments of ``floating_cayley_compiled.run`` (its rows act
+    when force elements are given, ``nc`` when some are not conservative: the stepper's
+    Problem; t0 = 0, no blow-up guard). A force on the base's speeds (a damper on the free
+    joint) has no row that loop takes (kd.simulate runs the Python steps): refused. Its
+    status [code, step] becomes the batch's: Newton (at the step's index) ->
+    NEWTON_STOPPED, a kernel's refusal (likewise) -> BAD_KERNEL_STATE, at the step from 1;
+    the state guard (already from 1) -> NOT_FINITE."""
+    from ..integrators import floating_cayley_compiled as fcc
+
+    base = fcc._inactive_rows(P.shape[2])
+    if np.any(P[:, :6] != base[None]):
+        raise KanedynError(
+            f"simulate_batch: energy_momentum's 'floating' variant cannot take a force on "
+            f"the free joint {model.bodies[0].joint.name!r} (its compiled loop has no row "
+            "for the base's speeds); pass variant='projection' (batched), or call "
+            "kd.simulate(..., method='energy_momentum') per state")
+    problem = stepper.problem
+    forces = bool(problem.tau_cons is not None or problem.tau_nc is not None)
+    nc = problem.tau_nc is not None
+    n_steps = steps.shape[0]
+    S = outQ.shape[1]
+    maxiter, iqd = int(stepper.opts["maxiter"]), dof_coordinates(model)
+    codes = {fcc.NEWTON_FAILED: NEWTON_STOPPED, fcc.BAD_STATE: BAD_KERNEL_STATE}
+
+    def run(k: int) -> None:
+        Q, V = np.empty((S, Q0.shape[1])), np.empty((S, V0.shape[1]))
+        W = np.zeros(S)
+        iters = np.zeros(n_steps, dtype=np.int32)
+        st = np.zeros(2, dtype=np.int64)
+        kept = fcc.floating_run(D[k], P[k], forces, nc, 0.0, Q0[k], V0[k], steps, n_steps,
+                                every, 1e-15, 1e-9, maxiter, np.inf, Q, V, W, iters, st)
+        if st[0] == fcc.STATE_GUARD:
+            status[k, 0], status[k, 1] = NOT_FINITE, st[1]
+        elif st[0] != fcc.OK:
+            status[k, 0], status[k, 1] = codes[int(st[0])], st[1] + 1
+        _finish(D[k], P[k], iqd, Q, V, W, kept, outQ[k], outV[k], outW[k], outE[k])
+    each_run(Q0.shape[0], run)
 
 
 # --- time_stepping: exact stick–slip by the box LCP, one compiled run per state --------
@@ -910,7 +1144,7 @@ METHODS: dict[str, BatchMethod] = {
                             ("tol", "maxiter", "variant")),
     "energy_momentum": BatchMethod("energy_momentum", _dg_refuses("energy_momentum"),
                                    _dg_batch("energy_momentum"),
-                                   ("maxiter", "variant", "cyclic")),
+                                   ("maxiter", "variant", "cyclic", "tol", "momentum")),
     # (its runs take the friction table too: simulate_batch calls _time_stepping_batch)
     "time_stepping": BatchMethod("time_stepping", _ts_refuses, None,
                                  ("joints", "surface_velocity")),
@@ -1142,9 +1376,9 @@ def simulate_batch(model: Model, Q0: ArrayLike, V0: ArrayLike, t_final: float,
     methods"); each
     run equals ``kd.simulate`` with that method. ``options``: the method's options of
     ``kd.simulate`` that the batch takes (``BatchMethod.options``: ``variant=`` of
-    itoh_abe and energy_momentum, ``tol``/``maxiter``/``nodes`` of avf, ``cyclic=`` of
-    energy_momentum, ``joints=``/``surface_velocity=`` of time_stepping — LuGre laws and
-    Karnopp bands). See the module docstring for ``params``. Raises
+    itoh_abe and energy_momentum, ``tol``/``maxiter``/``nodes`` of avf, ``cyclic=``,
+    ``tol=`` and ``momentum=`` of energy_momentum, ``joints=``/``surface_velocity=`` of
+    time_stepping — LuGre laws and Karnopp bands). See the module docstring for ``params``. Raises
     :class:`DivergenceError` naming the runs that stopped (run, time, why), the finished
     runs in its ``result``.
     """
