@@ -88,8 +88,9 @@ options and the force elements —, the names of the ``kd.simulate`` options it 
   hinges below it, no gravity) by
   :func:`~kanedyn.integrators.floating_cayley_compiled.floating_run` per run
   (:func:`_floating_runs`; force rows on the arm, none on the base's speeds). Planar
-  joints are refused (no compiled planar chart yet: kd.simulate takes the Python steps),
-  as is rotor armature. The method's
+  joints run in avf's and itoh_abe's chart loops; energy_momentum refuses them (its
+  projection variant's tangent midpoint has no planar chart: kd.simulate takes the Python
+  steps), and every one of the three refuses rotor armature. The method's
   stepper is built from the Problem ``kd.simulate`` builds (its options checked, the
   variant and the cyclic coordinates of energy_momentum chosen) and the loop's settings
   read from it, so that each run is the compiled ``kd.simulate`` run; options:
@@ -646,20 +647,22 @@ def _dg_refuses(name: str) -> Callable[[Model], str | None]:
     :mod:`~kanedyn.integrators.avf_chart_compiled` (avf, itoh_abe) or the tangent midpoint
     with the energy projection (energy_momentum's ``"projection"`` variant); no rotor
     armature (``rk4_compiled.applicable``, ``gauss_compiled.tangent_applicable``). Planar
-    joints: the compiled joint charts know none yet (kd.simulate takes the Python steps)."""
+    joints: avf and itoh_abe (the chart loops know them); energy_momentum's projection
+    variant runs the tangent midpoint, which does not (kd.simulate takes the Python steps)."""
+    charted = _CHARTED + (("planar",) if name != "energy_momentum" else ())
+
     def refuses(model: Model) -> str | None:
         if model.armature.any():
             return (f"its joints have rotor armature, which the compiled {name} loop does "
                     "not take; use method='rk4'")
         for b in model.bodies:
             kind = b.joint.kind
-            if kind == "planar":
+            if kind == "planar" and kind not in charted:
                 return (f"joint {b.joint.name!r} is a planar joint, which the compiled "
-                        f"{name} loops do not take (the compiled joint charts have no planar "
-                        f"chart yet: kd.simulate(..., method={name!r}) runs its Python steps "
-                        "on it); use method='verlet' (its variational loop takes planar "
-                        "joints) or 'rk4', or kd.simulate per state")
-            if not b.joint.chart_is_additive and kind not in _CHARTED:
+                        f"{name} loop does not take (kd.simulate(..., method={name!r}) runs "
+                        "its Python steps on it); use method='avf', 'itoh_abe', 'verlet' "
+                        "(their loops take planar joints) or 'rk4', or kd.simulate per state")
+            if not b.joint.chart_is_additive and kind not in charted:
                 return (f"joint {b.joint.name!r} is a {kind} joint; the compiled {name} "
                         "loops take revolute, prismatic, helical, ball and free joints; use "
                         "method='rk4' (every joint type)")
@@ -667,7 +670,7 @@ def _dg_refuses(name: str) -> Callable[[Model], str | None]:
     return refuses
 
 
-#: the joints of several speeds the compiled chart loops take (ball = "spherical")
+#: the joints of several speeds every compiled chart loop takes (ball = "spherical")
 _CHARTED = ("spherical", "free")
 
 
