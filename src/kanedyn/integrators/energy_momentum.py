@@ -319,7 +319,7 @@ class EnergyMomentum(FixedStepMethod):
                 self.name, kane_compiled.run_gauss_chart, self.problem, self.name, m.A, m.b,
                 m.d, m.c, m.opts["tol"], m.opts["maxiter"], True)
         if (gauss_compiled.momentum_rows(self.invariants) is None
-                or not gauss_compiled.tangent_applicable(self.problem)):
+                or not gauss_compiled.tangent_applicable(self.problem, planar=True)):
             return None
         return rk4_compiled.compiled_or_none(
             self.name, gauss_compiled.run, self.problem, 1, self.opts["tol"],

@@ -117,7 +117,7 @@ class GaussLegendre(FixedStepMethod):
                 or gauss_compiled.momentum_rows(invariants) is None):
             return None
         tangent = not self.canonical
-        if not (gauss_compiled.tangent_applicable(self.problem) if tangent
+        if not (gauss_compiled.tangent_applicable(self.problem, planar=True) if tangent
                 else rk4_compiled.applicable(self.problem, forces=True)):
             return None
         return rk4_compiled.compiled_or_none(

@@ -66,7 +66,7 @@ from ..dynamics import _compiled, kernels
 from ..dynamics.derivatives_kernel import kinetic_tangent, rnea_tangent, rnea_tangent_static
 from ..dynamics.energy_kernel import energy_pass
 from ..dynamics.flat import flatten
-from ..dynamics.layout import FREE, IQ, IV, JTYPE, NVJ, SPHERICAL
+from ..dynamics.layout import FREE, IQ, IV, JTYPE, NVJ, PLANAR, SPHERICAL
 from ..forces.kernel import (
     P_K,
     applied_forces,
@@ -78,7 +78,7 @@ from ..forces.kernel import (
     spring_potential,
     wrench_forces_add,
 )
-from ..model.joints import free, spherical
+from ..model.joints import free, planar, spherical
 from ..spatial.lie import RIGHT_JACOBIAN_QUADRATURE, skew3, so3_coefficients, so3_right_jacobian
 from .base import cholesky, cholesky_solve, nan_max
 from .rk4_compiled import (
@@ -215,8 +215,9 @@ def se3_right_jacobian(xi, S, W):
 @nb.njit(cache=True, nogil=True)
 def chart_point(data, q0, x, out):
     """``out = q0 ⊕ x``: ``q0 ⊗ exp(x)`` for ball joints, the SE(3) exponential of the body
-    twist for free joints (the joints' compiled ``integrate``, as
-    ``ModelSystem.integrate_configuration``), ``q0 + x`` for additive joints."""
+    twist for free joints, the SE(2) one for planar joints (the joints' compiled
+    ``integrate``, as ``ModelSystem.integrate_configuration``), ``q0 + x`` for additive
+    joints."""
     for i in range(data.shape[0] - 1):
         a, b = int(data[i, IQ]), int(data[i, IV])
         kind = int(data[i, JTYPE])
@@ -224,6 +225,8 @@ def chart_point(data, q0, x, out):
             spherical.integrate(q0, a, x, b, 1.0, out)
         elif kind == FREE:
             free.integrate(q0, a, x, b, 1.0, out)
+        elif kind == PLANAR:
+            planar.integrate(q0, a, x, b, 1.0, out)
         else:
             for e in range(int(data[i, NVJ])):
                 out[a + e] = q0[a + e] + 1.0 * x[b + e]
@@ -247,7 +250,7 @@ def tangent_field(data, P, forces, iqd, t, q0, x, y, q, qd, tnc, tau, pivb, fx, 
         fx[k] = y[k]
     for i in range(data.shape[0] - 1):
         kind, b = int(data[i, JTYPE]), int(data[i, IV])
-        if kind == SPHERICAL or kind == FREE:
+        if kind == SPHERICAL or kind == FREE or kind == PLANAR:
             Jb = chart_block(kind, x, b)
             if not lu_factor(Jb, pivb):
                 return BAD_STATE
@@ -257,11 +260,54 @@ def tangent_field(data, P, forces, iqd, t, q0, x, y, q, qd, tnc, tau, pivb, fx, 
 
 @nb.njit(cache=True, nogil=True)
 def chart_block(kind, x, b):
-    """The block of J(ξ) (``v = J ξ̇`` along q0 ⊕ ξ) of a ball (SO(3) right Jacobian) or free
-    joint (SE(3) right Jacobian, :func:`se3_right_jacobian`) whose speeds start at b."""
+    """The block of J(ξ) (``v = J ξ̇`` along q0 ⊕ ξ) of a ball (SO(3) right Jacobian), free
+    (SE(3) right Jacobian, :func:`se3_right_jacobian`) or planar joint (SE(2) right
+    Jacobian, :func:`se2_right_jacobian`) whose speeds start at b."""
     if kind == SPHERICAL:
         return so3_right_jacobian(x[b:b + 3])
+    if kind == PLANAR:
+        return se2_right_jacobian(x[b], x[b + 1], x[b + 2])
     return se3_right_jacobian(x[b:b + 6], _GL_S, _GL_W)
+
+
+@nb.njit(cache=True, nogil=True)
+def se2_right_jacobian(rx, ry, psi):
+    """J(ξ) of a planar joint's chart ``q0 ⊕ ξ = q0 exp(ξ)``, ξ = (ρ, ψ) a body twist of
+    SE(2) (speeds (v_x, v_y, ω_z)), in closed form (derived here; it equals the quadrature
+    ``∫₀¹ Ad_{exp(−sξ)} ds`` of the Python joint, tested): exp(ξ) = (R(ψ), V(ψ) ρ) with
+    ``V(ψ) = ∫₀¹ R(sψ) ds = (R(ψ) − 1) J₂⁻¹/ψ`` (J₂ = [[0, −1], [1, 0]]), so the body
+    velocity of ψ ↦ exp(ξ) is ``(R(−ψ)(V ρ̇ + V' ρ ψ̇), ψ̇)`` with ``R(−ψ)V(ψ) = V(−ψ)`` and
+    ``R(−ψ)V'(ψ) = (1 − V(−ψ))/ψ``:
+
+        J = [[a, b, e ρ_x − f ρ_y], [−b, a, f ρ_x + e ρ_y], [0, 0, 1]],
+
+    ``a = sin ψ/ψ``, ``b = (1 − cos ψ)/ψ``, ``e = (1 − a)/ψ = (ψ − sin ψ)/ψ²``,
+    ``f = b/ψ = (1 − cos ψ)/ψ²``; e by its series below |ψ| = 0.5 (the closed form
+    cancels to ≈ 6ε/ψ² there), f as ½ (sin(ψ/2)/(ψ/2))²."""
+    h = 0.5 * psi
+    if abs(psi) < 0.5:
+        # (ψ − sin ψ)/ψ² = Σ_k (−1)^k ψ^(2k+1)/(2k+3)!, sin(h)/h = Σ_k (−1)^k h^(2k)/(2k+1)!
+        e, term, k = 0.0, psi / 6.0, 0
+        while abs(term) > 1e-18 * abs(psi) and k < 12:
+            e += term
+            term *= -psi * psi / ((2 * k + 4) * (2 * k + 5))
+            k += 1
+        sh, term, k = 0.0, 1.0, 0
+        while abs(term) > 1e-18 and k < 12:
+            sh += term
+            term *= -h * h / ((2 * k + 2) * (2 * k + 3))
+            k += 1
+        a = 1.0 - psi * e
+    else:
+        a = np.sin(psi) / psi
+        e = (1.0 - a) / psi
+        sh = np.sin(h) / h
+    f = 0.5 * sh * sh
+    b = f * psi
+    J = np.eye(3)
+    J[0, 0], J[0, 1], J[0, 2] = a, b, e * rx - f * ry
+    J[1, 0], J[1, 1], J[1, 2] = -b, a, f * rx + e * ry
+    return J
 
 
 @nb.njit(cache=True, nogil=True)
@@ -405,7 +451,13 @@ def _tangent_jacobian(data, P, forces, iqd, t, q0, x, v, q, qd, tnc, acc, tau, s
     K = np.zeros((n, n))
     for i in range(data.shape[0] - 1):
         kind, b = int(data[i, JTYPE]), int(data[i, IV])
-        if kind == SPHERICAL or kind == FREE:
+        if kind == PLANAR:
+            J[b:b + 3, b:b + 3] = chart_block(kind, x, b)
+            # −½ Sᵀ crm(S v_j) S: (S v_j) × (S x) = (v_y ψ − ω x_y, ω x_x − v_x ψ, 0) in
+            # the speeds' order (v_x, v_y, ω_z)
+            K[b, b + 1], K[b, b + 2] = 0.5 * v[b + 2], -0.5 * v[b + 1]
+            K[b + 1, b], K[b + 1, b + 2] = -0.5 * v[b + 2], 0.5 * v[b]
+        elif kind == SPHERICAL or kind == FREE:
             Jb = chart_block(kind, x, b)
             m = Jb.shape[0]
             J[b:b + m, b:b + m] = Jb
