@@ -6,12 +6,14 @@ coordinates whose force elements (if any) all have rows in :mod:`kanedyn.forces.
 (:func:`.rk4_compiled.applicable` with ``forces=True``): canonical
 ``z = (q, p)``, ``q̇ = v = M⁻¹p``, ``ṗ = ∂T/∂q − g(q) + τ`` from the CRBA kernel behind
 ``kd.crba``, a Cholesky solve and the energy kernel of :mod:`kanedyn.dynamics.energy_kernel`.
-With ball and free joints among revolute, prismatic and helical ones
+With ball, free and planar joints among revolute, prismatic and helical ones
 (:func:`tangent_applicable`) the tangent form of the reference: ``z = (ξ, v)``,
 ``q = q0 ⊕ ξ`` (quaternions moved by the exponential map, a free joint by the SE(3)
-exponential of its body twist), ``ξ̇ = J(ξ)⁻¹v`` with the SO(3) or SE(3) right Jacobian of
-each such joint (:func:`chart_block`), ``v̇`` by the ABA kernel (:func:`tangent_field`);
-symmetric and of the same order, not symplectic. Planar joints take the Python method.
+exponential of its body twist, a planar joint by the SE(2) one: the joints' own charts,
+:func:`chart_point`), ``ξ̇ = J(ξ)⁻¹v`` with the SO(3), SE(3) or SE(2) right Jacobian of
+each such joint (:func:`chart_block`; SE(2) in closed form, :func:`se2_right_jacobian`),
+``v̇`` by the ABA kernel (:func:`tangent_field`); symmetric and of the same order, not
+symplectic.
 
 Force rows (springs, dampers, smoothed Stribeck friction, constant and sinusoidal
 torques: :func:`~kanedyn.forces.kernel.joint_forces` at each stage's time ``t + c_i h``
@@ -351,7 +353,7 @@ def newton_matrix(data, P, forces, iqd, tangent, t, c, q0, p0, Z, A, h, Jm, piv)
     C the slopes of dampers and friction (:func:`damping_slopes`). Tangent, at (ξ, v) with
     q = q0 ⊕ ξ: ``[[K(v), J(ξ)⁻¹], [A_q J(ξ), A_v]]``, ``A_{q,v} = M⁻¹ (F_{q,v} −
     ∂RNEA/∂(q, v))`` at a = ABA(q, v, τ), K the ``chart_rate_jacobian`` of a Model's system
-    (−½ ω× for each ball joint).
+    (−½ Sᵀ crm(S v_j) S for each ball, free or planar joint: −½ ω× on a ball joint).
     False if a kernel refuses the state or the matrix is singular."""
     st, n = A.shape[0], p0.shape[0]
     N = 2 * n
@@ -966,8 +968,10 @@ def tableau(stages: int):
 
 def tangent_applicable(problem, planar: bool = False) -> bool:
     """The tangent form of the loop takes a Model's system (``tree_model``) whose joints are
-    revolute, prismatic, helical, ball or free joints (and planar ones if ``planar``: the
-    variational Störmer–Verlet loop of :mod:`.verlet_compiled` takes them), at least one
+    revolute, prismatic, helical, ball or free joints (and planar ones if ``planar``, which
+    every caller passes now: midpoint, gauss4 and energy_momentum's projection in this
+    loop, and the chart loops of :mod:`.verlet_compiled` and :mod:`.avf_chart_compiled`;
+    the default stays False for a caller that has no planar branch), at least one
     of them not additive (else the canonical form applies), without rotor armature or a
     progress bar, whose force elements (if any) all have rows of
     :mod:`kanedyn.forces.kernel` (``problem.force_rows``)."""
