@@ -207,13 +207,14 @@ def step() -> None:
               f"energy error {e:.1e}")
 
 
-def _compiled_against_python(m, q0, v0, method: str = "energy_momentum", **kw) -> None:
-    """``method`` on (m, q0, v0), dt = 1e-3: the compiled loop over 10 s against the
-    Python steps over 1 s, µs a step (best of 3 after a warm-up), the drift
+def _compiled_against_python(m, q0, v0, method: str = "energy_momentum",
+                             T_compiled: float = 10.0, **kw) -> None:
+    """``method`` on (m, q0, v0), dt = 1e-3: the compiled loop over ``T_compiled`` (10 s)
+    against the Python steps over 1 s, µs a step (best of 3 after a warm-up), the drift
     max|E − E0| / max(|E0|, max T), and (last line) the largest difference in q of the
     two over their common first second."""
     runs = {}
-    for compiled, T in ((True, 10.0), (False, 1.0)):
+    for compiled, T in ((True, T_compiled), (False, 1.0)):
         kd.simulate(m, q0, v0, 0.1, method=method, dt=1e-3, compiled=compiled, **kw)
         best = np.inf
         for _ in range(3):
@@ -313,8 +314,12 @@ def gauss_chart() -> None:
     for method, kw in (("midpoint", {}), ("gauss4", {}), ("midpoint", {"project": "energy"}),
                        ("energy_momentum", {"variant": "projection"})):
         for name, (model, q, v) in _chart_cases().items():
+            # the projected runs over 3 s: the free body and the cart fall under gravity,
+            # T and V grow apart, and E = T + V loses the projection's 4 tol (1 + |E0|) to
+            # round-off (the projection stops converging at t ≈ 3.2 s resp. 4.5 s, the
+            # compiled loop and the Python steps alike)
             print(f"== {method} {kw}, {name}: µs a step ==")
-            _compiled_against_python(model, q, v, method, **kw)
+            _compiled_against_python(model, q, v, method, 3.0 if kw else 10.0, **kw)
 
 
 if __name__ == "__main__":
