@@ -59,7 +59,7 @@ options and the force elements —, the names of the ``kd.simulate`` options it 
 
 - ``"rk4"``: :func:`rk4_run` or the manifold loop, by the Model;
 - ``"midpoint"``, ``"gauss4"``: ``_gauss_loop`` of :mod:`kanedyn.integrators.gauss_compiled`
-  per run (:func:`_gauss_runs`; ball and free joints by its tangent form), with the force
+  per run (:func:`_gauss_runs`; ball, free and planar joints by its tangent form), with the force
   rows and their per-run parameters, W_nc by the method's quadrature (springs and
   friction on the 1-DOF joints of a tree with ball joints read their coordinate through
   :func:`~kanedyn.integrators.gauss_compiled.dof_coordinates`);
@@ -528,22 +528,21 @@ def _no_forces(method: str, forces, P: NDArray | None) -> None:
                            f"params= gives joint forces per run; {way_out}")
 
 
-def _implicit_refuses(name: str, planar: bool) -> Callable[[Model], str | None]:
-    """``refuses`` of midpoint/gauss4 (ball and free joints by the tangent form) and verlet
-    (``planar``: ball, free and planar joints by the variational step in their charts), as
-    their compiled loops in kd.simulate."""
+def _implicit_refuses(name: str) -> Callable[[Model], str | None]:
+    """``refuses`` of midpoint/gauss4 (ball, free and planar joints by the tangent form) and
+    verlet (the same joints by the variational step in their charts), as their compiled
+    loops in kd.simulate."""
     def refuses(model: Model) -> str | None:
         if model.armature.any():
             return (f"its joints have rotor armature, which the compiled {name} loop does "
                     "not take; use method='rk4'")
-        charted = ("ball", "free") + (("planar",) if planar else ())
+        charted = ("ball", "free", "planar")
         allowed = ("revolute", "prismatic", "helical") + charted
         for b in model.bodies:
             if not b.joint.chart_is_additive and b.joint.kind not in charted + ("spherical",):
                 return (f"joint {b.joint.name!r} is a {b.joint.kind} joint; the compiled "
                         f"{name} loop takes {', '.join(allowed)} joints; use method='rk4' "
-                        "(every joint type)"
-                        + (" or 'verlet' (planar)" if b.joint.kind == "planar" else ""))
+                        "(every joint type)")
         return None
     return refuses
 
@@ -626,8 +625,8 @@ def _dg_refuses(name: str) -> Callable[[Model], str | None]:
             if not b.joint.chart_is_additive:
                 return (f"joint {b.joint.name!r} is a {b.joint.kind} joint; the compiled "
                         f"{name} loop takes revolute, prismatic and helical joints (canonical "
-                        "coordinates q, p); use method='midpoint' or 'gauss4' (ball, free) or "
-                        "'rk4' (every joint type)")
+                        "coordinates q, p); use method='midpoint' or 'gauss4' (ball, free, "
+                        "planar) or 'rk4' (every joint type)")
         return None
     return refuses
 
@@ -901,9 +900,9 @@ def _time_stepping_batch(model, D, Q0, V0, t_final, dt, forces, params, save_eve
 #: the batched methods by name; another compiled whole-run loop is added as one entry
 METHODS: dict[str, BatchMethod] = {
     "rk4": BatchMethod("rk4", _rk4_refuses, _rk4_batch),
-    "midpoint": BatchMethod("midpoint", _implicit_refuses("midpoint", False), _gauss_batch(1)),
-    "gauss4": BatchMethod("gauss4", _implicit_refuses("gauss4", False), _gauss_batch(2)),
-    "verlet": BatchMethod("verlet", _implicit_refuses("verlet", True), _verlet_batch),
+    "midpoint": BatchMethod("midpoint", _implicit_refuses("midpoint"), _gauss_batch(1)),
+    "gauss4": BatchMethod("gauss4", _implicit_refuses("gauss4"), _gauss_batch(2)),
+    "verlet": BatchMethod("verlet", _implicit_refuses("verlet"), _verlet_batch),
     "avf": BatchMethod("avf", _dg_refuses("avf"), _dg_batch("avf"),
                        ("tol", "maxiter", "nodes")),
     "itoh_abe": BatchMethod("itoh_abe", _dg_refuses("itoh_abe"), _dg_batch("itoh_abe"),
