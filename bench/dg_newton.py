@@ -27,10 +27,13 @@ compiled discrete gradients" (the per-step ratios against MuJoCo are bench/sim_v
 - ``avf_chart``: avf and itoh_abe (both variants) on a ball-jointed elbow, a tossed
   free body and a planar cart with a hinged pole (the chart loops of
   integrators/avf_chart_compiled.py) the same way, and how far their q is from the Python
-  steps' after 1 s.
+  steps' after 1 s;
+- ``gauss_chart``: midpoint, gauss4, midpoint + energy projection and energy_momentum's
+  "projection" variant on the same three models (the tangent form of
+  integrators/gauss_compiled.py) the same way.
 
 Run: PYTHONPATH=src .venv/bin/python bench/dg_newton.py [stats friction predictor passes
-     path step lie floating avf_chart]
+     path step lie floating avf_chart gauss_chart]
 """
 
 from __future__ import annotations
@@ -204,13 +207,14 @@ def step() -> None:
               f"energy error {e:.1e}")
 
 
-def _compiled_against_python(m, q0, v0, method: str = "energy_momentum", **kw) -> None:
-    """``method`` on (m, q0, v0), dt = 1e-3: the compiled loop over 10 s against the
-    Python steps over 1 s, µs a step (best of 3 after a warm-up), the drift
+def _compiled_against_python(m, q0, v0, method: str = "energy_momentum",
+                             T_compiled: float = 10.0, **kw) -> None:
+    """``method`` on (m, q0, v0), dt = 1e-3: the compiled loop over ``T_compiled`` (10 s)
+    against the Python steps over 1 s, µs a step (best of 3 after a warm-up), the drift
     max|E − E0| / max(|E0|, max T), and (last line) the largest difference in q of the
     two over their common first second."""
     runs = {}
-    for compiled, T in ((True, 10.0), (False, 1.0)):
+    for compiled, T in ((True, T_compiled), (False, 1.0)):
         kd.simulate(m, q0, v0, 0.1, method=method, dt=1e-3, compiled=compiled, **kw)
         best = np.inf
         for _ in range(3):
@@ -268,11 +272,11 @@ def _planar_cart(Planar, Revolute):
     return b.build(), np.array([0.1, 0.5, 0.3, 0.8]), np.array([1.0, 2.0, -1.5, 3.0])
 
 
-def avf_chart() -> None:
-    """avf and itoh_abe (both variants) in the chart of ball, free and planar joints:
-    tests/integrators/test_chart_methods.py's ball-jointed elbow (a ball shoulder, a hinged
-    forearm, gravity), tossed free body (offset centre of mass, full inertia, gravity) and
-    planar cart (a body on a planar joint in a vertical plane carrying a hinged pole)."""
+def _chart_cases() -> dict:
+    """tests/integrators/test_chart_methods.py's ball-jointed elbow (a ball shoulder, a
+    hinged forearm, gravity), tossed free body (offset centre of mass, full inertia,
+    gravity) and planar cart (a body on a planar joint in a vertical plane carrying a
+    hinged pole): name → (model, q0, v0)."""
     from kanedyn.model.joints import Planar, Revolute, Spherical
 
     b = kd.ModelBuilder("ball_elbow")
@@ -290,21 +294,42 @@ def avf_chart() -> None:
              "tossed free body": (body, kd.neutral(body),
                                   np.array([1.0, 2.0, -0.5, 0.3, 0.1, 2.0])),
              "planar cart": _planar_cart(Planar, Revolute)}
+    return cases
+
+
+def avf_chart() -> None:
+    """avf and itoh_abe (both variants) in the chart of ball, free and planar joints, on
+    the models of :func:`_chart_cases`."""
     for method, kw in (("avf", {}), ("itoh_abe", {"variant": "forward"}),
                        ("itoh_abe", {"variant": "symmetric"})):
-        for name, (model, q, v) in cases.items():
+        for name, (model, q, v) in _chart_cases().items():
             print(f"== {method} {kw.get('variant', '')}, {name}: µs a step ==")
             _compiled_against_python(model, q, v, method, **kw)
 
 
+def gauss_chart() -> None:
+    """midpoint, gauss4, midpoint + project="energy" and energy_momentum's "projection"
+    variant in the tangent form of integrators/gauss_compiled.py (q = q0 ⊕ ξ, ξ̇ = J(ξ)⁻¹v)
+    on the models of :func:`_chart_cases`, the same way as :func:`avf_chart`."""
+    for method, kw in (("midpoint", {}), ("gauss4", {}), ("midpoint", {"project": "energy"}),
+                       ("energy_momentum", {"variant": "projection"})):
+        for name, (model, q, v) in _chart_cases().items():
+            # the projected runs over 3 s: the free body and the cart fall under gravity,
+            # T and V grow apart, and E = T + V loses the projection's 4 tol (1 + |E0|) to
+            # round-off (the projection stops converging at t ≈ 3.2 s resp. 4.5 s, the
+            # compiled loop and the Python steps alike)
+            print(f"== {method} {kw}, {name}: µs a step ==")
+            _compiled_against_python(model, q, v, method, 3.0 if kw else 10.0, **kw)
+
+
 if __name__ == "__main__":
     parts = sys.argv[1:] or ["stats", "friction", "predictor", "passes", "path", "step", "lie",
-                             "floating", "avf_chart"]
+                             "floating", "avf_chart", "gauss_chart"]
     with open("/proc/loadavg") as f:
         print("load before:", f.read().split()[:3])
     for part in parts:
         {"stats": stats, "friction": friction, "predictor": predictor, "passes": passes,
          "path": path, "step": step, "lie": lie, "floating": floating,
-         "avf_chart": avf_chart}[part]()
+         "avf_chart": avf_chart, "gauss_chart": gauss_chart}[part]()
     with open("/proc/loadavg") as f:
         print("load after:", f.read().split()[:3])

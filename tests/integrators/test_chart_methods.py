@@ -674,21 +674,11 @@ def test_a_batch_run_whose_newton_fails_is_reported_stopped(method):
         kd.simulate(m, Q0[1], V0[1], 0.1, method=method, dt=0.05)
 
 
-def test_a_batch_refuses_planar_joints_where_its_loop_has_no_planar_chart():
-    """energy_momentum's projection variant (the tangent midpoint) has no planar chart
-    (kd.simulate runs the Python steps there): refused before any step, naming the joint
-    and the batched methods that take it."""
-    m, q0, v0 = planar_cart()
-    with pytest.raises(kd.KanedynError, match=r"method 'energy_momentum' cannot take "
-                                              r"'planar_cart': joint 'plane' is a planar "
-                                              r"joint.*'avf', 'itoh_abe', 'verlet'"):
-        kd.simulate_batch(m, np.tile(q0, (2, 1)), np.tile(v0, (2, 1)), 0.1,
-                          method="energy_momentum", dt=1e-3)
-
-
-@pytest.mark.parametrize("method,kw", [("avf", {}), ("itoh_abe", {"variant": "symmetric"})])
+@pytest.mark.parametrize("method,kw", [("avf", {}), ("itoh_abe", {"variant": "symmetric"}),
+                                       ("energy_momentum", {})])
 def test_a_batch_on_a_planar_joint_equals_kd_simulate_per_state(method, kw):
-    """avf and itoh_abe's chart loops know the planar joint: each run of a batch on the
+    """The chart loops (avf, itoh_abe) and the tangent midpoint with the projection
+    (energy_momentum's projection variant) know the planar joint: each run of a batch on the
     planar cart is its single kd.simulate to the bit (the same loop and arguments), with a
     per-run damper on the planar joint's three speeds doing work."""
     m, q0, v0 = planar_cart()

@@ -346,3 +346,135 @@ def test_a_cold_loop_takes_the_python_steps(cold_loop_check, method):
 
     loop = gauss_compiled._gauss_loop if method == "midpoint" else verlet_compiled._verlet_loop
     cold_loop_check(method, *chain7(), loop, "first_run")
+
+
+# ------------------------------------------------ the tangent form on planar joints (issue 17)
+def planar_cart():
+    """A body on a planar joint in a vertical plane (joint y along world z) with a hinged
+    pole (test_chart_methods.py's planar cart): the chart q0 ⊕ ξ is the SE(2) exponential."""
+    from kanedyn.model.joints import Planar
+
+    Rx = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])
+    b = kd.ModelBuilder("planar_cart")
+    b.add_body("cart", None, Planar("plane"), (Rx, (0, 0, 0)), 2.0, (0.1, 0.05, 0),
+               np.diag([0.05, 0.06, 0.08]))
+    b.add_body("pole", "cart", Revolute("hinge", axis=(0, 0, 1)), (np.eye(3), (0.2, 0, 0)),
+               0.5, (0, -0.4, 0), np.diag([0.02, 0.005, 0.02]))
+    return b.build(), np.array([0.1, 0.5, 0.3, 0.8]), np.array([1.0, 2.0, -1.5, 3.0])
+
+
+@pytest.mark.parametrize("psi", [2.5, -1.3, 0.49, -0.51, 1e-3, 1e-9, 0.0])
+def test_compiled_se2_right_jacobian(psi):
+    """The closed-form SE(2) right Jacobian of the loop against the Python joint's
+    quadrature (``ModelSystem.chart_jacobian``, to 1e-15; both sides of the series switch
+    at |ψ| = 0.5) and against its defining property v = J ξ̇: the body twist of ε ↦ q0 ⊕ (ξ
+    + ε δ) by central differences of the joint's own exponential and logarithm (1e-8)."""
+    from kanedyn.integrators.gauss_compiled import se2_right_jacobian
+    from kanedyn.model.joints import Planar
+
+    joint, q0 = Planar("p"), np.array([0.3, -0.2, 0.7])
+    rng = np.random.default_rng(5)
+    xi = np.array([*rng.normal(size=2), psi])
+    J = se2_right_jacobian(*xi)
+    np.testing.assert_allclose(J, joint.exponential_right_jacobian(q0, xi), rtol=0, atol=1e-15)
+    delta, eps = rng.normal(size=3), 1e-6
+    qp = joint.integrate(q0, xi + eps * delta, 1.0)
+    qm = joint.integrate(q0, xi - eps * delta, 1.0)
+    twist = joint.difference(qm, qp) / (2 * eps)
+    np.testing.assert_allclose(J @ delta, twist, atol=1e-8)
+
+
+PLANAR_METHODS = [("midpoint", None), ("gauss4", None), ("midpoint", "energy")]
+
+
+@pytest.mark.parametrize("method,project", PLANAR_METHODS)
+def test_compiled_tangent_form_on_a_planar_joint_equals_python(method, project, monkeypatch):
+    """The planar cart, 200 steps: the tangent form with the planar joint's chart (SE(2)
+    exponential, J(ξ)⁻¹v) equals the Python method (``compiled=False``) to 1e-12 relative
+    (two Newton stops at tol 1e-14 and round-off), the cart turning by 0.3 rad; a kept
+    matrix (few iterations a step)."""
+    m, q0, v0 = planar_cart()
+    kw = {"method": method, "dt": 1e-3, "project": project, "tol": 1e-14}
+    ref = kd.simulate(m, q0, v0, 0.2, compiled=False, **kw)
+    monkeypatch.setattr(simulate_module, "run_fixed", _refuse)
+    tr = kd.simulate(m, q0, v0, 0.2, **kw)
+    assert len(tr) == len(ref) == 201 and tr.method == ref.method
+    assert np.abs(tr.q - ref.q).max() <= 1e-12 * np.abs(ref.q).max()
+    assert np.abs(tr.v - ref.v).max() <= 1e-12 * np.abs(ref.v).max()
+    assert np.ptp(ref.q[:, 2]) > 0.25  # the cart turns: the chart is not additive
+    assert 1.5 <= tr.stats["newton_iterations"].mean() <= 3.5
+
+
+@pytest.mark.parametrize("method,project", PLANAR_METHODS)
+def test_compiled_tangent_form_on_a_planar_joint_with_force_rows(method, project, monkeypatch):
+    """The planar cart with force rows — a damper on the planar joint's three speeds, a
+    spring and a sinusoidal torque on the hinge, a constant world wrench on the pole —
+    from t0 = 0.1, 150 steps: q, v and W_nc equal the Python method's to round-off, so the
+    budget E − E₀ − W_nc is the Python run's (and closes with the projection)."""
+    from kanedyn.forces import ExternalWrench, JointDamper, JointSpring, SinusoidalTorque
+
+    m, q0, v0 = planar_cart()
+    forces = [JointDamper("plane", 0.3), JointSpring("hinge", 2.0, 0.1),
+              SinusoidalTorque("hinge", 1.0, 3.0),
+              ExternalWrench("pole", [0.1, 0.0, 0.2, 0.5, -0.3, 0.0], frame="world")]
+    kw = {"method": method, "dt": 1e-3, "t0": 0.1, "project": project, "tol": 1e-14,
+          "forces": forces}
+    ref = kd.simulate(m, q0, v0, 0.25, compiled=False, **kw)
+    monkeypatch.setattr(simulate_module, "run_fixed", _refuse)
+    tr = kd.simulate(m, q0, v0, 0.25, **kw)
+    assert len(tr) == len(ref) == 151 and tr.method == ref.method
+    assert np.abs(tr.q - ref.q).max() <= 1e-12 * np.abs(ref.q).max()
+    assert np.abs(tr.v - ref.v).max() <= 1e-12 * np.abs(ref.v).max()
+    scale = np.abs(ref.energy).max()
+    assert abs(ref.work_nc[-1]) > 0.05  # the forces did work (E ≈ 20 J, mostly potential)
+    assert np.abs(tr.work_nc - ref.work_nc).max() <= 1e-13 * scale
+    assert np.abs(tr.budget - ref.budget).max() <= 1e-13 * scale
+    if project:
+        assert np.abs(tr.budget).max() <= 1e-12 * scale
+
+
+def test_energy_momentum_projection_on_a_planar_joint_compiled(monkeypatch):
+    """energy_momentum's ``"projection"`` variant (tangent midpoint + projection onto E₀)
+    on the planar cart runs in the loop and equals its Python steps to 1e-12 relative; the
+    energy from the Model's own functions stays at E₀ to 1e-12."""
+    m, q0, v0 = planar_cart()
+    kw = {"method": "energy_momentum", "variant": "projection", "dt": 1e-3}
+    ref = kd.simulate(m, q0, v0, 0.2, compiled=False, **kw)
+    monkeypatch.setattr(simulate_module, "run_fixed", _refuse)
+    tr = kd.simulate(m, q0, v0, 0.2, **kw)
+    assert len(tr) == len(ref) == 201 and tr.method == ref.method
+    assert np.abs(tr.q - ref.q).max() <= 1e-12 * np.abs(ref.q).max()
+    assert np.abs(tr.v - ref.v).max() <= 1e-12 * np.abs(ref.v).max()
+    E = kd.kinetic_energy(m, tr.q, tr.v) + kd.potential_energy(m, tr.q)
+    assert np.abs(E - E[0]).max() <= 1e-12 * abs(E[0])
+
+
+@pytest.mark.parametrize("method,order", [("midpoint", 2), ("gauss4", 4)])
+def test_energy_error_order_on_a_planar_joint(method, order, compiled_only):
+    """An independent check of the planar chart: the energy of the Model's own functions
+    (``kd.kinetic_energy + kd.potential_energy``) along 1 s of the planar cart drifts by
+    the method's order — halving dt divides max |E − E₀| by 2^order (within 0.3 of the
+    slope) —, and is small at dt = 0.01 (relative 1e-2 resp. 1e-5)."""
+    m, q0, v0 = planar_cart()
+    err = []
+    for dt in (0.01, 0.005):
+        tr = kd.simulate(m, q0, v0, 1.0, method=method, dt=dt)
+        E = kd.kinetic_energy(m, tr.q, tr.v) + kd.potential_energy(m, tr.q)
+        err.append(np.abs(E - E[0]).max() / abs(E[0]))
+    assert abs(np.log2(err[0] / err[1]) - order) <= 0.3, err
+    assert err[0] <= (1e-2 if order == 2 else 1e-5), err
+
+
+def test_planar_runs_add_no_signature(chain_forces):
+    """Planar runs (with and without force rows, projected) reuse the loop's one
+    specialisation: the planar branch is taken at run time by the joint codes."""
+    from kanedyn.forces import JointDamper
+    from kanedyn.integrators.gauss_compiled import _gauss_loop
+
+    m, q0, v0 = planar_cart()
+    kd.simulate(m, q0, v0, 0.01, method="gauss4", dt=2e-3)
+    kd.simulate(m, q0, v0, 0.01, method="midpoint", dt=2e-3, project="energy",
+                forces=[JointDamper("plane", 0.3)])
+    mc, qc, vc, forces = chain_forces
+    kd.simulate(mc, qc, vc, 0.01, method="midpoint", dt=2e-3, forces=forces)
+    assert len(_gauss_loop.signatures) == 1

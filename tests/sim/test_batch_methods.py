@@ -144,10 +144,19 @@ def test_a_stopped_run_is_reported_alone(method):
 
 
 def test_refusals_name_the_combination_and_the_way_out():
-    planar = kd.models.random_tree(3, seed=7, joint_types=("planar", "revolute"))
-    Q0, V0 = _states(planar, 2, 0)
-    with pytest.raises(KanedynError, match=r"'midpoint'.*planar joint.*method='rk4'.*'verlet'"):
-        simulate_batch(planar, Q0, V0, 0.1, method="midpoint", dt=0.01)
+    from kanedyn.model.joints import Revolute
+
+    b = kd.ModelBuilder("rotor")
+    b.add_body("arm", None, Revolute("j", axis=(0, 1, 0), armature=0.1), None, 1.0,
+               (0.2, 0, 0), np.eye(3) * 0.01)
+    rotor = b.build()
+    Q0, V0 = _states(rotor, 2, 0)
+    with pytest.raises(KanedynError, match=r"'midpoint'.*rotor armature.*method='rk4'"):
+        simulate_batch(rotor, Q0, V0, 0.1, method="midpoint", dt=0.01)
+    # (ball, free and planar joints go to the chart loops and the tangent midpoint:
+    # tests/integrators/test_chart_methods.py; rotor armature to none of them)
+    with pytest.raises(KanedynError, match=r"'energy_momentum'.*rotor armature.*'rk4'"):
+        simulate_batch(rotor, Q0, V0, 0.1, method="energy_momentum", dt=0.01)
     Q0, V0 = _states(CHAIN, 2, 0)
     with pytest.raises(KanedynError, match=r"'gauss4'.*JointTorque.*no compiled form"):
         simulate_batch(CHAIN, Q0, V0, 0.1, method="gauss4", dt=0.01,
@@ -334,12 +343,6 @@ def test_a_method_refuses_what_its_loop_cannot_take_naming_it():
     with pytest.raises(KanedynError, match=r"'projection' variant has no compiled loop"):
         simulate_batch(CHAIN, Q0, V0, 0.1, method="energy_momentum", dt=0.01,
                        variant="projection")
-    # ball, free and planar joints: the chart loops (tests/integrators/test_chart_methods.py);
-    # energy_momentum's projection variant has no compiled planar chart yet
-    planar = kd.models.random_tree(3, seed=7, joint_types=("planar", "revolute"))
-    Q0, V0 = _states(planar, 2, 0)
-    with pytest.raises(KanedynError, match=r"'energy_momentum'.*planar joint.*'verlet'"):
-        simulate_batch(planar, Q0, V0, 0.1, method="energy_momentum", dt=0.01)
 
 
 def test_event_driven_stick_slip_per_run_levels():
@@ -399,3 +402,24 @@ def test_batched_runs_with_wrenches_equal_single_runs(tree, method, wrench_chain
         np.testing.assert_allclose(b.q[k], s.q, rtol=0, atol=1e-13)
         np.testing.assert_allclose(b.work_nc[k], s.work_nc, rtol=0, atol=1e-13)
     assert np.all(np.abs(b.work_nc[:, -1]) > 1e-3)
+
+
+@pytest.mark.parametrize("method", ["midpoint", "gauss4"])
+def test_midpoint_gauss4_on_planar_joints_with_a_damper_per_run(method):
+    """midpoint and gauss4 in the tangent form on a planar base with a hinge (the planar
+    joint by the SE(2) exponential), a damper on the planar joint at its constant per run:
+    each run equals the single kd.simulate run (q, v, energy, W_nc)."""
+    tree = kd.models.random_tree(3, seed=7, joint_types=("planar", "revolute"))
+    Q0, V0 = _states(tree, 2, 5)
+    name = next(b.joint.name for b in tree.bodies if b.joint.kind == "planar")
+    c = np.array([0.1, 0.4])
+    b = simulate_batch(tree, Q0, V0, 0.3, method=method, dt=0.01,
+                       forces=[kd.forces.JointDamper(name, 0.2)], params={f"damping:{name}": c})
+    for k in range(2):
+        s = _single(tree, Q0[k], V0[k], method, forces=[kd.forces.JointDamper(name, c[k])])
+        assert np.allclose(b.q[k], s.q, rtol=0, atol=1e-13)
+        assert np.allclose(b.v[k], s.v, rtol=0, atol=1e-13)
+        assert np.allclose(b.energy[k], s.energy, rtol=0, atol=1e-11)
+        assert np.allclose(b.work_nc[k], s.work_nc, rtol=0, atol=1e-13)
+    assert np.all(b.work_nc[:, -1] < 0)
+    assert np.ptp(b.q[:, :, 2]) > 0.05  # the planar joint turns

@@ -80,7 +80,7 @@
     ``momentum="auto"`` conserves [L; P] when the system has a free root joint, no gravity
     and no force elements, otherwise only the energy; pass the names explicitly
     (``"momentum"``, ``"angular_momentum"``, ``"linear_momentum"``, a tuple, or ``()``).
-    On a Model with ball or free joints (among revolute, prismatic, helical ones; no
+    On a Model with ball, free or planar joints (among revolute, prismatic, helical ones; no
     armature) whose force elements all have compiled rows, it runs in the compiled
     tangent midpoint + projection loop of :mod:`.gauss_compiled` — the same algorithm,
     the same steps to Newton's tolerance (``compiled=False``: the Python steps, its
@@ -264,7 +264,8 @@ class EnergyMomentum(FixedStepMethod):
         rows, :mod:`kanedyn.forces.kernel`; same steps to Newton's tolerance); of the
         ``"lie"`` variant by :mod:`.lie_cayley_compiled`; of the ``"projection"`` variant
         onto the energy alone by the tangent midpoint + energy projection loop of
-        :mod:`.gauss_compiled` (ball and free joints, :func:`.gauss_compiled.tangent_applicable`;
+        :mod:`.gauss_compiled` (ball, free and planar joints,
+        :func:`.gauss_compiled.tangent_applicable`;
         the same algorithm, the same steps to Newton's tolerance); or None: then these
         Python steps."""
         from . import discrete_gradient_compiled as dgc
@@ -299,7 +300,7 @@ class EnergyMomentum(FixedStepMethod):
                                              dgc.GONZALEZ, NEWTON_TOL, self.opts["maxiter"])
 
     def _compiled_projection(self):
-        """The ``"projection"`` variant on a Model with ball or free joints:
+        """The ``"projection"`` variant on a Model with ball, free or planar joints:
         ``_gauss_loop``'s tangent midpoint (z = (ξ, v), q = q₀ ⊕ ξ, the stage equation of
         :class:`_TangentMidpoint`, solved to the same ``tol``) followed by the projection
         onto E₀ + W_nc (``project_energy_standard``) or, with momentum rows (a free root
@@ -319,7 +320,7 @@ class EnergyMomentum(FixedStepMethod):
                 self.name, kane_compiled.run_gauss_chart, self.problem, self.name, m.A, m.b,
                 m.d, m.c, m.opts["tol"], m.opts["maxiter"], True)
         if (gauss_compiled.momentum_rows(self.invariants) is None
-                or not gauss_compiled.tangent_applicable(self.problem)):
+                or not gauss_compiled.tangent_applicable(self.problem, planar=True)):
             return None
         return rk4_compiled.compiled_or_none(
             self.name, gauss_compiled.run, self.problem, 1, self.opts["tol"],

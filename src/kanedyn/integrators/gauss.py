@@ -10,7 +10,7 @@ Integration*, 2006, II.1.3 and VI.4). They are applied
   (backward error analysis, HLW IX.8), and quadratic invariants (angular
   momentum of a free system) are kept exactly;
 - in tangent coordinates ``z = (ξ, v)``, ``q = q_n ⊕ ξ``, ``ξ̇ = J(ξ)⁻¹ v``, when
-  the system has ball or free joints. Still symmetric, of the same order,
+  the system has ball, free or planar joints. Still symmetric, of the same order,
   and quaternions stay unit (exponential map), but no longer symplectic.
 
 Stages by Newton on ``Z_i − h Σ_j a_ij f(z0 + Z_j) = 0``, with the matrix
@@ -33,8 +33,8 @@ the number of residual evaluations (``residual_evaluations``, counted).
 
 ``compiled=True`` (default): a plain Model with additive joints whose force elements (if
 any) all have compiled rows (springs, dampers, smoothed Stribeck friction, constant and
-sinusoidal torques: :func:`.rk4_compiled.applicable` with ``forces=True``) — or with ball
-and free joints among them, in the tangent form
+sinusoidal torques: :func:`.rk4_compiled.applicable` with ``forces=True``) — or with ball,
+free and planar joints among them, in the tangent form
 (:func:`.gauss_compiled.tangent_applicable`) — with ``jacobian="auto"``, no projection or
 ``project="energy"``, runs in the compiled loop of :mod:`.gauss_compiled`: the same
 stage equations, matrix and tolerance, tested step for step against this class, which
@@ -117,7 +117,7 @@ class GaussLegendre(FixedStepMethod):
                 or gauss_compiled.momentum_rows(invariants) is None):
             return None
         tangent = not self.canonical
-        if not (gauss_compiled.tangent_applicable(self.problem) if tangent
+        if not (gauss_compiled.tangent_applicable(self.problem, planar=True) if tangent
                 else rk4_compiled.applicable(self.problem, forces=True)):
             return None
         return rk4_compiled.compiled_or_none(

@@ -6,12 +6,14 @@ coordinates whose force elements (if any) all have rows in :mod:`kanedyn.forces.
 (:func:`.rk4_compiled.applicable` with ``forces=True``): canonical
 ``z = (q, p)``, ``q̇ = v = M⁻¹p``, ``ṗ = ∂T/∂q − g(q) + τ`` from the CRBA kernel behind
 ``kd.crba``, a Cholesky solve and the energy kernel of :mod:`kanedyn.dynamics.energy_kernel`.
-With ball and free joints among revolute, prismatic and helical ones
+With ball, free and planar joints among revolute, prismatic and helical ones
 (:func:`tangent_applicable`) the tangent form of the reference: ``z = (ξ, v)``,
 ``q = q0 ⊕ ξ`` (quaternions moved by the exponential map, a free joint by the SE(3)
-exponential of its body twist), ``ξ̇ = J(ξ)⁻¹v`` with the SO(3) or SE(3) right Jacobian of
-each such joint (:func:`chart_block`), ``v̇`` by the ABA kernel (:func:`tangent_field`);
-symmetric and of the same order, not symplectic. Planar joints take the Python method.
+exponential of its body twist, a planar joint by the SE(2) one: the joints' own charts,
+:func:`chart_point`), ``ξ̇ = J(ξ)⁻¹v`` with the SO(3), SE(3) or SE(2) right Jacobian of
+each such joint (:func:`chart_block`; SE(2) in closed form, :func:`se2_right_jacobian`),
+``v̇`` by the ABA kernel (:func:`tangent_field`); symmetric and of the same order, not
+symplectic.
 
 Force rows (springs, dampers, smoothed Stribeck friction, constant and sinusoidal
 torques: :func:`~kanedyn.forces.kernel.joint_forces` at each stage's time ``t + c_i h``
@@ -66,7 +68,7 @@ from ..dynamics import _compiled, kernels
 from ..dynamics.derivatives_kernel import kinetic_tangent, rnea_tangent, rnea_tangent_static
 from ..dynamics.energy_kernel import energy_pass
 from ..dynamics.flat import flatten
-from ..dynamics.layout import FREE, IQ, IV, JTYPE, NVJ, SPHERICAL
+from ..dynamics.layout import FREE, IQ, IV, JTYPE, NVJ, PLANAR, SPHERICAL
 from ..forces.kernel import (
     P_K,
     applied_forces,
@@ -78,7 +80,7 @@ from ..forces.kernel import (
     spring_potential,
     wrench_forces_add,
 )
-from ..model.joints import free, spherical
+from ..model.joints import free, planar, spherical
 from ..spatial.lie import RIGHT_JACOBIAN_QUADRATURE, skew3, so3_coefficients, so3_right_jacobian
 from .base import cholesky, cholesky_solve, nan_max
 from .rk4_compiled import (
@@ -215,8 +217,9 @@ def se3_right_jacobian(xi, S, W):
 @nb.njit(cache=True, nogil=True)
 def chart_point(data, q0, x, out):
     """``out = q0 ⊕ x``: ``q0 ⊗ exp(x)`` for ball joints, the SE(3) exponential of the body
-    twist for free joints (the joints' compiled ``integrate``, as
-    ``ModelSystem.integrate_configuration``), ``q0 + x`` for additive joints."""
+    twist for free joints, the SE(2) one for planar joints (the joints' compiled
+    ``integrate``, as ``ModelSystem.integrate_configuration``), ``q0 + x`` for additive
+    joints."""
     for i in range(data.shape[0] - 1):
         a, b = int(data[i, IQ]), int(data[i, IV])
         kind = int(data[i, JTYPE])
@@ -224,6 +227,8 @@ def chart_point(data, q0, x, out):
             spherical.integrate(q0, a, x, b, 1.0, out)
         elif kind == FREE:
             free.integrate(q0, a, x, b, 1.0, out)
+        elif kind == PLANAR:
+            planar.integrate(q0, a, x, b, 1.0, out)
         else:
             for e in range(int(data[i, NVJ])):
                 out[a + e] = q0[a + e] + 1.0 * x[b + e]
@@ -247,7 +252,7 @@ def tangent_field(data, P, forces, iqd, t, q0, x, y, q, qd, tnc, tau, pivb, fx, 
         fx[k] = y[k]
     for i in range(data.shape[0] - 1):
         kind, b = int(data[i, JTYPE]), int(data[i, IV])
-        if kind == SPHERICAL or kind == FREE:
+        if kind == SPHERICAL or kind == FREE or kind == PLANAR:
             Jb = chart_block(kind, x, b)
             if not lu_factor(Jb, pivb):
                 return BAD_STATE
@@ -257,11 +262,54 @@ def tangent_field(data, P, forces, iqd, t, q0, x, y, q, qd, tnc, tau, pivb, fx, 
 
 @nb.njit(cache=True, nogil=True)
 def chart_block(kind, x, b):
-    """The block of J(ξ) (``v = J ξ̇`` along q0 ⊕ ξ) of a ball (SO(3) right Jacobian) or free
-    joint (SE(3) right Jacobian, :func:`se3_right_jacobian`) whose speeds start at b."""
+    """The block of J(ξ) (``v = J ξ̇`` along q0 ⊕ ξ) of a ball (SO(3) right Jacobian), free
+    (SE(3) right Jacobian, :func:`se3_right_jacobian`) or planar joint (SE(2) right
+    Jacobian, :func:`se2_right_jacobian`) whose speeds start at b."""
     if kind == SPHERICAL:
         return so3_right_jacobian(x[b:b + 3])
+    if kind == PLANAR:
+        return se2_right_jacobian(x[b], x[b + 1], x[b + 2])
     return se3_right_jacobian(x[b:b + 6], _GL_S, _GL_W)
+
+
+@nb.njit(cache=True, nogil=True)
+def se2_right_jacobian(rx, ry, psi):
+    """J(ξ) of a planar joint's chart ``q0 ⊕ ξ = q0 exp(ξ)``, ξ = (ρ, ψ) a body twist of
+    SE(2) (speeds (v_x, v_y, ω_z)), in closed form (derived here; it equals the quadrature
+    ``∫₀¹ Ad_{exp(−sξ)} ds`` of the Python joint, tested): exp(ξ) = (R(ψ), V(ψ) ρ) with
+    ``V(ψ) = ∫₀¹ R(sψ) ds = (R(ψ) − 1) J₂⁻¹/ψ`` (J₂ = [[0, −1], [1, 0]]), so the body
+    velocity of ψ ↦ exp(ξ) is ``(R(−ψ)(V ρ̇ + V' ρ ψ̇), ψ̇)`` with ``R(−ψ)V(ψ) = V(−ψ)`` and
+    ``R(−ψ)V'(ψ) = (1 − V(−ψ))/ψ``:
+
+        J = [[a, b, e ρ_x − f ρ_y], [−b, a, f ρ_x + e ρ_y], [0, 0, 1]],
+
+    ``a = sin ψ/ψ``, ``b = (1 − cos ψ)/ψ``, ``e = (1 − a)/ψ = (ψ − sin ψ)/ψ²``,
+    ``f = b/ψ = (1 − cos ψ)/ψ²``; e by its series below |ψ| = 0.5 (the closed form
+    cancels to ≈ 6ε/ψ² there), f as ½ (sin(ψ/2)/(ψ/2))²."""
+    h = 0.5 * psi
+    if abs(psi) < 0.5:
+        # (ψ − sin ψ)/ψ² = Σ_k (−1)^k ψ^(2k+1)/(2k+3)!, sin(h)/h = Σ_k (−1)^k h^(2k)/(2k+1)!
+        e, term, k = 0.0, psi / 6.0, 0
+        while abs(term) > 1e-18 * abs(psi) and k < 12:
+            e += term
+            term *= -psi * psi / ((2 * k + 4) * (2 * k + 5))
+            k += 1
+        sh, term, k = 0.0, 1.0, 0
+        while abs(term) > 1e-18 and k < 12:
+            sh += term
+            term *= -h * h / ((2 * k + 2) * (2 * k + 3))
+            k += 1
+        a = 1.0 - psi * e
+    else:
+        a = np.sin(psi) / psi
+        e = (1.0 - a) / psi
+        sh = np.sin(h) / h
+    f = 0.5 * sh * sh
+    b = f * psi
+    J = np.eye(3)
+    J[0, 0], J[0, 1], J[0, 2] = a, b, e * rx - f * ry
+    J[1, 0], J[1, 1], J[1, 2] = -b, a, f * rx + e * ry
+    return J
 
 
 @nb.njit(cache=True, nogil=True)
@@ -305,7 +353,7 @@ def newton_matrix(data, P, forces, iqd, tangent, t, c, q0, p0, Z, A, h, Jm, piv)
     C the slopes of dampers and friction (:func:`damping_slopes`). Tangent, at (ξ, v) with
     q = q0 ⊕ ξ: ``[[K(v), J(ξ)⁻¹], [A_q J(ξ), A_v]]``, ``A_{q,v} = M⁻¹ (F_{q,v} −
     ∂RNEA/∂(q, v))`` at a = ABA(q, v, τ), K the ``chart_rate_jacobian`` of a Model's system
-    (−½ ω× for each ball joint).
+    (−½ Sᵀ crm(S v_j) S for each ball, free or planar joint: −½ ω× on a ball joint).
     False if a kernel refuses the state or the matrix is singular."""
     st, n = A.shape[0], p0.shape[0]
     N = 2 * n
@@ -405,7 +453,13 @@ def _tangent_jacobian(data, P, forces, iqd, t, q0, x, v, q, qd, tnc, acc, tau, s
     K = np.zeros((n, n))
     for i in range(data.shape[0] - 1):
         kind, b = int(data[i, JTYPE]), int(data[i, IV])
-        if kind == SPHERICAL or kind == FREE:
+        if kind == PLANAR:
+            J[b:b + 3, b:b + 3] = chart_block(kind, x, b)
+            # −½ Sᵀ crm(S v_j) S: (S v_j) × (S x) = (v_y ψ − ω x_y, ω x_x − v_x ψ, 0) in
+            # the speeds' order (v_x, v_y, ω_z)
+            K[b, b + 1], K[b, b + 2] = 0.5 * v[b + 2], -0.5 * v[b + 1]
+            K[b + 1, b], K[b + 1, b + 2] = -0.5 * v[b + 2], 0.5 * v[b]
+        elif kind == SPHERICAL or kind == FREE:
             Jb = chart_block(kind, x, b)
             m = Jb.shape[0]
             J[b:b + m, b:b + m] = Jb
@@ -914,8 +968,10 @@ def tableau(stages: int):
 
 def tangent_applicable(problem, planar: bool = False) -> bool:
     """The tangent form of the loop takes a Model's system (``tree_model``) whose joints are
-    revolute, prismatic, helical, ball or free joints (and planar ones if ``planar``: the
-    variational Störmer–Verlet loop of :mod:`.verlet_compiled` takes them), at least one
+    revolute, prismatic, helical, ball or free joints (and planar ones if ``planar``, which
+    every caller passes now: midpoint, gauss4 and energy_momentum's projection in this
+    loop, and the chart loops of :mod:`.verlet_compiled` and :mod:`.avf_chart_compiled`;
+    the default stays False for a caller that has no planar branch), at least one
     of them not additive (else the canonical form applies), without rotor armature or a
     progress bar, whose force elements (if any) all have rows of
     :mod:`kanedyn.forces.kernel` (``problem.force_rows``)."""

@@ -59,7 +59,7 @@ options and the force elements —, the names of the ``kd.simulate`` options it 
 
 - ``"rk4"``: :func:`rk4_run` or the manifold loop, by the Model;
 - ``"midpoint"``, ``"gauss4"``: ``_gauss_loop`` of :mod:`kanedyn.integrators.gauss_compiled`
-  per run (:func:`_gauss_runs`; ball and free joints by its tangent form), with the force
+  per run (:func:`_gauss_runs`; ball, free and planar joints by its tangent form), with the force
   rows and their per-run parameters, W_nc by the method's quadrature (springs and
   friction on the 1-DOF joints of a tree with ball joints read their coordinate through
   :func:`~kanedyn.integrators.gauss_compiled.dof_coordinates`);
@@ -88,9 +88,8 @@ options and the force elements —, the names of the ``kd.simulate`` options it 
   hinges below it, no gravity) by
   :func:`~kanedyn.integrators.floating_cayley_compiled.floating_run` per run
   (:func:`_floating_runs`; force rows on the arm, none on the base's speeds). Planar
-  joints run in avf's and itoh_abe's chart loops; energy_momentum refuses them (its
-  projection variant's tangent midpoint has no planar chart: kd.simulate takes the Python
-  steps), and every one of the three refuses rotor armature. The method's
+  joints run in the same loops (the chart loops and the tangent midpoint know them); rotor
+  armature is refused. The method's
   stepper is built from the Problem ``kd.simulate`` builds (its options checked, the
   variant and the cyclic coordinates of energy_momentum chosen) and the loop's settings
   read from it, so that each run is the compiled ``kd.simulate`` run; options:
@@ -554,22 +553,21 @@ def _no_forces(method: str, forces, P: NDArray | None) -> None:
                            f"params= gives joint forces per run; {way_out}")
 
 
-def _implicit_refuses(name: str, planar: bool) -> Callable[[Model], str | None]:
-    """``refuses`` of midpoint/gauss4 (ball and free joints by the tangent form) and verlet
-    (``planar``: ball, free and planar joints by the variational step in their charts), as
-    their compiled loops in kd.simulate."""
+def _implicit_refuses(name: str) -> Callable[[Model], str | None]:
+    """``refuses`` of midpoint/gauss4 (ball, free and planar joints by the tangent form) and
+    verlet (the same joints by the variational step in their charts), as their compiled
+    loops in kd.simulate."""
     def refuses(model: Model) -> str | None:
         if model.armature.any():
             return (f"its joints have rotor armature, which the compiled {name} loop does "
                     "not take; use method='rk4'")
-        charted = ("ball", "free") + (("planar",) if planar else ())
+        charted = ("ball", "free", "planar")
         allowed = ("revolute", "prismatic", "helical") + charted
         for b in model.bodies:
             if not b.joint.chart_is_additive and b.joint.kind not in charted + ("spherical",):
                 return (f"joint {b.joint.name!r} is a {b.joint.kind} joint; the compiled "
                         f"{name} loop takes {', '.join(allowed)} joints; use method='rk4' "
-                        "(every joint type)"
-                        + (" or 'verlet' (planar)" if b.joint.kind == "planar" else ""))
+                        "(every joint type)")
         return None
     return refuses
 
@@ -642,36 +640,26 @@ def _dg_status(status: NDArray) -> None:
 
 def _dg_refuses(name: str) -> Callable[[Model], str | None]:
     """``refuses`` of avf, itoh_abe, energy_momentum, as kd.simulate runs them compiled: on
-    additive coordinates the discrete-gradient loop (canonical q, p), with ball and free
-    joints among revolute, prismatic and helical ones the chart loops of
+    additive coordinates the discrete-gradient loop (canonical q, p), with ball, free and
+    planar joints among revolute, prismatic and helical ones the chart loops of
     :mod:`~kanedyn.integrators.avf_chart_compiled` (avf, itoh_abe) or the tangent midpoint
     with the energy projection (energy_momentum's ``"projection"`` variant); no rotor
-    armature (``rk4_compiled.applicable``, ``gauss_compiled.tangent_applicable``). Planar
-    joints: avf and itoh_abe (the chart loops know them); energy_momentum's projection
-    variant runs the tangent midpoint, which does not (kd.simulate takes the Python steps)."""
-    charted = _CHARTED + (("planar",) if name != "energy_momentum" else ())
-
+    armature (``rk4_compiled.applicable``, ``gauss_compiled.tangent_applicable``)."""
     def refuses(model: Model) -> str | None:
         if model.armature.any():
             return (f"its joints have rotor armature, which the compiled {name} loop does "
                     "not take; use method='rk4'")
         for b in model.bodies:
-            kind = b.joint.kind
-            if kind == "planar" and kind not in charted:
-                return (f"joint {b.joint.name!r} is a planar joint, which the compiled "
-                        f"{name} loop does not take (kd.simulate(..., method={name!r}) runs "
-                        "its Python steps on it); use method='avf', 'itoh_abe', 'verlet' "
-                        "(their loops take planar joints) or 'rk4', or kd.simulate per state")
-            if not b.joint.chart_is_additive and kind not in charted:
-                return (f"joint {b.joint.name!r} is a {kind} joint; the compiled {name} "
-                        "loops take revolute, prismatic, helical, ball and free joints; use "
-                        "method='rk4' (every joint type)")
+            if not b.joint.chart_is_additive and b.joint.kind not in _CHARTED:
+                return (f"joint {b.joint.name!r} is a {b.joint.kind} joint; the compiled "
+                        f"{name} loops take revolute, prismatic, helical, ball, free and "
+                        "planar joints; use method='rk4' (every joint type)")
         return None
     return refuses
 
 
-#: the joints of several speeds every compiled chart loop takes (ball = "spherical")
-_CHARTED = ("spherical", "free")
+#: the joints of several speeds the compiled chart loops take (ball = "spherical")
+_CHARTED = ("spherical", "free", "planar")
 
 
 def _dg_problem(model, D, P, Q0, V0, steps, forces):
@@ -1138,9 +1126,9 @@ def _time_stepping_batch(model, D, Q0, V0, t_final, dt, forces, params, save_eve
 #: the batched methods by name; another compiled whole-run loop is added as one entry
 METHODS: dict[str, BatchMethod] = {
     "rk4": BatchMethod("rk4", _rk4_refuses, _rk4_batch),
-    "midpoint": BatchMethod("midpoint", _implicit_refuses("midpoint", False), _gauss_batch(1)),
-    "gauss4": BatchMethod("gauss4", _implicit_refuses("gauss4", False), _gauss_batch(2)),
-    "verlet": BatchMethod("verlet", _implicit_refuses("verlet", True), _verlet_batch),
+    "midpoint": BatchMethod("midpoint", _implicit_refuses("midpoint"), _gauss_batch(1)),
+    "gauss4": BatchMethod("gauss4", _implicit_refuses("gauss4"), _gauss_batch(2)),
+    "verlet": BatchMethod("verlet", _implicit_refuses("verlet"), _verlet_batch),
     "avf": BatchMethod("avf", _dg_refuses("avf"), _dg_batch("avf"),
                        ("tol", "maxiter", "nodes")),
     "itoh_abe": BatchMethod("itoh_abe", _dg_refuses("itoh_abe"), _dg_batch("itoh_abe"),
