@@ -73,7 +73,7 @@ coordinates z = (ξ, v), q = q_n ⊕ ξ, ż = (J(ξ)⁻¹ v, u̇(q, v)), u̇ by 
 chart_jacobian's arithmetic, the quaternion groups baked in), ξ̇ by LU as the reference's
 ``solve``; Newton as above with the kinematic matrix ``1 − h A ⊗ [0 1; 0 0]``; no force
 elements there. ``project="energy"`` and energy_momentum's ``"projection"`` variant (that
-midpoint, then the projection onto E₀; :func:`_project_energy_chart`) in the same loop:
+midpoint, then the projection onto E₀; :func:`_project_energy`) in the same loop:
 the projection's scalar Newton in the chart of the step's end, ∂T/∂ξ by central
 differences through ``chart_point``.
 
@@ -396,13 +396,39 @@ def _energy(fns, q, v, E) -> float:
 
 
 @nb.njit(cache=True, nogil=True)
-def _energy_gradient(fns, q, v, U, M, E, zu, zt, D) -> bool:
+def _chart_kinetic_gradient(energy, point, q, v, E, dT) -> bool:
+    """dT[:n] ← ∂T/∂ξ|_v at ξ = 0 in the chart of q by central differences through the
+    generated ``point``, T(q ⊕ ±1e-6 e_j) (:func:`.base.kinetic_energy_gradient` on a
+    chart that is not additive); False where a generated function refuses a point."""
+    n = v.shape[0]
+    e, qk = np.zeros(n), np.empty(q.shape[0])
+    for j in range(n):
+        e[j] = _KE_STEP
+        if point(q, e, qk) != 0 or energy(qk, v, 0.0, E) != 0:
+            return False
+        up = E[1]
+        e[j] = -_KE_STEP
+        if point(q, e, qk) != 0 or energy(qk, v, 0.0, E) != 0:
+            return False
+        dT[j] = (up - E[1]) / (2 * _KE_STEP)
+        e[j] = 0.0
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _energy_gradient(fns, point, q, v, U, M, E, zu, zt, D) -> bool:
     """D ← (∂E/∂q|_v, ∂E/∂v) = (∂T/∂q + g − τ_springs, M v) (``Problem.energy_gradient``:
-    central differences of T as :func:`_kick`'s, g = −forcing(q, 0, 0))."""
+    g = −forcing(q, 0, 0)), ∂T/∂q by central differences of T as :func:`_kick`'s on
+    additive coordinates (``point`` None), else through the generated chart ``point``
+    (∂/∂ξ at ξ = 0 in the chart of q, :func:`_chart_kinetic_gradient`)."""
     mass_matrix, forcing, energy, P, forces, _ = fns
-    n = q.shape[0]
-    qk, F = U[_QK], U[_F]
-    if (not _kinetic_gradient(energy, q, v, qk, E, D) or forcing(q, zu, zt, 0.0, F) != 0
+    n = v.shape[0]
+    F = U[_F]
+    if point is None:
+        ok = _kinetic_gradient(energy, q, v, U[_QK], E, D)
+    else:
+        ok = _chart_kinetic_gradient(energy, point, q, v, E, D)
+    if (not ok or forcing(q, zu, zt, 0.0, F) != 0
             or mass_matrix(q, 0.0, M.reshape(n * n)) != 0):
         return False
     for i in range(n):
@@ -414,69 +440,31 @@ def _energy_gradient(fns, q, v, U, M, E, zu, zt, D) -> bool:
 
 
 @nb.njit(cache=True, nogil=True)
-def _project_energy(fns, target, scale, q, v, U, M, E, zu, zt, D, tol, maxiter) -> int:
+def _moved(point, qt, D, lam, xi, q) -> bool:
+    """q ← q̃ moved by λ ∇_qE (D[:n]): q̃ + λ ∇_qE on additive coordinates (``point``
+    None), else q̃ ⊕ λ ∇_ξE by the generated chart ``point`` (xi its scratch); False where
+    that refuses the point."""
+    n = xi.shape[0]
+    if point is None:
+        for i in range(n):
+            q[i] = qt[i] + D[i] * lam
+        return True
+    for i in range(n):
+        xi[i] = D[i] * lam
+    return point(qt, xi, q) == 0
+
+
+@nb.njit(cache=True, nogil=True)
+def _project_energy(fns, point, target, scale, q, v, U, M, E, zu, zt, D, tol, maxiter) -> int:
     """(q, v) ← the state moved along ∇E(q̃, v̂) onto E = ``target`` (E₀ + W_nc) by
     :class:`.projection.Projected`'s scalar Newton (energy alone): λ ← λ − G/|∇E|²,
     z = z̃ + λ ∇E, until |G| ≤ 4 tol (1 + |E₀|) (``scale``), or at ``maxiter`` if
-    |G| ≤ 1e-13 (1 + |E₀|); the iterations, −1 if it fails."""
-    n = q.shape[0]
-    if not _energy_gradient(fns, q, v, U, M, E, zu, zt, D):
-        return -1
-    dd = D @ D
-    if not dd > 0.0:
-        return -1
-    ginv = 1.0 / dd
-    qt, vt = U[_XS], U[_RS]
-    qt[:] = q
-    vt[:] = v
-    G = _energy(fns, qt, vt, E) - target
-    lam = 0.0
-    for it in range(1, maxiter + 1):
-        lam -= ginv * G
-        for i in range(n):
-            q[i] = qt[i] + D[i] * lam
-            v[i] = vt[i] + D[n + i] * lam
-        G = _energy(fns, q, v, E) - target
-        if abs(G) <= tol * scale * 4:
-            return it
-    return maxiter if abs(G) <= 1e-13 * scale else -1
-
-
-@nb.njit(cache=True, nogil=True)
-def _chart_energy_gradient(fns, point, q, v, M, E, zu, zt, D) -> bool:
-    """D ← (∂E/∂ξ|_v at ξ = 0, ∂E/∂v) = (∂T/∂ξ + g, M v) in the chart of q
-    (``Problem.energy_gradient`` on a system without closed-form derivatives, no force
-    elements): ∂T/∂ξ by central differences through the chart, T(q ⊕ ±1e-6 e_k)
-    (:func:`.base.kinetic_energy_gradient`), g = −forcing(q, 0, 0)."""
-    mass_matrix, forcing, energy = fns[0], fns[1], fns[2]
+    |G| ≤ 1e-13 (1 + |E₀|); the iterations, −1 if it fails. On additive coordinates
+    (``point`` None) q = q̃ + λ ∇_qE; on a chart that is not additive (projection.py's
+    ``Projected`` there) in the chart of the step's end q̃: q = q̃ ⊕ λ ∇_ξE by the
+    generated ``point`` (:func:`_moved`)."""
     n = v.shape[0]
-    e, qk, F = np.zeros(n), np.empty(q.shape[0]), np.empty(n)
-    for j in range(n):
-        e[j] = _KE_STEP
-        if point(q, e, qk) != 0 or energy(qk, v, 0.0, E) != 0:
-            return False
-        up = E[1]
-        e[j] = -_KE_STEP
-        if point(q, e, qk) != 0 or energy(qk, v, 0.0, E) != 0:
-            return False
-        D[j] = (up - E[1]) / (2 * _KE_STEP)
-        e[j] = 0.0
-    if forcing(q, zu, zt, 0.0, F) != 0 or mass_matrix(q, 0.0, M.reshape(n * n)) != 0:
-        return False
-    for i in range(n):
-        D[i] = D[i] + -F[i]
-    D[n:] = M @ v
-    return True
-
-
-@nb.njit(cache=True, nogil=True)
-def _project_energy_chart(fns, point, target, scale, q, v, M, E, zu, zt, D, tol,
-                          maxiter) -> int:
-    """:func:`_project_energy` in the chart of the step's end q̃ (projection.py's
-    ``Projected`` on a non-additive chart): z = (λ ∇_ξE, ṽ + λ ∇_vE), q = q̃ ⊕ λ ∇_ξE by
-    the generated ``point``; the iterations, −1 if it fails."""
-    n = v.shape[0]
-    if not _chart_energy_gradient(fns, point, q, v, M, E, zu, zt, D):
+    if not _energy_gradient(fns, point, q, v, U, M, E, zu, zt, D):
         return -1
     dd = D @ D
     if not dd > 0.0:
@@ -488,9 +476,8 @@ def _project_energy_chart(fns, point, target, scale, q, v, M, E, zu, zt, D, tol,
     for it in range(1, maxiter + 1):
         lam -= ginv * G
         for i in range(n):
-            xi[i] = D[i] * lam
             v[i] = vt[i] + D[n + i] * lam
-        if point(qt, xi, q) != 0:
+        if not _moved(point, qt, D, lam, xi, q):
             return -1
         G = _energy(fns, q, v, E) - target
         if abs(G) <= tol * scale * 4:
@@ -523,14 +510,14 @@ def _stage_residual(kind, fns, chart, hA, xi, w, h, tc, pw, mask, H0, z0, Z, U, 
       then R as for kind 0;
     - ``kind`` 8 and 9, Itoh–Abe forward and symmetric in the chart's canonical
       coordinates (chart.py: z = (x, p_x), z0 = (0, p_n)), Z = (Δx, Δp): R = (Δx − h ∇̄_pH,
-      Δp + h ∇̄_xH) with their discrete gradient of H(x, p) (:func:`_chart_itoh_abe`)."""
+      Δp + h ∇̄_xH) with their discrete gradient of H(x, p) (:func:`_itoh_abe_gradient`)."""
     if kind == 5 or kind == 6:
         return _residual(kind - 5, fns, h, tc[0], Z, U, M, E, zu, zt, R)
     n2 = z0.shape[0]
     n = n2 // 2
     x, y = U[_XK], U[_RK]
     if kind == 8 or kind == 9:
-        if not _chart_itoh_abe(fns, chart, kind == 9, z0[n:], Z[:n], Z[n:], U, M, E, F):
+        if not _itoh_abe_gradient(fns, chart, kind == 9, z0[n:], Z[:n], Z[n:], U, M, E, F):
             return False
         for i in range(n):
             R[i] = Z[i] - h * F[0, n + i]
@@ -541,7 +528,7 @@ def _stage_residual(kind, fns, chart, hA, xi, w, h, tc, pw, mask, H0, z0, Z, U, 
             return False
         return _minus_force(fns, h, tc[0], Z, F[0, n:], U, R)
     if kind == 3 or kind == 4:
-        if not _itoh_abe_gradient(fns, kind == 4, z0, Z[:n], Z[n:], U, M, E, F):
+        if not _itoh_abe_gradient(fns, None, kind == 4, z0[n:], Z[:n], Z[n:], U, M, E, F):
             return False
         for i in range(n):
             R[i] = Z[i] - h * F[0, n + i]
@@ -735,26 +722,46 @@ def _momentum_part(fns, qn, dq, p0, dp, reverse, U, M, pk, g) -> bool:
 
 
 @nb.njit(cache=True, nogil=True)
-def _itoh_abe_gradient(fns, symmetric, z0, dq, dp, U, M, E, F) -> bool:
+def _path_configuration(fns, chart, p, dq, reverse, U, M, E, x, xm, g) -> bool:
+    """Itoh–Abe's ∇̄_qH along the coordinate path at p held: on additive coordinates
+    (``chart`` None) :func:`_configuration_part` from q_n = U[_QN], in the quaternions'
+    chart :func:`_chart_configuration_part` from x = 0."""
+    if chart is None:
+        return _configuration_part(fns, U[_QN], p, dq, reverse, U, M, E, x, xm, g)
+    return _chart_configuration_part(fns, chart, p, dq, reverse, U, M, E, x, xm, g)
+
+
+@nb.njit(cache=True, nogil=True)
+def _path_momentum(fns, chart, dq, p0, dp, reverse, U, M, pk, g) -> bool:
+    """Itoh–Abe's ∇̄_pH at the path's configuration q_n + Δq (:func:`_momentum_part`;
+    ``chart`` not None: q_n ⊕ Δx, :func:`_chart_momentum_part`)."""
+    if chart is None:
+        return _momentum_part(fns, U[_QN], dq, p0, dp, reverse, U, M, pk, g)
+    return _chart_momentum_part(fns, chart, dq, p0, dp, reverse, M, pk, g)
+
+
+@nb.njit(cache=True, nogil=True)
+def _itoh_abe_gradient(fns, chart, symmetric, p0, dq, dp, U, M, E, F) -> bool:
     """F[0] ← Itoh–Abe's discrete gradient (∇̄_qH, ∇̄_pH) for d = (Δq, Δp) from (q_n, p_n):
     q_1..q_n at p_n, then p_1..p_n at q_n + Δq; ``symmetric``: its mean with the reverse
-    path (p_n..p_1 at q_n, then q_n..q_1 at p_n + Δp) (``ItohAbe.discrete_gradient``)."""
+    path (p_n..p_1 at q_n, then q_n..q_1 at p_n + Δp) (``ItohAbe.discrete_gradient``). On
+    additive coordinates (``chart`` None) or, ``chart`` the generated chart functions, of
+    H(x, p) in the chart centred on q_n (x from 0, the momenta canonical to x)."""
     n = dq.shape[0]
-    qn, p0 = U[_QN], z0[n:]
     g, x, xm, pk, w = F[0], U[_XS], U[_RS], U[_F], U[_R]
-    if not _configuration_part(fns, qn, p0, dq, False, U, M, E, x, xm, g[:n]):
+    if not _path_configuration(fns, chart, p0, dq, False, U, M, E, x, xm, g[:n]):
         return False
-    if not _momentum_part(fns, qn, dq, p0, dp, False, U, M, pk, g[n:]):
+    if not _path_momentum(fns, chart, dq, p0, dp, False, U, M, pk, g[n:]):
         return False
     if symmetric:
         g2 = F[1]
         for i in range(n):
             w[i] = p0[i] + dp[i]
-        if not _configuration_part(fns, qn, w, dq, True, U, M, E, x, xm, g2[:n]):
+        if not _path_configuration(fns, chart, w, dq, True, U, M, E, x, xm, g2[:n]):
             return False
         for i in range(n):
             xm[i] = 0.0
-        if not _momentum_part(fns, qn, xm, p0, dp, True, U, M, pk, g2[n:]):
+        if not _path_momentum(fns, chart, xm, p0, dp, True, U, M, pk, g2[n:]):
             return False
         for i in range(2 * n):
             g[i] = 0.5 * (g[i] + g2[i])
@@ -775,7 +782,7 @@ def _itoh_abe_polish(fns, symmetric, h, t, z0, d, U, M, E, F) -> bool:
         return False
     for _ in range(1 if symmetric else 4):
         if symmetric:
-            if not _itoh_abe_gradient(fns, True, z0, dq, dp, U, M, E, F):
+            if not _itoh_abe_gradient(fns, None, True, z0[n:], dq, dp, U, M, E, F):
                 return False
         elif fns[4] and not _momentum_part(fns, U[_QN], dq, z0[n:], dp, False, U, M, U[_F],
                                            gp):
@@ -967,8 +974,8 @@ def _gauss_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, A, b, d,
         if forces:  # (the stage powers of the last residual, at the solution)
             work += h * (b @ pw)
         if project:
-            it2 = _project_energy(fns, E0 + work, 1.0 + abs(E0), q, v, U, M, E, zu, zt, D,
-                                  PROJECTION_TOL, _kind(PROJECTION_MAXITER))
+            it2 = _project_energy(fns, None, E0 + work, 1.0 + abs(E0), q, v, U, M, E, zu, zt,
+                                  D, PROJECTION_TOL, _kind(PROJECTION_MAXITER))
             if it2 < 0:
                 status[0], status[1] = NEWTON_FAILED, step
                 return k_out
@@ -1115,8 +1122,8 @@ def _rk4_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, forward_dy
             v[i] = v[i] + h6 * (K[0, 1, i] + 2 * K[1, 1, i] + 2 * K[2, 1, i] + K[3, 1, i])
         w += h6 * (kw[0] + 2 * kw[1] + 2 * kw[2] + kw[3])
         if project:
-            it = _project_energy(fns, E0 + w, 1.0 + abs(E0), q, v, U, M, E, zu, zt, D, tol,
-                                 maxiter)
+            it = _project_energy(fns, None, E0 + w, 1.0 + abs(E0), q, v, U, M, E, zu, zt, D,
+                                 tol, maxiter)
             if it < 0:
                 status[0], status[1] = NEWTON_FAILED, step
                 return k_out
@@ -1168,7 +1175,7 @@ def _gauss_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, fo
     the difference Jacobian kept while h stays), the predictor c h f(z_n), z_{n+1} =
     z_n + (b A⁻¹) Z, q_{n+1} = q_n ⊕ ξ_{n+1}: the same arithmetic as the reference's, in
     the generated functions (no force elements); ``project``: each step followed by the
-    energy projection onto E₀ in the chart (:func:`_project_energy_chart`; its iterations
+    energy projection onto E₀ in the chart (:func:`_project_energy`; its iterations
     added to the step's: energy_momentum's ``"projection"`` variant is midpoint so); status
     and return as :func:`_verlet_loop`'s."""
     fns = (mass_matrix, forcing, energy, P, forces, data)
@@ -1226,8 +1233,8 @@ def _gauss_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, fo
         v[:] = z1[n:]
         iters[step] = it
         if project:
-            it2 = _project_energy_chart(fns, chart_point, E0, 1.0 + abs(E0), q, v, M, E,
-                                        zu, zt, D, PROJECTION_TOL, _kind(PROJECTION_MAXITER))
+            it2 = _project_energy(fns, chart_point, E0, 1.0 + abs(E0), q, v, U, M, E, zu,
+                                  zt, D, PROJECTION_TOL, _kind(PROJECTION_MAXITER))
             if it2 < 0:
                 status[0], status[1] = NEWTON_FAILED, step
                 return k_out
@@ -1383,7 +1390,7 @@ def _chart_momentum_part(fns, chart, dq, p0, dp, reverse, M, pk, g) -> bool:
 
 @nb.njit(cache=True, nogil=True)
 def _chart_velocity_part(fns, chart, symmetric, p0, dq, dp, U, M, g) -> bool:
-    """g ← ∇̄_pH alone (the second half of :func:`_chart_itoh_abe`'s gradient; the
+    """g ← ∇̄_pH alone (the second half of :func:`_itoh_abe_gradient`'s in the chart; the
     symmetric variant's: the mean with the reverse path's, at x = 0)."""
     if not _chart_momentum_part(fns, chart, dq, p0, dp, False, M, U[_F], g):
         return False
@@ -1393,33 +1400,6 @@ def _chart_velocity_part(fns, chart, symmetric, p0, dq, dp, U, M, g) -> bool:
         if not _chart_momentum_part(fns, chart, zero, p0, dp, True, M, U[_F], g2):
             return False
         for i in range(g.shape[0]):
-            g[i] = 0.5 * (g[i] + g2[i])
-    return True
-
-
-@nb.njit(cache=True, nogil=True)
-def _chart_itoh_abe(fns, chart, symmetric, p0, dq, dp, U, M, E, F) -> bool:
-    """F[0] ← Itoh–Abe's discrete gradient (∇̄_xH, ∇̄_pH) of H in the chart centred on q_n
-    for d = (Δx, Δp) from (0, p_n): x_1..x_n at p_n, then p_1..p_n at Δx; ``symmetric``: its
-    mean with the reverse path (p_n..p_1 at x = 0, then x_n..x_1 at p_n + Δp)
-    (``ItohAbe.discrete_gradient``)."""
-    n = dq.shape[0]
-    g, x, xm, pk, w = F[0], U[_XS], U[_RS], U[_F], U[_R]
-    if not _chart_configuration_part(fns, chart, p0, dq, False, U, M, E, x, xm, g[:n]):
-        return False
-    if not _chart_momentum_part(fns, chart, dq, p0, dp, False, M, pk, g[n:]):
-        return False
-    if symmetric:
-        g2 = F[1]
-        for i in range(n):
-            w[i] = p0[i] + dp[i]
-        if not _chart_configuration_part(fns, chart, w, dq, True, U, M, E, x, xm, g2[:n]):
-            return False
-        for i in range(n):
-            xm[i] = 0.0
-        if not _chart_momentum_part(fns, chart, xm, p0, dp, True, M, pk, g2[n:]):
-            return False
-        for i in range(2 * n):
             g[i] = 0.5 * (g[i] + g2[i])
     return True
 
@@ -1442,7 +1422,7 @@ def _chart_itoh_abe_polish(fns, chart, symmetric, h, p0, d, U, M, E, F) -> bool:
                                                            E, U[_XS], U[_RS], g[:n]):
             return False
         for _ in range(1 if symmetric else 4):
-            if symmetric and not _chart_itoh_abe(fns, chart, True, p0, dq, dp, U, M, E, F):
+            if symmetric and not _itoh_abe_gradient(fns, chart, True, p0, dq, dp, U, M, E, F):
                 return False
             same = True
             for i in range(n):
@@ -1461,7 +1441,7 @@ def _itoh_abe_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data,
     """The whole run of Itoh–Abe (forward, or ``symmetric``) on a system whose chart is not
     additive (quaternions), in chart.py's canonical coordinates centred on q_n: z = (x, p),
     q = q_n ⊕ x, p = J(x)ᵀ M v, d = (Δx, Δp) from ``(Δx − h ∇̄_pH, Δp + h ∇̄_xH) = 0``
-    (:func:`_chart_itoh_abe`) by :func:`_stage_newton` with the kinematic matrix
+    (:func:`_itoh_abe_gradient`) by :func:`_stage_newton` with the kinematic matrix
     [1, −h/2 M(q_n)⁻¹; 0, 1], the difference Jacobian kept while h stays (the reference's
     ``reuse`` in a chart), the stagnation bar and ITOH_ABE_FLOOR; the last step's d as
     predictor (h v_n, 0 at the first step and after h changed); the polish
