@@ -71,11 +71,11 @@ coordinates z = (ξ, v), q = q_n ⊕ ξ, ż = (J(ξ)⁻¹ v, u̇(q, v)), u̇ by 
 ``forward_dynamics``, q_n ⊕ ξ and J(ξ) by the generated ``chart_point`` and
 ``chart_jacobian`` (``CompiledSystem.compiled_chart``: integrate_configuration's and
 chart_jacobian's arithmetic, the quaternion groups baked in), ξ̇ by LU as the reference's
-``solve``; Newton as above with the kinematic matrix ``1 − h A ⊗ [0 1; 0 0]``; no force
-elements there. ``project="energy"`` and energy_momentum's ``"projection"`` variant (that
-midpoint, then the projection onto E₀; :func:`_project_energy`) in the same loop:
-the projection's scalar Newton in the chart of the step's end, ∂T/∂ξ by central
-differences through ``chart_point``.
+``solve``; Newton as above with the kinematic matrix ``1 − h A ⊗ [0 1; 0 0]``.
+``project="energy"`` and energy_momentum's ``"projection"`` variant (that midpoint, then
+the projection onto E₀ + W_nc; :func:`_project_energy`) in the same loop: the
+projection's scalar Newton in the chart of the step's end, ∂T/∂ξ by central differences
+through ``chart_point``.
 
 Itoh–Abe (forward and symmetric) on that chart (:func:`run_itoh_abe_chart`):
 :class:`.discrete_gradient.ItohAbe`'s step in :mod:`.chart`'s canonical coordinates
@@ -85,17 +85,31 @@ paths (the central difference of H below |Δx_i| = 1e-5: the protocol chart has 
 closed-form ∂H/∂x), ∇̄_pH with ∂²H/∂p² = J⁻¹M⁻¹J⁻ᵀ, Newton with the kinematic matrix
 ``[1, −h/2 M(q_n)⁻¹; 0, 1]``, the difference Jacobian kept while h stays (the reference's
 ``reuse`` in a chart), stagnation 1e-6 and ITOH_ABE_FLOOR, the two-sweep polish of a
-chart, and the momentum carried as J(Δx)⁻ᵀ(p_n + Δp); no force elements. Equal to the
-Python steps bit for bit, states and Newton iterations, where both take a quaternion's
-norm alike (tested); numpy's ``norm`` takes BLAS's ddot where the generated
-``chart_point`` sums the squares in order, an ulp apart at some points, which
-Itoh–Abe's quotients of H and Newton's stop then carry: round-off (tested).
+chart, and the momentum carried as J(Δx)⁻ᵀ(p_n + Δp). Equal to the Python steps bit for
+bit, states and Newton iterations, where both take a quaternion's norm alike (tested);
+numpy's ``norm`` takes BLAS's ddot where the generated ``chart_point`` sums the squares
+in order, an ulp apart at some points, which Itoh–Abe's quotients of H and Newton's stop
+then carry: round-off (tested).
 
-Where a loop does not apply (force elements without rows, speeds other than the
-coordinate rates but for midpoint, gauss4, energy_momentum's projection variant and
-itoh_abe in the quaternions' chart, force elements there, constraints, the numpy or C
-backends, another projection) or an iteration fails, the Python steps run the whole way
-and report what happens.
+Force elements with rows in the quaternions' chart (a tree derived from a Model, its
+inputs the nv generalized forces: :func:`chart_applicable`), where the Python steps put
+them: the springs read the coordinates of their 1-DOF joints (``iqd``,
+:func:`.gauss_compiled.dof_coordinates`; q_j is not the coordinate of speed j past a
+quaternion), their potential in E and H, and the wrench rows q itself. Midpoint and
+gauss4: τ = τ_nc + τ_springs at (t_n + c_i h, q_n ⊕ ξ_i, v_i) as the forward dynamics'
+inputs (gauss.py's ``p.tau``), W_nc = h Σ b_i v_iᵀτ_nc,i of the last residual, the
+projection onto E₀ + W_nc with the springs' k (q − q_rest) in ∇_ξE. Itoh–Abe: the
+momentum equation ``Δp + h ∇̄_xH − h J(x̄)ᵀ τ_nc(t_n + h/2, q_n ⊕ x̄, J(x̄) ∇̄_pH)`` at
+x̄ = Δx/2 (discrete_gradient.py's ``forcing`` in a chart, :func:`_chart_force`), the same
+term in the polish's p-equation, W_nc = h v̄ᵀτ_nc at ẋ̄ = Δx/h. The Python steps'
+states and W_nc to round-off (τ summed, J ẋ̄ and Jᵀτ in another order than numpy's;
+tested).
+
+Where a loop does not apply (force elements without rows — a Python function, a system
+not derived from a Model —, speeds other than the coordinate rates but for midpoint,
+gauss4, energy_momentum's projection variant and itoh_abe in the quaternions' chart,
+constraints, the numpy or C backends, another projection) or an iteration fails, the
+Python steps run the whole way and report what happens.
 """
 
 from __future__ import annotations
