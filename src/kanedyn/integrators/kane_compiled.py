@@ -525,6 +525,18 @@ def _project_energy(fns, point, target, scale, q, v, U, M, E, zu, zt, D, tol, ma
     return maxiter if abs(G) <= 1e-13 * scale else -1
 
 
+@nb.njit(cache=True, nogil=True)
+def _projected(fns, point, project, target, E0, q, v, U, M, E, zu, zt, D) -> int:
+    """The Gauss loops' energy projection after a step where ``project``
+    (:func:`_project_energy` onto ``target`` = E₀ + W_nc, its bar scaled by 1 + |E₀|,
+    projection.Projected's tol and maxiter): its iterations, 0 without it, −1 if it
+    fails."""
+    if not project:
+        return 0
+    return _project_energy(fns, point, target, 1.0 + abs(E0), q, v, U, M, E, zu, zt, D,
+                           PROJECTION_TOL, _kind(PROJECTION_MAXITER))
+
+
 # ------------------------------------------------------------------ midpoint and gauss4
 @nb.njit(cache=True, nogil=True)
 def _stage_residual(kind, fns, chart, hA, xi, w, h, tc, pw, mask, H0, z0, Z, U, M, E, zu, zt, F,
@@ -1020,16 +1032,12 @@ def _gauss_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, A, b, d,
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
         v[:] = np.linalg.solve(M, z1[n:].copy())
-        iters[step] = it
-        if forces:  # (the stage powers of the last residual, at the solution)
-            work += h * (b @ pw)
-        if project:
-            it2 = _project_energy(fns, None, E0 + work, 1.0 + abs(E0), q, v, U, M, E, zu, zt,
-                                  D, PROJECTION_TOL, _kind(PROJECTION_MAXITER))
-            if it2 < 0:
-                status[0], status[1] = NEWTON_FAILED, step
-                return k_out
-            iters[step] = it + it2
+        work += h * (b @ pw) if forces else 0.0  # (the last residual's stage powers)
+        it2 = _projected(fns, None, project, E0 + work, E0, q, v, U, M, E, zu, zt, D)
+        if it2 < 0:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        iters[step] = it + it2
         if not _guarded(q, v, vmax0, blowup, step, Q, V, status):
             return k_out
         k_out = _save(step, n_steps, every, q, v, work, Q, V, W, k_out)
@@ -1286,16 +1294,12 @@ def _gauss_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, fo
             return k_out
         q[:] = q1
         v[:] = z1[n:]
-        iters[step] = it
-        if forces:  # (the stage powers of the last residual, at the solution)
-            work += h * (b @ pw)
-        if project:
-            it2 = _project_energy(fns, chart_point, E0 + work, 1.0 + abs(E0), q, v, U, M,
-                                  E, zu, zt, D, PROJECTION_TOL, _kind(PROJECTION_MAXITER))
-            if it2 < 0:
-                status[0], status[1] = NEWTON_FAILED, step
-                return k_out
-            iters[step] = it + it2
+        work += h * (b @ pw) if forces else 0.0  # (the last residual's stage powers)
+        it2 = _projected(fns, chart_point, project, E0 + work, E0, q, v, U, M, E, zu, zt, D)
+        if it2 < 0:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        iters[step] = it + it2
         if not _guarded(q, v, vmax0, blowup, step, Q, V, status):
             return k_out
         k_out = _save(step, n_steps, every, q, v, work, Q, V, W, k_out)
