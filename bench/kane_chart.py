@@ -34,7 +34,7 @@ carrying a wheel on a hinge, nq 8, nv 7, gravity), with force elements that have
 bound through its ``source_model`` — a spring and a damper on the hinge, a damper on the
 base's six speeds, a constant torque on every speed, a constant wrench on the wheel —, the
 same five methods by the chart loops against their Python steps, 0.05 s (the Python
-Itoh–Abe steps take 50–75 ms each), the same timing; the energy budget
+Itoh–Abe steps take 24–36 ms each), the same timing; the energy budget
 max |E − E₀ − W_nc| / |E₀| of each run beside the µs. Run it with
 ``KANEDYN_FIRST_CALLS=compile`` (the library's first calls compiled, not the reference's).
 """

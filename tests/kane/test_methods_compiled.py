@@ -479,7 +479,8 @@ def test_chart_loops_with_force_elements_equal_the_python_steps(wheeled_base, mo
     real = kane_compiled._compiled_loop
     monkeypatch.setattr(kane_compiled, "_compiled_loop",
                         lambda f, sig: calls.append(f.__name__) or real(f, sig))
-    # (Itoh–Abe's Python steps take 50–75 ms a step here: 10 of them)
+    # (Itoh–Abe's Python steps take 24–36 ms a step here, twice that under load: 10 of
+    # them)
     T = 0.01 if method == "itoh_abe" else 0.05
     fast = kd.simulate(system, q0, v0, T, method=method, dt=1e-3, forces=forces, **options)
     loop = "_itoh_abe_chart_loop" if method == "itoh_abe" else "_gauss_chart_loop"
