@@ -312,8 +312,8 @@ class ItohAbe(_DiscreteGradient):
     elements that have compiled rows (:mod:`kanedyn.forces.kernel`) runs in
     :mod:`.discrete_gradient_compiled`, one with ball, free and planar joints in
     :mod:`.avf_chart_compiled`; a compiled Kane system in :mod:`.kane_compiled`
-    (additive coordinates, or quaternions without force elements: ``run_itoh_abe_chart``,
-    these steps in the chart's canonical coordinates).
+    (additive coordinates, or quaternions: ``run_itoh_abe_chart``, these steps in the
+    chart's canonical coordinates; both with force elements that have rows).
     """
 
     name = "itoh_abe"

@@ -71,11 +71,11 @@ coordinates z = (ξ, v), q = q_n ⊕ ξ, ż = (J(ξ)⁻¹ v, u̇(q, v)), u̇ by 
 ``forward_dynamics``, q_n ⊕ ξ and J(ξ) by the generated ``chart_point`` and
 ``chart_jacobian`` (``CompiledSystem.compiled_chart``: integrate_configuration's and
 chart_jacobian's arithmetic, the quaternion groups baked in), ξ̇ by LU as the reference's
-``solve``; Newton as above with the kinematic matrix ``1 − h A ⊗ [0 1; 0 0]``; no force
-elements there. ``project="energy"`` and energy_momentum's ``"projection"`` variant (that
-midpoint, then the projection onto E₀; :func:`_project_energy_chart`) in the same loop:
-the projection's scalar Newton in the chart of the step's end, ∂T/∂ξ by central
-differences through ``chart_point``.
+``solve``; Newton as above with the kinematic matrix ``1 − h A ⊗ [0 1; 0 0]``.
+``project="energy"`` and energy_momentum's ``"projection"`` variant (that midpoint, then
+the projection onto E₀ + W_nc; :func:`_project_energy`) in the same loop: the
+projection's scalar Newton in the chart of the step's end, ∂T/∂ξ by central differences
+through ``chart_point``.
 
 Itoh–Abe (forward and symmetric) on that chart (:func:`run_itoh_abe_chart`):
 :class:`.discrete_gradient.ItohAbe`'s step in :mod:`.chart`'s canonical coordinates
@@ -85,17 +85,31 @@ paths (the central difference of H below |Δx_i| = 1e-5: the protocol chart has 
 closed-form ∂H/∂x), ∇̄_pH with ∂²H/∂p² = J⁻¹M⁻¹J⁻ᵀ, Newton with the kinematic matrix
 ``[1, −h/2 M(q_n)⁻¹; 0, 1]``, the difference Jacobian kept while h stays (the reference's
 ``reuse`` in a chart), stagnation 1e-6 and ITOH_ABE_FLOOR, the two-sweep polish of a
-chart, and the momentum carried as J(Δx)⁻ᵀ(p_n + Δp); no force elements. Equal to the
-Python steps bit for bit, states and Newton iterations, where both take a quaternion's
-norm alike (tested); numpy's ``norm`` takes BLAS's ddot where the generated
-``chart_point`` sums the squares in order, an ulp apart at some points, which
-Itoh–Abe's quotients of H and Newton's stop then carry: round-off (tested).
+chart, and the momentum carried as J(Δx)⁻ᵀ(p_n + Δp). Equal to the Python steps bit for
+bit, states and Newton iterations, where both take a quaternion's norm alike (tested);
+numpy's ``norm`` takes BLAS's ddot where the generated ``chart_point`` sums the squares
+in order, an ulp apart at some points, which Itoh–Abe's quotients of H and Newton's stop
+then carry: round-off (tested).
 
-Where a loop does not apply (force elements without rows, speeds other than the
-coordinate rates but for midpoint, gauss4, energy_momentum's projection variant and
-itoh_abe in the quaternions' chart, force elements there, constraints, the numpy or C
-backends, another projection) or an iteration fails, the Python steps run the whole way
-and report what happens.
+Force elements with rows in the quaternions' chart (a tree derived from a Model, its
+inputs the nv generalized forces: :func:`chart_applicable`), where the Python steps put
+them: the springs read the coordinates of their 1-DOF joints (``iqd``,
+:func:`.gauss_compiled.dof_coordinates`; q_j is not the coordinate of speed j past a
+quaternion), their potential in E and H, and the wrench rows q itself. Midpoint and
+gauss4: τ = τ_nc + τ_springs at (t_n + c_i h, q_n ⊕ ξ_i, v_i) as the forward dynamics'
+inputs (gauss.py's ``p.tau``), W_nc = h Σ b_i v_iᵀτ_nc,i of the last residual, the
+projection onto E₀ + W_nc with the springs' k (q − q_rest) in ∇_ξE. Itoh–Abe: the
+momentum equation ``Δp + h ∇̄_xH − h J(x̄)ᵀ τ_nc(t_n + h/2, q_n ⊕ x̄, J(x̄) ∇̄_pH)`` at
+x̄ = Δx/2 (discrete_gradient.py's ``forcing`` in a chart, :func:`_chart_force`), the same
+term in the polish's p-equation, W_nc = h v̄ᵀτ_nc at ẋ̄ = Δx/h. The Python steps'
+states and W_nc to round-off (τ summed, J ẋ̄ and Jᵀτ in another order than numpy's;
+tested).
+
+Where a loop does not apply (force elements without rows — a Python function, a system
+not derived from a Model —, speeds other than the coordinate rates but for midpoint,
+gauss4, energy_momentum's projection variant and itoh_abe in the quaternions' chart,
+constraints, the numpy or C backends, another projection) or an iteration fails, the
+Python steps run the whole way and report what happens.
 """
 
 from __future__ import annotations
@@ -108,13 +122,14 @@ from numba import types
 
 from ..dynamics import _compiled
 from ..forces.kernel import (
-    applied_forces,
     empty_rows,
+    joint_forces,
     spring_gradient_add,
     spring_potential,
+    wrench_forces_add,
 )
 from .base import ITOH_ABE_FLOOR, _chol_solve
-from .gauss_compiled import NEWTON_FAILED, STATE_GUARD
+from .gauss_compiled import NEWTON_FAILED, STATE_GUARD, dof_coordinates, gather
 from .rk4_compiled import save_sample, state_guard, store
 
 _compiled.key_cache(__name__)
@@ -152,15 +167,40 @@ def _workspace(n, ninputs):
 
 
 @nb.njit(cache=True, nogil=True)
+def _additive_fns(mass_matrix, forcing, energy, P, forces, data):
+    """``fns``, what the helpers take, of a loop on additive coordinates: the generated
+    functions, the force rows, whether they act, the Model's flat array, and no index of
+    the speeds' coordinates (``fns[6]`` empty: q_j is the coordinate of speed j)."""
+    return (mass_matrix, forcing, energy, P, forces, data, np.empty(0, dtype=np.int64),
+            np.empty(0))
+
+
+@nb.njit(cache=True, nogil=True)
+def _dofs(fns, q):
+    """The coordinates the springs of the force rows read, one per speed: q itself on
+    additive coordinates (``fns[6]`` empty), else q[iqd[j]] gathered into ``fns[7]``
+    (:func:`.gauss_compiled.gather`: 0 on the speeds of ball and free joints, which carry
+    no spring)."""
+    if fns[6].shape[0] == 0:
+        return q
+    gather(fns[6], q, fns[7])
+    return fns[7]
+
+
+@nb.njit(cache=True, nogil=True)
 def _force_power(fns, t, q, v, U) -> float:
     """U[_TN] ← τ_nc(t, q, v) and U[_TS] ← τ = τ_nc + τ_springs of the force rows
-    (``fns[3]``; zero without rows, ``fns[4]`` False); returns the power vᵀτ_nc."""
+    (``fns[3]``; zero without rows, ``fns[4]`` False); returns the power vᵀτ_nc. The
+    springs read the speeds' coordinates (:func:`_dofs`), the wrench rows q itself
+    (:func:`~kanedyn.forces.kernel.applied_forces`' two parts)."""
     tau = U[_TN]
     if not fns[4]:
         tau[:] = 0.0
         U[_TS] = 0.0
         return 0.0
-    applied_forces(fns[5], fns[3], t, q, v, tau, U[_TS])  # (q was finite for M(q))
+    # (q was finite for M(q))
+    joint_forces(fns[3], t, _dofs(fns, q), v, tau, U[_TS])
+    wrench_forces_add(fns[5], fns[3], q, tau, U[_TS])
     power = 0.0
     for i in range(v.shape[0]):
         power += v[i] * tau[i]
@@ -248,7 +288,7 @@ def _kick(fns, x, p, U, M, E, zu, zt, k) -> bool:
     """k ← −∂H/∂x(x, p) = ∂T/∂q|_v − g at q = q_n + x, v = M⁻¹p, in the reference's order
     of operations (:meth:`.base.Problem.hamiltonian_gradient`), the springs of the force
     rows (``fns[3]``, where ``fns[4]``) in ∂H/∂q; U[_U] ← v."""
-    mass_matrix, forcing, energy, P, forces, _ = fns
+    mass_matrix, forcing, energy, P, forces = fns[0], fns[1], fns[2], fns[3], fns[4]
     n = x.shape[0]
     qn, q, v, dT, F, qk = U[_QN], U[_Q], U[_U], U[_DT], U[_F], U[_QK]
     for i in range(n):
@@ -330,7 +370,7 @@ def _verlet_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, q0, v0,
     """The whole leapfrog run (module doc): samples into Q, V, W (the last row: a state
     that failed the guard); status[0] 0, NEWTON_FAILED or STATE_GUARD with status[1] the
     step; returns the number of samples stored."""
-    fns = (mass_matrix, forcing, energy, P, forces, data)
+    fns = _additive_fns(mass_matrix, forcing, energy, P, forces, data)
     n = v0.shape[0]
     U, M, E, zu, zt = _workspace(n, ninputs)
     none, none2, no_reuse = np.empty(0), np.empty((0, 0)), np.zeros(0, dtype=np.bool_)
@@ -391,66 +431,17 @@ def _energy(fns, q, v, E) -> float:
     if fns[2](q, v, 0.0, E) != 0:
         return np.nan
     if fns[4]:
-        return E[0] + spring_potential(fns[3], q)
+        return E[0] + spring_potential(fns[3], _dofs(fns, q))
     return E[0]
 
 
 @nb.njit(cache=True, nogil=True)
-def _energy_gradient(fns, q, v, U, M, E, zu, zt, D) -> bool:
-    """D ← (∂E/∂q|_v, ∂E/∂v) = (∂T/∂q + g − τ_springs, M v) (``Problem.energy_gradient``:
-    central differences of T as :func:`_kick`'s, g = −forcing(q, 0, 0))."""
-    mass_matrix, forcing, energy, P, forces, _ = fns
-    n = q.shape[0]
-    qk, F = U[_QK], U[_F]
-    if (not _kinetic_gradient(energy, q, v, qk, E, D) or forcing(q, zu, zt, 0.0, F) != 0
-            or mass_matrix(q, 0.0, M.reshape(n * n)) != 0):
-        return False
-    for i in range(n):
-        D[i] = D[i] + -F[i]
-    if forces:
-        spring_gradient_add(P, q, 1.0, D[:n])
-    D[n:] = M @ v
-    return True
-
-
-@nb.njit(cache=True, nogil=True)
-def _project_energy(fns, target, scale, q, v, U, M, E, zu, zt, D, tol, maxiter) -> int:
-    """(q, v) ← the state moved along ∇E(q̃, v̂) onto E = ``target`` (E₀ + W_nc) by
-    :class:`.projection.Projected`'s scalar Newton (energy alone): λ ← λ − G/|∇E|²,
-    z = z̃ + λ ∇E, until |G| ≤ 4 tol (1 + |E₀|) (``scale``), or at ``maxiter`` if
-    |G| ≤ 1e-13 (1 + |E₀|); the iterations, −1 if it fails."""
-    n = q.shape[0]
-    if not _energy_gradient(fns, q, v, U, M, E, zu, zt, D):
-        return -1
-    dd = D @ D
-    if not dd > 0.0:
-        return -1
-    ginv = 1.0 / dd
-    qt, vt = U[_XS], U[_RS]
-    qt[:] = q
-    vt[:] = v
-    G = _energy(fns, qt, vt, E) - target
-    lam = 0.0
-    for it in range(1, maxiter + 1):
-        lam -= ginv * G
-        for i in range(n):
-            q[i] = qt[i] + D[i] * lam
-            v[i] = vt[i] + D[n + i] * lam
-        G = _energy(fns, q, v, E) - target
-        if abs(G) <= tol * scale * 4:
-            return it
-    return maxiter if abs(G) <= 1e-13 * scale else -1
-
-
-@nb.njit(cache=True, nogil=True)
-def _chart_energy_gradient(fns, point, q, v, M, E, zu, zt, D) -> bool:
-    """D ← (∂E/∂ξ|_v at ξ = 0, ∂E/∂v) = (∂T/∂ξ + g, M v) in the chart of q
-    (``Problem.energy_gradient`` on a system without closed-form derivatives, no force
-    elements): ∂T/∂ξ by central differences through the chart, T(q ⊕ ±1e-6 e_k)
-    (:func:`.base.kinetic_energy_gradient`), g = −forcing(q, 0, 0)."""
-    mass_matrix, forcing, energy = fns[0], fns[1], fns[2]
+def _chart_kinetic_gradient(energy, point, q, v, E, dT) -> bool:
+    """dT[:n] ← ∂T/∂ξ|_v at ξ = 0 in the chart of q by central differences through the
+    generated ``point``, T(q ⊕ ±1e-6 e_j) (:func:`.base.kinetic_energy_gradient` on a
+    chart that is not additive); False where a generated function refuses a point."""
     n = v.shape[0]
-    e, qk, F = np.zeros(n), np.empty(q.shape[0]), np.empty(n)
+    e, qk = np.zeros(n), np.empty(q.shape[0])
     for j in range(n):
         e[j] = _KE_STEP
         if point(q, e, qk) != 0 or energy(qk, v, 0.0, E) != 0:
@@ -459,24 +450,61 @@ def _chart_energy_gradient(fns, point, q, v, M, E, zu, zt, D) -> bool:
         e[j] = -_KE_STEP
         if point(q, e, qk) != 0 or energy(qk, v, 0.0, E) != 0:
             return False
-        D[j] = (up - E[1]) / (2 * _KE_STEP)
+        dT[j] = (up - E[1]) / (2 * _KE_STEP)
         e[j] = 0.0
-    if forcing(q, zu, zt, 0.0, F) != 0 or mass_matrix(q, 0.0, M.reshape(n * n)) != 0:
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _energy_gradient(fns, point, q, v, U, M, E, zu, zt, D) -> bool:
+    """D ← (∂E/∂q|_v, ∂E/∂v) = (∂T/∂q + g − τ_springs, M v) (``Problem.energy_gradient``:
+    g = −forcing(q, 0, 0)), ∂T/∂q by central differences of T as :func:`_kick`'s on
+    additive coordinates (``point`` None), else through the generated chart ``point``
+    (∂/∂ξ at ξ = 0 in the chart of q, :func:`_chart_kinetic_gradient`)."""
+    mass_matrix, forcing, energy, P, forces = fns[0], fns[1], fns[2], fns[3], fns[4]
+    n = v.shape[0]
+    F = U[_F]
+    if point is None:
+        ok = _kinetic_gradient(energy, q, v, U[_QK], E, D)
+    else:
+        ok = _chart_kinetic_gradient(energy, point, q, v, E, D)
+    if (not ok or forcing(q, zu, zt, 0.0, F) != 0
+            or mass_matrix(q, 0.0, M.reshape(n * n)) != 0):
         return False
     for i in range(n):
         D[i] = D[i] + -F[i]
+    if forces:  # (∂/∂ξ_j of a spring's q_j is 1: its joint is additive)
+        spring_gradient_add(P, _dofs(fns, q), 1.0, D[:n])
     D[n:] = M @ v
     return True
 
 
 @nb.njit(cache=True, nogil=True)
-def _project_energy_chart(fns, point, target, scale, q, v, M, E, zu, zt, D, tol,
-                          maxiter) -> int:
-    """:func:`_project_energy` in the chart of the step's end q̃ (projection.py's
-    ``Projected`` on a non-additive chart): z = (λ ∇_ξE, ṽ + λ ∇_vE), q = q̃ ⊕ λ ∇_ξE by
-    the generated ``point``; the iterations, −1 if it fails."""
+def _moved(point, qt, D, lam, xi, q) -> bool:
+    """q ← q̃ moved by λ ∇_qE (D[:n]): q̃ + λ ∇_qE on additive coordinates (``point``
+    None), else q̃ ⊕ λ ∇_ξE by the generated chart ``point`` (xi its scratch); False where
+    that refuses the point."""
+    n = xi.shape[0]
+    if point is None:
+        for i in range(n):
+            q[i] = qt[i] + D[i] * lam
+        return True
+    for i in range(n):
+        xi[i] = D[i] * lam
+    return point(qt, xi, q) == 0
+
+
+@nb.njit(cache=True, nogil=True)
+def _project_energy(fns, point, target, scale, q, v, U, M, E, zu, zt, D, tol, maxiter) -> int:
+    """(q, v) ← the state moved along ∇E(q̃, v̂) onto E = ``target`` (E₀ + W_nc) by
+    :class:`.projection.Projected`'s scalar Newton (energy alone): λ ← λ − G/|∇E|²,
+    z = z̃ + λ ∇E, until |G| ≤ 4 tol (1 + |E₀|) (``scale``), or at ``maxiter`` if
+    |G| ≤ 1e-13 (1 + |E₀|); the iterations, −1 if it fails. On additive coordinates
+    (``point`` None) q = q̃ + λ ∇_qE; on a chart that is not additive (projection.py's
+    ``Projected`` there) in the chart of the step's end q̃: q = q̃ ⊕ λ ∇_ξE by the
+    generated ``point`` (:func:`_moved`)."""
     n = v.shape[0]
-    if not _chart_energy_gradient(fns, point, q, v, M, E, zu, zt, D):
+    if not _energy_gradient(fns, point, q, v, U, M, E, zu, zt, D):
         return -1
     dd = D @ D
     if not dd > 0.0:
@@ -488,14 +516,25 @@ def _project_energy_chart(fns, point, target, scale, q, v, M, E, zu, zt, D, tol,
     for it in range(1, maxiter + 1):
         lam -= ginv * G
         for i in range(n):
-            xi[i] = D[i] * lam
             v[i] = vt[i] + D[n + i] * lam
-        if point(qt, xi, q) != 0:
+        if not _moved(point, qt, D, lam, xi, q):
             return -1
         G = _energy(fns, q, v, E) - target
         if abs(G) <= tol * scale * 4:
             return it
     return maxiter if abs(G) <= 1e-13 * scale else -1
+
+
+@nb.njit(cache=True, nogil=True)
+def _projected(fns, point, project, target, E0, q, v, U, M, E, zu, zt, D) -> int:
+    """The Gauss loops' energy projection after a step where ``project``
+    (:func:`_project_energy` onto ``target`` = E₀ + W_nc, its bar scaled by 1 + |E₀|,
+    projection.Projected's tol and maxiter): its iterations, 0 without it, −1 if it
+    fails."""
+    if not project:
+        return 0
+    return _project_energy(fns, point, target, 1.0 + abs(E0), q, v, U, M, E, zu, zt, D,
+                           PROJECTION_TOL, _kind(PROJECTION_MAXITER))
 
 
 # ------------------------------------------------------------------ midpoint and gauss4
@@ -523,25 +562,27 @@ def _stage_residual(kind, fns, chart, hA, xi, w, h, tc, pw, mask, H0, z0, Z, U, 
       then R as for kind 0;
     - ``kind`` 8 and 9, Itoh–Abe forward and symmetric in the chart's canonical
       coordinates (chart.py: z = (x, p_x), z0 = (0, p_n)), Z = (Δx, Δp): R = (Δx − h ∇̄_pH,
-      Δp + h ∇̄_xH) with their discrete gradient of H(x, p) (:func:`_chart_itoh_abe`)."""
+      Δp + h ∇̄_xH − h J(x̄)ᵀτ_nc) with their discrete gradient of H(x, p)
+      (:func:`_itoh_abe_gradient`), τ_nc at tc[0] = t_n + h/2 and the chart's midpoint
+      (:func:`_chart_minus_force`)."""
     if kind == 5 or kind == 6:
         return _residual(kind - 5, fns, h, tc[0], Z, U, M, E, zu, zt, R)
     n2 = z0.shape[0]
     n = n2 // 2
     x, y = U[_XK], U[_RK]
     if kind == 8 or kind == 9:
-        if not _chart_itoh_abe(fns, chart, kind == 9, z0[n:], Z[:n], Z[n:], U, M, E, F):
+        if not _itoh_abe_gradient(fns, chart, kind == 9, z0[n:], Z[:n], Z[n:], U, M, E, F):
             return False
         for i in range(n):
             R[i] = Z[i] - h * F[0, n + i]
             R[n + i] = Z[n + i] + h * F[0, i]
-        return True
+        return _chart_minus_force(fns, chart, h, tc[0], Z[:n], F[0, n:], U, R)
     if kind == 2:
         if not _gonzalez_residual(fns, h, mask, H0, z0, Z, U, M, E, zu, zt, F, R):
             return False
         return _minus_force(fns, h, tc[0], Z, F[0, n:], U, R)
     if kind == 3 or kind == 4:
-        if not _itoh_abe_gradient(fns, kind == 4, z0, Z[:n], Z[n:], U, M, E, F):
+        if not _itoh_abe_gradient(fns, None, kind == 4, z0[n:], Z[:n], Z[n:], U, M, E, F):
             return False
         for i in range(n):
             R[i] = Z[i] - h * F[0, n + i]
@@ -567,7 +608,7 @@ def _stage_residual(kind, fns, chart, hA, xi, w, h, tc, pw, mask, H0, z0, Z, U, 
         return _minus_force(fns, h, tc[0], Z, gp, U, R)
     st = hA.shape[0]
     if kind == 7:
-        if not _chart_rates(chart, z0, Z, zt, F):
+        if not _chart_rates(fns, chart, tc, z0, Z, U, zt, F, pw):
             return False
     for i in range(st if kind == 0 else 0):
         for k in range(n):
@@ -585,15 +626,17 @@ def _stage_residual(kind, fns, chart, hA, xi, w, h, tc, pw, mask, H0, z0, Z, U, 
 
 
 @nb.njit(cache=True, nogil=True)
-def _chart_rates(chart, z0, Z, zt, F) -> bool:
+def _chart_rates(fns, chart, tc, z0, Z, U, zt, F, pw) -> bool:
     """F_i ← (ξ̇, v̇) at the stage z0 + Z_i = (ξ, v) in the chart q = q_n ⊕ ξ (gauss.py's
-    ``_f`` in tangent form, no forces): v̇ = the generated forward dynamics at q, v, zero
-    inputs and t = 0 (as ``forward_dynamics(q, v, τ)`` is called there), ξ̇ = J(ξ)⁻¹ v by
-    LAPACK's LU (numpy's ``solve``), J(ξ) and q by the generated ``chart_jacobian`` and
-    ``chart_point``; one stage per row of F. False where a generated function refuses a
-    state. ``chart``: (forward dynamics, chart_point, chart_jacobian, q_n, then the
-    scratch q, x, y, work and J), None in the loops without a chart, where this is not
-    compiled (numba prunes the branch on the argument's type)."""
+    ``_f`` in tangent form): v̇ = the generated forward dynamics at q, v, t = 0 and the
+    inputs τ = τ_nc + τ_springs of the force rows at (tc[i], q, v) (``p.tau``; zero
+    without rows, as ``forward_dynamics(q, v, τ)`` is called there), pw[i] ← the power
+    vᵀτ_nc; ξ̇ = J(ξ)⁻¹ v by LAPACK's LU (numpy's ``solve``), J(ξ) and q by the generated
+    ``chart_jacobian`` and ``chart_point``; one stage per row of F. False where a
+    generated function refuses a state. ``chart``: (forward dynamics, chart_point,
+    chart_jacobian, q_n, then the scratch q, x, y, work and J), None in the loops without
+    a chart, where this is not compiled (numba prunes the branch on the argument's
+    type)."""
     if chart is not None:
         fd, point, jacobian, qn, q, x, y, work, J = chart
         n = x.shape[0]
@@ -602,7 +645,13 @@ def _chart_rates(chart, z0, Z, zt, F) -> bool:
             for k in range(n):
                 x[k] = z0[k] + Z[i * n2 + k]
                 y[k] = z0[n + k] + Z[i * n2 + n + k]
-            if point(qn, x, q) != 0 or fd(q, y, zt, 0.0, F[i, n:], work) != 0:
+            if point(qn, x, q) != 0:
+                return False
+            tau = zt
+            if fns[4]:
+                pw[i] = _force_power(fns, tc[i], q, y, U)
+                tau = U[_TS]
+            if fd(q, y, tau, 0.0, F[i, n:], work) != 0:
                 return False
             if jacobian(qn, x, J) != 0:
                 return False
@@ -735,26 +784,46 @@ def _momentum_part(fns, qn, dq, p0, dp, reverse, U, M, pk, g) -> bool:
 
 
 @nb.njit(cache=True, nogil=True)
-def _itoh_abe_gradient(fns, symmetric, z0, dq, dp, U, M, E, F) -> bool:
+def _path_configuration(fns, chart, p, dq, reverse, U, M, E, x, xm, g) -> bool:
+    """Itoh–Abe's ∇̄_qH along the coordinate path at p held: on additive coordinates
+    (``chart`` None) :func:`_configuration_part` from q_n = U[_QN], in the quaternions'
+    chart :func:`_chart_configuration_part` from x = 0."""
+    if chart is None:
+        return _configuration_part(fns, U[_QN], p, dq, reverse, U, M, E, x, xm, g)
+    return _chart_configuration_part(fns, chart, p, dq, reverse, U, M, E, x, xm, g)
+
+
+@nb.njit(cache=True, nogil=True)
+def _path_momentum(fns, chart, dq, p0, dp, reverse, U, M, pk, g) -> bool:
+    """Itoh–Abe's ∇̄_pH at the path's configuration q_n + Δq (:func:`_momentum_part`;
+    ``chart`` not None: q_n ⊕ Δx, :func:`_chart_momentum_part`)."""
+    if chart is None:
+        return _momentum_part(fns, U[_QN], dq, p0, dp, reverse, U, M, pk, g)
+    return _chart_momentum_part(fns, chart, dq, p0, dp, reverse, M, pk, g)
+
+
+@nb.njit(cache=True, nogil=True)
+def _itoh_abe_gradient(fns, chart, symmetric, p0, dq, dp, U, M, E, F) -> bool:
     """F[0] ← Itoh–Abe's discrete gradient (∇̄_qH, ∇̄_pH) for d = (Δq, Δp) from (q_n, p_n):
     q_1..q_n at p_n, then p_1..p_n at q_n + Δq; ``symmetric``: its mean with the reverse
-    path (p_n..p_1 at q_n, then q_n..q_1 at p_n + Δp) (``ItohAbe.discrete_gradient``)."""
+    path (p_n..p_1 at q_n, then q_n..q_1 at p_n + Δp) (``ItohAbe.discrete_gradient``). On
+    additive coordinates (``chart`` None) or, ``chart`` the generated chart functions, of
+    H(x, p) in the chart centred on q_n (x from 0, the momenta canonical to x)."""
     n = dq.shape[0]
-    qn, p0 = U[_QN], z0[n:]
     g, x, xm, pk, w = F[0], U[_XS], U[_RS], U[_F], U[_R]
-    if not _configuration_part(fns, qn, p0, dq, False, U, M, E, x, xm, g[:n]):
+    if not _path_configuration(fns, chart, p0, dq, False, U, M, E, x, xm, g[:n]):
         return False
-    if not _momentum_part(fns, qn, dq, p0, dp, False, U, M, pk, g[n:]):
+    if not _path_momentum(fns, chart, dq, p0, dp, False, U, M, pk, g[n:]):
         return False
     if symmetric:
         g2 = F[1]
         for i in range(n):
             w[i] = p0[i] + dp[i]
-        if not _configuration_part(fns, qn, w, dq, True, U, M, E, x, xm, g2[:n]):
+        if not _path_configuration(fns, chart, w, dq, True, U, M, E, x, xm, g2[:n]):
             return False
         for i in range(n):
             xm[i] = 0.0
-        if not _momentum_part(fns, qn, xm, p0, dp, True, U, M, pk, g2[n:]):
+        if not _path_momentum(fns, chart, xm, p0, dp, True, U, M, pk, g2[n:]):
             return False
         for i in range(2 * n):
             g[i] = 0.5 * (g[i] + g2[i])
@@ -775,7 +844,7 @@ def _itoh_abe_polish(fns, symmetric, h, t, z0, d, U, M, E, F) -> bool:
         return False
     for _ in range(1 if symmetric else 4):
         if symmetric:
-            if not _itoh_abe_gradient(fns, True, z0, dq, dp, U, M, E, F):
+            if not _itoh_abe_gradient(fns, None, True, z0[n:], dq, dp, U, M, E, F):
                 return False
         elif fns[4] and not _momentum_part(fns, U[_QN], dq, z0[n:], dp, False, U, M, U[_F],
                                            gp):
@@ -905,7 +974,7 @@ def _gauss_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, A, b, d,
     matrix 1 − h A ⊗ [0 M⁻¹; 0 0]), ``project``: each step followed by the energy
     projection onto E₀ + W_nc (:func:`_project_energy`; its iterations added to the
     step's); status and return as :func:`_verlet_loop`'s."""
-    fns = (mass_matrix, forcing, energy, P, forces, data)
+    fns = _additive_fns(mass_matrix, forcing, energy, P, forces, data)
     n = v0.shape[0]
     st, n2 = A.shape[0], 2 * n
     m = st * n2
@@ -963,16 +1032,12 @@ def _gauss_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, A, b, d,
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
         v[:] = np.linalg.solve(M, z1[n:].copy())
-        iters[step] = it
-        if forces:  # (the stage powers of the last residual, at the solution)
-            work += h * (b @ pw)
-        if project:
-            it2 = _project_energy(fns, E0 + work, 1.0 + abs(E0), q, v, U, M, E, zu, zt, D,
-                                  PROJECTION_TOL, _kind(PROJECTION_MAXITER))
-            if it2 < 0:
-                status[0], status[1] = NEWTON_FAILED, step
-                return k_out
-            iters[step] = it + it2
+        work += h * (b @ pw) if forces else 0.0  # (the last residual's stage powers)
+        it2 = _projected(fns, None, project, E0 + work, E0, q, v, U, M, E, zu, zt, D)
+        if it2 < 0:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        iters[step] = it + it2
         if not _guarded(q, v, vmax0, blowup, step, Q, V, status):
             return k_out
         k_out = _save(step, n_steps, every, q, v, work, Q, V, W, k_out)
@@ -994,7 +1059,7 @@ def _dg_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, kind, xi, w
     polish after it; p carried from step to step (the references' ``_carry``: p_{n+1} =
     p_n + Δp, not M v), but Gonzalez's p_n = M v_n and H_n at every step; status and return
     as :func:`_verlet_loop`'s."""
-    fns = (mass_matrix, forcing, energy, P, forces, data)
+    fns = _additive_fns(mass_matrix, forcing, energy, P, forces, data)
     n = v0.shape[0]
     n2 = 2 * n
     U, M, E, zu, zt = _workspace(n, ninputs)
@@ -1083,7 +1148,7 @@ def _rk4_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, forward_dy
     iterations in ``iters``); status[0] NEWTON_FAILED (the forward dynamics refused a
     state, or the projection failed: the Python steps then report it) or STATE_GUARD,
     status[1] the step; returns the number of samples stored."""
-    fns = (mass_matrix, forcing, energy, P, forces, data)
+    fns = _additive_fns(mass_matrix, forcing, energy, P, forces, data)
     n = v0.shape[0]
     U, M, E, zu, zt = _workspace(n, ninputs)
     q, v = q0.copy(), v0.copy()
@@ -1115,8 +1180,8 @@ def _rk4_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, forward_dy
             v[i] = v[i] + h6 * (K[0, 1, i] + 2 * K[1, 1, i] + 2 * K[2, 1, i] + K[3, 1, i])
         w += h6 * (kw[0] + 2 * kw[1] + 2 * kw[2] + kw[3])
         if project:
-            it = _project_energy(fns, E0 + w, 1.0 + abs(E0), q, v, U, M, E, zu, zt, D, tol,
-                                 maxiter)
+            it = _project_energy(fns, None, E0 + w, 1.0 + abs(E0), q, v, U, M, E, zu, zt, D,
+                                 tol, maxiter)
             if it < 0:
                 status[0], status[1] = NEWTON_FAILED, step
                 return k_out
@@ -1159,20 +1224,23 @@ CHART_JACOBIAN = types.FunctionType(types.int64(_V, _V, _V))
 
 
 def _gauss_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, forward_dynamics,
-                      chart_point, chart_jacobian, A, b, d, c, project, q0, v0, steps, times,
-                      n_steps, every, tol, maxiter, blowup, Q, V, W, iters, status):
+                      chart_point, chart_jacobian, iqd, A, b, d, c, project, q0, v0, steps,
+                      times, n_steps, every, tol, maxiter, blowup, Q, V, W, iters, status):
     """The whole run of midpoint (one stage) or gauss4 (two) on a system whose chart is not
     additive (quaternions), in gauss.py's tangent coordinates z = (ξ, v), q = q_n ⊕ ξ,
     ż = (J(ξ)⁻¹ v, u̇): its stage equations (:func:`_chart_rates`), its Newton matrix, the
     kinematic part 1 − h A ⊗ [0 1; 0 0], and the rest of its Newton (:func:`_stage_newton`,
     the difference Jacobian kept while h stays), the predictor c h f(z_n), z_{n+1} =
     z_n + (b A⁻¹) Z, q_{n+1} = q_n ⊕ ξ_{n+1}: the same arithmetic as the reference's, in
-    the generated functions (no force elements); ``project``: each step followed by the
-    energy projection onto E₀ in the chart (:func:`_project_energy_chart`; its iterations
-    added to the step's: energy_momentum's ``"projection"`` variant is midpoint so); status
-    and return as :func:`_verlet_loop`'s."""
-    fns = (mass_matrix, forcing, energy, P, forces, data)
+    the generated functions; the force rows (springs on the coordinates ``iqd`` of
+    their speeds, :func:`.gauss_compiled.dof_coordinates`) in the inputs τ of each
+    stage's forward dynamics at t_n + c_i h, W_nc = h Σ b_i v_iᵀτ_nc,i of the last
+    residual, as the reference's; ``project``: each step followed by the energy projection
+    onto E₀ + W_nc in the chart (:func:`_project_energy`; its iterations added to the
+    step's: energy_momentum's ``"projection"`` variant is midpoint so); status and return
+    as :func:`_verlet_loop`'s."""
     n, nq = v0.shape[0], q0.shape[0]
+    fns = (mass_matrix, forcing, energy, P, forces, data, iqd, np.empty(n))
     st, n2 = A.shape[0], 2 * n
     m = st * n2
     U, M, E, zu, zt = _workspace(n, ninputs)
@@ -1184,8 +1252,8 @@ def _gauss_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, fo
     chart = (forward_dynamics, chart_point, chart_jacobian, qn, np.empty(nq), np.empty(n),
              np.empty(n), np.empty(max(n * n, 1)), np.empty(n * n))
     q, v = q0.copy(), v0.copy()
-    k_out, vmax0 = store(q, v, Q, V, 0), _largest(v)
-    D = np.empty(n2)
+    k_out, vmax0, work = store(q, v, Q, V, 0), _largest(v), 0.0
+    D, t0, pw0 = np.empty(n2), np.empty(1), np.zeros(1)
     E0 = _energy(fns, q, v, E) if project else 0.0
     W[0] = 0.0
     last_h = np.nan
@@ -1193,9 +1261,11 @@ def _gauss_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, fo
         h, t = steps[step], times[step]
         for i in range(st):
             tc[i] = t + c[i] * h
+        t0[0] = t
         qn[:] = q
         z0[n:] = v
-        if not _chart_rates(chart, z0, zero, zt, f0):  # f(z_n): the stage at Z = 0
+        # f(z_n): the stage at Z = 0, at t_n
+        if not _chart_rates(fns, chart, t0, z0, zero, U, zt, f0, pw0):
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
         ch = c * h
@@ -1224,36 +1294,55 @@ def _gauss_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, fo
             return k_out
         q[:] = q1
         v[:] = z1[n:]
-        iters[step] = it
-        if project:
-            it2 = _project_energy_chart(fns, chart_point, E0, 1.0 + abs(E0), q, v, M, E,
-                                        zu, zt, D, PROJECTION_TOL, _kind(PROJECTION_MAXITER))
-            if it2 < 0:
-                status[0], status[1] = NEWTON_FAILED, step
-                return k_out
-            iters[step] = it + it2
+        work += h * (b @ pw) if forces else 0.0  # (the last residual's stage powers)
+        it2 = _projected(fns, chart_point, project, E0 + work, E0, q, v, U, M, E, zu, zt, D)
+        if it2 < 0:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        iters[step] = it + it2
         if not _guarded(q, v, vmax0, blowup, step, Q, V, status):
             return k_out
-        k_out = _save(step, n_steps, every, q, v, 0.0, Q, V, W, k_out)
+        k_out = _save(step, n_steps, every, q, v, work, Q, V, W, k_out)
     return k_out
 
 
+#: the index in q of each speed's coordinate on 1-DOF additive joints, −1 on the others'
+#: (:func:`.gauss_compiled.dof_coordinates`): what the springs of the force rows read
+_IQD = types.int64[::1]
 _GAUSS_CHART_SIGNATURE = types.int64(*_FNS, FORWARD_DYNAMICS, CHART_POINT, CHART_JACOBIAN,
-                                     _ROWS, _V, _V, _V, types.boolean, _V, _V, *_RUN, *_OUT)
+                                     _IQD, _ROWS, _V, _V, _V, types.boolean, _V, _V, *_RUN,
+                                     *_OUT)
 
 
 def chart_applicable(problem) -> bool:
     """A compiled Kane tree with the generated chart functions (``compiled_chart``) whose
     chart is not additive (quaternions; the additive ones take :func:`applicable`'s loops),
-    no force elements and no progress bar: what :func:`_gauss_chart_loop` takes."""
+    no force elements or only elements with rows (``problem.force_rows``, of the Model the
+    tree was derived from, whose inputs are its nv generalized forces: the loops pass τ as
+    the inputs of the forward dynamics), and no progress bar: what
+    :func:`_gauss_chart_loop` and :func:`_itoh_abe_chart_loop` take. Elements without rows
+    (a Python function, a system not derived from a Model) take the Python steps."""
     from .base import chart_is_additive
 
     s = problem.system
+    no_forces = (problem.tau_cons is None and problem.tau_nc is None
+                 and problem.potential is None)
+    rows = (getattr(problem, "force_rows", None) is not None
+            and getattr(s, "source_model", None) is not None and int(s.ninputs) == s.nv)
     return (getattr(s, "compiled_chart", None) is not None
             and getattr(s, "compiled_forward_dynamics", None) is not None
-            and not chart_is_additive(s) and problem.tau_cons is None
-            and problem.tau_nc is None and problem.potential is None
+            and not chart_is_additive(s) and (no_forces or rows)
             and problem.progress is None)
+
+
+def _dof_coordinates(s) -> np.ndarray:
+    """The index in q of each speed's coordinate on the 1-DOF additive joints of the tree's
+    Model (:func:`.gauss_compiled.dof_coordinates`; −1 elsewhere, and everywhere without
+    a Model): what the springs of the force rows read in the chart loops."""
+    model = getattr(s, "source_model", None)
+    if model is None:
+        return np.full(s.nv, -1, dtype=np.int64)
+    return np.ascontiguousarray(dof_coordinates(model), dtype=np.int64)
 
 
 def run_gauss_chart(problem, name: str, A: np.ndarray, b: np.ndarray, d: np.ndarray,
@@ -1264,7 +1353,8 @@ def run_gauss_chart(problem, name: str, A: np.ndarray, b: np.ndarray, d: np.ndar
     singular J(ξ) (as :func:`run_itoh_abe_chart`): the Python steps take the run."""
     s = problem.system
     head = (*_functions_and_rows(problem), s.compiled_forward_dynamics, *s.compiled_chart,
-            *(np.ascontiguousarray(a, float) for a in (A, b, d, c)), bool(project))
+            _dof_coordinates(s), *(np.ascontiguousarray(a, float) for a in (A, b, d, c)),
+            bool(project))
     try:
         return _run(problem, name, _gauss_chart_loop, _GAUSS_CHART_SIGNATURE, head,
                     (float(tol), int(maxiter)))
@@ -1383,7 +1473,7 @@ def _chart_momentum_part(fns, chart, dq, p0, dp, reverse, M, pk, g) -> bool:
 
 @nb.njit(cache=True, nogil=True)
 def _chart_velocity_part(fns, chart, symmetric, p0, dq, dp, U, M, g) -> bool:
-    """g ← ∇̄_pH alone (the second half of :func:`_chart_itoh_abe`'s gradient; the
+    """g ← ∇̄_pH alone (the second half of :func:`_itoh_abe_gradient`'s in the chart; the
     symmetric variant's: the mean with the reverse path's, at x = 0)."""
     if not _chart_momentum_part(fns, chart, dq, p0, dp, False, M, U[_F], g):
         return False
@@ -1398,37 +1488,59 @@ def _chart_velocity_part(fns, chart, symmetric, p0, dq, dp, U, M, g) -> bool:
 
 
 @nb.njit(cache=True, nogil=True)
-def _chart_itoh_abe(fns, chart, symmetric, p0, dq, dp, U, M, E, F) -> bool:
-    """F[0] ← Itoh–Abe's discrete gradient (∇̄_xH, ∇̄_pH) of H in the chart centred on q_n
-    for d = (Δx, Δp) from (0, p_n): x_1..x_n at p_n, then p_1..p_n at Δx; ``symmetric``: its
-    mean with the reverse path (p_n..p_1 at x = 0, then x_n..x_1 at p_n + Δp)
-    (``ItohAbe.discrete_gradient``)."""
-    n = dq.shape[0]
-    g, x, xm, pk, w = F[0], U[_XS], U[_RS], U[_F], U[_R]
-    if not _chart_configuration_part(fns, chart, p0, dq, False, U, M, E, x, xm, g[:n]):
-        return False
-    if not _chart_momentum_part(fns, chart, dq, p0, dp, False, M, pk, g[n:]):
-        return False
-    if symmetric:
-        g2 = F[1]
+def _chart_force(fns, chart, t, dx, xdot, U, out) -> float:
+    """out ← J(x̄)ᵀ τ_nc(t, q_n ⊕ x̄, J(x̄) ẋ̄) at the step's midpoint x̄ = Δx/2 in the chart
+    centred on q_n (discrete_gradient.py's ``forcing`` in a chart: the force in x, by
+    virtual power), τ_nc of the force rows (:func:`_force_power`, into U[_TN]); returns
+    its power vᵀτ_nc, v = J(x̄) ẋ̄, NaN where a generated function refuses x̄. The chart's
+    scratch q, x, y and J hold q_n ⊕ x̄, x̄, v and J(x̄)."""
+    if chart is not None:
+        point, jacobian, qn, q, xm, v, J = (chart[1], chart[2], chart[3], chart[4],
+                                            chart[5], chart[6], chart[8])
+        n = dx.shape[0]
         for i in range(n):
-            w[i] = p0[i] + dp[i]
-        if not _chart_configuration_part(fns, chart, w, dq, True, U, M, E, x, xm, g2[:n]):
-            return False
+            xm[i] = 0.5 * dx[i]
+        if point(qn, xm, q) != 0 or jacobian(qn, xm, J) != 0:
+            return np.nan
         for i in range(n):
-            xm[i] = 0.0
-        if not _chart_momentum_part(fns, chart, xm, p0, dp, True, M, pk, g2[n:]):
-            return False
-        for i in range(2 * n):
-            g[i] = 0.5 * (g[i] + g2[i])
+            acc = 0.0
+            for k in range(n):
+                acc += J[i * n + k] * xdot[k]
+            v[i] = acc
+        power = _force_power(fns, t, q, v, U)
+        tau = U[_TN]
+        for k in range(n):
+            acc = 0.0
+            for i in range(n):
+                acc += J[i * n + k] * tau[i]
+            out[k] = acc
+        return power
+    return np.nan
+
+
+@nb.njit(cache=True, nogil=True)
+def _chart_minus_force(fns, chart, h, t, dx, xdot, U, R) -> bool:
+    """R[n:] −= h J(x̄)ᵀ τ_nc(t, q_n ⊕ x̄, J(x̄) ẋ̄) (:func:`_chart_force`: the chart's
+    momentum equation with the force rows, ẋ̄ = ∇̄_pH); nothing without them; False where
+    a generated function refuses x̄."""
+    if not fns[4]:
+        return True
+    n = dx.shape[0]
+    f = U[_VA]
+    if np.isnan(_chart_force(fns, chart, t, dx, xdot, U, f)):
+        return False
+    for i in range(n):
+        R[n + i] -= h * f[i]
     return True
 
 
 @nb.njit(cache=True, nogil=True)
-def _chart_itoh_abe_polish(fns, chart, symmetric, h, p0, d, U, M, E, F) -> bool:
-    """``ItohAbe.polish`` in a chart (no forces): two sweeps, the second from
-    Δx ← h ∇̄_pH(Δx, Δp), each then Δp ← −h ∇̄_xH — forward: until Δp repeats, at most 4
-    (∇̄_xH does not depend on Δp: one settles it); symmetric: once, as the reference."""
+def _chart_itoh_abe_polish(fns, chart, symmetric, h, t, p0, d, U, M, E, F) -> bool:
+    """``ItohAbe.polish`` in a chart: two sweeps, the second from Δx ← h ∇̄_pH(Δx, Δp),
+    each then Δp ← −h ∇̄_xH + h J(x̄)ᵀτ_nc(t, q_n ⊕ x̄, J(x̄) ∇̄_pH) (the force rows' term,
+    :func:`_chart_force`, with the forward path's ∇̄_pH or the symmetric gradient's) —
+    forward: until Δp repeats, at most 4 (∇̄_xH does not depend on Δp: without forces one
+    settles it); symmetric: once, as the reference."""
     n = d.shape[0] // 2
     dq, dp = d[:n], d[n:]
     g, gp, new = F[0], F[1, n:], U[_RK]
@@ -1442,11 +1554,21 @@ def _chart_itoh_abe_polish(fns, chart, symmetric, h, p0, d, U, M, E, F) -> bool:
                                                            E, U[_XS], U[_RS], g[:n]):
             return False
         for _ in range(1 if symmetric else 4):
-            if symmetric and not _chart_itoh_abe(fns, chart, True, p0, dq, dp, U, M, E, F):
+            if symmetric:
+                if not _itoh_abe_gradient(fns, chart, True, p0, dq, dp, U, M, E, F):
+                    return False
+            elif fns[4] and not _chart_momentum_part(fns, chart, dq, p0, dp, False, M, U[_F],
+                                                     g[n:]):
                 return False
-            same = True
             for i in range(n):
                 new[i] = -h * g[i]
+            if fns[4]:
+                if np.isnan(_chart_force(fns, chart, t, dq, g[n:], U, U[_VA])):
+                    return False
+                for i in range(n):
+                    new[i] += h * U[_VA, i]
+            same = True
+            for i in range(n):
                 same = same and new[i] == dp[i]
             if same:
                 break
@@ -1455,37 +1577,41 @@ def _chart_itoh_abe_polish(fns, chart, symmetric, h, p0, d, U, M, E, F) -> bool:
 
 
 def _itoh_abe_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data,
-                         forward_dynamics, chart_point, chart_jacobian, symmetric, q0, v0,
+                         forward_dynamics, chart_point, chart_jacobian, iqd, symmetric, q0, v0,
                          steps, times, n_steps, every, tol, maxiter, stagnation, blowup, Q, V,
                          W, iters, status):
     """The whole run of Itoh–Abe (forward, or ``symmetric``) on a system whose chart is not
     additive (quaternions), in chart.py's canonical coordinates centred on q_n: z = (x, p),
     q = q_n ⊕ x, p = J(x)ᵀ M v, d = (Δx, Δp) from ``(Δx − h ∇̄_pH, Δp + h ∇̄_xH) = 0``
-    (:func:`_chart_itoh_abe`) by :func:`_stage_newton` with the kinematic matrix
+    (:func:`_itoh_abe_gradient`) by :func:`_stage_newton` with the kinematic matrix
     [1, −h/2 M(q_n)⁻¹; 0, 1], the difference Jacobian kept while h stays (the reference's
     ``reuse`` in a chart), the stagnation bar and ITOH_ABE_FLOOR; the last step's d as
     predictor (h v_n, 0 at the first step and after h changed); the polish
     (:func:`_chart_itoh_abe_polish`); q_{n+1} = q_n ⊕ Δx, and p_{n+1} = J(Δx)⁻ᵀ (p_n + Δp)
     = M v_{n+1} carried to the next step (``_carry``; p_0 = M v_0): the arithmetic of
-    discrete_gradient.py's step, in the generated functions (no force elements); status and
-    return as :func:`_verlet_loop`'s."""
-    fns = (mass_matrix, forcing, energy, P, forces, data)
+    discrete_gradient.py's step, in the generated functions; the force rows (springs on the
+    coordinates ``iqd`` of their speeds) with the springs' potential in H and τ_nc in the
+    momentum equation at t_n + h/2 and the chart's midpoint (:func:`_chart_minus_force`),
+    W_nc = h v̄ᵀτ_nc there at ẋ̄ = Δx/h, as the reference's; status and return as
+    :func:`_verlet_loop`'s."""
     n, nq = v0.shape[0], q0.shape[0]
+    fns = (mass_matrix, forcing, energy, P, forces, data, iqd, np.empty(n))
     n2 = 2 * n
     U, M, E, zu, zt = _workspace(n, ninputs)
     F, none, tc, pw = np.empty((2, n2)), np.empty(0), np.zeros(1), np.zeros(1)
     z0, d, Jm, hA = np.zeros(n2), np.zeros(n2), np.empty((n2, n2)), np.empty((0, 0))
     kept, have_kept = np.empty((n2, n2)), np.zeros(1, dtype=np.bool_)
-    qn, xi, pv = np.empty(nq), np.empty(n), np.empty(n)
+    qn, xi, pv, vbar = np.empty(nq), np.empty(n), np.empty(n), np.empty(n)
     chart = (forward_dynamics, chart_point, chart_jacobian, qn, np.empty(nq), np.empty(n),
              np.empty(n), np.empty(max(n * n, 1)), np.empty(n * n))
     kind = _kind(9) if symmetric else _kind(8)
     q, v = q0.copy(), v0.copy()
-    k_out, vmax0 = store(q, v, Q, V, 0), _largest(v)
+    k_out, vmax0, work = store(q, v, Q, V, 0), _largest(v), 0.0
     W[0] = 0.0
     last_h = np.nan
     for step in range(n_steps):
         h = steps[step]
+        tc[0] = times[step] + 0.5 * h  # the forces act at the midpoint of the step
         qn[:] = q
         if mass_matrix(q, 0.0, M.reshape(n * n)) != 0:
             status[0], status[1] = NEWTON_FAILED, step
@@ -1507,10 +1633,18 @@ def _itoh_abe_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data,
             last_h = h
         it = _stage_newton(kind, fns, chart, hA, none, none, h, tc, pw, none, 0.0, z0, d, Jm,
                            kept, have_kept, tol, maxiter, stagnation, U, M, E, zu, zt, F)
-        if it < 0 or not _chart_itoh_abe_polish(fns, chart, symmetric, h, z0[n:], d, U, M, E,
-                                                F):
+        if it < 0 or not _chart_itoh_abe_polish(fns, chart, symmetric, h, tc[0], z0[n:], d,
+                                                U, M, E, F):
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
+        if forces:  # h v̄ᵀτ_nc(t + h/2, q_n ⊕ Δx/2, v̄), v̄ = J(Δx/2) Δx/h
+            for i in range(n):
+                vbar[i] = d[i] / h
+            power = _chart_force(fns, chart, tc[0], d[:n], vbar, U, U[_VA])
+            if np.isnan(power):
+                status[0], status[1] = NEWTON_FAILED, step
+                return k_out
+            work += h * power
         for i in range(n):
             xi[i] = d[i]
             z0[n + i] = z0[n + i] + d[n + i]  # p_n + Δp
@@ -1524,12 +1658,12 @@ def _itoh_abe_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data,
         iters[step] = it
         if not _guarded(q, v, vmax0, blowup, step, Q, V, status):
             return k_out
-        k_out = _save(step, n_steps, every, q, v, 0.0, Q, V, W, k_out)
+        k_out = _save(step, n_steps, every, q, v, work, Q, V, W, k_out)
     return k_out
 
 
 _ITOH_ABE_CHART_SIGNATURE = types.int64(*_FNS, FORWARD_DYNAMICS, CHART_POINT, CHART_JACOBIAN,
-                                        types.boolean, _V, _V, *_RUN, types.float64, *_OUT)
+                                        _IQD, types.boolean, _V, _V, *_RUN, types.float64, *_OUT)
 
 
 def run_itoh_abe_chart(problem, symmetric: bool, tol: float, maxiter: int,
@@ -1541,7 +1675,7 @@ def run_itoh_abe_chart(problem, symmetric: bool, tol: float, maxiter: int,
     or report the step."""
     s = problem.system
     head = (*_functions_and_rows(problem), s.compiled_forward_dynamics, *s.compiled_chart,
-            bool(symmetric))
+            _dof_coordinates(s), bool(symmetric))
     try:
         return _run(problem, "itoh_abe", _itoh_abe_chart_loop, _ITOH_ABE_CHART_SIGNATURE,
                     head, (float(tol), int(maxiter), float(stagnation)))
