@@ -260,31 +260,12 @@ def floating() -> None:
     _compiled_against_python(m, q0, v0)
 
 
-def _planar_cart(Planar, Revolute):
-    """test_chart_methods.planar_cart: the planar joint's y along world z (gravity in its
-    plane), a pole hinged about the plane's normal."""
-    Rx = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])
-    b = kd.ModelBuilder("planar_cart")
-    b.add_body("cart", None, Planar("plane"), (Rx, (0, 0, 0)), 2.0, (0.1, 0.05, 0),
-               np.diag([0.05, 0.06, 0.08]))
-    b.add_body("pole", "cart", Revolute("hinge", axis=(0, 0, 1)), (np.eye(3), (0.2, 0, 0)),
-               0.5, (0, -0.4, 0), np.diag([0.02, 0.005, 0.02]))
-    return b.build(), np.array([0.1, 0.5, 0.3, 0.8]), np.array([1.0, 2.0, -1.5, 3.0])
-
-
 def _chart_cases() -> dict:
     """tests/integrators/test_chart_methods.py's ball-jointed elbow (a ball shoulder, a
     hinged forearm, gravity), tossed free body (offset centre of mass, full inertia,
     gravity) and planar cart (a body on a planar joint in a vertical plane carrying a
     hinged pole): name → (model, q0, v0)."""
-    from kanedyn.model.joints import Planar, Revolute, Spherical
-
-    b = kd.ModelBuilder("ball_elbow")
-    b.add_body("upper", None, Spherical("shoulder"), None, 1.0, (0, 0, -0.5),
-               np.diag([0.09, 0.09, 0.02]))
-    b.add_body("fore", "upper", Revolute("elbow", axis=(0, 1, 0)), (np.eye(3), (0, 0, -1.0)),
-               0.8, (0, 0, -0.4), np.diag([0.05, 0.05, 0.01]))
-    m = b.build()
+    m = kd.models.ball_elbow()
     q0 = kd.neutral(m)
     q0[:4] = kd.integrate_configuration(m, q0, np.array([0.9, -0.4, 0.2, 0.0]), 1.0)[:4]
     q0[4] = 0.7
@@ -293,7 +274,8 @@ def _chart_cases() -> dict:
     cases = {"ball-jointed elbow": (m, q0, np.array([0.3, 1.2, 2.0, -1.0])),
              "tossed free body": (body, kd.neutral(body),
                                   np.array([1.0, 2.0, -0.5, 0.3, 0.1, 2.0])),
-             "planar cart": _planar_cart(Planar, Revolute)}
+             "planar cart": (kd.models.planar_cart(), np.array([0.1, 0.5, 0.3, 0.8]),
+                             np.array([1.0, 2.0, -1.5, 3.0]))}
     return cases
 
 

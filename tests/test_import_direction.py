@@ -152,7 +152,7 @@ def test_no_function_imports_the_package_root():
 #: primitives dynamics' kernels and sim's configuration kernel call too): the tangent form
 #: of the compiled midpoint/gauss4 needs ``q0 ⊕ ξ`` inside its Newton iteration, and
 #: integrators may not import sim, where the whole-model map lives
-JOINT_MAP_IMPORTS = {"gauss_compiled.py": ("from ..model.joints import free, spherical",)}
+JOINT_MAP_IMPORTS = {"gauss_compiled.py": ("from ..model.joints import free, planar, spherical",)}
 #: the first-run jobs of the compiled loops (kanedyn.dynamics.first_calls.loop_ready: a
 #: compiler process runs a few steps of a one-link model, which compiles the loop for the
 #: argument types of every run): they need a small Model to run, and read nothing of it

@@ -47,12 +47,7 @@ def rel_energy_error(model, tr):
 
 def ball_elbow():
     """A ball-jointed upper arm and a hinged forearm (thick rods: M well conditioned)."""
-    b = kd.ModelBuilder("ball_elbow")
-    b.add_body("upper", None, Spherical("shoulder"), None, 1.0, (0, 0, -0.5),
-               np.diag([0.09, 0.09, 0.02]))
-    b.add_body("fore", "upper", Revolute("elbow", axis=(0, 1, 0)), (np.eye(3), (0, 0, -1.0)),
-               0.8, (0, 0, -0.4), np.diag([0.05, 0.05, 0.01]))
-    m = b.build()
+    m = kd.models.ball_elbow()
     q0 = kd.neutral(m)
     q0[:4] = kd.integrate_configuration(m, q0, np.array([0.9, -0.4, 0.2, 0.0]), 1.0)[:4]
     q0[4] = 0.7
@@ -389,13 +384,7 @@ def test_measured_order_on_curved_joints(method, order, dts, case):
 def planar_cart():
     """A body on a planar joint in a vertical plane (joint y along world z) with a hinged
     pole: the planar chart (position in the start's axes, angle) under gravity."""
-    Rx = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])
-    b = kd.ModelBuilder("planar_cart")
-    b.add_body("cart", None, Planar("plane"), (Rx, (0, 0, 0)), 2.0, (0.1, 0.05, 0),
-               np.diag([0.05, 0.06, 0.08]))
-    b.add_body("pole", "cart", Revolute("hinge", axis=(0, 0, 1)), (np.eye(3), (0.2, 0, 0)),
-               0.5, (0, -0.4, 0), np.diag([0.02, 0.005, 0.02]))
-    return b.build(), np.array([0.1, 0.5, 0.3, 0.8]), np.array([1.0, 2.0, -1.5, 3.0])
+    return kd.models.planar_cart(), np.array([0.1, 0.5, 0.3, 0.8]), np.array([1.0, 2.0, -1.5, 3.0])
 
 
 @pytest.mark.parametrize("method", ["avf", "itoh_abe"])

@@ -352,15 +352,7 @@ def test_a_cold_loop_takes_the_python_steps(cold_loop_check, method):
 def planar_cart():
     """A body on a planar joint in a vertical plane (joint y along world z) with a hinged
     pole (test_chart_methods.py's planar cart): the chart q0 ⊕ ξ is the SE(2) exponential."""
-    from kanedyn.model.joints import Planar
-
-    Rx = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])
-    b = kd.ModelBuilder("planar_cart")
-    b.add_body("cart", None, Planar("plane"), (Rx, (0, 0, 0)), 2.0, (0.1, 0.05, 0),
-               np.diag([0.05, 0.06, 0.08]))
-    b.add_body("pole", "cart", Revolute("hinge", axis=(0, 0, 1)), (np.eye(3), (0.2, 0, 0)),
-               0.5, (0, -0.4, 0), np.diag([0.02, 0.005, 0.02]))
-    return b.build(), np.array([0.1, 0.5, 0.3, 0.8]), np.array([1.0, 2.0, -1.5, 3.0])
+    return kd.models.planar_cart(), np.array([0.1, 0.5, 0.3, 0.8]), np.array([1.0, 2.0, -1.5, 3.0])
 
 
 @pytest.mark.parametrize("psi", [2.5, -1.3, 0.49, -0.51, 1e-3, 1e-9, 0.0])

@@ -7,7 +7,7 @@ from numpy.typing import ArrayLike
 
 from ..errors import ModelError
 from ..spatial import quat_to_matrix
-from .joints import JOINT_TYPES, Free, Revolute, Spherical
+from .joints import JOINT_TYPES, Free, Planar, Revolute, Spherical
 from .model import Model, ModelBuilder
 
 
@@ -74,6 +74,32 @@ def free_body(mass: float = 1.0, inertia: ArrayLike = (0.1, 0.2, 0.3),
         I = np.diag(I)
     b = ModelBuilder(name, gravity=gravity)
     b.add_body("body", None, Free("root"), None, mass, com, I)
+    return b.build()
+
+
+def ball_elbow(name: str = "ball_elbow") -> Model:
+    """An upper arm on a ball joint (the shoulder, at the origin) and a forearm hinged to it
+    about y (the elbow, 1 m below), both thick rods hanging along −z under gravity: the
+    smallest tree with a quaternion and a hinge (the chart methods' tests and benchmarks)."""
+    b = ModelBuilder(name)
+    b.add_body("upper", None, Spherical("shoulder"), None, 1.0, (0, 0, -0.5),
+               np.diag([0.09, 0.09, 0.02]))
+    b.add_body("fore", "upper", Revolute("elbow", axis=(0, 1, 0)), (np.eye(3), (0, 0, -1.0)),
+               0.8, (0, 0, -0.4), np.diag([0.05, 0.05, 0.01]))
+    return b.build()
+
+
+def planar_cart(name: str = "planar_cart") -> Model:
+    """A cart on a planar joint in the vertical x–z plane (the joint's y axis along world z,
+    so gravity acts in its plane) carrying a pole hinged about the plane's normal: q =
+    (x, y, θ) of the cart, then the pole's angle (the planar joint's chart in the tests and
+    benchmarks of the chart methods)."""
+    Rx = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])
+    b = ModelBuilder(name)
+    b.add_body("cart", None, Planar("plane"), (Rx, (0, 0, 0)), 2.0, (0.1, 0.05, 0),
+               np.diag([0.05, 0.06, 0.08]))
+    b.add_body("pole", "cart", Revolute("hinge", axis=(0, 0, 1)), (np.eye(3), (0.2, 0, 0)),
+               0.5, (0, -0.4, 0), np.diag([0.02, 0.005, 0.02]))
     return b.build()
 
 
