@@ -218,43 +218,111 @@ def _kinematic_matrix(L0, h, J, piv, e, col) -> bool:
 
 
 @nb.njit(cache=True, nogil=True)
-def _avf_chart_loop(data, P, forces, iqd, t0, q0, v0, dt, n_steps, every, xi, w, tol, maxiter,
-                    blowup, Q, V, Wk, iters, status):
-    n, nq, m = v0.shape[0], q0.shape[0], 2 * v0.shape[0]
-    q, v, q1 = q0.copy(), v0.copy(), np.empty(nq)
-    M, L, L0 = np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
-    Jb = np.zeros((data.shape[0] - 1, 18))
-    U = np.zeros((15, n))
-    out = np.empty(8)
-    p0, pv, e, col = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    d, r, dx, start, dk, rk = (np.zeros(m), np.empty(m), np.empty(m), np.empty(m),
-                               np.empty(m), np.empty(m))
-    Jk, Jfd = np.empty((m, m)), np.empty((m, m))
-    piv, pivfd = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
+def _chart_work(data, nq, n):
+    """The work arrays of a chart step (n speeds, nq coordinates): q1 (a point φ_n(x)),
+    M, L (M(q) and its Cholesky factor), Jb (J(x)'s blocks), U (the rows of ``_X`` …),
+    out (the energy kernel's), pv, e, col."""
+    return (np.empty(nq), np.empty((n, n)), np.empty((n, n)),
+            np.zeros((data.shape[0] - 1, 18)), np.zeros((15, n)), np.empty(8), np.empty(n),
+            np.empty(n), np.empty(n))
+
+
+@nb.njit(cache=True, nogil=True)
+def _newton_work(m):
+    """Newton's work arrays for m = 2n unknowns: d (the increment, the predictor between
+    steps), r, dx, start, dk, rk, the kinematic matrix's LU Jk, piv and the difference
+    Jacobian's Jfd, pivfd."""
+    return (np.zeros(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m),
+            np.empty((m, m)), np.empty((m, m)), np.zeros(m, dtype=np.int64),
+            np.zeros(m, dtype=np.int64))
+
+
+@nb.njit(cache=True, nogil=True)
+def _start(data, q0, v0, M, Q, V, Wk, status):
+    """The start of both loops: q, v ← q_0, v_0, sample 0 stored with W_nc = 0, the blow-up
+    bound vmax0 = max|v_0|, L0 ← the Cholesky factor of M(q_0) (M ← M(q_0)) and
+    ``p_0 = M(q_0) v_0`` (J(0) = 1; later steps carry J⁻ᵀp). Returns
+    (q, v, p0, L0, vmax0, the next sample's index, ok); not ok (status ← BAD_STATE at step 0)
+    when the CRBA kernel refuses q_0 or M(q_0) is not positive definite."""
+    n = v0.shape[0]
+    q, v = q0.copy(), v0.copy()
+    p0, L0 = np.empty(n), np.empty((n, n))
     Wk[0] = 0.0
-    wnc = 0.0
-    last_h, have_fd = 0.0, False
     vmax0 = largest_speed(v)
     k_out = store(q, v, Q, V, 0)
     if kernels.crba1(data, q, M) != 0 or not cholesky(M, n, L0):
         status[0], status[1] = BAD_STATE, 0
-        return k_out
-    for i in range(n):  # p_0 = M(q_0) v_0 (J(0) = 1); later steps carry J⁻ᵀp
+        return q, v, p0, L0, vmax0, k_out, False
+    for i in range(n):
         s = 0.0
         for k in range(n):
             s += M[i, k] * v[k]
         p0[i] = s
+    return q, v, p0, L0, vmax0, k_out, True
+
+
+@nb.njit(cache=True, nogil=True)
+def _step_start(t0, dt, step, last_h, have_fd, v, d, L0, Jk, piv, e, col, status):
+    """The step's h = dt[step] and start t = t0 + step dt[0] (the grid of step_grid and
+    run_fixed). The reference's reuse dict and predictor are keyed by h: where h changes,
+    the kept difference Jacobian is dropped and d ← (h v_n, 0) (else d stays the last
+    step's increment, the reference's predictor); without a kept difference Jacobian,
+    Jk, piv ← the LU of :func:`_kinematic_matrix` at h. Returns (h, t, have_fd, ok); not ok
+    (status ← BAD_STATE) when that matrix is singular."""
+    h = dt[step]
+    t = t0 + step * dt[0]
+    if h != last_h:
+        have_fd = False
+        n = v.shape[0]
+        for i in range(n):
+            d[i] = h * v[i]
+            d[n + i] = 0.0
+    if not have_fd and not _kinematic_matrix(L0, h, Jk, piv, e, col):
+        status[0], status[1] = BAD_STATE, step
+        return h, t, have_fd, False
+    return h, t, have_fd, True
+
+
+@nb.njit(cache=True, nogil=True)
+def _step_end(data, P, forces, iqd, t, h, d, q, v, p0, q1, Jb, M, L0, pv, U, wnc, step, it,
+              iters, n_steps, every, vmax0, blowup, Q, V, Wk, k_out, status):
+    """The end of a converged step d = (Δx, Δp): ``W_nc += h (J(x̄) ẋ̄)ᵀ τ_nc`` with
+    ẋ̄ = Δx/h (the reference's), ``q_{n+1} = φ_n(Δx)``, ``v_{n+1} = M⁻¹ J⁻ᵀ (p_0 + Δp)``
+    and the next ``p_0 = J⁻ᵀ p`` (L0 ← M(q_{n+1})'s Cholesky factor), the step's Newton
+    count, then the state guard and the sample (:func:`.verlet_compiled.guard_and_save`).
+    Returns (W_nc, the next sample's index), the index −1 when the loop stops (status
+    ← BAD_STATE where a kernel refuses q_{n+1}, else the guard's)."""
+    n = v.shape[0]
+    if forces:
+        for i in range(n):
+            U[_SP, i] = d[i] / h
+        wnc += h * _forcing(data, P, iqd, t + 0.5 * h, q, d, U[_SP], q1, Jb, U)
+    for i in range(n):
+        U[_P, i] = p0[i] + d[n + i]
+    if not _chart_state(data, q, d[:n], U[_P], q1, Jb, M, L0, pv, v):
+        status[0], status[1] = BAD_STATE, step
+        return wnc, -1
+    p0[:] = pv
+    q[:] = q1
+    iters[step] = it
+    return wnc, guard_and_save(step, n_steps, every, q, v, vmax0, blowup, wnc, Q, V, Wk,
+                               k_out, status)
+
+
+@nb.njit(cache=True, nogil=True)
+def _avf_chart_loop(data, P, forces, iqd, t0, q0, v0, dt, n_steps, every, xi, w, tol, maxiter,
+                    blowup, Q, V, Wk, iters, status):
+    m = 2 * v0.shape[0]
+    q1, M, L, Jb, U, out, pv, e, col = _chart_work(data, q0.shape[0], v0.shape[0])
+    d, r, dx, start, dk, rk, Jk, Jfd, piv, pivfd = _newton_work(m)
+    q, v, p0, L0, vmax0, k_out, ok = _start(data, q0, v0, M, Q, V, Wk, status)
+    if not ok:
+        return k_out
+    wnc, last_h, have_fd = 0.0, 0.0, False
     for step in range(n_steps):
-        h = dt[step]
-        t = t0 + step * dt[0]  # the step's start (the grid of step_grid and run_fixed)
-        if h != last_h:  # the reference's reuse dict and predictor are keyed by h
-            have_fd = False
-            for i in range(n):
-                d[i] = h * v[i]
-                d[n + i] = 0.0
-        # (else d: the last step's increment, the reference's predictor)
-        if not have_fd and not _kinematic_matrix(L0, h, Jk, piv, e, col):
-            status[0], status[1] = BAD_STATE, step
+        h, t, have_fd, ok = _step_start(t0, dt, step, last_h, have_fd, v, d, L0, Jk, piv, e,
+                                        col, status)
+        if not ok:
             return k_out
         start[:] = d
         it, last, test, refreshed, ok = 0, np.inf, GO_ON, False, True
@@ -291,25 +359,12 @@ def _avf_chart_loop(data, P, forces, iqd, t0, q0, v0, dt, n_steps, every, xi, w,
         if not ok or test != CONVERGED:
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
-        if forces:  # W_nc += h (J(x̄) ẋ̄)ᵀ τ_nc with ẋ̄ = Δx/h (the reference's)
-            for i in range(n):
-                U[_SP, i] = d[i] / h
-            wnc += h * _forcing(data, P, iqd, t + 0.5 * h, q, d, U[_SP], q1, Jb, U)
-        # the end: q_{n+1} = φ_n(Δx), v_{n+1} = M⁻¹ J⁻ᵀ (p_0 + Δp); the next p_0 = J⁻ᵀ p
-        for i in range(n):
-            U[_P, i] = p0[i] + d[n + i]
-        if not _chart_state(data, q, d[:n], U[_P], q1, Jb, M, L0, pv, v):
-            status[0], status[1] = BAD_STATE, step
-            return k_out
-        p0[:] = pv
-        q[:] = q1
-        last_h = h
-        iters[step] = it
-        kept = guard_and_save(step, n_steps, every, q, v, vmax0, blowup, wnc, Q, V, Wk, k_out,
-                              status)
+        wnc, kept = _step_end(data, P, forces, iqd, t, h, d, q, v, p0, q1, Jb, M, L0, pv, U,
+                              wnc, step, it, iters, n_steps, every, vmax0, blowup, Q, V, Wk,
+                              k_out, status)
         if kept < 0:
             return k_out
-        k_out = kept
+        k_out, last_h = kept, h
     return k_out
 
 
@@ -337,6 +392,17 @@ def applicable(problem) -> bool:
 def run(problem, nodes: int, tol: float, maxiter: int):
     """The whole AVF run in the chart in the compiled loop: a Solution, or None to fall
     back (a cold cache: the Python steps, while a process compiles the loop)."""
+    x, wts = np.polynomial.legendre.leggauss(nodes)
+    return _run(problem, "avf", _avf_chart_loop, "first_run", (),
+                (0.5 * (x + 1.0), 0.5 * wts, float(tol), int(maxiter)))
+
+
+def _run(problem, name: str, loop, job: str, variant: tuple, settings: tuple):
+    """``loop`` (a chart loop of this module) over the whole run of ``problem``, with the
+    arguments data, P, forces, iqd, ``*variant``, t0, q0, v0, the step grid, ``*settings``,
+    blowup and the result arrays: the Solution of method ``name``, or None to fall back (a
+    cold cache, where ``job`` compiles the loop; a singular chart block; a failure that the
+    Python steps report). A blow-up is reported from here (``run_fixed``'s state guard)."""
     from .base import Solution
 
     s = problem.system
@@ -348,22 +414,21 @@ def run(problem, nodes: int, tol: float, maxiter: int):
     W = np.zeros(len(keep) + 1)
     iters = np.zeros(n_steps, dtype=np.int32)
     status = np.zeros(3, dtype=np.int64)
-    x, wts = np.polynomial.legendre.leggauss(nodes)
     P = problem.force_rows if problem.force_rows is not None else empty_rows(s.nv)
     P = np.ascontiguousarray(P, float)
-    args = (flatten(model).data, P, has_forces(P), dof_coordinates(model), float(problem.t0),
-            np.ascontiguousarray(problem.q0, float),
-            np.ascontiguousarray(problem.v0, float), steps, n_steps, every, 0.5 * (x + 1.0),
-            0.5 * wts, float(tol), int(maxiter), float(problem.blowup), Q, V, W, iters, status)
-    if not ready_or_python(_avf_chart_loop, args, "first_run"):
+    args = (flatten(model).data, P, has_forces(P), dof_coordinates(model), *variant,
+            float(problem.t0), np.ascontiguousarray(problem.q0, float),
+            np.ascontiguousarray(problem.v0, float), steps, n_steps, every, *settings,
+            float(problem.blowup), Q, V, W, iters, status)
+    if not ready_or_python(loop, args, job):
         return None
-    if not _call(_avf_chart_loop, args):
+    if not _call(loop, args):
         return None
     if status[0] == STATE_GUARD:
-        report_state_guard(problem, "avf", status, Q, V, times)
+        report_state_guard(problem, name, status, Q, V, times)
     if status[0]:
         return None
-    return Solution(times[keep], Q[:-1], V[:-1], W[:-1], {"newton_iterations": iters}, "avf")
+    return Solution(times[keep], Q[:-1], V[:-1], W[:-1], {"newton_iterations": iters}, name)
 
 
 def first_run() -> None:
@@ -579,44 +644,19 @@ def _ia_polish(data, P, forces, iqd, symmetric, t, qn, p0, d, h, gq, gp, W, x, q
 @nb.njit(cache=True, nogil=True)
 def _itoh_abe_chart_loop(data, P, forces, iqd, symmetric, t0, q0, v0, dt, n_steps, every, tol,
                          maxiter, stagnation, floor, blowup, Q, V, Wk, iters, status):
-    n, nq, m = v0.shape[0], q0.shape[0], 2 * v0.shape[0]
-    q, v, q1 = q0.copy(), v0.copy(), np.empty(nq)
-    M, L, L0 = np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
-    Minv, Minv0 = np.empty((n, n)), np.empty((n, n))
-    Jb = np.zeros((data.shape[0] - 1, 18))
-    U = np.zeros((15, n))
-    W = np.zeros((4, n))
-    out = np.empty(8)
-    p0, pv, e, col, x, gq, gp, new, zero = (np.empty(n), np.empty(n), np.empty(n), np.empty(n),
-                                            np.empty(n), np.empty(n), np.empty(n), np.empty(n),
-                                            np.zeros(n))
-    d, r, dx, start, dk, rk = (np.zeros(m), np.empty(m), np.empty(m), np.empty(m),
-                               np.empty(m), np.empty(m))
-    Jk, Jfd = np.empty((m, m)), np.empty((m, m))
-    piv, pivfd = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
-    Wk[0] = 0.0
-    wnc = 0.0
-    last_h, have_fd = 0.0, False
-    vmax0 = largest_speed(v)
-    k_out = store(q, v, Q, V, 0)
-    if kernels.crba1(data, q, M) != 0 or not cholesky(M, n, L0):
-        status[0], status[1] = BAD_STATE, 0
+    n, m = v0.shape[0], 2 * v0.shape[0]
+    q1, M, L, Jb, U, out, pv, e, col = _chart_work(data, q0.shape[0], n)
+    d, r, dx, start, dk, rk, Jk, Jfd, piv, pivfd = _newton_work(m)
+    Minv, Minv0, W = np.empty((n, n)), np.empty((n, n)), np.zeros((4, n))
+    x, gq, gp, new, zero = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.zeros(n)
+    q, v, p0, L0, vmax0, k_out, ok = _start(data, q0, v0, M, Q, V, Wk, status)
+    if not ok:
         return k_out
-    for i in range(n):  # p_0 = M(q_0) v_0 (J(0) = 1); later steps carry J⁻ᵀp
-        s = 0.0
-        for k in range(n):
-            s += M[i, k] * v[k]
-        p0[i] = s
+    wnc, last_h, have_fd = 0.0, 0.0, False
     for step in range(n_steps):
-        h = dt[step]
-        t = t0 + step * dt[0]
-        if h != last_h:
-            have_fd = False
-            for i in range(n):
-                d[i] = h * v[i]
-                d[n + i] = 0.0
-        if not have_fd and not _kinematic_matrix(L0, h, Jk, piv, e, col):
-            status[0], status[1] = BAD_STATE, step
+        h, t, have_fd, ok = _step_start(t0, dt, step, last_h, have_fd, v, d, L0, Jk, piv, e,
+                                        col, status)
+        if not ok:
             return k_out
         if symmetric and not _inverse_mass(data, q, zero, q1, Jb, M, L, Minv0, e, col, U):
             status[0], status[1] = BAD_STATE, step
@@ -679,24 +719,12 @@ def _itoh_abe_chart_loop(data, P, forces, iqd, symmetric, t0, q0, v0, dt, n_step
                           Jb, M, L, U, out, Minv, Minv0, e, col, new):
             status[0], status[1] = BAD_STATE, step
             return k_out
-        if forces:  # W_nc += h (J(x̄) Δx/h)ᵀ τ_nc
-            for i in range(n):
-                U[_SP, i] = d[i] / h
-            wnc += h * _forcing(data, P, iqd, t + 0.5 * h, q, d, U[_SP], q1, Jb, U)
-        for i in range(n):
-            U[_P, i] = p0[i] + d[n + i]
-        if not _chart_state(data, q, d[:n], U[_P], q1, Jb, M, L0, pv, v):
-            status[0], status[1] = BAD_STATE, step
-            return k_out
-        p0[:] = pv
-        q[:] = q1
-        last_h = h
-        iters[step] = it
-        kept = guard_and_save(step, n_steps, every, q, v, vmax0, blowup, wnc, Q, V, Wk, k_out,
-                              status)
+        wnc, kept = _step_end(data, P, forces, iqd, t, h, d, q, v, p0, q1, Jb, M, L0, pv, U,
+                              wnc, step, it, iters, n_steps, every, vmax0, blowup, Q, V, Wk,
+                              k_out, status)
         if kept < 0:
             return k_out
-        k_out = kept
+        k_out, last_h = kept, h
     return k_out
 
 
@@ -704,34 +732,8 @@ def run_itoh_abe(problem, symmetric: bool, tol: float, maxiter: int, stagnation:
                  floor: float):
     """The whole Itoh–Abe run in the chart in the compiled loop: a Solution, or None to fall
     back."""
-    from .base import Solution
-
-    s = problem.system
-    model = s.tree_model
-    n_steps, steps, times, every, keep = step_grid(problem.dt, problem.t0, problem.t_final,
-                                                   problem.save_every)
-    Q = np.empty((len(keep) + 1, s.nq))
-    V = np.empty((len(keep) + 1, s.nv))
-    W = np.zeros(len(keep) + 1)
-    iters = np.zeros(n_steps, dtype=np.int32)
-    status = np.zeros(3, dtype=np.int64)
-    P = problem.force_rows if problem.force_rows is not None else empty_rows(s.nv)
-    P = np.ascontiguousarray(P, float)
-    args = (flatten(model).data, P, has_forces(P), dof_coordinates(model), bool(symmetric),
-            float(problem.t0), np.ascontiguousarray(problem.q0, float),
-            np.ascontiguousarray(problem.v0, float), steps, n_steps, every, float(tol),
-            int(maxiter), float(stagnation), float(floor), float(problem.blowup), Q, V, W,
-            iters, status)
-    if not ready_or_python(_itoh_abe_chart_loop, args, "first_run_itoh_abe"):
-        return None
-    if not _call(_itoh_abe_chart_loop, args):
-        return None
-    if status[0] == STATE_GUARD:
-        report_state_guard(problem, "itoh_abe", status, Q, V, times)
-    if status[0]:
-        return None
-    return Solution(times[keep], Q[:-1], V[:-1], W[:-1], {"newton_iterations": iters},
-                    "itoh_abe")
+    return _run(problem, "itoh_abe", _itoh_abe_chart_loop, "first_run_itoh_abe",
+                (bool(symmetric),), (float(tol), int(maxiter), float(stagnation), float(floor)))
 
 
 def first_run_itoh_abe() -> None:
