@@ -153,6 +153,23 @@ def _forcing(data, P, iqd, t, qn, d, xd, qm, Jm, U) -> float:
 
 
 @nb.njit(cache=True, nogil=True)
+def _rows(data, P, forces, iqd, t, qn, d, h, gx, gp, q, Jb, U, r) -> bool:
+    """r ← R(d) = (Δx − h ḡ_p, Δp + h ḡ_x) from a discrete gradient (gx, gp) = (ḡ_x, ḡ_p),
+    with force rows ``− h J(x̄)ᵀτ_nc(t + h/2, q̄, J(x̄) ḡ_p)`` in the momentum rows
+    (:func:`_forcing`); False when r is not finite or the kinematics refuse q̄."""
+    n = gx.shape[0]
+    for i in range(n):
+        r[i] = d[i] - h * gp[i]
+        r[n + i] = d[n + i] + h * gx[i]
+    if forces:
+        if not np.isfinite(_forcing(data, P, iqd, t + 0.5 * h, qn, d, gp, q, Jb, U)):
+            return False
+        for i in range(n):
+            r[n + i] -= h * U[_F, i]
+    return bool(np.isfinite(r).all())
+
+
+@nb.njit(cache=True, nogil=True)
 def _residual(data, P, forces, iqd, t, qn, p0, d, h, xi, w, q, Jb, M, L, U, out, r) -> bool:
     """r ← R(d) of the module doc (``_DiscreteGradient.step``'s residual with
     ``AVF.discrete_gradient``; with force rows ``− h J(x̄)ᵀτ_nc(t + h/2, q̄, J(x̄) ḡ_p)`` in
@@ -171,15 +188,7 @@ def _residual(data, P, forces, iqd, t, qn, p0, d, h, xi, w, q, Jb, M, L, U, out,
         for i in range(n):
             sx[i] += w[k] * U[_GX, i]
             sp[i] += w[k] * U[_XD, i]
-    for i in range(n):
-        r[i] = d[i] - h * sp[i]
-        r[n + i] = d[n + i] + h * sx[i]
-    if forces:
-        if not np.isfinite(_forcing(data, P, iqd, t + 0.5 * h, qn, d, sp, q, Jb, U)):
-            return False
-        for i in range(n):
-            r[n + i] -= h * U[_F, i]
-    return bool(np.isfinite(r).all())
+    return _rows(data, P, forces, iqd, t, qn, d, h, sx, sp, q, Jb, U, r)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -582,19 +591,10 @@ def _ia_residual(data, P, forces, iqd, symmetric, t, qn, p0, d, h, r, gq, gp, W,
                  L, U, out, Minv, Minv0, e, col) -> bool:
     """r ← R(d) with Itoh–Abe's discrete gradient (and the force rows' τ_nc at the chart
     midpoint, as :func:`_residual`)."""
-    n = gq.shape[0]
     if not _ia_gradient(data, P, forces, iqd, symmetric, qn, p0, d, gq, gp, W, x, q, Jb, M, L,
                         U, out, Minv, Minv0, e, col):
         return False
-    for i in range(n):
-        r[i] = d[i] - h * gp[i]
-        r[n + i] = d[n + i] + h * gq[i]
-    if forces:
-        if not np.isfinite(_forcing(data, P, iqd, t + 0.5 * h, qn, d, gp, q, Jb, U)):
-            return False
-        for i in range(n):
-            r[n + i] -= h * U[_F, i]
-    return bool(np.isfinite(r).all())
+    return _rows(data, P, forces, iqd, t, qn, d, h, gq, gp, q, Jb, U, r)
 
 
 @nb.njit(cache=True, nogil=True)
