@@ -554,22 +554,28 @@ def _no_forces(method: str, forces, P: NDArray | None) -> None:
 
 
 def _implicit_refuses(name: str) -> Callable[[Model], str | None]:
-    """``refuses`` of midpoint/gauss4 (ball, free and planar joints by the tangent form) and
-    verlet (the same joints by the variational step in their charts), as their compiled
-    loops in kd.simulate."""
+    """``refuses`` of every implicit method as kd.simulate runs it compiled: midpoint/gauss4
+    (ball, free and planar joints by the tangent form), verlet (by the variational step in
+    their charts), avf, itoh_abe (the discrete-gradient loop on additive coordinates, the
+    chart loops of :mod:`~kanedyn.integrators.avf_chart_compiled` on the others) and
+    energy_momentum (its variant's loop: the tangent midpoint with the energy projection
+    there); no rotor armature (``rk4_compiled.applicable``,
+    ``gauss_compiled.tangent_applicable``) and no joint type beyond :data:`_CHARTED`."""
     def refuses(model: Model) -> str | None:
         if model.armature.any():
             return (f"its joints have rotor armature, which the compiled {name} loop does "
                     "not take; use method='rk4'")
-        charted = ("ball", "free", "planar")
-        allowed = ("revolute", "prismatic", "helical") + charted
         for b in model.bodies:
-            if not b.joint.chart_is_additive and b.joint.kind not in charted + ("spherical",):
+            if not b.joint.chart_is_additive and b.joint.kind not in _CHARTED:
                 return (f"joint {b.joint.name!r} is a {b.joint.kind} joint; the compiled "
-                        f"{name} loop takes {', '.join(allowed)} joints; use method='rk4' "
-                        "(every joint type)")
+                        f"{name} loop takes revolute, prismatic, helical, ball, free and "
+                        "planar joints; use method='rk4' (every joint type)")
         return None
     return refuses
+
+
+#: the joints of several speeds the compiled chart loops take (ball = "spherical")
+_CHARTED = ("spherical", "free", "planar")
 
 
 def _gauss_batch(stages: int):
@@ -636,30 +642,6 @@ def _dg_status(status: NDArray) -> None:
     status[code == 1, 0] = NEWTON_STOPPED
     status[code == 2, 0] = NOT_FINITE
     status[code == 3, 0] = BAD_KERNEL_STATE
-
-
-def _dg_refuses(name: str) -> Callable[[Model], str | None]:
-    """``refuses`` of avf, itoh_abe, energy_momentum, as kd.simulate runs them compiled: on
-    additive coordinates the discrete-gradient loop (canonical q, p), with ball, free and
-    planar joints among revolute, prismatic and helical ones the chart loops of
-    :mod:`~kanedyn.integrators.avf_chart_compiled` (avf, itoh_abe) or the tangent midpoint
-    with the energy projection (energy_momentum's ``"projection"`` variant); no rotor
-    armature (``rk4_compiled.applicable``, ``gauss_compiled.tangent_applicable``)."""
-    def refuses(model: Model) -> str | None:
-        if model.armature.any():
-            return (f"its joints have rotor armature, which the compiled {name} loop does "
-                    "not take; use method='rk4'")
-        for b in model.bodies:
-            if not b.joint.chart_is_additive and b.joint.kind not in _CHARTED:
-                return (f"joint {b.joint.name!r} is a {b.joint.kind} joint; the compiled "
-                        f"{name} loops take revolute, prismatic, helical, ball, free and "
-                        "planar joints; use method='rk4' (every joint type)")
-        return None
-    return refuses
-
-
-#: the joints of several speeds the compiled chart loops take (ball = "spherical")
-_CHARTED = ("spherical", "free", "planar")
 
 
 def _dg_problem(model, D, P, Q0, V0, steps, forces):
@@ -1129,11 +1111,11 @@ METHODS: dict[str, BatchMethod] = {
     "midpoint": BatchMethod("midpoint", _implicit_refuses("midpoint"), _gauss_batch(1)),
     "gauss4": BatchMethod("gauss4", _implicit_refuses("gauss4"), _gauss_batch(2)),
     "verlet": BatchMethod("verlet", _implicit_refuses("verlet"), _verlet_batch),
-    "avf": BatchMethod("avf", _dg_refuses("avf"), _dg_batch("avf"),
+    "avf": BatchMethod("avf", _implicit_refuses("avf"), _dg_batch("avf"),
                        ("tol", "maxiter", "nodes")),
-    "itoh_abe": BatchMethod("itoh_abe", _dg_refuses("itoh_abe"), _dg_batch("itoh_abe"),
+    "itoh_abe": BatchMethod("itoh_abe", _implicit_refuses("itoh_abe"), _dg_batch("itoh_abe"),
                             ("tol", "maxiter", "variant")),
-    "energy_momentum": BatchMethod("energy_momentum", _dg_refuses("energy_momentum"),
+    "energy_momentum": BatchMethod("energy_momentum", _implicit_refuses("energy_momentum"),
                                    _dg_batch("energy_momentum"),
                                    ("maxiter", "variant", "cyclic", "tol", "momentum")),
     # (its runs take the friction table too: simulate_batch calls _time_stepping_batch)
