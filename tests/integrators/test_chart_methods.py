@@ -60,16 +60,23 @@ def tossed_body(gravity=(0.0, 0.0, -9.81)):
     return m, kd.neutral(m), np.array([1.0, 2.0, -0.5, 0.3, 0.1, 2.0])
 
 
-# --------------------------------------------------------------------- the chart itself
-@pytest.fixture(scope="module")
-def mixed():
-    """Every curved joint kind in one tree: free root, ball, hinge, planar."""
-    b = kd.ModelBuilder("mixed")
+def _free_ball_hinge_builder(name):
+    """A free base, a ball-jointed body below it and a hinged one below that (bodies
+    "base", "a", "c"): free_ball_hinge, and the start of the mixed tree."""
+    b = kd.ModelBuilder(name)
     b.add_body("base", None, Free("f"), None, 2.0, (0.1, 0.2, -0.1), np.diag([0.2, 0.3, 0.25]))
     b.add_body("a", "base", Spherical("s"), (np.eye(3), (0, 0, -0.5)), 1.0, (0, 0, -0.3),
                np.diag([0.05, 0.06, 0.02]))
     b.add_body("c", "a", Revolute("r", axis=(1, 0, 0)), (np.eye(3), (0, 0, -0.6)), 0.5,
                (0, 0, -0.2), np.diag([0.02, 0.02, 0.01]))
+    return b
+
+
+# --------------------------------------------------------------------- the chart itself
+@pytest.fixture(scope="module")
+def mixed():
+    """Every curved joint kind in one tree: free root, ball, hinge, planar."""
+    b = _free_ball_hinge_builder("mixed")
     b.add_body("d", "c", Planar("p"), (np.eye(3), (0, 0, -0.4)), 0.4, (0.1, 0, 0),
                np.diag([0.01, 0.02, 0.03]))
     m = b.build()
@@ -161,13 +168,7 @@ def test_avf_exact_energy_free_body_1e4_steps():
 
 def free_ball_hinge():
     """A free base, a ball joint and a hinge in one tree (the compiled AVF loop's joints)."""
-    b = kd.ModelBuilder("free_ball_hinge")
-    b.add_body("base", None, Free("f"), None, 2.0, (0.1, 0.2, -0.1), np.diag([0.2, 0.3, 0.25]))
-    b.add_body("a", "base", Spherical("s"), (np.eye(3), (0, 0, -0.5)), 1.0, (0, 0, -0.3),
-               np.diag([0.05, 0.06, 0.02]))
-    b.add_body("c", "a", Revolute("r", axis=(1, 0, 0)), (np.eye(3), (0, 0, -0.6)), 0.5,
-               (0, 0, -0.2), np.diag([0.02, 0.02, 0.01]))
-    m = b.build()
+    m = _free_ball_hinge_builder("free_ball_hinge").build()
     q0 = kd.random_configuration(m, np.random.default_rng(3))
     return m, q0, np.array([0.5, -1.0, 0.8, 0.3, 0.2, -0.4, 1.5, -0.7, 0.9, 2.0])
 
