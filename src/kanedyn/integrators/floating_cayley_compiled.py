@@ -55,6 +55,8 @@ _compiled.key_cache(__name__)  # (see dynamics/_compiled.py)
 
 #: status codes of :func:`floating_run` (``status[0]``)
 OK, NEWTON_FAILED, STATE_GUARD, BAD_STATE = 0, 1, 2, 3
+#: Newton's tolerance and stagnation bound of every run (:func:`run`, simulate_batch's)
+TOL, STAGNATION = 1e-15, 1e-9
 _EPS = np.finfo(np.float64).eps
 
 
@@ -453,8 +455,8 @@ def run(method, problem):
     f = np.ascontiguousarray
     floating_run(flatten(_model(s)).data, f(P, float), forces, problem.tau_nc is not None,
                  float(problem.t0),
-                 f(problem.q0, float), f(problem.v0, float), steps, n_steps, every, 1e-15,
-                 1e-9, int(method.opts["maxiter"]), float(problem.blowup), Q, V, W, iters,
+                 f(problem.q0, float), f(problem.v0, float), steps, n_steps, every, TOL,
+                 STAGNATION, int(method.opts["maxiter"]), float(problem.blowup), Q, V, W, iters,
                  status)
     if status[0] != OK:
         return None

@@ -883,7 +883,7 @@ def _floating_runs(stepper, model, D, P, Q0, V0, steps, every, outQ, outV, outW,
         iters = np.zeros(n_steps, dtype=np.int32)
         st = np.zeros(2, dtype=np.int64)
         kept = fcc.floating_run(D[k], P[k], forces, nc, 0.0, Q0[k], V0[k], steps, n_steps,
-                                every, 1e-15, 1e-9, maxiter, np.inf, Q, V, W, iters, st)
+                                every, fcc.TOL, fcc.STAGNATION, maxiter, np.inf, Q, V, W, iters, st)
         if st[0] == fcc.STATE_GUARD:
             status[k, 0], status[k, 1] = NOT_FINITE, st[1]
         elif st[0] != fcc.OK:
