@@ -71,3 +71,49 @@ def test_projection_onto_energy_and_momentum_together(method):
     assert np.abs(tr.energy - tr.energy[0]).max() / tr.energy[0] <= 1e-13
     assert np.abs(h - h[0]).max() / np.linalg.norm(h[0]) <= 1e-13
     assert np.abs(hp - hp[0]).max() / np.linalg.norm(hp[0]) > 1e-9  # the control drifts
+
+
+@pytest.mark.parametrize(("make", "why"), [
+    # a ball joint ties the elbow to the world, and gravity acts: ḣ = the base's reaction
+    (lambda: kd.models.ball_elbow(), "fixed base"),
+    # the same free body as above, with gravity: Ṗ = m g, L̇ = c × m g
+    (lambda: kd.models.free_body(mass=2.0, inertia=(0.1, 0.2, 0.3)), "gravity"),
+])
+@pytest.mark.parametrize("method", ["rk4", "midpoint"])
+def test_momentum_projection_refused_where_the_momentum_changes(make, why, method):
+    """Projecting onto a momentum the system does not conserve would hold a changing
+    quantity fixed: before the check, rk4 + project=("energy", "momentum") on the elbow
+    returned a motion whose momentum stayed at its start while the free run's grew 4x in
+    0.5 s. Now both loops (compiled and Python) are refused before the first step."""
+    m = make()
+    q0 = kd.integrate_configuration(m, kd.neutral(m), 0.3 * np.cos(np.arange(m.nv)), 1.0)
+    v0 = 0.2 * np.sin(np.arange(m.nv) + 1.0)
+    for compiled in (True, False):
+        with pytest.raises(kd.SolverError, match="'momentum' is not conserved"):
+            kd.simulate(m, q0, v0, 0.01, method=method, dt=1e-3, compiled=compiled,
+                        project=("energy", "momentum"))
+    # the free body's linear momentum changes (m g) but not its angular momentum about a
+    # vertical axis; the component check refuses the whole 3-vector (L_x, L_y change)
+    with pytest.raises(kd.SolverError, match="'angular_momentum' is not conserved"):
+        kd.simulate(m, q0, v0, 0.01, method=method, dt=1e-3, project="angular_momentum")
+
+
+def test_momentum_rate_vanishes_for_the_free_body_without_gravity():
+    """The check's own measure: ḣ along the motion is zero to round-off for the torque-free
+    body (so its projection is admitted, as the test above runs) and equals the resultant
+    external wrench, [c × m g; m g] about the world origin, once gravity acts."""
+    from kanedyn.integrators.base import Problem
+    from kanedyn.integrators.projection import momentum_rate
+    from kanedyn.sim.system import ModelSystem
+    from kanedyn.spatial import quat_to_matrix
+
+    v0 = np.array([0.3, 2.0, -0.5, 0.05, 0.1, -0.02])
+    for g in ((0, 0, 0), (0, 0, -9.81)):
+        m = kd.models.free_body(mass=2.0, inertia=(0.1, 0.2, 0.3), gravity=g)
+        q0 = kd.neutral(m)
+        q0[:3] = (0.3, -0.2, 0.1)
+        rate, scale = momentum_rate(Problem(ModelSystem(m), q0, v0, 1.0), q0, v0, 0.0)
+        c = q0[:3] + quat_to_matrix(q0[3:7]) @ m.bodies[0].com  # centre of mass, world
+        mg = 2.0 * np.asarray(g, float)
+        np.testing.assert_allclose(rate, np.r_[np.cross(c, mg), mg], rtol=0, atol=1e-8 * scale)
+        assert scale > 0.1  # each term is of the order of |v|² m |c|: they cancel without gravity

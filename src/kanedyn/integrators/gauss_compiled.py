@@ -929,7 +929,12 @@ def run(problem, stages: int, tol: float, maxiter: int, refresh_after: int, name
             float(problem.blowup), Q, V, W, iters, status)
     if not ready_or_python(_gauss_loop, args, "first_run"):
         return None  # (on a cold cache: the Python steps, while a process compiles it)
-    _gauss_loop(*args)
+    try:
+        _gauss_loop(*args)
+    except np.linalg.LinAlgError:
+        # the projection's ∇G∇Gᵀ is singular (dependent invariants): the Python steps
+        # meet the same matrix and say so, with the step and the invariants
+        return None
     if label is None:
         label = f"{name}+project{tuple(invariants)}" if project else name
     if status[0] == STATE_GUARD:

@@ -14,7 +14,10 @@ The energy target is ``E₀ + W_nc(t)``, with W_nc from the base method's own
 quadrature, so with damping and actuation the projected run satisfies the
 budget ``E − E₀ − W_nc = 0`` to roundoff; its physical accuracy is then that
 of W_nc. Momentum targets are the initial values and make sense only when
-the system conserves them (no gravity or base, no external forces).
+the system conserves them (no gravity or base, no external forces): a momentum
+asked of a system whose momentum changes is refused (:func:`check_conserved`),
+since projecting onto it would hold a changing quantity fixed and return a
+wrong motion without any sign of it.
 The projection keeps the order of the base method (HLW IV.4.1).
 """
 
@@ -45,6 +48,48 @@ def parse_invariants(project) -> tuple[str, ...]:
     return names
 
 
+def momentum_rate(problem, q: np.ndarray, v: np.ndarray, t: float) -> tuple:
+    """(ḣ, scale) at (t, q, v): the rate of the spatial momentum h = A(q) v along the
+    motion, ``ḣ = (∂(A v)/∂q) q̇ + A(q) v̇`` with v̇ the problem's forward dynamics (force
+    elements included), the first term by central differences along q ⊕ ε v, the second
+    exact (h is linear in v); ``scale`` the larger of the two terms' sizes, which cancel
+    to round-off where the momentum is conserved."""
+    s = problem.system
+    a = problem.acceleration(t, q, v)
+    eps = 1e-6 / (1.0 + float(np.abs(v).max()))
+    kin = (momentum(s, s.integrate_configuration(q, v, eps), v)
+           - momentum(s, s.integrate_configuration(q, v, -eps), v)) / (2.0 * eps)
+    dyn = momentum(s, q, a)
+    return kin + dyn, max(float(np.abs(kin).max()), float(np.abs(dyn).max()))
+
+
+def check_conserved(problem, invariants: tuple[str, ...]) -> None:
+    """SolverError where a momentum among ``invariants`` is not conserved by the problem:
+    its rate (:func:`momentum_rate`) at the start (t0, q0, v0), and at (t0, q0, v0 + w)
+    for a fixed w ≠ 0, is not zero to 1e-6 of its terms. A conserved momentum has ḣ = 0
+    at every state (internal forces, loop-closure reactions among them, come in opposite
+    pairs); a base tied to the world, gravity or an external force element give ḣ ≠ 0
+    (the second state catches a start at rest in an equilibrium, where ḣ = 0 there)."""
+    names = [n for n in invariants if n != "energy"]
+    if not names:
+        return
+    q0, v0, t0 = problem.q0, problem.v0, problem.t0
+    w = 0.1 * (1.0 + float(np.abs(v0).max())) * np.cos(1.0 + np.arange(v0.size))
+    for k, v in ((1, v0), (2, v0 + w)):
+        rate, scale = momentum_rate(problem, q0, v, t0)
+        for n in names:
+            r = rate[_ROWS[n]]
+            if float(np.abs(r).max()) > 1e-6 * scale:
+                with np.printoptions(precision=3):
+                    raise SolverError(
+                        f"project: {n!r} is not conserved by this system — its rate at "
+                        f"t = {t0:g} (v = {'v0' if k == 1 else 'v0 + w'}) is {r}, not 0 (a "
+                        "joint that ties the tree to the world, gravity, or an external "
+                        "force element changes it); projecting onto it would hold a "
+                        "changing quantity fixed. Project onto 'energy' alone, or onto the "
+                        "momenta of a free-floating system without gravity")
+
+
 class Projected(FixedStepMethod):
     """``base`` followed by an orthogonal projection onto the chosen invariants."""
 
@@ -60,6 +105,7 @@ class Projected(FixedStepMethod):
         self.tol, self.maxiter = tol, maxiter
         q0, v0 = self.problem.q0, self.problem.v0
         self.E0 = self.problem.energy(q0, v0)
+        check_conserved(self.problem, self.invariants)
         self.h0 = momentum(self.system, q0, v0) if any(
             n != "energy" for n in self.invariants) else None
         self.W = 0.0

@@ -285,7 +285,10 @@ def run_one(problem, model: Model, P: NDArray, project: bool, name: str,
 
     if not first_calls.loop_ready(rk4_manifold_run, args, f"call:{__name__}:first_run"):
         return None  # (on a cold cache: the Python steps, while a process compiles it)
-    k = rk4_manifold_run(*args)
+    try:
+        k = rk4_manifold_run(*args)
+    except np.linalg.LinAlgError:
+        return None  # dependent invariants (∇G∇Gᵀ singular): the Python steps say so
     if status[0]:
         raise_stopped(name, status, times, Q[k - 1], V[k - 1])
     return Solution(times[keep], Q, V, W, {"newton_iterations": np.zeros(n_steps, np.int32)},

@@ -15,7 +15,7 @@ from ..integrators import get_method, kane_index3, run_fixed
 from ..integrators.base import Problem, is_nonholonomic
 from ..integrators.constrained_energy_momentum import CONSTRAINED_METHODS
 from ..integrators.eliminated import check_method, consistent_start, run_eliminated
-from ..integrators.projection import Projected, parse_invariants
+from ..integrators.projection import Projected, check_conserved, parse_invariants
 from ..integrators.scipy_ivp import SCIPY_METHODS
 from ..model import Model
 from ..model.configuration import check_configuration
@@ -302,7 +302,7 @@ def simulate(system, q0: ArrayLike, v0: ArrayLike, t_final: float, method: str =
                 raise StateError(f"simulate: method {method!r} is a fixed-step method; give dt")
             stepper = fn(problem, **options)
             if project is not None:
-                parse_invariants(project)
+                check_conserved(problem, parse_invariants(project))
             if method == "rk4":  # the one compiled RK4 loop (sim's: it adds the joint forces)
                 sol = run_rk4(stepper.opts["compiled"], problem, fs.elements, project)
             else:
