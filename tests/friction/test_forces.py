@@ -43,8 +43,11 @@ def test_joint_friction_force_and_jacobian():
 
 
 def test_joint_friction_bad_input():
-    with pytest.raises(FrictionError, match="not a static friction law"):
+    with pytest.raises(FrictionError, match="not a static friction law.*bristle state"):
         JointFriction("j", friction.LuGre(1e5, 1.0, 1.0, 1.5, 0.01))
+    # a Karnopp band is told where it applies, not sent to LuGre's advice
+    with pytest.raises(FrictionError, match="Karnopp's band.*method='time_stepping'"):
+        JointFriction("j", friction.Karnopp(LAW, 1e-3))
     with pytest.raises(FrictionError, match="before bind"):
         JointFriction("j", LAW).generalized_force(0.0, np.zeros(1), np.zeros(1))
     with pytest.raises(kd.KanedynError, match="nope"):

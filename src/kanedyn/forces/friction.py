@@ -29,11 +29,18 @@ class JointFriction(ForceElement):
 
     def __init__(self, joint: str, law: FrictionLaw, surface_velocity: float = 0.0):
         if not isinstance(law, FrictionLaw):
-            raise FrictionError(
-                f"JointFriction on {joint!r}: {law!r} is not a static friction law "
-                "(LuGre has a state: use kd.simulate(method='stickslip' or 'time_stepping', "
-                "joints=...))"
-            )
+            from ..friction.karnopp import Karnopp
+            from ..friction.lugre import LuGre
+
+            why = ("Karnopp's band holds v̇ with the force that the other forces call for, "
+                   "which only a simulator that knows them all applies: use "
+                   "kd.simulate(method='time_stepping', joints={joint: law})"
+                   if isinstance(law, Karnopp) else
+                   "LuGre carries a bristle state: use kd.simulate(method='stickslip' or "
+                   "'time_stepping', joints={joint: law})" if isinstance(law, LuGre) else
+                   "give a law of kanedyn.friction (Stribeck, TanhStribeck, ...)")
+            raise FrictionError(f"JointFriction on {joint!r}: {law!r} is not a static "
+                                f"friction law, the only kind a force element takes; {why}")
         self.joint, self.law = joint, law
         self.surface_velocity = float(surface_velocity)
         # against a still surface friction only takes energy out; a moving belt can feed it in
