@@ -171,6 +171,8 @@ def test_simulate_bad_input():
         friction.simulate(model, [0.0], [0.0], 1.0, {"nope": law})
     with pytest.raises(FrictionError, match="not a friction law"):
         friction.simulate(model, [0.0], [0.0], 1.0, {"x": 1.0})
+    with pytest.raises(FrictionError, match="Karnopp band.*time_stepping.*give Stribeck"):
+        friction.simulate(model, [0.0], [0.0], 1.0, {"x": friction.Karnopp(law, 1e-3)})
     with pytest.raises(FrictionError, match="t_final"):
         friction.simulate(model, [0.0], [0.0], -1.0, {"x": law})
     with pytest.raises(kd.StateError, match="v0 has 2 entries"):

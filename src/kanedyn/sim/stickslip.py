@@ -55,6 +55,7 @@ from numpy.typing import ArrayLike
 from ..errors import FrictionError, SolverError
 from ..forces.base import ForceElement
 from ..friction._joints import joint_speed_index
+from ..friction.karnopp import Karnopp
 from ..friction.laws import FrictionLaw
 from ..friction.lugre import LuGre
 from . import stickslip_events
@@ -73,8 +74,14 @@ class _Problem:
         self.idx: list[int] = []
         self.laws: list = []
         for name, law in joints.items():
+            if isinstance(law, Karnopp):
+                raise FrictionError(
+                    f"joint {name!r}: {law!r} is a Karnopp band, a fixed-step treatment of "
+                    "v = 0 (method='time_stepping'); the event-driven simulator holds a stuck "
+                    f"joint exactly with the law itself: give {law.law!r}")
             if not isinstance(law, (FrictionLaw, LuGre)):
-                raise FrictionError(f"joint {name!r}: {law!r} is not a friction law")
+                raise FrictionError(f"joint {name!r}: {law!r} is not a friction law (a "
+                                    "Stribeck-type law of kanedyn.friction, or LuGre)")
             j = joint_speed_index(self.sys, name)
             if j in self.idx:
                 raise FrictionError(f"joint {name!r} has two friction laws")
