@@ -312,7 +312,8 @@ class EnergyMomentum(FixedStepMethod):
         from . import gauss_compiled, kane_compiled, rk4_compiled
         from .gauss import REFRESH_AFTER
 
-        if self.invariants == ("energy",) and kane_compiled.chart_applicable(self.problem):
+        if self.invariants == ("energy",) and kane_compiled.chart_applicable(self.problem,
+                                                                             additive=True):
             # a compiled Kane system with quaternions: the tangent midpoint and the energy
             # projection in kane_compiled's chart loop, by its generated functions
             m = self.inner.base
@@ -320,7 +321,8 @@ class EnergyMomentum(FixedStepMethod):
                 self.name, kane_compiled.run_gauss_chart, self.problem, self.name, m.A, m.b,
                 m.d, m.c, m.opts["tol"], m.opts["maxiter"], True)
         if (gauss_compiled.momentum_rows(self.invariants) is None
-                or not gauss_compiled.tangent_applicable(self.problem, planar=True)):
+                or not gauss_compiled.tangent_applicable(self.problem, planar=True,
+                                                         additive=True)):
             return None
         return rk4_compiled.compiled_or_none(
             self.name, gauss_compiled.run, self.problem, 1, self.opts["tol"],

@@ -966,21 +966,25 @@ def tableau(stages: int):
             np.ascontiguousarray(c), np.ascontiguousarray(b @ Ainv))
 
 
-def tangent_applicable(problem, planar: bool = False) -> bool:
+def tangent_applicable(problem, planar: bool = False, additive: bool = False) -> bool:
     """The tangent form of the loop takes a Model's system (``tree_model``) whose joints are
     revolute, prismatic, helical, ball or free joints (and planar ones if ``planar``, which
     every caller passes now: midpoint, gauss4 and energy_momentum's projection in this
     loop, and the chart loops of :mod:`.verlet_compiled` and :mod:`.avf_chart_compiled`;
     the default stays False for a caller that has no planar branch), at least one
-    of them not additive (else the canonical form applies), without rotor armature or a
-    progress bar, whose force elements (if any) all have rows of
+    of them not additive (else the canonical form applies) unless ``additive`` — the
+    caller that steps an additive chain in the tangent form too, energy_momentum's
+    ``"projection"`` variant (``_TangentMidpoint``: z = (ξ, v), q = q0 + ξ, ξ̇ = v, which
+    :func:`chart_point` and :func:`tangent_field` compute so on those joints) —, without
+    rotor armature or a progress bar, whose force elements (if any) all have rows of
     :mod:`kanedyn.forces.kernel` (``problem.force_rows``)."""
     from ..dynamics.layout import HELICAL, PLANAR, PRISMATIC, REVOLUTE
 
     s = problem.system
     model = getattr(s, "tree_model", None)
     no_forces = problem.tau_cons is None and problem.tau_nc is None
-    if (model is None or getattr(s, "chart_is_additive", True) or model.armature.any()
+    if (model is None or (getattr(s, "chart_is_additive", True) and not additive)
+            or model.armature.any()
             or not (no_forces or problem.force_rows is not None)
             or problem.progress is not None):
         return False

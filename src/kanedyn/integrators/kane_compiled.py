@@ -1314,9 +1314,13 @@ _GAUSS_CHART_SIGNATURE = types.int64(*_FNS, FORWARD_DYNAMICS, CHART_POINT, CHART
                                      *_OUT)
 
 
-def chart_applicable(problem) -> bool:
+def chart_applicable(problem, additive: bool = False) -> bool:
     """A compiled Kane tree with the generated chart functions (``compiled_chart``) whose
-    chart is not additive (quaternions; the additive ones take :func:`applicable`'s loops),
+    chart is not additive (quaternions; the additive ones take :func:`applicable`'s loops)
+    — or is, where ``additive``: energy_momentum's ``"projection"`` variant, whose midpoint
+    is in the tangent form on additive coordinates too (``_TangentMidpoint``), which this
+    loop then computes with the generated ``chart_point`` q0 + ξ and ``chart_jacobian``
+    the identity (exactly: ξ̇ = v as the reference's ``chart_jacobian`` None) —,
     no force elements or only elements with rows (``problem.force_rows``, of the Model the
     tree was derived from, whose inputs are its nv generalized forces: the loops pass τ as
     the inputs of the forward dynamics), and no progress bar: what
@@ -1331,7 +1335,7 @@ def chart_applicable(problem) -> bool:
             and getattr(s, "source_model", None) is not None and int(s.ninputs) == s.nv)
     return (getattr(s, "compiled_chart", None) is not None
             and getattr(s, "compiled_forward_dynamics", None) is not None
-            and not chart_is_additive(s) and (no_forces or rows)
+            and (additive or not chart_is_additive(s)) and (no_forces or rows)
             and problem.progress is None)
 
 
