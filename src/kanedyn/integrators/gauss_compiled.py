@@ -13,7 +13,9 @@ exponential of its body twist, a planar joint by the SE(2) one: the joints' own 
 :func:`chart_point`), ``ξ̇ = J(ξ)⁻¹v`` with the SO(3), SE(3) or SE(2) right Jacobian of
 each such joint (:func:`chart_block`; SE(2) in closed form, :func:`se2_right_jacobian`),
 ``v̇`` by the ABA kernel (:func:`tangent_field`); symmetric and of the same order, not
-symplectic.
+symplectic. energy_momentum's ``"projection"`` variant takes the tangent form on chains
+whose joints all add too (its ``_TangentMidpoint``; ``tangent_applicable`` with
+``additive``): there q = q0 + ξ and ξ̇ = v, joint by joint.
 
 Force rows (springs, dampers, smoothed Stribeck friction, constant and sinusoidal
 torques: :func:`~kanedyn.forces.kernel.joint_forces` at each stage's time ``t + c_i h``

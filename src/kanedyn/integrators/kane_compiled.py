@@ -75,7 +75,11 @@ chart_jacobian's arithmetic, the quaternion groups baked in), ξ̇ by LU as the 
 ``project="energy"`` and energy_momentum's ``"projection"`` variant (that midpoint, then
 the projection onto E₀ + W_nc; :func:`_project_energy`) in the same loop: the
 projection's scalar Newton in the chart of the step's end, ∂T/∂ξ by central differences
-through ``chart_point``.
+through ``chart_point``. energy_momentum's ``"projection"`` variant takes this loop on
+additive coordinates too (its midpoint is in the tangent form there as well,
+``_TangentMidpoint``; :func:`chart_applicable` with ``additive``): the generated
+``chart_point`` is then q_n + ξ and ``chart_jacobian`` the identity, exactly, so that
+ξ̇ = v as the reference's (its ``chart_jacobian`` None).
 
 Itoh–Abe (forward and symmetric) on that chart (:func:`run_itoh_abe_chart`):
 :class:`.discrete_gradient.ItohAbe`'s step in :mod:`.chart`'s canonical coordinates
