@@ -556,6 +556,27 @@ def test_batch_projection_variant_with_momentum_rows_equals_kd_simulate():
         assert rel(h, np.linalg.norm(h[0])) <= 1e-13
 
 
+def test_batch_projection_variant_on_an_additive_chain_equals_kd_simulate():
+    """variant="projection" asked for on the additive tree with force elements: each batch
+    run kd.simulate's (_gauss_loop's tangent form with the energy projection), per-run
+    damping included; the budget of the samples closed."""
+    m, q0, v0, forces, (i, k, rest) = _additive_chain(True)
+    Q0 = q0 + 0.2 * np.random.default_rng(6).normal(size=(3, m.nq))
+    V0 = v0 + 0.3 * np.random.default_rng(7).normal(size=(3, m.nv))
+    kw = {"method": "energy_momentum", "variant": "projection", "dt": 1e-3,
+          "save_every": 10, "forces": forces}
+    damping = np.array([0.2, 0.5, 1.0])
+    b = kd.simulate_batch(m, Q0, V0, 0.1, params={"damping:joint0": damping}, **kw)
+    for r in range(3):
+        fr = [kd.forces.JointDamper("joint0", damping[r])] + forces[1:]
+        s = kd.simulate(m, Q0[r], V0[r], 0.1, **(kw | {"forces": fr}))
+        assert np.array_equal(b.q[r], s.q) and np.array_equal(b.v[r], s.v)
+        np.testing.assert_allclose(b.work_nc[r], s.work_nc, rtol=0, atol=1e-15)
+        E = (kd.kinetic_energy(m, b.q[r], b.v[r]) + kd.potential_energy(m, b.q[r])
+             + 0.5 * k * (b.q[r][:, i] - rest) ** 2)
+        assert np.abs(E - E[0] - b.work_nc[r]).max() <= 1e-12 * (1.0 + abs(E[0]))
+
+
 @pytest.mark.parametrize("with_forces", [False, True])
 def test_batch_floating_runs_equal_kd_simulate_per_state(with_forces):
     """On the floating chain variant="auto" is the floating scheme: each batch run is
