@@ -326,8 +326,9 @@ class EnergyMomentum(FixedStepMethod):
 
         if self.invariants == ("energy",) and kane_compiled.chart_applicable(self.problem,
                                                                              additive=True):
-            # a compiled Kane system with quaternions: the tangent midpoint and the energy
-            # projection in kane_compiled's chart loop, by its generated functions
+            # a compiled Kane system (quaternions, or additive coordinates: the chart
+            # q0 + ξ, J = 1): the tangent midpoint and the energy projection in
+            # kane_compiled's chart loop, by its generated functions
             m = self.inner.base
             return rk4_compiled.compiled_or_none(
                 self.name, kane_compiled.run_gauss_chart, self.problem, self.name, m.A, m.b,
