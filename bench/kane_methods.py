@@ -12,9 +12,12 @@ spring on the first joint, a damper and a smoothed Stribeck friction on every jo
 rows: the loops take them), the error is that of the energy budget E − E0 − W_nc, and rk4
 runs kane_compiled's loop (the generated one has no force elements). ``--project``: rk4,
 midpoint and gauss4 with ``project="energy"`` (kane_compiled's RK4 and Gauss loops).
+``--em-projection``: energy_momentum's ``variant="projection"`` (midpoint in the tangent
+form, then the projection onto E0 + W_nc) on the Kane tree (kane_compiled's chart loop,
+its chart q0 + ξ) and on the Model itself (gauss_compiled's tangent loop).
 
     PYTHONPATH=src .venv/bin/python bench/kane_methods.py [--links 7] [--T 2] [--forces]
-        [--project]
+        [--project | --em-projection]
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ def main() -> None:
     ap.add_argument("--T", type=float, default=2.0)
     ap.add_argument("--forces", action="store_true")
     ap.add_argument("--project", action="store_true")
+    ap.add_argument("--em-projection", action="store_true")
     a = ap.parse_args()
     with open("/proc/loadavg") as f:
         print("load before:", f.read().strip())
@@ -89,6 +93,14 @@ def main() -> None:
     if a.project:  # rk4, midpoint and gauss4, each step projected onto E0 + W_nc
         runs = {}
         methods = ("rk4+project", "midpoint+project", "gauss4+project")
+    if a.em_projection:  # energy_momentum's projection variant, on the tree and the Model
+        runs, methods = {}, ()
+        for on, target in (("Kane tree", system), ("Model", model)):
+            kw = {"method": "energy_momentum", "variant": "projection", "target": target}
+            if a.forces:
+                kw["forces"] = forces
+            runs[f"em projection ({on}), compiled loop"] = (a.T, kw)
+            runs[f"em projection ({on}), Python steps"] = (a.T / 10, kw | {"compiled": False})
     for m in methods:
         kw = {"method": m.split()[0]} | ({"variant": "symmetric"} if " " in m else {})
         if m.endswith("+project"):
@@ -99,8 +111,10 @@ def main() -> None:
         runs[f"{m}, Python steps"] = (a.T / 10, kw | {"compiled": False})
     rows = {}
     for name, (T, kw) in runs.items():
-        kd.simulate(system, q0, v0, 10 * dt, dt=dt, **kw)  # compile / warm
-        tr, t = best(lambda T=T, kw=kw: kd.simulate(system, q0, v0, T, dt=dt, **kw))
+        on = kw.pop("target", system)
+        kd.simulate(on, q0, v0, 10 * dt, dt=dt, **kw)  # compile / warm
+        tr, t = best(lambda T=T, kw=kw, on=on: kd.simulate(on, q0, v0, T, dt=dt, **kw))
+        runs[name] = (T, kw | {"target": on})
         E = tr.energy
         err = np.abs(tr.budget if a.forces else E - E[0]).max() / abs(E[0])
         rows[name] = (tr, t / round(T / dt) * 1e6, err)
@@ -114,7 +128,8 @@ def main() -> None:
         if name.endswith("compiled loop"):
             py = rows[f"{m}, Python steps"]
             ratio = f"{us / py[1]:.3f}"
-            short = kd.simulate(system, q0, v0, a.T / 10, dt=dt, **runs[name][1])
+            kw = dict(runs[name][1])
+            short = kd.simulate(kw.pop("target"), q0, v0, a.T / 10, dt=dt, **kw)
             dq = f"{np.abs(short.q - py[0].q).max():.1e}"
         print(f"| {name} | {us:.1f} | {err:.1e} | {ratio} | {dq} |")
     print(subprocess.run([sys.executable, "-c", FIRST], capture_output=True, text=True,

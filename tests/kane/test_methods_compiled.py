@@ -229,6 +229,55 @@ def test_the_energy_projection_equals_the_python_steps(branched, monkeypatch, fr
     assert calls == [loop, loop]
 
 
+def test_projection_variant_on_additive_coordinates_runs_the_chart_loop(branched,
+                                                                        monkeypatch):
+    """energy_momentum's ``"projection"`` variant on additive coordinates (q̇ = u) is still
+    midpoint in gauss.py's tangent form (``_TangentMidpoint``: z = (ξ, v), ξ̇ = J⁻¹v with
+    chart_jacobian None, the identity), then projection.py's projection onto E₀ + W_nc:
+    _gauss_chart_loop computes the same with the generated chart (q0 + ξ, J = 1 exactly),
+    so it runs there — no Python step taken —, with force elements (a spring, a damper,
+    torques, smoothed friction) and without: the Python steps' states, W_nc and
+    iterations, and the budget E − E₀ − W_nc by the Model's energy functions closed."""
+    from kanedyn.integrators.energy_momentum import EnergyMomentum
+
+    model, system, q0, v0 = branched
+    assert system.chart_is_additive and system.compiled_chart is not None
+    calls, steps = [], []
+    real, real_step = kane_compiled._compiled_loop, EnergyMomentum.step
+    monkeypatch.setattr(kane_compiled, "_compiled_loop",
+                        lambda f, sig: calls.append(f.__name__) or real(f, sig))
+    monkeypatch.setattr(EnergyMomentum, "step",
+                        lambda self, *a: steps.append(1) or real_step(self, *a))
+    kw = {"method": "energy_momentum", "variant": "projection", "dt": 2e-3}
+    for forces in ([], _elements(model, True)):
+        fast = kd.simulate(system, q0, v0, 0.2, forces=forces, **kw)
+        assert steps == [] and fast.stats["newton_iterations"].size == 100
+        ref = kd.simulate(system, q0, v0, 0.2, forces=forces, compiled=False, **kw)
+        assert len(steps) == 100  # (the detector sees the Python steps)
+        steps.clear()
+        assert fast.method == ref.method == "energy_momentum"
+        # the reference's arithmetic in the generated functions: bit for bit here, with
+        # the forces too (measured; W_nc 1.4e-17 apart, its power sums in another order);
+        # the compiled Stribeck law may round otherwise elsewhere, which Newton's stopping
+        # point would carry: 1e-10 is far below the method's error
+        scale = 1.0 + np.abs(ref.q).max() + np.abs(ref.v).max()
+        assert np.abs(fast.q - ref.q).max() <= 1e-10 * scale
+        assert np.abs(fast.v - ref.v).max() <= 1e-10 * scale
+        np.testing.assert_allclose(fast.work_nc, ref.work_nc, rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(fast.stats["newton_iterations"],
+                                      ref.stats["newton_iterations"])
+        k, rest = (3.0, 0.2) if forces else (0.0, 0.0)
+        if forces:
+            assert abs(ref.work_nc[-1]) > 1e-3  # the forces do work
+        E = np.array([kd.kinetic_energy(model, q, v) + kd.potential_energy(model, q)
+                      + 0.5 * k * (q[0] - rest) ** 2
+                      for q, v in zip(fast.q, fast.v, strict=True)])
+        # each step projected to 4e-15 (1 + |E₀|): the budget closes to round-off
+        # (measured 1.4e-14, 1.8e-14 of |E₀| = 23, 21; W_nc −0.08)
+        assert np.abs(E - E[0] - fast.work_nc).max() <= 1e-12 * (1.0 + abs(E[0]))
+    assert calls == ["_gauss_chart_loop", "_gauss_chart_loop"]
+
+
 @pytest.mark.parametrize("method", ["time_stepping", "stickslip"])
 def test_exact_friction_binds_to_a_kane_tree_by_joint_name(method):
     """Exact stick–slip friction (a complementarity solve per step, or events) names its

@@ -80,12 +80,19 @@
     ``momentum="auto"`` conserves [L; P] when the system has a free root joint, no gravity
     and no force elements, otherwise only the energy; pass the names explicitly
     (``"momentum"``, ``"angular_momentum"``, ``"linear_momentum"``, a tuple, or ``()``).
-    On a Model with ball, free or planar joints (among revolute, prismatic, helical ones; no
+    On a Model with revolute, prismatic, helical, ball, free or planar joints (no
     armature) whose force elements all have compiled rows, it runs in the compiled
     tangent midpoint + projection loop of :mod:`.gauss_compiled` — the same algorithm,
     the same steps to Newton's tolerance (``compiled=False``: the Python steps, its
     reference) —, with momentum rows among the invariants (a free root without gravity
-    or forces) too, the projection then onto E and [L; P].
+    or forces) too, the projection then onto E and [L; P]. That includes a chain whose
+    joints all add (``variant="projection"`` asked for there): the midpoint stays in the
+    tangent form z = (ξ, v), q = q₀ + ξ (not the canonical one that ``method="midpoint"``
+    takes there), which the loop's tangent form computes so on those joints. On a
+    compiled Kane system (numba backend), with quaternions or additive coordinates,
+    projected onto the energy alone, it runs in the chart loop of :mod:`.kane_compiled`
+    (:func:`.kane_compiled.run_gauss_chart`; on additive coordinates the generated chart
+    is q₀ + ξ with J = 1, the Python step's ``chart_jacobian`` None).
 """
 
 from __future__ import annotations
@@ -263,9 +270,10 @@ class EnergyMomentum(FixedStepMethod):
         :mod:`.discrete_gradient_compiled` (a plain Model whose force elements have compiled
         rows, :mod:`kanedyn.forces.kernel`; same steps to Newton's tolerance); of the
         ``"lie"`` variant by :mod:`.lie_cayley_compiled`; of the ``"projection"`` variant
-        onto the energy alone by the tangent midpoint + energy projection loop of
-        :mod:`.gauss_compiled` (ball, free and planar joints,
-        :func:`.gauss_compiled.tangent_applicable`;
+        by the tangent midpoint + projection loop of :mod:`.gauss_compiled` (every joint
+        kind it takes, additive ones alone included:
+        :func:`.gauss_compiled.tangent_applicable` with ``additive``) or, on a compiled
+        Kane system, :func:`.kane_compiled.run_gauss_chart` (:meth:`_compiled_projection`;
         the same algorithm, the same steps to Newton's tolerance); or None: then these
         Python steps."""
         from . import discrete_gradient_compiled as dgc
@@ -300,27 +308,34 @@ class EnergyMomentum(FixedStepMethod):
                                              dgc.GONZALEZ, NEWTON_TOL, self.opts["maxiter"])
 
     def _compiled_projection(self):
-        """The ``"projection"`` variant on a Model with ball, free or planar joints:
+        """The ``"projection"`` variant on a Model with ball, free or planar joints, or
+        with additive joints alone (the Python variant's midpoint is in the tangent form
+        there too, ``_TangentMidpoint``, and so is the loop's: ``tangent_applicable`` with
+        ``additive``):
         ``_gauss_loop``'s tangent midpoint (z = (ξ, v), q = q₀ ⊕ ξ, the stage equation of
         :class:`_TangentMidpoint`, solved to the same ``tol``) followed by the projection
         onto E₀ + W_nc (``project_energy_standard``) or, with momentum rows (a free root
         without gravity or forces: ``momentum="auto"``), onto the energy and [L; P]
         (``project_standard``) — :class:`.projection.Projected`'s iteration, the Python
-        variant's step; on a compiled Kane system with quaternions onto the energy alone,
-        that midpoint and projection in the chart loop of :mod:`.kane_compiled`
-        (:func:`.kane_compiled.run_gauss_chart`)."""
+        variant's step; on a compiled Kane system with quaternions or with additive
+        coordinates (the generated chart q₀ + ξ, J = 1: ``chart_applicable`` with
+        ``additive``) onto the energy alone, that midpoint and projection in the chart loop
+        of :mod:`.kane_compiled` (:func:`.kane_compiled.run_gauss_chart`)."""
         from . import gauss_compiled, kane_compiled, rk4_compiled
         from .gauss import REFRESH_AFTER
 
-        if self.invariants == ("energy",) and kane_compiled.chart_applicable(self.problem):
-            # a compiled Kane system with quaternions: the tangent midpoint and the energy
-            # projection in kane_compiled's chart loop, by its generated functions
+        if self.invariants == ("energy",) and kane_compiled.chart_applicable(self.problem,
+                                                                             additive=True):
+            # a compiled Kane system (quaternions, or additive coordinates: the chart
+            # q0 + ξ, J = 1): the tangent midpoint and the energy projection in
+            # kane_compiled's chart loop, by its generated functions
             m = self.inner.base
             return rk4_compiled.compiled_or_none(
                 self.name, kane_compiled.run_gauss_chart, self.problem, self.name, m.A, m.b,
                 m.d, m.c, m.opts["tol"], m.opts["maxiter"], True)
         if (gauss_compiled.momentum_rows(self.invariants) is None
-                or not gauss_compiled.tangent_applicable(self.problem, planar=True)):
+                or not gauss_compiled.tangent_applicable(self.problem, planar=True,
+                                                         additive=True)):
             return None
         return rk4_compiled.compiled_or_none(
             self.name, gauss_compiled.run, self.problem, 1, self.opts["tol"],

@@ -13,7 +13,9 @@ exponential of its body twist, a planar joint by the SE(2) one: the joints' own 
 :func:`chart_point`), ``ξ̇ = J(ξ)⁻¹v`` with the SO(3), SE(3) or SE(2) right Jacobian of
 each such joint (:func:`chart_block`; SE(2) in closed form, :func:`se2_right_jacobian`),
 ``v̇`` by the ABA kernel (:func:`tangent_field`); symmetric and of the same order, not
-symplectic.
+symplectic. energy_momentum's ``"projection"`` variant takes the tangent form on chains
+whose joints all add too (its ``_TangentMidpoint``; ``tangent_applicable`` with
+``additive``): there q = q0 + ξ and ξ̇ = v, joint by joint.
 
 Force rows (springs, dampers, smoothed Stribeck friction, constant and sinusoidal
 torques: :func:`~kanedyn.forces.kernel.joint_forces` at each stage's time ``t + c_i h``
@@ -971,21 +973,25 @@ def tableau(stages: int):
             np.ascontiguousarray(c), np.ascontiguousarray(b @ Ainv))
 
 
-def tangent_applicable(problem, planar: bool = False) -> bool:
+def tangent_applicable(problem, planar: bool = False, additive: bool = False) -> bool:
     """The tangent form of the loop takes a Model's system (``tree_model``) whose joints are
     revolute, prismatic, helical, ball or free joints (and planar ones if ``planar``, which
     every caller passes now: midpoint, gauss4 and energy_momentum's projection in this
     loop, and the chart loops of :mod:`.verlet_compiled` and :mod:`.avf_chart_compiled`;
     the default stays False for a caller that has no planar branch), at least one
-    of them not additive (else the canonical form applies), without rotor armature or a
-    progress bar, whose force elements (if any) all have rows of
+    of them not additive (else the canonical form applies) unless ``additive`` — the
+    caller that steps an additive chain in the tangent form too, energy_momentum's
+    ``"projection"`` variant (``_TangentMidpoint``: z = (ξ, v), q = q0 + ξ, ξ̇ = v, which
+    :func:`chart_point` and :func:`tangent_field` compute so on those joints) —, without
+    rotor armature or a progress bar, whose force elements (if any) all have rows of
     :mod:`kanedyn.forces.kernel` (``problem.force_rows``)."""
     from ..dynamics.layout import HELICAL, PLANAR, PRISMATIC, REVOLUTE
 
     s = problem.system
     model = getattr(s, "tree_model", None)
     no_forces = problem.tau_cons is None and problem.tau_nc is None
-    if (model is None or getattr(s, "chart_is_additive", True) or model.armature.any()
+    if (model is None or (getattr(s, "chart_is_additive", True) and not additive)
+            or model.armature.any()
             or not (no_forces or problem.force_rows is not None)
             or problem.progress is not None):
         return False

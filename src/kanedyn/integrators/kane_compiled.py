@@ -75,7 +75,11 @@ chart_jacobian's arithmetic, the quaternion groups baked in), ξ̇ by LU as the 
 ``project="energy"`` and energy_momentum's ``"projection"`` variant (that midpoint, then
 the projection onto E₀ + W_nc; :func:`_project_energy`) in the same loop: the
 projection's scalar Newton in the chart of the step's end, ∂T/∂ξ by central differences
-through ``chart_point``.
+through ``chart_point``. energy_momentum's ``"projection"`` variant takes this loop on
+additive coordinates too (its midpoint is in the tangent form there as well,
+``_TangentMidpoint``; :func:`chart_applicable` with ``additive``): the generated
+``chart_point`` is then q_n + ξ and ``chart_jacobian`` the identity, exactly, so that
+ξ̇ = v as the reference's (its ``chart_jacobian`` None).
 
 Itoh–Abe (forward and symmetric) on that chart (:func:`run_itoh_abe_chart`):
 :class:`.discrete_gradient.ItohAbe`'s step in :mod:`.chart`'s canonical coordinates
@@ -1314,9 +1318,13 @@ _GAUSS_CHART_SIGNATURE = types.int64(*_FNS, FORWARD_DYNAMICS, CHART_POINT, CHART
                                      *_OUT)
 
 
-def chart_applicable(problem) -> bool:
+def chart_applicable(problem, additive: bool = False) -> bool:
     """A compiled Kane tree with the generated chart functions (``compiled_chart``) whose
-    chart is not additive (quaternions; the additive ones take :func:`applicable`'s loops),
+    chart is not additive (quaternions; the additive ones take :func:`applicable`'s loops)
+    — or is, where ``additive``: energy_momentum's ``"projection"`` variant, whose midpoint
+    is in the tangent form on additive coordinates too (``_TangentMidpoint``), which this
+    loop then computes with the generated ``chart_point`` q0 + ξ and ``chart_jacobian``
+    the identity (exactly: ξ̇ = v as the reference's ``chart_jacobian`` None) —,
     no force elements or only elements with rows (``problem.force_rows``, of the Model the
     tree was derived from, whose inputs are its nv generalized forces: the loops pass τ as
     the inputs of the forward dynamics), and no progress bar: what
@@ -1331,7 +1339,7 @@ def chart_applicable(problem) -> bool:
             and getattr(s, "source_model", None) is not None and int(s.ninputs) == s.nv)
     return (getattr(s, "compiled_chart", None) is not None
             and getattr(s, "compiled_forward_dynamics", None) is not None
-            and not chart_is_additive(s) and (no_forces or rows)
+            and (additive or not chart_is_additive(s)) and (no_forces or rows)
             and problem.progress is None)
 
 

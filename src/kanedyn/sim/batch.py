@@ -69,7 +69,8 @@ options and the force elements —, the names of the ``kd.simulate`` options it 
   midpoint;
 - ``"avf"``, ``"itoh_abe"`` (``variant="forward"`` or ``"symmetric"``),
   ``"energy_momentum"`` (its ``"gonzalez"`` variant, what ``variant="auto"`` picks on
-  additive chains): on additive joints ``_dg_loop`` of
+  additive chains; ``variant="projection"`` asked for there runs as on ball joints,
+  below): on additive joints ``_dg_loop`` of
   :mod:`kanedyn.integrators.discrete_gradient_compiled` per run (:func:`_dg_runs`), with
   the force rows (springs, dampers, constant and sinusoidal torques, smoothed Stribeck
   friction, and their per-run parameters) and W_nc. With ball and free joints among
@@ -686,7 +687,10 @@ def _dg_batch(name: str):
         if name != "energy_momentum" and stepper.alpha > 0.0:
             raise KanedynError(f"simulate_batch: {name}'s dissipation= has no compiled loop; "
                                "use kd.simulate per state")
-        if not all(b.joint.chart_is_additive for b in model.bodies):
+        if (not all(b.joint.chart_is_additive for b in model.bodies)
+                or (name == "energy_momentum" and stepper.variant == "projection")):
+            # (energy_momentum's projection variant on an additive chain too: its midpoint
+            # is in the tangent form there as well, as kd.simulate runs it)
             _chart_batch(name, stepper, model, D, P, Q0, V0, steps, every, outQ, outV, outW,
                          outE, status)
             return
@@ -699,12 +703,7 @@ def _dg_batch(name: str):
         elif name == "itoh_abe":
             kind = dgc.ITOH_ABE_SYMMETRIC if stepper.symmetric else dgc.ITOH_ABE
             degree, floor = 2, 1e-10  # (ItohAbe.compiled_run's)
-        else:
-            if stepper.variant != "gonzalez":
-                raise KanedynError(f"simulate_batch: energy_momentum's {stepper.variant!r} "
-                                   "variant has no compiled loop on revolute/prismatic "
-                                   "chains; the batch runs 'gonzalez' (what variant='auto' "
-                                   "picks on them)")
+        else:  # (the "gonzalez" variant: lie and floating need a free joint)
             kind, carry_p = dgc.GONZALEZ, False
             mask[list(stepper.cyclic)] = 0.0
         tol = NEWTON_TOL if name == "energy_momentum" else float(stepper.opts["tol"])
@@ -765,7 +764,8 @@ def _chart_batch(name, stepper, model, D, P, Q0, V0, steps, every, outQ, outV, o
     (``avf_chart_compiled.run``: ξ, w of the stepper, tol, maxiter; ``run_itoh_abe``: the
     variant, tol, maxiter, the stepper's stagnation and floor); energy_momentum: its
     ``"projection"`` variant (what ``variant="auto"`` picks there unless the ``"lie"`` or
-    ``"floating"`` scheme applies) by ``_gauss_loop``'s tangent midpoint and projection, the
+    ``"floating"`` scheme applies; asked for on an additive chain, there too) by
+    ``_gauss_loop``'s tangent midpoint and projection, the
     arguments of ``EnergyMomentum._compiled_projection``; its ``"lie"`` and ``"floating"``
     variants by :func:`_lie_runs` and :func:`_floating_runs`."""
     from ..integrators import avf_chart_compiled as acc
