@@ -566,8 +566,8 @@ def test_rk4_in_the_quaternion_chart_equals_the_python_steps(ball_elbow, monkeyp
     Kane tree with a quaternion runs kane_compiled's RK4 loop in rk4.py's chart (the stages
     at q_n ⊕ ξ with ξ̇ = J(ξ)⁻¹ v by the generated chart functions, q_{n+1} = q_n ⊕ ξ, the
     projection in the chart of the step's end), no Python step: the Python steps' states,
-    W_nc and projection iterations — bit for bit where both take a quaternion's norm alike
-    and no projection meets the springs —; the quaternion of unit norm; and the energy
+    W_nc and projection iterations — bit for bit where both take a quaternion's norm
+    alike —; the quaternion of unit norm; and the energy
     budget E − E₀ − W_nc by the Model's own energy functions closed: to round-off with the
     projection, to RK4's O(h⁴) without it."""
     from kanedyn.integrators.rk4 import RK4
@@ -602,7 +602,10 @@ def test_rk4_in_the_quaternion_chart_equals_the_python_steps(ball_elbow, monkeyp
                                   ref.stats["newton_iterations"])
     if case != "forces project":
         # with the generated chart_point's norm in the Python steps too: the same bits
-        # (with both, the springs' gradient in the projection is summed in another order)
+        # (with the projection and all four elements an ulp apart: the rows sum the τ of a
+        # damper and the torque on one speed in another order than the Python steps' sum
+        # over the elements, which the projection's stop carries; each element alone gives
+        # the same bits, measured)
         with monkeypatch.context() as m:
             m.setattr(np.linalg, "norm", _norm_in_order)
             same = kd.simulate(system, q0, v0, 0.15, method="rk4", dt=1e-3, compiled=False,

@@ -44,11 +44,16 @@ from the last step's d, p carried from step to step (Gonzalez: p = M v at every 
 Itoh–Abe's polish of Δp after it. M⁻¹ is made as numpy's ``inv`` makes it (gesv on the
 identity), so that the residuals holding it round as the references'.
 
-RK4 with force elements (:func:`run_rk4`; without them the loop generated with the
-equations runs, ``printers._NUMBA_RK4``): :class:`.rk4.RK4`'s stages on additive
-coordinates, u̇ by the generated ``forward_dynamics`` with τ = τ_nc + τ_springs of the rows
-as its inputs (the generalized forces, where the inputs are those: a tree derived from a
-Model), W_nc by the same stages (ẇ = vᵀτ_nc).
+RK4 with force elements or the energy projection (:func:`run_rk4`; without them the loop
+generated with the equations runs, ``printers._NUMBA_RK4``): :class:`.rk4.RK4`'s stages,
+u̇ by the generated ``forward_dynamics`` with τ = τ_nc + τ_springs of the rows as its inputs
+(the generalized forces, where the inputs are those: a tree derived from a Model), W_nc by
+the same stages (ẇ = vᵀτ_nc); on additive coordinates q ⊕ ξ = q + ξ and ξ̇ = v, on a chart
+that is not (quaternions) the stages of midpoint's chart loop below, q_n ⊕ ξ and
+ξ̇ = J(ξ)⁻¹ v by the generated chart functions (:func:`_chart_rates`), and
+q_{n+1} = q_n ⊕ (h/6)(k₁ + 2k₂ + 2k₃ + k₄): the quaternions move by the exponential map,
+as rk4.py's ``integrate_configuration``, and stay of unit norm. One loop and signature
+for both (``additive`` a runtime flag).
 
 Force elements with rows in :mod:`kanedyn.forces.kernel` (springs, dampers, smoothed
 Stribeck friction, constant and sinusoidal torques: a tree derived from a Model, whose
@@ -61,7 +66,8 @@ momentum equation ``Δp + h ∇̄_qH − h τ_nc(t_n + h/2, q_n + Δq/2, ∇̄_p
 h v̄ᵀτ_nc at v̄ = Δq/h; Itoh–Abe's polish solves its p-equation with τ_nc by the
 reference's sweeps).
 
-``project="energy"`` on RK4, midpoint and gauss4 (:func:`_project_energy`): each step
+``project="energy"`` on RK4, midpoint and gauss4 (:func:`_project_energy`; in the
+quaternions' chart below, RK4's too): each step
 followed by :class:`.projection.Projected`'s scalar Newton onto E₀ + W_nc along ∇E at
 the step's end (∂T/∂q by the central differences above, M v), to its bar 4e-15 (1 + |E₀|).
 
@@ -92,8 +98,8 @@ in order, an ulp apart at some points, which Itoh–Abe's quotients of H and New
 then carry: round-off (tested).
 
 Force elements with rows in the quaternions' chart (a tree derived from a Model, its
-inputs the nv generalized forces: :func:`chart_applicable`), where the Python steps put
-them: the springs read the coordinates of their 1-DOF joints (``iqd``,
+inputs the nv generalized forces: :func:`chart_applicable`; RK4's as above), where the
+Python steps put them: the springs read the coordinates of their 1-DOF joints (``iqd``,
 :func:`.gauss_compiled.dof_coordinates`; q_j is not the coordinate of speed j past a
 quaternion), their potential in E and H, and the wrench rows q itself. Midpoint and
 gauss4: τ = τ_nc + τ_springs at (t_n + c_i h, q_n ⊕ ξ_i, v_i) as the forward dynamics'
@@ -107,7 +113,7 @@ tested).
 
 Where a loop does not apply (force elements without rows — a Python function, a system
 not derived from a Model —, speeds other than the coordinate rates but for midpoint,
-gauss4, energy_momentum's projection variant and itoh_abe in the quaternions' chart,
+gauss4, energy_momentum's projection variant, itoh_abe and rk4 in the quaternions' chart,
 constraints, the numpy or C backends, another projection) or an iteration fails, the
 Python steps run the whole way and report what happens.
 """
