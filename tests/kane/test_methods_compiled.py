@@ -318,16 +318,18 @@ def spacecraft():
 
 
 @pytest.mark.parametrize("method", ["midpoint", "gauss4", "energy_momentum",
-                                    "gauss4 energy"])
+                                    "gauss4 energy", "rk4 energy"])
 def test_compiled_loops_in_the_quaternion_chart_equal_the_python_steps(spacecraft,
                                                                       monkeypatch, method):
     """midpoint and gauss4 on a Kane system with a quaternion (q ⊕ ξ not additive) run
     kane_compiled's loop in gauss.py's tangent coordinates (ξ, v), the chart by the
     generated ``chart_point`` and ``chart_jacobian``; energy_momentum (its
     ``"projection"`` variant here: that midpoint, then projection.py's projection onto E₀)
-    and ``project="energy"`` the same loop with the projection in the chart: the Python
-    steps' states and iterations, the quaternion of unit norm (it moves by the exponential
-    map), and the energy of the torque-free spacecraft kept."""
+    and ``project="energy"`` the same loop with the projection in the chart (rk4 +
+    ``project="energy"``: kane_compiled's RK4 loop in rk4.py's chart, the spacecraft's one
+    input, its motor, zero): the Python steps' states and iterations, the quaternion of
+    unit norm (it moves by the exponential map), and the energy of the torque-free
+    spacecraft kept."""
     system, q0, u0 = spacecraft
     assert not system.chart_is_additive and system.compiled_chart is not None
     method, *project = method.split()
@@ -337,7 +339,8 @@ def test_compiled_loops_in_the_quaternion_chart_equal_the_python_steps(spacecraf
     monkeypatch.setattr(kane_compiled, "_compiled_loop",
                         lambda f, sig: calls.append(f.__name__) or real(f, sig))
     fast = kd.simulate(system, q0, u0, 0.2, method=method, dt=1e-3, **options)
-    assert calls == ["_gauss_chart_loop"] and fast.stats["newton_iterations"].size == 200
+    loop = "_rk4_loop" if method == "rk4" else "_gauss_chart_loop"
+    assert calls == [loop] and fast.stats["newton_iterations"].size == 200
     ref = kd.simulate(system, q0, u0, 0.2, method=method, dt=1e-3, compiled=False,
                       **options)
     assert fast.method == ref.method

@@ -1143,11 +1143,13 @@ _DG_SIGNATURE = types.int64(*_FNS, types.int64, _V, _V, _V, _V, _V, *_RUN, types
 
 
 @nb.njit(cache=True, nogil=True)
-def _rk4_stage(fd, fns, t, q, v, U, work, a) -> float:
-    """a ← u̇(q, v) with τ = τ_nc + τ_springs of the rows at t (rk4.py's ``_f``); returns
-    ẇ = vᵀτ_nc, NaN where the generated forward dynamics refuses the state."""
+def _rk4_stage(fd, fns, t, q, v, U, zt, work, a) -> float:
+    """a ← u̇(q, v) with τ = τ_nc + τ_springs of the rows at t as the inputs (rk4.py's
+    ``_f``; without rows the zero inputs zt, as ``forward_dynamics(q, v, 0)`` takes them:
+    any number of inputs); returns ẇ = vᵀτ_nc, NaN where the generated forward dynamics
+    refuses the state."""
     w = _force_power(fns, t, q, v, U)
-    if fd(q, v, U[_TS], 0.0, a, work) != 0:
+    if fd(q, v, U[_TS] if fns[4] else zt, 0.0, a, work) != 0:
         return np.nan
     return w
 
@@ -1196,7 +1198,7 @@ def _rk4_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, forward_dy
                 for i in range(n):
                     qs[i] = q[i] + Z[i]
                     xi[i] = v[i] + Z[n + i]
-                kw[s] = _rk4_stage(forward_dynamics, fns, tc[0], qs, xi, U, work, a)
+                kw[s] = _rk4_stage(forward_dynamics, fns, tc[0], qs, xi, U, zt, work, a)
                 for i in range(n):
                     K[s, 0, i] = xi[i]  # ξ̇ = v: the chart is additive
                     K[s, 0, n + i] = a[i]
@@ -1239,18 +1241,21 @@ _RK4_SIGNATURE = types.int64(*_FNS, FORWARD_DYNAMICS, CHART_POINT, CHART_JACOBIA
 
 
 def rk4_applicable(problem, project) -> bool:
-    """RK4 on a compiled Kane tree whose inputs are its nv generalized forces (the loop
-    passes τ as the inputs) with the generated chart functions, additive coordinates
+    """RK4 on a compiled Kane tree with the generated chart functions, additive coordinates
     (:func:`applicable`) or a chart that is not (quaternions, :func:`chart_applicable`),
-    force elements only with rows, no projection or the energy's alone, no progress bar.
-    (Without force elements and projection the loop generated with the equations runs
-    instead.)"""
+    force elements only with rows and then inputs that are its nv generalized forces (the
+    loop passes τ as the inputs; without force elements zero inputs, of any number), no
+    projection or the energy's alone, no progress bar. (Without force elements and
+    projection the loop generated with the equations runs instead.)"""
     from .projection import parse_invariants
 
     s = problem.system
+    no_forces = (problem.tau_cons is None and problem.tau_nc is None
+                 and problem.potential is None)
     return ((applicable(problem) or chart_applicable(problem))
             and getattr(s, "compiled_forward_dynamics", None) is not None
-            and getattr(s, "compiled_chart", None) is not None and int(s.ninputs) == s.nv
+            and getattr(s, "compiled_chart", None) is not None
+            and (no_forces or int(s.ninputs) == s.nv)
             and (project is None or parse_invariants(project) == ("energy",)))
 
 
