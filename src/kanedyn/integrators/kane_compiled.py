@@ -47,7 +47,8 @@ identity), so that the residuals holding it round as the references'.
 RK4 with force elements or the energy projection (:func:`run_rk4`; without them the loop
 generated with the equations runs, ``printers._NUMBA_RK4``): :class:`.rk4.RK4`'s stages,
 u̇ by the generated ``forward_dynamics`` with τ = τ_nc + τ_springs of the rows as its inputs
-(the generalized forces, where the inputs are those: a tree derived from a Model), W_nc by
+(the generalized forces, where the inputs are those: a tree derived from a Model; without
+force elements zero inputs, of any number, as ``forward_dynamics(q, v, 0)``), W_nc by
 the same stages (ẇ = vᵀτ_nc); on additive coordinates q ⊕ ξ = q + ξ and ξ̇ = v, on a chart
 that is not (quaternions) the stages of midpoint's chart loop below, q_n ⊕ ξ and
 ξ̇ = J(ξ)⁻¹ v by the generated chart functions (:func:`_chart_rates`), and
