@@ -158,14 +158,14 @@ class Verlet(FixedStepMethod):
 
         def parts(x):
             q1 = ch.point(q, x)
-            W, DW = ch.end_velocity(x)
+            W, DW = ch.end_velocity(q, x)
             M1 = s.mass_matrix(q1)
             gv = 0.5 * (M0 @ x) / h + 0.5 * DW.T @ (M1 @ W) / h
             return q1, W, gv
 
         def residual(x):
             q1, W, gv = parts(x)
-            r = mu + 0.5 * h * self._G(q, x / h) + ch.start_sensitivity(x).T @ gv
+            r = mu + 0.5 * h * self._G(q, x / h) + ch.start_sensitivity(q, x).T @ gv
             if P.has_nc:
                 r += 0.5 * h * P.tau_nc(t, q, x / h)
             cache["x"] = x

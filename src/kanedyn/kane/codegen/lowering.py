@@ -37,7 +37,8 @@ import sympy as sp
 
 from ...errors import SymbolicError
 
-__all__ = ["Lowered", "free_symbols", "gradients", "lower", "operation_count"]
+__all__ = ["Lowered", "chart_is_curved", "free_symbols", "gradients", "lower",
+           "operation_count"]
 
 
 @dataclass
@@ -155,6 +156,11 @@ def lower(eom, parameters: dict | None = None, cse: bool = True, fold: bool = Tr
         outputs["energy"] = []
     if getattr(eom, "index3", False):
         defs = defs + _index3_outputs(eom, defs, subs, outputs)
+    elif chart_is_curved(eom):
+        # ∂q̇/∂q (nq x nq, row-major) through the definitions, for the chart's derivative
+        new, K = gradients(defs, outputs["qdot"], list(eom.q), prefix="dk")
+        outputs["qdot_jacobian"] = [_exact_integers(e) for row in K for e in row]
+        defs = defs + new
     defs = _reachable(defs, outputs)
     _check_symbols(eom, defs, outputs, () if fold else tuple(eom.parameters))
     _check_shapes(eom, outputs)
@@ -178,6 +184,20 @@ def lower(eom, parameters: dict | None = None, cse: bool = True, fold: bool = Tr
     _inline_single_use(definitions, order, outputs)
     return Lowered(eom, definitions, [s for s in order if s in definitions], outputs,
                    symmetric, energy_kind, values)
+
+
+def chart_is_curved(eom) -> bool:
+    """The chart q0 ⊕ ξ of these equations is not additive (quaternions, or speeds other
+    than q̇) and they are a tree's: as many speeds as coordinates off the quaternions,
+    nothing eliminated, not the index-3 form. Its velocity map W(q) v = (∂(q0 ⊕ ξ)/∂ξ) ξ̇ is
+    then an exact square system, whose derivative needs ∂q̇/∂q (``qdot_jacobian``,
+    :meth:`~kanedyn.kane.codegen.runtime.CompiledSystem.chart_derivative`)."""
+    if getattr(eom, "index3", False):
+        return False
+    if not eom.quaternions and list(eom.qdot) == list(eom.u):
+        return False
+    return (not eom.dependent_speeds and not getattr(eom, "q_dependent", [])
+            and len(eom.q) - len(eom.quaternions) == len(eom.u))
 
 
 def _constraint_outputs(eom, subs: dict) -> dict:

@@ -44,7 +44,7 @@ from sympy.printing.pycode import PythonCodePrinter
 from ...errors import SymbolicError
 from .lowering import Lowered, free_symbols
 
-__all__ = ["INDEX3_SIGNATURES", "OUTPUT_ARRAYS", "QUAT_TOL", "SIGNATURES", "c_declarations",
+__all__ = ["CHART_SIGNATURES", "INDEX3_SIGNATURES", "OUTPUT_ARRAYS", "QUAT_TOL", "SIGNATURES", "c_declarations",
            "c_source", "operation_counts", "python_source", "signatures"]
 
 #: tolerance on the norm of a quaternion in q before it is an error (as the Model's joints)
@@ -72,20 +72,26 @@ INDEX3_SIGNATURES = {
     # F_nc: Kane's F_r of the loads (and inputs) that are not in V
     "nonconservative_forces": (("q", "u", "tau", "t"), ("nonconservative_forces",)),
 }
+#: the function of a tree whose chart is curved (quaternions, or speeds other than q̇:
+#: :func:`~kanedyn.kane.codegen.lowering.chart_is_curved`): ∂q̇/∂q (nq x nq, row-major),
+#: by which CompiledSystem.chart_derivative differentiates the chart's velocity map
+CHART_SIGNATURES = {"qdot_jacobian": (("q", "u", "t"), ("qdot_jacobian",))}
 OUTPUT_ARRAYS = {"mass_matrix": "M", "forcing": "F", "qdot": "qd", "energy": "E",
                  "dependent_speeds": "ud", "configuration_residual": "rg",
                  "velocity_residual": "rv", "configuration_jacobian": "Gq",
                  "kinetic_gradient": "dTq", "potential_gradient": "dVq",
                  "constraint_jacobian": "Gfull", "constraint_bias": "gb",
-                 "nonconservative_forces": "Fnc"}
+                 "nonconservative_forces": "Fnc", "qdot_jacobian": "Kq"}
 
 
 def signatures(low: Lowered) -> dict:
     """The generated functions of ``low``: :data:`SIGNATURES`, and
-    :data:`INDEX3_SIGNATURES` for the index-3 form (every other system's source is as
-    before)."""
+    :data:`INDEX3_SIGNATURES` for the index-3 form, :data:`CHART_SIGNATURES` for a tree
+    whose chart is curved (every other system's source is as before)."""
     if "kinetic_gradient" in low.outputs:
         return {**SIGNATURES, **INDEX3_SIGNATURES}
+    if "qdot_jacobian" in low.outputs:
+        return {**SIGNATURES, **CHART_SIGNATURES}
     return SIGNATURES
 
 

@@ -148,6 +148,12 @@ class CompiledSystem:
         #: None otherwise
         self.compiled_chart = ((mod.chart_point, mod.chart_jacobian)
                                if self.compiled_functions is not None else None)
+        #: capability (integrators/chart.py's SystemChart: avf and verlet in the chart): a
+        #: tree whose chart is curved (quaternions, or speeds other than q̇;
+        #: lowering.chart_is_curved) has the generated ∂q̇/∂q (:meth:`qdot_jacobian`), so
+        #: the chart's derivatives in closed form: :meth:`chart_derivative`,
+        #: :meth:`chart_start_sensitivity`
+        self.has_chart_derivative = "qdot_jacobian" in self._k
         #: where the index-3 form of these equations comes from (kane.index3_equations):
         #: the KaneSystem they were derived from, and the parameter values folded in
         self.kane_system = getattr(eom, "kane_system", None)
@@ -470,6 +476,12 @@ class CompiledSystem:
         (:func:`kanedyn.integrators.base.chart_jacobian`'s fallback: ≈ 1e-10, and 2 nv
         chart evaluations a call).
         """
+        _, _, D, W = self._chart_parts(q0, xi, t)
+        return np.linalg.solve(W.T @ W, W.T @ D)
+
+    def _chart_parts(self, q0, xi, t: float) -> tuple:
+        """(q0, q = q0 ⊕ ξ, Φ = ∂q/∂ξ, W(q)) of :meth:`chart_jacobian`: Φ is W(q0) off the
+        quaternions, ½ q_g ⊗ (0, J_r(ξ_g) ·) on group g."""
         from ...spatial.lie import quat_rate_matrix, so3_right_jacobian
 
         q0 = self._arr(q0, self.nq, "q0")
@@ -479,7 +491,80 @@ class CompiledSystem:
         for qi, ui in self.quaternions:
             D[qi, :] = 0.0
             D[np.ix_(qi, ui)] = quat_rate_matrix(q[qi]) @ so3_right_jacobian(xi[ui])
-        return np.linalg.solve(W.T @ W, W.T @ D)
+        return q0, q, D, W
+
+    # --- the chart's derivatives (a tree whose chart is curved: has_chart_derivative) --------
+    def qdot_jacobian(self, q: ArrayLike, v: ArrayLike, t: float = 0.0) -> NDArray:
+        """∂q̇/∂q (nq × nq) of the kinematic equations at (q, v), generated: SymPy's
+        derivative of q̇(q, u) through the definitions (``lowering.gradients``); on a
+        quaternion the derivative of the expression ½ q ⊗ (0, ω) (q normalised first, as
+        every generated function takes it)."""
+        if not self.has_chart_derivative:
+            raise SymbolicError(
+                f"{self.name}: qdot_jacobian is generated for a tree whose chart is curved "
+                "(quaternions, or speeds other than q̇; nothing eliminated, not the index-3 "
+                "form); these equations have none")
+        (K,) = self._eval("qdot_jacobian", [self._arr(q, self.nq, "q"),
+                                            self._arr(v, self.nv, "v")], t, [self.nq ** 2])
+        return K.reshape(K.shape[:-1] + (self.nq, self.nq))
+
+    def chart_derivative(self, q0: ArrayLike, xi: ArrayLike, w: ArrayLike,
+                         t: float = 0.0) -> NDArray:
+        """D (nv × nv) with ``D δ = d/dε J(ξ + εδ) w``, J of :meth:`chart_jacobian` (the
+        argument convention of :class:`kanedyn.integrators.chart.ModelChart`).
+
+        J w = u solves ``W(q) u = Φ(ξ) w`` exactly (q = q0 ⊕ ξ, Φ = ∂q/∂ξ); its derivative
+        along δ is ``W(q) D δ = (∂Φ/∂ξ · δ) w − (∂(W(q) u)/∂q) Φ δ``, solved by the normal
+        equations as J is. ``∂(W u)/∂q = K(q, u) − K(q, 0)`` with K the generated
+        :meth:`qdot_jacobian` (q̇ is affine in u); Φ is constant off the quaternions (the
+        Euler step q0 + q̇(q0, ξ) is linear in ξ), and on group g, Φ_g = G(q_g) J_r(ξ_g)
+        with G(q) y = ½ q ⊗ (0, y) and q_g moving by G(q_g) J_r δ_g, so that
+
+            (∂Φ/∂ξ · δ) w = ¼ q_g ⊗ (0, J_r δ_g) ⊗ (0, J_r w_g) + G(q_g) D_r(ξ_g, w_g) δ_g
+
+        (D_r: :func:`kanedyn.spatial.lie.so3_right_jacobian_derivative`)."""
+        from ...spatial import quat_multiply
+        from ...spatial.lie import (
+            quat_rate_matrix,
+            so3_right_jacobian,
+            so3_right_jacobian_derivative,
+        )
+
+        w = self._arr(w, self.nv, "w")
+        q0, q, Phi, W = self._chart_parts(q0, xi, t)
+        xi = np.asarray(xi, dtype=float)
+        N = W.T @ W
+        u = np.linalg.solve(N, W.T @ (Phi @ w))
+        R = -(self.qdot_jacobian(q, u, t) - self.qdot_jacobian(q, self._zeros_v, t)) @ Phi
+        for qi, ui in self.quaternions:
+            qg, x, wg = q[qi], xi[ui], w[ui]
+            Jr = so3_right_jacobian(x)
+            y = np.concatenate([[0.0], Jr @ wg])
+            for k in range(3):
+                c = np.concatenate([[0.0], Jr[:, k]])
+                R[qi, ui[k]] += 0.25 * quat_multiply(qg, quat_multiply(c, y))
+            R[np.ix_(qi, ui)] += quat_rate_matrix(qg) @ so3_right_jacobian_derivative(x, wg)
+        return np.linalg.solve(N, W.T @ R)
+
+    def chart_start_sensitivity(self, q0: ArrayLike, x: ArrayLike,
+                                t: float = 0.0) -> NDArray:
+        """K (nv × nv) with ``dx = K δ`` when the chart's centre moves by q0 ⊕ εδ (speeds δ)
+        and the point q = q0 ⊕ x stays (:meth:`kanedyn.integrators.chart.ModelChart.
+        start_sensitivity`'s convention): ``Φ(x) dx = −(∂q/∂q0) W(q0) δ``, where ∂q/∂q0
+        is 1 + K(q0, x) off the quaternions (K the generated :meth:`qdot_jacobian`) and
+        the right product by exp(x_g) on group g (q0_g ⊗ exp(x_g); the centre moves
+        tangentially, so the normalisation of q0_g does not enter); solved by the normal
+        equations (Φ has full column rank)."""
+        from ...spatial import quat_exp, quat_multiply
+
+        q0, _, Phi, _ = self._chart_parts(q0, x, t)
+        x = np.asarray(x, dtype=float)
+        W0 = self._rate_matrices(q0[None], t)[0]
+        B = W0 + self.qdot_jacobian(q0, x, t) @ W0
+        for qi, ui in self.quaternions:
+            e = quat_exp(x[ui])
+            B[qi, :] = np.array([quat_multiply(W0[qi, k], e) for k in range(self.nv)]).T
+        return -np.linalg.solve(Phi.T @ Phi, Phi.T @ B)
 
     def integrate_configuration(self, q: ArrayLike, v: ArrayLike, dt: float,
                                 t: float = 0.0) -> NDArray:
