@@ -44,8 +44,8 @@ from sympy.printing.pycode import PythonCodePrinter
 from ...errors import SymbolicError
 from .lowering import Lowered, free_symbols
 
-__all__ = ["CHART_SIGNATURES", "INDEX3_SIGNATURES", "OUTPUT_ARRAYS", "QUAT_TOL", "SIGNATURES", "c_declarations",
-           "c_source", "operation_counts", "python_source", "signatures"]
+__all__ = ["CHART_SIGNATURES", "INDEX3_SIGNATURES", "OUTPUT_ARRAYS", "QUAT_TOL", "SIGNATURES",
+           "c_declarations", "c_source", "operation_counts", "python_source", "signatures"]
 
 #: tolerance on the norm of a quaternion in q before it is an error (as the Model's joints)
 QUAT_TOL = 1e-4
