@@ -157,10 +157,7 @@ def lower(eom, parameters: dict | None = None, cse: bool = True, fold: bool = Tr
     if getattr(eom, "index3", False):
         defs = defs + _index3_outputs(eom, defs, subs, outputs)
     elif chart_is_curved(eom):
-        # ∂q̇/∂q (nq x nq, row-major) through the definitions, for the chart's derivative
-        new, K = gradients(defs, outputs["qdot"], list(eom.q), prefix="dk")
-        outputs["qdot_jacobian"] = [_exact_integers(e) for row in K for e in row]
-        defs = defs + new
+        defs = defs + _chart_outputs(eom, defs, outputs)
     defs = _reachable(defs, outputs)
     _check_symbols(eom, defs, outputs, () if fold else tuple(eom.parameters))
     _check_shapes(eom, outputs)
@@ -189,15 +186,33 @@ def lower(eom, parameters: dict | None = None, cse: bool = True, fold: bool = Tr
 def chart_is_curved(eom) -> bool:
     """The chart q0 ⊕ ξ of these equations is not additive (quaternions, or speeds other
     than q̇) and they are a tree's: as many speeds as coordinates off the quaternions,
-    nothing eliminated, not the index-3 form. Its velocity map W(q) v = (∂(q0 ⊕ ξ)/∂ξ) ξ̇ is
-    then an exact square system, whose derivative needs ∂q̇/∂q (``qdot_jacobian``,
-    :meth:`~kanedyn.kane.codegen.runtime.CompiledSystem.chart_derivative`)."""
+    nothing eliminated, not the index-3 form, the kinetic and the potential energy apart.
+    Its velocity map W(q) v = (∂(q0 ⊕ ξ)/∂ξ) ξ̇ is then an exact square system, whose
+    derivative needs ∂q̇/∂q, and the Hamiltonian methods ∂T/∂q (:func:`_chart_outputs`;
+    :class:`~kanedyn.kane.codegen.runtime.ChartCompiledSystem`)."""
     if getattr(eom, "index3", False):
         return False
     if not eom.quaternions and list(eom.qdot) == list(eom.u):
         return False
     return (not eom.dependent_speeds and not getattr(eom, "q_dependent", [])
-            and len(eom.q) - len(eom.quaternions) == len(eom.u))
+            and len(eom.q) - len(eom.quaternions) == len(eom.u)
+            and getattr(eom, "kinetic_energy", None) is not None
+            and getattr(eom, "potential_energy", None) is not None)
+
+
+def _chart_outputs(eom, defs: list, outputs: dict) -> list:
+    """The outputs of a tree whose chart is curved (:func:`chart_is_curved`) added to
+    ``outputs``, and the definitions they need beyond ``defs``, both by the chain rule
+    through the definitions (:func:`gradients`): ``qdot_jacobian`` ∂q̇/∂q (nq x nq,
+    row-major), by which the chart's derivative is formed, and ``kinetic_gradient``
+    ∂T/∂q at fixed u (nq; the index-3 form's output of that name), which the tangent
+    ∂T/∂q = W(q)ᵀ ∂T/∂q of the Hamiltonian methods takes."""
+    q = list(eom.q)
+    new, K = gradients(defs, outputs["qdot"], q, prefix="dk")
+    outputs["qdot_jacobian"] = [_exact_integers(e) for row in K for e in row]
+    more, (dT,) = gradients(defs + new, [outputs["energy"][1]], q, prefix="dt")
+    outputs["kinetic_gradient"] = [_exact_integers(e) for e in dT]
+    return new + more
 
 
 def _constraint_outputs(eom, subs: dict) -> dict:

@@ -72,10 +72,12 @@ INDEX3_SIGNATURES = {
     # F_nc: Kane's F_r of the loads (and inputs) that are not in V
     "nonconservative_forces": (("q", "u", "tau", "t"), ("nonconservative_forces",)),
 }
-#: the function of a tree whose chart is curved (quaternions, or speeds other than q̇:
+#: the functions of a tree whose chart is curved (quaternions, or speeds other than q̇:
 #: :func:`~kanedyn.kane.codegen.lowering.chart_is_curved`): ∂q̇/∂q (nq x nq, row-major),
-#: by which CompiledSystem.chart_derivative differentiates the chart's velocity map
-CHART_SIGNATURES = {"qdot_jacobian": (("q", "u", "t"), ("qdot_jacobian",))}
+#: by which ChartCompiledSystem.chart_derivative differentiates the chart's velocity map,
+#: and ∂T/∂q at fixed u (nq)
+CHART_SIGNATURES = {"qdot_jacobian": (("q", "u", "t"), ("qdot_jacobian",)),
+                    "kinetic_gradient": (("q", "u", "t"), ("kinetic_gradient",))}
 OUTPUT_ARRAYS = {"mass_matrix": "M", "forcing": "F", "qdot": "qd", "energy": "E",
                  "dependent_speeds": "ud", "configuration_residual": "rg",
                  "velocity_residual": "rv", "configuration_jacobian": "Gq",
@@ -88,7 +90,7 @@ def signatures(low: Lowered) -> dict:
     """The generated functions of ``low``: :data:`SIGNATURES`, and
     :data:`INDEX3_SIGNATURES` for the index-3 form, :data:`CHART_SIGNATURES` for a tree
     whose chart is curved (every other system's source is as before)."""
-    if "kinetic_gradient" in low.outputs:
+    if getattr(low.eom, "index3", False):
         return {**SIGNATURES, **INDEX3_SIGNATURES}
     if "qdot_jacobian" in low.outputs:
         return {**SIGNATURES, **CHART_SIGNATURES}
@@ -924,7 +926,10 @@ def c_source(low: Lowered, prefix: str = "", max_statements: int | None = None) 
            "  constraint_rows(q, u, t, Gfull, gb)  dg/dq (l*nq, row-major), gamma of "
            "G du/dt = gamma",
            "  nonconservative_forces(q, u, tau, t, Fnc)  Fnc: nu, F_r of the loads not in V "
-           "(dampers, motors, inputs)"] if "kinetic_gradient" in low.outputs else []),
+           "(dampers, motors, inputs)"] if getattr(eom, "index3", False) else []),
+        *(["  qdot_jacobian(q, u, t, Kq)  Kq: d(qdot)/dq (nq*nq, row-major), for the chart",
+           "  kinetic_gradient(q, u, t, dTq)  dT/dq at fixed u (a curved chart)"]
+          if "qdot_jacobian" in low.outputs else []),
         "Every function returns 0, or 1 if an input is not finite, 2 + k if quaternion k",
         "is off unit norm by more than " + repr(QUAT_TOL) + " (quaternions are normalised),",
         "-1 (forward_dynamics) if M is not positive definite.",

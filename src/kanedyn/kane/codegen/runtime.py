@@ -32,7 +32,7 @@ from .printers import (
     speeds_are_rates,
 )
 
-__all__ = ["BACKENDS", "CompiledSystem", "compile_eom"]
+__all__ = ["BACKENDS", "ChartCompiledSystem", "CompiledSystem", "compile_eom"]
 
 BACKENDS = ("numpy", "numba", "c")
 
@@ -148,12 +148,9 @@ class CompiledSystem:
         #: None otherwise
         self.compiled_chart = ((mod.chart_point, mod.chart_jacobian)
                                if self.compiled_functions is not None else None)
-        #: capability (integrators/chart.py's SystemChart: avf and verlet in the chart): a
-        #: tree whose chart is curved (quaternions, or speeds other than q̇;
-        #: lowering.chart_is_curved) has the generated ∂q̇/∂q (:meth:`qdot_jacobian`), so
-        #: the chart's derivatives in closed form: :meth:`chart_derivative`,
-        #: :meth:`chart_start_sensitivity`
-        self.has_chart_derivative = "qdot_jacobian" in self._k
+        #: capability (integrators/chart.py's SystemChart: avf and verlet in the chart): the
+        #: chart's derivatives in closed form (:class:`ChartCompiledSystem`)
+        self.has_chart_derivative = False
         #: where the index-3 form of these equations comes from (kane.index3_equations):
         #: the KaneSystem they were derived from, and the parameter values folded in
         self.kane_system = getattr(eom, "kane_system", None)
@@ -493,17 +490,114 @@ class CompiledSystem:
             D[np.ix_(qi, ui)] = quat_rate_matrix(q[qi]) @ so3_right_jacobian(xi[ui])
         return q0, q, D, W
 
-    # --- the chart's derivatives (a tree whose chart is curved: has_chart_derivative) --------
+    def integrate_configuration(self, q: ArrayLike, v: ArrayLike, dt: float,
+                                t: float = 0.0) -> NDArray:
+        """q after a step dt at constant speeds v.
+
+        Each quaternion group moves on the unit sphere exactly,
+        ``q ← q ⊗ exp(dt ω)`` (``kanedyn.spatial.quat_exp``, the flow of
+        ``q̇ = ½ q ⊗ (0, ω)``) with ω its body angular velocity; every other
+        coordinate takes the explicit Euler step ``q ← q + dt q̇(q, v)``. (For a
+        Model's planar and free-joint positions this is first order in dt where
+        the Model's own ``integrate_configuration`` is the exact group flow.)
+        """
+        Q, Vv = self._arr(q, self.nq, "q"), self._arr(v, self.nv, "v")
+        out = Q + float(dt) * self.q_dot(Q, Vv, t)
+        if self.quaternions:
+            from ...spatial import quat_exp, quat_multiply
+
+            if out.ndim == 1 and Vv.ndim == 1:  # one state: no broadcasting
+                for qi, ui in self.quaternions:
+                    out[qi] = quat_multiply(Q[qi] / np.linalg.norm(Q[qi]),
+                                            quat_exp(float(dt) * Vv[ui]))
+                return out
+            shape = out.shape[:-1]
+            Q2 = np.broadcast_to(Q, shape + (self.nq,)).reshape(-1, self.nq)
+            V2 = np.broadcast_to(Vv, shape + (self.nv,)).reshape(-1, self.nv)
+            out = out.reshape(-1, self.nq)
+            for qi, ui in self.quaternions:
+                for k in range(out.shape[0]):
+                    qk = Q2[k, qi] / np.linalg.norm(Q2[k, qi])
+                    out[k, qi] = quat_multiply(qk, quat_exp(float(dt) * V2[k, ui]))
+            out = out.reshape(shape + (self.nq,))
+        return out
+
+
+class ChartCompiledSystem(CompiledSystem):
+    """The compiled equations of a tree whose chart q0 ⊕ ξ is curved (quaternions, or
+    speeds other than q̇; :func:`~kanedyn.kane.codegen.lowering.chart_is_curved`): a
+    :class:`CompiledSystem` with the generated ∂q̇/∂q and ∂T/∂q besides, and from them
+    the chart's derivatives in closed form (:meth:`chart_derivative`,
+    :meth:`chart_start_sensitivity`: capability ``has_chart_derivative``, taken by
+    :class:`kanedyn.integrators.chart.SystemChart`) and the tangent ∂T/∂q
+    (:meth:`hamiltonian_terms`), which avf and verlet step with. A class of its own, as
+    :class:`Index3CompiledSystem`: the integrators read ``hamiltonian_terms`` as a
+    capability (``hasattr``)."""
+
+    #: how many W(q) :meth:`_rate_matrices` keeps
+    _KEEP = 16
+
+    def __init__(self, low: Lowered, backend: str):
+        super().__init__(low, backend)
+        self.has_chart_derivative = True
+        self._kept_rates: dict = {}
+        self._kept_parts: tuple = (None, None)
+
+    def _rate_matrices(self, Q: NDArray, t: float) -> NDArray:
+        """W at each configuration of Q, the last ``_KEEP`` kept: a step's J(ξ), D(ξ, w)
+        and tangent ∂T/∂q ask for W at the same few points (q_n and the iterate's q) many
+        times. The same values as computed anew (a row of a batched q_dot is that state's
+        call)."""
+        out = np.empty((Q.shape[0], self.nq, self.nv))
+        kept, miss = self._kept_rates, []
+        for k in range(Q.shape[0]):
+            W = kept.get((Q[k].tobytes(), t))
+            if W is None:
+                miss.append(k)
+            else:
+                out[k] = W
+        if miss:
+            new = super()._rate_matrices(np.ascontiguousarray(Q[miss]), t)
+            for k, W in zip(miss, new, strict=True):
+                out[k] = W
+                kept[(Q[k].tobytes(), t)] = W
+            while len(kept) > self._KEEP:
+                del kept[next(iter(kept))]
+        return out
+
+    def _chart_parts(self, q0, xi, t: float) -> tuple:
+        """:meth:`CompiledSystem._chart_parts`, the last point's kept (J and D at one point
+        share them); read-only."""
+        q0 = self._arr(q0, self.nq, "q0")
+        xi = self._arr(xi, self.nv, "xi")
+        key = (q0.tobytes(), xi.tobytes(), float(t))
+        if self._kept_parts[0] != key:
+            parts = super()._chart_parts(q0, xi, t)
+            for a in parts:
+                a.flags.writeable = False
+            self._kept_parts = (key, parts)
+        return self._kept_parts[1]
+
+    def hamiltonian_terms(self, q: ArrayLike, v: ArrayLike,
+                          t: float = 0.0) -> tuple[NDArray, NDArray]:
+        """(∂T/∂q at fixed v, ∂V/∂q) in the tangent space, as the Model's: the derivatives
+        along q ⊕ εe_k, ``W(q)ᵀ ∂T/∂q`` with the generated ∂T/∂q (the chart's rate at
+        ε = 0 is W(q) e_k, also on a quaternion: ½ q ⊗ (0, e_k)), and
+        :meth:`gravity_torques` (−forcing(q, 0), generated, as the protocol's default
+        takes ∂V/∂q). Without them the integrators take ∂T/∂q by central differences of T
+        (≈ 1e-10), which leaves avf's energy error at that level instead of Newton's."""
+        Q, Vv = self._arr(q, self.nq, "q"), self._arr(v, self.nv, "v")
+        if Q.ndim != 1 or Vv.ndim != 1:
+            raise StateError(f"{self.name}: hamiltonian_terms takes one state")
+        (dT,) = self._eval("kinetic_gradient", [Q, Vv], t, [self.nq])
+        W = self.rate_matrix(Q, t)
+        return W.T @ dT, self.gravity_torques(Q, t)
+
     def qdot_jacobian(self, q: ArrayLike, v: ArrayLike, t: float = 0.0) -> NDArray:
         """∂q̇/∂q (nq × nq) of the kinematic equations at (q, v), generated: SymPy's
         derivative of q̇(q, u) through the definitions (``lowering.gradients``); on a
         quaternion the derivative of the expression ½ q ⊗ (0, ω) (q normalised first, as
         every generated function takes it)."""
-        if not self.has_chart_derivative:
-            raise SymbolicError(
-                f"{self.name}: qdot_jacobian is generated for a tree whose chart is curved "
-                "(quaternions, or speeds other than q̇; nothing eliminated, not the index-3 "
-                "form); these equations have none")
         (K,) = self._eval("qdot_jacobian", [self._arr(q, self.nq, "q"),
                                             self._arr(v, self.nv, "v")], t, [self.nq ** 2])
         return K.reshape(K.shape[:-1] + (self.nq, self.nq))
@@ -566,37 +660,6 @@ class CompiledSystem:
             B[qi, :] = np.array([quat_multiply(W0[qi, k], e) for k in range(self.nv)]).T
         return -np.linalg.solve(Phi.T @ Phi, Phi.T @ B)
 
-    def integrate_configuration(self, q: ArrayLike, v: ArrayLike, dt: float,
-                                t: float = 0.0) -> NDArray:
-        """q after a step dt at constant speeds v.
-
-        Each quaternion group moves on the unit sphere exactly,
-        ``q ← q ⊗ exp(dt ω)`` (``kanedyn.spatial.quat_exp``, the flow of
-        ``q̇ = ½ q ⊗ (0, ω)``) with ω its body angular velocity; every other
-        coordinate takes the explicit Euler step ``q ← q + dt q̇(q, v)``. (For a
-        Model's planar and free-joint positions this is first order in dt where
-        the Model's own ``integrate_configuration`` is the exact group flow.)
-        """
-        Q, Vv = self._arr(q, self.nq, "q"), self._arr(v, self.nv, "v")
-        out = Q + float(dt) * self.q_dot(Q, Vv, t)
-        if self.quaternions:
-            from ...spatial import quat_exp, quat_multiply
-
-            if out.ndim == 1 and Vv.ndim == 1:  # one state: no broadcasting
-                for qi, ui in self.quaternions:
-                    out[qi] = quat_multiply(Q[qi] / np.linalg.norm(Q[qi]),
-                                            quat_exp(float(dt) * Vv[ui]))
-                return out
-            shape = out.shape[:-1]
-            Q2 = np.broadcast_to(Q, shape + (self.nq,)).reshape(-1, self.nq)
-            V2 = np.broadcast_to(Vv, shape + (self.nv,)).reshape(-1, self.nv)
-            out = out.reshape(-1, self.nq)
-            for qi, ui in self.quaternions:
-                for k in range(out.shape[0]):
-                    qk = Q2[k, qi] / np.linalg.norm(Q2[k, qi])
-                    out[k, qi] = quat_multiply(qk, quat_exp(float(dt) * V2[k, ui]))
-            out = out.reshape(shape + (self.nq,))
-        return out
 
 
 class Index3CompiledSystem(CompiledSystem):
@@ -652,6 +715,7 @@ def compile_eom(eom, backend: str = "numba", parameters: dict | None = None,
     if backend == "c":
         find_c_compiler()  # fail before the (slow) lowering
     low = lower(eom, parameters, cse=cse)
-    cls = Index3CompiledSystem if getattr(eom, "index3", False) else CompiledSystem
+    cls = (Index3CompiledSystem if getattr(eom, "index3", False)
+           else ChartCompiledSystem if "qdot_jacobian" in low.outputs else CompiledSystem)
     return cls(low, backend)
 
