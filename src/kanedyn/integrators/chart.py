@@ -171,6 +171,11 @@ class SystemChart(ProtocolChart):
         """D with ``D δ = d/dε J(x + εδ) w``."""
         return self.system.chart_derivative(qn, x, w)
 
+    def point(self, qn, x):
+        """q_n ⊕ x (:meth:`ProtocolChart.point`), the one the system's J and D at (q_n, x)
+        form and keep (``chart_point``)."""
+        return self.system.chart_point(qn, x)
+
     def end_velocity(self, qn, x):
         """(W, ∂W/∂x) with W(x) = J(x) x (:meth:`ModelChart.end_velocity`): ∂W/∂x = J + D(x, x)."""
         J = self.jacobian(qn, x)

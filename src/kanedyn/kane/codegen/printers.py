@@ -755,7 +755,7 @@ def _c_signature(func: str, prefix: str = "") -> str:
     if func == "forward_dynamics":
         args = [_C_ARGS[a] for a in ("q", "u", "tau", "t")] + ["double *udot", "double *work"]
     else:
-        ins, outs = {**SIGNATURES, **INDEX3_SIGNATURES}[func]
+        ins, outs = {**SIGNATURES, **INDEX3_SIGNATURES, **CHART_SIGNATURES}[func]
         args = [_C_ARGS[a] for a in ins] + [f"double *{OUTPUT_ARRAYS[k]}" for k in outs]
     return f"int {prefix}{func}({', '.join(args)})"
 

@@ -92,6 +92,7 @@ class CompiledSystem:
             mod = load_python(self.source, backend)
             self._k = {f: getattr(mod, f) for f in names}
             self._rk4_loop = getattr(mod, "rk4_run", None)
+            self._module = mod
         self._work = np.empty(max(self.nv * self.nv, 1))
         self._scalar = backend != "numpy"
         self._zeros_tau = np.zeros(self.ninputs)
@@ -540,6 +541,7 @@ class ChartCompiledSystem(CompiledSystem):
     def __init__(self, low: Lowered, backend: str):
         super().__init__(low, backend)
         self.has_chart_derivative = True
+        self._rates = getattr(self._module, "_rates", None) if backend == "numba" else None
         self._kept_rates: dict = {}
         self._kept_parts: tuple = (None, None)
 
@@ -556,8 +558,19 @@ class ChartCompiledSystem(CompiledSystem):
                 miss.append(k)
             else:
                 out[k] = W
-        if miss:
+        if miss and self._rates is not None and t == 0.0:
+            # numba: the generated _rates (the same columns q̇(q, e_k) − q̇(q, 0), in one
+            # call per state instead of nv + 1)
+            new = np.empty((len(miss), self.nq, self.nv))
+            zero, e, rate0 = np.zeros(self.nv), np.empty(self.nv), np.empty(self.nq)
+            for j, k in enumerate(miss):
+                qk = np.ascontiguousarray(Q[k])
+                st = self._rates(qk, 0.0, zero, e, rate0, new[j])
+                if st:
+                    self._status(st, qk)
+        elif miss:
             new = super()._rate_matrices(np.ascontiguousarray(Q[miss]), t)
+        if miss:
             for k, W in zip(miss, new, strict=True):
                 out[k] = W
                 kept[(Q[k].tobytes(), t)] = W
@@ -593,6 +606,11 @@ class ChartCompiledSystem(CompiledSystem):
         W = self.rate_matrix(Q, t)
         return W.T @ dT, self.gravity_torques(Q, t)
 
+    def chart_point(self, q0: ArrayLike, xi: ArrayLike, t: float = 0.0) -> NDArray:
+        """q0 ⊕ ξ: :meth:`integrate_configuration` (q0, ξ, 1), the one :meth:`chart_jacobian`
+        and :meth:`chart_derivative` at (q0, ξ) form and keep."""
+        return np.array(self._chart_parts(q0, xi, t)[1])
+
     def qdot_jacobian(self, q: ArrayLike, v: ArrayLike, t: float = 0.0) -> NDArray:
         """∂q̇/∂q (nq × nq) of the kinematic equations at (q, v), generated: SymPy's
         derivative of q̇(q, u) through the definitions (``lowering.gradients``); on a
@@ -617,9 +635,9 @@ class ChartCompiledSystem(CompiledSystem):
             (∂Φ/∂ξ · δ) w = ¼ q_g ⊗ (0, J_r δ_g) ⊗ (0, J_r w_g) + G(q_g) D_r(ξ_g, w_g) δ_g
 
         (D_r: :func:`kanedyn.spatial.lie.so3_right_jacobian_derivative`)."""
-        from ...spatial import quat_multiply
         from ...spatial.lie import (
             quat_rate_matrix,
+            skew3,
             so3_right_jacobian,
             so3_right_jacobian_derivative,
         )
@@ -633,11 +651,12 @@ class ChartCompiledSystem(CompiledSystem):
         for qi, ui in self.quaternions:
             qg, x, wg = q[qi], xi[ui], w[ui]
             Jr = so3_right_jacobian(x)
-            y = np.concatenate([[0.0], Jr @ wg])
-            for k in range(3):
-                c = np.concatenate([[0.0], Jr[:, k]])
-                R[qi, ui[k]] += 0.25 * quat_multiply(qg, quat_multiply(c, y))
-            R[np.ix_(qi, ui)] += quat_rate_matrix(qg) @ so3_right_jacobian_derivative(x, wg)
+            y = Jr @ wg
+            # ¼ q ⊗ (0, c) ⊗ (0, y) = ¼ q ⊗ (−c·y, c × y) = −¼ q (yᵀc) − ½ G(q) (y×) c
+            # for c = J_r δ_g, G(q) = ½ q ⊗ (0, ·)
+            G = quat_rate_matrix(qg)
+            R[np.ix_(qi, ui)] += (G @ (so3_right_jacobian_derivative(x, wg) - 0.5 * skew3(y) @ Jr)
+                                  - 0.25 * np.outer(qg, Jr.T @ y))
         return np.linalg.solve(N, W.T @ R)
 
     def chart_start_sensitivity(self, q0: ArrayLike, x: ArrayLike,
