@@ -119,11 +119,14 @@ def _parameter_values(eom, parameters) -> dict:
     return out
 
 
-def lower(eom, parameters: dict | None = None, cse: bool = True, fold: bool = True) -> Lowered:
+def lower(eom, parameters: dict | None = None, cse: bool = True, fold: bool = True,
+          chart: bool = False) -> Lowered:
     """Fold parameters, run CSE over all outputs together, and order the definitions.
 
     ``fold=False`` keeps the parameters as symbols (to count operations as SymPy does;
-    such a lowering is not compiled)."""
+    such a lowering is not compiled). ``chart=True`` (a tree whose chart is curved,
+    :func:`chart_is_curved`): the chart's outputs of :func:`_chart_outputs` only, every
+    other output empty — the module that ``ChartCompiledSystem`` builds on first use."""
     subs = _parameter_values(eom, parameters) if fold else {}
     values = {s.name: float(v) for s, v in subs.items()}
     # constant propagation through the intermediates, in their order
@@ -156,8 +159,14 @@ def lower(eom, parameters: dict | None = None, cse: bool = True, fold: bool = Tr
         outputs["energy"] = []
     if getattr(eom, "index3", False):
         defs = defs + _index3_outputs(eom, defs, subs, outputs)
-    elif chart_is_curved(eom):
+    elif chart:
+        if not chart_is_curved(eom):
+            raise SymbolicError(f"{eom.name!r}: the chart's outputs are for a tree whose "
+                                "chart is curved (quaternions, or speeds other than q̇)")
         defs = defs + _chart_outputs(eom, defs, outputs)
+        for k in outputs:
+            if k not in ("qdot_jacobian", "kinetic_gradient"):
+                outputs[k] = []
     defs = _reachable(defs, outputs)
     _check_symbols(eom, defs, outputs, () if fold else tuple(eom.parameters))
     _check_shapes(eom, outputs)

@@ -21,8 +21,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from ...errors import SolverError, StateError, SymbolicError
 from .build import find_c_compiler, load_c, load_python
-from .lowering import Lowered, lower
+from .lowering import Lowered, chart_is_curved, lower
 from .printers import (
+    CHART_SIGNATURES,
     QUAT_TOL,
     c_declarations,
     c_source,
@@ -43,6 +44,28 @@ def _check_backend(backend: str) -> None:
 
 
 _F64 = np.dtype(np.float64)
+
+
+def _build(low: Lowered, backend: str, funcs, names) -> tuple:
+    """(source, module, {name: callable}) of the generated functions ``names`` of ``low``
+    (``funcs``: their signatures, for C's declarations)."""
+    if backend == "c":
+        source = c_source(low)
+        mod = load_c(source, c_declarations(functions=funcs))
+        ffi, lib = mod.ffi, mod.lib
+
+        def wrap(fn):
+            buf = ffi.from_buffer
+
+            def call(*args):
+                return fn(*[a if isinstance(a, float) else buf("double[]", a)
+                            for a in args])
+            return call
+
+        return source, mod, {f: wrap(getattr(lib, f)) for f in names}
+    source = python_source(low, backend)
+    mod = load_python(source, backend)
+    return source, mod, {f: getattr(mod, f) for f in names}
 
 
 class CompiledSystem:
@@ -73,24 +96,8 @@ class CompiledSystem:
         self.counts = operation_counts(low)
         funcs = signatures(low)
         names = list(funcs) + (["forward_dynamics"] if backend != "numpy" else [])
-        if backend == "c":
-            self.source = c_source(low)
-            mod = load_c(self.source, c_declarations(functions=funcs))
-            ffi, lib = mod.ffi, mod.lib
-
-            def wrap(fn):
-                buf = ffi.from_buffer
-
-                def call(*args):
-                    return fn(*[a if isinstance(a, float) else buf("double[]", a)
-                                for a in args])
-                return call
-
-            self._k = {f: wrap(getattr(lib, f)) for f in names}
-        else:
-            self.source = python_source(low, backend)
-            mod = load_python(self.source, backend)
-            self._k = {f: getattr(mod, f) for f in names}
+        self.source, mod, self._k = _build(low, backend, funcs, names)
+        if backend != "c":
             self._rk4_loop = getattr(mod, "rk4_run", None)
             self._module = mod
         self._work = np.empty(max(self.nv * self.nv, 1))
@@ -538,9 +545,10 @@ class ChartCompiledSystem(CompiledSystem):
     #: how many W(q) :meth:`_rate_matrices` keeps
     _KEEP = 16
 
-    def __init__(self, low: Lowered, backend: str):
+    def __init__(self, low: Lowered, backend: str, cse: bool = True):
         super().__init__(low, backend)
         self.has_chart_derivative = True
+        self._chart_of = (low.eom, cse)
         self._rates = getattr(self._module, "_rates", None) if backend == "numba" else None
         self._kept_rates: dict = {}
         self._kept_parts: tuple = (None, None)
@@ -602,6 +610,7 @@ class ChartCompiledSystem(CompiledSystem):
         Q, Vv = self._arr(q, self.nq, "q"), self._arr(v, self.nv, "v")
         if Q.ndim != 1 or Vv.ndim != 1:
             raise StateError(f"{self.name}: hamiltonian_terms takes one state")
+        self._chart_functions()
         (dT,) = self._eval("kinetic_gradient", [Q, Vv], t, [self.nq])
         W = self.rate_matrix(Q, t)
         return W.T @ dT, self.gravity_torques(Q, t)
@@ -611,11 +620,27 @@ class ChartCompiledSystem(CompiledSystem):
         and :meth:`chart_derivative` at (q0, ξ) form and keep."""
         return np.array(self._chart_parts(q0, xi, t)[1])
 
+    def _chart_functions(self) -> None:
+        """Generate and build ``qdot_jacobian`` and ``kinetic_gradient`` (the lowering
+        with ``chart=True``: ∂q̇/∂q and ∂T/∂q through the definitions, CSE'd together), on
+        first use: ∂T/∂q is most of a floating tree's dynamics in size (4943 operations
+        against 7594 for M and forcing on an 8-body tree) and triples its lowering time,
+        which a system never stepped by avf or verlet need not pay."""
+        if "qdot_jacobian" in self._k:
+            return
+        eom, cse = self._chart_of
+        low = lower(eom, self.parameters, cse=cse, chart=True)
+        funcs = {f: signatures(low)[f] for f in CHART_SIGNATURES}
+        self.chart_source, _, k = _build(low, self.backend, funcs, list(funcs))
+        self.counts.update({f: operation_counts(low)[f] for f in funcs})
+        self._k.update(k)
+
     def qdot_jacobian(self, q: ArrayLike, v: ArrayLike, t: float = 0.0) -> NDArray:
-        """∂q̇/∂q (nq × nq) of the kinematic equations at (q, v), generated: SymPy's
-        derivative of q̇(q, u) through the definitions (``lowering.gradients``); on a
-        quaternion the derivative of the expression ½ q ⊗ (0, ω) (q normalised first, as
-        every generated function takes it)."""
+        """∂q̇/∂q (nq × nq) of the kinematic equations at (q, v), generated (on first use,
+        :meth:`_chart_functions`): SymPy's derivative of q̇(q, u) through the definitions
+        (``lowering.gradients``); on a quaternion the derivative of the expression
+        ½ q ⊗ (0, ω) (q normalised first, as every generated function takes it)."""
+        self._chart_functions()
         (K,) = self._eval("qdot_jacobian", [self._arr(q, self.nq, "q"),
                                             self._arr(v, self.nv, "v")], t, [self.nq ** 2])
         return K.reshape(K.shape[:-1] + (self.nq, self.nq))
@@ -734,7 +759,9 @@ def compile_eom(eom, backend: str = "numba", parameters: dict | None = None,
     if backend == "c":
         find_c_compiler()  # fail before the (slow) lowering
     low = lower(eom, parameters, cse=cse)
-    cls = (Index3CompiledSystem if getattr(eom, "index3", False)
-           else ChartCompiledSystem if "qdot_jacobian" in low.outputs else CompiledSystem)
-    return cls(low, backend)
+    if getattr(eom, "index3", False):
+        return Index3CompiledSystem(low, backend)
+    if chart_is_curved(eom):
+        return ChartCompiledSystem(low, backend, cse)
+    return CompiledSystem(low, backend)
 
