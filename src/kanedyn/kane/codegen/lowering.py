@@ -11,7 +11,8 @@ for a system with eliminated constraints, the dependent speeds and the constrain
 residuals (:func:`_constraint_outputs`); for the index-3 form (``eom.index3``,
 :func:`kanedyn.kane.index3_equations`) also ∂T/∂q, ∂V/∂q (:func:`gradients`, the chain rule
 through the definitions), ∂g/∂q, γ and the non-conservative forces F_nc
-(:func:`_index3_outputs`).
+(:func:`_index3_outputs`); with ``chart=True``, for a tree whose chart is curved, only ∂q̇/∂q
+and ∂T/∂q (:func:`_chart_outputs`).
 It does, in order:
 
 1. substitute the parameter values and propagate them through the intermediates

@@ -73,8 +73,9 @@ INDEX3_SIGNATURES = {
     "nonconservative_forces": (("q", "u", "tau", "t"), ("nonconservative_forces",)),
 }
 #: the functions of a tree whose chart is curved (quaternions, or speeds other than q̇:
-#: :func:`~kanedyn.kane.codegen.lowering.chart_is_curved`): ∂q̇/∂q (nq x nq, row-major),
-#: by which ChartCompiledSystem.chart_derivative differentiates the chart's velocity map,
+#: :func:`~kanedyn.kane.codegen.lowering.chart_is_curved`), in a module of their own that
+#: ChartCompiledSystem builds on first use (``lower(eom, chart=True)``): ∂q̇/∂q (nq x nq,
+#: row-major), by which its chart_derivative differentiates the chart's velocity map,
 #: and ∂T/∂q at fixed u (nq)
 CHART_SIGNATURES = {"qdot_jacobian": (("q", "u", "t"), ("qdot_jacobian",)),
                     "kinetic_gradient": (("q", "u", "t"), ("kinetic_gradient",))}
@@ -88,8 +89,8 @@ OUTPUT_ARRAYS = {"mass_matrix": "M", "forcing": "F", "qdot": "qd", "energy": "E"
 
 def signatures(low: Lowered) -> dict:
     """The generated functions of ``low``: :data:`SIGNATURES`, and
-    :data:`INDEX3_SIGNATURES` for the index-3 form, :data:`CHART_SIGNATURES` for a tree
-    whose chart is curved (every other system's source is as before)."""
+    :data:`INDEX3_SIGNATURES` for the index-3 form, :data:`CHART_SIGNATURES` for the
+    chart's lowering (``lower(eom, chart=True)``, whose other functions are empty)."""
     if getattr(low.eom, "index3", False):
         return {**SIGNATURES, **INDEX3_SIGNATURES}
     if "qdot_jacobian" in low.outputs:

@@ -10,8 +10,11 @@ energies, q_dot, integrate_configuration, on one state or a batch, with the inpu
 checks of the Model's algorithms; for the index-3 form
 (:func:`kanedyn.kane.index3_equations`) ``hamiltonian_terms``, ``constraint_rows`` and
 ``nonconservative_forces``, and for a system with configuration constraints
-``index3_form()``, which derives and compiles that form. Integrators and ``kd.simulate``
-take it as they take a Model.
+``index3_form()``, which derives and compiles that form; for a tree whose chart is curved
+(quaternions, or speeds other than q̇) a :class:`ChartCompiledSystem`, with the chart's
+derivatives (``chart_derivative``, ``chart_start_sensitivity``) and the tangent ∂T/∂q
+(``hamiltonian_terms``) from ∂q̇/∂q and ∂T/∂q generated on first use. Integrators and
+``kd.simulate`` take it as they take a Model.
 """
 
 from __future__ import annotations
@@ -534,7 +537,8 @@ class CompiledSystem:
 class ChartCompiledSystem(CompiledSystem):
     """The compiled equations of a tree whose chart q0 ⊕ ξ is curved (quaternions, or
     speeds other than q̇; :func:`~kanedyn.kane.codegen.lowering.chart_is_curved`): a
-    :class:`CompiledSystem` with the generated ∂q̇/∂q and ∂T/∂q besides, and from them
+    :class:`CompiledSystem` with the generated ∂q̇/∂q and ∂T/∂q besides (built on first
+    use, :meth:`_chart_functions`), and from them
     the chart's derivatives in closed form (:meth:`chart_derivative`,
     :meth:`chart_start_sensitivity`: capability ``has_chart_derivative``, taken by
     :class:`kanedyn.integrators.chart.SystemChart`) and the tangent ∂T/∂q
