@@ -627,9 +627,10 @@ class ChartCompiledSystem(CompiledSystem):
     def _chart_functions(self) -> None:
         """Generate and build ``qdot_jacobian`` and ``kinetic_gradient`` (the lowering
         with ``chart=True``: ∂q̇/∂q and ∂T/∂q through the definitions, CSE'd together), on
-        first use: ∂T/∂q is most of a floating tree's dynamics in size (4943 operations
-        against 7594 for M and forcing on an 8-body tree) and triples its lowering time,
-        which a system never stepped by avf or verlet need not pay."""
+        first use: ∂T/∂q is most of a floating tree's dynamics in size (5213 operations
+        against 7468 for M and forcing on an 8-body tree) and its lowering takes about as
+        long as the equations' own (2.6 s against 2.2 s; docs/benchmarks.md), which a
+        system never stepped by avf or verlet need not pay."""
         if "qdot_jacobian" in self._k:
             return
         eom, cse = self._chart_of
