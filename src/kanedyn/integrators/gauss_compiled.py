@@ -478,17 +478,27 @@ def _tangent_jacobian(data, P, forces, iqd, t, q0, x, v, q, qd, tnc, acc, tau, s
 
 
 # ------------------------------------------------------------------ energy projection
+@nb.njit(cache=True, nogil=True, inline="always")
+def energy_scale(E0: float, T: float, E: float) -> float:
+    """The size against which an energy projection judges |E − target|:
+    1 + |E₀| + |T| + |E − T| at the state projected (:meth:`.projection.Projected._scale`,
+    the reference) — a falling body's T and V grow apart while E stays near E₀, and a bar
+    on 1 + |E₀| alone fell below the rounding of T + V."""
+    return 1.0 + abs(E0) + abs(T) + abs(E - T)
+
+
 @nb.njit(cache=True, nogil=True)
 def project_energy_standard(data, P, forces, iqd, tangent, q, v, target, E0, M, tol, maxiter,
                             dT, dV, out, qs, vs, dz, t2, qd):
     """In place, ``(q, v) ← (q, v) + λ (∂E/∂q, M v)`` with ``E(q, v) = target``: the
     projection of :class:`.projection.Projected` for ``project="energy"`` (Hairer, Lubich
     & Wanner 2006, IV.4): λ by simplified Newton with the slope ``|∂E/∂q|² + |Mv|²`` at
-    the start, until ``|E − target| ≤ 4 tol (1 + |E0|)`` (or ``1e-13 (1 + |E0|)`` after
-    ``maxiter``); q moves by ``q ⊕ λ ∂E/∂q`` if ``tangent``. M is M(q) on entry. E0 is
-    the initial energy; the target is E0 + W_nc (the reference's). With the force rows P
-    (``forces``) E includes the springs' potential. Returns (status, iterations): status
-    0, or :data:`NEWTON_FAILED` (not converged), :data:`BAD_STATE`."""
+    the start, until ``|E − target| ≤ 4 tol s`` (or ``1e-13 s`` after ``maxiter``), s the
+    size :func:`energy_scale` of the terms of E at the start; q moves by ``q ⊕ λ ∂E/∂q``
+    if ``tangent``. M is M(q) on entry. E0 is the initial energy; the target is E0 + W_nc
+    (the reference's). With the force rows P (``forces``) E includes the springs'
+    potential. Returns (status, iterations): status 0, or :data:`NEWTON_FAILED` (not
+    converged), :data:`BAD_STATE`."""
     n = v.shape[0]
     if energy_pass(data, q, v, dT, dV, out) != 0:
         return BAD_STATE, 0
@@ -504,7 +514,7 @@ def project_energy_standard(data, P, forces, iqd, tangent, q, v, target, E0, M, 
     for i in range(n):
         dd += dT[i] * dT[i] + b[i] * b[i]
     ginv = 1.0 / dd
-    scale = 1.0 + abs(E0)
+    scale = energy_scale(E0, out[0], G + target)
     lam = 0.0
     for it in range(1, maxiter + 1):
         lam -= ginv * G
@@ -560,12 +570,14 @@ def project_standard(data, P, forces, iqd, tangent, q, v, target, E0, M, rows, h
     ⊕ Dᵀλ`` with G(q, v) = 0, D the gradients at the start — energy ``(∂E/∂q, M v)``,
     momentum ``∂h/∂v`` exactly (h is linear in v: h(q, e_k)) and ``∂h/∂q`` by central
     differences of step 1e-6 in the chart —, λ by simplified Newton with ``(D Dᵀ)⁻¹``,
-    until ``|G| ≤ 4 tol s`` (or ``1e-13 s`` after ``maxiter``), s = 1 + |E0| + max|h0|.
+    until ``|G| ≤ 4 tol s`` (or ``1e-13 s`` after ``maxiter``), s = :func:`energy_scale`
+    + max|h0|.
     Returns (status, iterations) as :func:`project_energy_standard`."""
     n = v.shape[0]
     k = 1 + rows.shape[0]
     if not _invariants(data, P, forces, iqd, q, v, target, rows, h0, dT, dV, out, qd, G):
         return BAD_STATE, 0
+    T0 = out[0]  # (out is overwritten by the columns below)
     b = M @ v
     for i in range(n):
         D[0, i] = dT[i]
@@ -592,7 +604,7 @@ def project_standard(data, P, forces, iqd, tangent, q, v, target, E0, M, rows, h
                 else:
                     D[1 + j, c] = (D[1 + j, c] - out[2 + rows[j]]) / 2e-6
     Ginv = np.linalg.inv(D @ D.T)
-    scale = 1.0 + abs(E0)
+    scale = energy_scale(E0, T0, G[0] + target)
     hmax = 0.0
     for j in range(6):
         hmax = max(hmax, abs(h0[j]))

@@ -140,7 +140,7 @@ from ..forces.kernel import (
     wrench_forces_add,
 )
 from .base import ITOH_ABE_FLOOR, _chol_solve
-from .gauss_compiled import NEWTON_FAILED, STATE_GUARD, dof_coordinates, gather
+from .gauss_compiled import NEWTON_FAILED, STATE_GUARD, dof_coordinates, energy_scale, gather
 from .rk4_compiled import save_sample, state_guard, store
 
 _compiled.key_cache(__name__)
@@ -517,8 +517,9 @@ def _moved(point, qt, D, lam, xi, q) -> bool:
 def _project_energy(fns, point, target, scale, q, v, U, M, E, zu, zt, D, tol, maxiter) -> int:
     """(q, v) ← the state moved along ∇E(q̃, v̂) onto E = ``target`` (E₀ + W_nc) by
     :class:`.projection.Projected`'s scalar Newton (energy alone): λ ← λ − G/|∇E|²,
-    z = z̃ + λ ∇E, until |G| ≤ 4 tol (1 + |E₀|) (``scale``), or at ``maxiter`` if
-    |G| ≤ 1e-13 (1 + |E₀|); the iterations, −1 if it fails. On additive coordinates
+    z = z̃ + λ ∇E, until |G| ≤ 4 tol s, or at ``maxiter`` if |G| ≤ 1e-13 s, s the size of
+    the terms of E at z̃ (:func:`.gauss_compiled.energy_scale`; ``scale`` = 1 + |E₀|); the
+    iterations, −1 if it fails. On additive coordinates
     (``point`` None) q = q̃ + λ ∇_qE; on a chart that is not additive (projection.py's
     ``Projected`` there) in the chart of the step's end q̃: q = q̃ ⊕ λ ∇_ξE by the
     generated ``point`` (:func:`_moved`)."""
@@ -531,6 +532,10 @@ def _project_energy(fns, point, target, scale, q, v, U, M, E, zu, zt, D, tol, ma
     ginv = 1.0 / dd
     qt, vt, xi = q.copy(), v.copy(), np.empty(n)
     G = _energy(fns, qt, vt, E) - target
+    T = 0.0  # ½ vᵀ(M v), M v = ∂E/∂v: the bar on the terms of E (gauss_compiled.energy_scale)
+    for i in range(n):
+        T += 0.5 * vt[i] * D[n + i]
+    scale = energy_scale(scale - 1.0, T, G + target)
     lam = 0.0
     for it in range(1, maxiter + 1):
         lam -= ginv * G

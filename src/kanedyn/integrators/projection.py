@@ -145,6 +145,23 @@ class Projected(FixedStepMethod):
             rows.append(A)
         return np.vstack(rows)
 
+    def _scale(self, G: np.ndarray, v: np.ndarray, D: np.ndarray) -> float:
+        """The size against which |G| is judged: 1 + |E₀| + |T| + |E − T| at the step's
+        end (q̃, ṽ) — the terms whose rounding E = T + V carries, T = ½ vᵀ(M v) with
+        M v = ∂E/∂v, the energy's row of D — plus max |h₀| with momentum rows. A falling
+        body's T and V grow apart while E stays near E₀: a bar on 1 + |E₀| alone fell
+        below the rounding of T + V (a free body stopped at t = 3.5 s, |T| ≈ |V| ≈ 10³)."""
+        scale = 1.0 + abs(self.E0)
+        if "energy" in self.invariants:
+            k = sum(INVARIANTS[n] for n in self.invariants[:self.invariants.index("energy")])
+            nv = v.shape[0]
+            T = 0.5 * float(v @ D[k, nv:])
+            E = float(G[k]) + self.E0 + self.W
+            scale += abs(T) + abs(E - T)
+        if self.h0 is not None:
+            scale += float(np.abs(self.h0).max())
+        return scale
+
     def step(self, t, q, v, h):
         qt, vt, dw = self.base.step(t, q, v, h)
         self.W += dw
@@ -157,7 +174,7 @@ class Projected(FixedStepMethod):
                                 "linearly dependent here; project onto fewer invariants") from None
         lam = np.zeros(D.shape[0])
         G = self._G(qt, vt)
-        scale = 1.0 + abs(self.E0) + (0.0 if self.h0 is None else float(np.abs(self.h0).max()))
+        scale = self._scale(G, vt, D)
         for it in range(1, self.maxiter + 1):
             lam -= Ginv @ G
             dz = D.T @ lam

@@ -49,7 +49,7 @@ from ..forces.kernel import (
     wrench_forces_add,
 )
 from ..integrators.base import Solution
-from ..integrators.gauss_compiled import project_standard
+from ..integrators.gauss_compiled import energy_scale, project_standard
 from ..integrators.rk4_compiled import (
     BAD_KERNEL_STATE,
     NOT_FINITE,
@@ -143,7 +143,7 @@ def project_energy_manifold(data, P, iq_of_dof, forces, q, v, target, E0, M, dT,
             bi += M[i, j] * v[j]
         b[i] = bi
         slope += bi * bi
-    scale = 1.0 + abs(E0)
+    scale = energy_scale(E0, out[0], G + target)
     lam = 0.0
     for _ in range(20):
         lam -= (1.0 / slope) * G
