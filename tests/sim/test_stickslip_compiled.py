@@ -11,7 +11,13 @@ import pytest
 
 import kanedyn as kd
 from kanedyn import friction
-from kanedyn.forces import JointDamper, JointFriction, JointSpring, SinusoidalTorque
+from kanedyn.forces import (
+    ExternalWrench,
+    JointDamper,
+    JointFriction,
+    JointSpring,
+    SinusoidalTorque,
+)
 from kanedyn.model.joints import Free, Prismatic, Revolute
 
 
@@ -250,13 +256,15 @@ def test_compiled_run_with_wrenches_equals_the_python_reference(monkeypatch, wre
 
 def ball_elbow_case(t_final: float = 0.8):
     """kd.models.ball_elbow with exact Stribeck friction on its hinge (the elbow), a spring
-    and a 2 Hz shaker on it and the shoulder (a quaternion) swinging: the elbow sticks and
-    slips four times in 0.8 s."""
+    and a 2 Hz shaker on it, the shoulder (a quaternion) swinging with a damper on its
+    three speeds, a constant wrench on the forearm: the elbow sticks and slips four times
+    in 0.8 s."""
     model = kd.models.ball_elbow()
     law = friction.Stribeck(Fc=0.5, Fs=0.8, vs=0.05, Fv=0.1)
     q0 = np.array([math.cos(0.15), math.sin(0.15), 0.0, 0.0, 0.0])
     v0 = np.array([0.5, 2.0, 0.3, 0.0])
-    forces = [JointSpring("elbow", 2.0), SinusoidalTorque("elbow", 0.9, 2.0)]
+    forces = [JointSpring("elbow", 2.0), SinusoidalTorque("elbow", 0.9, 2.0),
+              JointDamper("shoulder", 0.05), ExternalWrench("fore", [0.2, 0, 0, 0, 0.3, 0])]
     opts = dict(method="stickslip", joints={"elbow": law}, forces=forces)
     return model, q0, v0, t_final, opts
 
@@ -285,7 +293,7 @@ def test_compiled_equals_reference_on_the_ball_elbow():
     kinds = [s.kind for s in tr.friction.switches]
     assert kinds.count("stick") >= 4 and kinds.count("slip") >= 4
     runs = stuck_runs(tr.friction.mode[:, 0])
-    assert len(runs) >= 4 and sum(b - a for a, b in runs) > 20
+    assert len(runs) >= 4 and sum(b - a for a, b in runs) > 15
     for a, b in runs:                                   # held: v = 0 and q fixed, exactly
         assert np.all(tr.v[a:b, 3] == 0.0) and np.all(tr.q[a:b, 4] == tr.q[a, 4])
     E = (kd.kinetic_energy(model, tr.q, tr.v) + kd.potential_energy(model, tr.q)

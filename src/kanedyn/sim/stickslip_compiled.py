@@ -9,8 +9,15 @@ output by the Illinois method, and at each event the modes re-solved by the rule
 :meth:`.stickslip._Problem.resolve` (enumeration of {stick, +, −} up to ``ENUMERATE``
 joints, most stuck first; then the sequential rule).
 
-It runs on a Model's flat array (additive coordinates: revolute, prismatic and helical
-joints): the CRBA and RNEA kernels of :mod:`kanedyn.dynamics.kernels`, the kernel of
+It runs on a Model's flat array: revolute, prismatic and helical joints, and ball, free
+and planar ones (a floating base; friction on 1-DOF joints). q is integrated as the
+reference integrates it, in q itself with q̇ = W(q) v
+(:func:`.configuration_kernel.qdot_into`, each joint's ``kinematic_map``: a quaternion
+by ½ q ⊗ (0, ω), its norm kept by the flow to the integration tolerance, not renormalised;
+the kernels take its rotation normalised), and the force rows' springs read the 1-DOF
+joints' coordinates gathered from q; on a Model of additive joints (read from the flat
+array: no ball, free or planar joint) q̇ = v and the run is the one before, to the bit.
+The loop uses the CRBA and RNEA kernels of :mod:`kanedyn.dynamics.kernels`, the kernel of
 ``kd.kinetic_energy`` for the energy, the force rows of :mod:`kanedyn.forces.kernel` and
 the exact law's curve of :mod:`kanedyn.friction.laws_kernel`, with the friction table of
 :mod:`.time_stepping_compiled` (FT_FS, FT_FC, ..., FT_SURF). Each sample is one row of a
