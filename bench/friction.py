@@ -266,7 +266,8 @@ def ball_elbow_events(repeat: int = 3) -> None:
     ways — the compiled loop (ball, free and planar joints since h46), its Python reference
     (compiled=False) and the solve_ivp DOP853 segments (ivp_method=, what this case ran
     before) — without load (it sticks, slips once and sticks again) and with a spring and
-    a 2 Hz shaker on the elbow (tests/sim/test_stickslip_compiled.py's case)."""
+    a 2 Hz shaker on the elbow (tests/sim/test_stickslip_compiled.py's case without its
+    damper and wrench)."""
     model = kd.models.ball_elbow()
     law = friction.Stribeck(Fc=0.5, Fs=0.8, vs=0.05, Fv=0.1)
     cases = [("gravity only, 1 s", [math.cos(0.1), math.sin(0.1), 0, 0, 0.0],
