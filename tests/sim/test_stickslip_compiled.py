@@ -320,8 +320,19 @@ def test_compiled_equals_reference_on_a_floating_base_and_a_planar_cart():
     all six of its speeds) and of kd.models.planar_cart (planar joint): compiled against
     the Python reference, the same switches, the grid samples to 1e-9 (on the floating
     base the step sequences part by round-off after the first stuck phase, one step in
-    500: 1e-11 measured); the budget closes and the quaternion stays unit."""
+    500: 1e-11 measured); the budget closes and the quaternion stays unit. The loop's q̇
+    (configuration_kernel.qdot_into) equals the joints' kinematic maps
+    (kd.q_dot) on these trees and the ball-elbow."""
+    from kanedyn.dynamics.flat import flatten
+    from kanedyn.sim.configuration_kernel import qdot_into
+
     model = floating_hinge()
+    rng = np.random.default_rng(3)
+    for m in (model, kd.models.planar_cart(), kd.models.ball_elbow()):  # the loop's q̇
+        q, v = kd.random_configuration(m, rng), rng.normal(size=m.nv)
+        out = np.empty(m.nq)
+        qdot_into(flatten(m).data, q, v, out)
+        np.testing.assert_allclose(out, kd.q_dot(m, q, v), rtol=0, atol=1e-15)
     law = friction.Stribeck(Fc=0.05, Fs=0.08, vs=0.05, Fv=0.01)
     q0 = np.array([0.0, 0.0, 1.0, math.cos(0.2), 0.0, math.sin(0.2), 0.0, 0.0])
     v0 = np.array([0.3, -0.2, 1.0, 0.1, 0.0, 0.5, 0.0])
