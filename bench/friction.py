@@ -2,7 +2,7 @@
 with MuJoCo's frictionloss, the cost per step of each treatment of v = 0, and a 7-DOF arm
 with friction on every joint against MuJoCo (and the demo's AVF run against its RK4 run).
 
-Run: .venv/bin/python bench/friction.py [--quick] [--arm-only | --events]
+Run: .venv/bin/python bench/friction.py [--quick] [--arm-only | --events | --ball-elbow]
 """
 
 from __future__ import annotations
@@ -259,6 +259,42 @@ EVENT_WAYS = (("compiled DOPRI5 loop", {}, 3),
               ("solve_ivp DOP853 (ivp_method=)", {"ivp_method": "DOP853"}, 1))
 
 
+# --- event-driven stick-slip on a tree with a ball joint ----------------------------
+def ball_elbow_events(repeat: int = 3) -> None:
+    """kd.models.ball_elbow, exact Stribeck friction (Fc 0.5, Fs 0.8, vs 0.05, Fv 0.1) on its
+    hinge (the elbow), the shoulder (a quaternion) swinging: the event-driven run three
+    ways — the compiled loop (ball, free and planar joints since h46), its Python reference
+    (compiled=False) and the solve_ivp DOP853 segments (ivp_method=, what this case ran
+    before) — without load (it sticks, slips once and sticks again) and with a spring and
+    a 2 Hz shaker on the elbow (tests/sim/test_stickslip_compiled.py's case without its
+    damper and wrench)."""
+    model = kd.models.ball_elbow()
+    law = friction.Stribeck(Fc=0.5, Fs=0.8, vs=0.05, Fv=0.1)
+    cases = [("gravity only, 1 s", [math.cos(0.1), math.sin(0.1), 0, 0, 0.0],
+              [0.0, 3.0, 0.0, 0.0], [], 1.0),
+             ("spring + shaker, 0.8 s", [math.cos(0.15), math.sin(0.15), 0, 0, 0.0],
+              [0.5, 2.0, 0.3, 0.0], [kd.forces.JointSpring("elbow", 2.0),
+                                     kd.forces.SinusoidalTorque("elbow", 0.9, 2.0)], 0.8)]
+    print("\n== event-driven stick-slip on kd.models.ball_elbow, exact friction on the elbow "
+          f"(rtol 1e-10, atol 1e-12, stick_step T/1000); load average "
+          f"{open('/proc/loadavg').read().split()[:3]} ==")
+    print(f"{'case':<24} {'way':<34} {'ms':>9} {'us/step':>8} {'steps':>6} {'switches':>9} "
+          f"{'/compiled':>9}")
+    for label, q0, v0, forces, T1 in cases:
+        base = None
+        for name, kw, rep in EVENT_WAYS:
+            el, tr = best_of(lambda kw=kw, q0=q0, v0=v0, forces=forces, T1=T1: kd.simulate(
+                model, np.array(q0), np.array(v0), T1, method="stickslip",
+                joints={"elbow": law}, forces=forces, **kw), rep if rep == 1 else repeat)
+            base = el if base is None else base
+            steps = tr.stats.get("steps")
+            us = f"{1e6 * el / steps[0]:8.2f}" if steps else f"{'':>8}"
+            n = f"{steps[0]:6d}" if steps else f"{'':>6}"
+            print(f"{label:<24} {name:<34} {1e3 * el:9.2f} {us} {n} "
+                  f"{len(tr.friction.switches):9d} {el / base:9.1f}")
+    print(f"load average after: {open('/proc/loadavg').read().split()[:3]}")
+
+
 # --- 4. a 7-DOF arm, friction on every joint -------------------------------------
 ARM = dict(n=7, length=0.3, mass=1.0, radius=0.1)   # the demo's arm (cli.demo_arm)
 
@@ -384,7 +420,12 @@ def main() -> None:
     ap.add_argument("--arm-only", action="store_true", help="only the 7-DOF arm and the demo")
     ap.add_argument("--events", action="store_true",
                     help="only the cost per step and the arm (with the event-driven rows)")
+    ap.add_argument("--ball-elbow", action="store_true",
+                    help="only the event-driven runs on kd.models.ball_elbow")
     args = ap.parse_args()
+    if args.ball_elbow:
+        ball_elbow_events()
+        return
     if args.events:
         cost(500 if args.quick else 2000)
         arm(1000 if args.quick else 4000)

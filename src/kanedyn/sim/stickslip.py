@@ -31,7 +31,9 @@ creep, to the last bit.
 
 With exact laws only, the segments are integrated by kanedyn's Dormand–Prince 5(4) with
 events on its dense output: the whole run compiled (:mod:`.stickslip_compiled`) on a
-Model of additive joints with exact Stribeck laws and compiled force rows, else (and with
+Model of 1-DOF additive joints, also with ball, free and planar joints (q integrated in
+q itself with q̇ = W(q) v, as the reference does), with exact Stribeck laws and compiled
+force rows, else (and with
 ``compiled=False``) its readable reference :mod:`.stickslip_events`, which the compiled
 loop equals step for step. A solve_ivp ``method`` runs the segments by solve_ivp (below),
 as do the cases outside the compiled one by default. Smooth laws (smoothed sgn,
@@ -335,7 +337,8 @@ def simulate_stick_slip(system, q0: ArrayLike, v0: ArrayLike, t_final: float, jo
 
     ``method``: None (the default) runs kanedyn's own Dormand–Prince 5(4) with events on
     its dense output where every law is exact and the case has a compiled form (a Model
-    of 1-DOF additive joints, exact :class:`~kanedyn.friction.Stribeck` laws, force
+    of 1-DOF additive joints, ball, free and planar ones, exact
+    :class:`~kanedyn.friction.Stribeck` laws, force
     elements with compiled rows, no ``tau`` function): the compiled loop of
     :mod:`.stickslip_compiled`, or with ``compiled=False`` its Python reference
     (:mod:`.stickslip_events`, which also takes ``tau`` and the other exact laws). Other

@@ -9,8 +9,15 @@ output by the Illinois method, and at each event the modes re-solved by the rule
 :meth:`.stickslip._Problem.resolve` (enumeration of {stick, +, −} up to ``ENUMERATE``
 joints, most stuck first; then the sequential rule).
 
-It runs on a Model's flat array (additive coordinates: revolute, prismatic and helical
-joints): the CRBA and RNEA kernels of :mod:`kanedyn.dynamics.kernels`, the kernel of
+It runs on a Model's flat array: revolute, prismatic and helical joints, and ball, free
+and planar ones (a floating base; friction on 1-DOF joints). q is integrated as the
+reference integrates it, in q itself with q̇ = W(q) v
+(:func:`.configuration_kernel.qdot_into`, each joint's ``kinematic_map``: a quaternion
+by ½ q ⊗ (0, ω), its norm kept by the flow to the integration tolerance, not renormalised;
+the kernels take its rotation normalised), and the force rows' springs read the 1-DOF
+joints' coordinates gathered from q; on a Model of additive joints (read from the flat
+array: no ball, free or planar joint) q̇ = v and the run is the one before, to the bit.
+The loop uses the CRBA and RNEA kernels of :mod:`kanedyn.dynamics.kernels`, the kernel of
 ``kd.kinetic_energy`` for the energy, the force rows of :mod:`kanedyn.forces.kernel` and
 the exact law's curve of :mod:`kanedyn.friction.laws_kernel`, with the friction table of
 :mod:`.time_stepping_compiled` (FT_FS, FT_FC, ..., FT_SURF). Each sample is one row of a
@@ -24,14 +31,24 @@ import numba as nb
 import numpy as np
 
 from ..dynamics import _compiled, kernels
+from ..dynamics.layout import FREE, IQ, IV, JTYPE, NQ, NV, NVJ, PLANAR, SPHERICAL
 from ..errors import SolverError
-from ..forces.kernel import applied_forces, force_rows, has_forces, spring_potential
+from ..forces.kernel import (
+    applied_forces,
+    force_rows,
+    has_forces,
+    joint_forces,
+    spring_potential,
+    wrench_forces_add,
+)
 from ..friction.laws import Stribeck
 from ..friction.laws_kernel import stribeck_curve
 from ..integrators.base import cholesky, cholesky_solve
 from ..integrators.dopri5 import B, C, D, E
 from ..integrators.rk4_compiled import compiled_or_none
 from ..model import Model
+from ..model.joints import Free, Planar, Spherical
+from .configuration_kernel import qdot_into
 from .stickslip_events import ROOT_ITERATIONS, ROOT_TOL, SAME_TIME, A
 from .time_stepping_compiled import FT_DELTA, FT_FC, FT_FS, FT_FV, FT_SURF, FT_VS
 from .trajectory import Switch
@@ -50,13 +67,42 @@ ENUMERATE = 4
 
 
 @nb.njit(cache=True, nogil=True)
-def workspace(data, nv: int):
-    """The arrays :func:`evaluate` works in, allocated once a run."""
+def coordinates(data):
+    """(nq, nv, additive, iq_of_dof) of the model ``data``: additive when no joint is a
+    ball, free or planar one (then q̇ = v and q_j is the coordinate of speed j); iq_of_dof
+    the index in q of each speed's coordinate on 1-DOF additive joints, −1 elsewhere
+    (:func:`.rk4_manifold.dof_coordinates`: the force rows' springs read q there)."""
     nb_ = data.shape[0] - 1
+    nq, nv = int(data[nb_, NQ]), int(data[nb_, NV])
+    iq = np.full(nv, -1, np.int64)
+    additive = True
+    for i in range(nb_):
+        kd = int(data[i, JTYPE])
+        if kd == SPHERICAL or kd == FREE or kd == PLANAR:
+            additive = False
+        elif int(data[i, NVJ]) == 1:
+            iq[int(data[i, IV])] = int(data[i, IQ])
+    return nq, nv, additive, iq
+
+
+@nb.njit(cache=True, nogil=True)
+def workspace(data):
+    """The arrays :func:`evaluate` works in, allocated once a run (ws[16:]: the
+    coordinates' layout of :func:`coordinates`, [nq, additive], and a gathered q)."""
+    nb_ = data.shape[0] - 1
+    nq, nv, additive, iq = coordinates(data)
     return (np.empty((nv, nv)), np.empty((nv, nv)), np.empty(nv), np.zeros(nv), np.zeros(nv),
             np.empty(nv), np.empty((nb_, 12)), np.empty((nb_, 13)), np.empty((2, 6)),
             np.empty(3 * nb_), np.empty((nb_, 12)), np.empty((3 * nb_ + 2, 6)),
-            np.empty(nv, np.int64), np.empty((nv, nv)), np.empty(nv), np.empty(11))
+            np.empty(nv, np.int64), np.empty((nv, nv)), np.empty(nv), np.empty(11),
+            np.array([nq, 1 if additive else 0], np.int64), iq, np.zeros(nv))
+
+
+@nb.njit(cache=True, nogil=True)
+def gather(iq_of_dof, q, qd):
+    """qd[j] = q[iq_of_dof[j]] (0 where the speed has no coordinate of its own)."""
+    for j in range(qd.shape[0]):
+        qd[j] = q[iq_of_dof[j]] if iq_of_dof[j] >= 0 else 0.0
 
 
 @nb.njit(cache=True, nogil=True)
@@ -64,17 +110,26 @@ def evaluate(data, P, forces, FT, idx, mode, t, y, dy, tf, ws) -> bool:
     """dy = ẏ at (t, y) in the modes ``mode`` and tf the friction forces (the held force
     λ for a stuck joint), as :meth:`.stickslip._Problem.rhs`; False if the kernels refuse
     the state or M_FF is not positive definite."""
-    M, L, hv, tnc, tau, b, Xc, Pc, Fc, Ac, Xr, wr, free, Mf, x, _ = ws
+    M, L, hv, tnc, tau, b, Xc, Pc, Fc, Ac, Xr, wr, free, Mf, x, _, lay, iq, qd = ws
     nv = hv.shape[0]
+    nq = lay[0]
+    additive = lay[1] == 1
     nf = idx.shape[0]
-    q = y[:nv]
-    v = y[nv:2 * nv]
+    q = y[:nq]
+    v = y[nq:nq + nv]
     s = kernels.crba_core(data, q, M, Xc, Pc, Fc, Ac)
     s |= kernels.rnea_core(data, q, v, v, data, True, False, False, hv, Xr, wr)  # h(q, v)
     if s != 0:
         return False
-    if forces and applied_forces(data, P, t, q, v, tnc, tau):  # (wrench rows: at q)
-        return False
+    if forces:
+        if additive:
+            if applied_forces(data, P, t, q, v, tnc, tau):  # (wrench rows: at q)
+                return False
+        else:  # the rows' springs at the 1-DOF joints' coordinates (gathered)
+            gather(iq, q, qd)
+            joint_forces(P, t, qd, v, tnc, tau)
+            if wrench_forces_add(data, P, q, tnc, tau):
+                return False
     for i in range(nv):
         b[i] = tau[i] - hv[i]
         free[i] = 1
@@ -102,11 +157,15 @@ def evaluate(data, P, forces, FT, idx, mode, t, y, dy, tf, ws) -> bool:
         if not cholesky(Mf, m, L):
             return False
         cholesky_solve(L, m, x, x)
+    if additive:
+        for i in range(nv):
+            dy[i] = v[i]
+    else:
+        qdot_into(data, q, v, dy)  # q̇ = W(q) v (dy[:nq])
     for i in range(nv):
-        dy[i] = v[i]
-        dy[nv + i] = 0.0
+        dy[nq + i] = 0.0
     for a in range(m):
-        dy[nv + free[a]] = x[a]
+        dy[nq + free[a]] = x[a]
     wf, wo, dis = 0.0, 0.0, 0.0
     for c in range(nf):
         j = idx[c]
@@ -119,9 +178,9 @@ def evaluate(data, P, forces, FT, idx, mode, t, y, dy, tf, ws) -> bool:
         dis -= tf[c] * (v[j] - FT[c, FT_SURF])
     for i in range(nv):
         wo += tnc[i] * v[i]
-    dy[2 * nv] = wf
-    dy[2 * nv + 1] = wo
-    dy[2 * nv + 2] = dis
+    dy[nq + nv] = wf
+    dy[nq + nv + 1] = wo
+    dy[nq + nv + 2] = dis
     return True
 
 
@@ -130,17 +189,18 @@ def consistent(data, P, forces, FT, idx, t, y, trial, zero, nz, dy, tf, ws) -> b
     """:meth:`.stickslip._Problem.consistent`: the joints zero[:nz] held within ±Fs or
     accelerating the way they slide (to 1e-12 of the largest |v̇|)."""
     nv = ws[2].shape[0]
+    nq = ws[16][0]
     if not evaluate(data, P, forces, FT, idx, trial, t, y, dy, tf, ws):
         return False
     amax = 0.0
     for i in range(nv):
-        amax = max(amax, abs(dy[nv + i]))
+        amax = max(amax, abs(dy[nq + i]))
     for a in range(nz):
         k = zero[a]
         if trial[k] == 0:
             if not -FT[k, FT_FS] <= tf[k] <= FT[k, FT_FS]:
                 return False
-        elif trial[k] * dy[nv + idx[k]] < -1e-12 * (1.0 + amax):
+        elif trial[k] * dy[nq + idx[k]] < -1e-12 * (1.0 + amax):
             return False
     return True
 
@@ -221,7 +281,7 @@ def event_values(data, P, forces, FT, idx, mode, t, y, evk, evc, ne, g, dy, tf, 
                  fresh) -> bool:
     """The segment's event functions at (t, y) into g[:ne] (:meth:`._Problem.events`);
     ``fresh``: tf already holds the forces at (t, y) (the step's last stage)."""
-    nv = ws[2].shape[0]
+    nq = ws[16][0]
     need = False
     for e in range(ne):
         need |= evk[e] != EV_ZERO and not fresh
@@ -230,7 +290,7 @@ def event_values(data, P, forces, FT, idx, mode, t, y, evk, evc, ne, g, dy, tf, 
     for e in range(ne):
         c = evc[e]
         if evk[e] == EV_ZERO:
-            g[e] = (y[nv + idx[c]] - FT[c, FT_SURF]) * mode[c]
+            g[e] = (y[nq + idx[c]] - FT[c, FT_SURF]) * mode[c]
         elif evk[e] == EV_BREAK_N:
             g[e] = FT[c, FT_FS] - tf[c]
         else:
@@ -313,6 +373,7 @@ def put_sample(data, P, forces, FT, idx, S, row, t, y, mode, dy, tf, ws, fresh):
     n = y.shape[0]
     nf = idx.shape[0]
     nv = ws[2].shape[0]
+    nq = ws[16][0]
     if not fresh:
         evaluate(data, P, forces, FT, idx, mode, t, y, dy, tf, ws)
     S[row, 0] = t
@@ -322,10 +383,15 @@ def put_sample(data, P, forces, FT, idx, S, row, t, y, mode, dy, tf, ws, fresh):
         S[row, 1 + n + c] = mode[c]
         S[row, 1 + n + nf + c] = tf[c]
     for i in range(nv):
-        S[row, 1 + n + 2 * nf + i] = dy[nv + i]
+        S[row, 1 + n + 2 * nf + i] = dy[nq + i]
     out = ws[15]
-    kernels.summary_into(data, y[:nv], y[nv:2 * nv], True, out)
-    S[row, 1 + n + 2 * nf + nv] = out[0] + out[1] + spring_potential(P, y[:nv])
+    kernels.summary_into(data, y[:nq], y[nq:nq + nv], True, out)
+    if ws[16][1] == 1:
+        V = spring_potential(P, y[:nv])
+    else:
+        gather(ws[17], y[:nq], ws[18])
+        V = spring_potential(P, ws[18])
+    S[row, 1 + n + 2 * nf + nv] = out[0] + out[1] + V
 
 
 @nb.njit(cache=True, nogil=True)
@@ -343,11 +409,11 @@ def stickslip_run(data, P, forces, FT, idx, y0, mode, t_final, rtol, atol, max_s
     ``grid`` the dt_out sampling (empty: every step). Returns (S, ns, SW, nsw, code, t):
     the sample and switch tables with their row counts, and the stop code (0, or an SS_*
     code at time t); ``steps`` gets the [accepted, rejected] step counts."""
-    nv = (y0.shape[0] - 3) // 2  # (P may hold wrench rows after the nv of the speeds)
+    ws = workspace(data)
+    nv = ws[2].shape[0]  # (P may hold wrench rows after the nv of the speeds)
+    nq = ws[16][0]
     nf = idx.shape[0]
-    n = 2 * nv + 3
-    nq = nv
-    ws = workspace(data, nv)
+    n = nq + nv + 3
     width = 1 + n + 2 * nf + nv + 1
     S = np.empty((256, width))
     SW = np.empty((64, 4))
@@ -488,7 +554,7 @@ def stickslip_run(data, P, forces, FT, idx, y0, mode, t_final, rtol, atol, max_s
         cand[:] = False
         forced[:] = False
         if evk[hit] == EV_ZERO:
-            y[nv + idx[k]] = FT[k, FT_SURF]
+            y[nq + idx[k]] = FT[k, FT_SURF]
             cand[k] = True
         else:
             evaluate(data, P, forces, FT, idx, mode, t, y, dy, tf, ws)
@@ -523,12 +589,13 @@ def start_modes(data, P, forces, FT, idx, y0, mode) -> int:
     to stick, :func:`resolve`, a slip their arrival); returns the number of switches that
     made (:func:`stickslip_run`'s ``n_switches0``). One run's start in
     ``simulate_batch(method="stickslip")``."""
-    nv = (y0.shape[0] - 3) // 2
+    ws = workspace(data)
+    nq = ws[16][0]
     nf = idx.shape[0]
     cand = np.zeros(nf, np.bool_)
     some = False
     for k in range(nf):
-        w = y0[nv + idx[k]] - FT[k, FT_SURF]
+        w = y0[nq + idx[k]] - FT[k, FT_SURF]
         mode[k] = 1 if w > 0.0 else (-1 if w < 0.0 else 0)
         cand[k] = w == 0.0
         some |= cand[k]
@@ -536,15 +603,18 @@ def start_modes(data, P, forces, FT, idx, y0, mode) -> int:
         return 0
     return resolve(data, P, forces, FT, idx, 0.0, y0, mode, cand, np.zeros(nf, np.bool_),
                    SW_SLIP, np.empty((nf + 1, 4)), 0, np.empty(y0.shape[0]), np.zeros(nf),
-                   workspace(data, nv))
+                   ws)
 
 
 def applies(pb) -> bool:
-    """Whether the compiled loop takes this problem (module doc): a Model of additive
-    coordinates, exact Stribeck laws, no ``tau`` function, force elements with rows."""
+    """Whether the compiled loop takes this problem (module doc): a Model whose joints are
+    additive or ball, free and planar ones, exact Stribeck laws, no ``tau`` function,
+    force elements with rows."""
     model = getattr(pb.sys, "model", None)
-    if (pb.tau is not None or not isinstance(model, Model) or model.nq != model.nv
-            or not pb.sys.chart_is_additive):
+    if pb.tau is not None or not isinstance(model, Model):
+        return False
+    if not all(b.joint.chart_is_additive or type(b.joint) in (Spherical, Free, Planar)
+               for b in model.bodies):
         return False
     return all(type(law) is Stribeck and law.smoothing is None for law in pb.laws)
 

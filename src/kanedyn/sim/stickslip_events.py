@@ -9,8 +9,11 @@ that the compiled loop can be equal to it step for step:
 
 - the step: Dormand–Prince 5(4) (Dormand & Prince 1980; Hairer, Nørsett & Wanner,
   *Solving ODEs I*, 2nd ed., II.4–II.6), the tableau of :mod:`kanedyn.integrators.dopri5`,
-  FSAL, on y = (q, v, W_f, W_other, D) (additive coordinates, q̇ = v — a Model of
-  revolute, prismatic and helical joints, or a system with q̇ = v). The error is the RMS
+  FSAL, on y = (q, v, W_f, W_other, D) with q̇ = the system's ``q_dot(q, v)`` (q̇ = v on
+  additive coordinates; on a Model with ball, free or planar joints W(q) v, each joint's
+  ``kinematic_map``: a quaternion is integrated in q itself by ½ q ⊗ (0, ω), not by
+  q ⊕ ξ on the manifold, so its norm stays 1 to the tolerance, not to round-off, and is
+  not renormalised; the dynamics take its rotation normalised). The error is the RMS
   of err_i / (atol + rtol max(|y_i|, |y1_i|)) over q and v (the works follow, they do not
   steer); a step with norm ≤ 1 is accepted, the next is h·min(10, max(0.2, 0.9 en^-1/5)),
   bounded by ``max_step`` and, while a joint is stuck, by ``stick_step``;
