@@ -272,11 +272,17 @@ def compiled_discrete_gradient(method, project, kind: int, **kw):
         return rk4_compiled.compiled_or_none(method.name, kane_compiled.run_itoh_abe,
                                              method.problem, kind == dgc.ITOH_ABE_SYMMETRIC,
                                              tol, maxiter, method.stagnation)
+    if (kind == dgc.AVF and not method.additive
+            and kane_compiled.avf_chart_applicable(method.problem)):
+        # a compiled Kane system with quaternions: avf in the chart's canonical coordinates,
+        # ∂H/∂x in closed form by the generated chart functions and ∂q̇/∂q, ∂T/∂q
+        return rk4_compiled.compiled_or_none(method.name, kane_compiled.run_avf_chart,
+                                             method.problem, method.xi, method.w,
+                                             method.opts["tol"], method.opts["maxiter"])
     if (kind != dgc.AVF and not method.additive
             and kane_compiled.chart_applicable(method.problem)):
         # a compiled Kane system with quaternions: Itoh–Abe in the chart's canonical
-        # coordinates, the chart by its generated functions (avf there takes the Python
-        # steps: the loop has no D(x, w))
+        # coordinates, the chart by its generated functions
         return rk4_compiled.compiled_or_none(method.name, kane_compiled.run_itoh_abe_chart,
                                              method.problem, kind == dgc.ITOH_ABE_SYMMETRIC,
                                              method.opts["tol"], method.opts["maxiter"],

@@ -139,6 +139,7 @@ from ..forces.kernel import (
     spring_potential,
     wrench_forces_add,
 )
+from ..spatial.lie import skew3, so3_right_jacobian, so3_right_jacobian_derivative
 from .base import ITOH_ABE_FLOOR, _chol_solve
 from .gauss_compiled import NEWTON_FAILED, STATE_GUARD, dof_coordinates, gather
 from .rk4_compiled import save_sample, state_guard, store
@@ -583,7 +584,13 @@ def _stage_residual(kind, fns, chart, hA, xi, w, h, tc, pw, mask, H0, z0, Z, U, 
       coordinates (chart.py: z = (x, p_x), z0 = (0, p_n)), Z = (Δx, Δp): R = (Δx − h ∇̄_pH,
       Δp + h ∇̄_xH − h J(x̄)ᵀτ_nc) with their discrete gradient of H(x, p)
       (:func:`_itoh_abe_gradient`), τ_nc at tc[0] = t_n + h/2 and the chart's midpoint
-      (:func:`_chart_minus_force`)."""
+      (:func:`_chart_minus_force`);
+    - ``kind`` 10, AVF in the chart's canonical coordinates (the same z and Z as kinds 8 and
+      9): ∇̄H = Σ_k w_k ∇H(ξ_k Δx, p_n + ξ_k Δp) with the closed-form ∂H/∂x of
+      :func:`_chart_gradient` (the chart's derivative functions in ``chart[9]``), then R as
+      for kinds 8 and 9."""
+    if kind == 10:
+        return _avf_chart_residual(fns, chart, xi, w, h, tc, z0, Z, U, M, E, zu, zt, F, R)
     if kind == 5 or kind == 6:
         return _residual(kind - 5, fns, h, tc[0], Z, U, M, E, zu, zt, R)
     n2 = z0.shape[0]
@@ -653,11 +660,14 @@ def _chart_rates(fns, chart, tc, z0, Z, U, zt, F, pw) -> bool:
     vᵀτ_nc; ξ̇ = J(ξ)⁻¹ v by LAPACK's LU (numpy's ``solve``), J(ξ) and q by the generated
     ``chart_jacobian`` and ``chart_point``; one stage per row of F. False where a
     generated function refuses a state. ``chart``: (forward dynamics, chart_point,
-    chart_jacobian, q_n, then the scratch q, x, y, work and J), None in the loops without
-    a chart, where this is not compiled (numba prunes the branch on the argument's
-    type)."""
+    chart_jacobian, q_n, then the scratch q, x, y, work and J, and last the chart's
+    derivative functions with their scratch, :func:`_avf_chart_loop`'s, None in the other
+    loops), None in the loops without a chart, where this is not compiled (numba prunes
+    the branch on the argument's type)."""
     if chart is not None:
-        fd, point, jacobian, qn, q, x, y, work, J = chart
+        fd, point, jacobian, qn, q, x, y, work, J = (chart[0], chart[1], chart[2], chart[3],
+                                                     chart[4], chart[5], chart[6], chart[7],
+                                                     chart[8])
         n = x.shape[0]
         n2 = 2 * n
         for i in range(F.shape[0]):
@@ -1183,7 +1193,7 @@ def _rk4_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, forward_dy
     work = np.empty(max(n * n, 1))
     qn = np.empty(nq)
     chart = (forward_dynamics, chart_point, chart_jacobian, qn, np.empty(nq), np.empty(n),
-             np.empty(n), work, np.empty(n * n))
+             np.empty(n), work, np.empty(n * n), None)
     K = np.empty((4, 1, 2 * n))  # (ξ̇, v̇) of the four stages (each a row of _chart_rates)
     z0, Z, tc, pw = np.zeros(2 * n), np.zeros(2 * n), np.empty(1), np.zeros(1)
     qs, a, xi, D, kw = np.empty(nq), np.empty(n), np.empty(n), np.empty(2 * n), np.empty(4)
@@ -1314,7 +1324,7 @@ def _gauss_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, fo
     zero = np.zeros(n2)
     qn, q1, xi = np.empty(nq), np.empty(nq), np.empty(n)
     chart = (forward_dynamics, chart_point, chart_jacobian, qn, np.empty(nq), np.empty(n),
-             np.empty(n), np.empty(max(n * n, 1)), np.empty(n * n))
+             np.empty(n), np.empty(max(n * n, 1)), np.empty(n * n), None)
     q, v = q0.copy(), v0.copy()
     k_out, vmax0, work = store(q, v, Q, V, 0), _largest(v), 0.0
     D, t0, pw0 = np.empty(n2), np.empty(1), np.zeros(1)
@@ -1668,7 +1678,7 @@ def _itoh_abe_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data,
     kept, have_kept = np.empty((n2, n2)), np.zeros(1, dtype=np.bool_)
     qn, xi, pv, vbar = np.empty(nq), np.empty(n), np.empty(n), np.empty(n)
     chart = (forward_dynamics, chart_point, chart_jacobian, qn, np.empty(nq), np.empty(n),
-             np.empty(n), np.empty(max(n * n, 1)), np.empty(n * n))
+             np.empty(n), np.empty(max(n * n, 1)), np.empty(n * n), None)
     kind = _kind(9) if symmetric else _kind(8)
     q, v = q0.copy(), v0.copy()
     k_out, vmax0, work = store(q, v, Q, V, 0), _largest(v), 0.0
@@ -1748,6 +1758,276 @@ def run_itoh_abe_chart(problem, symmetric: bool, tol: float, maxiter: int,
         return None
 
 
+# ------------------------------------------------------------ AVF in the quaternions' chart
+#: the generated ``_rates(q, t, zero, e, rate0, W)`` (W(q), nq × nv: printers' numba
+#: template) and the chart module's ``qdot_jacobian(q, u, t, Kq)`` (∂q̇/∂q, flat) and
+#: ``kinetic_gradient(q, u, t, dTq)`` (∂T/∂q at fixed u): what
+#: ``ChartCompiledSystem.compiled_chart_derivative`` gives, with the quaternion groups
+RATES = types.FunctionType(types.int64(_V, types.float64, _V, _V, _V, _ROWS))
+QDOT_JACOBIAN = types.FunctionType(types.int64(_V, _V, types.float64, _V))
+KINETIC_GRADIENT = types.FunctionType(types.int64(_V, _V, types.float64, _V))
+_GROUPS = types.int64[:, ::1]
+
+
+@nb.njit(cache=True, nogil=True)
+def _chart_derivative(dchart, q, x, w, Wq, D) -> bool:
+    """D ← D(x, w) with ``D δ = d/dε J(x + εδ) w`` at q = q_n ⊕ x (W(q) in Wq, W(q_n) in
+    the scratch W0): ``CompiledSystem.chart_derivative``'s closed form and arithmetic —
+    ``W D = (∂Φ/∂ξ · δ) w − (K(q, u) − K(q, 0)) Φ``, u = J w from the normal equations
+    N u = Wᵀ Φ w, N = WᵀW, K the generated ∂q̇/∂q, Φ = W(q_n) off the quaternions and
+    G(q_g) J_r(x_g) on group g, with the quaternion term
+    ``G(q_g)(D_r(x_g, w_g) − ½ (J_r w_g)× J_r) − ¼ q_g (J_rᵀ J_r w_g)ᵀ`` on its rows —,
+    solved by the normal equations; False where the generated ∂q̇/∂q refuses q."""
+    qjac, qg, ug, W0, Phi, zero, K1, K0 = (dchart[1], dchart[3], dchart[4], dchart[5],
+                                           dchart[6], dchart[7], dchart[9], dchart[10])
+    nq = q.shape[0]
+    Phi[:, :] = W0
+    for g in range(qg.shape[0]):
+        a, b = qg[g], ug[g]
+        G = _quat_rate_matrix(q, a)
+        GJ = G @ so3_right_jacobian(np.array([x[b[0]], x[b[1]], x[b[2]]]))
+        for i in range(4):
+            Phi[a[i], :] = 0.0
+            for c in range(3):
+                Phi[a[i], b[c]] = GJ[i, c]
+    N = Wq.T @ Wq
+    u = np.linalg.solve(N, Wq.T @ (Phi @ w))
+    if qjac(q, u, 0.0, K1) != 0 or qjac(q, zero, 0.0, K0) != 0:
+        return False
+    R = -(K1.reshape((nq, nq)) - K0.reshape((nq, nq))) @ Phi
+    for g in range(qg.shape[0]):
+        a, b = qg[g], ug[g]
+        xg = np.array([x[b[0]], x[b[1]], x[b[2]]])
+        wg = np.array([w[b[0]], w[b[1]], w[b[2]]])
+        Jr = so3_right_jacobian(xg)
+        y = Jr @ wg
+        qv = np.array([q[a[0]], q[a[1]], q[a[2]], q[a[3]]])
+        T = (_quat_rate_matrix(q, a) @ (so3_right_jacobian_derivative(xg, wg)
+                                        - 0.5 * skew3(y) @ Jr)
+             - 0.25 * np.outer(qv, Jr.T @ y))
+        for i in range(4):
+            for c in range(3):
+                R[a[i], b[c]] += T[i, c]
+    D[:, :] = np.linalg.solve(N, Wq.T @ R)
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _quat_rate_matrix(q, a):
+    """G(q_g) with ½ q_g ⊗ (0, y) = G y, q_g = q[a] (:func:`kanedyn.spatial.lie.
+    quat_rate_matrix`)."""
+    w, x, y, z = q[a[0]], q[a[1]], q[a[2]], q[a[3]]
+    return 0.5 * np.array([[-x, -y, -z], [w, -z, y], [z, w, -x], [-y, x, w]])
+
+
+@nb.njit(cache=True, nogil=True)
+def _chart_gradient(fns, chart, dchart, x, p, U, M, zu, zt, gx, xdot) -> bool:
+    """(gx, xdot) ← (∂H/∂x, ∂H/∂p = ẋ) at (x, p) in the chart centred on q_n, in
+    ``ChartHamiltonian.gradient``'s arithmetic with a compiled Kane tree's
+    ``SystemChart``: q = q_n ⊕ x and J(x) by the generated ``chart_point`` and
+    ``chart_jacobian`` (J = 1 exactly at x = 0, ``ProtocolChart.jacobian``), M v = J⁻ᵀ p by
+    LU, v = M⁻¹(M v) by Cholesky, ẋ = J⁻¹ v by LU; the tangent ∂T/∂q = W(q)ᵀ ∂T/∂q|_u (the
+    generated ``_rates`` and ``kinetic_gradient``: ``hamiltonian_terms``), ∂V/∂q =
+    −forcing(q, 0, 0) with the springs of the force rows (+ k (q_j − q_rest)), and
+
+        ∂H/∂x = Jᵀ(∂V/∂q − ∂T/∂q) − D(x, ẋ)ᵀ M v
+
+    (D by :func:`_chart_derivative`). ``dchart`` None: not compiled (numba prunes the
+    branch on the argument's type). False where a generated function refuses the point."""
+    if dchart is not None:
+        point, jacobian, qn, q, Jf = chart[1], chart[2], chart[3], chart[4], chart[8]
+        rates, kgrad, zero, e, rate0 = dchart[0], dchart[2], dchart[7], dchart[8], dchart[11]
+        Wq, dTq, pv, v, g, D = (dchart[12], dchart[13], dchart[14], dchart[15], dchart[16],
+                                dchart[17])
+        n = x.shape[0]
+        if point(qn, x, q) != 0:
+            return False
+        if _nonzero(x):
+            if jacobian(qn, x, Jf) != 0:
+                return False
+            J = Jf.reshape((n, n))
+        else:
+            J = np.eye(n)
+        pv[:] = np.linalg.solve(J.T, p)
+        if not _velocity(fns[0], q, pv, M, v):
+            return False
+        if rates(q, 0.0, zero, e, rate0, Wq) != 0 or kgrad(q, v, 0.0, dTq) != 0:
+            return False
+        F = U[_F]
+        if fns[1](q, zu, zt, 0.0, F) != 0:
+            return False
+        dT = Wq.T @ dTq
+        for i in range(n):
+            g[i] = -F[i]  # g(q) = −forcing(q, 0, 0)
+        if fns[4]:  # ∂V/∂q − τ_springs = + k (q − q_rest)
+            spring_gradient_add(fns[3], _dofs(fns, q), 1.0, g)
+        for i in range(n):
+            g[i] = g[i] - dT[i]
+        xdot[:] = np.linalg.solve(J, v)
+        gx[:] = J.T @ g
+        if not _chart_derivative(dchart, q, x, xdot, Wq, D):
+            return False
+        gx[:] = gx - D.T @ pv
+        return True
+    return False
+
+
+@nb.njit(cache=True, nogil=True)
+def _avf_chart_residual(fns, chart, xi, w, h, tc, z0, Z, U, M, E, zu, zt, F, R) -> bool:
+    """AVF's residual in the chart centred on q_n (``kind`` 10 of :func:`_stage_residual`):
+    F[0] ← ∇̄H = Σ_k w_k ∇H(ξ_k Δx, p_n + ξ_k Δp) (``AVF.discrete_gradient``, ∇H of
+    :func:`_chart_gradient`), R = (Δx − h ∇̄_pH, Δp + h ∇̄_xH − h J(x̄)ᵀτ_nc)
+    (:func:`_chart_minus_force`)."""
+    if chart is not None:
+        n = z0.shape[0] // 2
+        gq, gp = F[0, :n], F[0, n:]
+        gq[:] = 0.0
+        gp[:] = 0.0
+        x, y, a, b = U[_XK], U[_RK], U[_XS], U[_RS]
+        for j in range(xi.shape[0]):
+            for i in range(n):
+                x[i] = xi[j] * Z[i]
+                y[i] = z0[n + i] + xi[j] * Z[n + i]
+            if not _chart_gradient(fns, chart, chart[9], x, y, U, M, zu, zt, a, b):
+                return False
+            for i in range(n):
+                gq[i] = gq[i] + w[j] * a[i]
+                gp[i] = gp[i] + w[j] * b[i]
+        for i in range(n):
+            R[i] = Z[i] - h * gp[i]
+            R[n + i] = Z[n + i] + h * gq[i]
+        return _chart_minus_force(fns, chart, h, tc[0], Z[:n], gp, U, R)
+    return False
+
+
+def _avf_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, forward_dynamics,
+                    chart_point, chart_jacobian, rates, qdot_jacobian, kinetic_gradient, qg, ug,
+                    iqd, xi, w, q0, v0, steps, times, n_steps, every, tol, maxiter, blowup, Q,
+                    V, W, iters, status):
+    """The whole run of AVF (Gauss–Legendre nodes ``xi`` and weights ``w`` on [0, 1]) on a
+    system whose chart is not additive (quaternions), in chart.py's canonical coordinates
+    centred on q_n: z = (x, p), q = q_n ⊕ x, p = J(x)ᵀ M v, d = (Δx, Δp) from
+    ``(Δx − h ∇̄_pH, Δp + h ∇̄_xH) = 0`` with ∇̄H the quadrature of the closed-form ∇H
+    (:func:`_avf_chart_residual`: the generated chart functions, ``_rates``, ∂q̇/∂q and
+    ∂T/∂q, the quaternion groups ``qg``, ``ug`` of the coordinates and speeds), by
+    :func:`_stage_newton` with the kinematic matrix [1, −h/2 M(q_n)⁻¹; 0, 1], the
+    difference Jacobian kept while h stays (the reference's ``reuse`` in a chart), the
+    stagnation bar 1e-9; the last step's d as predictor ((h v_n, 0) at the first step and
+    after h changed); q_{n+1} = q_n ⊕ Δx, p_{n+1} = J(Δx)⁻ᵀ (p_n + Δp) = M v_{n+1} carried to
+    the next step (p_0 = M v_0): discrete_gradient.py's AVF step with chart.py's
+    ``SystemChart``, in the generated functions. The force rows (springs on the
+    coordinates ``iqd`` of their speeds) with the springs' potential in H and τ_nc in the
+    momentum equation at t_n + h/2 and the chart's midpoint, W_nc = h v̄ᵀτ_nc there at
+    ẋ̄ = Δx/h, as :func:`_itoh_abe_chart_loop`'s; status and return as
+    :func:`_verlet_loop`'s."""
+    n, nq = v0.shape[0], q0.shape[0]
+    fns = (mass_matrix, forcing, energy, P, forces, data, iqd, np.empty(n))
+    n2 = 2 * n
+    U, M, E, zu, zt = _workspace(n, ninputs)
+    F, none, tc, pw = np.empty((2, n2)), np.empty(0), np.zeros(1), np.zeros(1)
+    z0, d, Jm, hA = np.zeros(n2), np.zeros(n2), np.empty((n2, n2)), np.empty((0, 0))
+    kept, have_kept = np.empty((n2, n2)), np.zeros(1, dtype=np.bool_)
+    qn, x1, pv, vbar = np.empty(nq), np.empty(n), np.empty(n), np.empty(n)
+    W0 = np.empty((nq, n))
+    # (rates, ∂q̇/∂q, ∂T/∂q, qg, ug, W(q_n), Φ, zero speeds, e, K(q, u), K(q, 0), rate0,
+    # W(q), ∂T/∂q|_u, M v, v, ∂V/∂q − ∂T/∂q, D)
+    dchart = (rates, qdot_jacobian, kinetic_gradient, qg, ug, W0, np.empty((nq, n)),
+              np.zeros(n), np.empty(n), np.empty(nq * nq), np.empty(nq * nq), np.empty(nq),
+              np.empty((nq, n)), np.empty(nq), np.empty(n), np.empty(n), np.empty(n),
+              np.empty((n, n)))
+    chart = (forward_dynamics, chart_point, chart_jacobian, qn, np.empty(nq), np.empty(n),
+             np.empty(n), np.empty(max(n * n, 1)), np.empty(n * n), dchart)
+    q, v = q0.copy(), v0.copy()
+    k_out, vmax0, work = store(q, v, Q, V, 0), _largest(v), 0.0
+    W[0] = 0.0
+    last_h = np.nan
+    for step in range(n_steps):
+        h = steps[step]
+        tc[0] = times[step] + 0.5 * h  # the forces act at the midpoint of the step
+        qn[:] = q
+        if (mass_matrix(q, 0.0, M.reshape(n * n)) != 0
+                or rates(qn, 0.0, dchart[7], dchart[8], dchart[11], W0) != 0):
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        if step == 0:  # (then p carried: J⁻ᵀ p at the last step's end)
+            z0[n:] = M @ v
+        Minv = _inverse(M)
+        for a in range(n2):
+            for b in range(n2):
+                Jm[a, b] = 1.0 if a == b else 0.0
+        for a in range(n):
+            for b in range(n):
+                Jm[a, n + b] = -0.5 * h * Minv[a, b]
+        if h != last_h:  # a new h: the predictor h v_n, and the kept Jacobian dropped
+            for i in range(n):
+                d[i] = h * v[i]
+                d[n + i] = 0.0
+            have_kept[0] = False
+            last_h = h
+        it = _stage_newton(_kind(10), fns, chart, hA, xi, w, h, tc, pw, none, 0.0, z0, d, Jm,
+                           kept, have_kept, tol, maxiter, _STAGNATION, U, M, E, zu, zt, F)
+        if it < 0:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        if forces:  # h v̄ᵀτ_nc(t + h/2, q_n ⊕ Δx/2, v̄), v̄ = J(Δx/2) Δx/h
+            for i in range(n):
+                vbar[i] = d[i] / h
+            power = _chart_force(fns, chart, tc[0], d[:n], vbar, U, U[_VA])
+            if np.isnan(power):
+                status[0], status[1] = NEWTON_FAILED, step
+                return k_out
+            work += h * power
+        for i in range(n):
+            x1[i] = d[i]
+            z0[n + i] = z0[n + i] + d[n + i]  # p_n + Δp
+        if chart_point(qn, x1, q) != 0 or not _chart_momentum(chart, x1, z0[n:], pv):
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        z0[n:] = pv
+        if not _velocity(mass_matrix, q, pv, M, v):
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        iters[step] = it
+        if not _guarded(q, v, vmax0, blowup, step, Q, V, status):
+            return k_out
+        k_out = _save(step, n_steps, every, q, v, work, Q, V, W, k_out)
+    return k_out
+
+
+_AVF_CHART_SIGNATURE = types.int64(*_FNS, FORWARD_DYNAMICS, CHART_POINT, CHART_JACOBIAN, RATES,
+                                   QDOT_JACOBIAN, KINETIC_GRADIENT, _GROUPS, _GROUPS, _IQD, _V,
+                                   _V, _V, _V, *_RUN, *_OUT)
+
+
+def avf_chart_applicable(problem) -> bool:
+    """:func:`chart_applicable` and the chart's derivative functions compiled
+    (``compiled_chart_derivative``: a numba ``ChartCompiledSystem``), what
+    :func:`_avf_chart_loop` takes besides."""
+    s = problem.system
+    return (chart_applicable(problem) and getattr(s, "has_chart_derivative", False)
+            and hasattr(s, "compiled_chart_derivative"))
+
+
+def run_avf_chart(problem, xi: np.ndarray, w: np.ndarray, tol: float, maxiter: int):
+    """AVF's run (Gauss–Legendre nodes ξ and weights w on [0, 1]) in the quaternions'
+    chart, :func:`_avf_chart_loop` (where :func:`avf_chart_applicable`; see :func:`_run`;
+    the chart's derivative functions built on first use); None where they are not
+    compiled, or where numba's LU meets a singular J(x) or N (as
+    :func:`run_itoh_abe_chart`): the Python steps take the run."""
+    s = problem.system
+    derivative = s.compiled_chart_derivative()
+    if derivative is None:
+        return None
+    head = (*_functions_and_rows(problem), s.compiled_forward_dynamics, *s.compiled_chart,
+            *derivative, _dof_coordinates(s), np.ascontiguousarray(xi, float),
+            np.ascontiguousarray(w, float))
+    try:
+        return _run(problem, "avf", _avf_chart_loop, _AVF_CHART_SIGNATURE, head,
+                    (float(tol), int(maxiter)))
+    except np.linalg.LinAlgError:
+        return None
+
+
 _LOOPS: dict = {}
 
 
@@ -1771,7 +2051,8 @@ def compile_loops() -> None:
                                 (_gauss_loop, _GAUSS_SIGNATURE), (_dg_loop, _DG_SIGNATURE),
                                 (_rk4_loop, _RK4_SIGNATURE),
                                 (_gauss_chart_loop, _GAUSS_CHART_SIGNATURE),
-                                (_itoh_abe_chart_loop, _ITOH_ABE_CHART_SIGNATURE)):
+                                (_itoh_abe_chart_loop, _ITOH_ABE_CHART_SIGNATURE),
+                                (_avf_chart_loop, _AVF_CHART_SIGNATURE)):
             _compiled_loop(loop, signature)
 
 
