@@ -588,9 +588,13 @@ def _stage_residual(kind, fns, chart, hA, xi, w, h, tc, pw, mask, H0, z0, Z, U, 
     - ``kind`` 10, AVF in the chart's canonical coordinates (the same z and Z as kinds 8 and
       9): ∇̄H = Σ_k w_k ∇H(ξ_k Δx, p_n + ξ_k Δp) with the closed-form ∂H/∂x of
       :func:`_chart_gradient` (the chart's derivative functions in ``chart[9]``), then R as
-      for kinds 8 and 9."""
+      for kinds 8 and 9;
+    - ``kind`` 11, Störmer–Verlet's variational step in that chart (verlet.py's
+      ``_variational_step``): Z = x, z0 = μ_n (:func:`_verlet_chart_residual`)."""
     if kind == 10:
         return _avf_chart_residual(fns, chart, xi, w, h, tc, z0, Z, U, M, E, zu, zt, F, R)
+    if kind == 11:
+        return _verlet_chart_residual(fns, chart, h, tc, z0, Z, U, M, zu, zt, R)
     if kind == 5 or kind == 6:
         return _residual(kind - 5, fns, h, tc[0], Z, U, M, E, zu, zt, R)
     n2 = z0.shape[0]
@@ -1778,18 +1782,10 @@ def _chart_derivative(dchart, q, x, w, Wq, D) -> bool:
     G(q_g) J_r(x_g) on group g, with the quaternion term
     ``G(q_g)(D_r(x_g, w_g) − ½ (J_r w_g)× J_r) − ¼ q_g (J_rᵀ J_r w_g)ᵀ`` on its rows —,
     solved by the normal equations; False where the generated ∂q̇/∂q refuses q."""
-    qjac, qg, ug, W0, Phi, zero, K1, K0 = (dchart[1], dchart[3], dchart[4], dchart[5],
-                                           dchart[6], dchart[7], dchart[9], dchart[10])
+    qjac, qg, ug, Phi, zero, K1, K0 = (dchart[1], dchart[3], dchart[4], dchart[6], dchart[7],
+                                       dchart[9], dchart[10])
     nq = q.shape[0]
-    Phi[:, :] = W0
-    for g in range(qg.shape[0]):
-        a, b = qg[g], ug[g]
-        G = _quat_rate_matrix(q, a)
-        GJ = G @ so3_right_jacobian(np.array([x[b[0]], x[b[1]], x[b[2]]]))
-        for i in range(4):
-            Phi[a[i], :] = 0.0
-            for c in range(3):
-                Phi[a[i], b[c]] = GJ[i, c]
+    _phi(dchart, q, x, Phi)
     N = Wq.T @ Wq
     u = np.linalg.solve(N, Wq.T @ (Phi @ w))
     if qjac(q, u, 0.0, K1) != 0 or qjac(q, zero, 0.0, K0) != 0:
@@ -1809,6 +1805,44 @@ def _chart_derivative(dchart, q, x, w, Wq, D) -> bool:
             for c in range(3):
                 R[a[i], b[c]] += T[i, c]
     D[:, :] = np.linalg.solve(N, Wq.T @ R)
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _phi(dchart, q, x, Phi):
+    """Phi ← Φ = ∂(q_n ⊕ x)/∂x at q = q_n ⊕ x (``CompiledSystem._chart_parts``): W(q_n)
+    (the scratch W0) off the quaternions, G(q_g) J_r(x_g) on group g."""
+    qg, ug, W0 = dchart[3], dchart[4], dchart[5]
+    Phi[:, :] = W0
+    for g in range(qg.shape[0]):
+        a, b = qg[g], ug[g]
+        GJ = _quat_rate_matrix(q, a) @ so3_right_jacobian(np.array([x[b[0]], x[b[1]],
+                                                                    x[b[2]]]))
+        for i in range(4):
+            Phi[a[i], :] = 0.0
+            for c in range(3):
+                Phi[a[i], b[c]] = GJ[i, c]
+
+
+@nb.njit(cache=True, nogil=True)
+def _tangent_terms(fns, dchart, q, v, Wq, U, zu, zt, dT, g) -> bool:
+    """dT ← ∂T/∂q|_v in the tangent space, W(q)ᵀ ∂T/∂q|_u (the generated ``_rates`` into
+    Wq and ``kinetic_gradient``: ``ChartCompiledSystem.hamiltonian_terms``), and g ← ∂V/∂q
+    − τ_springs = −forcing(q, 0, 0) + k (q_j − q_rest) with the springs of the force rows
+    (``dV − P.tau_cons(q)``); False where a generated function refuses q."""
+    rates, kgrad, zero, e, rate0, dTq = (dchart[0], dchart[2], dchart[7], dchart[8],
+                                         dchart[11], dchart[13])
+    n = v.shape[0]
+    if rates(q, 0.0, zero, e, rate0, Wq) != 0 or kgrad(q, v, 0.0, dTq) != 0:
+        return False
+    F = U[_F]
+    if fns[1](q, zu, zt, 0.0, F) != 0:
+        return False
+    dT[:] = Wq.T @ dTq
+    for i in range(n):
+        g[i] = -F[i]  # g(q) = −forcing(q, 0, 0)
+    if fns[4]:  # ∂V/∂q − τ_springs = + k (q − q_rest)
+        spring_gradient_add(fns[3], _dofs(fns, q), 1.0, g)
     return True
 
 
@@ -1836,9 +1870,8 @@ def _chart_gradient(fns, chart, dchart, x, p, U, M, zu, zt, gx, xdot) -> bool:
     branch on the argument's type). False where a generated function refuses the point."""
     if dchart is not None:
         point, jacobian, qn, q, Jf = chart[1], chart[2], chart[3], chart[4], chart[8]
-        rates, kgrad, zero, e, rate0 = dchart[0], dchart[2], dchart[7], dchart[8], dchart[11]
-        Wq, dTq, pv, v, g, D = (dchart[12], dchart[13], dchart[14], dchart[15], dchart[16],
-                                dchart[17])
+        Wq, pv, v, g, D, dT = (dchart[12], dchart[14], dchart[15], dchart[16], dchart[17],
+                               dchart[18])
         n = x.shape[0]
         if point(qn, x, q) != 0:
             return False
@@ -1851,16 +1884,8 @@ def _chart_gradient(fns, chart, dchart, x, p, U, M, zu, zt, gx, xdot) -> bool:
         pv[:] = np.linalg.solve(J.T, p)
         if not _velocity(fns[0], q, pv, M, v):
             return False
-        if rates(q, 0.0, zero, e, rate0, Wq) != 0 or kgrad(q, v, 0.0, dTq) != 0:
+        if not _tangent_terms(fns, dchart, q, v, Wq, U, zu, zt, dT, g):
             return False
-        F = U[_F]
-        if fns[1](q, zu, zt, 0.0, F) != 0:
-            return False
-        dT = Wq.T @ dTq
-        for i in range(n):
-            g[i] = -F[i]  # g(q) = −forcing(q, 0, 0)
-        if fns[4]:  # ∂V/∂q − τ_springs = + k (q − q_rest)
-            spring_gradient_add(fns[3], _dofs(fns, q), 1.0, g)
         for i in range(n):
             g[i] = g[i] - dT[i]
         xdot[:] = np.linalg.solve(J, v)
@@ -1900,6 +1925,17 @@ def _avf_chart_residual(fns, chart, xi, w, h, tc, z0, Z, U, M, E, zu, zt, F, R) 
     return False
 
 
+@nb.njit(cache=True, nogil=True)
+def _derivative_scratch(rates, qdot_jacobian, kinetic_gradient, qg, ug, W0, nq, n):
+    """``chart[9]`` of the loops that take the chart's derivative: (rates, ∂q̇/∂q, ∂T/∂q,
+    qg, ug, W(q_n), Φ, zero speeds, e, K(q, u), K(q, 0), rate0, W(q), ∂T/∂q|_u, M v, v,
+    ∂V/∂q − ∂T/∂q, D, the tangent ∂T/∂q)."""
+    return (rates, qdot_jacobian, kinetic_gradient, qg, ug, W0, np.empty((nq, n)),
+            np.zeros(n), np.empty(n), np.empty(nq * nq), np.empty(nq * nq), np.empty(nq),
+            np.empty((nq, n)), np.empty(nq), np.empty(n), np.empty(n), np.empty(n),
+            np.empty((n, n)), np.empty(n))
+
+
 def _avf_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, forward_dynamics,
                     chart_point, chart_jacobian, rates, qdot_jacobian, kinetic_gradient, qg, ug,
                     iqd, xi, w, q0, v0, steps, times, n_steps, every, tol, maxiter, blowup, Q,
@@ -1929,12 +1965,7 @@ def _avf_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, forw
     kept, have_kept = np.empty((n2, n2)), np.zeros(1, dtype=np.bool_)
     qn, x1, pv, vbar = np.empty(nq), np.empty(n), np.empty(n), np.empty(n)
     W0 = np.empty((nq, n))
-    # (rates, ∂q̇/∂q, ∂T/∂q, qg, ug, W(q_n), Φ, zero speeds, e, K(q, u), K(q, 0), rate0,
-    # W(q), ∂T/∂q|_u, M v, v, ∂V/∂q − ∂T/∂q, D)
-    dchart = (rates, qdot_jacobian, kinetic_gradient, qg, ug, W0, np.empty((nq, n)),
-              np.zeros(n), np.empty(n), np.empty(nq * nq), np.empty(nq * nq), np.empty(nq),
-              np.empty((nq, n)), np.empty(nq), np.empty(n), np.empty(n), np.empty(n),
-              np.empty((n, n)))
+    dchart = _derivative_scratch(rates, qdot_jacobian, kinetic_gradient, qg, ug, W0, nq, n)
     chart = (forward_dynamics, chart_point, chart_jacobian, qn, np.empty(nq), np.empty(n),
              np.empty(n), np.empty(max(n * n, 1)), np.empty(n * n), dchart)
     q, v = q0.copy(), v0.copy()
@@ -2028,6 +2059,208 @@ def run_avf_chart(problem, xi: np.ndarray, w: np.ndarray, tol: float, maxiter: i
         return None
 
 
+# ------------------------------------------ Störmer–Verlet's variational step in that chart
+@nb.njit(cache=True, nogil=True)
+def _start_sensitivity(dchart, qn, x, q, K) -> bool:
+    """K ← ∂x/∂q_n at fixed q = q_n ⊕ x (``ChartCompiledSystem.chart_start_sensitivity``):
+    Φ(x) K = −B, B = W(q_n) + ∂q̇/∂q(q_n, x) W(q_n) off the quaternions (the Euler step's
+    ∂q/∂q_n, K the generated ∂q̇/∂q), the columns W(q_n)_g,k ⊗ exp(x_g) on group g (the
+    right product by exp(x_g)); solved by the normal equations. False where the generated
+    ∂q̇/∂q refuses q_n."""
+    qjac, qg, ug, W0, Phi, K1 = dchart[1], dchart[3], dchart[4], dchart[5], dchart[6], dchart[9]
+    nq, n = qn.shape[0], x.shape[0]
+    _phi(dchart, q, x, Phi)
+    if qjac(qn, x, 0.0, K1) != 0:
+        return False
+    B = W0 + K1.reshape((nq, nq)) @ W0
+    for g in range(qg.shape[0]):
+        a, b = qg[g], ug[g]
+        x0, x1, x2 = x[b[0]], x[b[1]], x[b[2]]
+        th = np.sqrt(x0 * x0 + x1 * x1 + x2 * x2)
+        c = 0.5 - th * th / 48.0 if th < 1e-6 else np.sin(0.5 * th) / th  # (quat_exp's)
+        ew, ex, ey, ez = np.cos(0.5 * th), c * x0, c * x1, c * x2
+        for k in range(n):
+            pw, px, py, pz = W0[a[0], k], W0[a[1], k], W0[a[2], k], W0[a[3], k]
+            B[a[0], k] = pw * ew - px * ex - py * ey - pz * ez
+            B[a[1], k] = pw * ex + px * ew + py * ez - pz * ey
+            B[a[2], k] = pw * ey - px * ez + py * ew + pz * ex
+            B[a[3], k] = pw * ez + px * ey - py * ex + pz * ew
+    K[:, :] = -np.linalg.solve(Phi.T @ Phi, Phi.T @ B)
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _end_parts(fns, chart, dchart, h, x, M0, M, gv) -> bool:
+    """Verlet.``_variational_step``'s ``parts(x)``: the chart's scratch q ← q_1 = q_n ⊕ x,
+    J ← J(x) (1 exactly at x = 0), dchart's W ← J x (the end velocity, ×h) and
+    gv ← ½ M_0 x/h + ½ (J + D(x, x))ᵀ M_1 (J x)/h (``SystemChart.end_velocity``, D of
+    :func:`_chart_derivative` with W(q_1)); False where a generated function refuses q_1."""
+    if dchart is not None:
+        point, jacobian, qn, q, Jf = chart[1], chart[2], chart[3], chart[4], chart[8]
+        Wq, D, Wv, J = dchart[12], dchart[17], dchart[19], dchart[20]
+        rates, zero, e, rate0 = dchart[0], dchart[7], dchart[8], dchart[11]
+        n = x.shape[0]
+        if point(qn, x, q) != 0:
+            return False
+        if _nonzero(x):
+            if jacobian(qn, x, Jf) != 0:
+                return False
+            J[:, :] = Jf.reshape((n, n))
+        else:
+            J[:, :] = np.eye(n)
+        Wv[:] = J @ x
+        if rates(q, 0.0, zero, e, rate0, Wq) != 0 or not _chart_derivative(dchart, q, x, x,
+                                                                            Wq, D):
+            return False
+        if fns[0](q, 0.0, M.reshape(n * n)) != 0:
+            return False
+        a = M0 @ x
+        b = (0.5 * (J + D).T) @ (M @ Wv)
+        for i in range(n):
+            gv[i] = 0.5 * a[i] / h + b[i] / h
+        return True
+    return False
+
+
+@nb.njit(cache=True, nogil=True)
+def _verlet_chart_residual(fns, chart, h, tc, mu, Z, U, M, zu, zt, R) -> bool:
+    """The variational step's equation in x (``kind`` 11 of :func:`_stage_residual`;
+    Verlet.``_variational_step``'s ``residual``): R = μ_n + h/2 G(q_n, x/h) + Kᵀ g_v
+    (+ h/2 τ_nc(t_n, q_n, x/h) with the force rows), G = ∂L/∂q|_v = ∂T/∂q − ∂V/∂q +
+    τ_springs (:func:`_tangent_terms` at q_n, W(q_n) kept), K the start sensitivity
+    (:func:`_start_sensitivity`), g_v of :func:`_end_parts`; M_0 in ``chart[9][21]``."""
+    if chart is not None:
+        dchart = chart[9]
+        qn, q = chart[3], chart[4]
+        M0, K, gv = dchart[21], dchart[22], U[_XK]
+        dT, g, vx = U[_XS], U[_RS], U[_RK]
+        n = Z.shape[0]
+        if not _end_parts(fns, chart, dchart, h, Z, M0, M, gv):
+            return False
+        for i in range(n):
+            vx[i] = Z[i] / h
+        if not _tangent_terms(fns, dchart, qn, vx, dchart[6], U, zu, zt, dT, g):
+            return False
+        # (_tangent_terms' W(q_n) into Φ's scratch: _start_sensitivity then builds Φ anew)
+        if not _start_sensitivity(dchart, qn, Z, q, K):
+            return False
+        kg = K.T @ gv
+        for i in range(n):
+            R[i] = mu[i] + 0.5 * h * (dT[i] - g[i]) + kg[i]
+        if fns[4]:
+            _force_power(fns, tc[0], qn, vx, U)
+            for i in range(n):
+                R[i] += 0.5 * h * U[_TN, i]
+        return True
+    return False
+
+
+def _verlet_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data,
+                       forward_dynamics, chart_point, chart_jacobian, rates, qdot_jacobian,
+                       kinetic_gradient, qg, ug, iqd, q0, v0, steps, times, n_steps, every,
+                       tol, maxiter, blowup, Q, V, W, iters, status):
+    """The whole run of Störmer–Verlet's variational step (verlet.py's
+    ``_variational_step``, the discrete Lagrangian of the pair (q_n, q_n ⊕ x)) on a system
+    whose chart is not additive (quaternions), with chart.py's ``SystemChart`` in the
+    generated functions: x from μ_n + h/2 G(q_n, x/h) + Kᵀ g_v (+ h/2 τ_nc(t_n, q_n, x/h))
+    = 0 (:func:`_verlet_chart_residual`) by :func:`_stage_newton` from h v_n with the
+    matrix −M_0/h, the difference Jacobian kept while h stays (the reference's ``reuse``),
+    stagnation 1e-9; then q_{n+1} = q_n ⊕ x, v̇ = J x/h, μ_{n+1} = J(x)⁻ᵀ g_v +
+    h/2 G(q_{n+1}, v̇) (+ h/2 τ_nc(t_n + h, q_{n+1}, v̇)), v_{n+1} = M(q_{n+1})⁻¹ μ_{n+1} by
+    Cholesky; W_nc by the trapezoidal rule of the two force terms' powers; status and
+    return as :func:`_verlet_loop`'s."""
+    n, nq = v0.shape[0], q0.shape[0]
+    fns = (mass_matrix, forcing, energy, P, forces, data, iqd, np.empty(n))
+    U, M, E, zu, zt = _workspace(n, ninputs)
+    F, none, tc, pw = np.empty((2, 2 * n)), np.empty(0), np.zeros(1), np.zeros(1)
+    x, Jm, hA = np.zeros(n), np.empty((n, n)), np.empty((0, 0))
+    kept, have_kept = np.empty((n, n)), np.zeros(1, dtype=np.bool_)
+    qn, mu, mu1, vd, gv = np.empty(nq), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    dT, g = np.empty(n), np.empty(n)
+    W0, M0 = np.empty((nq, n)), np.empty((n, n))
+    dchart = (*_derivative_scratch(rates, qdot_jacobian, kinetic_gradient, qg, ug, W0, nq, n),
+              np.empty(n), np.empty((n, n)), M0, np.empty((n, n)))
+    chart = (forward_dynamics, chart_point, chart_jacobian, qn, np.empty(nq), np.empty(n),
+             np.empty(n), np.empty(max(n * n, 1)), np.empty(n * n), dchart)
+    q, v = q0.copy(), v0.copy()
+    k_out, vmax0, work = store(q, v, Q, V, 0), _largest(v), 0.0
+    W[0] = 0.0
+    last_h = np.nan
+    for step in range(n_steps):
+        h, t = steps[step], times[step]
+        tc[0] = t
+        qn[:] = q
+        if (mass_matrix(q, 0.0, M0.reshape(n * n)) != 0
+                or rates(qn, 0.0, dchart[7], dchart[8], dchart[11], W0) != 0):
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        mu[:] = M0 @ v
+        for a in range(n):
+            for b in range(n):
+                Jm[a, b] = -M0[a, b] / h
+        if h != last_h:  # a new h drops the kept Jacobian (the reference's reuse)
+            have_kept[0] = False
+            last_h = h
+        for i in range(n):
+            x[i] = h * v[i]
+        it = _stage_newton(_kind(11), fns, chart, hA, none, none, h, tc, pw, none, 0.0, mu, x,
+                           Jm, kept, have_kept, tol, maxiter, _STAGNATION, U, M, E, zu, zt, F)
+        if it < 0 or not _end_parts(fns, chart, dchart, h, x, M0, M, gv):
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        q[:] = chart[4]
+        J = dchart[20]
+        for i in range(n):
+            vd[i] = dchart[19][i] / h
+        if not _tangent_terms(fns, dchart, q, vd, dchart[12], U, zu, zt, dT, g):
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        mu1[:] = np.linalg.solve(J.T, gv)
+        for i in range(n):
+            mu1[i] = mu1[i] + 0.5 * h * (dT[i] - g[i])
+        if forces:
+            for i in range(n):
+                vd[i] = x[i] / h
+            wa = _force_power(fns, t, qn, vd, U)
+            for i in range(n):
+                vd[i] = dchart[19][i] / h
+            wb = _force_power(fns, t + h, q, vd, U)
+            for i in range(n):
+                mu1[i] += 0.5 * h * U[_TN, i]
+            work += 0.5 * h * (wa + wb)
+        if not _velocity(mass_matrix, q, mu1, M, v):
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        iters[step] = it
+        if not _guarded(q, v, vmax0, blowup, step, Q, V, status):
+            return k_out
+        k_out = _save(step, n_steps, every, q, v, work, Q, V, W, k_out)
+    return k_out
+
+
+_VERLET_CHART_SIGNATURE = types.int64(*_FNS, FORWARD_DYNAMICS, CHART_POINT, CHART_JACOBIAN,
+                                      RATES, QDOT_JACOBIAN, KINETIC_GRADIENT, _GROUPS, _GROUPS,
+                                      _IQD, _V, _V, *_RUN, *_OUT)
+
+
+def run_verlet_chart(problem, tol: float, maxiter: int):
+    """Störmer–Verlet's variational step in the quaternions' chart,
+    :func:`_verlet_chart_loop` (where :func:`avf_chart_applicable`; see :func:`_run`);
+    None where the chart's derivative functions are not compiled, or where numba's LU
+    meets a singular matrix: the Python steps take the run."""
+    s = problem.system
+    derivative = s.compiled_chart_derivative()
+    if derivative is None:
+        return None
+    head = (*_functions_and_rows(problem), s.compiled_forward_dynamics, *s.compiled_chart,
+            *derivative, _dof_coordinates(s))
+    try:
+        return _run(problem, "verlet", _verlet_chart_loop, _VERLET_CHART_SIGNATURE, head,
+                    (float(tol), int(maxiter)))
+    except np.linalg.LinAlgError:
+        return None
+
+
 _LOOPS: dict = {}
 
 
@@ -2052,7 +2285,8 @@ def compile_loops() -> None:
                                 (_rk4_loop, _RK4_SIGNATURE),
                                 (_gauss_chart_loop, _GAUSS_CHART_SIGNATURE),
                                 (_itoh_abe_chart_loop, _ITOH_ABE_CHART_SIGNATURE),
-                                (_avf_chart_loop, _AVF_CHART_SIGNATURE)):
+                                (_avf_chart_loop, _AVF_CHART_SIGNATURE),
+                                (_verlet_chart_loop, _VERLET_CHART_SIGNATURE)):
             _compiled_loop(loop, signature)
 
 

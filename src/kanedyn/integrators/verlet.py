@@ -104,6 +104,8 @@ class Verlet(FixedStepMethod):
             run = verlet_compiled.run
         elif verlet_compiled.chart_applicable(self.problem):
             run = verlet_compiled.run_chart
+        elif kane_compiled.avf_chart_applicable(self.problem):
+            run = kane_compiled.run_verlet_chart  # a compiled Kane tree with quaternions
         else:
             return None
         return rk4_compiled.compiled_or_none("verlet", run, self.problem, self.opts["tol"],
