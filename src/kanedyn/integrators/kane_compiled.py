@@ -102,6 +102,21 @@ numpy's ``norm`` takes BLAS's ddot where the generated ``chart_point`` sums the 
 in order, an ulp apart at some points, which Itoh–Abe's quotients of H and Newton's stop
 then carry: round-off (tested).
 
+AVF and Störmer–Verlet on that chart (:func:`run_avf_chart`, :func:`run_verlet_chart`;
+a ``ChartCompiledSystem``, whose ``compiled_chart_derivative()`` gives the generated W(q)
+``_rates``, ∂q̇/∂q and ∂T/∂q, built on first use): discrete_gradient.py's AVF step in
+chart.py's canonical coordinates with ``SystemChart`` — ∇̄H the 3-node Gauss quadrature
+of ∂H/∂x = Jᵀ(∂V/∂q − W(q)ᵀ∂T/∂q) − D(x, ẋ)ᵀ M v and ẋ (:func:`_chart_gradient`, D in
+``CompiledSystem.chart_derivative``'s closed form, :func:`_chart_derivative`), the
+Newton of Itoh–Abe's chart loop without its polish and stagnation floor (bar 1e-9), the
+momentum carried as J⁻ᵀp —; verlet.py's ``_variational_step`` — x from μ_n +
+h/2 G(q_n, x/h) + Kᵀ g_v = 0, g_v = ½ M_0 x/h + ½ (J + D(x, x))ᵀ M_1 J x/h, K the
+start sensitivity (:func:`_start_sensitivity`), Newton from h v_n with −M_0/h and the
+kept difference Jacobian, μ_{n+1} = J⁻ᵀ g_v + h/2 G(q_{n+1}, J x/h) —; the force rows
+where those steps put them. The Python steps' states, W_nc and Newton iterations to
+round-off (numba's products round apart from numpy's by ulps, which Newton's stop
+carries: ≤ 8e-14 in v over 200 steps; tested).
+
 Force elements with rows in the quaternions' chart (a tree derived from a Model, its
 inputs the nv generalized forces: :func:`chart_applicable`; RK4's as above), where the
 Python steps put them: the springs read the coordinates of their 1-DOF joints (``iqd``,
@@ -118,7 +133,8 @@ tested).
 
 Where a loop does not apply (force elements without rows — a Python function, a system
 not derived from a Model —, speeds other than the coordinate rates but for midpoint,
-gauss4, energy_momentum's projection variant, itoh_abe and rk4 in the quaternions' chart,
+gauss4, energy_momentum's projection variant, itoh_abe, avf, verlet and rk4 in the
+quaternions' chart,
 constraints, the numpy or C backends, another projection) or an iteration fails, the
 Python steps run the whole way and report what happens.
 """
@@ -1929,11 +1945,12 @@ def _avf_chart_residual(fns, chart, xi, w, h, tc, z0, Z, U, M, E, zu, zt, F, R) 
 def _derivative_scratch(rates, qdot_jacobian, kinetic_gradient, qg, ug, W0, nq, n):
     """``chart[9]`` of the loops that take the chart's derivative: (rates, ∂q̇/∂q, ∂T/∂q,
     qg, ug, W(q_n), Φ, zero speeds, e, K(q, u), K(q, 0), rate0, W(q), ∂T/∂q|_u, M v, v,
-    ∂V/∂q − ∂T/∂q, D, the tangent ∂T/∂q)."""
+    ∂V/∂q − ∂T/∂q, D, the tangent ∂T/∂q, then Verlet's: J x, J, M(q_n), K)."""
     return (rates, qdot_jacobian, kinetic_gradient, qg, ug, W0, np.empty((nq, n)),
             np.zeros(n), np.empty(n), np.empty(nq * nq), np.empty(nq * nq), np.empty(nq),
             np.empty((nq, n)), np.empty(nq), np.empty(n), np.empty(n), np.empty(n),
-            np.empty((n, n)), np.empty(n))
+            np.empty((n, n)), np.empty(n), np.empty(n), np.empty((n, n)), np.empty((n, n)),
+            np.empty((n, n)))
 
 
 def _avf_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, forward_dynamics,
@@ -2130,7 +2147,15 @@ def _verlet_chart_residual(fns, chart, h, tc, mu, Z, U, M, zu, zt, R) -> bool:
     τ_springs (:func:`_tangent_terms` at q_n, W(q_n) kept), K the start sensitivity
     (:func:`_start_sensitivity`), g_v of :func:`_end_parts`; M_0 in ``chart[9][21]``."""
     if chart is not None:
-        dchart = chart[9]
+        return _variational_residual(fns, chart, chart[9], h, tc, mu, Z, U, M, zu, zt, R)
+    return False
+
+
+@nb.njit(cache=True, nogil=True)
+def _variational_residual(fns, chart, dchart, h, tc, mu, Z, U, M, zu, zt, R) -> bool:
+    """:func:`_verlet_chart_residual`'s body; ``dchart`` None (the loops without the
+    chart's derivative): not compiled (numba prunes the branch on the argument's type)."""
+    if dchart is not None:
         qn, q = chart[3], chart[4]
         M0, K, gv = dchart[21], dchart[22], U[_XK]
         dT, g, vx = U[_XS], U[_RS], U[_RK]
@@ -2177,9 +2202,9 @@ def _verlet_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data,
     kept, have_kept = np.empty((n, n)), np.zeros(1, dtype=np.bool_)
     qn, mu, mu1, vd, gv = np.empty(nq), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
     dT, g = np.empty(n), np.empty(n)
-    W0, M0 = np.empty((nq, n)), np.empty((n, n))
-    dchart = (*_derivative_scratch(rates, qdot_jacobian, kinetic_gradient, qg, ug, W0, nq, n),
-              np.empty(n), np.empty((n, n)), M0, np.empty((n, n)))
+    W0 = np.empty((nq, n))
+    dchart = _derivative_scratch(rates, qdot_jacobian, kinetic_gradient, qg, ug, W0, nq, n)
+    M0 = dchart[21]
     chart = (forward_dynamics, chart_point, chart_jacobian, qn, np.empty(nq), np.empty(n),
              np.empty(n), np.empty(max(n * n, 1)), np.empty(n * n), dchart)
     q, v = q0.copy(), v0.copy()
