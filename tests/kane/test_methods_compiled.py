@@ -844,13 +844,13 @@ def test_avf_and_verlet_in_the_quaternion_chart_run_compiled(ball_elbow, ball_el
     k, rest = (3.0, 0.2) if forces else (0.0, 0.0)
     E = _model_energy(model, fast) + 0.5 * k * (fast.q[:, 4] - rest) ** 2
     if forces:
-        assert abs(fast.work_nc[-1]) > 0.4  # the forces do work: a test of its placement
+        assert abs(fast.work_nc[-1]) > 0.1  # the forces do work (−0.33): a test of its placement
     else:
         assert not fast.work_nc.any()
     budget = np.abs(E - E[0] - fast.work_nc).max()
     # avf keeps E (+ W_nc) to Newton's stop and the quadrature's error (3 nodes):
     # measured 3e-14 (3.5e-14 with the forces) of E₀ = −8.3 over 200 steps; verlet to
-    # its O(h²) error, 3e-6 (9e-6); a misplaced force or W_nc: ≈ 0.5
+    # its O(h²) error, 3e-6 (9e-6); a misplaced force or W_nc: of the order of W_nc, 0.3
     bar = 1e-12 if method == "avf" else 1e-4
     assert budget <= bar * (1.0 + abs(E[0]))
     assert len(kane_compiled._LOOPS[getattr(kane_compiled, loop)].signatures) == 1
