@@ -1790,9 +1790,10 @@ _GROUPS = types.int64[:, ::1]
 
 
 @nb.njit(cache=True, nogil=True)
-def _chart_derivative(dchart, q, x, w, Wq, D) -> bool:
-    """D ← D(x, w) with ``D δ = d/dε J(x + εδ) w`` at q = q_n ⊕ x (W(q) in Wq, W(q_n) in
-    the scratch W0): ``CompiledSystem.chart_derivative``'s closed form and arithmetic —
+def _chart_derivative(dchart, q, x, w, Wq, N, D) -> bool:
+    """D ← D(x, w) with ``D δ = d/dε J(x + εδ) w`` at q = q_n ⊕ x (W(q) in Wq, N = WᵀW and
+    Φ in the scratch Phi from :func:`_chart_jacobian`):
+    ``CompiledSystem.chart_derivative``'s closed form and arithmetic —
     ``W D = (∂Φ/∂ξ · δ) w − (K(q, u) − K(q, 0)) Φ``, u = J w from the normal equations
     N u = Wᵀ Φ w, N = WᵀW, K the generated ∂q̇/∂q, Φ = W(q_n) off the quaternions and
     G(q_g) J_r(x_g) on group g, with the quaternion term
@@ -1801,8 +1802,6 @@ def _chart_derivative(dchart, q, x, w, Wq, D) -> bool:
     qjac, qg, ug, Phi, zero, K1, K0 = (dchart[1], dchart[3], dchart[4], dchart[6], dchart[7],
                                        dchart[9], dchart[10])
     nq = q.shape[0]
-    _phi(dchart, q, x, Phi)
-    N = Wq.T @ Wq
     u = np.linalg.solve(N, Wq.T @ (Phi @ w))
     if qjac(q, u, 0.0, K1) != 0 or qjac(q, zero, 0.0, K0) != 0:
         return False
@@ -1841,15 +1840,31 @@ def _phi(dchart, q, x, Phi):
 
 
 @nb.njit(cache=True, nogil=True)
-def _tangent_terms(fns, dchart, q, v, Wq, U, zu, zt, dT, g) -> bool:
+def _chart_jacobian(dchart, q, x, Wq, J):
+    """J ← J(x) = N⁻¹ WᵀΦ at q = q_n ⊕ x, W = W(q) in Wq, N = WᵀW (the generated
+    ``chart_jacobian``'s arithmetic, on the W(q) at hand rather than anew), 1 exactly at
+    x = 0 (``ProtocolChart.jacobian``); Φ into the scratch Phi (:func:`_phi`); returns N."""
+    Phi = dchart[6]
+    _phi(dchart, q, x, Phi)
+    N = Wq.T @ Wq
+    if _nonzero(x):
+        J[:, :] = np.linalg.solve(N, Wq.T @ Phi)
+    else:
+        J[:, :] = np.eye(J.shape[0])
+    return N
+
+
+@nb.njit(cache=True, nogil=True)
+def _tangent_terms(fns, dchart, q, v, Wq, fresh, U, zu, zt, dT, g) -> bool:
     """dT ← ∂T/∂q|_v in the tangent space, W(q)ᵀ ∂T/∂q|_u (the generated ``_rates`` into
-    Wq and ``kinetic_gradient``: ``ChartCompiledSystem.hamiltonian_terms``), and g ← ∂V/∂q
+    Wq where ``fresh``, else the W(q) in Wq, and ``kinetic_gradient``:
+    ``ChartCompiledSystem.hamiltonian_terms``), and g ← ∂V/∂q
     − τ_springs = −forcing(q, 0, 0) + k (q_j − q_rest) with the springs of the force rows
     (``dV − P.tau_cons(q)``); False where a generated function refuses q."""
     rates, kgrad, zero, e, rate0, dTq = (dchart[0], dchart[2], dchart[7], dchart[8],
                                          dchart[11], dchart[13])
     n = v.shape[0]
-    if rates(q, 0.0, zero, e, rate0, Wq) != 0 or kgrad(q, v, 0.0, dTq) != 0:
+    if (fresh and rates(q, 0.0, zero, e, rate0, Wq) != 0) or kgrad(q, v, 0.0, dTq) != 0:
         return False
     F = U[_F]
     if fns[1](q, zu, zt, 0.0, F) != 0:
@@ -1874,8 +1889,8 @@ def _quat_rate_matrix(q, a):
 def _chart_gradient(fns, chart, dchart, x, p, U, M, zu, zt, gx, xdot) -> bool:
     """(gx, xdot) ← (∂H/∂x, ∂H/∂p = ẋ) at (x, p) in the chart centred on q_n, in
     ``ChartHamiltonian.gradient``'s arithmetic with a compiled Kane tree's
-    ``SystemChart``: q = q_n ⊕ x and J(x) by the generated ``chart_point`` and
-    ``chart_jacobian`` (J = 1 exactly at x = 0, ``ProtocolChart.jacobian``), M v = J⁻ᵀ p by
+    ``SystemChart``: q = q_n ⊕ x by the generated ``chart_point``, W(q) by ``_rates`` and
+    J(x) from them (:func:`_chart_jacobian`; 1 exactly at x = 0), M v = J⁻ᵀ p by
     LU, v = M⁻¹(M v) by Cholesky, ẋ = J⁻¹ v by LU; the tangent ∂T/∂q = W(q)ᵀ ∂T/∂q|_u (the
     generated ``_rates`` and ``kinetic_gradient``: ``hamiltonian_terms``), ∂V/∂q =
     −forcing(q, 0, 0) with the springs of the force rows (+ k (q_j − q_rest)), and
@@ -1885,28 +1900,24 @@ def _chart_gradient(fns, chart, dchart, x, p, U, M, zu, zt, gx, xdot) -> bool:
     (D by :func:`_chart_derivative`). ``dchart`` None: not compiled (numba prunes the
     branch on the argument's type). False where a generated function refuses the point."""
     if dchart is not None:
-        point, jacobian, qn, q, Jf = chart[1], chart[2], chart[3], chart[4], chart[8]
-        Wq, pv, v, g, D, dT = (dchart[12], dchart[14], dchart[15], dchart[16], dchart[17],
-                               dchart[18])
+        point, qn, q = chart[1], chart[3], chart[4]
+        Wq, pv, v, g, D, dT, J = (dchart[12], dchart[14], dchart[15], dchart[16], dchart[17],
+                                  dchart[18], dchart[20])
+        rates, zero, e, rate0 = dchart[0], dchart[7], dchart[8], dchart[11]
         n = x.shape[0]
-        if point(qn, x, q) != 0:
+        if point(qn, x, q) != 0 or rates(q, 0.0, zero, e, rate0, Wq) != 0:
             return False
-        if _nonzero(x):
-            if jacobian(qn, x, Jf) != 0:
-                return False
-            J = Jf.reshape((n, n))
-        else:
-            J = np.eye(n)
+        N = _chart_jacobian(dchart, q, x, Wq, J)
         pv[:] = np.linalg.solve(J.T, p)
         if not _velocity(fns[0], q, pv, M, v):
             return False
-        if not _tangent_terms(fns, dchart, q, v, Wq, U, zu, zt, dT, g):
+        if not _tangent_terms(fns, dchart, q, v, Wq, False, U, zu, zt, dT, g):
             return False
         for i in range(n):
             g[i] = g[i] - dT[i]
         xdot[:] = np.linalg.solve(J, v)
         gx[:] = J.T @ g
-        if not _chart_derivative(dchart, q, x, xdot, Wq, D):
+        if not _chart_derivative(dchart, q, x, xdot, Wq, N, D):
             return False
         gx[:] = gx - D.T @ pv
         return True
@@ -2109,25 +2120,20 @@ def _start_sensitivity(dchart, qn, x, q, K) -> bool:
 @nb.njit(cache=True, nogil=True)
 def _end_parts(fns, chart, dchart, h, x, M0, M, gv) -> bool:
     """Verlet.``_variational_step``'s ``parts(x)``: the chart's scratch q ← q_1 = q_n ⊕ x,
-    J ← J(x) (1 exactly at x = 0), dchart's W ← J x (the end velocity, ×h) and
-    gv ← ½ M_0 x/h + ½ (J + D(x, x))ᵀ M_1 (J x)/h (``SystemChart.end_velocity``, D of
-    :func:`_chart_derivative` with W(q_1)); False where a generated function refuses q_1."""
+    J ← J(x) (:func:`_chart_jacobian`, on W(q_1) by ``_rates``), dchart's W ← J x (the
+    end velocity, ×h) and gv ← ½ M_0 x/h + ½ (J + D(x, x))ᵀ M_1 (J x)/h
+    (``SystemChart.end_velocity``, D of :func:`_chart_derivative` with W(q_1)); False where
+    a generated function refuses q_1."""
     if dchart is not None:
-        point, jacobian, qn, q, Jf = chart[1], chart[2], chart[3], chart[4], chart[8]
+        point, qn, q = chart[1], chart[3], chart[4]
         Wq, D, Wv, J = dchart[12], dchart[17], dchart[19], dchart[20]
         rates, zero, e, rate0 = dchart[0], dchart[7], dchart[8], dchart[11]
         n = x.shape[0]
-        if point(qn, x, q) != 0:
+        if point(qn, x, q) != 0 or rates(q, 0.0, zero, e, rate0, Wq) != 0:
             return False
-        if _nonzero(x):
-            if jacobian(qn, x, Jf) != 0:
-                return False
-            J[:, :] = Jf.reshape((n, n))
-        else:
-            J[:, :] = np.eye(n)
+        N = _chart_jacobian(dchart, q, x, Wq, J)
         Wv[:] = J @ x
-        if rates(q, 0.0, zero, e, rate0, Wq) != 0 or not _chart_derivative(dchart, q, x, x,
-                                                                            Wq, D):
+        if not _chart_derivative(dchart, q, x, x, Wq, N, D):
             return False
         if fns[0](q, 0.0, M.reshape(n * n)) != 0:
             return False
@@ -2164,9 +2170,8 @@ def _variational_residual(fns, chart, dchart, h, tc, mu, Z, U, M, zu, zt, R) -> 
             return False
         for i in range(n):
             vx[i] = Z[i] / h
-        if not _tangent_terms(fns, dchart, qn, vx, dchart[6], U, zu, zt, dT, g):
+        if not _tangent_terms(fns, dchart, qn, vx, dchart[5], False, U, zu, zt, dT, g):
             return False
-        # (_tangent_terms' W(q_n) into Φ's scratch: _start_sensitivity then builds Φ anew)
         if not _start_sensitivity(dchart, qn, Z, q, K):
             return False
         kg = K.T @ gv
@@ -2237,7 +2242,7 @@ def _verlet_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data,
         J = dchart[20]
         for i in range(n):
             vd[i] = dchart[19][i] / h
-        if not _tangent_terms(fns, dchart, q, vd, dchart[12], U, zu, zt, dT, g):
+        if not _tangent_terms(fns, dchart, q, vd, dchart[12], False, U, zu, zt, dT, g):
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
         mu1[:] = np.linalg.solve(J.T, gv)
