@@ -45,6 +45,7 @@ from ..friction.laws import Stribeck
 from ..friction.laws_kernel import stribeck_curve
 from ..integrators.base import cholesky, cholesky_solve
 from ..integrators.dopri5 import B, C, D, E
+from ..integrators.gauss_compiled import gather
 from ..integrators.rk4_compiled import compiled_or_none
 from ..model import Model
 from ..model.joints import Free, Planar, Spherical
@@ -96,13 +97,6 @@ def workspace(data):
             np.empty(3 * nb_), np.empty((nb_, 12)), np.empty((3 * nb_ + 2, 6)),
             np.empty(nv, np.int64), np.empty((nv, nv)), np.empty(nv), np.empty(11),
             np.array([nq, 1 if additive else 0], np.int64), iq, np.zeros(nv))
-
-
-@nb.njit(cache=True, nogil=True)
-def gather(iq_of_dof, q, qd):
-    """qd[j] = q[iq_of_dof[j]] (0 where the speed has no coordinate of its own)."""
-    for j in range(qd.shape[0]):
-        qd[j] = q[iq_of_dof[j]] if iq_of_dof[j] >= 0 else 0.0
 
 
 @nb.njit(cache=True, nogil=True)
