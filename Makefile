@@ -45,11 +45,17 @@ demo: $(STAMP)
 # the optimisation level): the demo, the benchmarks and `kanedyn precompile` compile and
 # load -O3 code in numba's usual place
 #
+# Beside it, LLVM's machine-code generation runs at level 0 (KANEDYN_CODEGEN_OPT=0,
+# src/kanedyn/_codegen.py): the fast instruction selector and register allocator after the
+# -O1 passes. The arithmetic is the same (no fast-math flag: nothing fused or reordered);
+# the suite's summed test time fell from 1227 s to 1115 s on a cold cache
+# (docs/benchmarks.md, "The suite's time at stop 43")
+#
 # One BLAS thread per worker (OPENBLAS_NUM_THREADS=1): with two workers on two cores,
 # OpenBLAS's own threads (two per process, spinning while they wait) oversubscribe the
 # cores; the worked identification example's test took 31.9 s beside a busy core against
 # 17.8 s with one BLAS thread (docs/benchmarks.md, "The suite's time")
-TEST_ENV := NUMBA_OPT=1 NUMBA_CACHE_DIR=$(CURDIR)/$(VENV)/numba-test-cache OPENBLAS_NUM_THREADS=1
+TEST_ENV := NUMBA_OPT=1 KANEDYN_CODEGEN_OPT=0 NUMBA_CACHE_DIR=$(CURDIR)/$(VENV)/numba-test-cache OPENBLAS_NUM_THREADS=1
 test: $(PIP_STAMP)
 	$(TEST_ENV) $(BIN)/python -m pytest -q -n 2 --dist loadfile
 

@@ -11,8 +11,9 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "kanedyn"
 
-#: what every package may use: the error classes and the small file/optional-import helpers
-BASE = {"errors", "_files", "_optional"}
+#: what every package may use: the error classes, the small file/optional-import helpers
+#: and the code generation level (imported first by the package root)
+BASE = {"errors", "_files", "_optional", "_codegen"}
 
 #: The order of DESIGN.md's "Layout": spatial ← model ← dynamics / kane ← constraints ←
 #: integrators ← sim ← scenario ← cli; friction and forces are leaves that sim composes

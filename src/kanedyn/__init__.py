@@ -7,6 +7,8 @@ constrained DAEs, energy-conserving integration and Stribeck friction.
 >>> M = kd.crba(model, q)
 """
 
+# first: the code generation level must be set before numba makes its target machine
+from . import _codegen  # noqa: F401  (isort: skip)
 from . import constraints, forces, friction, identify, verify
 from .dynamics import (
     Data,
