@@ -49,7 +49,7 @@ from ..forces.kernel import (
     wrench_forces_add,
 )
 from ..integrators.base import Solution
-from ..integrators.gauss_compiled import energy_scale, project_standard
+from ..integrators.gauss_compiled import energy_scale, gather, project_standard
 from ..integrators.rk4_compiled import (
     BAD_KERNEL_STATE,
     NOT_FINITE,
@@ -77,19 +77,12 @@ def dof_coordinates(model: Model) -> NDArray:
     return out
 
 
-@njit(cache=True, _nrt=False, nogil=True)
-def _gather(iq_of_dof, q, qd):
-    """qd[j] = q[iq_of_dof[j]] (0 where the speed has no coordinate of its own)."""
-    for j in range(qd.shape[0]):
-        qd[j] = q[iq_of_dof[j]] if iq_of_dof[j] >= 0 else 0.0
-
-
 @njit(cache=True, nogil=True)
 def _energy(data, P, iq_of_dof, q, v, qd, summary):
     """T (rotors included) + V_gravity + V_springs of one state, by the kernel of
     ``kd.kinetic_energy`` (as :func:`kanedyn.sim.batch._energy`)."""
     K.summary_into(data, q, v, True, summary)
-    _gather(iq_of_dof, q, qd)
+    gather(iq_of_dof, q, qd)
     return summary[0] + summary[1] + spring_potential(P, qd)
 
 
@@ -98,7 +91,7 @@ def _stage(data, P, iq_of_dof, forces, t, q, v, qd, tau_nc, tau, fext, a, ws):
     """a = ABA(q, v, τ(t, q, v)) with the joint forces of the rows P and its wrench rows
     (none unless ``forces``); returns the kernel's status."""
     if forces:
-        _gather(iq_of_dof, q, qd)
+        gather(iq_of_dof, q, qd)
         joint_forces(P, t, qd, v, tau_nc, tau)
         s = wrench_forces_add(data, P, q, tau_nc, tau)  # (the wrench rows: at q itself)
         if s:
@@ -132,7 +125,7 @@ def project_energy_manifold(data, P, iq_of_dof, forces, q, v, target, E0, M, dT,
     for i in range(nv):
         dq[i] = dT[i] + dV[i]
     if forces:
-        _gather(iq_of_dof, q, qd)
+        gather(iq_of_dof, q, qd)
         spring_gradient_add(P, qd, 1.0, dq)
         G += spring_potential(P, qd)
     for i in range(nv):
@@ -154,7 +147,7 @@ def project_energy_manifold(data, P, iq_of_dof, forces, q, v, target, E0, M, dT,
         s |= energy_terms(data, qs, vs, dT, dV, out)
         G = out[0] + out[1] - target
         if forces:
-            _gather(iq_of_dof, qs, qd)
+            gather(iq_of_dof, qs, qd)
             G += spring_potential(P, qd)
         if abs(G) <= 4e-15 * scale:
             break
@@ -198,7 +191,7 @@ def rk4_manifold_run(data, P, iq_of_dof, forces, t0, q0, v0, steps, every, proje
         E0 = out[0] + out[1]
         h0[:] = out[2:8]
         if forces:
-            _gather(iq_of_dof, q, qd)
+            gather(iq_of_dof, q, qd)
             E0 += spring_potential(P, qd)
     vmax0 = largest_speed(v)
     status[:] = 0
