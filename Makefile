@@ -51,11 +51,17 @@ demo: $(STAMP)
 # the suite's summed test time fell from 1227 s to 1115 s on a cold cache
 # (docs/benchmarks.md, "The suite's time at stop 43")
 #
+# Python's bytecode is written (PYTHONDONTWRITEBYTECODE emptied, where the environment sets
+# it; uv installs no .pyc): else every worker and every subprocess a test starts compiles
+# sympy, scipy, matplotlib, pandas and kanedyn from source again — collecting the suite took
+# 16.5 s a process without .pyc files, 11.0 s with them; importing kanedyn, sympy, scipy,
+# matplotlib, pandas and hypothesis 6.5 s against 2.9 s
+#
 # One BLAS thread per worker (OPENBLAS_NUM_THREADS=1): with two workers on two cores,
 # OpenBLAS's own threads (two per process, spinning while they wait) oversubscribe the
 # cores; the worked identification example's test took 31.9 s beside a busy core against
 # 17.8 s with one BLAS thread (docs/benchmarks.md, "The suite's time")
-TEST_ENV := NUMBA_OPT=1 KANEDYN_CODEGEN_OPT=0 NUMBA_CACHE_DIR=$(CURDIR)/$(VENV)/numba-test-cache OPENBLAS_NUM_THREADS=1
+TEST_ENV := PYTHONDONTWRITEBYTECODE= NUMBA_OPT=1 KANEDYN_CODEGEN_OPT=0 NUMBA_CACHE_DIR=$(CURDIR)/$(VENV)/numba-test-cache OPENBLAS_NUM_THREADS=1
 test: $(PIP_STAMP)
 	$(TEST_ENV) $(BIN)/python -m pytest -q -n 2 --dist loadfile
 
