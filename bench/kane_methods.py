@@ -15,9 +15,14 @@ midpoint and gauss4 with ``project="energy"`` (kane_compiled's RK4 and Gauss loo
 ``--em-projection``: energy_momentum's ``variant="projection"`` (midpoint in the tangent
 form, then the projection onto E0 + W_nc) on the Kane tree (kane_compiled's chart loop,
 its chart q0 + ξ) and on the Model itself (gauss_compiled's tangent loop).
+``--system ball_elbow``: instead of the chain, ``kd.models.ball_elbow`` (a ball shoulder
+and a hinged elbow: a quaternion, q̇ ≠ u), whose methods run kane_compiled's loops in the
+quaternions' chart — rk4 (with ``--forces`` or ``--project``), midpoint, gauss4 and
+itoh_abe —; its elements: the spring and the friction on the 1-DOF joints alone (the
+elbow), a damper on every joint (the shoulder's three speeds too).
 
     PYTHONPATH=src .venv/bin/python bench/kane_methods.py [--links 7] [--T 2] [--forces]
-        [--project | --em-projection]
+        [--project | --em-projection] [--system chain|ball_elbow]
 """
 
 from __future__ import annotations
@@ -66,15 +71,24 @@ def main() -> None:
     ap.add_argument("--forces", action="store_true")
     ap.add_argument("--project", action="store_true")
     ap.add_argument("--em-projection", action="store_true")
+    ap.add_argument("--system", choices=("chain", "ball_elbow"), default="chain")
     a = ap.parse_args()
     with open("/proc/loadavg") as f:
         print("load before:", f.read().strip())
-    model = kd.models.pendulum_chain(a.links, planar=False)
+    quaternion = a.system == "ball_elbow"
+    if quaternion:
+        model, label = kd.models.ball_elbow(), "ball_elbow (a quaternion and a hinge)"
+    else:
+        model, label = kd.models.pendulum_chain(a.links, planar=False), f"{a.links}-link 3D chain"
     t0 = time.perf_counter()
     system = tree.derive(model).compile(backend="numba")
-    print(f"{a.links}-link 3D chain: derived and compiled in {time.perf_counter() - t0:.1f} s")
+    print(f"{label}: derived and compiled in {time.perf_counter() - t0:.1f} s")
     rng = np.random.default_rng(0)
-    q0, v0 = rng.uniform(-0.5, 0.5, model.nq), rng.normal(0.0, 0.5, model.nv)
+    if quaternion:  # a swinging, twisting arm
+        q0, v0 = np.array([0.9, 0.2, -0.3, 0.1, 0.4]), np.array([0.5, -1.0, 0.8, 2.0])
+        q0[:4] /= np.linalg.norm(q0[:4])
+    else:
+        q0, v0 = rng.uniform(-0.5, 0.5, model.nq), rng.normal(0.0, 0.5, model.nv)
     dt = 1e-3
     runs = {"rk4, generated loop": (a.T, {"method": "rk4"})}
     if a.forces:
@@ -83,13 +97,16 @@ def main() -> None:
 
         law = Stribeck(0.05, 0.08, 0.1).smoothed("tanh", 0.02)
         joints = [b.joint.name for b in model.bodies]
-        forces = ([JointSpring(joints[0], 5.0)] + [JointDamper(j, 0.05) for j in joints]
-                  + [JointFriction(j, law) for j in joints])
+        one = [b.joint.name for b in model.bodies if b.joint.nv == 1]  # (springs, friction)
+        forces = ([JointSpring(one[0], 5.0)] + [JointDamper(j, 0.05) for j in joints]
+                  + [JointFriction(j, law) for j in one])
         runs = {"rk4, compiled loop": (a.T, {"method": "rk4", "forces": forces}),
                 "rk4, Python steps": (a.T / 10, {"method": "rk4", "forces": forces,
                                                  "compiled": False})}
     methods = ("verlet", "midpoint", "gauss4", "avf", "energy_momentum", "itoh_abe",
                "itoh_abe symmetric")
+    if quaternion:  # the methods with a loop in the quaternions' chart
+        methods = ("midpoint", "gauss4", "itoh_abe")
     if a.project:  # rk4, midpoint and gauss4, each step projected onto E0 + W_nc
         runs = {}
         methods = ("rk4+project", "midpoint+project", "gauss4+project")

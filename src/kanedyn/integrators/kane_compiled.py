@@ -44,11 +44,17 @@ from the last step's d, p carried from step to step (Gonzalez: p = M v at every 
 Itoh–Abe's polish of Δp after it. M⁻¹ is made as numpy's ``inv`` makes it (gesv on the
 identity), so that the residuals holding it round as the references'.
 
-RK4 with force elements (:func:`run_rk4`; without them the loop generated with the
-equations runs, ``printers._NUMBA_RK4``): :class:`.rk4.RK4`'s stages on additive
-coordinates, u̇ by the generated ``forward_dynamics`` with τ = τ_nc + τ_springs of the rows
-as its inputs (the generalized forces, where the inputs are those: a tree derived from a
-Model), W_nc by the same stages (ẇ = vᵀτ_nc).
+RK4 with force elements or the energy projection (:func:`run_rk4`; without them the loop
+generated with the equations runs, ``printers._NUMBA_RK4``): :class:`.rk4.RK4`'s stages,
+u̇ by the generated ``forward_dynamics`` with τ = τ_nc + τ_springs of the rows as its inputs
+(the generalized forces, where the inputs are those: a tree derived from a Model; without
+force elements zero inputs, of any number, as ``forward_dynamics(q, v, 0)``), W_nc by
+the same stages (ẇ = vᵀτ_nc); on additive coordinates q ⊕ ξ = q + ξ and ξ̇ = v, on a chart
+that is not (quaternions) the stages of midpoint's chart loop below, q_n ⊕ ξ and
+ξ̇ = J(ξ)⁻¹ v by the generated chart functions (:func:`_chart_rates`), and
+q_{n+1} = q_n ⊕ (h/6)(k₁ + 2k₂ + 2k₃ + k₄): the quaternions move by the exponential map,
+as rk4.py's ``integrate_configuration``, and stay of unit norm. One loop and signature
+for both (``additive`` a runtime flag).
 
 Force elements with rows in :mod:`kanedyn.forces.kernel` (springs, dampers, smoothed
 Stribeck friction, constant and sinusoidal torques: a tree derived from a Model, whose
@@ -61,7 +67,8 @@ momentum equation ``Δp + h ∇̄_qH − h τ_nc(t_n + h/2, q_n + Δq/2, ∇̄_p
 h v̄ᵀτ_nc at v̄ = Δq/h; Itoh–Abe's polish solves its p-equation with τ_nc by the
 reference's sweeps).
 
-``project="energy"`` on RK4, midpoint and gauss4 (:func:`_project_energy`): each step
+``project="energy"`` on RK4, midpoint and gauss4 (:func:`_project_energy`; in the
+quaternions' chart below, RK4's too): each step
 followed by :class:`.projection.Projected`'s scalar Newton onto E₀ + W_nc along ∇E at
 the step's end (∂T/∂q by the central differences above, M v), to its bar 4e-15 (1 + |E₀|).
 
@@ -96,8 +103,8 @@ in order, an ulp apart at some points, which Itoh–Abe's quotients of H and New
 then carry: round-off (tested).
 
 Force elements with rows in the quaternions' chart (a tree derived from a Model, its
-inputs the nv generalized forces: :func:`chart_applicable`), where the Python steps put
-them: the springs read the coordinates of their 1-DOF joints (``iqd``,
+inputs the nv generalized forces: :func:`chart_applicable`; RK4's as above), where the
+Python steps put them: the springs read the coordinates of their 1-DOF joints (``iqd``,
 :func:`.gauss_compiled.dof_coordinates`; q_j is not the coordinate of speed j past a
 quaternion), their potential in E and H, and the wrench rows q itself. Midpoint and
 gauss4: τ = τ_nc + τ_springs at (t_n + c_i h, q_n ⊕ ξ_i, v_i) as the forward dynamics'
@@ -111,7 +118,7 @@ tested).
 
 Where a loop does not apply (force elements without rows — a Python function, a system
 not derived from a Model —, speeds other than the coordinate rates but for midpoint,
-gauss4, energy_momentum's projection variant and itoh_abe in the quaternions' chart,
+gauss4, energy_momentum's projection variant, itoh_abe and rk4 in the quaternions' chart,
 constraints, the numpy or C backends, another projection) or an iteration fails, the
 Python steps run the whole way and report what happens.
 """
@@ -144,6 +151,14 @@ _V = types.float64[::1]
 MASS_MATRIX = types.FunctionType(types.int64(_V, types.float64, _V))
 FORCING = types.FunctionType(types.int64(_V, _V, _V, types.float64, _V))
 ENERGY = types.FunctionType(types.int64(_V, _V, types.float64, _V))
+#: the generated ``forward_dynamics(q, u, τ, t, u̇, work)`` (Cholesky of M u̇ = forcing)
+FORWARD_DYNAMICS = types.FunctionType(types.int64(_V, _V, _V, types.float64, _V, _V))
+#: the generated chart functions (printers._NUMBA_RK4): q ← q0 ⊕ ξ, J (flat) ← J(ξ)
+CHART_POINT = types.FunctionType(types.int64(_V, _V, _V))
+CHART_JACOBIAN = types.FunctionType(types.int64(_V, _V, _V))
+#: the index in q of each speed's coordinate on 1-DOF additive joints, −1 on the others'
+#: (:func:`.gauss_compiled.dof_coordinates`): what the springs of the force rows read
+_IQD = types.int64[::1]
 
 #: the reference's central-difference step of ∂T/∂q (base.kinetic_energy_gradient)
 _KE_STEP = 1e-6
@@ -1135,62 +1150,92 @@ _DG_SIGNATURE = types.int64(*_FNS, types.int64, _V, _V, _V, _V, _V, *_RUN, types
 
 
 # ------------------------------------------------- RK4 with force rows or the projection
-FORWARD_DYNAMICS = types.FunctionType(types.int64(_V, _V, _V, types.float64, _V, _V))
 
 
 @nb.njit(cache=True, nogil=True)
-def _rk4_stage(fd, fns, t, q, v, U, work, a) -> float:
-    """a ← u̇(q, v) with τ = τ_nc + τ_springs of the rows at t (rk4.py's ``_f``); returns
-    ẇ = vᵀτ_nc, NaN where the generated forward dynamics refuses the state."""
+def _rk4_stage(fd, fns, t, q, v, U, zt, work, a) -> float:
+    """a ← u̇(q, v) with τ = τ_nc + τ_springs of the rows at t as the inputs (rk4.py's
+    ``_f``; without rows the zero inputs zt, as ``forward_dynamics(q, v, 0)`` takes them:
+    any number of inputs); returns ẇ = vᵀτ_nc, NaN where the generated forward dynamics
+    refuses the state."""
     w = _force_power(fns, t, q, v, U)
-    if fd(q, v, U[_TS], 0.0, a, work) != 0:
+    if fd(q, v, U[_TS] if fns[4] else zt, 0.0, a, work) != 0:
         return np.nan
     return w
 
 
-def _rk4_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, forward_dynamics, project,
-              q0, v0, steps, times, n_steps, every, tol, maxiter, blowup, Q, V, W, iters,
-              status):
-    """The whole RK4 run with force rows (module doc): the stages of :class:`.rk4.RK4` at
-    t, t + h/2, t + h/2, t + h, q ⊕ ξ = q + ξ, then where ``project`` the energy projection
-    of :class:`.projection.Projected` onto E₀ + W_nc (:func:`_project_energy`, its
-    iterations in ``iters``); status[0] NEWTON_FAILED (the forward dynamics refused a
-    state, or the projection failed: the Python steps then report it) or STATE_GUARD,
-    status[1] the step; returns the number of samples stored."""
-    fns = _additive_fns(mass_matrix, forcing, energy, P, forces, data)
-    n = v0.shape[0]
+def _rk4_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, forward_dynamics,
+              chart_point, chart_jacobian, iqd, additive, project, q0, v0, steps, times,
+              n_steps, every, tol, maxiter, blowup, Q, V, W, iters, status):
+    """The whole RK4 run with force rows or the energy projection (module doc): the stages
+    of :class:`.rk4.RK4` at t, t + h/2, t + h/2, t + h in its chart q = q_n ⊕ ξ from
+    z_n = (0, v_n), stage i at z_n + c_i h k_{i−1}: ``additive``, q_n ⊕ ξ = q_n + ξ and
+    ξ̇ = v (:func:`_rk4_stage`); else (quaternions) q_n ⊕ ξ by the generated ``chart_point``
+    and ξ̇ = J(ξ)⁻¹ v by ``chart_jacobian`` and LU, u̇ with τ = τ_nc + τ_springs of the
+    rows as the inputs, the springs on the coordinates ``iqd`` of their speeds (empty on
+    additive coordinates: q itself), as midpoint's stages in the chart
+    (:func:`_chart_rates`); q_{n+1} = q_n ⊕ (h/6)(k₁ + 2k₂ + 2k₃ + k₄) (the exponential
+    map: the quaternions stay of unit norm), W_nc by the same stages (ẇ = vᵀτ_nc); then
+    where ``project`` the energy projection of :class:`.projection.Projected` onto
+    E₀ + W_nc (:func:`_project_energy`, in the chart of the step's end where not
+    ``additive``; its iterations in ``iters``); status[0] NEWTON_FAILED (a generated
+    function refused a state, or the projection failed: the Python steps then report it)
+    or STATE_GUARD, status[1] the step; returns the number of samples stored."""
+    n, nq = v0.shape[0], q0.shape[0]
+    fns = (mass_matrix, forcing, energy, P, forces, data, iqd, np.empty(n))
     U, M, E, zu, zt = _workspace(n, ninputs)
     q, v = q0.copy(), v0.copy()
     work = np.empty(max(n * n, 1))
-    K = np.empty((4, 2, n))  # (k_x, k_v) of the four stages
-    qs, vs, D, kw = np.empty(n), np.empty(n), np.empty(2 * n), np.empty(4)
+    qn = np.empty(nq)
+    chart = (forward_dynamics, chart_point, chart_jacobian, qn, np.empty(nq), np.empty(n),
+             np.empty(n), work, np.empty(n * n))
+    K = np.empty((4, 1, 2 * n))  # (ξ̇, v̇) of the four stages (each a row of _chart_rates)
+    z0, Z, tc, pw = np.zeros(2 * n), np.zeros(2 * n), np.empty(1), np.zeros(1)
+    qs, a, xi, D, kw = np.empty(nq), np.empty(n), np.empty(n), np.empty(2 * n), np.empty(4)
     k_out, vmax0, w = store(q, v, Q, V, 0), _largest(v), 0.0
     E0 = _energy(fns, q, v, E) if project else 0.0
     W[0] = 0.0
     for step in range(n_steps):
         h, t = steps[step], times[step]
+        qn[:] = q
+        z0[n:] = v
         for s in range(4):
             c = 0.0 if s == 0 else (h if s == 3 else 0.5 * h)  # (0.5 h or h) × k_{s−1}
-            for i in range(n):
-                if s == 0:
-                    qs[i], vs[i] = q[i], v[i]
-                else:
-                    qs[i] = q[i] + c * K[s - 1, 0, i]
-                    vs[i] = v[i] + c * K[s - 1, 1, i]
-            ts = t if s == 0 else (t + h if s == 3 else t + h / 2)
-            kw[s] = _rk4_stage(forward_dynamics, fns, ts, qs, vs, U, work, K[s, 1])
+            for i in range(2 * n):
+                Z[i] = 0.0 if s == 0 else c * K[s - 1, 0, i]
+            tc[0] = t if s == 0 else (t + h if s == 3 else t + h / 2)
+            if additive:
+                for i in range(n):
+                    qs[i] = q[i] + Z[i]
+                    xi[i] = v[i] + Z[n + i]
+                kw[s] = _rk4_stage(forward_dynamics, fns, tc[0], qs, xi, U, zt, work, a)
+                for i in range(n):
+                    K[s, 0, i] = xi[i]  # ξ̇ = v: the chart is additive
+                    K[s, 0, n + i] = a[i]
+            else:
+                kw[s] = pw[0] if _chart_rates(fns, chart, tc, z0, Z, U, zt, K[s], pw) else np.nan
             if np.isnan(kw[s]):
                 status[0], status[1] = NEWTON_FAILED, step
                 return k_out
-            K[s, 0] = vs  # ξ̇ = v: the chart is additive
         h6 = h / 6
         for i in range(n):
-            q[i] = q[i] + h6 * (K[0, 0, i] + 2 * K[1, 0, i] + 2 * K[2, 0, i] + K[3, 0, i])
-            v[i] = v[i] + h6 * (K[0, 1, i] + 2 * K[1, 1, i] + 2 * K[2, 1, i] + K[3, 1, i])
+            xi[i] = h6 * (K[0, 0, i] + 2 * K[1, 0, i] + 2 * K[2, 0, i] + K[3, 0, i])
+            v[i] = v[i] + h6 * (K[0, 0, n + i] + 2 * K[1, 0, n + i] + 2 * K[2, 0, n + i]
+                                + K[3, 0, n + i])
+        if additive:
+            for i in range(n):
+                q[i] = q[i] + xi[i]
+        elif chart_point(qn, xi, q) != 0:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
         w += h6 * (kw[0] + 2 * kw[1] + 2 * kw[2] + kw[3])
         if project:
-            it = _project_energy(fns, None, E0 + w, 1.0 + abs(E0), q, v, U, M, E, zu, zt, D,
-                                 tol, maxiter)
+            if additive:
+                it = _project_energy(fns, None, E0 + w, 1.0 + abs(E0), q, v, U, M, E, zu, zt,
+                                     D, tol, maxiter)
+            else:
+                it = _project_energy(fns, chart_point, E0 + w, 1.0 + abs(E0), q, v, U, M, E,
+                                     zu, zt, D, tol, maxiter)
             if it < 0:
                 status[0], status[1] = NEWTON_FAILED, step
                 return k_out
@@ -1201,35 +1246,50 @@ def _rk4_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, forward_dy
     return k_out
 
 
-_RK4_SIGNATURE = types.int64(*_FNS, FORWARD_DYNAMICS, types.boolean, _V, _V, *_RUN, *_OUT)
+_RK4_SIGNATURE = types.int64(*_FNS, FORWARD_DYNAMICS, CHART_POINT, CHART_JACOBIAN, _IQD,
+                             types.boolean, types.boolean, _V, _V, *_RUN, *_OUT)
 
 
 def rk4_applicable(problem, project) -> bool:
-    """RK4 on a compiled Kane tree whose inputs are its nv generalized forces (the loop
-    passes τ as the inputs), additive coordinates, force elements only with rows, no
+    """RK4 on a compiled Kane tree with the generated chart functions, additive coordinates
+    (:func:`applicable`) or a chart that is not (quaternions, :func:`chart_applicable`),
+    force elements only with rows and then inputs that are its nv generalized forces (the
+    loop passes τ as the inputs; without force elements zero inputs, of any number), no
     projection or the energy's alone, no progress bar. (Without force elements and
     projection the loop generated with the equations runs instead.)"""
     from .projection import parse_invariants
 
     s = problem.system
-    return (applicable(problem) and getattr(s, "compiled_forward_dynamics", None) is not None
-            and int(s.ninputs) == s.nv
+    no_forces = (problem.tau_cons is None and problem.tau_nc is None
+                 and problem.potential is None)
+    return ((applicable(problem) or chart_applicable(problem))
+            and getattr(s, "compiled_forward_dynamics", None) is not None
+            and getattr(s, "compiled_chart", None) is not None
+            and (no_forces or int(s.ninputs) == s.nv)
             and (project is None or parse_invariants(project) == ("energy",)))
 
 
 def run_rk4(problem, project: bool):
     """RK4's run (``project``: with the energy projection) in :func:`_rk4_loop` (see
-    :func:`_run`)."""
+    :func:`_run`), on additive coordinates or in the quaternions' chart; None also where
+    numba's LU meets a singular J(ξ) (as :func:`run_gauss_chart`): the Python steps take
+    the run."""
+    from .base import chart_is_additive
+
+    s = problem.system
+    additive = chart_is_additive(s)
+    iqd = np.empty(0, dtype=np.int64) if additive else _dof_coordinates(s)
     name = "rk4+project('energy',)" if project else "rk4"
-    return _run(problem, name, _rk4_loop, _RK4_SIGNATURE,
-                (*_functions_and_rows(problem), problem.system.compiled_forward_dynamics,
-                 bool(project)), (PROJECTION_TOL, PROJECTION_MAXITER))
+    head = (*_functions_and_rows(problem), s.compiled_forward_dynamics, *s.compiled_chart,
+            iqd, additive, bool(project))
+    try:
+        return _run(problem, name, _rk4_loop, _RK4_SIGNATURE, head,
+                    (PROJECTION_TOL, PROJECTION_MAXITER))
+    except np.linalg.LinAlgError:
+        return None
 
 
 # ------------------------------------------- midpoint and gauss4 in the quaternions' chart
-#: the generated chart functions (printers._NUMBA_RK4): q ← q0 ⊕ ξ, J (flat) ← J(ξ)
-CHART_POINT = types.FunctionType(types.int64(_V, _V, _V))
-CHART_JACOBIAN = types.FunctionType(types.int64(_V, _V, _V))
 
 
 def _gauss_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, forward_dynamics,
@@ -1315,9 +1375,6 @@ def _gauss_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, fo
     return k_out
 
 
-#: the index in q of each speed's coordinate on 1-DOF additive joints, −1 on the others'
-#: (:func:`.gauss_compiled.dof_coordinates`): what the springs of the force rows read
-_IQD = types.int64[::1]
 _GAUSS_CHART_SIGNATURE = types.int64(*_FNS, FORWARD_DYNAMICS, CHART_POINT, CHART_JACOBIAN,
                                      _IQD, _ROWS, _V, _V, _V, types.boolean, _V, _V, *_RUN,
                                      *_OUT)

@@ -27,7 +27,10 @@ class RK4(FixedStepMethod):
     armature) in :func:`kanedyn.sim.rk4_manifold.rk4_manifold_run`, which takes these
     chart stages (``ξ̇ = J(ξ)⁻¹ v`` by :mod:`kanedyn.sim.chart_kernel`); same steps, less
     overhead. Both also take ``project="energy"``, with force elements onto E₀ + W_nc
-    (:class:`.projection.Projected`'s target, the springs' potential in E).
+    (:class:`.projection.Projected`'s target, the springs' potential in E). A compiled
+    Kane system runs the RK4 generated with its equations, or with force rows or
+    ``project="energy"`` :func:`kanedyn.integrators.kane_compiled.run_rk4` (these stages,
+    with quaternions in this chart by its generated chart functions).
     ``compiled=False`` takes these Python steps.
     """
 

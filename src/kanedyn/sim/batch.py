@@ -1147,7 +1147,8 @@ def run_rk4(compiled: bool, problem, forces, project) -> Solution | None:
     coordinates and no armature, for this loop, nor ``compiled_manifold_step``, any other
     Model, for :func:`kanedyn.sim.rk4_manifold.rk4_manifold_run`; a compiled Kane tree
     runs the loop generated with its equations, or with force rows or the energy
-    projection :func:`kanedyn.integrators.kane_compiled.run_rk4`), force elements the
+    projection :func:`kanedyn.integrators.kane_compiled.run_rk4`, additive coordinates or
+    quaternions), force elements the
     loops do not take (or springs and friction on joints of several speeds), or a
     projection onto anything but the energy first (the energy projection, with force
     elements onto E₀ + W_nc with the springs' potential in E, is the loops'; momentum rows

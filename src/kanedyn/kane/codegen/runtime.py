@@ -141,7 +141,8 @@ class CompiledSystem:
         #: (where the inputs are the nv generalized forces); None otherwise
         self.compiled_forward_dynamics = (self._k["forward_dynamics"]
                                           if self.compiled_functions is not None else None)
-        #: capability (integrators/kane_compiled.run_gauss_chart, run_itoh_abe_chart): the
+        #: capability (integrators/kane_compiled.run_gauss_chart, run_itoh_abe_chart,
+        #: run_rk4): the
         #: generated numba ``chart_point(q0, ξ, q)`` and ``chart_jacobian(q0, ξ, J)`` (q0 ⊕ ξ
         #: and J(ξ) as integrate_configuration(q0, ξ, 1) and chart_jacobian compute them) of
         #: such a tree, by which the compiled loops step in the chart of its quaternions;
