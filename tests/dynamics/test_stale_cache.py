@@ -73,8 +73,10 @@ def _copy_package(tmp_path: Path) -> Path:
 
 def _run(src: Path, tmp_path: Path, code: str = SCRIPT,
          what: str = "VE") -> subprocess.CompletedProcess:
+    # no .pyc files: Python checks one against its source's mtime (in seconds) and size,
+    # and the edits here keep the size and may fall in the same second
     env = dict(os.environ, PYTHONPATH=str(src), NUMBA_CACHE_DIR=str(tmp_path / "cache"),
-               KANEDYN_NO_C="1")
+               KANEDYN_NO_C="1", PYTHONDONTWRITEBYTECODE="1")
     return subprocess.run([sys.executable, "-c", code, what], env=env, capture_output=True,
                           text=True, timeout=900, cwd=tmp_path)
 
