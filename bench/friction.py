@@ -219,6 +219,15 @@ def best_of(run, repeat: int):
     return best, out
 
 
+def step_columns(el: float, tr) -> tuple[str, str]:
+    """The µs a step and the number of steps of an event-driven run that took ``el`` s,
+    as table columns (blank where the run reports no step count)."""
+    steps = tr.stats.get("steps")
+    if not steps:
+        return f"{'':>8}", f"{'':>6}"
+    return f"{1e6 * el / steps[0]:8.2f}", f"{steps[0]:6d}"
+
+
 def timed_events(model, q0, forces, T1, rtol, atol, repeat, **kw):
     """(seconds of the best of ``repeat`` runs, trajectory) of one event-driven run."""
     return best_of(lambda: kd.simulate(model, q0, np.zeros(model.nv), T1, method="stickslip",
@@ -245,9 +254,7 @@ def event_rows(model, q0, forces, windows, mj_us, rtol=1e-8, atol=1e-10,
                                   stick_step=stick_step, **kw)
             ms = 1e3 * el / T1
             base = ms if base is None else base
-            steps = tr.stats.get("steps")
-            us = f"{1e6 * el / steps[0]:8.2f}" if steps else f"{'':>8}"
-            n = f"{steps[0]:6d}" if steps else f"{'':>6}"
+            us, n = step_columns(el, tr)
             print(f"{name:<34} {T1:5.2f} {ms:9.2f} {ms / mj_per_s:8.1f} {us} {n} "
                   f"{len(tr.friction.switches):9d} {ms / base:9.1f}")
     print(f"{'MuJoCo mj_step (frictionloss)':<34} {'':>5} {mj_per_s:9.2f} {1.0:8.1f} "
@@ -287,9 +294,7 @@ def ball_elbow_events(repeat: int = 3) -> None:
                 model, np.array(q0), np.array(v0), T1, method="stickslip",
                 joints={"elbow": law}, forces=forces, **kw), rep if rep == 1 else repeat)
             base = el if base is None else base
-            steps = tr.stats.get("steps")
-            us = f"{1e6 * el / steps[0]:8.2f}" if steps else f"{'':>8}"
-            n = f"{steps[0]:6d}" if steps else f"{'':>6}"
+            us, n = step_columns(el, tr)
             print(f"{label:<24} {name:<34} {1e3 * el:9.2f} {us} {n} "
                   f"{len(tr.friction.switches):9d} {el / base:9.1f}")
     print(f"load average after: {open('/proc/loadavg').read().split()[:3]}")

@@ -5,9 +5,9 @@ machine-code generation (instruction selection, register allocation). Where comp
 time is the cost — the test suite compiles every kernel on a cold cache — the
 environment variable ``KANEDYN_CODEGEN_OPT`` (0-3) sets the second alone: at 0 the
 fast instruction selector and register allocator run after the passes of
-``NUMBA_OPT``. The first call of the gauss loop on the ball elbow then compiles in
-64 s instead of 95 s (at NUMBA_OPT=1), for code about 1.5x slower
-(docs/benchmarks.md, "The suite's time at stop 43"). The arithmetic does not change:
+``NUMBA_OPT``. The first midpoint run on the ball elbow (the gauss loop) then compiled in
+67.8 s instead of 86.8 s at NUMBA_OPT=1, for code 2.4x slower (``bench/compile_levels.py``;
+docs/benchmarks.md, "The suite's time at stop 43"). The arithmetic does not change:
 kanedyn sets no fast-math flag, so no level fuses or reorders a floating-point
 operation.
 
