@@ -96,9 +96,9 @@ def test_chart_pieces_against_differences(mixed, size):
     np.testing.assert_allclose(kd.q_dot(m, ch.point(qn, x), J @ d), dq, atol=1e-8)
     dJ = (ch.jacobian(qn, x + e * d) - ch.jacobian(qn, x - e * d)) @ w / (2 * e)
     np.testing.assert_allclose(ch.derivative(qn, x, w) @ d, dJ, atol=1e-8)
-    W, DW = ch.end_velocity(x)
+    W, DW = ch.end_velocity(qn, x)
     np.testing.assert_allclose(W, J @ x, atol=1e-15)
-    dW = (ch.end_velocity(x + e * d)[0] - ch.end_velocity(x - e * d)[0]) / (2 * e)
+    dW = (ch.end_velocity(qn, x + e * d)[0] - ch.end_velocity(qn, x - e * d)[0]) / (2 * e)
     np.testing.assert_allclose(DW @ d, dW, atol=1e-8)
 
 
@@ -122,7 +122,7 @@ def test_start_sensitivity_against_differences(mixed):
     e = 1e-5
     fd = (coords(s.integrate_configuration(qn, d, e))
           - coords(s.integrate_configuration(qn, d, -e))) / (2 * e)
-    np.testing.assert_allclose(ch.start_sensitivity(x) @ d, fd, atol=1e-7)
+    np.testing.assert_allclose(ch.start_sensitivity(qn, x) @ d, fd, atol=1e-7)
 
 
 def test_chart_hamiltonian_gradient_against_differences(mixed):

@@ -78,11 +78,11 @@ def test_compiled_chart_pieces_equal_the_python_chart():
         sk.chart_end_velocity_t_times(data, Jb, x, W, y, a)
         sk.chart_start_sensitivity_t_times(data, Jb, x, y, k)
         sk.chart_jt_solve(data, Jb, y, s)
-        W_ref, DW = chart.end_velocity(x)
+        W_ref, DW = chart.end_velocity(q, x)
         np.testing.assert_allclose(qc, chart.point(q, x), rtol=0, atol=1e-15)
         np.testing.assert_allclose(W, W_ref, rtol=0, atol=1e-15 * scale)
         np.testing.assert_allclose(a, DW.T @ y, rtol=0, atol=1e-14)
-        np.testing.assert_allclose(k, chart.start_sensitivity(x).T @ y, rtol=0, atol=1e-14)
+        np.testing.assert_allclose(k, chart.start_sensitivity(q, x).T @ y, rtol=0, atol=1e-14)
         np.testing.assert_allclose(s, np.linalg.solve(chart.jacobian(q, x).T, y), rtol=0,
                                    atol=1e-14)
 

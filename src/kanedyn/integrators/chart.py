@@ -34,7 +34,12 @@ given here in closed form; for SO(3), with a = (1 − cos θ)/θ², b = (θ − 
 
 A system that is not a Model gets :class:`ProtocolChart`: ``q_n ⊕ x`` and J(x) from the
 protocol (``integrate_configuration``, ``chart_jacobian``), no D — enough for Itoh–Abe,
-which needs energy values only.
+which needs energy values only. A compiled Kane tree with quaternions (or speeds other
+than q̇) gets :class:`SystemChart`: that chart with D and the start sensitivity from its
+generated ∂q̇/∂q (``CompiledSystem.chart_derivative``, ``chart_start_sensitivity``), so
+avf and verlet run on it too. Its charts are the joints' own where the joints are a
+Model's (q0 ⊗ exp(x) on a quaternion; the Euler step q0 + W(q0) x elsewhere, which is
+p_n + R_n ρ on a free joint's position and (x_n, y_n) + R(θ_n) ρ on a planar one's).
 """
 
 from __future__ import annotations
@@ -103,17 +108,18 @@ class ModelChart:
         return D
 
     # --- what the variational (discrete Lagrangian) form of Verlet needs ---------------
-    def end_velocity(self, x: NDArray) -> tuple[NDArray, NDArray]:
+    def end_velocity(self, qn: NDArray, x: NDArray) -> tuple[NDArray, NDArray]:
         """(W, ∂W/∂x) with W(x) = J(x) x: h times the body velocity, at q = φ_n(x), of the
         chart curve s ↦ φ_n(s x). W = x on exponential charts (J_r(x) x = x); the free
-        joint's position block is exp(φ)ᵀρ, the planar one R(−ψ)ρ."""
+        joint's position block is exp(φ)ᵀρ, the planar one R(−ψ)ρ (the joints' charts do
+        not depend on qn)."""
         W = np.array(x, dtype=float)
         DW = np.eye(self.nv)
         for jt, _, iv in self.blocks:
             W[iv], DW[iv, iv] = jt.chart_end_velocity(x[iv])
         return W, DW
 
-    def start_sensitivity(self, x: NDArray) -> NDArray:
+    def start_sensitivity(self, qn: NDArray, x: NDArray) -> NDArray:
         """K with ``dx = K δ`` when the chart's centre moves by ``q_n ⊕ εδ`` (body velocity δ)
         and the point φ_n(x) stays: −1 on additive joints, −J_l(x)⁻¹ = −J_r(x)⁻ᵀ on
         exponential charts (log(exp(−εδ) exp(x))), and for the translations of the free and
@@ -147,8 +153,45 @@ class ProtocolChart:
         raise NotImplementedError
 
 
+class SystemChart(ProtocolChart):
+    """:class:`ProtocolChart` with the derivatives the system gives (capability
+    ``has_chart_derivative``: ``chart_derivative(q0, ξ, w)`` and
+    ``chart_start_sensitivity(q0, ξ)``, in :class:`ModelChart`'s conventions): a compiled
+    Kane tree whose chart is curved, whose derivatives come from its generated ∂q̇/∂q
+    (:meth:`kanedyn.kane.codegen.runtime.CompiledSystem.chart_derivative`). Enough for avf
+    and verlet."""
+
+    has_derivative = True
+
+    @classmethod
+    def applies(cls, system) -> bool:
+        return bool(getattr(system, "has_chart_derivative", False))
+
+    def derivative(self, qn, x, w):
+        """D with ``D δ = d/dε J(x + εδ) w``."""
+        return self.system.chart_derivative(qn, x, w)
+
+    def point(self, qn, x):
+        """q_n ⊕ x (:meth:`ProtocolChart.point`), the one the system's J and D at (q_n, x)
+        form and keep (``chart_point``)."""
+        return self.system.chart_point(qn, x)
+
+    def end_velocity(self, qn, x):
+        """(W, ∂W/∂x) with W(x) = J(x) x (:meth:`ModelChart.end_velocity`): ∂W/∂x = J + D(x, x)."""
+        J = self.jacobian(qn, x)
+        return J @ x, J + self.derivative(qn, x, x)
+
+    def start_sensitivity(self, qn, x):
+        """K = ∂x/∂q_n at fixed φ_n(x) (:meth:`ModelChart.start_sensitivity`)."""
+        return self.system.chart_start_sensitivity(qn, x)
+
+
 def make_chart(system):
-    return ModelChart(system) if ModelChart.applies(system) else ProtocolChart(system)
+    """The chart of ``system``: its joints' (:class:`ModelChart`), else the protocol's with
+    the derivatives the system gives (:class:`SystemChart`), else the protocol's alone."""
+    if ModelChart.applies(system):
+        return ModelChart(system)
+    return SystemChart(system) if SystemChart.applies(system) else ProtocolChart(system)
 
 
 class AdditiveHamiltonian:

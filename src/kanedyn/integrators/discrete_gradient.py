@@ -54,7 +54,8 @@ ball, free or planar joints the step is taken in the local canonical chart of
 exponential map), ``p_x = J(x)ᵀ M v``, re-centred every step. H is E in any chart, so both
 discrete gradients stay exact; non-conservative forces enter as ``J(x̄)ᵀ τ_nc`` (power
 ``(J x̄̇)ᵀ τ_nc``), so the budget still closes. ``avf`` needs ∂H/∂x, hence the chart's
-D(x, w) (given for Models; a protocol-only system with quaternions is refused), Itoh–Abe
+D(x, w) (given for Models, and for compiled Kane trees from their generated ∂q̇/∂q:
+``chart.SystemChart``; any other protocol-only system with quaternions is refused), Itoh–Abe
 only energy values (any system of the protocol). ``dissipation`` is for additive
 coordinates only.
 """
@@ -67,7 +68,7 @@ import numpy as np
 
 from ..errors import SolverError
 from .base import ITOH_ABE_FLOOR, FixedStepMethod, chart_is_additive, newton
-from .chart import canonical_coordinates, make_chart
+from .chart import ModelChart, canonical_coordinates, make_chart
 
 #: Newton's relative tolerance of AVF and Gonzalez's energy–momentum step (AVF.options)
 NEWTON_TOL = 1e-14
@@ -94,8 +95,9 @@ class _DiscreteGradient(FixedStepMethod):
                 raise SolverError(
                     f"{self.name} on a curved chart (ball, free or planar joints, "
                     "quaternions, or speeds u other than q̇) needs the derivative of the "
-                    "chart Jacobian, which is known for a Model's joints but not for this "
-                    "protocol-only system; use 'itoh_abe' (energy values only), "
+                    "chart Jacobian, which is known for a Model's joints and for a "
+                    "compiled Kane tree (generated from its kinematic equations), but not "
+                    "for this protocol-only system; use 'itoh_abe' (energy values only), "
                     "'energy_momentum' or project='energy'")
             if a > 0.0:
                 raise SolverError(f"{self.name}: dissipation= needs joints whose configuration "
@@ -270,10 +272,11 @@ def compiled_discrete_gradient(method, project, kind: int, **kw):
         return rk4_compiled.compiled_or_none(method.name, kane_compiled.run_itoh_abe,
                                              method.problem, kind == dgc.ITOH_ABE_SYMMETRIC,
                                              tol, maxiter, method.stagnation)
-    if (kind != dgc.AVF and not method.additive and not method.chart.has_derivative
+    if (kind != dgc.AVF and not method.additive
             and kane_compiled.chart_applicable(method.problem)):
         # a compiled Kane system with quaternions: Itoh–Abe in the chart's canonical
-        # coordinates, the chart by its generated functions
+        # coordinates, the chart by its generated functions (avf there takes the Python
+        # steps: the loop has no D(x, w))
         return rk4_compiled.compiled_or_none(method.name, kane_compiled.run_itoh_abe_chart,
                                              method.problem, kind == dgc.ITOH_ABE_SYMMETRIC,
                                              method.opts["tol"], method.opts["maxiter"],
@@ -379,7 +382,9 @@ class ItohAbe(_DiscreteGradient):
         # the additive chart's coordinates are q itself: scale the small-increment test
         # by |q| there as before; a chart's x starts at 0
         base = C.qn if self.additive else np.zeros(n)
-        analytic = not self.additive and self.chart.has_derivative
+        # (not on a compiled Kane tree's chart, which has D too: the compiled Itoh–Abe
+        # loop of kane_compiled takes these differences of H, and this step is its reference)
+        analytic = isinstance(self.chart, ModelChart)
         switch = 1e-3 if analytic else 1e-5
         H_prev = C.energy(x, p0)
         for i in (reversed(range(n)) if reverse else range(n)):

@@ -29,8 +29,10 @@ so its discrete Euler–Lagrange map is symplectic whatever chart writes it down
 
 (K = ∂x/∂q_0 at fixed q_1, discrete Lagrange–d'Alembert forcing). For additive joints with
 a constant mass matrix it is the same map as the scheme above. Order 2, symmetric; the
-quaternion moves by the exponential map. A protocol-only system with quaternions (no chart
-structure) is refused.
+quaternion moves by the exponential map. A compiled Kane tree with quaternions (or speeds
+other than q̇) takes its chart's W, ∂W/∂x and K from its generated ∂q̇/∂q
+(``chart.SystemChart``; the Python steps); any other protocol-only system with quaternions
+(no chart structure) is refused.
 
 ``compiled=True`` (default): additive coordinates on a plain Model whose force elements (if
 any) all have compiled rows (:func:`.rk4_compiled.applicable` with ``forces=True``) run in
@@ -43,7 +45,7 @@ force elements all have rows (:func:`.verlet_compiled.chart_applicable`), runs
 matrix −M_0/h, difference Jacobians kept while h stays, tolerance and stopping rule). A
 compiled Kane system (numba backend, q̇ = u, no force elements) runs the leapfrog in the loop
 of :mod:`.kane_compiled`, which takes this class's arithmetic as it is (its Newton with the
-identity, its central differences of T).
+identity, its central differences of T); one with quaternions takes the Python steps.
 """
 
 from __future__ import annotations
@@ -79,7 +81,8 @@ class Verlet(FixedStepMethod):
                 raise SolverError(
                     "verlet on a curved chart (ball, free or planar joints, quaternions, or "
                     "speeds u other than q̇) needs the derivative of the chart Jacobian, "
-                    "which is known for a Model's joints but not for this "
+                    "which is known for a Model's joints and for a compiled Kane tree "
+                    "(generated from its kinematic equations), but not for this "
                     "protocol-only system; use 'midpoint', 'gauss4', 'itoh_abe', "
                     "'energy_momentum' or project='energy'")
 
@@ -158,14 +161,14 @@ class Verlet(FixedStepMethod):
 
         def parts(x):
             q1 = ch.point(q, x)
-            W, DW = ch.end_velocity(x)
+            W, DW = ch.end_velocity(q, x)
             M1 = s.mass_matrix(q1)
             gv = 0.5 * (M0 @ x) / h + 0.5 * DW.T @ (M1 @ W) / h
             return q1, W, gv
 
         def residual(x):
             q1, W, gv = parts(x)
-            r = mu + 0.5 * h * self._G(q, x / h) + ch.start_sensitivity(x).T @ gv
+            r = mu + 0.5 * h * self._G(q, x / h) + ch.start_sensitivity(q, x).T @ gv
             if P.has_nc:
                 r += 0.5 * h * P.tau_nc(t, q, x / h)
             cache["x"] = x

@@ -11,7 +11,8 @@ for a system with eliminated constraints, the dependent speeds and the constrain
 residuals (:func:`_constraint_outputs`); for the index-3 form (``eom.index3``,
 :func:`kanedyn.kane.index3_equations`) also ∂T/∂q, ∂V/∂q (:func:`gradients`, the chain rule
 through the definitions), ∂g/∂q, γ and the non-conservative forces F_nc
-(:func:`_index3_outputs`).
+(:func:`_index3_outputs`); with ``chart=True``, for a tree whose chart is curved, only ∂q̇/∂q
+and ∂T/∂q (:func:`_chart_outputs`).
 It does, in order:
 
 1. substitute the parameter values and propagate them through the intermediates
@@ -37,7 +38,8 @@ import sympy as sp
 
 from ...errors import SymbolicError
 
-__all__ = ["Lowered", "free_symbols", "gradients", "lower", "operation_count"]
+__all__ = ["Lowered", "chart_is_curved", "free_symbols", "gradients", "lower",
+           "operation_count"]
 
 
 @dataclass
@@ -118,11 +120,14 @@ def _parameter_values(eom, parameters) -> dict:
     return out
 
 
-def lower(eom, parameters: dict | None = None, cse: bool = True, fold: bool = True) -> Lowered:
+def lower(eom, parameters: dict | None = None, cse: bool = True, fold: bool = True,
+          chart: bool = False) -> Lowered:
     """Fold parameters, run CSE over all outputs together, and order the definitions.
 
     ``fold=False`` keeps the parameters as symbols (to count operations as SymPy does;
-    such a lowering is not compiled)."""
+    such a lowering is not compiled). ``chart=True`` (a tree whose chart is curved,
+    :func:`chart_is_curved`): the chart's outputs of :func:`_chart_outputs` only, every
+    other output empty — the module that ``ChartCompiledSystem`` builds on first use."""
     subs = _parameter_values(eom, parameters) if fold else {}
     values = {s.name: float(v) for s, v in subs.items()}
     # constant propagation through the intermediates, in their order
@@ -155,6 +160,14 @@ def lower(eom, parameters: dict | None = None, cse: bool = True, fold: bool = Tr
         outputs["energy"] = []
     if getattr(eom, "index3", False):
         defs = defs + _index3_outputs(eom, defs, subs, outputs)
+    elif chart:
+        if not chart_is_curved(eom):
+            raise SymbolicError(f"{eom.name!r}: the chart's outputs are for a tree whose "
+                                "chart is curved (quaternions, or speeds other than q̇)")
+        defs = defs + _chart_outputs(eom, defs, outputs)
+        for k in outputs:
+            if k not in ("qdot_jacobian", "kinetic_gradient"):
+                outputs[k] = []
     defs = _reachable(defs, outputs)
     _check_symbols(eom, defs, outputs, () if fold else tuple(eom.parameters))
     _check_shapes(eom, outputs)
@@ -178,6 +191,38 @@ def lower(eom, parameters: dict | None = None, cse: bool = True, fold: bool = Tr
     _inline_single_use(definitions, order, outputs)
     return Lowered(eom, definitions, [s for s in order if s in definitions], outputs,
                    symmetric, energy_kind, values)
+
+
+def chart_is_curved(eom) -> bool:
+    """The chart q0 ⊕ ξ of these equations is not additive (quaternions, or speeds other
+    than q̇) and they are a tree's: as many speeds as coordinates off the quaternions,
+    nothing eliminated, not the index-3 form, the kinetic and the potential energy apart.
+    Its velocity map W(q) v = (∂(q0 ⊕ ξ)/∂ξ) ξ̇ is then an exact square system, whose
+    derivative needs ∂q̇/∂q, and the Hamiltonian methods ∂T/∂q (:func:`_chart_outputs`;
+    :class:`~kanedyn.kane.codegen.runtime.ChartCompiledSystem`)."""
+    if getattr(eom, "index3", False):
+        return False
+    if not eom.quaternions and list(eom.qdot) == list(eom.u):
+        return False
+    return (not eom.dependent_speeds and not getattr(eom, "q_dependent", [])
+            and len(eom.q) - len(eom.quaternions) == len(eom.u)
+            and getattr(eom, "kinetic_energy", None) is not None
+            and getattr(eom, "potential_energy", None) is not None)
+
+
+def _chart_outputs(eom, defs: list, outputs: dict) -> list:
+    """The outputs of a tree whose chart is curved (:func:`chart_is_curved`) added to
+    ``outputs``, and the definitions they need beyond ``defs``, both by the chain rule
+    through the definitions (:func:`gradients`): ``qdot_jacobian`` ∂q̇/∂q (nq x nq,
+    row-major), by which the chart's derivative is formed, and ``kinetic_gradient``
+    ∂T/∂q at fixed u (nq; the index-3 form's output of that name), which the tangent
+    ∂T/∂q = W(q)ᵀ ∂T/∂q of the Hamiltonian methods takes."""
+    q = list(eom.q)
+    new, K = gradients(defs, outputs["qdot"], q, prefix="dk")
+    outputs["qdot_jacobian"] = [_exact_integers(e) for row in K for e in row]
+    more, (dT,) = gradients(defs + new, [outputs["energy"][1]], q, prefix="dt")
+    outputs["kinetic_gradient"] = [_exact_integers(e) for e in dT]
+    return new + more
 
 
 def _constraint_outputs(eom, subs: dict) -> dict:

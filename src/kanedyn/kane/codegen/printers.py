@@ -44,8 +44,8 @@ from sympy.printing.pycode import PythonCodePrinter
 from ...errors import SymbolicError
 from .lowering import Lowered, free_symbols
 
-__all__ = ["INDEX3_SIGNATURES", "OUTPUT_ARRAYS", "QUAT_TOL", "SIGNATURES", "c_declarations",
-           "c_source", "operation_counts", "python_source", "signatures"]
+__all__ = ["CHART_SIGNATURES", "INDEX3_SIGNATURES", "OUTPUT_ARRAYS", "QUAT_TOL", "SIGNATURES",
+           "c_declarations", "c_source", "operation_counts", "python_source", "signatures"]
 
 #: tolerance on the norm of a quaternion in q before it is an error (as the Model's joints)
 QUAT_TOL = 1e-4
@@ -72,20 +72,29 @@ INDEX3_SIGNATURES = {
     # F_nc: Kane's F_r of the loads (and inputs) that are not in V
     "nonconservative_forces": (("q", "u", "tau", "t"), ("nonconservative_forces",)),
 }
+#: the functions of a tree whose chart is curved (quaternions, or speeds other than q̇:
+#: :func:`~kanedyn.kane.codegen.lowering.chart_is_curved`), in a module of their own that
+#: ChartCompiledSystem builds on first use (``lower(eom, chart=True)``): ∂q̇/∂q (nq x nq,
+#: row-major), by which its chart_derivative differentiates the chart's velocity map,
+#: and ∂T/∂q at fixed u (nq)
+CHART_SIGNATURES = {"qdot_jacobian": (("q", "u", "t"), ("qdot_jacobian",)),
+                    "kinetic_gradient": (("q", "u", "t"), ("kinetic_gradient",))}
 OUTPUT_ARRAYS = {"mass_matrix": "M", "forcing": "F", "qdot": "qd", "energy": "E",
                  "dependent_speeds": "ud", "configuration_residual": "rg",
                  "velocity_residual": "rv", "configuration_jacobian": "Gq",
                  "kinetic_gradient": "dTq", "potential_gradient": "dVq",
                  "constraint_jacobian": "Gfull", "constraint_bias": "gb",
-                 "nonconservative_forces": "Fnc"}
+                 "nonconservative_forces": "Fnc", "qdot_jacobian": "Kq"}
 
 
 def signatures(low: Lowered) -> dict:
     """The generated functions of ``low``: :data:`SIGNATURES`, and
-    :data:`INDEX3_SIGNATURES` for the index-3 form (every other system's source is as
-    before)."""
-    if "kinetic_gradient" in low.outputs:
+    :data:`INDEX3_SIGNATURES` for the index-3 form, :data:`CHART_SIGNATURES` for the
+    chart's lowering (``lower(eom, chart=True)``, whose other functions are empty)."""
+    if getattr(low.eom, "index3", False):
         return {**SIGNATURES, **INDEX3_SIGNATURES}
+    if "qdot_jacobian" in low.outputs:
+        return {**SIGNATURES, **CHART_SIGNATURES}
     return SIGNATURES
 
 
@@ -747,7 +756,7 @@ def _c_signature(func: str, prefix: str = "") -> str:
     if func == "forward_dynamics":
         args = [_C_ARGS[a] for a in ("q", "u", "tau", "t")] + ["double *udot", "double *work"]
     else:
-        ins, outs = {**SIGNATURES, **INDEX3_SIGNATURES}[func]
+        ins, outs = {**SIGNATURES, **INDEX3_SIGNATURES, **CHART_SIGNATURES}[func]
         args = [_C_ARGS[a] for a in ins] + [f"double *{OUTPUT_ARRAYS[k]}" for k in outs]
     return f"int {prefix}{func}({', '.join(args)})"
 
@@ -918,7 +927,10 @@ def c_source(low: Lowered, prefix: str = "", max_statements: int | None = None) 
            "  constraint_rows(q, u, t, Gfull, gb)  dg/dq (l*nq, row-major), gamma of "
            "G du/dt = gamma",
            "  nonconservative_forces(q, u, tau, t, Fnc)  Fnc: nu, F_r of the loads not in V "
-           "(dampers, motors, inputs)"] if "kinetic_gradient" in low.outputs else []),
+           "(dampers, motors, inputs)"] if getattr(eom, "index3", False) else []),
+        *(["  qdot_jacobian(q, u, t, Kq)  Kq: d(qdot)/dq (nq*nq, row-major), for the chart",
+           "  kinetic_gradient(q, u, t, dTq)  dT/dq at fixed u (a curved chart)"]
+          if "qdot_jacobian" in low.outputs else []),
         "Every function returns 0, or 1 if an input is not finite, 2 + k if quaternion k",
         "is off unit norm by more than " + repr(QUAT_TOL) + " (quaternions are normalised),",
         "-1 (forward_dynamics) if M is not positive definite.",

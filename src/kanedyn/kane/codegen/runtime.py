@@ -10,8 +10,11 @@ energies, q_dot, integrate_configuration, on one state or a batch, with the inpu
 checks of the Model's algorithms; for the index-3 form
 (:func:`kanedyn.kane.index3_equations`) ``hamiltonian_terms``, ``constraint_rows`` and
 ``nonconservative_forces``, and for a system with configuration constraints
-``index3_form()``, which derives and compiles that form. Integrators and ``kd.simulate``
-take it as they take a Model.
+``index3_form()``, which derives and compiles that form; for a tree whose chart is curved
+(quaternions, or speeds other than q̇) a :class:`ChartCompiledSystem`, with the chart's
+derivatives (``chart_derivative``, ``chart_start_sensitivity``) and the tangent ∂T/∂q
+(``hamiltonian_terms``) from ∂q̇/∂q and ∂T/∂q generated on first use. Integrators and
+``kd.simulate`` take it as they take a Model.
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from ...errors import SolverError, StateError, SymbolicError
 from .build import find_c_compiler, load_c, load_python
-from .lowering import Lowered, lower
+from .lowering import Lowered, chart_is_curved, lower
 from .printers import (
+    CHART_SIGNATURES,
     QUAT_TOL,
     c_declarations,
     c_source,
@@ -32,7 +36,7 @@ from .printers import (
     speeds_are_rates,
 )
 
-__all__ = ["BACKENDS", "CompiledSystem", "compile_eom"]
+__all__ = ["BACKENDS", "ChartCompiledSystem", "CompiledSystem", "compile_eom"]
 
 BACKENDS = ("numpy", "numba", "c")
 
@@ -43,6 +47,28 @@ def _check_backend(backend: str) -> None:
 
 
 _F64 = np.dtype(np.float64)
+
+
+def _build(low: Lowered, backend: str, funcs, names) -> tuple:
+    """(source, module, {name: callable}) of the generated functions ``names`` of ``low``
+    (``funcs``: their signatures, for C's declarations)."""
+    if backend == "c":
+        source = c_source(low)
+        mod = load_c(source, c_declarations(functions=funcs))
+        ffi, lib = mod.ffi, mod.lib
+
+        def wrap(fn):
+            buf = ffi.from_buffer
+
+            def call(*args):
+                return fn(*[a if isinstance(a, float) else buf("double[]", a)
+                            for a in args])
+            return call
+
+        return source, mod, {f: wrap(getattr(lib, f)) for f in names}
+    source = python_source(low, backend)
+    mod = load_python(source, backend)
+    return source, mod, {f: getattr(mod, f) for f in names}
 
 
 class CompiledSystem:
@@ -73,25 +99,10 @@ class CompiledSystem:
         self.counts = operation_counts(low)
         funcs = signatures(low)
         names = list(funcs) + (["forward_dynamics"] if backend != "numpy" else [])
-        if backend == "c":
-            self.source = c_source(low)
-            mod = load_c(self.source, c_declarations(functions=funcs))
-            ffi, lib = mod.ffi, mod.lib
-
-            def wrap(fn):
-                buf = ffi.from_buffer
-
-                def call(*args):
-                    return fn(*[a if isinstance(a, float) else buf("double[]", a)
-                                for a in args])
-                return call
-
-            self._k = {f: wrap(getattr(lib, f)) for f in names}
-        else:
-            self.source = python_source(low, backend)
-            mod = load_python(self.source, backend)
-            self._k = {f: getattr(mod, f) for f in names}
+        self.source, mod, self._k = _build(low, backend, funcs, names)
+        if backend != "c":
             self._rk4_loop = getattr(mod, "rk4_run", None)
+            self._module = mod
         self._work = np.empty(max(self.nv * self.nv, 1))
         self._scalar = backend != "numpy"
         self._zeros_tau = np.zeros(self.ninputs)
@@ -149,6 +160,9 @@ class CompiledSystem:
         #: None otherwise
         self.compiled_chart = ((mod.chart_point, mod.chart_jacobian)
                                if self.compiled_functions is not None else None)
+        #: capability (integrators/chart.py's SystemChart: avf and verlet in the chart): the
+        #: chart's derivatives in closed form (:class:`ChartCompiledSystem`)
+        self.has_chart_derivative = False
         #: where the index-3 form of these equations comes from (kane.index3_equations):
         #: the KaneSystem they were derived from, and the parameter values folded in
         self.kane_system = getattr(eom, "kane_system", None)
@@ -471,6 +485,12 @@ class CompiledSystem:
         (:func:`kanedyn.integrators.base.chart_jacobian`'s fallback: ≈ 1e-10, and 2 nv
         chart evaluations a call).
         """
+        _, _, D, W = self._chart_parts(q0, xi, t)
+        return np.linalg.solve(W.T @ W, W.T @ D)
+
+    def _chart_parts(self, q0, xi, t: float) -> tuple:
+        """(q0, q = q0 ⊕ ξ, Φ = ∂q/∂ξ, W(q)) of :meth:`chart_jacobian`: Φ is W(q0) off the
+        quaternions, ½ q_g ⊗ (0, J_r(ξ_g) ·) on group g."""
         from ...spatial.lie import quat_rate_matrix, so3_right_jacobian
 
         q0 = self._arr(q0, self.nq, "q0")
@@ -480,7 +500,7 @@ class CompiledSystem:
         for qi, ui in self.quaternions:
             D[qi, :] = 0.0
             D[np.ix_(qi, ui)] = quat_rate_matrix(q[qi]) @ so3_right_jacobian(xi[ui])
-        return np.linalg.solve(W.T @ W, W.T @ D)
+        return q0, q, D, W
 
     def integrate_configuration(self, q: ArrayLike, v: ArrayLike, dt: float,
                                 t: float = 0.0) -> NDArray:
@@ -513,6 +533,183 @@ class CompiledSystem:
                     out[k, qi] = quat_multiply(qk, quat_exp(float(dt) * V2[k, ui]))
             out = out.reshape(shape + (self.nq,))
         return out
+
+
+class ChartCompiledSystem(CompiledSystem):
+    """The compiled equations of a tree whose chart q0 ⊕ ξ is curved (quaternions, or
+    speeds other than q̇; :func:`~kanedyn.kane.codegen.lowering.chart_is_curved`): a
+    :class:`CompiledSystem` with the generated ∂q̇/∂q and ∂T/∂q besides (built on first
+    use, :meth:`_chart_functions`), and from them
+    the chart's derivatives in closed form (:meth:`chart_derivative`,
+    :meth:`chart_start_sensitivity`: capability ``has_chart_derivative``, taken by
+    :class:`kanedyn.integrators.chart.SystemChart`) and the tangent ∂T/∂q
+    (:meth:`hamiltonian_terms`), which avf and verlet step with. A class of its own, as
+    :class:`Index3CompiledSystem`: the integrators read ``hamiltonian_terms`` as a
+    capability (``hasattr``)."""
+
+    #: how many W(q) :meth:`_rate_matrices` keeps
+    _KEEP = 16
+
+    def __init__(self, low: Lowered, backend: str, cse: bool = True):
+        super().__init__(low, backend)
+        self.has_chart_derivative = True
+        self._chart_of = (low.eom, cse)
+        self._rates = getattr(self._module, "_rates", None) if backend == "numba" else None
+        self._kept_rates: dict = {}
+        self._kept_parts: tuple = (None, None)
+
+    def _rate_matrices(self, Q: NDArray, t: float) -> NDArray:
+        """W at each configuration of Q, the last ``_KEEP`` kept: a step's J(ξ), D(ξ, w)
+        and tangent ∂T/∂q ask for W at the same few points (q_n and the iterate's q) many
+        times. The same values as computed anew (a row of a batched q_dot is that state's
+        call)."""
+        out = np.empty((Q.shape[0], self.nq, self.nv))
+        kept, miss = self._kept_rates, []
+        for k in range(Q.shape[0]):
+            W = kept.get((Q[k].tobytes(), t))
+            if W is None:
+                miss.append(k)
+            else:
+                out[k] = W
+        if miss and self._rates is not None and t == 0.0:
+            # numba: the generated _rates (the same columns q̇(q, e_k) − q̇(q, 0), in one
+            # call per state instead of nv + 1)
+            new = np.empty((len(miss), self.nq, self.nv))
+            zero, e, rate0 = np.zeros(self.nv), np.empty(self.nv), np.empty(self.nq)
+            for j, k in enumerate(miss):
+                qk = np.ascontiguousarray(Q[k])
+                st = self._rates(qk, 0.0, zero, e, rate0, new[j])
+                if st:
+                    self._status(st, qk)
+        elif miss:
+            new = super()._rate_matrices(np.ascontiguousarray(Q[miss]), t)
+        if miss:
+            for k, W in zip(miss, new, strict=True):
+                out[k] = W
+                kept[(Q[k].tobytes(), t)] = W
+            while len(kept) > self._KEEP:
+                del kept[next(iter(kept))]
+        return out
+
+    def _chart_parts(self, q0, xi, t: float) -> tuple:
+        """:meth:`CompiledSystem._chart_parts`, the last point's kept (J and D at one point
+        share them); read-only."""
+        q0 = self._arr(q0, self.nq, "q0")
+        xi = self._arr(xi, self.nv, "xi")
+        key = (q0.tobytes(), xi.tobytes(), float(t))
+        if self._kept_parts[0] != key:
+            parts = super()._chart_parts(q0, xi, t)
+            for a in parts:
+                a.flags.writeable = False
+            self._kept_parts = (key, parts)
+        return self._kept_parts[1]
+
+    def hamiltonian_terms(self, q: ArrayLike, v: ArrayLike,
+                          t: float = 0.0) -> tuple[NDArray, NDArray]:
+        """(∂T/∂q at fixed v, ∂V/∂q) in the tangent space, as the Model's: the derivatives
+        along q ⊕ εe_k, ``W(q)ᵀ ∂T/∂q`` with the generated ∂T/∂q (the chart's rate at
+        ε = 0 is W(q) e_k, also on a quaternion: ½ q ⊗ (0, e_k)), and
+        :meth:`gravity_torques` (−forcing(q, 0), generated, as the protocol's default
+        takes ∂V/∂q). Without them the integrators take ∂T/∂q by central differences of T
+        (≈ 1e-10), which leaves avf's energy error at that level instead of Newton's."""
+        Q, Vv = self._arr(q, self.nq, "q"), self._arr(v, self.nv, "v")
+        if Q.ndim != 1 or Vv.ndim != 1:
+            raise StateError(f"{self.name}: hamiltonian_terms takes one state")
+        self._chart_functions()
+        (dT,) = self._eval("kinetic_gradient", [Q, Vv], t, [self.nq])
+        W = self.rate_matrix(Q, t)
+        return W.T @ dT, self.gravity_torques(Q, t)
+
+    def chart_point(self, q0: ArrayLike, xi: ArrayLike, t: float = 0.0) -> NDArray:
+        """q0 ⊕ ξ: :meth:`integrate_configuration` (q0, ξ, 1), the one :meth:`chart_jacobian`
+        and :meth:`chart_derivative` at (q0, ξ) form and keep."""
+        return np.array(self._chart_parts(q0, xi, t)[1])
+
+    def _chart_functions(self) -> None:
+        """Generate and build ``qdot_jacobian`` and ``kinetic_gradient`` (the lowering
+        with ``chart=True``: ∂q̇/∂q and ∂T/∂q through the definitions, CSE'd together), on
+        first use: ∂T/∂q is most of a floating tree's dynamics in size (5213 operations
+        against 7468 for M and forcing on an 8-body tree) and its lowering takes about as
+        long as the equations' own (2.6 s against 2.2 s; docs/benchmarks.md), which a
+        system never stepped by avf or verlet need not pay."""
+        if "qdot_jacobian" in self._k:
+            return
+        eom, cse = self._chart_of
+        low = lower(eom, self.parameters, cse=cse, chart=True)
+        funcs = {f: signatures(low)[f] for f in CHART_SIGNATURES}
+        self.chart_source, _, k = _build(low, self.backend, funcs, list(funcs))
+        self.counts.update({f: operation_counts(low)[f] for f in funcs})
+        self._k.update(k)
+
+    def qdot_jacobian(self, q: ArrayLike, v: ArrayLike, t: float = 0.0) -> NDArray:
+        """∂q̇/∂q (nq × nq) of the kinematic equations at (q, v), generated (on first use,
+        :meth:`_chart_functions`): SymPy's derivative of q̇(q, u) through the definitions
+        (``lowering.gradients``); on a quaternion the derivative of the expression
+        ½ q ⊗ (0, ω) (q normalised first, as every generated function takes it)."""
+        self._chart_functions()
+        (K,) = self._eval("qdot_jacobian", [self._arr(q, self.nq, "q"),
+                                            self._arr(v, self.nv, "v")], t, [self.nq ** 2])
+        return K.reshape(K.shape[:-1] + (self.nq, self.nq))
+
+    def chart_derivative(self, q0: ArrayLike, xi: ArrayLike, w: ArrayLike,
+                         t: float = 0.0) -> NDArray:
+        """D (nv × nv) with ``D δ = d/dε J(ξ + εδ) w``, J of :meth:`chart_jacobian` (the
+        argument convention of :class:`kanedyn.integrators.chart.ModelChart`).
+
+        J w = u solves ``W(q) u = Φ(ξ) w`` exactly (q = q0 ⊕ ξ, Φ = ∂q/∂ξ); its derivative
+        along δ is ``W(q) D δ = (∂Φ/∂ξ · δ) w − (∂(W(q) u)/∂q) Φ δ``, solved by the normal
+        equations as J is. ``∂(W u)/∂q = K(q, u) − K(q, 0)`` with K the generated
+        :meth:`qdot_jacobian` (q̇ is affine in u); Φ is constant off the quaternions (the
+        Euler step q0 + q̇(q0, ξ) is linear in ξ), and on group g, Φ_g = G(q_g) J_r(ξ_g)
+        with G(q) y = ½ q ⊗ (0, y) and q_g moving by G(q_g) J_r δ_g, so that
+
+            (∂Φ/∂ξ · δ) w = ¼ q_g ⊗ (0, J_r δ_g) ⊗ (0, J_r w_g) + G(q_g) D_r(ξ_g, w_g) δ_g
+
+        (D_r: :func:`kanedyn.spatial.lie.so3_right_jacobian_derivative`)."""
+        from ...spatial.lie import (
+            quat_rate_matrix,
+            skew3,
+            so3_right_jacobian,
+            so3_right_jacobian_derivative,
+        )
+
+        w = self._arr(w, self.nv, "w")
+        q0, q, Phi, W = self._chart_parts(q0, xi, t)
+        xi = np.asarray(xi, dtype=float)
+        N = W.T @ W
+        u = np.linalg.solve(N, W.T @ (Phi @ w))
+        R = -(self.qdot_jacobian(q, u, t) - self.qdot_jacobian(q, self._zeros_v, t)) @ Phi
+        for qi, ui in self.quaternions:
+            qg, x, wg = q[qi], xi[ui], w[ui]
+            Jr = so3_right_jacobian(x)
+            y = Jr @ wg
+            # ¼ q ⊗ (0, c) ⊗ (0, y) = ¼ q ⊗ (−c·y, c × y) = −¼ q (yᵀc) − ½ G(q) (y×) c
+            # for c = J_r δ_g, G(q) = ½ q ⊗ (0, ·)
+            G = quat_rate_matrix(qg)
+            R[np.ix_(qi, ui)] += (G @ (so3_right_jacobian_derivative(x, wg) - 0.5 * skew3(y) @ Jr)
+                                  - 0.25 * np.outer(qg, Jr.T @ y))
+        return np.linalg.solve(N, W.T @ R)
+
+    def chart_start_sensitivity(self, q0: ArrayLike, x: ArrayLike,
+                                t: float = 0.0) -> NDArray:
+        """K (nv × nv) with ``dx = K δ`` when the chart's centre moves by q0 ⊕ εδ (speeds δ)
+        and the point q = q0 ⊕ x stays (:meth:`kanedyn.integrators.chart.ModelChart.
+        start_sensitivity`'s convention): ``Φ(x) dx = −(∂q/∂q0) W(q0) δ``, where ∂q/∂q0
+        is 1 + K(q0, x) off the quaternions (K the generated :meth:`qdot_jacobian`) and
+        the right product by exp(x_g) on group g (q0_g ⊗ exp(x_g); the centre moves
+        tangentially, so the normalisation of q0_g does not enter); solved by the normal
+        equations (Φ has full column rank)."""
+        from ...spatial import quat_exp, quat_multiply
+
+        q0, _, Phi, _ = self._chart_parts(q0, x, t)
+        x = np.asarray(x, dtype=float)
+        W0 = self._rate_matrices(q0[None], t)[0]
+        B = W0 + self.qdot_jacobian(q0, x, t) @ W0
+        for qi, ui in self.quaternions:
+            e = quat_exp(x[ui])
+            B[qi, :] = np.array([quat_multiply(W0[qi, k], e) for k in range(self.nv)]).T
+        return -np.linalg.solve(Phi.T @ Phi, Phi.T @ B)
+
 
 
 class Index3CompiledSystem(CompiledSystem):
@@ -568,6 +765,9 @@ def compile_eom(eom, backend: str = "numba", parameters: dict | None = None,
     if backend == "c":
         find_c_compiler()  # fail before the (slow) lowering
     low = lower(eom, parameters, cse=cse)
-    cls = Index3CompiledSystem if getattr(eom, "index3", False) else CompiledSystem
-    return cls(low, backend)
+    if getattr(eom, "index3", False):
+        return Index3CompiledSystem(low, backend)
+    if chart_is_curved(eom):
+        return ChartCompiledSystem(low, backend, cse)
+    return CompiledSystem(low, backend)
 
