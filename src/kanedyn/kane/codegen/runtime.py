@@ -160,8 +160,9 @@ class CompiledSystem:
         #: None otherwise
         self.compiled_chart = ((mod.chart_point, mod.chart_jacobian)
                                if self.compiled_functions is not None else None)
-        #: capability (integrators/chart.py's SystemChart: avf and verlet in the chart): the
-        #: chart's derivatives in closed form (:class:`ChartCompiledSystem`)
+        #: whether the chart's derivatives are known in closed form (a capability, True on
+        #: a :class:`ChartCompiledSystem`), which integrators/chart.py's SystemChart takes
+        #: for avf and verlet in the chart
         self.has_chart_derivative = False
         #: where the index-3 form of these equations comes from (kane.index3_equations):
         #: the KaneSystem they were derived from, and the parameter values folded in
