@@ -17,8 +17,8 @@ form, then the projection onto E0 + W_nc) on the Kane tree (kane_compiled's char
 its chart q0 + ξ) and on the Model itself (gauss_compiled's tangent loop).
 ``--system ball_elbow``: instead of the chain, ``kd.models.ball_elbow`` (a ball shoulder
 and a hinged elbow: a quaternion, q̇ ≠ u), whose methods run kane_compiled's loops in the
-quaternions' chart — rk4 (with ``--forces`` or ``--project``), midpoint, gauss4 and
-itoh_abe —; its elements: the spring and the friction on the 1-DOF joints alone (the
+quaternions' chart — rk4 (with ``--forces`` or ``--project``), midpoint, gauss4, avf,
+verlet and itoh_abe —; its elements: the spring and the friction on the 1-DOF joints alone (the
 elbow), a damper on every joint (the shoulder's three speeds too).
 
     PYTHONPATH=src .venv/bin/python bench/kane_methods.py [--links 7] [--T 2] [--forces]
@@ -106,7 +106,7 @@ def main() -> None:
     methods = ("verlet", "midpoint", "gauss4", "avf", "energy_momentum", "itoh_abe",
                "itoh_abe symmetric")
     if quaternion:  # the methods with a loop in the quaternions' chart
-        methods = ("midpoint", "gauss4", "itoh_abe")
+        methods = ("midpoint", "gauss4", "avf", "verlet", "itoh_abe")
     if a.project:  # rk4, midpoint and gauss4, each step projected onto E0 + W_nc
         runs = {}
         methods = ("rk4+project", "midpoint+project", "gauss4+project")

@@ -216,7 +216,11 @@ class AVF(_DiscreteGradient):
     sinusoidal torques: :mod:`kanedyn.forces.kernel`) and no dissipation runs in the
     compiled loop of :mod:`.discrete_gradient_compiled` (same steps to Newton's tolerance;
     it hands back to this Python method if Newton does not settle); with ball, free and
-    planar joints in :mod:`.avf_chart_compiled`'s.
+    planar joints in :mod:`.avf_chart_compiled`'s. A compiled Kane system (numba) runs in
+    :mod:`.kane_compiled`'s loops: additive coordinates, or quaternions
+    (``run_avf_chart``: these steps in the chart's canonical coordinates with
+    ``chart.SystemChart``, ∂H/∂x by the generated ∂q̇/∂q and ∂T/∂q); both with force
+    elements that have rows.
     """
 
     name = "avf"
@@ -253,7 +257,9 @@ class AVF(_DiscreteGradient):
 def compiled_discrete_gradient(method, project, kind: int, **kw):
     """``method``'s whole run by :func:`.discrete_gradient_compiled.run` — on a compiled
     Kane system by :mod:`.kane_compiled`'s loop, its generated functions passed in; in the
-    chart of ball, free and planar joints by :mod:`.avf_chart_compiled` (avf, itoh_abe) —,
+    chart of ball, free and planar joints by :mod:`.avf_chart_compiled` (avf, itoh_abe); on
+    a compiled Kane tree with quaternions by :mod:`.kane_compiled`'s chart loops (avf,
+    itoh_abe) —,
     or None when the compiled loop does not apply (``compiled=False``, a projection,
     dissipation, a force element without a compiled row, armature:
     :func:`.rk4_compiled.applicable`, :func:`.avf_chart_compiled.applicable`) or gives
@@ -272,11 +278,17 @@ def compiled_discrete_gradient(method, project, kind: int, **kw):
         return rk4_compiled.compiled_or_none(method.name, kane_compiled.run_itoh_abe,
                                              method.problem, kind == dgc.ITOH_ABE_SYMMETRIC,
                                              tol, maxiter, method.stagnation)
+    if (kind == dgc.AVF and not method.additive
+            and kane_compiled.avf_chart_applicable(method.problem)):
+        # a compiled Kane system with quaternions: avf in the chart's canonical coordinates,
+        # ∂H/∂x in closed form by the generated chart functions and ∂q̇/∂q, ∂T/∂q
+        return rk4_compiled.compiled_or_none(method.name, kane_compiled.run_avf_chart,
+                                             method.problem, method.xi, method.w,
+                                             method.opts["tol"], method.opts["maxiter"])
     if (kind != dgc.AVF and not method.additive
             and kane_compiled.chart_applicable(method.problem)):
         # a compiled Kane system with quaternions: Itoh–Abe in the chart's canonical
-        # coordinates, the chart by its generated functions (avf there takes the Python
-        # steps: the loop has no D(x, w))
+        # coordinates, the chart by its generated functions
         return rk4_compiled.compiled_or_none(method.name, kane_compiled.run_itoh_abe_chart,
                                              method.problem, kind == dgc.ITOH_ABE_SYMMETRIC,
                                              method.opts["tol"], method.opts["maxiter"],

@@ -102,6 +102,21 @@ numpy's ``norm`` takes BLAS's ddot where the generated ``chart_point`` sums the 
 in order, an ulp apart at some points, which Itoh–Abe's quotients of H and Newton's stop
 then carry: round-off (tested).
 
+AVF and Störmer–Verlet on that chart (:func:`run_avf_chart`, :func:`run_verlet_chart`;
+a ``ChartCompiledSystem``, whose ``compiled_chart_derivative()`` gives the generated W(q)
+``_rates``, ∂q̇/∂q and ∂T/∂q, built on first use): discrete_gradient.py's AVF step in
+chart.py's canonical coordinates with ``SystemChart`` — ∇̄H the 3-node Gauss quadrature
+of ∂H/∂x = Jᵀ(∂V/∂q − W(q)ᵀ∂T/∂q) − D(x, ẋ)ᵀ M v and ẋ (:func:`_chart_gradient`, D in
+``CompiledSystem.chart_derivative``'s closed form, :func:`_chart_derivative`), the
+Newton of Itoh–Abe's chart loop without its polish and stagnation floor (bar 1e-9), the
+momentum carried as J⁻ᵀp —; verlet.py's ``_variational_step`` — x from μ_n +
+h/2 G(q_n, x/h) + Kᵀ g_v = 0, g_v = ½ M_0 x/h + ½ (J + D(x, x))ᵀ M_1 J x/h, K the
+start sensitivity (:func:`_start_sensitivity`), Newton from h v_n with −M_0/h and the
+kept difference Jacobian, μ_{n+1} = J⁻ᵀ g_v + h/2 G(q_{n+1}, J x/h) —; the force rows
+where those steps put them. The Python steps' states, W_nc and Newton iterations to
+round-off (numba's products round apart from numpy's by ulps, which Newton's stop
+carries: ≤ 8e-14 in v over 200 steps; tested).
+
 Force elements with rows in the quaternions' chart (a tree derived from a Model, its
 inputs the nv generalized forces: :func:`chart_applicable`; RK4's as above), where the
 Python steps put them: the springs read the coordinates of their 1-DOF joints (``iqd``,
@@ -118,7 +133,8 @@ tested).
 
 Where a loop does not apply (force elements without rows — a Python function, a system
 not derived from a Model —, speeds other than the coordinate rates but for midpoint,
-gauss4, energy_momentum's projection variant, itoh_abe and rk4 in the quaternions' chart,
+gauss4, energy_momentum's projection variant, itoh_abe, avf, verlet and rk4 in the
+quaternions' chart,
 constraints, the numpy or C backends, another projection) or an iteration fails, the
 Python steps run the whole way and report what happens.
 """
@@ -139,6 +155,7 @@ from ..forces.kernel import (
     spring_potential,
     wrench_forces_add,
 )
+from ..spatial.lie import skew3, so3_right_jacobian, so3_right_jacobian_derivative
 from .base import ITOH_ABE_FLOOR, _chol_solve
 from .gauss_compiled import NEWTON_FAILED, STATE_GUARD, dof_coordinates, energy_scale, gather
 from .rk4_compiled import save_sample, state_guard, store
@@ -588,7 +605,17 @@ def _stage_residual(kind, fns, chart, hA, xi, w, h, tc, pw, mask, H0, z0, Z, U, 
       coordinates (chart.py: z = (x, p_x), z0 = (0, p_n)), Z = (Δx, Δp): R = (Δx − h ∇̄_pH,
       Δp + h ∇̄_xH − h J(x̄)ᵀτ_nc) with their discrete gradient of H(x, p)
       (:func:`_itoh_abe_gradient`), τ_nc at tc[0] = t_n + h/2 and the chart's midpoint
-      (:func:`_chart_minus_force`)."""
+      (:func:`_chart_minus_force`);
+    - ``kind`` 10, AVF in the chart's canonical coordinates (the same z and Z as kinds 8 and
+      9): ∇̄H = Σ_k w_k ∇H(ξ_k Δx, p_n + ξ_k Δp) with the closed-form ∂H/∂x of
+      :func:`_chart_gradient` (the chart's derivative functions in ``chart[9]``), then R as
+      for kinds 8 and 9;
+    - ``kind`` 11, Störmer–Verlet's variational step in that chart (verlet.py's
+      ``_variational_step``): Z = x, z0 = μ_n (:func:`_verlet_chart_residual`)."""
+    if kind == 10:
+        return _avf_chart_residual(fns, chart, xi, w, h, tc, z0, Z, U, M, E, zu, zt, F, R)
+    if kind == 11:
+        return _verlet_chart_residual(fns, chart, h, tc, z0, Z, U, M, zu, zt, R)
     if kind == 5 or kind == 6:
         return _residual(kind - 5, fns, h, tc[0], Z, U, M, E, zu, zt, R)
     n2 = z0.shape[0]
@@ -658,11 +685,14 @@ def _chart_rates(fns, chart, tc, z0, Z, U, zt, F, pw) -> bool:
     vᵀτ_nc; ξ̇ = J(ξ)⁻¹ v by LAPACK's LU (numpy's ``solve``), J(ξ) and q by the generated
     ``chart_jacobian`` and ``chart_point``; one stage per row of F. False where a
     generated function refuses a state. ``chart``: (forward dynamics, chart_point,
-    chart_jacobian, q_n, then the scratch q, x, y, work and J), None in the loops without
-    a chart, where this is not compiled (numba prunes the branch on the argument's
-    type)."""
+    chart_jacobian, q_n, then the scratch q, x, y, work and J, and last the chart's
+    derivative functions with their scratch, :func:`_avf_chart_loop`'s, None in the other
+    loops), None in the loops without a chart, where this is not compiled (numba prunes
+    the branch on the argument's type)."""
     if chart is not None:
-        fd, point, jacobian, qn, q, x, y, work, J = chart
+        fd, point, jacobian, qn, q, x, y, work, J = (chart[0], chart[1], chart[2], chart[3],
+                                                     chart[4], chart[5], chart[6], chart[7],
+                                                     chart[8])
         n = x.shape[0]
         n2 = 2 * n
         for i in range(F.shape[0]):
@@ -1188,7 +1218,7 @@ def _rk4_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, forward_dy
     work = np.empty(max(n * n, 1))
     qn = np.empty(nq)
     chart = (forward_dynamics, chart_point, chart_jacobian, qn, np.empty(nq), np.empty(n),
-             np.empty(n), work, np.empty(n * n))
+             np.empty(n), work, np.empty(n * n), None)
     K = np.empty((4, 1, 2 * n))  # (ξ̇, v̇) of the four stages (each a row of _chart_rates)
     z0, Z, tc, pw = np.zeros(2 * n), np.zeros(2 * n), np.empty(1), np.zeros(1)
     qs, a, xi, D, kw = np.empty(nq), np.empty(n), np.empty(n), np.empty(2 * n), np.empty(4)
@@ -1319,7 +1349,7 @@ def _gauss_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, fo
     zero = np.zeros(n2)
     qn, q1, xi = np.empty(nq), np.empty(nq), np.empty(n)
     chart = (forward_dynamics, chart_point, chart_jacobian, qn, np.empty(nq), np.empty(n),
-             np.empty(n), np.empty(max(n * n, 1)), np.empty(n * n))
+             np.empty(n), np.empty(max(n * n, 1)), np.empty(n * n), None)
     q, v = q0.copy(), v0.copy()
     k_out, vmax0, work = store(q, v, Q, V, 0), _largest(v), 0.0
     D, t0, pw0 = np.empty(n2), np.empty(1), np.zeros(1)
@@ -1673,7 +1703,7 @@ def _itoh_abe_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data,
     kept, have_kept = np.empty((n2, n2)), np.zeros(1, dtype=np.bool_)
     qn, xi, pv, vbar = np.empty(nq), np.empty(n), np.empty(n), np.empty(n)
     chart = (forward_dynamics, chart_point, chart_jacobian, qn, np.empty(nq), np.empty(n),
-             np.empty(n), np.empty(max(n * n, 1)), np.empty(n * n))
+             np.empty(n), np.empty(max(n * n, 1)), np.empty(n * n), None)
     kind = _kind(9) if symmetric else _kind(8)
     q, v = q0.copy(), v0.copy()
     k_out, vmax0, work = store(q, v, Q, V, 0), _largest(v), 0.0
@@ -1753,6 +1783,519 @@ def run_itoh_abe_chart(problem, symmetric: bool, tol: float, maxiter: int,
         return None
 
 
+# ------------------------------------------------------------ AVF in the quaternions' chart
+#: the generated ``_rates(q, t, zero, e, rate0, W)`` (W(q), nq × nv: printers' numba
+#: template) and the chart module's ``qdot_jacobian(q, u, t, Kq)`` (∂q̇/∂q, flat) and
+#: ``kinetic_gradient(q, u, t, dTq)`` (∂T/∂q at fixed u): what
+#: ``ChartCompiledSystem.compiled_chart_derivative`` gives, with the quaternion groups
+RATES = types.FunctionType(types.int64(_V, types.float64, _V, _V, _V, _ROWS))
+QDOT_JACOBIAN = types.FunctionType(types.int64(_V, _V, types.float64, _V))
+KINETIC_GRADIENT = types.FunctionType(types.int64(_V, _V, types.float64, _V))
+_GROUPS = types.int64[:, ::1]
+
+
+@nb.njit(cache=True, nogil=True)
+def _chart_derivative(dchart, q, x, w, Wq, N, D) -> bool:
+    """D ← D(x, w) with ``D δ = d/dε J(x + εδ) w`` at q = q_n ⊕ x (W(q) in Wq, N = WᵀW and
+    Φ in the scratch Phi from :func:`_chart_jacobian`):
+    ``CompiledSystem.chart_derivative``'s closed form and arithmetic —
+    ``W D = (∂Φ/∂ξ · δ) w − (K(q, u) − K(q, 0)) Φ``, u = J w from the normal equations
+    N u = Wᵀ Φ w, N = WᵀW, K the generated ∂q̇/∂q, Φ = W(q_n) off the quaternions and
+    G(q_g) J_r(x_g) on group g, with the quaternion term
+    ``G(q_g)(D_r(x_g, w_g) − ½ (J_r w_g)× J_r) − ¼ q_g (J_rᵀ J_r w_g)ᵀ`` on its rows —,
+    solved by the normal equations; False where the generated ∂q̇/∂q refuses q."""
+    qjac, qg, ug, Phi, zero, K1, K0 = (dchart[1], dchart[3], dchart[4], dchart[6], dchart[7],
+                                       dchart[9], dchart[10])
+    nq = q.shape[0]
+    u = np.linalg.solve(N, Wq.T @ (Phi @ w))
+    if qjac(q, u, 0.0, K1) != 0 or qjac(q, zero, 0.0, K0) != 0:
+        return False
+    R = -(K1.reshape((nq, nq)) - K0.reshape((nq, nq))) @ Phi
+    for g in range(qg.shape[0]):
+        a, b = qg[g], ug[g]
+        xg = np.array([x[b[0]], x[b[1]], x[b[2]]])
+        wg = np.array([w[b[0]], w[b[1]], w[b[2]]])
+        Jr = so3_right_jacobian(xg)
+        y = Jr @ wg
+        qv = np.array([q[a[0]], q[a[1]], q[a[2]], q[a[3]]])
+        T = (_quat_rate_matrix(q, a) @ (so3_right_jacobian_derivative(xg, wg)
+                                        - 0.5 * skew3(y) @ Jr)
+             - 0.25 * np.outer(qv, Jr.T @ y))
+        for i in range(4):
+            for c in range(3):
+                R[a[i], b[c]] += T[i, c]
+    D[:, :] = np.linalg.solve(N, Wq.T @ R)
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _phi(dchart, q, x, Phi):
+    """Phi ← Φ = ∂(q_n ⊕ x)/∂x at q = q_n ⊕ x (``CompiledSystem._chart_parts``): W(q_n)
+    (the scratch W0) off the quaternions, G(q_g) J_r(x_g) on group g."""
+    qg, ug, W0 = dchart[3], dchart[4], dchart[5]
+    Phi[:, :] = W0
+    for g in range(qg.shape[0]):
+        a, b = qg[g], ug[g]
+        GJ = _quat_rate_matrix(q, a) @ so3_right_jacobian(np.array([x[b[0]], x[b[1]],
+                                                                    x[b[2]]]))
+        for i in range(4):
+            Phi[a[i], :] = 0.0
+            for c in range(3):
+                Phi[a[i], b[c]] = GJ[i, c]
+
+
+@nb.njit(cache=True, nogil=True)
+def _chart_jacobian(dchart, q, x, Wq, J):
+    """J ← J(x) = N⁻¹ WᵀΦ at q = q_n ⊕ x, W = W(q) in Wq, N = WᵀW (the generated
+    ``chart_jacobian``'s arithmetic, on the W(q) at hand rather than anew), 1 exactly at
+    x = 0 (``ProtocolChart.jacobian``); Φ into the scratch Phi (:func:`_phi`); returns N."""
+    Phi = dchart[6]
+    _phi(dchart, q, x, Phi)
+    N = Wq.T @ Wq
+    if _nonzero(x):
+        J[:, :] = np.linalg.solve(N, Wq.T @ Phi)
+    else:
+        J[:, :] = np.eye(J.shape[0])
+    return N
+
+
+@nb.njit(cache=True, nogil=True)
+def _tangent_terms(fns, dchart, q, v, Wq, fresh, U, zu, zt, dT, g) -> bool:
+    """dT ← ∂T/∂q|_v in the tangent space, W(q)ᵀ ∂T/∂q|_u (the generated ``_rates`` into
+    Wq where ``fresh``, else the W(q) in Wq, and ``kinetic_gradient``:
+    ``ChartCompiledSystem.hamiltonian_terms``), and g ← ∂V/∂q
+    − τ_springs = −forcing(q, 0, 0) + k (q_j − q_rest) with the springs of the force rows
+    (``dV − P.tau_cons(q)``); False where a generated function refuses q."""
+    rates, kgrad, zero, e, rate0, dTq = (dchart[0], dchart[2], dchart[7], dchart[8],
+                                         dchart[11], dchart[13])
+    n = v.shape[0]
+    if (fresh and rates(q, 0.0, zero, e, rate0, Wq) != 0) or kgrad(q, v, 0.0, dTq) != 0:
+        return False
+    F = U[_F]
+    if fns[1](q, zu, zt, 0.0, F) != 0:
+        return False
+    dT[:] = Wq.T @ dTq
+    for i in range(n):
+        g[i] = -F[i]  # g(q) = −forcing(q, 0, 0)
+    if fns[4]:  # ∂V/∂q − τ_springs = + k (q − q_rest)
+        spring_gradient_add(fns[3], _dofs(fns, q), 1.0, g)
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _quat_rate_matrix(q, a):
+    """G(q_g) with ½ q_g ⊗ (0, y) = G y, q_g = q[a] (:func:`kanedyn.spatial.lie.
+    quat_rate_matrix`)."""
+    w, x, y, z = q[a[0]], q[a[1]], q[a[2]], q[a[3]]
+    return 0.5 * np.array([[-x, -y, -z], [w, -z, y], [z, w, -x], [-y, x, w]])
+
+
+@nb.njit(cache=True, nogil=True)
+def _chart_gradient(fns, chart, dchart, x, p, U, M, zu, zt, gx, xdot) -> bool:
+    """(gx, xdot) ← (∂H/∂x, ∂H/∂p = ẋ) at (x, p) in the chart centred on q_n, in
+    ``ChartHamiltonian.gradient``'s arithmetic with a compiled Kane tree's
+    ``SystemChart``: q = q_n ⊕ x by the generated ``chart_point``, W(q) by ``_rates`` and
+    J(x) from them (:func:`_chart_jacobian`; 1 exactly at x = 0), M v = J⁻ᵀ p by
+    LU, v = M⁻¹(M v) by Cholesky, ẋ = J⁻¹ v by LU; the tangent ∂T/∂q = W(q)ᵀ ∂T/∂q|_u (the
+    generated ``_rates`` and ``kinetic_gradient``: ``hamiltonian_terms``), ∂V/∂q =
+    −forcing(q, 0, 0) with the springs of the force rows (+ k (q_j − q_rest)), and
+
+        ∂H/∂x = Jᵀ(∂V/∂q − ∂T/∂q) − D(x, ẋ)ᵀ M v
+
+    (D by :func:`_chart_derivative`). ``dchart`` None: not compiled (numba prunes the
+    branch on the argument's type). False where a generated function refuses the point."""
+    if dchart is not None:
+        point, qn, q = chart[1], chart[3], chart[4]
+        Wq, pv, v, g, D, dT, J = (dchart[12], dchart[14], dchart[15], dchart[16], dchart[17],
+                                  dchart[18], dchart[20])
+        rates, zero, e, rate0 = dchart[0], dchart[7], dchart[8], dchart[11]
+        n = x.shape[0]
+        if point(qn, x, q) != 0 or rates(q, 0.0, zero, e, rate0, Wq) != 0:
+            return False
+        N = _chart_jacobian(dchart, q, x, Wq, J)
+        pv[:] = np.linalg.solve(J.T, p)
+        if not _velocity(fns[0], q, pv, M, v):
+            return False
+        if not _tangent_terms(fns, dchart, q, v, Wq, False, U, zu, zt, dT, g):
+            return False
+        for i in range(n):
+            g[i] = g[i] - dT[i]
+        xdot[:] = np.linalg.solve(J, v)
+        gx[:] = J.T @ g
+        if not _chart_derivative(dchart, q, x, xdot, Wq, N, D):
+            return False
+        gx[:] = gx - D.T @ pv
+        return True
+    return False
+
+
+@nb.njit(cache=True, nogil=True)
+def _avf_chart_residual(fns, chart, xi, w, h, tc, z0, Z, U, M, E, zu, zt, F, R) -> bool:
+    """AVF's residual in the chart centred on q_n (``kind`` 10 of :func:`_stage_residual`):
+    F[0] ← ∇̄H = Σ_k w_k ∇H(ξ_k Δx, p_n + ξ_k Δp) (``AVF.discrete_gradient``, ∇H of
+    :func:`_chart_gradient`), R = (Δx − h ∇̄_pH, Δp + h ∇̄_xH − h J(x̄)ᵀτ_nc)
+    (:func:`_chart_minus_force`)."""
+    if chart is not None:
+        n = z0.shape[0] // 2
+        gq, gp = F[0, :n], F[0, n:]
+        gq[:] = 0.0
+        gp[:] = 0.0
+        x, y, a, b = U[_XK], U[_RK], U[_XS], U[_RS]
+        for j in range(xi.shape[0]):
+            for i in range(n):
+                x[i] = xi[j] * Z[i]
+                y[i] = z0[n + i] + xi[j] * Z[n + i]
+            if not _chart_gradient(fns, chart, chart[9], x, y, U, M, zu, zt, a, b):
+                return False
+            for i in range(n):
+                gq[i] = gq[i] + w[j] * a[i]
+                gp[i] = gp[i] + w[j] * b[i]
+        for i in range(n):
+            R[i] = Z[i] - h * gp[i]
+            R[n + i] = Z[n + i] + h * gq[i]
+        return _chart_minus_force(fns, chart, h, tc[0], Z[:n], gp, U, R)
+    return False
+
+
+@nb.njit(cache=True, nogil=True)
+def _derivative_scratch(rates, qdot_jacobian, kinetic_gradient, qg, ug, W0, nq, n):
+    """``chart[9]`` of the loops that take the chart's derivative: (rates, ∂q̇/∂q, ∂T/∂q,
+    qg, ug, W(q_n), Φ, zero speeds, e, K(q, u), K(q, 0), rate0, W(q), ∂T/∂q|_u, M v, v,
+    ∂V/∂q − ∂T/∂q, D, the tangent ∂T/∂q, then Verlet's: J x, J, M(q_n), K)."""
+    return (rates, qdot_jacobian, kinetic_gradient, qg, ug, W0, np.empty((nq, n)),
+            np.zeros(n), np.empty(n), np.empty(nq * nq), np.empty(nq * nq), np.empty(nq),
+            np.empty((nq, n)), np.empty(nq), np.empty(n), np.empty(n), np.empty(n),
+            np.empty((n, n)), np.empty(n), np.empty(n), np.empty((n, n)), np.empty((n, n)),
+            np.empty((n, n)))
+
+
+def _avf_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, forward_dynamics,
+                    chart_point, chart_jacobian, rates, qdot_jacobian, kinetic_gradient, qg, ug,
+                    iqd, xi, w, q0, v0, steps, times, n_steps, every, tol, maxiter, blowup, Q,
+                    V, W, iters, status):
+    """The whole run of AVF (Gauss–Legendre nodes ``xi`` and weights ``w`` on [0, 1]) on a
+    system whose chart is not additive (quaternions), in chart.py's canonical coordinates
+    centred on q_n: z = (x, p), q = q_n ⊕ x, p = J(x)ᵀ M v, d = (Δx, Δp) from
+    ``(Δx − h ∇̄_pH, Δp + h ∇̄_xH) = 0`` with ∇̄H the quadrature of the closed-form ∇H
+    (:func:`_avf_chart_residual`: the generated chart functions, ``_rates``, ∂q̇/∂q and
+    ∂T/∂q, the quaternion groups ``qg``, ``ug`` of the coordinates and speeds), by
+    :func:`_stage_newton` with the kinematic matrix [1, −h/2 M(q_n)⁻¹; 0, 1], the
+    difference Jacobian kept while h stays (the reference's ``reuse`` in a chart), the
+    stagnation bar 1e-9; the last step's d as predictor ((h v_n, 0) at the first step and
+    after h changed); q_{n+1} = q_n ⊕ Δx, p_{n+1} = J(Δx)⁻ᵀ (p_n + Δp) = M v_{n+1} carried to
+    the next step (p_0 = M v_0): discrete_gradient.py's AVF step with chart.py's
+    ``SystemChart``, in the generated functions. The force rows (springs on the
+    coordinates ``iqd`` of their speeds) with the springs' potential in H and τ_nc in the
+    momentum equation at t_n + h/2 and the chart's midpoint, W_nc = h v̄ᵀτ_nc there at
+    ẋ̄ = Δx/h, as :func:`_itoh_abe_chart_loop`'s; status and return as
+    :func:`_verlet_loop`'s."""
+    n, nq = v0.shape[0], q0.shape[0]
+    fns = (mass_matrix, forcing, energy, P, forces, data, iqd, np.empty(n))
+    n2 = 2 * n
+    U, M, E, zu, zt = _workspace(n, ninputs)
+    F, none, tc, pw = np.empty((2, n2)), np.empty(0), np.zeros(1), np.zeros(1)
+    z0, d, Jm, hA = np.zeros(n2), np.zeros(n2), np.empty((n2, n2)), np.empty((0, 0))
+    kept, have_kept = np.empty((n2, n2)), np.zeros(1, dtype=np.bool_)
+    qn, x1, pv, vbar = np.empty(nq), np.empty(n), np.empty(n), np.empty(n)
+    W0 = np.empty((nq, n))
+    dchart = _derivative_scratch(rates, qdot_jacobian, kinetic_gradient, qg, ug, W0, nq, n)
+    chart = (forward_dynamics, chart_point, chart_jacobian, qn, np.empty(nq), np.empty(n),
+             np.empty(n), np.empty(max(n * n, 1)), np.empty(n * n), dchart)
+    q, v = q0.copy(), v0.copy()
+    k_out, vmax0, work = store(q, v, Q, V, 0), _largest(v), 0.0
+    W[0] = 0.0
+    last_h = np.nan
+    for step in range(n_steps):
+        h = steps[step]
+        tc[0] = times[step] + 0.5 * h  # the forces act at the midpoint of the step
+        qn[:] = q
+        if (mass_matrix(q, 0.0, M.reshape(n * n)) != 0
+                or rates(qn, 0.0, dchart[7], dchart[8], dchart[11], W0) != 0):
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        if step == 0:  # (then p carried: J⁻ᵀ p at the last step's end)
+            z0[n:] = M @ v
+        Minv = _inverse(M)
+        for a in range(n2):
+            for b in range(n2):
+                Jm[a, b] = 1.0 if a == b else 0.0
+        for a in range(n):
+            for b in range(n):
+                Jm[a, n + b] = -0.5 * h * Minv[a, b]
+        if h != last_h:  # a new h: the predictor h v_n, and the kept Jacobian dropped
+            for i in range(n):
+                d[i] = h * v[i]
+                d[n + i] = 0.0
+            have_kept[0] = False
+            last_h = h
+        it = _stage_newton(_kind(10), fns, chart, hA, xi, w, h, tc, pw, none, 0.0, z0, d, Jm,
+                           kept, have_kept, tol, maxiter, _STAGNATION, U, M, E, zu, zt, F)
+        if it < 0:
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        if forces:  # h v̄ᵀτ_nc(t + h/2, q_n ⊕ Δx/2, v̄), v̄ = J(Δx/2) Δx/h
+            for i in range(n):
+                vbar[i] = d[i] / h
+            power = _chart_force(fns, chart, tc[0], d[:n], vbar, U, U[_VA])
+            if np.isnan(power):
+                status[0], status[1] = NEWTON_FAILED, step
+                return k_out
+            work += h * power
+        for i in range(n):
+            x1[i] = d[i]
+            z0[n + i] = z0[n + i] + d[n + i]  # p_n + Δp
+        if chart_point(qn, x1, q) != 0 or not _chart_momentum(chart, x1, z0[n:], pv):
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        z0[n:] = pv
+        if not _velocity(mass_matrix, q, pv, M, v):
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        iters[step] = it
+        if not _guarded(q, v, vmax0, blowup, step, Q, V, status):
+            return k_out
+        k_out = _save(step, n_steps, every, q, v, work, Q, V, W, k_out)
+    return k_out
+
+
+_AVF_CHART_SIGNATURE = types.int64(*_FNS, FORWARD_DYNAMICS, CHART_POINT, CHART_JACOBIAN, RATES,
+                                   QDOT_JACOBIAN, KINETIC_GRADIENT, _GROUPS, _GROUPS, _IQD, _V,
+                                   _V, _V, _V, *_RUN, *_OUT)
+
+
+def avf_chart_applicable(problem) -> bool:
+    """:func:`chart_applicable` and the chart's derivative functions compiled
+    (``compiled_chart_derivative``: a numba ``ChartCompiledSystem``), what
+    :func:`_avf_chart_loop` takes besides."""
+    s = problem.system
+    return (chart_applicable(problem) and getattr(s, "has_chart_derivative", False)
+            and hasattr(s, "compiled_chart_derivative"))
+
+
+def run_avf_chart(problem, xi: np.ndarray, w: np.ndarray, tol: float, maxiter: int):
+    """AVF's run (Gauss–Legendre nodes ξ and weights w on [0, 1]) in the quaternions'
+    chart, :func:`_avf_chart_loop` (where :func:`avf_chart_applicable`; see :func:`_run`;
+    the chart's derivative functions built on first use); None where they are not
+    compiled, or where numba's LU meets a singular J(x) or N (as
+    :func:`run_itoh_abe_chart`): the Python steps take the run."""
+    s = problem.system
+    derivative = s.compiled_chart_derivative()
+    if derivative is None:
+        return None
+    head = (*_functions_and_rows(problem), s.compiled_forward_dynamics, *s.compiled_chart,
+            *derivative, _dof_coordinates(s), np.ascontiguousarray(xi, float),
+            np.ascontiguousarray(w, float))
+    try:
+        return _run(problem, "avf", _avf_chart_loop, _AVF_CHART_SIGNATURE, head,
+                    (float(tol), int(maxiter)))
+    except np.linalg.LinAlgError:
+        return None
+
+
+# ------------------------------------------ Störmer–Verlet's variational step in that chart
+@nb.njit(cache=True, nogil=True)
+def _start_sensitivity(dchart, qn, x, q, K) -> bool:
+    """K ← ∂x/∂q_n at fixed q = q_n ⊕ x (``ChartCompiledSystem.chart_start_sensitivity``):
+    Φ(x) K = −B, B = W(q_n) + ∂q̇/∂q(q_n, x) W(q_n) off the quaternions (the Euler step's
+    ∂q/∂q_n, K the generated ∂q̇/∂q), the columns W(q_n)_g,k ⊗ exp(x_g) on group g (the
+    right product by exp(x_g)); solved by the normal equations. False where the generated
+    ∂q̇/∂q refuses q_n."""
+    qjac, qg, ug, W0, Phi, K1 = dchart[1], dchart[3], dchart[4], dchart[5], dchart[6], dchart[9]
+    nq, n = qn.shape[0], x.shape[0]
+    _phi(dchart, q, x, Phi)
+    if qjac(qn, x, 0.0, K1) != 0:
+        return False
+    B = W0 + K1.reshape((nq, nq)) @ W0
+    for g in range(qg.shape[0]):
+        a, b = qg[g], ug[g]
+        x0, x1, x2 = x[b[0]], x[b[1]], x[b[2]]
+        th = np.sqrt(x0 * x0 + x1 * x1 + x2 * x2)
+        c = 0.5 - th * th / 48.0 if th < 1e-6 else np.sin(0.5 * th) / th  # (quat_exp's)
+        ew, ex, ey, ez = np.cos(0.5 * th), c * x0, c * x1, c * x2
+        for k in range(n):
+            pw, px, py, pz = W0[a[0], k], W0[a[1], k], W0[a[2], k], W0[a[3], k]
+            B[a[0], k] = pw * ew - px * ex - py * ey - pz * ez
+            B[a[1], k] = pw * ex + px * ew + py * ez - pz * ey
+            B[a[2], k] = pw * ey - px * ez + py * ew + pz * ex
+            B[a[3], k] = pw * ez + px * ey - py * ex + pz * ew
+    K[:, :] = -np.linalg.solve(Phi.T @ Phi, Phi.T @ B)
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _end_parts(fns, chart, dchart, h, x, M0, M, gv) -> bool:
+    """Verlet.``_variational_step``'s ``parts(x)``: the chart's scratch q ← q_1 = q_n ⊕ x,
+    J ← J(x) (:func:`_chart_jacobian`, on W(q_1) by ``_rates``), dchart's W ← J x (the
+    end velocity, ×h) and gv ← ½ M_0 x/h + ½ (J + D(x, x))ᵀ M_1 (J x)/h
+    (``SystemChart.end_velocity``, D of :func:`_chart_derivative` with W(q_1)); False where
+    a generated function refuses q_1."""
+    if dchart is not None:
+        point, qn, q = chart[1], chart[3], chart[4]
+        Wq, D, Wv, J = dchart[12], dchart[17], dchart[19], dchart[20]
+        rates, zero, e, rate0 = dchart[0], dchart[7], dchart[8], dchart[11]
+        n = x.shape[0]
+        if point(qn, x, q) != 0 or rates(q, 0.0, zero, e, rate0, Wq) != 0:
+            return False
+        N = _chart_jacobian(dchart, q, x, Wq, J)
+        Wv[:] = J @ x
+        if not _chart_derivative(dchart, q, x, x, Wq, N, D):
+            return False
+        if fns[0](q, 0.0, M.reshape(n * n)) != 0:
+            return False
+        a = M0 @ x
+        b = (0.5 * (J + D).T) @ (M @ Wv)
+        for i in range(n):
+            gv[i] = 0.5 * a[i] / h + b[i] / h
+        return True
+    return False
+
+
+@nb.njit(cache=True, nogil=True)
+def _verlet_chart_residual(fns, chart, h, tc, mu, Z, U, M, zu, zt, R) -> bool:
+    """The variational step's equation in x (``kind`` 11 of :func:`_stage_residual`;
+    Verlet.``_variational_step``'s ``residual``): R = μ_n + h/2 G(q_n, x/h) + Kᵀ g_v
+    (+ h/2 τ_nc(t_n, q_n, x/h) with the force rows), G = ∂L/∂q|_v = ∂T/∂q − ∂V/∂q +
+    τ_springs (:func:`_tangent_terms` at q_n, W(q_n) kept), K the start sensitivity
+    (:func:`_start_sensitivity`), g_v of :func:`_end_parts`; M_0 in ``chart[9][21]``."""
+    if chart is not None:
+        return _variational_residual(fns, chart, chart[9], h, tc, mu, Z, U, M, zu, zt, R)
+    return False
+
+
+@nb.njit(cache=True, nogil=True)
+def _variational_residual(fns, chart, dchart, h, tc, mu, Z, U, M, zu, zt, R) -> bool:
+    """:func:`_verlet_chart_residual`'s body; ``dchart`` None (the loops without the
+    chart's derivative): not compiled (numba prunes the branch on the argument's type)."""
+    if dchart is not None:
+        qn, q = chart[3], chart[4]
+        M0, K, gv = dchart[21], dchart[22], U[_XK]
+        dT, g, vx = U[_XS], U[_RS], U[_RK]
+        n = Z.shape[0]
+        if not _end_parts(fns, chart, dchart, h, Z, M0, M, gv):
+            return False
+        for i in range(n):
+            vx[i] = Z[i] / h
+        if not _tangent_terms(fns, dchart, qn, vx, dchart[5], False, U, zu, zt, dT, g):
+            return False
+        if not _start_sensitivity(dchart, qn, Z, q, K):
+            return False
+        kg = K.T @ gv
+        for i in range(n):
+            R[i] = mu[i] + 0.5 * h * (dT[i] - g[i]) + kg[i]
+        if fns[4]:
+            _force_power(fns, tc[0], qn, vx, U)
+            for i in range(n):
+                R[i] += 0.5 * h * U[_TN, i]
+        return True
+    return False
+
+
+def _verlet_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data,
+                       forward_dynamics, chart_point, chart_jacobian, rates, qdot_jacobian,
+                       kinetic_gradient, qg, ug, iqd, q0, v0, steps, times, n_steps, every,
+                       tol, maxiter, blowup, Q, V, W, iters, status):
+    """The whole run of Störmer–Verlet's variational step (verlet.py's
+    ``_variational_step``, the discrete Lagrangian of the pair (q_n, q_n ⊕ x)) on a system
+    whose chart is not additive (quaternions), with chart.py's ``SystemChart`` in the
+    generated functions: x from μ_n + h/2 G(q_n, x/h) + Kᵀ g_v (+ h/2 τ_nc(t_n, q_n, x/h))
+    = 0 (:func:`_verlet_chart_residual`) by :func:`_stage_newton` from h v_n with the
+    matrix −M_0/h, the difference Jacobian kept while h stays (the reference's ``reuse``),
+    stagnation 1e-9; then q_{n+1} = q_n ⊕ x, v̇ = J x/h, μ_{n+1} = J(x)⁻ᵀ g_v +
+    h/2 G(q_{n+1}, v̇) (+ h/2 τ_nc(t_n + h, q_{n+1}, v̇)), v_{n+1} = M(q_{n+1})⁻¹ μ_{n+1} by
+    Cholesky; W_nc by the trapezoidal rule of the two force terms' powers; status and
+    return as :func:`_verlet_loop`'s."""
+    n, nq = v0.shape[0], q0.shape[0]
+    fns = (mass_matrix, forcing, energy, P, forces, data, iqd, np.empty(n))
+    U, M, E, zu, zt = _workspace(n, ninputs)
+    F, none, tc, pw = np.empty((2, 2 * n)), np.empty(0), np.zeros(1), np.zeros(1)
+    x, Jm, hA = np.zeros(n), np.empty((n, n)), np.empty((0, 0))
+    kept, have_kept = np.empty((n, n)), np.zeros(1, dtype=np.bool_)
+    qn, mu, mu1, vd, gv = np.empty(nq), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    dT, g = np.empty(n), np.empty(n)
+    W0 = np.empty((nq, n))
+    dchart = _derivative_scratch(rates, qdot_jacobian, kinetic_gradient, qg, ug, W0, nq, n)
+    M0 = dchart[21]
+    chart = (forward_dynamics, chart_point, chart_jacobian, qn, np.empty(nq), np.empty(n),
+             np.empty(n), np.empty(max(n * n, 1)), np.empty(n * n), dchart)
+    q, v = q0.copy(), v0.copy()
+    k_out, vmax0, work = store(q, v, Q, V, 0), _largest(v), 0.0
+    W[0] = 0.0
+    last_h = np.nan
+    for step in range(n_steps):
+        h, t = steps[step], times[step]
+        tc[0] = t
+        qn[:] = q
+        if (mass_matrix(q, 0.0, M0.reshape(n * n)) != 0
+                or rates(qn, 0.0, dchart[7], dchart[8], dchart[11], W0) != 0):
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        mu[:] = M0 @ v
+        for a in range(n):
+            for b in range(n):
+                Jm[a, b] = -M0[a, b] / h
+        if h != last_h:  # a new h drops the kept Jacobian (the reference's reuse)
+            have_kept[0] = False
+            last_h = h
+        for i in range(n):
+            x[i] = h * v[i]
+        it = _stage_newton(_kind(11), fns, chart, hA, none, none, h, tc, pw, none, 0.0, mu, x,
+                           Jm, kept, have_kept, tol, maxiter, _STAGNATION, U, M, E, zu, zt, F)
+        if it < 0 or not _end_parts(fns, chart, dchart, h, x, M0, M, gv):
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        q[:] = chart[4]
+        J = dchart[20]
+        for i in range(n):
+            vd[i] = dchart[19][i] / h
+        if not _tangent_terms(fns, dchart, q, vd, dchart[12], False, U, zu, zt, dT, g):
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        mu1[:] = np.linalg.solve(J.T, gv)
+        for i in range(n):
+            mu1[i] = mu1[i] + 0.5 * h * (dT[i] - g[i])
+        if forces:
+            for i in range(n):
+                vd[i] = x[i] / h
+            wa = _force_power(fns, t, qn, vd, U)
+            for i in range(n):
+                vd[i] = dchart[19][i] / h
+            wb = _force_power(fns, t + h, q, vd, U)
+            for i in range(n):
+                mu1[i] += 0.5 * h * U[_TN, i]
+            work += 0.5 * h * (wa + wb)
+        if not _velocity(mass_matrix, q, mu1, M, v):
+            status[0], status[1] = NEWTON_FAILED, step
+            return k_out
+        iters[step] = it
+        if not _guarded(q, v, vmax0, blowup, step, Q, V, status):
+            return k_out
+        k_out = _save(step, n_steps, every, q, v, work, Q, V, W, k_out)
+    return k_out
+
+
+_VERLET_CHART_SIGNATURE = types.int64(*_FNS, FORWARD_DYNAMICS, CHART_POINT, CHART_JACOBIAN,
+                                      RATES, QDOT_JACOBIAN, KINETIC_GRADIENT, _GROUPS, _GROUPS,
+                                      _IQD, _V, _V, *_RUN, *_OUT)
+
+
+def run_verlet_chart(problem, tol: float, maxiter: int):
+    """Störmer–Verlet's variational step in the quaternions' chart,
+    :func:`_verlet_chart_loop` (where :func:`avf_chart_applicable`; see :func:`_run`);
+    None where the chart's derivative functions are not compiled, or where numba's LU
+    meets a singular matrix: the Python steps take the run."""
+    s = problem.system
+    derivative = s.compiled_chart_derivative()
+    if derivative is None:
+        return None
+    head = (*_functions_and_rows(problem), s.compiled_forward_dynamics, *s.compiled_chart,
+            *derivative, _dof_coordinates(s))
+    try:
+        return _run(problem, "verlet", _verlet_chart_loop, _VERLET_CHART_SIGNATURE, head,
+                    (float(tol), int(maxiter)))
+    except np.linalg.LinAlgError:
+        return None
+
+
 _LOOPS: dict = {}
 
 
@@ -1776,7 +2319,9 @@ def compile_loops() -> None:
                                 (_gauss_loop, _GAUSS_SIGNATURE), (_dg_loop, _DG_SIGNATURE),
                                 (_rk4_loop, _RK4_SIGNATURE),
                                 (_gauss_chart_loop, _GAUSS_CHART_SIGNATURE),
-                                (_itoh_abe_chart_loop, _ITOH_ABE_CHART_SIGNATURE)):
+                                (_itoh_abe_chart_loop, _ITOH_ABE_CHART_SIGNATURE),
+                                (_avf_chart_loop, _AVF_CHART_SIGNATURE),
+                                (_verlet_chart_loop, _VERLET_CHART_SIGNATURE)):
             _compiled_loop(loop, signature)
 
 

@@ -45,7 +45,10 @@ force elements all have rows (:func:`.verlet_compiled.chart_applicable`), runs
 matrix −M_0/h, difference Jacobians kept while h stays, tolerance and stopping rule). A
 compiled Kane system (numba backend, q̇ = u, no force elements) runs the leapfrog in the loop
 of :mod:`.kane_compiled`, which takes this class's arithmetic as it is (its Newton with the
-identity, its central differences of T); one with quaternions takes the Python steps.
+identity, its central differences of T); one with quaternions (``ChartCompiledSystem``)
+runs :meth:`_variational_step` with ``chart.SystemChart`` in the loop of
+``kane_compiled.run_verlet_chart`` (the same equations and Newton, the chart's derivative
+by its generated ∂q̇/∂q; tested step for step against this class).
 """
 
 from __future__ import annotations
@@ -104,6 +107,8 @@ class Verlet(FixedStepMethod):
             run = verlet_compiled.run
         elif verlet_compiled.chart_applicable(self.problem):
             run = verlet_compiled.run_chart
+        elif kane_compiled.avf_chart_applicable(self.problem):
+            run = kane_compiled.run_verlet_chart  # a compiled Kane tree with quaternions
         else:
             return None
         return rk4_compiled.compiled_or_none("verlet", run, self.problem, self.opts["tol"],

@@ -642,6 +642,21 @@ class ChartCompiledSystem(CompiledSystem):
         self.counts.update({f: operation_counts(low)[f] for f in funcs})
         self._k.update(k)
 
+    def compiled_chart_derivative(self) -> tuple | None:
+        """What the compiled avf loop in this chart takes besides ``compiled_chart``
+        (:func:`kanedyn.integrators.kane_compiled.run_avf_chart`): the generated numba
+        ``_rates(q, t, zero, e, rate0, W)`` (W(q)), the chart module's ``qdot_jacobian(q, u,
+        t, Kq)`` and ``kinetic_gradient(q, u, t, dTq)`` (built on first use,
+        :meth:`_chart_functions`), and the quaternion groups (ng x 4 coordinates, ng x 3
+        speeds, int64); None off the numba backend or where the loops do not apply
+        (``compiled_functions`` None)."""
+        if self.compiled_functions is None or self._rates is None:
+            return None
+        self._chart_functions()
+        qg = np.array([a for a, _ in self.quaternions], dtype=np.int64).reshape(-1, 4)
+        ug = np.array([b for _, b in self.quaternions], dtype=np.int64).reshape(-1, 3)
+        return (self._rates, self._k["qdot_jacobian"], self._k["kinetic_gradient"], qg, ug)
+
     def qdot_jacobian(self, q: ArrayLike, v: ArrayLike, t: float = 0.0) -> NDArray:
         """∂q̇/∂q (nq × nq) of the kinematic equations at (q, v), generated (on first use,
         :meth:`_chart_functions`): SymPy's derivative of q̇(q, u) through the definitions
