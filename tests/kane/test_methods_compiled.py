@@ -51,11 +51,7 @@ def test_compiled_loops_equal_the_python_steps(branched, monkeypatch, method):
     # numba's BLAS and LAPACK against numpy's may differ by ulps, which Newton's stopping
     # point (tol 1e-12 to 1e-14 of the step) can carry: 1.5e-11 after 200 steps of gauss4
     # on a 7-link chain (bench/kane_methods.py); 1e-10 is far below any method error
-    scale = 1.0 + np.abs(ref.q).max() + np.abs(ref.v).max()
-    assert np.abs(fast.q - ref.q).max() <= 1e-10 * scale
-    assert np.abs(fast.v - ref.v).max() <= 1e-10 * scale
-    np.testing.assert_array_equal(fast.stats["newton_iterations"],
-                                  ref.stats["newton_iterations"])
+    _close_steps(fast, ref, 1e-10)
     # and it is the model's motion: the energy error of these symplectic methods stays
     # O(h²) (midpoint, verlet) or O(h⁴) (gauss4), bounded; the discrete gradients keep it
     # (AVF to the round-off of its central differences of T)
@@ -74,6 +70,22 @@ def test_where_the_loop_does_not_apply_the_python_steps_run(branched):
     bare = SimpleNamespace(tau_cons=None, tau_nc=None, potential=None, progress=None)
     assert kane_compiled.applicable(SimpleNamespace(**vars(bare), system=system))
     assert not kane_compiled.applicable(SimpleNamespace(**vars(bare), system=numpy_system))
+
+
+def _close_steps(fast, ref, tol: float, work_abs: float | None = None,
+                 work_rel: float | None = None) -> float:
+    """A compiled run ``fast`` against its Python steps ``ref``: q and v within tol · scale,
+    W_nc within ``work_abs`` or ``work_rel`` · scale where given, the same Newton
+    iterations step for step; scale = 1 + max|q| + max|v| of ref, returned."""
+    scale = 1.0 + np.abs(ref.q).max() + np.abs(ref.v).max()
+    assert np.abs(fast.q - ref.q).max() <= tol * scale
+    assert np.abs(fast.v - ref.v).max() <= tol * scale
+    if work_abs is not None or work_rel is not None:
+        atol = work_abs if work_abs is not None else work_rel * scale
+        np.testing.assert_allclose(fast.work_nc, ref.work_nc, rtol=0, atol=atol)
+    np.testing.assert_array_equal(fast.stats["newton_iterations"],
+                                  ref.stats["newton_iterations"])
+    return scale
 
 
 def _elements(model, friction: bool) -> list:
@@ -260,12 +272,7 @@ def test_projection_variant_on_additive_coordinates_runs_the_chart_loop(branched
         # the forces too (measured; W_nc 1.4e-17 apart, its power sums in another order);
         # the compiled Stribeck law may round otherwise elsewhere, which Newton's stopping
         # point would carry: 1e-10 is far below the method's error
-        scale = 1.0 + np.abs(ref.q).max() + np.abs(ref.v).max()
-        assert np.abs(fast.q - ref.q).max() <= 1e-10 * scale
-        assert np.abs(fast.v - ref.v).max() <= 1e-10 * scale
-        np.testing.assert_allclose(fast.work_nc, ref.work_nc, rtol=0, atol=1e-12)
-        np.testing.assert_array_equal(fast.stats["newton_iterations"],
-                                      ref.stats["newton_iterations"])
+        _close_steps(fast, ref, 1e-10, work_abs=1e-12)
         k, rest = (3.0, 0.2) if forces else (0.0, 0.0)
         if forces:
             assert abs(ref.work_nc[-1]) > 1e-3  # the forces do work
@@ -398,11 +405,7 @@ def test_compiled_loops_in_the_quaternion_chart_equal_the_python_steps(spacecraf
     # bit at a point); the quaternion product rounds apart by an ulp (2.2e-16 measured),
     # which Newton's stopping point (tol 1e-12 of the step) could carry: 1e-11 is far
     # below the methods' error
-    scale = 1.0 + np.abs(ref.q).max() + np.abs(ref.v).max()
-    assert np.abs(fast.q - ref.q).max() <= 1e-11 * scale
-    assert np.abs(fast.v - ref.v).max() <= 1e-11 * scale
-    np.testing.assert_array_equal(fast.stats["newton_iterations"],
-                                  ref.stats["newton_iterations"])
+    _close_steps(fast, ref, 1e-11)
     assert np.abs(np.linalg.norm(fast.q[:, :4], axis=1) - 1.0).max() <= 1e-14
     # M is constant here and the speeds' equations (Euler's, bus and wheel) do not depend
     # on the attitude: E = ½ vᵀM v is a quadratic invariant of them, which Gauss
@@ -646,12 +649,7 @@ def test_rk4_in_the_quaternion_chart_equals_the_python_steps(ball_elbow, monkeyp
     # rk4.py's arithmetic in the same order; numpy's quaternion norm (BLAS's ddot) and the
     # generated chart_point's (a sum in order) round an ulp apart at some points: measured
     # 3e-16 in q, 9e-16 in v over 150 steps; 1e-13 (1 + |q| + |v|) is round-off
-    scale = 1.0 + np.abs(ref.q).max() + np.abs(ref.v).max()
-    assert np.abs(fast.q - ref.q).max() <= 1e-13 * scale
-    assert np.abs(fast.v - ref.v).max() <= 1e-13 * scale
-    np.testing.assert_allclose(fast.work_nc, ref.work_nc, rtol=0, atol=1e-14 * scale)
-    np.testing.assert_array_equal(fast.stats["newton_iterations"],
-                                  ref.stats["newton_iterations"])
+    _close_steps(fast, ref, 1e-13, work_rel=1e-14)
     if case != "forces project":
         # with the generated chart_point's norm in the Python steps too: the same bits
         # (with the projection and all four elements an ulp apart: the rows sum the τ of a
@@ -834,12 +832,7 @@ def test_avf_and_verlet_in_the_quaternion_chart_run_compiled(ball_elbow, ball_el
     # Newton's stopping point (tol 1e-14 of the step) carries: measured over 200 steps
     # 4e-16 in q and 7e-14 in v (avf; 2e-15, 4e-14 with the forces), 1.2e-15 and 8e-14
     # (verlet; 8e-16, 4e-14 with the forces); the methods' error is h² ≈ 1e-6
-    scale = 1.0 + np.abs(ref.q).max() + np.abs(ref.v).max()
-    assert np.abs(fast.q - ref.q).max() <= 1e-12 * scale
-    assert np.abs(fast.v - ref.v).max() <= 1e-12 * scale
-    np.testing.assert_allclose(fast.work_nc, ref.work_nc, rtol=0, atol=1e-12 * scale)
-    np.testing.assert_array_equal(fast.stats["newton_iterations"],
-                                  ref.stats["newton_iterations"])
+    _close_steps(fast, ref, 1e-12, work_rel=1e-12)
     assert np.abs(np.linalg.norm(fast.q[:, :4], axis=1) - 1.0).max() <= 1e-14
     k, rest = (3.0, 0.2) if forces else (0.0, 0.0)
     E = _model_energy(model, fast) + 0.5 * k * (fast.q[:, 4] - rest) ** 2

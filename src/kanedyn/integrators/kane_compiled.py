@@ -1676,6 +1676,33 @@ def _chart_itoh_abe_polish(fns, chart, symmetric, h, t, p0, d, U, M, E, F) -> bo
     return True
 
 
+@nb.njit(cache=True, nogil=True)
+def _chart_step_end(mass_matrix, chart_point, fns, chart, forces, h, t, qn, d, z0, x, vbar, q,
+                    pv, v, U, M) -> float:
+    """The end of a step of the avf and Itoh–Abe chart loops, Newton's (Δx, Δp) in d: W_nc's
+    h v̄ᵀτ_nc(t + h/2, q_n ⊕ Δx/2, v̄), v̄ = J(Δx/2) Δx/h (with ``forces``; 0 without); then
+    q = q_n ⊕ Δx, the momentum p_n + Δp carried to q's own chart (z0[n:], pv) and
+    v = M(q)⁻¹p. Returns the work; NaN where a piece failed."""
+    n = v.shape[0]
+    dw = 0.0
+    if forces:
+        for i in range(n):
+            vbar[i] = d[i] / h
+        power = _chart_force(fns, chart, t, d[:n], vbar, U, U[_VA])
+        if np.isnan(power):
+            return np.nan
+        dw = h * power
+    for i in range(n):
+        x[i] = d[i]
+        z0[n + i] = z0[n + i] + d[n + i]  # p_n + Δp
+    if chart_point(qn, x, q) != 0 or not _chart_momentum(chart, x, z0[n:], pv):
+        return np.nan
+    z0[n:] = pv
+    if not _velocity(mass_matrix, q, pv, M, v):
+        return np.nan
+    return dw
+
+
 def _itoh_abe_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data,
                          forward_dynamics, chart_point, chart_jacobian, iqd, symmetric, q0, v0,
                          steps, times, n_steps, every, tol, maxiter, stagnation, blowup, Q, V,
@@ -1737,24 +1764,12 @@ def _itoh_abe_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data,
                                                 U, M, E, F):
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
-        if forces:  # h v̄ᵀτ_nc(t + h/2, q_n ⊕ Δx/2, v̄), v̄ = J(Δx/2) Δx/h
-            for i in range(n):
-                vbar[i] = d[i] / h
-            power = _chart_force(fns, chart, tc[0], d[:n], vbar, U, U[_VA])
-            if np.isnan(power):
-                status[0], status[1] = NEWTON_FAILED, step
-                return k_out
-            work += h * power
-        for i in range(n):
-            xi[i] = d[i]
-            z0[n + i] = z0[n + i] + d[n + i]  # p_n + Δp
-        if chart_point(qn, xi, q) != 0 or not _chart_momentum(chart, xi, z0[n:], pv):
+        dw = _chart_step_end(mass_matrix, chart_point, fns, chart, forces, h, tc[0], qn, d,
+                             z0, xi, vbar, q, pv, v, U, M)
+        if np.isnan(dw):
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
-        z0[n:] = pv
-        if not _velocity(mass_matrix, q, pv, M, v):
-            status[0], status[1] = NEWTON_FAILED, step
-            return k_out
+        work += dw
         iters[step] = it
         if not _guarded(q, v, vmax0, blowup, step, Q, V, status):
             return k_out
@@ -2033,24 +2048,12 @@ def _avf_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, forw
         if it < 0:
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
-        if forces:  # h v̄ᵀτ_nc(t + h/2, q_n ⊕ Δx/2, v̄), v̄ = J(Δx/2) Δx/h
-            for i in range(n):
-                vbar[i] = d[i] / h
-            power = _chart_force(fns, chart, tc[0], d[:n], vbar, U, U[_VA])
-            if np.isnan(power):
-                status[0], status[1] = NEWTON_FAILED, step
-                return k_out
-            work += h * power
-        for i in range(n):
-            x1[i] = d[i]
-            z0[n + i] = z0[n + i] + d[n + i]  # p_n + Δp
-        if chart_point(qn, x1, q) != 0 or not _chart_momentum(chart, x1, z0[n:], pv):
+        dw = _chart_step_end(mass_matrix, chart_point, fns, chart, forces, h, tc[0], qn, d,
+                             z0, x1, vbar, q, pv, v, U, M)
+        if np.isnan(dw):
             status[0], status[1] = NEWTON_FAILED, step
             return k_out
-        z0[n:] = pv
-        if not _velocity(mass_matrix, q, pv, M, v):
-            status[0], status[1] = NEWTON_FAILED, step
-            return k_out
+        work += dw
         iters[step] = it
         if not _guarded(q, v, vmax0, blowup, step, Q, V, status):
             return k_out
