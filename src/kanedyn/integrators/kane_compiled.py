@@ -357,6 +357,21 @@ def _force_kick(fns, t, x, p, U, M, E, zu, zt, k) -> float:
 
 
 @nb.njit(cache=True, nogil=True)
+def _simplified_jacobian(M, h, Jm) -> None:
+    """Jm ← [[1, −h/2 M⁻¹], [0, 1]], M = M(q_n): the discrete gradients' Newton matrix for
+    d = (Δx, Δp) with ∇̄_pH ≈ M⁻¹ p and the derivatives in x left out, which Newton's kept
+    or refreshed matrix supplies (discrete_gradient.py's step: the same start)."""
+    n = M.shape[0]
+    Minv = _inverse(M)
+    for a in range(2 * n):
+        for b in range(2 * n):
+            Jm[a, b] = 1.0 if a == b else 0.0
+    for a in range(n):
+        for b in range(n):
+            Jm[a, n + b] = -0.5 * h * Minv[a, b]
+
+
+@nb.njit(cache=True, nogil=True)
 def _residual(kind, fns, h, t, x, U, M, E, zu, zt, r) -> bool:
     """The step's two implicit equations: ``kind`` 0, the half kick at p = x:
     r = x − p_n − h/2 K(q_n, x), K = −∂H/∂x + τ_nc(t_n, q_n, M⁻¹x); 1, the position at x:
@@ -1133,19 +1148,13 @@ def _dg_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, kind, xi, w
             return k_out
         if step == 0 or kind == 2:
             z0[n:] = M @ v
-        Minv = _inverse(M)
+        _simplified_jacobian(M, h, Jm)  # (before H0's M(q) again)
         H0 = 0.0
         if kind == 2:
             H0 = _hamiltonian(fns, q, z0[n:], M, E, vh)
             if not np.isfinite(H0):
                 status[0], status[1] = NEWTON_FAILED, step
                 return k_out
-        for a in range(n2):
-            for b in range(n2):
-                Jm[a, b] = 1.0 if a == b else 0.0
-        for a in range(n):
-            for b in range(n):
-                Jm[a, n + b] = -0.5 * h * Minv[a, b]
         if h != last_h:  # the predictor: the last increment of this h, else h v_n
             for i in range(n):
                 d[i] = h * v[i]
@@ -1745,13 +1754,7 @@ def _itoh_abe_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data,
             return k_out
         if step == 0:  # (then p carried: J⁻ᵀ p at the last step's end)
             z0[n:] = M @ v
-        Minv = _inverse(M)
-        for a in range(n2):
-            for b in range(n2):
-                Jm[a, b] = 1.0 if a == b else 0.0
-        for a in range(n):
-            for b in range(n):
-                Jm[a, n + b] = -0.5 * h * Minv[a, b]
+        _simplified_jacobian(M, h, Jm)
         if h != last_h:  # a new h: the predictor h v_n, and the kept Jacobian dropped
             for i in range(n):
                 d[i] = h * v[i]
@@ -2030,13 +2033,7 @@ def _avf_chart_loop(mass_matrix, forcing, energy, ninputs, P, forces, data, forw
             return k_out
         if step == 0:  # (then p carried: J⁻ᵀ p at the last step's end)
             z0[n:] = M @ v
-        Minv = _inverse(M)
-        for a in range(n2):
-            for b in range(n2):
-                Jm[a, b] = 1.0 if a == b else 0.0
-        for a in range(n):
-            for b in range(n):
-                Jm[a, n + b] = -0.5 * h * Minv[a, b]
+        _simplified_jacobian(M, h, Jm)
         if h != last_h:  # a new h: the predictor h v_n, and the kept Jacobian dropped
             for i in range(n):
                 d[i] = h * v[i]
