@@ -72,6 +72,16 @@ def test_where_the_loop_does_not_apply_the_python_steps_run(branched):
     assert not kane_compiled.applicable(SimpleNamespace(**vars(bare), system=numpy_system))
 
 
+def _loops_run(m) -> list:
+    """The names of the loops of kane_compiled that run from here on, in order:
+    ``_compiled_loop`` wrapped by ``m`` (pytest's monkeypatch, or one of its contexts)."""
+    calls = []
+    real = kane_compiled._compiled_loop
+    m.setattr(kane_compiled, "_compiled_loop",
+              lambda f, sig: calls.append(f.__name__) or real(f, sig))
+    return calls
+
+
 def _close_steps(fast, ref, tol: float, work_abs: float | None = None,
                  work_rel: float | None = None) -> float:
     """A compiled run ``fast`` against its Python steps ``ref``: q and v within tol · scale,
@@ -121,14 +131,7 @@ def test_compiled_loops_with_force_elements_equal_the_python_steps(branched, mon
     model, system, q0, v0 = branched
     method, *variant = method.split()
     options = {"variant": variant[0]} if variant else {}
-    calls = []
-    real = kane_compiled._compiled_loop
-
-    def counted(py_func, signature):
-        calls.append(py_func.__name__)
-        return real(py_func, signature)
-
-    monkeypatch.setattr(kane_compiled, "_compiled_loop", counted)
+    calls = _loops_run(monkeypatch)
     for friction in (False, True):
         forces = _elements(model, friction)
         fast = kd.simulate(system, q0, v0, 0.3, method=method, dt=2e-3, forces=forces,
@@ -211,10 +214,7 @@ def test_the_energy_projection_equals_the_python_steps(branched, monkeypatch, fr
     Python steps' states and iterations (the method's + the projection's), and the energy
     budget closed to round-off."""
     model, system, q0, v0 = branched
-    calls = []
-    real = kane_compiled._compiled_loop
-    monkeypatch.setattr(kane_compiled, "_compiled_loop",
-                        lambda f, sig: calls.append(f.__name__) or real(f, sig))
+    calls = _loops_run(monkeypatch)
     for forces in ([], _elements(model, friction)):
         fast = kd.simulate(system, q0, v0, 0.3, method=method, dt=2e-3, forces=forces,
                            project="energy")
@@ -254,10 +254,8 @@ def test_projection_variant_on_additive_coordinates_runs_the_chart_loop(branched
 
     model, system, q0, v0 = branched
     assert system.chart_is_additive and system.compiled_chart is not None
-    calls, steps = [], []
-    real, real_step = kane_compiled._compiled_loop, EnergyMomentum.step
-    monkeypatch.setattr(kane_compiled, "_compiled_loop",
-                        lambda f, sig: calls.append(f.__name__) or real(f, sig))
+    calls, steps = _loops_run(monkeypatch), []
+    real_step = EnergyMomentum.step
     monkeypatch.setattr(EnergyMomentum, "step",
                         lambda self, *a: steps.append(1) or real_step(self, *a))
     kw = {"method": "energy_momentum", "variant": "projection", "dt": 2e-3}
@@ -390,10 +388,7 @@ def test_compiled_loops_in_the_quaternion_chart_equal_the_python_steps(spacecraf
     assert not system.chart_is_additive and system.compiled_chart is not None
     method, *project = method.split()
     options = {"project": project[0]} if project else {}
-    calls = []
-    real = kane_compiled._compiled_loop
-    monkeypatch.setattr(kane_compiled, "_compiled_loop",
-                        lambda f, sig: calls.append(f.__name__) or real(f, sig))
+    calls = _loops_run(monkeypatch)
     fast = kd.simulate(system, q0, u0, 0.2, method=method, dt=1e-3, **options)
     loop = "_rk4_loop" if method == "rk4" else "_gauss_chart_loop"
     assert calls == [loop] and fast.stats["newton_iterations"].size == 200
@@ -440,10 +435,7 @@ def test_itoh_abe_in_the_quaternion_chart_equals_the_python_steps(spacecraft, mo
     take a quaternion's norm alike, to round-off with numpy's own; the quaternion of unit
     norm, and the energy conserved to Newton's stop."""
     system, q0, u0 = spacecraft
-    calls = []
-    real = kane_compiled._compiled_loop
-    monkeypatch.setattr(kane_compiled, "_compiled_loop",
-                        lambda f, sig: calls.append(f.__name__) or real(f, sig))
+    calls = _loops_run(monkeypatch)
     fast = kd.simulate(system, q0, u0, 0.1, method="itoh_abe", dt=1e-3, variant=variant)
     assert calls == ["_itoh_abe_chart_loop"] and fast.stats["newton_iterations"].size == 100
     it = fast.stats["newton_iterations"]
@@ -534,10 +526,7 @@ def test_chart_loops_with_force_elements_equal_the_python_steps(wheeled_base, mo
     method, *rest = method.split()
     options = ({"project": "energy"} if rest == ["energy"]
                else {"variant": rest[0]} if rest else {})
-    calls = []
-    real = kane_compiled._compiled_loop
-    monkeypatch.setattr(kane_compiled, "_compiled_loop",
-                        lambda f, sig: calls.append(f.__name__) or real(f, sig))
+    calls = _loops_run(monkeypatch)
     # (Itoh–Abe's Python steps take 24–36 ms a step here, twice that under load: 10 of
     # them)
     T = 0.01 if method == "itoh_abe" else 0.05
@@ -631,11 +620,8 @@ def test_rk4_in_the_quaternion_chart_equals_the_python_steps(ball_elbow, monkeyp
     assert not system.chart_is_additive and system.compiled_rk4 is not None
     options = {"forces": forces if "forces" in case else [],
                "project": "energy" if "project" in case else None}
-    calls = []
-    real = kane_compiled._compiled_loop
     with monkeypatch.context() as m:
-        m.setattr(kane_compiled, "_compiled_loop",
-                  lambda f, sig: calls.append(f.__name__) or real(f, sig))
+        calls = _loops_run(m)
 
         def python_step(*args):
             raise AssertionError("a Python RK4 stage ran")
@@ -809,11 +795,8 @@ def test_avf_and_verlet_in_the_quaternion_chart_run_compiled(ball_elbow, ball_el
     model, system, q0, v0 = ball_elbow_start
     elements = ball_elbow[2] if forces else []
     loop = f"_{method}_chart_loop"
-    calls = []
-    real = kane_compiled._compiled_loop
     with monkeypatch.context() as m:
-        m.setattr(kane_compiled, "_compiled_loop",
-                  lambda f, sig: calls.append(f.__name__) or real(f, sig))
+        calls = _loops_run(m)
 
         def python_step(*args):
             raise AssertionError(f"a Python {method} step ran")
