@@ -27,7 +27,9 @@ Caches:
   ``.nbi``/``.nbc`` file under the package's source tree was created or changed.
 - ``--cache installed``: the environment as it is (no ``NUMBA_CACHE_DIR`` unless the
   caller set one): the caches ``python -m kanedyn precompile`` — run by the Makefile's
-  install step — filled. Run it after ``make .venv/.installed`` on a clean clone.
+  install step, and by a wheel's build (``build_backend/kanedyn_build.py``) — filled. Run
+  it after ``make .venv/.installed`` on a clean clone, or with the Python of a new
+  environment into which ``pip install <clone>`` installed the wheel.
 
 ``--avf-first`` runs phase 4 right after phase 1 (the simulation then compiles what it
 shares with the others too). ``--repeat k`` runs the subprocess k times (a fresh empty
