@@ -422,3 +422,55 @@ def test_midpoint_gauss4_on_planar_joints_with_a_damper_per_run(method):
         assert np.allclose(b.work_nc[k], s.work_nc, rtol=0, atol=1e-13)
     assert np.all(b.work_nc[:, -1] < 0)
     assert np.ptp(b.q[:, :, 2]) > 0.05  # the planar joint turns
+
+
+@pytest.mark.parametrize("tree", ["ball_elbow", "free_hinge"])
+def test_event_driven_stick_slip_on_ball_and_free_joints(tree):
+    """method="stickslip" on trees with a quaternion (nq > nv): exact friction on the
+    hinge, the level Fs per run; each run the samples of the single kd.simulate with that
+    run's law, to 1e-12 (the same compiled loop), stuck flags included; the strong run
+    holds the hinge at v = 0 exactly while the ball (or free) joint moves."""
+    from kanedyn import friction
+
+    if tree == "ball_elbow":
+        model = kd.models.ball_elbow()
+        q0 = np.array([np.cos(0.2), np.sin(0.2), 0.0, 0.0, 0.3])
+        v0 = np.array([[0.0, 0.5, 0.2, 0.4], [0.3, -0.2, 0.0, 0.0], [0.1, 0.1, 0.1, 0.0]])
+    else:  # a free base with a hinged arm, in the air under gravity
+        b = kd.ModelBuilder("free_hinge")
+        b.add_body("base", None, kd.model.Free("float"), None, 2.0, (0, 0, 0),
+                   np.diag([0.02, 0.03, 0.04]))
+        b.add_body("arm", "base", kd.model.Revolute("hinge", axis=(0, 1, 0)),
+                   (np.eye(3), (0.2, 0, 0)), 0.5, (0.15, 0, 0), np.diag([0.001, 0.004, 0.004]))
+        model = b.build()
+        q0 = np.r_[np.cos(0.1), 0.0, np.sin(0.1), 0.0, 0.0, 0.0, 1.0, 0.2]
+        v0 = np.array([[0.0, 0.0, 0.0, 0.2, 0.4, -0.1, 0.5],
+                       [0.3, -0.2, 0.1, 0.0, 0.0, 0.0, 0.0],
+                       [0.0, 0.6, 0.0, 0.1, 0.0, 0.0, 0.0]])
+    joint = model.joint_names[-1]
+    law = friction.Stribeck(Fc=0.6, Fs=1.0, vs=0.05, delta=2.0, Fv=0.05)
+    levels = np.array([0.01, 0.5, 50.0])
+    Q0 = np.tile(q0, (3, 1))
+    b = simulate_batch(model, Q0, v0, 0.2, method="stickslip", dt=0.01,
+                       forces=[kd.forces.JointFriction(joint, law)],
+                       params={f"Fs:{joint}": levels, f"Fc:{joint}": 0.6 * levels})
+    assert b.q.shape == (3, 21, model.nq) and b.v.shape == (3, 21, model.nv)
+    for k, Fs in enumerate(levels):
+        lk = friction.Stribeck(Fc=0.6 * Fs, Fs=Fs, vs=0.05, delta=2.0, Fv=0.05)
+        s = kd.simulate(model, Q0[k], v0[k], 0.2, method="stickslip", dt=0.01,
+                        forces=[kd.forces.JointFriction(joint, lk)])
+        np.testing.assert_array_equal(b.stuck[k], s.friction.stuck)
+        np.testing.assert_allclose(b.q[k], s.q, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(b.v[k], s.v, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(b.energy[k], s.energy, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(b.work_nc[k], s.work_nc, rtol=0, atol=1e-12)
+    held = b.stuck[:, :, 0]
+    # held by the strong law; the weak one slides (in free fall the hinge's load is small
+    # enough for it to stick later on)
+    assert held[2].all() and not held[0, :10].any()
+    assert np.all(b.v[:, :, -1][held] == 0.0)
+    assert np.ptp(b.q[2, :, :4], axis=0).max() > 1e-3  # the quaternion moves meanwhile
+    with pytest.raises(KanedynError, match=r"friction acts on one coordinate; joint "
+                                           fr"'{model.joint_names[0]}'"):
+        simulate_batch(model, Q0, v0, 0.1, method="stickslip", dt=0.01,
+                       forces=[kd.forces.JointFriction(model.joint_names[0], law)])

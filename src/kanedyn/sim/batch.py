@@ -110,7 +110,9 @@ options and the force elements —, the names of the ``kd.simulate`` options it 
 - ``"stickslip"``: the event-driven loop,
   :func:`~kanedyn.sim.stickslip_compiled.stickslip_run` per run (:func:`_stickslip_runs`),
   exact Stribeck laws only, with time_stepping's friction table and its per-run levels,
-  sampled on the same grid (``runs`` None likewise).
+  sampled on the same grid (``runs`` None likewise); the trees of ``kd.simulate``'s
+  compiled loop — ball, free and planar joints among the additive ones — with friction on
+  1-DOF joints.
 
 Each gives, run by run, the single ``kd.simulate`` with the method to the bit (the same
 loop, the same options) — where ``kd.simulate`` runs it compiled: a run whose Newton
@@ -948,7 +950,7 @@ def _stickslip_runs(D, P, forces, FT, idx, Q0, V0, t_final, times, keep, options
              if k in names}  # (kd.simulate's defaults, and its checks)
     given.update((k, options[k]) for k in names if k in options)
     rtol, atol, max_step, stick_step, max_switches = event_settings(t_final, **given)
-    nv, nf = V0.shape[1], idx.shape[0]
+    nq, nv, nf = Q0.shape[1], V0.shape[1], idx.shape[0]
     code_of = {SS_NOT_FINITE: NOT_FINITE, SS_KERNEL: BAD_KERNEL_STATE}
     grid = np.ascontiguousarray(times[keep])
 
@@ -960,10 +962,10 @@ def _stickslip_runs(D, P, forces, FT, idx, Q0, V0, t_final, times, keep, options
         S, ns, _, _, code, t_stop = stickslip_run(
             D[k], P[k], forces, FT[k], idx, y0, mode, t_final, rtol, atol, max_step,
             stick_step, grid, max_switches, n_start, steps)
-        n = y0.shape[0]
-        outQ[k, :ns] = S[:ns, 1:1 + nv]
-        outV[k, :ns] = S[:ns, 1 + nv:1 + 2 * nv]
-        outW[k, :ns] = S[:ns, 1 + 2 * nv] + S[:ns, 2 + 2 * nv]  # W_friction + W_other
+        n = y0.shape[0]  # (the state of stickslip.py: q, v, W_friction, W_other, D)
+        outQ[k, :ns] = S[:ns, 1:1 + nq]
+        outV[k, :ns] = S[:ns, 1 + nq:1 + nq + nv]
+        outW[k, :ns] = S[:ns, 1 + nq + nv] + S[:ns, 2 + nq + nv]
         outE[k, :ns] = S[:ns, -1]
         outS[k, :ns] = S[:ns, 1 + n:1 + n + nf] == 0.0
         if code:
@@ -981,6 +983,17 @@ def _ts_refuses(model: Model) -> str | None:
                     "acts on one coordinate); use method='rk4' with a smoothed law or "
                     "dampers")
     return None
+
+
+def _ss_refuses(model: Model) -> str | None:
+    from .stickslip_compiled import joint_not_taken
+
+    name = joint_not_taken(model)
+    if name is None:
+        return None
+    kind = model.bodies[model.joint_index(name)].joint.kind
+    return (f"joint {name!r} is a {kind} joint; the compiled event-driven loop takes "
+            "revolute, prismatic, helical, ball, free and planar joints")
 
 
 #: per-run friction quantities of a time-stepping batch: the columns of its table FT
@@ -1030,6 +1043,10 @@ def _time_stepping_batch(model, D, Q0, V0, t_final, dt, forces, params, save_eve
         if j not in model.joint_names:
             raise KanedynError(f"simulate_batch: joints= names {j!r}, which is not a joint "
                                f"of {model.name!r} ({', '.join(model.joint_names)})")
+        joint = model.bodies[model.joint_index(j)].joint
+        if joint.nv != 1:  # (stickslip's trees have ball, free and planar joints too)
+            raise KanedynError(f"simulate_batch: friction acts on one coordinate; joint {j!r} "
+                               f"is a {joint.kind} joint with {joint.nv} speeds")
         law = x.law if isinstance(x, Karnopp) else x
         if not isinstance(law, LuGre) and (type(law) is not Stribeck or (
                 law.smoothing is not None and law.smoothing.kind not in SMOOTHING_CODES)):
@@ -1123,7 +1140,7 @@ METHODS: dict[str, BatchMethod] = {
                                  ("joints", "surface_velocity")),
     # (event-driven stick–slip, exact Stribeck laws: simulate_batch calls
     # _time_stepping_batch(..., event_driven=True))
-    "stickslip": BatchMethod("stickslip", _ts_refuses, None,
+    "stickslip": BatchMethod("stickslip", _ss_refuses, None,
                              ("joints", "surface_velocity", "rtol", "atol", "max_step",
                               "stick_step", "max_switches")),
 }

@@ -600,6 +600,15 @@ def start_modes(data, P, forces, FT, idx, y0, mode) -> int:
                    ws)
 
 
+def joint_not_taken(model: Model) -> str | None:
+    """The first joint of ``model`` the loop cannot move (it takes additive joints and
+    ball, free and planar ones), or None."""
+    for b in model.bodies:
+        if not (b.joint.chart_is_additive or type(b.joint) in (Spherical, Free, Planar)):
+            return b.joint.name
+    return None
+
+
 def applies(pb) -> bool:
     """Whether the compiled loop takes this problem (module doc): a Model whose joints are
     additive or ball, free and planar ones, exact Stribeck laws, no ``tau`` function,
@@ -607,8 +616,7 @@ def applies(pb) -> bool:
     model = getattr(pb.sys, "model", None)
     if pb.tau is not None or not isinstance(model, Model):
         return False
-    if not all(b.joint.chart_is_additive or type(b.joint) in (Spherical, Free, Planar)
-               for b in model.bodies):
+    if joint_not_taken(model) is not None:
         return False
     return all(type(law) is Stribeck and law.smoothing is None for law in pb.laws)
 
