@@ -350,10 +350,12 @@ class ItohAbe(_DiscreteGradient):
         from . import discrete_gradient_compiled as dgc
 
         kind = dgc.ITOH_ABE_SYMMETRIC if self.symmetric else dgc.ITOH_ABE
-        # (a quadratic predictor: a higher degree amplifies the noise of the differences of
-        # H; an update below 1e-10 leaves an error at that noise: 1e-9 let the 20-link
-        # chain drift by 1.7e-12 over 10 s, 1e-10 by 2.7e-13)
-        return compiled_discrete_gradient(self, project, kind, degree=2, floor=self.floor)
+        # (the predictor of degree 8, as AVF's: the quadratic one it had — lest a higher
+        # degree amplify the noise of the differences of H — took 3.60 residuals a step on
+        # the 20-link chain against 2.17, and drifted more, docs/benchmarks.md; an update
+        # below 1e-10 leaves an error at that noise: 1e-9 let the 20-link chain drift by
+        # 1.7e-12 over 10 s, 1e-10 by 2.7e-13)
+        return compiled_discrete_gradient(self, project, kind, floor=self.floor)
 
     #: a stall of Newton above ``floor`` |d| is refreshed, not taken (.base.ITOH_ABE_FLOOR)
     floor = ITOH_ABE_FLOOR

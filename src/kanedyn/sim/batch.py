@@ -704,7 +704,7 @@ def _dg_batch(name: str):
             xi, w = stepper.xi, stepper.w
         elif name == "itoh_abe":
             kind = dgc.ITOH_ABE_SYMMETRIC if stepper.symmetric else dgc.ITOH_ABE
-            degree, floor = 2, 1e-10  # (ItohAbe.compiled_run's)
+            floor = 1e-10  # (ItohAbe.compiled_run's)
         else:  # (the "gonzalez" variant: lie and floating need a free joint)
             kind, carry_p = dgc.GONZALEZ, False
             mask[list(stepper.cyclic)] = 0.0
