@@ -764,21 +764,43 @@ def momentum_part(Minv, p, dp, reverse, g):
 
 
 @nb.njit(cache=True, nogil=True)
-def inverse(L, Minv, e, col):
-    """Minv ← M⁻¹ from its Cholesky factor L."""
+def inverse(L, Minv):
+    """Minv ← M⁻¹ = L⁻ᵀL⁻¹ from the Cholesky factor L of M = LLᵀ, in n³/3 multiply-adds
+    (LAPACK's dpotri does the same work; n solves with L and Lᵀ took 3 times as many):
+
+    1. the rows of Y = L⁻ᵀ (upper triangle), row j the solution of L y = e_j by forward
+       substitution, y_j = 1/L_jj, y_k = −(Σ_{j≤m<k} L_km y_m)/L_kk;
+    2. (M⁻¹)_ij = Σ_{k≥i} Y_ik Y_jk for j ≤ i, row by row into the lower triangle: the
+       strict lower one is free, and the diagonal entry, which holds Y_ii, is needed by
+       its own row alone and written after it;
+    3. the lower triangle mirrored."""
     n = L.shape[0]
     for j in range(n):
-        e[:] = 0.0
-        e[j] = 1.0
-        cholesky_solve(L, n, e, col)
-        for i in range(n):
-            Minv[i, j] = col[i]
+        Minv[j, j] = 1.0 / L[j, j]
+        for k in range(j + 1, n):
+            s = 0.0
+            for m in range(j, k):
+                s += L[k, m] * Minv[j, m]
+            Minv[j, k] = -s / L[k, k]
+    for i in range(n):
+        for j in range(i):
+            s = 0.0
+            for k in range(i, n):
+                s += Minv[i, k] * Minv[j, k]
+            Minv[i, j] = s
+        s = 0.0
+        for k in range(i, n):
+            s += Minv[i, k] * Minv[i, k]
+        Minv[i, i] = s
+    for i in range(n):
+        for j in range(i):
+            Minv[j, i] = Minv[i, j]
 
 
 # --------------------------------------------------------------------------- Newton matrix
 @nb.njit(cache=True, nogil=True)
-def newton_matrix(data, P, forces, kind, q, v, L, h, J, piv, Minv, B, G, D, zero, e,
-                  col, slope, vs) -> bool:
+def newton_matrix(data, P, forces, kind, q, v, L, h, J, piv, Minv, B, G, D, zero, slope,
+                  vs) -> bool:
     """J ← the LU factors of ``1 + h [[−∂ḡ_p/∂Δq, −∂ḡ_p/∂Δp], [∂ḡ_q/∂Δq, ∂ḡ_q/∂Δp]]``
     with ``∂ḡ/∂d = W ⊙ ∇²H(q, p)`` (module doc); L the Cholesky factor of M(q). With
     force rows: the springs' k in H_qq, and the p-rows' ``+ h C ∂ḡ_p/∂d`` of
@@ -787,7 +809,7 @@ def newton_matrix(data, P, forces, kind, q, v, L, h, J, piv, Minv, B, G, D, zero
     variant: inside a friction law's band the slope changes by O(1) between the two, and
     taken at v it left Newton contracting by only 0.4–0.8 an update."""
     n = q.shape[0]
-    inverse(L, Minv, e, col)
+    inverse(L, Minv)
     zero[:] = 0.0
     s = rnea_tangent_static(data, False, q, v, B)     # B = ∂(M v)/∂q
     s |= rnea_tangent_static(data, True, q, zero, G)  # ∂g/∂q
@@ -840,7 +862,7 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
     Minv, Minv0 = np.empty((n, n)), np.empty((n, n))
     B, G, D = np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
     J, piv = np.empty((2 * n, 2 * n)), np.empty(2 * n, dtype=np.int64)
-    zero, e, col, x = np.zeros(n), np.empty(n), np.empty(n), np.empty(n)
+    zero, x = np.zeros(n), np.empty(n)
     qk, pk, vk, dT, dV, out = (np.empty(n), np.empty(n), np.empty(n), np.empty(n),
                                np.empty(n), np.empty(8))
     gq, gp, g1, g2 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
@@ -879,8 +901,8 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
             H0 = hamiltonian_aba(data, P, forces, q, p, aw, vk)
         elif kind != AVF:  # Itoh–Abe: H at the start of the forward path, its rows kept
             H0 = path_start(data, P, forces, q, p, aw, vk, cw)
-        if kind == ITOH_ABE or kind == ITOH_ABE_SYMMETRIC:  # (and M⁻¹ at q)
-            inverse(L0, Minv0, e, col)
+        if kind == ITOH_ABE_SYMMETRIC:  # (and M⁻¹ at q, for its reverse path's ∇̄_pH)
+            inverse(L0, Minv0)
         if h != last_h:
             n_hist, since = 0, refresh
         # predictor: the polynomial through the last `order` increments, extrapolated
@@ -918,14 +940,14 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
                     if not factor_mass(data, qk, mw):
                         status[0], status[1] = 3, step
                         return k_out
-                    inverse(mw[1], Minv, e, col)
+                    inverse(mw[1], Minv)
                     momentum_part(Minv, p, d[n:], False, vs)
                 for i in range(n):
                     qk[i] = q[i] + 0.5 * d[i]
                     pk[i] = p[i] + 0.5 * d[n + i]
                 if not velocity(data, qk, pk, mw, vk) or not newton_matrix(
                         data, P, forces, kind, qk, vk, mw[1], h, J, piv, Minv, B, G, D,
-                        zero, e, col, slope, vs if forces and kind == ITOH_ABE else vk):
+                        zero, slope, vs if forces and kind == ITOH_ABE else vk):
                     status[0], status[1] = 3, step
                     return k_out
                 since, built = 0, True
@@ -934,8 +956,8 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
             for it in range(1, maxiter + 1):
                 total += 1
                 if not _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r,
-                                 gq, gp, g1, g2, qk, pk, vk, dT, dV, out, mw, aw, ew, Minv, x, e,
-                                 col, tau_nc, tau, cw):
+                                 gq, gp, g1, g2, qk, pk, vk, dT, dV, out, mw, aw, ew, Minv, x,
+                                 tau_nc, tau, cw):
                     break
                 lu_solve(J, piv, r)
                 size, scale = 0.0, 0.0
@@ -1003,7 +1025,7 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
         since += 1
         if kind == ITOH_ABE or kind == ITOH_ABE_SYMMETRIC:
             if not _polish(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, g1, g2, gp, x, mw,
-                           aw, vk, Minv, e, col, qk, pk, tau_nc, tau, cw):
+                           aw, vk, Minv, qk, pk, tau_nc, tau, cw):
                 status[0], status[1] = 3, step
                 return k_out
         if forces:
@@ -1049,7 +1071,7 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
 
 @nb.njit(cache=True, nogil=True)
 def _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, gq, gp, g1, g2,
-              qk, pk, vk, dT, dV, out, mw, aw, ew, Minv, x, e, col, tau_nc, tau, cw) -> bool:
+              qk, pk, vk, dT, dV, out, mw, aw, ew, Minv, x, tau_nc, tau, cw) -> bool:
     """r ← R(d) = (Δq − h ∇̄_pH, Δp + h ∇̄_qH − h τ_nc(t + h/2, q + Δq/2, ∇̄_pH)) for the
     discrete gradient ``kind`` (τ_nc: the force rows P, when ``forces``)."""
     n = q.shape[0]
@@ -1102,7 +1124,7 @@ def _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, 
             qk[i] = q[i] + dq[i]
         if not factor_mass(data, qk, mw):
             return False
-        inverse(mw[1], Minv, e, col)
+        inverse(mw[1], Minv)
         momentum_part(Minv, p, dp, False, gp)
         if kind == ITOH_ABE_SYMMETRIC:
             momentum_part(Minv0, p, dp, True, g2)
@@ -1123,7 +1145,7 @@ def _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, 
 
 @nb.njit(cache=True, nogil=True)
 def _polish(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, g1, g2, gp, x, mw, aw, v, Minv,
-            e, col, qk, pk, tau_nc, tau, cw) -> bool:
+            qk, pk, tau_nc, tau, cw) -> bool:
     """Δp ← −h ∇̄_qH(Δq, Δp) + h τ_nc(t + h/2, q̄, ∇̄_pH) once more after Newton (as
     ``ItohAbe.polish`` for additive coordinates: with forces, up to four sweeps of that
     fixed point for the forward variant, one for the symmetric): the momentum equation
@@ -1144,7 +1166,7 @@ def _polish(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, g1, g2, gp, x, mw,
         qk[i] = q[i] + dq[i]
     if not factor_mass(data, qk, mw):
         return False
-    inverse(mw[1], Minv, e, col)
+    inverse(mw[1], Minv)
     for i in range(n):
         qk[i] = q[i] + 0.5 * dq[i]
     for _ in range(1 if kind == ITOH_ABE_SYMMETRIC else 4):

@@ -195,7 +195,6 @@ def floating_run(data, P, forces, nc, t0, q0, v0, dt, n_steps, every, tol, stagn
     aw = aba_velocity_workspace(data, nv)
     ew = energy_workspace(nb_)
     Minv = np.empty((nv, nv))
-    e, col = np.empty(nv), np.empty(nv)
     z0, zb, vv, dT, dV, gq = (np.empty(nv), np.empty(nv), np.empty(nv), np.empty(nv),
                               np.empty(nv), np.empty(nv))
     out = np.empty(8)
@@ -241,7 +240,7 @@ def floating_run(data, P, forces, nc, t0, q0, v0, dt, n_steps, every, tol, stagn
         for i in range(n):
             qq[7 + i] = th0[i]
         H0 = _energy(data, P, forces, qq, z0, aw, vv)
-        inverse(mw[1], Minv, e, col)
+        inverse(mw[1], Minv)
         for i in range(N):
             for j in range(N):
                 Jm[i, j] = 1.0 if i == j else 0.0
