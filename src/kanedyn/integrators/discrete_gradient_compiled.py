@@ -876,7 +876,7 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
     d0_, work_ = d0.reshape((1, 2 * n)), np.empty((1, 2 * n))
     n_hist, newest, order, last_h, since = 0, 0, 1, 0.0, refresh
     rate_kept = np.inf  # the last contraction measured (carried to the next steps' first update)
-    kind_carries = kind == AVF
+    kind_carries = kind == AVF or (kind == ITOH_ABE and not forces)
     # AVF with force rows extrapolates (Δq, Δp − h τ_nc(v̄)) and adds h τ_nc back at the
     # predicted v̄ = Δq/h (module doc)
     split = forces and kind == AVF
@@ -1023,7 +1023,7 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
             status[0], status[1] = 1, step
             return k_out
         since += 1
-        if kind == ITOH_ABE or kind == ITOH_ABE_SYMMETRIC:
+        if kind == ITOH_ABE_SYMMETRIC or (kind == ITOH_ABE and forces):
             if not _polish(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, g1, g2, gp, x, mw,
                            aw, vk, Minv, qk, pk, tau_nc, tau, cw):
                 status[0], status[1] = 3, step
@@ -1120,6 +1120,10 @@ def _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, 
         if not configuration_gradient(data, P, forces, kind, q, p, d, H0, gq, g1, x, pk, aw,
                                       vk, cw):
             return False
+        if kind == ITOH_ABE and not forces:
+            # the momentum equation solved at this Δq: Δp = −h ∇̄_qH(Δq) (ELIMINATE)
+            for i in range(n):
+                dp[i] = -h * gq[i]
         for i in range(n):
             qk[i] = q[i] + dq[i]
         if not factor_mass(data, qk, mw):
