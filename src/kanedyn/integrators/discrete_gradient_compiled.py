@@ -65,13 +65,25 @@ What makes it fast (docs/benchmarks.md, "Issue 17: compiled discrete gradients")
 - **Stopping**: Newton's error after an update is bounded by θ/(1 − θ) times the update,
   θ the contraction; the first update of a step takes θ carried from the last step that
   measured it (Hairer & Wanner's RADAU5 carries its rate the same way), so a step whose
-  predictor was good ends after one residual. AVF only: Gonzalez's and Itoh–Abe's
-  residuals hold differences of H, whose round-off makes the carried θ unreliable (with
-  it Gonzalez's energy error on the 7-link chain at dt = 5e-3 grew from 2e-14 to 1.1e-12),
-  so they measure θ within every step. A second update's quotient below the roundoff
+  predictor was good ends after one residual. AVF and the forward Itoh–Abe without force
+  rows only: Gonzalez's and the symmetric Itoh–Abe's residuals hold differences of H,
+  whose round-off makes the carried θ unreliable (with it Gonzalez's energy error on the
+  7-link chain at dt = 5e-3 grew from 2e-14 to 1.1e-12), so they measure θ within every
+  step. A second update's quotient below the roundoff
   floor (not a measurement: round-off adds to it) still bounds θ from above and lowers the
   carried θ when smaller, so that one hard step's θ is not carried on through the smooth
   steps after it (20-link chain: 1.74 → 1.55 residuals a step).
+- **The forward Itoh–Abe's momentum equation eliminated** (no force rows): its ∇̄_qH is
+  taken at fixed p along q_1..q_n, so it depends on Δq alone, and each residual first
+  sets Δp = −h ∇̄_qH(Δq), which solves the momentum equation at that Δq exactly (R_p = 0).
+  The 2n Newton solve with R_p = 0 is then Newton on the eliminated equation R_q(Δq) =
+  Δq − h ∇̄_pH(Δq, Δp(Δq)) = 0 (its Schur complement is that equation's Jacobian), the
+  Δp it returns is Δp(Δq) to first order in the update, and the polish sweep after
+  Newton (one more ∇̄_qH, :func:`_polish`) is not needed; with the carried θ a step
+  takes 1.09 residuals on the 7-link chain at dt = 1e-3 (2.03 and a polish before) and
+  1.64 on the 20-link one (2.17), drift over 10 s 4.8e-14 and 1.5e-13 (docs/benchmarks.md,
+  "Issue 17: stop 45"). With force rows, τ_nc(∇̄_pH) couples the two equations: Newton
+  on both, and the polish.
 - One Cholesky factorization per mass matrix (``cholesky``/``cholesky_solve`` of
   :mod:`.base`), the Newton matrix by ``lu_factor``/``lu_solve`` of
   :mod:`.gauss_compiled`; no allocation inside a step.
@@ -876,7 +888,7 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
     d0_, work_ = d0.reshape((1, 2 * n)), np.empty((1, 2 * n))
     n_hist, newest, order, last_h, since = 0, 0, 1, 0.0, refresh
     rate_kept = np.inf  # the last contraction measured (carried to the next steps' first update)
-    kind_carries = kind == AVF or (kind == ITOH_ABE and not forces)
+    kind_carries = kind == AVF or (kind == ITOH_ABE and not forces)  # (module doc)
     # AVF with force rows extrapolates (Δq, Δp − h τ_nc(v̄)) and adds h τ_nc back at the
     # predicted v̄ = Δq/h (module doc)
     split = forces and kind == AVF
@@ -970,8 +982,9 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
                 if it == 1:
                     # the first update: the contraction carried from the last step that
                     # measured it (as Hairer & Wanner's RADAU5 carry theirs) — when it is
-                    # small the update is already below tol (AVF only: the differences
-                    # of H in Gonzalez's and Itoh–Abe's R make it unreliable, module doc)
+                    # small the update is already below tol (AVF and the forward Itoh–Abe
+                    # without forces only: the differences of H in Gonzalez's and the
+                    # symmetric Itoh–Abe's R make it unreliable, module doc)
                     theta = rate_kept if kind_carries else 1.0
                 else:
                     theta = size / last if last > 0 else 1.0
@@ -1023,7 +1036,7 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
             status[0], status[1] = 1, step
             return k_out
         since += 1
-        if kind == ITOH_ABE_SYMMETRIC or (kind == ITOH_ABE and forces):
+        if kind == ITOH_ABE_SYMMETRIC or (kind == ITOH_ABE and forces):  # (module doc)
             if not _polish(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, g1, g2, gp, x, mw,
                            aw, vk, Minv, qk, pk, tau_nc, tau, cw):
                 status[0], status[1] = 3, step
@@ -1073,7 +1086,9 @@ def _dg_loop(data, P, forces, t0, kind, carry_p, q0, v0, dt, n_steps, every, xi,
 def _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, gq, gp, g1, g2,
               qk, pk, vk, dT, dV, out, mw, aw, ew, Minv, x, tau_nc, tau, cw) -> bool:
     """r ← R(d) = (Δq − h ∇̄_pH, Δp + h ∇̄_qH − h τ_nc(t + h/2, q + Δq/2, ∇̄_pH)) for the
-    discrete gradient ``kind`` (τ_nc: the force rows P, when ``forces``)."""
+    discrete gradient ``kind`` (τ_nc: the force rows P, when ``forces``). The forward
+    Itoh–Abe without forces first sets Δp = −h ∇̄_qH(Δq) in d, so that R_p = 0 (module
+    doc)."""
     n = q.shape[0]
     dq, dp = d[:n], d[n:]
     if kind == AVF:
@@ -1121,7 +1136,8 @@ def _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, 
                                       vk, cw):
             return False
         if kind == ITOH_ABE and not forces:
-            # the momentum equation solved at this Δq: Δp = −h ∇̄_qH(Δq) (ELIMINATE)
+            # the momentum equation solved at this Δq, so R_p = 0 (module doc, "the forward
+            # Itoh–Abe's momentum equation eliminated")
             for i in range(n):
                 dp[i] = -h * gq[i]
         for i in range(n):
