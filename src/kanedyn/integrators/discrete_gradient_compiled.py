@@ -82,7 +82,7 @@ What makes it fast (docs/benchmarks.md, "Issue 17: compiled discrete gradients")
   Newton (one more ∇̄_qH, :func:`_polish`) is not needed; with the carried θ a step
   takes 1.09 residuals on the 7-link chain at dt = 1e-3 (2.03 and a polish before) and
   1.64 on the 20-link one (2.17), drift over 10 s 4.8e-14 and 1.5e-13 (docs/benchmarks.md,
-  "Issue 17: stop 45"). With force rows, τ_nc(∇̄_pH) couples the two equations: Newton
+  "Issue 17 at stop 45"). With force rows, τ_nc(∇̄_pH) couples the two equations: Newton
   on both, and the polish. The symmetric variant's ∇̄_qH depends on Δp (its reverse
   path runs at p + Δp), so it keeps Newton on both; without force rows it ends at
   Newton's stop too, without the polish (two more configuration parts): measured, the
