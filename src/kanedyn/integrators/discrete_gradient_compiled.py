@@ -1172,20 +1172,17 @@ def _residual(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, xi, w, mask, r, 
 def _polish(data, P, forces, tm, kind, q, p, H0, Minv0, d, h, g1, g2, gp, x, mw, aw, v, Minv,
             qk, pk, tau_nc, tau, cw) -> bool:
     """Δp ← −h ∇̄_qH(Δq, Δp) + h τ_nc(t + h/2, q̄, ∇̄_pH) once more after Newton (as
-    ``ItohAbe.polish`` for additive coordinates: with forces, up to four sweeps of that
+    ``ItohAbe.polish`` for additive coordinates with forces: up to four sweeps of that
     fixed point for the forward variant, one for the symmetric): the momentum equation
     then holds to the noise of the energy differences rather than Newton's stopping
-    point."""
+    point. Called with force rows only (without them the loop needs no polish: module
+    doc)."""
     n = q.shape[0]
     dq = d[:n]
     dp = d[n:]
     if not configuration_gradient(data, P, forces, kind, q, p, d, H0, g1, g2, x, pk, aw, v,
                                   cw):
         return False
-    if not forces:
-        for i in range(n):
-            dp[i] = -h * g1[i]
-        return True
     # ∇̄_pH at Δp (M⁻¹ at q + Δq; the symmetric variant's mean with the reverse path at q)
     for i in range(n):
         qk[i] = q[i] + dq[i]

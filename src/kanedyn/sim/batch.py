@@ -988,12 +988,11 @@ def _ts_refuses(model: Model) -> str | None:
 def _ss_refuses(model: Model) -> str | None:
     from .stickslip_compiled import joint_not_taken
 
-    name = joint_not_taken(model)
-    if name is None:
+    joint = joint_not_taken(model)
+    if joint is None:
         return None
-    kind = model.bodies[model.joint_index(name)].joint.kind
-    return (f"joint {name!r} is a {kind} joint; the compiled event-driven loop takes "
-            "revolute, prismatic, helical, ball, free and planar joints")
+    return (f"joint {joint.name!r} is a {joint.kind} joint; the compiled event-driven loop "
+            "takes revolute, prismatic, helical, ball, free and planar joints")
 
 
 #: per-run friction quantities of a time-stepping batch: the columns of its table FT

@@ -600,12 +600,12 @@ def start_modes(data, P, forces, FT, idx, y0, mode) -> int:
                    ws)
 
 
-def joint_not_taken(model: Model) -> str | None:
+def joint_not_taken(model: Model):
     """The first joint of ``model`` the loop cannot move (it takes additive joints and
     ball, free and planar ones), or None."""
     for b in model.bodies:
         if not (b.joint.chart_is_additive or type(b.joint) in (Spherical, Free, Planar)):
-            return b.joint.name
+            return b.joint
     return None
 
 
